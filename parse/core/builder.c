@@ -1,0 +1,778 @@
+/* Per-task call builder and call-path aggregator.
+ *
+ * Rules (see DESIGN.md and reference/trace-formats.md section 4.3):
+ *  - one stack per task (pid; pid 0 is per CPU), nesting by the task's event
+ *    order, never by timestamp containment;
+ *  - duration = rettime - calltime (the record ts is another clock);
+ *  - a frame in hardirq/softirq/NMI context under a task-context frame starts
+ *    an irq subtree: its time and calls are tracked apart so corrections can
+ *    leave them out of the interrupted call;
+ *  - off-CPU time (sched_switch out..in) is charged to every frame open on the
+ *    task's stack, via per-task running totals (O(1) per event);
+ *  - anything that breaks the picture (lost events, overrun growth, a missing
+ *    exit) taints the open frames: their calls still count in the raw sums
+ *    (which must equal the tracer's own durations) but are also summed in the
+ *    node's `gap` set, which corrected statistics leave out.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+
+#include "ftf.h"
+
+/* ---- function names ---------------------------------------------------- */
+
+static uint64_t hash_bytes(const char *s, size_t len)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+void ftf_funcs_init(ftf_funcs *f)
+{
+	memset(f, 0, sizeof(*f));
+}
+
+void ftf_funcs_free(ftf_funcs *f)
+{
+	for (uint32_t i = 0; i < f->n; i++)
+		free(f->names[i]);
+	free(f->names);
+	free(f->slots);
+	memset(f, 0, sizeof(*f));
+}
+
+static int funcs_grow(ftf_funcs *f)
+{
+	uint32_t nslots = f->nslots ? f->nslots * 2 : 1024;
+	uint32_t *slots = calloc(nslots, sizeof(*slots));
+	if (!slots)
+		return -1;
+	for (uint32_t i = 0; i < f->n; i++) {
+		uint64_t h = hash_bytes(f->names[i], strlen(f->names[i]));
+		uint32_t s = h & (nslots - 1);
+		while (slots[s])
+			s = (s + 1) & (nslots - 1);
+		slots[s] = i + 1;
+	}
+	free(f->slots);
+	f->slots = slots;
+	f->nslots = nslots;
+	return 0;
+}
+
+uint32_t ftf_funcs_intern(ftf_funcs *f, const char *name, size_t len)
+{
+	if ((f->n + 1) * 2 > f->nslots && funcs_grow(f) < 0)
+		return FTF_NONE;
+	uint64_t h = hash_bytes(name, len);
+	uint32_t s = h & (f->nslots - 1);
+	while (f->slots[s]) {
+		const char *cand = f->names[f->slots[s] - 1];
+		if (strncmp(cand, name, len) == 0 && cand[len] == '\0')
+			return f->slots[s] - 1;
+		s = (s + 1) & (f->nslots - 1);
+	}
+	if (f->n == f->cap) {
+		uint32_t cap = f->cap ? f->cap * 2 : 256;
+		char **names = realloc(f->names, cap * sizeof(*names));
+		if (!names)
+			return FTF_NONE;
+		f->names = names;
+		f->cap = cap;
+	}
+	char *copy = malloc(len + 1);
+	if (!copy)
+		return FTF_NONE;
+	memcpy(copy, name, len);
+	copy[len] = '\0';
+	f->names[f->n] = copy;
+	f->slots[s] = f->n + 1;
+	return f->n++;
+}
+
+/* ---- histogram --------------------------------------------------------- */
+
+uint32_t ftf_hist_bucket(uint64_t v)
+{
+	if (v < FTF_HIST_SUB)
+		return (uint32_t)v;
+	int k = 63 - __builtin_clzll(v); /* k >= 4 */
+	uint32_t sub = (uint32_t)(v >> (k - 4)) & (FTF_HIST_SUB - 1);
+	uint32_t b = FTF_HIST_SUB + (uint32_t)(k - 4) * FTF_HIST_SUB + sub;
+	return b < FTF_HIST_BUCKETS ? b : FTF_HIST_BUCKETS - 1;
+}
+
+uint64_t ftf_hist_lower(uint32_t b)
+{
+	if (b < FTF_HIST_SUB)
+		return b;
+	uint32_t k = (b - FTF_HIST_SUB) / FTF_HIST_SUB + 4;
+	uint32_t sub = (b - FTF_HIST_SUB) % FTF_HIST_SUB;
+	return (1ULL << k) + ((uint64_t)sub << (k - 4));
+}
+
+/* ---- irq entry functions ---------------------------------------------- */
+
+/* Functions of the interrupt entry/exit path. irq_enter_rcu() runs before
+ * the HARDIRQ count is raised, so its records carry task-context flags; text
+ * traces carry no flags at all. */
+static const char *const irq_exact[] = {
+	"irq_enter_rcu", "irq_enter", "irq_exit_rcu", "irq_exit", "__irq_exit_rcu",
+	"do_IRQ", "handle_softirqs", "__do_softirq", "do_softirq", "smp_apic_timer_interrupt",
+	"common_interrupt", "__common_interrupt", "asm_common_interrupt",
+};
+static const char *const irq_prefix[] = { "__sysvec_", "sysvec_", "asm_sysvec_", "smp_irq_work_interrupt" };
+
+int ftf_func_name_is_irq_entry(const char *name)
+{
+	for (size_t i = 0; i < sizeof(irq_exact) / sizeof(irq_exact[0]); i++)
+		if (!strcmp(name, irq_exact[i]))
+			return 1;
+	for (size_t i = 0; i < sizeof(irq_prefix) / sizeof(irq_prefix[0]); i++)
+		if (!strncmp(name, irq_prefix[i], strlen(irq_prefix[i])))
+			return 1;
+	return 0;
+}
+
+static int func_is_irq_entry(ftf_builder *b, uint32_t func)
+{
+	if (func >= b->nfunc_irq) {
+		uint32_t n = b->funcs.n > func + 1 ? b->funcs.n : func + 1;
+		uint8_t *a = realloc(b->func_irq, n);
+		if (!a) {
+			b->oom = 1;
+			return 0;
+		}
+		for (uint32_t i = b->nfunc_irq; i < n; i++)
+			a[i] = i < b->funcs.n ? 1 + ftf_func_name_is_irq_entry(b->funcs.names[i]) : 0;
+		b->func_irq = a;
+		b->nfunc_irq = n;
+	}
+	if (!b->func_irq[func] && func < b->funcs.n)
+		b->func_irq[func] = 1 + ftf_func_name_is_irq_entry(b->funcs.names[func]);
+	return b->func_irq[func] == 2;
+}
+
+/* ---- tasks ------------------------------------------------------------- */
+
+typedef struct {
+	uint32_t node, func;
+	int64_t depth;
+	uint64_t child_incl;  /* raw inclusive time of completed children */
+	uint64_t calls_at;    /* task counters when the frame was pushed */
+	uint64_t irq_calls_at;
+	uint64_t irq_at, off_at;
+	uint64_t nchild;
+	int32_t cpu;
+	uint8_t irq; /* frame runs in irq context */
+	uint8_t gap; /* frame spans something that makes its sums incomplete */
+	uint32_t lparent; /* stack index of the frame this call belongs to */
+} ftf_frame;
+
+struct ftf_task {
+	uint64_t key;
+	ftf_frame *stack;
+	uint32_t n, cap;
+	uint64_t calls;     /* completed calls so far (all contexts) */
+	uint64_t irq_calls; /* ...of which in irq context */
+	uint64_t irq_ns;    /* time of completed irq subtrees under task frames */
+	uint64_t off_ns;    /* time switched out while frames were open */
+	uint64_t out_ts;
+	uint64_t overrun;
+	uint8_t switched_out, have_overrun;
+	int32_t cpu;
+};
+
+static uint64_t task_key(int32_t pid, int32_t cpu)
+{
+	/* pid 0 is the idle task of every CPU at once */
+	if (pid == 0)
+		return (1ULL << 63) | (uint32_t)cpu;
+	return (uint32_t)pid;
+}
+
+static int tasks_grow(ftf_builder *b)
+{
+	uint32_t nslots = b->ntask_slots ? b->ntask_slots * 2 : 256;
+	ftf_task **tasks = calloc(nslots, sizeof(*tasks));
+	if (!tasks)
+		return -1;
+	for (uint32_t i = 0; i < b->ntask_slots; i++) {
+		ftf_task *t = b->tasks[i];
+		if (!t)
+			continue;
+		uint32_t s = mix64(t->key) & (nslots - 1);
+		while (tasks[s])
+			s = (s + 1) & (nslots - 1);
+		tasks[s] = t;
+	}
+	free(b->tasks);
+	b->tasks = tasks;
+	b->ntask_slots = nslots;
+	return 0;
+}
+
+static ftf_task *task_find(ftf_builder *b, uint64_t key, int create)
+{
+	if (b->ntask_slots) {
+		uint32_t s = mix64(key) & (b->ntask_slots - 1);
+		while (b->tasks[s]) {
+			if (b->tasks[s]->key == key)
+				return b->tasks[s];
+			s = (s + 1) & (b->ntask_slots - 1);
+		}
+	}
+	if (!create)
+		return NULL;
+	if ((b->ntasks + 1) * 2 > b->ntask_slots && tasks_grow(b) < 0)
+		return NULL;
+	ftf_task *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->key = key;
+	uint32_t s = mix64(key) & (b->ntask_slots - 1);
+	while (b->tasks[s])
+		s = (s + 1) & (b->ntask_slots - 1);
+	b->tasks[s] = t;
+	b->ntasks++;
+	return t;
+}
+
+static ftf_frame *task_push(ftf_task *t)
+{
+	if (t->n == t->cap) {
+		uint32_t cap = t->cap ? t->cap * 2 : 64;
+		ftf_frame *st = realloc(t->stack, cap * sizeof(*st));
+		if (!st)
+			return NULL;
+		t->stack = st;
+		t->cap = cap;
+	}
+	return &t->stack[t->n++];
+}
+
+/* ---- nodes ------------------------------------------------------------- */
+
+static int nodes_rehash(ftf_builder *b)
+{
+	uint32_t nslots = b->nnode_slots ? b->nnode_slots * 2 : 4096;
+	uint64_t *keys = calloc(nslots, sizeof(*keys));
+	uint32_t *vals = calloc(nslots, sizeof(*vals));
+	if (!keys || !vals) {
+		free(keys);
+		free(vals);
+		return -1;
+	}
+	for (uint32_t i = 0; i < b->nnodes; i++) {
+		uint64_t key = ((uint64_t)(uint32_t)(b->nodes[i].parent + 1) << 32) | b->nodes[i].func;
+		uint32_t s = mix64(key) & (nslots - 1);
+		while (vals[s])
+			s = (s + 1) & (nslots - 1);
+		keys[s] = key;
+		vals[s] = i + 1;
+	}
+	free(b->node_slots);
+	free(b->node_slot_vals);
+	b->node_slots = keys;
+	b->node_slot_vals = vals;
+	b->nnode_slots = nslots;
+	return 0;
+}
+
+static void sums_init_minmax(ftf_node *n)
+{
+	n->incl_min = UINT64_MAX;
+	n->excl_min = INT64_MAX;
+	n->excl_max = INT64_MIN;
+}
+
+static uint32_t node_child(ftf_builder *b, uint32_t parent, uint32_t func)
+{
+	uint64_t key = ((uint64_t)(uint32_t)(parent + 1) << 32) | func;
+	if (b->nnode_slots) {
+		uint32_t s = mix64(key) & (b->nnode_slots - 1);
+		while (b->node_slot_vals[s]) {
+			if (b->node_slots[s] == key)
+				return b->node_slot_vals[s] - 1;
+			s = (s + 1) & (b->nnode_slots - 1);
+		}
+	}
+	if ((b->nnodes + 1) * 2 > b->nnode_slots && nodes_rehash(b) < 0)
+		goto oom;
+	if (b->nnodes == b->capnodes) {
+		uint32_t cap = b->capnodes ? b->capnodes * 2 : 1024;
+		ftf_node *nodes = realloc(b->nodes, cap * sizeof(*nodes));
+		if (!nodes)
+			goto oom;
+		b->nodes = nodes;
+		b->capnodes = cap;
+	}
+	uint32_t idx = b->nnodes++;
+	ftf_node *n = &b->nodes[idx];
+	memset(n, 0, sizeof(*n));
+	n->parent = parent;
+	n->func = func;
+	sums_init_minmax(n);
+	if (parent != FTF_NONE && (b->nodes[parent].flags & FTF_NODE_PARTIAL))
+		n->flags |= FTF_NODE_PARTIAL;
+	uint32_t s = mix64(key) & (b->nnode_slots - 1);
+	while (b->node_slot_vals[s])
+		s = (s + 1) & (b->nnode_slots - 1);
+	b->node_slots[s] = key;
+	b->node_slot_vals[s] = idx + 1;
+	return idx;
+oom:
+	b->oom = 1;
+	return FTF_NONE;
+}
+
+static uint32_t partial_root(ftf_builder *b)
+{
+	if (b->partial_root == FTF_NONE) {
+		b->partial_func = ftf_funcs_intern(&b->funcs, "(partial)", 9);
+		b->partial_root = node_child(b, FTF_NONE, b->partial_func);
+		if (b->partial_root != FTF_NONE)
+			b->nodes[b->partial_root].flags |= FTF_NODE_PARTIAL;
+	}
+	return b->partial_root;
+}
+
+static void sums_add(ftf_sums *s, uint64_t dur, int64_t excl, uint64_t desc, uint64_t nchild,
+		     uint64_t irq, uint64_t irq_calls, uint64_t off)
+{
+	s->calls++;
+	s->incl += dur;
+	s->excl += excl;
+	s->desc += desc;
+	s->nchild += nchild;
+	s->irq += irq;
+	s->irq_calls += irq_calls;
+	s->offcpu += off;
+}
+
+static void node_add(ftf_builder *b, uint32_t idx, int gap, uint64_t dur, int64_t excl,
+		     uint64_t desc, uint64_t nchild, uint64_t irq, uint64_t irq_calls, uint64_t off)
+{
+	if (idx == FTF_NONE)
+		return;
+	ftf_node *n = &b->nodes[idx];
+	sums_add(&n->all, dur, excl, desc, nchild, irq, irq_calls, off);
+	if (gap) {
+		sums_add(&n->gap, dur, excl, desc, nchild, irq, irq_calls, off);
+		b->c.gap_calls++;
+	}
+	if (dur < n->incl_min)
+		n->incl_min = dur;
+	if (dur > n->incl_max)
+		n->incl_max = dur;
+	if (excl < n->excl_min)
+		n->excl_min = excl;
+	if (excl > n->excl_max)
+		n->excl_max = excl;
+	if (!n->hist) {
+		n->hist = calloc(FTF_HIST_BUCKETS, sizeof(uint32_t));
+		if (!n->hist) {
+			b->oom = 1;
+			return;
+		}
+	}
+	n->hist[ftf_hist_bucket(dur)]++;
+}
+
+static void add_sample(ftf_builder *b, const ftf_sample *s)
+{
+	if (b->nsamples == b->capsamples) {
+		uint64_t cap = b->capsamples ? b->capsamples * 2 : 1024;
+		ftf_sample *ns = realloc(b->samples, cap * sizeof(*ns));
+		if (!ns) {
+			b->oom = 1;
+			return;
+		}
+		b->samples = ns;
+		b->capsamples = cap;
+	}
+	b->samples[b->nsamples++] = *s;
+}
+
+/* ---- the builder ------------------------------------------------------- */
+
+int ftf_builder_init(ftf_builder *b)
+{
+	memset(b, 0, sizeof(*b));
+	ftf_funcs_init(&b->funcs);
+	b->partial_root = FTF_NONE;
+	b->partial_func = FTF_NONE;
+	b->max_cpu = -1;
+	b->c.max_depth = -1;
+	b->keep_hist = 1;
+	return 0;
+}
+
+void ftf_builder_free(ftf_builder *b)
+{
+	for (uint32_t i = 0; i < b->ntask_slots; i++) {
+		if (b->tasks[i]) {
+			free(b->tasks[i]->stack);
+			free(b->tasks[i]);
+		}
+	}
+	free(b->tasks);
+	for (uint32_t i = 0; i < b->nnodes; i++)
+		free(b->nodes[i].hist);
+	free(b->nodes);
+	free(b->node_slots);
+	free(b->node_slot_vals);
+	free(b->samples);
+	free(b->func_irq);
+	ftf_funcs_free(&b->funcs);
+	memset(b, 0, sizeof(*b));
+}
+
+static void taint_all(ftf_task *t)
+{
+	for (uint32_t i = 0; i < t->n; i++)
+		t->stack[i].gap = 1;
+}
+
+/* Frames above `keep` never saw their exit: drop them, and mark what remains
+ * as incomplete (their children's time is now unaccounted). */
+static void drop_unterminated(ftf_builder *b, ftf_task *t, uint32_t keep)
+{
+	if (t->n <= keep)
+		return;
+	for (uint32_t i = keep; i < t->n; i++) {
+		uint32_t node = t->stack[i].node;
+		if (node != FTF_NONE)
+			b->nodes[node].unterminated++;
+	}
+	b->c.unterminated += t->n - keep;
+	t->n = keep;
+	taint_all(t);
+}
+
+static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
+{
+	ftf_frame *top = t->n ? &t->stack[t->n - 1] : NULL;
+	/* irq context: the record's flags, or an irq entry/exit function (whose
+	 * glue runs before the HARDIRQ count is raised), or inherited: everything
+	 * nested in an irq frame is irq work even when the flags say otherwise
+	 * (irq_exit_rcu's tail runs with the hardirq count already dropped). */
+	int in_irq = (ev->flags & FTF_FLAG_IRQ_MASK) != 0 || func_is_irq_entry(b, ev->func) ||
+		     (top && top->irq);
+	int irq_root = in_irq && !(top && top->irq);
+	uint32_t lparent = t->n ? t->n - 1 : FTF_NONE;
+	b->c.entries++;
+	if (ev->depth > b->c.max_depth)
+		b->c.max_depth = ev->depth;
+
+	if (top && irq_root) {
+		/* An interrupt continues the depth of the interrupted frame. When its
+		 * depth is not top+1, it hit a window where the shadow stack and the
+		 * events disagree: between a return's pop and its exit event (depth
+		 * <= top: the irq belongs to the frame below), or between a push and
+		 * its entry event (depth > top+1: kept under the top, counted). */
+		if (ev->depth <= top->depth) {
+			uint32_t i = t->n;
+			while (i > 0 && t->stack[i - 1].depth >= ev->depth)
+				i--;
+			if (i > 0) {
+				lparent = i - 1;
+				b->c.irq_outside_window++;
+			}
+		} else if (ev->depth > top->depth + 1) {
+			b->c.irq_outside_window++;
+		}
+	} else if (top) {
+		if (ev->depth <= top->depth) {
+			/* exits were lost: pop to this entry's level */
+			uint32_t keep = t->n;
+			while (keep && t->stack[keep - 1].depth >= ev->depth)
+				keep--;
+			b->c.depth_mismatch++;
+			drop_unterminated(b, t, keep);
+			lparent = t->n ? t->n - 1 : FTF_NONE;
+		} else if (ev->depth > top->depth + 1) {
+			/* entries were lost between the top and this one */
+			b->c.depth_mismatch++;
+			taint_all(t);
+		}
+	}
+
+	uint32_t parent;
+	if (lparent != FTF_NONE) {
+		parent = t->stack[lparent].node;
+	} else if (ev->depth > 0) {
+		b->c.partial_entries++;
+		parent = partial_root(b);
+	} else {
+		parent = FTF_NONE;
+	}
+	uint32_t node = node_child(b, parent, ev->func);
+	if (node != FTF_NONE && in_irq) {
+		b->nodes[node].flags |= FTF_NODE_IRQ;
+		if (irq_root && lparent != FTF_NONE)
+			b->nodes[node].flags |= FTF_NODE_IRQ_ROOT;
+	}
+	ftf_frame *f = task_push(t);
+	if (!f) {
+		b->oom = 1;
+		return;
+	}
+	f->node = node;
+	f->func = ev->func;
+	f->depth = ev->depth;
+	f->child_incl = 0;
+	f->calls_at = t->calls;
+	f->irq_calls_at = t->irq_calls;
+	f->irq_at = t->irq_ns;
+	f->off_at = t->off_ns;
+	f->nchild = 0;
+	f->cpu = ev->cpu;
+	f->irq = in_irq;
+	f->gap = 0;
+	f->lparent = lparent;
+}
+
+/* Pop the top frame as a completed call of duration dur. */
+static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu, uint64_t calltime)
+{
+	ftf_frame f = t->stack[--t->n];
+	uint64_t dcalls = t->calls - f.calls_at;
+	uint64_t dirq_calls = t->irq_calls - f.irq_calls_at;
+	uint64_t desc = f.irq ? dcalls : dcalls - dirq_calls;
+	uint64_t irq_calls = f.irq ? 0 : dirq_calls;
+	uint64_t irq = t->irq_ns - f.irq_at;
+	uint64_t off = t->off_ns - f.off_at;
+	int64_t excl = (int64_t)dur - (int64_t)f.child_incl;
+
+	t->calls++;
+	if (f.irq)
+		t->irq_calls++;
+	ftf_frame *parent = t->n ? &t->stack[t->n - 1] : NULL;
+	if (parent && f.irq && !parent->irq && f.lparent < t->n - 1) {
+		/* an irq taken after the top frames had returned: it belongs to
+		 * the frame below them, and the returned frames must not see it */
+		for (uint32_t k = f.lparent + 1; k < t->n; k++) {
+			t->stack[k].calls_at += dcalls + 1;
+			t->stack[k].irq_calls_at += dcalls + 1;
+			t->stack[k].irq_at += dur;
+		}
+		parent = &t->stack[f.lparent];
+	}
+	if (parent) {
+		parent->child_incl += dur;
+		if (!f.irq || parent->irq)
+			parent->nchild++;
+		if (f.gap)
+			parent->gap = 1;
+	}
+	if (f.irq && (!parent || !parent->irq)) {
+		/* an irq subtree ends: its whole time is irq time for the frames below */
+		t->irq_ns += dur;
+		b->c.irq_roots++;
+	}
+	if (f.cpu != cpu && cpu >= 0) {
+		b->c.migrations++;
+		if (f.node != FTF_NONE)
+			b->nodes[f.node].migrated++;
+	}
+	node_add(b, f.node, f.gap, dur, excl, desc, f.nchild, irq, irq_calls, off);
+	if (!parent && f.node != FTF_NONE) {
+		ftf_sample s = {
+			.node = f.node, .pid = (int32_t)(t->key >> 63 ? 0 : t->key), .cpu = cpu,
+			.flags = (f.gap ? FTF_SAMPLE_GAP : 0) |
+				 ((b->nodes[f.node].flags & FTF_NODE_PARTIAL) ? FTF_SAMPLE_PARTIAL : 0) |
+				 (f.irq ? FTF_SAMPLE_IRQ : 0),
+			.calltime = calltime, .dur = dur, .desc = desc, .irq = irq, .offcpu = off,
+		};
+		add_sample(b, &s);
+	}
+}
+
+static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *ev)
+{
+	uint64_t dur = ev->rettime >= ev->calltime ? ev->rettime - ev->calltime : 0;
+	b->c.exits++;
+
+	if (t->have_overrun && ev->overrun > t->overrun) {
+		/* the shadow stack was full: frames were dropped unseen */
+		b->c.overrun_growth++;
+		taint_all(t);
+	}
+	t->overrun = ev->overrun;
+	t->have_overrun = 1;
+
+	/* find the matching frame, normally the top */
+	uint32_t i = t->n;
+	while (i > 0) {
+		ftf_frame *f = &t->stack[i - 1];
+		if (f->func == ev->func && f->depth == ev->depth)
+			break;
+		if (f->depth < ev->depth) {
+			i = 0;
+			break;
+		}
+		i--;
+	}
+	if (i > 0) {
+		if (i != t->n) {
+			b->c.depth_mismatch++;
+			drop_unterminated(b, t, i);
+		}
+		complete_top(b, t, dur, ev->cpu, ev->calltime);
+		return;
+	}
+
+	/* orphan exit: the entry was not seen (trace started mid-call, lost
+	 * events, or an exit-only tracing_thresh trace). The call is complete
+	 * and its duration known; its descendants are not. */
+	b->c.orphan_exits++;
+	if (t->n && t->stack[t->n - 1].depth >= ev->depth) {
+		uint32_t keep = t->n;
+		while (keep && t->stack[keep - 1].depth >= ev->depth)
+			keep--;
+		b->c.depth_mismatch++;
+		drop_unterminated(b, t, keep);
+	}
+	uint32_t parent;
+	ftf_frame *pf = NULL;
+	if (t->n && t->stack[t->n - 1].depth == ev->depth - 1) {
+		pf = &t->stack[t->n - 1];
+		parent = pf->node;
+	} else {
+		parent = partial_root(b);
+	}
+	uint32_t node = node_child(b, parent, ev->func);
+	if (node != FTF_NONE && (ev->flags & FTF_FLAG_IRQ_MASK))
+		b->nodes[node].flags |= FTF_NODE_IRQ;
+	if (pf) {
+		pf->child_incl += dur;
+		pf->gap = 1;
+	}
+	t->calls++;
+	node_add(b, node, 1, dur, (int64_t)dur, 0, 0, 0, 0, 0);
+}
+
+static void on_lost(ftf_builder *b, const ftf_event *ev)
+{
+	b->c.lost_records++;
+	if (ev->lost > 0)
+		b->c.lost_events += (uint64_t)ev->lost;
+	else
+		b->c.lost_unknown++;
+	if (ev->cpu >= 0 && ev->cpu < FTF_MAX_CPUS) {
+		b->lost_marks_per_cpu[ev->cpu]++;
+		if (ev->lost > 0 && b->lost_per_cpu[ev->cpu] >= 0)
+			b->lost_per_cpu[ev->cpu] += ev->lost;
+		else if (ev->lost <= 0)
+			b->lost_per_cpu[ev->cpu] = -1;
+	}
+	/* every task last seen on that CPU may have lost entries or exits */
+	for (uint32_t i = 0; i < b->ntask_slots; i++) {
+		ftf_task *t = b->tasks[i];
+		if (t && t->n && t->cpu == ev->cpu)
+			taint_all(t);
+	}
+}
+
+static void on_switch(ftf_builder *b, const ftf_event *ev)
+{
+	b->c.switches++;
+	if (ev->pid != 0) {
+		ftf_task *prev = task_find(b, task_key(ev->pid, ev->cpu), 0);
+		if (prev && prev->n) {
+			prev->switched_out = 1;
+			prev->out_ts = ev->ts;
+		}
+	}
+	if (ev->next_pid != 0) {
+		ftf_task *next = task_find(b, task_key(ev->next_pid, ev->cpu), 0);
+		if (next && next->switched_out) {
+			if (ev->ts >= next->out_ts)
+				next->off_ns += ev->ts - next->out_ts;
+			next->switched_out = 0;
+		}
+	}
+}
+
+void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
+{
+	b->c.events++;
+	if (!b->c.first_ts || ev->ts < b->c.first_ts)
+		b->c.first_ts = ev->ts;
+	if (ev->ts > b->c.last_ts)
+		b->c.last_ts = ev->ts;
+	if (ev->cpu > b->max_cpu && ev->cpu < FTF_MAX_CPUS)
+		b->max_cpu = ev->cpu;
+
+	switch (ev->kind) {
+	case FTF_EV_ENTRY:
+	case FTF_EV_EXIT:
+	case FTF_EV_LEAF: {
+		ftf_task *t = task_find(b, task_key(ev->pid, ev->cpu), 1);
+		if (!t) {
+			b->oom = 1;
+			return;
+		}
+		/* an event of the task means it runs: a missed switch-in */
+		t->switched_out = 0;
+		t->cpu = ev->cpu;
+		if (ev->kind == FTF_EV_ENTRY) {
+			on_entry(b, t, ev);
+		} else if (ev->kind == FTF_EV_EXIT) {
+			on_exit_event(b, t, ev);
+		} else {
+			/* a leaf line: entry and exit at once */
+			b->c.leaf_events++;
+			on_entry(b, t, ev);
+			b->c.entries--;
+			b->c.exits++;
+			uint64_t dur = ev->rettime >= ev->calltime ? ev->rettime - ev->calltime : 0;
+			if (t->n)
+				complete_top(b, t, dur, ev->cpu, ev->calltime);
+		}
+		break;
+	}
+	case FTF_EV_SWITCH:
+		on_switch(b, ev);
+		break;
+	case FTF_EV_LOST:
+		b->c.events--; /* a mark on a record, not a record of its own */
+		on_lost(b, ev);
+		break;
+	default:
+		b->c.other_events++;
+		break;
+	}
+}
+
+void ftf_builder_finish(ftf_builder *b)
+{
+	for (uint32_t i = 0; i < b->ntask_slots; i++) {
+		ftf_task *t = b->tasks[i];
+		if (!t)
+			continue;
+		for (uint32_t k = 0; k < t->n; k++) {
+			uint32_t node = t->stack[k].node;
+			if (node != FTF_NONE)
+				b->nodes[node].open_end++;
+		}
+		b->c.open_at_end += t->n;
+		t->n = 0;
+	}
+}

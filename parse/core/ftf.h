@@ -1,0 +1,204 @@
+/* ftflame C core: events -> per-task call builder -> call-path aggregate.
+ *
+ * Every reader (trace.dat via libtracecmd, the text tokenizer) produces
+ * ftf_event records and feeds them, in per-task order, to one ftf_builder.
+ * The builder keeps one stack per task and aggregates completed calls into a
+ * call-path tree whose size is O(distinct call paths), never O(events).
+ */
+#ifndef FTF_H
+#define FTF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- events ------------------------------------------------------------ */
+
+enum ftf_event_kind {
+	FTF_EV_ENTRY = 1,  /* funcgraph_entry / fgraph_retaddr_entry */
+	FTF_EV_EXIT = 2,   /* funcgraph_exit: calltime, rettime, overrun */
+	FTF_EV_SWITCH = 3, /* sched_switch: pid = prev_pid, next_pid */
+	FTF_EV_LOST = 4,   /* lost events on cpu: lost = count, -1 unknown */
+	FTF_EV_LEAF = 5,   /* text only: entry+exit in one line (duration known) */
+};
+
+/* common_flags bits (include/linux/trace_events.h) */
+#define FTF_FLAG_HARDIRQ 0x08
+#define FTF_FLAG_SOFTIRQ 0x10
+#define FTF_FLAG_NMI 0x40
+#define FTF_FLAG_IRQ_MASK (FTF_FLAG_HARDIRQ | FTF_FLAG_SOFTIRQ | FTF_FLAG_NMI)
+
+typedef struct {
+	uint8_t kind;
+	uint8_t flags;     /* common_flags of the record */
+	int32_t cpu;
+	int32_t pid;       /* common_pid (prev_pid for SWITCH) */
+	int32_t next_pid;  /* SWITCH only */
+	uint32_t func;     /* function id (ftf_funcs) */
+	int64_t depth;
+	uint64_t ts;       /* record timestamp: ring-buffer clock */
+	uint64_t calltime; /* EXIT: trace_clock_local(), not the ts clock */
+	uint64_t rettime;
+	uint64_t overrun;  /* EXIT: the task's cumulative overrun counter */
+	int64_t lost;      /* LOST: count of lost events, -1 when unknown */
+} ftf_event;
+
+/* ---- function names ---------------------------------------------------- */
+
+typedef struct {
+	char **names;
+	uint32_t n, cap;
+	/* open-addressing map name -> id */
+	uint32_t *slots; /* id+1, 0 = empty */
+	uint32_t nslots;
+} ftf_funcs;
+
+void ftf_funcs_init(ftf_funcs *f);
+void ftf_funcs_free(ftf_funcs *f);
+uint32_t ftf_funcs_intern(ftf_funcs *f, const char *name, size_t len);
+int ftf_func_name_is_irq_entry(const char *name);
+
+/* ---- histogram: log2 buckets with 16 linear sub-buckets -----------------
+ * Values 0..15 ns have exact buckets; above, each power of two is split in
+ * 16, so a bucket's width is at most 1/16 of its lower bound (6.25%). */
+#define FTF_HIST_SUB 16
+#define FTF_HIST_OCTAVES 44 /* up to 2^48 ns (~3 days) */
+#define FTF_HIST_BUCKETS (FTF_HIST_SUB + FTF_HIST_OCTAVES * FTF_HIST_SUB)
+uint32_t ftf_hist_bucket(uint64_t v);
+uint64_t ftf_hist_lower(uint32_t bucket);
+
+/* ---- the aggregate ----------------------------------------------------- */
+
+/* Linear sums over a set of completed calls. */
+typedef struct {
+	uint64_t calls;
+	uint64_t incl;   /* sum of rettime - calltime */
+	int64_t excl;    /* sum of incl - children's incl (can be < 0 on clock skew) */
+	uint64_t desc;   /* sum of recorded descendants D (irq subtrees excluded) */
+	uint64_t nchild; /* sum of direct children n (irq subtrees excluded) */
+	uint64_t irq;    /* sum of time in irq subtrees nested inside the call */
+	uint64_t irq_calls; /* sum of calls recorded inside those irq subtrees */
+	uint64_t offcpu; /* sum of time the task was switched out during the call */
+} ftf_sums;
+
+enum ftf_node_flags {
+	FTF_NODE_IRQ = 1,      /* the calls ran in hardirq/softirq/NMI context */
+	FTF_NODE_IRQ_ROOT = 2, /* ...and this is where the irq subtree starts */
+	FTF_NODE_PARTIAL = 4,  /* under the (partial) root: ancestors unknown */
+};
+
+typedef struct {
+	uint32_t parent; /* FTF_NONE for a root */
+	uint32_t func;
+	uint32_t flags;
+	ftf_sums all;    /* every completed call */
+	ftf_sums gap;    /* the subset that spans a lost-event gap, overrun or lost exit */
+	uint64_t incl_min, incl_max;
+	int64_t excl_min, excl_max;
+	uint64_t migrated;      /* calls that ended on another CPU than they began */
+	uint64_t open_end;      /* entries still open when the trace ended */
+	uint64_t unterminated;  /* entries whose exit never came (lost) */
+	uint32_t *hist;         /* FTF_HIST_BUCKETS of inclusive time, lazily allocated */
+} ftf_node;
+
+#define FTF_NONE UINT32_MAX
+
+/* One sample per completed root call (bottom of a task's stack). */
+typedef struct {
+	uint32_t node;
+	int32_t pid;
+	int32_t cpu;
+	uint32_t flags; /* FTF_SAMPLE_* */
+	uint64_t calltime;
+	uint64_t dur;
+	uint64_t desc;
+	uint64_t irq;
+	uint64_t offcpu;
+} ftf_sample;
+
+enum ftf_sample_flags {
+	FTF_SAMPLE_GAP = 1,     /* spans lost events / overrun / lost exits */
+	FTF_SAMPLE_PARTIAL = 2, /* entry seen but ancestors unknown */
+	FTF_SAMPLE_IRQ = 4,
+};
+
+/* Everything the tool could not account for, counted. */
+typedef struct {
+	uint64_t events;         /* records seen */
+	uint64_t entries, exits, switches, other_events;
+	uint64_t lost_records;   /* records that carried a missed-events mark */
+	uint64_t lost_events;    /* sum of known lost counts */
+	uint64_t lost_unknown;   /* marks with an unknown count */
+	uint64_t orphan_exits;   /* exit without a matching entry */
+	uint64_t unterminated;   /* entry whose exit never came (popped by a later event) */
+	uint64_t open_at_end;    /* frames still open when the trace ended */
+	uint64_t overrun_growth; /* times a task's overrun counter grew */
+	uint64_t depth_mismatch; /* entry/exit depth not what the stack says */
+	uint64_t migrations;     /* calls that ended on a different CPU */
+	uint64_t gap_calls;      /* completed calls left out of corrected statistics */
+	uint64_t partial_entries;/* entries at depth > 0 with no open parent */
+	uint64_t irq_roots;      /* irq subtrees */
+	uint64_t leaf_events;    /* text leaf lines */
+	uint64_t irq_outside_window; /* irq depth says it hit a push/pop race window */
+	int64_t max_depth;
+	uint64_t first_ts, last_ts;
+} ftf_counters;
+
+#define FTF_MAX_CPUS 4096
+
+typedef struct ftf_task ftf_task;
+
+typedef struct {
+	ftf_funcs funcs;
+	ftf_node *nodes;
+	uint32_t nnodes, capnodes;
+	uint64_t *node_slots; /* open-addressing map (parent,func)+1 -> node idx+1 */
+	uint32_t *node_slot_vals;
+	uint32_t nnode_slots;
+	uint32_t partial_root; /* the (partial) pseudo-root node, FTF_NONE until needed */
+	uint32_t partial_func;
+
+	ftf_task **tasks; /* open-addressing map key -> task */
+	uint32_t ntasks, ntask_slots;
+
+	ftf_sample *samples;
+	uint64_t nsamples, capsamples;
+
+	ftf_counters c;
+	int64_t lost_per_cpu[FTF_MAX_CPUS]; /* -1 = some unknown */
+	uint64_t lost_marks_per_cpu[FTF_MAX_CPUS];
+	int32_t max_cpu;
+	int oom;
+	/* Text dialects have no per-task pid: the reader says so. */
+	int keep_hist;
+	uint8_t *func_irq; /* per func: 0 unknown, 1 no, 2 irq entry function */
+	uint32_t nfunc_irq;
+} ftf_builder;
+
+int ftf_builder_init(ftf_builder *b);
+void ftf_builder_free(ftf_builder *b);
+void ftf_builder_feed(ftf_builder *b, const ftf_event *ev);
+/* Close the trace: count frames still open. */
+void ftf_builder_finish(ftf_builder *b);
+
+/* ---- readers ----------------------------------------------------------- */
+
+typedef struct {
+	char kernel[256];
+	char clock[64];
+	char tracer_version[64];
+	int cpus;
+	int file_version;
+	char compression[64];
+	int has_entry_event, has_exit_event, has_retaddr_event, has_switch_event;
+	int has_retval, has_args;
+	uint64_t per_cpu_events[FTF_MAX_CPUS > 512 ? 512 : FTF_MAX_CPUS];
+} ftf_dat_meta;
+
+typedef int (*ftf_progress_fn)(void *ctx, uint64_t events);
+
+/* Returns 0 on success, else -1 with a one-line message in err. */
+int ftf_read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
+		 ftf_progress_fn progress, void *progress_ctx,
+		 char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,317 @@
+/* trace.dat reader on libtracecmd.
+ *
+ * Opens with TRACECMD_FL_LOAD_NO_PLUGINS: trace-cmd's own fgraph print
+ * handler otherwise reads ahead and swallows leaf exits. Fields are bound by
+ * name from the file's own event formats (the layouts changed many times,
+ * reference/trace-formats.md section 2), and function names are cached per
+ * address (tep_find_function per record is 3x slower than the iteration).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <trace-cmd.h>
+
+#include "ftf.h"
+
+/* Exported by libtracecmd.so.1 but declared only in the uninstalled
+ * trace-cmd-private.h. */
+int tracecmd_cpus(struct tracecmd_input *handle);
+const char *tracecmd_get_uname(struct tracecmd_input *handle);
+const char *tracecmd_get_trace_clock(struct tracecmd_input *handle);
+const char *tracecmd_get_version(struct tracecmd_input *handle);
+unsigned long tracecmd_get_in_file_version(struct tracecmd_input *handle);
+int tracecmd_get_file_compress_proto(struct tracecmd_input *handle,
+				     const char **name, const char **version);
+
+typedef struct {
+	int offset, size;
+	int present;
+} bound_field;
+
+typedef struct {
+	int id;
+	bound_field func, depth, overrun, calltime, rettime;
+	bound_field prev_pid, next_pid;
+} bound_event;
+
+typedef struct {
+	ftf_builder *b;
+	struct tep_handle *tep;
+	int swap; /* file endianness differs from ours */
+	bound_field common_pid, common_flags;
+	bound_event entry, retaddr_entry, exit, sched_switch;
+	/* address -> function id */
+	uint64_t *addr_keys;
+	uint32_t *addr_vals; /* id+1 */
+	uint32_t naddr, naddr_slots;
+	ftf_progress_fn progress;
+	void *progress_ctx;
+	uint64_t next_progress;
+	int stopped;
+	ftf_dat_meta *meta;
+} dat_ctx;
+
+static void bind(struct tep_event *ev, const char *name, bound_field *out)
+{
+	struct tep_format_field *f = ev ? tep_find_field(ev, name) : NULL;
+	if (!f)
+		f = ev ? tep_find_common_field(ev, name) : NULL;
+	out->present = f != NULL;
+	if (f) {
+		out->offset = f->offset;
+		out->size = f->size;
+	}
+}
+
+static inline uint64_t rd(const dat_ctx *c, const bound_field *f, const void *data, int record_size)
+{
+	if (!f->present || f->offset + f->size > record_size)
+		return 0;
+	const unsigned char *p = (const unsigned char *)data + f->offset;
+	uint64_t v = 0;
+	switch (f->size) {
+	case 1: return p[0];
+	case 2: { uint16_t x; memcpy(&x, p, 2); if (c->swap) x = __builtin_bswap16(x); return x; }
+	case 4: { uint32_t x; memcpy(&x, p, 4); if (c->swap) x = __builtin_bswap32(x); return x; }
+	case 8: { memcpy(&v, p, 8); if (c->swap) v = __builtin_bswap64(v); return v; }
+	default: return 0;
+	}
+}
+
+static inline int64_t rd_signed(const dat_ctx *c, const bound_field *f, const void *data, int record_size)
+{
+	uint64_t v = rd(c, f, data, record_size);
+	switch (f->size) {
+	case 1: return (int8_t)v;
+	case 2: return (int16_t)v;
+	case 4: return (int32_t)v;
+	default: return (int64_t)v;
+	}
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static uint32_t func_id(dat_ctx *c, uint64_t addr)
+{
+	if (c->naddr_slots) {
+		uint32_t s = mix(addr) & (c->naddr_slots - 1);
+		while (c->addr_vals[s]) {
+			if (c->addr_keys[s] == addr)
+				return c->addr_vals[s] - 1;
+			s = (s + 1) & (c->naddr_slots - 1);
+		}
+	}
+	if ((c->naddr + 1) * 2 > c->naddr_slots) {
+		uint32_t n = c->naddr_slots ? c->naddr_slots * 2 : 1024;
+		uint64_t *k = calloc(n, sizeof(*k));
+		uint32_t *v = calloc(n, sizeof(*v));
+		if (!k || !v) {
+			free(k);
+			free(v);
+			c->b->oom = 1;
+			return 0;
+		}
+		for (uint32_t i = 0; i < c->naddr_slots; i++) {
+			if (!c->addr_vals[i])
+				continue;
+			uint32_t s = mix(c->addr_keys[i]) & (n - 1);
+			while (v[s])
+				s = (s + 1) & (n - 1);
+			k[s] = c->addr_keys[i];
+			v[s] = c->addr_vals[i];
+		}
+		free(c->addr_keys);
+		free(c->addr_vals);
+		c->addr_keys = k;
+		c->addr_vals = v;
+		c->naddr_slots = n;
+	}
+	const char *name = tep_find_function(c->tep, addr);
+	char buf[32];
+	if (!name) {
+		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)addr);
+		name = buf;
+	}
+	uint32_t id = ftf_funcs_intern(&c->b->funcs, name, strlen(name));
+	if (id == FTF_NONE) {
+		c->b->oom = 1;
+		id = 0;
+	}
+	uint32_t s = mix(addr) & (c->naddr_slots - 1);
+	while (c->addr_vals[s])
+		s = (s + 1) & (c->naddr_slots - 1);
+	c->addr_keys[s] = addr;
+	c->addr_vals[s] = id + 1;
+	c->naddr++;
+	return id;
+}
+
+static int on_record(struct tracecmd_input *handle, struct tep_record *rec, int cpu, void *data)
+{
+	dat_ctx *c = data;
+	ftf_event ev;
+	const void *d = rec->data;
+	int sz = rec->size;
+
+	ev.cpu = rec->cpu;
+	ev.ts = rec->ts;
+	if (rec->missed_events) {
+		ftf_event lost = { .kind = FTF_EV_LOST, .cpu = rec->cpu, .ts = rec->ts,
+				   .lost = rec->missed_events > 0 ? rec->missed_events : -1 };
+		ftf_builder_feed(c->b, &lost);
+	}
+	if (sz < 8) {
+		c->b->c.events++;
+		c->b->c.other_events++;
+		return 0;
+	}
+	int type = (int)rd(c, &(bound_field){ .offset = 0, .size = 2, .present = 1 }, d, sz);
+	ev.flags = (uint8_t)rd(c, &c->common_flags, d, sz);
+	ev.pid = (int32_t)rd(c, &c->common_pid, d, sz);
+	if (rec->cpu >= 0 && rec->cpu < 512)
+		c->meta->per_cpu_events[rec->cpu]++;
+
+	if (type == c->exit.id) {
+		ev.kind = FTF_EV_EXIT;
+		ev.func = func_id(c, rd(c, &c->exit.func, d, sz));
+		ev.depth = rd_signed(c, &c->exit.depth, d, sz);
+		ev.overrun = rd(c, &c->exit.overrun, d, sz);
+		ev.calltime = rd(c, &c->exit.calltime, d, sz);
+		ev.rettime = rd(c, &c->exit.rettime, d, sz);
+	} else if (type == c->entry.id || type == c->retaddr_entry.id) {
+		bound_event *be = type == c->entry.id ? &c->entry : &c->retaddr_entry;
+		ev.kind = FTF_EV_ENTRY;
+		ev.func = func_id(c, rd(c, &be->func, d, sz));
+		ev.depth = rd_signed(c, &be->depth, d, sz);
+		/* 6.15-rc declared an 8-byte depth over a 4-byte value */
+		if (be->depth.size == 8)
+			ev.depth = (int32_t)ev.depth;
+	} else if (type == c->sched_switch.id) {
+		ev.kind = FTF_EV_SWITCH;
+		ev.pid = (int32_t)rd(c, &c->sched_switch.prev_pid, d, sz);
+		ev.next_pid = (int32_t)rd(c, &c->sched_switch.next_pid, d, sz);
+	} else {
+		ev.kind = 0;
+	}
+	if (ev.kind == FTF_EV_EXIT && c->exit.depth.size == 8)
+		ev.depth = (int32_t)ev.depth;
+	ftf_builder_feed(c->b, &ev);
+
+	if (c->progress && c->b->c.events >= c->next_progress) {
+		c->next_progress += 1u << 20;
+		if (c->progress(c->progress_ctx, c->b->c.events)) {
+			c->stopped = 1;
+			return 1;
+		}
+	}
+	return c->b->oom ? 1 : 0;
+}
+
+static int event_id(struct tep_handle *tep, const char *sys, const char *name, struct tep_event **out)
+{
+	struct tep_event *e = tep_find_event_by_name(tep, sys, name);
+	*out = e;
+	return e ? e->id : -1;
+}
+
+int ftf_read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
+		 ftf_progress_fn progress, void *progress_ctx, char *err, size_t errlen)
+{
+	dat_ctx c;
+	memset(&c, 0, sizeof(c));
+	memset(meta, 0, sizeof(*meta));
+	c.b = b;
+	c.meta = meta;
+	c.progress = progress;
+	c.progress_ctx = progress_ctx;
+	c.next_progress = 1u << 20;
+
+	tracecmd_set_loglevel(TEP_LOG_NONE);
+	errno = 0;
+	struct tracecmd_input *h = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
+	if (!h) {
+		snprintf(err, errlen, "libtracecmd could not open it (%s): not a complete trace.dat",
+			 errno ? strerror(errno) : "bad or truncated headers");
+		return -1;
+	}
+	struct tep_handle *tep = tracecmd_get_tep(h);
+	tep_set_loglevel(TEP_LOG_NONE);
+	c.tep = tep;
+	c.swap = tep_is_file_bigendian(tep) != tep_is_local_bigendian(tep);
+
+	struct tep_event *ent, *ret_ent, *ex, *sw;
+	c.entry.id = event_id(tep, "ftrace", "funcgraph_entry", &ent);
+	c.retaddr_entry.id = event_id(tep, "ftrace", "fgraph_retaddr_entry", &ret_ent);
+	c.exit.id = event_id(tep, "ftrace", "funcgraph_exit", &ex);
+	c.sched_switch.id = event_id(tep, "sched", "sched_switch", &sw);
+	meta->has_entry_event = ent != NULL;
+	meta->has_retaddr_event = ret_ent != NULL;
+	meta->has_exit_event = ex != NULL;
+	meta->has_switch_event = sw != NULL;
+	if (!ex) {
+		snprintf(err, errlen, "no function_graph events (funcgraph_exit) in this trace.dat: "
+			 "record with 'trace-cmd record -p function_graph'");
+		tracecmd_close(h);
+		return -1;
+	}
+	bind(ent, "func", &c.entry.func);
+	bind(ent, "depth", &c.entry.depth);
+	bind(ret_ent, "func", &c.retaddr_entry.func);
+	bind(ret_ent, "depth", &c.retaddr_entry.depth);
+	bind(ex, "func", &c.exit.func);
+	bind(ex, "depth", &c.exit.depth);
+	bind(ex, "overrun", &c.exit.overrun);
+	bind(ex, "calltime", &c.exit.calltime);
+	bind(ex, "rettime", &c.exit.rettime);
+	bind(sw, "prev_pid", &c.sched_switch.prev_pid);
+	bind(sw, "next_pid", &c.sched_switch.next_pid);
+	bind(ex, "common_pid", &c.common_pid);
+	bind(ex, "common_flags", &c.common_flags);
+	struct tep_format_field *rv = tep_find_field(ex, "retval");
+	meta->has_retval = rv != NULL;
+	meta->has_args = ent && tep_find_field(ent, "args") != NULL;
+	if (!c.exit.func.present || !c.exit.calltime.present || !c.exit.rettime.present ||
+	    !c.exit.depth.present) {
+		snprintf(err, errlen, "funcgraph_exit lacks func/depth/calltime/rettime fields: "
+			 "unsupported event layout");
+		tracecmd_close(h);
+		return -1;
+	}
+
+	const char *s;
+	if ((s = tracecmd_get_uname(h)))
+		snprintf(meta->kernel, sizeof(meta->kernel), "%s", s);
+	if ((s = tracecmd_get_trace_clock(h)))
+		snprintf(meta->clock, sizeof(meta->clock), "%s", s);
+	if ((s = tracecmd_get_version(h)))
+		snprintf(meta->tracer_version, sizeof(meta->tracer_version), "%s", s);
+	const char *cname = NULL, *cver = NULL;
+	if (tracecmd_get_file_compress_proto(h, &cname, &cver) == 0 && cname)
+		snprintf(meta->compression, sizeof(meta->compression), "%s%s%s", cname,
+			 cver ? " " : "", cver ? cver : "");
+	meta->cpus = tracecmd_cpus(h);
+	meta->file_version = (int)tracecmd_get_in_file_version(h);
+
+	tracecmd_iterate_events(h, NULL, 0, on_record, &c);
+	ftf_builder_finish(b);
+	tracecmd_close(h);
+	free(c.addr_keys);
+	free(c.addr_vals);
+	if (b->oom) {
+		snprintf(err, errlen, "out of memory while building the call tree");
+		return -1;
+	}
+	if (c.stopped) {
+		snprintf(err, errlen, "interrupted");
+		return -1;
+	}
+	return 0;
+}
