@@ -126,6 +126,67 @@ uint64_t ftf_hist_lower(uint32_t b)
 	return (1ULL << k) + ((uint64_t)sub << (k - 4));
 }
 
+int ftf_hist_add(ftf_hist *h, uint32_t bucket)
+{
+	if (h->dense) {
+		h->dense[bucket]++;
+		return 0;
+	}
+	for (uint16_t i = 0; i < h->n; i++) {
+		if (h->keys[i] == bucket) {
+			h->vals[i]++;
+			return 0;
+		}
+	}
+	if (h->n == h->cap) {
+		if (h->cap >= FTF_HIST_SPARSE_MAX) {
+			uint32_t *d = calloc(FTF_HIST_BUCKETS, sizeof(*d));
+			if (!d)
+				return -1;
+			for (uint16_t i = 0; i < h->n; i++)
+				d[h->keys[i]] = h->vals[i];
+			d[bucket]++;
+			free(h->keys);
+			free(h->vals);
+			h->keys = NULL;
+			h->vals = NULL;
+			h->dense = d;
+			return 0;
+		}
+		uint16_t cap = h->cap ? h->cap * 2 : 4;
+		uint16_t *k = realloc(h->keys, cap * sizeof(*k));
+		if (!k)
+			return -1;
+		h->keys = k;
+		uint32_t *v = realloc(h->vals, cap * sizeof(*v));
+		if (!v)
+			return -1;
+		h->vals = v;
+		h->cap = cap;
+	}
+	h->keys[h->n] = (uint16_t)bucket;
+	h->vals[h->n++] = 1;
+	return 0;
+}
+
+uint32_t ftf_hist_count(const ftf_hist *h, uint32_t bucket)
+{
+	if (h->dense)
+		return h->dense[bucket];
+	for (uint16_t i = 0; i < h->n; i++)
+		if (h->keys[i] == bucket)
+			return h->vals[i];
+	return 0;
+}
+
+void ftf_hist_free(ftf_hist *h)
+{
+	free(h->dense);
+	free(h->keys);
+	free(h->vals);
+	memset(h, 0, sizeof(*h));
+}
+
 /* ---- irq entry functions ---------------------------------------------- */
 
 /* Functions of the interrupt entry/exit path. irq_enter_rcu() runs before
@@ -384,14 +445,9 @@ static void node_add(ftf_builder *b, uint32_t idx, int gap, uint64_t dur, int64_
 		n->excl_min = excl;
 	if (excl > n->excl_max)
 		n->excl_max = excl;
-	if (!n->hist) {
-		n->hist = calloc(FTF_HIST_BUCKETS, sizeof(uint32_t));
-		if (!n->hist) {
-			b->oom = 1;
-			return;
-		}
-	}
-	n->hist[ftf_hist_bucket(dur)]++;
+	if (ftf_hist_add(&n->hist_incl, ftf_hist_bucket(dur)) < 0 ||
+	    ftf_hist_add(&n->hist_excl, ftf_hist_bucket(excl > 0 ? (uint64_t)excl : 0)) < 0)
+		b->oom = 1;
 }
 
 static void add_sample(ftf_builder *b, const ftf_sample *s)
@@ -432,8 +488,10 @@ void ftf_builder_free(ftf_builder *b)
 		}
 	}
 	free(b->tasks);
-	for (uint32_t i = 0; i < b->nnodes; i++)
-		free(b->nodes[i].hist);
+	for (uint32_t i = 0; i < b->nnodes; i++) {
+		ftf_hist_free(&b->nodes[i].hist_incl);
+		ftf_hist_free(&b->nodes[i].hist_excl);
+	}
 	free(b->nodes);
 	free(b->node_slots);
 	free(b->node_slot_vals);
@@ -649,21 +707,13 @@ static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 		b->c.depth_mismatch++;
 		drop_unterminated(b, t, keep);
 	}
-	uint32_t parent;
-	ftf_frame *pf = NULL;
-	if (t->n && t->stack[t->n - 1].depth == ev->depth - 1) {
-		pf = &t->stack[t->n - 1];
-		parent = pf->node;
-	} else {
-		parent = partial_root(b);
-	}
-	uint32_t node = node_child(b, parent, ev->func);
+	/* Not under the open parent: the call's own descendants, whose entries
+	 * came after the gap, are already counted as the parent's children. */
+	uint32_t node = node_child(b, partial_root(b), ev->func);
 	if (node != FTF_NONE && (ev->flags & FTF_FLAG_IRQ_MASK))
 		b->nodes[node].flags |= FTF_NODE_IRQ;
-	if (pf) {
-		pf->child_incl += dur;
-		pf->gap = 1;
-	}
+	if (t->n)
+		t->stack[t->n - 1].gap = 1;
 	t->calls++;
 	node_add(b, node, 1, dur, (int64_t)dur, 0, 0, 0, 0, 0);
 }

@@ -66,6 +66,19 @@ int ftf_func_name_is_irq_entry(const char *name);
 uint32_t ftf_hist_bucket(uint64_t v);
 uint64_t ftf_hist_lower(uint32_t bucket);
 
+/* Sparse until it holds FTF_HIST_SPARSE_MAX distinct buckets, then dense:
+ * most call paths see few calls, and memory must stay O(call paths). */
+#define FTF_HIST_SPARSE_MAX 32
+typedef struct {
+	uint32_t *dense;
+	uint16_t *keys;
+	uint32_t *vals;
+	uint16_t n, cap;
+} ftf_hist;
+int ftf_hist_add(ftf_hist *h, uint32_t bucket);
+uint32_t ftf_hist_count(const ftf_hist *h, uint32_t bucket);
+void ftf_hist_free(ftf_hist *h);
+
 /* ---- the aggregate ----------------------------------------------------- */
 
 /* Linear sums over a set of completed calls. */
@@ -97,7 +110,8 @@ typedef struct {
 	uint64_t migrated;      /* calls that ended on another CPU than they began */
 	uint64_t open_end;      /* entries still open when the trace ended */
 	uint64_t unterminated;  /* entries whose exit never came (lost) */
-	uint32_t *hist;         /* FTF_HIST_BUCKETS of inclusive time, lazily allocated */
+	ftf_hist hist_incl;     /* inclusive time of every call */
+	ftf_hist hist_excl;     /* exclusive time (negative values in bucket 0) */
 } ftf_node;
 
 #define FTF_NONE UINT32_MAX

@@ -9,47 +9,88 @@
 
 #include "ftf.h"
 
-static PyObject *sums_tuple(const ftf_sums *s)
+/* Node table columns, one int64 each (the Python side names them). */
+#define NODE_COLS 26
+
+static void sums_put(int64_t *row, const ftf_sums *s)
 {
-	return Py_BuildValue("(KKLKKKKK)", (unsigned long long)s->calls, (unsigned long long)s->incl,
-			     (long long)s->excl, (unsigned long long)s->desc,
-			     (unsigned long long)s->nchild, (unsigned long long)s->irq,
-			     (unsigned long long)s->irq_calls, (unsigned long long)s->offcpu);
+	row[0] = (int64_t)s->calls;
+	row[1] = (int64_t)s->incl;
+	row[2] = s->excl;
+	row[3] = (int64_t)s->desc;
+	row[4] = (int64_t)s->nchild;
+	row[5] = (int64_t)s->irq;
+	row[6] = (int64_t)s->irq_calls;
+	row[7] = (int64_t)s->offcpu;
 }
 
-static PyObject *hist_list(const uint32_t *h)
+/* A histogram set in CSR form: offsets[n+1], buckets[], counts[]. */
+static int hists_csr(const ftf_builder *b, int excl, PyObject **offs, PyObject **bks, PyObject **cnts)
 {
-	PyObject *l = PyList_New(0);
-	if (!l || !h)
-		return l;
-	for (uint32_t i = 0; i < FTF_HIST_BUCKETS; i++) {
-		if (!h[i])
-			continue;
-		PyObject *t = Py_BuildValue("(KI)", (unsigned long long)ftf_hist_lower(i), h[i]);
-		if (!t || PyList_Append(l, t) < 0) {
-			Py_XDECREF(t);
-			Py_DECREF(l);
-			return NULL;
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < b->nnodes; i++) {
+		const ftf_hist *h = excl ? &b->nodes[i].hist_excl : &b->nodes[i].hist_incl;
+		if (h->dense) {
+			for (uint32_t k = 0; k < FTF_HIST_BUCKETS; k++)
+				total += h->dense[k] != 0;
+		} else {
+			total += h->n;
 		}
-		Py_DECREF(t);
 	}
-	return l;
+	*offs = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(b->nnodes + 1) * 8);
+	*bks = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total * 4);
+	*cnts = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total * 4);
+	if (!*offs || !*bks || !*cnts)
+		return -1;
+	int64_t *o = (int64_t *)PyBytes_AS_STRING(*offs);
+	int32_t *bk = (int32_t *)PyBytes_AS_STRING(*bks);
+	uint32_t *ct = (uint32_t *)PyBytes_AS_STRING(*cnts);
+	uint64_t pos = 0;
+	for (uint32_t i = 0; i < b->nnodes; i++) {
+		const ftf_hist *h = excl ? &b->nodes[i].hist_excl : &b->nodes[i].hist_incl;
+		o[i] = (int64_t)pos;
+		if (h->dense) {
+			for (uint32_t k = 0; k < FTF_HIST_BUCKETS; k++) {
+				if (h->dense[k]) {
+					bk[pos] = (int32_t)k;
+					ct[pos++] = h->dense[k];
+				}
+			}
+		} else {
+			/* sparse entries are in arrival order: sort by bucket (n <= 32) */
+			uint64_t s0 = pos;
+			for (uint16_t k = 0; k < h->n; k++) {
+				uint64_t j = pos++;
+				while (j > s0 && bk[j - 1] > h->keys[k]) {
+					bk[j] = bk[j - 1];
+					ct[j] = ct[j - 1];
+					j--;
+				}
+				bk[j] = h->keys[k];
+				ct[j] = h->vals[k];
+			}
+		}
+	}
+	o[b->nnodes] = (int64_t)pos;
+	return 0;
 }
 
-#define SET(d, k, v)                                              \
-	do {                                                      \
-		PyObject *_v = (v);                               \
+#define SET(d, k, v)                                                 \
+	do {                                                         \
+		PyObject *_v = (v);                                  \
 		if (!_v || PyDict_SetItemString((d), (k), _v) < 0) { \
-			Py_XDECREF(_v);                           \
-			goto fail;                                \
-		}                                                 \
-		Py_DECREF(_v);                                    \
+			Py_XDECREF(_v);                              \
+			goto fail;                                   \
+		}                                                    \
+		Py_DECREF(_v);                                       \
 	} while (0)
 
+/* The aggregate as columnar bytes: converting 100k call paths into Python
+ * objects one by one would cost more than reading the trace. */
 static PyObject *builder_result(ftf_builder *b)
 {
-	PyObject *res = PyDict_New(), *funcs = NULL, *nodes = NULL, *samples = NULL, *cnt = NULL,
-		 *lost = NULL;
+	PyObject *res = PyDict_New(), *funcs = NULL, *cnt = NULL, *lost = NULL;
+	PyObject *ho = NULL, *hb = NULL, *hc = NULL;
 	if (!res)
 		return NULL;
 	funcs = PyList_New(b->funcs.n);
@@ -61,42 +102,57 @@ static PyObject *builder_result(ftf_builder *b)
 			goto fail;
 		PyList_SET_ITEM(funcs, i, s);
 	}
-	nodes = PyList_New(b->nnodes);
+	SET(res, "funcs", funcs);
+	funcs = NULL;
+
+	PyObject *nodes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)b->nnodes * NODE_COLS * 8);
 	if (!nodes)
 		goto fail;
-	for (uint32_t i = 0; i < b->nnodes; i++) {
+	int64_t *row = (int64_t *)PyBytes_AS_STRING(nodes);
+	for (uint32_t i = 0; i < b->nnodes; i++, row += NODE_COLS) {
 		const ftf_node *n = &b->nodes[i];
-		PyObject *all = sums_tuple(&n->all), *gap = sums_tuple(&n->gap), *h = hist_list(n->hist);
-		PyObject *t = NULL;
-		if (all && gap && h)
-			t = Py_BuildValue("(llIOOKKLLKKKO)", n->parent == FTF_NONE ? -1L : (long)n->parent,
-					  (long)n->func, n->flags, all, gap,
-					  (unsigned long long)(n->all.calls ? n->incl_min : 0),
-					  (unsigned long long)n->incl_max,
-					  (long long)(n->all.calls ? n->excl_min : 0),
-					  (long long)(n->all.calls ? n->excl_max : 0),
-					  (unsigned long long)n->migrated, (unsigned long long)n->open_end,
-					  (unsigned long long)n->unterminated, h);
-		Py_XDECREF(all);
-		Py_XDECREF(gap);
-		Py_XDECREF(h);
-		if (!t)
-			goto fail;
-		PyList_SET_ITEM(nodes, i, t);
+		row[0] = n->parent == FTF_NONE ? -1 : (int64_t)n->parent;
+		row[1] = n->func;
+		row[2] = n->flags;
+		sums_put(row + 3, &n->all);
+		sums_put(row + 11, &n->gap);
+		row[19] = n->all.calls ? (int64_t)n->incl_min : 0;
+		row[20] = (int64_t)n->incl_max;
+		row[21] = n->all.calls ? n->excl_min : 0;
+		row[22] = n->all.calls ? n->excl_max : 0;
+		row[23] = (int64_t)n->migrated;
+		row[24] = (int64_t)n->open_end;
+		row[25] = (int64_t)n->unterminated;
 	}
-	samples = PyList_New((Py_ssize_t)b->nsamples);
+	SET(res, "nodes", nodes);
+
+	if (hists_csr(b, 0, &ho, &hb, &hc) < 0)
+		goto fail;
+	SET(res, "hist_incl", Py_BuildValue("(NNN)", ho, hb, hc));
+	ho = hb = hc = NULL;
+	if (hists_csr(b, 1, &ho, &hb, &hc) < 0)
+		goto fail;
+	SET(res, "hist_excl", Py_BuildValue("(NNN)", ho, hb, hc));
+	ho = hb = hc = NULL;
+
+	PyObject *samples = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)b->nsamples * 9 * 8);
 	if (!samples)
 		goto fail;
-	for (uint64_t i = 0; i < b->nsamples; i++) {
+	int64_t *sr = (int64_t *)PyBytes_AS_STRING(samples);
+	for (uint64_t i = 0; i < b->nsamples; i++, sr += 9) {
 		const ftf_sample *s = &b->samples[i];
-		PyObject *t = Py_BuildValue("(IiiIKKKKK)", s->node, s->pid, s->cpu, s->flags,
-					    (unsigned long long)s->calltime, (unsigned long long)s->dur,
-					    (unsigned long long)s->desc, (unsigned long long)s->irq,
-					    (unsigned long long)s->offcpu);
-		if (!t)
-			goto fail;
-		PyList_SET_ITEM(samples, (Py_ssize_t)i, t);
+		sr[0] = s->node;
+		sr[1] = s->pid;
+		sr[2] = s->cpu;
+		sr[3] = s->flags;
+		sr[4] = (int64_t)s->calltime;
+		sr[5] = (int64_t)s->dur;
+		sr[6] = (int64_t)s->desc;
+		sr[7] = (int64_t)s->irq;
+		sr[8] = (int64_t)s->offcpu;
 	}
+	SET(res, "samples", samples);
+
 	cnt = PyDict_New();
 	if (!cnt)
 		goto fail;
@@ -108,6 +164,8 @@ static PyObject *builder_result(ftf_builder *b)
 #undef C
 	SET(cnt, "max_depth", PyLong_FromLongLong(b->c.max_depth));
 	SET(cnt, "max_cpu", PyLong_FromLong(b->max_cpu));
+	SET(res, "counters", cnt);
+	cnt = NULL;
 	lost = PyDict_New();
 	if (!lost)
 		goto fail;
@@ -123,23 +181,16 @@ static PyObject *builder_result(ftf_builder *b)
 		Py_DECREF(k);
 		Py_DECREF(v);
 	}
-	SET(res, "funcs", funcs);
-	funcs = NULL;
-	SET(res, "nodes", nodes);
-	nodes = NULL;
-	SET(res, "samples", samples);
-	samples = NULL;
-	SET(res, "counters", cnt);
-	cnt = NULL;
 	SET(res, "lost_per_cpu", lost);
 	lost = NULL;
 	return res;
 fail:
 	Py_XDECREF(funcs);
-	Py_XDECREF(nodes);
-	Py_XDECREF(samples);
 	Py_XDECREF(cnt);
 	Py_XDECREF(lost);
+	Py_XDECREF(ho);
+	Py_XDECREF(hb);
+	Py_XDECREF(hc);
 	Py_DECREF(res);
 	return NULL;
 }
@@ -318,8 +369,9 @@ static PyMethodDef methods[] = {
 	{ NULL, NULL, 0, NULL },
 };
 
+
 static struct PyModuleDef moduledef = {
-	PyModuleDef_HEAD_INIT, "_core", "ftflame C core: trace readers and call builder", -1, methods,
+	PyModuleDef_HEAD_INIT, "_core", "ftflame C core: trace readers and call builder", -1, methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__core(void)
@@ -328,6 +380,7 @@ PyMODINIT_FUNC PyInit__core(void)
 	if (!m)
 		return NULL;
 	PyModule_AddIntConstant(m, "HIST_BUCKETS", FTF_HIST_BUCKETS);
+	PyModule_AddIntConstant(m, "NODE_COLS", NODE_COLS);
 	PyModule_AddIntConstant(m, "HIST_SUB", FTF_HIST_SUB);
 	PyModule_AddIntConstant(m, "NODE_IRQ", FTF_NODE_IRQ);
 	PyModule_AddIntConstant(m, "NODE_IRQ_ROOT", FTF_NODE_IRQ_ROOT);

@@ -1,0 +1,336 @@
+"""The Profile: the one model every renderer reads.
+
+A Profile is built once from a trace (``ftflame.parse.read``) and then only
+read, or replaced by transforms that return a new Profile (corrections). It
+holds, in columnar numpy arrays so that 100k call paths cost milliseconds:
+
+* the call-path tree: one row per distinct path (a function under its
+  ancestors), with raw linear sums over its completed calls and log-bucket
+  histograms of inclusive and exclusive time;
+* one sample per root call (start, duration, descendants, irq, off-CPU);
+* what the tool could not account for, counted (``counters``);
+* trace metadata.
+
+Sums are linear, so per-function figures and overhead corrections are
+computed from these sums afterwards, never from events.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass, field
+from typing import Mapping, Optional
+
+import numpy as np
+
+# Column layout of the node table exported by the C core (parse/core/module.c).
+SUM_FIELDS = ("calls", "incl", "excl", "desc", "nchild", "irq", "irq_calls", "offcpu")
+NODE_COLUMNS = (
+    ("parent", "func", "flags")
+    + SUM_FIELDS
+    + tuple("gap_" + f for f in SUM_FIELDS)
+    + ("incl_min", "incl_max", "excl_min", "excl_max", "migrated", "open_end", "unterminated")
+)
+SAMPLE_COLUMNS = ("node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu")
+
+NODE_IRQ = 1
+NODE_IRQ_ROOT = 2
+NODE_PARTIAL = 4
+SAMPLE_GAP = 1
+SAMPLE_PARTIAL = 2
+SAMPLE_IRQ = 4
+
+# Histogram geometry (parse/core/ftf.h): values below HIST_SUB ns are exact;
+# above, each power of two is split into HIST_SUB equal buckets.
+HIST_SUB = 16
+HIST_RESOLUTION = 1.0 / HIST_SUB  # worst-case bucket width relative to its value
+
+
+def hist_lower(bucket: np.ndarray) -> np.ndarray:
+    """Lower bound in ns of histogram buckets (vectorised ftf_hist_lower)."""
+    b = np.asarray(bucket, dtype=np.int64)
+    k = (b - HIST_SUB) // HIST_SUB + 4
+    sub = (b - HIST_SUB) % HIST_SUB
+    big = (np.int64(1) << np.maximum(k, 4)) + (sub << np.maximum(k - 4, 0))
+    return np.where(b < HIST_SUB, b, big)
+
+
+def hist_upper(bucket: np.ndarray) -> np.ndarray:
+    """Exclusive upper bound in ns of histogram buckets."""
+    return hist_lower(np.asarray(bucket, dtype=np.int64) + 1)
+
+
+@dataclass(frozen=True)
+class Histograms:
+    """Per-row histograms in CSR form: row i owns entries offsets[i]:offsets[i+1]."""
+
+    offsets: np.ndarray  # int64, len rows+1
+    buckets: np.ndarray  # int32, sorted within a row
+    counts: np.ndarray  # uint32
+
+    @classmethod
+    def from_core(cls, triple) -> "Histograms":
+        offs, bks, cnts = triple
+        return cls(np.frombuffer(offs, dtype=np.int64), np.frombuffer(bks, dtype=np.int32),
+                   np.frombuffer(cnts, dtype=np.uint32))
+
+    @property
+    def rows(self) -> int:
+        return len(self.offsets) - 1
+
+    def row(self, i: int):
+        s, e = self.offsets[i], self.offsets[i + 1]
+        return self.buckets[s:e], self.counts[s:e]
+
+    def group(self, keys: np.ndarray, ngroups: int) -> "Histograms":
+        """Merge rows that share a key (e.g. all paths of one function)."""
+        row_of_entry = np.repeat(np.arange(self.rows), np.diff(self.offsets))
+        gkey = keys[row_of_entry].astype(np.int64) * (1 << 16) + self.buckets
+        uniq, inv = np.unique(gkey, return_inverse=True)
+        counts = np.zeros(len(uniq), dtype=np.uint64)
+        np.add.at(counts, inv, self.counts.astype(np.uint64))
+        grp = uniq >> 16
+        offsets = np.searchsorted(grp, np.arange(ngroups + 1), side="left").astype(np.int64)
+        return Histograms(offsets, (uniq & 0xFFFF).astype(np.int32), counts)
+
+    def percentiles(self, qs, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Percentiles (0..100) per row from the buckets, as bucket midpoints
+        clamped to the row's exact [lo, hi]. Accurate to HIST_RESOLUTION/2."""
+        n = self.rows
+        out = np.zeros((n, len(qs)), dtype=np.int64)
+        if n == 0 or len(self.counts) == 0:
+            return out
+        cum = np.cumsum(self.counts.astype(np.int64))
+        before = np.concatenate(([0], cum))[self.offsets[:-1]]
+        total = np.concatenate(([0], cum))[self.offsets[1:]] - before
+        lower = hist_lower(self.buckets)
+        mid = np.where(self.buckets < HIST_SUB, lower, (lower + hist_upper(self.buckets) - 1) // 2)
+        for j, q in enumerate(qs):
+            rank = np.maximum(np.ceil(total * (q / 100.0)).astype(np.int64), 1)
+            idx = np.searchsorted(cum, before + rank, side="left")
+            idx = np.minimum(idx, len(cum) - 1)
+            val = np.clip(mid[idx], lo, hi)
+            out[:, j] = np.where(total > 0, val, 0)
+        return out
+
+
+@dataclass(frozen=True)
+class TraceInfo:
+    """What the input was and how it was recorded."""
+
+    source: str
+    format: str  # "trace.dat", later the text dialects
+    kernel: str = ""
+    clock: str = ""
+    cpus: int = 0
+    tracer_version: str = ""
+    file_version: int = 0
+    compression: str = ""
+    events_per_cpu: Mapping[int, int] = field(default_factory=dict)
+    has_sched_switch: bool = False
+    has_retval: bool = False
+    has_args: bool = False
+    per_task: bool = True  # stacks per task (trace.dat) or per CPU (some text)
+    irq_source: str = "common_flags"  # how irq context was recognised
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Tracer hook cost used for corrections (see DESIGN.md overhead model)."""
+
+    o_in_ns: float
+    o_out_ns: float
+    source: str  # "none", "file:PATH", "in-trace", "command line"
+    method: str = ""
+    details: Mapping = field(default_factory=dict)
+
+    @property
+    def applied(self) -> bool:
+        return self.source != "none"
+
+
+NO_CALIBRATION = Calibration(0.0, 0.0, "none", "not corrected: corrected figures equal raw ones")
+
+
+@dataclass(frozen=True)
+class Corrected:
+    """Corrected sums per node (same row order as the node table)."""
+
+    incl: np.ndarray  # float64 sums over the node's clean calls
+    excl: np.ndarray
+    calls: np.ndarray  # calls the corrected sums cover (gap calls left out)
+    clamped: np.ndarray  # per node: 1 when a corrected sum was clamped at 0
+    sample_dur: np.ndarray  # corrected duration per root sample
+    notes: tuple = ()
+
+
+@dataclass(frozen=True)
+class Profile:
+    trace: TraceInfo
+    funcs: tuple  # function names; node column "func" indexes it
+    nodes: np.ndarray  # int64 (rows, len(NODE_COLUMNS))
+    hist_incl: Histograms
+    hist_excl: Histograms
+    samples: np.ndarray  # int64 (rows, len(SAMPLE_COLUMNS))
+    counters: Mapping[str, int]
+    lost_per_cpu: Mapping[int, int]  # cpu -> lost events (-1: some unknown)
+    calibration: Calibration = NO_CALIBRATION
+    corrected: Optional[Corrected] = None
+    balance: tuple = ()
+    warnings: tuple = ()
+
+    # ---- columns -------------------------------------------------------
+    def col(self, name: str) -> np.ndarray:
+        return self.nodes[:, _NODE_INDEX[name]] if len(self.nodes) else np.zeros(0, np.int64)
+
+    def scol(self, name: str) -> np.ndarray:
+        return self.samples[:, _SAMPLE_INDEX[name]] if len(self.samples) else np.zeros(0, np.int64)
+
+    @property
+    def nrows(self) -> int:
+        return len(self.nodes)
+
+    def name(self, row: int) -> str:
+        return self.funcs[int(self.nodes[row, 1])]
+
+    def replace(self, **changes) -> "Profile":
+        return dataclasses.replace(self, **changes)
+
+    # ---- derived views (cached: the Profile is immutable) ---------------
+    @functools.cached_property
+    def children(self) -> list:
+        """children[i] = rows whose parent is i; index -1 (last) = roots."""
+        parent = self.col("parent")
+        kids = [[] for _ in range(self.nrows + 1)]
+        for i, p in enumerate(parent.tolist()):
+            kids[p].append(i)
+        return kids
+
+    @property
+    def roots(self) -> list:
+        return self.children[-1]
+
+    @functools.cached_property
+    def node_percentiles(self) -> tuple:
+        """(incl, excl) percentiles p50/p90/p99 per node."""
+        return (self.hist_incl.percentiles(PERCENTILES, self.col("incl_min"), self.col("incl_max")),
+                self.hist_excl.percentiles(PERCENTILES, np.maximum(self.col("excl_min"), 0),
+                                           np.maximum(self.col("excl_max"), 0)))
+
+    @functools.cached_property
+    def corrected_or_raw(self) -> Corrected:
+        """Corrected sums when a correction was applied, else the raw ones."""
+        if self.corrected is not None:
+            return self.corrected
+        return Corrected(
+            incl=self.col("incl").astype(np.float64), excl=self.col("excl").astype(np.float64),
+            calls=self.col("calls"), clamped=np.zeros(self.nrows, dtype=np.int64),
+            sample_dur=self.scol("dur").astype(np.float64),
+            notes=("no calibration: corrected figures equal raw ones",))
+
+    @functools.cached_property
+    def functions(self) -> "FunctionTable":
+        return FunctionTable.build(self)
+
+    def path(self, row: int) -> list:
+        names = []
+        parent = self.col("parent")
+        while row >= 0:
+            names.append(self.name(row))
+            row = int(parent[row])
+        return names[::-1]
+
+
+PERCENTILES = (50, 90, 99)
+
+
+@dataclass(frozen=True)
+class FunctionTable:
+    """Per-function aggregates over every call path the function appears in.
+
+    Sums include recursive calls (a function under itself counts each call),
+    so incl sum equals the sum of the tracer's own durations over its exits."""
+
+    names: tuple
+    func_ids: np.ndarray  # function id per row
+    calls: np.ndarray
+    incl: np.ndarray
+    excl: np.ndarray
+    incl_min: np.ndarray
+    incl_max: np.ndarray
+    excl_min: np.ndarray
+    excl_max: np.ndarray
+    incl_pct: np.ndarray  # (rows, 3) p50 p90 p99
+    excl_pct: np.ndarray
+    incl_corr: np.ndarray
+    excl_corr: np.ndarray
+    calls_corr: np.ndarray
+    irq: np.ndarray
+    offcpu: np.ndarray
+    gap_calls: np.ndarray
+    hist_incl: Histograms
+
+    @classmethod
+    def build(cls, p: Profile) -> "FunctionTable":
+        nf = len(p.funcs)
+        func = p.col("func")
+        calls = p.col("calls")
+
+        def total(col):
+            out = np.zeros(nf, dtype=col.dtype)
+            np.add.at(out, func, col)
+            return out
+
+        def extreme(col, op, init):
+            out = np.full(nf, init, dtype=np.int64)
+            op.at(out, func, np.where(calls > 0, col, init))
+            return out
+
+        ncalls = total(calls)
+        keep = np.nonzero(ncalls > 0)[0]
+        incl_s = total(p.col("incl"))
+        excl_s = total(p.col("excl"))
+        # busiest first; ties by name for a stable order
+        order = sorted(keep.tolist(), key=lambda f: (-int(incl_s[f]), p.funcs[f]))
+        ids = np.array(order, dtype=np.int64)
+        big = np.iinfo(np.int64).max
+        imin, imax = extreme(p.col("incl_min"), np.minimum, big), extreme(p.col("incl_max"), np.maximum, -big)
+        xmin, xmax = extreme(p.col("excl_min"), np.minimum, big), extreme(p.col("excl_max"), np.maximum, -big)
+        hi = p.hist_incl.group(func, nf)
+        hx = p.hist_excl.group(func, nf)
+        ipct = hi.percentiles(PERCENTILES, imin, imax)
+        xpct = hx.percentiles(PERCENTILES, np.maximum(xmin, 0), np.maximum(xmax, 0))
+        c = p.corrected_or_raw
+        icorr = np.zeros(nf)
+        np.add.at(icorr, func, c.incl)
+        xcorr = np.zeros(nf)
+        np.add.at(xcorr, func, c.excl)
+        ccorr = np.zeros(nf, dtype=np.int64)
+        np.add.at(ccorr, func, c.calls)
+        hsub = Histograms(*_take_rows(hi, ids))
+        return cls(
+            names=tuple(p.funcs[i] for i in order), func_ids=ids, calls=ncalls[ids],
+            incl=incl_s[ids], excl=excl_s[ids], incl_min=imin[ids], incl_max=imax[ids],
+            excl_min=xmin[ids], excl_max=xmax[ids], incl_pct=ipct[ids], excl_pct=xpct[ids],
+            incl_corr=icorr[ids], excl_corr=xcorr[ids], calls_corr=ccorr[ids],
+            irq=total(p.col("irq"))[ids], offcpu=total(p.col("offcpu"))[ids],
+            gap_calls=total(p.col("gap_calls"))[ids], hist_incl=hsub)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def index(self, name: str) -> int:
+        return self.names.index(name)
+
+
+def _take_rows(h: Histograms, rows: np.ndarray):
+    starts, ends = h.offsets[rows], h.offsets[rows + 1]
+    lens = ends - starts
+    offsets = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
+    idx = np.concatenate([np.arange(s, e) for s, e in zip(starts.tolist(), ends.tolist())]) if len(rows) else np.zeros(0, np.int64)
+    idx = idx.astype(np.int64)
+    return offsets, h.buckets[idx], h.counts[idx]
+
+
+_NODE_INDEX = {n: i for i, n in enumerate(NODE_COLUMNS)}
+_SAMPLE_INDEX = {n: i for i, n in enumerate(SAMPLE_COLUMNS)}

@@ -1,0 +1,31 @@
+"""FlameGraph folded stacks: `a;b;c N`, N = exclusive nanoseconds of the path.
+
+Integer nanoseconds (inferno truncates fractions). Paths whose exclusive time
+is zero or negative (clock skew, documented in anomalies) are left out, so
+the total is the sum of positive exclusive times.
+"""
+from __future__ import annotations
+
+from ftflame.profile import Profile
+
+
+def folded_lines(p: Profile, corrected: bool = False):
+    """(path, weight) for every call path with positive exclusive time."""
+    if p.nrows == 0:
+        return
+    parent = p.col("parent").tolist()
+    func = p.col("func").tolist()
+    weight = (p.corrected_or_raw.excl if corrected else p.col("excl")).tolist()
+    paths = [None] * p.nrows
+    for r in range(p.nrows):  # parents get lower row numbers than children
+        name = p.funcs[func[r]].replace(";", ":").replace(" ", "_")
+        paths[r] = name if parent[r] < 0 else paths[parent[r]] + ";" + name
+    for r in sorted(range(p.nrows), key=lambda r: paths[r]):
+        w = int(weight[r])
+        if w > 0:
+            yield paths[r], w
+
+
+def render(p: Profile, opts=None) -> str:
+    corrected = bool(opts and getattr(opts, "corrected", False))
+    return "".join(f"{path} {w}\n" for path, w in folded_lines(p, corrected))
