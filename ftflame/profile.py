@@ -29,7 +29,8 @@ NODE_COLUMNS = (
     ("parent", "func", "flags")
     + SUM_FIELDS
     + tuple("gap_" + f for f in SUM_FIELDS)
-    + ("incl_min", "incl_max", "excl_min", "excl_max", "migrated", "open_end", "unterminated")
+    + ("incl_min", "incl_max", "excl_min", "excl_max", "migrated", "open_end", "unterminated",
+       "unowned_child_incl", "irq_early")
 )
 SAMPLE_COLUMNS = ("node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu")
 

@@ -243,6 +243,15 @@ typedef struct {
 	uint8_t irq; /* frame runs in irq context */
 	uint8_t gap; /* frame spans something that makes its sums incomplete */
 	uint32_t lparent; /* stack index of the frame this call belongs to */
+	uint8_t early;    /* irq root that hit the push window of a child not yet entered */
+	/* the children completed last were irq subtrees (one interrupt often
+	 * shows as several: irq_enter_rcu, the handler, irq_exit_rcu): */
+	uint8_t has_last_irq, last_irq_early;
+	uint64_t last_irq_calltime, last_irq_dur, last_irq_calls;
+	/* an early irq charged to the caller, to move here if it began inside
+	 * this call's window (known at the exit, from calltime) */
+	uint8_t adopt_valid;
+	uint64_t adopt_calltime, adopt_dur, adopt_calls;
 } ftf_frame;
 
 struct ftf_task {
@@ -515,8 +524,10 @@ static void drop_unterminated(ftf_builder *b, ftf_task *t, uint32_t keep)
 		return;
 	for (uint32_t i = keep; i < t->n; i++) {
 		uint32_t node = t->stack[i].node;
-		if (node != FTF_NONE)
+		if (node != FTF_NONE) {
 			b->nodes[node].unterminated++;
+			b->nodes[node].unowned_child_incl += t->stack[i].child_incl;
+		}
 	}
 	b->c.unterminated += t->n - keep;
 	t->n = keep;
@@ -534,6 +545,7 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 		     (top && top->irq);
 	int irq_root = in_irq && !(top && top->irq);
 	uint32_t lparent = t->n ? t->n - 1 : FTF_NONE;
+	int early = 0;
 	b->c.entries++;
 	if (ev->depth > b->c.max_depth)
 		b->c.max_depth = ev->depth;
@@ -553,7 +565,11 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 				b->c.irq_outside_window++;
 			}
 		} else if (ev->depth > top->depth + 1) {
+			/* The irq's time is inside the window of a child whose entry
+			 * event is not written yet: it is placed under the top, and
+			 * moved into that child at its exit (see adopt_valid). */
 			b->c.irq_outside_window++;
+			early = 1;
 		}
 	} else if (top) {
 		if (ev->depth <= top->depth) {
@@ -604,12 +620,59 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	f->irq = in_irq;
 	f->gap = 0;
 	f->lparent = lparent;
+	f->early = early;
+	f->has_last_irq = 0;
+
+	f->adopt_valid = 0;
+
+	if (!in_irq && t->n >= 2 && t->stack[t->n - 2].has_last_irq) {
+		/* Interrupts completed just before this entry may have run inside
+		 * this call's window: taken after its calltime was read but before
+		 * its shadow-stack push or its entry event. Decide at the exit,
+		 * when this call's calltime is known. */
+		ftf_frame *pf = &t->stack[t->n - 2];
+		f->adopt_valid = 1;
+		f->adopt_calltime = pf->last_irq_calltime;
+		f->adopt_dur = pf->last_irq_dur;
+		f->adopt_calls = pf->last_irq_calls;
+	}
 }
 
 /* Pop the top frame as a completed call of duration dur. */
 static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu, uint64_t calltime)
 {
 	ftf_frame f = t->stack[--t->n];
+	uint64_t moved = 0;
+	if (f.adopt_valid) {
+		ftf_frame *pf = t->n ? &t->stack[t->n - 1] : NULL;
+		if (pf && f.adopt_calltime >= calltime && f.adopt_calltime <= calltime + dur) {
+			/* the early irq ran inside this call: move it here from the caller */
+			pf->child_incl -= f.adopt_dur;
+			f.child_incl += f.adopt_dur;
+			f.irq_at -= f.adopt_dur;
+			f.calls_at -= f.adopt_calls;
+			f.irq_calls_at -= f.adopt_calls;
+			if (pf->node != FTF_NONE)
+				b->nodes[pf->node].unowned_child_incl += (int64_t)f.adopt_dur;
+			if (f.node != FTF_NONE)
+				b->nodes[f.node].unowned_child_incl -= (int64_t)f.adopt_dur;
+		} else if (pf && pf->node != FTF_NONE && pf->last_irq_early) {
+			b->nodes[pf->node].irq_early++;
+		}
+	}
+	if (f.has_last_irq && !f.irq && f.last_irq_calltime >= calltime + dur) {
+		/* The last irq under this call began after the call had returned
+		 * (its rettime was taken, its exit not yet written): it belongs to
+		 * the caller. Its nodes stay under this path (unowned here). */
+		moved = f.last_irq_dur;
+		f.child_incl -= moved;
+		f.irq_at += moved;
+		f.calls_at += f.last_irq_calls;
+		f.irq_calls_at += f.last_irq_calls;
+		if (f.node != FTF_NONE)
+			b->nodes[f.node].unowned_child_incl += (int64_t)moved;
+		b->c.irq_outside_window++;
+	}
 	uint64_t dcalls = t->calls - f.calls_at;
 	uint64_t dirq_calls = t->irq_calls - f.irq_calls_at;
 	uint64_t desc = f.irq ? dcalls : dcalls - dirq_calls;
@@ -638,6 +701,25 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 			parent->nchild++;
 		if (f.gap)
 			parent->gap = 1;
+		if (moved) {
+			parent->child_incl += moved;
+			if (parent->node != FTF_NONE)
+				b->nodes[parent->node].unowned_child_incl -= (int64_t)moved;
+		}
+		if (f.irq && !parent->irq) {
+			if (!parent->has_last_irq) {
+				parent->has_last_irq = 1;
+				parent->last_irq_calltime = calltime;
+				parent->last_irq_dur = 0;
+				parent->last_irq_calls = 0;
+				parent->last_irq_early = 0;
+			}
+			parent->last_irq_early |= f.early;
+			parent->last_irq_dur += dur;
+			parent->last_irq_calls += dcalls + 1;
+		} else {
+			parent->has_last_irq = 0;
+		}
 	}
 	if (f.irq && (!parent || !parent->irq)) {
 		/* an irq subtree ends: its whole time is irq time for the frames below */
@@ -819,8 +901,10 @@ void ftf_builder_finish(ftf_builder *b)
 			continue;
 		for (uint32_t k = 0; k < t->n; k++) {
 			uint32_t node = t->stack[k].node;
-			if (node != FTF_NONE)
+			if (node != FTF_NONE) {
 				b->nodes[node].open_end++;
+				b->nodes[node].unowned_child_incl += t->stack[k].child_incl;
+			}
 		}
 		b->c.open_at_end += t->n;
 		t->n = 0;

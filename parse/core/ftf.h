@@ -110,6 +110,12 @@ typedef struct {
 	uint64_t migrated;      /* calls that ended on another CPU than they began */
 	uint64_t open_end;      /* entries still open when the trace ended */
 	uint64_t unterminated;  /* entries whose exit never came (lost) */
+	/* Time of child paths that this path's calls do not own (+): children of
+	 * calls that never completed, irqs moved to the caller; or own time no
+	 * child path shows (-): irqs moved in. Makes the tree add up exactly:
+	 * incl + unowned_child_incl == excl + sum of children's incl. */
+	int64_t unowned_child_incl;
+	uint64_t irq_early;     /* irqs in a child's push window that could not be moved into it */
 	ftf_hist hist_incl;     /* inclusive time of every call */
 	ftf_hist hist_excl;     /* exclusive time (negative values in bucket 0) */
 } ftf_node;

@@ -10,7 +10,7 @@
 #include "ftf.h"
 
 /* Node table columns, one int64 each (the Python side names them). */
-#define NODE_COLS 26
+#define NODE_COLS 28
 
 static void sums_put(int64_t *row, const ftf_sums *s)
 {
@@ -123,6 +123,8 @@ static PyObject *builder_result(ftf_builder *b)
 		row[23] = (int64_t)n->migrated;
 		row[24] = (int64_t)n->open_end;
 		row[25] = (int64_t)n->unterminated;
+		row[26] = (int64_t)n->unowned_child_incl;
+		row[27] = (int64_t)n->irq_early;
 	}
 	SET(res, "nodes", nodes);
 
