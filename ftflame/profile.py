@@ -174,7 +174,8 @@ class Profile:
     hist_excl: Histograms
     samples: np.ndarray  # int64 (rows, len(SAMPLE_COLUMNS))
     counters: Mapping[str, int]
-    lost_per_cpu: Mapping[int, int]  # cpu -> lost events (-1: some unknown)
+    lost_per_cpu: Mapping[int, int]  # cpu -> lost events of known count
+    lost_gaps_unknown_per_cpu: Mapping[int, int] = field(default_factory=dict)  # gaps of unknown size
     calibration: Calibration = NO_CALIBRATION
     corrected: Optional[Corrected] = None
     balance: tuple = ()

@@ -56,7 +56,9 @@ def from_core_result(res: dict, info: TraceInfo) -> Profile:
         trace=info, funcs=tuple(res["funcs"]), nodes=nodes,
         hist_incl=Histograms.from_core(res["hist_incl"]),
         hist_excl=Histograms.from_core(res["hist_excl"]), samples=samples, counters=counters,
-        lost_per_cpu=dict(res["lost_per_cpu"]), warnings=tuple(warnings))
+        lost_per_cpu={cpu: n for cpu, (n, _) in res["lost_per_cpu"].items()},
+        lost_gaps_unknown_per_cpu={cpu: u for cpu, (_, u) in res["lost_per_cpu"].items() if u},
+        warnings=tuple(warnings))
 
 
 def build_events(events, source: str = "<events>") -> Profile:

@@ -21,8 +21,15 @@ def check_readable(path: str) -> None:
     """Fail early, with one clear line, on what no reader could open."""
     if path == "-":
         return
-    if not os.path.lexists(path):
-        raise InputError(path, "no such file", "check the path")
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        raise InputError(path, "no such file", "check the path") from None
+    except PermissionError:
+        raise InputError(path, "permission denied (on the file or a directory above it)",
+                         "run as a user who can read it") from None
+    except OSError as e:
+        raise InputError(path, f"cannot open: {e.strerror}") from None
     if os.path.isdir(path):
         raise InputError(path, "is a directory without a trace.dat",
                          "give a trace.dat or a collect.sh output directory")

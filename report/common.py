@@ -70,7 +70,8 @@ def anomaly_lines(p: Profile) -> list:
     c = p.counters
     out = []
     if p.lost_per_cpu:
-        per = ", ".join(f"CPU{cpu}: {('unknown' if n < 0 else f'{n:,}')}"
+        unk = p.lost_gaps_unknown_per_cpu
+        per = ", ".join(f"CPU{cpu}: {n:,}" + (f" + {unk[cpu]} gaps of unknown size" if cpu in unk else "")
                         for cpu, n in sorted(p.lost_per_cpu.items()))
         out.append(f"LOST EVENTS ({c.get('lost_events', 0):,} in {c.get('lost_records', 0):,} gaps; "
                    f"{per}): calls spanning a gap are counted but left out of corrected figures")

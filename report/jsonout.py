@@ -57,6 +57,7 @@ def trace_object(p: Profile) -> dict:
         "entries": c.get("entries", 0), "exits": c.get("exits", 0),
         "lost_events": c.get("lost_events", 0),
         "lost_events_per_cpu": {str(k): v for k, v in sorted(p.lost_per_cpu.items())},
+        "lost_gaps_unknown_size_per_cpu": {str(k): v for k, v in sorted(p.lost_gaps_unknown_per_cpu.items())},
         "incomplete_calls": {"open_at_end": c.get("open_at_end", 0),
                              "unterminated": c.get("unterminated", 0),
                              "orphan_exits": c.get("orphan_exits", 0),

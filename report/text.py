@@ -22,7 +22,8 @@ def _clip(name: str, width: int) -> str:
 
 def header(p: Profile) -> list:
     t, c = p.trace, p.counters
-    lines = [f"ftflame report: {t.source}"]
+    src = t.source if len(t.source) <= WIDTH - 16 else "..." + t.source[-(WIDTH - 19):]
+    lines = [f"ftflame report: {src}"]
     bits = []
     if t.kernel:
         bits.append(f"kernel {t.kernel.split()[2] if len(t.kernel.split()) > 2 else t.kernel}")
@@ -33,7 +34,7 @@ def header(p: Profile) -> list:
     bits.append(f"{count(c.get('events', 0))} events")
     if t.tracer_version:
         bits.append(f"trace-cmd {t.tracer_version.split()[0]}")
-    lines.append(", ".join(bits))
+    lines.extend(_wrap(", ".join(bits), ""))
     lines.append(f"calls: {count(c.get('exits', 0))} completed, {len(p.samples):,} root calls, "
                  f"{p.nrows:,} call paths, max depth {c.get('max_depth', -1)}")
     cal = p.calibration
@@ -86,8 +87,8 @@ def function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
 
 
 def call_tree(p: Profile) -> list:
-    lines = ["Call tree, aggregated per path (times in us; paths under "
-             f"{TREE_MIN_FRACTION:.0%} of their root left out)",
+    lines = ["Call tree, aggregated per path (us; paths under "
+             f"{TREE_MIN_FRACTION:.0%} of their root not shown)",
              "",
              f"{'Calls':>9} {'Total':>12} {'Self':>11} {'Avg':>9}  Function",
              f"{'=' * 9} {'=' * 12} {'=' * 11} {'=' * 9}  {'=' * 23}"]

@@ -809,10 +809,10 @@ static void on_lost(ftf_builder *b, const ftf_event *ev)
 		b->c.lost_unknown++;
 	if (ev->cpu >= 0 && ev->cpu < FTF_MAX_CPUS) {
 		b->lost_marks_per_cpu[ev->cpu]++;
-		if (ev->lost > 0 && b->lost_per_cpu[ev->cpu] >= 0)
+		if (ev->lost > 0)
 			b->lost_per_cpu[ev->cpu] += ev->lost;
-		else if (ev->lost <= 0)
-			b->lost_per_cpu[ev->cpu] = -1;
+		else
+			b->lost_unknown_per_cpu[ev->cpu]++;
 	}
 	/* every task last seen on that CPU may have lost entries or exits */
 	for (uint32_t i = 0; i < b->ntask_slots; i++) {

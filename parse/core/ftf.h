@@ -184,7 +184,8 @@ typedef struct {
 	uint64_t nsamples, capsamples;
 
 	ftf_counters c;
-	int64_t lost_per_cpu[FTF_MAX_CPUS]; /* -1 = some unknown */
+	int64_t lost_per_cpu[FTF_MAX_CPUS]; /* known lost events */
+	uint64_t lost_unknown_per_cpu[FTF_MAX_CPUS]; /* gaps of unknown size */
 	uint64_t lost_marks_per_cpu[FTF_MAX_CPUS];
 	int32_t max_cpu;
 	int oom;

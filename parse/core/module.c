@@ -174,7 +174,9 @@ static PyObject *builder_result(ftf_builder *b)
 	for (int cpu = 0; cpu <= b->max_cpu && cpu < FTF_MAX_CPUS; cpu++) {
 		if (!b->lost_marks_per_cpu[cpu])
 			continue;
-		PyObject *k = PyLong_FromLong(cpu), *v = PyLong_FromLongLong(b->lost_per_cpu[cpu]);
+		PyObject *k = PyLong_FromLong(cpu),
+			 *v = Py_BuildValue("(LK)", (long long)b->lost_per_cpu[cpu],
+					    (unsigned long long)b->lost_unknown_per_cpu[cpu]);
 		if (!k || !v || PyDict_SetItem(lost, k, v) < 0) {
 			Py_XDECREF(k);
 			Py_XDECREF(v);

@@ -1,0 +1,58 @@
+"""Invariants every Profile must satisfy; asserted on every real fixture and
+every hand-made input."""
+from __future__ import annotations
+
+import numpy as np
+
+from ftflame.profile import NODE_PARTIAL, Profile
+
+
+def check_profile(p: Profile) -> None:
+    incl, excl, parent = p.col("incl"), p.col("excl"), p.col("parent")
+    child_incl = np.zeros(p.nrows + 1, dtype=np.int64)
+    np.add.at(child_incl, parent, incl)
+    pseudo = np.array([p.name(r) == "(partial)" for r in range(p.nrows)], dtype=bool)
+    # inclusive = exclusive + children's inclusive, exactly, per call path
+    # (unowned_child_incl: children of calls that never completed, and
+    # interrupts moved between a call and its caller; see builder.c)
+    lhs = incl + p.col("unowned_child_incl")
+    rhs = excl + child_incl[:-1]
+    bad = np.nonzero((lhs != rhs) & ~pseudo)[0]
+    assert len(bad) == 0, f"incl != excl + children at {[p.path(r) for r in bad[:3]]}"
+    # parents come before children (the C core's creation order)
+    assert np.all(parent < np.arange(p.nrows)), "a node's parent has a higher row"
+    # the (partial) pseudo-root has no calls of its own
+    assert np.all(p.col("calls")[pseudo] == 0)
+    assert np.all(p.col("flags")[pseudo] & NODE_PARTIAL)
+    # the gap subset is a subset
+    for f in ("calls", "incl", "desc", "nchild", "irq", "offcpu"):
+        assert np.all(p.col("gap_" + f) <= p.col(f)), f
+    # min <= mean <= max for inclusive times
+    calls = p.col("calls")
+    has = calls > 0
+    assert np.all(p.col("incl_min")[has] * calls[has] <= incl[has])
+    assert np.all(p.col("incl_max")[has] * calls[has] >= incl[has])
+    # calls consistent between the tree and the function table
+    ft = p.functions
+    per_func = np.zeros(len(p.funcs), dtype=np.int64)
+    np.add.at(per_func, p.col("func"), calls)
+    assert ft.calls.tolist() == per_func[ft.func_ids].tolist()
+    assert int(ft.calls.sum()) == int(calls.sum()) == p.counters["exits"]
+    # histogram counts equal call counts per path
+    counts = np.add.reduceat(p.hist_incl.counts.astype(np.int64), p.hist_incl.offsets[:-1]) \
+        if len(p.hist_incl.counts) else np.zeros(p.nrows, np.int64)
+    empty = np.diff(p.hist_incl.offsets) == 0
+    assert np.all(np.where(empty, 0, counts) == calls)
+    # root samples: one per completed call at the bottom of a stack
+    if len(p.samples):
+        assert np.all(p.scol("dur") >= 0)
+
+
+def negative_self_explained(p: Profile) -> list:
+    """Paths with a call of negative self time that no counter explains.
+
+    Negative self time happens when children's windows exceed the parent's:
+    calls spanning lost events (gap), irqs whose window could not be decided
+    (irq_early), and nosleep-time traces (calltime shifted by the tracer)."""
+    neg = np.nonzero(p.col("excl_min") < 0)[0]
+    return [r for r in neg if p.col("gap_calls")[r] == 0 and p.col("irq_early")[r] == 0]

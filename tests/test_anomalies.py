@@ -1,0 +1,157 @@
+"""One hand-made input per named situation, and how each is counted."""
+from __future__ import annotations
+
+import pytest
+
+from events import load
+from invariants import check_profile
+from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL
+
+
+def row(p, *path):
+    for r in range(p.nrows):
+        if tuple(p.path(r)) == path:
+            return r
+    raise AssertionError(f"no path {path}; have {[p.path(r) for r in range(p.nrows)]}")
+
+
+def val(p, col, *path):
+    return int(p.col(col)[row(p, *path)])
+
+
+def func(p, name):
+    ft = p.functions
+    i = ft.index(name)
+    return {"calls": int(ft.calls[i]), "incl": int(ft.incl[i]), "excl": int(ft.excl[i])}
+
+
+ALL = ["lost-events", "orphan-exit-at-start", "open-at-end", "nested-hardirq", "migration",
+       "exit-only", "max-depth", "off-cpu", "lost-exit", "idle-pid0", "irq-after-return",
+       "irq-before-entry"]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_invariants_hold(name):
+    check_profile(load(name))
+
+
+def test_lost_events():
+    p = load("lost-events")
+    c = p.counters
+    assert c["lost_events"] == 7 and c["lost_records"] == 1
+    assert p.lost_per_cpu == {0: 7}
+    # raw: every exit counts, with the tracer's own duration
+    assert func(p, "outer") == {"calls": 1, "incl": 2100, "excl": 2100 - 500 - 400}
+    assert func(p, "inner")["calls"] == 2
+    # outer spans the gap: left out of corrected statistics, counted
+    assert val(p, "gap_calls", "outer") == 1
+    assert val(p, "gap_calls", "outer", "inner") == 0
+    assert c["gap_calls"] == 1
+    assert p.samples[0][3] & 1  # the root sample is marked as gap
+
+
+def test_orphan_exit_at_start():
+    p = load("orphan-exit-at-start")
+    c = p.counters
+    assert c["orphan_exits"] == 2 and c["partial_entries"] == 1
+    # orphan exits are complete calls with known durations
+    assert func(p, "middle") == {"calls": 1, "incl": 250, "excl": 250}
+    assert func(p, "top")["calls"] == 2 and func(p, "top")["incl"] == 390 + 400
+    assert val(p, "calls", "(partial)", "leaf") == 1
+    assert p.col("flags")[row(p, "(partial)", "leaf")] & NODE_PARTIAL
+    assert val(p, "calls", "top") == 1  # the complete one is a real root
+    assert val(p, "gap_calls", "(partial)", "middle") == 1
+
+
+def test_open_call_at_end():
+    p = load("open-at-end")
+    assert p.counters["open_at_end"] == 1
+    assert "outer" not in p.functions.names  # calls = completed calls
+    assert val(p, "open_end", "outer") == 1
+    assert val(p, "unowned_child_incl", "outer") == 100
+    assert func(p, "inner") == {"calls": 1, "incl": 100, "excl": 100}
+
+
+def test_nested_hardirq():
+    p = load("nested-hardirq")
+    assert p.counters["irq_roots"] == 1
+    r = row(p, "task_fn")
+    assert int(p.col("irq")[r]) == 110  # the whole softirq subtree
+    assert int(p.col("desc")[r]) == 1  # irq calls are not descendants
+    assert int(p.col("nchild")[r]) == 1
+    assert int(p.col("irq_calls")[r]) == 3
+    sirq = row(p, "task_fn", "__do_softirq")
+    assert p.col("flags")[sirq] & NODE_IRQ_ROOT
+    hard = row(p, "task_fn", "__do_softirq", "net_rx_action", "__sysvec_apic_timer_interrupt")
+    assert p.col("flags")[hard] & NODE_IRQ and not p.col("flags")[hard] & NODE_IRQ_ROOT
+    assert int(p.col("desc")[sirq]) == 2
+
+
+def test_migration_mid_call():
+    p = load("migration")
+    assert p.counters["migrations"] == 1
+    assert p.counters["depth_mismatch"] == 0 and p.counters["orphan_exits"] == 0
+    assert func(p, "work") == {"calls": 1, "incl": 210, "excl": 210 - 50 - 50}
+    assert val(p, "migrated", "work") == 1
+    assert val(p, "desc", "work") == 2
+    assert val(p, "calls", "other") == 1
+
+
+def test_exit_only_tracing_thresh():
+    p = load("exit-only")
+    assert p.counters["entries"] == 0 and p.counters["exits"] == 3
+    assert any("exit-only" in w for w in p.warnings)
+    assert func(p, "slow_a") == {"calls": 2, "incl": 40000, "excl": 40000}
+    assert func(p, "slow_b") == {"calls": 1, "incl": 30000, "excl": 30000}
+
+
+def test_max_graph_depth_hint():
+    from report.common import max_depth_hint
+
+    p = load("max-depth")
+    assert p.counters["max_depth"] == 1
+    assert "max_graph_depth was 2" in max_depth_hint(p)
+    assert val(p, "excl", "top") == 100 - 40 - 30
+
+
+def test_off_cpu_charged_to_every_open_frame():
+    p = load("off-cpu")
+    assert val(p, "offcpu", "outer") == 500
+    assert val(p, "offcpu", "outer", "inner") == 500
+    assert p.samples[0][8] == 500  # root sample's off-CPU time
+
+
+def test_lost_exit():
+    p = load("lost-exit")
+    c = p.counters
+    assert c["unterminated"] == 1 and c["depth_mismatch"] == 1
+    assert val(p, "unterminated", "outer", "a") == 1
+    assert val(p, "gap_calls", "outer") == 1  # its children are incomplete
+    assert func(p, "b")["calls"] == 1
+
+
+def test_pid0_is_per_cpu():
+    p = load("idle-pid0")
+    assert p.counters["depth_mismatch"] == 0 and p.counters["orphan_exits"] == 0
+    assert func(p, "idle_fn") == {"calls": 2, "incl": 210, "excl": 210}
+
+
+def test_irq_after_return_belongs_to_caller():
+    p = load("irq-after-return")
+    assert p.counters["irq_outside_window"] == 1
+    assert val(p, "excl", "parent", "child") == 90
+    assert val(p, "irq", "parent", "child") == 0
+    assert val(p, "irq", "parent") == 50
+    assert val(p, "excl", "parent") == 300 - 90 - 50
+    assert val(p, "calls", "parent", "__sysvec_apic_timer_interrupt") == 1
+
+
+def test_irq_before_entry_moves_into_the_call():
+    p = load("irq-before-entry")
+    assert val(p, "irq", "parent", "child") == 10 + 50
+    assert val(p, "excl", "parent", "child") == 100 - 60
+    assert val(p, "excl", "parent") == 300 - 100
+    assert val(p, "irq", "parent") == 60
+    # the irq nodes stay where the events put them; the tree still adds up
+    assert val(p, "unowned_child_incl", "parent") == 60
+    assert val(p, "unowned_child_incl", "parent", "child") == -60

@@ -1,0 +1,148 @@
+"""The command line: formats, atomic writes, and bad input (exit 2, one line
+on stderr naming the file, no traceback, no output file)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import SAMPLE, fixture
+
+FTFLAME = [sys.executable, "-m", "ftflame.cli"]
+
+
+def run(*args, **kw):
+    return subprocess.run([*FTFLAME, *args], capture_output=True, text=True, **kw)
+
+
+def assert_bad_input(proc, name, out=None):
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert name in lines[0]
+    assert "Traceback" not in proc.stderr
+    if out is not None:
+        assert not os.path.exists(out)
+        leftovers = [f for f in os.listdir(os.path.dirname(out)) if f.startswith(".ftflame-")]
+        assert leftovers == []
+
+
+@pytest.mark.parametrize("ext,check", [
+    (".txt", lambda s: s.startswith("ftflame report:")),
+    (".json", lambda s: json.loads(s)["schema"] == "ftflame/1"),
+    (".folded", lambda s: s.splitlines()[0].rsplit(" ", 1)[1].isdigit()),
+])
+def test_format_from_extension(tmp_path, ext, check):
+    out = tmp_path / ("r" + ext)
+    proc = run("report", SAMPLE, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert check(out.read_text())
+    assert [f.name for f in tmp_path.iterdir()] == [out.name]
+
+
+def test_text_on_stdout_by_default():
+    proc = run("report", SAMPLE)
+    assert proc.returncode == 0
+    assert "nfsd3_proc_write" in proc.stdout
+
+
+def test_format_flag_overrides(tmp_path):
+    out = tmp_path / "r.out"
+    proc = run("report", SAMPLE, "-o", str(out), "--format", "json")
+    assert proc.returncode == 0 and json.loads(out.read_text())["schema"] == "ftflame/1"
+
+
+def test_run_directory_input(tmp_path):
+    shutil.copy(SAMPLE, tmp_path / "trace.dat")
+    proc = run("report", str(tmp_path), "-o", str(tmp_path / "r.json"))
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_help_teaches():
+    proc = run("report", "--help")
+    assert proc.returncode == 0
+    for word in ("examples:", "trace-cmd record -p function_graph", "inclusive", "-o"):
+        assert word in proc.stdout
+
+
+def test_empty_file(tmp_path):
+    f = tmp_path / "empty.dat"
+    f.write_bytes(b"")
+    out = tmp_path / "o.json"
+    assert_bad_input(run("report", str(f), "-o", str(out)), "empty.dat", str(out))
+
+
+def test_random_bytes(tmp_path):
+    f = tmp_path / "random.dat"
+    f.write_bytes(os.urandom(4096))
+    out = tmp_path / "o.json"
+    proc = run("report", str(f), "-o", str(out))
+    assert_bad_input(proc, "random.dat", str(out))
+    assert "tried" in proc.stderr
+
+
+@pytest.mark.parametrize("keep", [10, 4096, 600_000, 1_280_000])
+def test_truncated_trace_dat(tmp_path, keep):
+    src = fixture("k6.1/s09-depth3/trace.dat")
+    f = tmp_path / "trunc.dat"
+    with open(src, "rb") as s:
+        f.write_bytes(s.read(keep))
+    out = tmp_path / "o.json"
+    assert_bad_input(run("report", str(f), "-o", str(out)), "trunc.dat", str(out))
+
+
+def test_trace_dat_without_function_graph_events(tmp_path):
+    # a real trace.dat cut to a time window with no events: headers and
+    # formats, but no function_graph records
+    src = fixture("k6.1/s09-depth3/trace.dat")
+    subprocess.run(["trace-cmd", "split", "-i", src, "-o", str(tmp_path / "nofg.dat"), "1", "2"],
+                   check=True, capture_output=True)
+    f = tmp_path / "nofg.dat.1"
+    assert f.exists()
+    out = tmp_path / "o.json"
+    proc = run("report", str(f), "-o", str(out))
+    assert_bad_input(proc, "nofg.dat.1", str(out))
+    assert "function_graph" in proc.stderr
+
+
+def test_directory_without_trace(tmp_path):
+    assert_bad_input(run("report", str(tmp_path)), str(tmp_path))
+
+
+def test_missing_file(tmp_path):
+    assert_bad_input(run("report", str(tmp_path / "nope.dat")), "nope.dat")
+
+
+def test_unreadable_file(tmp_path):
+    import tempfile
+
+    tmp_path = __import__("pathlib").Path(tempfile.mkdtemp(prefix="ftflame-perm-", dir="/tmp"))
+    f = tmp_path / "secret.dat"
+    shutil.copy(SAMPLE, f)
+    f.chmod(0)
+    if os.geteuid() == 0:
+        # root reads anything: drop to nobody for this check
+        if not shutil.which("setpriv"):
+            pytest.skip("needs setpriv to test as non-root")
+        tmp_path.chmod(0o755)
+        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *FTFLAME,
+               "report", str(f)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    else:
+        proc = run("report", str(f))
+    assert_bad_input(proc, "secret.dat")
+    assert "permission" in proc.stderr
+
+
+def test_unknown_output_extension(tmp_path):
+    out = tmp_path / "r.xyz"
+    assert_bad_input(run("report", SAMPLE, "-o", str(out)), "r.xyz", str(out))
+
+
+def test_output_directory_missing(tmp_path):
+    proc = run("report", SAMPLE, "-o", str(tmp_path / "no" / "r.json"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
