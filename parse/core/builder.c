@@ -135,6 +135,15 @@ int ftf_hist_add(ftf_hist *h, uint32_t bucket)
 	for (uint16_t i = 0; i < h->n; i++) {
 		if (h->keys[i] == bucket) {
 			h->vals[i]++;
+			if (i > 0 && h->vals[i] > h->vals[i - 1]) {
+				/* keep frequent buckets first: most searches end early */
+				uint16_t k = h->keys[i - 1];
+				uint32_t v = h->vals[i - 1];
+				h->keys[i - 1] = h->keys[i];
+				h->vals[i - 1] = h->vals[i];
+				h->keys[i] = k;
+				h->vals[i] = v;
+			}
 			return 0;
 		}
 	}

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Benchmark ftflame against its peers on the same trace, in the same run.
+
+For each trace: wall time and peak RSS of
+  * ftflame report --format json / txt      (the whole job)
+  * ftflame parse only                      (read + call builder, no rendering)
+  * trace-cmd report > /dev/null            (what users run today)
+  * bench/bare_iter                         (bare libtracecmd iteration + decode:
+                                             the floor for any libtracecmd reader)
+Runs are interleaved and repeated; the table shows the best run and the
+ratios (machines here are noisy: compare within one run, not across runs).
+
+usage: bench/run.py [--reps N] [TRACE.dat ...]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.environ.get("FTFLAME_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
+DEFAULT_TRACES = [
+    os.path.join(SHARED, "fixtures", "k6.1", "s14-v3-write-big", "trace.dat"),
+    os.path.join(ROOT, "tests", "data", "sample", "trace.dat"),
+]
+BARE = os.path.join(ROOT, "bench", "bare_iter")
+PY = sys.executable
+
+
+def build_bare() -> None:
+    src = BARE + ".c"
+    if os.path.exists(BARE) and os.path.getmtime(BARE) >= os.path.getmtime(src):
+        return
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libtracecmd"], check=True,
+                           capture_output=True, text=True).stdout.split()
+    subprocess.run(["cc", "-O2", "-o", BARE, src, *flags], check=True)
+
+
+def measure(cmd, stdout=subprocess.DEVNULL):
+    """(wall seconds, peak RSS MiB) of one run of cmd."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"bench: {' '.join(cmd)} failed: {err.strip()}")
+    return wall, ru.ru_maxrss / 1024.0
+
+
+def events_in(trace: str) -> int:
+    out = subprocess.run([BARE, trace], check=True, capture_output=True, text=True).stdout
+    return int(out.split()[0])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("traces", nargs="*", default=DEFAULT_TRACES)
+    args = ap.parse_args()
+    if not shutil.which("trace-cmd"):
+        raise SystemExit("bench: trace-cmd not found (run make setup)")
+    build_bare()
+    tmp = tempfile.mkdtemp(prefix="ftflame-bench-")
+    rows = []
+    for trace in args.traces:
+        if not os.path.exists(trace):
+            raise SystemExit(f"bench: {trace}: missing (set FTFLAME_SHARED)")
+        n = events_in(trace)
+        cmds = {
+            "ftflame report --format json": [PY, "-m", "ftflame.cli", "report", "-q", trace, "-o",
+                                             os.path.join(tmp, "r.json")],
+            "ftflame report --format txt": [PY, "-m", "ftflame.cli", "report", "-q", trace, "-o",
+                                            os.path.join(tmp, "r.txt")],
+            "ftflame parse only": [PY, "-c", "import sys; from ftflame.parse import read; read(sys.argv[1])",
+                                   trace],
+            "trace-cmd report > /dev/null": ["trace-cmd", "report", trace],
+            "bare libtracecmd iteration": [BARE, trace],
+        }
+        best = {k: (float("inf"), 0.0) for k in cmds}
+        for _ in range(args.reps):
+            for name, cmd in cmds.items():
+                wall, rss = measure(cmd)
+                if wall < best[name][0]:
+                    best[name] = (wall, rss)
+        bare = best["bare libtracecmd iteration"][0]
+        tcr = best["trace-cmd report > /dev/null"][0]
+        size = os.path.getsize(trace) / 2**20
+        for name, (wall, rss) in best.items():
+            rows.append((os.path.relpath(trace, os.path.dirname(ROOT)), f"{n / 1e6:.2f} M ev, {size:.0f} MiB",
+                         name, wall, rss, wall / bare, tcr / wall))
+    print(f"best of {args.reps} interleaved runs; {os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d')}")
+    print()
+    print("| trace | size | command | wall s | peak RSS MiB | x bare iteration | trace-cmd report / this |")
+    print("|---|---|---|---:|---:|---:|---:|")
+    for trace, size, name, wall, rss, vs_bare, speedup in rows:
+        print(f"| {trace} | {size} | {name} | {wall:.2f} | {rss:.0f} | {vs_bare:.2f} | {speedup:.1f} |")
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
