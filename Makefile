@@ -12,7 +12,7 @@ OUT        ?= out
 CORE_SRC   := $(wildcard parse/core/*.c parse/core/*.h)
 ASAN       ?= 0
 
-.PHONY: help setup build demo test test-vm bench clean
+.PHONY: help setup build demo test test-vm bench golden clean
 
 help:  ## list the targets
 	@echo "ftflame make targets:"
@@ -49,6 +49,9 @@ demo: setup  ## write reports of the bundled sample trace into out/
 test: setup  ## run the test suite (unit, golden, invariants on every fixture)
 	$(if $(filter 1,$(ASAN)),LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=0,) \
 	  $(PY) -m pytest -q $(PYTEST_ARGS)
+
+golden: setup  ## regenerate golden outputs (tests/data/events/expected), then review the diff
+	UPDATE_GOLDEN=1 $(PY) -m pytest -q tests/test_golden.py
 
 bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop
 	$(PY) bench/run.py

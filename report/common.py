@@ -103,9 +103,10 @@ def anomaly_lines(p: Profile) -> list:
 
 
 def max_depth_hint(p: Profile):
-    """A trace cut by max_graph_depth has every leaf at one shallow depth."""
+    """A trace cut by max_graph_depth has every leaf at one shallow depth
+    (only said of traces big enough for that to be telling)."""
     d = p.counters.get("max_depth", -1)
-    if 0 <= d < 8 and p.counters.get("exits", 0) > 0:
+    if 0 <= d < 8 and p.counters.get("exits", 0) >= 1000:
         return (f"deepest call at depth {d}: if max_graph_depth was {d + 1}, deeper calls were "
                 "hooked but not recorded; their time is in their callers' self time")
     return None
