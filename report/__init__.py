@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Dict
 
-from . import folded, jsonout, text  # noqa: E402
+from . import folded, html, jsonout, speedscope, svg, text  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,11 @@ register(Renderer("txt", text.render, (".txt",), "plain text for mail: function 
 register(Renderer("json", jsonout.render, (".json",), 'machine-readable, schema "ftflame/1"'))
 register(Renderer("folded", folded.render, (".folded", ".collapsed"),
                   "FlameGraph folded stacks, exclusive ns per path (flamegraph.pl, inferno)"))
+register(Renderer("html", html.render, (".html", ".htm"),
+                  "self-contained interactive report: flame graph, tables, latency over time"))
+register(Renderer("svg", svg.render, (".svg",), "standalone interactive flame graph (SVG)"))
+register(Renderer("speedscope", speedscope.render, (".speedscope.json",),
+                  "speedscope evented profile, one per root function (speedscope.app)"))
 
 
 def format_for_path(path: str):

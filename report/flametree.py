@@ -1,0 +1,215 @@
+"""The flame-graph tree shared by the HTML and SVG renderers.
+
+The Profile's call-path tree can hold 100k+ paths; a flame graph shows a few
+thousand at most. Paths whose frame would be narrower than `min_fraction` of
+the whole graph (or beyond `max_frames`) are merged, per parent, into one
+"[N small frames]" frame carrying their summed time, so the widths still add
+up and nothing disappears from the totals.
+
+Widths are time, never sample counts. A frame's width is
+max(inclusive time, sum of its children's widths): the two differ only for
+the "(partial)" pseudo-root (no time of its own) and for clock skew between
+CPUs, and taking the larger keeps every child inside its parent. Off-CPU time
+(from sched_switch; the Profile charges it to every open frame) becomes an
+"[off-CPU]" child holding the part not already inside a child, so a task
+sleeping in a function is visibly different from one computing there.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ftflame.profile import NODE_IRQ, Profile
+
+KIND_ROOT, KIND_FRAME, KIND_SMALL, KIND_OFFCPU = 0, 1, 2, 3
+DEFAULT_MIN_FRACTION = 1e-4  # 0.01% of the whole graph: 0.15 px at 1500 px, visible once zoomed
+DEFAULT_MAX_FRAMES = 6000  # keeps the HTML of a 124k-path trace well under 1 MB
+
+
+@dataclass
+class FlameTree:
+    """Frames in depth-first pre-order; index 0 is the root "all"; within a
+    parent, its kept children widest first, then [off-CPU], then the small frame.
+
+    Per frame: parent (-1 for the root), kind, func (Profile function id, -1
+    for synthetic frames), node (Profile row, -1 for synthetic frames),
+    nmerged (paths merged into a small frame), width / width_corr (layout
+    widths in ns), calls, incl / incl_corr, excl / excl_corr (the path's own
+    figures; for synthetic frames their totals), flags (Profile node flags).
+    """
+
+    parent: list
+    kind: list
+    func: list
+    node: list
+    nmerged: list
+    width: list
+    width_corr: list
+    calls: list
+    incl: list
+    incl_corr: list
+    excl: list
+    excl_corr: list
+    flags: list
+    threshold_ns: float
+    paths_total: int  # call paths in the Profile
+    paths_shown: int  # of which drawn as their own frame
+
+    def __len__(self) -> int:
+        return len(self.parent)
+
+    def add(self, *values) -> int:
+        for name, v in zip(_FIELDS, values):
+            getattr(self, name).append(v)
+        return len(self.parent) - 1
+
+    def label(self, i: int, funcs) -> str:
+        k = self.kind[i]
+        if k == KIND_ROOT:
+            return "all"
+        if k == KIND_SMALL:
+            return f"[{self.nmerged[i]} small frames]"
+        if k == KIND_OFFCPU:
+            return "[off-CPU]"
+        return funcs[self.func[i]]
+
+
+_FIELDS = ("parent", "kind", "func", "node", "nmerged", "width", "width_corr", "calls", "incl",
+           "incl_corr", "excl", "excl_corr", "flags")
+
+
+def depths(parent: np.ndarray) -> np.ndarray:
+    """Depth of every row (roots 0), one vectorised step per level."""
+    d = np.zeros(len(parent), dtype=np.int64)
+    has = parent >= 0
+    for _ in range(len(parent)):
+        nd = np.where(has, d[np.where(has, parent, 0)] + 1, 0)
+        if np.array_equal(nd, d):
+            break
+        d = nd
+    return d
+
+
+def _levels(parent: np.ndarray):
+    """Rows grouped by depth, deepest first (for bottom-up sums)."""
+    d = depths(parent)
+    order = np.argsort(-d, kind="stable")
+    bounds = np.flatnonzero(np.diff(d[order])) + 1
+    return np.split(order, bounds)
+
+
+def layout_widths(p: Profile, value: np.ndarray, levels=None) -> np.ndarray:
+    """max(value, sum of children's widths + own off-CPU frame), bottom-up."""
+    parent = np.ascontiguousarray(p.col("parent"))
+    levels = _levels(parent) if levels is None else levels
+    width = np.zeros(p.nrows)
+    childsum = np.zeros(p.nrows + 1)
+    base = exclusive_offcpu(p)
+    for rows in levels:
+        width[rows] = np.maximum(value[rows], childsum[rows] + base[rows])
+        np.add.at(childsum, parent[rows], width[rows])
+    return width
+
+
+def subtree_sizes(parent: np.ndarray, levels) -> np.ndarray:
+    size = np.ones(len(parent), dtype=np.int64)
+    for rows in levels:
+        r = rows[parent[rows] >= 0]
+        np.add.at(size, parent[r], size[r])
+    return size
+
+
+def exclusive_offcpu(p: Profile) -> np.ndarray:
+    """Off-CPU ns of each path not already inside one of its children."""
+    off = p.col("offcpu").astype(np.float64)
+    if p.nrows == 0 or not off.any():
+        return np.zeros(p.nrows)
+    parent = p.col("parent")
+    has = parent >= 0
+    inner = np.zeros(p.nrows)
+    np.add.at(inner, parent[has], off[has])
+    return np.maximum(off - inner, 0.0)
+
+
+def build(p: Profile, min_fraction: float = DEFAULT_MIN_FRACTION,
+          max_frames: int = DEFAULT_MAX_FRAMES) -> FlameTree:
+    n = p.nrows
+    corr = p.corrected_or_raw
+    applied = p.calibration.applied
+    parent = np.ascontiguousarray(p.col("parent"))
+    levels = _levels(parent) if n else []
+    incl = p.col("incl").astype(np.float64)
+    incl_c = np.asarray(corr.incl, dtype=np.float64)
+    w = layout_widths(p, incl, levels)
+    wc = layout_widths(p, incl_c, levels) if applied else w
+    total = float(w[parent < 0].sum()) if n else 0.0
+    total_c = float(wc[parent < 0].sum()) if n else 0.0
+    thr = total * min_fraction
+    if n and max_frames and int((w >= thr).sum()) > max_frames:
+        # the max_frames-th widest path sets the bar (ties may add a few)
+        thr = float(np.partition(w, n - max_frames)[n - max_frames])
+    keep = (w >= thr) & (w > 0) if n else np.zeros(0, dtype=bool)
+    t = FlameTree([], [], [], [], [], [], [], [], [], [], [], [], [], thr, n, int(keep.sum()))
+    t.add(-1, KIND_ROOT, -1, -1, 0, total, total_c, 0, total, total_c, 0.0, 0.0, 0)
+    if n == 0:
+        return t
+
+    func, flags, calls = p.col("func"), p.col("flags"), p.col("calls")
+    excl = p.col("excl").astype(np.float64)
+    excl_c = np.asarray(corr.excl, dtype=np.float64)
+    off_x = exclusive_offcpu(p)
+    size = subtree_sizes(parent, levels)
+    # what the small frames hold: per kept parent (index n = the root "all"),
+    # the paths below it that are not kept themselves
+    slot = np.where(parent >= 0, parent, n)
+    merged = ~keep & ((w > 0) | (wc > 0)) & np.append(keep, True)[slot]
+    off_small = keep & (off_x > 0) & (off_x < thr)
+    sm_n = np.zeros(n + 1, dtype=np.int64)
+    sm_calls = np.zeros(n + 1, dtype=np.int64)
+    sm_w = np.zeros(n + 1)
+    sm_wc = np.zeros(n + 1)
+    sm_flags = np.full(n + 1, 0xFF, dtype=np.int64)
+    m = np.flatnonzero(merged)
+    np.add.at(sm_n, slot[m], size[m])
+    np.add.at(sm_calls, slot[m], calls[m])
+    np.add.at(sm_w, slot[m], w[m])
+    np.add.at(sm_wc, slot[m], wc[m])
+    np.bitwise_and.at(sm_flags, slot[m], flags[m])
+    o = np.flatnonzero(off_small)
+    np.add.at(sm_w, o, off_x[o])
+    np.add.at(sm_wc, o, off_x[o])
+
+    # kept children per kept parent, widest first
+    k = np.flatnonzero(keep)
+    order = k[np.lexsort((k, -w[k], slot[k]))]
+    kids = {}
+    for r, par in zip(order.tolist(), slot[order].tolist()):
+        kids.setdefault(par, []).append(r)
+    L = {name: arr.tolist() for name, arr in (
+        ("func", func), ("flags", flags), ("calls", calls), ("w", w), ("wc", wc), ("incl", incl),
+        ("incl_c", incl_c), ("excl", excl), ("excl_c", excl_c), ("off", off_x))}
+    # depth-first pre-order: a frame's subtree follows it directly
+    stack = [(KIND_FRAME, r, 0) for r in reversed(kids.get(n, ()))]
+    if sm_w[n] > 0 or sm_wc[n] > 0:
+        stack.insert(0, (KIND_SMALL, n, 0))
+    while stack:
+        kind, row, par = stack.pop()
+        if kind == KIND_SMALL:
+            t.add(par, KIND_SMALL, -1, -1, int(sm_n[row]), float(sm_w[row]), float(sm_wc[row]),
+                  int(sm_calls[row]), float(sm_w[row]), float(sm_wc[row]), float(sm_w[row]),
+                  float(sm_wc[row]), int(sm_flags[row]) if sm_n[row] else 0)
+            continue
+        if kind == KIND_OFFCPU:
+            x = L["off"][row]
+            t.add(par, KIND_OFFCPU, -1, -1, 0, x, x, 0, x, x, x, x, L["flags"][row] & NODE_IRQ)
+            continue
+        i = t.add(par, KIND_FRAME, L["func"][row], row, 0, L["w"][row], L["wc"][row],
+                  L["calls"][row], L["incl"][row], L["incl_c"][row], L["excl"][row],
+                  L["excl_c"][row], L["flags"][row])
+        if sm_w[row] > 0 or sm_wc[row] > 0:
+            stack.append((KIND_SMALL, row, i))
+        if L["off"][row] >= thr and L["off"][row] > 0:
+            stack.append((KIND_OFFCPU, row, i))
+        stack.extend((KIND_FRAME, r, i) for r in reversed(kids.get(row, ())))
+    return t

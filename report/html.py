@@ -1,0 +1,307 @@
+"""HTML report: one self-contained file (CSS, JS and data inline, no network).
+
+The page is rendered with Jinja2 from `templates/report.html`, which
+`{% include %}`s the CSS and JS kept as real files beside it. Python prepares
+compact, columnar data (`report_data`) and the page's own JS draws the flame
+graph on a canvas, the tables, the histograms and the latency plot.
+
+Size: a trace with 124k call paths gives < 1 MB because
+* the flame graph ships at most DEFAULT_MAX_FRAMES frames: paths narrower
+  than 0.01% of the graph are merged per parent into "[N small frames]"
+  (report/flametree.py);
+* per-function histograms are coarsened to 4 buckets per power of two;
+* root calls beyond MAX_SAMPLES are thinned per time bin, keeping the
+  slowest and fastest of each bin and the slowest overall (the page says so).
+The function table, callers/callees and every figure shown are computed from
+the full Profile, not from the merged flame tree.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Optional
+
+import numpy as np
+
+from ftflame import __version__
+from ftflame.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
+
+from . import flametree
+from .common import anomaly_lines, max_depth_hint
+
+MAX_SAMPLES = 20000
+HIST_PER_OCTAVE = 4  # coarse buckets per power of two in the shipped histograms
+CORRECTION_WARN_FRACTION = 0.5  # DESIGN: flag functions whose correction exceeds half their time
+
+
+def _ints(a) -> list:
+    return [int(round(x)) for x in (a.tolist() if hasattr(a, "tolist") else a)]
+
+
+# ---- histograms -------------------------------------------------------------
+def coarse_bucket(fine: np.ndarray) -> np.ndarray:
+    """Fine bucket (HIST_SUB per octave) -> coarse bucket (HIST_PER_OCTAVE per
+    octave). Values below HIST_SUB ns fall in HIST_SUB/HIST_PER_OCTAVE-ns steps."""
+    step = HIST_SUB // HIST_PER_OCTAVE
+    f = np.asarray(fine, dtype=np.int64)
+    return np.where(f < HIST_SUB, f // step, HIST_PER_OCTAVE + (f - HIST_SUB) // step)
+
+
+def coarse_edges(upto: int) -> list:
+    """Lower bound in ns of coarse buckets 0..upto (upto+1 = the last upper bound)."""
+    step = HIST_SUB // HIST_PER_OCTAVE
+    c = np.arange(upto + 2, dtype=np.int64)
+    fine = np.where(c < HIST_PER_OCTAVE, c * step, HIST_SUB + (c - HIST_PER_OCTAVE) * step)
+    return _ints(hist_lower(fine))
+
+
+def function_histograms(ft) -> tuple:
+    """Per function: [first coarse bucket, count, count, ...] (dense), and the
+    largest coarse bucket used."""
+    h = ft.hist_incl
+    out, top = [], 0
+    for i in range(len(ft)):
+        b, c = h.row(i)
+        if len(b) == 0:
+            out.append([0])
+            continue
+        cb = coarse_bucket(b)
+        lo, hi = int(cb.min()), int(cb.max())
+        dense = np.zeros(hi - lo + 1, dtype=np.int64)
+        np.add.at(dense, cb - lo, c.astype(np.int64))
+        out.append([lo] + dense.tolist())
+        top = max(top, hi)
+    return out, top
+
+
+# ---- callers and callees ----------------------------------------------------
+def call_edges(p: Profile) -> list:
+    """[caller func (-1: a root), callee func, calls, incl ns(, corrected incl
+    ns when calibrated)] summed over every call path, from the full tree."""
+    if p.nrows == 0:
+        return []
+    parent = p.col("parent")
+    func = p.col("func")
+    nf = len(p.funcs)
+    caller = np.where(parent >= 0, func[np.maximum(parent, 0)], -1)
+    key = (caller + 1) * (nf + 1) + func
+    uniq, inv = np.unique(key, return_inverse=True)
+    calls = np.bincount(inv, weights=p.col("calls"), minlength=len(uniq))
+    incl = np.bincount(inv, weights=p.col("incl"), minlength=len(uniq))
+    inclc = np.bincount(inv, weights=np.asarray(p.corrected_or_raw.incl, np.float64),
+                        minlength=len(uniq))
+    cr = uniq // (nf + 1) - 1
+    ce = uniq % (nf + 1)
+    keep = calls > 0
+    cols = [cr[keep].tolist(), ce[keep].tolist(), _ints(calls[keep]), _ints(incl[keep])]
+    if p.calibration.applied:
+        cols.append(_ints(inclc[keep]))
+    return [list(r) for r in zip(*cols)]
+
+
+# ---- root calls over time -----------------------------------------------------
+def thin_samples(start: np.ndarray, dur: np.ndarray, group: np.ndarray, limit: int) -> np.ndarray:
+    """Indices of root calls to plot: all when there are at most `limit`;
+    else per group and time bin the slowest and fastest call, plus the
+    slowest calls overall, so outliers and stalls always survive."""
+    n = len(start)
+    if n <= limit:
+        return np.arange(n)
+    keep = np.zeros(n, dtype=bool)
+    keep[np.argsort(-dur, kind="stable")[: limit // 10]] = True
+    groups = np.unique(group)
+    bins = max(limit * 4 // 10 // max(len(groups), 1), 1)
+    for g in groups.tolist():
+        idx = np.flatnonzero(group == g)
+        t = start[idx]
+        span = max(int(t.max() - t.min()), 1)
+        b = ((t - t.min()) * bins // (span + 1)).astype(np.int64)
+        for pick in (np.lexsort((-dur[idx], b)), np.lexsort((dur[idx], b))):
+            first = np.ones(len(idx), dtype=bool)
+            first[1:] = b[pick][1:] != b[pick][:-1]
+            keep[idx[pick[first]]] = True
+    return np.flatnonzero(keep)
+
+
+def samples_data(p: Profile) -> dict:
+    s = p.samples
+    n = len(s)
+    if n == 0:
+        return {"total": 0, "shown": 0, "roots": [], "root": [], "t": [], "dur": [], "durc": [],
+                "flags": [], "pid": [], "cpu": []}
+    node = p.scol("node")
+    names = []
+    labels = {}
+    group = np.zeros(n, dtype=np.int64)
+    flags = p.scol("flags")
+    func = p.col("func")[node]
+    for i, (f, fl) in enumerate(zip(func.tolist(), flags.tolist())):
+        label = p.funcs[f] + (" (partial)" if fl & SAMPLE_PARTIAL else "") + (" [irq]" if fl & SAMPLE_IRQ else "")
+        if label not in labels:
+            labels[label] = len(names)
+            names.append(label)
+        group[i] = labels[label]
+    start = p.scol("calltime")
+    dur = p.scol("dur")
+    durc = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)
+    idx = thin_samples(start, dur, group, MAX_SAMPLES)
+    idx = idx[np.argsort(start[idx], kind="stable")]
+    t0 = int(p.counters.get("first_ts", 0)) or int(start.min())
+    counts = np.bincount(group, minlength=len(names))
+    return {
+        "total": n, "shown": len(idx), "roots": names, "root_calls": counts.tolist(),
+        "root": group[idx].tolist(), "t": _ints(start[idx] - t0), "dur": _ints(dur[idx]),
+        "durc": _ints(durc[idx]) if p.calibration.applied else None,
+        "flags": flags[idx].tolist(), "pid": p.scol("pid")[idx].tolist(),
+        "cpu": p.scol("cpu")[idx].tolist(),
+    }
+
+
+# ---- the function table --------------------------------------------------------
+def functions_data(p: Profile) -> dict:
+    ft = p.functions
+    applied = p.calibration.applied
+    hists, top = function_histograms(ft)
+    d = {
+        "func": ft.func_ids.tolist(), "calls": ft.calls.tolist(),
+        "incl": ft.incl.tolist(), "excl": ft.excl.tolist(),
+        "min": ft.incl_min.tolist(), "max": ft.incl_max.tolist(),
+        "xmin": ft.excl_min.tolist(), "xmax": ft.excl_max.tolist(),
+        "p50": ft.incl_pct[:, 0].tolist(), "p90": ft.incl_pct[:, 1].tolist(),
+        "p99": ft.incl_pct[:, 2].tolist(),
+        "xp50": ft.excl_pct[:, 0].tolist(), "xp99": ft.excl_pct[:, 2].tolist(),
+        "irq": ft.irq.tolist(), "off": ft.offcpu.tolist(), "gap": ft.gap_calls.tolist(),
+        "hist": hists, "hist_edges": coarse_edges(top),
+    }
+    if applied:
+        d["inclc"] = _ints(ft.incl_corr)
+        d["exclc"] = _ints(ft.excl_corr)
+        d["callsc"] = ft.calls_corr.tolist()
+        # the correction took more than half of the raw time (DESIGN.md)
+        raw = np.maximum(ft.incl, 1)
+        d["bigcorr"] = np.flatnonzero((ft.incl - ft.incl_corr) > CORRECTION_WARN_FRACTION * raw).tolist()
+    return d
+
+
+def flame_data(p: Profile, tree: flametree.FlameTree) -> dict:
+    applied = p.calibration.applied
+    ip, _ = p.node_percentiles
+    node = np.array(tree.node, dtype=np.int64)
+    real = node >= 0
+    p50 = np.zeros(len(node), dtype=np.int64)
+    p99 = np.zeros(len(node), dtype=np.int64)
+    if p.nrows:
+        p50[real] = ip[node[real], 0]
+        p99[real] = ip[node[real], 2]
+    depth = [0] * len(tree)
+    for i in range(1, len(tree)):
+        depth[i] = depth[tree.parent[i]] + 1
+    # func: a function id, or -1 for a synthetic frame ("all", small, off-CPU)
+    d = {
+        "depth": depth, "func": tree.func,
+        "small": [[i, tree.nmerged[i]] for i, k in enumerate(tree.kind) if k == flametree.KIND_SMALL],
+        "offcpu": [i for i, k in enumerate(tree.kind) if k == flametree.KIND_OFFCPU],
+        "calls": tree.calls, "incl": _ints(tree.incl), "excl": _ints(tree.excl),
+        "p50": p50.tolist(), "p99": p99.tolist(), "flags": tree.flags,
+        "threshold_ns": int(tree.threshold_ns), "paths_total": tree.paths_total,
+        "paths_shown": tree.paths_shown,
+    }
+    if applied:
+        cc = np.asarray(p.corrected_or_raw.calls)
+        callsc = np.zeros(len(node), dtype=np.int64)
+        if p.nrows:
+            callsc[real] = cc[node[real]]
+        d.update({"inclc": _ints(tree.incl_corr), "exclc": _ints(tree.excl_corr),
+                  "callsc": callsc.tolist()})
+    return d
+
+
+def header_data(p: Profile, opts) -> dict:
+    t, c, cal = p.trace, p.counters, p.calibration
+    span = int(c.get("last_ts", 0)) - int(c.get("first_ts", 0))
+    options = [
+        ("stacks", "per task" if t.per_task else "per CPU"),
+        ("irq context from", t.irq_source),
+        ("sched_switch", "recorded: off-CPU time split out" if t.has_sched_switch
+         else "not recorded: off-CPU time stays inside the calls"),
+        ("funcgraph-retval", "yes" if t.has_retval else "no"),
+        ("function args", "yes" if t.has_args else "no"),
+    ]
+    if t.compression:
+        options.append(("compression", t.compression))
+    if t.file_version:
+        options.append(("trace.dat version", str(t.file_version)))
+    notes = anomaly_lines(p)
+    hint = max_depth_hint(p)
+    if hint:
+        notes.append(hint)
+    clamped = 0
+    if p.corrected is not None:
+        clamped = int(np.count_nonzero(p.corrected.clamped))
+        if clamped:
+            notes.append(f"{clamped:,} call paths had a corrected time below zero, clamped at 0 "
+                         "(the calibration overestimates their hook cost)")
+        notes.extend(n for n in p.corrected.notes if n not in notes)
+    return {
+        "source": t.source, "title": os.path.basename(t.source.rstrip("/")) or t.source,
+        "format": t.format, "kernel": t.kernel, "cpus": t.cpus, "clock": t.clock,
+        "tracer": t.tracer_version, "options": options,
+        "events": int(c.get("events", 0)), "exits": int(c.get("exits", 0)),
+        "root_calls": len(p.samples), "paths": p.nrows, "max_depth": int(c.get("max_depth", -1)),
+        "span_ns": max(span, 0),
+        "calibration": {"applied": cal.applied, "source": cal.source, "method": cal.method,
+                        "o_in_ns": cal.o_in_ns, "o_out_ns": cal.o_out_ns,
+                        "details": _jsonable(dict(cal.details))},
+        "clamped": clamped, "anomalies": notes, "version": __version__,
+    }
+
+
+def _jsonable(x):
+    try:
+        json.dumps(x)
+        return x
+    except (TypeError, ValueError):
+        return json.loads(json.dumps(x, default=str))
+
+
+def report_data(p: Profile, opts=None, tree: Optional[flametree.FlameTree] = None) -> dict:
+    tree = tree or flametree.build(p, getattr(opts, "min_fraction", None) or flametree.DEFAULT_MIN_FRACTION)
+    used = set(tree.func)
+    ft = p.functions
+    used.update(ft.func_ids.tolist())
+    return {
+        "schema": "ftflame-html/1",
+        "header": header_data(p, opts),
+        "funcs": list(p.funcs),
+        "partial_flag": NODE_PARTIAL,
+        "flame": flame_data(p, tree),
+        "functions": functions_data(p),
+        "edges": call_edges(p),
+        "samples": samples_data(p),
+        "sample_flags": {"gap": SAMPLE_GAP, "partial": SAMPLE_PARTIAL, "irq": SAMPLE_IRQ},
+        "balance": _jsonable(list(p.balance)),
+    }
+
+
+def data_json(data: dict) -> str:
+    """JSON safe inside <script>: no "</", no "<!--" can end or confuse it."""
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") \
+        .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def environment():
+    import jinja2
+
+    import ftflame.templates
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(os.path.dirname(ftflame.templates.__file__)),
+        autoescape=jinja2.select_autoescape(["html", "svg"], default_for_string=True),
+        undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+
+
+def render(p: Profile, opts=None) -> str:
+    data = report_data(p, opts)
+    tpl = environment().get_template("report.html")
+    return tpl.render(h=data["header"], data_json=data_json(data))

@@ -1,0 +1,292 @@
+/* Function table (sortable, filterable, a sparkline histogram per row) and the
+ * function detail panel (log-scale histogram, callers, callees). */
+FT.functions = (function () {
+  var F = FT.data.functions, funcs = FT.data.funcs, edges = FT.data.edges;
+  var R = F.func.length, LIMIT = 150, i;
+  var rowOf = {};
+  for (i = 0; i < R; i++) rowOf[F.func[i]] = i;
+  var bigcorr = {};
+  (F.bigcorr || []).forEach(function (r) { bigcorr[r] = 1; });
+
+  /* corrected min/percentiles/max: shifted by the mean per-call correction,
+   * as the JSON output does (marked approximate) */
+  function shift(r) {
+    if (FT.mode !== "corr" || !F.inclc) return 0;
+    var c = F.callsc[r];
+    return F.calls[r] ? F.incl[r] / F.calls[r] - (c ? F.inclc[r] / c : 0) : 0;
+  }
+  function corr() { return FT.mode === "corr" && !!F.inclc; }
+  var COLS = [
+    { key: "name", label: "Function", cls: "name", get: function (r) { return funcs[F.func[r]]; } },
+    { key: "calls", label: "Calls", get: function (r) { return corr() ? F.callsc[r] : F.calls[r]; }, fmt: FT.count },
+    { key: "incl", label: "Total", unit: true, get: function (r) { return corr() ? F.inclc[r] : F.incl[r]; } },
+    { key: "excl", label: "Self", unit: true, get: function (r) { return corr() ? F.exclc[r] : F.excl[r]; } },
+    { key: "avg", label: "Avg", unit: true, get: function (r) {
+      if (corr()) return F.callsc[r] ? F.inclc[r] / F.callsc[r] : 0;
+      return F.calls[r] ? F.incl[r] / F.calls[r] : 0; } },
+    { key: "p50", label: "p50", unit: true, approx: true, get: function (r) { return Math.max(F.p50[r] - shift(r), 0); } },
+    { key: "p99", label: "p99", unit: true, approx: true, get: function (r) { return Math.max(F.p99[r] - shift(r), 0); } },
+    { key: "max", label: "Max", unit: true, approx: true, get: function (r) { return Math.max(F.max[r] - shift(r), 0); } },
+    { key: "irq", label: "irq", unit: true, raw: true, title: "time in interrupt subtrees nested inside the calls (measured)", get: function (r) { return F.irq[r]; } },
+    { key: "off", label: "off-CPU", unit: true, raw: true, title: "time switched out inside the calls (sched_switch; measured)", get: function (r) { return F.off[r]; } },
+    { key: "hist", label: "Distribution", cls: "spark", title: "inclusive time per call, log scale (raw)", nosort: true }
+  ];
+  var sortKey = "incl", sortDir = -1, filter = null, showAll = false, selected = -1;
+  var table = document.getElementById("fn-table"), thead = table.tHead, tbody = table.tBodies[0];
+
+  /* sparkline geometry: one global log axis, so rows compare */
+  var edgesNs = F.hist_edges, spanLo = Infinity, spanHi = -Infinity;
+  F.hist.forEach(function (h) {
+    if (h.length > 1) { spanLo = Math.min(spanLo, h[0]); spanHi = Math.max(spanHi, h[0] + h.length - 1); }
+  });
+  function sparkline(r) {
+    var h = F.hist[r], W = 120, H = 18, svgNS = "http://www.w3.org/2000/svg";
+    var svg = document.createElementNS(svgNS, "svg");
+    svg.setAttribute("width", W); svg.setAttribute("height", H); svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    if (h.length < 2 || !isFinite(spanLo)) return svg;
+    var n = spanHi - spanLo + 1, bw = W / n, max = 0, k, d = "";
+    for (k = 1; k < h.length; k++) if (h[k] > max) max = h[k];
+    for (k = 1; k < h.length; k++) {
+      if (!h[k]) continue;
+      var x = (h[0] + k - 1 - spanLo) * bw, bh = Math.max(1, Math.round((H - 1) * Math.sqrt(h[k] / max)));
+      d += "M" + x.toFixed(1) + " " + H + "h" + Math.max(bw, 0.8).toFixed(2) + "v-" + bh + "h-" + Math.max(bw, 0.8).toFixed(2) + "z";
+    }
+    var p = document.createElementNS(svgNS, "path");
+    p.setAttribute("d", d); p.setAttribute("fill", "#5b7fa6");
+    svg.appendChild(p);
+    var t = document.createElementNS(svgNS, "title");
+    t.textContent = FT.time(edgesNs[h[0]]) + " \u2026 " + FT.time(edgesNs[h[0] + h.length - 1]) + " (bar height: sqrt of calls)";
+    svg.appendChild(t);
+    return svg;
+  }
+
+  function header() {
+    FT.clear(thead);
+    var tr = FT.el("tr");
+    COLS.forEach(function (c) {
+      var th = FT.el("th", { class: (c.cls || "") + (c.nosort ? "" : " sortable"), "data-key": c.key });
+      th.appendChild(document.createTextNode(c.label));
+      if (c.unit) th.appendChild(FT.el("span", { class: "colmode" }, "\u00b5s " + (c.raw ? "measured" : FT.modeLabel())));
+      if (c.title) th.title = c.title;
+      if (!c.nosort) {
+        th.setAttribute("aria-sort", c.key === sortKey ? (sortDir > 0 ? "ascending" : "descending") : "none");
+        th.addEventListener("click", function () {
+          if (sortKey === c.key) sortDir = -sortDir;
+          else { sortKey = c.key; sortDir = c.key === "name" ? 1 : -1; }
+          render();
+        });
+      }
+      tr.appendChild(th);
+    });
+    thead.appendChild(tr);
+  }
+
+  function rows() {
+    var out = [], col = COLS.filter(function (c) { return c.key === sortKey; })[0];
+    for (var r = 0; r < R; r++) if (!filter || filter(funcs[F.func[r]])) out.push(r);
+    var vals = {};
+    out.forEach(function (r) { vals[r] = col.get(r); });
+    out.sort(function (a, b) {
+      var x = vals[a], y = vals[b];
+      if (x < y) return -sortDir;
+      if (x > y) return sortDir;
+      return a - b;
+    });
+    return out;
+  }
+
+  function render() {
+    header();
+    FT.clear(tbody);
+    var list = rows(), n = showAll ? list.length : Math.min(list.length, LIMIT);
+    var frag = document.createDocumentFragment();
+    for (var k = 0; k < n; k++) {
+      var r = list[k], tr = FT.el("tr", { "data-func": F.func[r] });
+      if (F.func[r] === selected) tr.className = "sel";
+      COLS.forEach(function (c) {
+        if (c.key === "hist") { var td = FT.el("td", { class: "spark" }); td.appendChild(sparkline(r)); tr.appendChild(td); return; }
+        var v = c.get(r), cell = FT.el("td", c.cls ? { class: c.cls } : null);
+        if (c.key === "name") {
+          cell.textContent = v;
+          if (corr() && bigcorr[r]) cell.appendChild(FT.el("span", { class: "warn", title: "the correction removed more than half of this function's raw time: treat its corrected figures with care" }, " \u26a0"));
+        } else {
+          cell.textContent = c.fmt ? c.fmt(v) : FT.us(v);
+          if (c.approx && corr()) { cell.className = "approx"; cell.title = "raw value shifted by the mean per-call correction"; }
+        }
+        tr.appendChild(cell);
+      });
+      frag.appendChild(tr);
+    }
+    tbody.appendChild(frag);
+    var more = document.getElementById("fn-more");
+    more.hidden = list.length <= LIMIT || showAll;
+    more.textContent = "show all " + FT.count(list.length);
+    document.getElementById("fn-count").textContent = (filter ? FT.count(list.length) + " of " : "") + FT.count(R) + " functions" +
+      (n < list.length ? ", first " + FT.count(n) + " shown" : "");
+    table.setAttribute("data-rows", n);
+  }
+
+  tbody.addEventListener("click", function (ev) {
+    var tr = ev.target.closest("tr");
+    if (tr) open(+tr.getAttribute("data-func"));
+  });
+  var fbox = document.getElementById("fn-filter"), ft = 0;
+  fbox.addEventListener("input", function () {
+    clearTimeout(ft);
+    ft = setTimeout(function () { filter = FT.matcher(fbox.value); render(); }, 120);
+  });
+  document.getElementById("fn-more").addEventListener("click", function () { showAll = true; render(); });
+  document.getElementById("fn-note").textContent = "Per function, over every call path it appears in (recursive calls each count). " +
+    "Click a column to sort, a row for its detail. Times in \u00b5s, " + (FT.calibrated ?
+      "raw or corrected as the switch at the top says; \u2248 marks corrected percentiles shifted by the mean correction." :
+      "RAW: no calibration, the tracer's hook cost is included.");
+
+  /* ---- detail panel ---- */
+  var panel = document.getElementById("detail");
+  function open(f) {
+    var r = rowOf[f];
+    if (r === undefined) return;
+    selected = f;
+    Array.prototype.forEach.call(tbody.rows, function (tr) { tr.classList.toggle("sel", +tr.getAttribute("data-func") === f); });
+    FT.clear(panel);
+    var name = funcs[f];
+    panel.setAttribute("data-func", f);
+    var close = FT.el("button", { type: "button", class: "close" }, "Close \u2715");
+    close.addEventListener("click", closePanel);
+    panel.appendChild(close);
+    panel.appendChild(FT.el("h2", null, name));
+    var bar = FT.el("div", { class: "toolbar" });
+    var find = FT.el("button", { type: "button" }, "Highlight in flame graph");
+    find.addEventListener("click", function () {
+      var s = document.getElementById("flame-search");
+      s.value = "/^" + FT.escapeRegex(name) + "$/";
+      FT.flame.search(s.value);
+      closePanel();
+      document.getElementById("flame").scrollIntoView();
+    });
+    bar.appendChild(find);
+    bar.appendChild(FT.el("span", { class: "badge " + (FT.mode === "corr" ? "corr" : "raw") }, FT.mode === "corr" ? "CORRECTED" : "RAW"));
+    panel.appendChild(bar);
+
+    /* statistics, raw and corrected side by side */
+    var both = !!F.inclc, sh = both ? (F.calls[r] ? F.incl[r] / F.calls[r] : 0) - (F.callsc[r] ? F.inclc[r] / F.callsc[r] : 0) : 0;
+    var st = FT.el("table", { class: "plain", id: "detail-stats" }), tr = FT.el("tr");
+    tr.appendChild(FT.el("th", null, ""));
+    tr.appendChild(FT.el("th", null, "raw"));
+    if (both) tr.appendChild(FT.el("th", null, "corrected"));
+    st.appendChild(tr);
+    function srow(label, raw, cor, fmt) {
+      var t = FT.el("tr");
+      t.appendChild(FT.el("th", null, label));
+      t.appendChild(FT.el("td", null, fmt(raw)));
+      if (both) t.appendChild(FT.el("td", null, cor === null ? "" : fmt(cor)));
+      st.appendChild(t);
+    }
+    srow("calls", F.calls[r], both ? F.callsc[r] : null, FT.count);
+    srow("total (inclusive)", F.incl[r], both ? F.inclc[r] : null, FT.time);
+    srow("self (exclusive)", F.excl[r], both ? F.exclc[r] : null, FT.time);
+    srow("mean", F.calls[r] ? F.incl[r] / F.calls[r] : 0, both ? (F.callsc[r] ? F.inclc[r] / F.callsc[r] : 0) : null, FT.time);
+    [["min", F.min[r]], ["p50", F.p50[r]], ["p90", F.p90[r]], ["p99", F.p99[r]], ["max", F.max[r]]].forEach(function (q) {
+      srow(q[0], q[1], both ? Math.max(q[1] - sh, 0) : null, FT.time);
+    });
+    srow("in interrupts", F.irq[r], null, FT.time);
+    srow("off-CPU", F.off[r], null, FT.time);
+    srow("calls spanning a gap", F.gap[r], null, FT.count);
+    panel.appendChild(st);
+    if (both) panel.appendChild(FT.el("div", { class: "note" }, "Corrected min/percentiles/max are the raw ones shifted by the mean per-call correction; gap calls are left out of corrected figures."));
+
+    /* histogram */
+    panel.appendChild(FT.el("h3", null, "Inclusive time per call (raw, log scale)"));
+    var box = FT.el("div", { class: "plotbox" }), cv = FT.el("canvas", { id: "detail-hist" });
+    box.appendChild(cv);
+    panel.appendChild(box);
+
+    /* callers and callees */
+    var callers = [], callees = [], k;
+    for (k = 0; k < edges.length; k++) {
+      if (edges[k][1] === f) callers.push(edges[k]);
+      if (edges[k][0] === f) callees.push(edges[k]);
+    }
+    var cols = FT.el("div", { class: "cols" });
+    cols.appendChild(edgeTable("Callers", callers, 0, r));
+    cols.appendChild(edgeTable("Callees", callees, 1, r));
+    panel.appendChild(cols);
+    panel.classList.add("open");
+    drawHist(cv, r);
+  }
+  function edgeTable(title, list, other, r) {
+    var div = FT.el("div"), useCorr = FT.mode === "corr" && list.length && list[0].length > 4;
+    var total = useCorr ? F.inclc[r] : F.incl[r];
+    div.appendChild(FT.el("h3", null, title + " (" + list.length + ")"));
+    list.sort(function (a, b) { return (useCorr ? b[4] - a[4] : b[3] - a[3]) || a[other] - b[other]; });
+    var t = FT.el("table", { class: "plain", id: "detail-" + title.toLowerCase() }), h = FT.el("tr");
+    ["function", "calls", FT.modeLabel() + " \u00b5s", title === "Callers" ? "% of its time" : "% of its time"].forEach(function (x, k) { h.appendChild(FT.el("th", null, x)); });
+    t.appendChild(h);
+    list.slice(0, 60).forEach(function (e) {
+      var tr = FT.el("tr"), td = FT.el("td", { class: "name" }), v = useCorr ? e[4] : e[3];
+      if (e[other] < 0) td.textContent = "(root)";
+      else {
+        var a = FT.el("a", null, funcs[e[other]]);
+        a.addEventListener("click", function () { open(e[other]); });
+        td.appendChild(a);
+      }
+      tr.appendChild(td);
+      tr.appendChild(FT.el("td", null, FT.count(e[2])));
+      tr.appendChild(FT.el("td", null, FT.us(v)));
+      tr.appendChild(FT.el("td", null, FT.pct(100 * v / (total || 1))));
+      t.appendChild(tr);
+    });
+    div.appendChild(t);
+    if (list.length > 60) div.appendChild(FT.el("div", { class: "note" }, "first 60 of " + list.length));
+    if (title === "Callees" && list.length) div.appendChild(FT.el("div", { class: "note" }, "% of its time: share of this function's total spent in the callee"));
+    return div;
+  }
+  function drawHist(cv, r) {
+    var h = F.hist[r], fit = FT.fitCanvas(cv, 200), ctx = fit.ctx, L = 46, B = 30, T = 8, Rm = 10;
+    var w = fit.w - L - Rm, hh = fit.h - T - B;
+    ctx.font = "11px system-ui, sans-serif";
+    ctx.fillStyle = "#5b6573";
+    if (h.length < 2) { ctx.fillText("no completed calls", L, T + 20); return; }
+    var lo = edgesNs[h[0]], hi = edgesNs[h[0] + h.length - 1];
+    var llo = Math.log10(Math.max(lo, 1)), lhi = Math.log10(Math.max(hi, lo + 1, 2));
+    if (lhi - llo < 1) { llo = Math.floor(llo); lhi = Math.max(lhi, llo + 1); }
+    var max = 0, k;
+    for (k = 1; k < h.length; k++) if (h[k] > max) max = h[k];
+    function X(ns) { return L + w * (Math.log10(Math.max(ns, 1)) - llo) / (lhi - llo); }
+    /* axes */
+    ctx.strokeStyle = "#c9cfd6"; ctx.beginPath(); ctx.moveTo(L, T); ctx.lineTo(L, T + hh); ctx.lineTo(L + w, T + hh); ctx.stroke();
+    ctx.textAlign = "center";
+    FT.logTicks(Math.pow(10, llo), Math.pow(10, lhi)).forEach(function (v) {
+      var x = X(v);
+      ctx.strokeStyle = "#eceff2"; ctx.beginPath(); ctx.moveTo(x, T); ctx.lineTo(x, T + hh); ctx.stroke();
+      ctx.fillText(FT.short(v), Math.min(Math.max(x, L + 14), L + w - 14), T + hh + 14);
+    });
+    ctx.textAlign = "right";
+    ctx.fillText(FT.count(max), L - 4, T + 8);
+    ctx.fillText("0", L - 4, T + hh);
+    ctx.save(); ctx.translate(10, T + hh / 2); ctx.rotate(-Math.PI / 2); ctx.textAlign = "center"; ctx.fillText("calls", 0, 0); ctx.restore();
+    ctx.fillStyle = "#4f76a3";
+    for (k = 1; k < h.length; k++) {
+      if (!h[k]) continue;
+      var b = h[0] + k - 1, x0 = X(edgesNs[b]), x1 = X(edgesNs[b + 1]), bh = hh * h[k] / max;
+      ctx.fillRect(x0, T + hh - bh, Math.max(x1 - x0 - 0.5, 1), bh);
+    }
+    [["p50", F.p50[r], "#1b7f3b"], ["p99", F.p99[r], "#d9480f"]].forEach(function (q) {
+      var x = X(q[1]);
+      ctx.strokeStyle = q[2]; ctx.setLineDash([4, 3]); ctx.beginPath(); ctx.moveTo(x, T); ctx.lineTo(x, T + hh); ctx.stroke(); ctx.setLineDash([]);
+      ctx.fillStyle = q[2]; ctx.textAlign = "left"; ctx.fillText(q[0] + " " + FT.time(q[1]), x + 3, T + 10 + (q[0] === "p99" ? 12 : 0));
+    });
+    ctx.fillStyle = "#5b6573"; ctx.textAlign = "right";
+    ctx.fillText(FT.count(F.calls[r]) + " calls, 4 buckets per power of two", L + w, T + hh + 27);
+  }
+  function closePanel() {
+    panel.classList.remove("open");
+    panel.removeAttribute("data-func");
+    selected = -1;
+    Array.prototype.forEach.call(tbody.rows, function (tr) { tr.classList.remove("sel"); });
+  }
+  document.addEventListener("keydown", function (ev) { if (ev.key === "Escape" && panel.classList.contains("open")) closePanel(); });
+  FT.onMode(function () { render(); if (selected >= 0) open(selected); });
+
+  return { render: render, open: open, close: closePanel, rows: rows, cols: COLS, init: render };
+})();
