@@ -6,13 +6,23 @@ VENV       ?= .venv
 PY         := $(VENV)/bin/python
 FTFLAME    := $(VENV)/bin/ftflame
 APT_PKGS   := trace-cmd libtracecmd-dev libtraceevent-dev libtracefs-dev pkg-config gcc make \
-              python3-venv zstd shellcheck
+              python3-venv zstd shellcheck \
+              chromium chromium-driver
 SAMPLE     := tests/data/sample/trace.dat
 OUT        ?= out
 CORE_SRC   := $(wildcard parse/core/*.c parse/core/*.h)
 ASAN       ?= 0
 
-.PHONY: help setup build demo test test-vm bench golden clean
+# Render checks (speedscope's JSON schema from its npm package, inferno for the
+# folded output): pinned, installed by `make setup-render-tools`, cached.
+SPEEDSCOPE_VERSION := 1.25.0
+INFERNO_VERSION    := 0.12.8
+NPM_CACHE_DIR      := .cache/npm
+INFERNO_ROOT       ?= $(HOME)/.cache/ftflame/inferno-$(INFERNO_VERSION)
+CARGO              ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
+SPEEDSCOPE_SCHEMA  := $(NPM_CACHE_DIR)/node_modules/speedscope/dist/release/file-format-schema.json
+
+.PHONY: help setup build demo test test-vm bench golden clean setup-render-tools
 
 help:  ## list the targets
 	@echo "ftflame make targets:"
@@ -32,6 +42,17 @@ setup: .setup-stamp build  ## install Debian packages, the venv and ftflame (ide
 	@$(PY) -m pip install -q -e ".[test]"
 	@touch $@
 
+setup-render-tools: $(SPEEDSCOPE_SCHEMA) $(INFERNO_ROOT)/bin/inferno-flamegraph  ## install speedscope (npm, for its schema) and inferno (cargo), cached
+
+$(SPEEDSCOPE_SCHEMA):
+	@mkdir -p $(NPM_CACHE_DIR)
+	npm install --prefix $(NPM_CACHE_DIR) --no-save --no-audit --no-fund --ignore-scripts --loglevel=error \
+	  speedscope@$(SPEEDSCOPE_VERSION) >/dev/null
+	@test -f $@ || { echo "setup-render-tools: $@ not in the speedscope package"; exit 1; }
+
+$(INFERNO_ROOT)/bin/inferno-flamegraph:
+	$(CARGO) install --quiet --locked --root $(INFERNO_ROOT) --version $(INFERNO_VERSION) inferno
+
 build: .setup-stamp .build-stamp-$(ASAN)  ## (re)build the C core in place
 
 .build-stamp-$(ASAN): $(CORE_SRC) setup.py
@@ -46,7 +67,8 @@ demo: setup  ## write reports of the bundled sample trace into out/
 	$(FTFLAME) report $(SAMPLE) -o $(OUT)/sample.folded
 	@echo; head -n 40 $(OUT)/sample.txt; echo "..."; echo "demo: reports written to $(OUT)/"
 
-test: setup  ## run the test suite (unit, golden, invariants on every fixture)
+test: setup  ## run the test suite (unit, golden, invariants on every fixture, browser)
+	FTFLAME_INFERNO_ROOT=$(INFERNO_ROOT) FTFLAME_SPEEDSCOPE_SCHEMA=$(abspath $(SPEEDSCOPE_SCHEMA)) \
 	$(if $(filter 1,$(ASAN)),LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=0,) \
 	  $(PY) -m pytest -q $(PYTEST_ARGS)
 

@@ -19,6 +19,10 @@ examples:
   ftflame report trace.dat                   text summary on stdout (paste it into a mail)
   ftflame report trace.dat -o nfsd.json      JSON, schema "ftflame/1"
   ftflame report trace.dat -o nfsd.folded    folded stacks for flamegraph.pl or inferno
+  ftflame report trace.dat -o nfsd.html      one self-contained interactive page (no network)
+  ftflame report trace.dat --open            the HTML report in a temporary file, opened in a browser
+  ftflame report trace.dat -o nfsd.svg       a standalone interactive flame graph
+  ftflame report trace.dat -o x.speedscope.json   for speedscope (one profile per root function)
   ftflame report run1/                       a collect.sh output directory (uses run1/trace.dat)
 
 input: a trace.dat recorded by trace-cmd 3.x with the function_graph tracer, e.g.
@@ -55,11 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=REPORT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     rep.add_argument("input", metavar="INPUT", help="trace.dat, or a collect.sh output directory")
     rep.add_argument("-o", "--output", metavar="OUT",
-                     help="output file (format from its extension: .txt .json .folded); "
-                          "default: text on stdout; '-' for stdout")
+                     help="output file (format from its extension: .txt .json .folded .html "
+                          ".svg .speedscope.json); default: text on stdout; '-' for stdout")
     rep.add_argument("-F", "--format", choices=sorted(_formats()),
                      help="output format (overrides the extension)")
     rep.add_argument("-q", "--quiet", action="store_true", help="no progress or notes on stderr")
+    rep.add_argument("--open", action="store_true",
+                     help="open the HTML/SVG output in a web browser when run interactively "
+                          "(without -o: an HTML report in a temporary directory)")
     rep.set_defaults(func=cmd_report)
 
     for name, script, text in (("collect", "collect.sh", "record a trace around a workload (collect/collect.sh)"),
@@ -91,24 +98,45 @@ def choose_format(output, fmt) -> str:
     found = format_for_path(output)
     if not found:
         raise InputError(output, "cannot tell the output format from the extension",
-                         "use .txt, .json or .folded, or --format")
+                         "use .txt .json .folded .html .svg or .speedscope.json, or --format")
     return found
 
 
 class Progress:
-    """A progress line on stderr, only when stderr is a terminal."""
+    """A progress bar on stderr, only when stderr is a terminal (never in CI
+    logs or pipes). The total is estimated from the file size (events are
+    about 11 bytes each in a zstd/zlib-compressed trace.dat, 40 otherwise),
+    so the bar never claims 100% before the end and says "~"."""
 
-    def __init__(self, label: str, enabled: bool):
+    WIDTH = 24
+
+    def __init__(self, label: str, enabled: bool, path: str = ""):
         self.label = label
         self.enabled = enabled and sys.stderr.isatty()
         self.start = time.monotonic()
         self.shown = False
+        self.estimate = _estimate_events(path) if (path and self.enabled) else 0
 
     def __call__(self, events: int) -> None:
         if not self.enabled:
             return
         dt = max(time.monotonic() - self.start, 1e-6)
-        sys.stderr.write(f"\r{self.label}: {events / 1e6:.1f} M events ({events / dt / 1e6:.1f} M/s)")
+        rate = f"{events / 1e6:.1f} M events ({events / dt / 1e6:.1f} M/s)"
+        if self.estimate:
+            frac = min(events / self.estimate, 0.99)
+            fill = int(frac * self.WIDTH)
+            bar = f"[{'#' * fill}{'.' * (self.WIDTH - fill)}] ~{frac * 100:3.0f}% "
+        else:
+            bar = ""
+        sys.stderr.write(f"\r\033[K{self.label} {bar}{rate}")
+        sys.stderr.flush()
+        self.shown = True
+
+    def stage(self, text: str) -> None:
+        """A one-line note for a later stage (e.g. rendering), same rules."""
+        if not self.enabled:
+            return
+        sys.stderr.write(f"\r\033[K{text}")
         sys.stderr.flush()
         self.shown = True
 
@@ -116,6 +144,18 @@ class Progress:
         if self.shown:
             sys.stderr.write("\r\033[K")
             sys.stderr.flush()
+            self.shown = False
+
+
+def _estimate_events(path: str) -> int:
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError:
+        return 0
+    compressed = b"zstd" in head or b"zlib" in head
+    return size // (11 if compressed else 40)
 
 
 def write_atomic(path: str, data: str) -> None:
@@ -142,22 +182,57 @@ def cmd_report(args) -> int:
     from ftflame import parse
     from ftflame.report import RENDERERS
 
-    fmt = choose_format(args.output, args.format)
+    output = args.output
+    if args.open and output in (None, "-"):
+        fmt = args.format or "html"
+        if fmt not in OPENABLE:
+            raise InputError(f"--format {fmt}", "--open shows an HTML or SVG report", "use -F html or -F svg")
+        base = os.path.splitext(os.path.basename(os.path.normpath(args.input)))[0] or "report"
+        output = os.path.join(tempfile.mkdtemp(prefix="ftflame-"), f"{base}.{fmt}")
+    fmt = choose_format(output, args.format)
+    if args.open and fmt not in OPENABLE:
+        raise InputError(output, "--open shows an HTML or SVG report", "write .html or .svg")
     path = resolve_input(args.input)
-    progress = Progress(f"reading {path}", not args.quiet)
+    progress = Progress(f"reading {path}", not args.quiet, path)
     try:
         profile = parse.read(path, progress=progress)
+        progress.stage(f"rendering {fmt}...")
+        text = RENDERERS[fmt].render(profile, args)
     finally:
         progress.done()
-    text = RENDERERS[fmt].render(profile, args)
-    if args.output in (None, "-"):
+    if output in (None, "-"):
         sys.stdout.write(text)
         sys.stdout.flush()
     else:
-        write_atomic(args.output, text)
+        write_atomic(output, text)
         if not args.quiet:
-            print(f"ftflame: wrote {args.output} ({fmt}, {len(text.encode()):,} bytes)", file=sys.stderr)
+            print(f"ftflame: wrote {output} ({fmt}, {len(text.encode()):,} bytes)", file=sys.stderr)
+        if args.open:
+            open_in_browser(output, args.quiet)
     return 0
+
+
+OPENABLE = ("html", "svg")
+
+
+def interactive() -> bool:
+    """A person at a terminal, not CI or a pipe."""
+    return sys.stdin.isatty() and sys.stderr.isatty() and not os.environ.get("CI")
+
+
+def open_in_browser(path: str, quiet: bool = False) -> bool:
+    """Open a written report in the user's browser, when interactive."""
+    import webbrowser
+
+    uri = "file://" + os.path.abspath(path)
+    if not interactive():
+        if not quiet:
+            print(f"ftflame: not opening {path}: not an interactive session", file=sys.stderr)
+        return False
+    if not webbrowser.open(uri):
+        print(f"ftflame: no web browser found; open {uri} yourself", file=sys.stderr)
+        return False
+    return True
 
 
 def scripts_dir() -> str:

@@ -13,6 +13,8 @@ FIXTURES = REPO.parent / "shared" / "fixtures"
 BIG = FIXTURES / "k6.1" / "s14-v3-write-big" / "trace.dat"  # 124k call paths
 WRITE4K = FIXTURES / "k6.1" / "s01-v3-write4k" / "trace.dat"
 LOST = FIXTURES / "k6.1" / "s10-lost" / "trace.dat"
+NULLCALLS = FIXTURES / "k6.1" / "s13-calib-null" / "trace-dispatch-full.dat"  # 610 paths
+DEPTH3 = FIXTURES / "k6.1" / "s09-depth3" / "trace.dat"
 ICOUNT = FIXTURES / "k6.1" / "s15-icount-calib" / "trace-full.dat"  # sched_switch recorded
 ARTIFACTS = REPO / "tests" / "artifacts"
 
@@ -49,3 +51,33 @@ def with_overhead(p: Profile, o_in: float, o_out: float) -> Profile:
                      notes=(f"test correction: O_in {o_in} ns, O_out {o_out} ns",))
     cal = Calibration(o_in, o_out, "command line", "fixed values given on the command line (test)")
     return p.replace(corrected=corr, calibration=cal)
+
+
+def render_tool(env: str, default: Path, what: str) -> Path:
+    """A tool `make setup-render-tools` installs: skip when it is genuinely
+    missing on a developer machine, fail in CI where it must run."""
+    import pytest
+
+    path = Path(os.environ.get(env) or default)
+    if not path.exists():
+        msg = f"{what} not installed at {path} (run `make setup-render-tools`)"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return path
+
+
+def speedscope_schema() -> Path:
+    return render_tool("FTFLAME_SPEEDSCOPE_SCHEMA",
+                       REPO / ".cache/npm/node_modules/speedscope/dist/release/file-format-schema.json",
+                       "speedscope's file-format-schema.json (npm package speedscope)")
+
+
+def inferno_flamegraph() -> Path:
+    import shutil
+
+    root = os.environ.get("FTFLAME_INFERNO_ROOT")
+    default = Path(root) / "bin" / "inferno-flamegraph" if root else \
+        Path(shutil.which("inferno-flamegraph") or
+             Path.home() / ".cache/ftflame/inferno-0.12.8/bin/inferno-flamegraph")
+    return render_tool("FTFLAME_INFERNO", default, "inferno-flamegraph (cargo install inferno)")

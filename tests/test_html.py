@@ -1,0 +1,251 @@
+"""HTML report without a browser: the flame-tree aggregation, the shipped
+data, size and speed on the largest fixture, escaping, determinism."""
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from htmlfix import BIG, ICOUNT, LOST, WRITE4K, fixture, with_overhead
+
+from ftflame import parse
+from ftflame.report import RENDERERS, flametree, format_for_path, html
+
+TEMPLATES = Path(html.__file__).resolve().parents[1] / "templates"
+ONE_MB = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def write4k():
+    return parse.read(str(fixture(WRITE4K)))
+
+
+@pytest.fixture(scope="module")
+def big():
+    return parse.read(str(fixture(BIG)))
+
+
+def page_data(text: str) -> dict:
+    m = re.search(r'<script type="application/json" id="ftflame-data">(.*?)</script>', text, re.S)
+    assert m, "data block missing"
+    return json.loads(m.group(1))
+
+
+# ---- the flame tree --------------------------------------------------------------
+def check_tree(p, t: flametree.FlameTree):
+    n = len(t)
+    kids_w = np.zeros(n)
+    for i in range(1, n):
+        assert t.parent[i] < i, "parents come first (pre-order)"
+        kids_w[t.parent[i]] += t.width[i]
+    w = np.array(t.width)
+    # children fit inside their parent; the root is exactly the sum of its children
+    assert np.all(kids_w <= w * (1 + 1e-9) + 1e-6)
+    assert kids_w[0] == pytest.approx(w[0], rel=1e-12)
+    # every real frame is a Profile path with its own figures
+    for i in range(1, n):
+        if t.kind[i] == flametree.KIND_FRAME:
+            r = t.node[i]
+            assert t.incl[i] == p.col("incl")[r] and t.calls[i] == p.col("calls")[r]
+            assert t.func[i] == p.col("func")[r]
+    # the root holds all the time of all roots
+    assert w[0] == pytest.approx(float(flametree.layout_widths(p, p.col("incl").astype(float))[p.col("parent") < 0].sum()))
+
+
+def test_flame_tree_small_frames_are_merged_and_time_kept(write4k):
+    t = flametree.build(write4k)
+    check_tree(write4k, t)
+    small = [i for i in range(len(t)) if t.kind[i] == flametree.KIND_SMALL]
+    assert small and t.paths_shown < t.paths_total
+    # nothing wider than the cut was merged; no kept frame is narrower
+    frames = [i for i in range(1, len(t)) if t.kind[i] == flametree.KIND_FRAME]
+    assert min(t.width[i] for i in frames) >= t.threshold_ns
+    # every path is either drawn or inside a small frame (zero-time paths aside)
+    merged = sum(t.nmerged[i] for i in small)
+    assert t.paths_shown + merged <= t.paths_total
+    assert t.paths_shown + merged >= t.paths_total - int((write4k.col("incl") == 0).sum())
+
+
+def test_flame_tree_frame_budget(big):
+    t = flametree.build(big, min_fraction=0.0, max_frames=1000)
+    assert t.paths_shown <= 1010
+    check_tree(big, t)
+    t = flametree.build(big)
+    assert t.paths_total == big.nrows > 100_000
+    assert t.paths_shown <= flametree.DEFAULT_MAX_FRAMES + 10
+
+
+def test_flame_tree_offcpu_frames(write4k):
+    p = parse.read(str(fixture(ICOUNT)))
+    assert p.col("offcpu").sum() > 0, "this fixture recorded sched_switch"
+    t = flametree.build(p)
+    check_tree(p, t)
+    off = [i for i in range(len(t)) if t.kind[i] == flametree.KIND_OFFCPU]
+    assert off, "off-CPU time shows as [off-CPU] frames"
+    # an off-CPU frame holds the part of its parent's off-CPU time not in a child
+    ex = flametree.exclusive_offcpu(p)
+    for i in off:
+        assert t.width[i] == pytest.approx(ex[t.node[t.parent[i]]])
+
+
+def test_flame_tree_corrected_widths(write4k):
+    c = with_overhead(write4k, 700.0, 300.0)
+    t = flametree.build(c)
+    assert t.width_corr[0] < t.width[0]
+    kids = np.zeros(len(t))
+    for i in range(1, len(t)):
+        kids[t.parent[i]] += t.width_corr[i]
+    assert np.all(kids <= np.array(t.width_corr) * (1 + 1e-9) + 1e-6)
+
+
+def test_depths_and_subtree_sizes():
+    parent = np.array([-1, 0, 1, 1, -1, 4, 2])
+    assert flametree.depths(parent).tolist() == [0, 1, 2, 2, 0, 1, 3]
+    assert flametree.subtree_sizes(parent, flametree._levels(parent)).tolist() == [5, 4, 2, 1, 2, 1, 1]
+
+
+# ---- the page ----------------------------------------------------------------------
+def test_renderers_registered():
+    assert format_for_path("a/report.html") == "html"
+    assert format_for_path("x.svg") == "svg"
+    assert format_for_path("x.speedscope.json") == "speedscope"
+    assert format_for_path("x.json") == "json"
+    for name in ("html", "svg", "speedscope"):
+        assert name in RENDERERS
+
+
+def test_page_is_self_contained_and_labelled_raw(write4k):
+    text = html.render(write4k)
+    # CSS and JS inline, nothing loaded: no src/href to anything, a CSP that forbids it
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)\s*=", text)
+    assert "default-src 'none'" in text
+    assert set(re.findall(r"https?://[^\s\"')<>]+", text)) <= {"http://www.w3.org/2000/svg"}
+    for asset in ("core.js", "flame.js", "functions.js", "latency.js", "main.js"):
+        first = (TEMPLATES / asset).read_text().splitlines()[0]
+        assert first in text, f"{asset} is inlined"
+    # raw figures, labelled as such, with the anomalies in a banner
+    assert "RAW figures: no calibration" in text
+    assert 'id="anomalies" role="alert"' in text
+    d = page_data(text)
+    assert d["header"]["calibration"]["applied"] is False
+    assert "inclc" not in d["flame"] and "inclc" not in d["functions"]
+    assert d["balance"] == []
+
+
+def test_page_data_matches_profile(write4k):
+    d = page_data(html.render(write4k))
+    ft = write4k.functions
+    F = d["functions"]
+    assert F["func"] == ft.func_ids.tolist()
+    assert F["incl"] == ft.incl.tolist() and F["calls"] == ft.calls.tolist()
+    # histograms hold every call
+    for i in range(len(ft)):
+        assert sum(F["hist"][i][1:]) == ft.calls[i]
+    # coarse bucket edges bound the calls they count
+    edges = F["hist_edges"]
+    i = ft.index("nfsd_vfs_write")
+    h = F["hist"][i]
+    lo_bucket, hi_bucket = h[0], h[0] + len(h) - 2
+    assert edges[lo_bucket] <= ft.incl_min[i] < edges[lo_bucket + 1]
+    assert edges[hi_bucket] <= ft.incl_max[i] < edges[hi_bucket + 1]
+    # callers/callees: every completed call appears once as a callee
+    calls = {}
+    for caller, callee, n, incl in d["edges"]:
+        calls[callee] = calls.get(callee, 0) + n
+    for i, f in enumerate(ft.func_ids.tolist()):
+        assert calls[f] == ft.calls[i]
+    # every root call is plotted (below the thinning limit)
+    S = d["samples"]
+    assert S["total"] == S["shown"] == len(write4k.samples)
+    assert sorted(S["dur"]) == sorted(write4k.scol("dur").tolist())
+
+
+def test_page_with_calibration_shows_corrected(write4k):
+    c = with_overhead(write4k, 700.0, 300.0)
+    text = html.render(c)
+    d = page_data(text)
+    assert "Calibration used:" in text and "700.0 ns" in text
+    assert d["header"]["calibration"]["applied"] is True
+    assert len(d["flame"]["inclc"]) == len(d["flame"]["incl"])
+    assert d["functions"]["inclc"][0] < d["functions"]["incl"][0]
+    assert d["samples"]["durc"] is not None
+    assert not any("clamped" in a for a in d["header"]["anomalies"])
+    # an overestimated hook cost clamps some paths at zero: announced
+    d = page_data(html.render(with_overhead(write4k, 3000.0, 1000.0)))
+    assert d["header"]["clamped"] > 0
+    assert any("clamped at 0" in a for a in d["header"]["anomalies"])
+
+
+def test_balance_sheet_is_shipped(write4k):
+    rows = ({"root": "nfsd3_proc_write", "measured_ns": 1_000_000, "components_ns": 600_000,
+             "overhead_ns": 300_000, "irq_ns": 50_000, "offcpu_ns": 0, "unaccounted_ns": 50_000,
+             "accounted_pct": 95.0},)
+    d = page_data(html.render(write4k.replace(balance=rows)))
+    assert d["balance"] == [rows[0]]
+
+
+def test_lost_events_banner():
+    p = parse.read(str(fixture(LOST)))
+    text = html.render(p)
+    banner = text[text.index('id="anomalies"'):]
+    banner = banner[: banner.index("</div>")]
+    assert "LOST EVENTS" in banner
+
+
+def test_names_cannot_break_out_of_the_page(write4k):
+    evil = "</script><script>alert(1)</script><!--"
+    p = write4k.replace(funcs=(evil,) + write4k.funcs[1:])
+    text = html.render(p)
+    assert evil not in text
+    assert page_data(text)["funcs"][0] == evil
+    # Jinja autoescapes what the header shows
+    p = write4k.replace(trace=write4k.trace.__class__(**{**write4k.trace.__dict__, "source": "<b>x</b>.dat"}))
+    assert "<b>x</b>" not in html.render(p)
+
+
+def test_assets_have_no_template_syntax():
+    """JS and CSS are inlined with {% include %}: Jinja syntax in them would be
+    interpreted, so none may appear."""
+    for f in list(TEMPLATES.glob("*.js")) + list(TEMPLATES.glob("*.css")):
+        text = f.read_text()
+        for token in ("{{", "{%", "{#"):
+            assert token not in text, f"{f.name} contains {token}"
+        assert "]]>" not in text  # the SVG inlines its JS in CDATA
+
+
+def test_render_is_deterministic(write4k):
+    assert html.render(write4k) == html.render(write4k)
+
+
+def test_sample_thinning_keeps_extremes():
+    rng = np.random.default_rng(1)
+    n = 50_000
+    start = np.sort(rng.integers(0, 10**10, n))
+    dur = rng.integers(1000, 5000, n)
+    dur[12345] = 10**9  # a stall
+    dur[777] = 1  # the fastest
+    group = (np.arange(n) % 3).astype(np.int64)
+    idx = html.thin_samples(start, dur, group, 20_000)
+    assert len(idx) <= 20_000 and 12345 in idx and 777 in idx
+    assert len(np.unique(idx)) == len(idx)
+
+
+@pytest.mark.slow
+def test_largest_fixture_under_1mb_and_fast(big):
+    t0 = time.perf_counter()
+    text = html.render(big)
+    dt = time.perf_counter() - t0
+    size = len(text.encode())
+    assert big.nrows > 120_000
+    assert size < ONE_MB, f"{size:,} bytes"
+    assert dt < 5.0, f"render took {dt:.2f}s"
+    # with corrected figures too (more columns)
+    size_c = len(html.render(with_overhead(big, 700.0, 300.0)).encode())
+    assert size_c < ONE_MB, f"{size_c:,} bytes with corrections"
+    d = page_data(text)
+    assert d["flame"]["paths_total"] == big.nrows
+    assert len(d["flame"]["depth"]) <= 2 * flametree.DEFAULT_MAX_FRAMES + 10
