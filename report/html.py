@@ -241,9 +241,15 @@ def header_data(p: Profile, opts) -> dict:
         if clamped:
             notes.append(f"{clamped:,} call paths had a corrected time below zero, clamped at 0 "
                          "(the calibration overestimates their hook cost)")
-        notes.extend(n for n in p.corrected.notes if n not in notes)
+    if cal.applied:
+        ft = p.functions
+        big = int(np.count_nonzero((ft.incl - ft.incl_corr) > CORRECTION_WARN_FRACTION * np.maximum(ft.incl, 1)))
+        if big:
+            notes.append(f"{big:,} functions lost more than half of their raw time to the correction "
+                         "(marked \u26a0 in the function table): their corrected figures rest mostly "
+                         "on the calibration")
     return {
-        "source": t.source, "title": os.path.basename(t.source.rstrip("/")) or t.source,
+        "source": t.source, "title": _title(t.source),
         "format": t.format, "kernel": t.kernel, "cpus": t.cpus, "clock": t.clock,
         "tracer": t.tracer_version, "options": options,
         "events": int(c.get("events", 0)), "exits": int(c.get("exits", 0)),
@@ -251,9 +257,19 @@ def header_data(p: Profile, opts) -> dict:
         "span_ns": max(span, 0),
         "calibration": {"applied": cal.applied, "source": cal.source, "method": cal.method,
                         "o_in_ns": cal.o_in_ns, "o_out_ns": cal.o_out_ns,
-                        "details": _jsonable(dict(cal.details))},
+                        "details": _jsonable(dict(cal.details)),
+                        "notes": list(p.corrected.notes) if p.corrected is not None else []},
         "clamped": clamped, "anomalies": notes, "version": __version__,
     }
+
+
+def _title(source: str) -> str:
+    """The file name, with its folder when the name alone says little
+    (collect.sh and the fixtures call every trace trace*.dat)."""
+    path = source.rstrip("/")
+    base = os.path.basename(path) or path
+    parent = os.path.basename(os.path.dirname(path))
+    return f"{parent}/{base}" if parent and base.startswith("trace") else base
 
 
 def _jsonable(x):

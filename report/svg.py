@@ -41,7 +41,7 @@ def color(name: str, kind: str) -> str:
     if kind == "small":
         return "#d6dadf"
     if kind == "partial":
-        return f"hsl(30,12%,{68 + 8 * r3:.0f}%)"
+        return f"hsl({20 + 30 * r1:.0f},{12 + 18 * r2:.0f}%,{60 + 14 * r3:.0f}%)"
     if kind == "root":
         return "#c3c8cf"
     return f"hsl({4 + 50 * r1:.0f},{70 + 25 * r2:.0f}%,{52 + 12 * r3:.0f}%)"

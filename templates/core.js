@@ -71,7 +71,7 @@ FT.color = function (name, kind) {
   if (kind === "irq") c = "hsl(" + (205 + 50 * r1).toFixed(0) + "," + (45 + 25 * r2).toFixed(0) + "%," + (62 + 10 * r3).toFixed(0) + "%)";
   else if (kind === "offcpu") c = "#8d99a6";
   else if (kind === "small") c = "#d6dadf";
-  else if (kind === "partial") c = "hsl(30,12%," + (68 + 8 * r3).toFixed(0) + "%)";
+  else if (kind === "partial") c = "hsl(" + (20 + 30 * r1).toFixed(0) + "," + (12 + 18 * r2).toFixed(0) + "%," + (60 + 14 * r3).toFixed(0) + "%)";
   else c = "hsl(" + (4 + 50 * r1).toFixed(0) + "," + (70 + 25 * r2).toFixed(0) + "%," + (52 + 12 * r3).toFixed(0) + "%)";
   COLOR_CACHE[key] = c;
   return c;
