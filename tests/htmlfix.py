@@ -1,6 +1,7 @@
 """Helpers shared by the HTML/SVG/speedscope tests and the browser tests."""
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -28,6 +29,14 @@ def fixture(path: Path):
             pytest.fail(f"fixture missing: {path} (CI needs ../shared/fixtures beside the repo)")
         pytest.skip(f"fixture missing: {path}")
     return path
+
+
+@functools.lru_cache(maxsize=8)
+def load(path: Path) -> Profile:
+    """A fixture parsed once per test session (Profiles are immutable)."""
+    from ftflame import parse
+
+    return parse.read(str(fixture(path)))
 
 
 def with_overhead(p: Profile, o_in: float, o_out: float) -> Profile:

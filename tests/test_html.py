@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from htmlfix import BIG, ICOUNT, LOST, WRITE4K, fixture, with_overhead
+from htmlfix import BIG, ICOUNT, LOST, WRITE4K, load, with_overhead
 
-from ftflame import parse
 from ftflame.report import RENDERERS, flametree, format_for_path, html
 
 TEMPLATES = Path(html.__file__).resolve().parents[1] / "templates"
@@ -21,12 +20,12 @@ ONE_MB = 1_000_000
 
 @pytest.fixture(scope="module")
 def write4k():
-    return parse.read(str(fixture(WRITE4K)))
+    return load(WRITE4K)
 
 
 @pytest.fixture(scope="module")
 def big():
-    return parse.read(str(fixture(BIG)))
+    return load(BIG)
 
 
 def page_data(text: str) -> dict:
@@ -80,7 +79,7 @@ def test_flame_tree_frame_budget(big):
 
 
 def test_flame_tree_offcpu_frames(write4k):
-    p = parse.read(str(fixture(ICOUNT)))
+    p = load(ICOUNT)
     assert p.col("offcpu").sum() > 0, "this fixture recorded sched_switch"
     t = flametree.build(p)
     check_tree(p, t)
@@ -189,7 +188,7 @@ def test_balance_sheet_is_shipped(write4k):
 
 
 def test_lost_events_banner():
-    p = parse.read(str(fixture(LOST)))
+    p = load(LOST)
     text = html.render(p)
     banner = text[text.index('id="anomalies"'):]
     banner = banner[: banner.index("</div>")]

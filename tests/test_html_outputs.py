@@ -10,15 +10,14 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from htmlfix import DEPTH3, NULLCALLS, WRITE4K, fixture, inferno_flamegraph, speedscope_schema, with_overhead
+from htmlfix import DEPTH3, NULLCALLS, WRITE4K, inferno_flamegraph, load, speedscope_schema, with_overhead
 
-from ftflame import parse
 from ftflame.report import folded, speedscope, svg
 
 
 @pytest.fixture(scope="module")
 def write4k():
-    return parse.read(str(fixture(WRITE4K)))
+    return load(WRITE4K)
 
 
 def check_evented(prof: dict, nframes: int):
@@ -44,7 +43,7 @@ def test_speedscope_validates_against_schema(trace):
 
     schema = json.loads(speedscope_schema().read_text())
     jsonschema.Draft7Validator.check_schema(schema)
-    p = parse.read(str(fixture(trace)))
+    p = load(trace)
     for q in (p, with_overhead(p, 700.0, 300.0)):
         doc = json.loads(speedscope.render(q))
         jsonschema.validate(doc, schema)

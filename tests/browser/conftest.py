@@ -1,10 +1,10 @@
 """Browser tests: Debian's /usr/bin/chromium, headless, driven by Playwright
 for Python (its own browser builds are never downloaded or used).
 
-Every page runs in a fresh user-data-dir with background networking off;
-every request is routed: file://, about: and data: go through, anything else
-is aborted and recorded, and the tests assert that nothing else was even
-attempted. Console errors and uncaught exceptions fail the test.
+The browser runs in a fresh user-data-dir (one per test session, removed
+afterwards) with background networking off; every page's requests are
+routed: file://, about: and data: go through, anything else is aborted and
+recorded, and the tests assert that nothing else was even attempted. Console errors and uncaught exceptions fail the test.
 
 Missing chromium or playwright skips these tests on a developer machine
 (`make setup` installs both) and fails them in CI (CI=true).
@@ -50,21 +50,34 @@ def playwright_instance():
         yield pw
 
 
-class Page:
-    """A page in its own fresh browser profile, with every request recorded."""
+@pytest.fixture(scope="session")
+def browser_context(playwright_instance):
+    """One headless Chromium per test session, in a fresh user-data-dir that
+    is removed afterwards; each test gets its own pages."""
+    profile_dir = tempfile.mkdtemp(prefix="ftflame-chromium-")
+    context = playwright_instance.chromium.launch_persistent_context(
+        profile_dir, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
+        viewport={"width": 1400, "height": 1000}, device_scale_factor=1,
+        service_workers="block", accept_downloads=False)
+    # anything not local is refused for every page of this browser
+    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(LOCAL_SCHEMES)
+                  else route.abort())
+    yield context
+    context.close()
+    shutil.rmtree(profile_dir, ignore_errors=True)
 
-    def __init__(self, pw, width=1400, height=1000):
-        self.profile_dir = tempfile.mkdtemp(prefix="ftflame-chromium-")
-        self.context = pw.chromium.launch_persistent_context(
-            self.profile_dir, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": width, "height": height}, device_scale_factor=1,
-            service_workers="block", accept_downloads=False)
+
+class Page:
+    """A new page, with every request it attempts and every error recorded."""
+
+    def __init__(self, context, width=1400, height=1000):
         self.requests = []  # every request the page attempted
         self.blocked = []  # of which aborted: not local
         self.errors = []  # console errors and uncaught exceptions
-        self.context.route("**/*", self._route)
-        self.context.on("request", lambda r: self.requests.append(r.url))
-        self.page = self.context.pages[0] if self.context.pages else self.context.new_page()
+        self.page = context.new_page()
+        self.page.set_viewport_size({"width": width, "height": height})
+        self.page.route("**/*", self._route)
+        self.page.on("request", lambda r: self.requests.append(r.url))
         self.page.on("console", lambda m: self.errors.append(f"console.{m.type}: {m.text}")
                      if m.type in ("error", "assert") else None)
         self.page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
@@ -99,16 +112,15 @@ class Page:
         return path
 
     def close(self):
-        self.context.close()
-        shutil.rmtree(self.profile_dir, ignore_errors=True)
+        self.page.close()
 
 
 @pytest.fixture
-def browser_page(playwright_instance):
+def browser_page(browser_context):
     pages = []
 
     def make(**kw):
-        pg = Page(playwright_instance, **kw)
+        pg = Page(browser_context, **kw)
         pages.append(pg)
         return pg
 

@@ -13,9 +13,8 @@ try:
 except ImportError:  # conftest skips (or fails in CI) before any test runs
     expect = None
 
-from htmlfix import BIG, DEPTH3, ICOUNT, LOST, WRITE4K, fixture, with_overhead
+from htmlfix import BIG, DEPTH3, ICOUNT, LOST, WRITE4K, load, with_overhead
 
-from ftflame import parse
 from ftflame.report import flametree, html, svg
 
 pytestmark = pytest.mark.browser
@@ -23,7 +22,7 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def profile():
-    return parse.read(str(fixture(WRITE4K)))
+    return load(WRITE4K)
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +31,11 @@ def reports(profile, tmp_path_factory):
     raw = d / "raw.html"
     raw.write_text(html.render(profile), encoding="utf-8")
     corr = d / "corrected.html"
-    corr.write_text(html.render(with_overhead(profile, 700.0, 300.0)), encoding="utf-8")
+    balance = ({"root": "nfsd3_proc_write", "calls": 1024, "measured_ns": 1_145_115_051,
+                "components_ns": 700_000_000, "overhead_ns": 240_000_000, "irq_ns": 205_372_589,
+                "offcpu_ns": 0, "unaccounted_ns": -257_538, "accounted_pct": 100.02},)
+    corr.write_text(html.render(with_overhead(profile, 700.0, 300.0).replace(balance=balance)),
+                    encoding="utf-8")
     image = d / "flame.svg"
     image.write_text(svg.render(profile), encoding="utf-8")
     return {"raw": raw, "corr": corr, "svg": image}
@@ -64,6 +67,11 @@ def test_loads_clean_and_offline(browser_page, reports):
     assert int(page.locator("#fn-table").get_attribute("data-rows")) > 50
     assert int(page.locator("#lat-canvas").get_attribute("data-points")) > 100
     assert page.locator("#balance-none").count() == 1
+    # the page and the SVG colour a function alike (FNV-1a of the name)
+    for name in ("nfsd_write", "irq_exit_rcu", "été"):
+        assert page.evaluate("n => ftflame.hash(n)", name) == svg.fnv1a(name)
+        for kind in ("task", "irq", "partial"):
+            assert page.evaluate("([n, k]) => ftflame.color(n, k)", [name, kind]) == svg.color(name, kind)
     bp.shot("report-top")
     bp.shot("report-full", full_page=True)
     bp.assert_clean()
@@ -222,6 +230,13 @@ def test_toggle_raw_corrected_changes_figures(browser_page, reports):
     page.click("#mode-corr")
     assert _column(page, 2)[0] == corr_total
     bp.shot("report-corrected")
+    # the balance sheet, when the Profile has one
+    table = page.locator("#balance-table")
+    assert table.locator("tbody tr").count() == 1
+    text = table.inner_text()
+    assert "nfsd3_proc_write" in text and "accounted %" in text and "100.0%" in text
+    assert "1,145,115" in text  # measured, in microseconds
+    bp.shot("balance-sheet", "#balance-section")
     bp.assert_clean()
 
 
@@ -322,7 +337,7 @@ def test_page_contains_no_remote_reference(reports):
 def test_smoke_on_other_fixtures(browser_page, tmp_path, trace):
     """Each kind of trace loads clean and reacts: the largest (124k call paths,
     must stay fast), lost events, off-CPU frames, a depth-limited trace."""
-    p = parse.read(str(fixture(trace)))
+    p = load(trace)
     page_file = tmp_path / "r.html"
     text = html.render(p)
     page_file.write_text(text, encoding="utf-8")
