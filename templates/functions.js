@@ -65,7 +65,7 @@ FT.functions = (function () {
     var tr = FT.el("tr");
     COLS.forEach(function (c) {
       var th = FT.el("th", { class: (c.cls || "") + (c.nosort ? "" : " sortable"), "data-key": c.key });
-      th.appendChild(document.createTextNode(c.label));
+      th.appendChild(document.createTextNode(c.label + (c.key === sortKey ? (sortDir > 0 ? " \u25b2" : " \u25bc") : "")));
       if (c.unit) th.appendChild(FT.el("span", { class: "colmode" }, "\u00b5s " + (c.raw ? "measured" : FT.modeLabel())));
       if (c.title) th.title = c.title;
       if (!c.nosort) {
@@ -220,7 +220,7 @@ FT.functions = (function () {
     div.appendChild(FT.el("h3", null, title + " (" + list.length + ")"));
     list.sort(function (a, b) { return (useCorr ? b[4] - a[4] : b[3] - a[3]) || a[other] - b[other]; });
     var t = FT.el("table", { class: "plain", id: "detail-" + title.toLowerCase() }), h = FT.el("tr");
-    ["function", "calls", FT.modeLabel() + " \u00b5s", title === "Callers" ? "% of its time" : "% of its time"].forEach(function (x, k) { h.appendChild(FT.el("th", null, x)); });
+    ["function", "calls", FT.modeLabel() + " \u00b5s", "share"].forEach(function (x) { h.appendChild(FT.el("th", null, x)); });
     t.appendChild(h);
     list.slice(0, 60).forEach(function (e) {
       var tr = FT.el("tr"), td = FT.el("td", { class: "name" }), v = useCorr ? e[4] : e[3];
@@ -238,7 +238,9 @@ FT.functions = (function () {
     });
     div.appendChild(t);
     if (list.length > 60) div.appendChild(FT.el("div", { class: "note" }, "first 60 of " + list.length));
-    if (title === "Callees" && list.length) div.appendChild(FT.el("div", { class: "note" }, "% of its time: share of this function's total spent in the callee"));
+    if (list.length) div.appendChild(FT.el("div", { class: "note" }, title === "Callers" ?
+      "share: of this function's total time, the part called from there" :
+      "share: of this function's total time, the part spent in the callee (with its callees)"));
     return div;
   }
   function drawHist(cv, r) {

@@ -140,3 +140,24 @@ def test_speedscope_schema_check_is_real():
         jsonschema.validate(doc, schema)
     doc["profiles"][0]["unit"] = "nanoseconds"
     jsonschema.validate(doc, schema)
+
+
+def test_tiny_hand_made_profile_renders_everywhere():
+    """Two functions, two root calls: nothing to merge, nothing to thin."""
+    from ftflame.parse import build_events
+    from ftflame.report import html
+
+    def ev(kind, func, depth, ts, calltime=0, rettime=0):
+        return (kind, 0, 10, 0, func, depth, ts, calltime, rettime, 0, 0, 0)
+
+    p = build_events([ev("entry", "a", 0, 1000), ev("entry", "b", 1, 1100),
+                      ev("exit", "b", 1, 1300, 1100, 1300), ev("exit", "a", 0, 2000, 1000, 2000),
+                      ev("entry", "a", 0, 5000), ev("exit", "a", 0, 5600, 5000, 5600)])
+    assert "<!DOCTYPE html>" in html.render(p)
+    ET.fromstring(svg.render(p).encode())
+    doc = json.loads(speedscope.render(p))
+    for prof in doc["profiles"]:
+        check_evented(prof, len(doc["shared"]["frames"]))
+    tree = [pr for pr in doc["profiles"] if "call tree" in pr["name"]][0]
+    assert [(e["type"], doc["shared"]["frames"][e["frame"]]["name"], e["at"]) for e in tree["events"]] == [
+        ("O", "a", 0), ("O", "b", 0), ("C", "b", 200), ("C", "a", 1600)]
