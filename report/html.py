@@ -282,9 +282,6 @@ def _jsonable(x):
 
 def report_data(p: Profile, opts=None, tree: Optional[flametree.FlameTree] = None) -> dict:
     tree = tree or flametree.build(p, getattr(opts, "min_fraction", None) or flametree.DEFAULT_MIN_FRACTION)
-    used = set(tree.func)
-    ft = p.functions
-    used.update(ft.func_ids.tolist())
     return {
         "schema": "ftflame-html/1",
         "header": header_data(p, opts),
