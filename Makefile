@@ -65,6 +65,7 @@ demo: setup  ## write reports of the bundled sample trace into out/
 	$(FTFLAME) report $(SAMPLE) -o $(OUT)/sample.txt
 	$(FTFLAME) report $(SAMPLE) -o $(OUT)/sample.json
 	$(FTFLAME) report $(SAMPLE) -o $(OUT)/sample.folded
+	$(FTFLAME) report $(SAMPLE) -o $(OUT)/sample.html
 	@echo; head -n 40 $(OUT)/sample.txt; echo "..."; echo "demo: reports written to $(OUT)/"
 
 test: setup  ## run the test suite (unit, golden, invariants on every fixture, browser)
