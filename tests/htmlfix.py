@@ -34,9 +34,12 @@ def fixture(path: Path):
 @functools.lru_cache(maxsize=8)
 def load(path: Path) -> Profile:
     """A fixture parsed once per test session (Profiles are immutable)."""
-    from ftflame import parse
-
-    return parse.read(str(fixture(path)))
+    fixture(path)
+    try:  # share the suite-wide cache of tests/conftest.py when there is one
+        from conftest import profile_of
+    except ImportError:
+        from ftflame.parse import read as profile_of
+    return profile_of(str(path))
 
 
 def with_overhead(p: Profile, o_in: float, o_out: float) -> Profile:

@@ -1,0 +1,1 @@
+"""Browser tests (headless Debian Chromium via Playwright); see conftest.py."""
