@@ -24,6 +24,13 @@ FT.balance = (function () {
         "corrected components + removed overhead + irq + off-CPU + unaccounted."));
       return;
     }
+    /* rows are objects (column name: value); lists get numbered columns */
+    B = B.map(function (row) {
+      if (!Array.isArray(row)) return row;
+      var o = {};
+      row.forEach(function (v, k) { o["column " + (k + 1)] = v; });
+      return o;
+    });
     var keys = [];
     B.forEach(function (row) {
       if (row && typeof row === "object" && !Array.isArray(row)) Object.keys(row).forEach(function (k) { if (keys.indexOf(k) < 0) keys.push(k); });
