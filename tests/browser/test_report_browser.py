@@ -365,3 +365,26 @@ def test_smoke_on_other_fixtures(browser_page, tmp_path, trace):
         assert "LOST EVENTS" in page.locator("#anomalies").inner_text()
     bp.shot(f"smoke-{trace.parent.name}")
     bp.assert_clean()
+
+
+def test_speedscope_app_opens_our_file(browser_page, tmp_path):
+    """Beyond the schema: the speedscope app itself (the release build in its
+    npm package, opened from file://, offline) imports the file and draws the
+    call-tree profile."""
+    from htmlfix import speedscope_schema
+
+    from ftflame.report import speedscope
+
+    app = speedscope_schema().parent / "index.html"
+    out = tmp_path / "write4k.speedscope.json"
+    out.write_text(speedscope.render(load(WRITE4K)))
+    bp = browser_page()
+    page = bp.page
+    page.goto(app.as_uri())
+    page.set_input_files("input[type=file]", str(out))
+    # the toolbar names the profile on show: the first, our call tree
+    expect(page.locator("body")).to_contain_text("nfsd3_proc_write (call tree, raw ns) (1/", timeout=20000)
+    assert "ftflame: " in page.title()
+    bp.shot("speedscope-app")
+    # speedscope logs its progress and WebGL notes; errors would fail here
+    bp.assert_clean()
