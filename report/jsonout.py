@@ -143,7 +143,7 @@ def root_call_objects(p: Profile) -> list:
     names = [p.funcs[int(p.nodes[n, 1])] for n in s[:, 0].tolist()]
     out = []
     for i, row in enumerate(s.tolist()):
-        node, pid, cpu, flags, calltime, dur, desc, irq, off = row
+        node, pid, cpu, flags, calltime, dur, desc, irq, off = row[:9]
         out.append({"name": names[i], "pid": pid, "cpu": cpu, "start_ns": calltime, "dur_ns": dur,
                     "dur_corr_ns": round(float(cr.sample_dur[i]), 1), "descendants": desc,
                     "irq_ns": irq, "offcpu_ns": off, "gap": bool(flags & SAMPLE_GAP),
