@@ -34,6 +34,33 @@ Raw figures include the tracer's own hook cost (about 1 us per traced call on a 
 """
 
 
+CALIBRATE_EPILOG = """\
+examples:
+  ftflame calibrate calib1/                  writes calib1/calibration.json
+  ftflame calibrate --from-traces calib-null.dat calib-dispatch-root.dat \\
+      calib-dispatch-full.dat -o calibration.json
+
+ftflame report picks up calibration.json beside the trace by itself, or take
+one with: ftflame report trace.dat --calibration calibration.json
+"""
+
+
+def _calib_names():
+    from ftflame.calibration import RUN_DIR_TRACES
+
+    return RUN_DIR_TRACES
+
+
+def _nonneg_ns(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of ns: {text!r}") from None
+    if not v >= 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of ns >= 0: {text!r}")
+    return v
+
+
 def _formats():
     from ftflame.report import RENDERERS
 
@@ -60,7 +87,46 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("-F", "--format", choices=sorted(_formats()),
                      help="output format (overrides the extension)")
     rep.add_argument("-q", "--quiet", action="store_true", help="no progress or notes on stderr")
+    cor = rep.add_argument_group(
+        "overhead correction (see docs/overhead.md)",
+        "Corrected figures take the tracer's hook cost (O_in inside each call, O_out in its "
+        "caller, per recorded call), interrupt subtrees and off-CPU time out of the raw ones. "
+        "Calibration, first found: --calibration FILE, calibration.json beside the trace "
+        "(collect.sh run directory), the in-trace estimate; --overhead-in/--overhead-out "
+        "replace the matching value.")
+    cor.add_argument("--calibration", metavar="FILE",
+                     help="calibration.json from 'ftflame calibrate' ('none': no hook-cost correction)")
+    cor.add_argument("--overhead-in", metavar="NS", type=_nonneg_ns,
+                     help="O_in: hook cost inside a traced call's own window, ns")
+    cor.add_argument("--overhead-out", metavar="NS", type=_nonneg_ns,
+                     help="O_out: hook cost outside it (in the caller), ns")
+    cor.add_argument("--irqs", choices=("exclude", "include"), default="exclude",
+                     help="interrupt subtrees: leave the interrupted calls' corrected time and "
+                          "show apart (exclude, default), or stay in (include)")
+    cor.add_argument("--baseline", metavar="BASELINE.dat",
+                     help="the same workload recorded with only the root functions hooked "
+                          "(collect.sh --baseline): the measured totals of the balance sheet")
+    cor.add_argument("--measured", metavar="FUNC=TIME", action="append", default=[],
+                     help="a measured mean per call of a root function for the balance sheet, "
+                          "e.g. nfsd3_proc_write=124us (ns/us/ms/s; bare number: us); repeatable")
     rep.set_defaults(func=cmd_report)
+
+    cal = sub.add_parser(
+        "calibrate", help="compute calibration.json from empty-call recordings",
+        description="Compute the tracer's hook cost (O_in, O_out) from the three NFS NULL RPC "
+                    "recordings of collect/calibrate.sh: the NULL procedure alone, the dispatcher "
+                    "alone, the dispatcher with its whole graph.",
+        epilog=CALIBRATE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cal.add_argument("rundir", nargs="?", metavar="RUNDIR",
+                     help="a collect.sh/calibrate.sh output directory holding "
+                          + ", ".join(_calib_names()))
+    cal.add_argument("--from-traces", nargs=3, metavar=("NULL.dat", "ROOT.dat", "FULL.dat"),
+                     help="the three recordings, in this order")
+    cal.add_argument("-o", "--output", metavar="OUT",
+                     help="where to write calibration.json (default: RUNDIR/calibration.json; "
+                          "with --from-traces, stdout; '-' for stdout)")
+    cal.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
+    cal.set_defaults(func=cmd_calibrate)
 
     for name, script, text in (("collect", "collect.sh", "record a trace around a workload (collect/collect.sh)"),
                                ):
@@ -149,6 +215,7 @@ def cmd_report(args) -> int:
         profile = parse.read(path, progress=progress)
     finally:
         progress.done()
+    profile = apply_corrections(profile, path, args)
     text = RENDERERS[fmt].render(profile, args)
     if args.output in (None, "-"):
         sys.stdout.write(text)
@@ -157,6 +224,69 @@ def cmd_report(args) -> int:
         write_atomic(args.output, text)
         if not args.quiet:
             print(f"ftflame: wrote {args.output} ({fmt}, {len(text.encode()):,} bytes)", file=sys.stderr)
+    return 0
+
+
+def apply_corrections(profile, path: str, args):
+    """Calibration, corrections and the balance sheet (report options)."""
+    from ftflame import balance, calibration, corrections, parse
+
+    cal = calibration.choose(profile, path, getattr(args, "calibration", None),
+                             getattr(args, "overhead_in", None), getattr(args, "overhead_out", None))
+    irqs = getattr(args, "irqs", None) or "exclude"
+    profile = corrections.correct(profile, cal, irqs=irqs)
+    measured = [balance.parse_measured(m) for m in getattr(args, "measured", None) or ()]
+    base = None
+    if getattr(args, "baseline", None):
+        bpath = resolve_input(args.baseline)
+        base = parse.read(bpath)
+        # the same calibration (its root-only O_in where it has one)
+        base = corrections.correct(base, calibration.for_profile(cal, base), irqs=irqs)
+    return balance.attach(profile, base, measured)
+
+
+def cmd_calibrate(args) -> int:
+    import json
+
+    from ftflame import calibration
+
+    if args.from_traces and args.rundir:
+        raise InputError(args.rundir, "give a run directory or --from-traces, not both")
+    if args.from_traces:
+        traces = args.from_traces
+        out = args.output or "-"
+    elif args.rundir:
+        if not os.path.isdir(args.rundir):
+            raise InputError(args.rundir, "not a directory", "give a calibrate.sh output directory, "
+                             "or --from-traces NULL.dat ROOT.dat FULL.dat")
+        traces = [os.path.join(args.rundir, n) for n in calibration.RUN_DIR_TRACES]
+        missing = [t for t in traces if not os.path.isfile(t)]
+        if missing:
+            raise InputError(args.rundir, "missing " + ", ".join(os.path.basename(m) for m in missing),
+                             "record them with collect/calibrate.sh, or use --from-traces")
+        out = args.output or os.path.join(args.rundir, calibration.FILE_NAME)
+    else:
+        raise InputError("calibrate", "no input",
+                         "give a calibrate.sh run directory or --from-traces NULL.dat ROOT.dat FULL.dat")
+    for t in traces:
+        if not os.path.isfile(t):
+            raise InputError(t, "no such file")
+    doc = calibration.calibrate_from_traces(*traces)
+    text = json.dumps(doc, indent=2) + "\n"
+    if out == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        write_atomic(out, text)
+    if not args.quiet:
+        s = doc["o_in_plus_o_out"]
+        print(f"ftflame: O_in {doc['o_in_ns']:.1f} ns {doc['o_in']['ci95_ns']}, O_out "
+              f"{doc['o_out_ns']:.1f} ns {doc['o_out']['ci95_ns']} (95% intervals; O_in+O_out "
+              f"{s['mean_ns']:.1f} ns over {s['samples']} calls; root-only O_in "
+              f"{doc['o_in_root_only']['mean_ns']:.1f} ns)"
+              + ("" if out == "-" else f"; wrote {out}"), file=sys.stderr)
+        for c in doc["checks"]:
+            print(f"ftflame: warning: {c}", file=sys.stderr)
     return 0
 
 
