@@ -220,6 +220,11 @@ def calibrate_from_traces(null, root, full) -> dict:
     kernels = {p.trace.kernel for p in (pn, pr, pf)}
     if len(kernels) > 1:
         checks.append("the three traces come from different kernels: " + ", ".join(sorted(kernels)))
+    options = _tracer_options(pf)
+    meta = _calib_meta(pf.trace.source)
+    if isinstance(meta.get("tracer_options"), dict):
+        options = dict(meta["tracer_options"], **{k: v for k, v in options.items()
+                                                  if k not in meta["tracer_options"]})
     opts = {_k: _tracer_options(_p)["trace_clock"] for _k, _p in (("null", pn), ("root", pr), ("full", pf))}
     if len(set(opts.values())) > 1:
         checks.append(f"the three traces use different trace clocks: {opts}")
@@ -236,13 +241,24 @@ def calibrate_from_traces(null, root, full) -> dict:
         "dispatcher": disp,
         "kernel": pf.trace.kernel,
         "clock": pf.trace.clock,
-        "tracer_options": _tracer_options(pf),
+        "tracer_options": options,
         "traces": {"null": pn.trace.source, "dispatch_root": pr.trace.source,
                    "dispatch_full": pf.trace.source},
         "in_trace_estimate": ({"o_in_ns": est.o_in_ns, "o_out_ns": est.o_out_ns,
                                "of": os.path.basename(pf.trace.source)} if est else None),
         "checks": checks,
     }
+
+
+def _calib_meta(trace_path: str) -> dict:
+    """calib-meta.json that collect/calibrate.sh writes beside the traces."""
+    path = os.path.join(os.path.dirname(os.path.abspath(trace_path)), "calib-meta.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        return doc if isinstance(doc, dict) else {}
+    except (OSError, ValueError):
+        return {}
 
 
 # ---- 2. in-trace estimate ----------------------------------------------------

@@ -51,13 +51,16 @@ def _calib_names():
     return RUN_DIR_TRACES
 
 
-def _nonneg_ns(text: str) -> float:
+def _nonneg_ns(option: str, text):
+    """A hook cost given on the command line, in ns."""
+    if text is None:
+        return None
     try:
         v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of ns: {text!r}") from None
+        raise InputError(option, f"not a number of ns: {text!r}") from None
     if not v >= 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number of ns >= 0: {text!r}")
+        raise InputError(option, f"must be a finite number of ns >= 0, not {text!r}")
     return v
 
 
@@ -96,9 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
         "replace the matching value.")
     cor.add_argument("--calibration", metavar="FILE",
                      help="calibration.json from 'ftflame calibrate' ('none': no hook-cost correction)")
-    cor.add_argument("--overhead-in", metavar="NS", type=_nonneg_ns,
+    cor.add_argument("--overhead-in", metavar="NS",
                      help="O_in: hook cost inside a traced call's own window, ns")
-    cor.add_argument("--overhead-out", metavar="NS", type=_nonneg_ns,
+    cor.add_argument("--overhead-out", metavar="NS",
                      help="O_out: hook cost outside it (in the caller), ns")
     cor.add_argument("--irqs", choices=("exclude", "include"), default="exclude",
                      help="interrupt subtrees: leave the interrupted calls' corrected time and "
@@ -232,7 +235,8 @@ def apply_corrections(profile, path: str, args):
     from ftflame import balance, calibration, corrections, parse
 
     cal = calibration.choose(profile, path, getattr(args, "calibration", None),
-                             getattr(args, "overhead_in", None), getattr(args, "overhead_out", None))
+                             _nonneg_ns("--overhead-in", getattr(args, "overhead_in", None)),
+                             _nonneg_ns("--overhead-out", getattr(args, "overhead_out", None)))
     irqs = getattr(args, "irqs", None) or "exclude"
     profile = corrections.correct(profile, cal, irqs=irqs)
     measured = [balance.parse_measured(m) for m in getattr(args, "measured", None) or ()]
