@@ -113,6 +113,7 @@ def sheet(p: Profile, baseline: Optional[Profile] = None, measured: Iterable = (
         f = float(off[rows].sum()) / n
         cl = float(clamp[rows].sum()) / n
         unacc = raw - (corr + o + i + f - cl)
+        unacc = 0.0 if abs(unacc) < 0.05 else unacc  # float rounding, not time
         entry = {
             "function": name, "calls": int(n),
             "gap_calls": int(p.col("gap_calls")[rows].sum()),

@@ -149,6 +149,7 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
     if off_mode != "removed":
         off = np.zeros_like(off)
     elif not p.counters.get("switches"):
+        off_mode = "unknown: no sched_switch events"
         notes.append("no sched_switch events: time switched out stays in the durations "
                      "(record with -e sched:sched_switch to split it off)")
 
@@ -265,6 +266,14 @@ def function_extras(p: Profile) -> dict:
         "clean_incl": incl,
         "unreliable": (over > UNRELIABLE_FRACTION * incl) & (ft.calls_corr > 0),
     }
+
+
+def offcpu_state(c: Corrected) -> str:
+    """'removed', 'kept' (nosleep-time, or asked) or 'unknown' (no sched_switch)."""
+    for state in ("removed", "kept", "unknown"):
+        if c.offcpu.startswith(state):
+            return state
+    return "unknown"
 
 
 def irq_kind(name: str) -> str:

@@ -175,7 +175,7 @@ class Corrected:
     unreliable: Optional[np.ndarray] = None
     sample_clamped: int = 0
     irqs: str = "exclude"  # irq subtrees left out of the interrupted calls, or "include"
-    offcpu: str = "removed"  # or "kept: ..." (e.g. nosleep-time traces)
+    offcpu: str = "removed"  # or "kept: ..." (nosleep-time), "unknown: ..." (no sched_switch)
 
 
 @dataclass(frozen=True)

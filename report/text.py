@@ -90,8 +90,9 @@ def calibration_lines(p: Profile) -> list:
         if ci_in and ci_out and "applied_o_in" not in d:
             spread = f"; 95%: [{ci_in[0]:.0f}, {ci_in[1]:.0f}], [{ci_out[0]:.0f}, {ci_out[1]:.0f}]"
         how = {"empty-calls": "empty calls", "in-trace estimate": "in-trace estimate"}.get(cal.method, cal.method)
+        where = "" if src == "in-trace" else f", {src}"
         text = (f"calibration: O_in {cal.o_in_ns:.1f} ns, O_out {cal.o_out_ns:.1f} ns per traced "
-                f"call ({how}, {src}{spread})")
+                f"call ({how}{where}{spread})")
         if d.get("applied_o_in"):
             text += "; root-only trace: O_in of the NULL procedure hooked alone"
         out.extend(_wrap(text, "  "))
@@ -101,7 +102,10 @@ def calibration_lines(p: Profile) -> list:
     sm = corrections.summary(p)
     irq = ("interrupt subtrees left out of the interrupted calls ([irq] frames)"
            if c.irqs == "exclude" else "interrupt subtrees kept in the interrupted calls")
-    off = "off-CPU time removed" if c.offcpu == "removed" else "off-CPU time " + c.offcpu.split(":")[0]
+    off = {"removed": "off-CPU time removed",
+           "kept": "off-CPU time kept (" + ("asked for" if "asked" in c.offcpu else
+                                           "the durations exclude it: nosleep-time") + ")",
+           "unknown": "off-CPU time unknown (no sched_switch events)"}[corrections.offcpu_state(c)]
     bits = [f"corrected (*): {irq}; {off}"]
     if sm["gap_calls"]:
         bits.append(f"{sm['gap_calls']:,} gap calls left out")
@@ -208,10 +212,14 @@ def balance_lines(p: Profile) -> list:
             rows.append(("    " + comp["name"], comp["mean_ns"], ""))
         rows.append(("+ tracer hook cost removed", b["overhead_mean_ns"], ""))
         irq_note = f"{b['irq_per_call']:.2f}/call"
-        if b.get("irq_corrected_mean_ns") is not None and b["irq_mean_ns"]:
-            irq_note += f", {us(b['irq_corrected_mean_ns'])} corrected"
+        if p.corrected.irqs == "include":
+            irq_note += ", kept in (--irqs include)"
+        elif b.get("irq_corrected_mean_ns") is not None and b["irq_mean_ns"]:
+            irq_note += f", own work {us(b['irq_corrected_mean_ns'])}"
         rows.append(("+ interrupt subtrees", b["irq_mean_ns"], irq_note))
-        rows.append(("+ off-CPU (sched_switch)", b["offcpu_mean_ns"], ""))
+        off_note = {"kept": "already out (nosleep-time)",
+                    "unknown": "unknown: no sched_switch"}.get(corrections.offcpu_state(p.corrected), "")
+        rows.append(("+ off-CPU (sched_switch)", b["offcpu_mean_ns"], off_note))
         if b["clamped_mean_ns"]:
             rows.append(("- clamped", b["clamped_mean_ns"], ""))
         acc = b["accounted_pct"]
