@@ -30,7 +30,10 @@ what the numbers mean:
   Self/excl    inclusive time minus the inclusive time of the call's children
   calls        completed calls (the exit was seen); calls still open at the end,
                lost exits, orphan exits and lost events are counted and reported
-Raw figures include the tracer's own hook cost (about 1 us per traced call on a VM).
+Raw figures include the tracer's own hook cost (about 1 us per traced call on a VM);
+corrected ones (*, *_corr_ns) take it out, with interrupt subtrees and off-CPU time,
+using calibration.json (ftflame calibrate) or an in-trace estimate: docs/overhead.md.
+  ftflame report run1/ --baseline base.dat   balance sheet against a root-only recording
 """
 
 
