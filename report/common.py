@@ -119,8 +119,11 @@ def anomaly_lines(p: Profile) -> list:
     if c.get("overrun_growth"):
         out.append(f"shadow-stack overrun grew {c['overrun_growth']:,} times (frames dropped by the tracer)")
     if c.get("gap_calls"):
-        out.append(f"{c['gap_calls']:,} calls span a lost-event gap, overrun or lost exit "
-                   "(raw sums include them; corrected figures leave them out)")
+        tree = c.get("gap_tree_calls", 0)
+        out.append(f"{c['gap_calls']:,} calls left out of corrected figures (raw sums include "
+                   f"them): {c['gap_calls'] - tree:,} span a lost-event gap, overrun or lost exit"
+                   + (f", {tree:,} more belong to a root call that does or never completed"
+                      if tree else ""))
     if c.get("orphan_exits"):
         out.append(f"{c['orphan_exits']:,} exits without an entry (trace began mid-call or entries "
                    "lost): complete calls, shown under their parent or (partial)")
