@@ -103,7 +103,7 @@ def test_in_trace_estimate_alone_on_icount(icount_cal):
     cal = as_calibration(icount_cal)
     _, corr_root, _ = nfsd3_write_mean(fixture(ICOUNT + "trace-root.dat"), cal)
     assert abs(corr_full / corr_root - 1) < 0.10
-    assert round(corr_full) == 11108  # quoted in docs/overhead.md
+    assert round(corr_full) == 11109  # quoted in docs/overhead.md (11.11 us)
     # a root-only trace has no sibling gaps: no in-trace estimate
     assert estimate_in_trace(profile_of(fixture(ICOUNT + "trace-root.dat"))) is None
 
