@@ -34,8 +34,41 @@ what the numbers mean:
   Self/excl    inclusive time minus the inclusive time of the call's children
   calls        completed calls (the exit was seen); calls still open at the end,
                lost exits, orphan exits and lost events are counted and reported
-Raw figures include the tracer's own hook cost (about 1 us per traced call on a VM).
+Raw figures include the tracer's own hook cost (about 1 us per traced call on a VM);
+corrected ones (*, *_corr_ns) take it out, with interrupt subtrees and off-CPU time,
+using calibration.json (ftflame calibrate) or an in-trace estimate: docs/overhead.md.
+  ftflame report run1/ --baseline base.dat   balance sheet against a root-only recording
 """
+
+
+CALIBRATE_EPILOG = """\
+examples:
+  ftflame calibrate calib1/                  writes calib1/calibration.json
+  ftflame calibrate --from-traces calib-null.dat calib-dispatch-root.dat \\
+      calib-dispatch-full.dat -o calibration.json
+
+ftflame report picks up calibration.json beside the trace by itself, or take
+one with: ftflame report trace.dat --calibration calibration.json
+"""
+
+
+def _calib_names():
+    from ftflame.calibration import RUN_DIR_TRACES
+
+    return RUN_DIR_TRACES
+
+
+def _nonneg_ns(option: str, text):
+    """A hook cost given on the command line, in ns."""
+    if text is None:
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        raise InputError(option, f"not a number of ns: {text!r}") from None
+    if not v >= 0 or v == float("inf"):
+        raise InputError(option, f"must be a finite number of ns >= 0, not {text!r}")
+    return v
 
 
 def _formats():
@@ -67,7 +100,46 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--open", action="store_true",
                      help="open the HTML/SVG output in a web browser when run interactively "
                           "(without -o: an HTML report in a temporary directory)")
+    cor = rep.add_argument_group(
+        "overhead correction (see docs/overhead.md)",
+        "Corrected figures take the tracer's hook cost (O_in inside each call, O_out in its "
+        "caller, per recorded call), interrupt subtrees and off-CPU time out of the raw ones. "
+        "Calibration, first found: --calibration FILE, calibration.json beside the trace "
+        "(collect.sh run directory), the in-trace estimate; --overhead-in/--overhead-out "
+        "replace the matching value.")
+    cor.add_argument("--calibration", metavar="FILE",
+                     help="calibration.json from 'ftflame calibrate' ('none': no hook-cost correction)")
+    cor.add_argument("--overhead-in", metavar="NS",
+                     help="O_in: hook cost inside a traced call's own window, ns")
+    cor.add_argument("--overhead-out", metavar="NS",
+                     help="O_out: hook cost outside it (in the caller), ns")
+    cor.add_argument("--irqs", choices=("exclude", "include"), default="exclude",
+                     help="interrupt subtrees: leave the interrupted calls' corrected time and "
+                          "show apart (exclude, default), or stay in (include)")
+    cor.add_argument("--baseline", metavar="BASELINE.dat",
+                     help="the same workload recorded with only the root functions hooked "
+                          "(collect.sh --baseline): the measured totals of the balance sheet")
+    cor.add_argument("--measured", metavar="FUNC=TIME", action="append", default=[],
+                     help="a measured mean per call of a root function for the balance sheet, "
+                          "e.g. nfsd3_proc_write=124us (ns/us/ms/s; bare number: us); repeatable")
     rep.set_defaults(func=cmd_report)
+
+    cal = sub.add_parser(
+        "calibrate", help="compute calibration.json from empty-call recordings",
+        description="Compute the tracer's hook cost (O_in, O_out) from the three NFS NULL RPC "
+                    "recordings of collect/calibrate.sh: the NULL procedure alone, the dispatcher "
+                    "alone, the dispatcher with its whole graph.",
+        epilog=CALIBRATE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cal.add_argument("rundir", nargs="?", metavar="RUNDIR",
+                     help="a collect.sh/calibrate.sh output directory holding "
+                          + ", ".join(_calib_names()))
+    cal.add_argument("--from-traces", nargs=3, metavar=("NULL.dat", "ROOT.dat", "FULL.dat"),
+                     help="the three recordings, in this order")
+    cal.add_argument("-o", "--output", metavar="OUT",
+                     help="where to write calibration.json (default: RUNDIR/calibration.json; "
+                          "with --from-traces, stdout; '-' for stdout)")
+    cal.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
+    cal.set_defaults(func=cmd_calibrate)
 
     for name, script, text in (("collect", "collect.sh", "record a trace around a workload (collect/collect.sh)"),
                                ):
@@ -196,6 +268,8 @@ def cmd_report(args) -> int:
     progress = Progress(f"reading {path}", not args.quiet, path)
     try:
         profile = parse.read(path, progress=progress)
+        progress.stage("correcting...")
+        profile = apply_corrections(profile, path, args)
         progress.stage(f"rendering {fmt}...")
         text = RENDERERS[fmt].render(profile, args)
     finally:
@@ -233,6 +307,70 @@ def open_in_browser(path: str, quiet: bool = False) -> bool:
         print(f"ftflame: no web browser found; open {uri} yourself", file=sys.stderr)
         return False
     return True
+
+
+def apply_corrections(profile, path: str, args):
+    """Calibration, corrections and the balance sheet (report options)."""
+    from ftflame import balance, calibration, corrections, parse
+
+    cal = calibration.choose(profile, path, getattr(args, "calibration", None),
+                             _nonneg_ns("--overhead-in", getattr(args, "overhead_in", None)),
+                             _nonneg_ns("--overhead-out", getattr(args, "overhead_out", None)))
+    irqs = getattr(args, "irqs", None) or "exclude"
+    profile = corrections.correct(profile, cal, irqs=irqs)
+    measured = [balance.parse_measured(m) for m in getattr(args, "measured", None) or ()]
+    base = None
+    if getattr(args, "baseline", None):
+        bpath = resolve_input(args.baseline)
+        base = parse.read(bpath)
+        # the same calibration (its root-only O_in where it has one)
+        base = corrections.correct(base, calibration.for_profile(cal, base), irqs=irqs)
+    return balance.attach(profile, base, measured)
+
+
+def cmd_calibrate(args) -> int:
+    import json
+
+    from ftflame import calibration
+
+    if args.from_traces and args.rundir:
+        raise InputError(args.rundir, "give a run directory or --from-traces, not both")
+    if args.from_traces:
+        traces = args.from_traces
+        out = args.output or "-"
+    elif args.rundir:
+        if not os.path.isdir(args.rundir):
+            raise InputError(args.rundir, "not a directory", "give a calibrate.sh output directory, "
+                             "or --from-traces NULL.dat ROOT.dat FULL.dat")
+        traces = [os.path.join(args.rundir, n) for n in calibration.RUN_DIR_TRACES]
+        missing = [t for t in traces if not os.path.isfile(t)]
+        if missing:
+            raise InputError(args.rundir, "missing " + ", ".join(os.path.basename(m) for m in missing),
+                             "record them with collect/calibrate.sh, or use --from-traces")
+        out = args.output or os.path.join(args.rundir, calibration.FILE_NAME)
+    else:
+        raise InputError("calibrate", "no input",
+                         "give a calibrate.sh run directory or --from-traces NULL.dat ROOT.dat FULL.dat")
+    for t in traces:
+        if not os.path.isfile(t):
+            raise InputError(t, "no such file")
+    doc = calibration.calibrate_from_traces(*traces)
+    text = json.dumps(doc, indent=2) + "\n"
+    if out == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        write_atomic(out, text)
+    if not args.quiet:
+        s = doc["o_in_plus_o_out"]
+        print(f"ftflame: O_in {doc['o_in_ns']:.1f} ns {doc['o_in']['ci95_ns']}, O_out "
+              f"{doc['o_out_ns']:.1f} ns {doc['o_out']['ci95_ns']} (95% intervals; O_in+O_out "
+              f"{s['mean_ns']:.1f} ns over {s['samples']} calls; root-only O_in "
+              f"{doc['o_in_root_only']['mean_ns']:.1f} ns)"
+              + ("" if out == "-" else f"; wrote {out}"), file=sys.stderr)
+        for c in doc["checks"]:
+            print(f"ftflame: warning: {c}", file=sys.stderr)
+    return 0
 
 
 def scripts_dir() -> str:

@@ -32,7 +32,8 @@ NODE_COLUMNS = (
     + ("incl_min", "incl_max", "excl_min", "excl_max", "migrated", "open_end", "unterminated",
        "unowned_child_incl", "irq_early")
 )
-SAMPLE_COLUMNS = ("node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu")
+SAMPLE_COLUMNS = ("node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu",
+                  "irq_calls", "irq_roots")
 
 NODE_IRQ = 1
 NODE_IRQ_ROOT = 2
@@ -163,6 +164,18 @@ class Corrected:
     clamped: np.ndarray  # per node: 1 when a corrected sum was clamped at 0
     sample_dur: np.ndarray  # corrected duration per root sample
     notes: tuple = ()
+    # What was taken out of the clean calls' raw inclusive sums, per node
+    # (ftflame/corrections.py): hook cost, irq subtrees, off-CPU time; the
+    # ns added back by clamping; 1 where the hook-cost correction exceeds
+    # half the measured time (unreliable).
+    overhead: Optional[np.ndarray] = None
+    irq_removed: Optional[np.ndarray] = None
+    offcpu_removed: Optional[np.ndarray] = None
+    clamp_ns: Optional[np.ndarray] = None
+    unreliable: Optional[np.ndarray] = None
+    sample_clamped: int = 0
+    irqs: str = "exclude"  # irq subtrees left out of the interrupted calls, or "include"
+    offcpu: str = "removed"  # or "kept: ..." (nosleep-time), "unknown: ..." (no sched_switch)
 
 
 @dataclass(frozen=True)
@@ -180,6 +193,10 @@ class Profile:
     corrected: Optional[Corrected] = None
     balance: tuple = ()
     warnings: tuple = ()
+    # In-trace overhead estimate (ftflame/calibration.py): {(kind, context,
+    # cpu): (1-ns histogram, count over range)}, kind "leaf" or "gap",
+    # context "task", "softirq" or "hardirq".
+    overhead_samples: Mapping = field(default_factory=dict)
 
     # ---- columns -------------------------------------------------------
     def col(self, name: str) -> np.ndarray:

@@ -58,7 +58,20 @@ def from_core_result(res: dict, info: TraceInfo) -> Profile:
         hist_excl=Histograms.from_core(res["hist_excl"]), samples=samples, counters=counters,
         lost_per_cpu={cpu: n for cpu, (n, _) in res["lost_per_cpu"].items()},
         lost_gaps_unknown_per_cpu={cpu: u for cpu, (_, u) in res["lost_per_cpu"].items() if u},
-        warnings=tuple(warnings))
+        warnings=tuple(warnings),
+        overhead_samples=_overhead_samples(res.get("estimates", ())))
+
+
+_EST_KIND = ("leaf", "gap")
+_EST_CTX = ("task", "softirq", "hardirq")
+
+
+def _overhead_samples(estimates) -> dict:
+    """The core's 1-ns histograms for the in-trace overhead estimate."""
+    out = {}
+    for kind, ctx, cpu, counts, over in estimates:
+        out[(_EST_KIND[kind], _EST_CTX[ctx], cpu)] = (np.frombuffer(counts, dtype=np.uint32), int(over))
+    return out
 
 
 def build_events(events, source: str = "<events>") -> Profile:

@@ -21,22 +21,63 @@ def stats_objects(sums, calls, mins, maxs, pcts):
     return out
 
 
-def corrected_objects(raw_objs, corr_sums, corr_calls, applied: bool):
-    """Corrected statistics. Without a calibration they equal the raw ones.
-    With one, sums and means are exact corrections of linear sums; min, max
-    and percentiles are shifted by the mean per-call correction (marked)."""
+def corrected_objects(raw_objs, corr_sums, corr_calls, applied: bool, exact=None):
+    """Corrected statistics. Without corrections they equal the raw ones.
+    With them, sums and means are exact corrections of linear sums. Min, max
+    and percentiles are exact where per-call corrected values exist (root
+    calls: `exact`, row -> values); elsewhere the raw ones are scaled by the
+    ratio of corrected to raw mean and marked "approx"."""
     if not applied:
         return [dict(o) for o in raw_objs]
+    exact = exact or {}
     out = []
-    for o, s, c in zip(raw_objs, corr_sums.tolist(), corr_calls.tolist()):
+    for i, (o, s, c) in enumerate(zip(raw_objs, corr_sums.tolist(), corr_calls.tolist())):
         mean = s / c if c else 0.0
-        shift = (o["mean"] - mean) if c else 0.0
-        out.append({"sum": round(s, 1), "min": max(round(o["min"] - shift, 1), 0.0),
-                    "max": max(round(o["max"] - shift, 1), 0.0), "mean": round(mean, 1),
-                    "p50": max(round(o["p50"] - shift, 1), 0.0),
-                    "p90": max(round(o["p90"] - shift, 1), 0.0),
-                    "p99": max(round(o["p99"] - shift, 1), 0.0), "calls": c})
+        vals = exact.get(i)
+        if vals is not None and len(vals) == c and c:
+            v = np.sort(np.asarray(vals, dtype=np.float64))
+            pick = [v[max(int(np.ceil(len(v) * q / 100.0)) - 1, 0)] for q in (50, 90, 99)]
+            out.append({"sum": round(s, 1), "min": round(float(v[0]), 1), "max": round(float(v[-1]), 1),
+                        "mean": round(mean, 1), "p50": round(float(pick[0]), 1),
+                        "p90": round(float(pick[1]), 1), "p99": round(float(pick[2]), 1), "calls": c})
+            continue
+        f = (mean / o["mean"]) if (c and o["mean"] > 0) else 0.0
+        out.append({"sum": round(s, 1), "min": round(max(o["min"] * f, 0.0), 1),
+                    "max": round(max(o["max"] * f, 0.0), 1), "mean": round(mean, 1),
+                    "p50": round(max(o["p50"] * f, 0.0), 1), "p90": round(max(o["p90"] * f, 0.0), 1),
+                    "p99": round(max(o["p99"] * f, 0.0), 1), "calls": c, "approx": True})
     return out
+
+
+def exact_corrected_values(p: Profile):
+    """Per-call corrected inclusive times where they are known: the root
+    calls. Returns (per node row, per function index of p.functions), each
+    a dict row -> array of the clean calls' corrected durations."""
+    from ftflame.profile import SAMPLE_GAP
+
+    c = p.corrected
+    if c is None or len(p.samples) == 0:
+        return {}, {}
+    ok = (p.scol("flags") & SAMPLE_GAP) == 0
+    node = p.scol("node")[ok]
+    dur = c.sample_dur[ok]
+    by_node = {}
+    order = np.argsort(node, kind="stable")
+    node, dur = node[order], dur[order]
+    bounds = np.flatnonzero(np.diff(node)) + 1
+    for part_n, part_d in zip(np.split(node, bounds), np.split(dur, bounds)):
+        if len(part_n):
+            by_node[int(part_n[0])] = part_d
+    by_func = {}
+    ft = p.functions
+    index = {int(f): i for i, f in enumerate(ft.func_ids.tolist())}
+    func = p.col("func")
+    for r, vals in by_node.items():
+        i = index.get(int(func[r]))
+        if i is not None:
+            by_func.setdefault(i, []).append(vals)
+    by_func = {i: np.concatenate(v) for i, v in by_func.items()}
+    return by_node, by_func
 
 
 def node_flags(flags: int) -> list:
@@ -78,8 +119,11 @@ def anomaly_lines(p: Profile) -> list:
     if c.get("overrun_growth"):
         out.append(f"shadow-stack overrun grew {c['overrun_growth']:,} times (frames dropped by the tracer)")
     if c.get("gap_calls"):
-        out.append(f"{c['gap_calls']:,} calls span a lost-event gap, overrun or lost exit "
-                   "(raw sums include them; corrected figures leave them out)")
+        tree = c.get("gap_tree_calls", 0)
+        out.append(f"{c['gap_calls']:,} calls left out of corrected figures (raw sums include "
+                   f"them): {c['gap_calls'] - tree:,} span a lost-event gap, overrun or lost exit"
+                   + (f", {tree:,} more belong to a root call that does or never completed"
+                      if tree else ""))
     if c.get("orphan_exits"):
         out.append(f"{c['orphan_exits']:,} exits without an entry (trace began mid-call or entries "
                    "lost): complete calls, shown under their parent or (partial)")

@@ -6,7 +6,8 @@ the total is the sum of positive exclusive times.
 """
 from __future__ import annotations
 
-from ftflame.profile import Profile
+from ftflame.corrections import irq_kind
+from ftflame.profile import NODE_IRQ_ROOT, Profile
 
 
 def folded_lines(p: Profile, corrected: bool = False):
@@ -16,14 +17,26 @@ def folded_lines(p: Profile, corrected: bool = False):
     parent = p.col("parent").tolist()
     func = p.col("func").tolist()
     weight = (p.corrected_or_raw.excl if corrected else p.col("excl")).tolist()
+    # corrected, irqs excluded: interrupt subtrees are not part of the
+    # interrupted path's time; they stand apart under [irq] / [softirq]
+    reroot = corrected and p.corrected is not None and p.corrected.irqs == "exclude"
+    flags = p.col("flags").tolist()
     paths = [None] * p.nrows
     for r in range(p.nrows):  # parents get lower row numbers than children
         name = p.funcs[func[r]].replace(";", ":").replace(" ", "_")
-        paths[r] = name if parent[r] < 0 else paths[parent[r]] + ";" + name
-    for r in sorted(range(p.nrows), key=lambda r: paths[r]):
-        w = int(weight[r])
+        if reroot and flags[r] & NODE_IRQ_ROOT:
+            paths[r] = irq_kind(name) + ";" + name
+        else:
+            paths[r] = name if parent[r] < 0 else paths[parent[r]] + ";" + name
+    merged = {}
+    for r in range(p.nrows):
+        w = weight[r]
         if w > 0:
-            yield paths[r], w
+            merged[paths[r]] = merged.get(paths[r], 0) + w
+    for path in sorted(merged):
+        w = int(merged[path])
+        if w > 0:
+            yield path, w
 
 
 def render(p: Profile, opts=None) -> str:

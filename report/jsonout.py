@@ -1,8 +1,9 @@
 """JSON output, schema "ftflame/1" (the contract in DESIGN.md).
 
 Raw figures are exact sums of the tracer's own durations. Corrected figures
-(`*_corr_ns`) equal raw ones until a calibration is applied; `calibration`
-says which.
+(`*_corr_ns`, ftflame/corrections.py) equal raw ones when no corrections were
+applied; `calibration` says which calibration was used, its spread and what
+the corrections removed.
 """
 from __future__ import annotations
 
@@ -10,20 +11,23 @@ import json
 
 import numpy as np
 
-from ftflame import __version__
+from ftflame import __version__, corrections
 from ftflame.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
-from .common import anomaly_lines, corrected_objects, max_depth_hint, node_flags, stats_objects
+from .common import (anomaly_lines, corrected_objects, exact_corrected_values, max_depth_hint,
+                     node_flags, stats_objects)
 
 SCHEMA = "ftflame/1"
 
 
 def document(p: Profile) -> dict:
-    applied = p.calibration.applied
+    applied = p.corrected is not None
+    ex = corrections.function_extras(p)
     ft = p.functions
     f_incl = stats_objects(ft.incl, ft.calls, ft.incl_min, ft.incl_max, ft.incl_pct)
     f_excl = stats_objects(ft.excl, ft.calls, ft.excl_min, ft.excl_max, ft.excl_pct)
-    f_incl_c = corrected_objects(f_incl, ft.incl_corr, ft.calls_corr, applied)
+    exact_nodes, exact_funcs = exact_corrected_values(p)
+    f_incl_c = corrected_objects(f_incl, ft.incl_corr, ft.calls_corr, applied, exact_funcs)
     f_excl_c = corrected_objects(f_excl, ft.excl_corr, ft.calls_corr, applied)
     functions = []
     for i, name in enumerate(ft.names):
@@ -34,6 +38,14 @@ def document(p: Profile) -> dict:
             "irq_ns": int(ft.irq[i]), "offcpu_ns": int(ft.offcpu[i]),
             "gap_calls": int(ft.gap_calls[i]),
         })
+        if ex:
+            functions[-1].update({
+                "hook_cost_removed_ns": round(float(ex["overhead"][i]), 1),
+                "irq_removed_ns": round(float(ex["irq"][i]), 1),
+                "offcpu_removed_ns": round(float(ex["offcpu"][i]), 1),
+                "clamped_ns": round(float(ex["clamp"][i]), 1),
+                "clamped": bool(ex["clamped"][i]), "unreliable": bool(ex["unreliable"][i]),
+            })
     return {
         "schema": SCHEMA,
         "tool": {"name": "ftflame", "version": __version__},
@@ -69,8 +81,17 @@ def trace_object(p: Profile) -> dict:
 
 def calibration_object(p: Profile) -> dict:
     cal = p.calibration
+    d = dict(cal.details) if isinstance(cal.details, dict) else {}
+    spread = {}
+    for k in ("o_in", "o_out"):
+        obj = d.get(k) if isinstance(d.get(k), dict) else {}
+        if "ci95_ns" in obj:
+            spread[k] = {"ci95_ns": obj["ci95_ns"], "samples": obj.get("samples")}
+        elif "p1_ns" in obj:
+            spread[k] = {"p1_p5_ns": [obj["p1_ns"], obj.get("p5_ns")], "samples": obj.get("samples")}
     return {"source": cal.source, "applied": cal.applied, "o_in_ns": cal.o_in_ns,
-            "o_out_ns": cal.o_out_ns, "method": cal.method, "details": dict(cal.details)}
+            "o_out_ns": cal.o_out_ns, "method": cal.method, "spread": spread,
+            "corrections": corrections.summary(p), "details": d}
 
 
 _STATS = '{"sum":%d,"min":%d,"max":%d,"mean":%r,"p50":%d,"p90":%d,"p99":%d}'
@@ -87,6 +108,34 @@ def _stats_json(sums, calls, mins, maxs, pcts) -> list:
     return out
 
 
+_CSTATS = ('{"sum":%.1f,"min":%.1f,"max":%.1f,"mean":%.1f,"p50":%.1f,"p90":%.1f,"p99":%.1f,'
+           '"calls":%d%s}')
+
+
+def _corr_stats_json(sums, calls, mins, maxs, pcts, corr, corr_calls, exact) -> list:
+    """corrected_objects() for every node, vectorised and straight to JSON
+    text: scaled raw statistics, exact ones where per-call values exist."""
+    calls = calls.astype(np.float64)
+    raw_mean = np.divide(sums, calls, out=np.zeros(len(sums)), where=calls > 0)
+    cc = corr_calls.astype(np.float64)
+    mean = np.divide(corr, cc, out=np.zeros(len(corr)), where=cc > 0)
+    f = np.divide(mean, raw_mean, out=np.zeros(len(mean)), where=(raw_mean > 0) & (cc > 0))
+    cols = [np.maximum(np.where(calls > 0, x, 0) * f, 0.0)
+            for x in (mins, maxs, pcts[:, 0], pcts[:, 1], pcts[:, 2])]
+    out = [_CSTATS % (s, lo, hi, m, a, b, c, n, ',"approx":true')
+           for s, lo, hi, m, a, b, c, n in zip(corr.tolist(), *(x.tolist() for x in cols[:2]),
+                                               mean.tolist(), *(x.tolist() for x in cols[2:]),
+                                               corr_calls.tolist())]
+    rows = sorted(exact)
+    if rows:
+        objs = corrected_objects([{"mean": 0.0}] * len(rows), corr[rows], corr_calls[rows], True,
+                                 {j: exact[r] for j, r in enumerate(rows)})
+        for r, o in zip(rows, objs):
+            if "approx" not in o:
+                out[r] = json.dumps(o, separators=(",", ":"))
+    return out
+
+
 def tree_json(p: Profile) -> str:
     """The `tree` array as JSON text, children sorted by inclusive time."""
     if p.nrows == 0:
@@ -95,12 +144,13 @@ def tree_json(p: Profile) -> str:
     incl_pct, excl_pct = p.node_percentiles
     incl = _stats_json(p.col("incl"), calls, p.col("incl_min"), p.col("incl_max"), incl_pct)
     excl = _stats_json(p.col("excl"), calls, p.col("excl_min"), p.col("excl_max"), excl_pct)
-    if p.calibration.applied:
+    if p.corrected is not None:
         cr = p.corrected_or_raw
-        raw_i = stats_objects(p.col("incl"), calls, p.col("incl_min"), p.col("incl_max"), incl_pct)
-        raw_x = stats_objects(p.col("excl"), calls, p.col("excl_min"), p.col("excl_max"), excl_pct)
-        incl_c = [json.dumps(o, separators=(",", ":")) for o in corrected_objects(raw_i, cr.incl, cr.calls, True)]
-        excl_c = [json.dumps(o, separators=(",", ":")) for o in corrected_objects(raw_x, cr.excl, cr.calls, True)]
+        exact_nodes, _ = exact_corrected_values(p)
+        incl_c = _corr_stats_json(p.col("incl"), calls, p.col("incl_min"), p.col("incl_max"), incl_pct,
+                                  cr.incl, cr.calls, exact_nodes)
+        excl_c = _corr_stats_json(p.col("excl"), calls, p.col("excl_min"), p.col("excl_max"), excl_pct,
+                                  cr.excl, cr.calls, {})
     else:
         incl_c, excl_c = incl, excl
     names = [json.dumps(n) for n in p.funcs]
@@ -109,6 +159,11 @@ def tree_json(p: Profile) -> str:
     flag = p.col("flags").tolist()
     irq, off, desc, gap = (p.col(c).tolist() for c in ("irq", "offcpu", "desc", "gap_calls"))
     ncalls = calls.tolist()
+    if p.corrected is not None and p.corrected.unreliable is not None:
+        extra = ['"clamped":%s,"unreliable":%s,' % ("true" if c else "false", "true" if u else "false")
+                 for c, u in zip(p.corrected.clamped.tolist(), p.corrected.unreliable.tolist())]
+    else:
+        extra = [""] * p.nrows
     # siblings by inclusive time (desc), then name: one global sort
     name_rank = np.argsort(np.argsort(np.array(p.funcs, dtype=object)))
     order = np.lexsort((name_rank[p.col("func")], -p.col("incl"), p.col("parent")))
@@ -126,9 +181,9 @@ def tree_json(p: Profile) -> str:
             continue
         parts.append(('%s{"name":%s,"calls":%d,"incl_ns":%s,"excl_ns":%s,"incl_corr_ns":%s,'
                       '"excl_corr_ns":%s,"irq_ns":%d,"offcpu_ns":%d,"descendants":%d,'
-                      '"gap_calls":%d,"flags":%s,"children":[') % (
+                      '"gap_calls":%d,%s"flags":%s,"children":[') % (
             "," if comma else "", names[func[r]], ncalls[r], incl[r], excl[r], incl_c[r],
-            excl_c[r], irq[r], off[r], desc[r], gap[r], flags[flag[r] & 7]))
+            excl_c[r], irq[r], off[r], desc[r], gap[r], extra[r], flags[flag[r] & 7]))
         stack.append((-1, False))
         stack.extend([(k, i > 0) for i, k in enumerate(kids[r])][::-1])
     parts.append("]")
@@ -143,7 +198,7 @@ def root_call_objects(p: Profile) -> list:
     names = [p.funcs[int(p.nodes[n, 1])] for n in s[:, 0].tolist()]
     out = []
     for i, row in enumerate(s.tolist()):
-        node, pid, cpu, flags, calltime, dur, desc, irq, off = row
+        node, pid, cpu, flags, calltime, dur, desc, irq, off = row[:9]
         out.append({"name": names[i], "pid": pid, "cpu": cpu, "start_ns": calltime, "dur_ns": dur,
                     "dur_corr_ns": round(float(cr.sample_dur[i]), 1), "descendants": desc,
                     "irq_ns": irq, "offcpu_ns": off, "gap": bool(flags & SAMPLE_GAP),

@@ -6,6 +6,9 @@ prints them.
 """
 from __future__ import annotations
 
+import os
+
+from ftflame import corrections
 from ftflame.profile import NODE_IRQ_ROOT, Profile
 
 from .common import anomaly_lines, count, max_depth_hint, us
@@ -37,11 +40,7 @@ def header(p: Profile) -> list:
     lines.extend(_wrap(", ".join(bits), ""))
     lines.append(f"calls: {count(c.get('exits', 0))} completed, {len(p.samples):,} root calls, "
                  f"{p.nrows:,} call paths, max depth {c.get('max_depth', -1)}")
-    cal = p.calibration
-    if cal.applied:
-        lines.append(f"calibration: O_in {cal.o_in_ns:.1f} ns, O_out {cal.o_out_ns:.1f} ns ({cal.source})")
-    else:
-        lines.append("calibration: none - figures are raw (tracer overhead included)")
+    lines.extend(calibration_lines(p))
     notes = anomaly_lines(p)
     hint = max_depth_hint(p)
     if hint:
@@ -71,7 +70,185 @@ def _wrap(text: str, indent: str) -> list:
     return out
 
 
+def calibration_lines(p: Profile) -> list:
+    """The calibration used and what the corrections did (the header)."""
+    cal = p.calibration
+    c = p.corrected
+    if c is None:
+        if cal.applied:
+            return [f"calibration: O_in {cal.o_in_ns:.1f} ns, O_out {cal.o_out_ns:.1f} ns ({cal.source})"]
+        return ["calibration: none - figures are raw (tracer overhead included)"]
+    out = []
+    if cal.applied:
+        src = cal.source
+        if src.startswith("file:"):
+            src = "file " + os.path.basename(src[5:])
+        spread = ""
+        d = cal.details if isinstance(cal.details, dict) else {}
+        ci_in = (d.get("o_in") or {}).get("ci95_ns")
+        ci_out = (d.get("o_out") or {}).get("ci95_ns")
+        if ci_in and ci_out and "applied_o_in" not in d:
+            spread = f"; 95%: [{ci_in[0]:.0f}, {ci_in[1]:.0f}], [{ci_out[0]:.0f}, {ci_out[1]:.0f}]"
+        how = {"empty-calls": "empty calls", "in-trace estimate": "in-trace estimate"}.get(cal.method, cal.method)
+        where = "" if src == "in-trace" else f", {src}"
+        text = (f"calibration: O_in {cal.o_in_ns:.1f} ns, O_out {cal.o_out_ns:.1f} ns per traced "
+                f"call ({how}{where}{spread})")
+        if d.get("applied_o_in"):
+            text += "; root-only trace: O_in of the NULL procedure hooked alone"
+        out.extend(_wrap(text, "  "))
+    else:
+        out.extend(_wrap("calibration: none - hook cost not subtracted (no calibration.json, no "
+                         "in-trace estimate: give --calibration or --overhead-in/--overhead-out)", "  "))
+    sm = corrections.summary(p)
+    irq = ("interrupt subtrees left out of the interrupted calls ([irq] frames)"
+           if c.irqs == "exclude" else "interrupt subtrees kept in the interrupted calls")
+    off = {"removed": "off-CPU time removed",
+           "kept": "off-CPU time kept (" + ("asked for" if "asked" in c.offcpu else
+                                           "the durations exclude it: nosleep-time") + ")",
+           "unknown": "off-CPU time unknown (no sched_switch events)"}[corrections.offcpu_state(c)]
+    bits = [f"corrected (*): {irq}; {off}"]
+    if sm["gap_calls"]:
+        bits.append(f"{sm['gap_calls']:,} gap calls left out")
+    bits.append(f"{sm['clamped_paths']:,} paths clamped ({sm['clamped_ns'] / 1e3:,.1f} us)")
+    if sm["clamped_root_calls"]:
+        bits.append(f"{sm['clamped_root_calls']:,} root calls clamped at 0")
+    bits.append(f"{sm['unreliable_paths']:,} of {p.nrows:,} paths unreliable (?: hook cost over "
+                "half the measured time)")
+    out.extend(_wrap("; ".join(bits), "  "))
+    return out
+
+
+def _flag(unreliable, clamped) -> str:
+    return "?" if unreliable else ("~" if clamped else " ")
+
+
+def corrected_function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
+    """Raw and corrected figures side by side, busiest (corrected) first."""
+    ft = p.functions
+    ex = corrections.function_extras(p)
+    order = sorted(range(len(ft)), key=lambda i: (-ft.incl_corr[i], ft.names[i]))[:top]
+    lines = [f"Functions by corrected inclusive time (top {len(order)} of {len(ft)}; us; "
+             "* = corrected)",
+             "",
+             f"{'Calls':>7} {'Avg':>9} {'Avg*':>9} {'Total*':>11} {'Self*':>10}  Function",
+             f"{'=' * 7} {'=' * 9} {'=' * 9} {'=' * 11} {'=' * 10}  {'=' * 27}"]
+    for i in order:
+        calls = int(ft.calls[i])
+        cc = int(ft.calls_corr[i])
+        avg = ft.incl[i] / calls if calls else 0
+        avg_c = ft.incl_corr[i] / cc if cc else 0
+        flag = _flag(ex["unreliable"][i], ex["clamped"][i]) if ex else " "
+        lines.append(f"{count(calls, 7)} {us(avg, 9)} {us(avg_c, 9)} {us(ft.incl_corr[i], 11)} "
+                     f"{us(ft.excl_corr[i], 10)} {flag}{_clip(ft.names[i], 27)}")
+    lines.append("")
+    lines.extend(_wrap("Avg: raw mean over all completed calls. Avg*, Total*, Self*: corrected, over "
+                       "the clean calls (gap calls left out). ?: the hook-cost correction exceeds "
+                       "half the measured time (unreliable). ~: clamped at zero self time.", ""))
+    return lines
+
+
+def corrected_call_tree(p: Profile) -> list:
+    c = p.corrected
+    lines = [f"Call tree per path (us; * = corrected; paths under {TREE_MIN_FRACTION:.0%} of "
+             "their root not shown)",
+             "",
+             f"{'Calls':>7} {'Avg':>9} {'Avg*':>9} {'Self*':>9}  Function",
+             f"{'=' * 7} {'=' * 9} {'=' * 9} {'=' * 9}  {'=' * 27}"]
+    calls, incl, flags = (p.col(k).tolist() for k in ("calls", "incl", "flags"))
+    ci, cx, cc = c.incl.tolist(), c.excl.tolist(), c.calls.tolist()
+    unrel = c.unreliable.tolist() if c.unreliable is not None else [0] * p.nrows
+    clamped = c.clamped.tolist()
+    kids = p.children
+    hidden = 0
+    budget = [TREE_MAX_LINES]
+    label_w = WIDTH - 40
+
+    def order(rows):
+        return sorted(rows, key=lambda r: (-ci[r], -incl[r], p.name(r)))
+
+    def walk(r, prefix, last, root_total, is_root):
+        nonlocal hidden
+        if budget[0] <= 0:
+            hidden += 1
+            return
+        budget[0] -= 1
+        branch = "" if is_root else prefix + ("`-" if last else "+-")
+        name = p.name(r)
+        if flags[r] & NODE_IRQ_ROOT:
+            name = (corrections.irq_kind(name) + " " + name) if c.irqs == "exclude" else name + " [irq]"
+        label = _clip(branch + name, label_w - 1)
+        n = calls[r]
+        lines.append(f"{count(n, 7)} {us(incl[r] / n if n else 0, 9)} "
+                     f"{us(ci[r] / cc[r] if cc[r] else 0, 9)} {us(cx[r] / cc[r] if cc[r] else 0, 9)} "
+                     f"{_flag(unrel[r], clamped[r])}{label}")
+        shown = [k for k in order(kids[r]) if ci[k] >= TREE_MIN_FRACTION * root_total and ci[k] > 0]
+        hidden += len(kids[r]) - len(shown)
+        child_prefix = "" if is_root else prefix + ("  " if last else "| ")
+        for i, k in enumerate(shown):
+            walk(k, child_prefix, i == len(shown) - 1, root_total, False)
+
+    for r in order(kids[-1]):
+        walk(r, "", True, ci[r], True)
+        lines.append("")
+    if hidden:
+        lines.append(f"({hidden:,} smaller or deeper paths not shown: see the JSON or HTML report)")
+    lines.extend(_wrap("Avg*, Self*: corrected means per clean call. [irq]/[softirq]: interrupt "
+                       "subtrees, not counted in the interrupted path's corrected time."
+                       if c.irqs == "exclude" else "Avg*, Self*: corrected means per clean call.", ""))
+    return lines
+
+
+def balance_lines(p: Profile) -> list:
+    """The balance sheet: where each root function's measured time went."""
+    if not p.balance:
+        return []
+    out = ["Balance sheet per root function (mean per clean call, us)", ""]
+    for b in p.balance:
+        out.append(f"{_clip(b['function'], 44)} ({b['calls']:,} calls"
+                   + (f", {b['gap_calls']:,} gap calls left out)" if b["gap_calls"] else ")"))
+        rows = [("measured (raw mean)", b["measured_raw_mean_ns"], "")]
+        rows.append(("= corrected components", b["corrected_mean_ns"], ""))
+        for comp in b["components"]:
+            rows.append(("    " + comp["name"], comp["mean_ns"], ""))
+        rows.append(("+ tracer hook cost removed", b["overhead_mean_ns"], ""))
+        irq_note = f"{b['irq_per_call']:.2f}/call"
+        if p.corrected.irqs == "include":
+            irq_note += ", kept in (--irqs include)"
+        elif b.get("irq_corrected_mean_ns") is not None and b["irq_mean_ns"]:
+            irq_note += f", own work {us(b['irq_corrected_mean_ns'])}"
+        rows.append(("+ interrupt subtrees", b["irq_mean_ns"], irq_note))
+        off_note = {"kept": "already out (nosleep-time)",
+                    "unknown": "unknown: no sched_switch"}.get(corrections.offcpu_state(p.corrected), "")
+        rows.append(("+ off-CPU (sched_switch)", b["offcpu_mean_ns"], off_note))
+        if b["clamped_mean_ns"]:
+            rows.append(("- clamped", b["clamped_mean_ns"], ""))
+        acc = b["accounted_pct"]
+        rows.append(("+ unaccounted", b["unaccounted_mean_ns"],
+                     f"accounted {acc:.1f}%" if acc is not None else ""))
+        for label, v, note in rows:
+            line = f"  {_clip(label, 36):<36} {us(v, 12)}"
+            if note:
+                line += "  " + note
+            out.append(_clip(line, WIDTH))
+        e = b.get("external")
+        if e:
+            src = e["source"]
+            if src.startswith("baseline "):
+                src = os.path.basename(src[9:]) + (f", {e['calls']:,} calls" if e["calls"] else "")
+            diff = e["difference_ns"]
+            acc = f"{e['accounted_pct']:.1f}%" if e["accounted_pct"] is not None else "-"
+            for label, v, note in (("vs measured: baseline" if e["calls"] else "vs measured (given)",
+                                    us(e["mean_ns"], 12), src if e["calls"] else ""),
+                                   ("difference (corrected - measured)",
+                                    ("+" if diff >= 0 else "-") + us(abs(diff)), f"accounted {acc}")):
+                out.append(_clip(f"  {label:<36} {v:>12}  {note}", WIDTH))
+        out.append("")
+    return out
+
+
 def function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
+    if p.corrected is not None:
+        return corrected_function_table(p, top)
     ft = p.functions
     n = min(top, len(ft))
     lines = [f"Functions by total inclusive time (top {n} of {len(ft)}; times in us)",
@@ -87,6 +264,8 @@ def function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
 
 
 def call_tree(p: Profile) -> list:
+    if p.corrected is not None:
+        return corrected_call_tree(p)
     lines = ["Call tree, aggregated per path (us; paths under "
              f"{TREE_MIN_FRACTION:.0%} of their root not shown)",
              "",
@@ -133,4 +312,8 @@ def render(p: Profile, opts=None) -> str:
     out.extend(function_table(p))
     out.append("")
     out.extend(call_tree(p))
+    bal = balance_lines(p)
+    if bal:
+        out.append("")
+        out.extend(bal)
     return "\n".join(line.rstrip() for line in out).rstrip() + "\n"

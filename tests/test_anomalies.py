@@ -43,10 +43,11 @@ def test_lost_events():
     # raw: every exit counts, with the tracer's own duration
     assert func(p, "outer") == {"calls": 1, "incl": 2100, "excl": 2100 - 500 - 400}
     assert func(p, "inner")["calls"] == 2
-    # outer spans the gap: left out of corrected statistics, counted
+    # outer spans the gap: left out of corrected statistics, counted; its
+    # children go with it (corrected sets are whole call trees)
     assert val(p, "gap_calls", "outer") == 1
-    assert val(p, "gap_calls", "outer", "inner") == 0
-    assert c["gap_calls"] == 1
+    assert val(p, "gap_calls", "outer", "inner") == 2
+    assert c["gap_calls"] == 3 and c["gap_tree_calls"] == 2
     assert p.samples[0][3] & 1  # the root sample is marked as gap
 
 

@@ -241,6 +241,12 @@ static int func_is_irq_entry(ftf_builder *b, uint32_t func)
 /* ---- tasks ------------------------------------------------------------- */
 
 typedef struct {
+	uint32_t node;
+	uint32_t slot;
+	ftf_sums s;
+} ftf_jentry;
+
+typedef struct {
 	uint32_t node, func;
 	int64_t depth;
 	uint64_t child_incl;  /* raw inclusive time of completed children */
@@ -261,6 +267,7 @@ typedef struct {
 	 * this call's window (known at the exit, from calltime) */
 	uint8_t adopt_valid;
 	uint64_t adopt_calltime, adopt_dur, adopt_calls;
+	uint64_t last_ret; /* rettime of the last child, 0: none (sibling gaps) */
 } ftf_frame;
 
 struct ftf_task {
@@ -275,6 +282,12 @@ struct ftf_task {
 	uint64_t overrun;
 	uint8_t switched_out, have_overrun;
 	int32_t cpu;
+	/* calls completed under the open root call, per node (see journal_add) */
+	ftf_jentry *jent;
+	uint32_t *jslots;
+	uint32_t jn, jcap, jnslots;
+	uint64_t irq_roots; /* irq subtrees completed under task frames */
+	uint64_t root_irq_roots_at;
 };
 
 static uint64_t task_key(int32_t pid, int32_t cpu)
@@ -444,17 +457,115 @@ static void sums_add(ftf_sums *s, uint64_t dur, int64_t excl, uint64_t desc, uin
 	s->offcpu += off;
 }
 
+/* ---- the root journal ---------------------------------------------------
+ * Corrected statistics leave out the `gap` set, and must stay a closed set
+ * of whole call trees: if a call were kept while its caller is left out, the
+ * caller's corrected time would no longer be its self time plus its kept
+ * children (corr incl = corr excl + sum of children). So a call is left out
+ * when it spans a gap itself, or when its root call (the bottom frame of the
+ * task's stack) spans one or never completes (lost exit, open at the end).
+ * While the root is open, the clean calls completed under it are summed per
+ * node in the task's journal; when the root ends, the journal is dropped
+ * (clean tree) or moved into the nodes' gap sums. Memory: one entry per
+ * distinct call path under the open root. */
+static void sums_merge(ftf_sums *d, const ftf_sums *s)
+{
+	d->calls += s->calls;
+	d->incl += s->incl;
+	d->excl += s->excl;
+	d->desc += s->desc;
+	d->nchild += s->nchild;
+	d->irq += s->irq;
+	d->irq_calls += s->irq_calls;
+	d->offcpu += s->offcpu;
+}
+
+static int journal_grow(ftf_task *t)
+{
+	uint32_t nslots = t->jnslots ? t->jnslots * 2 : 64;
+	uint32_t *slots = calloc(nslots, sizeof(*slots));
+	ftf_jentry *ent = realloc(t->jent, (nslots / 2) * sizeof(*ent));
+	if (!slots || !ent) {
+		free(slots);
+		if (ent)
+			t->jent = ent;
+		return -1;
+	}
+	for (uint32_t i = 0; i < t->jn; i++) {
+		uint32_t s = mix64(ent[i].node) & (nslots - 1);
+		while (slots[s])
+			s = (s + 1) & (nslots - 1);
+		slots[s] = i + 1;
+		ent[i].slot = s;
+	}
+	free(t->jslots);
+	t->jslots = slots;
+	t->jent = ent;
+	t->jnslots = nslots;
+	t->jcap = nslots / 2;
+	return 0;
+}
+
+static void journal_add(ftf_builder *b, ftf_task *t, uint32_t node, const ftf_sums *one)
+{
+	if (t->jn + 1 > t->jcap && journal_grow(t) < 0) {
+		b->oom = 1;
+		return;
+	}
+	uint32_t s = mix64(node) & (t->jnslots - 1);
+	while (t->jslots[s]) {
+		ftf_jentry *e = &t->jent[t->jslots[s] - 1];
+		if (e->node == node) {
+			sums_merge(&e->s, one);
+			return;
+		}
+		s = (s + 1) & (t->jnslots - 1);
+	}
+	ftf_jentry *e = &t->jent[t->jn];
+	e->node = node;
+	e->slot = s;
+	e->s = *one;
+	t->jslots[s] = ++t->jn;
+}
+
+/* The task's root call ended (gap: it spans a gap or never completed). */
+static void journal_end(ftf_builder *b, ftf_task *t, int gap)
+{
+	for (uint32_t i = 0; i < t->jn; i++) {
+		ftf_jentry *e = &t->jent[i];
+		if (gap) {
+			sums_merge(&b->nodes[e->node].gap, &e->s);
+			b->c.gap_calls += e->s.calls;
+			b->c.gap_tree_calls += e->s.calls;
+		}
+		t->jslots[e->slot] = 0;
+	}
+	t->jn = 0;
+}
+
 static void node_add(ftf_builder *b, uint32_t idx, int gap, uint64_t dur, int64_t excl,
 		     uint64_t desc, uint64_t nchild, uint64_t irq, uint64_t irq_calls, uint64_t off)
 {
 	if (idx == FTF_NONE)
 		return;
 	ftf_node *n = &b->nodes[idx];
+	ftf_task *t = b->cur_task;
 	sums_add(&n->all, dur, excl, desc, nchild, irq, irq_calls, off);
 	if (gap) {
 		sums_add(&n->gap, dur, excl, desc, nchild, irq, irq_calls, off);
 		b->c.gap_calls++;
+	} else if (t && t->n && t->stack[0].gap) {
+		/* the root already spans a gap: the whole tree is left out */
+		sums_add(&n->gap, dur, excl, desc, nchild, irq, irq_calls, off);
+		b->c.gap_calls++;
+		b->c.gap_tree_calls++;
+	} else if (t && t->n) {
+		ftf_sums one = { 0 };
+		sums_add(&one, dur, excl, desc, nchild, irq, irq_calls, off);
+		journal_add(b, t, idx, &one);
 	}
+	if (t && !t->n && t->jn)
+		journal_end(b, t, gap);
 	if (dur < n->incl_min)
 		n->incl_min = dur;
 	if (dur > n->incl_max)
@@ -501,6 +612,8 @@ void ftf_builder_free(ftf_builder *b)
 {
 	for (uint32_t i = 0; i < b->ntask_slots; i++) {
 		if (b->tasks[i]) {
+			free(b->tasks[i]->jent);
+			free(b->tasks[i]->jslots);
 			free(b->tasks[i]->stack);
 			free(b->tasks[i]);
 		}
@@ -515,6 +628,10 @@ void ftf_builder_free(ftf_builder *b)
 	free(b->node_slot_vals);
 	free(b->samples);
 	free(b->func_irq);
+	for (int k = 0; k < 2; k++)
+		for (int x = 0; x < FTF_NCTX; x++)
+			for (int c = 0; c < FTF_EST_CPUS; c++)
+				free(b->est[k][x][c].hist);
 	ftf_funcs_free(&b->funcs);
 	memset(b, 0, sizeof(*b));
 }
@@ -541,6 +658,8 @@ static void drop_unterminated(ftf_builder *b, ftf_task *t, uint32_t keep)
 	b->c.unterminated += t->n - keep;
 	t->n = keep;
 	taint_all(t);
+	if (!keep && t->jn)
+		journal_end(b, t, 1); /* the root never completes */
 }
 
 static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
@@ -645,6 +764,9 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 		f->adopt_dur = pf->last_irq_dur;
 		f->adopt_calls = pf->last_irq_calls;
 	}
+	f->last_ret = 0;
+	if (t->n == 1)
+		t->root_irq_roots_at = t->irq_roots;
 }
 
 /* Pop the top frame as a completed call of duration dur. */
@@ -734,6 +856,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 		/* an irq subtree ends: its whole time is irq time for the frames below */
 		t->irq_ns += dur;
 		b->c.irq_roots++;
+		t->irq_roots++;
 	}
 	if (f.cpu != cpu && cpu >= 0) {
 		b->c.migrations++;
@@ -748,9 +871,54 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 				 ((b->nodes[f.node].flags & FTF_NODE_PARTIAL) ? FTF_SAMPLE_PARTIAL : 0) |
 				 (f.irq ? FTF_SAMPLE_IRQ : 0),
 			.calltime = calltime, .dur = dur, .desc = desc, .irq = irq, .offcpu = off,
+			.irq_calls = irq_calls, .irq_roots = t->irq_roots - t->root_irq_roots_at,
 		};
 		add_sample(b, &s);
 	}
+}
+
+/* ---- in-trace overhead estimate -------------------------------------- */
+
+static void est_add(ftf_builder *b, int kind, int ctx, int32_t cpu, uint64_t v)
+{
+	if (cpu < 0)
+		return;
+	ftf_est *e = &b->est[kind][ctx][cpu < FTF_EST_CPUS ? cpu : FTF_EST_CPUS - 1];
+	if (v >= FTF_EST_MAX) {
+		e->over++;
+		return;
+	}
+	if (!e->hist && !(e->hist = calloc(FTF_EST_MAX, sizeof(*e->hist)))) {
+		b->oom = 1;
+		return;
+	}
+	e->hist[v]++;
+}
+
+/* The top frame is about to complete with this exit: a call with no
+ * recorded calls inside is a leaf (its duration is O_in plus its body);
+ * calltime minus the previous sibling's rettime is O_out plus the caller's
+ * code between the two calls. An irq between siblings breaks the pair. */
+static void est_exit(ftf_builder *b, ftf_task *t, const ftf_event *ev, uint64_t dur)
+{
+	ftf_frame *f = &t->stack[t->n - 1];
+	ftf_frame *p = t->n >= 2 ? &t->stack[t->n - 2] : NULL;
+	int ctx = (ev->flags & FTF_FLAG_HARDIRQ) ? FTF_CTX_HARDIRQ
+		  : (ev->flags & FTF_FLAG_SOFTIRQ) ? FTF_CTX_SOFTIRQ
+		  : f->irq ? FTF_CTX_HARDIRQ : FTF_CTX_TASK;
+	if (f->gap)
+		return;
+	if (t->calls == f->calls_at)
+		est_add(b, FTF_EST_LEAF, ctx, ev->cpu, dur);
+	if (!p || p->gap || f->lparent != t->n - 2)
+		return;
+	if (f->irq && !p->irq) {
+		p->last_ret = 0;
+		return;
+	}
+	if (p->last_ret && ev->calltime >= p->last_ret)
+		est_add(b, FTF_EST_GAP, ctx, ev->cpu, ev->calltime - p->last_ret);
+	p->last_ret = ev->rettime;
 }
 
 static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *ev)
@@ -783,6 +951,7 @@ static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 			b->c.depth_mismatch++;
 			drop_unterminated(b, t, i);
 		}
+		est_exit(b, t, ev, dur);
 		complete_top(b, t, dur, ev->cpu, ev->calltime);
 		return;
 	}
@@ -833,12 +1002,17 @@ static void on_lost(ftf_builder *b, const ftf_event *ev)
 
 static void on_switch(ftf_builder *b, const ftf_event *ev)
 {
+	ftf_task **tail = ev->cpu >= 0 && ev->cpu < FTF_MAX_CPUS ? &b->cpu_tail[ev->cpu] : NULL;
 	b->c.switches++;
+	if (tail)
+		*tail = NULL;
 	if (ev->pid != 0) {
 		ftf_task *prev = task_find(b, task_key(ev->pid, ev->cpu), 0);
 		if (prev && prev->n) {
 			prev->switched_out = 1;
 			prev->out_ts = ev->ts;
+			if (tail)
+				*tail = prev;
 		}
 	}
 	if (ev->next_pid != 0) {
@@ -870,9 +1044,21 @@ void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
 			b->oom = 1;
 			return;
 		}
-		/* an event of the task means it runs: a missed switch-in */
-		t->switched_out = 0;
+		/* After its sched_switch event, the outgoing task still runs the
+		 * end of __schedule() (switch_mm...) and records it: that tail is
+		 * not a switch-in. Any other task's event on the CPU ends the
+		 * tail; an event of a switched-out task after that means its
+		 * switch-in was missed (its off-CPU time is then not known). */
+		if (ev->cpu >= 0 && ev->cpu < FTF_MAX_CPUS) {
+			if (b->cpu_tail[ev->cpu] != t)
+				b->cpu_tail[ev->cpu] = NULL;
+			if (t->switched_out && b->cpu_tail[ev->cpu] != t)
+				t->switched_out = 0;
+		} else {
+			t->switched_out = 0;
+		}
 		t->cpu = ev->cpu;
+		b->cur_task = t;
 		if (ev->kind == FTF_EV_ENTRY) {
 			on_entry(b, t, ev);
 		} else if (ev->kind == FTF_EV_EXIT) {
@@ -887,6 +1073,7 @@ void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
 			if (t->n)
 				complete_top(b, t, dur, ev->cpu, ev->calltime);
 		}
+		b->cur_task = NULL;
 		break;
 	}
 	case FTF_EV_SWITCH:
@@ -916,6 +1103,8 @@ void ftf_builder_finish(ftf_builder *b)
 			}
 		}
 		b->c.open_at_end += t->n;
+		if (t->n && t->jn)
+			journal_end(b, t, 1); /* the root never completed */
 		t->n = 0;
 	}
 }

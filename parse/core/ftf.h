@@ -104,7 +104,9 @@ typedef struct {
 	uint32_t func;
 	uint32_t flags;
 	ftf_sums all;    /* every completed call */
-	ftf_sums gap;    /* the subset that spans a lost-event gap, overrun or lost exit */
+	ftf_sums gap;    /* the subset left out of corrected statistics: calls that span a
+			  * lost-event gap, overrun or lost exit, or whose root call does
+			  * or never completes (see the root journal in builder.c) */
 	uint64_t incl_min, incl_max;
 	int64_t excl_min, excl_max;
 	uint64_t migrated;      /* calls that ended on another CPU than they began */
@@ -133,6 +135,8 @@ typedef struct {
 	uint64_t desc;
 	uint64_t irq;
 	uint64_t offcpu;
+	uint64_t irq_calls; /* calls recorded inside the irq subtrees (not in desc) */
+	uint64_t irq_roots; /* irq subtrees inside the call */
 } ftf_sample;
 
 enum ftf_sample_flags {
@@ -155,6 +159,7 @@ typedef struct {
 	uint64_t depth_mismatch; /* entry/exit depth not what the stack says */
 	uint64_t migrations;     /* calls that ended on a different CPU */
 	uint64_t gap_calls;      /* completed calls left out of corrected statistics */
+	uint64_t gap_tree_calls; /* ...of which only because their root call spans a gap or never completed */
 	uint64_t partial_entries;/* entries at depth > 0 with no open parent */
 	uint64_t irq_roots;      /* irq subtrees */
 	uint64_t leaf_events;    /* text leaf lines */
@@ -164,6 +169,20 @@ typedef struct {
 } ftf_counters;
 
 #define FTF_MAX_CPUS 4096
+
+/* In-trace overhead estimate (ftflame/calibration.py): exact 1-ns histograms
+ * of leaf durations (about O_in) and of gaps between consecutive siblings,
+ * calltime(B) - rettime(A) (about O_out), per CPU and context. Values from
+ * FTF_EST_MAX ns up only count as over. CPUs from FTF_EST_CPUS up share the
+ * last slot. Allocated on first use. */
+#define FTF_EST_MAX 8192
+#define FTF_EST_CPUS 64
+enum { FTF_EST_LEAF = 0, FTF_EST_GAP = 1 };
+enum { FTF_CTX_TASK = 0, FTF_CTX_SOFTIRQ = 1, FTF_CTX_HARDIRQ = 2, FTF_NCTX = 3 };
+typedef struct {
+	uint32_t *hist; /* FTF_EST_MAX counts */
+	uint64_t over;
+} ftf_est;
 
 typedef struct ftf_task ftf_task;
 
@@ -193,6 +212,11 @@ typedef struct {
 	int keep_hist;
 	uint8_t *func_irq; /* per func: 0 unknown, 1 no, 2 irq entry function */
 	uint32_t nfunc_irq;
+	ftf_task *cur_task; /* the task of the event being fed */
+	/* per CPU: the task whose sched_switch-out came last and which may
+	 * still record the tail of __schedule() before the switch happens */
+	ftf_task *cpu_tail[FTF_MAX_CPUS];
+	ftf_est est[2][FTF_NCTX][FTF_EST_CPUS]; /* [kind][context][cpu] */
 } ftf_builder;
 
 int ftf_builder_init(ftf_builder *b);

@@ -9,6 +9,8 @@
 
 #include "ftf.h"
 
+/* Sample table columns, one int64 each (profile.SAMPLE_COLUMNS). */
+#define SAMPLE_COLS 11
 /* Node table columns, one int64 each (the Python side names them). */
 #define NODE_COLS 28
 
@@ -137,11 +139,11 @@ static PyObject *builder_result(ftf_builder *b)
 	SET(res, "hist_excl", Py_BuildValue("(NNN)", ho, hb, hc));
 	ho = hb = hc = NULL;
 
-	PyObject *samples = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)b->nsamples * 9 * 8);
+	PyObject *samples = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)b->nsamples * SAMPLE_COLS * 8);
 	if (!samples)
 		goto fail;
 	int64_t *sr = (int64_t *)PyBytes_AS_STRING(samples);
-	for (uint64_t i = 0; i < b->nsamples; i++, sr += 9) {
+	for (uint64_t i = 0; i < b->nsamples; i++, sr += SAMPLE_COLS) {
 		const ftf_sample *s = &b->samples[i];
 		sr[0] = s->node;
 		sr[1] = s->pid;
@@ -152,8 +154,35 @@ static PyObject *builder_result(ftf_builder *b)
 		sr[6] = (int64_t)s->desc;
 		sr[7] = (int64_t)s->irq;
 		sr[8] = (int64_t)s->offcpu;
+		sr[9] = (int64_t)s->irq_calls;
+		sr[10] = (int64_t)s->irq_roots;
 	}
 	SET(res, "samples", samples);
+
+	/* in-trace overhead estimate: [(kind, context, cpu, counts, over)] */
+	PyObject *est = PyList_New(0);
+	if (!est)
+		goto fail;
+	SET(res, "estimates", est);
+	for (int k = 0; k < 2; k++) {
+		for (int x = 0; x < FTF_NCTX; x++) {
+			for (int c = 0; c < FTF_EST_CPUS; c++) {
+				const ftf_est *e = &b->est[k][x][c];
+				if (!e->hist && !e->over)
+					continue;
+				PyObject *counts = e->hist
+					? PyBytes_FromStringAndSize((const char *)e->hist, FTF_EST_MAX * sizeof(uint32_t))
+					: PyBytes_FromStringAndSize(NULL, 0);
+				PyObject *item = counts ? Py_BuildValue("(iiiNK)", k, x, c, counts,
+									(unsigned long long)e->over) : NULL;
+				if (!item || PyList_Append(est, item) < 0) {
+					Py_XDECREF(item);
+					goto fail;
+				}
+				Py_DECREF(item);
+			}
+		}
+	}
 
 	cnt = PyDict_New();
 	if (!cnt)
@@ -161,7 +190,7 @@ static PyObject *builder_result(ftf_builder *b)
 #define C(name) SET(cnt, #name, PyLong_FromUnsignedLongLong(b->c.name))
 	C(events); C(entries); C(exits); C(switches); C(other_events); C(lost_records);
 	C(lost_events); C(lost_unknown); C(orphan_exits); C(unterminated); C(open_at_end);
-	C(overrun_growth); C(depth_mismatch); C(migrations); C(gap_calls); C(partial_entries);
+	C(overrun_growth); C(depth_mismatch); C(migrations); C(gap_calls); C(gap_tree_calls); C(partial_entries);
 	C(irq_roots); C(leaf_events); C(irq_outside_window); C(first_ts); C(last_ts);
 #undef C
 	SET(cnt, "max_depth", PyLong_FromLongLong(b->c.max_depth));

@@ -1,0 +1,163 @@
+"""Balance sheet: do the corrected parts add up to what was measured?
+
+Per root (graph) function, over its clean calls, as means per call:
+
+    measured raw mean = corrected components (the root's own time and its
+                        children's corrected inclusive times)
+                      + tracer overhead removed
+                      + irq subtrees + off-CPU time
+                      - clamped (ns the clamps took from the children)
+                      + unaccounted
+
+Against the trace itself this balances by construction; it shows where the
+raw time went. The real check is against a total measured some other way:
+a baseline recording with only the roots hooked (``--baseline``, the same
+workload recorded by ``collect.sh --baseline``: corrected with the same
+calibration, its mean is the measured total), or a number the user gives
+(``--measured FUNC=TIME``), as in the seeds' "synthetic vs measured" tables.
+Accounted % = corrected / measured.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable, Optional
+
+import numpy as np
+
+from ftflame.errors import InputError
+from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
+
+TOP_COMPONENTS = 6
+_UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def parse_measured(spec: str) -> tuple:
+    """'FUNC=TIME' -> (func, ns). TIME takes ns, us, ms or s; a bare number is
+    microseconds, the unit function_graph prints."""
+    m = re.fullmatch(r"\s*([^=\s]+)\s*=\s*([0-9]*\.?[0-9]+(?:[eE][-+]?\d+)?)\s*(ns|us|µs|ms|s)?\s*", spec)
+    if not m:
+        raise InputError("--measured", f"cannot read {spec!r}",
+                         "use FUNC=TIME, e.g. nfsd3_proc_write=124us (units ns, us, ms, s; bare = us)")
+    return m.group(1), float(m.group(2)) * _UNITS[m.group(3) or "us"]
+
+
+def _clean(p: Profile, name: str) -> np.ndarray:
+    return p.col(name).astype(np.float64) - p.col("gap_" + name).astype(np.float64)
+
+
+def root_rows(p: Profile) -> dict:
+    """Function name -> its task-context root rows (real roots, not '(partial)')."""
+    parent = p.col("parent")
+    flags = p.col("flags")
+    out = {}
+    for r in np.nonzero((parent < 0) & ((flags & NODE_IRQ) == 0) & (p.col("calls") > 0))[0].tolist():
+        out.setdefault(p.name(r), []).append(r)
+    return out
+
+
+def root_means(p: Profile) -> dict:
+    """Function -> (clean calls, corrected mean ns) of its root calls."""
+    c = p.corrected_or_raw
+    out = {}
+    for name, rows in root_rows(p).items():
+        n = float(c.calls[rows].sum())
+        if n:
+            out[name] = (int(n), float(c.incl[rows].sum()) / n)
+    return out
+
+
+def sheet(p: Profile, baseline: Optional[Profile] = None, measured: Iterable = ()) -> tuple:
+    """The balance sheet: one dict per root function (busiest first)."""
+    c = p.corrected_or_raw
+    if c is None:
+        return ()
+    measured = dict(measured)
+    base = root_means(baseline) if baseline is not None else {}
+    incl = _clean(p, "incl")
+    kids = p.children
+    zero = np.zeros(p.nrows)
+    over = c.overhead if c.overhead is not None else zero
+    irq = c.irq_removed if c.irq_removed is not None else zero
+    off = c.offcpu_removed if c.offcpu_removed is not None else zero
+    clamp = c.clamp_ns if c.clamp_ns is not None else zero
+    from ftflame.corrections import counted_children
+
+    counted = counted_children(p, c.irqs) if p.nrows else np.zeros(0, bool)
+    rows_by_func = root_rows(p)
+    top = _tree_tops(p)
+    irq_root = np.nonzero((p.col("flags") & NODE_IRQ_ROOT) != 0)[0]
+    out = []
+    for name, rows in sorted(rows_by_func.items(), key=lambda kv: -float(incl[kv[1]].sum())):
+        n = float(c.calls[rows].sum())
+        if not n:
+            continue
+        raw = float(incl[rows].sum()) / n
+        corr = float(c.incl[rows].sum()) / n
+        comp = {}
+        self_ns = float(c.excl[rows].sum()) / n
+        for r in rows:
+            for k in kids[r]:
+                if counted[k]:
+                    comp[p.name(k)] = comp.get(p.name(k), 0.0) + float(c.incl[k]) / n
+        ranked = sorted(comp.items(), key=lambda kv: -kv[1])
+        components = [{"name": f"{name} (self)", "mean_ns": round(self_ns, 1)}]
+        components += [{"name": k, "mean_ns": round(v, 1)} for k, v in ranked[:TOP_COMPONENTS]]
+        rest = ranked[TOP_COMPONENTS:]
+        if rest:
+            components.append({"name": f"{len(rest)} other children",
+                               "mean_ns": round(sum(v for _, v in rest), 1)})
+        o = float(over[rows].sum()) / n
+        i = float(irq[rows].sum()) / n
+        mine = irq_root[np.isin(top[irq_root], rows)]
+        i_corr = float(c.incl[mine].sum()) / n if c.irqs == "exclude" else None
+        f = float(off[rows].sum()) / n
+        cl = float(clamp[rows].sum()) / n
+        unacc = raw - (corr + o + i + f - cl)
+        unacc = 0.0 if abs(unacc) < 0.05 else unacc  # float rounding, not time
+        entry = {
+            "function": name, "calls": int(n),
+            "gap_calls": int(p.col("gap_calls")[rows].sum()),
+            "measured_raw_mean_ns": round(raw, 1),
+            "corrected_mean_ns": round(corr, 1),
+            "components": components,
+            "overhead_mean_ns": round(o, 1),
+            "irq_mean_ns": round(i, 1),
+            "irq_corrected_mean_ns": None if i_corr is None else round(i_corr, 1),
+            "irq_per_call": round(float(_clean(p, "calls")[mine].sum()) / n, 3),
+            "offcpu_mean_ns": round(f, 1),
+            "clamped_mean_ns": round(cl, 1),
+            "unaccounted_mean_ns": round(unacc, 1),
+            "accounted_pct": round(100.0 * (raw - unacc) / raw, 2) if raw else None,
+            "external": None,
+        }
+        ext = None
+        if name in measured:
+            ext = {"source": "given (--measured)", "calls": None, "mean_ns": measured[name]}
+        elif name in base:
+            bn, bm = base[name]
+            ext = {"source": f"baseline {baseline.trace.source}", "calls": bn, "mean_ns": round(bm, 1)}
+        if ext:
+            m = ext["mean_ns"]
+            ext["difference_ns"] = round(corr - m, 1)
+            ext["accounted_pct"] = round(100.0 * corr / m, 2) if m else None
+            entry["external"] = ext
+        out.append(entry)
+    for name in measured:
+        if name not in rows_by_func:
+            raise InputError("--measured", f"{name} is not a root function of {p.trace.source}",
+                             "roots: " + ", ".join(sorted(rows_by_func)[:8]))
+    return tuple(out)
+
+
+def _tree_tops(p: Profile) -> np.ndarray:
+    """The top row of every node's tree (parents have lower rows)."""
+    parent = p.col("parent").tolist()
+    top = list(range(p.nrows))
+    for r in range(p.nrows):
+        if parent[r] >= 0:
+            top[r] = top[parent[r]]
+    return np.array(top, dtype=np.int64)
+
+
+def attach(p: Profile, baseline: Optional[Profile] = None, measured: Iterable = ()) -> Profile:
+    return p.replace(balance=sheet(p, baseline, measured))

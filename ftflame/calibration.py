@@ -1,0 +1,384 @@
+"""Tracer hook cost: empty-call calibration, in-trace estimate, calibration.json.
+
+DESIGN.md's overhead model needs O_in (hook cost inside a call's own window)
+and O_out (hook cost outside it, in the caller's window). Best first:
+
+1. Empty calls (``calibrate_from_traces``), three recordings of NFS NULL RPCs
+   with the same kernel and tracer options (``collect/calibrate.sh``):
+   NULL.dat (the NULL procedure alone), ROOT.dat (the dispatcher alone) and
+   FULL.dat (the dispatcher with its whole graph). The NULL procedure's body
+   is empty, so its duration is O_in; the dispatcher's duration with its
+   graph minus its duration alone, per recorded descendant, is O_in + O_out.
+2. The in-trace estimate (``estimate_in_trace``): low percentiles of leaf
+   durations (O_in) and of gaps between consecutive siblings (O_out).
+3. Values given on the command line.
+
+Recording mode matters: a function hooked alone (``trace-cmd -l``) goes
+through a different hook path than a full graph, so the NULL procedure is
+timed in both recordings where it appears: inside FULL.dat (a leaf of the
+dispatcher) for O_in of full-graph traces, and alone in NULL.dat for O_in
+of root-only traces (every call a root without recorded descendants).
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from typing import Optional
+
+import numpy as np
+
+from ftflame.errors import InputError
+from ftflame.profile import NODE_IRQ, SAMPLE_GAP, SAMPLE_IRQ, Calibration, Profile, hist_lower, hist_upper
+
+SCHEMA = "ftflame-calibration/1"
+FILE_NAME = "calibration.json"
+RUN_DIR_TRACES = ("calib-null.dat", "calib-dispatch-root.dat", "calib-dispatch-full.dat")
+BOOTSTRAP = 2000
+SEED = 20240501  # fixed: the same traces give the same file
+
+# in-trace estimate
+IN_TRACE_PERCENTILE = 1.0  # robust floor: the hook cost without the callee's body / caller's glue
+IN_TRACE_MIN_SAMPLES = 200
+
+
+# ---- helpers ---------------------------------------------------------------
+
+def _read(trace) -> Profile:
+    if isinstance(trace, Profile):
+        return trace
+    from ftflame import parse
+
+    return parse.read(trace)
+
+
+def _bootstrap(values: np.ndarray, stat=np.median, n: int = BOOTSTRAP, rng=None) -> np.ndarray:
+    rng = rng if rng is not None else np.random.default_rng(SEED)
+    idx = rng.integers(0, len(values), size=(n, len(values)))
+    return stat(values[idx], axis=1)
+
+
+def _ci(boot: np.ndarray) -> list:
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    return [round(float(lo), 1), round(float(hi), 1)]
+
+
+def _root_values(p: Profile, what: str):
+    """(function, per-call values dur - irq - off, descendants, irq roots) of
+    the clean task-context root calls of the trace's most common root."""
+    s = p.samples
+    if len(s) == 0:
+        raise InputError(p.trace.source, f"no completed root calls ({what})",
+                         "was the calibration workload running while recording?")
+    ok = ((p.scol("flags") & (SAMPLE_GAP | SAMPLE_IRQ)) == 0)
+    funcs = [p.funcs[int(p.nodes[n, 1])] for n in p.scol("node").tolist()]
+    counts = Counter(f for f, k in zip(funcs, ok.tolist()) if k)
+    if not counts:
+        raise InputError(p.trace.source, f"every root call spans lost events ({what})",
+                         "record again with a bigger buffer (trace-cmd record -b)")
+    func = counts.most_common(1)[0][0]
+    sel = ok & np.array([f == func for f in funcs])
+    v = (p.scol("dur") - p.scol("irq") - p.scol("offcpu"))[sel].astype(np.float64)
+    return func, v, p.scol("desc")[sel].astype(np.float64), p.scol("irq_roots")[sel]
+
+
+def _leaf_in_graph(p: Profile, func: str) -> Optional[dict]:
+    """Duration of `func` as a leaf inside a full-graph recording (its clean
+    calls without recorded descendants): mean exact, median from the node
+    histograms (to 1/32 of the value, exact where all calls share one value)."""
+    from ftflame.corrections import clean
+
+    if func not in p.funcs:
+        return None
+    fid = p.funcs.index(func)
+    rows = np.nonzero((p.col("func") == fid) & ((p.col("flags") & NODE_IRQ) == 0)
+                      & (p.col("desc") == 0) & (p.col("irq_calls") == 0))[0]
+    calls = clean(p, "calls")[rows]
+    if len(rows) == 0 or calls.sum() == 0:
+        return None
+    total = (clean(p, "incl") - clean(p, "irq") - clean(p, "offcpu"))[rows].sum()
+    buckets, counts = [], []
+    for r in rows.tolist():
+        b, c = p.hist_incl.row(r)
+        buckets.append(b)
+        counts.append(c)
+    b = np.concatenate(buckets)
+    c = np.concatenate(counts).astype(np.int64)
+    lo = int(p.col("incl_min")[rows].min())
+    hi = int(p.col("incl_max")[rows].max())
+    mid = np.clip((hist_lower(b) + hist_upper(b) - 1) / 2.0, lo, hi)
+    order = np.argsort(mid)
+    mid, c = mid[order], c[order]
+    cum = np.cumsum(c)
+    median = float(mid[np.searchsorted(cum, (cum[-1] + 1) // 2)])
+    n = int(calls.sum())
+    mean = float(total / n)
+    # spread of the mean, from the histogram values (to 1/32)
+    vals = np.repeat(mid, c)
+    boot = _bootstrap(vals, np.mean) + (mean - vals.mean()) if len(vals) > 1 else np.array([mean])
+    return {"samples": n, "median_ns": round(median, 1), "mean_ns": round(mean, 1),
+            "min_ns": lo, "max_ns": hi, "ci95_ns": _ci(boot)}
+
+
+def _tracer_options(p: Profile) -> dict:
+    t = p.trace
+    return {"trace_clock": t.clock, "trace_cmd": t.tracer_version, "file_version": t.file_version,
+            "retval_field": t.has_retval, "args_field": t.has_args,
+            "sched_switch_events": bool(p.counters.get("switches")),
+            "graph": "root-only" if _root_only(p) else "full"}
+
+
+def _root_only(p: Profile) -> bool:
+    """Every call a root without recorded descendants (trace-cmd -l FUNC -g FUNC)."""
+    return p.nrows > 0 and int(p.col("desc").sum()) == 0 and int(p.col("irq_calls").sum()) == 0
+
+
+# ---- 1. empty calls ----------------------------------------------------------
+
+def calibrate_from_traces(null, root, full) -> dict:
+    """The calibration dict (calibration.json) from the three empty-call
+    recordings: paths or Profiles."""
+    pn, pr, pf = _read(null), _read(root), _read(full)
+    checks = []
+    null_func, vn, _, _ = _root_values(pn, "NULL procedure trace")
+    disp, vr, dr, _ = _root_values(pr, "dispatcher root-only trace")
+    if dr.sum():
+        checks.append(f"{pr.trace.source}: the dispatcher {disp} has recorded descendants; "
+                      "expected it hooked alone (trace-cmd -g F -l F)")
+    s = pf.samples
+    if len(s) == 0:
+        raise InputError(pf.trace.source, "no completed root calls (dispatcher full-graph trace)")
+    funcs = [pf.funcs[int(pf.nodes[n, 1])] for n in pf.scol("node").tolist()]
+    sel = ((pf.scol("flags") & (SAMPLE_GAP | SAMPLE_IRQ)) == 0) & np.array([f == disp for f in funcs])
+    sel &= pf.scol("desc") > 0
+    if not sel.any():
+        raise InputError(pf.trace.source, f"the dispatcher {disp} (the root of {pr.trace.source}) "
+                         "has no complete root calls with descendants here",
+                         "give NULL.dat ROOT.dat FULL.dat in this order, from one calibration run")
+    # calls the tracer saw no interrupt or switch in are cleanest; use them
+    # when there are enough (an irq's own O_out would otherwise stay in)
+    quiet = sel & (pf.scol("irq_roots") == 0) & (pf.scol("offcpu") == 0)
+    if quiet.sum() >= 10:
+        sel = quiet
+    vf = (pf.scol("dur") - pf.scol("irq") - pf.scol("offcpu"))[sel].astype(np.float64)
+    df = pf.scol("desc")[sel].astype(np.float64)
+
+    # Means, not medians: corrections subtract D x (O_in + O_out) from sums,
+    # so they need the mean hook cost, including rare costs such as the ring
+    # buffer's switch to a new sub-buffer (about every hundred events).
+    rng = np.random.default_rng(SEED)
+    root_mean = float(vr.mean())
+    o_sum = (float(vf.mean()) - root_mean) / float(df.mean())
+    boot_root = _bootstrap(vr, np.mean, rng=rng)
+    idx = rng.integers(0, len(vf), size=(BOOTSTRAP, len(vf)))
+    boot_sum = (vf[idx].mean(axis=1) - boot_root) / df[idx].mean(axis=1)
+    o_sum_median = float(np.median((vf - float(np.median(vr))) / df))
+
+    boot_null = _bootstrap(vn, np.mean, rng=rng)
+    null_alone = {"samples": int(len(vn)), "mean_ns": round(float(vn.mean()), 1),
+                  "median_ns": round(float(np.median(vn)), 1), "min_ns": int(vn.min()),
+                  "max_ns": int(vn.max()), "ci95_ns": _ci(boot_null),
+                  "source": f"{null_func} alone ({os.path.basename(pn.trace.source)}): "
+                            "mean duration of the clean calls"}
+    in_graph = _leaf_in_graph(pf, null_func)
+    if in_graph:
+        o_in = in_graph["mean_ns"]
+        o_in_obj = dict(in_graph, source=f"{null_func} as a leaf of {disp} in the full-graph "
+                        f"recording ({os.path.basename(pf.trace.source)}): mean duration of "
+                        "the clean calls")
+        boot_in = o_in
+    else:
+        checks.append(f"{null_func} does not appear as a leaf in {pf.trace.source}: O_in of "
+                      "full-graph traces taken from the NULL procedure recorded alone")
+        o_in = null_alone["mean_ns"]
+        o_in_obj = dict(null_alone)
+        boot_in = boot_null
+    o_out = o_sum - o_in
+    o_out_obj = {"samples": int(len(vf)), "mean_ns": round(o_out, 1),
+                 "median_ns": round(o_sum_median - o_in_obj.get("median_ns", o_in), 1),
+                 "ci95_ns": _ci(boot_sum - boot_in),
+                 "source": f"({disp} with its graph - {disp} alone) / recorded descendants "
+                           f"(means over {len(vf)} and {len(vr)} calls), minus O_in"}
+    o_sum_obj = {"samples": int(len(vf)), "mean_ns": round(o_sum, 1), "ci95_ns": _ci(boot_sum),
+                 "median_ns": round(o_sum_median, 1),
+                 "descendants_mean": round(float(df.mean()), 2),
+                 "full_mean_ns": round(float(vf.mean()), 1),
+                 "root_only_mean_ns": round(root_mean, 1), "root_only_samples": int(len(vr)),
+                 "source": f"{os.path.basename(pf.trace.source)} minus "
+                           f"{os.path.basename(pr.trace.source)}, per recorded descendant"}
+    for what, obj in (("O_in", o_in_obj), ("O_in + O_out", o_sum_obj), ("O_in root-only", null_alone)):
+        mean, med = obj.get("mean_ns"), obj.get("median_ns")
+        if mean and med and abs(mean - med) > 0.1 * med:
+            checks.append(f"{what}: mean {mean} ns and median {med} ns differ by more than 10%: "
+                          "outliers (a noisy machine, cold caches, interrupts?)")
+    if o_out < 0:
+        checks.append(f"O_out came out negative ({o_out:.0f} ns): the recordings disagree "
+                      "(noisy machine or different tracer options); do not trust this calibration")
+    if o_in > o_sum:
+        checks.append("O_in exceeds O_in + O_out: the recordings disagree")
+    est = estimate_in_trace(pf)
+    kernels = {p.trace.kernel for p in (pn, pr, pf)}
+    if len(kernels) > 1:
+        checks.append("the three traces come from different kernels: " + ", ".join(sorted(kernels)))
+    options = _tracer_options(pf)
+    meta = _calib_meta(pf.trace.source)
+    if isinstance(meta.get("tracer_options"), dict):
+        options = dict(meta["tracer_options"], **{k: v for k, v in options.items()
+                                                  if k not in meta["tracer_options"]})
+    opts = {_k: _tracer_options(_p)["trace_clock"] for _k, _p in (("null", pn), ("root", pr), ("full", pf))}
+    if len(set(opts.values())) > 1:
+        checks.append(f"the three traces use different trace clocks: {opts}")
+    return {
+        "schema": SCHEMA,
+        "o_in_ns": round(float(o_in), 1),
+        "o_out_ns": round(float(o_out), 1),
+        "method": "empty-calls",
+        "o_in": o_in_obj,
+        "o_out": o_out_obj,
+        "o_in_plus_o_out": o_sum_obj,
+        "o_in_root_only": null_alone,
+        "null_procedure": null_func,
+        "dispatcher": disp,
+        "kernel": pf.trace.kernel,
+        "clock": pf.trace.clock,
+        "tracer_options": options,
+        "traces": {"null": pn.trace.source, "dispatch_root": pr.trace.source,
+                   "dispatch_full": pf.trace.source},
+        "in_trace_estimate": ({"o_in_ns": est.o_in_ns, "o_out_ns": est.o_out_ns,
+                               "of": os.path.basename(pf.trace.source)} if est else None),
+        "checks": checks,
+    }
+
+
+def _calib_meta(trace_path: str) -> dict:
+    """calib-meta.json that collect/calibrate.sh writes beside the traces."""
+    path = os.path.join(os.path.dirname(os.path.abspath(trace_path)), "calib-meta.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        return doc if isinstance(doc, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+# ---- 2. in-trace estimate ----------------------------------------------------
+
+def _percentile(hist: np.ndarray, q: float) -> int:
+    cum = np.cumsum(hist.astype(np.int64))
+    if cum[-1] == 0:
+        return 0
+    return int(np.searchsorted(cum, max(1, int(np.ceil(cum[-1] * q / 100.0))), side="left"))
+
+
+def estimate_in_trace(p: Profile, context: str = "task") -> Optional[Calibration]:
+    """O_in from the p1 of leaf durations, O_out from the p1 of sibling gaps,
+    task context pooled over CPUs (per CPU and context in the details).
+    None when the trace has too few of either (e.g. a root-only trace)."""
+    est = p.overhead_samples
+    if not est:
+        return None
+    per = {}
+    pooled = {}
+    for (kind, ctx, cpu), (hist, over) in sorted(est.items()):
+        n = int(hist.sum()) if len(hist) else 0
+        if n:
+            per[f"{kind} {ctx} cpu{cpu}"] = {
+                "samples": n, "over_range": over,
+                "p1_ns": _percentile(hist, 1), "p5_ns": _percentile(hist, 5),
+                "p50_ns": _percentile(hist, 50)}
+        if ctx == context and n:
+            acc = pooled.setdefault(kind, np.zeros(len(hist), dtype=np.int64))
+            acc += hist
+    if any(int(pooled.get(k, np.zeros(1)).sum()) < IN_TRACE_MIN_SAMPLES for k in ("leaf", "gap")):
+        return None
+    leaf, gap = pooled["leaf"], pooled["gap"]
+    o_in = _percentile(leaf, IN_TRACE_PERCENTILE)
+    o_out = _percentile(gap, IN_TRACE_PERCENTILE)
+    details = {
+        "o_in": {"samples": int(leaf.sum()), "p1_ns": o_in, "p5_ns": _percentile(leaf, 5),
+                 "p50_ns": _percentile(leaf, 50),
+                 "source": f"p{IN_TRACE_PERCENTILE:g} of leaf durations ({context} context, all CPUs)"},
+        "o_out": {"samples": int(gap.sum()), "p1_ns": o_out, "p5_ns": _percentile(gap, 5),
+                  "p50_ns": _percentile(gap, 50),
+                  "source": f"p{IN_TRACE_PERCENTILE:g} of calltime(B) - rettime(A) over consecutive "
+                            f"siblings A, B ({context} context, all CPUs)"},
+        "per_cpu_context": per,
+    }
+    return Calibration(float(o_in), float(o_out), "in-trace", "in-trace estimate", details)
+
+
+# ---- calibration.json ------------------------------------------------------------
+
+def write(path: str, cal: dict) -> str:
+    from ftflame.cli import write_atomic
+
+    text = json.dumps(cal, indent=2, sort_keys=False) + "\n"
+    write_atomic(path, text)
+    return text
+
+
+def load(path: str) -> Calibration:
+    """A Calibration from a calibration.json (ours or collect/calibrate.sh's)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise InputError(path, f"cannot read calibration file: {e.strerror}") from None
+    except ValueError as e:
+        raise InputError(path, f"not valid JSON ({e})", "write it with: ftflame calibrate") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise InputError(path, f"not a calibration file (schema is not {SCHEMA!r})",
+                         "write it with: ftflame calibrate")
+    try:
+        o_in, o_out = float(doc["o_in_ns"]), float(doc["o_out_ns"])
+    except (KeyError, TypeError, ValueError):
+        raise InputError(path, "o_in_ns and o_out_ns must be numbers (ns)") from None
+    if not (np.isfinite(o_in) and np.isfinite(o_out)) or o_in < 0 or o_out < 0:
+        raise InputError(path, f"O_in {o_in} / O_out {o_out} ns: must be finite and >= 0",
+                         "recalibrate: see the file's checks")
+    return Calibration(o_in, o_out, f"file:{path}", str(doc.get("method", "")), doc)
+
+
+def beside(trace_path: str) -> Optional[str]:
+    """calibration.json next to the trace (a collect.sh run directory)."""
+    cand = os.path.join(os.path.dirname(os.path.abspath(trace_path)), FILE_NAME)
+    return cand if os.path.isfile(cand) else None
+
+
+def for_profile(cal: Calibration, p: Profile) -> Calibration:
+    """The calibration to apply to this trace: a calibration file measured
+    O_in both in full-graph and root-only mode; a root-only trace gets the
+    latter."""
+    ro = cal.details.get("o_in_root_only") if isinstance(cal.details, dict) else None
+    val = ro.get("mean_ns", ro.get("median_ns")) if isinstance(ro, dict) else None
+    if val is not None and _root_only(p):
+        d = dict(cal.details, applied_o_in="o_in_root_only (root-only trace)")
+        return Calibration(float(val), cal.o_out_ns, cal.source, cal.method, d)
+    return cal
+
+
+def choose(p: Profile, trace_path: str, cal_file: Optional[str] = None,
+           o_in: Optional[float] = None, o_out: Optional[float] = None) -> Calibration:
+    """The calibration, best first: --calibration FILE ('none': raw), else
+    calibration.json beside the trace, else the in-trace estimate; values
+    given on the command line replace the matching value (and are the only
+    source when nothing else exists)."""
+    from ftflame.profile import NO_CALIBRATION
+
+    if cal_file == "none":
+        base = NO_CALIBRATION
+    elif cal_file:
+        base = for_profile(load(cal_file), p)
+    elif (found := beside(trace_path)):
+        base = for_profile(load(found), p)
+    else:
+        base = estimate_in_trace(p) or NO_CALIBRATION
+    if o_in is None and o_out is None:
+        return base
+    given = {k: v for k, v in (("o_in", o_in), ("o_out", o_out)) if v is not None}
+    new_in = o_in if o_in is not None else (base.o_in_ns if base.applied else 0.0)
+    new_out = o_out if o_out is not None else (base.o_out_ns if base.applied else 0.0)
+    src = "command line" if not base.applied or len(given) == 2 else f"command line + {base.source}"
+    details = dict(base.details) if isinstance(base.details, dict) else {}
+    details["command_line"] = given
+    return Calibration(float(new_in), float(new_out), src, base.method or "given", details)

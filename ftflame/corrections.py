@@ -1,0 +1,302 @@
+"""Corrections: pure transforms Profile -> Profile (DESIGN.md overhead model).
+
+Raw sums are never changed. ``correct`` adds a ``Corrected`` view computed
+from the linear sums of each call path's *clean* calls (all minus ``gap_*``:
+the C core leaves out calls that span a lost-event gap, overrun or lost exit,
+and every call of a root call that does or never completes, so the clean
+calls form whole call trees). For a clean call c with D recorded
+descendants, n direct children, R interrupt subtrees inside it, I its
+measured inclusive time, irq the time of those subtrees and off the time the
+task was switched out:
+
+    corr_incl(c) = I - off - irq - O_in - D*(O_in + O_out) - R*O_out
+    corr_excl(c) = corr_incl(c) - sum of corr_incl(children)
+
+(with ``irqs="include"`` the irq subtrees stay in: their calls count in D and
+nothing else is removed). Because D(c) = n(c) + sum D(children), corr_excl is
+DESIGN's ``meas_excl - O_in - n*O_out`` minus the call's own off-CPU time, and
+the identity corr_incl = corr_excl + sum corr_incl(children) holds exactly
+per call path and, summed, per function. A negative corrected exclusive time
+is clamped at zero by raising the path's corrected inclusive time to its
+children's total; every clamp is counted with the ns it added.
+
+An interrupt subtree's own O_out lands in the interrupted call (the hook of
+its first function runs before its calltime is read): with irqs excluded,
+R*O_out removes it with the subtree.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ftflame.profile import (NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ,
+                             Calibration, Corrected, Profile)
+
+IRQ_MODES = ("exclude", "include")
+UNRELIABLE_FRACTION = 0.5  # hook-cost correction above this share of the measured time
+
+# Functions that start a softirq subtree (the rest of the irq roots are hardirqs).
+SOFTIRQ_ROOTS = frozenset(("__do_softirq", "do_softirq", "handle_softirqs", "run_ksoftirqd",
+                           "__local_bh_enable_ip", "local_bh_enable", "net_rx_action",
+                           "tasklet_action", "run_timer_softirq", "rcu_core_si"))
+
+# Off-CPU time larger than a call path's inclusive time cannot happen when
+# durations are wall time (sleep-time, the default). With nosleep-time the
+# tracer already took the time switched out from the durations.
+NOSLEEP_SLACK_NS = 2000
+NOSLEEP_SLACK = 1.01
+
+
+def clean(p: Profile, name: str) -> np.ndarray:
+    """Per-node sum over the clean calls (all calls minus gap calls)."""
+    return p.col(name).astype(np.float64) - p.col("gap_" + name).astype(np.float64)
+
+
+def node_depths(p: Profile) -> np.ndarray:
+    """Depth of every node in the call-path tree (roots 0)."""
+    parent = p.col("parent")
+    depth = np.zeros(p.nrows, dtype=np.int64)
+    has_parent = parent >= 0
+    for _ in range(p.nrows + 1):
+        new = np.where(has_parent, depth[np.maximum(parent, 0)] + 1, 0)
+        if np.array_equal(new, depth):
+            break
+        depth = new
+    return depth
+
+
+def pseudo_roots(p: Profile) -> np.ndarray:
+    """The '(partial)' pseudo-root: a node that is no call (ancestors unknown)."""
+    return (p.col("parent") < 0) & ((p.col("flags") & NODE_PARTIAL) != 0) & (p.col("calls") == 0)
+
+
+def counted_children(p: Profile, irqs: str) -> np.ndarray:
+    """Per node: does its corrected inclusive time count in its parent's?"""
+    parent = p.col("parent")
+    counted = parent >= 0
+    pseudo = pseudo_roots(p)
+    counted &= ~pseudo[np.maximum(parent, 0)]
+    if irqs == "exclude":
+        counted &= (p.col("flags") & NODE_IRQ_ROOT) == 0
+    return counted
+
+
+def irq_roots_inside(p: Profile) -> np.ndarray:
+    """R per node: interrupt subtrees inside its clean calls (the tree's
+    irq-root children, summed up through task-context descendants)."""
+    parent = p.col("parent")
+    flags = p.col("flags")
+    calls = clean(p, "calls")
+    is_root = (flags & NODE_IRQ_ROOT) != 0
+    is_irq = (flags & NODE_IRQ) != 0
+    depth = node_depths(p)
+    R = np.zeros(p.nrows)
+    for d in range(int(depth.max()) if p.nrows else -1, 0, -1):
+        rows = np.nonzero(depth == d)[0]
+        contrib = np.where(is_root[rows], calls[rows], np.where(is_irq[rows], 0.0, R[rows]))
+        np.add.at(R, parent[rows], contrib)
+    return R
+
+
+def detect_nosleep(p: Profile):
+    """Was the trace recorded with nosleep-time while sched_switch events
+    were on? Then off-CPU time is already out of the durations. Returns a
+    reason string, or None."""
+    if not p.counters.get("switches"):
+        return None
+    off = clean(p, "offcpu")
+    incl = clean(p, "incl")
+    bad = np.nonzero(off > incl * NOSLEEP_SLACK + NOSLEEP_SLACK_NS)[0]
+    if len(bad) == 0:
+        return None
+    r = int(bad[np.argmax(off[bad] - incl[bad])])
+    return (f"{len(bad):,} call paths were switched out longer than they lasted (e.g. "
+            f"{p.name(r)}: {off[r] / 1e3:,.1f} us off-CPU in {incl[r] / 1e3:,.1f} us): durations "
+            "exclude off-CPU time (nosleep-time), so it is not subtracted again")
+
+
+def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "auto") -> Profile:
+    """Return a copy of p with calibration and corrected figures set.
+
+    irqs: "exclude" (irq subtrees leave the interrupted calls' corrected
+    time, reported apart) or "include". offcpu: "auto" (remove the
+    sched_switch off-CPU time unless the durations already exclude it),
+    "remove" or "keep"."""
+    if irqs not in IRQ_MODES:
+        raise ValueError(f"irqs must be one of {IRQ_MODES}")
+    o_in, o_out = float(cal.o_in_ns), float(cal.o_out_ns)
+    o_sum = o_in + o_out
+    notes = []
+    flags = p.col("flags")
+    parent = p.col("parent")
+    is_irq = (flags & NODE_IRQ) != 0
+    calls = clean(p, "calls")
+    incl = clean(p, "incl")
+    desc = clean(p, "desc")
+    irq_t = clean(p, "irq")
+    irq_calls = clean(p, "irq_calls")
+    off = clean(p, "offcpu")
+
+    off_mode = "removed"
+    if offcpu == "keep":
+        off_mode = "kept (asked for)"
+    elif offcpu == "auto":
+        why = detect_nosleep(p)
+        if why:
+            off_mode = "kept: " + why
+            notes.append(why)
+    if off_mode != "removed":
+        off = np.zeros_like(off)
+    elif not p.counters.get("switches"):
+        off_mode = "unknown: no sched_switch events"
+        notes.append("no sched_switch events: time switched out stays in the durations "
+                     "(record with -e sched:sched_switch to split it off)")
+
+    if irqs == "exclude":
+        R = irq_roots_inside(p)
+        task_over = calls * o_in + desc * o_sum + R * o_out
+        task_irq = irq_t
+    else:
+        R = np.zeros(p.nrows)
+        task_over = calls * o_in + (desc + irq_calls) * o_sum
+        task_irq = np.zeros(p.nrows)
+    over = np.where(is_irq, calls * o_in + desc * o_sum, task_over)
+    irq_removed = np.where(is_irq, 0.0, task_irq)
+    ci_formula = incl - off - irq_removed - over
+
+    ci, cx, clamp_ns = _clamp_top_down(p, ci_formula, counted_children(p, irqs))
+    clamped = (clamp_ns > 0.5).astype(np.int64)
+    unreliable = ((over > UNRELIABLE_FRACTION * incl) & (calls > 0)).astype(np.int64)
+
+    # per root call
+    s = p.samples
+    if len(s):
+        sc = {name: p.scol(name).astype(np.float64) for name in
+              ("dur", "desc", "irq", "offcpu", "irq_calls", "irq_roots")}
+        s_irq = (p.scol("flags") & SAMPLE_IRQ) != 0
+        s_off = sc["offcpu"] if off_mode == "removed" else np.zeros(len(s))
+        if irqs == "exclude":
+            s_task = sc["dur"] - s_off - sc["irq"] - o_in - sc["desc"] * o_sum - sc["irq_roots"] * o_out
+        else:
+            s_task = sc["dur"] - s_off - o_in - (sc["desc"] + sc["irq_calls"]) * o_sum
+        s_corr = np.where(s_irq, sc["dur"] - s_off - o_in - sc["desc"] * o_sum, s_task)
+        s_neg = (s_corr < 0) & ((p.scol("flags") & SAMPLE_GAP) == 0)
+        sample_dur = np.maximum(s_corr, 0.0)
+        sample_clamped = int(s_neg.sum())
+    else:
+        sample_dur = np.zeros(0)
+        sample_clamped = 0
+
+    gap = p.counters.get("gap_calls", 0)
+    if gap:
+        notes.append(f"{gap:,} calls left out of corrected figures (they, or their root call, "
+                     "span a lost-event gap, overrun or lost exit, or never completed)")
+    if clamped.any():
+        notes.append(f"{int(clamped.sum()):,} call paths clamped at zero corrected self time "
+                     f"({clamp_ns.sum() / 1e3:,.1f} us added back)")
+    corrected = Corrected(
+        incl=ci, excl=cx, calls=calls.astype(np.int64), clamped=clamped, sample_dur=sample_dur,
+        notes=tuple(notes), overhead=over, irq_removed=irq_removed, offcpu_removed=off,
+        clamp_ns=clamp_ns, unreliable=unreliable, sample_clamped=sample_clamped, irqs=irqs,
+        offcpu=off_mode)
+    out = p.replace(calibration=cal, corrected=corrected)
+    # cached views of the old profile must not leak into the new one
+    for k in ("functions", "corrected_or_raw"):
+        out.__dict__.pop(k, None)
+    return out
+
+
+def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray):
+    """corr_excl = corr_incl - sum of counted children's corr_incl, >= 0.
+
+    A path keeps its own formula value (its measured time minus what the
+    model removes), clamped at 0; where its children's corrected times add
+    up to more than that, they are scaled down to fit, so the exclusive
+    time is 0 and nothing above changes. The roots' figures thus equal the
+    per-call formula (and the corrected root samples); the ns taken from the
+    children is the clamp amount. Parents first: they have lower rows."""
+    parent = p.col("parent")
+    depth = node_depths(p)
+    pseudo = pseudo_roots(p)
+    want = np.where(pseudo, 0.0, np.maximum(ci_formula, 0.0))
+    clamp_ns = np.where(pseudo, 0.0, np.maximum(-ci_formula, 0.0))  # leaves below 0
+    kid_want = np.zeros(p.nrows)
+    has_parent = counted
+    np.add.at(kid_want, parent[has_parent], want[has_parent])
+    ci = want.copy()
+    scale = np.ones(p.nrows)
+    for d in range(int(depth.max()) + 1 if p.nrows else 0):
+        rows = np.nonzero(depth == d)[0]
+        # a counted child takes its parent's scale (the parent is final)
+        r_c = rows[has_parent[rows]]
+        ci[r_c] = want[r_c] * scale[parent[r_c]]
+        over = (kid_want[rows] > ci[rows]) & (kid_want[rows] > 0)
+        scale[rows] = np.where(over, ci[rows] / np.where(over, kid_want[rows], 1.0), 1.0)
+        clamp_ns[rows] += np.where(over, kid_want[rows] - ci[rows], 0.0)
+    kids = np.zeros(p.nrows)
+    np.add.at(kids, parent[has_parent], ci[has_parent])
+    cx = np.where(pseudo, 0.0, np.maximum(ci - kids, 0.0))
+    # where scaling made ci - kids a hair negative, the identity must still
+    # hold exactly: take the rounding from the exclusive time's 0
+    ci = np.where(pseudo, kids, np.where(ci - kids < 0, kids, ci))
+    return ci, cx, clamp_ns
+
+
+def function_extras(p: Profile) -> dict:
+    """Per function, aligned with p.functions: what the corrections removed
+    and whether the result is unreliable. Empty without corrections."""
+    c = p.corrected
+    if c is None or c.overhead is None:
+        return {}
+    ft = p.functions
+    nf = len(p.funcs)
+    func = p.col("func")
+
+    def total(col):
+        out = np.zeros(nf)
+        np.add.at(out, func, col)
+        return out[ft.func_ids]
+
+    over = total(c.overhead)
+    incl = total(clean(p, "incl"))
+    return {
+        "overhead": over, "irq": total(c.irq_removed), "offcpu": total(c.offcpu_removed),
+        "clamp": total(c.clamp_ns), "clamped": total(c.clamped),
+        "clean_incl": incl,
+        "unreliable": (over > UNRELIABLE_FRACTION * incl) & (ft.calls_corr > 0),
+    }
+
+
+def offcpu_state(c: Corrected) -> str:
+    """'removed', 'kept' (nosleep-time, or asked) or 'unknown' (no sched_switch)."""
+    for state in ("removed", "kept", "unknown"):
+        if c.offcpu.startswith(state):
+            return state
+    return "unknown"
+
+
+def irq_kind(name: str) -> str:
+    """'[softirq]' or '[irq]': the frame an irq subtree is shown under."""
+    return "[softirq]" if name in SOFTIRQ_ROOTS else "[irq]"
+
+
+def summary(p: Profile) -> Optional[dict]:
+    """Totals of the corrections (JSON `calibration.applied_to`, txt header)."""
+    c = p.corrected
+    if c is None or c.overhead is None:
+        return None
+    # totals over the top of each tree (nested paths are inside them)
+    parent = p.col("parent")
+    top = (parent < 0) | pseudo_roots(p)[np.maximum(parent, 0)]
+    top &= ~pseudo_roots(p)
+    return {
+        "irqs": c.irqs, "offcpu": c.offcpu,
+        "clean_calls": int(c.calls.sum()), "gap_calls": int(p.counters.get("gap_calls", 0)),
+        "overhead_removed_ns": round(float(c.overhead[top].sum()), 1),
+        "irq_removed_ns": round(float(c.irq_removed[top].sum()), 1),
+        "offcpu_removed_ns": round(float(c.offcpu_removed[top].sum()), 1),
+        "clamped_paths": int(c.clamped.sum()), "clamped_ns": round(float(c.clamp_ns.sum()), 1),
+        "clamped_root_calls": int(c.sample_clamped),
+        "unreliable_paths": int(c.unreliable.sum()),
+    }

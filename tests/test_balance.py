@@ -1,0 +1,103 @@
+"""Balance sheet (ftflame/balance.py): measured raw mean = corrected
+components + removed hook cost + irq + off-CPU + unaccounted, and the check
+against an external total (baseline recording or a given number)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import fixture, profile_of
+from ftflame.balance import parse_measured, sheet
+from ftflame.calibration import calibrate_from_traces, for_profile
+from ftflame.corrections import correct
+from ftflame.errors import InputError
+from ftflame.profile import Calibration
+
+FTFLAME = [sys.executable, "-m", "ftflame.cli"]
+ICOUNT = "k6.1/s15-icount-calib/"
+
+
+@pytest.fixture(scope="module")
+def icount(tmp_path_factory):
+    calib = [fixture(ICOUNT + n) for n in ("trace-null.dat", "trace-dispatch-root.dat", "trace-dispatch-full.dat")]
+    doc = calibrate_from_traces(*(profile_of(p) for p in calib))
+    path = tmp_path_factory.mktemp("cal") / "calibration.json"
+    path.write_text(json.dumps(doc))
+    cal = Calibration(doc["o_in_ns"], doc["o_out_ns"], "file:" + str(path), doc["method"], doc)
+    full = profile_of(fixture(ICOUNT + "trace-full.dat"))
+    root = profile_of(fixture(ICOUNT + "trace-root.dat"))
+    return {"cal": cal, "path": str(path),
+            "full": correct(full, for_profile(cal, full)), "root": correct(root, for_profile(cal, root))}
+
+
+def test_balance_sheet_adds_up(icount):
+    b, = sheet(icount["full"])
+    assert b["function"] == "nfsd3_proc_write" and b["calls"] == 116 and b["gap_calls"] == 2
+    parts = (b["corrected_mean_ns"] + b["overhead_mean_ns"] + b["irq_mean_ns"] + b["offcpu_mean_ns"]
+             - b["clamped_mean_ns"] + b["unaccounted_mean_ns"])
+    assert parts == pytest.approx(b["measured_raw_mean_ns"], abs=0.5)
+    assert b["accounted_pct"] == pytest.approx(100.0, abs=0.01)
+    # the components are the root's own time and its children's
+    assert sum(c["mean_ns"] for c in b["components"]) == pytest.approx(b["corrected_mean_ns"], abs=1)
+    # where the 433.5 us went (docs/overhead.md)
+    assert round(b["measured_raw_mean_ns"] / 1e3, 1) == 433.5
+    assert round(b["overhead_mean_ns"] / 1e3, 1) == 335.1
+    assert round(b["irq_mean_ns"] / 1e3, 1) == 51.0 and b["irq_per_call"] == pytest.approx(1.06, abs=0.01)
+    assert round(b["irq_corrected_mean_ns"] / 1e3, 1) == 1.8
+    assert round(b["offcpu_mean_ns"] / 1e3, 1) == 36.4
+
+
+def test_balance_against_the_root_only_baseline(icount):
+    b, = sheet(icount["full"], baseline=icount["root"])
+    e = b["external"]
+    assert e["source"].startswith("baseline ") and e["calls"] == 128
+    assert e["mean_ns"] == pytest.approx(10207.3, abs=0.1)
+    assert 90 < e["accounted_pct"] < 110  # the acceptance bound
+    assert e["accounted_pct"] == pytest.approx(108.58, abs=0.01)
+    assert e["difference_ns"] == pytest.approx(b["corrected_mean_ns"] - e["mean_ns"], abs=0.1)
+
+
+def test_balance_in_text_and_json_via_the_cli(icount, tmp_path):
+    args = ["report", fixture(ICOUNT + "trace-full.dat"), "--calibration", icount["path"],
+            "--baseline", fixture(ICOUNT + "trace-root.dat"), "-q"]
+    txt = subprocess.run(FTFLAME + args, capture_output=True, text=True)
+    assert txt.returncode == 0, txt.stderr
+    assert "Balance sheet per root function" in txt.stdout
+    assert "accounted 108.6%" in txt.stdout and "+0.876" in txt.stdout
+    assert "calibration: O_in 656.0 ns, O_out 657.1 ns" in txt.stdout
+    assert all(len(line) <= 80 for line in txt.stdout.splitlines())
+    js = subprocess.run(FTFLAME + args + ["-F", "json"], capture_output=True, text=True)
+    doc = json.loads(js.stdout)
+    b = doc["balance"][0]
+    assert b["external"]["accounted_pct"] == pytest.approx(108.58, abs=0.01)
+    cal = doc["calibration"]
+    assert cal["spread"]["o_out"]["ci95_ns"][0] <= cal["o_out_ns"] <= cal["spread"]["o_out"]["ci95_ns"][1]
+    corr = cal["corrections"]
+    assert corr["irqs"] == "exclude" and corr["offcpu"] == "removed" and corr["gap_calls"] > 0
+    assert corr["clamped_paths"] >= 0 and corr["unreliable_paths"] > 0
+    f = next(f for f in doc["functions"] if f["name"] == "nfsd3_proc_write")
+    assert f["unreliable"] is True and f["incl_corr_ns"]["calls"] == 116
+    # exact per-call statistics for root calls
+    assert "approx" not in f["incl_corr_ns"]
+    assert f["incl_corr_ns"]["min"] <= f["incl_corr_ns"]["p50"] <= f["incl_corr_ns"]["max"]
+
+
+def test_measured_values(icount):
+    assert parse_measured("nfsd3_proc_write=124us") == ("nfsd3_proc_write", 124000.0)
+    assert parse_measured("f=0.5ms") == ("f", 500000.0)
+    assert parse_measured("f=2000ns") == ("f", 2000.0)
+    assert parse_measured("f=12") == ("f", 12000.0)  # bare: us, as function_graph prints
+    for bad in ("f", "=3us", "f=abc", "f=3 lightyears"):
+        with pytest.raises(InputError):
+            parse_measured(bad)
+    b, = sheet(icount["full"], measured=[("nfsd3_proc_write", 10207.3)])
+    assert b["external"]["source"] == "given (--measured)"
+    assert b["external"]["accounted_pct"] == pytest.approx(108.58, abs=0.01)
+    with pytest.raises(InputError, match="not a root function"):
+        sheet(icount["full"], measured=[("nfsd_write", 1000.0)])
+    proc = subprocess.run(FTFLAME + ["report", fixture(ICOUNT + "trace-full.dat"), "--measured", "nfsd_write=3us"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
