@@ -122,7 +122,7 @@ def anomaly_lines(p: Profile) -> list:
         tree = c.get("gap_tree_calls", 0)
         out.append(f"{c['gap_calls']:,} calls left out of corrected figures (raw sums include "
                    f"them): {c['gap_calls'] - tree:,} span a lost-event gap, overrun or lost exit"
-                   + (f", {tree:,} more belong to a root call that does or never completed"
+                   + (f", {tree:,} more belong to a root call that spans a gap or never completed"
                       if tree else ""))
     if c.get("orphan_exits"):
         out.append(f"{c['orphan_exits']:,} exits without an entry (trace began mid-call or entries "
