@@ -774,7 +774,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 {
 	ftf_frame f = t->stack[--t->n];
 	uint64_t moved = 0;
-	if (f.adopt_valid) {
+	if (f.adopt_valid && !b->text_order) {
 		ftf_frame *pf = t->n ? &t->stack[t->n - 1] : NULL;
 		if (pf && f.adopt_calltime >= calltime && f.adopt_calltime <= calltime + dur) {
 			/* the early irq ran inside this call: move it here from the caller */
@@ -791,7 +791,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 			b->nodes[pf->node].irq_early++;
 		}
 	}
-	if (f.has_last_irq && !f.irq && f.last_irq_calltime >= calltime + dur) {
+	if (f.has_last_irq && !f.irq && !b->text_order && f.last_irq_calltime >= calltime + dur) {
 		/* The last irq under this call began after the call had returned
 		 * (its rettime was taken, its exit not yet written): it belongs to
 		 * the caller. Its nodes stay under this path (unowned here). */

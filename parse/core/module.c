@@ -385,6 +385,152 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 	return res;
 }
 
+/* ---- text ------------------------------------------------------------- */
+
+/* Events the tokenizer fed, kept for tests: (kind, cpu, pid, func, depth,
+ * calltime, rettime, flags) int64 rows. */
+typedef struct {
+	int64_t *rows;
+	size_t n, cap;
+	int oom;
+} event_log;
+
+static void log_sink(void *ctx, const ftf_event *ev, const ftf_builder *b)
+{
+	event_log *l = ctx;
+	if (l->oom)
+		return;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 4096;
+		int64_t *r = realloc(l->rows, cap * 8 * sizeof(*r));
+		if (!r) {
+			l->oom = 1;
+			return;
+		}
+		l->rows = r;
+		l->cap = cap;
+	}
+	int64_t *r = l->rows + l->n++ * 8;
+	r[0] = ev->kind;
+	r[1] = ev->cpu;
+	r[2] = ev->pid;
+	r[3] = ev->func;
+	r[4] = ev->depth;
+	r[5] = (int64_t)ev->calltime;
+	r[6] = (int64_t)ev->rettime;
+	r[7] = ev->flags;
+}
+
+static PyObject *text_stats_dict(const ftf_text_stats *st)
+{
+	PyObject *d = PyDict_New();
+	if (!d)
+		return NULL;
+#define T(name) SET(d, #name, PyLong_FromUnsignedLongLong(st->name))
+	T(bytes); T(lines); T(records); T(header_lines); T(unparsed); T(too_long); T(too_deep);
+	T(entry_lines); T(leaf_lines); T(exit_lines); T(cpu_lines); T(proc_lines);
+	T(tracecmd_lines); T(ts_lines); T(separators); T(separator_conflicts); T(irq_arrows);
+	T(latency_irq_lines); T(lost_lines); T(other_lines); T(overrun_lines); T(no_duration);
+	T(unknown_exits); T(tail_mismatch); T(prose_lines); T(prose_bytes); T(first_unparsed_line);
+#undef T
+	SET(d, "first_unparsed", PyUnicode_DecodeUTF8(st->first_unparsed, strlen(st->first_unparsed), "replace"));
+	return d;
+fail:
+	Py_DECREF(d);
+	return NULL;
+}
+
+/* read_text_chunks(chunks, mode=0, progress=None, events=False): feed an
+ * iterable of bytes-like chunks (any split, e.g. 1 MiB of decompressed text)
+ * to the text tokenizer and the call builder. Each chunk is tokenized with
+ * the GIL released; Python runs only between chunks, never per line. */
+static PyObject *py_read_text_chunks(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "chunks", "mode", "progress", "events", NULL };
+	PyObject *chunks, *progress = Py_None;
+	int mode = FTF_TEXT_LINES, want_events = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iOp", kwlist, &chunks, &mode, &progress,
+					 &want_events))
+		return NULL;
+	if (mode != FTF_TEXT_LINES && mode != FTF_TEXT_MAIL) {
+		PyErr_SetString(PyExc_ValueError, "mode must be TEXT_LINES or TEXT_MAIL");
+		return NULL;
+	}
+	PyObject *it = PyObject_GetIter(chunks);
+	if (!it)
+		return NULL;
+	ftf_builder *b = malloc(sizeof(*b));
+	if (!b) {
+		Py_DECREF(it);
+		return PyErr_NoMemory();
+	}
+	ftf_builder_init(b);
+	ftf_text *t = ftf_text_new(b, mode);
+	event_log log = { NULL, 0, 0, 0 };
+	PyObject *res = NULL, *item;
+	int rc = 0;
+	if (!t) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	if (want_events)
+		ftf_text_set_sink(t, log_sink, &log);
+	while ((item = PyIter_Next(it))) {
+		Py_buffer view;
+		if (PyObject_GetBuffer(item, &view, PyBUF_SIMPLE) < 0) {
+			Py_DECREF(item);
+			goto out;
+		}
+		Py_BEGIN_ALLOW_THREADS
+		rc = ftf_text_feed(t, view.buf, (size_t)view.len);
+		Py_END_ALLOW_THREADS
+		PyBuffer_Release(&view);
+		Py_DECREF(item);
+		if (rc < 0) {
+			PyErr_NoMemory();
+			goto out;
+		}
+		if (progress != Py_None) {
+			PyObject *r = PyObject_CallFunction(progress, "K",
+							    (unsigned long long)ftf_text_get_stats(t)->records);
+			if (!r)
+				goto out;
+			Py_DECREF(r);
+		}
+	}
+	if (PyErr_Occurred())
+		goto out;
+	if (ftf_text_finish(t) < 0 || log.oom) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	ftf_builder_finish(b);
+	res = builder_result(b);
+	if (!res)
+		goto out;
+	PyObject *st = text_stats_dict(ftf_text_get_stats(t));
+	if (!st || PyDict_SetItemString(res, "text", st) < 0) {
+		Py_XDECREF(st);
+		Py_CLEAR(res);
+		goto out;
+	}
+	Py_DECREF(st);
+	if (want_events) {
+		PyObject *ev = PyBytes_FromStringAndSize((const char *)log.rows,
+							 (Py_ssize_t)(log.n * 8 * sizeof(int64_t)));
+		if (!ev || PyDict_SetItemString(res, "events", ev) < 0)
+			Py_CLEAR(res);
+		Py_XDECREF(ev);
+	}
+out:
+	Py_DECREF(it);
+	ftf_text_free(t);
+	ftf_builder_free(b);
+	free(b);
+	free(log.rows);
+	return res;
+}
+
 static PyObject *py_hist_lower(PyObject *self, PyObject *args)
 {
 	unsigned int bucket;
@@ -398,6 +544,9 @@ static PyMethodDef methods[] = {
 	  "read_dat(path, progress=None) -> dict: read a trace.dat into the call-path aggregate" },
 	{ "build_events", py_build_events, METH_VARARGS,
 	  "build_events(events) -> dict: feed hand-made events to the call builder" },
+	{ "read_text_chunks", (PyCFunction)(void (*)(void))py_read_text_chunks, METH_VARARGS | METH_KEYWORDS,
+	  "read_text_chunks(chunks, mode=TEXT_LINES, progress=None, events=False) -> dict: tokenize "
+	  "function_graph text fed as an iterable of byte chunks into the call-path aggregate" },
 	{ "hist_lower", py_hist_lower, METH_VARARGS, "lower bound (ns) of a histogram bucket" },
 	{ NULL, NULL, 0, NULL },
 };
@@ -421,5 +570,7 @@ PyMODINIT_FUNC PyInit__core(void)
 	PyModule_AddIntConstant(m, "SAMPLE_GAP", FTF_SAMPLE_GAP);
 	PyModule_AddIntConstant(m, "SAMPLE_PARTIAL", FTF_SAMPLE_PARTIAL);
 	PyModule_AddIntConstant(m, "SAMPLE_IRQ", FTF_SAMPLE_IRQ);
+	PyModule_AddIntConstant(m, "TEXT_LINES", FTF_TEXT_LINES);
+	PyModule_AddIntConstant(m, "TEXT_MAIL", FTF_TEXT_MAIL);
 	return m;
 }

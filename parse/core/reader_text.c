@@ -1,0 +1,1374 @@
+/* One tokenizer for every text form of a function_graph trace.
+ *
+ * Dialects (reference/trace-formats.md section 3), told apart per line:
+ *  - the kernel's printer (tracefs `trace`, trace_pipe, `perf ftrace`):
+ *      [ABSTIME |] [ CPU)] [COMM-PID |] [LATFLAGS |] [MARK DURATION us] |  BODY
+ *    plus irq arrows `==========>` / `<==========`, task-switch separators
+ *    ` 0)  comm-1 => comm-2`, `CPU:N [LOST M EVENTS]` and ` (Overruns: N)`;
+ *  - `trace-cmd report`:
+ *      COMM-PID [CPU] [FLAGS] TS: funcgraph_entry: [MARK DURATION us] |  BODY
+ *    (also -l latency columns, -R raw fields, the kernel print fmt without
+ *    plugins, sched_switch lines, `CPU:N [M EVENTS DROPPED]`);
+ *  - the mail form (FTF_TEXT_MAIL): kernel records re-flowed onto long lines
+ *    with prose in between; records are found anywhere in a line and the
+ *    depth is the structural one (indentation is lost).
+ * BODY is `func() {`, `func();`, `}`, with optional C comments
+ * (tails, return values, return addresses), module suffixes `func [mod]()`,
+ * arguments `func(a=1)`, and trace-cmd's ` (N)` depth and ` (ret=...)`.
+ *
+ * Text has no calltime: a `}` line's printed duration is the call's
+ * duration, a leaf line `func();` is an entry and exit at once (FTF_EV_LEAF).
+ * With a timestamp on the line (abstime, trace-cmd), exits end at it and
+ * leaves start at it; without one, calltime is 0.
+ *
+ * Stacks: per task when the line names the task (funcgraph-proc column,
+ * trace-cmd); otherwise per CPU, switched to another task's stack at each
+ * task-switch separator (the first task of a CPU is named by its first
+ * separator). Text carries no irq flags except trace-cmd's latency column:
+ * the arrows mark hardirq context, and the builder knows irq entry names.
+ *
+ * Input comes in chunks of any size; no line is copied unless it straddles
+ * two chunks. Every byte sequence is safe input (see fuzz_text.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+
+#include "ftf.h"
+
+#define TXT_MAX_DEPTH 4096
+#define TXT_MAX_LINE (64u << 20)
+
+typedef struct {
+	int32_t bpid;    /* pid handed to the builder (-1-cpu: unknown task of a CPU) */
+	uint32_t *funcs; /* open function per depth, FTF_NONE when unknown */
+	uint32_t n, cap;
+	uint64_t overrun;
+} tstack;
+
+typedef struct {
+	tstack *cur;     /* the task running here, for lines without a task column */
+	uint64_t last_ts;
+	int32_t irq;     /* ==========> nesting */
+	uint8_t named;   /* a separator (or task column) said who ran here */
+} tcpu;
+
+enum rec_kind {
+	R_NONE = 0, R_ENTRY, R_LEAF, R_EXIT, R_COMMENT, R_ARROW_IN, R_ARROW_OUT, R_SEP,
+	R_LOST, R_SWITCH, R_OTHER, R_OVERRUN, R_HEADER,
+};
+
+typedef struct {
+	int kind;
+	int tracecmd;
+	int has_cpu, has_pid, has_ts, has_dur, has_depth, has_indent;
+	int32_t cpu, pid, next_pid;
+	uint64_t ts, dur;
+	const char *name; /* entry/leaf function, or an exit's tail name */
+	size_t nlen;
+	int64_t depth;    /* explicit: trace-cmd (N) or raw depth= */
+	int64_t indent;   /* from the indentation */
+	uint8_t flags;    /* irq bits from a latency column */
+	int64_t lost;
+	int raw_exit;     /* raw exit: calltime/rettime given */
+	uint64_t calltime, rettime, overrun;
+	int has_overrun;
+} rec;
+
+struct ftf_text {
+	ftf_builder *b;
+	int mode;
+	char *carry;
+	size_t ncarry, capcarry;
+	int discarding;
+	/* key -> stack (several keys can share one stack: aliases) */
+	int64_t *keys;
+	tstack **vals;
+	uint32_t nslots, nkeys;
+	tstack **all;
+	uint32_t nall, capall;
+	tcpu *cpus;
+	tstack *last_stack;
+	int last_dialect; /* 1 kernel, 2 trace-cmd */
+	uint32_t unknown_func;
+	ftf_text_sink sink;
+	void *sink_ctx;
+	ftf_text_stats st;
+};
+
+/* ---- small scanners on [p, e) ------------------------------------------- */
+
+static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
+static inline int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+
+static const char *skip_sp(const char *p, const char *e)
+{
+	while (p < e && is_space(*p))
+		p++;
+	return p;
+}
+
+static const char *rtrim(const char *s, const char *e)
+{
+	while (e > s && is_space(e[-1]))
+		e--;
+	return e;
+}
+
+static int starts(const char *p, const char *e, const char *lit)
+{
+	size_t n = strlen(lit);
+	return (size_t)(e - p) >= n && memcmp(p, lit, n) == 0;
+}
+
+static const char *find2(const char *p, const char *e, char a, char b)
+{
+	for (; p + 1 < e; p++)
+		if (p[0] == a && p[1] == b)
+			return p;
+	return NULL;
+}
+
+/* Unsigned decimal of at most maxd digits; NULL when there is none or it is longer. */
+static const char *parse_u64(const char *p, const char *e, uint64_t *v, int maxd)
+{
+	uint64_t x = 0;
+	int n = 0;
+	while (p < e && is_digit(*p)) {
+		if (++n > maxd)
+			return NULL;
+		x = x * 10 + (uint64_t)(*p - '0');
+		p++;
+	}
+	if (!n)
+		return NULL;
+	*v = x;
+	return p;
+}
+
+static const char *parse_pid(const char *p, const char *e, int32_t *pid)
+{
+	uint64_t v;
+	const char *q = parse_u64(p, e, &v, 10);
+	if (!q || v > 0x7fffffff)
+		return NULL;
+	*pid = (int32_t)v;
+	return q;
+}
+
+/* SECONDS.FRACTION (1..9 fraction digits) as ns. */
+static const char *parse_ts(const char *p, const char *e, uint64_t *ns)
+{
+	uint64_t sec, frac = 0;
+	const char *q = parse_u64(p, e, &sec, 11);
+	if (!q || q >= e || *q != '.')
+		return NULL;
+	q++;
+	int n = 0;
+	while (q < e && is_digit(*q)) {
+		if (++n > 9)
+			return NULL;
+		frac = frac * 10 + (uint64_t)(*q - '0');
+		q++;
+	}
+	if (!n)
+		return NULL;
+	for (; n < 9; n++)
+		frac *= 10;
+	*ns = sec * 1000000000ULL + frac;
+	return q;
+}
+
+/* A duration field's whole content: [MARK] NUMBER[.FRACTION] UNIT. */
+static int parse_duration(const char *p, const char *e, uint64_t *ns)
+{
+	p = skip_sp(p, e);
+	e = rtrim(p, e);
+	if (p < e && *p && strchr("+!#*@$", *p)) {
+		p++;
+		if (p >= e || !is_space(*p))
+			return 0;
+		p = skip_sp(p, e);
+	}
+	uint64_t ip;
+	const char *q = parse_u64(p, e, &ip, 12);
+	if (!q)
+		return 0;
+	uint64_t frac = 0;
+	int nf = 0;
+	if (q < e && *q == '.') {
+		q++;
+		while (q < e && is_digit(*q)) {
+			if (nf < 9) {
+				frac = frac * 10 + (uint64_t)(*q - '0');
+				nf++;
+			}
+			q++;
+		}
+	}
+	q = skip_sp(q, e);
+	uint64_t unit;
+	size_t ul = (size_t)(e - q);
+	if (ul == 2 && q[0] == 'u' && q[1] == 's')
+		unit = 1000;
+	else if (ul == 2 && q[0] == 'n' && q[1] == 's')
+		unit = 1;
+	else if (ul == 2 && q[0] == 'm' && q[1] == 's')
+		unit = 1000000;
+	else if (ul == 1 && q[0] == 's')
+		unit = 1000000000ULL;
+	else
+		return 0;
+	/* frac has nf digits: scale to the unit without floating point */
+	uint64_t fns = frac * unit;
+	for (int i = 0; i < nf; i++)
+		fns /= 10;
+	*ns = ip * unit + fns;
+	return 1;
+}
+
+/* `comm-pid` (comm may hold '-' and spaces): the pid after the last '-'. */
+static int parse_comm_pid(const char *p, const char *e, int32_t *pid)
+{
+	p = skip_sp(p, e);
+	e = rtrim(p, e);
+	const char *d = e;
+	while (d > p && is_digit(d[-1]))
+		d--;
+	if (d == e || d - 1 <= p || d[-1] != '-' || e - d > 10)
+		return 0;
+	return parse_pid(d, e, pid) == e;
+}
+
+/* A latency-flags token (d.h1., 1d.h2.): hard/soft irq bits at index 2. */
+static int parse_lat_flags(const char *p, const char *e, uint8_t *flags)
+{
+	p = skip_sp(p, e);
+	e = rtrim(p, e);
+	size_t n = (size_t)(e - p);
+	if (n < 3 || n > 8)
+		return 0;
+	for (const char *q = p; q < e; q++)
+		if (!*q || !strchr(".dDXnNpPbBLhHsSzZ0123456789", *q))
+			return 0;
+	uint8_t f = 0;
+	switch (p[2]) {
+	case 'h': case 'H': f = FTF_FLAG_HARDIRQ; break;
+	case 's': f = FTF_FLAG_SOFTIRQ; break;
+	case 'z': case 'Z': f = FTF_FLAG_NMI; break;
+	default: break;
+	}
+	*flags = f;
+	return 1;
+}
+
+/* Skip a balanced (...) starting at p (which is '('); NULL if unbalanced. */
+static const char *skip_parens(const char *p, const char *e)
+{
+	int depth = 0;
+	for (; p < e; p++) {
+		if (*p == '(')
+			depth++;
+		else if (*p == ')' && --depth == 0)
+			return p + 1;
+	}
+	return NULL;
+}
+
+/* Skip a C comment starting at p; returns past it and its content bounds. */
+static const char *skip_comment(const char *p, const char *e, const char **cs, const char **ce)
+{
+	if (!starts(p, e, "/*"))
+		return NULL;
+	const char *end = find2(p + 2, e, '*', '/');
+	if (!end)
+		return NULL;
+	if (cs) {
+		*cs = p + 2;
+		*ce = end;
+	}
+	return end + 2;
+}
+
+static int name_char_ok(char c)
+{
+	return (unsigned char)c > 0x20 && c != '(' && c != ')' && c != '{' && c != '}' && c != ';' &&
+	       c != '|' && c != 0x7f;
+}
+
+/* Trailing decorations after a body: comments, trace-cmd's (N) depth and
+ * (ret=...). In mail mode stop at the first thing that is none of them. */
+static const char *parse_trailer(const char *p, const char *e, rec *r, int mail)
+{
+	for (;;) {
+		const char *q = skip_sp(p, e);
+		if (q >= e)
+			return q;
+		if (q[0] == '/' && q + 1 < e && q[1] == '*') {
+			const char *cs, *ce;
+			const char *n = skip_comment(q, e, &cs, &ce);
+			if (!n)
+				return mail ? p : e;
+			if (r->kind == R_EXIT && !r->name) {
+				/* } /\* func *\/, } /\* func [mod] *\/, } /\* func = -22 *\/,
+				 * } /\* func ret=0x0 *\/: the first word names the function */
+				const char *w = skip_sp(cs, ce), *we = w;
+				while (we < ce && name_char_ok(*we) && *we != '*')
+					we++;
+				if (we > w && *w != '=' && *w != '<' && !starts(w, we, "ret=")) {
+					r->name = w;
+					r->nlen = (size_t)(we - w);
+				}
+			}
+			p = n;
+			continue;
+		}
+		if (q[0] == '(') {
+			const char *n = skip_parens(q, e);
+			if (!n)
+				return mail ? p : e;
+			uint64_t d;
+			const char *x = parse_u64(q + 1, n - 1, &d, 6);
+			if (x == n - 1 && !mail) {
+				r->depth = (int64_t)d;
+				r->has_depth = 1;
+			}
+			p = n;
+			continue;
+		}
+		return mail ? p : e;
+	}
+}
+
+/* BODY after the `|`: returns the end of what was understood, NULL if it is
+ * not a graph body. */
+static const char *parse_body(const char *p, const char *e, rec *r, int mail)
+{
+	const char *q = skip_sp(p, e);
+	r->indent = (q - p) >= 2 ? (q - p - 2) / 2 : 0;
+	r->has_indent = !mail;
+	if (q >= e)
+		return NULL;
+	if (*q == '}') {
+		r->kind = R_EXIT;
+		return parse_trailer(q + 1, e, r, mail);
+	}
+	if (q[0] == '/' && q + 1 < e && q[1] == '*') {
+		const char *n = skip_comment(q, e, NULL, NULL);
+		r->kind = R_COMMENT;
+		return n ? n : e;
+	}
+	const char *ns = q;
+	while (q < e && name_char_ok(*q))
+		q++;
+	if (q == ns)
+		return NULL;
+	r->name = ns;
+	r->nlen = (size_t)(q - ns);
+	/* module suffix: func [mod]() */
+	const char *m = skip_sp(q, e);
+	if (m < e && *m == '[') {
+		const char *c = memchr(m, ']', (size_t)(e - m));
+		if (!c)
+			return NULL;
+		q = c + 1;
+	}
+	q = skip_sp(q, e);
+	if (q >= e || *q != '(')
+		return NULL;
+	q = skip_parens(q, e);
+	if (!q)
+		return NULL;
+	for (;;) {
+		q = skip_sp(q, e);
+		if (q < e && *q == '/') {
+			const char *n = skip_comment(q, e, NULL, NULL);
+			if (!n)
+				return NULL;
+			q = n;
+			continue;
+		}
+		break;
+	}
+	if (q >= e)
+		return NULL;
+	if (*q == '{')
+		r->kind = R_ENTRY;
+	else if (*q == ';')
+		r->kind = R_LEAF;
+	else
+		return NULL;
+	return parse_trailer(q + 1, e, r, mail);
+}
+
+/* Fields from `p` up to the body: [COMM-PID |] [LATFLAGS |] [DURATION] |  BODY.
+ * Also arrows. Returns the end of the record or NULL. */
+static const char *parse_graph_fields(const char *p, const char *e, rec *r, int mail, int allow_proc)
+{
+	for (int field = 0; field < 4; field++) {
+		const char *bar = memchr(p, '|', (size_t)(e - p));
+		if (!bar)
+			return NULL;
+		const char *fs = skip_sp(p, bar), *fe = rtrim(fs, bar);
+		if (fs == fe) {
+			return parse_body(bar + 1, e, r, mail);
+		}
+		if (parse_duration(fs, fe, &r->dur)) {
+			r->has_dur = 1;
+			return parse_body(bar + 1, e, r, mail);
+		}
+		if (fe - fs == 11 && !memcmp(fs, "==========>", 11)) {
+			r->kind = R_ARROW_IN;
+			return bar + 1;
+		}
+		if (fe - fs == 11 && !memcmp(fs, "<==========", 11)) {
+			r->kind = R_ARROW_OUT;
+			return bar + 1;
+		}
+		if (allow_proc && !r->has_pid && parse_comm_pid(fs, fe, &r->pid)) {
+			r->has_pid = 1;
+			p = bar + 1;
+			continue;
+		}
+		uint8_t f;
+		if (parse_lat_flags(fs, fe, &f)) {
+			r->flags |= f;
+			p = bar + 1;
+			continue;
+		}
+		return NULL;
+	}
+	return NULL;
+}
+
+/* ` 0)  comm-1  =>  comm-2` after the CPU column. */
+static const char *parse_separator(const char *p, const char *e, rec *r, int mail)
+{
+	const char *arrow = find2(p, e, '=', '>');
+	if (!arrow)
+		return NULL;
+	const char *ls = skip_sp(p, arrow), *le = rtrim(ls, arrow);
+	/* the comm is cut to 7 chars, then -pid: one token (or two, with spaces) */
+	if (le - ls > 40 || !parse_comm_pid(ls, le, &r->pid))
+		return NULL;
+	const char *rs = skip_sp(arrow + 2, e), *re = rs;
+	if (mail) {
+		while (re < e && !is_space(*re))
+			re++;
+	} else {
+		re = rtrim(rs, e);
+	}
+	if (!parse_comm_pid(rs, re, &r->next_pid))
+		return NULL;
+	r->kind = R_SEP;
+	return re;
+}
+
+/* The kernel printer's record from p (abstime or CPU column). */
+static const char *parse_kernel(const char *p, const char *e, rec *r, int mail)
+{
+	const char *q = skip_sp(p, e);
+	uint64_t ts;
+	const char *t = parse_ts(q, e, &ts);
+	if (t) {
+		const char *b = skip_sp(t, e);
+		if (b < e && *b == '|') {
+			r->ts = ts;
+			r->has_ts = 1;
+			q = skip_sp(b + 1, e);
+		}
+	}
+	uint64_t cpu;
+	const char *c = parse_u64(q, e, &cpu, 4);
+	if (c && c < e && *c == ')' && cpu < FTF_MAX_CPUS) {
+		r->cpu = (int32_t)cpu;
+		r->has_cpu = 1;
+		q = c + 1;
+		if (q < e && !is_space(*q))
+			return NULL;
+	} else if (mail) {
+		return NULL;
+	}
+	rec saved = *r;
+	const char *end = parse_graph_fields(q, e, r, mail, 1);
+	if (end)
+		return end;
+	if (r->has_cpu) {
+		*r = saved;
+		return parse_separator(q, e, r, mail);
+	}
+	return NULL;
+}
+
+static const char *parse_tracecmd_payload(const char *p, const char *e, rec *r);
+
+/* trace-cmd: COMM-PID [CPU] [FLAGS] TS: EVENT: PAYLOAD, or with -l
+ * COMM-PID CPUFLAGS TS: EVENT: PAYLOAD. */
+static const char *parse_tracecmd(const char *p, const char *e, rec *r)
+{
+	/* the timestamp token: digits.digits followed by ':' */
+	const char *ts_s = NULL, *ts_e = NULL;
+	for (const char *q = p; q < e; q++) {
+		if (*q != ':' || q == p || !is_digit(q[-1]))
+			continue;
+		const char *s = q;
+		while (s > p && (is_digit(s[-1]) || s[-1] == '.'))
+			s--;
+		if (s == p || !is_space(s[-1]))
+			continue;
+		if (parse_ts(s, q, &r->ts) == q) {
+			ts_s = s;
+			ts_e = q + 1;
+			break;
+		}
+	}
+	if (!ts_s)
+		return NULL;
+	r->has_ts = 1;
+	/* walk back: [FLAGS] [CPU] or CPUFLAGS, then COMM-PID */
+	const char *x = rtrim(p, ts_s);
+	const char *tok = x;
+	while (tok > p && !is_space(tok[-1]))
+		tok--;
+	if (tok == x)
+		return NULL;
+	uint8_t f = 0;
+	if (*tok != '[' && !is_digit(*tok)) {
+		/* flags after [CPU] */
+		if (!parse_lat_flags(tok, x, &f))
+			return NULL;
+		r->flags |= f;
+		x = rtrim(p, tok);
+		tok = x;
+		while (tok > p && !is_space(tok[-1]))
+			tok--;
+		if (tok == x)
+			return NULL;
+	}
+	uint64_t cpu;
+	if (*tok == '[') {
+		const char *c = parse_u64(tok + 1, x, &cpu, 4);
+		if (!c || c + 1 != x || *c != ']')
+			return NULL;
+	} else {
+		/* -l: "1d.h2." = cpu digits then the flags */
+		const char *c = parse_u64(tok, x, &cpu, 4);
+		if (!c)
+			return NULL;
+		if (c < x && !parse_lat_flags(c, x, &f))
+			return NULL;
+		r->flags |= f;
+	}
+	if (cpu >= FTF_MAX_CPUS)
+		return NULL;
+	r->cpu = (int32_t)cpu;
+	r->has_cpu = 1;
+	if (!parse_comm_pid(p, tok, &r->pid))
+		return NULL;
+	r->has_pid = 1;
+	r->tracecmd = 1;
+
+	return parse_tracecmd_payload(ts_e, e, r);
+}
+
+/* The value after ` key=` in [p, e), or NULL. */
+static const char *find_key(const char *p, const char *e, const char *key)
+{
+	size_t n = strlen(key);
+	for (const char *q = p; q + n <= e; q++)
+		if ((q == p || is_space(q[-1])) && !memcmp(q, key, n))
+			return q + n;
+	return NULL;
+}
+
+static const char *parse_hex(const char *p, const char *e, uint64_t *v)
+{
+	if (starts(p, e, "0x"))
+		p += 2;
+	uint64_t x = 0;
+	int n = 0;
+	for (; p < e; p++, n++) {
+		int d;
+		if (is_digit(*p))
+			d = *p - '0';
+		else if (*p >= 'a' && *p <= 'f')
+			d = *p - 'a' + 10;
+		else if (*p >= 'A' && *p <= 'F')
+			d = *p - 'A' + 10;
+		else
+			break;
+		if (n >= 16)
+			return NULL;
+		x = x * 16 + (uint64_t)d;
+	}
+	if (!n)
+		return NULL;
+	*v = x;
+	return p;
+}
+
+/* sched_switch, with trace-cmd's plugin (`a:1 [120] S ==> b:2 [120]`) or the
+ * kernel's print fmt (`prev_pid=1 ... ==> ... next_pid=2 ...`). */
+static int parse_switch(const char *p, const char *e, rec *r)
+{
+	const char *arrow = NULL;
+	for (const char *q = p; q + 3 <= e; q++)
+		if (q[0] == '=' && q[1] == '=' && q[2] == '>') {
+			arrow = q;
+			break;
+		}
+	if (!arrow)
+		return 0;
+	const char *a = find_key(p, arrow, "prev_pid="), *b = find_key(arrow, e, "next_pid=");
+	if (a && b)
+		return parse_pid(a, e, &r->pid) && parse_pid(b, e, &r->next_pid);
+	/* plugin form: the pid before " [prio]" on each side */
+	const char *sides[2][2] = { { p, arrow }, { arrow + 3, e } };
+	int32_t pids[2];
+	for (int i = 0; i < 2; i++) {
+		const char *s = sides[i][0], *se = sides[i][1], *br = NULL;
+		for (const char *q = s; q + 1 < se; q++)
+			if (q[0] == ' ' && q[1] == '[')
+				br = q;
+		if (!br)
+			return 0;
+		const char *d = br;
+		while (d > s && is_digit(d[-1]))
+			d--;
+		if (d == br || d == s || d[-1] != ':' || br - d > 10 || parse_pid(d, br, &pids[i]) != br)
+			return 0;
+	}
+	r->pid = pids[0];
+	r->next_pid = pids[1];
+	return 1;
+}
+
+static const char *parse_tracecmd_payload(const char *p, const char *e, rec *r)
+{
+	const char *ev = skip_sp(p, e), *eve = ev;
+	while (eve < e && *eve != ':' && !is_space(*eve))
+		eve++;
+	if (eve >= e || *eve != ':' || eve == ev)
+		return NULL;
+	const char *pl = eve + 1;
+	size_t evl = (size_t)(eve - ev);
+	int is_entry = (evl == 15 && !memcmp(ev, "funcgraph_entry", 15)) ||
+		       (evl == 20 && !memcmp(ev, "fgraph_retaddr_entry", 20));
+	int is_exit = evl == 14 && !memcmp(ev, "funcgraph_exit", 14);
+	if (is_entry || is_exit) {
+		const char *ps = skip_sp(pl, e);
+		uint64_t v;
+		if (starts(ps, e, "func=") || starts(ps, e, "--> ") || starts(ps, e, "<-- ")) {
+			/* -R raw fields, or the kernel's print fmt (no plugins) */
+			int raw = ps[0] == 'f';
+			const char *n = ps + (raw ? 5 : 4), *ne = n;
+			while (ne < e && name_char_ok(*ne))
+				ne++;
+			if (ne == n)
+				return NULL;
+			r->name = n;
+			r->nlen = (size_t)(ne - n);
+			const char *d;
+			if (raw) {
+				d = find_key(ne, e, "depth=");
+			} else {
+				d = skip_sp(ne, e);
+				d = d < e && *d == '(' ? d + 1 : NULL;
+			}
+			int neg = d && d < e && *d == '-';
+			if (!d || !parse_u64(d + neg, e, &v, 10) || neg)
+				return NULL;
+			r->depth = (int64_t)v;
+			r->has_depth = 1;
+			if (is_entry) {
+				r->kind = R_ENTRY;
+				return e;
+			}
+			const char *ct = find_key(ne, e, raw ? "calltime=" : "(start:");
+			const char *rt = find_key(ne, e, raw ? "rettime=" : "end:");
+			const char *ov = find_key(ne, e, raw ? "overrun=" : "over:");
+			if (ct && !raw)
+				ct = skip_sp(ct, e);
+			if (rt && !raw)
+				rt = skip_sp(rt, e);
+			if (!ct || !rt || !parse_hex(ct, e, &r->calltime) || !parse_hex(rt, e, &r->rettime))
+				return NULL;
+			if (ov && raw && parse_u64(skip_sp(ov, e), e, &v, 20)) {
+				r->overrun = v;
+				r->has_overrun = 1;
+			}
+			r->raw_exit = 1;
+			r->kind = R_EXIT;
+			return e;
+		}
+		const char *end = parse_graph_fields(pl, e, r, 0, 0);
+		if (!end || !(r->kind == R_ENTRY || r->kind == R_LEAF || r->kind == R_EXIT))
+			return NULL;
+		if ((r->kind == R_EXIT) != is_exit)
+			return NULL;
+		return end;
+	}
+	if (evl == 12 && !memcmp(ev, "sched_switch", 12) && parse_switch(pl, e, r)) {
+		r->kind = R_SWITCH;
+		return e;
+	}
+	r->kind = R_OTHER;
+	return e;
+}
+
+/* `CPU:N [LOST M EVENTS]`, `CPU:N [LOST EVENTS]`, `CPU:N [M EVENTS DROPPED]`,
+ * `CPU:N [EVENTS DROPPED]`. */
+static const char *parse_lost(const char *p, const char *e, rec *r)
+{
+	uint64_t cpu, n;
+	const char *q = parse_u64(p + 4, e, &cpu, 5);
+	if (!q || cpu >= FTF_MAX_CPUS)
+		return NULL;
+	q = skip_sp(q, e);
+	if (q >= e || *q != '[')
+		return NULL;
+	q++;
+	r->lost = -1;
+	if (starts(q, e, "LOST ")) {
+		q += 5;
+		const char *x = parse_u64(q, e, &n, 19);
+		if (x) {
+			r->lost = (int64_t)n;
+			q = skip_sp(x, e);
+		}
+		if (!starts(q, e, "EVENTS]"))
+			return NULL;
+		q += 7;
+	} else {
+		const char *x = parse_u64(q, e, &n, 19);
+		if (x) {
+			r->lost = (int64_t)n;
+			q = skip_sp(x, e);
+		}
+		if (!starts(q, e, "EVENTS DROPPED]"))
+			return NULL;
+		q += 15;
+	}
+	if (r->lost == 0)
+		r->lost = -1;
+	r->cpu = (int32_t)cpu;
+	r->has_cpu = 1;
+	r->kind = R_LOST;
+	return q;
+}
+
+/* Lines that are not records but are understood. */
+static int parse_special(const char *p, const char *e, rec *r)
+{
+	const char *q = skip_sp(p, e);
+	if (q == e || *q == '#') {
+		r->kind = R_HEADER;
+		return 1;
+	}
+	if (starts(q, e, "CPU:") && parse_lost(q, e, r))
+		return 1;
+	if (starts(q, e, "----")) {
+		const char *x = q;
+		while (x < e && *x == '-')
+			x++;
+		if (skip_sp(x, e) == e) {
+			r->kind = R_HEADER;
+			return 1;
+		}
+	}
+	if (starts(q, e, "(Overruns:")) {
+		uint64_t v;
+		if (parse_u64(skip_sp(q + 10, e), e, &v, 20)) {
+			r->overrun = v;
+			r->kind = R_OVERRUN;
+			return 1;
+		}
+	}
+	if (starts(q, e, "cpus=") || starts(q, e, "version =") || starts(q, e, "CPU ")) {
+		r->kind = R_HEADER;
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- stacks ------------------------------------------------------------ */
+
+static int64_t pid_key(int32_t pid, int32_t cpu)
+{
+	/* pid 0 is the idle task of every CPU at once */
+	return pid == 0 ? ((int64_t)1 << 40) | (uint32_t)cpu : pid;
+}
+
+static tstack *stack_new(ftf_text *t, int32_t bpid)
+{
+	if (t->nall == t->capall) {
+		uint32_t cap = t->capall ? t->capall * 2 : 64;
+		tstack **a = realloc(t->all, cap * sizeof(*a));
+		if (!a)
+			return NULL;
+		t->all = a;
+		t->capall = cap;
+	}
+	tstack *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->bpid = bpid;
+	t->all[t->nall++] = s;
+	return s;
+}
+
+static uint32_t key_slot(int64_t key, uint32_t nslots)
+{
+	uint64_t x = (uint64_t)key * 0x9E3779B97F4A7C15ULL;
+	return (uint32_t)(x >> 32) & (nslots - 1);
+}
+
+static int map_put(ftf_text *t, int64_t key, tstack *s)
+{
+	if ((t->nkeys + 1) * 2 > t->nslots) {
+		uint32_t nslots = t->nslots ? t->nslots * 2 : 64;
+		int64_t *keys = malloc(nslots * sizeof(*keys));
+		tstack **vals = calloc(nslots, sizeof(*vals));
+		if (!keys || !vals) {
+			free(keys);
+			free(vals);
+			return -1;
+		}
+		for (uint32_t i = 0; i < t->nslots; i++) {
+			if (!t->vals[i])
+				continue;
+			uint32_t k = key_slot(t->keys[i], nslots);
+			while (vals[k])
+				k = (k + 1) & (nslots - 1);
+			keys[k] = t->keys[i];
+			vals[k] = t->vals[i];
+		}
+		free(t->keys);
+		free(t->vals);
+		t->keys = keys;
+		t->vals = vals;
+		t->nslots = nslots;
+	}
+	uint32_t k = key_slot(key, t->nslots);
+	while (t->vals[k]) {
+		if (t->keys[k] == key) {
+			t->vals[k] = s;
+			return 0;
+		}
+		k = (k + 1) & (t->nslots - 1);
+	}
+	t->keys[k] = key;
+	t->vals[k] = s;
+	t->nkeys++;
+	return 0;
+}
+
+static tstack *map_get(ftf_text *t, int64_t key)
+{
+	if (!t->nslots)
+		return NULL;
+	uint32_t k = key_slot(key, t->nslots);
+	while (t->vals[k]) {
+		if (t->keys[k] == key)
+			return t->vals[k];
+		k = (k + 1) & (t->nslots - 1);
+	}
+	return NULL;
+}
+
+static tstack *stack_of_pid(ftf_text *t, int32_t pid, int32_t cpu)
+{
+	int64_t key = pid_key(pid, cpu);
+	tstack *s = map_get(t, key);
+	if (s)
+		return s;
+	s = stack_new(t, pid);
+	if (!s || map_put(t, key, s) < 0)
+		return NULL;
+	return s;
+}
+
+static tcpu *cpu_of(ftf_text *t, int32_t cpu)
+{
+	if (!t->cpus) {
+		t->cpus = calloc(FTF_MAX_CPUS, sizeof(*t->cpus));
+		if (!t->cpus)
+			return NULL;
+	}
+	return &t->cpus[cpu];
+}
+
+/* The stack of the task running on a CPU, for lines without a task column. */
+static tstack *stack_of_cpu(ftf_text *t, tcpu *c, int32_t cpu)
+{
+	if (!c->cur)
+		c->cur = stack_new(t, -1 - cpu);
+	return c->cur;
+}
+
+static int shadow_reserve(tstack *s, uint32_t n)
+{
+	if (n <= s->cap)
+		return 0;
+	uint32_t cap = s->cap ? s->cap : 32;
+	while (cap < n)
+		cap *= 2;
+	uint32_t *f = realloc(s->funcs, cap * sizeof(*f));
+	if (!f)
+		return -1;
+	s->funcs = f;
+	s->cap = cap;
+	return 0;
+}
+
+/* ---- events ------------------------------------------------------------ */
+
+static void emit(ftf_text *t, const ftf_event *ev)
+{
+	if (t->sink)
+		t->sink(t->sink_ctx, ev, t->b);
+	ftf_builder_feed(t->b, ev);
+}
+
+static uint32_t intern(ftf_text *t, const char *name, size_t len)
+{
+	uint32_t id = ftf_funcs_intern(&t->b->funcs, name, len);
+	if (id == FTF_NONE)
+		t->b->oom = 1;
+	return id;
+}
+
+static void oom(ftf_text *t)
+{
+	t->b->oom = 1;
+}
+
+static void handle(ftf_text *t, rec *r)
+{
+	ftf_event ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.cpu = r->has_cpu ? r->cpu : 0;
+	ev.ts = r->has_ts ? r->ts : 0;
+	tcpu *c = cpu_of(t, ev.cpu);
+	if (!c) {
+		oom(t);
+		return;
+	}
+	if (r->has_ts)
+		c->last_ts = r->ts;
+	t->st.records++;
+	switch (r->kind) {
+	case R_HEADER:
+		t->st.records--;
+		t->st.header_lines++;
+		return;
+	case R_LOST:
+		t->st.lost_lines++;
+		ev.kind = FTF_EV_LOST;
+		ev.lost = r->lost;
+		ev.ts = c->last_ts;
+		emit(t, &ev);
+		return;
+	case R_ARROW_IN:
+		t->st.irq_arrows++;
+		if (c->irq < 64)
+			c->irq++;
+		return;
+	case R_ARROW_OUT:
+		t->st.irq_arrows++;
+		if (c->irq > 0)
+			c->irq--;
+		return;
+	case R_SEP: {
+		/* the task running here changes: switch stacks. The first
+		 * separator of a CPU names the task that ran there so far. */
+		t->st.separators++;
+		tstack *cur = stack_of_cpu(t, c, ev.cpu);
+		if (!cur) {
+			oom(t);
+			return;
+		}
+		if (!c->named) {
+			c->named = 1;
+			int64_t key = pid_key(r->pid, ev.cpu);
+			if (!map_get(t, key)) {
+				if (map_put(t, key, cur) < 0)
+					oom(t);
+			} else if (map_get(t, key) != cur) {
+				t->st.separator_conflicts++;
+			}
+		} else if (map_get(t, pid_key(r->pid, ev.cpu)) != cur) {
+			t->st.separator_conflicts++;
+		}
+		tstack *next = stack_of_pid(t, r->next_pid, ev.cpu);
+		if (!next) {
+			oom(t);
+			return;
+		}
+		c->cur = next;
+		c->irq = 0;
+		return;
+	}
+	case R_OVERRUN:
+		t->st.overrun_lines++;
+		if (t->last_stack && r->overrun > t->last_stack->overrun)
+			t->last_stack->overrun = r->overrun;
+		return;
+	case R_SWITCH:
+		ev.kind = FTF_EV_SWITCH;
+		ev.pid = r->pid;
+		ev.next_pid = r->next_pid;
+		emit(t, &ev);
+		return;
+	case R_COMMENT:
+	case R_OTHER:
+		t->st.other_lines++;
+		ev.kind = 0;
+		ev.pid = r->has_pid ? r->pid : 0;
+		emit(t, &ev);
+		return;
+	default:
+		break;
+	}
+
+	/* a call record */
+	tstack *s;
+	if (r->has_pid) {
+		s = stack_of_pid(t, r->pid, ev.cpu);
+		if (r->tracecmd) {
+			t->st.tracecmd_lines++;
+		} else {
+			t->st.proc_lines++;
+			c->cur = s;
+			c->named = 1;
+		}
+	} else {
+		s = stack_of_cpu(t, c, ev.cpu);
+		t->st.cpu_lines++;
+	}
+	if (!s) {
+		oom(t);
+		return;
+	}
+	t->last_stack = s;
+	if (r->has_ts)
+		t->st.ts_lines++;
+	ev.pid = s->bpid;
+	ev.flags = r->flags;
+	if (r->flags & FTF_FLAG_IRQ_MASK)
+		t->st.latency_irq_lines++;
+	if (c->irq > 0)
+		ev.flags |= FTF_FLAG_HARDIRQ;
+	int64_t depth;
+	if (r->has_depth)
+		depth = r->depth;
+	else if (r->has_indent)
+		depth = r->indent;
+	else if (r->kind == R_EXIT)
+		depth = s->n ? (int64_t)s->n - 1 : 0;
+	else
+		depth = s->n;
+	if (depth >= TXT_MAX_DEPTH) {
+		t->st.records--;
+		t->st.too_deep++;
+		return;
+	}
+	uint32_t d = (uint32_t)depth;
+	if (r->kind == R_LEAF && !r->has_dur)
+		t->st.no_duration++;
+
+	if (r->kind == R_ENTRY) {
+		uint32_t func = intern(t, r->name, r->nlen);
+		if (func == FTF_NONE)
+			return;
+		if (shadow_reserve(s, d + 1) < 0) {
+			oom(t);
+			return;
+		}
+		for (uint32_t i = s->n; i < d; i++)
+			s->funcs[i] = FTF_NONE;
+		s->funcs[d] = func;
+		s->n = d + 1;
+		ev.kind = FTF_EV_ENTRY;
+		ev.func = func;
+		ev.depth = depth;
+		t->st.entry_lines++;
+		emit(t, &ev);
+		return;
+	}
+	if (r->kind == R_LEAF) {
+		uint32_t func = intern(t, r->name, r->nlen);
+		if (func == FTF_NONE)
+			return;
+		if (s->n > d)
+			s->n = d;
+		ev.kind = FTF_EV_LEAF;
+		ev.func = func;
+		ev.depth = depth;
+		ev.calltime = ev.ts;
+		ev.rettime = ev.ts + r->dur;
+		t->st.leaf_lines++;
+		emit(t, &ev);
+		return;
+	}
+	/* R_EXIT: the function is the tail's name, else the open entry's */
+	uint32_t func = FTF_NONE;
+	uint32_t open = d < s->n ? s->funcs[d] : FTF_NONE;
+	if (r->name) {
+		func = intern(t, r->name, r->nlen);
+		if (func == FTF_NONE)
+			return;
+		if (open != FTF_NONE && open != func)
+			t->st.tail_mismatch++;
+	} else {
+		func = open;
+	}
+	if (func == FTF_NONE) {
+		if (t->unknown_func == FTF_NONE)
+			t->unknown_func = intern(t, "(unknown)", 9);
+		func = t->unknown_func;
+		if (func == FTF_NONE)
+			return;
+		t->st.unknown_exits++;
+	}
+	if (s->n > d)
+		s->n = d;
+	ev.kind = FTF_EV_EXIT;
+	ev.func = func;
+	ev.depth = depth;
+	ev.overrun = r->has_overrun ? r->overrun : s->overrun;
+	if (r->raw_exit) {
+		ev.calltime = r->calltime;
+		ev.rettime = r->rettime;
+	} else {
+		if (!r->has_dur)
+			t->st.no_duration++;
+		ev.rettime = ev.ts >= r->dur ? ev.ts : r->dur;
+		ev.calltime = ev.rettime - r->dur;
+	}
+	t->st.exit_lines++;
+	emit(t, &ev);
+}
+
+/* ---- lines ------------------------------------------------------------- */
+
+static void note_unparsed(ftf_text *t, const char *p, const char *e)
+{
+	t->st.unparsed++;
+	if (!t->st.first_unparsed_line) {
+		t->st.first_unparsed_line = t->st.lines;
+		size_t n = (size_t)(e - p);
+		if (n > sizeof(t->st.first_unparsed) - 1)
+			n = sizeof(t->st.first_unparsed) - 1;
+		for (size_t i = 0; i < n; i++)
+			t->st.first_unparsed[i] = (unsigned char)p[i] < 0x20 ? ' ' : p[i];
+		t->st.first_unparsed[n] = '\0';
+	}
+}
+
+static void line_lines(ftf_text *t, const char *p, const char *e)
+{
+	rec r;
+	memset(&r, 0, sizeof(r));
+	if (parse_special(p, e, &r)) {
+		handle(t, &r);
+		return;
+	}
+	for (int attempt = 0; attempt < 2; attempt++) {
+		int tc = (t->last_dialect == 2) ^ attempt;
+		memset(&r, 0, sizeof(r));
+		const char *end = tc ? parse_tracecmd(p, e, &r) : parse_kernel(p, e, &r, 0);
+		if (end) {
+			t->last_dialect = tc ? 2 : 1;
+			handle(t, &r);
+			return;
+		}
+	}
+	note_unparsed(t, p, e);
+}
+
+/* Mail: kernel records anywhere in the line, prose in between. */
+static void line_mail(ftf_text *t, const char *p, const char *e)
+{
+	rec r;
+	memset(&r, 0, sizeof(r));
+	if (parse_special(p, e, &r) && r.kind != R_HEADER) {
+		handle(t, &r);
+		return;
+	}
+	const char *q = p;
+	uint64_t found = 0;
+	while (q < e) {
+		const char *par = memchr(q, ')', (size_t)(e - q));
+		if (!par)
+			break;
+		const char *d = par;
+		while (d > q && is_digit(d[-1]))
+			d--;
+		if (d == par || par - d > 4 || (d > p && !is_space(d[-1]))) {
+			q = par + 1;
+			continue;
+		}
+		/* an abstime column before the CPU: "SEC.USEC |  CPU)" */
+		const char *start = d, *b = d;
+		while (b > p && is_space(b[-1]))
+			b--;
+		if (b > p && b[-1] == '|') {
+			const char *x = b - 1;
+			while (x > p && is_space(x[-1]))
+				x--;
+			const char *s = x;
+			while (s > p && (is_digit(s[-1]) || s[-1] == '.'))
+				s--;
+			uint64_t ts;
+			if (s < x && (s == p || is_space(s[-1])) && parse_ts(s, x, &ts) == x)
+				start = s;
+		}
+		memset(&r, 0, sizeof(r));
+		const char *end = parse_kernel(start, e, &r, 1);
+		if (!end) {
+			q = par + 1;
+			continue;
+		}
+		if (start > q)
+			t->st.prose_bytes += (uint64_t)(start - q);
+		found++;
+		handle(t, &r);
+		q = end;
+	}
+	if (q < e)
+		t->st.prose_bytes += (uint64_t)(e - q);
+	if (!found && skip_sp(p, e) < e)
+		t->st.prose_lines++;
+	if (!found && skip_sp(p, e) == e)
+		t->st.header_lines++;
+}
+
+static void do_line(ftf_text *t, const char *p, const char *e)
+{
+	t->st.lines++;
+	if (e > p && e[-1] == '\r')
+		e--;
+	if (t->mode == FTF_TEXT_MAIL)
+		line_mail(t, p, e);
+	else
+		line_lines(t, p, e);
+}
+
+/* ---- the API ----------------------------------------------------------- */
+
+ftf_text *ftf_text_new(ftf_builder *b, int mode)
+{
+	ftf_text *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->b = b;
+	t->mode = mode;
+	t->unknown_func = FTF_NONE;
+	/* Text has no calltime: keep the builder from moving interrupts
+	 * across push/pop windows by calltime; the printed order is the truth. */
+	b->text_order = 1;
+	return t;
+}
+
+void ftf_text_set_sink(ftf_text *t, ftf_text_sink sink, void *ctx)
+{
+	t->sink = sink;
+	t->sink_ctx = ctx;
+}
+
+int ftf_text_feed(ftf_text *t, const char *buf, size_t len)
+{
+	const char *p = buf, *e = buf + len;
+	t->st.bytes += len;
+	while (p < e) {
+		const char *nl = memchr(p, '\n', (size_t)(e - p));
+		if (!nl) {
+			/* keep the partial line for the next chunk */
+			size_t n = (size_t)(e - p);
+			if (t->discarding)
+				return 0;
+			if (t->ncarry + n > TXT_MAX_LINE) {
+				t->st.too_long++;
+				t->st.lines++;
+				t->ncarry = 0;
+				t->discarding = 1;
+				return 0;
+			}
+			if (t->ncarry + n > t->capcarry) {
+				size_t cap = t->capcarry ? t->capcarry : 4096;
+				while (cap < t->ncarry + n)
+					cap *= 2;
+				char *c = realloc(t->carry, cap);
+				if (!c) {
+					oom(t);
+					return -1;
+				}
+				t->carry = c;
+				t->capcarry = cap;
+			}
+			memcpy(t->carry + t->ncarry, p, n);
+			t->ncarry += n;
+			return t->b->oom ? -1 : 0;
+		}
+		if (t->discarding) {
+			t->discarding = 0;
+		} else if (t->ncarry) {
+			size_t n = (size_t)(nl - p);
+			if (t->ncarry + n > TXT_MAX_LINE) {
+				t->st.too_long++;
+				t->st.lines++;
+			} else {
+				if (t->ncarry + n > t->capcarry) {
+					size_t cap = t->capcarry;
+					while (cap < t->ncarry + n)
+						cap *= 2;
+					char *c = realloc(t->carry, cap);
+					if (!c) {
+						oom(t);
+						return -1;
+					}
+					t->carry = c;
+					t->capcarry = cap;
+				}
+				memcpy(t->carry + t->ncarry, p, n);
+				do_line(t, t->carry, t->carry + t->ncarry + n);
+			}
+			t->ncarry = 0;
+		} else {
+			do_line(t, p, nl);
+		}
+		p = nl + 1;
+	}
+	return t->b->oom ? -1 : 0;
+}
+
+int ftf_text_finish(ftf_text *t)
+{
+	if (t->ncarry && !t->discarding)
+		do_line(t, t->carry, t->carry + t->ncarry);
+	t->ncarry = 0;
+	t->discarding = 0;
+	return t->b->oom ? -1 : 0;
+}
+
+const ftf_text_stats *ftf_text_get_stats(const ftf_text *t)
+{
+	return &t->st;
+}
+
+void ftf_text_free(ftf_text *t)
+{
+	if (!t)
+		return;
+	for (uint32_t i = 0; i < t->nall; i++) {
+		free(t->all[i]->funcs);
+		free(t->all[i]);
+	}
+	free(t->all);
+	free(t->keys);
+	free(t->vals);
+	free(t->cpus);
+	free(t->carry);
+	free(t);
+}
