@@ -15,33 +15,73 @@ import numpy as np
 from ftflame.errors import InputError
 from ftflame.profile import NODE_COLUMNS, SAMPLE_COLUMNS, Histograms, Profile, TraceInfo
 
-from . import _core
-from .detect import sniff
+from . import _core, text
+from .detect import TRACE_DAT_MAGIC, check_readable, classify
 
 __all__ = ["read", "from_core_result", "build_events"]
 
 
 def read(path: str, progress: Optional[Callable[[int], None]] = None) -> Profile:
-    """Read a function_graph trace (trace.dat) into a Profile."""
-    fmt = sniff(path)
-    if fmt == "trace.dat":
+    """Read a function_graph trace into a Profile: a trace.dat, or any text
+    form (tracefs, perf ftrace, trace-cmd report, a mail), plain or gzip/xz/
+    zstd-compressed; '-' reads stdin."""
+    check_readable(path)
+    if path != "-" and _is_plain_dat(path):
+        return _read_dat(path, path, "", progress)
+    src = text.open_input(path)
+    try:
+        det = classify(src.head, src.name, src.compression)
+    except BaseException:
+        src.close()
+        raise
+    if det.kind == "trace.dat":
+        # libtracecmd needs a file: spool what came compressed or piped
         try:
-            res = _core.read_dat(os.fsencode(path), progress=progress)
-        except ValueError as e:
-            raise InputError(path, str(e)) from None
-        meta = res["meta"]
-        info = TraceInfo(
-            source=path, format="trace.dat", kernel=meta["kernel"], clock=meta["clock"],
-            cpus=meta["cpus"], tracer_version=meta["tracer_version"],
-            file_version=meta["file_version"], compression=meta["compression"],
-            events_per_cpu=dict(meta["events_per_cpu"]), has_sched_switch=meta["has_switch_event"],
-            has_retval=meta["has_retval"], has_args=meta["has_args"])
-        prof = from_core_result(res, info)
-        if prof.counters["exits"] == 0:
-            raise InputError(path, "no function_graph calls in this trace.dat",
-                             "check set_graph_function: did the traced functions run?")
-        return prof
-    raise InputError(path, f"unsupported format {fmt}")  # pragma: no cover
+            tmp = text.spool(src)
+        finally:
+            src.close()
+        try:
+            return _read_dat(tmp, src.name, src.compression, progress)
+        finally:
+            os.unlink(tmp)
+    res = text.read_text(src, det.dialect, progress)
+    info = text.text_info(res, src, det.dialect)
+    prof = from_core_result(res, info)
+    st = res["text"]
+    if prof.counters["exits"] == 0:
+        raise InputError(src.name, f"no function_graph calls in this {text.DIALECT_NAMES[det.dialect]} "
+                         f"({st['lines']:,} lines, {st['unparsed']:,} not understood)",
+                         "is it a function_graph trace with durations?")
+    counters = dict(prof.counters)
+    counters.update({"text_" + k: st[k] for k in text.TEXT_COUNTERS})
+    return prof.replace(counters=counters, warnings=prof.warnings + tuple(text.text_warnings(st)))
+
+
+def _is_plain_dat(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(TRACE_DAT_MAGIC)) == TRACE_DAT_MAGIC
+    except OSError as e:
+        raise InputError(path, f"cannot read: {e.strerror}") from None
+
+
+def _read_dat(path: str, name: str, compression: str, progress) -> Profile:
+    try:
+        res = _core.read_dat(os.fsencode(path), progress=progress)
+    except ValueError as e:
+        raise InputError(name, str(e)) from None
+    meta = res["meta"]
+    info = TraceInfo(
+        source=name, format="trace.dat", kernel=meta["kernel"], clock=meta["clock"],
+        cpus=meta["cpus"], tracer_version=meta["tracer_version"],
+        file_version=meta["file_version"], compression=meta["compression"] or compression,
+        events_per_cpu=dict(meta["events_per_cpu"]), has_sched_switch=meta["has_switch_event"],
+        has_retval=meta["has_retval"], has_args=meta["has_args"])
+    prof = from_core_result(res, info)
+    if prof.counters["exits"] == 0:
+        raise InputError(name, "no function_graph calls in this trace.dat",
+                         "check set_graph_function: did the traced functions run?")
+    return prof
 
 
 def from_core_result(res: dict, info: TraceInfo) -> Profile:

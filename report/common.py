@@ -146,6 +146,46 @@ def anomaly_lines(p: Profile) -> list:
     return out
 
 
+IRQ_SOURCES = {
+    "common_flags": "from the events' hardirq/softirq flags",
+    "arrows+names": "from the text's ==========> arrows and known irq entry functions "
+                    "(text has no irq flags)",
+    "latency-flags+names": "from the latency-flags column and known irq entry functions",
+    "names": "from known irq entry function names only (text has no irq flags)",
+}
+
+
+TEXT_FORMATS = {
+    "text:tracefs": "function_graph text (tracefs trace, trace_pipe or perf ftrace)",
+    "text:trace-cmd": "trace-cmd report text",
+    "text:mail": "function_graph text re-flowed in a mail",
+}
+
+
+def context_lines(p: Profile) -> list:
+    """How call stacks and irq context were worked out, when not from a
+    trace.dat's per-event pid and flags (text traces)."""
+    t, c = p.trace, p.counters
+    if t.per_task and t.irq_source == "common_flags":
+        return []
+    if t.per_task:
+        stacks = "stacks: per task (the text names the task on every line)"
+    else:
+        seps = c.get("text_separators", 0)
+        stacks = ("stacks: per CPU - the text has no task column" +
+                  (f"; switched at {seps:,} task-switch separators" if seps else "") +
+                  " (funcgraph-proc or trace-cmd give per-task stacks)")
+    irq = "irq context: " + IRQ_SOURCES.get(t.irq_source, t.irq_source)
+    out = []
+    if t.format.startswith("text:"):
+        out.append(f"input: {TEXT_FORMATS.get(t.format, t.format)}"
+                   + (f", {t.compression}-compressed" if t.compression else ""))
+    out += [stacks, irq]
+    if c.get("text_records") and not c.get("text_ts_lines"):
+        out.append("times: durations as printed (no timestamps in the text)")
+    return out
+
+
 def max_depth_hint(p: Profile):
     """A trace cut by max_graph_depth has every leaf at one shallow depth
     (only said of traces big enough for that to be telling)."""

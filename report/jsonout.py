@@ -14,7 +14,7 @@ import numpy as np
 from ftflame import __version__, corrections
 from ftflame.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
-from .common import (anomaly_lines, corrected_objects, exact_corrected_values, max_depth_hint,
+from .common import (anomaly_lines, context_lines, corrected_objects, exact_corrected_values, max_depth_hint,
                      node_flags, stats_objects)
 
 SCHEMA = "ftflame/1"
@@ -76,6 +76,7 @@ def trace_object(p: Profile) -> dict:
                              "gap_calls": c.get("gap_calls", 0)},
         "counters": dict(c),
         "notes": anomaly_lines(p) + ([h] if (h := max_depth_hint(p)) else []),
+        "context": context_lines(p),
     }
 
 

@@ -11,7 +11,7 @@ import os
 from ftflame import corrections
 from ftflame.profile import NODE_IRQ_ROOT, Profile
 
-from .common import anomaly_lines, count, max_depth_hint, us
+from .common import anomaly_lines, context_lines, count, max_depth_hint, us
 
 WIDTH = 80
 TOP_FUNCTIONS = 40
@@ -40,6 +40,8 @@ def header(p: Profile) -> list:
     lines.extend(_wrap(", ".join(bits), ""))
     lines.append(f"calls: {count(c.get('exits', 0))} completed, {len(p.samples):,} root calls, "
                  f"{p.nrows:,} call paths, max depth {c.get('max_depth', -1)}")
+    for line in context_lines(p):
+        lines.extend(_wrap(line, "  "))
     lines.extend(calibration_lines(p))
     notes = anomaly_lines(p)
     hint = max_depth_hint(p)

@@ -269,10 +269,12 @@ typedef struct {
 	uint64_t proc_lines;    /* ...with the funcgraph-proc comm-pid column */
 	uint64_t tracecmd_lines;/* ...trace-cmd report lines (comm-pid on each) */
 	uint64_t ts_lines;      /* call records with a timestamp */
+	uint64_t cpus_seen;     /* CPUs with at least one record */
 	uint64_t separators;    /* task-switch separators followed */
 	uint64_t separator_conflicts; /* separators that disagree with the stacks */
 	uint64_t irq_arrows;    /* ==========> / <========== lines */
-	uint64_t latency_irq_lines; /* records whose latency flags say irq */
+	uint64_t flag_lines;    /* records with a latency-flags column */
+	uint64_t latency_irq_lines; /* ...whose flags say hardirq/softirq/NMI */
 	uint64_t lost_lines;
 	uint64_t other_lines;   /* comments, other events */
 	uint64_t overrun_lines;

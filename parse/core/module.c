@@ -429,8 +429,8 @@ static PyObject *text_stats_dict(const ftf_text_stats *st)
 #define T(name) SET(d, #name, PyLong_FromUnsignedLongLong(st->name))
 	T(bytes); T(lines); T(records); T(header_lines); T(unparsed); T(too_long); T(too_deep);
 	T(entry_lines); T(leaf_lines); T(exit_lines); T(cpu_lines); T(proc_lines);
-	T(tracecmd_lines); T(ts_lines); T(separators); T(separator_conflicts); T(irq_arrows);
-	T(latency_irq_lines); T(lost_lines); T(other_lines); T(overrun_lines); T(no_duration);
+	T(tracecmd_lines); T(ts_lines); T(cpus_seen); T(separators); T(separator_conflicts); T(irq_arrows);
+	T(flag_lines); T(latency_irq_lines); T(lost_lines); T(other_lines); T(overrun_lines); T(no_duration);
 	T(unknown_exits); T(tail_mismatch); T(prose_lines); T(prose_bytes); T(first_unparsed_line);
 #undef T
 	SET(d, "first_unparsed", PyUnicode_DecodeUTF8(st->first_unparsed, strlen(st->first_unparsed), "replace"));

@@ -51,6 +51,7 @@ typedef struct {
 	uint64_t last_ts;
 	int32_t irq;     /* ==========> nesting */
 	uint8_t named;   /* a separator (or task column) said who ran here */
+	uint8_t seen;    /* a record of this CPU was seen */
 } tcpu;
 
 enum rec_kind {
@@ -69,6 +70,7 @@ typedef struct {
 	int64_t depth;    /* explicit: trace-cmd (N) or raw depth= */
 	int64_t indent;   /* from the indentation */
 	uint8_t flags;    /* irq bits from a latency column */
+	int has_flags;
 	int64_t lost;
 	int raw_exit;     /* raw exit: calltime/rettime given */
 	uint64_t calltime, rettime, overrun;
@@ -433,6 +435,7 @@ static const char *parse_graph_fields(const char *p, const char *e, rec *r, int 
 		uint8_t f;
 		if (parse_lat_flags(fs, fe, &f)) {
 			r->flags |= f;
+			r->has_flags = 1;
 			p = bar + 1;
 			continue;
 		}
@@ -538,6 +541,7 @@ static const char *parse_tracecmd(const char *p, const char *e, rec *r)
 		if (!parse_lat_flags(tok, x, &f))
 			return NULL;
 		r->flags |= f;
+		r->has_flags = 1;
 		x = rtrim(p, tok);
 		tok = x;
 		while (tok > p && !is_space(tok[-1]))
@@ -558,6 +562,7 @@ static const char *parse_tracecmd(const char *p, const char *e, rec *r)
 		if (c < x && !parse_lat_flags(c, x, &f))
 			return NULL;
 		r->flags |= f;
+		r->has_flags = c < x;
 	}
 	if (cpu >= FTF_MAX_CPUS)
 		return NULL;
@@ -956,6 +961,10 @@ static void handle(ftf_text *t, rec *r)
 	}
 	if (r->has_ts)
 		c->last_ts = r->ts;
+	if (!c->seen && r->kind != R_HEADER) {
+		c->seen = 1;
+		t->st.cpus_seen++;
+	}
 	t->st.records++;
 	switch (r->kind) {
 	case R_HEADER:
@@ -988,16 +997,21 @@ static void handle(ftf_text *t, rec *r)
 			oom(t);
 			return;
 		}
+		int64_t key = pid_key(r->pid, ev.cpu);
+		tstack *known = map_get(t, key);
 		if (!c->named) {
+			/* cur is the CPU's unknown first task: now it has a name */
 			c->named = 1;
-			int64_t key = pid_key(r->pid, ev.cpu);
-			if (!map_get(t, key)) {
+			if (!known) {
+				if (cur->n == 0 && r->pid != 0)
+					cur->bpid = r->pid; /* nothing open in the builder yet */
 				if (map_put(t, key, cur) < 0)
 					oom(t);
-			} else if (map_get(t, key) != cur) {
+			} else if (known != cur && cur->n > 0) {
+				/* the task was seen elsewhere too, with calls open here */
 				t->st.separator_conflicts++;
 			}
-		} else if (map_get(t, pid_key(r->pid, ev.cpu)) != cur) {
+		} else if (known != cur && cur->n > 0) {
 			t->st.separator_conflicts++;
 		}
 		tstack *next = stack_of_pid(t, r->next_pid, ev.cpu);
@@ -1055,6 +1069,8 @@ static void handle(ftf_text *t, rec *r)
 		t->st.ts_lines++;
 	ev.pid = s->bpid;
 	ev.flags = r->flags;
+	if (r->has_flags)
+		t->st.flag_lines++;
 	if (r->flags & FTF_FLAG_IRQ_MASK)
 		t->st.latency_irq_lines++;
 	if (c->irq > 0)
