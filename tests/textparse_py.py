@@ -1,0 +1,388 @@
+"""A slow, obviously-correct pure-Python parser of the function_graph text
+dialects, used only by the parity tests against the C tokenizer
+(parse/core/reader_text.c). It shares no code with it: regular expressions
+per line, plain lists for stacks.
+
+parse_events(lines, mode) returns the events the C tokenizer must feed the
+builder, in order: (kind, cpu, pid, func, depth, calltime, rettime, flags)
+for calls, (kind, cpu) for the rest. build(events) aggregates them the way the
+C builder does for text (per-task stacks, irq roots by name or flag, partial
+and orphan calls), into {path: [calls, incl, excl]}.
+"""
+from __future__ import annotations
+
+import collections
+import re
+
+ENTRY, EXIT, SWITCH, LOST, LEAF, OTHER = 1, 2, 3, 4, 5, 0
+HARDIRQ, SOFTIRQ, NMI = 0x08, 0x10, 0x40
+MAX_DEPTH = 4096
+
+DUR = r"(?:[+!#*@$]\s+)?\d+(?:\.\d+)?\s*(?:us|ns|ms|s)"
+UNITS = {"ns": 1, "us": 1000, "ms": 1000000, "s": 1000000000}
+LAT = r"[.dDXnNpPbBLhHsSzZ0-9]{3,8}"
+
+KERNEL = re.compile(
+    r"^\s*(?:(?P<ts>\d+\.\d+)\s*\|\s*)?(?:(?P<cpu>\d{1,4})\)\s+)?"
+    r"(?:(?P<proc>[^|]*?-\d+)\s*\|\s*)?(?:(?P<lat>" + LAT + r")\s*\|\s*)?"
+    r"(?P<dur>" + DUR + r")?\s*\|(?P<body>.*)$")
+ARROW = re.compile(r"^\s*(?:\d+\.\d+\s*\|\s*)?(?:\d{1,4}\)\s+)?(?:[^|]*?-\d+\s*\|\s*)?"
+                   r"(?P<arrow>==========>|<==========)\s*\|")
+SEPARATOR = re.compile(r"^\s*(?P<cpu>\d{1,4})\)\s+(?P<prev>.+?-\d+)\s+=>\s+(?P<next>\S+-\d+)\s*$")
+LOSTLINE = re.compile(r"^\s*CPU:(?P<cpu>\d+) \[(?:LOST (?:(?P<a>\d+) )?EVENTS|(?:(?P<b>\d+) )?EVENTS DROPPED)\]")
+OVERRUN = re.compile(r"^\s*\(Overruns: (\d+)")
+TRACECMD = re.compile(
+    r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+(?:\[(?P<cpu>\d+)\](?:\s+(?P<flags>" + LAT + r"))?"
+    r"|(?P<lcpu>\d+)(?P<lflags>" + LAT + r")?)\s+(?P<ts>\d+\.\d+):\s+(?P<event>[^\s:]+):(?P<payload>.*)$")
+GRAPH = re.compile(r"^\s*(?P<dur>" + DUR + r")?\s*\|(?P<body>.*)$")
+RAW = re.compile(r"^\s*func=(?P<name>\S+) depth=(?P<depth>\d+)(?: overrun=(?P<ov>\d+))?"
+                 r"(?: calltime=(?P<ct>[0-9a-fx]+) rettime=(?P<rt>[0-9a-fx]+))?")
+FMT = re.compile(r"^\s*(?:-->|<--) (?P<name>\S+) \((?P<depth>\d+)\)"
+                 r"(?: \(start: (?P<ct>[0-9a-fx]+)\s+end: (?P<rt>[0-9a-fx]+)\))?")
+BODY_EXIT = re.compile(r"^(?P<ind> *)\}(?P<rest>.*)$")
+BODY_CALL = re.compile(r"^(?P<ind> *)(?P<name>[^\s(){};|]+)(?: \[[^\]]*\])?\s*\((?P<args>.*)\)"
+                       r"\s*(?:/\*.*?\*/\s*)*(?P<kind>[{;])(?P<rest>.*)$")
+TAIL = re.compile(r"^\s*/\*\s*(?P<name>[^\s*]+)")
+DEPTH = re.compile(r"\((\d+)\)")
+SWITCH_KV = re.compile(r"prev_pid=(\d+).*==>.*next_pid=(\d+)")
+SWITCH_PLUGIN = re.compile(r":(\d+) \[-?\d+\].*==>.*:(\d+) \[")
+MAIL_RECORD = re.compile(
+    r"(?:(?<=\s)|^)(?:(?P<ts>\d+\.\d+)\s*\|\s*)?(?P<cpu>\d{1,4})\)\s+(?:(?P<proc>\S+-\d+)\s*\|\s*)?"
+    r"(?P<dur>" + DUR + r")?\s*\|\s*(?P<body>\}(?:\s*/\*.*?\*/)?"
+    r"|[^\s(){};|]+(?: \[[^\]]*\])?\s*\([^)]*\)\s*(?:/\*.*?\*/\s*)*[{;](?:\s*/\*.*?\*/)*)")
+
+
+def duration_ns(text: str) -> int:
+    """'+ 14.904 us' -> 14904: integer arithmetic, truncating past 9 digits."""
+    text = text.strip()
+    if text[0] in "+!#*@$":
+        text = text[1:].strip()
+    m = re.match(r"(\d+)(?:\.(\d+))?\s*(\w+)$", text)
+    unit = UNITS[m.group(3)]
+    frac = (m.group(2) or "")[:9]
+    return int(m.group(1)) * unit + (int(frac) * unit // 10 ** len(frac) if frac else 0)
+
+
+def ts_ns(text: str) -> int:
+    sec, frac = text.split(".")
+    return int(sec) * 1000000000 + int(frac.ljust(9, "0"))
+
+
+def lat_flags(tok) -> int:
+    if not tok or len(tok) < 3:
+        return 0
+    return {"h": HARDIRQ, "H": HARDIRQ, "s": SOFTIRQ, "z": NMI, "Z": NMI}.get(tok[2], 0)
+
+
+class Stack:
+    def __init__(self, pid):
+        self.pid = pid
+        self.funcs = []  # open function per depth (None: unknown)
+        self.overrun = 0
+
+
+class Parser:
+    def __init__(self, mail: bool = False):
+        self.mail = mail
+        self.events = []
+        self.stacks = {}  # pid key -> Stack (aliases share one)
+        self.cpu_stack = {}  # cpu -> Stack of the task running there
+        self.named = set()
+        self.irq = collections.Counter()
+        self.last_stack = None
+        self.unparsed = []
+        self.counts = collections.Counter()
+
+    # ---- stacks ---------------------------------------------------------
+    @staticmethod
+    def key(pid, cpu):
+        return ("idle", cpu) if pid == 0 else pid
+
+    def of_pid(self, pid, cpu):
+        k = self.key(pid, cpu)
+        if k not in self.stacks:
+            self.stacks[k] = Stack(pid)
+        return self.stacks[k]
+
+    def of_cpu(self, cpu):
+        if cpu not in self.cpu_stack:
+            self.cpu_stack[cpu] = Stack(-1 - cpu)
+        return self.cpu_stack[cpu]
+
+    # ---- lines ------------------------------------------------------------
+    def line(self, line: str, lineno: int) -> None:
+        line = line.rstrip("\r")
+        s = line.strip()
+        if not s or s.startswith("#") or re.fullmatch(r"-{4,}", s) or s.startswith(("cpus=", "version =")) \
+                or (s.startswith("CPU ") and not s.startswith("CPU:")):
+            return
+        m = LOSTLINE.match(line)
+        if m:
+            self.events.append((LOST, int(m.group("cpu"))))
+            return
+        if not self.mail:
+            m = OVERRUN.match(line)
+            if m:
+                if self.last_stack and int(m.group(1)) > self.last_stack.overrun:
+                    self.last_stack.overrun = int(m.group(1))
+                return
+            if self.kernel_line(line) or self.tracecmd_line(line):
+                return
+            self.unparsed.append(lineno)
+            return
+        for m in MAIL_RECORD.finditer(line):
+            cpu = int(m.group("cpu"))
+            body = m.group("body")
+            self.call(cpu, None, ts_ns(m.group("ts")) if m.group("ts") else None,
+                      duration_ns(m.group("dur")) if m.group("dur") else None, body, 0, None)
+
+    def kernel_line(self, line: str) -> bool:
+        m = ARROW.match(line)
+        if m:
+            cpu = re.match(r"^\s*(?:\d+\.\d+\s*\|\s*)?(\d+)\)", line)
+            cpu = int(cpu.group(1)) if cpu else 0
+            if m.group("arrow") == "==========>":
+                self.irq[cpu] = min(self.irq[cpu] + 1, 64)
+            else:
+                self.irq[cpu] = max(self.irq[cpu] - 1, 0)
+            return True
+        m = KERNEL.match(line)
+        if m:
+            body = m.group("body")
+            if not (BODY_EXIT.match(body.lstrip()) or BODY_CALL.match(body.lstrip())
+                    or body.lstrip().startswith("/*")):
+                return False
+            cpu = int(m.group("cpu") or 0)
+            pid = None
+            if m.group("proc"):
+                pid = int(m.group("proc").rsplit("-", 1)[1])
+            ts = ts_ns(m.group("ts")) if m.group("ts") else None
+            dur = duration_ns(m.group("dur")) if m.group("dur") else None
+            self.call(cpu, pid, ts, dur, body, lat_flags(m.group("lat")), None)
+            return True
+        m = SEPARATOR.match(line)
+        if m:
+            self.separator(int(m.group("cpu")), int(m.group("prev").rsplit("-", 1)[1]),
+                           int(m.group("next").rsplit("-", 1)[1]))
+            return True
+        return False
+
+    def separator(self, cpu, prev, nxt):
+        cur = self.of_cpu(cpu)
+        k = self.key(prev, cpu)
+        if cpu not in self.named:
+            self.named.add(cpu)
+            if k not in self.stacks:
+                if not cur.funcs and prev != 0:
+                    cur.pid = prev
+                self.stacks[k] = cur
+        self.cpu_stack[cpu] = self.of_pid(nxt, cpu)
+        self.irq[cpu] = 0
+
+    def tracecmd_line(self, line: str) -> bool:
+        m = TRACECMD.match(line)
+        if not m:
+            return False
+        pid = int(m.group("pid"))
+        cpu = int(m.group("cpu") if m.group("cpu") is not None else m.group("lcpu"))
+        flags = lat_flags(m.group("flags") or m.group("lflags"))
+        ts = ts_ns(m.group("ts"))
+        event, payload = m.group("event"), m.group("payload")
+        if event in ("funcgraph_entry", "funcgraph_exit", "fgraph_retaddr_entry"):
+            r = RAW.match(payload) or FMT.match(payload)
+            if r:
+                name, depth = r.group("name"), int(r.group("depth"))
+                st = self.of_pid(pid, cpu)
+                self.last_stack = st
+                if event != "funcgraph_exit":
+                    self.entry(st, cpu, name, depth, ts, flags)
+                else:
+                    ct, rt = int(r.group("ct"), 16), int(r.group("rt"), 16)
+                    del st.funcs[depth:]
+                    self.events.append((EXIT, cpu, st.pid, name, depth, ct, rt, flags))
+                return True
+            g = GRAPH.match(payload)
+            if not g:
+                return False
+            body = g.group("body")
+            is_exit = bool(BODY_EXIT.match(body.lstrip()))
+            if is_exit != (event == "funcgraph_exit") or not (is_exit or BODY_CALL.match(body.lstrip())):
+                return False
+            self.call(cpu, pid, ts, duration_ns(g.group("dur")) if g.group("dur") else None,
+                      body, flags, True)
+            return True
+        if event == "sched_switch":
+            s = SWITCH_KV.search(payload) or SWITCH_PLUGIN.search(payload)
+            if s:
+                self.events.append((SWITCH, cpu))
+                return True
+        self.events.append((OTHER, cpu))
+        return True
+
+    # ---- records ------------------------------------------------------------
+    def call(self, cpu, pid, ts, dur, body, flags, tracecmd):
+        if body.lstrip().startswith("/*"):
+            self.events.append((OTHER, cpu))
+            return
+        if pid is not None:
+            st = self.of_pid(pid, cpu)
+            if not tracecmd:
+                self.cpu_stack[cpu] = st
+                self.named.add(cpu)
+        else:
+            st = self.of_cpu(cpu)
+        self.last_stack = st
+        if self.irq[cpu] > 0:
+            flags |= HARDIRQ
+        stripped = body if not self.mail else " " + body
+        indent = len(stripped) - len(stripped.lstrip(" "))
+        indent = (indent - 2) // 2 if indent >= 2 else 0
+        mx = BODY_EXIT.match(stripped.lstrip()) if True else None
+        mc = BODY_CALL.match(stripped.lstrip())
+        rest = (mx or mc).group("rest")
+        explicit = None
+        if tracecmd:
+            tail = re.sub(r"/\*.*?\*/", "", rest)
+            d = DEPTH.search(tail)
+            if d:
+                explicit = int(d.group(1))
+        if explicit is not None:
+            depth = explicit
+        elif not self.mail:
+            depth = indent
+        elif mx:
+            depth = max(len(st.funcs) - 1, 0)
+        else:
+            depth = len(st.funcs)
+        if depth >= MAX_DEPTH:
+            return
+        dur = dur or 0
+        t = ts or 0
+        if mc and mc.group("kind") == "{":
+            name = mc.group("name")
+            self.entry(st, cpu, name, depth, t, flags)
+        elif mc:
+            del st.funcs[depth:]
+            self.events.append((LEAF, cpu, st.pid, mc.group("name"), depth, t, t + dur, flags))
+        else:
+            tail = TAIL.match(rest)
+            name = None
+            if tail and not tail.group("name").startswith(("=", "<", "ret=")):
+                name = tail.group("name")
+            open_func = st.funcs[depth] if depth < len(st.funcs) else None
+            if name is None:
+                name = open_func or "(unknown)"
+            del st.funcs[depth:]
+            rt = t if t >= dur else dur
+            self.events.append((EXIT, cpu, st.pid, name, depth, rt - dur, rt, flags))
+
+    def entry(self, st, cpu, name, depth, ts, flags):
+        while len(st.funcs) < depth:
+            st.funcs.append(None)
+        del st.funcs[depth:]
+        st.funcs.append(name)
+        self.events.append((ENTRY, cpu, st.pid, name, depth, 0, 0, flags))
+
+
+def parse_events(text: str, mail: bool = False):
+    """All events of a text trace, and the line numbers not understood."""
+    p = Parser(mail)
+    for i, line in enumerate(text.split("\n"), 1):
+        p.line(line, i)
+    return p.events, p.unparsed
+
+
+# ---- the call builder, as the C one does it for text --------------------
+
+IRQ_EXACT = {"irq_enter_rcu", "irq_enter", "irq_exit_rcu", "irq_exit", "__irq_exit_rcu", "do_IRQ",
+             "handle_softirqs", "__do_softirq", "do_softirq", "smp_apic_timer_interrupt",
+             "common_interrupt", "__common_interrupt", "asm_common_interrupt"}
+IRQ_PREFIX = ("__sysvec_", "sysvec_", "asm_sysvec_", "smp_irq_work_interrupt")
+
+
+def is_irq_name(name: str) -> bool:
+    return name in IRQ_EXACT or name.startswith(IRQ_PREFIX)
+
+
+class Frame:
+    def __init__(self, path, func, depth, irq, lparent):
+        self.path, self.func, self.depth, self.irq, self.lparent = path, func, depth, irq, lparent
+        self.child_incl = 0
+
+
+def build(events):
+    """{path tuple: [calls, incl, excl]} and {function: [calls, incl]}."""
+    paths = collections.defaultdict(lambda: [0, 0, 0])
+    funcs = collections.defaultdict(lambda: [0, 0])
+    tasks = collections.defaultdict(list)
+
+    def add(path, dur, excl):
+        paths[path][0] += 1
+        paths[path][1] += dur
+        paths[path][2] += excl
+        funcs[path[-1]][0] += 1
+        funcs[path[-1]][1] += dur
+
+    def complete_top(stack, dur):
+        f = stack.pop()
+        parent = stack[-1] if stack else None
+        if parent and f.irq and not parent.irq and f.lparent < len(stack) - 1:
+            parent = stack[f.lparent]
+        if parent:
+            parent.child_incl += dur
+        add(f.path, dur, dur - f.child_incl)
+
+    def entry(stack, func, depth, flags):
+        top = stack[-1] if stack else None
+        irq = bool(flags & (HARDIRQ | SOFTIRQ | NMI)) or is_irq_name(func) or bool(top and top.irq)
+        irq_root = irq and not (top and top.irq)
+        lparent = len(stack) - 1
+        if top and irq_root:
+            if depth <= top.depth:
+                i = len(stack)
+                while i > 0 and stack[i - 1].depth >= depth:
+                    i -= 1
+                if i > 0:
+                    lparent = i - 1
+        elif top and depth <= top.depth:
+            while stack and stack[-1].depth >= depth:
+                stack.pop()
+            lparent = len(stack) - 1
+        if lparent >= 0:
+            path = stack[lparent].path + (func,)
+        elif depth > 0:
+            path = ("(partial)", func)
+        else:
+            path = (func,)
+        stack.append(Frame(path, func, depth, irq, lparent))
+
+    for ev in events:
+        kind = ev[0]
+        if kind not in (ENTRY, EXIT, LEAF):
+            continue
+        _, cpu, pid, func, depth, calltime, rettime, flags = ev
+        stack = tasks[("idle", cpu) if pid == 0 else pid]
+        dur = max(rettime - calltime, 0)
+        if kind == ENTRY:
+            entry(stack, func, depth, flags)
+        elif kind == LEAF:
+            entry(stack, func, depth, flags)
+            complete_top(stack, dur)
+        else:
+            i = len(stack)
+            while i > 0:
+                f = stack[i - 1]
+                if f.func == func and f.depth == depth:
+                    break
+                if f.depth < depth:
+                    i = 0
+                    break
+                i -= 1
+            if i > 0:
+                del stack[i:]
+                complete_top(stack, dur)
+            else:
+                while stack and stack[-1].depth >= depth:
+                    stack.pop()
+                add(("(partial)", func), dur, dur)
+    return dict(paths), dict(funcs)
