@@ -12,6 +12,11 @@ SAMPLE     := tests/data/sample/trace.dat
 OUT        ?= out
 CORE_SRC   := $(wildcard parse/core/*.c parse/core/*.h)
 ASAN       ?= 0
+FUZZ_SECONDS ?= 60
+FUZZ_DIR   := build/fuzz
+FUZZ_PKGS  := clang libclang-rt-dev
+FUZZ_SRC   := parse/core/fuzz_text.c parse/core/reader_text.c parse/core/builder.c
+TEXT_FIXTURES := $(wildcard ../shared/fixtures/*/*/*.txt.gz)
 
 # Render checks (speedscope's JSON schema from its npm package, inferno for the
 # folded output): pinned, installed by `make setup-render-tools`, cached.
@@ -22,7 +27,7 @@ INFERNO_ROOT       ?= $(HOME)/.cache/ftflame/inferno-$(INFERNO_VERSION)
 CARGO              ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 SPEEDSCOPE_SCHEMA  := $(NPM_CACHE_DIR)/node_modules/speedscope/dist/release/file-format-schema.json
 
-.PHONY: help setup build demo test test-vm bench golden clean setup-render-tools
+.PHONY: help setup build demo test test-vm bench golden clean setup-render-tools setup-fuzz fuzz
 
 help:  ## list the targets
 	@echo "ftflame make targets:"
@@ -57,7 +62,7 @@ build: .setup-stamp .build-stamp-$(ASAN)  ## (re)build the C core in place
 
 .build-stamp-$(ASAN): $(CORE_SRC) setup.py
 	@rm -f .build-stamp-*
-	ASAN=$(ASAN) $(PY) setup.py -q build_ext --inplace >/dev/null
+	ASAN=$(ASAN) $(PY) setup.py -q build_ext --inplace --force >/dev/null
 	@touch $@
 
 demo: setup  ## write reports of the bundled sample trace into out/
@@ -70,11 +75,47 @@ demo: setup  ## write reports of the bundled sample trace into out/
 
 test: setup  ## run the test suite (unit, golden, invariants on every fixture, browser)
 	FTFLAME_INFERNO_ROOT=$(INFERNO_ROOT) FTFLAME_SPEEDSCOPE_SCHEMA=$(abspath $(SPEEDSCOPE_SCHEMA)) \
-	$(if $(filter 1,$(ASAN)),LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=0,) \
+	$(if $(filter 1,$(ASAN)),LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1,) \
 	  $(PY) -m pytest -q $(PYTEST_ARGS)
 
 golden: setup  ## regenerate golden outputs (tests/data/events/expected), then review the diff
 	UPDATE_GOLDEN=1 $(PY) -m pytest -q tests/test_golden.py
+
+setup-fuzz:  ## install clang and libFuzzer (Debian packages) for make fuzz
+	@missing=""; for p in $(FUZZ_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "setup-fuzz: installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+$(FUZZ_DIR)/fuzz_text: $(FUZZ_SRC) parse/core/ftf.h
+	@mkdir -p $(FUZZ_DIR)
+	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  -fno-omit-frame-pointer -Iparse/core $(FUZZ_SRC) -o $@
+
+# Seeds: each file is one control byte (bit 0: mail mode; bits 1-3: chunk
+# size) followed by text: every hand-made input, the first 32 KB of every
+# text fixture, and of trace-cmd report forms of a small trace.dat.
+$(FUZZ_DIR)/seeds/.stamp: $(wildcard tests/data/text/*.txt) $(TEXT_FIXTURES)
+	@rm -rf $(FUZZ_DIR)/seeds && mkdir -p $(FUZZ_DIR)/seeds
+	@for f in tests/data/text/*.txt; do b=$$(basename $$f .txt); \
+	  for c in 0 6; do m=$$c; case $$b in mail*) m=$$((c + 1));; esac; \
+	    { printf "\\$$(printf %03o $$m)"; cat $$f; } > $(FUZZ_DIR)/seeds/$$b-$$c; done; done
+	@for f in $(TEXT_FIXTURES); do b=$$(basename $$f .txt.gz); \
+	  { printf '\016'; zcat $$f | head -c 12288; } > $(FUZZ_DIR)/seeds/$$b; done
+	@dat=../shared/fixtures/k6.1/s15-icount-calib/trace-full.dat; \
+	if [ -f $$dat ] && command -v trace-cmd >/dev/null; then \
+	  for o in "" "-R" "-l" "-t" "-O fgraph:tailprint -O fgraph:depth" "-N"; do \
+	    { printf '\010'; trace-cmd report $$o $$dat 2>/dev/null | head -c 12288; } \
+	      > $(FUZZ_DIR)/seeds/tracecmd$$(echo "$$o" | tr -c 'a-zA-Z0-9' _); done; fi
+	@for f in ../shared/seeds/002_*.txt; do [ -f $$f ] && { printf '\001'; cat $$f; } > $(FUZZ_DIR)/seeds/mail-seed; done; true
+	@touch $@
+
+fuzz: $(FUZZ_DIR)/fuzz_text $(FUZZ_DIR)/seeds/.stamp  ## fuzz the text tokenizer + builder (FUZZ_SECONDS=60); fails on any finding
+	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/findings
+	$(FUZZ_DIR)/fuzz_text -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -dict=parse/core/fuzz_text.dict -timeout=10 \
+	  -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/findings/ \
+	  $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
 
 bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop
 	$(PY) bench/run.py
