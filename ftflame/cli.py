@@ -28,6 +28,12 @@ examples:
 input: a trace.dat recorded by trace-cmd 3.x with the function_graph tracer, e.g.
   trace-cmd record -p function_graph -g nfsd3_proc_write -e sched:sched_switch
   (sched_switch events let the report split off-CPU time from on-CPU time)
+or any text form of a function_graph trace, detected by its content: the tracefs
+  `trace` file (any funcgraph-* options), `perf ftrace` output, `trace-cmd report`
+  output (-O fgraph:tailprint names every return), or a trace pasted into a mail
+  (even re-flowed onto one line); gzip/xz/zstd-compressed or on stdin (-).
+  Text has no task or irq flags: without a task column (funcgraph-proc) stacks
+  are per CPU, switched at task-switch separators; the report says so.
 
 what the numbers mean:
   Total/incl   inclusive time: rettime - calltime of each completed call, summed
@@ -90,7 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Rebuild per-task call trees from a function_graph trace and report "
                     "per-function and per-call-path times.",
         epilog=REPORT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    rep.add_argument("input", metavar="INPUT", help="trace.dat, or a collect.sh output directory")
+    rep.add_argument("input", metavar="INPUT",
+                     help="trace.dat, function_graph text (tracefs, perf ftrace, trace-cmd report, "
+                          "a mail; .gz/.xz/.zst read as is), '-' for stdin, or a collect.sh "
+                          "output directory")
     rep.add_argument("-o", "--output", metavar="OUT",
                      help="output file (format from its extension: .txt .json .folded .html "
                           ".svg .speedscope.json); default: text on stdout; '-' for stdout")

@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t ctl = data[0];
 	data++;
 	size--;
-	static const size_t chunks[8] = { 1, 2, 3, 7, 64, 4096, 65536, SIZE_MAX };
+	static const size_t chunks[8] = { 1, 3, 7, 64, 509, 4096, 65536, SIZE_MAX };
 	size_t chunk = chunks[(ctl >> 1) & 7];
 
 	ftf_builder *b = malloc(sizeof(*b));

@@ -90,6 +90,7 @@ struct ftf_text {
 	tstack **all;
 	uint32_t nall, capall;
 	tcpu *cpus;
+	uint32_t ncpus;
 	tstack *last_stack;
 	int last_dialect; /* 1 kernel, 2 trace-cmd */
 	uint32_t unknown_func;
@@ -99,6 +100,30 @@ struct ftf_text {
 };
 
 /* ---- small scanners on [p, e) ------------------------------------------- */
+
+/* Character classes, one table lookup each (the scanners run per byte). */
+enum { C_NAME = 1, C_LAT = 2, C_MARK = 4 };
+static uint8_t cclass[256];
+
+static void cclass_init(void)
+{
+	if (cclass['a'])
+		return;
+	for (int c = 0x21; c < 0x7f; c++)
+		if (!strchr("(){};|", c))
+			cclass[c] |= C_NAME;
+	for (int c = 0x80; c < 0x100; c++)
+		cclass[c] |= C_NAME;
+	for (const char *q = ".dDXnNpPbBLhHsSzZ0123456789"; *q; q++)
+		cclass[(unsigned char)*q] |= C_LAT;
+	for (const char *q = "+!#*@$"; *q; q++)
+		cclass[(unsigned char)*q] |= C_MARK;
+}
+
+static inline int name_char_ok(char c)
+{
+	return cclass[(unsigned char)c] & C_NAME;
+}
 
 static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
 static inline int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
@@ -186,7 +211,7 @@ static int parse_duration(const char *p, const char *e, uint64_t *ns)
 {
 	p = skip_sp(p, e);
 	e = rtrim(p, e);
-	if (p < e && *p && strchr("+!#*@$", *p)) {
+	if (p < e && (cclass[(unsigned char)*p] & C_MARK)) {
 		p++;
 		if (p >= e || !is_space(*p))
 			return 0;
@@ -251,7 +276,7 @@ static int parse_lat_flags(const char *p, const char *e, uint8_t *flags)
 	if (n < 3 || n > 8)
 		return 0;
 	for (const char *q = p; q < e; q++)
-		if (!*q || !strchr(".dDXnNpPbBLhHsSzZ0123456789", *q))
+		if (!(cclass[(unsigned char)*q] & C_LAT))
 			return 0;
 	uint8_t f = 0;
 	switch (p[2]) {
@@ -292,11 +317,7 @@ static const char *skip_comment(const char *p, const char *e, const char **cs, c
 	return end + 2;
 }
 
-static int name_char_ok(char c)
-{
-	return (unsigned char)c > 0x20 && c != '(' && c != ')' && c != '{' && c != '}' && c != ';' &&
-	       c != '|' && c != 0x7f;
-}
+
 
 /* Trailing decorations after a body: comments, trace-cmd's (N) depth and
  * (ret=...). In mail mode stop at the first thing that is none of them. */
@@ -895,10 +916,16 @@ static tstack *stack_of_pid(ftf_text *t, int32_t pid, int32_t cpu)
 
 static tcpu *cpu_of(ftf_text *t, int32_t cpu)
 {
-	if (!t->cpus) {
-		t->cpus = calloc(FTF_MAX_CPUS, sizeof(*t->cpus));
-		if (!t->cpus)
+	if ((uint32_t)cpu >= t->ncpus) {
+		uint32_t n = t->ncpus ? t->ncpus : 8;
+		while (n <= (uint32_t)cpu)
+			n *= 2;
+		tcpu *c = realloc(t->cpus, n * sizeof(*c));
+		if (!c)
 			return NULL;
+		memset(c + t->ncpus, 0, (n - t->ncpus) * sizeof(*c));
+		t->cpus = c;
+		t->ncpus = n;
 	}
 	return &t->cpus[cpu];
 }
@@ -1275,6 +1302,7 @@ static void do_line(ftf_text *t, const char *p, const char *e)
 
 ftf_text *ftf_text_new(ftf_builder *b, int mode)
 {
+	cclass_init();
 	ftf_text *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
