@@ -76,7 +76,8 @@ def trace_object(p: Profile) -> dict:
                              "gap_calls": c.get("gap_calls", 0)},
         "counters": dict(c),
         "notes": anomaly_lines(p) + ([h] if (h := max_depth_hint(p)) else []),
-        "context": context_lines(p),
+        # text inputs: how stacks and irq context were worked out
+        **({"context": ctx} if (ctx := context_lines(p)) else {}),
     }
 
 

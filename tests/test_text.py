@@ -392,7 +392,7 @@ def test_tracecmd_lines():
     assert t["nfsd4_write/fh_verify/_raw_spin_lock_irqsave"][1] == 991
     assert t["nfsd4_getattr"][1] == 2000
     assert p.counters["switches"] == 2 and p.trace.has_sched_switch
-    assert p.lost_per_cpu == {0: 5, 1: -1}
+    assert p.lost_per_cpu == {0: 5, 1: 0} and p.lost_gaps_unknown_per_cpu == {1: 1}
     # off-CPU time from sched_switch: 95 us inside fh_verify and nfsd4_write
     rows = {"/".join(p.path(r)): r for r in range(p.nrows)}
     assert p.col("offcpu")[rows["nfsd4_write/fh_verify"]] == 95000
