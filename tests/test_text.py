@@ -65,6 +65,8 @@ def c_events(data: bytes, mail=False, chunk=1 << 20):
     for kind, cpu, pid, func, depth, calltime, rettime, flags in rows:
         if kind in (tp.ENTRY, tp.EXIT, tp.LEAF):
             out.append((kind, cpu, pid, funcs[func], depth, calltime, rettime, flags))
+        elif kind == tp.RENAME:
+            out.append((kind, cpu, pid, depth))
         else:
             out.append((kind, cpu))
     return out, res
@@ -371,9 +373,9 @@ def test_task_switch_separators():
     assert t["nfsd3_proc_write/fh_verify"] == (1, 1000, 1000)
     assert t["nfsd3_proc_write/nfsd_write/schedule"] == (1, 200000, 200000)
     assert p.counters["unterminated"] == 0 and p.counters["orphan_exits"] == 0
-    # nfsd-143 ran first, with calls open when the first separator named it:
-    # its builder task stays "the first task of CPU 0" (pid -1-cpu)
-    assert sorted(p.scol("pid").tolist()) == [-1, 142]
+    # nfsd-143 ran first, unnamed until the first separator: its calls,
+    # open then, get its pid
+    assert sorted(p.scol("pid").tolist()) == [142, 143]
 
 
 def test_module_suffix():

@@ -15,6 +15,7 @@ import collections
 import re
 
 ENTRY, EXIT, SWITCH, LOST, LEAF, OTHER = 1, 2, 3, 4, 5, 0
+RENAME = 100  # not a builder event: a task of unknown pid got its pid
 HARDIRQ, SOFTIRQ, NMI = 0x08, 0x10, 0x40
 MAX_DEPTH = 4096
 
@@ -172,10 +173,13 @@ class Parser:
         k = self.key(prev, cpu)
         if cpu not in self.named:
             self.named.add(cpu)
-            if k not in self.stacks:
-                if not cur.funcs and prev != 0:
+            known = self.stacks.get(k)
+            if known is None or (known is not cur and not cur.funcs):
+                if cur.pid != prev:
+                    self.events.append((RENAME, cpu, cur.pid, prev))
                     cur.pid = prev
-                self.stacks[k] = cur
+                if known is None:
+                    self.stacks[k] = cur
         self.cpu_stack[cpu] = self.of_pid(nxt, cpu)
         self.irq[cpu] = 0
 
@@ -358,6 +362,13 @@ def build(events):
 
     for ev in events:
         kind = ev[0]
+        if kind == RENAME:
+            _, cpu, old, new = ev
+            old_stack = tasks.pop(("idle", cpu) if old == 0 else old, [])
+            new_key = ("idle", cpu) if new == 0 else new
+            if new_key not in tasks or not tasks[new_key]:
+                tasks[new_key] = old_stack
+            continue
         if kind not in (ENTRY, EXIT, LEAF):
             continue
         _, cpu, pid, func, depth, calltime, rettime, flags = ev

@@ -345,6 +345,44 @@ static ftf_task *task_find(ftf_builder *b, uint64_t key, int create)
 	return t;
 }
 
+int ftf_builder_rename_task(ftf_builder *b, int32_t old_pid, int32_t new_pid, int32_t cpu)
+{
+	uint64_t ok = task_key(old_pid, cpu), nk = task_key(new_pid, cpu);
+	ftf_task *t = task_find(b, ok, 0);
+	if (ok == nk || !t)
+		return 0;
+	if (task_find(b, nk, 0)) {
+		/* the task is known already: only an empty stack can merge */
+		if (t->n)
+			return -1;
+		goto samples;
+	}
+	/* re-insert every task: the table has no deletion */
+	ftf_task **tasks = calloc(b->ntask_slots, sizeof(*tasks));
+	if (!tasks) {
+		b->oom = 1;
+		return -1;
+	}
+	t->key = nk;
+	for (uint32_t i = 0; i < b->ntask_slots; i++) {
+		ftf_task *x = b->tasks[i];
+		if (!x)
+			continue;
+		uint32_t s = mix64(x->key) & (b->ntask_slots - 1);
+		while (tasks[s])
+			s = (s + 1) & (b->ntask_slots - 1);
+		tasks[s] = x;
+	}
+	free(b->tasks);
+	b->tasks = tasks;
+samples:
+	/* root calls it already completed */
+	for (uint64_t i = 0; i < b->nsamples; i++)
+		if (b->samples[i].pid == old_pid && (old_pid != 0 || b->samples[i].cpu == cpu))
+			b->samples[i].pid = new_pid;
+	return 0;
+}
+
 static ftf_frame *task_push(ftf_task *t)
 {
 	if (t->n == t->cap) {

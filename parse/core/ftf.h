@@ -227,6 +227,10 @@ void ftf_builder_free(ftf_builder *b);
 void ftf_builder_feed(ftf_builder *b, const ftf_event *ev);
 /* Close the trace: count frames still open. */
 void ftf_builder_finish(ftf_builder *b);
+/* Text: a task known so far only as "the first task of CPU n" got its pid
+ * (from a task-switch separator). If new_pid has a task already, only an
+ * empty stack can be merged into it (its samples relabelled); else -1. */
+int ftf_builder_rename_task(ftf_builder *b, int32_t old_pid, int32_t new_pid, int32_t cpu);
 
 /* ---- readers ----------------------------------------------------------- */
 
@@ -288,6 +292,9 @@ typedef struct {
 
 typedef struct ftf_text ftf_text;
 /* Optional: see every event the tokenizer feeds (tests, fuzzing). */
+/* Not a builder event: the sink is told that the tokenizer renamed a task
+ * (pid = old, next_pid = new), so a test can follow the stacks. */
+#define FTF_TEXT_EV_RENAME 100
 typedef void (*ftf_text_sink)(void *ctx, const ftf_event *ev, const ftf_builder *b);
 
 ftf_text *ftf_text_new(ftf_builder *b, int mode);

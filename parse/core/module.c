@@ -415,7 +415,7 @@ static void log_sink(void *ctx, const ftf_event *ev, const ftf_builder *b)
 	r[1] = ev->cpu;
 	r[2] = ev->pid;
 	r[3] = ev->func;
-	r[4] = ev->depth;
+	r[4] = ev->kind == FTF_TEXT_EV_RENAME ? ev->next_pid : ev->depth;
 	r[5] = (int64_t)ev->calltime;
 	r[6] = (int64_t)ev->rettime;
 	r[7] = ev->flags;

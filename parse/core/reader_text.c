@@ -1029,12 +1029,20 @@ static void handle(ftf_text *t, rec *r)
 		if (!c->named) {
 			/* cur is the CPU's unknown first task: now it has a name */
 			c->named = 1;
-			if (!known) {
-				if (cur->n == 0 && r->pid != 0)
-					cur->bpid = r->pid; /* nothing open in the builder yet */
-				if (map_put(t, key, cur) < 0)
+			/* its calls so far, open or done, get the real pid; a task
+			 * seen elsewhere already (it migrated) can take them over
+			 * only when none is open here */
+			if ((!known || (known != cur && cur->n == 0)) &&
+			    ftf_builder_rename_task(t->b, cur->bpid, r->pid, ev.cpu) == 0) {
+				if (t->sink) {
+					ftf_event rn = { .kind = FTF_TEXT_EV_RENAME, .cpu = ev.cpu,
+							 .pid = cur->bpid, .next_pid = r->pid };
+					t->sink(t->sink_ctx, &rn, t->b);
+				}
+				cur->bpid = r->pid;
+				if (!known && map_put(t, key, cur) < 0)
 					oom(t);
-			} else if (known != cur && cur->n > 0) {
+			} else if (known != cur) {
 				/* the task was seen elsewhere too, with calls open here */
 				t->st.separator_conflicts++;
 			}
