@@ -271,6 +271,34 @@ def test_tracecmd_report_plain_and_depth(tmp_path):
     assert per_function(depth) == per_function(read(_report(tmp_path, "-O", "fgraph:tailprint")))
 
 
+@pytest.mark.skipif(not os.path.exists(DAT), reason="fixture missing")
+def test_tracecmd_report_raw_is_exact(tmp_path):
+    """-R prints calltime and rettime: the text gives the trace.dat's sums to
+    the nanosecond, and its tree."""
+    dat = read(DAT)
+    raw = read(_report(tmp_path, "-R"))
+    assert per_function(raw) == per_function(dat)
+    assert tree(raw) == tree(dat)
+
+
+@pytest.mark.skipif(not os.path.exists(DAT), reason="fixture missing")
+def test_tracecmd_report_latency_flags_and_parity(tmp_path):
+    """-l prints the latency flags: irq context comes from them; the C and
+    Python parsers agree on every event of the -l and tailprint forms."""
+    lat = _report(tmp_path, "-l")
+    p = read(lat)
+    assert p.trace.irq_source == "latency-flags+names"
+    assert p.counters["text_flag_lines"] == p.counters["text_tracecmd_lines"] > 0
+    assert per_function(p) == per_function(read(_report(tmp_path)))
+    for path in (lat, _report(tmp_path, "-O", "fgraph:tailprint")):
+        raw = text_of(path)
+        ev_c, res = c_events(raw)
+        ev_py, unparsed = tp.parse_events(raw.decode("utf-8", "replace"))
+        assert ev_c == ev_py and not unparsed and res["text"]["unparsed"] == 0
+        paths, _ = tp.build(ev_py)
+        assert tree(read(path)) == {k: tuple(v) for k, v in paths.items()}
+
+
 # ---- one hand-made input per situation -------------------------------------
 
 def data(name):

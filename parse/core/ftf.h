@@ -211,8 +211,9 @@ typedef struct {
 	/* Text dialects have no per-task pid: the reader says so. */
 	int keep_hist;
 	uint8_t *func_irq; /* per func: 0 unknown, 1 no, 2 irq entry function */
-	/* Text input: no calltime, so never move interrupts across push/pop
-	 * windows by calltime; the printed order is the truth. */
+	/* Text input without calltime (all but trace-cmd -R): never move
+	 * interrupts across push/pop windows by calltime; the printed order is
+	 * the truth. Read at each exit. */
 	int text_order;
 	uint32_t nfunc_irq;
 	ftf_task *cur_task; /* the task of the event being fed */

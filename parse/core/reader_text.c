@@ -1153,6 +1153,7 @@ static void handle(ftf_text *t, rec *r)
 			return;
 		if (s->n > d)
 			s->n = d;
+		t->b->text_order = 1;
 		ev.kind = FTF_EV_LEAF;
 		ev.func = func;
 		ev.depth = depth;
@@ -1188,6 +1189,9 @@ static void handle(ftf_text *t, rec *r)
 	ev.func = func;
 	ev.depth = depth;
 	ev.overrun = r->has_overrun ? r->overrun : s->overrun;
+	/* trace-cmd -R prints the real calltime and rettime: then the builder
+	 * may place interrupts by them, as for a trace.dat */
+	t->b->text_order = !r->raw_exit;
 	if (r->raw_exit) {
 		ev.calltime = r->calltime;
 		ev.rettime = r->rettime;
