@@ -38,6 +38,7 @@
 
 #define TXT_MAX_DEPTH 4096
 #define TXT_MAX_LINE (64u << 20)
+#define TXT_MAIL_RECORD 1024 /* longest record looked for in a mail line */
 
 typedef struct {
 	int32_t bpid;    /* pid handed to the builder (-1-cpu: unknown task of a CPU) */
@@ -1280,7 +1281,10 @@ static void line_mail(ftf_text *t, const char *p, const char *e)
 				start = s;
 		}
 		memset(&r, 0, sizeof(r));
-		const char *end = parse_kernel(start, e, &r, 1);
+		/* a record is short: bound the work spent on each candidate, so a
+		 * long line of near-records stays linear */
+		const char *lim = (size_t)(e - start) > TXT_MAIL_RECORD ? start + TXT_MAIL_RECORD : e;
+		const char *end = parse_kernel(start, lim, &r, 1);
 		if (!end) {
 			q = par + 1;
 			continue;
