@@ -11,6 +11,7 @@ import gzip
 import io
 import lzma
 import os
+import queue
 import shutil
 import subprocess
 import sys
@@ -128,7 +129,7 @@ class Source:
     head: bytes
     stream: object
 
-    def chunks(self) -> Iterator[bytes]:
+    def _read_chunks(self) -> Iterator[bytes]:
         read = self.stream.read
         while True:
             try:
@@ -139,6 +140,45 @@ class Source:
             if not data:
                 return
             yield data
+
+    def chunks(self) -> Iterator[bytes]:
+        """The input in CHUNK pieces. Compressed input is decompressed in a
+        second thread (zlib, lzma and zstd release the GIL), overlapping with
+        the tokenizer, which releases it too."""
+        if not self.compression:
+            yield from self._read_chunks()
+            return
+        q: "queue.Queue" = queue.Queue(maxsize=4)
+        stop = threading.Event()
+
+        def produce():
+            try:
+                for data in self._read_chunks():
+                    while not stop.is_set():
+                        try:
+                            q.put(data, timeout=0.1)
+                            break
+                        except queue.Full:
+                            continue
+                    if stop.is_set():
+                        return
+                q.put(None)
+            except BaseException as e:  # handed to the consumer
+                q.put(e)
+
+        th = threading.Thread(target=produce, name="ftflame-decompress", daemon=True)
+        th.start()
+        try:
+            while True:
+                item = q.get()
+                if item is None:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            stop.set()
+            th.join()
 
     def close(self) -> None:
         try:

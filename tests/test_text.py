@@ -532,3 +532,18 @@ def test_chunking_does_not_matter():
     whole, _ = c_events(raw, chunk=len(raw))
     for chunk in (1, 2, 3, 17, 100):
         assert c_events(raw, chunk=chunk)[0] == whole
+
+
+def test_truncated_compressed_stream(tmp_path):
+    """A .gz cut in the middle: one clear error, not a partial report."""
+    big = text_of(data("proc.txt")) * 20000  # several MiB of text: many chunks
+    gz = gzip.compress(big)
+    f = tmp_path / "cut.txt.gz"
+    f.write_bytes(gz[: len(gz) * 2 // 3])
+    with pytest.raises(InputError) as e:
+        read(str(f))
+    assert "corrupt or truncated" in str(e.value)
+    out = tmp_path / "r.txt"
+    r = subprocess.run([sys.executable, "-m", "ftflame.cli", "report", str(f), "-o", str(out)],
+                       capture_output=True)
+    assert r.returncode == 2 and not out.exists() and b"Traceback" not in r.stderr
