@@ -547,3 +547,24 @@ def test_truncated_compressed_stream(tmp_path):
     r = subprocess.run([sys.executable, "-m", "ftflame.cli", "report", str(f), "-o", str(out)],
                        capture_output=True)
     assert r.returncode == 2 and not out.exists() and b"Traceback" not in r.stderr
+
+
+def test_tracecmd_newer_forms():
+    """trace-cmd 3.3+/3.4: latency column by default, (ret=...), args,
+    return addresses before the brace; 'h' in the flags marks hardirq."""
+    p = read(data("tracecmd-new.txt"))
+    t = paths_of(p)
+    assert t["vfs_write"] == (1, 18414, 18414 - 1005 - 300 - 800)
+    assert t["vfs_write/rw_verify_area"][1] == 800
+    assert t["vfs_write/__mutex_unlock_slowpath"][1] == 1005
+    rows = {"/".join(p.path(r)): r for r in range(p.nrows)}
+    assert p.col("flags")[rows["vfs_write/irq_handler_stub"]] & NODE_IRQ_ROOT
+    assert p.trace.irq_source == "latency-flags+names"
+
+
+def test_kernel_613_retaddr_args_retval():
+    p = read(data("kernel613.txt"))
+    assert paths_of(p) == {"vfs_write": (1, 5000, 3700), "vfs_write/rw_verify_area": (1, 300, 300),
+                           "vfs_write/file_start_write": (1, 1000, 900),
+                           "vfs_write/file_start_write/__sb_start_write": (1, 100, 100)}
+    assert p.counters["text_tail_mismatch"] == 0
