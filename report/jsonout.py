@@ -14,8 +14,8 @@ import numpy as np
 from ftflame import __version__, corrections
 from ftflame.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
-from .common import (anomaly_lines, context_lines, corrected_objects, exact_corrected_values, max_depth_hint,
-                     node_flags, stats_objects)
+from .common import (anomaly_lines, context_lines, corrected_objects, exact_corrected_values,
+                     max_depth_hint, node_flags, stats_objects)
 
 SCHEMA = "ftflame/1"
 
