@@ -31,7 +31,7 @@ def header(p: Profile) -> list:
     if t.kernel:
         bits.append(f"kernel {t.kernel.split()[2] if len(t.kernel.split()) > 2 else t.kernel}")
     if t.cpus:
-        bits.append(f"{t.cpus} CPUs")
+        bits.append(f"{t.cpus} CPU{'' if t.cpus == 1 else 's'}")
     if t.clock:
         bits.append(f"clock {t.clock}")
     bits.append(f"{count(c.get('events', 0))} events")
