@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# calibrate.sh: measure what the function_graph tracer itself costs per call,
+# with NFS NULL RPCs (empty calls), on the running kernel and tracer options.
+#
+# USAGE: calibrate.sh [tracer options] [--count N] [--host HOST] [--vers 3|4] -o DIR
+#
+# Run as root on the NFS server (collect.sh runs it for you unless
+# --no-calibrate). It sends N NULL RPCs (`rpcinfo -T tcp HOST nfs VERS`) three
+# times, each time recorded by `trace-cmd record -p function_graph`:
+#   DIR/calib-null.dat           the NULL procedure alone (-g/-l nfsd3_proc_null,
+#                                nfsd4_proc_null): its body is empty, so its
+#                                measured duration is O_in, the hook cost that
+#                                falls inside a call's own window
+#   DIR/calib-dispatch-root.dat  nfsd_dispatch hooked alone (-g/-l nfsd_dispatch)
+#   DIR/calib-dispatch-full.dat  nfsd_dispatch with its whole graph (-g only):
+#                                the extra time per recorded descendant is
+#                                O_in + O_out (O_out: the cost outside a call)
+# and then computes DIR/calibration.json from them with
+#   ${FTFLAME:-ftflame} calibrate --from-traces calib-null.dat \
+#       calib-dispatch-root.dat calib-dispatch-full.dat -o calibration.json
+# (one implementation of the math, on ftflame's parser). When that command is
+# not available, the three traces stay and a note on stderr says how to compute
+# calibration.json later. DIR/calib-meta.json records the kernel, clock,
+# tracer options, host and counts of the recordings.
+#
+# Tracer options (give the main run's, see collect.sh --help):
+#   --depth N  --buffer KB  --cpus LIST  --irqs on|off  --sleep-time on|off
+#   --clock CLOCK  --no-sched
+# Other options:
+#   --count N    NULL RPCs per recording (default 300)
+#   --host HOST  the NFS server to call; it must be this machine (default 127.0.0.1)
+#   --vers 3|4   NFS version of the NULL RPCs (default 3)
+#   -o DIR       output folder (default: .)
+#   -h, --help   this text
+#
+# EXAMPLE:
+#   # collect/calibrate.sh --count 300 -o calib1
+#   calibrate.sh: recording calib-null.dat (300 NULL RPCs)
+#   calibrate.sh: recording calib-dispatch-root.dat (300 NULL RPCs)
+#   calibrate.sh: recording calib-dispatch-full.dat (300 NULL RPCs)
+#   calibrate.sh: calibration.json: {"schema":"ftflame-calibration/1","o_in_ns":710.2,"o_out_ns":601.5,...}
+#
+# WARNING: traces every function under nfsd_dispatch while the NULL RPCs run
+# (a few seconds). The values hold for this kernel, machine and tracer
+# options only: calibrate again after changing any of them.
+# Exit: 0 done (also when only the traces could be made), 1 a recording or
+# the computation failed, 2 refused to start (same checks as collect.sh).
+set -euo pipefail
+
+FT_PROG=calibrate.sh
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$HERE/lib.sh"
+
+COUNT=300
+HOST=127.0.0.1
+VERS=3
+OUT=.
+FT_FORCE=0
+
+while [ $# -gt 0 ]; do
+	parse_tracer_opt "$@"
+	if ((FT_SHIFT > 0)); then shift "$FT_SHIFT"; continue; fi
+	case $1 in
+	-h | --help) print_header "$0"; exit 0 ;;
+	--count) [[ ${2-} =~ ^[1-9][0-9]*$ ]] || usage_error "--count wants a number"
+		COUNT=$2; shift 2 ;;
+	--host) [ -n "${2-}" ] || usage_error "--host needs a host"
+		HOST=$2; shift 2 ;;
+	--vers) [[ ${2-} == 3 || ${2-} == 4 ]] || usage_error "--vers wants 3 or 4"
+		VERS=$2; shift 2 ;;
+	-o) [ $# -ge 2 ] || usage_error "-o needs a folder"
+		OUT=$2; shift 2 ;;
+	--force) FT_FORCE=1; shift ;;
+	*) usage_error "unknown option '$1'" ;;
+	esac
+done
+
+require_root
+find_tracefs
+require_function_graph
+require_trace_cmd
+command -v rpcinfo >/dev/null 2>&1 ||
+	refuse "rpcinfo not found: it sends the NULL RPCs (Debian: apt-get install rpcbind)"
+
+NULL_FUNCS=()
+for f in nfsd3_proc_null nfsd4_proc_null; do
+	[ -z "$(missing_functions "$f")" ] && NULL_FUNCS+=("$f")
+done
+((${#NULL_FUNCS[@]})) ||
+	refuse "no such traceable function: nfsd3_proc_null nfsd4_proc_null (not in $T/available_filter_functions)$(nfsd_hint)"
+[ -z "$(missing_functions nfsd_dispatch)" ] ||
+	refuse "no such traceable function: nfsd_dispatch (not in $T/available_filter_functions)$(nfsd_hint)"
+rpcinfo -T tcp "$HOST" nfs "$VERS" >/dev/null 2>&1 ||
+	refuse "no NFSv$VERS server answers a NULL RPC at $HOST (rpcinfo -T tcp $HOST nfs $VERS failed): start nfsd, or pass --host/--vers"
+
+take_lock
+busy_check
+tracer_args
+
+# shellcheck disable=SC2317  # (called by the trap)
+on_exit() {
+	local rc=$?
+	trap - EXIT INT TERM HUP
+	restore_tracefs || rc=1
+	remove_tmpfiles
+	exit "$rc"
+}
+trap on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+snapshot_tracefs
+
+# The workload of every recording: COUNT NULL RPCs over TCP.
+# shellcheck disable=SC2016  # (expanded by the inner bash)
+NULLS=(bash -c 'n=0; while [ "$n" -lt "$1" ]; do rpcinfo -T tcp "$2" nfs "$3" >/dev/null || exit 1; n=$((n + 1)); done' \
+	ftflame-nulls "$COUNT" "$HOST" "$VERS")
+
+NFLAGS=()
+for f in "${NULL_FUNCS[@]}"; do NFLAGS+=(-g "$f" -l "$f"); done
+STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+: >"$OUT/calib-rpc.log"
+for run in null dispatch-root dispatch-full; do
+	case $run in
+	null)          flags=("${NFLAGS[@]}") ;;
+	dispatch-root) flags=(-g nfsd_dispatch -l nfsd_dispatch) ;;
+	dispatch-full) flags=(-g nfsd_dispatch) ;;
+	esac
+	say "recording calib-$run.dat ($COUNT NULL RPCs)"
+	record "$OUT/calib-$run.dat" "$OUT" "$OUT/calib-rpc.log" -- "${flags[@]}" -- "${NULLS[@]}" >/dev/null
+	((REC_RC == 0)) || die "the NULL RPCs failed during calib-$run.dat (see $OUT/calib-rpc.log)"
+	lost=0
+	while read -r _ ov cov dr _; do lost=$((lost + ov + cov + dr)); done < <(lost_events "$OUT/calib-$run.dat")
+	((lost == 0)) || warn "calib-$run.dat lost $lost events: its samples are fewer; try a bigger --buffer"
+done
+
+cat >"$OUT/calib-meta.json" <<EOF
+{
+  "schema": "ftflame-calib-meta/1",
+  "method": "empty-calls",
+  "kernel": $(json_str "$(uname -r)"),
+  "clock": $(json_str "$FT_EFFECTIVE_CLOCK"),
+  "tracer_options": $(tracer_options_json),
+  "null_functions": $(json_str_array "${NULL_FUNCS[@]}"),
+  "null_rpcs_per_recording": $COUNT,
+  "host": $(json_str "$HOST"),
+  "nfs_version": $VERS,
+  "started": $(json_str "$STARTED"),
+  "traces": {"null": "calib-null.dat", "dispatch_root": "calib-dispatch-root.dat", "dispatch_full": "calib-dispatch-full.dat"}
+}
+EOF
+
+# Compute calibration.json with ftflame, when it can.
+FT=${FTFLAME:-ftflame}
+LATER="$FT calibrate --from-traces calib-null.dat calib-dispatch-root.dat calib-dispatch-full.dat -o calibration.json"
+if ! command -v "$FT" >/dev/null 2>&1 || ! "$FT" calibrate --help >/dev/null 2>&1; then
+	say "the three calibration traces are in $OUT/; '$FT calibrate' is not available here,"
+	say "so compute calibration.json later, in that folder, with: $LATER"
+	exit 0
+fi
+if ! (cd "$OUT" && "$FT" calibrate --from-traces calib-null.dat calib-dispatch-root.dat \
+	calib-dispatch-full.dat -o calibration.json); then
+	die "'$FT calibrate' failed on the traces in $OUT/ (rerun there: $LATER)"
+fi
+say "calibration.json: $(head -c 200 "$OUT/calibration.json" | tr -d '\n')"

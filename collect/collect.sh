@@ -1,0 +1,330 @@
+#!/usr/bin/env bash
+# collect.sh: record an ftrace function_graph trace of nfsd paths around a
+# workload, with everything `ftflame report` needs to trust the numbers.
+#
+# USAGE: collect.sh [options] -p PRESET|-g FUNC ... [-o DIR] -- WORKLOAD...
+#
+# Run as root on the NFS server. It records with `trace-cmd record -p
+# function_graph`, graph functions from -g (repeatable) or a preset -p, while
+# WORKLOAD (the command after --) runs; then, unless told otherwise, an
+# empty-call calibration (calibrate.sh). DIR gets:
+#   trace.dat         the function_graph trace (+ sched_switch events)
+#   baseline.dat      with --baseline: the same workload, only the graph
+#                     functions hooked (-l), for their true totals
+#   calibration.json  tracer overhead per call (O_in, O_out), see calibrate.sh
+#   calib-*.dat       the calibration's own recordings
+#   meta.json         kernel, trace-cmd, functions, options, clock, CPUs,
+#                     nfsd threads, workload, start/end, lost events per CPU
+#   workload.log      the workload's output (baseline-workload.log for --baseline)
+#   record.log        trace-cmd's own output
+#
+# Graph functions:
+#   -g FUNC              a function to graph (repeatable); must exist in
+#                        available_filter_functions
+#   -p PRESET            nfsd-write    nfsd3_proc_write nfsd4_write
+#                        nfsd-read     nfsd3_proc_read nfsd4_read
+#                        nfsd-getattr  nfsd3_proc_getattr nfsd4_getattr
+#                        nfsd-open     nfsd_open fh_verify
+#                        nfsd-dispatch nfsd_dispatch
+#                        rpc           svc_process
+#                        (a preset's missing functions are named and skipped)
+# Tracer options (calibration uses the same ones):
+#   --depth N            max graph depth (default 0: unlimited)
+#   --buffer KB          ring buffer per CPU in KB (default: the kernel's)
+#   --cpus LIST          trace only these CPUs, e.g. 0-3,6
+#   --irqs on|off        graph interrupts inside traced calls (default on)
+#   --sleep-time on|off  count time switched out in a call (default on)
+#   --clock CLOCK        trace clock (default: the kernel's current one)
+#   --no-sched           do not record sched:sched_switch alongside (it lets
+#                        the report split on-CPU from off-CPU time)
+# Runs:
+#   --baseline           also run the workload again with only the graph
+#                        functions hooked -> baseline.dat
+#   --no-calibrate       skip the empty-call calibration
+#   --calib-count N      NULL RPCs per calibration recording (default 300)
+#   --calib-host HOST    NFS server to send them to (default 127.0.0.1)
+#   --calib-vers 3|4     NFS version of the NULL RPCs (default 3)
+#   -o DIR               output folder (default ./ftflame-YYYYmmdd-HHMMSS)
+#   --force              trace even when another tracer seems active
+#   -h, --help           this text
+#
+# EXAMPLE (NFS server with a client mount of itself on /mnt/nfs):
+#   # collect/collect.sh -p nfsd-write --baseline -o run1 -- \
+#         iozone -i0 -r4k -s64m -I -f /mnt/nfs/x
+#   collect.sh: graph functions: nfsd3_proc_write nfsd4_write
+#   collect.sh: recording trace.dat around: iozone -i0 -r4k -s64m -I -f /mnt/nfs/x
+#   ... (iozone's output) ...
+#   collect.sh: trace.dat: 1.2M events, no lost events
+#   collect.sh: recording baseline.dat (graph functions only) ...
+#   collect.sh: calibrating (300 NULL RPCs x 3 recordings) ...
+#   collect.sh: done: run1/ (ftflame report run1)
+# Without iozone: -- fio --name=w --filename=/mnt/nfs/x --rw=write --bs=4k \
+#   --size=64m --direct=1 --ioengine=psync  (or dd, or any command).
+#
+# WARNING: function_graph hooks every function under the graph functions:
+# short calls get 10x slower or more and the workload itself slows down. Use
+# it on a test box. ftflame report subtracts the hook cost measured by the
+# calibration. Lost events (ring buffer overruns) make call times wrong
+# around the gaps: they are counted in meta.json and warned about loudly,
+# with a buffer size to try.
+#
+# Safety: refuses (exit 2, one line on stderr) when not root, without tracefs,
+# without the function_graph tracer, on a function that does not exist, or
+# while another collector holds the lock. A trap puts back every tracefs
+# setting it changed, also on Ctrl-C and on errors; tracing is never left on.
+# Exit: 0 done, 1 failed while running (or the workload failed), 2 refused.
+set -euo pipefail
+
+FT_PROG=collect.sh
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$HERE/lib.sh"
+
+preset_functions() {
+	case $1 in
+	nfsd-write)    echo nfsd3_proc_write nfsd4_write ;;
+	nfsd-read)     echo nfsd3_proc_read nfsd4_read ;;
+	nfsd-getattr)  echo nfsd3_proc_getattr nfsd4_getattr ;;
+	nfsd-open)     echo nfsd_open fh_verify ;;
+	nfsd-dispatch) echo nfsd_dispatch ;;
+	rpc)           echo svc_process ;;
+	*) usage_error "unknown preset '$1' (known: nfsd-write nfsd-read nfsd-getattr nfsd-open nfsd-dispatch rpc)" ;;
+	esac
+}
+
+# ------------------------------------------------------------------ options
+GRAPH_FUNCS=()    # from -g: must all exist
+PRESETS=()
+PRESET_FUNCS=()   # from -p: missing ones are skipped
+OUT=""
+BASELINE=0
+CALIBRATE=1
+CALIB_COUNT=300
+CALIB_HOST=127.0.0.1
+CALIB_VERS=3
+FT_FORCE=0
+WORKLOAD=()
+
+while [ $# -gt 0 ]; do
+	parse_tracer_opt "$@"
+	if ((FT_SHIFT > 0)); then shift "$FT_SHIFT"; continue; fi
+	case $1 in
+	-h | --help) print_header "$0"; exit 0 ;;
+	-g) [ $# -ge 2 ] || usage_error "-g needs a function name"
+		[[ $2 =~ ^[A-Za-z_][A-Za-z0-9_.]*$ ]] || usage_error "-g wants a function name, not '$2'"
+		GRAPH_FUNCS+=("$2"); shift 2 ;;
+	-p) [ $# -ge 2 ] || usage_error "-p needs a preset name"
+		preset_functions "$2" >/dev/null  # (refuses an unknown preset here, not in a subshell)
+		read -ra fs <<<"$(preset_functions "$2")"
+		PRESETS+=("$2"); PRESET_FUNCS+=("${fs[@]}"); shift 2 ;;
+	-o) [ $# -ge 2 ] || usage_error "-o needs a folder"
+		OUT=$2; shift 2 ;;
+	--baseline) BASELINE=1; shift ;;
+	--no-calibrate) CALIBRATE=0; shift ;;
+	--calib-count) [[ ${2-} =~ ^[1-9][0-9]*$ ]] || usage_error "--calib-count wants a number"
+		CALIB_COUNT=$2; shift 2 ;;
+	--calib-host) [ -n "${2-}" ] || usage_error "--calib-host needs a host"
+		CALIB_HOST=$2; shift 2 ;;
+	--calib-vers) [[ ${2-} == 3 || ${2-} == 4 ]] || usage_error "--calib-vers wants 3 or 4"
+		CALIB_VERS=$2; shift 2 ;;
+	--force) FT_FORCE=1; shift ;;
+	--) shift; WORKLOAD=("$@"); break ;;
+	*) usage_error "unknown option '$1' (the workload goes after --)" ;;
+	esac
+done
+
+((${#WORKLOAD[@]})) || usage_error "no workload: give the command to run after --"
+((${#GRAPH_FUNCS[@]} + ${#PRESET_FUNCS[@]})) || usage_error "no graph functions: give -g FUNC or -p PRESET"
+[ -n "$OUT" ] || OUT=ftflame-$(date +%Y%m%d-%H%M%S)
+
+# ------------------------------------------------------------------- checks
+require_root
+find_tracefs
+require_function_graph
+require_trace_cmd
+
+# Explicit -g functions must exist; a preset's may be partly missing (an
+# older kernel, or no NFSv4), as long as one is left.
+mapfile -t missing < <(missing_functions "${GRAPH_FUNCS[@]}")
+if ((${#missing[@]})); then
+	refuse "no such traceable function: ${missing[*]} (not in $T/available_filter_functions)$(nfsd_hint)"
+fi
+FUNCS=()
+for f in "${GRAPH_FUNCS[@]}"; do [[ " ${FUNCS[*]} " == *" $f "* ]] || FUNCS+=("$f"); done
+if ((${#PRESET_FUNCS[@]})); then
+	mapfile -t pmissing < <(missing_functions "${PRESET_FUNCS[@]}")
+	for f in "${PRESET_FUNCS[@]}"; do
+		[[ " ${pmissing[*]} " == *" $f "* ]] && continue
+		[[ " ${FUNCS[*]} " == *" $f "* ]] || FUNCS+=("$f")
+	done
+	((${#FUNCS[@]})) ||
+		refuse "none of the functions of -p ${PRESETS[*]} exist: ${pmissing[*]} (not in $T/available_filter_functions)$(nfsd_hint)"
+	((${#pmissing[@]} == 0)) || warn "skipping functions this kernel does not have: ${pmissing[*]}"
+fi
+
+if [ -e "$OUT/trace.dat" ]; then
+	refuse "$OUT/trace.dat already exists: choose another -o folder or remove it"
+fi
+
+take_lock
+busy_check
+tracer_args
+
+# -------------------------------------------------------------- the trap
+INTERRUPTED=""
+# shellcheck disable=SC2317  # (the trap functions are called by the traps)
+on_exit() {
+	local rc=$?
+	trap - EXIT INT TERM HUP
+	restore_tracefs || rc=1
+	remove_tmpfiles
+	if [ -n "$INTERRUPTED" ]; then
+		say "interrupted by SIG$INTERRUPTED: tracefs restored; partial results in $OUT/"
+	fi
+	exit "$rc"
+}
+# shellcheck disable=SC2317
+on_signal() {
+	INTERRUPTED=$1
+	case $1 in INT) exit 130 ;; TERM) exit 143 ;; *) exit 129 ;; esac
+}
+trap on_exit EXIT
+trap 'on_signal INT' INT
+trap 'on_signal TERM' TERM
+trap 'on_signal HUP' HUP
+
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+snapshot_tracefs
+BUFFER_KB=$(effective_buffer_kb)
+
+say "graph functions: ${FUNCS[*]}"
+GFLAGS=()
+for f in "${FUNCS[@]}"; do GFLAGS+=(-g "$f"); done
+
+# ----------------------------------------------------------- main recording
+say "recording $OUT/trace.dat around: ${WORKLOAD[*]}"
+: >"$OUT/workload.log"
+record "$OUT/trace.dat" "$OUT" "$OUT/workload.log" -- "${GFLAGS[@]}" -- "${WORKLOAD[@]}"
+MAIN_RC=$REC_RC MAIN_START=$REC_START MAIN_END=$REC_END
+((MAIN_RC == 0)) || warn "the workload exited with status $MAIN_RC (see $OUT/workload.log)"
+
+# Lost events per CPU; a loud warning with a buffer size to try.
+WARNINGS=()
+lost_json() {  # FILE.dat -> sets LOST_JSON, LOST_TOTAL, READ_TOTAL, LOST_LIST
+	local cpu ov cov dr rd first=1
+	LOST_JSON="{"; LOST_TOTAL=0; READ_TOTAL=0; LOST_LIST=""
+	while read -r cpu ov cov dr rd; do
+		local n=$((ov + cov + dr))
+		((first)) || LOST_JSON+=", "
+		first=0
+		LOST_JSON+="\"$cpu\": {\"lost\": $n, \"overrun\": $ov, \"commit_overrun\": $cov, \"dropped\": $dr, \"read\": $rd}"
+		LOST_TOTAL=$((LOST_TOTAL + n)); READ_TOTAL=$((READ_TOTAL + rd))
+		((n == 0)) || LOST_LIST+="${LOST_LIST:+, }cpu$cpu: $n"
+	done < <(lost_events "$1")
+	LOST_JSON+="}"
+}
+suggest_buffer() {  # per-CPU KB to try: 4x now, or more if much was lost
+	awk -v b="$BUFFER_KB" -v l="$LOST_TOTAL" -v r="$READ_TOTAL" 'BEGIN {
+		want = 4 * b; if (r > 0 && b * 2 * (r + l) / r > want) want = b * 2 * (r + l) / r
+		s = 1024; while (s < want) s *= 2; print s }'
+}
+check_lost() {  # FILE.dat NAME
+	lost_json "$1"
+	if ((LOST_TOTAL > 0)); then
+		local try msg
+		try=$(suggest_buffer)
+		msg="LOST EVENTS: $LOST_TOTAL events lost in $2 ($LOST_LIST; ring buffer $BUFFER_KB KB per CPU). Call times around the gaps are wrong. Try --buffer $try, or fewer graph functions, or --depth."
+		WARNINGS+=("$msg")
+		printf '\n%s: WARNING: ********************************************************\n' "$FT_PROG" >&2
+		warn "$msg"
+		printf '%s: WARNING: ********************************************************\n\n' "$FT_PROG" >&2
+	else
+		say "$2: $READ_TOTAL events, no lost events"
+	fi
+}
+check_lost "$OUT/trace.dat" trace.dat
+MAIN_LOST_JSON=$LOST_JSON MAIN_LOST_TOTAL=$LOST_TOTAL
+
+# ----------------------------------------------------------- baseline run
+BASE_JSON=null
+if ((BASELINE)); then
+	say "recording $OUT/baseline.dat: the same workload, only the graph functions hooked"
+	LFLAGS=()
+	for f in "${FUNCS[@]}"; do LFLAGS+=(-g "$f" -l "$f"); done
+	: >"$OUT/baseline-workload.log"
+	record "$OUT/baseline.dat" "$OUT" "$OUT/baseline-workload.log" -- "${LFLAGS[@]}" -- "${WORKLOAD[@]}"
+	((REC_RC == 0)) || warn "the baseline workload exited with status $REC_RC (see $OUT/baseline-workload.log)"
+	check_lost "$OUT/baseline.dat" baseline.dat
+	BASE_JSON=$(printf '{"file": "baseline.dat", "workload_log": "baseline-workload.log", "exit_code": %s, "start": %s, "end": %s, "lost_events_total": %s, "lost_events": %s}' \
+		"$(json_num "$REC_RC")" "$(json_str "$REC_START")" "$(json_str "$REC_END")" "$LOST_TOTAL" "$LOST_JSON")
+fi
+
+# ------------------------------------------------------------- calibration
+CALIB_STATUS=skipped
+if ((CALIBRATE)); then
+	say "calibrating: $CALIB_COUNT NULL RPCs to $CALIB_HOST (NFSv$CALIB_VERS), 3 recordings"
+	tracer_opts_cli
+	crc=0
+	"$HERE/calibrate.sh" "${FT_CLI[@]}" --count "$CALIB_COUNT" --host "$CALIB_HOST" \
+		--vers "$CALIB_VERS" -o "$OUT" || crc=$?
+	if [ -s "$OUT/calibration.json" ]; then
+		CALIB_STATUS=ok
+	elif ((crc == 0)); then
+		CALIB_STATUS=traces-only
+		warn "calibration recorded, calibration.json not computed (see the note above)"
+	else
+		CALIB_STATUS=failed
+		WARNINGS+=("calibration failed (exit $crc): ftflame report falls back to an in-trace estimate of the overhead")
+		warn "${WARNINGS[-1]}"
+	fi
+fi
+
+# ---------------------------------------------------------------- meta.json
+tc_version=$(trace-cmd --version 2>&1 | sed -n 's/.*version \([^ ]*\).*/\1/p' | head -n 1)
+cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
+cpu_count=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc)
+nfsd_threads=$(cat /proc/fs/nfsd/threads 2>/dev/null ||
+	awk '$0 == "nfsd" { n++ } END { print n + 0 }' /proc/[0-9]*/comm 2>/dev/null || true)
+nfsd_versions=$(cat /proc/fs/nfsd/versions 2>/dev/null || true)
+graph_json=$(json_str_array "${FUNCS[@]}")
+presets_json=$(json_str_array "${PRESETS[@]}")
+workload_json=$(json_str_array "${WORKLOAD[@]}")
+warnings_json=$(json_str_array "${WARNINGS[@]}")
+calib_file=null
+[ -s "$OUT/calibration.json" ] && calib_file='"calibration.json"'
+printf -v cmdline '%q ' "${WORKLOAD[@]}"
+
+tmp=$OUT/.meta.json.tmp
+cat >"$tmp" <<EOF
+{
+  "schema": "ftflame-meta/1",
+  "collector": "collect.sh",
+  "kernel": {"release": $(json_str "$(uname -r)"), "version": $(json_str "$(uname -v)"), "machine": $(json_str "$(uname -m)")},
+  "trace_cmd_version": $(json_str "$tc_version"),
+  "tracer": "function_graph",
+  "graph_functions": $graph_json,
+  "presets": $presets_json,
+  "trace_clock": $(json_str "$FT_EFFECTIVE_CLOCK"),
+  "tracer_options": $(tracer_options_json),
+  "cpu": {"model": $(json_str "$cpu_model"), "count": $(json_num "$cpu_count")},
+  "nfsd": {"threads": $(json_num "$nfsd_threads"), "versions": $(json_str "$nfsd_versions")},
+  "workload": {"argv": $workload_json, "command_line": $(json_str "${cmdline% }"), "exit_code": $(json_num "$MAIN_RC"), "log": "workload.log"},
+  "start": $(json_str "$MAIN_START"),
+  "end": $(json_str "$MAIN_END"),
+  "trace": "trace.dat",
+  "lost_events_total": $MAIN_LOST_TOTAL,
+  "lost_events": $MAIN_LOST_JSON,
+  "baseline": $BASE_JSON,
+  "calibration": {"status": $(json_str "$CALIB_STATUS"), "file": $calib_file, "null_rpcs": $CALIB_COUNT, "host": $(json_str "$CALIB_HOST"), "nfs_version": $CALIB_VERS},
+  "warnings": $warnings_json
+}
+EOF
+mv "$tmp" "$OUT/meta.json"
+
+if ((MAIN_LOST_TOTAL > 0)); then
+	warn "trace.dat LOST $MAIN_LOST_TOTAL EVENTS: see meta.json and rerun with a bigger --buffer"
+fi
+say "done: $OUT/ (ftflame report $OUT)"
+((MAIN_RC == 0)) || exit 1
+exit 0

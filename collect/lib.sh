@@ -1,0 +1,435 @@
+# shellcheck shell=bash disable=SC2034
+# (SC2034: variables set here are read by the scripts that source this file)
+# lib.sh: the parts collect.sh and calibrate.sh share. Sourced, never run.
+#
+# It holds: messages and exit codes, the checks that refuse to start (root,
+# tracefs, the function_graph tracer, functions that exist, the lock), the
+# tracer options both scripts take (so a calibration uses exactly the options
+# of the main run), and the tracefs snapshot/restore behind the EXIT trap.
+#
+# Exit codes of both scripts: 0 done; 1 something failed while running;
+# 2 refused to start (one line on stderr says why) or bad usage.
+#
+# Environment, mainly for tests:
+#   FTFLAME_TRACEFS  tracefs directory (default: /sys/kernel/tracing, then
+#                    /sys/kernel/debug/tracing). trace-cmd finds its own.
+#   FTFLAME_LOCK     lock file (default: /run/lock/ftflame-collect.lock)
+#   FTFLAME          the ftflame command calibrate.sh runs (default: ftflame)
+
+FT_PROG=${FT_PROG:-${0##*/}}
+
+say()    { printf '%s: %s\n' "$FT_PROG" "$*" >&2; }
+warn()   { printf '%s: WARNING: %s\n' "$FT_PROG" "$*" >&2; }
+die()    { printf '%s: error: %s\n' "$FT_PROG" "$*" >&2; exit 1; }
+refuse() { printf '%s: refusing to start: %s\n' "$FT_PROG" "$*" >&2; exit 2; }
+usage_error() { printf '%s: %s (see %s --help)\n' "$FT_PROG" "$*" "$FT_PROG" >&2; exit 2; }
+
+# Print the header comment of a script (its usage text).
+print_header() {
+	sed -n '2,/^set -euo pipefail/{/^set -euo pipefail/d;/^# shellcheck/d;s/^# \{0,1\}//;p}' "$1"
+}
+
+# ---------------------------------------------------------------- JSON output
+
+# A JSON string literal for $1.
+json_str() {
+	local s=$1
+	s=${s//\\/\\\\}
+	s=${s//\"/\\\"}
+	s=${s//$'\n'/\\n}
+	s=${s//$'\t'/\\t}
+	s=${s//$'\r'/\\r}
+	s=$(LC_ALL=C tr -d '\000-\010\013\014\016-\037' <<<"$s")
+	printf '"%s"' "$s"
+}
+
+# A JSON number for $1, or null when it is not one.
+json_num() {
+	if [[ $1 =~ ^-?[0-9]+(\.[0-9]+)?$ ]]; then printf '%s' "$1"; else printf 'null'; fi
+}
+
+# A JSON array of strings from the arguments.
+json_str_array() {
+	local first=1 s
+	printf '['
+	for s in "$@"; do
+		((first)) || printf ', '
+		first=0
+		json_str "$s"
+	done
+	printf ']'
+}
+
+json_bool() { if [ "$1" = 1 ] || [ "$1" = on ]; then printf 'true'; else printf 'false'; fi; }
+
+# ------------------------------------------------------------ start-up checks
+
+require_root() {
+	[ "$(id -u)" = 0 ] || refuse "must run as root (tracefs and trace-cmd need it); try: sudo $FT_PROG ..."
+}
+
+# Sets T to the tracefs directory, or refuses.
+find_tracefs() {
+	local d
+	if [ -n "${FTFLAME_TRACEFS:-}" ]; then
+		T=$FTFLAME_TRACEFS
+		[ -e "$T/available_tracers" ] ||
+			refuse "no tracefs at $T (FTFLAME_TRACEFS): it has no available_tracers"
+		return 0
+	fi
+	for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
+		if [ -e "$d/available_tracers" ]; then T=$d; return 0; fi
+	done
+	refuse "no tracefs: neither /sys/kernel/tracing nor /sys/kernel/debug/tracing is mounted (try: mount -t tracefs nodev /sys/kernel/tracing)"
+}
+
+require_function_graph() {
+	grep -qw function_graph "$T/available_tracers" 2>/dev/null ||
+		refuse "this kernel has no function_graph tracer (available: $(tr '\n' ' ' <"$T/available_tracers" | sed 's/ *$//'); needs CONFIG_FUNCTION_GRAPH_TRACER)"
+}
+
+require_trace_cmd() {
+	command -v trace-cmd >/dev/null 2>&1 ||
+		refuse "trace-cmd not found (Debian: apt-get install trace-cmd)"
+}
+
+# missing_functions NAME...: print the names that are not in
+# available_filter_functions (lines there look like "name" or "name [module]").
+missing_functions() {
+	awk -v want="$*" '
+		BEGIN { n = split(want, w, " "); for (i = 1; i <= n; i++) need[w[i]] = 1 }
+		($1 in need) { found[$1] = 1 }
+		END { for (i = 1; i <= n; i++) if (!(w[i] in found)) print w[i] }
+	' "$T/available_filter_functions"
+}
+
+# Where the nfsd module is not loaded, its functions are not traceable yet.
+nfsd_hint() {
+	if ! grep -q '^nfsd ' /proc/modules 2>/dev/null && [ ! -d /sys/module/nfsd ]; then
+		printf ' (the nfsd module is not loaded: start the NFS server or modprobe nfsd)'
+	fi
+}
+
+# ------------------------------------------------------------------- the lock
+
+# Take the collector lock, or refuse when another collector holds it. A
+# calibrate.sh started by collect.sh inherits the lock (FT_LOCK_HELD).
+take_lock() {
+	FT_LOCK=${FTFLAME_LOCK:-/run/lock/ftflame-collect.lock}
+	if [ "${FT_LOCK_HELD:-}" = "$FT_LOCK" ]; then return 0; fi
+	[ -d "$(dirname "$FT_LOCK")" ] || FT_LOCK=/tmp/${FT_LOCK##*/}
+	exec {FT_LOCK_FD}>>"$FT_LOCK" || refuse "cannot open the lock file $FT_LOCK"
+	if ! flock -n "$FT_LOCK_FD"; then
+		local holder
+		holder=$(head -c 64 "$FT_LOCK" 2>/dev/null | tr -dc '0-9')
+		refuse "another ftflame collector is running (lock $FT_LOCK held${holder:+ by pid $holder})"
+	fi
+	: >"$FT_LOCK"
+	printf '%s\n' "$$" >>"$FT_LOCK"
+	export FT_LOCK_HELD=$FT_LOCK
+}
+
+# ----------------------------------------------------- tracer options (shared)
+
+# Defaults; parse_tracer_opt changes them.
+OPT_DEPTH=0       # --max-graph-depth (0: unlimited)
+OPT_BUFFER=""     # per-CPU buffer in KB ("": leave the kernel's)
+OPT_CPUS=""       # CPU list ("": all)
+OPT_IRQS=on       # funcgraph-irqs
+OPT_SLEEP=on      # sleep-time
+OPT_CLOCK=""      # trace clock ("": leave the kernel's)
+OPT_SCHED=1       # record sched:sched_switch
+
+# parse_tracer_opt ARG [VALUE]: when ARG is a tracer option, apply it and set
+# FT_SHIFT to the number of words it used (1 or 2); else FT_SHIFT=0.
+parse_tracer_opt() {
+	FT_SHIFT=0
+	local opt=$1 val=${2-} has_val=$(($# > 1))
+	case $opt in
+	--depth=* | --buffer=* | --cpus=* | --irqs=* | --sleep-time=* | --clock=*)
+		val=${opt#*=}; opt=${opt%%=*}; has_val=1; FT_SHIFT=-1 ;;
+	esac
+	case $opt in
+	--depth | --buffer | --cpus | --irqs | --sleep-time | --clock)
+		((has_val)) || usage_error "$opt needs a value"
+		if ((FT_SHIFT == -1)); then FT_SHIFT=1; else FT_SHIFT=2; fi ;;
+	--no-sched) OPT_SCHED=0; FT_SHIFT=1; return 0 ;;
+	*) return 0 ;;
+	esac
+	case $opt in
+	--depth)
+		[[ $val =~ ^[0-9]+$ ]] || usage_error "--depth wants a number, not '$val'"
+		OPT_DEPTH=$val ;;
+	--buffer)
+		[[ $val =~ ^[1-9][0-9]*$ ]] || usage_error "--buffer wants KB per CPU, not '$val'"
+		OPT_BUFFER=$val ;;
+	--cpus)
+		[[ $val =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] ||
+			usage_error "--cpus wants a CPU list like 0-3,6, not '$val'"
+		OPT_CPUS=$val ;;
+	--irqs)
+		[[ $val == on || $val == off ]] || usage_error "--irqs wants on or off, not '$val'"
+		OPT_IRQS=$val ;;
+	--sleep-time)
+		[[ $val == on || $val == off ]] || usage_error "--sleep-time wants on or off, not '$val'"
+		OPT_SLEEP=$val ;;
+	--clock)
+		[[ $val =~ ^[a-z0-9_-]+$ ]] || usage_error "--clock wants a clock name, not '$val'"
+		OPT_CLOCK=$val ;;
+	esac
+}
+
+# The options above, as words for another script (calibrate.sh).
+tracer_opts_cli() {
+	FT_CLI=(--depth "$OPT_DEPTH" --irqs "$OPT_IRQS" --sleep-time "$OPT_SLEEP")
+	[ -n "$OPT_BUFFER" ] && FT_CLI+=(--buffer "$OPT_BUFFER")
+	[ -n "$OPT_CPUS" ] && FT_CLI+=(--cpus "$OPT_CPUS")
+	[ -n "$OPT_CLOCK" ] && FT_CLI+=(--clock "$OPT_CLOCK")
+	((OPT_SCHED)) || FT_CLI+=(--no-sched)
+	return 0
+}
+
+# A CPU list (0-3,6) as the hex mask tracing_cpumask takes (4f), in 32-bit
+# words separated by commas as the kernel prints it.
+cpulist_to_mask() {
+	local -a words=() parts=()
+	local part lo hi c i out="" top=0
+	IFS=, read -ra parts <<<"$1"
+	for part in "${parts[@]}"; do
+		lo=${part%-*}; hi=${part#*-}
+		for ((c = lo; c <= hi; c++)); do
+			i=$((c / 32))
+			words[i]=$((${words[i]:-0} | (1 << (c % 32))))
+		done
+	done
+	for i in "${!words[@]}"; do ((i > top)) && top=$i; done
+	for ((i = top; i >= 0; i--)); do
+		if ((i == top)); then out+=$(printf '%x' "${words[i]:-0}")
+		else out+=,$(printf '%08x' "${words[i]:-0}"); fi
+	done
+	printf '%s' "$out"
+}
+
+# Check the options against this kernel (needs T), then build FT_TC: the
+# trace-cmd record words for them, and FT_EFFECTIVE_CLOCK.
+tracer_args() {
+	local o
+	for o in funcgraph-irqs sleep-time; do
+		[ -e "$T/options/$o" ] || warn "this kernel has no '$o' tracer option; --${o#funcgraph-} is ignored"
+	done
+	FT_TC=(-p function_graph)
+	[ -n "$OPT_BUFFER" ] && FT_TC+=(-b "$OPT_BUFFER")
+	((OPT_DEPTH > 0)) && FT_TC+=(--max-graph-depth "$OPT_DEPTH")
+	[ -n "$OPT_CPUS" ] && FT_TC+=(-M "$(cpulist_to_mask "$OPT_CPUS")")
+	if [ -e "$T/options/funcgraph-irqs" ]; then
+		if [ "$OPT_IRQS" = on ]; then FT_TC+=(-O funcgraph-irqs); else FT_TC+=(-O nofuncgraph-irqs); fi
+	fi
+	if [ -e "$T/options/sleep-time" ]; then
+		if [ "$OPT_SLEEP" = on ]; then FT_TC+=(-O sleep-time); else FT_TC+=(-O nosleep-time); fi
+	fi
+	if [ -n "$OPT_CLOCK" ]; then
+		grep -qw -- "$OPT_CLOCK" "$T/trace_clock" ||
+			refuse "unknown trace clock '$OPT_CLOCK' (this kernel has: $(tr -d '[]' <"$T/trace_clock"))"
+		FT_TC+=(-C "$OPT_CLOCK")
+		FT_EFFECTIVE_CLOCK=$OPT_CLOCK
+	else
+		FT_EFFECTIVE_CLOCK=$(sed -n 's/.*\[\([^]]*\)\].*/\1/p' "$T/trace_clock")
+	fi
+	if ((OPT_SCHED)); then
+		if [ -e "$T/events/sched/sched_switch" ]; then
+			FT_TC+=(-e sched:sched_switch)
+		else
+			warn "no sched:sched_switch event in this kernel: off-CPU time cannot be split out"
+			OPT_SCHED=0
+		fi
+	fi
+	return 0
+}
+
+# Per-CPU buffer size in KB that a recording will use.
+effective_buffer_kb() {
+	if [ -n "$OPT_BUFFER" ]; then printf '%s' "$OPT_BUFFER"; return; fi
+	local b
+	b=$(cat "$T/buffer_size_kb" 2>/dev/null || true)
+	if [[ $b =~ expanded:\ *([0-9]+) ]]; then printf '%s' "${BASH_REMATCH[1]}"
+	elif [[ $b =~ ^[0-9]+$ ]]; then printf '%s' "$b"
+	else cat "$T/per_cpu/cpu0/buffer_size_kb" 2>/dev/null || printf '1408'; fi
+}
+
+# JSON object of the tracer options that matter for calibration.
+tracer_options_json() {
+	printf '{"sleep_time": %s, "irqs": %s, "max_graph_depth": %s, "buffer_kb_per_cpu": %s, "cpus": %s, "clock": %s, "sched_switch": %s}' \
+		"$(json_bool "$OPT_SLEEP")" "$(json_bool "$OPT_IRQS")" "$OPT_DEPTH" \
+		"$(json_num "$(effective_buffer_kb)")" \
+		"$(if [ -n "$OPT_CPUS" ]; then json_str "$OPT_CPUS"; else printf null; fi)" \
+		"$(json_str "$FT_EFFECTIVE_CLOCK")" "$(json_bool "$OPT_SCHED")"
+}
+
+# ------------------------------------------------ tracefs snapshot / restore
+#
+# Everything trace-cmd or this script may change is saved before the first
+# recording and put back after each recording and by the EXIT trap (also on
+# Ctrl-C and errors). trace-cmd restores most of it itself, but not the buffer
+# size, and nothing at all when it is killed.
+
+FT_SCALARS=(trace_clock tracing_cpumask max_graph_depth tracing_thresh buffer_percent
+	saved_cmdlines_size)
+FT_LISTS=(set_ftrace_filter set_ftrace_notrace set_graph_function set_graph_notrace
+	set_event set_ftrace_pid set_event_pid set_ftrace_notrace_pid set_event_notrace_pid)
+declare -A FT_SNAP=()
+FT_SNAPPED=0
+
+# busy_check: refuse when someone else is tracing right now.
+busy_check() {
+	local cur ev
+	cur=$(cat "$T/current_tracer")
+	ev=$(grep -v '^#' "$T/set_event" 2>/dev/null | head -n 3 | tr '\n' ' ' || true)
+	if [ "$cur" != nop ] && [ "${FT_FORCE:-0}" != 1 ]; then
+		refuse "tracefs is busy: current_tracer is '$cur' (someone else is tracing; stop it with: echo nop > $T/current_tracer, or pass --force)"
+	fi
+	if [ -n "${ev// /}" ] && [ "${FT_FORCE:-0}" != 1 ]; then
+		refuse "tracefs is busy: events are enabled ($ev) (someone else is tracing; clear them with: echo > $T/set_event, or pass --force)"
+	fi
+	return 0
+}
+
+snapshot_tracefs() {
+	local f o b
+	FT_SNAP[current_tracer]=$(cat "$T/current_tracer")
+	FT_SNAP[tracing_on]=$(cat "$T/tracing_on")
+	for f in "${FT_SCALARS[@]}" "${FT_LISTS[@]}"; do
+		[ -r "$T/$f" ] && FT_SNAP[$f]=$(cat "$T/$f" 2>/dev/null || true)
+	done
+	for o in "$T"/options/*; do
+		[ -f "$o" ] && FT_SNAP[options/${o##*/}]=$(cat "$o" 2>/dev/null || true)
+	done
+	# buffer_size_kb reads "7 (expanded: 1408)" until the ring buffer is first
+	# used: then the size to put back is the expanded one, on every CPU.
+	b=$(cat "$T/buffer_size_kb")
+	if [[ $b =~ expanded:\ *([0-9]+) ]]; then
+		FT_SNAP[buffer_all]=${BASH_REMATCH[1]}
+	else
+		for f in "$T"/per_cpu/cpu*/buffer_size_kb; do
+			[ -r "$f" ] && FT_SNAP[buffer:${f#"$T"/}]=$(cat "$f")
+		done
+	fi
+	FT_SNAPPED=1
+}
+
+# write_tf FILE VALUE: write one tracefs setting; count failures.
+write_tf() {
+	if ! printf '%s\n' "$2" >"$T/$1" 2>/dev/null; then
+		FT_RESTORE_FAILED+=("$1")
+	fi
+}
+
+# Put back a list file (filters, set_event, pids): clear it, then add lines.
+restore_list() {
+	local f=$1 saved=$2 line
+	[ -w "$T/$f" ] || return 0
+	if [ "$(cat "$T/$f" 2>/dev/null)" = "$saved" ]; then return 0; fi
+	: >"$T/$f" 2>/dev/null || { FT_RESTORE_FAILED+=("$f"); return 0; }
+	while IFS= read -r line; do
+		case $line in '' | '#'* | 'no pid') continue ;; esac
+		printf '%s\n' "${line%% *}" >>"$T/$f" 2>/dev/null || FT_RESTORE_FAILED+=("$f")
+	done <<<"$saved"
+}
+
+# restore_tracefs: put every saved setting back; tracing off first.
+restore_tracefs() {
+	((FT_SNAPPED)) || return 0
+	FT_RESTORE_FAILED=()
+	local f o cur want
+	printf '0\n' >"$T/tracing_on" 2>/dev/null || true
+	cur=$(cat "$T/current_tracer" 2>/dev/null || true)
+	[ "$cur" = "${FT_SNAP[current_tracer]}" ] || write_tf current_tracer "${FT_SNAP[current_tracer]}"
+	for f in "${FT_LISTS[@]}"; do
+		[ -n "${FT_SNAP[$f]+x}" ] && restore_list "$f" "${FT_SNAP[$f]}"
+	done
+	for f in "${FT_SCALARS[@]}"; do
+		[ -n "${FT_SNAP[$f]+x}" ] || continue
+		want=${FT_SNAP[$f]}
+		[ "$f" = trace_clock ] && want=$(sed -n 's/.*\[\([^]]*\)\].*/\1/p' <<<"$want")
+		cur=$(cat "$T/$f" 2>/dev/null || true)
+		[ "$f" = trace_clock ] && cur=$(sed -n 's/.*\[\([^]]*\)\].*/\1/p' <<<"$cur")
+		[ "$cur" = "$want" ] || write_tf "$f" "$want"
+	done
+	for o in "${!FT_SNAP[@]}"; do
+		case $o in options/*) ;; *) continue ;; esac
+		cur=$(cat "$T/$o" 2>/dev/null || true)
+		[ "$cur" = "${FT_SNAP[$o]}" ] || write_tf "$o" "${FT_SNAP[$o]}"
+	done
+	if [ -n "${FT_SNAP[buffer_all]:-}" ]; then
+		cur=$(cat "$T/buffer_size_kb" 2>/dev/null || true)
+		[ "$cur" = "${FT_SNAP[buffer_all]}" ] || [[ $cur == *expanded* ]] ||
+			write_tf buffer_size_kb "${FT_SNAP[buffer_all]}"
+	else
+		for o in "${!FT_SNAP[@]}"; do
+			case $o in buffer:*) ;; *) continue ;; esac
+			f=${o#buffer:}
+			cur=$(cat "$T/$f" 2>/dev/null || true)
+			[ "$cur" = "${FT_SNAP[$o]}" ] || write_tf "$f" "${FT_SNAP[$o]}"
+		done
+	fi
+	write_tf tracing_on "${FT_SNAP[tracing_on]}"
+	if ((${#FT_RESTORE_FAILED[@]})); then
+		warn "could not restore tracefs settings: ${FT_RESTORE_FAILED[*]} (in $T); check them by hand"
+		return 1
+	fi
+	return 0
+}
+
+# --------------------------------------------------------------- recording
+
+# record OUT.dat LOGDIR WORKLOG -- TRACE-CMD-WORDS... -- WORKLOAD...
+# Runs trace-cmd record with the tracer options, around the workload, whose
+# output goes to WORKLOG and to stdout. Sets REC_RC (the workload's exit code),
+# REC_START/REC_END (UTC, ISO 8601). Restores tracefs afterwards.
+record() {
+	local out=$1 logdir=$2 worklog=$3 status
+	shift 3
+	[ "$1" = -- ] && shift
+	local -a tc=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do tc+=("$1"); shift; done
+	shift
+	status=$(mktemp "${TMPDIR:-/tmp}/ftflame-rec.XXXXXX")
+	FT_TMPFILES+=("$status")
+	# The wrapper trace-cmd runs: the workload, its output teed to the log and
+	# to our stdout (fd 3), then its exit code and times into $status.
+	# shellcheck disable=SC2016
+	local wrap='st=$1 log=$2; shift 2
+		s=$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)
+		set +e; "$@" 2>&1 | tee -a "$log" >&3; rc=${PIPESTATUS[0]}
+		printf "%s %s %s\n" "$rc" "$s" "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)" >"$st"'
+	local trc=0
+	trace-cmd record "${FT_TC[@]}" "${tc[@]}" -o "$out" \
+		bash -c "$wrap" ftflame-workload "$status" "$worklog" "$@" \
+		3>&1 >>"$logdir/record.log" 2>&1 || trc=$?
+	restore_tracefs || true
+	if ((trc != 0)) || [ ! -s "$out" ]; then
+		tail -n 5 "$logdir/record.log" >&2 || true
+		die "trace-cmd record failed (exit $trc) for $out; its output is in $logdir/record.log"
+	fi
+	read -r REC_RC REC_START REC_END <"$status" || { REC_RC=""; REC_START=""; REC_END=""; }
+	[ -n "$REC_RC" ] || die "the workload did not run under trace-cmd (see $logdir/record.log)"
+	return 0
+}
+
+# lost_events FILE.dat: from `trace-cmd report --stat`, print one line per CPU:
+# "CPU OVERRUN COMMIT_OVERRUN DROPPED READ".
+lost_events() {
+	trace-cmd report --stat "$1" 2>/dev/null | awk '
+		/^CPU: *[0-9]+/ { if (cpu != "") print cpu, ov, cov, dr, rd; cpu = $2; ov = cov = dr = rd = 0; next }
+		/^overrun:/        { ov = $2 }
+		/^commit overrun:/ { cov = $3 }
+		/^dropped events:/ { dr = $3 }
+		/^read events:/    { rd = $3 }
+		END { if (cpu != "") print cpu, ov, cov, dr, rd }'
+}
+
+# Cleanup of temporary files, called by the scripts' EXIT traps.
+FT_TMPFILES=()
+remove_tmpfiles() {
+	local f
+	for f in "${FT_TMPFILES[@]}"; do rm -f "$f"; done
+}

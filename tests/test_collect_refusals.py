@@ -1,0 +1,246 @@
+"""collect.sh and calibrate.sh refuse to start, clearly, when they must.
+
+Each refusal exits 2 with one line on stderr. These tests never touch the
+host's real tracefs: they point the scripts at fake tracefs folders
+(FTFLAME_TRACEFS) and a private lock file (FTFLAME_LOCK), and every case
+stops before trace-cmd would run. The recordings themselves are tested in a
+real kernel by tests/vm (make test-vm).
+"""
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+COLLECT = REPO / "collect" / "collect.sh"
+CALIBRATE = REPO / "collect" / "calibrate.sh"
+IS_ROOT = os.geteuid() == 0
+needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root: the root check comes first")
+
+
+@pytest.fixture
+def work():
+    """A world-readable scratch folder (pytest's tmp_path is 0700 under root,
+    which the unprivileged user of the not-root test could not enter)."""
+    d = Path(tempfile.mkdtemp(prefix="ftflame-refusals-", dir="/tmp"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def fake_tracefs(root, tracers="nop function function_graph", functions=(), tracer="nop", events=""):
+    t = root / "tracefs"
+    (t / "options").mkdir(parents=True)
+    (t / "available_tracers").write_text(tracers + "\n")
+    (t / "available_filter_functions").write_text("".join(f + "\n" for f in functions))
+    (t / "current_tracer").write_text(tracer + "\n")
+    (t / "set_event").write_text(events)
+    (t / "trace_clock").write_text("[local] global counter\n")
+    (t / "buffer_size_kb").write_text("7 (expanded: 1408)\n")
+    return t
+
+
+NFSD_FUNCS = ("nfsd3_proc_write [nfsd]", "nfsd4_write [nfsd]", "nfsd_dispatch [nfsd]",
+              "nfsd3_proc_null [nfsd]", "svc_process [sunrpc]", "vfs_write")
+
+
+def run(script, args, work, tracefs=None, user=None, extra_env=None):
+    env = dict(os.environ)
+    env["FTFLAME_LOCK"] = str(work / "collect.lock")
+    if tracefs is not None:
+        env["FTFLAME_TRACEFS"] = str(tracefs)
+    env.update(extra_env or {})
+    cmd = ["bash", str(script), *args]
+    if user is not None:
+        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+    return subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=60)
+
+
+def assert_refused(r, *words):
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, f"want one stderr line, got: {r.stderr!r}"
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+    assert "Traceback" not in r.stderr
+
+
+# ------------------------------------------------------------- not root
+
+@pytest.mark.parametrize("script", [COLLECT, CALIBRATE], ids=["collect", "calibrate"])
+def test_refuses_when_not_root(work, script):
+    # The unprivileged user needs to read the scripts: copy them out of a
+    # checkout that may sit in a private home folder.
+    (work / "collect").mkdir()
+    for f in (REPO / "collect").glob("*.sh"):
+        shutil.copy(f, work / "collect" / f.name)
+    copy = work / "collect" / script.name
+    t = fake_tracefs(work, functions=NFSD_FUNCS)
+    args = ["-p", "nfsd-write", "--", "true"] if script == COLLECT else []
+    r = run(copy, args, work, tracefs=t, user=65534 if IS_ROOT else None)
+    assert_refused(r, "must run as root")
+
+
+# ------------------------------------------------------------- no tracefs
+
+@needs_root
+@pytest.mark.parametrize("script", [COLLECT, CALIBRATE], ids=["collect", "calibrate"])
+def test_refuses_without_tracefs(work, script):
+    empty = work / "empty"
+    empty.mkdir()
+    args = ["-g", "nfsd3_proc_write", "--", "true"] if script == COLLECT else []
+    r = run(script, args, work, tracefs=empty)
+    assert_refused(r, "no tracefs", str(empty))
+
+
+@needs_root
+def test_refuses_without_function_graph_tracer(work):
+    t = fake_tracefs(work, tracers="blk function nop", functions=NFSD_FUNCS)
+    r = run(COLLECT, ["-p", "nfsd-write", "--", "true"], work, tracefs=t)
+    assert_refused(r, "no function_graph tracer", "blk function nop")
+
+
+# ------------------------------------------------------- unknown function
+
+@needs_root
+def test_refuses_unknown_function_and_names_it(work):
+    t = fake_tracefs(work, functions=NFSD_FUNCS)
+    r = run(COLLECT, ["-g", "nfsd3_proc_write", "-g", "no_such_fn", "-g", "vfs_wrote", "--", "true"],
+            work, tracefs=t)
+    assert_refused(r, "no such traceable function", "no_such_fn", "vfs_wrote")
+    assert "nfsd3_proc_write" not in r.stderr
+
+
+@needs_root
+def test_refuses_preset_with_no_existing_function(work):
+    t = fake_tracefs(work, functions=("vfs_write",))
+    r = run(COLLECT, ["-p", "nfsd-read", "--", "true"], work, tracefs=t)
+    assert_refused(r, "nfsd3_proc_read", "nfsd4_read")
+
+
+@needs_root
+def test_calibrate_refuses_without_nfsd_null_functions(work):
+    t = fake_tracefs(work, functions=("vfs_write", "nfsd_dispatch [nfsd]"))
+    r = run(CALIBRATE, [], work, tracefs=t)
+    assert_refused(r, "nfsd3_proc_null", "nfsd4_proc_null")
+
+
+# ------------------------------------------------------------- lock held
+
+@needs_root
+@pytest.mark.parametrize("script", [COLLECT, CALIBRATE], ids=["collect", "calibrate"])
+def test_refuses_while_another_collector_holds_the_lock(work, script):
+    if script == CALIBRATE and shutil.which("rpcinfo") is None:
+        pytest.skip("calibrate.sh checks for rpcinfo before the lock; rpcinfo is not installed")
+    t = fake_tracefs(work, functions=NFSD_FUNCS)
+    lock = work / "collect.lock"
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("4242\n")
+        held.flush()
+        if script == COLLECT:
+            r = run(COLLECT, ["-g", "nfsd3_proc_write", "--", "true"], work, tracefs=t)
+        else:
+            # calibrate.sh asks the NFS server first; a fake rpcinfo says yes.
+            fake_bin = work / "bin"
+            fake_bin.mkdir()
+            (fake_bin / "rpcinfo").write_text("#!/bin/sh\nexit 0\n")
+            (fake_bin / "rpcinfo").chmod(0o755)
+            r = run(CALIBRATE, [], work, tracefs=t,
+                    extra_env={"PATH": f"{fake_bin}:{os.environ['PATH']}"})
+    assert_refused(r, "another ftflame collector is running", str(lock))
+
+
+@needs_root
+def test_refuses_when_another_tracer_is_active(work):
+    t = fake_tracefs(work, functions=NFSD_FUNCS, tracer="function")
+    r = run(COLLECT, ["-g", "nfsd3_proc_write", "--", "true"], work, tracefs=t)
+    assert_refused(r, "tracefs is busy", "function")
+
+
+@needs_root
+def test_refuses_to_overwrite_a_trace(work):
+    t = fake_tracefs(work, functions=NFSD_FUNCS)
+    (work / "run1").mkdir()
+    (work / "run1" / "trace.dat").write_bytes(b"x")
+    r = run(COLLECT, ["-g", "nfsd3_proc_write", "-o", "run1", "--", "true"], work, tracefs=t)
+    assert_refused(r, "run1/trace.dat already exists")
+
+
+# ------------------------------------------------------------- usage
+
+@pytest.mark.parametrize("args, words", [
+    (["-g", "nfsd3_proc_write"], ["no workload"]),
+    (["--", "true"], ["no graph functions"]),
+    (["-p", "nfsd-nope", "--", "true"], ["unknown preset", "nfsd-nope"]),
+    (["--irqs", "maybe", "-g", "f", "--", "true"], ["--irqs wants on or off"]),
+    (["--buffer", "0", "-g", "f", "--", "true"], ["--buffer wants KB"]),
+    (["--bogus"], ["unknown option"]),
+])
+def test_usage_errors_exit_2(work, args, words):
+    r = run(COLLECT, args, work, tracefs=work / "nowhere")
+    assert_refused(r, *words)
+
+
+@pytest.mark.parametrize("script", [COLLECT, CALIBRATE], ids=["collect", "calibrate"])
+def test_help_documents_usage_and_an_example(work, script):
+    r = run(script, ["--help"], work)
+    assert r.returncode == 0
+    assert "USAGE:" in r.stdout and "EXAMPLE" in r.stdout and "WARNING" in r.stdout
+    assert "set -euo" not in r.stdout
+
+
+# ----------------------------------------------------- lib.sh helpers
+
+def lib(snippet, *args):
+    """Run a snippet of bash with collect/lib.sh sourced; args are $1, $2, ..."""
+    r = subprocess.run(["bash", "-c", f'. "$0"; set -euo pipefail; {snippet}',
+                        str(REPO / "collect" / "lib.sh"), *args],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+@pytest.mark.parametrize("cpus, mask", [("0", "1"), ("0-3,6", "4f"), ("1,33", "2,00000002"),
+                                        ("0-63", "ffffffff,ffffffff")])
+def test_cpulist_to_mask(cpus, mask):
+    assert lib('cpulist_to_mask "$1"', cpus) == mask
+
+
+@pytest.mark.parametrize("s, want", [
+    ("plain", "plain"),
+    ('a "quoted" \\ back\\slash', 'a "quoted" \\ back\\slash'),
+    ("new\nline\ttab\rcr", "new\nline\ttab\rcr"),
+    ("ctl\x01\x1fchars", "ctlchars"),          # other control characters are dropped
+    ("ünïcode", "ünïcode"),
+])
+def test_json_str_is_valid_json(s, want):
+    assert json.loads(lib('json_str "$1"', s)) == want
+
+
+def test_json_str_array_and_num():
+    assert json.loads(lib('json_str_array "$@"', "a b", "c")) == ["a b", "c"]
+    assert json.loads(lib('json_str_array')) == []
+    assert lib('json_num 12.5; json_num x; json_num -3') == "12.5null-3"
+
+
+def shared_fixture(rel):
+    for base in (REPO.parent / "shared", Path("/work/shared")):
+        p = base / "fixtures" / rel
+        if p.exists():
+            return p
+    pytest.skip(f"fixture {rel} not found (shared/ is not beside the repo)")
+
+
+@pytest.mark.skipif(shutil.which("trace-cmd") is None, reason="trace-cmd is not installed")
+def test_lost_events_parses_trace_cmd_stat():
+    dat = shared_fixture("k6.1/s10-lost/trace.dat")
+    out = lib(f"lost_events {dat}")
+    rows = [line.split() for line in out.strip().splitlines()]
+    # CPU OVERRUN COMMIT_OVERRUN DROPPED READ, as in the fixture's .stat file
+    assert rows == [["0", "52634", "0", "0", "441064"], ["1", "281416", "0", "0", "438706"]]
