@@ -5,8 +5,9 @@
 # USAGE: calibrate.sh [tracer options] [--count N] [--host HOST] [--vers 3|4] -o DIR
 #
 # Run as root on the NFS server (collect.sh runs it for you unless
-# --no-calibrate). It sends N NULL RPCs (`rpcinfo -T tcp HOST nfs VERS`) three
-# times, each time recorded by `trace-cmd record -p function_graph`:
+# --no-calibrate). It sends N NULL RPCs to nfsd (a small perl client, one TCP
+# connection; `rpcinfo -T tcp HOST nfs VERS` in a loop where perl is missing)
+# three times, each time recorded by `trace-cmd record -p function_graph`:
 #   DIR/calib-null.dat           the NULL procedure alone (-g/-l nfsd3_proc_null,
 #                                nfsd4_proc_null): its body is empty, so its
 #                                measured duration is O_in, the hook cost that
@@ -30,6 +31,7 @@
 #   --count N    NULL RPCs per recording (default 300)
 #   --host HOST  the NFS server to call; it must be this machine (default 127.0.0.1)
 #   --vers 3|4   NFS version of the NULL RPCs (default 3)
+#   --port N     nfsd's TCP port (default 2049)
 #   -o DIR       output folder (default: .)
 #   -h, --help   this text
 #
@@ -54,6 +56,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 COUNT=300
 HOST=127.0.0.1
+PORT=2049
 VERS=3
 OUT=.
 FT_FORCE=0
@@ -69,6 +72,8 @@ while [ $# -gt 0 ]; do
 		HOST=$2; shift 2 ;;
 	--vers) [[ ${2-} == 3 || ${2-} == 4 ]] || usage_error "--vers wants 3 or 4"
 		VERS=$2; shift 2 ;;
+	--port) [[ ${2-} =~ ^[1-9][0-9]*$ ]] || usage_error "--port wants a number"
+		PORT=$2; shift 2 ;;
 	-o) [ $# -ge 2 ] || usage_error "-o needs a folder"
 		OUT=$2; shift 2 ;;
 	--force) FT_FORCE=1; shift ;;
@@ -115,10 +120,22 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 snapshot_tracefs
 
-# The workload of every recording: COUNT NULL RPCs over TCP.
-# shellcheck disable=SC2016  # (expanded by the inner bash)
-NULLS=(bash -c 'n=0; while [ "$n" -lt "$1" ]; do rpcinfo -T tcp "$2" nfs "$3" >/dev/null || exit 1; n=$((n + 1)); done' \
-	ftflame-nulls "$COUNT" "$HOST" "$VERS")
+# The workload of every recording: COUNT NULL RPCs over TCP. A small perl
+# client (perl-base is on every Debian) sends them one at a time on one
+# connection: one process instead of COUNT rpcinfo runs, whose fork+exec
+# would dominate the recording. Without perl: an rpcinfo loop.
+if perl -MIO::Socket::INET -e 1 2>/dev/null; then
+	CLIENT=perl
+	NULLS=(perl -e "$FT_NULL_CLIENT" "$HOST" "$PORT" "$VERS" "$COUNT")
+else
+	CLIENT=rpcinfo
+	# shellcheck disable=SC2016
+	NULLS=(bash -c 'n=0; while [ "$n" -lt "$1" ]; do rpcinfo -T tcp "$2" nfs "$3" >/dev/null || exit 1; n=$((n + 1)); done' \
+		ftflame-nulls "$COUNT" "$HOST" "$VERS")
+fi
+# One call first: the client works against this server.
+"${NULLS[@]:0:${#NULLS[@]}-1}" 1 >/dev/null 2>&1 ||
+	die "the $CLIENT NULL-RPC client failed against $HOST (port $PORT, NFSv$VERS)"
 
 NFLAGS=()
 for f in "${NULL_FUNCS[@]}"; do NFLAGS+=(-g "$f" -l "$f"); done
@@ -148,6 +165,8 @@ cat >"$OUT/calib-meta.json" <<EOF
   "null_functions": $(json_str_array "${NULL_FUNCS[@]}"),
   "null_rpcs_per_recording": $COUNT,
   "host": $(json_str "$HOST"),
+  "port": $PORT,
+  "client": $(json_str "$CLIENT"),
   "nfs_version": $VERS,
   "started": $(json_str "$STARTED"),
   "traces": {"null": "calib-null.dat", "dispatch_root": "calib-dispatch-root.dat", "dispatch_full": "calib-dispatch-full.dat"}

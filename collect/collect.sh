@@ -240,7 +240,7 @@ check_lost() {  # FILE.dat NAME
 		warn "$msg"
 		printf '%s: WARNING: ********************************************************\n\n' "$FT_PROG" >&2
 	else
-		say "$2: $READ_TOTAL events, no lost events"
+		say "$2: no lost events"
 	fi
 }
 check_lost "$OUT/trace.dat" trace.dat

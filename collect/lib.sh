@@ -249,11 +249,11 @@ tracer_args() {
 # Per-CPU buffer size in KB that a recording will use.
 effective_buffer_kb() {
 	if [ -n "$OPT_BUFFER" ]; then printf '%s' "$OPT_BUFFER"; return; fi
-	local b
-	b=$(cat "$T/buffer_size_kb" 2>/dev/null || true)
+	local b=""
+	rd "$T/buffer_size_kb" b
 	if [[ $b =~ expanded:\ *([0-9]+) ]]; then printf '%s' "${BASH_REMATCH[1]}"
 	elif [[ $b =~ ^[0-9]+$ ]]; then printf '%s' "$b"
-	else cat "$T/per_cpu/cpu0/buffer_size_kb" 2>/dev/null || printf '1408'; fi
+	else rd "$T/per_cpu/cpu0/buffer_size_kb" b; printf '%s' "${b:-1408}"; fi
 }
 
 # JSON object of the tracer options that matter for calibration.
@@ -266,6 +266,14 @@ tracer_options_json() {
 }
 
 # ------------------------------------------------ tracefs snapshot / restore
+
+# rd FILE VAR: read a whole (tracefs) file into VAR, less its last newline,
+# without forking: forks are slow in the emulated test VMs. Unreadable: "".
+rd() {
+	local __rd=""
+	{ IFS= read -r -d '' __rd <"$1"; } 2>/dev/null || true
+	printf -v "$2" '%s' "${__rd%$'\n'}"
+}
 #
 # Everything trace-cmd or this script may change is saved before the first
 # recording and put back after each recording and by the EXIT trap (also on
@@ -281,8 +289,8 @@ FT_SNAPPED=0
 
 # busy_check: refuse when someone else is tracing right now.
 busy_check() {
-	local cur ev
-	cur=$(cat "$T/current_tracer")
+	local cur="" ev
+	rd "$T/current_tracer" cur
 	ev=$(grep -v '^#' "$T/set_event" 2>/dev/null | head -n 3 | tr '\n' ' ' || true)
 	if [ "$cur" != nop ] && [ "${FT_FORCE:-0}" != 1 ]; then
 		refuse "tracefs is busy: current_tracer is '$cur' (someone else is tracing; stop it with: echo nop > $T/current_tracer, or pass --force)"
@@ -295,22 +303,26 @@ busy_check() {
 
 snapshot_tracefs() {
 	local f o b
-	FT_SNAP[current_tracer]=$(cat "$T/current_tracer")
-	FT_SNAP[tracing_on]=$(cat "$T/tracing_on")
+	local v
+	rd "$T/current_tracer" v; FT_SNAP[current_tracer]=$v
+	rd "$T/tracing_on" v; FT_SNAP[tracing_on]=$v
 	for f in "${FT_SCALARS[@]}" "${FT_LISTS[@]}"; do
-		[ -r "$T/$f" ] && FT_SNAP[$f]=$(cat "$T/$f" 2>/dev/null || true)
+		[ -r "$T/$f" ] || continue
+		rd "$T/$f" v; FT_SNAP[$f]=$v
 	done
 	for o in "$T"/options/*; do
-		[ -f "$o" ] && FT_SNAP[options/${o##*/}]=$(cat "$o" 2>/dev/null || true)
+		[ -f "$o" ] || continue
+		rd "$o" v; FT_SNAP[options/${o##*/}]=$v
 	done
 	# buffer_size_kb reads "7 (expanded: 1408)" until the ring buffer is first
 	# used: then the size to put back is the expanded one, on every CPU.
-	b=$(cat "$T/buffer_size_kb")
+	rd "$T/buffer_size_kb" b
 	if [[ $b =~ expanded:\ *([0-9]+) ]]; then
 		FT_SNAP[buffer_all]=${BASH_REMATCH[1]}
 	else
 		for f in "$T"/per_cpu/cpu*/buffer_size_kb; do
-			[ -r "$f" ] && FT_SNAP[buffer:${f#"$T"/}]=$(cat "$f")
+			[ -r "$f" ] || continue
+			rd "$f" v; FT_SNAP[buffer:${f#"$T"/}]=$v
 		done
 	fi
 	FT_SNAPPED=1
@@ -325,9 +337,10 @@ write_tf() {
 
 # Put back a list file (filters, set_event, pids): clear it, then add lines.
 restore_list() {
-	local f=$1 saved=$2 line
+	local f=$1 saved=$2 line cur
 	[ -w "$T/$f" ] || return 0
-	if [ "$(cat "$T/$f" 2>/dev/null)" = "$saved" ]; then return 0; fi
+	rd "$T/$f" cur
+	[ "$cur" != "$saved" ] || return 0
 	: >"$T/$f" 2>/dev/null || { FT_RESTORE_FAILED+=("$f"); return 0; }
 	while IFS= read -r line; do
 		case $line in '' | '#'* | 'no pid') continue ;; esac
@@ -341,7 +354,7 @@ restore_tracefs() {
 	FT_RESTORE_FAILED=()
 	local f o cur want
 	printf '0\n' >"$T/tracing_on" 2>/dev/null || true
-	cur=$(cat "$T/current_tracer" 2>/dev/null || true)
+	rd "$T/current_tracer" cur
 	[ "$cur" = "${FT_SNAP[current_tracer]}" ] || write_tf current_tracer "${FT_SNAP[current_tracer]}"
 	for f in "${FT_LISTS[@]}"; do
 		[ -n "${FT_SNAP[$f]+x}" ] && restore_list "$f" "${FT_SNAP[$f]}"
@@ -349,25 +362,27 @@ restore_tracefs() {
 	for f in "${FT_SCALARS[@]}"; do
 		[ -n "${FT_SNAP[$f]+x}" ] || continue
 		want=${FT_SNAP[$f]}
-		[ "$f" = trace_clock ] && want=$(sed -n 's/.*\[\([^]]*\)\].*/\1/p' <<<"$want")
-		cur=$(cat "$T/$f" 2>/dev/null || true)
-		[ "$f" = trace_clock ] && cur=$(sed -n 's/.*\[\([^]]*\)\].*/\1/p' <<<"$cur")
+		rd "$T/$f" cur
+		if [ "$f" = trace_clock ]; then  # "local [global] counter": the one in brackets
+			[[ $want =~ \[([^]]*)\] ]] && want=${BASH_REMATCH[1]}
+			[[ $cur =~ \[([^]]*)\] ]] && cur=${BASH_REMATCH[1]}
+		fi
 		[ "$cur" = "$want" ] || write_tf "$f" "$want"
 	done
 	for o in "${!FT_SNAP[@]}"; do
 		case $o in options/*) ;; *) continue ;; esac
-		cur=$(cat "$T/$o" 2>/dev/null || true)
+		rd "$T/$o" cur
 		[ "$cur" = "${FT_SNAP[$o]}" ] || write_tf "$o" "${FT_SNAP[$o]}"
 	done
 	if [ -n "${FT_SNAP[buffer_all]:-}" ]; then
-		cur=$(cat "$T/buffer_size_kb" 2>/dev/null || true)
+		rd "$T/buffer_size_kb" cur
 		[ "$cur" = "${FT_SNAP[buffer_all]}" ] || [[ $cur == *expanded* ]] ||
 			write_tf buffer_size_kb "${FT_SNAP[buffer_all]}"
 	else
 		for o in "${!FT_SNAP[@]}"; do
 			case $o in buffer:*) ;; *) continue ;; esac
 			f=${o#buffer:}
-			cur=$(cat "$T/$f" 2>/dev/null || true)
+			rd "$T/$f" cur
 			[ "$cur" = "${FT_SNAP[$o]}" ] || write_tf "$f" "${FT_SNAP[$o]}"
 		done
 	fi
@@ -426,6 +441,29 @@ lost_events() {
 		/^read events:/    { rd = $3 }
 		END { if (cpu != "") print cpu, ov, cov, dr, rd }'
 }
+
+# FT_NULL_CLIENT: perl that sends NFS NULL RPCs, one at a time on one TCP
+# connection, and checks each reply: perl -e "$FT_NULL_CLIENT" HOST PORT VERS N.
+# (One process for all the calls: COUNT rpcinfo runs would spend the
+# recording in fork+exec. perl-base, with IO::Socket::INET, is on every Debian.)
+# shellcheck disable=SC2016  # (perl expands these)
+FT_NULL_CLIENT='use strict; use IO::Socket::INET;
+my ($host, $port, $vers, $n) = @ARGV;
+my $s = IO::Socket::INET->new(PeerAddr => $host, PeerPort => $port, Proto => "tcp")
+	or die "cannot connect to $host:$port: $!\n";
+sub readn { my ($len) = @_; my $buf = "";
+	while (length($buf) < $len) {
+		sysread($s, $buf, $len - length($buf), length($buf)) or die "short reply: $!\n"; }
+	return $buf; }
+for my $xid (1 .. $n) {
+	# call: xid, CALL, RPC v2, program 100003 (nfs), version, procedure 0 (NULL), AUTH_NULL x2
+	my $msg = pack("N10", $xid, 0, 2, 100003, $vers, 0, 0, 0, 0, 0);
+	syswrite($s, pack("N", 0x80000000 | length($msg)) . $msg) or die "write: $!\n";
+	my $body = readn(unpack("N", readn(4)) & 0x7fffffff);
+	my ($rxid, $type, $stat, $vflavor, $vlen) = unpack("N5", $body);
+	my $accept = unpack("N", substr($body, 20 + (($vlen + 3) & ~3), 4));
+	die "bad reply to NULL call $xid\n" unless $rxid == $xid && $type == 1 && $stat == 0 && $accept == 0;
+}'
 
 # Cleanup of temporary files, called by the scripts' EXIT traps.
 FT_TMPFILES=()

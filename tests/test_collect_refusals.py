@@ -9,6 +9,7 @@ real kernel by tests/vm (make test-vm).
 import fcntl
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -42,6 +43,7 @@ def fake_tracefs(root, tracers="nop function function_graph", functions=(), trac
     (t / "set_event").write_text(events)
     (t / "trace_clock").write_text("[local] global counter\n")
     (t / "buffer_size_kb").write_text("7 (expanded: 1408)\n")
+    (t / "tracing_on").write_text("1\n")
     return t
 
 
@@ -244,3 +246,101 @@ def test_lost_events_parses_trace_cmd_stat():
     rows = [line.split() for line in out.strip().splitlines()]
     # CPU OVERRUN COMMIT_OVERRUN DROPPED READ, as in the fixture's .stat file
     assert rows == [["0", "52634", "0", "0", "441064"], ["1", "281416", "0", "0", "438706"]]
+
+
+# ------------------------------------------- snapshot / restore (fake tracefs)
+
+def test_restore_puts_back_what_a_recording_changed(work):
+    """snapshot_tracefs + restore_tracefs on a fake tracefs of plain files: every
+    setting a recording changes comes back (the real tracefs: tests/vm)."""
+    t = fake_tracefs(work, functions=NFSD_FUNCS)
+    files = {
+        "tracing_on": "1", "max_graph_depth": "0", "tracing_cpumask": "3",
+        "set_graph_function": "#### all functions enabled ####",
+        "set_ftrace_filter": "#### all functions enabled ####",
+        "set_ftrace_pid": "no pid", "options/sleep-time": "1", "options/funcgraph-irqs": "1",
+        "per_cpu/cpu0/buffer_size_kb": "7", "per_cpu/cpu1/buffer_size_kb": "7",
+    }
+    for name, value in files.items():
+        (t / name).parent.mkdir(parents=True, exist_ok=True)
+        (t / name).write_text(value + "\n")
+    changed = {  # what trace-cmd record -p function_graph -O nosleep-time ... leaves
+        "current_tracer": "function_graph", "tracing_on": "0", "trace_clock": "global",
+        "max_graph_depth": "3", "tracing_cpumask": "1", "set_graph_function": "nfsd3_proc_write",
+        "set_ftrace_filter": "nfsd3_proc_write\nnfsd4_write", "set_event": "sched:sched_switch",
+        "set_ftrace_pid": "42", "options/sleep-time": "0", "buffer_size_kb": "4096",
+    }
+    script = "T=$1; snapshot_tracefs; " + "; ".join(
+        f"printf '%s\\n' {shlex.quote(v)} > \"$T/{k}\"" for k, v in changed.items()
+    ) + "; restore_tracefs"
+    lib(script, str(t))
+    got = {k: (t / k).read_text().strip() for k in [*changed, *files]}
+    assert got == {
+        "current_tracer": "nop", "tracing_on": "1", "trace_clock": "local", "max_graph_depth": "0",
+        "tracing_cpumask": "3", "set_graph_function": "", "set_ftrace_filter": "", "set_event": "",
+        "set_ftrace_pid": "", "options/sleep-time": "1", "options/funcgraph-irqs": "1",
+        "buffer_size_kb": "1408",  # the size the untouched "7 (expanded: 1408)" buffer would get
+        "per_cpu/cpu0/buffer_size_kb": "7", "per_cpu/cpu1/buffer_size_kb": "7",
+    }
+
+
+def test_restore_after_a_recording_that_changed_nothing_writes_nothing(work):
+    t = fake_tracefs(work, functions=NFSD_FUNCS)
+    (t / "options" / "sleep-time").write_text("1\n")
+    before = {p: p.stat().st_mtime_ns for p in t.rglob("*") if p.is_file()}
+    lib("T=$1; snapshot_tracefs; restore_tracefs", str(t))
+    after = {p: p.stat().st_mtime_ns for p in t.rglob("*") if p.is_file()}
+    changed = sorted(str(p.relative_to(t)) for p in before if before[p] != after[p])
+    assert changed == ["tracing_on"]  # tracing is switched off, then back to what it was
+
+
+# ------------------------------------------------ the NULL-RPC client
+
+def fake_nfs_server(replies_ok=True):
+    """A one-connection ONC RPC server on 127.0.0.1 that answers every call
+    like nfsd answers NULL; returns (port, thread, seen calls)."""
+    import socket
+    import struct
+    import threading
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    seen = []
+
+    def serve():
+        conn, _ = srv.accept()
+        with conn:
+            f = conn.makefile("rb")
+            while True:
+                mark = f.read(4)
+                if len(mark) < 4:
+                    break
+                body = f.read(struct.unpack(">I", mark)[0] & 0x7FFFFFFF)
+                xid, mtype, rpcvers, prog, vers, proc = struct.unpack(">6I", body[:24])
+                seen.append((mtype, rpcvers, prog, vers, proc))
+                accept = 0 if replies_ok else 1      # SUCCESS / PROG_UNAVAIL
+                reply = struct.pack(">6I", xid, 1, 0, 0, 0, accept)  # REPLY, ACCEPTED, AUTH_NULL verf
+                conn.sendall(struct.pack(">I", 0x80000000 | len(reply)) + reply)
+        srv.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    return srv.getsockname()[1], t, seen
+
+
+@pytest.mark.skipif(shutil.which("perl") is None, reason="perl is not installed")
+def test_null_rpc_client_sends_null_calls_and_checks_replies():
+    port, t, seen = fake_nfs_server()
+    lib('perl -e "$FT_NULL_CLIENT" 127.0.0.1 "$1" 3 25', str(port))
+    t.join(10)
+    assert seen == [(0, 2, 100003, 3, 0)] * 25   # CALL, RPC v2, nfs, v3, NULL
+
+
+@pytest.mark.skipif(shutil.which("perl") is None, reason="perl is not installed")
+def test_null_rpc_client_fails_on_a_bad_reply():
+    port, t, seen = fake_nfs_server(replies_ok=False)
+    r = subprocess.run(["bash", "-c", '. "$0"; perl -e "$FT_NULL_CLIENT" 127.0.0.1 "$1" 4 5',
+                        str(REPO / "collect" / "lib.sh"), str(port)], capture_output=True, text=True, timeout=30)
+    t.join(10)
+    assert r.returncode != 0 and "bad reply to NULL call 1" in r.stderr
+    assert len(seen) == 1
