@@ -27,7 +27,7 @@ INFERNO_ROOT       ?= $(HOME)/.cache/ftflame/inferno-$(INFERNO_VERSION)
 CARGO              ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 SPEEDSCOPE_SCHEMA  := $(NPM_CACHE_DIR)/node_modules/speedscope/dist/release/file-format-schema.json
 
-.PHONY: help setup build demo test test-vm bench golden clean setup-render-tools setup-fuzz fuzz
+.PHONY: help setup build demo test test-vm bench golden clean setup-render-tools setup-fuzz fuzz setup-vm
 
 help:  ## list the targets
 	@echo "ftflame make targets:"
@@ -119,6 +119,24 @@ fuzz: $(FUZZ_DIR)/fuzz_text $(FUZZ_DIR)/seeds/.stamp  ## fuzz the text tokenizer
 	$(FUZZ_DIR)/fuzz_text -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -dict=parse/core/fuzz_text.dict -timeout=10 \
 	  -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/findings/ \
 	  $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
+
+# The VM tests (tests/vm, collect/README.md): qemu boots Debian's kernels over
+# the host's root filesystem with virtme-ng; the guest runs these tools.
+VM_APT_PKGS := qemu-system-x86 busybox-static cpio kmod nfs-kernel-server rpcbind fio \
+               trace-cmd iproute2 procps util-linux xz-utils
+VM_KERNELS  ?= 6.1 6.12
+
+setup-vm:  ## install what make test-vm needs: qemu, NFS server, fio, virtme-ng (quick when done)
+	@missing=""; for p in $(VM_APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "setup-vm: installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@$(PY) -c 'import virtme_ng, pytest' 2>/dev/null || $(PY) -m pip install -q "virtme-ng>=1.30,<2" "pytest>=7,<10"
+
+test-vm: setup setup-vm  ## boot Debian 6.1 + 6.12 kernels in qemu, test collect.sh on an NFS server inside (~10 min)
+	tests/vm/run.sh $(VM_KERNELS)
 
 bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop
 	$(PY) bench/run.py

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# run.sh: the VM tests of collect/ (make test-vm). Boots real Debian kernels
+# under qemu with virtme-ng, runs collect.sh on a loopback NFS server inside
+# (tests/vm/guest.sh), reports the result with ftflame on the host, and checks
+# it all with pytest (tests/vm/check_vm.py).
+#
+# USAGE: tests/vm/run.sh [SERIES...]      SERIES: 6.1 6.12 (default: both)
+#
+# EXAMPLE:
+#   # tests/vm/run.sh 6.1
+#   run.sh: 6.1.0-56-amd64: booting (results in tests/artifacts/vm/6.1.0-56-amd64)
+#   run.sh: 6.1.0-56-amd64: guest finished in 212 s
+#   run.sh: 6.1.0-56-amd64: ftflame report -> run/report.json
+#   ........................                                     [100%]
+#   24 passed in 9.1s
+#
+# Needs root, qemu-system-x86, the NFS server tools, fio, trace-cmd and
+# virtme-ng (make setup-vm installs them), about 1 GB in /var/lib/ftflame-vm
+# for the kernels (tests/vm/kernels.sh), and no KVM: qemu runs in TCG
+# (software emulation), so a boot takes 5-15 s and a traced run tens of s.
+# Why virtme-ng, and how the guest is set up: see collect/README.md.
+#
+# Environment: FTFLAME_VM_TIMEOUT (s per boot, default 1500),
+# FTFLAME_VM_RESULTS (results root, default tests/artifacts/vm),
+# FTFLAME_VM_CALIB_COUNT (NULL RPCs per calibration recording, default 200).
+set -euo pipefail
+
+PROG=${0##*/}
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+RESROOT=${FTFLAME_VM_RESULTS:-$REPO/tests/artifacts/vm}
+TIMEOUT=${FTFLAME_VM_TIMEOUT:-1500}
+PY=$REPO/.venv/bin/python
+
+say() { printf '%s: %s\n' "$PROG" "$*" >&2; }
+die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "must run as root (qemu, /var/lib/ftflame-vm, the NFS server in the guest)"
+VNG=$REPO/.venv/bin/vng
+[ -x "$VNG" ] || VNG=$(command -v vng || true)
+[ -n "$VNG" ] || die "virtme-ng (vng) is not installed: run make setup-vm"
+command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing: run make setup-vm"
+[ -x "$PY" ] || die "$PY is missing: run make setup-vm"
+# vng runs its helpers (virtme-run, ...) from PATH.
+PATH=$(dirname "$VNG"):$PATH
+
+[ $# -gt 0 ] || set -- 6.1 6.12
+mapfile -t KERNELS < <("$REPO/tests/vm/kernels.sh" "$@")
+((${#KERNELS[@]} == $#)) || die "could not get the kernels: $*"
+
+# boot KVER VMLINUZ RES: one VM run of guest.sh; the guest's console goes to
+# RES/console.log. Returns 0 when the guest script ran to its end.
+boot() {
+	local kver=$1 vmlinuz=$2 res=$3
+	rm -rf "$res"
+	mkdir -p "$res"
+	# --disable-kvm: KVM hangs on these machines, qemu's TCG works.
+	# --force-9p: the host root is shared read-only over 9p (no virtiofsd).
+	# --verbose: the console (kernel log) goes to console.log; the guest
+	#   writes its own log and exit code into the shared folder, because
+	#   without udev in the guest vng cannot pass them back itself.
+	timeout --foreground -k 10 "$TIMEOUT" "$VNG" --run "$vmlinuz" --disable-kvm --force-9p \
+		--memory 2G --cpus 2 --rwdir "$res" --verbose \
+		--exec "$(printf '%q ' env FTFLAME_VM_CALIB_COUNT="${FTFLAME_VM_CALIB_COUNT:-200}" \
+			bash "$REPO/tests/vm/guest.sh" "$res")" \
+		</dev/null >"$res/console.log" 2>&1 || true
+	[ -e "$res/guest.done" ]
+}
+
+DIRS=()
+for line in "${KERNELS[@]}"; do
+	kver=${line%%$'\t'*}
+	vmlinuz=${line#*$'\t'}
+	res=$RESROOT/$kver
+	DIRS+=("$res")
+	say "$kver: booting (results in ${res#"$REPO"/})"
+	t0=$(date +%s)
+	if ! boot "$kver" "$vmlinuz" "$res"; then
+		# Under TCG with 2 vCPUs, the kernel's live code patching (ftrace turning
+		# function_graph on and off) now and then trips over an int3 it does not
+		# expect and oopses: a qemu/TCG artefact, not collect.sh's. Boot again once.
+		if grep -qE 'Kernel panic|Oops:|BUG:' "$res/console.log"; then
+			grep -m 3 -E 'Kernel panic|Oops:|BUG:|RIP:' "$res/console.log" >&2 || true
+			mv "$res/console.log" "$RESROOT/$kver.crashed-console.log"
+			say "$kver: WARNING: the guest kernel crashed (above); booting once more"
+			t0=$(date +%s)
+			boot "$kver" "$vmlinuz" "$res" || true
+		fi
+	fi
+	t1=$(date +%s)
+	if [ ! -e "$res/guest.done" ]; then
+		tail -n 30 "$res/guest.log" >&2 2>/dev/null || true
+		tail -n 30 "$res/console.log" >&2 || true
+		die "$kver: the guest did not finish (see $res/guest.log and console.log)"
+	fi
+	echo "$((t1 - t0))" >"$res/vm-seconds.txt"
+	say "$kver: guest finished in $((t1 - t0)) s"
+
+	# The report, on the host (faster than under TCG).
+	FT=$REPO/.venv/bin/ftflame
+	if [ -x "$FT" ] && "$FT" report --help >/dev/null 2>&1; then
+		"$FT" report "$res/run/trace.dat" -o "$res/run/report.json" 2>"$res/report.stderr" ||
+			say "$kver: ftflame report failed (see $res/report.stderr)"
+		[ -e "$res/run/report.json" ] && say "$kver: ftflame report -> run/report.json"
+	else
+		say "$kver: NOTE: .venv/bin/ftflame report is not available here: skipping the report step (make setup installs it)"
+	fi
+done
+
+FTFLAME_VM_RESULTS_DIRS=$(printf '%s\n' "${DIRS[@]}") "$PY" -m pytest -q -p no:cacheprovider "$REPO/tests/vm/check_vm.py"
