@@ -52,12 +52,18 @@
 #   # collect/collect.sh -p nfsd-write --baseline -o run1 -- \
 #         iozone -i0 -r4k -s64m -I -f /mnt/nfs/x
 #   collect.sh: graph functions: nfsd3_proc_write nfsd4_write
-#   collect.sh: recording trace.dat around: iozone -i0 -r4k -s64m -I -f /mnt/nfs/x
+#   collect.sh: recording /root/run1/trace.dat around: iozone -i0 -r4k -s64m -I -f /mnt/nfs/x
 #   ... (iozone's output) ...
-#   collect.sh: trace.dat: 1.2M events, no lost events
-#   collect.sh: recording baseline.dat (graph functions only) ...
-#   collect.sh: calibrating (300 NULL RPCs x 3 recordings) ...
-#   collect.sh: done: run1/ (ftflame report run1)
+#   collect.sh: trace.dat: no lost events
+#   collect.sh: recording /root/run1/baseline.dat: the same workload, only the graph functions hooked
+#   ... (iozone's output) ...
+#   collect.sh: baseline.dat: no lost events
+#   collect.sh: calibrating: 300 NULL RPCs to 127.0.0.1 (NFSv3), 3 recordings
+#   calibrate.sh: recording calib-null.dat (300 NULL RPCs)
+#   calibrate.sh: recording calib-dispatch-root.dat (300 NULL RPCs)
+#   calibrate.sh: recording calib-dispatch-full.dat (300 NULL RPCs)
+#   calibrate.sh: calibration.json: {"schema":"ftflame-calibration/1","o_in_ns":710.2,...}
+#   collect.sh: done: /root/run1/ (ftflame report /root/run1)
 # Without iozone: -- fio --name=w --filename=/mnt/nfs/x --rw=write --bs=4k \
 #   --size=64m --direct=1 --ioengine=psync  (or dd, or any command).
 #
@@ -281,7 +287,8 @@ if ((CALIBRATE)); then
 fi
 
 # ---------------------------------------------------------------- meta.json
-tc_version=$(trace-cmd --version 2>&1 | sed -n 's/.*version \([^ ]*\).*/\1/p' | head -n 1)
+# (trace-cmd --version exits 255)
+tc_version=$({ trace-cmd --version 2>&1 || true; } | sed -n 's/.*version \([^ ]*\).*/\1/p' | head -n 1)
 cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
 cpu_count=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc)
 nfsd_threads=$(cat /proc/fs/nfsd/threads 2>/dev/null ||

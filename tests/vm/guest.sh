@@ -8,7 +8,7 @@
 # It starts a loopback NFS server (a tmpfs export, 8 nfsd threads, NFSv3 client
 # mount), then runs collect/collect.sh as a user would and leaves everything in
 # RESULTS for tests/vm/check_vm.py to assert on, on the host:
-#   run/        -p nfsd-write --baseline + calibration around 4 MB of 4 KB
+#   run/        -p nfsd-write --baseline + calibration around 2 MB of 4 KB
 #               O_DIRECT fio writes (run.rc, run.stderr)
 #   lost/       -p rpc with a 64 KB buffer: must lose events (lost.rc, lost.stderr)
 #   intr/       Ctrl-C (SIGINT to the process group) while recording (intr.rc)
@@ -97,7 +97,7 @@ step "collect: nfsd-write, baseline, calibration"
 rc=0
 # shellcheck disable=SC2046  # (fio_write prints the words of a command)
 "$COLLECT" -p nfsd-write --baseline --buffer 8192 --calib-count "$CALIB_COUNT" -o "$RES/run" \
-	-- $(fio_write 4m run) >"$RES/run.stdout" 2>"$RES/run.stderr" || rc=$?
+	-- $(fio_write 2m run) >"$RES/run.stdout" 2>"$RES/run.stderr" || rc=$?
 echo "$rc" >"$RES/run.rc"
 dump_tracefs >"$RES/tracefs-after-run.txt"
 
@@ -106,7 +106,7 @@ step "collect: tiny buffer"
 rc=0
 # shellcheck disable=SC2046
 "$COLLECT" -p rpc --buffer 64 --no-calibrate -o "$RES/lost" \
-	-- $(fio_write 1m lost) >"$RES/lost.stdout" 2>"$RES/lost.stderr" || rc=$?
+	-- $(fio_write 512k lost) >"$RES/lost.stdout" 2>"$RES/lost.stderr" || rc=$?
 echo "$rc" >"$RES/lost.rc"
 dump_tracefs >"$RES/tracefs-after-lost.txt"
 
