@@ -88,13 +88,15 @@ require_trace_cmd
 command -v rpcinfo >/dev/null 2>&1 ||
 	refuse "rpcinfo not found: it sends the NULL RPCs (Debian: apt-get install rpcbind)"
 
+# (available_filter_functions is read once: under emulation that takes seconds)
+missing=" $(missing_functions nfsd3_proc_null nfsd4_proc_null nfsd_dispatch | tr '\n' ' ')"
 NULL_FUNCS=()
 for f in nfsd3_proc_null nfsd4_proc_null; do
-	[ -z "$(missing_functions "$f")" ] && NULL_FUNCS+=("$f")
+	[[ $missing == *" $f "* ]] || NULL_FUNCS+=("$f")
 done
 ((${#NULL_FUNCS[@]})) ||
 	refuse "no such traceable function: nfsd3_proc_null nfsd4_proc_null (not in $T/available_filter_functions)$(nfsd_hint)"
-[ -z "$(missing_functions nfsd_dispatch)" ] ||
+[[ $missing != *" nfsd_dispatch "* ]] ||
 	refuse "no such traceable function: nfsd_dispatch (not in $T/available_filter_functions)$(nfsd_hint)"
 rpcinfo -T tcp "$HOST" nfs "$VERS" >/dev/null 2>&1 ||
 	refuse "no NFSv$VERS server answers a NULL RPC at $HOST (rpcinfo -T tcp $HOST nfs $VERS failed): start nfsd, or pass --host/--vers"

@@ -132,13 +132,34 @@ def test_calibrate_refuses_without_nfsd_null_functions(work):
     assert_refused(r, "nfsd3_proc_null", "nfsd4_proc_null")
 
 
+@needs_root
+def test_calibrate_refuses_without_nfsd_dispatch(work):
+    t = fake_tracefs(work, functions=("nfsd3_proc_null [nfsd]", "nfsd4_proc_null [nfsd]"))
+    r = run(CALIBRATE, [], work, tracefs=t)
+    assert_refused(r, "no such traceable function: nfsd_dispatch")
+
+
+def fake_rpcinfo(work, rc):
+    fake_bin = work / "bin"
+    fake_bin.mkdir(exist_ok=True)
+    (fake_bin / "rpcinfo").write_text(f"#!/bin/sh\nexit {rc}\n")
+    (fake_bin / "rpcinfo").chmod(0o755)
+    return {"PATH": f"{fake_bin}:{os.environ['PATH']}"}
+
+
+@needs_root
+def test_calibrate_refuses_when_no_nfs_server_answers(work):
+    t = fake_tracefs(work, functions=NFSD_FUNCS)
+    r = run(CALIBRATE, ["--vers", "4", "--host", "127.0.0.2"], work, tracefs=t,
+            extra_env=fake_rpcinfo(work, 1))
+    assert_refused(r, "no NFSv4 server answers a NULL RPC at 127.0.0.2")
+
+
 # ------------------------------------------------------------- lock held
 
 @needs_root
 @pytest.mark.parametrize("script", [COLLECT, CALIBRATE], ids=["collect", "calibrate"])
 def test_refuses_while_another_collector_holds_the_lock(work, script):
-    if script == CALIBRATE and shutil.which("rpcinfo") is None:
-        pytest.skip("calibrate.sh checks for rpcinfo before the lock; rpcinfo is not installed")
     t = fake_tracefs(work, functions=NFSD_FUNCS)
     lock = work / "collect.lock"
     with open(lock, "a") as held:
@@ -149,12 +170,7 @@ def test_refuses_while_another_collector_holds_the_lock(work, script):
             r = run(COLLECT, ["-g", "nfsd3_proc_write", "--", "true"], work, tracefs=t)
         else:
             # calibrate.sh asks the NFS server first; a fake rpcinfo says yes.
-            fake_bin = work / "bin"
-            fake_bin.mkdir()
-            (fake_bin / "rpcinfo").write_text("#!/bin/sh\nexit 0\n")
-            (fake_bin / "rpcinfo").chmod(0o755)
-            r = run(CALIBRATE, [], work, tracefs=t,
-                    extra_env={"PATH": f"{fake_bin}:{os.environ['PATH']}"})
+            r = run(CALIBRATE, [], work, tracefs=t, extra_env=fake_rpcinfo(work, 0))
     assert_refused(r, "another ftflame collector is running", str(lock))
 
 
