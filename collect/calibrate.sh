@@ -178,7 +178,8 @@ EOF
 # Compute calibration.json with ftflame, when it can.
 FT=${FTFLAME:-ftflame}
 LATER="$FT calibrate --from-traces calib-null.dat calib-dispatch-root.dat calib-dispatch-full.dat -o calibration.json"
-if ! command -v "$FT" >/dev/null 2>&1 || ! "$FT" calibrate --help >/dev/null 2>&1; then
+# (`ftflame calibrate` alone runs this script: only --from-traces does the math)
+if ! command -v "$FT" >/dev/null 2>&1 || ! { "$FT" calibrate --help 2>&1 || true; } | grep -q -- --from-traces; then
 	say "the three calibration traces are in $OUT/; '$FT calibrate' is not available here,"
 	say "so compute calibration.json later, in that folder, with: $LATER"
 	exit 0

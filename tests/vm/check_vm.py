@@ -20,18 +20,19 @@ CALIB_COUNT = int(os.environ.get("FTFLAME_VM_CALIB_COUNT", "200"))
 FIO_WRITES = 2 * 1024 // 4          # guest.sh: 2 MB of 4 KB writes
 
 
-def ftflame_has(subcommand):
+def ftflame_has(subcommand, option=""):
+    """Whether .venv/bin/ftflame has a subcommand (whose --help names option)."""
     if not FTFLAME.exists():
         return False
-    r = subprocess.run([str(FTFLAME), subcommand, "--help"], capture_output=True, timeout=60)
-    return r.returncode == 0
+    r = subprocess.run([str(FTFLAME), subcommand, "--help"], capture_output=True, text=True, timeout=60)
+    return r.returncode == 0 and option in r.stdout + r.stderr
 
 
 # ============================================================================
 # THE SWITCH (the one place): when `ftflame calibrate` exists, calibration.json
 # must be there and sound; until then, the three calib-*.dat traces must hold
 # the expected calls. Delete the else-branch once `ftflame calibrate` is merged.
-CALIBRATE_AVAILABLE = ftflame_has("calibrate")
+CALIBRATE_AVAILABLE = ftflame_has("calibrate", "--from-traces")   # (as calibrate.sh decides)
 # ============================================================================
 
 if not DIRS:
