@@ -206,6 +206,14 @@ def test_killed_trace_cmd_is_an_error_and_restores(res):
     assert "current_tracer=function_graph" in text(res / "killed.state")
     assert rc(res, "killed") == 1
     assert "trace-cmd record failed" in text(res / "killed.stderr")
+    # It recorded with options unlike the defaults (test_tracefs_is_restored
+    # shows them back as before):
+    during, before = state(res, "during-killed"), state(res, "before")
+    assert during["current_tracer"] == "function_graph"
+    assert during["options/sleep-time"] == "0" and during["options/funcgraph-irqs"] == "0"
+    assert during["max_graph_depth"] == "5" and during["tracing_cpumask"] == "1"
+    assert "[mono]" in during["trace_clock"]
+    assert during["buffer_size_kb"] != before["buffer_size_kb"]
 
 
 def test_unknown_function_refused_on_a_real_kernel(res):

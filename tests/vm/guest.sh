@@ -12,7 +12,8 @@
 #               O_DIRECT fio writes (run.rc, run.stderr)
 #   lost/       -p rpc with a 64 KB buffer: must lose events (lost.rc, lost.stderr)
 #   intr/       Ctrl-C (SIGINT to the process group) while recording (intr.rc)
-#   killed/     trace-cmd killed with SIGKILL while recording (killed.rc)
+#   killed/     trace-cmd killed with SIGKILL while recording, with tracer
+#               options unlike the defaults (killed.rc)
 #   unknown.*   a function that does not exist: the refusal on a real kernel
 #   tracefs-*.txt  tracefs settings before and after each of those
 #   guest.log   this script's log; guest.rc its exit code; timing.txt
@@ -110,12 +111,14 @@ rc=0
 echo "$rc" >"$RES/lost.rc"
 dump_tracefs >"$RES/tracefs-after-lost.txt"
 
-# Start collect.sh in a process group of its own around `sleep`, wait until
-# function_graph is on, then call $1 with the group id.
+# interrupt_test NAME ACTION [OPTIONS]: start collect.sh in a process group
+# of its own around `sleep`, wait until function_graph is on, then call
+# ACTION with the group id.
 interrupt_test() {
 	local name=$1 action=$2 pid rc=0 i
+	shift 2
 	set -m
-	"$COLLECT" -g nfsd3_proc_write --no-calibrate -o "$RES/$name" -- sleep 120 \
+	"$COLLECT" -g nfsd3_proc_write --no-calibrate "$@" -o "$RES/$name" -- sleep 120 \
 		>"$RES/$name.stdout" 2>"$RES/$name.stderr" &
 	pid=$!
 	set +m
@@ -127,6 +130,7 @@ interrupt_test() {
 	done
 	echo "current_tracer=$cur after $((i / 2)) s" >"$RES/$name.state"
 	sleep 2
+	dump_tracefs >"$RES/tracefs-during-$name.txt"
 	"$action" "$pid"
 	wait "$pid" || rc=$?
 	echo "$rc" >"$RES/$name.rc"
@@ -139,7 +143,9 @@ kill_trace_cmd() { pkill -KILL -x trace-cmd; }  # trace-cmd and its recorders di
 step "collect: Ctrl-C while recording"
 interrupt_test intr ctrl_c
 step "collect: trace-cmd killed while recording"
-interrupt_test killed kill_trace_cmd
+# Options unlike the defaults, so that their restore is tested too.
+interrupt_test killed kill_trace_cmd --sleep-time off --irqs off --depth 5 --cpus 0 \
+	--buffer 2048 --clock mono
 
 step "done"
 umount "$W/nfs" || true

@@ -21,6 +21,7 @@
 # Why virtme-ng, and how the guest is set up: see collect/README.md.
 #
 # Environment: FTFLAME_VM_TIMEOUT (s per boot, default 1500),
+# FTFLAME_VM_QEMU_OPTS (extra qemu options, default "-accel tcg,thread=single"),
 # FTFLAME_VM_RESULTS (results root, default tests/artifacts/vm),
 # FTFLAME_VM_CALIB_COUNT (NULL RPCs per calibration recording, default 200).
 set -euo pipefail
@@ -30,6 +31,11 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 RESROOT=${FTFLAME_VM_RESULTS:-$REPO/tests/artifacts/vm}
 TIMEOUT=${FTFLAME_VM_TIMEOUT:-1500}
 PY=$REPO/.venv/bin/python
+# Single-threaded TCG: qemu runs both vCPUs in one host thread, in turns. With
+# one thread per vCPU (the default), a vCPU can go on running translated code
+# that another vCPU has just patched, which the kernel's ftrace code patching
+# does not survive (seen: int3 oopses, IPI soft lockups in text_poke_bp_batch).
+QEMU_OPTS=${FTFLAME_VM_QEMU_OPTS-"-accel tcg,thread=single"}
 
 say() { printf '%s: %s\n' "$PROG" "$*" >&2; }
 die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
@@ -50,7 +56,7 @@ mapfile -t KERNELS < <("$REPO/tests/vm/kernels.sh" "$@")
 # boot KVER VMLINUZ RES: one VM run of guest.sh; the guest's console goes to
 # RES/console.log. Returns 0 when the guest script ran to its end.
 boot() {
-	local kver=$1 vmlinuz=$2 res=$3
+	local kver=$1 vmlinuz=$2 res=$3 pid waited=0
 	rm -rf "$res"
 	mkdir -p "$res"
 	# --disable-kvm: KVM hangs on these machines, qemu's TCG works.
@@ -58,11 +64,31 @@ boot() {
 	# --verbose: the console (kernel log) goes to console.log; the guest
 	#   writes its own log and exit code into the shared folder, because
 	#   without udev in the guest vng cannot pass them back itself.
-	timeout --foreground -k 10 "$TIMEOUT" "$VNG" --run "$vmlinuz" --disable-kvm --force-9p \
-		--memory 2G --cpus 2 --rwdir "$res" --verbose \
+	# -accel tcg,thread=single: see QEMU_OPTS above.
+	# setsid: its own process group, so that a hung guest can be killed whole.
+	setsid "$VNG" --run "$vmlinuz" --disable-kvm --force-9p --memory 2G --cpus 2 \
+		--rwdir "$res" --verbose ${QEMU_OPTS:+--qemu-opts="$QEMU_OPTS"} \
 		--exec "$(printf '%q ' env FTFLAME_VM_CALIB_COUNT="${FTFLAME_VM_CALIB_COUNT:-200}" \
 			bash "$REPO/tests/vm/guest.sh" "$res")" \
-		</dev/null >"$res/console.log" 2>&1 || true
+		</dev/null >"$res/console.log" 2>&1 &
+	pid=$!
+	# A watchdog: the whole run has TIMEOUT seconds; a guest whose kernel
+	# reported a soft lockup and then wrote nothing for 3 minutes is hung.
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 5
+		waited=$((waited + 5))
+		if ((waited > TIMEOUT)); then
+			say "$kver: no end after $TIMEOUT s: stopping the guest"
+			break
+		fi
+		if grep -q 'soft lockup' "$res/console.log" &&
+			[ -z "$(find "$res" -type f ! -name console.log -newermt '-180 seconds' -print -quit)" ]; then
+			say "$kver: the guest kernel reports a soft lockup and made no progress for 3 min: stopping it"
+			break
+		fi
+	done
+	kill -- "-$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
 	[ -e "$res/guest.done" ]
 }
 
@@ -76,12 +102,14 @@ for line in "${KERNELS[@]}"; do
 	t0=$(date +%s)
 	if ! boot "$kver" "$vmlinuz" "$res"; then
 		# Under TCG with 2 vCPUs, the kernel's live code patching (ftrace turning
-		# function_graph on and off) now and then trips over an int3 it does not
-		# expect and oopses: a qemu/TCG artefact, not collect.sh's. Boot again once.
-		if grep -qE 'Kernel panic|Oops:|BUG:' "$res/console.log"; then
-			grep -m 3 -E 'Kernel panic|Oops:|BUG:|RIP:' "$res/console.log" >&2 || true
+		# function_graph on and off) can trip over stale translated code: an
+		# unexpected int3 oops, or an IPI that never returns (soft lockup). A
+		# qemu/TCG artefact, not collect.sh's (thread=single makes it rare):
+		# boot once more.
+		if grep -qE 'Kernel panic|Oops:|BUG:|soft lockup' "$res/console.log"; then
+			grep -m 3 -E 'Kernel panic|Oops:|BUG:|soft lockup|RIP:' "$res/console.log" >&2 || true
 			mv "$res/console.log" "$RESROOT/$kver.crashed-console.log"
-			say "$kver: WARNING: the guest kernel crashed (above); booting once more"
+			say "$kver: WARNING: the guest kernel crashed or hung (above); booting once more"
 			t0=$(date +%s)
 			boot "$kver" "$vmlinuz" "$res" || true
 		fi
