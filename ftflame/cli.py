@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -392,6 +393,11 @@ def cmd_script(args) -> int:
     script = os.path.join(scripts_dir(), args.script)
     if not os.path.isfile(script):
         raise InputError(script, "not installed with this ftflame")
+    # calibrate.sh computes calibration.json with `$FTFLAME calibrate`: this ftflame,
+    # even when it is not on PATH (e.g. .venv/bin/ftflame)
+    me = shutil.which("ftflame") if not sys.argv[0].endswith("ftflame") else os.path.abspath(sys.argv[0])
+    if me:
+        os.environ.setdefault("FTFLAME", me)
     os.execvp("bash", ["bash", script, *args.args])
     return 1  # not reached
 
