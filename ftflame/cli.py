@@ -403,6 +403,14 @@ def cmd_script(args) -> int:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["collect"]:
+        # everything after `collect` belongs to collect.sh, --help included
+        try:
+            return cmd_script(argparse.Namespace(script="collect.sh", args=argv[1:]))
+        except InputError as e:
+            print(f"ftflame: {e.line()}", file=sys.stderr)
+            return 2
     ap = build_parser()
     args = ap.parse_args(argv)
     if not getattr(args, "func", None):

@@ -146,3 +146,9 @@ def test_unknown_output_extension(tmp_path):
 def test_output_directory_missing(tmp_path):
     proc = run("report", SAMPLE, "-o", str(tmp_path / "no" / "r.json"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_collect_runs_the_installed_script():
+    proc = run("collect", "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert "USAGE: collect.sh" in proc.stdout + proc.stderr
