@@ -642,7 +642,6 @@ int ftf_builder_init(ftf_builder *b)
 	b->partial_func = FTF_NONE;
 	b->max_cpu = -1;
 	b->c.max_depth = -1;
-	b->keep_hist = 1;
 	return 0;
 }
 

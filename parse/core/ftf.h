@@ -208,8 +208,6 @@ typedef struct {
 	uint64_t lost_marks_per_cpu[FTF_MAX_CPUS];
 	int32_t max_cpu;
 	int oom;
-	/* Text dialects have no per-task pid: the reader says so. */
-	int keep_hist;
 	uint8_t *func_irq; /* per func: 0 unknown, 1 no, 2 irq entry function */
 	/* Text input without calltime (all but trace-cmd -R): never move
 	 * interrupts across push/pop windows by calltime; the printed order is

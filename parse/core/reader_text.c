@@ -976,6 +976,24 @@ static void oom(ftf_text *t)
 	t->b->oom = 1;
 }
 
+/* Room for n more bytes in the carry buffer (a line cut by a chunk end). */
+static int carry_reserve(ftf_text *t, size_t n)
+{
+	if (t->ncarry + n <= t->capcarry)
+		return 0;
+	size_t cap = t->capcarry ? t->capcarry : 4096;
+	while (cap < t->ncarry + n)
+		cap *= 2;
+	char *c = realloc(t->carry, cap);
+	if (!c) {
+		oom(t);
+		return -1;
+	}
+	t->carry = c;
+	t->capcarry = cap;
+	return 0;
+}
+
 static void handle(ftf_text *t, rec *r)
 {
 	ftf_event ev;
@@ -1355,18 +1373,8 @@ int ftf_text_feed(ftf_text *t, const char *buf, size_t len)
 				t->discarding = 1;
 				return 0;
 			}
-			if (t->ncarry + n > t->capcarry) {
-				size_t cap = t->capcarry ? t->capcarry : 4096;
-				while (cap < t->ncarry + n)
-					cap *= 2;
-				char *c = realloc(t->carry, cap);
-				if (!c) {
-					oom(t);
-					return -1;
-				}
-				t->carry = c;
-				t->capcarry = cap;
-			}
+			if (carry_reserve(t, n) < 0)
+				return -1;
 			memcpy(t->carry + t->ncarry, p, n);
 			t->ncarry += n;
 			return t->b->oom ? -1 : 0;
@@ -1379,18 +1387,8 @@ int ftf_text_feed(ftf_text *t, const char *buf, size_t len)
 				t->st.too_long++;
 				t->st.lines++;
 			} else {
-				if (t->ncarry + n > t->capcarry) {
-					size_t cap = t->capcarry;
-					while (cap < t->ncarry + n)
-						cap *= 2;
-					char *c = realloc(t->carry, cap);
-					if (!c) {
-						oom(t);
-						return -1;
-					}
-					t->carry = c;
-					t->capcarry = cap;
-				}
+				if (carry_reserve(t, n) < 0)
+					return -1;
 				memcpy(t->carry + t->ncarry, p, n);
 				do_line(t, t->carry, t->carry + t->ncarry + n);
 			}
