@@ -12,8 +12,13 @@ import sys
 import tempfile
 import time
 
-from ftflame import __version__
-from ftflame.errors import InputError
+# numpy's OpenBLAS starts one spinning thread per core at import; ftflame
+# does no linear algebra, and on a small machine those threads take CPU from
+# the reader (a lasting 3% of samples on 2 cores).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from ftflame import __version__  # noqa: E402
+from ftflame.errors import InputError  # noqa: E402
 
 REPORT_EPILOG = """\
 examples:

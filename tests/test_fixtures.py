@@ -63,3 +63,43 @@ def test_sched_switch_gives_offcpu_time():
 def test_max_graph_depth_trace():
     p = profile_of(fixture("k6.1/s09-depth3/trace.dat"))
     assert p.counters["max_depth"] == 2
+
+
+@pytest.mark.parametrize("name", ["k6.1/s10-lost/trace.dat", "k6.1/s15-icount-calib/trace-full.dat",
+                                  "k6.12/s01-v3-write4k/trace.dat"])
+def test_reader_thread_changes_nothing(name, monkeypatch):
+    """The trace.dat read runs libtracecmd on a second thread, feeding the
+    builder in batches; FTFLAME_THREADS=1 runs both inline. Same aggregate."""
+    import os
+
+    from ftflame.parse import _core
+
+    require_fixtures()
+    path = os.fsencode(fixture(name))
+    piped = _core.read_dat(path)
+    monkeypatch.setenv("FTFLAME_THREADS", "1")
+    inline = _core.read_dat(path)
+    assert piped.keys() == inline.keys()
+    for key in piped:
+        assert piped[key] == inline[key], key
+
+
+@pytest.mark.parametrize("threads", ["1", ""])
+def test_progress_callback_can_stop_the_read(threads, monkeypatch):
+    """Ctrl-C reaches the read through the progress callback: it stops the
+    reader thread too, and the exception comes through."""
+    import os
+
+    from ftflame.parse import _core
+
+    require_fixtures()
+    monkeypatch.setenv("FTFLAME_THREADS", threads)
+    seen = []
+
+    def progress(events):
+        seen.append(events)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _core.read_dat(os.fsencode(fixture("k6.1/s14-v3-write-big/trace.dat")), progress=progress)
+    assert len(seen) == 1

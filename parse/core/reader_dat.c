@@ -7,6 +7,7 @@
  * address (tep_find_function per record is 3x slower than the iteration).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,65 +155,229 @@ static uint32_t func_id(dat_ctx *c, uint64_t addr)
 	return id;
 }
 
-static int on_record(struct tracecmd_input *handle, struct tep_record *rec, int cpu, void *data)
+/* ---- decode (reader thread) ---------------------------------------------
+ *
+ * libtracecmd's iteration (decompression, page parsing, the CPU merge) and
+ * the call builder each cost about one core's worth of the read, so they run
+ * on two threads: the reader thread decodes records into batches of events,
+ * the calling thread feeds them to the builder. Function ids are assigned on
+ * the builder's side (the builder reads the function table), so a batch
+ * carries raw addresses. Without a second thread the same code runs inline.
+ */
+#define BATCH_EVENTS 8192
+#define NBATCHES 8
+
+typedef struct {
+	ftf_event ev[BATCH_EVENTS];
+	uint64_t addr[BATCH_EVENTS]; /* ENTRY/EXIT: function address */
+	uint32_t n;
+} batch;
+
+typedef struct {
+	pthread_mutex_t mu;
+	pthread_cond_t filled, drained;
+	batch *slots[NBATCHES];
+	uint64_t head, tail; /* batches produced / consumed */
+	int done;            /* the reader thread has published its last batch */
+	int stop;            /* the builder side asks the reader to stop */
+} pipe_state;
+
+static void decode(dat_ctx *c, struct tep_record *rec, batch *out)
 {
-	dat_ctx *c = data;
-	ftf_event ev;
 	const void *d = rec->data;
 	int sz = rec->size;
 
-	ev.cpu = rec->cpu;
-	ev.ts = rec->ts;
 	if (rec->missed_events) {
-		ftf_event lost = { .kind = FTF_EV_LOST, .cpu = rec->cpu, .ts = rec->ts,
-				   .lost = rec->missed_events > 0 ? rec->missed_events : -1 };
-		ftf_builder_feed(c->b, &lost);
+		ftf_event *lost = &out->ev[out->n++];
+		memset(lost, 0, sizeof(*lost));
+		lost->kind = FTF_EV_LOST;
+		lost->cpu = rec->cpu;
+		lost->ts = rec->ts;
+		lost->lost = rec->missed_events > 0 ? rec->missed_events : -1;
 	}
-	if (sz < 8) {
-		c->b->c.events++;
-		c->b->c.other_events++;
-		return 0;
-	}
+	ftf_event *ev = &out->ev[out->n];
+	uint64_t *addr = &out->addr[out->n];
+	out->n++;
+	ev->cpu = rec->cpu;
+	ev->ts = rec->ts;
+	ev->kind = 0;
+	ev->flags = 0;
+	ev->pid = 0;
+	ev->func = 0;
+	if (sz < 8)
+		return; /* counted as an other event */
 	int type = (int)rd(c, &(bound_field){ .offset = 0, .size = 2, .present = 1 }, d, sz);
-	ev.flags = (uint8_t)rd(c, &c->common_flags, d, sz);
-	ev.pid = (int32_t)rd(c, &c->common_pid, d, sz);
+	ev->flags = (uint8_t)rd(c, &c->common_flags, d, sz);
+	ev->pid = (int32_t)rd(c, &c->common_pid, d, sz);
 	if (rec->cpu >= 0 && rec->cpu < 512)
 		c->meta->per_cpu_events[rec->cpu]++;
 
 	if (type == c->exit.id) {
-		ev.kind = FTF_EV_EXIT;
-		ev.func = func_id(c, rd(c, &c->exit.func, d, sz));
-		ev.depth = rd_signed(c, &c->exit.depth, d, sz);
-		ev.overrun = rd(c, &c->exit.overrun, d, sz);
-		ev.calltime = rd(c, &c->exit.calltime, d, sz);
-		ev.rettime = rd(c, &c->exit.rettime, d, sz);
+		ev->kind = FTF_EV_EXIT;
+		*addr = rd(c, &c->exit.func, d, sz);
+		ev->depth = rd_signed(c, &c->exit.depth, d, sz);
+		if (c->exit.depth.size == 8)
+			ev->depth = (int32_t)ev->depth;
+		ev->overrun = rd(c, &c->exit.overrun, d, sz);
+		ev->calltime = rd(c, &c->exit.calltime, d, sz);
+		ev->rettime = rd(c, &c->exit.rettime, d, sz);
 	} else if (type == c->entry.id || type == c->retaddr_entry.id) {
 		bound_event *be = type == c->entry.id ? &c->entry : &c->retaddr_entry;
-		ev.kind = FTF_EV_ENTRY;
-		ev.func = func_id(c, rd(c, &be->func, d, sz));
-		ev.depth = rd_signed(c, &be->depth, d, sz);
+		ev->kind = FTF_EV_ENTRY;
+		*addr = rd(c, &be->func, d, sz);
+		ev->depth = rd_signed(c, &be->depth, d, sz);
 		/* 6.15-rc declared an 8-byte depth over a 4-byte value */
 		if (be->depth.size == 8)
-			ev.depth = (int32_t)ev.depth;
+			ev->depth = (int32_t)ev->depth;
 	} else if (type == c->sched_switch.id) {
-		ev.kind = FTF_EV_SWITCH;
-		ev.pid = (int32_t)rd(c, &c->sched_switch.prev_pid, d, sz);
-		ev.next_pid = (int32_t)rd(c, &c->sched_switch.next_pid, d, sz);
-	} else {
-		ev.kind = 0;
+		ev->kind = FTF_EV_SWITCH;
+		ev->pid = (int32_t)rd(c, &c->sched_switch.prev_pid, d, sz);
+		ev->next_pid = (int32_t)rd(c, &c->sched_switch.next_pid, d, sz);
 	}
-	if (ev.kind == FTF_EV_EXIT && c->exit.depth.size == 8)
-		ev.depth = (int32_t)ev.depth;
-	ftf_builder_feed(c->b, &ev);
+}
 
+/* ---- build (calling thread) --------------------------------------------- */
+
+/* Feeds one batch to the builder; nonzero when the read must stop. */
+static int build_batch(dat_ctx *c, batch *bt)
+{
+	if (c->stopped)
+		return 1;
+	for (uint32_t i = 0; i < bt->n; i++) {
+		ftf_event *ev = &bt->ev[i];
+		if (ev->kind == FTF_EV_ENTRY || ev->kind == FTF_EV_EXIT)
+			ev->func = func_id(c, bt->addr[i]);
+		ftf_builder_feed(c->b, ev);
+	}
+	bt->n = 0;
 	if (c->progress && c->b->c.events >= c->next_progress) {
-		c->next_progress += 1u << 20;
+		c->next_progress = c->b->c.events + (1u << 20);
 		if (c->progress(c->progress_ctx, c->b->c.events)) {
 			c->stopped = 1;
 			return 1;
 		}
 	}
 	return c->b->oom ? 1 : 0;
+}
+
+/* ---- the two ways of running them --------------------------------------- */
+
+typedef struct {
+	dat_ctx *c;
+	struct tracecmd_input *h;
+	pipe_state *ps;
+	batch *cur;
+	batch *inline_batch; /* single-threaded: decode, then build at once */
+} run_ctx;
+
+static int on_record_inline(struct tracecmd_input *handle, struct tep_record *rec, int cpu, void *data)
+{
+	run_ctx *r = data;
+	decode(r->c, rec, r->inline_batch);
+	/* tracecmd_iterate_events stops only on a negative return */
+	return build_batch(r->c, r->inline_batch) ? -1 : 0;
+}
+
+/* Reader thread: publish the current batch and take the next free slot. */
+static int publish(pipe_state *ps, batch **cur)
+{
+	pthread_mutex_lock(&ps->mu);
+	ps->head++;
+	pthread_cond_signal(&ps->filled);
+	while (ps->head - ps->tail >= NBATCHES && !ps->stop)
+		pthread_cond_wait(&ps->drained, &ps->mu);
+	int stop = ps->stop;
+	*cur = ps->slots[ps->head % NBATCHES];
+	pthread_mutex_unlock(&ps->mu);
+	return stop;
+}
+
+static int on_record_piped(struct tracecmd_input *handle, struct tep_record *rec, int cpu, void *data)
+{
+	run_ctx *r = data;
+	decode(r->c, rec, r->cur);
+	/* room for a LOST event and a record in the next call */
+	if (r->cur->n + 2 > BATCH_EVENTS)
+		return publish(r->ps, &r->cur) ? -1 : 0;
+	return 0;
+}
+
+static void *reader_main(void *arg)
+{
+	run_ctx *r = arg;
+	tracecmd_iterate_events(r->h, NULL, 0, on_record_piped, r);
+	pipe_state *ps = r->ps;
+	pthread_mutex_lock(&ps->mu);
+	if (r->cur->n && !ps->stop)
+		ps->head++;
+	ps->done = 1;
+	pthread_cond_signal(&ps->filled);
+	pthread_mutex_unlock(&ps->mu);
+	return NULL;
+}
+
+static int iterate_piped(dat_ctx *c, struct tracecmd_input *h)
+{
+	pipe_state ps;
+	memset(&ps, 0, sizeof(ps));
+	for (int i = 0; i < NBATCHES; i++) {
+		ps.slots[i] = malloc(sizeof(batch));
+		if (!ps.slots[i]) {
+			while (i--)
+				free(ps.slots[i]);
+			return -1;
+		}
+		ps.slots[i]->n = 0;
+	}
+	pthread_mutex_init(&ps.mu, NULL);
+	pthread_cond_init(&ps.filled, NULL);
+	pthread_cond_init(&ps.drained, NULL);
+	run_ctx r = { .c = c, .h = h, .ps = &ps, .cur = ps.slots[0] };
+	pthread_t th;
+	int started = pthread_create(&th, NULL, reader_main, &r) == 0;
+	if (started) {
+		for (;;) {
+			pthread_mutex_lock(&ps.mu);
+			while (ps.tail == ps.head && !ps.done)
+				pthread_cond_wait(&ps.filled, &ps.mu);
+			if (ps.tail == ps.head) {
+				pthread_mutex_unlock(&ps.mu);
+				break;
+			}
+			batch *bt = ps.slots[ps.tail % NBATCHES];
+			pthread_mutex_unlock(&ps.mu);
+			int stop = build_batch(c, bt);
+			pthread_mutex_lock(&ps.mu);
+			ps.tail++;
+			if (stop)
+				ps.stop = 1;
+			pthread_cond_signal(&ps.drained);
+			pthread_mutex_unlock(&ps.mu);
+			if (stop) {
+				/* let the reader see the stop, then drain nothing more */
+				break;
+			}
+		}
+		pthread_join(th, NULL);
+	}
+	pthread_cond_destroy(&ps.filled);
+	pthread_cond_destroy(&ps.drained);
+	pthread_mutex_destroy(&ps.mu);
+	for (int i = 0; i < NBATCHES; i++)
+		free(ps.slots[i]);
+	return started ? 0 : -1;
+}
+
+static int iterate_inline(dat_ctx *c, struct tracecmd_input *h)
+{
+	batch *bt = malloc(sizeof(batch));
+	if (!bt)
+		return -1;
+	bt->n = 0;
+	run_ctx r = { .c = c, .h = h, .inline_batch = bt };
+	tracecmd_iterate_events(h, NULL, 0, on_record_inline, &r);
+	free(bt);
+	return 0;
 }
 
 static int event_id(struct tep_handle *tep, const char *sys, const char *name, struct tep_event **out)
@@ -300,7 +465,14 @@ int ftf_read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
 	meta->cpus = tracecmd_cpus(h);
 	meta->file_version = (int)tracecmd_get_in_file_version(h);
 
-	tracecmd_iterate_events(h, NULL, 0, on_record, &c);
+	/* tep_find_function builds its address map on first use: do it here,
+	 * before the reader thread shares the handle (only the builder side
+	 * looks up names after this) */
+	tep_find_function(tep, 0);
+	const char *threads = getenv("FTFLAME_THREADS");
+	int piped = !(threads && strcmp(threads, "1") == 0);
+	if ((piped ? iterate_piped(&c, h) : -1) < 0 && iterate_inline(&c, h) < 0)
+		b->oom = 1;
 	ftf_builder_finish(b);
 	tracecmd_close(h);
 	free(c.addr_keys);
