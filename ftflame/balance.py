@@ -151,12 +151,7 @@ def sheet(p: Profile, baseline: Optional[Profile] = None, measured: Iterable = (
 
 def _tree_tops(p: Profile) -> np.ndarray:
     """The top row of every node's tree (parents have lower rows)."""
-    parent = p.col("parent").tolist()
-    top = list(range(p.nrows))
-    for r in range(p.nrows):
-        if parent[r] >= 0:
-            top[r] = top[parent[r]]
-    return np.array(top, dtype=np.int64)
+    return p.tree_tops
 
 
 def attach(p: Profile, baseline: Optional[Profile] = None, measured: Iterable = ()) -> Profile:

@@ -29,11 +29,12 @@ from typing import Optional
 import numpy as np
 
 from ftflame.errors import InputError
+from ftflame.rundir import CALIBRATION_FILE, CALIBRATION_TRACES
 from ftflame.profile import NODE_IRQ, SAMPLE_GAP, SAMPLE_IRQ, Calibration, Profile, hist_lower, hist_upper
 
 SCHEMA = "ftflame-calibration/1"
-FILE_NAME = "calibration.json"
-RUN_DIR_TRACES = ("calib-null.dat", "calib-dispatch-root.dat", "calib-dispatch-full.dat")
+FILE_NAME = CALIBRATION_FILE
+RUN_DIR_TRACES = CALIBRATION_TRACES
 BOOTSTRAP = 2000
 SEED = 20240501  # fixed: the same traces give the same file
 

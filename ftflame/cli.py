@@ -65,7 +65,7 @@ one with: ftflame report trace.dat --calibration calibration.json
 
 
 def _calib_names():
-    from ftflame.calibration import RUN_DIR_TRACES
+    from ftflame.rundir import CALIBRATION_TRACES as RUN_DIR_TRACES
 
     return RUN_DIR_TRACES
 
@@ -282,7 +282,12 @@ def cmd_report(args) -> int:
     path = resolve_input(args.input)
     progress = Progress(f"reading {path}", not args.quiet, path)
     try:
-        profile = parse.read(path, progress=progress)
+        pending = parse.start_read(path, progress=progress)
+        # a trace.dat is being read on another thread now: import the rest
+        # meanwhile (about 0.2 s, numpy mostly)
+        RENDERERS[fmt].render
+        from ftflame import balance, calibration, corrections  # noqa: F401
+        profile = pending.result()
         progress.stage("correcting...")
         profile = apply_corrections(profile, path, args)
         progress.stage(f"rendering {fmt}...")

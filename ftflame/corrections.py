@@ -55,15 +55,7 @@ def clean(p: Profile, name: str) -> np.ndarray:
 
 def node_depths(p: Profile) -> np.ndarray:
     """Depth of every node in the call-path tree (roots 0)."""
-    parent = p.col("parent")
-    depth = np.zeros(p.nrows, dtype=np.int64)
-    has_parent = parent >= 0
-    for _ in range(p.nrows + 1):
-        new = np.where(has_parent, depth[np.maximum(parent, 0)] + 1, 0)
-        if np.array_equal(new, depth):
-            break
-        depth = new
-    return depth
+    return p.col("depth")
 
 
 def pseudo_roots(p: Profile) -> np.ndarray:
@@ -90,12 +82,10 @@ def irq_roots_inside(p: Profile) -> np.ndarray:
     calls = clean(p, "calls")
     is_root = (flags & NODE_IRQ_ROOT) != 0
     is_irq = (flags & NODE_IRQ) != 0
-    depth = node_depths(p)
     R = np.zeros(p.nrows)
-    for d in range(int(depth.max()) if p.nrows else -1, 0, -1):
-        rows = np.nonzero(depth == d)[0]
+    for rows in reversed(p.levels[1:]):
         contrib = np.where(is_root[rows], calls[rows], np.where(is_irq[rows], 0.0, R[rows]))
-        np.add.at(R, parent[rows], contrib)
+        R += np.bincount(parent[rows], weights=contrib, minlength=p.nrows)
     return R
 
 
@@ -217,25 +207,21 @@ def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray):
     per-call formula (and the corrected root samples); the ns taken from the
     children is the clamp amount. Parents first: they have lower rows."""
     parent = p.col("parent")
-    depth = node_depths(p)
     pseudo = pseudo_roots(p)
     want = np.where(pseudo, 0.0, np.maximum(ci_formula, 0.0))
     clamp_ns = np.where(pseudo, 0.0, np.maximum(-ci_formula, 0.0))  # leaves below 0
-    kid_want = np.zeros(p.nrows)
     has_parent = counted
-    np.add.at(kid_want, parent[has_parent], want[has_parent])
+    kid_want = np.bincount(parent[has_parent], weights=want[has_parent], minlength=p.nrows)
     ci = want.copy()
     scale = np.ones(p.nrows)
-    for d in range(int(depth.max()) + 1 if p.nrows else 0):
-        rows = np.nonzero(depth == d)[0]
+    for rows in p.levels:
         # a counted child takes its parent's scale (the parent is final)
         r_c = rows[has_parent[rows]]
         ci[r_c] = want[r_c] * scale[parent[r_c]]
         over = (kid_want[rows] > ci[rows]) & (kid_want[rows] > 0)
         scale[rows] = np.where(over, ci[rows] / np.where(over, kid_want[rows], 1.0), 1.0)
         clamp_ns[rows] += np.where(over, kid_want[rows] - ci[rows], 0.0)
-    kids = np.zeros(p.nrows)
-    np.add.at(kids, parent[has_parent], ci[has_parent])
+    kids = np.bincount(parent[has_parent], weights=ci[has_parent], minlength=p.nrows)
     cx = np.where(pseudo, 0.0, np.maximum(ci - kids, 0.0))
     # where scaling made ci - kids a hair negative, the identity must still
     # hold exactly: take the rounding from the exclusive time's 0
@@ -254,9 +240,7 @@ def function_extras(p: Profile) -> dict:
     func = p.col("func")
 
     def total(col):
-        out = np.zeros(nf)
-        np.add.at(out, func, col)
-        return out[ft.func_ids]
+        return np.bincount(func, weights=col, minlength=nf)[ft.func_ids]
 
     over = total(c.overhead)
     incl = total(clean(p, "incl"))

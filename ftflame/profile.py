@@ -30,7 +30,7 @@ NODE_COLUMNS = (
     + SUM_FIELDS
     + tuple("gap_" + f for f in SUM_FIELDS)
     + ("incl_min", "incl_max", "excl_min", "excl_max", "migrated", "open_end", "unterminated",
-       "unowned_child_incl", "irq_early")
+       "unowned_child_incl", "irq_early", "depth")
 )
 SAMPLE_COLUMNS = ("node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu",
                   "irq_calls", "irq_roots")
@@ -87,10 +87,18 @@ class Histograms:
     def group(self, keys: np.ndarray, ngroups: int) -> "Histograms":
         """Merge rows that share a key (e.g. all paths of one function)."""
         row_of_entry = np.repeat(np.arange(self.rows), np.diff(self.offsets))
+        nb = int(self.buckets.max()) + 1 if len(self.buckets) else 1
+        if ngroups * nb <= 1 << 24:
+            # a dense (group, bucket) count table beats sorting the entries
+            dense = np.bincount(keys[row_of_entry].astype(np.int64) * nb + self.buckets,
+                                weights=self.counts, minlength=ngroups * nb)
+            nz = np.flatnonzero(dense)
+            offsets = np.searchsorted(nz // nb, np.arange(ngroups + 1), side="left").astype(np.int64)
+            return Histograms(offsets, (nz % nb).astype(np.int32), dense[nz].astype(np.uint64))
         gkey = keys[row_of_entry].astype(np.int64) * (1 << 16) + self.buckets
         uniq, inv = np.unique(gkey, return_inverse=True)
-        counts = np.zeros(len(uniq), dtype=np.uint64)
-        np.add.at(counts, inv, self.counts.astype(np.uint64))
+        # bincount sums in float64: exact below 2**53 calls
+        counts = np.bincount(inv.ravel(), weights=self.counts, minlength=len(uniq)).astype(np.uint64)
         grp = uniq >> 16
         offsets = np.searchsorted(grp, np.arange(ngroups + 1), side="left").astype(np.int64)
         return Histograms(offsets, (uniq & 0xFFFF).astype(np.int32), counts)
@@ -213,17 +221,37 @@ class Profile:
         return self.funcs[int(self.nodes[row, 1])]
 
     def replace(self, **changes) -> "Profile":
-        return dataclasses.replace(self, **changes)
+        out = dataclasses.replace(self, **changes)
+        # views of the tree's shape stay valid while the nodes do
+        if not {"nodes", "hist_incl", "hist_excl"} & changes.keys():
+            for k in _SHAPE_VIEWS:
+                if k in self.__dict__:
+                    out.__dict__[k] = self.__dict__[k]
+        return out
 
     # ---- derived views (cached: the Profile is immutable) ---------------
     @functools.cached_property
-    def children(self) -> list:
+    def children(self) -> "Children":
         """children[i] = rows whose parent is i; index -1 (last) = roots."""
+        return Children(self.col("parent"))
+
+    @functools.cached_property
+    def levels(self) -> tuple:
+        """Rows grouped by depth (roots first): a top-down or bottom-up pass
+        over the tree is one vectorised step per level."""
+        depth = self.col("depth")
+        order = np.argsort(depth, kind="stable")
+        bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2 if self.nrows else 0))
+        return tuple(order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1))
+
+    @functools.cached_property
+    def tree_tops(self) -> np.ndarray:
+        """The top row (root) of every node's tree."""
         parent = self.col("parent")
-        kids = [[] for _ in range(self.nrows + 1)]
-        for i, p in enumerate(parent.tolist()):
-            kids[p].append(i)
-        return kids
+        top = np.arange(self.nrows, dtype=np.int64)
+        for rows in self.levels[1:]:
+            top[rows] = top[parent[rows]]
+        return top
 
     @property
     def roots(self) -> list:
@@ -295,15 +323,11 @@ class FunctionTable:
         func = p.col("func")
         calls = p.col("calls")
 
-        def total(col):
-            out = np.zeros(nf, dtype=col.dtype)
-            np.add.at(out, func, col)
-            return out
+        g = Grouping(func, nf)
+        total = g.sum
 
         def extreme(col, op, init):
-            out = np.full(nf, init, dtype=np.int64)
-            op.at(out, func, np.where(calls > 0, col, init))
-            return out
+            return g.reduce(op, np.where(calls > 0, col, init).astype(np.int64), init)
 
         ncalls = total(calls)
         keep = np.nonzero(ncalls > 0)[0]
@@ -320,12 +344,9 @@ class FunctionTable:
         ipct = hi.percentiles(PERCENTILES, imin, imax)
         xpct = hx.percentiles(PERCENTILES, np.maximum(xmin, 0), np.maximum(xmax, 0))
         c = p.corrected_or_raw
-        icorr = np.zeros(nf)
-        np.add.at(icorr, func, c.incl)
-        xcorr = np.zeros(nf)
-        np.add.at(xcorr, func, c.excl)
-        ccorr = np.zeros(nf, dtype=np.int64)
-        np.add.at(ccorr, func, c.calls)
+        icorr = total(c.incl)
+        xcorr = total(c.excl)
+        ccorr = total(c.calls.astype(np.int64))
         hsub = Histograms(*_take_rows(hi, ids))
         return cls(
             names=tuple(p.funcs[i] for i in order), func_ids=ids, calls=ncalls[ids],
@@ -342,14 +363,59 @@ class FunctionTable:
         return self.names.index(name)
 
 
+class Children:
+    """The call-path tree's child lists in CSR form: children[i] is the list
+    of rows whose parent is i (row order), children[-1] the roots. 100k
+    Python lists would cost more than the rest of a report."""
+
+    def __init__(self, parent: np.ndarray):
+        n = len(parent)
+        key = np.where(parent < 0, n, parent)
+        self._order = np.argsort(key, kind="stable")
+        self._start = np.concatenate(([0], np.cumsum(np.bincount(key, minlength=n + 1))))
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n + 1
+
+    def __getitem__(self, i: int) -> list:
+        if i < 0:
+            i += self._n + 1
+        return self._order[self._start[i]:self._start[i + 1]].tolist()
+
+
+class Grouping:
+    """Reductions of node columns per key (e.g. per function), exact for
+    integers: sort once, then reduceat (np.add.at is ten times slower)."""
+
+    def __init__(self, keys: np.ndarray, ngroups: int):
+        self.order = np.argsort(keys, kind="stable")
+        sk = keys[self.order]
+        lo = np.searchsorted(sk, np.arange(ngroups), side="left")
+        hi = np.searchsorted(sk, np.arange(ngroups), side="right")
+        self.nonempty = lo < hi
+        self.starts = lo[self.nonempty]
+        self.ngroups = ngroups
+
+    def reduce(self, op, values: np.ndarray, empty=0) -> np.ndarray:
+        out = np.full(self.ngroups, empty, dtype=values.dtype)
+        if len(self.starts):
+            out[self.nonempty] = op.reduceat(values[self.order], self.starts)
+        return out
+
+    def sum(self, values: np.ndarray) -> np.ndarray:
+        return self.reduce(np.add, values)
+
+
 def _take_rows(h: Histograms, rows: np.ndarray):
     starts, ends = h.offsets[rows], h.offsets[rows + 1]
     lens = ends - starts
     offsets = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
-    idx = np.concatenate([np.arange(s, e) for s, e in zip(starts.tolist(), ends.tolist())]) if len(rows) else np.zeros(0, np.int64)
-    idx = idx.astype(np.int64)
+    # entry indices of the rows, concatenated: arange shifted per row
+    idx = np.arange(int(offsets[-1]), dtype=np.int64) + np.repeat(starts - offsets[:-1], lens)
     return offsets, h.buckets[idx], h.counts[idx]
 
 
+_SHAPE_VIEWS = ("children", "levels", "tree_tops", "node_percentiles")
 _NODE_INDEX = {n: i for i, n in enumerate(NODE_COLUMNS)}
 _SAMPLE_INDEX = {n: i for i, n in enumerate(SAMPLE_COLUMNS)}

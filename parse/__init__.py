@@ -2,122 +2,97 @@
 
 The C core (``_core``) does all per-event work: it reads the trace, rebuilds
 per-task call stacks and aggregates completed calls into the call-path tree.
-This module only detects the input, calls the core once and wraps the
+``reading`` only detects the input, calls the core once and wraps the
 columnar result into a Profile.
+
+This package module stays light (no numpy): ``start_read`` can set the C
+core reading a trace.dat on its own thread before the rest of ftflame is
+imported, so that the imports cost no wall time.
 """
 from __future__ import annotations
 
 import os
+import threading
 from typing import Callable, Optional
 
-import numpy as np
-
 from ftflame.errors import InputError
-from ftflame.profile import NODE_COLUMNS, SAMPLE_COLUMNS, Histograms, Profile, TraceInfo
 
-from . import _core, text
-from .detect import TRACE_DAT_MAGIC, check_readable, classify
+from .detect import TRACE_DAT_MAGIC, check_readable
 
-__all__ = ["read", "from_core_result", "build_events"]
+__all__ = ["read", "start_read", "from_core_result", "build_events", "PendingRead"]
 
 
-def read(path: str, progress: Optional[Callable[[int], None]] = None) -> Profile:
-    """Read a function_graph trace into a Profile: a trace.dat, or any text
-    form (tracefs, perf ftrace, trace-cmd report, a mail), plain or gzip/xz/
-    zstd-compressed; '-' reads stdin."""
+def __getattr__(name: str):
+    # read(), build_events() ... live in .reading, which imports numpy
+    if name in ("read", "from_core_result", "build_events"):
+        from . import reading
+
+        return getattr(reading, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class PendingRead:
+    """A read under way; result() waits for it and returns the Profile."""
+
+    def __init__(self, path: str, progress: Optional[Callable[[int], None]]):
+        self.path = path
+        self.progress = progress
+        self.cancelled = False
+        self._res = None
+        self._exc: Optional[BaseException] = None
+        self._thread: Optional[threading.Thread] = None
+
+    def _run(self) -> None:
+        from . import _core  # the extension alone: no numpy
+
+        try:
+            self._res = _core.read_dat(os.fsencode(self.path), progress=self._progress)
+        except BaseException as e:  # handed to the caller's thread
+            self._exc = e
+
+    def _progress(self, events: int) -> None:
+        if self.cancelled:
+            raise KeyboardInterrupt
+        if self.progress is not None:
+            self.progress(events)
+
+    def start(self) -> "PendingRead":
+        if self.path != "-" and _is_plain_dat(self.path):
+            self._thread = threading.Thread(target=self._run, name="ftflame-read", daemon=True)
+            self._thread.start()
+        return self
+
+    def result(self):
+        from . import reading
+
+        if self._thread is None:
+            return reading.read(self.path, progress=self.progress)
+        try:
+            while self._thread.is_alive():
+                self._thread.join(0.25)
+        except KeyboardInterrupt:
+            # the core stops at its next progress call (every 2**20 events)
+            self.cancelled = True
+            self._thread.join()
+            raise
+        if isinstance(self._exc, ValueError):
+            raise InputError(self.path, str(self._exc)) from None
+        if self._exc is not None:
+            raise self._exc
+        return reading._dat_profile(self._res, self.path, "")
+
+
+def start_read(path: str, progress: Optional[Callable[[int], None]] = None) -> PendingRead:
+    """Begin reading path. A plain trace.dat is read by the C core on a
+    thread (it releases the GIL) while the caller goes on; anything else is
+    read when result() is called."""
     check_readable(path)
-    if path != "-" and _is_plain_dat(path):
-        return _read_dat(path, path, "", progress)
-    src = text.open_input(path)
-    try:
-        det = classify(src.head, src.name, src.compression)
-    except BaseException:
-        src.close()
-        raise
-    if det.kind == "trace.dat":
-        # libtracecmd needs a file: spool what came compressed or piped
-        try:
-            tmp = text.spool(src)
-        finally:
-            src.close()
-        try:
-            return _read_dat(tmp, src.name, src.compression, progress)
-        finally:
-            os.unlink(tmp)
-    res = text.read_text(src, det.dialect, progress)
-    info = text.text_info(res, src, det.dialect)
-    prof = from_core_result(res, info)
-    st = res["text"]
-    if prof.counters["exits"] == 0:
-        raise InputError(src.name, f"no function_graph calls in this {text.DIALECT_NAMES[det.dialect]} "
-                         f"({st['lines']:,} lines, {st['unparsed']:,} not understood)",
-                         "is it a function_graph trace with durations?")
-    counters = dict(prof.counters)
-    counters.update({"text_" + k: st[k] for k in text.TEXT_COUNTERS})
-    return prof.replace(counters=counters, warnings=prof.warnings + tuple(text.text_warnings(st)))
+    return PendingRead(path, progress).start()
 
 
 def _is_plain_dat(path: str) -> bool:
     try:
         with open(path, "rb") as f:
             return f.read(len(TRACE_DAT_MAGIC)) == TRACE_DAT_MAGIC
-    except OSError as e:
-        raise InputError(path, f"cannot read: {e.strerror}") from None
-
-
-def _read_dat(path: str, name: str, compression: str, progress) -> Profile:
-    try:
-        res = _core.read_dat(os.fsencode(path), progress=progress)
-    except ValueError as e:
-        raise InputError(name, str(e)) from None
-    meta = res["meta"]
-    info = TraceInfo(
-        source=name, format="trace.dat", kernel=meta["kernel"], clock=meta["clock"],
-        cpus=meta["cpus"], tracer_version=meta["tracer_version"],
-        file_version=meta["file_version"], compression=meta["compression"] or compression,
-        events_per_cpu=dict(meta["events_per_cpu"]), has_sched_switch=meta["has_switch_event"],
-        has_retval=meta["has_retval"], has_args=meta["has_args"])
-    prof = from_core_result(res, info)
-    if prof.counters["exits"] == 0:
-        raise InputError(name, "no function_graph calls in this trace.dat",
-                         "check set_graph_function: did the traced functions run?")
-    return prof
-
-
-def from_core_result(res: dict, info: TraceInfo) -> Profile:
-    nodes = np.frombuffer(res["nodes"], dtype=np.int64).reshape(-1, len(NODE_COLUMNS))
-    samples = np.frombuffer(res["samples"], dtype=np.int64).reshape(-1, len(SAMPLE_COLUMNS))
-    counters = dict(res["counters"])
-    warnings = []
-    if counters.get("entries", 0) == 0 and counters.get("exits", 0) > 0:
-        warnings.append("exit-only trace (tracing_thresh?): no call tree, every call is a "
-                        "(partial) root; per-function figures are exact")
-    return Profile(
-        trace=info, funcs=tuple(res["funcs"]), nodes=nodes,
-        hist_incl=Histograms.from_core(res["hist_incl"]),
-        hist_excl=Histograms.from_core(res["hist_excl"]), samples=samples, counters=counters,
-        lost_per_cpu={cpu: n for cpu, (n, _) in res["lost_per_cpu"].items()},
-        lost_gaps_unknown_per_cpu={cpu: u for cpu, (_, u) in res["lost_per_cpu"].items() if u},
-        warnings=tuple(warnings),
-        overhead_samples=_overhead_samples(res.get("estimates", ())))
-
-
-_EST_KIND = ("leaf", "gap")
-_EST_CTX = ("task", "softirq", "hardirq")
-
-
-def _overhead_samples(estimates) -> dict:
-    """The core's 1-ns histograms for the in-trace overhead estimate."""
-    out = {}
-    for kind, ctx, cpu, counts, over in estimates:
-        out[(_EST_KIND[kind], _EST_CTX[ctx], cpu)] = (np.frombuffer(counts, dtype=np.uint32), int(over))
-    return out
-
-
-def build_events(events, source: str = "<events>") -> Profile:
-    """Build a Profile from hand-made events (tests: one situation each).
-
-    Each event: (kind, cpu, pid, flags, func, depth, ts, calltime, rettime,
-    overrun, next_pid, lost), kind in entry/exit/switch/lost/leaf."""
-    res = _core.build_events(list(events))
-    return from_core_result(res, TraceInfo(source=source, format="events"))
+    except OSError:
+        return False  # read() says what is wrong

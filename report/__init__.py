@@ -1,22 +1,27 @@
 """ftflame.report: one renderer per output format, all reading one Profile.
 
-Each renderer is a function ``render(profile, opts) -> str`` registered in
-RENDERERS with the file extensions that select it.
+Each renderer is a function ``render(profile, opts) -> str`` in a module of
+this package, registered in RENDERERS with the file extensions that select
+it. Modules are imported on first use: choosing a format costs nothing, and
+the CLI imports the renderer while the C core reads the trace.
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Callable, Dict
-
-from . import folded, html, jsonout, speedscope, svg, text  # noqa: E402
 
 
 @dataclass(frozen=True)
 class Renderer:
     name: str
-    render: Callable
+    module: str  # the module of this package whose render() it is
     extensions: tuple
     description: str
+
+    @property
+    def render(self) -> Callable:
+        return importlib.import_module(f"{__name__}.{self.module}").render
 
 
 RENDERERS: Dict[str, Renderer] = {}
@@ -26,14 +31,14 @@ def register(r: Renderer) -> None:
     RENDERERS[r.name] = r
 
 
-register(Renderer("txt", text.render, (".txt",), "plain text for mail: function table and call tree"))
-register(Renderer("json", jsonout.render, (".json",), 'machine-readable, schema "ftflame/1"'))
-register(Renderer("folded", folded.render, (".folded", ".collapsed"),
+register(Renderer("txt", "text", (".txt",), "plain text for mail: function table and call tree"))
+register(Renderer("json", "jsonout", (".json",), 'machine-readable, schema "ftflame/1"'))
+register(Renderer("folded", "folded", (".folded", ".collapsed"),
                   "FlameGraph folded stacks, exclusive ns per path (flamegraph.pl, inferno)"))
-register(Renderer("html", html.render, (".html", ".htm"),
+register(Renderer("html", "html", (".html", ".htm"),
                   "self-contained interactive report: flame graph, tables, latency over time"))
-register(Renderer("svg", svg.render, (".svg",), "standalone interactive flame graph (SVG)"))
-register(Renderer("speedscope", speedscope.render, (".speedscope.json",),
+register(Renderer("svg", "svg", (".svg",), "standalone interactive flame graph (SVG)"))
+register(Renderer("speedscope", "speedscope", (".speedscope.json",),
                   "speedscope evented profile, one per root function (speedscope.app)"))
 
 

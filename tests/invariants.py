@@ -21,6 +21,13 @@ def check_profile(p: Profile) -> None:
     assert len(bad) == 0, f"incl != excl + children at {[p.path(r) for r in bad[:3]]}"
     # parents come before children (the C core's creation order)
     assert np.all(parent < np.arange(p.nrows)), "a node's parent has a higher row"
+    # depth (exported by the core) is the parent's plus one
+    depth = p.col("depth")
+    assert np.all(depth == np.where(parent >= 0, depth[np.maximum(parent, 0)] + 1, 0))
+    # the CSR child lists hold every row once, under its parent
+    kids = p.children
+    assert sorted(r for i in range(-1, p.nrows) for r in kids[i]) == list(range(p.nrows))
+    assert all(parent[r] == -1 for r in kids[-1])
     # the (partial) pseudo-root has no calls of its own
     assert np.all(p.col("calls")[pseudo] == 0)
     assert np.all(p.col("flags")[pseudo] & NODE_PARTIAL)

@@ -152,3 +152,32 @@ def test_collect_runs_the_installed_script():
     proc = run("collect", "--help")
     assert proc.returncode == 0, proc.stderr
     assert "USAGE: collect.sh" in proc.stdout + proc.stderr
+
+
+def test_cli_and_parse_package_import_no_numpy():
+    """The CLI starts the C core on a trace.dat before numpy and the
+    renderers are imported (parse.start_read), so the ~0.2 s of imports
+    overlap the read. That holds only while these imports stay light."""
+    code = ("import sys; from ftflame import cli, parse; from ftflame.report import RENDERERS, "
+            "format_for_path; cli.build_parser(); "
+            "print(sorted(m for m in ('numpy', 'jinja2', 'ftflame.parse.reading') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_pending_read_cancel_stops_the_core():
+    from ftflame import parse
+
+    pending = parse.start_read(fixture("k6.1/s14-v3-write-big/trace.dat"))
+    pending.cancelled = True  # what Ctrl-C in result() sets
+    with pytest.raises(KeyboardInterrupt):
+        pending.result()
+
+
+def test_pending_read_equals_read():
+    from ftflame import parse
+
+    path = fixture("k6.1/s10-lost/trace.dat")
+    a, b = parse.start_read(path).result(), parse.read(path)
+    assert a.trace == b.trace and a.counters == b.counters
+    assert (a.nodes == b.nodes).all()

@@ -12,7 +12,7 @@
 /* Sample table columns, one int64 each (profile.SAMPLE_COLUMNS). */
 #define SAMPLE_COLS 11
 /* Node table columns, one int64 each (the Python side names them). */
-#define NODE_COLS 28
+#define NODE_COLS 29
 
 static void sums_put(int64_t *row, const ftf_sums *s)
 {
@@ -127,6 +127,8 @@ static PyObject *builder_result(ftf_builder *b)
 		row[25] = (int64_t)n->unterminated;
 		row[26] = (int64_t)n->unowned_child_incl;
 		row[27] = (int64_t)n->irq_early;
+		/* parents come before their children: one pass */
+		row[28] = n->parent == FTF_NONE ? 0 : ((int64_t *)PyBytes_AS_STRING(nodes))[(int64_t)n->parent * NODE_COLS + 28] + 1;
 	}
 	SET(res, "nodes", nodes);
 
