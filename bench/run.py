@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark ftflame against its peers on the same trace, in the same run.
 
-For each trace: wall time and peak RSS of
+For each trace: wall time, CPU time (user+sys; ftflame reads on two threads)
+and peak RSS of
   * ftflame report --format json / txt      (the whole job)
   * ftflame parse only                      (read + call builder, no rendering)
   * trace-cmd report > /dev/null            (what users run today)
@@ -42,7 +43,7 @@ def build_bare() -> None:
 
 
 def measure(cmd, stdout=subprocess.DEVNULL):
-    """(wall seconds, peak RSS MiB) of one run of cmd."""
+    """(wall seconds, peak RSS MiB, CPU seconds user+sys) of one run of cmd."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE)
     _, status, ru = os.wait4(proc.pid, 0)
@@ -51,7 +52,7 @@ def measure(cmd, stdout=subprocess.DEVNULL):
     proc.stderr.close()
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"bench: {' '.join(cmd)} failed: {err.strip()}")
-    return wall, ru.ru_maxrss / 1024.0
+    return wall, ru.ru_maxrss / 1024.0, ru.ru_utime + ru.ru_stime
 
 
 def events_in(trace: str) -> int:
@@ -83,24 +84,25 @@ def main() -> int:
             "trace-cmd report > /dev/null": ["trace-cmd", "report", trace],
             "bare libtracecmd iteration": [BARE, trace],
         }
-        best = {k: (float("inf"), 0.0) for k in cmds}
+        best = {k: (float("inf"), 0.0, 0.0) for k in cmds}
         for _ in range(args.reps):
             for name, cmd in cmds.items():
-                wall, rss = measure(cmd)
-                if wall < best[name][0]:
-                    best[name] = (wall, rss)
+                run = measure(cmd)
+                if run[0] < best[name][0]:
+                    best[name] = run
         bare = best["bare libtracecmd iteration"][0]
         tcr = best["trace-cmd report > /dev/null"][0]
         size = os.path.getsize(trace) / 2**20
-        for name, (wall, rss) in best.items():
+        for name, (wall, rss, cpu) in best.items():
             rows.append((os.path.relpath(trace, os.path.dirname(ROOT)), f"{n / 1e6:.2f} M ev, {size:.0f} MiB",
-                         name, wall, rss, wall / bare, tcr / wall))
+                         name, wall, cpu, rss, wall / bare, tcr / wall))
     print(f"best of {args.reps} interleaved runs; {os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d')}")
     print()
-    print("| trace | size | command | wall s | peak RSS MiB | x bare iteration | trace-cmd report / this |")
-    print("|---|---|---|---:|---:|---:|---:|")
-    for trace, size, name, wall, rss, vs_bare, speedup in rows:
-        print(f"| {trace} | {size} | {name} | {wall:.2f} | {rss:.0f} | {vs_bare:.2f} | {speedup:.1f} |")
+    print("| trace | size | command | wall s | CPU s | peak RSS MiB | x bare iteration (wall) | "
+          "trace-cmd report / this |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
+    for trace, size, name, wall, cpu, rss, vs_bare, speedup in rows:
+        print(f"| {trace} | {size} | {name} | {wall:.2f} | {cpu:.2f} | {rss:.0f} | {vs_bare:.2f} | {speedup:.1f} |")
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
