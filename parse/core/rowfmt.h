@@ -1,0 +1,58 @@
+/* Row-template formatter: many rows of numbers and pre-encoded fragments
+ * written into one text buffer (the JSON call tree of 100k+ call paths).
+ *
+ * A template is a list of items written in order for each row 0..nrows-1;
+ * columns are plain C arrays of nrows values. No Python here: the binding
+ * (module.c, _core.format_rows) validates the arguments and calls this with
+ * the GIL released.
+ */
+#ifndef FTF_ROWFMT_H
+#define FTF_ROWFMT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum ftf_rowfmt_kind {
+	FTF_RF_LIT = 0,  /* the literal, every row */
+	FTF_RF_INT = 1,  /* signed integer column (itemsize 4 or 8), decimal */
+	FTF_RF_F1 = 2,   /* float64 column, as printf/Python "%.1f" */
+	FTF_RF_ENUM = 3, /* integer index column: frags[index] */
+	FTF_RF_REP = 4,  /* integer count column: the literal count times */
+};
+
+typedef struct {
+	const char *s;
+	size_t len;
+} ftf_str;
+
+typedef struct {
+	int kind;
+	const void *col;     /* nrows values; NULL for LIT */
+	int itemsize;        /* 4 or 8 (integer columns) */
+	ftf_str lit;         /* LIT, REP */
+	const ftf_str *frags; /* ENUM */
+	size_t nfrags;
+} ftf_rowfmt_item;
+
+typedef struct {
+	char *buf; /* malloc'd; the caller frees it, also on error */
+	size_t len, cap;
+} ftf_strbuf;
+
+#define FTF_RF_OK 0
+#define FTF_RF_NOMEM (-1)
+#define FTF_RF_BADVALUE (-2) /* ENUM index out of range or negative REP count */
+
+/* Appends every row to out. On FTF_RF_BADVALUE, *bad_row and *bad_item say
+ * where (out holds a partial text). */
+int ftf_rowfmt(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, ftf_strbuf *out,
+	       size_t *bad_row, size_t *bad_item);
+
+/* Single values (dst needs FTF_RF_INT_MAX / FTF_RF_F1_MAX bytes); return
+ * the length written, no terminating NUL. */
+#define FTF_RF_INT_MAX 20
+#define FTF_RF_F1_MAX 320
+size_t ftf_fmt_i64(char *dst, int64_t v);
+size_t ftf_fmt_f1(char *dst, double v);
+
+#endif
