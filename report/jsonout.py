@@ -12,6 +12,7 @@ import json
 import numpy as np
 
 from ftflame import __version__, corrections
+from ftflame.parse import _core
 from ftflame.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
 from .common import (anomaly_lines, context_lines, corrected_objects, exact_corrected_values,
@@ -96,100 +97,242 @@ def calibration_object(p: Profile) -> dict:
             "corrections": corrections.summary(p), "details": d}
 
 
-_STATS = '{"sum":%d,"min":%d,"max":%d,"mean":%r,"p50":%d,"p90":%d,"p99":%d}'
+# ---- the call tree -------------------------------------------------------
+# 100k+ call paths of ~45 figures each: the rows are laid out as columns in
+# pre-order and written by one C call (_core.format_rows), the document's
+# other members around them. The text is byte for byte what per-node
+# "%d"/"%.1f"/repr(round(x, 1)) formatting gives (tests/jsonref.py).
+
+# "%.1f" % x == repr(round(x, 1)) for finite |x| below this (at most 15
+# significant digits: the decimal survives the trip through a double);
+# beyond it, and for sums past 2**53, those columns are formatted in Python.
+REPR_SAFE = 1e14
+EXACT_INT = 2.0 ** 53
 
 
-def _stats_json(sums, calls, mins, maxs, pcts) -> list:
-    """The stats objects of stats_objects(), rendered straight to JSON text:
-    100k call paths must not cost 500k dicts."""
-    out = []
-    for s, c, lo, hi, (p50, p90, p99) in zip(sums.tolist(), calls.tolist(), mins.tolist(),
-                                             maxs.tolist(), pcts.tolist()):
-        out.append(_STATS % (s, lo if c else 0, hi if c else 0, round(s / c, 1) if c else 0.0,
-                             p50, p90, p99))
+class _Template:
+    """A format_rows template; adjacent literals merged."""
+
+    def __init__(self):
+        self.items = []
+
+    def lit(self, s: str):
+        if self.items and isinstance(self.items[-1], str):
+            self.items[-1] += s
+        else:
+            self.items.append(s)
+
+    def col(self, kind: str, values, *extra):
+        self.items.append((kind, np.ascontiguousarray(values), *extra))
+
+    def enum(self, index, frags: list):
+        if len(frags) == 1:
+            self.lit(frags[0])
+        else:
+            self.col("e", index, frags)
+
+    def extend(self, items: list):
+        for item in items:
+            if isinstance(item, str):
+                self.lit(item)
+            else:
+                self.items.append(item)
+
+    def text(self, fragments: list):
+        """One Python-formatted string per row."""
+        self.col("e", np.arange(len(fragments), dtype=np.int64), fragments)
+
+
+def _preorder(parent: np.ndarray, order: np.ndarray):
+    """(pre, depth): the rows in pre-order, siblings in the order they have
+    in `order` (rows sorted by parent, then by sibling rank), and each
+    row's depth. Vectorised: a few passes per depth level."""
+    n = len(parent)
+    # depth by pointer jumping: dist[i] edges up to anc[i]
+    dist = (parent >= 0).astype(np.int64)
+    anc = parent.copy()
+    while True:
+        m = np.flatnonzero(anc >= 0)
+        if len(m) == 0:
+            break
+        j = anc[m]
+        dist[m], anc[m] = dist[m] + dist[j], anc[j]
+    depth = dist
+    by_depth = np.argsort(depth, kind="stable")
+    levels = np.split(by_depth, np.cumsum(np.bincount(depth))[:-1])
+    size = np.ones(n, dtype=np.int64)  # subtree sizes, deepest level first
+    for rows in levels[:0:-1]:
+        np.add.at(size, parent[rows], size[rows])
+    # each row's offset among its siblings: the sizes of those before it
+    sz = size[order]
+    before = np.cumsum(sz) - sz
+    psorted = parent[order]
+    first = np.ones(n, dtype=bool)
+    first[1:] = psorted[1:] != psorted[:-1]
+    group_start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
+    off = np.empty(n, dtype=np.int64)
+    off[order] = before - before[group_start]
+    pos = np.empty(n, dtype=np.int64)
+    pos[levels[0]] = off[levels[0]]
+    for rows in levels[1:]:
+        pos[rows] = pos[parent[rows]] + 1 + off[rows]
+    pre = np.empty(n, dtype=np.int64)
+    pre[pos] = np.arange(n)
+    return pre, depth
+
+
+def _mean_text(sums: list, calls: list) -> list:
+    return ["%r" % (round(s / c, 1) if c else 0.0) for s, c in zip(sums, calls)]
+
+
+def _raw_stats(t: _Template, sums, calls, mins, maxs, pcts):
+    """{sum,min,max,mean,p50,p90,p99} of stats_objects(), in row order."""
+    has = calls != 0
+    t.lit('{"sum":')
+    t.col("i", sums)
+    t.lit(',"min":')
+    t.col("i", np.where(has, mins, 0))
+    t.lit(',"max":')
+    t.col("i", np.where(has, maxs, 0))
+    t.lit(',"mean":')
+    mean = np.divide(sums, calls, out=np.zeros(len(sums)), where=has)
+    if np.any((sums >= EXACT_INT) | (sums <= -EXACT_INT) | (np.abs(mean) >= REPR_SAFE)):
+        t.text(_mean_text(sums.tolist(), calls.tolist()))
+    else:
+        t.col("f1", mean)
+    for q, name in enumerate(("p50", "p90", "p99")):
+        t.lit(',"%s":' % name)
+        t.col("i", pcts[:, q])
+    t.lit("}")
+
+
+def _exact_stats(corr, corr_calls, exact: dict) -> dict:
+    """row -> [sum, min, max, mean, p50, p90, p99] of corrected_objects()
+    for the rows whose per-call corrected values are all known."""
+    out = {}
+    for r in sorted(exact):
+        vals, s, c = exact[r], float(corr[r]), int(corr_calls[r])
+        if len(vals) != c or not c:
+            continue
+        v = np.sort(np.asarray(vals, dtype=np.float64))
+        pick = [v[max(int(np.ceil(len(v) * q / 100.0)) - 1, 0)] for q in (50, 90, 99)]
+        out[r] = [s, float(v[0]), float(v[-1]), s / c, *(float(x) for x in pick)]
     return out
 
 
-_CSTATS = ('{"sum":%.1f,"min":%.1f,"max":%.1f,"mean":%.1f,"p50":%.1f,"p90":%.1f,"p99":%.1f,'
-           '"calls":%d%s}')
-
-
-def _corr_stats_json(sums, calls, mins, maxs, pcts, corr, corr_calls, exact) -> list:
-    """corrected_objects() for every node, vectorised and straight to JSON
-    text: scaled raw statistics, exact ones where per-call values exist."""
+def _corr_stats(t: _Template, sums, calls, mins, maxs, pcts, corr, corr_calls, exact: dict):
+    """corrected_objects() in row order: the raw min, max and percentiles
+    scaled by the ratio of corrected to raw mean ("approx"), exact figures
+    where per-call corrected values exist (`exact`: row -> values)."""
     calls = calls.astype(np.float64)
     raw_mean = np.divide(sums, calls, out=np.zeros(len(sums)), where=calls > 0)
     cc = corr_calls.astype(np.float64)
     mean = np.divide(corr, cc, out=np.zeros(len(corr)), where=cc > 0)
     f = np.divide(mean, raw_mean, out=np.zeros(len(mean)), where=(raw_mean > 0) & (cc > 0))
-    cols = [np.maximum(np.where(calls > 0, x, 0) * f, 0.0)
-            for x in (mins, maxs, pcts[:, 0], pcts[:, 1], pcts[:, 2])]
-    out = [_CSTATS % (s, lo, hi, m, a, b, c, n, ',"approx":true')
-           for s, lo, hi, m, a, b, c, n in zip(corr.tolist(), *(x.tolist() for x in cols[:2]),
-                                               mean.tolist(), *(x.tolist() for x in cols[2:]),
-                                               corr_calls.tolist())]
-    rows = sorted(exact)
-    if rows:
-        objs = corrected_objects([{"mean": 0.0}] * len(rows), corr[rows], corr_calls[rows], True,
-                                 {j: exact[r] for j, r in enumerate(rows)})
-        for r, o in zip(rows, objs):
-            if "approx" not in o:
-                out[r] = json.dumps(o, separators=(",", ":"))
-    return out
+    lo, hi, p50, p90, p99 = (np.maximum(np.where(calls > 0, x, 0) * f, 0.0)
+                             for x in (mins, maxs, pcts[:, 0], pcts[:, 1], pcts[:, 2]))
+    cols = [np.array(corr, dtype=np.float64), lo, hi, mean, p50, p90, p99]
+    approx = np.ones(len(sums), dtype=np.int64)
+    ex = _exact_stats(corr, corr_calls, exact)
+    if ex:
+        rows = np.fromiter(ex, dtype=np.int64, count=len(ex))
+        vals = np.array(list(ex.values()), dtype=np.float64)
+        for k, c in enumerate(cols):
+            c[rows] = vals[:, k]
+        approx[rows] = 0
+        # exact rows were json.dumps(round(x, 1)): "%.1f" only when safe
+        unsafe = ~(np.abs(vals) < REPR_SAFE).all(axis=0)
+    else:
+        unsafe = np.zeros(len(cols), dtype=bool)
+    for k, name in enumerate(("sum", "min", "max", "mean", "p50", "p90", "p99")):
+        t.lit(('{"%s":' if k == 0 else ',"%s":') % name)
+        if unsafe[k]:
+            ex_rows = set(ex)
+            t.text([json.dumps(round(x, 1)) if r in ex_rows else "%.1f" % x
+                    for r, x in enumerate(cols[k].tolist())])
+        else:
+            t.col("f1", cols[k])
+    t.lit(',"calls":')
+    t.col("i", corr_calls.astype(np.int64))
+    t.enum(approx, ["", ',"approx":true'] if ex else [',"approx":true'])
+    t.lit("}")
+
+
+def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
+    """The format_rows template writing head, the `tree` array (children
+    sorted by inclusive time, then name) and tail, for p.nrows > 0 rows."""
+    parent = p.col("parent")
+    # siblings by inclusive time (desc), then name: one global sort
+    name_rank = np.argsort(np.argsort(np.array(p.funcs, dtype=object)))
+    order = np.lexsort((name_rank[p.col("func")], -p.col("incl"), parent))
+    pre, depth = _preorder(parent, order)
+    n = p.nrows
+
+    def col(name):  # a node column in pre-order
+        return p.col(name)[pre]
+
+    calls = col("calls")
+    incl_pct, excl_pct = (x[pre] for x in p.node_percentiles)
+    t = _Template()
+    first = np.zeros(n, dtype=np.int64)
+    first[0] = 1
+    t.enum(first, ["", head + "["])
+    t.lit('{"name":')
+    t.col("e", col("func"), [json.dumps(name) for name in p.funcs])
+    t.lit(',"calls":')
+    t.col("i", calls)
+    parts = {}
+    for kind in ("incl", "excl"):
+        pct = incl_pct if kind == "incl" else excl_pct
+        raw = _Template()
+        _raw_stats(raw, col(kind), calls, col(kind + "_min"), col(kind + "_max"), pct)
+        parts[kind] = raw.items
+        if p.corrected is not None:
+            cr = p.corrected_or_raw
+            exact = exact_corrected_values(p)[0] if kind == "incl" else {}
+            rank = np.empty(n, dtype=np.int64)
+            rank[pre] = np.arange(n)
+            corr = _Template()
+            _corr_stats(corr, col(kind), calls, col(kind + "_min"), col(kind + "_max"), pct,
+                        getattr(cr, kind)[pre], cr.calls[pre],
+                        {int(rank[r]): v for r, v in exact.items()})
+            parts[kind + "_corr"] = corr.items
+        else:
+            parts[kind + "_corr"] = raw.items
+    for key in ("incl", "excl", "incl_corr", "excl_corr"):
+        t.lit(',"%s_ns":' % key)
+        t.extend(parts[key])
+    for key, name in (("irq_ns", "irq"), ("offcpu_ns", "offcpu"), ("descendants", "desc"),
+                      ("gap_calls", "gap_calls")):
+        t.lit(',"%s":' % key)
+        t.col("i", col(name))
+    t.lit(",")
+    c = p.corrected
+    if c is not None and c.unreliable is not None:
+        bools = ("false", "true")
+        t.col("e", (c.clamped[pre] != 0) * 2 + (c.unreliable[pre] != 0),
+              ['"clamped":%s,"unreliable":%s,' % (a, b) for a in bools for b in bools])
+    t.lit('"flags":')
+    t.col("e", col("flags") & 7, [json.dumps(node_flags(f)) for f in range(8)])
+    t.lit(',"children":[')
+    # after a row: close the rows the next one is not inside, then a comma;
+    # after the last one, close them all and the array
+    d = depth[pre]
+    closes = np.empty(n, dtype=np.int64)
+    closes[:-1] = np.maximum(d[:-1] - d[1:] + 1, 0)
+    closes[-1] = d[-1] + 1
+    t.col("rep", closes, "]}")
+    after = (closes > 0).astype(np.int64)
+    after[-1] = 2
+    t.col("e", after, ["", ",", "]" + tail])
+    return t.items
 
 
 def tree_json(p: Profile) -> str:
     """The `tree` array as JSON text, children sorted by inclusive time."""
     if p.nrows == 0:
         return "[]"
-    calls = p.col("calls")
-    incl_pct, excl_pct = p.node_percentiles
-    incl = _stats_json(p.col("incl"), calls, p.col("incl_min"), p.col("incl_max"), incl_pct)
-    excl = _stats_json(p.col("excl"), calls, p.col("excl_min"), p.col("excl_max"), excl_pct)
-    if p.corrected is not None:
-        cr = p.corrected_or_raw
-        exact_nodes, _ = exact_corrected_values(p)
-        incl_c = _corr_stats_json(p.col("incl"), calls, p.col("incl_min"), p.col("incl_max"), incl_pct,
-                                  cr.incl, cr.calls, exact_nodes)
-        excl_c = _corr_stats_json(p.col("excl"), calls, p.col("excl_min"), p.col("excl_max"), excl_pct,
-                                  cr.excl, cr.calls, {})
-    else:
-        incl_c, excl_c = incl, excl
-    names = [json.dumps(n) for n in p.funcs]
-    func = p.col("func").tolist()
-    flags = [json.dumps(node_flags(f)) for f in range(8)]
-    flag = p.col("flags").tolist()
-    irq, off, desc, gap = (p.col(c).tolist() for c in ("irq", "offcpu", "desc", "gap_calls"))
-    ncalls = calls.tolist()
-    if p.corrected is not None and p.corrected.unreliable is not None:
-        extra = ['"clamped":%s,"unreliable":%s,' % ("true" if c else "false", "true" if u else "false")
-                 for c, u in zip(p.corrected.clamped.tolist(), p.corrected.unreliable.tolist())]
-    else:
-        extra = [""] * p.nrows
-    # siblings by inclusive time (desc), then name: one global sort
-    name_rank = np.argsort(np.argsort(np.array(p.funcs, dtype=object)))
-    order = np.lexsort((name_rank[p.col("func")], -p.col("incl"), p.col("parent")))
-    kids = [[] for _ in range(p.nrows + 1)]
-    for r, par in zip(order.tolist(), p.col("parent")[order].tolist()):
-        kids[par].append(r)
-    # pre-order walk writing pieces once: nesting strings inside their
-    # parents' strings would copy the text once per level of depth
-    parts = ["["]
-    stack = [(r, i > 0) for i, r in enumerate(kids[-1])][::-1]
-    while stack:
-        r, comma = stack.pop()
-        if r < 0:
-            parts.append("]}")
-            continue
-        parts.append(('%s{"name":%s,"calls":%d,"incl_ns":%s,"excl_ns":%s,"incl_corr_ns":%s,'
-                      '"excl_corr_ns":%s,"irq_ns":%d,"offcpu_ns":%d,"descendants":%d,'
-                      '"gap_calls":%d,%s"flags":%s,"children":[') % (
-            "," if comma else "", names[func[r]], ncalls[r], incl[r], excl[r], incl_c[r],
-            excl_c[r], irq[r], off[r], desc[r], gap[r], extra[r], flags[flag[r] & 7]))
-        stack.append((-1, False))
-        stack.extend([(k, i > 0) for i, k in enumerate(kids[r])][::-1])
-    parts.append("]")
-    return "".join(parts)
+    return _core.format_rows(tree_template(p), p.nrows)
 
 
 def root_call_objects(p: Profile) -> list:
@@ -213,5 +356,9 @@ TREE_PLACEHOLDER = "@@FTFLAME_TREE@@"
 
 def render(p: Profile, opts=None) -> str:
     text = json.dumps(document(p), separators=(",", ":"))
-    # the tree is rendered as text on its own (see tree_json)
-    return text.replace(json.dumps(TREE_PLACEHOLDER), tree_json(p), 1) + "\n"
+    # the tree is written around the rest (see tree_template)
+    head, mark, tail = text.partition('"tree":' + json.dumps(TREE_PLACEHOLDER))
+    head += mark[:len('"tree":')]
+    if p.nrows == 0:
+        return head + "[]" + tail + "\n"
+    return _core.format_rows(tree_template(p, head, tail + "\n"), p.nrows)
