@@ -8,7 +8,7 @@ import json
 import numpy as np
 
 from ftflame.profile import Profile
-from report.common import corrected_objects, exact_corrected_values, node_flags
+from ftflame.report.common import corrected_objects, exact_corrected_values, node_flags
 
 
 _STATS = '{"sum":%d,"min":%d,"max":%d,"mean":%r,"p50":%d,"p90":%d,"p99":%d}'

@@ -618,7 +618,7 @@ static PyObject *py_format_rows(PyObject *self, PyObject *args)
 	Py_buffer *views = calloc((size_t)n + 1, sizeof(*views));
 	PyObject **keep = calloc((size_t)n + 1, sizeof(*keep)); /* fragment tuples */
 	ftf_str **frags = calloc((size_t)n + 1, sizeof(*frags));
-	ftf_strbuf out = { 0 };
+	char *out = NULL; /* the UTF-8 text when not ASCII */
 	PyObject *res = NULL;
 	Py_ssize_t nviews = 0;
 	int ascii = 1;
@@ -694,15 +694,13 @@ static PyObject *py_format_rows(PyObject *self, PyObject *args)
 			it->nfrags = (size_t)nf;
 		}
 	}
-	size_t bad_row = 0, bad_item = 0;
+	size_t bad_row = 0, bad_item = 0, len = 0;
 	int rc;
 	Py_BEGIN_ALLOW_THREADS
-	rc = ftf_rowfmt(items, (size_t)n, (size_t)nrows, &out, &bad_row, &bad_item);
+	rc = ftf_rowfmt_size(items, (size_t)n, (size_t)nrows, &len, &bad_row, &bad_item);
 	Py_END_ALLOW_THREADS
-	if (rc == FTF_RF_NOMEM) {
-		PyErr_NoMemory();
-		goto done;
-	}
+	if (rc == FTF_RF_OK && len > (size_t)PY_SSIZE_T_MAX)
+		rc = FTF_RF_NOMEM;
 	if (rc == FTF_RF_BADVALUE) {
 		const ftf_rowfmt_item *it = &items[bad_item];
 		long long v = it->itemsize == 8 ? (long long)((const int64_t *)it->col)[bad_row]
@@ -715,13 +713,37 @@ static PyObject *py_format_rows(PyObject *self, PyObject *args)
 				     "repeat count %lld", bad_item, bad_row, v);
 		goto done;
 	}
-	if (ascii) {
-		res = PyUnicode_New((Py_ssize_t)out.len, 127);
-		if (res && out.len)
-			memcpy(PyUnicode_DATA(res), out.buf, out.len);
-	} else {
-		res = PyUnicode_DecodeUTF8(out.buf ? out.buf : "", (Py_ssize_t)out.len, "strict");
+	if (rc != FTF_RF_OK) {
+		PyErr_NoMemory();
+		goto done;
 	}
+	/* ASCII: written straight into the str; else UTF-8, decoded after */
+	char *dst;
+	if (ascii) {
+		res = PyUnicode_New((Py_ssize_t)len, 127);
+		if (!res)
+			goto done;
+		dst = PyUnicode_DATA(res);
+	} else {
+		dst = out = malloc(len ? len : 1);
+		if (!out) {
+			PyErr_NoMemory();
+			goto done;
+		}
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rc = ftf_rowfmt_write(items, (size_t)n, (size_t)nrows, dst, len);
+	Py_END_ALLOW_THREADS
+	if (rc != FTF_RF_OK) {
+		Py_CLEAR(res);
+		if (rc == FTF_RF_NOMEM)
+			PyErr_NoMemory();
+		else
+			PyErr_SetString(PyExc_RuntimeError, "format_rows: a column changed while it was formatted");
+		goto done;
+	}
+	if (!ascii)
+		res = PyUnicode_DecodeUTF8(out, (Py_ssize_t)len, "strict");
 done:
 	for (Py_ssize_t i = 0; i < nviews; i++)
 		if (views[i].obj)
@@ -734,7 +756,7 @@ done:
 	free(views);
 	free(keep);
 	free(frags);
-	free(out.buf);
+	free(out);
 	Py_DECREF(tmpl);
 	return res;
 }

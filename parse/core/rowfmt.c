@@ -52,7 +52,7 @@ static inline void u64_put(char *end, uint64_t v)
 	}
 }
 
-size_t ftf_fmt_i64(char *dst, int64_t v)
+static inline __attribute__((always_inline)) size_t fmt_i64(char *dst, int64_t v)
 {
 	size_t sign = v < 0;
 	uint64_t u = sign ? 0 - (uint64_t)v : (uint64_t)v;
@@ -63,40 +63,53 @@ size_t ftf_fmt_i64(char *dst, int64_t v)
 	return sign + n;
 }
 
-size_t ftf_fmt_f1(char *dst, double v)
+/* |v| * 10 rounded half to even, in *q, and the sign: 0; NaN, an infinity
+ * or |v| >= 2^59, past the integer fast path: 1. */
+static inline __attribute__((always_inline)) int f1_q(double v, int *neg, uint64_t *q)
 {
 	uint64_t bits;
 	memcpy(&bits, &v, sizeof(bits));
-	int neg = (int)(bits >> 63);
+	*neg = (int)(bits >> 63);
 	int bexp = (int)((bits >> 52) & 0x7ff);
 	uint64_t frac = bits & ((UINT64_C(1) << 52) - 1);
-	if (bexp == 0x7ff) {
-		/* as Python writes them (glibc would write "-nan") */
-		if (frac) {
-			memcpy(dst, "nan", 3);
-			return 3;
-		}
-		memcpy(dst, neg ? "-inf" : "inf", 3 + (size_t)neg);
-		return 3 + (size_t)neg;
-	}
+	if (bexp == 0x7ff)
+		return 1;
 	/* |v| = m * 2^e exactly */
 	uint64_t m = bexp ? frac | (UINT64_C(1) << 52) : frac;
 	int e = bexp ? bexp - 1075 : -1074;
-	uint64_t q; /* |v| * 10, rounded half to even */
 	if (e >= 0) {
 		if (e > 6) /* m * 2^e * 10 might not fit 63 bits */
-			return (size_t)snprintf(dst, FTF_RF_F1_MAX, "%.1f", v);
-		q = (m << e) * 10;
+			return 1;
+		*q = (m << e) * 10;
 	} else if (e <= -58) {
-		q = 0; /* 10m < 2^57 <= half of 2^-e: below 0.05 */
+		*q = 0; /* 10m < 2^57 <= half of 2^-e: below 0.05 */
 	} else {
 		int k = -e;
 		uint64_t t = m * 10; /* < 2^57 */
 		uint64_t r = t & ((UINT64_C(1) << k) - 1), half = UINT64_C(1) << (k - 1);
-		q = t >> k;
-		if (r > half || (r == half && (q & 1)))
-			q++;
+		*q = t >> k;
+		if (r > half || (r == half && (*q & 1)))
+			(*q)++;
 	}
+	return 0;
+}
+
+/* NaN, infinities and |v| >= 2^59 */
+__attribute__((noinline, cold)) static size_t fmt_f1_slow(char *dst, double v)
+{
+	if (v != v) { /* as Python writes it (glibc may write "-nan") */
+		memcpy(dst, "nan", 3);
+		return 3;
+	}
+	return (size_t)snprintf(dst, FTF_RF_F1_MAX, "%.1f", v); /* "inf", "-inf" alike */
+}
+
+static inline __attribute__((always_inline)) size_t fmt_f1(char *dst, double v)
+{
+	int neg;
+	uint64_t q;
+	if (__builtin_expect(f1_q(v, &neg, &q) != 0, 0))
+		return fmt_f1_slow(dst, v);
 	char *p = dst;
 	if (neg)
 		*p++ = '-'; /* -0.0 and -0.04 alike: "-0.0" */
@@ -109,21 +122,29 @@ size_t ftf_fmt_f1(char *dst, double v)
 	return (size_t)(p + 2 - dst);
 }
 
-static int reserve(ftf_strbuf *out, size_t need)
+__attribute__((noinline, cold)) static size_t f1_len_slow(double v)
 {
-	if (out->cap - out->len >= need)
-		return 0;
-	if (need > SIZE_MAX / 4 - out->len)
-		return -1;
-	size_t cap = out->cap ? out->cap * 2 : 1 << 16;
-	while (cap - out->len < need)
-		cap *= 2;
-	char *b = realloc(out->buf, cap);
-	if (!b)
-		return -1;
-	out->buf = b;
-	out->cap = cap;
-	return 0;
+	char tmp[FTF_RF_F1_MAX];
+	return fmt_f1_slow(tmp, v);
+}
+
+static inline __attribute__((always_inline)) size_t f1_len(double v)
+{
+	int neg;
+	uint64_t q;
+	if (__builtin_expect(f1_q(v, &neg, &q) != 0, 0))
+		return f1_len_slow(v);
+	return (size_t)neg + u64_len(q / 10) + 2;
+}
+
+size_t ftf_fmt_i64(char *dst, int64_t v)
+{
+	return fmt_i64(dst, v);
+}
+
+size_t ftf_fmt_f1(char *dst, double v)
+{
+	return fmt_f1(dst, v);
 }
 
 static inline int64_t int_at(const ftf_rowfmt_item *it, size_t r)
@@ -131,11 +152,13 @@ static inline int64_t int_at(const ftf_rowfmt_item *it, size_t r)
 	return it->itemsize == 8 ? ((const int64_t *)it->col)[r] : ((const int32_t *)it->col)[r];
 }
 
-int ftf_rowfmt(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, ftf_strbuf *out,
-	       size_t *bad_row, size_t *bad_item)
+/* Too big a text for any buffer: lengths stay far from overflowing. */
+#define TOO_BIG (SIZE_MAX / 4)
+
+/* The most one row can take, REP items apart. */
+static size_t row_max(const ftf_rowfmt_item *items, size_t nitems)
 {
-	/* the most one row can take, REP items apart */
-	size_t row_max = 0;
+	size_t max = 0;
 	for (size_t i = 0; i < nitems; i++) {
 		const ftf_rowfmt_item *it = &items[i];
 		size_t w = 0;
@@ -155,61 +178,175 @@ int ftf_rowfmt(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, ftf_st
 					w = it->frags[k].len;
 			break;
 		}
-		if (w > SIZE_MAX / 4 - row_max)
-			return FTF_RF_NOMEM;
-		row_max += w;
+		if (w >= TOO_BIG - max)
+			return TOO_BIG;
+		max += w;
 	}
-	for (size_t r = 0; r < nrows; r++) {
-		if (reserve(out, row_max) < 0)
-			return FTF_RF_NOMEM;
-		char *p = out->buf + out->len;
-		for (size_t i = 0; i < nitems; i++) {
-			const ftf_rowfmt_item *it = &items[i];
-			int64_t v;
-			switch (it->kind) {
-			case FTF_RF_LIT:
-				memcpy(p, it->lit.s, it->lit.len);
-				p += it->lit.len;
-				break;
-			case FTF_RF_INT:
-				p += ftf_fmt_i64(p, int_at(it, r));
-				break;
-			case FTF_RF_F1:
-				p += ftf_fmt_f1(p, ((const double *)it->col)[r]);
-				break;
-			case FTF_RF_ENUM:
+	return max;
+}
+
+int ftf_rowfmt_size(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, size_t *len,
+		    size_t *bad_row, size_t *bad_item)
+{
+	size_t total = 0;
+	if (row_max(items, nitems) >= TOO_BIG)
+		return FTF_RF_NOMEM;
+	/* column by column: each column is read as one stream */
+	for (size_t i = 0; i < nitems; i++) {
+		const ftf_rowfmt_item *it = &items[i];
+		uint64_t sum = 0; /* <= 320 * nrows apart from REP, checked */
+		int64_t v;
+		switch (it->kind) {
+		case FTF_RF_LIT:
+			if (it->lit.len && nrows > (TOO_BIG - total) / it->lit.len)
+				return FTF_RF_NOMEM;
+			sum = (uint64_t)it->lit.len * nrows;
+			break;
+		case FTF_RF_INT:
+			for (size_t r = 0; r < nrows; r++) {
+				v = int_at(it, r);
+				sum += (v < 0) + u64_len(v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+			}
+			break;
+		case FTF_RF_F1:
+			for (size_t r = 0; r < nrows; r++)
+				sum += f1_len(((const double *)it->col)[r]);
+			break;
+		case FTF_RF_ENUM:
+			for (size_t r = 0; r < nrows; r++) {
 				v = int_at(it, r);
 				if (v < 0 || (uint64_t)v >= it->nfrags)
 					goto bad;
-				memcpy(p, it->frags[v].s, it->frags[v].len);
-				p += it->frags[v].len;
-				break;
-			case FTF_RF_REP:
+				sum += it->frags[v].len;
+			}
+			break;
+		case FTF_RF_REP:
+			for (size_t r = 0; r < nrows; r++) {
 				v = int_at(it, r);
 				if (v < 0)
 					goto bad;
-				if (v == 0 || it->lit.len == 0)
-					break;
-				if ((uint64_t)v > (SIZE_MAX / 4 - row_max) / it->lit.len)
+				if (it->lit.len && (uint64_t)v > (TOO_BIG - sum) / it->lit.len)
 					return FTF_RF_NOMEM;
-				out->len = (size_t)(p - out->buf);
-				if (reserve(out, (size_t)v * it->lit.len + row_max) < 0)
-					return FTF_RF_NOMEM;
-				p = out->buf + out->len;
-				for (int64_t k = 0; k < v; k++) {
-					memcpy(p, it->lit.s, it->lit.len);
-					p += it->lit.len;
-				}
+				sum += (uint64_t)v * it->lit.len;
+			}
+			break;
+		}
+		if (sum >= TOO_BIG - total)
+			return FTF_RF_NOMEM;
+		total += (size_t)sum;
+		continue;
+bad:
+		*bad_item = i;
+		for (size_t r = 0; r < nrows; r++) {
+			v = int_at(it, r);
+			if (v < 0 || (it->kind == FTF_RF_ENUM && (uint64_t)v >= it->nfrags)) {
+				*bad_row = r;
 				break;
 			}
-			continue;
-bad:
-			out->len = (size_t)(p - out->buf);
-			*bad_row = r;
-			*bad_item = i;
-			return FTF_RF_BADVALUE;
 		}
-		out->len = (size_t)(p - out->buf);
+		return FTF_RF_BADVALUE;
 	}
+	*len = total;
 	return FTF_RF_OK;
+}
+
+/* Row r at p; end - p >= max (the row_max) on entry. NULL when it does not
+ * fit or an index is out of range: the columns changed since they were
+ * sized. */
+static inline char *write_row(const ftf_rowfmt_item *items, size_t nitems, size_t r, char *p,
+			      const char *end, size_t max)
+{
+	size_t slack = (size_t)(end - p) - max; /* what REP items may take */
+	for (size_t i = 0; i < nitems; i++) {
+		const ftf_rowfmt_item *it = &items[i];
+		int64_t v;
+		switch (it->kind) {
+		case FTF_RF_LIT:
+			memcpy(p, it->lit.s, it->lit.len);
+			p += it->lit.len;
+			break;
+		case FTF_RF_INT:
+			p += fmt_i64(p, int_at(it, r));
+			break;
+		case FTF_RF_F1:
+			p += fmt_f1(p, ((const double *)it->col)[r]);
+			break;
+		case FTF_RF_ENUM:
+			v = int_at(it, r);
+			if (v < 0 || (uint64_t)v >= it->nfrags)
+				return NULL;
+			memcpy(p, it->frags[v].s, it->frags[v].len);
+			p += it->frags[v].len;
+			break;
+		case FTF_RF_REP:
+			v = int_at(it, r);
+			if (v < 0 || (it->lit.len && (uint64_t)v > slack / it->lit.len))
+				return NULL;
+			slack -= (size_t)v * it->lit.len;
+			for (int64_t k = 0; k < v; k++) {
+				memcpy(p, it->lit.s, it->lit.len);
+				p += it->lit.len;
+			}
+			break;
+		}
+	}
+	return p;
+}
+
+/* REP bytes of row r (the columns were sized: no overflow unless changed) */
+static size_t rep_bytes(const ftf_rowfmt_item *items, size_t nitems, size_t r)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < nitems; i++) {
+		if (items[i].kind != FTF_RF_REP)
+			continue;
+		int64_t v = int_at(&items[i], r);
+		if (v < 0 || (items[i].lit.len && (uint64_t)v > (TOO_BIG - n) / items[i].lit.len))
+			return TOO_BIG;
+		n += (size_t)v * items[i].lit.len;
+	}
+	return n;
+}
+
+int ftf_rowfmt_write(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, char *dst, size_t len)
+{
+	size_t max = row_max(items, nitems);
+	char *p = dst, *end = dst + len, *scratch = NULL;
+	size_t scap = 0;
+	int rc = FTF_RF_OK;
+	for (size_t r = 0; r < nrows; r++) {
+		char *q = (size_t)(end - p) >= max ? write_row(items, nitems, r, p, end, max) : NULL;
+		if (q) {
+			p = q;
+			continue;
+		}
+		/* the last rows, whose row_max would run past the end: through
+		 * a scratch row, copied when the row does fit */
+		size_t need = rep_bytes(items, nitems, r);
+		if (need >= TOO_BIG - max) {
+			rc = FTF_RF_CHANGED;
+			break;
+		}
+		need += max;
+		if (need > scap) {
+			char *s = realloc(scratch, need);
+			if (!s) {
+				rc = FTF_RF_NOMEM;
+				break;
+			}
+			scratch = s;
+			scap = need;
+		}
+		q = write_row(items, nitems, r, scratch, scratch + scap, max);
+		if (!q || (size_t)(q - scratch) > (size_t)(end - p)) {
+			rc = FTF_RF_CHANGED;
+			break;
+		}
+		memcpy(p, scratch, (size_t)(q - scratch));
+		p += q - scratch;
+	}
+	free(scratch);
+	if (rc == FTF_RF_OK && p != end)
+		rc = FTF_RF_CHANGED;
+	return rc;
 }

@@ -34,19 +34,21 @@ typedef struct {
 	size_t nfrags;
 } ftf_rowfmt_item;
 
-typedef struct {
-	char *buf; /* malloc'd; the caller frees it, also on error */
-	size_t len, cap;
-} ftf_strbuf;
-
 #define FTF_RF_OK 0
-#define FTF_RF_NOMEM (-1)
+#define FTF_RF_NOMEM (-1)    /* the text would not fit a size_t */
 #define FTF_RF_BADVALUE (-2) /* ENUM index out of range or negative REP count */
+#define FTF_RF_CHANGED (-3)  /* the columns changed between the two passes */
 
-/* Appends every row to out. On FTF_RF_BADVALUE, *bad_row and *bad_item say
- * where (out holds a partial text). */
-int ftf_rowfmt(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, ftf_strbuf *out,
-	       size_t *bad_row, size_t *bad_item);
+/* Two passes, so that the text is written once, straight into its final
+ * buffer (a 75 MB text copied from a growing buffer costs as much again in
+ * page faults and copying as formatting it):
+ * ftf_rowfmt_size: the exact length of the text; checks every ENUM index
+ * and REP count (FTF_RF_BADVALUE: *bad_row and *bad_item say where).
+ * ftf_rowfmt_write: writes the text into dst, len bytes from
+ * ftf_rowfmt_size; never writes past dst + len. */
+int ftf_rowfmt_size(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, size_t *len,
+		    size_t *bad_row, size_t *bad_item);
+int ftf_rowfmt_write(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, char *dst, size_t len);
 
 /* Single values (dst needs FTF_RF_INT_MAX / FTF_RF_F1_MAX bytes); return
  * the length written, no terminating NUL. */
