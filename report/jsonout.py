@@ -13,7 +13,7 @@ import numpy as np
 
 from ftflame import __version__, corrections
 from ftflame.parse import _core
-from ftflame.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
+from ftflame.profile import NODE_COLUMNS, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
 from .common import (anomaly_lines, context_lines, corrected_objects, exact_corrected_values,
                      max_depth_hint, node_flags, stats_objects)
@@ -123,7 +123,7 @@ class _Template:
             self.items.append(s)
 
     def col(self, kind: str, values, *extra):
-        self.items.append((kind, np.ascontiguousarray(values), *extra))
+        self.items.append((kind, values, *extra))
 
     def enum(self, index, frags: list):
         if len(frags) == 1:
@@ -143,35 +143,49 @@ class _Template:
         self.col("e", np.arange(len(fragments), dtype=np.int64), fragments)
 
 
+def _sibling_order(p: Profile) -> np.ndarray:
+    """Rows sorted by parent, then siblings by inclusive time (desc), then
+    name, then row: np.lexsort((name rank, -incl, parent)), in two int64
+    argsorts where the keys fit (twice as fast)."""
+    parent, incl = p.col("parent"), p.col("incl")
+    name_rank = np.argsort(np.argsort(np.array(p.funcs, dtype=object)))[p.col("func")]
+    n, nf = p.nrows, max(len(p.funcs), 1)
+    if incl.min() < 0 or incl.max() >= (1 << 62) // nf:
+        return np.lexsort((name_rank, -incl, parent))
+    by_key = np.argsort(-incl * nf + name_rank, kind="stable")
+    rank = np.empty(n, dtype=np.int64)
+    rank[by_key] = np.arange(n)
+    return np.argsort(parent * n + rank)  # unique keys: any sort
+
+
 def _preorder(parent: np.ndarray, order: np.ndarray):
     """(pre, depth): the rows in pre-order, siblings in the order they have
     in `order` (rows sorted by parent, then by sibling rank), and each
     row's depth. Vectorised: a few passes per depth level."""
     n = len(parent)
-    # depth by pointer jumping: dist[i] edges up to anc[i]
-    dist = (parent >= 0).astype(np.int64)
-    anc = parent.copy()
-    while True:
-        m = np.flatnonzero(anc >= 0)
-        if len(m) == 0:
+    nkids = np.bincount(parent + 1, minlength=n + 1)  # [0]: the roots
+    first = np.zeros(n + 1, dtype=np.int64)  # where x's children start in order: first[x + 1]
+    np.cumsum(nkids[:-1], out=first[1:])
+    levels = []
+    cur = order[:nkids[0]]
+    while len(cur):  # breadth first: the children of a level, siblings together
+        levels.append(cur)
+        lens = nkids[cur + 1]
+        ends = np.cumsum(lens)
+        if ends[-1] == 0:
             break
-        j = anc[m]
-        dist[m], anc[m] = dist[m] + dist[j], anc[j]
-    depth = dist
-    by_depth = np.argsort(depth, kind="stable")
-    levels = np.split(by_depth, np.cumsum(np.bincount(depth))[:-1])
+        cur = order[np.arange(ends[-1]) + np.repeat(first[cur + 1] - (ends - lens), lens)]
+    depth = np.empty(n, dtype=np.int64)
+    for d, rows in enumerate(levels):
+        depth[rows] = d
     size = np.ones(n, dtype=np.int64)  # subtree sizes, deepest level first
     for rows in levels[:0:-1]:
         np.add.at(size, parent[rows], size[rows])
     # each row's offset among its siblings: the sizes of those before it
     sz = size[order]
     before = np.cumsum(sz) - sz
-    psorted = parent[order]
-    first = np.ones(n, dtype=bool)
-    first[1:] = psorted[1:] != psorted[:-1]
-    group_start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
     off = np.empty(n, dtype=np.int64)
-    off[order] = before - before[group_start]
+    off[order] = before - before[first[parent[order] + 1]]
     pos = np.empty(n, dtype=np.int64)
     pos[levels[0]] = off[levels[0]]
     for rows in levels[1:]:
@@ -261,15 +275,12 @@ def _corr_stats(t: _Template, sums, calls, mins, maxs, pcts, corr, corr_calls, e
 def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
     """The format_rows template writing head, the `tree` array (children
     sorted by inclusive time, then name) and tail, for p.nrows > 0 rows."""
-    parent = p.col("parent")
-    # siblings by inclusive time (desc), then name: one global sort
-    name_rank = np.argsort(np.argsort(np.array(p.funcs, dtype=object)))
-    order = np.lexsort((name_rank[p.col("func")], -p.col("incl"), parent))
-    pre, depth = _preorder(parent, order)
+    pre, depth = _preorder(p.col("parent"), _sibling_order(p))
     n = p.nrows
+    nodes = np.take(p.nodes, pre, axis=0)  # the node table in pre-order
 
-    def col(name):  # a node column in pre-order
-        return p.col(name)[pre]
+    def col(name):  # read in place by format_rows
+        return nodes[:, NODE_COLUMNS.index(name)]
 
     calls = col("calls")
     incl_pct, excl_pct = (x[pre] for x in p.node_percentiles)

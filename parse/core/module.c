@@ -569,11 +569,11 @@ static int text_of(PyObject *obj, ftf_str *out, int *ascii, const char *what)
 	return -1;
 }
 
-/* A 1-d C-contiguous column of nrows values: signed integers of 4 or 8
- * bytes (want_float 0) or float64 (want_float 1). */
+/* A 1-d column of nrows values, strided or not (a column of a 2-d array):
+ * signed integers of 4 or 8 bytes (want_float 0) or float64 (want_float 1). */
 static int column_of(PyObject *obj, Py_buffer *view, int want_float, Py_ssize_t nrows, Py_ssize_t index)
 {
-	if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+	if (PyObject_GetBuffer(obj, view, PyBUF_STRIDES | PyBUF_FORMAT) < 0)
 		return -1;
 	const char *f = view->format ? view->format : "B";
 	if (*f == '@' || *f == '=' || *f == (PY_LITTLE_ENDIAN ? '<' : '>'))
@@ -667,6 +667,7 @@ static PyObject *py_format_rows(PyObject *self, PyObject *args)
 			goto done;
 		nviews = i + 1;
 		it->col = views[i].buf;
+		it->stride = views[i].strides ? views[i].strides[0] : views[i].itemsize;
 		it->itemsize = (int)views[i].itemsize;
 		if (it->kind == FTF_RF_REP) {
 			if (text_of(PyTuple_GET_ITEM(t, 2), &it->lit, &ascii, "a repeated literal") < 0)
@@ -772,7 +773,8 @@ static PyMethodDef methods[] = {
 	{ "hist_lower", py_hist_lower, METH_VARARGS, "lower bound (ns) of a histogram bucket" },
 	{ "format_rows", py_format_rows, METH_VARARGS,
 	  "format_rows(template, nrows) -> str: rows 0..nrows-1 of a template, a list of literals "
-	  "(str/bytes) and (kind, column[, extra]) tuples: ('i', int64/int32 column), ('f1', float64 "
+	  "(str/bytes) and (kind, column[, extra]) tuples, columns 1-d buffers of nrows values: "
+	  "('i', int64/int32 column), ('f1', float64 "
 	  "column: '%.1f'), ('e', index column, fragments), ('rep', count column, literal)" },
 	{ NULL, NULL, 0, NULL },
 };

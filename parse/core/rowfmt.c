@@ -149,7 +149,22 @@ size_t ftf_fmt_f1(char *dst, double v)
 
 static inline int64_t int_at(const ftf_rowfmt_item *it, size_t r)
 {
-	return it->itemsize == 8 ? ((const int64_t *)it->col)[r] : ((const int32_t *)it->col)[r];
+	const char *at = (const char *)it->col + (ptrdiff_t)r * it->stride;
+	if (it->itemsize == 8) {
+		int64_t v;
+		memcpy(&v, at, sizeof(v));
+		return v;
+	}
+	int32_t v;
+	memcpy(&v, at, sizeof(v));
+	return v;
+}
+
+static inline double f64_at(const ftf_rowfmt_item *it, size_t r)
+{
+	double v;
+	memcpy(&v, (const char *)it->col + (ptrdiff_t)r * it->stride, sizeof(v));
+	return v;
 }
 
 /* Too big a text for any buffer: lengths stay far from overflowing. */
@@ -210,7 +225,7 @@ int ftf_rowfmt_size(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, s
 			break;
 		case FTF_RF_F1:
 			for (size_t r = 0; r < nrows; r++)
-				sum += f1_len(((const double *)it->col)[r]);
+				sum += f1_len(f64_at(it, r));
 			break;
 		case FTF_RF_ENUM:
 			for (size_t r = 0; r < nrows; r++) {
@@ -269,7 +284,7 @@ static inline char *write_row(const ftf_rowfmt_item *items, size_t nitems, size_
 			p += fmt_i64(p, int_at(it, r));
 			break;
 		case FTF_RF_F1:
-			p += fmt_f1(p, ((const double *)it->col)[r]);
+			p += fmt_f1(p, f64_at(it, r));
 			break;
 		case FTF_RF_ENUM:
 			v = int_at(it, r);

@@ -2,7 +2,8 @@
  * written into one text buffer (the JSON call tree of 100k+ call paths).
  *
  * A template is a list of items written in order for each row 0..nrows-1;
- * columns are plain C arrays of nrows values. No Python here: the binding
+ * columns are nrows values, `stride` bytes apart (a column of a row-major
+ * table is read in place). No Python here: the binding
  * (module.c, _core.format_rows) validates the arguments and calls this with
  * the GIL released.
  */
@@ -28,6 +29,7 @@ typedef struct {
 typedef struct {
 	int kind;
 	const void *col;     /* nrows values; NULL for LIT */
+	ptrdiff_t stride;    /* bytes from one value to the next */
 	int itemsize;        /* 4 or 8 (integer columns) */
 	ftf_str lit;         /* LIT, REP */
 	const ftf_str *frags; /* ENUM */
