@@ -265,43 +265,158 @@ bad:
 	return FTF_RF_OK;
 }
 
-/* Row r at p; end - p >= max (the row_max) on entry. NULL when it does not
- * fit or an index is out of range: the columns changed since they were
- * sized. */
-static inline char *write_row(const ftf_rowfmt_item *items, size_t nitems, size_t r, char *p,
-			      const char *end, size_t max)
+/* ---- the write pass ---------------------------------------------------
+ * The template is first compiled into ops, each a literal followed by at
+ * most one value: half as many steps per row. Every literal and fragment is
+ * copied into an arena with PAD bytes after it, so that the short ones are
+ * copied PAD bytes at a time (a fixed-size copy the compiler inlines; the
+ * bytes past the literal are overwritten by what follows, and row_max
+ * leaves PAD bytes of room for the last). */
+#define PAD 32
+
+typedef struct {
+	ftf_str pre;  /* the literal before the value */
+	int kind;     /* FTF_RF_LIT: no value (a template's trailing literal) */
+	const char *col;
+	ptrdiff_t stride;
+	int itemsize;
+	const ftf_str *frags; /* ENUM */
+	size_t nfrags;
+	ftf_str lit;          /* REP */
+} rf_op;
+
+typedef struct {
+	rf_op *ops;
+	size_t nops;
+	ftf_str *frags;
+	char *arena;
+} rf_prog;
+
+static void prog_free(rf_prog *g)
 {
-	size_t slack = (size_t)(end - p) - max; /* what REP items may take */
+	free(g->ops);
+	free(g->frags);
+	free(g->arena);
+}
+
+static ftf_str arena_put(char **at, const char *s, size_t len)
+{
+	ftf_str out = { *at, len };
+	memcpy(*at, s, len);
+	memset(*at + len, 0, PAD);
+	*at += len + PAD;
+	return out;
+}
+
+static int prog_compile(const ftf_rowfmt_item *items, size_t nitems, rf_prog *g)
+{
+	size_t bytes = PAD, nfrags = 0, nops = 1;
+	memset(g, 0, sizeof(*g));
 	for (size_t i = 0; i < nitems; i++) {
 		const ftf_rowfmt_item *it = &items[i];
+		bytes += it->lit.len + 2 * PAD; /* a value's padded prefix; REP's literal */
+		if (it->kind != FTF_RF_LIT)
+			nops++;
+		if (it->kind == FTF_RF_ENUM) {
+			nfrags += it->nfrags;
+			for (size_t k = 0; k < it->nfrags; k++)
+				bytes += it->frags[k].len + PAD;
+		}
+	}
+	g->ops = calloc(nops, sizeof(*g->ops));
+	g->frags = calloc(nfrags + 1, sizeof(*g->frags));
+	g->arena = malloc(bytes);
+	if (!g->ops || !g->frags || !g->arena) {
+		prog_free(g);
+		return -1;
+	}
+	char *at = g->arena;
+	ftf_str *fr = g->frags;
+	rf_op *op = g->ops;
+	op->pre.s = at;
+	for (size_t i = 0; i < nitems; i++) {
+		const ftf_rowfmt_item *it = &items[i];
+		if (it->kind == FTF_RF_LIT) { /* adjacent literals: one */
+			memcpy(at, it->lit.s, it->lit.len);
+			at += it->lit.len;
+			op->pre.len += it->lit.len;
+			continue;
+		}
+		memset(at, 0, PAD);
+		at += PAD;
+		op->kind = it->kind;
+		op->col = it->col;
+		op->stride = it->stride;
+		op->itemsize = it->itemsize;
+		if (it->kind == FTF_RF_REP)
+			op->lit = arena_put(&at, it->lit.s, it->lit.len);
+		if (it->kind == FTF_RF_ENUM) {
+			op->frags = fr;
+			op->nfrags = it->nfrags;
+			for (size_t k = 0; k < it->nfrags; k++)
+				*fr++ = arena_put(&at, it->frags[k].s, it->frags[k].len);
+		}
+		op++;
+		op->pre.s = at;
+	}
+	memset(at, 0, PAD);
+	g->nops = (size_t)(op - g->ops) + 1; /* the last: a trailing literal (maybe empty) */
+	return 0;
+}
+
+static inline __attribute__((always_inline)) char *put(char *p, ftf_str s)
+{
+	if (s.len <= PAD)
+		memcpy(p, s.s, PAD);
+	else
+		memcpy(p, s.s, s.len);
+	return p + s.len;
+}
+
+static inline int64_t op_int(const rf_op *op, size_t r)
+{
+	const char *at = op->col + (ptrdiff_t)r * op->stride;
+	if (op->itemsize == 8) {
 		int64_t v;
-		switch (it->kind) {
-		case FTF_RF_LIT:
-			memcpy(p, it->lit.s, it->lit.len);
-			p += it->lit.len;
-			break;
+		memcpy(&v, at, sizeof(v));
+		return v;
+	}
+	int32_t v;
+	memcpy(&v, at, sizeof(v));
+	return v;
+}
+
+/* Row r at p; end - p >= max (row_max + PAD) on entry. NULL when it does
+ * not fit or an index is out of range: the columns changed since they
+ * were sized. */
+static inline char *write_row(const rf_prog *g, size_t r, char *p, const char *end, size_t max)
+{
+	size_t slack = (size_t)(end - p) - max; /* what REP items may take */
+	for (const rf_op *op = g->ops, *last = g->ops + g->nops; op < last; op++) {
+		int64_t v;
+		double d;
+		p = put(p, op->pre);
+		switch (op->kind) {
 		case FTF_RF_INT:
-			p += fmt_i64(p, int_at(it, r));
+			p += fmt_i64(p, op_int(op, r));
 			break;
 		case FTF_RF_F1:
-			p += fmt_f1(p, f64_at(it, r));
+			memcpy(&d, op->col + (ptrdiff_t)r * op->stride, sizeof(d));
+			p += fmt_f1(p, d);
 			break;
 		case FTF_RF_ENUM:
-			v = int_at(it, r);
-			if (v < 0 || (uint64_t)v >= it->nfrags)
+			v = op_int(op, r);
+			if (v < 0 || (uint64_t)v >= op->nfrags)
 				return NULL;
-			memcpy(p, it->frags[v].s, it->frags[v].len);
-			p += it->frags[v].len;
+			p = put(p, op->frags[v]);
 			break;
 		case FTF_RF_REP:
-			v = int_at(it, r);
-			if (v < 0 || (it->lit.len && (uint64_t)v > slack / it->lit.len))
+			v = op_int(op, r);
+			if (v < 0 || (op->lit.len && (uint64_t)v > slack / op->lit.len))
 				return NULL;
-			slack -= (size_t)v * it->lit.len;
-			for (int64_t k = 0; k < v; k++) {
-				memcpy(p, it->lit.s, it->lit.len);
-				p += it->lit.len;
-			}
+			slack -= (size_t)v * op->lit.len;
+			for (int64_t k = 0; k < v; k++)
+				p = put(p, op->lit);
 			break;
 		}
 	}
@@ -309,35 +424,42 @@ static inline char *write_row(const ftf_rowfmt_item *items, size_t nitems, size_
 }
 
 /* REP bytes of row r (the columns were sized: no overflow unless changed) */
-static size_t rep_bytes(const ftf_rowfmt_item *items, size_t nitems, size_t r)
+static size_t rep_bytes(const rf_prog *g, size_t r)
 {
 	size_t n = 0;
-	for (size_t i = 0; i < nitems; i++) {
-		if (items[i].kind != FTF_RF_REP)
+	for (size_t i = 0; i < g->nops; i++) {
+		const rf_op *op = &g->ops[i];
+		if (op->kind != FTF_RF_REP)
 			continue;
-		int64_t v = int_at(&items[i], r);
-		if (v < 0 || (items[i].lit.len && (uint64_t)v > (TOO_BIG - n) / items[i].lit.len))
+		int64_t v = op_int(op, r);
+		if (v < 0 || (op->lit.len && (uint64_t)v > (TOO_BIG - n) / op->lit.len))
 			return TOO_BIG;
-		n += (size_t)v * items[i].lit.len;
+		n += (size_t)v * op->lit.len;
 	}
 	return n;
 }
 
 int ftf_rowfmt_write(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, char *dst, size_t len)
 {
+	rf_prog g;
 	size_t max = row_max(items, nitems);
+	if (max >= TOO_BIG - PAD)
+		return FTF_RF_NOMEM;
+	max += PAD;
+	if (prog_compile(items, nitems, &g) < 0)
+		return FTF_RF_NOMEM;
 	char *p = dst, *end = dst + len, *scratch = NULL;
 	size_t scap = 0;
 	int rc = FTF_RF_OK;
 	for (size_t r = 0; r < nrows; r++) {
-		char *q = (size_t)(end - p) >= max ? write_row(items, nitems, r, p, end, max) : NULL;
+		char *q = (size_t)(end - p) >= max ? write_row(&g, r, p, end, max) : NULL;
 		if (q) {
 			p = q;
 			continue;
 		}
 		/* the last rows, whose row_max would run past the end: through
 		 * a scratch row, copied when the row does fit */
-		size_t need = rep_bytes(items, nitems, r);
+		size_t need = rep_bytes(&g, r);
 		if (need >= TOO_BIG - max) {
 			rc = FTF_RF_CHANGED;
 			break;
@@ -352,7 +474,7 @@ int ftf_rowfmt_write(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, 
 			scratch = s;
 			scap = need;
 		}
-		q = write_row(items, nitems, r, scratch, scratch + scap, max);
+		q = write_row(&g, r, scratch, scratch + scap, max);
 		if (!q || (size_t)(q - scratch) > (size_t)(end - p)) {
 			rc = FTF_RF_CHANGED;
 			break;
@@ -361,6 +483,7 @@ int ftf_rowfmt_write(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, 
 		p += q - scratch;
 	}
 	free(scratch);
+	prog_free(&g);
 	if (rc == FTF_RF_OK && p != end)
 		rc = FTF_RF_CHANGED;
 	return rc;
