@@ -15,46 +15,22 @@ from ftflame import __version__, corrections
 from ftflame.parse import _core
 from ftflame.profile import NODE_COLUMNS, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
-from .common import (anomaly_lines, context_lines, corrected_objects, exact_corrected_values,
-                     max_depth_hint, node_flags, stats_objects)
+from .common import anomaly_lines, context_lines, exact_corrected_values, max_depth_hint, node_flags
 
 SCHEMA = "ftflame/1"
 
 
 def document(p: Profile) -> dict:
-    applied = p.corrected is not None
-    ex = corrections.function_extras(p)
-    ft = p.functions
-    f_incl = stats_objects(ft.incl, ft.calls, ft.incl_min, ft.incl_max, ft.incl_pct)
-    f_excl = stats_objects(ft.excl, ft.calls, ft.excl_min, ft.excl_max, ft.excl_pct)
-    exact_nodes, exact_funcs = exact_corrected_values(p)
-    f_incl_c = corrected_objects(f_incl, ft.incl_corr, ft.calls_corr, applied, exact_funcs)
-    f_excl_c = corrected_objects(f_excl, ft.excl_corr, ft.calls_corr, applied)
-    functions = []
-    for i, name in enumerate(ft.names):
-        functions.append({
-            "name": name, "calls": int(ft.calls[i]),
-            "incl_ns": f_incl[i], "excl_ns": f_excl[i],
-            "incl_corr_ns": f_incl_c[i], "excl_corr_ns": f_excl_c[i],
-            "irq_ns": int(ft.irq[i]), "offcpu_ns": int(ft.offcpu[i]),
-            "gap_calls": int(ft.gap_calls[i]),
-        })
-        if ex:
-            functions[-1].update({
-                "hook_cost_removed_ns": round(float(ex["overhead"][i]), 1),
-                "irq_removed_ns": round(float(ex["irq"][i]), 1),
-                "offcpu_removed_ns": round(float(ex["offcpu"][i]), 1),
-                "clamped_ns": round(float(ex["clamp"][i]), 1),
-                "clamped": bool(ex["clamped"][i]), "unreliable": bool(ex["unreliable"][i]),
-            })
+    """The document; `functions`, `tree` and `root_calls`, rows by the
+    thousand, are placeholders written by render() (format_rows)."""
     return {
         "schema": SCHEMA,
         "tool": {"name": "ftflame", "version": __version__},
         "trace": trace_object(p),
         "calibration": calibration_object(p),
-        "functions": functions,
-        "tree": TREE_PLACEHOLDER,
-        "root_calls": root_call_objects(p),
+        "functions": PLACEHOLDERS["functions"],
+        "tree": PLACEHOLDERS["tree"],
+        "root_calls": PLACEHOLDERS["root_calls"],
         "balance": list(p.balance),
     }
 
@@ -346,30 +322,138 @@ def tree_json(p: Profile) -> str:
     return _core.format_rows(tree_template(p), p.nrows)
 
 
-def root_call_objects(p: Profile) -> list:
+def _rows_json(template: list, n: int) -> str:
+    """A JSON array of n objects, each row of the template one, written
+    with a leading comma."""
+    return "[" + _core.format_rows(template, n)[1:] + "]" if n else "[]"
+
+
+def _bools(*cols) -> tuple:
+    """An index column and fragments for booleans written together."""
+    idx = np.zeros(len(cols[0]), dtype=np.int64)
+    for c in cols:
+        idx = idx * 2 + (np.asarray(c) != 0)
+    return idx, [tuple("true" if (k >> (len(cols) - 1 - j)) & 1 else "false" for j in range(len(cols)))
+                 for k in range(1 << len(cols))]
+
+
+def functions_json(p: Profile) -> str:
+    """The `functions` array: per function sums, raw and corrected
+    statistics, what the corrections removed."""
+    ft = p.functions
+    n = len(ft)
+    if n == 0:
+        return "[]"
+    t = _Template()
+    t.lit(',{"name":')
+    t.text([json.dumps(name) for name in ft.names])
+    t.lit(',"calls":')
+    t.col("i", ft.calls)
+    raw = {}
+    for kind in ("incl", "excl"):
+        r = _Template()
+        _raw_stats(r, getattr(ft, kind), ft.calls, getattr(ft, kind + "_min"), getattr(ft, kind + "_max"),
+                   getattr(ft, kind + "_pct"))
+        raw[kind] = r.items
+        t.lit(',"%s_ns":' % kind)
+        t.extend(r.items)
+    exact = exact_corrected_values(p)[1]
+    for kind in ("incl", "excl"):
+        t.lit(',"%s_corr_ns":' % kind)
+        if p.corrected is None:
+            t.extend(raw[kind])
+        else:
+            _func_corr_stats(t, getattr(ft, kind), ft.calls, getattr(ft, kind + "_min"),
+                             getattr(ft, kind + "_max"), getattr(ft, kind + "_pct"), getattr(ft, kind + "_corr"),
+                             ft.calls_corr, exact if kind == "incl" else {})
+    for key, col in (("irq_ns", ft.irq), ("offcpu_ns", ft.offcpu), ("gap_calls", ft.gap_calls)):
+        t.lit(',"%s":' % key)
+        t.col("i", col)
+    ex = corrections.function_extras(p)
+    if ex:
+        for key, name in (("hook_cost_removed_ns", "overhead"), ("irq_removed_ns", "irq"),
+                          ("offcpu_removed_ns", "offcpu"), ("clamped_ns", "clamp")):
+            t.lit(',"%s":' % key)
+            _repr_round(t, np.asarray(ex[name], dtype=np.float64))
+        idx, pairs = _bools(ex["clamped"], ex["unreliable"])
+        t.col("e", idx, [',"clamped":%s,"unreliable":%s' % pair for pair in pairs])
+    t.lit("}")
+    return _rows_json(t.items, n)
+
+
+def _repr_round(t: _Template, values: np.ndarray):
+    """json.dumps(round(x, 1)) of each value: "%.1f" where that is the same
+    text (finite, below REPR_SAFE), else in Python."""
+    if len(values) and not (np.abs(values) < REPR_SAFE).all():
+        t.text([json.dumps(round(x, 1)) for x in values.tolist()])
+    else:
+        t.col("f1", values)
+
+
+def _func_corr_stats(t: _Template, sums, calls, mins, maxs, pcts, corr, corr_calls, exact: dict):
+    """corrected_objects() of the functions' stats_objects(): the raw min,
+    max and percentiles scaled by corrected mean / the raw mean as written
+    (rounded), exact figures where per-call corrected values exist."""
+    raw_mean = np.array([round(s / c, 1) if c else 0.0 for s, c in zip(sums.tolist(), calls.tolist())],
+                        dtype=np.float64)
+    has = calls != 0
+    cc = corr_calls.astype(np.float64)
+    mean = np.divide(corr, cc, out=np.zeros(len(corr)), where=corr_calls != 0)
+    f = np.divide(mean, raw_mean, out=np.zeros(len(mean)), where=(corr_calls != 0) & (raw_mean > 0))
+    cols = [np.array(corr, dtype=np.float64), *(np.maximum(np.where(has, x, 0) * f, 0.0) for x in (mins, maxs)),
+            mean, *(np.maximum(pcts[:, q] * f, 0.0) for q in range(3))]
+    approx = np.ones(len(sums), dtype=np.int64)
+    ex = _exact_stats(corr, corr_calls, exact)
+    if ex:
+        rows = np.fromiter(ex, dtype=np.int64, count=len(ex))
+        vals = np.array(list(ex.values()), dtype=np.float64)
+        for k, c in enumerate(cols):
+            c[rows] = vals[:, k]
+        approx[rows] = 0
+    for k, name in enumerate(("sum", "min", "max", "mean", "p50", "p90", "p99")):
+        t.lit(('{"%s":' if k == 0 else ',"%s":') % name)
+        _repr_round(t, cols[k])
+    t.lit(',"calls":')
+    t.col("i", corr_calls.astype(np.int64))
+    t.enum(approx, ["", ',"approx":true'] if ex else [',"approx":true'])
+    t.lit("}")
+
+
+def root_calls_json(p: Profile) -> str:
+    """The `root_calls` array: one object per root call."""
     s = p.samples
     if len(s) == 0:
-        return []
-    cr = p.corrected_or_raw
-    names = [p.funcs[int(p.nodes[n, 1])] for n in s[:, 0].tolist()]
-    out = []
-    for i, row in enumerate(s.tolist()):
-        node, pid, cpu, flags, calltime, dur, desc, irq, off = row[:9]
-        out.append({"name": names[i], "pid": pid, "cpu": cpu, "start_ns": calltime, "dur_ns": dur,
-                    "dur_corr_ns": round(float(cr.sample_dur[i]), 1), "descendants": desc,
-                    "irq_ns": irq, "offcpu_ns": off, "gap": bool(flags & SAMPLE_GAP),
-                    "partial": bool(flags & SAMPLE_PARTIAL), "irq": bool(flags & SAMPLE_IRQ)})
-    return out
+        return "[]"
+    t = _Template()
+    t.lit(',{"name":')
+    t.col("e", p.col("func")[p.scol("node")], [json.dumps(name) for name in p.funcs])
+    for key, name in (("pid", "pid"), ("cpu", "cpu"), ("start_ns", "calltime"), ("dur_ns", "dur")):
+        t.lit(',"%s":' % key)
+        t.col("i", p.scol(name))
+    t.lit(',"dur_corr_ns":')
+    _repr_round(t, np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64))
+    for key, name in (("descendants", "desc"), ("irq_ns", "irq"), ("offcpu_ns", "offcpu")):
+        t.lit(',"%s":' % key)
+        t.col("i", p.scol(name))
+    flags = p.scol("flags")
+    idx, triples = _bools(flags & SAMPLE_GAP, flags & SAMPLE_PARTIAL, flags & SAMPLE_IRQ)
+    t.col("e", idx, [',"gap":%s,"partial":%s,"irq":%s}' % tr for tr in triples])
+    return _rows_json(t.items, len(s))
 
 
-TREE_PLACEHOLDER = "@@FTFLAME_TREE@@"
+PLACEHOLDERS = {k: "@@FTFLAME_%s@@" % k.upper() for k in ("functions", "tree", "root_calls")}
 
 
 def render(p: Profile, opts=None) -> str:
     text = json.dumps(document(p), separators=(",", ":"))
-    # the tree is written around the rest (see tree_template)
-    head, mark, tail = text.partition('"tree":' + json.dumps(TREE_PLACEHOLDER))
-    head += mark[:len('"tree":')]
+    # the row arrays are written apart (format_rows), the tree around the rest
+    parts = []
+    for key in ("functions", "tree", "root_calls"):
+        mark = '"%s":%s' % (key, json.dumps(PLACEHOLDERS[key]))
+        before, _, text = text.partition(mark)
+        parts.append(before + mark[:len(key) + 3])
+    head = parts[0] + functions_json(p) + parts[1]
+    tail = parts[2] + root_calls_json(p) + text + "\n"
     if p.nrows == 0:
-        return head + "[]" + tail + "\n"
-    return _core.format_rows(tree_template(p, head, tail + "\n"), p.nrows)
+        return head + "[]" + tail
+    return _core.format_rows(tree_template(p, head, tail), p.nrows)

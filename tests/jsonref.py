@@ -7,8 +7,11 @@ import json
 
 import numpy as np
 
-from ftflame.profile import Profile
-from ftflame.report.common import corrected_objects, exact_corrected_values, node_flags
+from ftflame import __version__, corrections
+from ftflame.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
+from ftflame.report.common import (corrected_objects, exact_corrected_values, node_flags,
+                                   stats_objects)
+from ftflame.report.jsonout import SCHEMA, calibration_object, trace_object
 
 
 _STATS = '{"sum":%d,"min":%d,"max":%d,"mean":%r,"p50":%d,"p90":%d,"p99":%d}'
@@ -105,3 +108,66 @@ def tree_json(p: Profile) -> str:
         stack.extend([(k, i > 0) for i, k in enumerate(kids[r])][::-1])
     parts.append("]")
     return "".join(parts)
+
+
+def document(p: Profile) -> dict:
+    """The document, the tree as a placeholder."""
+    applied = p.corrected is not None
+    ex = corrections.function_extras(p)
+    ft = p.functions
+    f_incl = stats_objects(ft.incl, ft.calls, ft.incl_min, ft.incl_max, ft.incl_pct)
+    f_excl = stats_objects(ft.excl, ft.calls, ft.excl_min, ft.excl_max, ft.excl_pct)
+    exact_nodes, exact_funcs = exact_corrected_values(p)
+    f_incl_c = corrected_objects(f_incl, ft.incl_corr, ft.calls_corr, applied, exact_funcs)
+    f_excl_c = corrected_objects(f_excl, ft.excl_corr, ft.calls_corr, applied)
+    functions = []
+    for i, name in enumerate(ft.names):
+        functions.append({
+            "name": name, "calls": int(ft.calls[i]),
+            "incl_ns": f_incl[i], "excl_ns": f_excl[i],
+            "incl_corr_ns": f_incl_c[i], "excl_corr_ns": f_excl_c[i],
+            "irq_ns": int(ft.irq[i]), "offcpu_ns": int(ft.offcpu[i]),
+            "gap_calls": int(ft.gap_calls[i]),
+        })
+        if ex:
+            functions[-1].update({
+                "hook_cost_removed_ns": round(float(ex["overhead"][i]), 1),
+                "irq_removed_ns": round(float(ex["irq"][i]), 1),
+                "offcpu_removed_ns": round(float(ex["offcpu"][i]), 1),
+                "clamped_ns": round(float(ex["clamp"][i]), 1),
+                "clamped": bool(ex["clamped"][i]), "unreliable": bool(ex["unreliable"][i]),
+            })
+    return {
+        "schema": SCHEMA,
+        "tool": {"name": "ftflame", "version": __version__},
+        "trace": trace_object(p),
+        "calibration": calibration_object(p),
+        "functions": functions,
+        "tree": TREE_PLACEHOLDER,
+        "root_calls": root_call_objects(p),
+        "balance": list(p.balance),
+    }
+
+
+def root_call_objects(p: Profile) -> list:
+    s = p.samples
+    if len(s) == 0:
+        return []
+    cr = p.corrected_or_raw
+    names = [p.funcs[int(p.nodes[n, 1])] for n in s[:, 0].tolist()]
+    out = []
+    for i, row in enumerate(s.tolist()):
+        node, pid, cpu, flags, calltime, dur, desc, irq, off = row[:9]
+        out.append({"name": names[i], "pid": pid, "cpu": cpu, "start_ns": calltime, "dur_ns": dur,
+                    "dur_corr_ns": round(float(cr.sample_dur[i]), 1), "descendants": desc,
+                    "irq_ns": irq, "offcpu_ns": off, "gap": bool(flags & SAMPLE_GAP),
+                    "partial": bool(flags & SAMPLE_PARTIAL), "irq": bool(flags & SAMPLE_IRQ)})
+    return out
+
+
+TREE_PLACEHOLDER = "@@FTFLAME_TREE@@"
+
+
+def render(p: Profile) -> str:
+    text = json.dumps(document(p), separators=(",", ":"))
+    return text.replace(json.dumps(TREE_PLACEHOLDER), tree_json(p), 1) + "\n"

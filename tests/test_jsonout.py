@@ -1,7 +1,8 @@
-"""The JSON call tree written by _core.format_rows is byte for byte the one
-the per-node Python renderer wrote (tests/jsonref.py), corrected or not,
-including the values that take the Python fallbacks; and the faster
-histogram merge and percentiles give what the general code gives."""
+"""The JSON written by _core.format_rows (tree, functions, root calls) is
+byte for byte what the dict and per-node Python renderer wrote
+(tests/jsonref.py), corrected or not, including the values that take the
+Python fallbacks; and the faster histogram merge and percentiles give what
+the general code gives."""
 from __future__ import annotations
 
 import json
@@ -30,8 +31,10 @@ def corrected(p, path, *opts):
 
 
 def same_tree(p):
+    """The tree and the whole document as the reference writes them."""
     fast = jsonout.tree_json(p)
     assert fast == jsonref.tree_json(p)
+    assert RENDERERS["json"].render(p) == jsonref.render(p)
     return fast
 
 
@@ -73,13 +76,15 @@ def test_whole_document_parses_and_keeps_its_members():
 def test_empty_profile():
     empty = build_events([])
     assert empty.nrows == 0
-    assert jsonout.tree_json(empty) == "[]"
-    assert json.loads(RENDERERS["json"].render(empty))["tree"] == []
+    same_tree(empty)
+    doc = json.loads(RENDERERS["json"].render(empty))
+    assert doc["tree"] == doc["functions"] == doc["root_calls"] == []
 
 
 def extreme(p):
     """Sums past 2**53, means past REPR_SAFE, NaN and infinite corrected
-    figures: the columns the C formatter cannot write like Python."""
+    figures and root call durations: what the C formatter cannot write
+    like Python."""
     nodes = p.nodes.copy()
     cols = {n: i for i, n in enumerate(profile_mod.NODE_COLUMNS)}
     nodes[0, cols["incl"]] = 2**60 + 12345
@@ -92,7 +97,12 @@ def extreme(p):
     incl[-1] = 3e17
     excl = c.excl.copy()
     excl[len(excl) // 2] = -np.inf
-    return q.replace(corrected=Corrected(**{**c.__dict__, "incl": incl, "excl": excl}))
+    dur = c.sample_dur.copy()
+    dur[0], dur[-1] = np.nan, 2e15
+    overhead = c.overhead.copy()
+    overhead[1] = np.inf
+    return q.replace(corrected=Corrected(**{**c.__dict__, "incl": incl, "excl": excl, "sample_dur": dur,
+                                             "overhead": overhead}))
 
 
 def test_values_past_the_fast_paths():
@@ -104,9 +114,9 @@ def test_python_fallback_columns(monkeypatch):
     """REPR_SAFE 0: every mean and exact figure takes the Python path, and
     the text is still the same."""
     p = corrected(profile_of(SAMPLE), SAMPLE)
-    want = same_tree(p)
+    want = same_tree(p), RENDERERS["json"].render(p)
     monkeypatch.setattr(jsonout, "REPR_SAFE", 0.0)
-    assert jsonout.tree_json(p) == want
+    assert (jsonout.tree_json(p), RENDERERS["json"].render(p)) == want
 
 
 @pytest.mark.parametrize("path", [SAMPLE] + [fixture(r) for r in SMALL_FIXTURES])
