@@ -718,22 +718,24 @@ static PyObject *py_format_rows(PyObject *self, PyObject *args)
 		PyErr_NoMemory();
 		goto done;
 	}
-	/* ASCII: written straight into the str; else UTF-8, decoded after */
+	/* ASCII: written straight into the str, cut to its length after;
+	 * else UTF-8, decoded after */
 	char *dst;
+	size_t bound = len;
 	if (ascii) {
-		res = PyUnicode_New((Py_ssize_t)len, 127);
+		res = PyUnicode_New((Py_ssize_t)bound, 127);
 		if (!res)
 			goto done;
 		dst = PyUnicode_DATA(res);
 	} else {
-		dst = out = malloc(len ? len : 1);
+		dst = out = malloc(bound ? bound : 1);
 		if (!out) {
 			PyErr_NoMemory();
 			goto done;
 		}
 	}
 	Py_BEGIN_ALLOW_THREADS
-	rc = ftf_rowfmt_write(items, (size_t)n, (size_t)nrows, dst, len);
+	rc = ftf_rowfmt_write(items, (size_t)n, (size_t)nrows, dst, bound, &len);
 	Py_END_ALLOW_THREADS
 	if (rc != FTF_RF_OK) {
 		Py_CLEAR(res);
@@ -745,6 +747,8 @@ static PyObject *py_format_rows(PyObject *self, PyObject *args)
 	}
 	if (!ascii)
 		res = PyUnicode_DecodeUTF8(out, (Py_ssize_t)len, "strict");
+	else if (len < bound && PyUnicode_Resize(&res, (Py_ssize_t)len) < 0)
+		Py_CLEAR(res);
 done:
 	for (Py_ssize_t i = 0; i < nviews; i++)
 		if (views[i].obj)

@@ -7,6 +7,7 @@
  * round the exact value correctly); snprintf covers what the integer fast
  * path cannot hold (|v| >= 2^59).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +201,42 @@ static size_t row_max(const ftf_rowfmt_item *items, size_t nitems)
 	return max;
 }
 
+static inline size_t int_len(int64_t v)
+{
+	return (size_t)(v < 0) + u64_len(v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+}
+
+/* The widest value of an integer column: that of its least or greatest. */
+static size_t int_width(const ftf_rowfmt_item *it, size_t nrows)
+{
+	int64_t lo = 0, hi = 0;
+	for (size_t r = 0; r < nrows; r++) {
+		int64_t v = int_at(it, r);
+		lo = v < lo ? v : lo;
+		hi = v > hi ? v : hi;
+	}
+	size_t a = int_len(lo), b = int_len(hi);
+	return a > b ? a : b;
+}
+
+/* The widest "%.1f" of a float column, from its largest magnitude (the
+ * integer part written is at most that + 1); 0 when a value is NaN,
+ * infinite or past 2^59. */
+static size_t f1_width(const ftf_rowfmt_item *it, size_t nrows)
+{
+	double amax = 0;
+	int neg = 0, odd = 0;
+	for (size_t r = 0; r < nrows; r++) {
+		double v = f64_at(it, r), a = fabs(v);
+		odd |= !(a < 576460752303423488.0); /* 2^59; NaN too */
+		amax = a > amax ? a : amax;
+		neg |= signbit(v) != 0;
+	}
+	if (odd)
+		return 0;
+	return (size_t)neg + u64_len((uint64_t)amax + 1) + 2;
+}
+
 int ftf_rowfmt_size(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, size_t *len,
 		    size_t *bad_row, size_t *bad_item)
 {
@@ -218,14 +255,13 @@ int ftf_rowfmt_size(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, s
 			sum = (uint64_t)it->lit.len * nrows;
 			break;
 		case FTF_RF_INT:
-			for (size_t r = 0; r < nrows; r++) {
-				v = int_at(it, r);
-				sum += (v < 0) + u64_len(v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
-			}
+			sum = int_width(it, nrows) * (uint64_t)nrows;
 			break;
 		case FTF_RF_F1:
-			for (size_t r = 0; r < nrows; r++)
-				sum += f1_len(f64_at(it, r));
+			sum = f1_width(it, nrows) * (uint64_t)nrows;
+			if (sum == 0) /* NaN, infinities or huge values: exact lengths */
+				for (size_t r = 0; r < nrows; r++)
+					sum += f1_len(f64_at(it, r));
 			break;
 		case FTF_RF_ENUM:
 			for (size_t r = 0; r < nrows; r++) {
@@ -439,7 +475,8 @@ static size_t rep_bytes(const rf_prog *g, size_t r)
 	return n;
 }
 
-int ftf_rowfmt_write(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, char *dst, size_t len)
+int ftf_rowfmt_write(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, char *dst, size_t cap,
+		     size_t *len)
 {
 	rf_prog g;
 	size_t max = row_max(items, nitems);
@@ -448,7 +485,7 @@ int ftf_rowfmt_write(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, 
 	max += PAD;
 	if (prog_compile(items, nitems, &g) < 0)
 		return FTF_RF_NOMEM;
-	char *p = dst, *end = dst + len, *scratch = NULL;
+	char *p = dst, *end = dst + cap, *scratch = NULL;
 	size_t scap = 0;
 	int rc = FTF_RF_OK;
 	for (size_t r = 0; r < nrows; r++) {
@@ -484,7 +521,6 @@ int ftf_rowfmt_write(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, 
 	}
 	free(scratch);
 	prog_free(&g);
-	if (rc == FTF_RF_OK && p != end)
-		rc = FTF_RF_CHANGED;
+	*len = (size_t)(p - dst);
 	return rc;
 }

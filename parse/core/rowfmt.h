@@ -44,13 +44,18 @@ typedef struct {
 /* Two passes, so that the text is written once, straight into its final
  * buffer (a 75 MB text copied from a growing buffer costs as much again in
  * page faults and copying as formatting it):
- * ftf_rowfmt_size: the exact length of the text; checks every ENUM index
- * and REP count (FTF_RF_BADVALUE: *bad_row and *bad_item say where).
- * ftf_rowfmt_write: writes the text into dst, len bytes from
- * ftf_rowfmt_size; never writes past dst + len. */
+ * ftf_rowfmt_size: an upper bound of the text's length, in *len: exact for
+ * literals, fragments and repeats, the widest value of each number column
+ * times nrows (a buffer of that size is only touched where written); checks
+ * every ENUM index and REP count (FTF_RF_BADVALUE: *bad_row and *bad_item
+ * say where).
+ * ftf_rowfmt_write: writes the text into dst, at most cap bytes (the bound),
+ * its length in *len; FTF_RF_CHANGED when it does not fit (the columns
+ * changed since they were sized), never writing past dst + cap. */
 int ftf_rowfmt_size(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, size_t *len,
 		    size_t *bad_row, size_t *bad_item);
-int ftf_rowfmt_write(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, char *dst, size_t len);
+int ftf_rowfmt_write(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, char *dst, size_t cap,
+		     size_t *len);
 
 /* Single values (dst needs FTF_RF_INT_MAX / FTF_RF_F1_MAX bytes); return
  * the length written, no terminating NUL. */
