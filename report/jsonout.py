@@ -186,7 +186,8 @@ def _raw_stats(t: _Template, sums, calls, mins, maxs, pcts):
     t.col("i", np.where(has, maxs, 0))
     t.lit(',"mean":')
     mean = np.divide(sums, calls, out=np.zeros(len(sums)), where=has)
-    if np.any((sums >= EXACT_INT) | (sums <= -EXACT_INT) | (np.abs(mean) >= REPR_SAFE)):
+    if len(sums) and (sums.max() >= EXACT_INT or sums.min() <= -EXACT_INT or
+                      max(mean.max(), -mean.min()) >= REPR_SAFE):
         t.text(_mean_text(sums.tolist(), calls.tolist()))
     else:
         t.col("f1", mean)
@@ -214,13 +215,17 @@ def _corr_stats(t: _Template, sums, calls, mins, maxs, pcts, corr, corr_calls, e
     """corrected_objects() in row order: the raw min, max and percentiles
     scaled by the ratio of corrected to raw mean ("approx"), exact figures
     where per-call corrected values exist (`exact`: row -> values)."""
-    calls = calls.astype(np.float64)
-    raw_mean = np.divide(sums, calls, out=np.zeros(len(sums)), where=calls > 0)
+    has = calls > 0
+    raw_mean = np.divide(sums, calls.astype(np.float64), out=np.zeros(len(sums)), where=has)
     cc = corr_calls.astype(np.float64)
     mean = np.divide(corr, cc, out=np.zeros(len(corr)), where=cc > 0)
     f = np.divide(mean, raw_mean, out=np.zeros(len(mean)), where=(raw_mean > 0) & (cc > 0))
-    lo, hi, p50, p90, p99 = (np.maximum(np.where(calls > 0, x, 0) * f, 0.0)
-                             for x in (mins, maxs, pcts[:, 0], pcts[:, 1], pcts[:, 2]))
+
+    def scaled(x):
+        out = np.multiply(np.where(has, x, 0), f)
+        return np.maximum(out, 0.0, out=out)
+
+    lo, hi, p50, p90, p99 = (scaled(x) for x in (mins, maxs, pcts[:, 0], pcts[:, 1], pcts[:, 2]))
     cols = [np.array(corr, dtype=np.float64), lo, hi, mean, p50, p90, p99]
     approx = np.ones(len(sums), dtype=np.int64)
     ex = _exact_stats(corr, corr_calls, exact)
@@ -269,6 +274,8 @@ def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
     t.lit(',"calls":')
     t.col("i", calls)
     parts = {}
+    rank = np.empty(n, dtype=np.int64)  # row -> position in pre-order
+    rank[pre] = np.arange(n)
     for kind in ("incl", "excl"):
         pct = incl_pct if kind == "incl" else excl_pct
         raw = _Template()
@@ -277,8 +284,6 @@ def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
         if p.corrected is not None:
             cr = p.corrected_or_raw
             exact = exact_corrected_values(p)[0] if kind == "incl" else {}
-            rank = np.empty(n, dtype=np.int64)
-            rank[pre] = np.arange(n)
             corr = _Template()
             _corr_stats(corr, col(kind), calls, col(kind + "_min"), col(kind + "_max"), pct,
                         getattr(cr, kind)[pre], cr.calls[pre],
