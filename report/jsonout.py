@@ -405,8 +405,11 @@ def _func_corr_stats(t: _Template, sums, calls, mins, maxs, pcts, corr, corr_cal
     cc = corr_calls.astype(np.float64)
     mean = np.divide(corr, cc, out=np.zeros(len(corr)), where=corr_calls != 0)
     f = np.divide(mean, raw_mean, out=np.zeros(len(mean)), where=(corr_calls != 0) & (raw_mean > 0))
-    cols = [np.array(corr, dtype=np.float64), *(np.maximum(np.where(has, x, 0) * f, 0.0) for x in (mins, maxs)),
-            mean, *(np.maximum(pcts[:, q] * f, 0.0) for q in range(3))]
+    def max0(x):  # Python's max(x, 0.0): -0.0 and NaN stay
+        return np.where(x < 0, 0.0, x)
+
+    cols = [np.array(corr, dtype=np.float64), *(max0(np.where(has, x, 0) * f) for x in (mins, maxs)),
+            mean, *(max0(pcts[:, q] * f) for q in range(3))]
     approx = np.ones(len(sums), dtype=np.int64)
     ex = _exact_stats(corr, corr_calls, exact)
     if ex:

@@ -22,7 +22,9 @@ from ftflame.report import RENDERERS, jsonout
 
 CASES = sorted(f[: -len(".events")] for f in os.listdir(HERE) if f.endswith(".events"))
 SMALL_FIXTURES = ["k6.1/s09-depth3/trace.dat", "k6.1/s13-calib-null/trace-dispatch-full.dat",
-                  "k6.1/s06-calib-pair/trace-root.dat"]
+                  "k6.1/s06-calib-pair/trace-root.dat",
+                  # negative raw self-time minimums: "-0.0" corrected minimums
+                  "k6.1/s15-icount-calib/trace-full-nosleep.dat"]
 
 
 def corrected(p, path, *opts):
