@@ -73,11 +73,12 @@ def calibration_object(p: Profile) -> dict:
             "corrections": corrections.summary(p), "details": d}
 
 
-# ---- the call tree -------------------------------------------------------
-# 100k+ call paths of ~45 figures each: the rows are laid out as columns in
-# pre-order and written by one C call (_core.format_rows), the document's
-# other members around them. The text is byte for byte what per-node
-# "%d"/"%.1f"/repr(round(x, 1)) formatting gives (tests/jsonref.py).
+# ---- the row arrays: tree, functions, root_calls ------------------------
+# 100k+ call paths of ~45 figures each: the rows are laid out as numpy
+# columns (the tree's in pre-order) and written by _core.format_rows, the
+# tree in one call that also writes the rest of the document around it. The
+# text is byte for byte what json.dumps of dicts and per-node "%d", "%.1f"
+# and repr(round(x, 1)) formatting wrote before (tests/jsonref.py).
 
 # "%.1f" % x == repr(round(x, 1)) for finite |x| below this (at most 15
 # significant digits: the decimal survives the trip through a double);
