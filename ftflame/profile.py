@@ -62,6 +62,22 @@ def hist_upper(bucket: np.ndarray) -> np.ndarray:
     return hist_lower(np.asarray(bucket, dtype=np.int64) + 1)
 
 
+@functools.lru_cache(maxsize=None)
+def _bucket_mids(nbuckets: int) -> np.ndarray:
+    """The value a percentile in each bucket is taken as: the bucket's
+    midpoint (exact below HIST_SUB). A table: buckets are few, entries many."""
+    b = np.arange(nbuckets, dtype=np.int64)
+    lower = hist_lower(b)
+    mids = np.where(b < HIST_SUB, lower, (lower + hist_upper(b) - 1) // 2)
+    mids.flags.writeable = False
+    return mids
+
+
+# Histograms.group merges through a dense (group x bucket) table up to this
+# many cells (32 MB), through a sort beyond.
+DENSE_GROUP_CELLS = 1 << 22
+
+
 @dataclass(frozen=True)
 class Histograms:
     """Per-row histograms in CSR form: row i owns entries offsets[i]:offsets[i+1]."""
@@ -87,11 +103,12 @@ class Histograms:
     def group(self, keys: np.ndarray, ngroups: int) -> "Histograms":
         """Merge rows that share a key (e.g. all paths of one function)."""
         row_of_entry = np.repeat(np.arange(self.rows), np.diff(self.offsets))
-        nb = int(self.buckets.max()) + 1 if len(self.buckets) else 1
-        if ngroups * nb <= 1 << 24:
-            # a dense (group, bucket) count table beats sorting the entries
-            dense = np.bincount(keys[row_of_entry].astype(np.int64) * nb + self.buckets,
-                                weights=self.counts, minlength=ngroups * nb)
+        nb = int(self.buckets.max()) + 1 if len(self.buckets) else 0
+        if ngroups * nb <= DENSE_GROUP_CELLS and (self.counts > 0).all() and \
+                int(self.counts.sum(dtype=np.uint64)) < 2 ** 53:
+            # a dense (group, bucket) table: no sort; float sums exact here
+            cell = keys[row_of_entry].astype(np.int64) * nb + self.buckets
+            dense = np.bincount(cell, weights=self.counts, minlength=ngroups * nb)
             nz = np.flatnonzero(dense)
             offsets = np.searchsorted(nz // nb, np.arange(ngroups + 1), side="left").astype(np.int64)
             return Histograms(offsets, (nz % nb).astype(np.int32), dense[nz].astype(np.uint64))
@@ -113,8 +130,7 @@ class Histograms:
         cum = np.cumsum(self.counts.astype(np.int64))
         before = np.concatenate(([0], cum))[self.offsets[:-1]]
         total = np.concatenate(([0], cum))[self.offsets[1:]] - before
-        lower = hist_lower(self.buckets)
-        mid = np.where(self.buckets < HIST_SUB, lower, (lower + hist_upper(self.buckets) - 1) // 2)
+        mid = _bucket_mids(int(self.buckets.max()) + 1)[self.buckets]
         for j, q in enumerate(qs):
             rank = np.maximum(np.ceil(total * (q / 100.0)).astype(np.int64), 1)
             idx = np.searchsorted(cum, before + rank, side="left")

@@ -12,48 +12,25 @@ import json
 import numpy as np
 
 from ftflame import __version__, corrections
-from ftflame.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
+from ftflame.parse import _core
+from ftflame.profile import NODE_COLUMNS, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
-from .common import (anomaly_lines, context_lines, corrected_objects, exact_corrected_values,
-                     max_depth_hint, node_flags, stats_objects)
+from .common import anomaly_lines, context_lines, exact_corrected_values, max_depth_hint, node_flags
 
 SCHEMA = "ftflame/1"
 
 
 def document(p: Profile) -> dict:
-    applied = p.corrected is not None
-    ex = corrections.function_extras(p)
-    ft = p.functions
-    f_incl = stats_objects(ft.incl, ft.calls, ft.incl_min, ft.incl_max, ft.incl_pct)
-    f_excl = stats_objects(ft.excl, ft.calls, ft.excl_min, ft.excl_max, ft.excl_pct)
-    exact_nodes, exact_funcs = exact_corrected_values(p)
-    f_incl_c = corrected_objects(f_incl, ft.incl_corr, ft.calls_corr, applied, exact_funcs)
-    f_excl_c = corrected_objects(f_excl, ft.excl_corr, ft.calls_corr, applied)
-    functions = []
-    for i, name in enumerate(ft.names):
-        functions.append({
-            "name": name, "calls": int(ft.calls[i]),
-            "incl_ns": f_incl[i], "excl_ns": f_excl[i],
-            "incl_corr_ns": f_incl_c[i], "excl_corr_ns": f_excl_c[i],
-            "irq_ns": int(ft.irq[i]), "offcpu_ns": int(ft.offcpu[i]),
-            "gap_calls": int(ft.gap_calls[i]),
-        })
-        if ex:
-            functions[-1].update({
-                "hook_cost_removed_ns": round(float(ex["overhead"][i]), 1),
-                "irq_removed_ns": round(float(ex["irq"][i]), 1),
-                "offcpu_removed_ns": round(float(ex["offcpu"][i]), 1),
-                "clamped_ns": round(float(ex["clamp"][i]), 1),
-                "clamped": bool(ex["clamped"][i]), "unreliable": bool(ex["unreliable"][i]),
-            })
+    """The document; `functions`, `tree` and `root_calls`, rows by the
+    thousand, are placeholders written by render() (format_rows)."""
     return {
         "schema": SCHEMA,
         "tool": {"name": "ftflame", "version": __version__},
         "trace": trace_object(p),
         "calibration": calibration_object(p),
-        "functions": functions,
-        "tree": TREE_PLACEHOLDER,
-        "root_calls": root_call_objects(p),
+        "functions": PLACEHOLDERS["functions"],
+        "tree": PLACEHOLDERS["tree"],
+        "root_calls": PLACEHOLDERS["root_calls"],
         "balance": list(p.balance),
     }
 
@@ -96,122 +73,396 @@ def calibration_object(p: Profile) -> dict:
             "corrections": corrections.summary(p), "details": d}
 
 
-_STATS = '{"sum":%d,"min":%d,"max":%d,"mean":%r,"p50":%d,"p90":%d,"p99":%d}'
+# ---- the row arrays: tree, functions, root_calls ------------------------
+# 100k+ call paths of ~45 figures each: the rows are laid out as numpy
+# columns (the tree's in pre-order) and written by _core.format_rows, the
+# tree in one call that also writes the rest of the document around it. The
+# text is byte for byte what json.dumps of dicts and per-node "%d", "%.1f"
+# and repr(round(x, 1)) formatting wrote before (tests/jsonref.py).
+
+# "%.1f" % x == repr(round(x, 1)) for finite |x| below this (at most 15
+# significant digits: the decimal survives the trip through a double);
+# beyond it, and for sums past 2**53, those columns are formatted in Python.
+REPR_SAFE = 1e14
+EXACT_INT = 2.0 ** 53
 
 
-def _stats_json(sums, calls, mins, maxs, pcts) -> list:
-    """The stats objects of stats_objects(), rendered straight to JSON text:
-    100k call paths must not cost 500k dicts."""
-    out = []
-    for s, c, lo, hi, (p50, p90, p99) in zip(sums.tolist(), calls.tolist(), mins.tolist(),
-                                             maxs.tolist(), pcts.tolist()):
-        out.append(_STATS % (s, lo if c else 0, hi if c else 0, round(s / c, 1) if c else 0.0,
-                             p50, p90, p99))
+class _Template:
+    """A format_rows template; adjacent literals merged."""
+
+    def __init__(self):
+        self.items = []
+
+    def lit(self, s: str):
+        if self.items and isinstance(self.items[-1], str):
+            self.items[-1] += s
+        else:
+            self.items.append(s)
+
+    def col(self, kind: str, values, *extra):
+        self.items.append((kind, values, *extra))
+
+    def enum(self, index, frags: list):
+        if len(frags) == 1:
+            self.lit(frags[0])
+        else:
+            self.col("e", index, frags)
+
+    def extend(self, items: list):
+        for item in items:
+            if isinstance(item, str):
+                self.lit(item)
+            else:
+                self.items.append(item)
+
+    def text(self, fragments: list):
+        """One Python-formatted string per row."""
+        self.col("e", np.arange(len(fragments), dtype=np.int64), fragments)
+
+
+def _sibling_order(p: Profile) -> np.ndarray:
+    """Rows sorted by parent, then siblings by inclusive time (desc), then
+    name, then row: np.lexsort((name rank, -incl, parent)), in two int64
+    argsorts where the keys fit (twice as fast)."""
+    parent, incl = p.col("parent"), p.col("incl")
+    name_rank = np.argsort(np.argsort(np.array(p.funcs, dtype=object)))[p.col("func")]
+    n, nf = p.nrows, max(len(p.funcs), 1)
+    if incl.min() < 0 or incl.max() >= (1 << 62) // nf:
+        return np.lexsort((name_rank, -incl, parent))
+    by_key = np.argsort(-incl * nf + name_rank, kind="stable")
+    rank = np.empty(n, dtype=np.int64)
+    rank[by_key] = np.arange(n)
+    return np.argsort(parent * n + rank)  # unique keys: any sort
+
+
+def _preorder(parent: np.ndarray, order: np.ndarray):
+    """(pre, depth): the rows in pre-order, siblings in the order they have
+    in `order` (rows sorted by parent, then by sibling rank), and each
+    row's depth. Vectorised: a few passes per depth level."""
+    n = len(parent)
+    nkids = np.bincount(parent + 1, minlength=n + 1)  # [0]: the roots
+    first = np.zeros(n + 1, dtype=np.int64)  # where x's children start in order: first[x + 1]
+    np.cumsum(nkids[:-1], out=first[1:])
+    levels = []
+    cur = order[:nkids[0]]
+    while len(cur):  # breadth first: the children of a level, siblings together
+        levels.append(cur)
+        lens = nkids[cur + 1]
+        ends = np.cumsum(lens)
+        if ends[-1] == 0:
+            break
+        cur = order[np.arange(ends[-1]) + np.repeat(first[cur + 1] - (ends - lens), lens)]
+    depth = np.empty(n, dtype=np.int64)
+    for d, rows in enumerate(levels):
+        depth[rows] = d
+    size = np.ones(n, dtype=np.int64)  # subtree sizes, deepest level first
+    for rows in levels[:0:-1]:
+        np.add.at(size, parent[rows], size[rows])
+    # each row's offset among its siblings: the sizes of those before it
+    sz = size[order]
+    before = np.cumsum(sz) - sz
+    off = np.empty(n, dtype=np.int64)
+    off[order] = before - before[first[parent[order] + 1]]
+    pos = np.empty(n, dtype=np.int64)
+    pos[levels[0]] = off[levels[0]]
+    for rows in levels[1:]:
+        pos[rows] = pos[parent[rows]] + 1 + off[rows]
+    pre = np.empty(n, dtype=np.int64)
+    pre[pos] = np.arange(n)
+    return pre, depth
+
+
+def _mean_text(sums: list, calls: list) -> list:
+    return ["%r" % (round(s / c, 1) if c else 0.0) for s, c in zip(sums, calls)]
+
+
+def _raw_stats(t: _Template, sums, calls, mins, maxs, pcts):
+    """{sum,min,max,mean,p50,p90,p99} of stats_objects(), in row order."""
+    has = calls != 0
+    t.lit('{"sum":')
+    t.col("i", sums)
+    t.lit(',"min":')
+    t.col("i", np.where(has, mins, 0))
+    t.lit(',"max":')
+    t.col("i", np.where(has, maxs, 0))
+    t.lit(',"mean":')
+    mean = np.divide(sums, calls, out=np.zeros(len(sums)), where=has)
+    if len(sums) and (sums.max() >= EXACT_INT or sums.min() <= -EXACT_INT or
+                      max(mean.max(), -mean.min()) >= REPR_SAFE):
+        t.text(_mean_text(sums.tolist(), calls.tolist()))
+    else:
+        t.col("f1", mean)
+    for q, name in enumerate(("p50", "p90", "p99")):
+        t.lit(',"%s":' % name)
+        t.col("i", pcts[:, q])
+    t.lit("}")
+
+
+def _exact_stats(corr, corr_calls, exact: dict) -> dict:
+    """row -> [sum, min, max, mean, p50, p90, p99] of corrected_objects()
+    for the rows whose per-call corrected values are all known."""
+    out = {}
+    for r in sorted(exact):
+        vals, s, c = exact[r], float(corr[r]), int(corr_calls[r])
+        if len(vals) != c or not c:
+            continue
+        v = np.sort(np.asarray(vals, dtype=np.float64))
+        pick = [v[max(int(np.ceil(len(v) * q / 100.0)) - 1, 0)] for q in (50, 90, 99)]
+        out[r] = [s, float(v[0]), float(v[-1]), s / c, *(float(x) for x in pick)]
     return out
 
 
-_CSTATS = ('{"sum":%.1f,"min":%.1f,"max":%.1f,"mean":%.1f,"p50":%.1f,"p90":%.1f,"p99":%.1f,'
-           '"calls":%d%s}')
-
-
-def _corr_stats_json(sums, calls, mins, maxs, pcts, corr, corr_calls, exact) -> list:
-    """corrected_objects() for every node, vectorised and straight to JSON
-    text: scaled raw statistics, exact ones where per-call values exist."""
-    calls = calls.astype(np.float64)
-    raw_mean = np.divide(sums, calls, out=np.zeros(len(sums)), where=calls > 0)
+def _corr_stats(t: _Template, sums, calls, mins, maxs, pcts, corr, corr_calls, exact: dict):
+    """corrected_objects() in row order: the raw min, max and percentiles
+    scaled by the ratio of corrected to raw mean ("approx"), exact figures
+    where per-call corrected values exist (`exact`: row -> values)."""
+    has = calls > 0
+    raw_mean = np.divide(sums, calls.astype(np.float64), out=np.zeros(len(sums)), where=has)
     cc = corr_calls.astype(np.float64)
     mean = np.divide(corr, cc, out=np.zeros(len(corr)), where=cc > 0)
     f = np.divide(mean, raw_mean, out=np.zeros(len(mean)), where=(raw_mean > 0) & (cc > 0))
-    cols = [np.maximum(np.where(calls > 0, x, 0) * f, 0.0)
-            for x in (mins, maxs, pcts[:, 0], pcts[:, 1], pcts[:, 2])]
-    out = [_CSTATS % (s, lo, hi, m, a, b, c, n, ',"approx":true')
-           for s, lo, hi, m, a, b, c, n in zip(corr.tolist(), *(x.tolist() for x in cols[:2]),
-                                               mean.tolist(), *(x.tolist() for x in cols[2:]),
-                                               corr_calls.tolist())]
-    rows = sorted(exact)
-    if rows:
-        objs = corrected_objects([{"mean": 0.0}] * len(rows), corr[rows], corr_calls[rows], True,
-                                 {j: exact[r] for j, r in enumerate(rows)})
-        for r, o in zip(rows, objs):
-            if "approx" not in o:
-                out[r] = json.dumps(o, separators=(",", ":"))
-    return out
+
+    def scaled(x):
+        out = np.multiply(np.where(has, x, 0), f)
+        return np.maximum(out, 0.0, out=out)
+
+    lo, hi, p50, p90, p99 = (scaled(x) for x in (mins, maxs, pcts[:, 0], pcts[:, 1], pcts[:, 2]))
+    cols = [np.array(corr, dtype=np.float64), lo, hi, mean, p50, p90, p99]
+    approx = np.ones(len(sums), dtype=np.int64)
+    ex = _exact_stats(corr, corr_calls, exact)
+    if ex:
+        rows = np.fromiter(ex, dtype=np.int64, count=len(ex))
+        vals = np.array(list(ex.values()), dtype=np.float64)
+        for k, c in enumerate(cols):
+            c[rows] = vals[:, k]
+        approx[rows] = 0
+        # exact rows were json.dumps(round(x, 1)): "%.1f" only when safe
+        unsafe = ~(np.abs(vals) < REPR_SAFE).all(axis=0)
+    else:
+        unsafe = np.zeros(len(cols), dtype=bool)
+    for k, name in enumerate(("sum", "min", "max", "mean", "p50", "p90", "p99")):
+        t.lit(('{"%s":' if k == 0 else ',"%s":') % name)
+        if unsafe[k]:
+            ex_rows = set(ex)
+            t.text([json.dumps(round(x, 1)) if r in ex_rows else "%.1f" % x
+                    for r, x in enumerate(cols[k].tolist())])
+        else:
+            t.col("f1", cols[k])
+    t.lit(',"calls":')
+    t.col("i", corr_calls.astype(np.int64))
+    t.enum(approx, ["", ',"approx":true'] if ex else [',"approx":true'])
+    t.lit("}")
+
+
+def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
+    """The format_rows template writing head, the `tree` array (children
+    sorted by inclusive time, then name) and tail, for p.nrows > 0 rows."""
+    pre, depth = _preorder(p.col("parent"), _sibling_order(p))
+    n = p.nrows
+    nodes = np.take(p.nodes, pre, axis=0)  # the node table in pre-order
+
+    def col(name):  # read in place by format_rows
+        return nodes[:, NODE_COLUMNS.index(name)]
+
+    calls = col("calls")
+    incl_pct, excl_pct = (x[pre] for x in p.node_percentiles)
+    t = _Template()
+    first = np.zeros(n, dtype=np.int64)
+    first[0] = 1
+    t.enum(first, ["", head + "["])
+    t.lit('{"name":')
+    t.col("e", col("func"), [json.dumps(name) for name in p.funcs])
+    t.lit(',"calls":')
+    t.col("i", calls)
+    parts = {}
+    rank = np.empty(n, dtype=np.int64)  # row -> position in pre-order
+    rank[pre] = np.arange(n)
+    for kind in ("incl", "excl"):
+        pct = incl_pct if kind == "incl" else excl_pct
+        raw = _Template()
+        _raw_stats(raw, col(kind), calls, col(kind + "_min"), col(kind + "_max"), pct)
+        parts[kind] = raw.items
+        if p.corrected is not None:
+            cr = p.corrected_or_raw
+            exact = exact_corrected_values(p)[0] if kind == "incl" else {}
+            corr = _Template()
+            _corr_stats(corr, col(kind), calls, col(kind + "_min"), col(kind + "_max"), pct,
+                        getattr(cr, kind)[pre], cr.calls[pre],
+                        {int(rank[r]): v for r, v in exact.items()})
+            parts[kind + "_corr"] = corr.items
+        else:
+            parts[kind + "_corr"] = raw.items
+    for key in ("incl", "excl", "incl_corr", "excl_corr"):
+        t.lit(',"%s_ns":' % key)
+        t.extend(parts[key])
+    for key, name in (("irq_ns", "irq"), ("offcpu_ns", "offcpu"), ("descendants", "desc"),
+                      ("gap_calls", "gap_calls")):
+        t.lit(',"%s":' % key)
+        t.col("i", col(name))
+    t.lit(",")
+    c = p.corrected
+    if c is not None and c.unreliable is not None:
+        bools = ("false", "true")
+        t.col("e", (c.clamped[pre] != 0) * 2 + (c.unreliable[pre] != 0),
+              ['"clamped":%s,"unreliable":%s,' % (a, b) for a in bools for b in bools])
+    t.lit('"flags":')
+    t.col("e", col("flags") & 7, [json.dumps(node_flags(f)) for f in range(8)])
+    t.lit(',"children":[')
+    # after a row: close the rows the next one is not inside, then a comma;
+    # after the last one, close them all and the array
+    d = depth[pre]
+    closes = np.empty(n, dtype=np.int64)
+    closes[:-1] = np.maximum(d[:-1] - d[1:] + 1, 0)
+    closes[-1] = d[-1] + 1
+    t.col("rep", closes, "]}")
+    after = (closes > 0).astype(np.int64)
+    after[-1] = 2
+    t.col("e", after, ["", ",", "]" + tail])
+    return t.items
 
 
 def tree_json(p: Profile) -> str:
     """The `tree` array as JSON text, children sorted by inclusive time."""
     if p.nrows == 0:
         return "[]"
-    calls = p.col("calls")
-    incl_pct, excl_pct = p.node_percentiles
-    incl = _stats_json(p.col("incl"), calls, p.col("incl_min"), p.col("incl_max"), incl_pct)
-    excl = _stats_json(p.col("excl"), calls, p.col("excl_min"), p.col("excl_max"), excl_pct)
-    if p.corrected is not None:
-        cr = p.corrected_or_raw
-        exact_nodes, _ = exact_corrected_values(p)
-        incl_c = _corr_stats_json(p.col("incl"), calls, p.col("incl_min"), p.col("incl_max"), incl_pct,
-                                  cr.incl, cr.calls, exact_nodes)
-        excl_c = _corr_stats_json(p.col("excl"), calls, p.col("excl_min"), p.col("excl_max"), excl_pct,
-                                  cr.excl, cr.calls, {})
-    else:
-        incl_c, excl_c = incl, excl
-    names = [json.dumps(n) for n in p.funcs]
-    func = p.col("func").tolist()
-    flags = [json.dumps(node_flags(f)) for f in range(8)]
-    flag = p.col("flags").tolist()
-    irq, off, desc, gap = (p.col(c).tolist() for c in ("irq", "offcpu", "desc", "gap_calls"))
-    ncalls = calls.tolist()
-    if p.corrected is not None and p.corrected.unreliable is not None:
-        extra = ['"clamped":%s,"unreliable":%s,' % ("true" if c else "false", "true" if u else "false")
-                 for c, u in zip(p.corrected.clamped.tolist(), p.corrected.unreliable.tolist())]
-    else:
-        extra = [""] * p.nrows
-    # siblings by inclusive time (desc), then name: one global sort
-    name_rank = np.argsort(np.argsort(np.array(p.funcs, dtype=object)))
-    order = np.lexsort((name_rank[p.col("func")], -p.col("incl"), p.col("parent")))
-    kids = [[] for _ in range(p.nrows + 1)]
-    for r, par in zip(order.tolist(), p.col("parent")[order].tolist()):
-        kids[par].append(r)
-    # pre-order walk writing pieces once: nesting strings inside their
-    # parents' strings would copy the text once per level of depth
-    parts = ["["]
-    stack = [(r, i > 0) for i, r in enumerate(kids[-1])][::-1]
-    while stack:
-        r, comma = stack.pop()
-        if r < 0:
-            parts.append("]}")
-            continue
-        parts.append(('%s{"name":%s,"calls":%d,"incl_ns":%s,"excl_ns":%s,"incl_corr_ns":%s,'
-                      '"excl_corr_ns":%s,"irq_ns":%d,"offcpu_ns":%d,"descendants":%d,'
-                      '"gap_calls":%d,%s"flags":%s,"children":[') % (
-            "," if comma else "", names[func[r]], ncalls[r], incl[r], excl[r], incl_c[r],
-            excl_c[r], irq[r], off[r], desc[r], gap[r], extra[r], flags[flag[r] & 7]))
-        stack.append((-1, False))
-        stack.extend([(k, i > 0) for i, k in enumerate(kids[r])][::-1])
-    parts.append("]")
-    return "".join(parts)
+    return _core.format_rows(tree_template(p), p.nrows)
 
 
-def root_call_objects(p: Profile) -> list:
+def _rows_json(template: list, n: int) -> str:
+    """A JSON array of n objects, each row of the template one, written
+    with a leading comma."""
+    return "[" + _core.format_rows(template, n)[1:] + "]" if n else "[]"
+
+
+def _bools(*cols) -> tuple:
+    """An index column and fragments for booleans written together."""
+    idx = np.zeros(len(cols[0]), dtype=np.int64)
+    for c in cols:
+        idx = idx * 2 + (np.asarray(c) != 0)
+    return idx, [tuple("true" if (k >> (len(cols) - 1 - j)) & 1 else "false" for j in range(len(cols)))
+                 for k in range(1 << len(cols))]
+
+
+def functions_json(p: Profile) -> str:
+    """The `functions` array: per function sums, raw and corrected
+    statistics, what the corrections removed."""
+    ft = p.functions
+    n = len(ft)
+    if n == 0:
+        return "[]"
+    t = _Template()
+    t.lit(',{"name":')
+    t.text([json.dumps(name) for name in ft.names])
+    t.lit(',"calls":')
+    t.col("i", ft.calls)
+    raw = {}
+    for kind in ("incl", "excl"):
+        r = _Template()
+        _raw_stats(r, getattr(ft, kind), ft.calls, getattr(ft, kind + "_min"), getattr(ft, kind + "_max"),
+                   getattr(ft, kind + "_pct"))
+        raw[kind] = r.items
+        t.lit(',"%s_ns":' % kind)
+        t.extend(r.items)
+    exact = exact_corrected_values(p)[1]
+    for kind in ("incl", "excl"):
+        t.lit(',"%s_corr_ns":' % kind)
+        if p.corrected is None:
+            t.extend(raw[kind])
+        else:
+            _func_corr_stats(t, getattr(ft, kind), ft.calls, getattr(ft, kind + "_min"),
+                             getattr(ft, kind + "_max"), getattr(ft, kind + "_pct"), getattr(ft, kind + "_corr"),
+                             ft.calls_corr, exact if kind == "incl" else {})
+    for key, col in (("irq_ns", ft.irq), ("offcpu_ns", ft.offcpu), ("gap_calls", ft.gap_calls)):
+        t.lit(',"%s":' % key)
+        t.col("i", col)
+    ex = corrections.function_extras(p)
+    if ex:
+        for key, name in (("hook_cost_removed_ns", "overhead"), ("irq_removed_ns", "irq"),
+                          ("offcpu_removed_ns", "offcpu"), ("clamped_ns", "clamp")):
+            t.lit(',"%s":' % key)
+            _repr_round(t, np.asarray(ex[name], dtype=np.float64))
+        idx, pairs = _bools(ex["clamped"], ex["unreliable"])
+        t.col("e", idx, [',"clamped":%s,"unreliable":%s' % pair for pair in pairs])
+    t.lit("}")
+    return _rows_json(t.items, n)
+
+
+def _repr_round(t: _Template, values: np.ndarray):
+    """json.dumps(round(x, 1)) of each value: "%.1f" where that is the same
+    text (finite, below REPR_SAFE), else in Python."""
+    if len(values) and not (np.abs(values) < REPR_SAFE).all():
+        t.text([json.dumps(round(x, 1)) for x in values.tolist()])
+    else:
+        t.col("f1", values)
+
+
+def _func_corr_stats(t: _Template, sums, calls, mins, maxs, pcts, corr, corr_calls, exact: dict):
+    """corrected_objects() of the functions' stats_objects(): the raw min,
+    max and percentiles scaled by corrected mean / the raw mean as written
+    (rounded), exact figures where per-call corrected values exist."""
+    raw_mean = np.array([round(s / c, 1) if c else 0.0 for s, c in zip(sums.tolist(), calls.tolist())],
+                        dtype=np.float64)
+    has = calls != 0
+    cc = corr_calls.astype(np.float64)
+    mean = np.divide(corr, cc, out=np.zeros(len(corr)), where=corr_calls != 0)
+    f = np.divide(mean, raw_mean, out=np.zeros(len(mean)), where=(corr_calls != 0) & (raw_mean > 0))
+    def max0(x):  # Python's max(x, 0.0): -0.0 and NaN stay
+        return np.where(x < 0, 0.0, x)
+
+    cols = [np.array(corr, dtype=np.float64), *(max0(np.where(has, x, 0) * f) for x in (mins, maxs)),
+            mean, *(max0(pcts[:, q] * f) for q in range(3))]
+    approx = np.ones(len(sums), dtype=np.int64)
+    ex = _exact_stats(corr, corr_calls, exact)
+    if ex:
+        rows = np.fromiter(ex, dtype=np.int64, count=len(ex))
+        vals = np.array(list(ex.values()), dtype=np.float64)
+        for k, c in enumerate(cols):
+            c[rows] = vals[:, k]
+        approx[rows] = 0
+    for k, name in enumerate(("sum", "min", "max", "mean", "p50", "p90", "p99")):
+        t.lit(('{"%s":' if k == 0 else ',"%s":') % name)
+        _repr_round(t, cols[k])
+    t.lit(',"calls":')
+    t.col("i", corr_calls.astype(np.int64))
+    t.enum(approx, ["", ',"approx":true'] if ex else [',"approx":true'])
+    t.lit("}")
+
+
+def root_calls_json(p: Profile) -> str:
+    """The `root_calls` array: one object per root call."""
     s = p.samples
     if len(s) == 0:
-        return []
-    cr = p.corrected_or_raw
-    names = [p.funcs[int(p.nodes[n, 1])] for n in s[:, 0].tolist()]
-    out = []
-    for i, row in enumerate(s.tolist()):
-        node, pid, cpu, flags, calltime, dur, desc, irq, off = row[:9]
-        out.append({"name": names[i], "pid": pid, "cpu": cpu, "start_ns": calltime, "dur_ns": dur,
-                    "dur_corr_ns": round(float(cr.sample_dur[i]), 1), "descendants": desc,
-                    "irq_ns": irq, "offcpu_ns": off, "gap": bool(flags & SAMPLE_GAP),
-                    "partial": bool(flags & SAMPLE_PARTIAL), "irq": bool(flags & SAMPLE_IRQ)})
-    return out
+        return "[]"
+    t = _Template()
+    t.lit(',{"name":')
+    t.col("e", p.col("func")[p.scol("node")], [json.dumps(name) for name in p.funcs])
+    for key, name in (("pid", "pid"), ("cpu", "cpu"), ("start_ns", "calltime"), ("dur_ns", "dur")):
+        t.lit(',"%s":' % key)
+        t.col("i", p.scol(name))
+    t.lit(',"dur_corr_ns":')
+    _repr_round(t, np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64))
+    for key, name in (("descendants", "desc"), ("irq_ns", "irq"), ("offcpu_ns", "offcpu")):
+        t.lit(',"%s":' % key)
+        t.col("i", p.scol(name))
+    flags = p.scol("flags")
+    idx, triples = _bools(flags & SAMPLE_GAP, flags & SAMPLE_PARTIAL, flags & SAMPLE_IRQ)
+    t.col("e", idx, [',"gap":%s,"partial":%s,"irq":%s}' % tr for tr in triples])
+    return _rows_json(t.items, len(s))
 
 
-TREE_PLACEHOLDER = "@@FTFLAME_TREE@@"
+PLACEHOLDERS = {k: "@@FTFLAME_%s@@" % k.upper() for k in ("functions", "tree", "root_calls")}
 
 
 def render(p: Profile, opts=None) -> str:
     text = json.dumps(document(p), separators=(",", ":"))
-    # the tree is rendered as text on its own (see tree_json)
-    return text.replace(json.dumps(TREE_PLACEHOLDER), tree_json(p), 1) + "\n"
+    # the row arrays are written apart (format_rows), the tree around the rest
+    parts = []
+    for key in ("functions", "tree", "root_calls"):
+        mark = '"%s":%s' % (key, json.dumps(PLACEHOLDERS[key]))
+        before, _, text = text.partition(mark)
+        parts.append(before + mark[:len(key) + 3])
+    head = parts[0] + functions_json(p) + parts[1]
+    tail = parts[2] + root_calls_json(p) + text + "\n"
+    if p.nrows == 0:
+        return head + "[]" + tail
+    return _core.format_rows(tree_template(p, head, tail), p.nrows)

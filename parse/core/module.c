@@ -8,6 +8,7 @@
 #include <Python.h>
 
 #include "ftf.h"
+#include "rowfmt.h"
 
 /* Sample table columns, one int64 each (profile.SAMPLE_COLUMNS). */
 #define SAMPLE_COLS 11
@@ -541,6 +542,232 @@ static PyObject *py_hist_lower(PyObject *self, PyObject *args)
 	return PyLong_FromUnsignedLongLong(ftf_hist_lower(bucket));
 }
 
+/* ---- format_rows: the row-template formatter (rowfmt.c) ----------------- */
+
+/* Pre-encoded text of a literal or fragment: str as UTF-8, bytes as they
+ * are. The pointer lives as long as obj, which the caller keeps. */
+static int text_of(PyObject *obj, ftf_str *out, int *ascii, const char *what)
+{
+	if (PyUnicode_Check(obj)) {
+		Py_ssize_t n;
+		const char *s = PyUnicode_AsUTF8AndSize(obj, &n);
+		if (!s)
+			return -1;
+		out->s = s;
+		out->len = (size_t)n;
+		*ascii &= PyUnicode_IS_ASCII(obj) != 0;
+		return 0;
+	}
+	if (PyBytes_Check(obj)) {
+		out->s = PyBytes_AS_STRING(obj);
+		out->len = (size_t)PyBytes_GET_SIZE(obj);
+		for (size_t i = 0; i < out->len; i++)
+			if ((unsigned char)out->s[i] >= 0x80)
+				*ascii = 0;
+		return 0;
+	}
+	PyErr_Format(PyExc_TypeError, "format_rows: %s must be str or bytes, not %.80s", what,
+		     Py_TYPE(obj)->tp_name);
+	return -1;
+}
+
+/* A 1-d column of nrows values, strided or not (a column of a 2-d array):
+ * signed integers of 4 or 8 bytes (want_float 0) or float64 (want_float 1). */
+static int column_of(PyObject *obj, Py_buffer *view, int want_float, Py_ssize_t nrows, Py_ssize_t index)
+{
+	if (PyObject_GetBuffer(obj, view, PyBUF_STRIDES | PyBUF_FORMAT) < 0)
+		return -1;
+	const char *f = view->format ? view->format : "B";
+	if (*f == '@' || *f == '=' || *f == (PY_LITTLE_ENDIAN ? '<' : '>'))
+		f++;
+	int ok;
+	if (want_float)
+		ok = f[0] == 'd' && f[1] == 0 && view->itemsize == 8;
+	else
+		ok = (f[0] == 'i' || f[0] == 'l' || f[0] == 'q') && f[1] == 0 &&
+		     (view->itemsize == 4 || view->itemsize == 8);
+	if (!ok) {
+		PyErr_Format(PyExc_ValueError, "format_rows: template item %zd: column must be %s, "
+			     "not format '%s' of itemsize %zd", index,
+			     want_float ? "float64" : "int64 or int32", view->format ? view->format : "B",
+			     view->itemsize);
+	} else if (view->ndim != 1 || view->shape[0] != nrows) {
+		PyErr_Format(PyExc_ValueError, "format_rows: template item %zd: column must be 1-d of "
+			     "length %zd (nrows)", index, nrows);
+		ok = 0;
+	}
+	if (!ok) {
+		PyBuffer_Release(view);
+		return -1;
+	}
+	return 0;
+}
+
+static PyObject *py_format_rows(PyObject *self, PyObject *args)
+{
+	PyObject *tmpl_in;
+	Py_ssize_t nrows;
+	if (!PyArg_ParseTuple(args, "On", &tmpl_in, &nrows))
+		return NULL;
+	if (nrows < 0)
+		return PyErr_Format(PyExc_ValueError, "format_rows: nrows must be >= 0");
+	/* a tuple copy: its items (and theirs) stay alive while the GIL is released */
+	PyObject *tmpl = PySequence_Tuple(tmpl_in);
+	if (!tmpl)
+		return NULL;
+	Py_ssize_t n = PyTuple_GET_SIZE(tmpl);
+	ftf_rowfmt_item *items = calloc((size_t)n + 1, sizeof(*items));
+	Py_buffer *views = calloc((size_t)n + 1, sizeof(*views));
+	PyObject **keep = calloc((size_t)n + 1, sizeof(*keep)); /* fragment tuples */
+	ftf_str **frags = calloc((size_t)n + 1, sizeof(*frags));
+	char *out = NULL; /* the UTF-8 text when not ASCII */
+	PyObject *res = NULL;
+	Py_ssize_t nviews = 0;
+	int ascii = 1;
+	if (!items || !views || !keep || !frags) {
+		PyErr_NoMemory();
+		goto done;
+	}
+	for (Py_ssize_t i = 0; i < n; i++) {
+		PyObject *t = PyTuple_GET_ITEM(tmpl, i);
+		ftf_rowfmt_item *it = &items[i];
+		if (!PyTuple_Check(t)) {
+			it->kind = FTF_RF_LIT;
+			if (text_of(t, &it->lit, &ascii, "a literal") < 0)
+				goto done;
+			continue;
+		}
+		Py_ssize_t tn = PyTuple_GET_SIZE(t);
+		const char *kind = tn >= 1 && PyUnicode_Check(PyTuple_GET_ITEM(t, 0))
+			? PyUnicode_AsUTF8(PyTuple_GET_ITEM(t, 0)) : NULL;
+		if (!kind) {
+			PyErr_Clear();
+			PyErr_Format(PyExc_TypeError, "format_rows: template item %zd: (kind, column[, extra]) "
+				     "with kind a str", i);
+			goto done;
+		}
+		if (!strcmp(kind, "i"))
+			it->kind = FTF_RF_INT;
+		else if (!strcmp(kind, "f1"))
+			it->kind = FTF_RF_F1;
+		else if (!strcmp(kind, "e"))
+			it->kind = FTF_RF_ENUM;
+		else if (!strcmp(kind, "rep"))
+			it->kind = FTF_RF_REP;
+		else {
+			PyErr_Format(PyExc_ValueError, "format_rows: template item %zd: unknown kind '%s' "
+				     "(i, f1, e, rep)", i, kind);
+			goto done;
+		}
+		Py_ssize_t want = it->kind == FTF_RF_ENUM || it->kind == FTF_RF_REP ? 3 : 2;
+		if (tn != want) {
+			PyErr_Format(PyExc_ValueError, "format_rows: template item %zd: kind '%s' takes %zd "
+				     "elements, got %zd", i, kind, want, tn);
+			goto done;
+		}
+		if (column_of(PyTuple_GET_ITEM(t, 1), &views[i], it->kind == FTF_RF_F1, nrows, i) < 0)
+			goto done;
+		nviews = i + 1;
+		it->col = views[i].buf;
+		it->stride = views[i].strides ? views[i].strides[0] : views[i].itemsize;
+		it->itemsize = (int)views[i].itemsize;
+		if (it->kind == FTF_RF_REP) {
+			if (text_of(PyTuple_GET_ITEM(t, 2), &it->lit, &ascii, "a repeated literal") < 0)
+				goto done;
+		} else if (it->kind == FTF_RF_ENUM) {
+			PyObject *extra = PyTuple_GET_ITEM(t, 2);
+			if (PyUnicode_Check(extra) || PyBytes_Check(extra)) {
+				PyErr_Format(PyExc_TypeError, "format_rows: template item %zd: fragments must "
+					     "be a list of str, not a string", i);
+				goto done;
+			}
+			keep[i] = PySequence_Tuple(extra);
+			if (!keep[i])
+				goto done;
+			Py_ssize_t nf = PyTuple_GET_SIZE(keep[i]);
+			frags[i] = calloc((size_t)nf + 1, sizeof(ftf_str));
+			if (!frags[i]) {
+				PyErr_NoMemory();
+				goto done;
+			}
+			for (Py_ssize_t k = 0; k < nf; k++)
+				if (text_of(PyTuple_GET_ITEM(keep[i], k), &frags[i][k], &ascii, "a fragment") < 0)
+					goto done;
+			it->frags = frags[i];
+			it->nfrags = (size_t)nf;
+		}
+	}
+	size_t bad_row = 0, bad_item = 0, len = 0;
+	int rc;
+	Py_BEGIN_ALLOW_THREADS
+	rc = ftf_rowfmt_size(items, (size_t)n, (size_t)nrows, &len, &bad_row, &bad_item);
+	Py_END_ALLOW_THREADS
+	if (rc == FTF_RF_OK && len > (size_t)PY_SSIZE_T_MAX)
+		rc = FTF_RF_NOMEM;
+	if (rc == FTF_RF_BADVALUE) {
+		const ftf_rowfmt_item *it = &items[bad_item];
+		long long v = it->itemsize == 8 ? (long long)((const int64_t *)it->col)[bad_row]
+						: (long long)((const int32_t *)it->col)[bad_row];
+		if (it->kind == FTF_RF_ENUM)
+			PyErr_Format(PyExc_ValueError, "format_rows: template item %zu, row %zu: index %lld "
+				     "out of range (%zu fragments)", bad_item, bad_row, v, it->nfrags);
+		else
+			PyErr_Format(PyExc_ValueError, "format_rows: template item %zu, row %zu: negative "
+				     "repeat count %lld", bad_item, bad_row, v);
+		goto done;
+	}
+	if (rc != FTF_RF_OK) {
+		PyErr_NoMemory();
+		goto done;
+	}
+	/* ASCII: written straight into the str, cut to its length after;
+	 * else UTF-8, decoded after */
+	char *dst;
+	size_t bound = len;
+	if (ascii) {
+		res = PyUnicode_New((Py_ssize_t)bound, 127);
+		if (!res)
+			goto done;
+		dst = PyUnicode_DATA(res);
+	} else {
+		dst = out = malloc(bound ? bound : 1);
+		if (!out) {
+			PyErr_NoMemory();
+			goto done;
+		}
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rc = ftf_rowfmt_write(items, (size_t)n, (size_t)nrows, dst, bound, &len);
+	Py_END_ALLOW_THREADS
+	if (rc != FTF_RF_OK) {
+		Py_CLEAR(res);
+		if (rc == FTF_RF_NOMEM)
+			PyErr_NoMemory();
+		else
+			PyErr_SetString(PyExc_RuntimeError, "format_rows: a column changed while it was formatted");
+		goto done;
+	}
+	if (!ascii)
+		res = PyUnicode_DecodeUTF8(out, (Py_ssize_t)len, "strict");
+	else if (len < bound && PyUnicode_Resize(&res, (Py_ssize_t)len) < 0)
+		Py_CLEAR(res);
+done:
+	for (Py_ssize_t i = 0; i < nviews; i++)
+		if (views[i].obj)
+			PyBuffer_Release(&views[i]);
+	for (Py_ssize_t i = 0; i < n && keep && frags; i++) {
+		Py_XDECREF(keep[i]);
+		free(frags[i]);
+	}
+	free(items);
+	free(views);
+	free(keep);
+	free(frags);
+	free(out);
+	Py_DECREF(tmpl);
+	return res;
+}
+
 static PyMethodDef methods[] = {
 	{ "read_dat", (PyCFunction)(void (*)(void))py_read_dat, METH_VARARGS | METH_KEYWORDS,
 	  "read_dat(path, progress=None) -> dict: read a trace.dat into the call-path aggregate" },
@@ -550,6 +777,11 @@ static PyMethodDef methods[] = {
 	  "read_text_chunks(chunks, mode=TEXT_LINES, progress=None, events=False) -> dict: tokenize "
 	  "function_graph text fed as an iterable of byte chunks into the call-path aggregate" },
 	{ "hist_lower", py_hist_lower, METH_VARARGS, "lower bound (ns) of a histogram bucket" },
+	{ "format_rows", py_format_rows, METH_VARARGS,
+	  "format_rows(template, nrows) -> str: rows 0..nrows-1 of a template, a list of literals "
+	  "(str/bytes) and (kind, column[, extra]) tuples, columns 1-d buffers of nrows values: "
+	  "('i', int64/int32 column), ('f1', float64 "
+	  "column: '%.1f'), ('e', index column, fragments), ('rep', count column, literal)" },
 	{ NULL, NULL, 0, NULL },
 };
 

@@ -1,0 +1,67 @@
+/* Row-template formatter: many rows of numbers and pre-encoded fragments
+ * written into one text buffer (the JSON call tree of 100k+ call paths).
+ *
+ * A template is a list of items written in order for each row 0..nrows-1;
+ * columns are nrows values, `stride` bytes apart (a column of a row-major
+ * table is read in place). No Python here: the binding
+ * (module.c, _core.format_rows) validates the arguments and calls this with
+ * the GIL released.
+ */
+#ifndef FTF_ROWFMT_H
+#define FTF_ROWFMT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum ftf_rowfmt_kind {
+	FTF_RF_LIT = 0,  /* the literal, every row */
+	FTF_RF_INT = 1,  /* signed integer column (itemsize 4 or 8), decimal */
+	FTF_RF_F1 = 2,   /* float64 column, as printf/Python "%.1f" */
+	FTF_RF_ENUM = 3, /* integer index column: frags[index] */
+	FTF_RF_REP = 4,  /* integer count column: the literal count times */
+};
+
+typedef struct {
+	const char *s;
+	size_t len;
+} ftf_str;
+
+typedef struct {
+	int kind;
+	const void *col;     /* nrows values; NULL for LIT */
+	ptrdiff_t stride;    /* bytes from one value to the next */
+	int itemsize;        /* 4 or 8 (integer columns) */
+	ftf_str lit;         /* LIT, REP */
+	const ftf_str *frags; /* ENUM */
+	size_t nfrags;
+} ftf_rowfmt_item;
+
+#define FTF_RF_OK 0
+#define FTF_RF_NOMEM (-1)    /* the text would not fit a size_t */
+#define FTF_RF_BADVALUE (-2) /* ENUM index out of range or negative REP count */
+#define FTF_RF_CHANGED (-3)  /* the columns changed between the two passes */
+
+/* Two passes, so that the text is written once, straight into its final
+ * buffer (a 75 MB text copied from a growing buffer costs as much again in
+ * page faults and copying as formatting it):
+ * ftf_rowfmt_size: an upper bound of the text's length, in *len: exact for
+ * literals, fragments and repeats, the widest value of each number column
+ * times nrows (a buffer of that size is only touched where written); checks
+ * every ENUM index and REP count (FTF_RF_BADVALUE: *bad_row and *bad_item
+ * say where).
+ * ftf_rowfmt_write: writes the text into dst, at most cap bytes (the bound),
+ * its length in *len; FTF_RF_CHANGED when it does not fit (the columns
+ * changed since they were sized), never writing past dst + cap. */
+int ftf_rowfmt_size(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, size_t *len,
+		    size_t *bad_row, size_t *bad_item);
+int ftf_rowfmt_write(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, char *dst, size_t cap,
+		     size_t *len);
+
+/* Single values (dst needs FTF_RF_INT_MAX / FTF_RF_F1_MAX bytes); return
+ * the length written, no terminating NUL. */
+#define FTF_RF_INT_MAX 20
+#define FTF_RF_F1_MAX 320
+size_t ftf_fmt_i64(char *dst, int64_t v);
+size_t ftf_fmt_f1(char *dst, double v);
+
+#endif

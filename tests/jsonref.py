@@ -1,0 +1,173 @@
+"""The JSON call tree as report/jsonout.py wrote it before the C row
+formatter (_core.format_rows): one Python %-format per node. Kept as the
+reference the fast renderer must match byte for byte (tests/test_jsonout.py)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from ftflame import __version__, corrections
+from ftflame.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
+from ftflame.report.common import (corrected_objects, exact_corrected_values, node_flags,
+                                   stats_objects)
+from ftflame.report.jsonout import SCHEMA, calibration_object, trace_object
+
+
+_STATS = '{"sum":%d,"min":%d,"max":%d,"mean":%r,"p50":%d,"p90":%d,"p99":%d}'
+
+
+def _stats_json(sums, calls, mins, maxs, pcts) -> list:
+    """The stats objects of stats_objects(), rendered straight to JSON text:
+    100k call paths must not cost 500k dicts."""
+    out = []
+    for s, c, lo, hi, (p50, p90, p99) in zip(sums.tolist(), calls.tolist(), mins.tolist(),
+                                             maxs.tolist(), pcts.tolist()):
+        out.append(_STATS % (s, lo if c else 0, hi if c else 0, round(s / c, 1) if c else 0.0,
+                             p50, p90, p99))
+    return out
+
+
+_CSTATS = ('{"sum":%.1f,"min":%.1f,"max":%.1f,"mean":%.1f,"p50":%.1f,"p90":%.1f,"p99":%.1f,'
+           '"calls":%d%s}')
+
+
+def _corr_stats_json(sums, calls, mins, maxs, pcts, corr, corr_calls, exact) -> list:
+    """corrected_objects() for every node, vectorised and straight to JSON
+    text: scaled raw statistics, exact ones where per-call values exist."""
+    calls = calls.astype(np.float64)
+    raw_mean = np.divide(sums, calls, out=np.zeros(len(sums)), where=calls > 0)
+    cc = corr_calls.astype(np.float64)
+    mean = np.divide(corr, cc, out=np.zeros(len(corr)), where=cc > 0)
+    f = np.divide(mean, raw_mean, out=np.zeros(len(mean)), where=(raw_mean > 0) & (cc > 0))
+    cols = [np.maximum(np.where(calls > 0, x, 0) * f, 0.0)
+            for x in (mins, maxs, pcts[:, 0], pcts[:, 1], pcts[:, 2])]
+    out = [_CSTATS % (s, lo, hi, m, a, b, c, n, ',"approx":true')
+           for s, lo, hi, m, a, b, c, n in zip(corr.tolist(), *(x.tolist() for x in cols[:2]),
+                                               mean.tolist(), *(x.tolist() for x in cols[2:]),
+                                               corr_calls.tolist())]
+    rows = sorted(exact)
+    if rows:
+        objs = corrected_objects([{"mean": 0.0}] * len(rows), corr[rows], corr_calls[rows], True,
+                                 {j: exact[r] for j, r in enumerate(rows)})
+        for r, o in zip(rows, objs):
+            if "approx" not in o:
+                out[r] = json.dumps(o, separators=(",", ":"))
+    return out
+
+
+def tree_json(p: Profile) -> str:
+    """The `tree` array as JSON text, children sorted by inclusive time."""
+    if p.nrows == 0:
+        return "[]"
+    calls = p.col("calls")
+    incl_pct, excl_pct = p.node_percentiles
+    incl = _stats_json(p.col("incl"), calls, p.col("incl_min"), p.col("incl_max"), incl_pct)
+    excl = _stats_json(p.col("excl"), calls, p.col("excl_min"), p.col("excl_max"), excl_pct)
+    if p.corrected is not None:
+        cr = p.corrected_or_raw
+        exact_nodes, _ = exact_corrected_values(p)
+        incl_c = _corr_stats_json(p.col("incl"), calls, p.col("incl_min"), p.col("incl_max"), incl_pct,
+                                  cr.incl, cr.calls, exact_nodes)
+        excl_c = _corr_stats_json(p.col("excl"), calls, p.col("excl_min"), p.col("excl_max"), excl_pct,
+                                  cr.excl, cr.calls, {})
+    else:
+        incl_c, excl_c = incl, excl
+    names = [json.dumps(n) for n in p.funcs]
+    func = p.col("func").tolist()
+    flags = [json.dumps(node_flags(f)) for f in range(8)]
+    flag = p.col("flags").tolist()
+    irq, off, desc, gap = (p.col(c).tolist() for c in ("irq", "offcpu", "desc", "gap_calls"))
+    ncalls = calls.tolist()
+    if p.corrected is not None and p.corrected.unreliable is not None:
+        extra = ['"clamped":%s,"unreliable":%s,' % ("true" if c else "false", "true" if u else "false")
+                 for c, u in zip(p.corrected.clamped.tolist(), p.corrected.unreliable.tolist())]
+    else:
+        extra = [""] * p.nrows
+    # siblings by inclusive time (desc), then name: one global sort
+    name_rank = np.argsort(np.argsort(np.array(p.funcs, dtype=object)))
+    order = np.lexsort((name_rank[p.col("func")], -p.col("incl"), p.col("parent")))
+    kids = [[] for _ in range(p.nrows + 1)]
+    for r, par in zip(order.tolist(), p.col("parent")[order].tolist()):
+        kids[par].append(r)
+    # pre-order walk writing pieces once: nesting strings inside their
+    # parents' strings would copy the text once per level of depth
+    parts = ["["]
+    stack = [(r, i > 0) for i, r in enumerate(kids[-1])][::-1]
+    while stack:
+        r, comma = stack.pop()
+        if r < 0:
+            parts.append("]}")
+            continue
+        parts.append(('%s{"name":%s,"calls":%d,"incl_ns":%s,"excl_ns":%s,"incl_corr_ns":%s,'
+                      '"excl_corr_ns":%s,"irq_ns":%d,"offcpu_ns":%d,"descendants":%d,'
+                      '"gap_calls":%d,%s"flags":%s,"children":[') % (
+            "," if comma else "", names[func[r]], ncalls[r], incl[r], excl[r], incl_c[r],
+            excl_c[r], irq[r], off[r], desc[r], gap[r], extra[r], flags[flag[r] & 7]))
+        stack.append((-1, False))
+        stack.extend([(k, i > 0) for i, k in enumerate(kids[r])][::-1])
+    parts.append("]")
+    return "".join(parts)
+
+
+def document(p: Profile) -> dict:
+    """The document, the tree as a placeholder."""
+    applied = p.corrected is not None
+    ex = corrections.function_extras(p)
+    ft = p.functions
+    f_incl = stats_objects(ft.incl, ft.calls, ft.incl_min, ft.incl_max, ft.incl_pct)
+    f_excl = stats_objects(ft.excl, ft.calls, ft.excl_min, ft.excl_max, ft.excl_pct)
+    exact_nodes, exact_funcs = exact_corrected_values(p)
+    f_incl_c = corrected_objects(f_incl, ft.incl_corr, ft.calls_corr, applied, exact_funcs)
+    f_excl_c = corrected_objects(f_excl, ft.excl_corr, ft.calls_corr, applied)
+    functions = []
+    for i, name in enumerate(ft.names):
+        functions.append({
+            "name": name, "calls": int(ft.calls[i]),
+            "incl_ns": f_incl[i], "excl_ns": f_excl[i],
+            "incl_corr_ns": f_incl_c[i], "excl_corr_ns": f_excl_c[i],
+            "irq_ns": int(ft.irq[i]), "offcpu_ns": int(ft.offcpu[i]),
+            "gap_calls": int(ft.gap_calls[i]),
+        })
+        if ex:
+            functions[-1].update({
+                "hook_cost_removed_ns": round(float(ex["overhead"][i]), 1),
+                "irq_removed_ns": round(float(ex["irq"][i]), 1),
+                "offcpu_removed_ns": round(float(ex["offcpu"][i]), 1),
+                "clamped_ns": round(float(ex["clamp"][i]), 1),
+                "clamped": bool(ex["clamped"][i]), "unreliable": bool(ex["unreliable"][i]),
+            })
+    return {
+        "schema": SCHEMA,
+        "tool": {"name": "ftflame", "version": __version__},
+        "trace": trace_object(p),
+        "calibration": calibration_object(p),
+        "functions": functions,
+        "tree": TREE_PLACEHOLDER,
+        "root_calls": root_call_objects(p),
+        "balance": list(p.balance),
+    }
+
+
+def root_call_objects(p: Profile) -> list:
+    s = p.samples
+    if len(s) == 0:
+        return []
+    cr = p.corrected_or_raw
+    names = [p.funcs[int(p.nodes[n, 1])] for n in s[:, 0].tolist()]
+    out = []
+    for i, row in enumerate(s.tolist()):
+        node, pid, cpu, flags, calltime, dur, desc, irq, off = row[:9]
+        out.append({"name": names[i], "pid": pid, "cpu": cpu, "start_ns": calltime, "dur_ns": dur,
+                    "dur_corr_ns": round(float(cr.sample_dur[i]), 1), "descendants": desc,
+                    "irq_ns": irq, "offcpu_ns": off, "gap": bool(flags & SAMPLE_GAP),
+                    "partial": bool(flags & SAMPLE_PARTIAL), "irq": bool(flags & SAMPLE_IRQ)})
+    return out
+
+
+TREE_PLACEHOLDER = "@@FTFLAME_TREE@@"
+
+
+def render(p: Profile) -> str:
+    text = json.dumps(document(p), separators=(",", ":"))
+    return text.replace(json.dumps(TREE_PLACEHOLDER), tree_json(p), 1) + "\n"

@@ -1,0 +1,141 @@
+"""The JSON written by _core.format_rows (tree, functions, root calls) is
+byte for byte what the dict and per-node Python renderer wrote
+(tests/jsonref.py), corrected or not, including the values that take the
+Python fallbacks; and the faster histogram merge and percentiles give what
+the general code gives."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import jsonref
+from conftest import SAMPLE, fixture, profile_of
+from events import HERE, load
+from ftflame import profile as profile_mod
+from ftflame.parse import build_events
+from ftflame.cli import apply_corrections, build_parser
+from ftflame.profile import Corrected
+from ftflame.report import RENDERERS, jsonout
+
+CASES = sorted(f[: -len(".events")] for f in os.listdir(HERE) if f.endswith(".events"))
+SMALL_FIXTURES = ["k6.1/s09-depth3/trace.dat", "k6.1/s13-calib-null/trace-dispatch-full.dat",
+                  "k6.1/s06-calib-pair/trace-root.dat",
+                  # negative raw self-time minimums: "-0.0" corrected minimums
+                  "k6.1/s15-icount-calib/trace-full-nosleep.dat"]
+
+
+def corrected(p, path, *opts):
+    args = build_parser().parse_args(["report", path, "-F", "json", *opts])
+    return apply_corrections(p, path, args)
+
+
+def same_tree(p):
+    """The tree and the whole document as the reference writes them."""
+    fast = jsonout.tree_json(p)
+    assert fast == jsonref.tree_json(p)
+    assert RENDERERS["json"].render(p) == jsonref.render(p)
+    return fast
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_hand_made_inputs(case):
+    p = load(case)
+    same_tree(p)
+    same_tree(corrected(p, case, "--overhead-in", "150", "--overhead-out", "90"))
+
+
+@pytest.mark.parametrize("rel", SMALL_FIXTURES)
+def test_fixtures_raw_and_corrected(rel):
+    p = profile_of(fixture(rel))
+    same_tree(p)
+    c = corrected(p, fixture(rel))
+    assert c.corrected is not None
+    same_tree(c)
+    same_tree(corrected(p, fixture(rel), "--irqs", "include", "--overhead-in", "400"))
+
+
+def test_exact_root_rows_are_not_approx():
+    """Root paths whose every call has a corrected duration carry exact
+    figures (no "approx"), as before."""
+    p = corrected(profile_of(SAMPLE), SAMPLE)
+    tree = json.loads(same_tree(p))
+    assert any("approx" not in root["incl_corr_ns"] for root in tree)
+
+
+def test_whole_document_parses_and_keeps_its_members():
+    p = corrected(profile_of(SAMPLE), SAMPLE)
+    text = RENDERERS["json"].render(p)
+    assert text.endswith("\n")
+    doc = json.loads(text)
+    assert list(doc) == ["schema", "tool", "trace", "calibration", "functions", "tree", "root_calls",
+                         "balance"]
+    assert doc["tree"] == json.loads(jsonout.tree_json(p))
+
+
+def test_empty_profile():
+    empty = build_events([])
+    assert empty.nrows == 0
+    same_tree(empty)
+    doc = json.loads(RENDERERS["json"].render(empty))
+    assert doc["tree"] == doc["functions"] == doc["root_calls"] == []
+
+
+def extreme(p):
+    """Sums past 2**53, means past REPR_SAFE, NaN and infinite corrected
+    figures and root call durations: what the C formatter cannot write
+    like Python."""
+    nodes = p.nodes.copy()
+    cols = {n: i for i, n in enumerate(profile_mod.NODE_COLUMNS)}
+    nodes[0, cols["incl"]] = 2**60 + 12345
+    nodes[0, cols["excl"]] = -(2**55) - 3
+    nodes[-1, cols["incl"]] = 10**15 * max(int(nodes[-1, cols["calls"]]), 1)
+    q = p.replace(nodes=nodes)
+    c = p.corrected
+    incl = c.incl.copy()
+    incl[0] = np.nan
+    incl[-1] = 3e17
+    excl = c.excl.copy()
+    excl[len(excl) // 2] = -np.inf
+    dur = c.sample_dur.copy()
+    dur[0], dur[-1] = np.nan, 2e15
+    overhead = c.overhead.copy()
+    overhead[1] = np.inf
+    return q.replace(corrected=Corrected(**{**c.__dict__, "incl": incl, "excl": excl, "sample_dur": dur,
+                                             "overhead": overhead}))
+
+
+def test_values_past_the_fast_paths():
+    p = corrected(profile_of(SAMPLE), SAMPLE)
+    same_tree(extreme(p))
+
+
+def test_python_fallback_columns(monkeypatch):
+    """REPR_SAFE 0: every mean and exact figure takes the Python path, and
+    the text is still the same."""
+    p = corrected(profile_of(SAMPLE), SAMPLE)
+    want = same_tree(p), RENDERERS["json"].render(p)
+    monkeypatch.setattr(jsonout, "REPR_SAFE", 0.0)
+    assert (jsonout.tree_json(p), RENDERERS["json"].render(p)) == want
+
+
+@pytest.mark.parametrize("path", [SAMPLE] + [fixture(r) for r in SMALL_FIXTURES])
+def test_histogram_group_dense_equals_sorted(path, monkeypatch):
+    p = profile_of(path)
+    for h in (p.hist_incl, p.hist_excl):
+        dense = h.group(p.col("func"), len(p.funcs))
+        monkeypatch.setattr(profile_mod, "DENSE_GROUP_CELLS", -1)
+        general = h.group(p.col("func"), len(p.funcs))
+        monkeypatch.undo()
+        for a, b in zip((dense.offsets, dense.buckets, dense.counts),
+                        (general.offsets, general.buckets, general.counts)):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
+def test_bucket_midpoints_table():
+    b = np.arange(profile_mod.HIST_SUB + 44 * profile_mod.HIST_SUB)
+    lower = profile_mod.hist_lower(b)
+    want = np.where(b < profile_mod.HIST_SUB, lower, (lower + profile_mod.hist_upper(b) - 1) // 2)
+    assert np.array_equal(profile_mod._bucket_mids(len(b)), want)
