@@ -300,7 +300,7 @@ def cmd_report(args) -> int:
     else:
         write_atomic(output, text)
         if not args.quiet:
-            print(f"ftflame: wrote {output} ({fmt}, {len(text.encode()):,} bytes)", file=sys.stderr)
+            print(f"ftflame: wrote {output} ({fmt}, {os.path.getsize(output):,} bytes)", file=sys.stderr)
         if args.open:
             open_in_browser(output, args.quiet)
     return 0
