@@ -60,7 +60,7 @@ def node_depths(p: Profile) -> np.ndarray:
 
 def pseudo_roots(p: Profile) -> np.ndarray:
     """The '(partial)' pseudo-root: a node that is no call (ancestors unknown)."""
-    return (p.col("parent") < 0) & ((p.col("flags") & NODE_PARTIAL) != 0) & (p.col("calls") == 0)
+    return p.pseudo_roots
 
 
 def counted_children(p: Profile, irqs: str) -> np.ndarray:

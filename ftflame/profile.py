@@ -261,6 +261,11 @@ class Profile:
         return tuple(order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1))
 
     @functools.cached_property
+    def pseudo_roots(self) -> np.ndarray:
+        """The '(partial)' pseudo-root: a node that is no call (ancestors unknown)."""
+        return (self.col("parent") < 0) & ((self.col("flags") & NODE_PARTIAL) != 0) & (self.col("calls") == 0)
+
+    @functools.cached_property
     def tree_tops(self) -> np.ndarray:
         """The top row (root) of every node's tree."""
         parent = self.col("parent")
@@ -432,6 +437,6 @@ def _take_rows(h: Histograms, rows: np.ndarray):
     return offsets, h.buckets[idx], h.counts[idx]
 
 
-_SHAPE_VIEWS = ("children", "levels", "tree_tops", "node_percentiles")
+_SHAPE_VIEWS = ("children", "levels", "tree_tops", "pseudo_roots", "node_percentiles")
 _NODE_INDEX = {n: i for i, n in enumerate(NODE_COLUMNS)}
 _SAMPLE_INDEX = {n: i for i, n in enumerate(SAMPLE_COLUMNS)}

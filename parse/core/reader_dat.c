@@ -336,6 +336,10 @@ static int iterate_piped(dat_ctx *c, struct tracecmd_input *h)
 	pthread_t th;
 	int started = pthread_create(&th, NULL, reader_main, &r) == 0;
 	if (started) {
+		/* tep_find_function builds its address map (20 ms) on first use:
+		 * build it while the reader fills the first batches (the reader
+		 * never looks names up; only this thread does) */
+		tep_find_function(c->tep, 0);
 		for (;;) {
 			pthread_mutex_lock(&ps.mu);
 			while (ps.tail == ps.head && !ps.done)
@@ -374,10 +378,31 @@ static int iterate_inline(dat_ctx *c, struct tracecmd_input *h)
 	if (!bt)
 		return -1;
 	bt->n = 0;
+	tep_find_function(c->tep, 0);
 	run_ctx r = { .c = c, .h = h, .inline_batch = bt };
 	tracecmd_iterate_events(h, NULL, 0, on_record_inline, &r);
 	free(bt);
 	return 0;
+}
+
+static void *close_main(void *h)
+{
+	tracecmd_close(h);
+	return NULL;
+}
+
+/* Freeing libtracecmd's decompressed CPU streams takes 25 ms on a big
+ * trace: let a detached thread do it while the caller goes on. */
+static void close_later(struct tracecmd_input *h)
+{
+	pthread_attr_t attr;
+	pthread_t th;
+	int ok = pthread_attr_init(&attr) == 0;
+	ok = ok && pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0;
+	ok = ok && pthread_create(&th, &attr, close_main, h) == 0;
+	pthread_attr_destroy(&attr);
+	if (!ok)
+		tracecmd_close(h);
 }
 
 static int event_id(struct tep_handle *tep, const char *sys, const char *name, struct tep_event **out)
@@ -465,16 +490,12 @@ int ftf_read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
 	meta->cpus = tracecmd_cpus(h);
 	meta->file_version = (int)tracecmd_get_in_file_version(h);
 
-	/* tep_find_function builds its address map on first use: do it here,
-	 * before the reader thread shares the handle (only the builder side
-	 * looks up names after this) */
-	tep_find_function(tep, 0);
 	const char *threads = getenv("FTFLAME_THREADS");
 	int piped = !(threads && strcmp(threads, "1") == 0);
 	if ((piped ? iterate_piped(&c, h) : -1) < 0 && iterate_inline(&c, h) < 0)
 		b->oom = 1;
 	ftf_builder_finish(b);
-	tracecmd_close(h);
+	close_later(h);
 	free(c.addr_keys);
 	free(c.addr_vals);
 	if (b->oom) {
