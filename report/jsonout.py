@@ -228,14 +228,8 @@ def _corr_stats(t: _Template, sums, calls, mins, maxs, pcts, corr, corr_calls, e
 
     lo, hi, p50, p90, p99 = (scaled(x) for x in (mins, maxs, pcts[:, 0], pcts[:, 1], pcts[:, 2]))
     cols = [np.array(corr, dtype=np.float64), lo, hi, mean, p50, p90, p99]
-    approx = np.ones(len(sums), dtype=np.int64)
-    ex = _exact_stats(corr, corr_calls, exact)
+    ex, approx, vals = _put_exact(cols, corr, corr_calls, exact)
     if ex:
-        rows = np.fromiter(ex, dtype=np.int64, count=len(ex))
-        vals = np.array(list(ex.values()), dtype=np.float64)
-        for k, c in enumerate(cols):
-            c[rows] = vals[:, k]
-        approx[rows] = 0
         # exact rows were json.dumps(round(x, 1)): "%.1f" only when safe
         unsafe = ~(np.abs(vals) < REPR_SAFE).all(axis=0)
     else:
@@ -396,6 +390,22 @@ def _repr_round(t: _Template, values: np.ndarray):
         t.col("f1", values)
 
 
+def _put_exact(cols: list, corr, corr_calls, exact: dict):
+    """Overwrite the scaled statistics (cols: sum min max mean p50 p90 p99)
+    with exact ones where per-call corrected values exist. Returns (the
+    exact rows' stats by row, approx flag per row, their values)."""
+    approx = np.ones(len(corr), dtype=np.int64)
+    ex = _exact_stats(corr, corr_calls, exact)
+    vals = np.zeros((0, len(cols)))
+    if ex:
+        rows = np.fromiter(ex, dtype=np.int64, count=len(ex))
+        vals = np.array(list(ex.values()), dtype=np.float64)
+        for k, c in enumerate(cols):
+            c[rows] = vals[:, k]
+        approx[rows] = 0
+    return ex, approx, vals
+
+
 def _func_corr_stats(t: _Template, sums, calls, mins, maxs, pcts, corr, corr_calls, exact: dict):
     """corrected_objects() of the functions' stats_objects(): the raw min,
     max and percentiles scaled by corrected mean / the raw mean as written
@@ -411,14 +421,7 @@ def _func_corr_stats(t: _Template, sums, calls, mins, maxs, pcts, corr, corr_cal
 
     cols = [np.array(corr, dtype=np.float64), *(max0(np.where(has, x, 0) * f) for x in (mins, maxs)),
             mean, *(max0(pcts[:, q] * f) for q in range(3))]
-    approx = np.ones(len(sums), dtype=np.int64)
-    ex = _exact_stats(corr, corr_calls, exact)
-    if ex:
-        rows = np.fromiter(ex, dtype=np.int64, count=len(ex))
-        vals = np.array(list(ex.values()), dtype=np.float64)
-        for k, c in enumerate(cols):
-            c[rows] = vals[:, k]
-        approx[rows] = 0
+    ex, approx, _ = _put_exact(cols, corr, corr_calls, exact)
     for k, name in enumerate(("sum", "min", "max", "mean", "p50", "p90", "p99")):
         t.lit(('{"%s":' if k == 0 else ',"%s":') % name)
         _repr_round(t, cols[k])

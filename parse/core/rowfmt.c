@@ -148,10 +148,10 @@ size_t ftf_fmt_f1(char *dst, double v)
 	return fmt_f1(dst, v);
 }
 
-static inline int64_t int_at(const ftf_rowfmt_item *it, size_t r)
+/* An int64 or int32 column value (columns may be strided, unaligned). */
+static inline int64_t int_read(const char *at, int itemsize)
 {
-	const char *at = (const char *)it->col + (ptrdiff_t)r * it->stride;
-	if (it->itemsize == 8) {
+	if (itemsize == 8) {
 		int64_t v;
 		memcpy(&v, at, sizeof(v));
 		return v;
@@ -159,6 +159,11 @@ static inline int64_t int_at(const ftf_rowfmt_item *it, size_t r)
 	int32_t v;
 	memcpy(&v, at, sizeof(v));
 	return v;
+}
+
+static inline int64_t int_at(const ftf_rowfmt_item *it, size_t r)
+{
+	return int_read((const char *)it->col + (ptrdiff_t)r * it->stride, it->itemsize);
 }
 
 static inline double f64_at(const ftf_rowfmt_item *it, size_t r)
@@ -411,15 +416,7 @@ static inline __attribute__((always_inline)) char *put(char *p, ftf_str s)
 
 static inline int64_t op_int(const rf_op *op, size_t r)
 {
-	const char *at = op->col + (ptrdiff_t)r * op->stride;
-	if (op->itemsize == 8) {
-		int64_t v;
-		memcpy(&v, at, sizeof(v));
-		return v;
-	}
-	int32_t v;
-	memcpy(&v, at, sizeof(v));
-	return v;
+	return int_read(op->col + (ptrdiff_t)r * op->stride, op->itemsize);
 }
 
 /* Row r at p; end - p >= max (row_max + PAD) on entry. NULL when it does
