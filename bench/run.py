@@ -62,7 +62,7 @@ def events_in(trace: str) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("traces", nargs="*", default=DEFAULT_TRACES)
     args = ap.parse_args()
     if not shutil.which("trace-cmd"):
