@@ -151,6 +151,40 @@ def corrected_function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
     return lines
 
 
+def _walk_tree(p: Profile, order_key, keep, row_line) -> tuple:
+    """The aggregated call tree, depth first from the roots: children in
+    order_key order, shown when keep(child, its root) holds, at most
+    TREE_MAX_LINES rows, a blank line after each root's tree, then how many
+    paths were not shown. row_line(row, branch) writes one row."""
+    kids = p.children
+    lines = []
+    hidden = 0
+    budget = [TREE_MAX_LINES]
+
+    def order(rows):
+        return sorted(rows, key=order_key)
+
+    def walk(r, prefix, last, root, is_root):
+        nonlocal hidden
+        if budget[0] <= 0:
+            hidden += 1
+            return
+        budget[0] -= 1
+        lines.append(row_line(r, "" if is_root else prefix + ("`-" if last else "+-")))
+        shown = [k for k in order(kids[r]) if keep(k, root)]
+        hidden += len(kids[r]) - len(shown)
+        child_prefix = "" if is_root else prefix + ("  " if last else "| ")
+        for i, k in enumerate(shown):
+            walk(k, child_prefix, i == len(shown) - 1, root, False)
+
+    for r in order(kids[-1]):
+        walk(r, "", True, r, True)
+        lines.append("")
+    if hidden:
+        lines.append(f"({hidden:,} smaller or deeper paths not shown: see the JSON or HTML report)")
+    return lines
+
+
 def corrected_call_tree(p: Profile) -> list:
     c = p.corrected
     lines = [f"Call tree per path (us; * = corrected; paths under {TREE_MIN_FRACTION:.0%} of "
@@ -163,40 +197,22 @@ def corrected_call_tree(p: Profile) -> list:
     ci, cx, cc = c.incl, c.excl, c.calls
     unrel = c.unreliable if c.unreliable is not None else np.zeros(p.nrows, dtype=np.int64)
     clamped = c.clamped
-    kids = p.children
-    hidden = 0
-    budget = [TREE_MAX_LINES]
     label_w = WIDTH - 40
 
-    def order(rows):
-        return sorted(rows, key=lambda r: (-ci[r], -incl[r], p.name(r)))
-
-    def walk(r, prefix, last, root_total, is_root):
-        nonlocal hidden
-        if budget[0] <= 0:
-            hidden += 1
-            return
-        budget[0] -= 1
-        branch = "" if is_root else prefix + ("`-" if last else "+-")
+    def row_line(r, branch):
         name = p.name(r)
         if flags[r] & NODE_IRQ_ROOT:
             name = (corrections.irq_kind(name) + " " + name) if c.irqs == "exclude" else name + " [irq]"
         label = _clip(branch + name, label_w - 1)
         n = calls[r]
-        lines.append(f"{count(n, 7)} {us(incl[r] / n if n else 0, 9)} "
-                     f"{us(ci[r] / cc[r] if cc[r] else 0, 9)} {us(cx[r] / cc[r] if cc[r] else 0, 9)} "
-                     f"{_flag(unrel[r], clamped[r])}{label}")
-        shown = [k for k in order(kids[r]) if ci[k] >= TREE_MIN_FRACTION * root_total and ci[k] > 0]
-        hidden += len(kids[r]) - len(shown)
-        child_prefix = "" if is_root else prefix + ("  " if last else "| ")
-        for i, k in enumerate(shown):
-            walk(k, child_prefix, i == len(shown) - 1, root_total, False)
+        return (f"{count(n, 7)} {us(incl[r] / n if n else 0, 9)} "
+                f"{us(ci[r] / cc[r] if cc[r] else 0, 9)} {us(cx[r] / cc[r] if cc[r] else 0, 9)} "
+                f"{_flag(unrel[r], clamped[r])}{label}")
 
-    for r in order(kids[-1]):
-        walk(r, "", True, ci[r], True)
-        lines.append("")
-    if hidden:
-        lines.append(f"({hidden:,} smaller or deeper paths not shown: see the JSON or HTML report)")
+    tree = _walk_tree(p, lambda r: (-ci[r], -incl[r], p.name(r)),
+                              lambda k, root: ci[k] >= TREE_MIN_FRACTION * ci[root] and ci[k] > 0,
+                              row_line)
+    lines += tree
     lines.extend(_wrap("Avg*, Self*: corrected means per clean call. [irq]/[softirq]: interrupt "
                        "subtrees, not counted in the interrupted path's corrected time."
                        if c.irqs == "exclude" else "Avg*, Self*: corrected means per clean call.", ""))
@@ -277,37 +293,17 @@ def call_tree(p: Profile) -> list:
              f"{'Calls':>9} {'Total':>12} {'Self':>11} {'Avg':>9}  Function",
              f"{'=' * 9} {'=' * 12} {'=' * 11} {'=' * 9}  {'=' * 23}"]
     calls, incl, excl, flags = (p.col(c) for c in ("calls", "incl", "excl", "flags"))
-    kids = p.children
-    hidden = 0
 
-    def order(rows):
-        return sorted(rows, key=lambda r: (-incl[r], p.name(r)))
-
-    budget = [TREE_MAX_LINES]
-
-    def walk(r, prefix, last, root_total, is_root):
-        nonlocal hidden
-        if budget[0] <= 0:
-            hidden += 1
-            return
-        budget[0] -= 1
+    def row_line(r, branch):
         c = calls[r]
-        branch = "" if is_root else prefix + ("`-" if last else "+-")
         name = p.name(r) + (" [irq]" if flags[r] & NODE_IRQ_ROOT else "")
         label = _clip(branch + name, WIDTH - 46)
-        lines.append(f"{count(c, 9)} {us(incl[r], 12)} {us(excl[r], 11)} "
-                     f"{us(incl[r] / c if c else 0, 9)}  {label}")
-        shown = [k for k in order(kids[r]) if incl[k] >= TREE_MIN_FRACTION * root_total]
-        hidden += len(kids[r]) - len(shown)
-        child_prefix = "" if is_root else prefix + ("  " if last else "| ")
-        for i, k in enumerate(shown):
-            walk(k, child_prefix, i == len(shown) - 1, root_total, False)
+        return (f"{count(c, 9)} {us(incl[r], 12)} {us(excl[r], 11)} "
+                f"{us(incl[r] / c if c else 0, 9)}  {label}")
 
-    for r in order(kids[-1]):
-        walk(r, "", True, incl[r], True)
-        lines.append("")
-    if hidden:
-        lines.append(f"({hidden:,} smaller or deeper paths not shown: see the JSON or HTML report)")
+    tree = _walk_tree(p, lambda r: (-incl[r], p.name(r)),
+                              lambda k, root: incl[k] >= TREE_MIN_FRACTION * incl[root], row_line)
+    lines += tree
     return lines
 
 
