@@ -756,26 +756,19 @@ static const char *parse_lost(const char *p, const char *e, rec *r)
 		return NULL;
 	q++;
 	r->lost = -1;
+	const char *suffix = "EVENTS DROPPED]";
 	if (starts(q, e, "LOST ")) {
 		q += 5;
-		const char *x = parse_u64(q, e, &n, 19);
-		if (x) {
-			r->lost = (int64_t)n;
-			q = skip_sp(x, e);
-		}
-		if (!starts(q, e, "EVENTS]"))
-			return NULL;
-		q += 7;
-	} else {
-		const char *x = parse_u64(q, e, &n, 19);
-		if (x) {
-			r->lost = (int64_t)n;
-			q = skip_sp(x, e);
-		}
-		if (!starts(q, e, "EVENTS DROPPED]"))
-			return NULL;
-		q += 15;
+		suffix = "EVENTS]";
 	}
+	const char *x = parse_u64(q, e, &n, 19);
+	if (x) {
+		r->lost = (int64_t)n;
+		q = skip_sp(x, e);
+	}
+	if (!starts(q, e, suffix))
+		return NULL;
+	q += strlen(suffix);
 	if (r->lost == 0)
 		r->lost = -1;
 	r->cpu = (int32_t)cpu;
