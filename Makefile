@@ -15,7 +15,7 @@ ASAN       ?= 0
 FUZZ_SECONDS ?= 60
 FUZZ_DIR   := build/fuzz
 FUZZ_PKGS  := clang libclang-rt-dev
-FUZZ_SRC   := parse/core/fuzz_text.c parse/core/reader_text.c parse/core/builder.c
+FUZZ_SRC   := parse/core/fuzz_text.c parse/core/reader_text.c parse/core/builder.c parse/core/u64map.c
 TEXT_FIXTURES := $(wildcard ../shared/fixtures/*/*/*.txt.gz)
 
 # Render checks (speedscope's JSON schema from its npm package, inferno for the
@@ -91,7 +91,7 @@ setup-fuzz:  ## install clang and libFuzzer (Debian packages) for make fuzz
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-$(FUZZ_DIR)/fuzz_text: $(FUZZ_SRC) parse/core/ftf.h
+$(FUZZ_DIR)/fuzz_text: $(FUZZ_SRC) parse/core/ftf.h parse/core/u64map.h
 	@mkdir -p $(FUZZ_DIR)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -fno-omit-frame-pointer -Iparse/core $(FUZZ_SRC) -o $@

@@ -32,16 +32,6 @@ static uint64_t hash_bytes(const char *s, size_t len)
 	return h;
 }
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
 void ftf_funcs_init(ftf_funcs *f)
 {
 	memset(f, 0, sizeof(*f));
@@ -308,7 +298,7 @@ static int tasks_grow(ftf_builder *b)
 		ftf_task *t = b->tasks[i];
 		if (!t)
 			continue;
-		uint32_t s = mix64(t->key) & (nslots - 1);
+		uint32_t s = ftf_mix64(t->key) & (nslots - 1);
 		while (tasks[s])
 			s = (s + 1) & (nslots - 1);
 		tasks[s] = t;
@@ -322,7 +312,7 @@ static int tasks_grow(ftf_builder *b)
 static ftf_task *task_find(ftf_builder *b, uint64_t key, int create)
 {
 	if (b->ntask_slots) {
-		uint32_t s = mix64(key) & (b->ntask_slots - 1);
+		uint32_t s = ftf_mix64(key) & (b->ntask_slots - 1);
 		while (b->tasks[s]) {
 			if (b->tasks[s]->key == key)
 				return b->tasks[s];
@@ -337,7 +327,7 @@ static ftf_task *task_find(ftf_builder *b, uint64_t key, int create)
 	if (!t)
 		return NULL;
 	t->key = key;
-	uint32_t s = mix64(key) & (b->ntask_slots - 1);
+	uint32_t s = ftf_mix64(key) & (b->ntask_slots - 1);
 	while (b->tasks[s])
 		s = (s + 1) & (b->ntask_slots - 1);
 	b->tasks[s] = t;
@@ -368,7 +358,7 @@ int ftf_builder_rename_task(ftf_builder *b, int32_t old_pid, int32_t new_pid, in
 		ftf_task *x = b->tasks[i];
 		if (!x)
 			continue;
-		uint32_t s = mix64(x->key) & (b->ntask_slots - 1);
+		uint32_t s = ftf_mix64(x->key) & (b->ntask_slots - 1);
 		while (tasks[s])
 			s = (s + 1) & (b->ntask_slots - 1);
 		tasks[s] = x;
@@ -398,32 +388,6 @@ static ftf_frame *task_push(ftf_task *t)
 
 /* ---- nodes ------------------------------------------------------------- */
 
-static int nodes_rehash(ftf_builder *b)
-{
-	uint32_t nslots = b->nnode_slots ? b->nnode_slots * 2 : 4096;
-	uint64_t *keys = calloc(nslots, sizeof(*keys));
-	uint32_t *vals = calloc(nslots, sizeof(*vals));
-	if (!keys || !vals) {
-		free(keys);
-		free(vals);
-		return -1;
-	}
-	for (uint32_t i = 0; i < b->nnodes; i++) {
-		uint64_t key = ((uint64_t)(uint32_t)(b->nodes[i].parent + 1) << 32) | b->nodes[i].func;
-		uint32_t s = mix64(key) & (nslots - 1);
-		while (vals[s])
-			s = (s + 1) & (nslots - 1);
-		keys[s] = key;
-		vals[s] = i + 1;
-	}
-	free(b->node_slots);
-	free(b->node_slot_vals);
-	b->node_slots = keys;
-	b->node_slot_vals = vals;
-	b->nnode_slots = nslots;
-	return 0;
-}
-
 static void sums_init_minmax(ftf_node *n)
 {
 	n->incl_min = UINT64_MAX;
@@ -434,16 +398,9 @@ static void sums_init_minmax(ftf_node *n)
 static uint32_t node_child(ftf_builder *b, uint32_t parent, uint32_t func)
 {
 	uint64_t key = ((uint64_t)(uint32_t)(parent + 1) << 32) | func;
-	if (b->nnode_slots) {
-		uint32_t s = mix64(key) & (b->nnode_slots - 1);
-		while (b->node_slot_vals[s]) {
-			if (b->node_slots[s] == key)
-				return b->node_slot_vals[s] - 1;
-			s = (s + 1) & (b->nnode_slots - 1);
-		}
-	}
-	if ((b->nnodes + 1) * 2 > b->nnode_slots && nodes_rehash(b) < 0)
-		goto oom;
+	uint64_t found = ftf_u64map_get(&b->node_map, key);
+	if (found)
+		return (uint32_t)(found - 1);
 	if (b->nnodes == b->capnodes) {
 		uint32_t cap = b->capnodes ? b->capnodes * 2 : 1024;
 		ftf_node *nodes = realloc(b->nodes, cap * sizeof(*nodes));
@@ -452,6 +409,8 @@ static uint32_t node_child(ftf_builder *b, uint32_t parent, uint32_t func)
 		b->nodes = nodes;
 		b->capnodes = cap;
 	}
+	if (ftf_u64map_put(&b->node_map, key, (uint64_t)b->nnodes + 1) < 0)
+		goto oom;
 	uint32_t idx = b->nnodes++;
 	ftf_node *n = &b->nodes[idx];
 	memset(n, 0, sizeof(*n));
@@ -460,11 +419,6 @@ static uint32_t node_child(ftf_builder *b, uint32_t parent, uint32_t func)
 	sums_init_minmax(n);
 	if (parent != FTF_NONE && (b->nodes[parent].flags & FTF_NODE_PARTIAL))
 		n->flags |= FTF_NODE_PARTIAL;
-	uint32_t s = mix64(key) & (b->nnode_slots - 1);
-	while (b->node_slot_vals[s])
-		s = (s + 1) & (b->nnode_slots - 1);
-	b->node_slots[s] = key;
-	b->node_slot_vals[s] = idx + 1;
 	return idx;
 oom:
 	b->oom = 1;
@@ -530,7 +484,7 @@ static int journal_grow(ftf_task *t)
 		return -1;
 	}
 	for (uint32_t i = 0; i < t->jn; i++) {
-		uint32_t s = mix64(ent[i].node) & (nslots - 1);
+		uint32_t s = ftf_mix64(ent[i].node) & (nslots - 1);
 		while (slots[s])
 			s = (s + 1) & (nslots - 1);
 		slots[s] = i + 1;
@@ -550,7 +504,7 @@ static void journal_add(ftf_builder *b, ftf_task *t, uint32_t node, const ftf_su
 		b->oom = 1;
 		return;
 	}
-	uint32_t s = mix64(node) & (t->jnslots - 1);
+	uint32_t s = ftf_mix64(node) & (t->jnslots - 1);
 	while (t->jslots[s]) {
 		ftf_jentry *e = &t->jent[t->jslots[s] - 1];
 		if (e->node == node) {
@@ -661,8 +615,7 @@ void ftf_builder_free(ftf_builder *b)
 		ftf_hist_free(&b->nodes[i].hist_excl);
 	}
 	free(b->nodes);
-	free(b->node_slots);
-	free(b->node_slot_vals);
+	ftf_u64map_free(&b->node_map);
 	free(b->samples);
 	free(b->func_irq);
 	for (int k = 0; k < 2; k++)

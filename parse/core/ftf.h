@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "u64map.h"
+
 /* ---- events ------------------------------------------------------------ */
 
 enum ftf_event_kind {
@@ -190,9 +192,7 @@ typedef struct {
 	ftf_funcs funcs;
 	ftf_node *nodes;
 	uint32_t nnodes, capnodes;
-	uint64_t *node_slots; /* open-addressing map (parent,func)+1 -> node idx+1 */
-	uint32_t *node_slot_vals;
-	uint32_t nnode_slots;
+	ftf_u64map node_map; /* (parent+1, func) -> node idx+1 */
 	uint32_t partial_root; /* the (partial) pseudo-root node, FTF_NONE until needed */
 	uint32_t partial_func;
 

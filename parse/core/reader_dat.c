@@ -43,10 +43,7 @@ typedef struct {
 	int swap; /* file endianness differs from ours */
 	bound_field common_pid, common_flags;
 	bound_event entry, retaddr_entry, exit, sched_switch;
-	/* address -> function id */
-	uint64_t *addr_keys;
-	uint32_t *addr_vals; /* id+1 */
-	uint32_t naddr, naddr_slots;
+	ftf_u64map addr_ids; /* function address -> function id+1 */
 	ftf_progress_fn progress;
 	void *progress_ctx;
 	uint64_t next_progress;
@@ -92,49 +89,11 @@ static inline int64_t rd_signed(const dat_ctx *c, const bound_field *f, const vo
 	}
 }
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return x;
-}
-
 static uint32_t func_id(dat_ctx *c, uint64_t addr)
 {
-	if (c->naddr_slots) {
-		uint32_t s = mix(addr) & (c->naddr_slots - 1);
-		while (c->addr_vals[s]) {
-			if (c->addr_keys[s] == addr)
-				return c->addr_vals[s] - 1;
-			s = (s + 1) & (c->naddr_slots - 1);
-		}
-	}
-	if ((c->naddr + 1) * 2 > c->naddr_slots) {
-		uint32_t n = c->naddr_slots ? c->naddr_slots * 2 : 1024;
-		uint64_t *k = calloc(n, sizeof(*k));
-		uint32_t *v = calloc(n, sizeof(*v));
-		if (!k || !v) {
-			free(k);
-			free(v);
-			c->b->oom = 1;
-			return 0;
-		}
-		for (uint32_t i = 0; i < c->naddr_slots; i++) {
-			if (!c->addr_vals[i])
-				continue;
-			uint32_t s = mix(c->addr_keys[i]) & (n - 1);
-			while (v[s])
-				s = (s + 1) & (n - 1);
-			k[s] = c->addr_keys[i];
-			v[s] = c->addr_vals[i];
-		}
-		free(c->addr_keys);
-		free(c->addr_vals);
-		c->addr_keys = k;
-		c->addr_vals = v;
-		c->naddr_slots = n;
-	}
+	uint64_t known = ftf_u64map_get(&c->addr_ids, addr);
+	if (known)
+		return (uint32_t)(known - 1);
 	const char *name = tep_find_function(c->tep, addr);
 	char buf[32];
 	if (!name) {
@@ -146,12 +105,8 @@ static uint32_t func_id(dat_ctx *c, uint64_t addr)
 		c->b->oom = 1;
 		id = 0;
 	}
-	uint32_t s = mix(addr) & (c->naddr_slots - 1);
-	while (c->addr_vals[s])
-		s = (s + 1) & (c->naddr_slots - 1);
-	c->addr_keys[s] = addr;
-	c->addr_vals[s] = id + 1;
-	c->naddr++;
+	if (ftf_u64map_put(&c->addr_ids, addr, (uint64_t)id + 1) < 0)
+		c->b->oom = 1;
 	return id;
 }
 
@@ -479,8 +434,7 @@ int ftf_read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
 	 * decompressed CPU streams alive while Python builds the Profile:
 	 * +35 MB of peak RSS on a 3 M-event trace) */
 	tracecmd_close(h);
-	free(c.addr_keys);
-	free(c.addr_vals);
+	ftf_u64map_free(&c.addr_ids);
 	if (b->oom) {
 		snprintf(err, errlen, "out of memory while building the call tree");
 		return -1;

@@ -85,9 +85,7 @@ struct ftf_text {
 	size_t ncarry, capcarry;
 	int discarding;
 	/* key -> stack (several keys can share one stack: aliases) */
-	int64_t *keys;
-	tstack **vals;
-	uint32_t nslots, nkeys;
+	ftf_u64map stacks;
 	tstack **all;
 	uint32_t nall, capall;
 	tcpu *cpus;
@@ -837,63 +835,14 @@ static tstack *stack_new(ftf_text *t, int32_t bpid)
 	return s;
 }
 
-static uint32_t key_slot(int64_t key, uint32_t nslots)
-{
-	uint64_t x = (uint64_t)key * 0x9E3779B97F4A7C15ULL;
-	return (uint32_t)(x >> 32) & (nslots - 1);
-}
-
 static int map_put(ftf_text *t, int64_t key, tstack *s)
 {
-	if ((t->nkeys + 1) * 2 > t->nslots) {
-		uint32_t nslots = t->nslots ? t->nslots * 2 : 64;
-		int64_t *keys = malloc(nslots * sizeof(*keys));
-		tstack **vals = calloc(nslots, sizeof(*vals));
-		if (!keys || !vals) {
-			free(keys);
-			free(vals);
-			return -1;
-		}
-		for (uint32_t i = 0; i < t->nslots; i++) {
-			if (!t->vals[i])
-				continue;
-			uint32_t k = key_slot(t->keys[i], nslots);
-			while (vals[k])
-				k = (k + 1) & (nslots - 1);
-			keys[k] = t->keys[i];
-			vals[k] = t->vals[i];
-		}
-		free(t->keys);
-		free(t->vals);
-		t->keys = keys;
-		t->vals = vals;
-		t->nslots = nslots;
-	}
-	uint32_t k = key_slot(key, t->nslots);
-	while (t->vals[k]) {
-		if (t->keys[k] == key) {
-			t->vals[k] = s;
-			return 0;
-		}
-		k = (k + 1) & (t->nslots - 1);
-	}
-	t->keys[k] = key;
-	t->vals[k] = s;
-	t->nkeys++;
-	return 0;
+	return ftf_u64map_put(&t->stacks, (uint64_t)key, (uint64_t)(uintptr_t)s);
 }
 
 static tstack *map_get(ftf_text *t, int64_t key)
 {
-	if (!t->nslots)
-		return NULL;
-	uint32_t k = key_slot(key, t->nslots);
-	while (t->vals[k]) {
-		if (t->keys[k] == key)
-			return t->vals[k];
-		k = (k + 1) & (t->nslots - 1);
-	}
-	return NULL;
+	return (tstack *)(uintptr_t)ftf_u64map_get(&t->stacks, (uint64_t)key);
 }
 
 static tstack *stack_of_pid(ftf_text *t, int32_t pid, int32_t cpu)
@@ -1417,8 +1366,7 @@ void ftf_text_free(ftf_text *t)
 		free(t->all[i]);
 	}
 	free(t->all);
-	free(t->keys);
-	free(t->vals);
+	ftf_u64map_free(&t->stacks);
 	free(t->cpus);
 	free(t->carry);
 	free(t);
