@@ -91,8 +91,9 @@ def start_read(path: str, progress: Optional[Callable[[int], None]] = None) -> P
 
 
 def _is_plain_dat(path: str) -> bool:
+    """An uncompressed trace.dat, read by libtracecmd in place."""
     try:
         with open(path, "rb") as f:
             return f.read(len(TRACE_DAT_MAGIC)) == TRACE_DAT_MAGIC
-    except OSError:
-        return False  # read() says what is wrong
+    except OSError as e:
+        raise InputError(path, f"cannot read: {e.strerror}") from None

@@ -10,8 +10,8 @@ import numpy as np
 from ftflame.errors import InputError
 from ftflame.profile import NODE_COLUMNS, SAMPLE_COLUMNS, Histograms, Profile, TraceInfo
 
-from . import _core, text
-from .detect import TRACE_DAT_MAGIC, check_readable, classify
+from . import _core, _is_plain_dat, text
+from .detect import check_readable, classify
 
 __all__ = ["read", "start_read", "from_core_result", "build_events"]
 
@@ -50,14 +50,6 @@ def read(path: str, progress: Optional[Callable[[int], None]] = None) -> Profile
     counters = dict(prof.counters)
     counters.update({"text_" + k: st[k] for k in text.TEXT_COUNTERS})
     return prof.replace(counters=counters, warnings=prof.warnings + tuple(text.text_warnings(st)))
-
-
-def _is_plain_dat(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(TRACE_DAT_MAGIC)) == TRACE_DAT_MAGIC
-    except OSError as e:
-        raise InputError(path, f"cannot read: {e.strerror}") from None
 
 
 def _read_dat(path: str, name: str, compression: str, progress) -> Profile:
