@@ -124,6 +124,19 @@ static inline int name_char_ok(char c)
 	return cclass[(unsigned char)c] & C_NAME;
 }
 
+/* A function name at p into r->name; its end, or NULL when there is none. */
+static const char *take_name(rec *r, const char *p, const char *e)
+{
+	const char *q = p;
+	while (q < e && name_char_ok(*q))
+		q++;
+	if (q == p)
+		return NULL;
+	r->name = p;
+	r->nlen = (size_t)(q - p);
+	return q;
+}
+
 static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
 static inline int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
 
@@ -380,13 +393,9 @@ static const char *parse_body(const char *p, const char *e, rec *r, int mail)
 		r->kind = R_COMMENT;
 		return n ? n : e;
 	}
-	const char *ns = q;
-	while (q < e && name_char_ok(*q))
-		q++;
-	if (q == ns)
+	q = take_name(r, q, e);
+	if (!q)
 		return NULL;
-	r->name = ns;
-	r->nlen = (size_t)(q - ns);
 	/* module suffix: func [mod]() */
 	const char *m = skip_sp(q, e);
 	if (m < e && *m == '[') {
@@ -686,13 +695,9 @@ static const char *parse_tracecmd_payload(const char *p, const char *e, rec *r)
 		if (starts(ps, e, "func=") || starts(ps, e, "--> ") || starts(ps, e, "<-- ")) {
 			/* -R raw fields, or the kernel's print fmt (no plugins) */
 			int raw = ps[0] == 'f';
-			const char *n = ps + (raw ? 5 : 4), *ne = n;
-			while (ne < e && name_char_ok(*ne))
-				ne++;
-			if (ne == n)
+			const char *ne = take_name(r, ps + (raw ? 5 : 4), e);
+			if (!ne)
 				return NULL;
-			r->name = n;
-			r->nlen = (size_t)(ne - n);
 			const char *d;
 			if (raw) {
 				d = find_key(ne, e, "depth=");
