@@ -245,24 +245,33 @@ def _estimate_events(path: str) -> int:
     return size // (11 if compressed else 40)
 
 
-def write_atomic(path: str, data: str) -> None:
-    """Write to a temporary file beside the target, then rename: a reader
-    never sees a half-written report, and a failure leaves nothing behind."""
+def write_atomic(path: str, data) -> None:
+    """Write data (a str, or a function writing into a binary file) to a
+    temporary file beside the target, then rename: a reader never sees a
+    half-written report, and a failure leaves nothing behind."""
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise InputError(path, "output directory does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=".ftflame-", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".ftflame-", dir=directory)
+    except OSError as e:
+        raise InputError(path, f"cannot write: {e.strerror}", "check the directory's permissions") from None
     try:
         # binary: a text-mode write of 75 MB of JSON costs 4x more
         with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8"))
+            if callable(data):
+                data(f)
+            else:
+                f.write(data.encode("utf-8"))
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError) and not isinstance(e, BrokenPipeError):
+            raise InputError(path, f"cannot write: {e.strerror or e}", "nothing was written") from None
         raise
 
 
@@ -292,7 +301,11 @@ def cmd_report(args) -> int:
         progress.stage("correcting...")
         profile = apply_corrections(profile, path, args)
         progress.stage(f"rendering {fmt}...")
-        text = RENDERERS[fmt].render(profile, args)
+        if output in (None, "-"):
+            text = RENDERERS[fmt].render(profile, args)
+        else:  # rendered straight into the file (JSON: in chunks, as written)
+            write = RENDERERS[fmt].write
+            write_atomic(output, lambda f: write(profile, args, f))
     finally:
         progress.done()
     if output in (None, "-"):
@@ -305,7 +318,6 @@ def cmd_report(args) -> int:
             sys.stdout.write(text)
             sys.stdout.flush()
     else:
-        write_atomic(output, text)
         if not args.quiet:
             print(f"ftflame: wrote {output} ({fmt}, {os.path.getsize(output):,} bytes)", file=sys.stderr)
         if args.open:

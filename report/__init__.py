@@ -2,7 +2,8 @@
 
 Each renderer is a function ``render(profile, opts) -> str`` in a module of
 this package, registered in RENDERERS with the file extensions that select
-it. Modules are imported on first use: choosing a format costs nothing, and
+it; a module may also have ``write(profile, opts, binary_file)``, which
+streams the same text into a file (the CLI uses it when there is one). Modules are imported on first use: choosing a format costs nothing, and
 the CLI imports the renderer while the C core reads the trace.
 """
 from __future__ import annotations
@@ -22,6 +23,15 @@ class Renderer:
     @property
     def render(self) -> Callable:
         return importlib.import_module(f"{__name__}.{self.module}").render
+
+    @property
+    def write(self) -> Callable:
+        """write(profile, opts, binary_file): the module's own, or render()
+        encoded as UTF-8."""
+        module = importlib.import_module(f"{__name__}.{self.module}")
+        if hasattr(module, "write"):
+            return module.write
+        return lambda profile, opts, f: f.write(module.render(profile, opts).encode("utf-8"))
 
 
 RENDERERS: Dict[str, Renderer] = {}

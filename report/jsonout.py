@@ -456,7 +456,8 @@ def root_calls_json(p: Profile) -> str:
 PLACEHOLDERS = {k: "@@FTFLAME_%s@@" % k.upper() for k in ("functions", "tree", "root_calls")}
 
 
-def render(p: Profile, opts=None) -> str:
+def _head_tail(p: Profile) -> tuple:
+    """The document's text before and after the `tree` array."""
     text = json.dumps(document(p), separators=(",", ":"))
     # the row arrays are written apart (format_rows), the tree around the rest
     parts = []
@@ -464,8 +465,23 @@ def render(p: Profile, opts=None) -> str:
         mark = '"%s":%s' % (key, json.dumps(PLACEHOLDERS[key]))
         before, _, text = text.partition(mark)
         parts.append(before + mark[:len(key) + 3])
-    head = parts[0] + functions_json(p) + parts[1]
-    tail = parts[2] + root_calls_json(p) + text + "\n"
+    return parts[0] + functions_json(p) + parts[1], parts[2] + root_calls_json(p) + text + "\n"
+
+
+def render(p: Profile, opts=None) -> str:
+    head, tail = _head_tail(p)
     if p.nrows == 0:
         return head + "[]" + tail
     return _core.format_rows(tree_template(p, head, tail), p.nrows)
+
+
+def write(p: Profile, opts, f) -> None:
+    """render() into f, a binary file with a file descriptor: the text
+    (75 MB for 125k call paths) goes to the file in chunks, formatted on
+    this thread and written on another, never whole in memory."""
+    head, tail = _head_tail(p)
+    if p.nrows == 0:
+        f.write((head + "[]" + tail).encode("utf-8"))
+        return
+    f.flush()
+    _core.format_rows(tree_template(p, head, tail), p.nrows, f.fileno())

@@ -2,6 +2,7 @@
 on stderr naming the file, no traceback, no output file)."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -181,3 +182,29 @@ def test_pending_read_equals_read():
     a, b = parse.start_read(path).result(), parse.read(path)
     assert a.trace == b.trace and a.counters == b.counters
     assert (a.nodes == b.nodes).all()
+
+
+def test_write_failure_is_one_line_and_leaves_nothing(tmp_path):
+    """A write that fails half-way (disk full) names the file, and neither
+    the report nor its temporary file is left behind."""
+    from ftflame.cli import InputError, write_atomic
+
+    out = tmp_path / "r.json"
+
+    def fill_then_fail(f):
+        f.write(b"x" * 4096)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with pytest.raises(InputError) as e:
+        write_atomic(str(out), fill_then_fail)
+    assert "r.json" in e.value.line() and "No space left" in e.value.line()
+    assert os.listdir(tmp_path) == []
+
+
+def test_json_streamed_to_a_file_equals_stdout(tmp_path):
+    """-o FILE streams the JSON (jsonout.write), stdout gets render()."""
+    out = tmp_path / "r.json"
+    assert run("report", "-q", SAMPLE, "-o", str(out)).returncode == 0
+    proc = run("report", "-q", SAMPLE, "-F", "json")
+    assert proc.returncode == 0
+    assert out.read_text() == proc.stdout

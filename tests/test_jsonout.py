@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 
 import numpy as np
 import pytest
@@ -32,11 +33,23 @@ def corrected(p, path, *opts):
     return apply_corrections(p, path, args)
 
 
+def written(p) -> str:
+    """The document as jsonout.write streams it into a file."""
+    with tempfile.TemporaryFile() as f:
+        RENDERERS["json"].write(p, None, f)
+        f.flush()
+        f.seek(0)
+        return f.read().decode("utf-8")
+
+
 def same_tree(p):
-    """The tree and the whole document as the reference writes them."""
+    """The tree and the whole document as the reference writes them, as a
+    string and streamed into a file."""
     fast = jsonout.tree_json(p)
     assert fast == jsonref.tree_json(p)
-    assert RENDERERS["json"].render(p) == jsonref.render(p)
+    doc = RENDERERS["json"].render(p)
+    assert doc == jsonref.render(p)
+    assert written(p) == doc
     return fast
 
 

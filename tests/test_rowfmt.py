@@ -2,10 +2,24 @@
 kind against Python's own formatting, and bad arguments raise, never crash."""
 from __future__ import annotations
 
+import errno
+import os
+import tempfile
+
 import numpy as np
 import pytest
 
 from ftflame.parse._core import format_rows
+
+
+def to_fd(template, nrows) -> str:
+    """format_rows streamed into a file (format_rows(..., fd)), read back."""
+    with tempfile.TemporaryFile() as f:
+        n = format_rows(template, nrows, f.fileno())
+        f.seek(0)
+        data = f.read()
+    assert n == len(data)
+    return data.decode("utf-8")
 
 
 def f1(values) -> list:
@@ -97,8 +111,53 @@ def test_large_output_grows_the_buffer():
     n = 200_000
     col = np.arange(n, dtype=np.int64) * 1_000_003
     rep = np.full(n, 3, dtype=np.int64)
-    out = format_rows(['{"v":', ("i", col), ("rep", rep, "]}"), ("f1", col / 7.0), ","], n)
+    tmpl = ['{"v":', ("i", col), ("rep", rep, "]}"), ("f1", col / 7.0), ","]
+    out = format_rows(tmpl, n)
     assert out == "".join('{"v":%d]}]}]}%.1f,' % (v, v / 7.0) for v in col.tolist())
+    assert to_fd(tmpl, n) == out  # 6 MB: many 1 MiB chunks
+
+
+def test_fd_rows_longer_than_a_chunk():
+    """A row bigger than the 1 MiB chunk (a deep run of closing brackets)
+    gets a buffer of its own, before and after ordinary rows."""
+    cnt = np.array([1, 700_000, 2, 0, 1_500_000, 3], dtype=np.int64)
+    tmpl = ["<", ("i", np.arange(6)), ("rep", cnt, "]}"), ">"]
+    assert to_fd(tmpl, 6) == format_rows(tmpl, 6)
+
+
+def test_fd_utf8_and_empty():
+    names = ["caf\u00e9", "\u65e5\u672c", "\U0001f600"]
+    tmpl = ["\u00bb", ("e", np.array([0, 1, 2, 1]), names), b"|"]
+    assert to_fd(tmpl, 4) == format_rows(tmpl, 4)
+    assert to_fd(["x"], 0) == ""
+    assert to_fd([], 3) == ""
+
+
+def test_fd_bad_value_raises_like_the_str_path():
+    with pytest.raises(ValueError, match=r"item 1, row 2: index 7 out of range \(2 fragments\)"):
+        to_fd(["x", ("e", np.array([0, 1, 7]), ["a", "b"])], 3)
+    with pytest.raises(ValueError, match="negative repeat count"):
+        to_fd([("rep", np.array([1, -1]), "x")], 2)
+
+
+def test_fd_write_errors_raise_oserror():
+    tmpl = ["row ", ("i", np.arange(300_000)), "\n"]  # several chunks
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        with pytest.raises(BrokenPipeError):
+            format_rows(tmpl, 300_000, w)
+    finally:
+        os.close(w)
+    with open(os.devnull, "rb") as ro:
+        with pytest.raises(OSError) as e:
+            format_rows(tmpl, 300_000, ro.fileno())
+    assert e.value.errno == errno.EBADF
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "wb") as full:
+            with pytest.raises(OSError) as e:
+                format_rows(tmpl, 300_000, full.fileno())
+        assert e.value.errno == errno.ENOSPC
 
 
 @pytest.mark.parametrize("template, nrows, exc", [
@@ -192,3 +251,4 @@ def test_random_templates_match_python(seed):
             else:
                 tmpl.append(("rep", rng.integers(0, 6, nrows), text()))
         assert format_rows(tmpl, nrows) == reference(tmpl, nrows)
+        assert to_fd(tmpl, nrows) == reference(tmpl, nrows)

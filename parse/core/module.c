@@ -7,6 +7,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <errno.h>
+
 #include "ftf.h"
 #include "rowfmt.h"
 
@@ -603,11 +605,32 @@ static int column_of(PyObject *obj, Py_buffer *view, int want_float, Py_ssize_t 
 	return 0;
 }
 
+/* The Python exception for a failed format (not FTF_RF_IO). */
+static void rowfmt_error(int rc, const ftf_rowfmt_item *items, size_t bad_row, size_t bad_item)
+{
+	if (rc == FTF_RF_BADVALUE) {
+		const ftf_rowfmt_item *it = &items[bad_item];
+		long long v = it->itemsize == 8 ? (long long)((const int64_t *)it->col)[bad_row]
+						: (long long)((const int32_t *)it->col)[bad_row];
+		if (it->kind == FTF_RF_ENUM)
+			PyErr_Format(PyExc_ValueError, "format_rows: template item %zu, row %zu: index %lld "
+				     "out of range (%zu fragments)", bad_item, bad_row, v, it->nfrags);
+		else
+			PyErr_Format(PyExc_ValueError, "format_rows: template item %zu, row %zu: negative "
+				     "repeat count %lld", bad_item, bad_row, v);
+	} else if (rc == FTF_RF_CHANGED) {
+		PyErr_SetString(PyExc_RuntimeError, "format_rows: a column changed while it was formatted");
+	} else {
+		PyErr_NoMemory();
+	}
+}
+
 static PyObject *py_format_rows(PyObject *self, PyObject *args)
 {
 	PyObject *tmpl_in;
 	Py_ssize_t nrows;
-	if (!PyArg_ParseTuple(args, "On", &tmpl_in, &nrows))
+	int fd = -1;
+	if (!PyArg_ParseTuple(args, "On|i", &tmpl_in, &nrows, &fd))
 		return NULL;
 	if (nrows < 0)
 		return PyErr_Format(PyExc_ValueError, "format_rows: nrows must be >= 0");
@@ -699,25 +722,29 @@ static PyObject *py_format_rows(PyObject *self, PyObject *args)
 	}
 	size_t bad_row = 0, bad_item = 0, len = 0;
 	int rc;
+	if (fd >= 0) {
+		/* straight to the file: UTF-8 as it is, no size pass */
+		int err = 0;
+		Py_BEGIN_ALLOW_THREADS
+		rc = ftf_rowfmt_write_fd(items, (size_t)n, (size_t)nrows, fd, &len, &err, &bad_row, &bad_item);
+		Py_END_ALLOW_THREADS
+		if (rc == FTF_RF_OK) {
+			res = PyLong_FromSize_t(len);
+		} else if (rc == FTF_RF_IO) {
+			errno = err;
+			PyErr_SetFromErrno(PyExc_OSError);
+		} else {
+			rowfmt_error(rc, items, bad_row, bad_item);
+		}
+		goto done;
+	}
 	Py_BEGIN_ALLOW_THREADS
 	rc = ftf_rowfmt_size(items, (size_t)n, (size_t)nrows, &len, &bad_row, &bad_item);
 	Py_END_ALLOW_THREADS
 	if (rc == FTF_RF_OK && len > (size_t)PY_SSIZE_T_MAX)
 		rc = FTF_RF_NOMEM;
-	if (rc == FTF_RF_BADVALUE) {
-		const ftf_rowfmt_item *it = &items[bad_item];
-		long long v = it->itemsize == 8 ? (long long)((const int64_t *)it->col)[bad_row]
-						: (long long)((const int32_t *)it->col)[bad_row];
-		if (it->kind == FTF_RF_ENUM)
-			PyErr_Format(PyExc_ValueError, "format_rows: template item %zu, row %zu: index %lld "
-				     "out of range (%zu fragments)", bad_item, bad_row, v, it->nfrags);
-		else
-			PyErr_Format(PyExc_ValueError, "format_rows: template item %zu, row %zu: negative "
-				     "repeat count %lld", bad_item, bad_row, v);
-		goto done;
-	}
 	if (rc != FTF_RF_OK) {
-		PyErr_NoMemory();
+		rowfmt_error(rc, items, bad_row, bad_item);
 		goto done;
 	}
 	/* ASCII: written straight into the str, cut to its length after;
@@ -778,7 +805,8 @@ static PyMethodDef methods[] = {
 	  "function_graph text fed as an iterable of byte chunks into the call-path aggregate" },
 	{ "hist_lower", py_hist_lower, METH_VARARGS, "lower bound (ns) of a histogram bucket" },
 	{ "format_rows", py_format_rows, METH_VARARGS,
-	  "format_rows(template, nrows) -> str: rows 0..nrows-1 of a template, a list of literals "
+	  "format_rows(template, nrows[, fd]) -> str, or with fd the number of bytes written to it "
+	  "(UTF-8, in chunks, while the next is formatted): rows 0..nrows-1 of a template, a list of literals "
 	  "(str/bytes) and (kind, column[, extra]) tuples, columns 1-d buffers of nrows values: "
 	  "('i', int64/int32 column), ('f1', float64 "
 	  "column: '%.1f'), ('e', index column, fragments), ('rep', count column, literal)" },

@@ -7,10 +7,14 @@
  * round the exact value correctly); snprintf covers what the integer fast
  * path cannot hold (|v| >= 2^59).
  */
+#include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <unistd.h>
 
 #include "rowfmt.h"
 
@@ -519,5 +523,186 @@ int ftf_rowfmt_write(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, 
 	free(scratch);
 	prog_free(&g);
 	*len = (size_t)(p - dst);
+	return rc;
+}
+
+/* ---- streaming to a file descriptor --------------------------------------
+ * The rows go through two chunk buffers: this thread formats one while a
+ * writer thread write()s the other. The whole text never exists in memory
+ * (75 MB for a 3 M-event trace: as a string, then as bytes, then in the page
+ * cache, each page touched fresh), and writing overlaps formatting. */
+#define CHUNK ((size_t)1 << 20)
+
+typedef struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int fd;
+	char *buf[2];
+	size_t cap[2], fill[2];
+	int full[2]; /* handed to the writer, not yet written */
+	int done;    /* no more chunks */
+	int err;     /* errno of the first failed write */
+	size_t written;
+} rf_sink;
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno ? errno : EIO;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void *writer_main(void *arg)
+{
+	rf_sink *s = arg;
+	for (int k = 0;; k ^= 1) {
+		pthread_mutex_lock(&s->mu);
+		while (!s->full[k] && !s->done)
+			pthread_cond_wait(&s->cv, &s->mu);
+		if (!s->full[k]) {
+			pthread_mutex_unlock(&s->mu);
+			return NULL;
+		}
+		int failed = s->err;
+		pthread_mutex_unlock(&s->mu);
+		int e = failed ? 0 : write_all(s->fd, s->buf[k], s->fill[k]);
+		pthread_mutex_lock(&s->mu);
+		if (e && !s->err)
+			s->err = e;
+		if (!e && !failed)
+			s->written += s->fill[k];
+		s->full[k] = 0;
+		s->fill[k] = 0;
+		pthread_cond_broadcast(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+	}
+}
+
+/* Hand buffer k to the writer (or write it here, without a writer thread)
+ * and wait until the other one is free. Returns the other's index. */
+static int sink_flush(rf_sink *s, int k, int threaded)
+{
+	if (!threaded) {
+		int e = s->err ? 0 : write_all(s->fd, s->buf[k], s->fill[k]);
+		if (e)
+			s->err = e;
+		else if (!s->err)
+			s->written += s->fill[k];
+		s->fill[k] = 0;
+		return k;
+	}
+	pthread_mutex_lock(&s->mu);
+	s->full[k] = 1;
+	pthread_cond_broadcast(&s->cv);
+	k ^= 1;
+	while (s->full[k])
+		pthread_cond_wait(&s->cv, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+	return k;
+}
+
+/* The first bad value of row r (ENUM index out of range, negative REP
+ * count): its item in *bad_item, FTF_RF_BADVALUE; else FTF_RF_OK. */
+static int check_row(const ftf_rowfmt_item *items, size_t nitems, size_t r, size_t *bad_item)
+{
+	for (size_t i = 0; i < nitems; i++) {
+		const ftf_rowfmt_item *it = &items[i];
+		if (it->kind != FTF_RF_ENUM && it->kind != FTF_RF_REP)
+			continue;
+		int64_t v = int_read((const char *)it->col + (ptrdiff_t)r * it->stride, it->itemsize);
+		if (v < 0 || (it->kind == FTF_RF_ENUM && (uint64_t)v >= it->nfrags)) {
+			*bad_item = i;
+			return FTF_RF_BADVALUE;
+		}
+	}
+	return FTF_RF_OK;
+}
+
+int ftf_rowfmt_write_fd(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, int fd, size_t *len,
+			int *err, size_t *bad_row, size_t *bad_item)
+{
+	rf_prog g;
+	size_t max = row_max(items, nitems);
+	*len = 0;
+	*err = 0;
+	if (max >= TOO_BIG - PAD - CHUNK)
+		return FTF_RF_NOMEM;
+	max += PAD;
+	if (prog_compile(items, nitems, &g) < 0)
+		return FTF_RF_NOMEM;
+	rf_sink s;
+	memset(&s, 0, sizeof(s));
+	s.fd = fd;
+	pthread_mutex_init(&s.mu, NULL);
+	pthread_cond_init(&s.cv, NULL);
+	int rc = FTF_RF_OK;
+	for (int k = 0; k < 2; k++) {
+		s.cap[k] = CHUNK + max;
+		s.buf[k] = malloc(s.cap[k]);
+		if (!s.buf[k])
+			rc = FTF_RF_NOMEM;
+	}
+	pthread_t th;
+	int threaded = rc == FTF_RF_OK && pthread_create(&th, NULL, writer_main, &s) == 0;
+	int k = 0;
+	for (size_t r = 0; rc == FTF_RF_OK && r < nrows; r++) {
+		char *p = s.buf[k] + s.fill[k], *end = s.buf[k] + s.cap[k];
+		char *q = (size_t)(end - p) >= max ? write_row(&g, r, p, end, max) : NULL;
+		if (!q && (rc = check_row(items, nitems, r, bad_item)) != FTF_RF_OK) {
+			*bad_row = r;
+			break;
+		}
+		if (!q && s.fill[k]) { /* full: on to the other buffer */
+			k = sink_flush(&s, k, threaded);
+			q = write_row(&g, r, s.buf[k], s.buf[k] + s.cap[k], max);
+		}
+		if (!q) { /* a row longer than a chunk (a deep REP): a bigger buffer */
+			size_t need = rep_bytes(&g, r);
+			char *b = need < TOO_BIG - max ? realloc(s.buf[k], need + max) : NULL;
+			if (!b) {
+				rc = FTF_RF_NOMEM;
+				break;
+			}
+			s.buf[k] = b;
+			s.cap[k] = need + max;
+			q = write_row(&g, r, b, b + s.cap[k], max);
+			if (!q) {
+				rc = FTF_RF_CHANGED;
+				break;
+			}
+		}
+		s.fill[k] = (size_t)(q - s.buf[k]);
+		if (s.fill[k] >= CHUNK)
+			k = sink_flush(&s, k, threaded);
+		if (threaded ? __atomic_load_n(&s.err, __ATOMIC_RELAXED) : s.err)
+			break;
+	}
+	if (rc == FTF_RF_OK && s.fill[k])
+		sink_flush(&s, k, threaded);
+	if (threaded) {
+		pthread_mutex_lock(&s.mu);
+		s.done = 1;
+		pthread_cond_broadcast(&s.cv);
+		pthread_mutex_unlock(&s.mu);
+		pthread_join(th, NULL);
+	}
+	pthread_cond_destroy(&s.cv);
+	pthread_mutex_destroy(&s.mu);
+	free(s.buf[0]);
+	free(s.buf[1]);
+	prog_free(&g);
+	*len = s.written;
+	if (rc == FTF_RF_OK && s.err) {
+		*err = s.err;
+		rc = FTF_RF_IO;
+	}
 	return rc;
 }

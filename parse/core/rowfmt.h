@@ -40,6 +40,7 @@ typedef struct {
 #define FTF_RF_NOMEM (-1)    /* the text would not fit a size_t */
 #define FTF_RF_BADVALUE (-2) /* ENUM index out of range or negative REP count */
 #define FTF_RF_CHANGED (-3)  /* the columns changed between the two passes */
+#define FTF_RF_IO (-4)       /* a write to the file descriptor failed (errno in *err) */
 
 /* Two passes, so that the text is written once, straight into its final
  * buffer (a 75 MB text copied from a growing buffer costs as much again in
@@ -56,6 +57,15 @@ int ftf_rowfmt_size(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, s
 		    size_t *bad_row, size_t *bad_item);
 int ftf_rowfmt_write(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, char *dst, size_t cap,
 		     size_t *len);
+
+/* The same text written to fd (a file, a pipe) instead of a buffer, in
+ * chunks of about 1 MiB written by a second thread while the next is
+ * formatted; no size pass, no buffer of the whole text. *len: bytes
+ * written. FTF_RF_IO with *err the errno when a write fails (what was
+ * written stays written: the caller writes to a temporary file);
+ * FTF_RF_BADVALUE as ftf_rowfmt_size says it. */
+int ftf_rowfmt_write_fd(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, int fd, size_t *len,
+			int *err, size_t *bad_row, size_t *bad_item);
 
 /* Single values (dst needs FTF_RF_INT_MAX / FTF_RF_F1_MAX bytes); return
  * the length written, no terminating NUL. */
