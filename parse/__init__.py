@@ -5,9 +5,9 @@ per-task call stacks and aggregates completed calls into the call-path tree.
 ``reading`` only detects the input, calls the core once and wraps the
 columnar result into a Profile.
 
-This package module stays light (no numpy): ``start_read`` can set the C
-core reading a trace.dat on its own thread before the rest of ftflame is
-imported, so that the imports cost no wall time.
+This package module stays light (no numpy): ``read_meanwhile`` can set the
+C core reading a trace.dat before the rest of ftflame is imported, which is
+imported on another thread meanwhile, so that the imports cost no wall time.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from ftflame.errors import InputError
 
 from .detect import TRACE_DAT_MAGIC, check_readable
 
-__all__ = ["read", "start_read", "from_core_result", "build_events", "PendingRead"]
+__all__ = ["read", "read_meanwhile", "from_core_result", "build_events"]
 
 
 def __getattr__(name: str):
@@ -31,63 +31,52 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class PendingRead:
-    """A read under way; result() waits for it and returns the Profile."""
-
-    def __init__(self, path: str, progress: Optional[Callable[[int], None]]):
-        self.path = path
-        self.progress = progress
-        self.cancelled = False
-        self._res = None
-        self._exc: Optional[BaseException] = None
-        self._thread: Optional[threading.Thread] = None
-
-    def _run(self) -> None:
-        from . import _core  # the extension alone: no numpy
-
-        try:
-            self._res = _core.read_dat(os.fsencode(self.path), progress=self._progress)
-        except BaseException as e:  # handed to the caller's thread
-            self._exc = e
-
-    def _progress(self, events: int) -> None:
-        if self.cancelled:
-            raise KeyboardInterrupt
-        if self.progress is not None:
-            self.progress(events)
-
-    def start(self) -> "PendingRead":
-        if self.path != "-" and _is_plain_dat(self.path):
-            self._thread = threading.Thread(target=self._run, name="ftflame-read", daemon=True)
-            self._thread.start()
-        return self
-
-    def result(self):
-        from . import reading
-
-        if self._thread is None:
-            return reading.read(self.path, progress=self.progress)
-        try:
-            while self._thread.is_alive():
-                self._thread.join(0.25)
-        except KeyboardInterrupt:
-            # the core stops at its next progress call (every 2**20 events)
-            self.cancelled = True
-            self._thread.join()
-            raise
-        if isinstance(self._exc, ValueError):
-            raise InputError(self.path, str(self._exc)) from None
-        if self._exc is not None:
-            raise self._exc
-        return reading._dat_profile(self._res, self.path, "")
-
-
-def start_read(path: str, progress: Optional[Callable[[int], None]] = None) -> PendingRead:
-    """Begin reading path. A plain trace.dat is read by the C core on a
-    thread (it releases the GIL) while the caller goes on; anything else is
-    read when result() is called."""
+def read_meanwhile(path: str, meanwhile: Callable[[], None],
+                   progress: Optional[Callable[[int], None]] = None):
+    """read(path), with meanwhile() run on another thread while the C core
+    reads (the CLI imports numpy and the renderers then: 0.1-0.2 s that
+    cost no wall time). A plain trace.dat is read on *this* thread, with
+    the GIL released: libtracecmd allocates and frees a record per event,
+    which glibc does fastest in the main thread's arena (0.1-0.2 s on a
+    3 M-event trace). An exception of meanwhile() is raised here after the
+    read."""
     check_readable(path)
-    return PendingRead(path, progress).start()
+    side = _Meanwhile(meanwhile)
+    try:
+        res = None
+        if path != "-" and _is_plain_dat(path):
+            from . import _core  # the extension alone: no numpy
+
+            try:
+                res = _core.read_dat(os.fsencode(path), progress=progress)
+            except ValueError as e:
+                raise InputError(path, str(e)) from None
+    finally:
+        side.join()
+    from . import reading
+
+    if res is None:  # text, compressed, stdin: read now
+        return reading.read(path, progress=progress)
+    return reading._dat_profile(res, path, "")
+
+
+class _Meanwhile(threading.Thread):
+    def __init__(self, work: Callable[[], None]):
+        super().__init__(name="ftflame-meanwhile", daemon=True)
+        self.work = work
+        self.exc: Optional[BaseException] = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.work()
+        except BaseException as e:  # handed to the reading thread
+            self.exc = e
+
+    def join(self, timeout=None) -> None:
+        super().join(timeout)
+        if self.exc is not None:
+            raise self.exc
 
 
 def _is_plain_dat(path: str) -> bool:

@@ -13,7 +13,7 @@ from ftflame.profile import NODE_COLUMNS, SAMPLE_COLUMNS, Histograms, Profile, T
 from . import _core, _is_plain_dat, text
 from .detect import check_readable, classify
 
-__all__ = ["read", "start_read", "from_core_result", "build_events"]
+__all__ = ["read", "from_core_result", "build_events"]
 
 
 def read(path: str, progress: Optional[Callable[[int], None]] = None) -> Profile:

@@ -6,8 +6,10 @@ import errno
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -157,7 +159,7 @@ def test_collect_runs_the_installed_script():
 
 def test_cli_and_parse_package_import_no_numpy():
     """The CLI starts the C core on a trace.dat before numpy and the
-    renderers are imported (parse.start_read), so the ~0.2 s of imports
+    renderers are imported (parse.read_meanwhile), so the ~0.2 s of imports
     overlap the read. That holds only while these imports stay light."""
     code = ("import sys; from ftflame import cli, parse; from ftflame.report import RENDERERS, "
             "format_for_path; cli.build_parser(); "
@@ -166,22 +168,60 @@ def test_cli_and_parse_package_import_no_numpy():
     assert out.stdout.strip() == "[]"
 
 
-def test_pending_read_cancel_stops_the_core():
-    from ftflame import parse
-
-    pending = parse.start_read(fixture("k6.1/s14-v3-write-big/trace.dat"))
-    pending.cancelled = True  # what Ctrl-C in result() sets
-    with pytest.raises(KeyboardInterrupt):
-        pending.result()
-
-
-def test_pending_read_equals_read():
+def test_read_meanwhile_equals_read_and_runs_the_side_work():
     from ftflame import parse
 
     path = fixture("k6.1/s10-lost/trace.dat")
-    a, b = parse.start_read(path).result(), parse.read(path)
+    ran = []
+    a, b = parse.read_meanwhile(path, lambda: ran.append(1)), parse.read(path)
+    assert ran == [1]
     assert a.trace == b.trace and a.counters == b.counters
     assert (a.nodes == b.nodes).all()
+    # text input: read after the side work
+    txt = fixture("k6.1/s07-tracefs-text/trace-default.txt.gz")
+    assert parse.read_meanwhile(txt, lambda: None).counters == parse.read(txt).counters
+
+
+def test_read_meanwhile_raises_the_side_work_error():
+    from ftflame import parse
+
+    def broken():
+        raise ImportError("no such renderer")
+
+    with pytest.raises(ImportError, match="no such renderer"):
+        parse.read_meanwhile(fixture("k6.1/s10-lost/trace.dat"), broken)
+
+
+def test_read_meanwhile_ctrl_c_stops_the_core():
+    """Ctrl-C reaches Python on the main thread, in the progress callback
+    the core calls from the thread reading (this one): the read stops at
+    once, after the side work has finished."""
+    from ftflame import parse
+
+    calls, done = [], []
+
+    def progress(events):
+        calls.append(events)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        parse.read_meanwhile(fixture("k6.1/s14-v3-write-big/trace.dat"), lambda: done.append(1), progress)
+    assert len(calls) == 1 and done == [1]
+
+
+def test_sigint_interrupts_a_report(tmp_path):
+    """A real Ctrl-C during the read: exit 130, one line, no output file."""
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen([*FTFLAME, "report", fixture("k6.1/s14-v3-write-big/trace.dat"), "-o", str(out)],
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(0.4)
+    proc.send_signal(signal.SIGINT)
+    err = proc.communicate(timeout=60)[1]
+    if proc.returncode == 0:
+        pytest.skip("the report finished before the signal")
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert os.listdir(tmp_path) == []
 
 
 def test_write_failure_is_one_line_and_leaves_nothing(tmp_path):

@@ -110,14 +110,18 @@ static uint32_t func_id(dat_ctx *c, uint64_t addr)
 	return id;
 }
 
-/* ---- decode (reader thread) ---------------------------------------------
+/* ---- decode (calling thread) --------------------------------------------
  *
  * libtracecmd's iteration (decompression, page parsing, the CPU merge) and
  * the call builder each cost about one core's worth of the read, so they run
- * on two threads: the reader thread decodes records into batches of events,
- * the calling thread feeds them to the builder. Function ids are assigned on
- * the builder's side (the builder reads the function table), so a batch
- * carries raw addresses. Without a second thread the same code runs inline.
+ * on two threads: the calling thread iterates and decodes records into
+ * batches of events, a builder thread feeds them to the builder. That way
+ * round: libtracecmd allocates and frees a record per event, and glibc does
+ * that fastest in the main thread's arena (a 3 M-event read takes 0.1-0.2 s
+ * less when the CLI calls it from the main thread). Function ids are
+ * assigned on the builder's side (the builder reads the function table), so
+ * a batch carries raw addresses. Without a second thread the same code runs
+ * inline.
  */
 #define BATCH_EVENTS 8192
 #define NBATCHES 8
@@ -133,8 +137,8 @@ typedef struct {
 	pthread_cond_t filled, drained;
 	batch *slots[NBATCHES];
 	uint64_t head, tail; /* batches produced / consumed */
-	int done;            /* the reader thread has published its last batch */
-	int stop;            /* the builder side asks the reader to stop */
+	int done;            /* the iteration has published its last batch */
+	int stop;            /* either side asks the other to stop */
 } pipe_state;
 
 static void decode(dat_ctx *c, struct tep_record *rec, batch *out)
@@ -191,13 +195,11 @@ static void decode(dat_ctx *c, struct tep_record *rec, batch *out)
 	}
 }
 
-/* ---- build (calling thread) --------------------------------------------- */
+/* ---- build (builder thread) --------------------------------------------- */
 
 /* Feeds one batch to the builder; nonzero when the read must stop. */
 static int build_batch(dat_ctx *c, batch *bt)
 {
-	if (c->stopped)
-		return 1;
 	for (uint32_t i = 0; i < bt->n; i++) {
 		ftf_event *ev = &bt->ev[i];
 		if (ev->kind == FTF_EV_ENTRY || ev->kind == FTF_EV_EXIT)
@@ -205,14 +207,22 @@ static int build_batch(dat_ctx *c, batch *bt)
 		ftf_builder_feed(c->b, ev);
 	}
 	bt->n = 0;
-	if (c->progress && c->b->c.events >= c->next_progress) {
-		c->next_progress = c->b->c.events + (1u << 20);
-		if (c->progress(c->progress_ctx, c->b->c.events)) {
-			c->stopped = 1;
-			return 1;
-		}
-	}
 	return c->b->oom ? 1 : 0;
+}
+
+/* Progress every 2^20 events, on the thread that called ftf_read_dat: the
+ * callback may run Python, and Ctrl-C reaches Python only on the main
+ * thread. Nonzero: stop. */
+static int report_progress(dat_ctx *c, uint64_t events)
+{
+	if (!c->progress || events < c->next_progress)
+		return 0;
+	c->next_progress = events + (1u << 20);
+	if (c->progress(c->progress_ctx, events)) {
+		c->stopped = 1;
+		return 1;
+	}
+	return 0;
 }
 
 /* ---- the two ways of running them --------------------------------------- */
@@ -223,6 +233,7 @@ typedef struct {
 	pipe_state *ps;
 	batch *cur;
 	batch *inline_batch; /* single-threaded: decode, then build at once */
+	uint64_t published;  /* events in the batches published so far */
 } run_ctx;
 
 static int on_record_inline(struct tracecmd_input *handle, struct tep_record *rec, int cpu, void *data)
@@ -230,13 +241,20 @@ static int on_record_inline(struct tracecmd_input *handle, struct tep_record *re
 	run_ctx *r = data;
 	decode(r->c, rec, r->inline_batch);
 	/* tracecmd_iterate_events stops only on a negative return */
-	return build_batch(r->c, r->inline_batch) ? -1 : 0;
+	return build_batch(r->c, r->inline_batch) || report_progress(r->c, r->c->b->c.events) ? -1 : 0;
 }
 
-/* Reader thread: publish the current batch and take the next free slot. */
-static int publish(pipe_state *ps, batch **cur)
+/* Publish the current batch and take the next free slot; or, with stop,
+ * ask the builder to stop. Nonzero: stop. */
+static int publish(pipe_state *ps, batch **cur, int stop_now)
 {
 	pthread_mutex_lock(&ps->mu);
+	if (stop_now) {
+		ps->stop = 1;
+		pthread_cond_signal(&ps->filled);
+		pthread_mutex_unlock(&ps->mu);
+		return 1;
+	}
 	ps->head++;
 	pthread_cond_signal(&ps->filled);
 	while (ps->head - ps->tail >= NBATCHES && !ps->stop)
@@ -252,14 +270,17 @@ static int on_record_piped(struct tracecmd_input *handle, struct tep_record *rec
 	run_ctx *r = data;
 	decode(r->c, rec, r->cur);
 	/* room for a LOST event and a record in the next call */
-	if (r->cur->n + 2 > BATCH_EVENTS)
-		return publish(r->ps, &r->cur) ? -1 : 0;
+	if (r->cur->n + 2 > BATCH_EVENTS) {
+		r->published += r->cur->n;
+		return publish(r->ps, &r->cur, report_progress(r->c, r->published)) ? -1 : 0;
+	}
 	return 0;
 }
 
-static void *reader_main(void *arg)
+/* The calling thread's side: libtracecmd's iteration, decoding into the
+ * batches, until the file ends or the builder asks it to stop. */
+static void iterate_into_batches(run_ctx *r)
 {
-	run_ctx *r = arg;
 	tracecmd_iterate_events(r->h, NULL, 0, on_record_piped, r);
 	pipe_state *ps = r->ps;
 	pthread_mutex_lock(&ps->mu);
@@ -268,6 +289,37 @@ static void *reader_main(void *arg)
 	ps->done = 1;
 	pthread_cond_signal(&ps->filled);
 	pthread_mutex_unlock(&ps->mu);
+}
+
+/* The builder thread: feeds the published batches to the builder. */
+static void *builder_main(void *arg)
+{
+	run_ctx *r = arg;
+	pipe_state *ps = r->ps;
+	/* tep_find_function builds its address map (20 ms) on first use:
+	 * here, while the iteration fills the first batches (only this
+	 * thread looks names up) */
+	tep_find_function(r->c->tep, 0);
+	for (;;) {
+		pthread_mutex_lock(&ps->mu);
+		while (ps->tail == ps->head && !ps->done && !ps->stop)
+			pthread_cond_wait(&ps->filled, &ps->mu);
+		if (ps->tail == ps->head || ps->stop) {
+			pthread_mutex_unlock(&ps->mu);
+			break;
+		}
+		batch *bt = ps->slots[ps->tail % NBATCHES];
+		pthread_mutex_unlock(&ps->mu);
+		int stop = build_batch(r->c, bt);
+		pthread_mutex_lock(&ps->mu);
+		ps->tail++;
+		if (stop)
+			ps->stop = 1;
+		pthread_cond_signal(&ps->drained);
+		pthread_mutex_unlock(&ps->mu);
+		if (stop)
+			break;
+	}
 	return NULL;
 }
 
@@ -289,34 +341,9 @@ static int iterate_piped(dat_ctx *c, struct tracecmd_input *h)
 	pthread_cond_init(&ps.drained, NULL);
 	run_ctx r = { .c = c, .h = h, .ps = &ps, .cur = ps.slots[0] };
 	pthread_t th;
-	int started = pthread_create(&th, NULL, reader_main, &r) == 0;
+	int started = pthread_create(&th, NULL, builder_main, &r) == 0;
 	if (started) {
-		/* tep_find_function builds its address map (20 ms) on first use:
-		 * build it while the reader fills the first batches (the reader
-		 * never looks names up; only this thread does) */
-		tep_find_function(c->tep, 0);
-		for (;;) {
-			pthread_mutex_lock(&ps.mu);
-			while (ps.tail == ps.head && !ps.done)
-				pthread_cond_wait(&ps.filled, &ps.mu);
-			if (ps.tail == ps.head) {
-				pthread_mutex_unlock(&ps.mu);
-				break;
-			}
-			batch *bt = ps.slots[ps.tail % NBATCHES];
-			pthread_mutex_unlock(&ps.mu);
-			int stop = build_batch(c, bt);
-			pthread_mutex_lock(&ps.mu);
-			ps.tail++;
-			if (stop)
-				ps.stop = 1;
-			pthread_cond_signal(&ps.drained);
-			pthread_mutex_unlock(&ps.mu);
-			if (stop) {
-				/* let the reader see the stop, then drain nothing more */
-				break;
-			}
-		}
+		iterate_into_batches(&r);
 		pthread_join(th, NULL);
 	}
 	pthread_cond_destroy(&ps.filled);
