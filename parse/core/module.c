@@ -275,9 +275,10 @@ static PyObject *py_read_dat(PyObject *self, PyObject *args, PyObject *kw)
 	char err[512] = "";
 	progress_ctx pc = { progress, 0 };
 	int rc;
+	ftf_closing *closing = NULL;
 	Py_BEGIN_ALLOW_THREADS
 	rc = ftf_read_dat(path, b, meta, progress == Py_None ? NULL : progress_trampoline, &pc, err,
-			  sizeof(err));
+			  sizeof(err), &closing);
 	Py_END_ALLOW_THREADS
 	Py_DECREF(path_obj);
 	PyObject *res = NULL;
@@ -318,6 +319,9 @@ static PyObject *py_read_dat(PyObject *self, PyObject *args, PyObject *kw)
 		}
 	}
 	ftf_builder_free(b);
+	Py_BEGIN_ALLOW_THREADS
+	ftf_close_wait(closing);
+	Py_END_ALLOW_THREADS
 	free(b);
 	free(meta);
 	return res;
