@@ -85,7 +85,9 @@ def irq_roots_inside(p: Profile) -> np.ndarray:
     R = np.zeros(p.nrows)
     for rows in reversed(p.levels[1:]):
         contrib = np.where(is_root[rows], calls[rows], np.where(is_irq[rows], 0.0, R[rows]))
-        R += np.bincount(parent[rows], weights=contrib, minlength=p.nrows)
+        # a level's parents hear from all their children here, at once; add.at
+        # touches only them (a bincount per level costs a whole-tree array)
+        np.add.at(R, parent[rows], contrib)
     return R
 
 

@@ -120,12 +120,27 @@ class _Template:
         self.col("e", np.arange(len(fragments), dtype=np.int64), fragments)
 
 
+def _name_rank(p: Profile) -> np.ndarray:
+    """Per row: its function name's rank in sorted order."""
+    return np.argsort(np.argsort(np.array(p.funcs, dtype=object)))[p.col("func")]
+
+
+def tree_order(p: Profile):
+    """(pre, depth): the rows in pre-order, siblings by inclusive time
+    (descending), then name, then row; and each row's depth. In C
+    (_core.tree_preorder, 4 ms for 124k call paths); _preorder of
+    _sibling_order is the same in numpy (25 ms), for the tests."""
+    pre, depth = _core.tree_preorder(np.ascontiguousarray(p.col("parent")), np.ascontiguousarray(p.col("incl")),
+                                     np.ascontiguousarray(_name_rank(p), dtype=np.int64))
+    return np.frombuffer(pre, dtype=np.int64), np.frombuffer(depth, dtype=np.int64)
+
+
 def _sibling_order(p: Profile) -> np.ndarray:
     """Rows sorted by parent, then siblings by inclusive time (desc), then
     name, then row: np.lexsort((name rank, -incl, parent)), in two int64
     argsorts where the keys fit (twice as fast)."""
     parent, incl = p.col("parent"), p.col("incl")
-    name_rank = np.argsort(np.argsort(np.array(p.funcs, dtype=object)))[p.col("func")]
+    name_rank = _name_rank(p)
     n, nf = p.nrows, max(len(p.funcs), 1)
     if incl.min() < 0 or incl.max() >= (1 << 62) // nf:
         return np.lexsort((name_rank, -incl, parent))
@@ -251,7 +266,7 @@ def _corr_stats(t: _Template, sums, calls, mins, maxs, pcts, corr, corr_calls, e
 def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
     """The format_rows template writing head, the `tree` array (children
     sorted by inclusive time, then name) and tail, for p.nrows > 0 rows."""
-    pre, depth = _preorder(p.col("parent"), _sibling_order(p))
+    pre, depth = tree_order(p)
     n = p.nrows
     nodes = np.take(p.nodes, pre, axis=0)  # the node table in pre-order
 

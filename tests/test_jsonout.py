@@ -199,3 +199,34 @@ def test_percentiles_bad_arguments_raise():
             hist_percentiles(*args)
     with pytest.raises(TypeError):
         hist_percentiles(offs, bks, cnt, mids, one, one, ("x",))
+
+
+@pytest.mark.parametrize("path", [SAMPLE] + [fixture(r) for r in SMALL_FIXTURES] +
+                         [fixture("k6.1/s10-lost/trace.dat")])
+def test_tree_order_in_c_equals_numpy(path):
+    """_core.tree_preorder (C) orders the tree as the numpy _preorder of
+    _sibling_order does: pre-order, siblings by incl desc, name, row."""
+    p = profile_of(path)
+    pre, depth = jsonout.tree_order(p)
+    want_pre, want_depth = jsonout._preorder(p.col("parent"), jsonout._sibling_order(p))
+    assert np.array_equal(pre, want_pre) and np.array_equal(depth, want_depth)
+    assert np.array_equal(depth, p.col("depth"))
+
+
+def test_tree_order_hand_made_forest():
+    """Ties broken by name then row, roots sorted too, parents after their
+    children in row order, and a cycle is an error, not a hang."""
+    from ftflame.parse._core import tree_preorder
+
+    parent = np.array([3, -1, 1, -1, 1, 1, 3], dtype=np.int64)
+    incl = np.array([5, 10, 7, 20, 7, 9, 5], dtype=np.int64)
+    name = np.array([2, 0, 4, 1, 3, 5, 2], dtype=np.int64)
+    pre, depth = (np.frombuffer(b, dtype=np.int64) for b in tree_preorder(parent, incl, name))
+    assert pre.tolist() == [3, 0, 6, 1, 5, 4, 2]
+    assert depth.tolist() == [1, 0, 1, 0, 1, 1, 1]
+    with pytest.raises(ValueError, match="forest"):
+        tree_preorder(np.array([1, 0], dtype=np.int64), np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64))
+    with pytest.raises(ValueError, match="out of range"):
+        tree_preorder(np.array([5], dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
+    empty = np.zeros(0, dtype=np.int64)
+    assert tree_preorder(empty, empty, empty) == (b"", b"")

@@ -936,9 +936,115 @@ done:
 	return out;
 }
 
+/* ---- tree_preorder: the call tree in pre-order, siblings sorted -------- */
+
+static const int64_t *sort_incl, *sort_name;
+
+/* siblings: inclusive time descending, then name, then row */
+static int sibling_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	if (sort_incl[x] != sort_incl[y])
+		return sort_incl[x] > sort_incl[y] ? -1 : 1;
+	if (sort_name[x] != sort_name[y])
+		return sort_name[x] < sort_name[y] ? -1 : 1;
+	return (x > y) - (x < y);
+}
+
+static PyObject *py_tree_preorder(PyObject *self, PyObject *args)
+{
+	PyObject *o_parent, *o_incl, *o_name;
+	if (!PyArg_ParseTuple(args, "OOO", &o_parent, &o_incl, &o_name))
+		return NULL;
+	Py_buffer v[3];
+	int nv = 0;
+	PyObject *pre_b = NULL, *depth_b = NULL, *out = NULL;
+	int64_t *kids = NULL, *first = NULL, *stack = NULL;
+	if (flat_of(o_parent, &v[0], "ql", 8, -1, "parent") < 0)
+		goto done;
+	nv = 1;
+	Py_ssize_t n = v[0].shape[0];
+	if (flat_of(o_incl, &v[1], "ql", 8, n, "incl") < 0)
+		goto done;
+	nv = 2;
+	if (flat_of(o_name, &v[2], "ql", 8, n, "name rank") < 0)
+		goto done;
+	nv = 3;
+	const int64_t *parent = v[0].buf;
+	for (Py_ssize_t i = 0; i < n; i++) {
+		if (parent[i] < -1 || parent[i] >= n) {
+			PyErr_Format(PyExc_ValueError, "tree_preorder: row %zd: parent %lld out of range", i,
+				     (long long)parent[i]);
+			goto done;
+		}
+	}
+	pre_b = PyBytes_FromStringAndSize(NULL, n * 8);
+	depth_b = PyBytes_FromStringAndSize(NULL, n * 8);
+	kids = PyMem_Malloc((size_t)(n ? n : 1) * 8);
+	first = PyMem_Calloc((size_t)n + 2, 8);
+	stack = PyMem_Malloc((size_t)(n ? n : 1) * 8);
+	if (!pre_b || !depth_b || !kids || !first || !stack) {
+		PyErr_NoMemory();
+		goto done;
+	}
+	int64_t *pre = (int64_t *)PyBytes_AS_STRING(pre_b), *depth = (int64_t *)PyBytes_AS_STRING(depth_b);
+	Py_ssize_t written = 0;
+	Py_BEGIN_ALLOW_THREADS
+	/* children per parent (the roots in slot 0), then each sorted: counts
+	 * first, their running sums the slots' starts (first[s] for slot s) */
+	for (Py_ssize_t i = 0; i < n; i++)
+		first[parent[i] + 2]++;
+	for (Py_ssize_t i = 2; i < n + 2; i++)
+		first[i] += first[i - 1];
+	for (Py_ssize_t i = 0; i < n; i++)
+		kids[first[parent[i] + 1]++] = i;
+	/* slot s (0: the roots, x + 1: x's children) is now kids[first[s - 1]]
+	 * up to kids[first[s]] (from 0 for s = 0) */
+	sort_incl = v[1].buf;
+	sort_name = v[2].buf;
+	for (Py_ssize_t slot = 0; slot <= n; slot++) {
+		int64_t b = slot ? first[slot - 1] : 0, e = first[slot];
+		if (e - b > 1)
+			qsort(kids + b, (size_t)(e - b), 8, sibling_cmp);
+	}
+	/* depth first, each group of siblings pushed last one first */
+	Py_ssize_t top = 0;
+	for (int64_t k = first[0] - 1; k >= 0; k--)
+		stack[top++] = kids[k];
+	while (top) {
+		int64_t x = stack[--top];
+		if (written == n) { /* a cycle: more visits than rows */
+			written = -1;
+			break;
+		}
+		pre[written++] = x;
+		depth[x] = parent[x] < 0 ? 0 : depth[parent[x]] + 1;
+		for (int64_t k = first[x + 1] - 1; k >= first[x]; k--)
+			stack[top++] = kids[k];
+	}
+	Py_END_ALLOW_THREADS
+	if (written != n) {
+		PyErr_SetString(PyExc_ValueError, "tree_preorder: the parents do not form a forest");
+		goto done;
+	}
+	out = Py_BuildValue("(OO)", pre_b, depth_b);
+done:
+	for (int i = 0; i < nv; i++)
+		PyBuffer_Release(&v[i]);
+	Py_XDECREF(pre_b);
+	Py_XDECREF(depth_b);
+	PyMem_Free(kids);
+	PyMem_Free(first);
+	PyMem_Free(stack);
+	return out;
+}
+
 static PyMethodDef methods[] = {
 	{ "read_dat", (PyCFunction)(void (*)(void))py_read_dat, METH_VARARGS | METH_KEYWORDS,
 	  "read_dat(path, progress=None) -> dict: read a trace.dat into the call-path aggregate" },
+	{ "tree_preorder", py_tree_preorder, METH_VARARGS,
+	  "tree_preorder(parent, incl, name_rank) -> (pre, depth) as bytes of int64: the rows in "
+	  "pre-order, siblings by inclusive time descending, then name rank, then row; each row's depth" },
 	{ "hist_percentiles", py_hist_percentiles, METH_VARARGS,
 	  "hist_percentiles(offsets, buckets, counts, mids, lo, hi, qs) -> bytes of rows x len(qs) int64: "
 	  "per CSR row, each percentile q (0..100) as mids[bucket] of the first bucket whose running "
