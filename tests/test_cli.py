@@ -248,3 +248,18 @@ def test_json_streamed_to_a_file_equals_stdout(tmp_path):
     proc = run("report", "-q", SAMPLE, "-F", "json")
     assert proc.returncode == 0
     assert out.read_text() == proc.stdout
+
+
+def test_command_entry_point_tunes_malloc_and_exits_cleanly(tmp_path):
+    """`ftflame` is cli.run: main() after keep_freed_memory(), then
+    os._exit with the streams flushed: output complete, exit code kept."""
+    from ftflame.parse import _core
+
+    assert _core.keep_freed_memory() is True
+    code = "import sys; sys.argv[0] = 'ftflame'; from ftflame import cli; cli.run()"
+    ok = subprocess.run([sys.executable, "-c", code, "report", "-q", SAMPLE], capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stdout.startswith("ftflame report:") and ok.stdout.endswith("\n")
+    assert ok.stdout == run("report", "-q", SAMPLE).stdout
+    bad = subprocess.run([sys.executable, "-c", code, "report", str(tmp_path / "none.dat")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "none.dat" in bad.stderr
