@@ -11,6 +11,9 @@ from ftflame import __version__, corrections
 from ftflame.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 from ftflame.report.common import (corrected_objects, exact_corrected_values, node_flags,
                                    stats_objects)
+from ftflame import profile as profile_mod
+from ftflame.profile import Histograms
+from ftflame.report import jsonout
 from ftflame.report.jsonout import SCHEMA, calibration_object, trace_object
 
 
@@ -171,3 +174,76 @@ TREE_PLACEHOLDER = "@@FTFLAME_TREE@@"
 def render(p: Profile) -> str:
     text = json.dumps(document(p), separators=(",", ":"))
     return text.replace(json.dumps(TREE_PLACEHOLDER), tree_json(p), 1) + "\n"
+
+
+# ---- numpy versions of what is now done in C --------------------------
+
+def percentiles_np(h: Histograms, qs, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Histograms.percentiles as it was in numpy (the C version must match)."""
+    n = h.rows
+    out = np.zeros((n, len(qs)), dtype=np.int64)
+    if n == 0 or len(h.counts) == 0:
+        return out
+    cum = np.cumsum(h.counts.astype(np.int64))
+    before = np.concatenate(([0], cum))[h.offsets[:-1]]
+    total = np.concatenate(([0], cum))[h.offsets[1:]] - before
+    mid = profile_mod._bucket_mids(int(h.buckets.max()) + 1)[h.buckets]
+    for j, q in enumerate(qs):
+        rank = np.maximum(np.ceil(total * (q / 100.0)).astype(np.int64), 1)
+        idx = np.searchsorted(cum, before + rank, side="left")
+        idx = np.minimum(idx, len(cum) - 1)
+        val = np.clip(mid[idx], lo, hi)
+        out[:, j] = np.where(total > 0, val, 0)
+    return out
+
+
+def sibling_order(p: Profile) -> np.ndarray:
+    """Rows sorted by parent, then siblings by inclusive time (desc), then
+    name, then row: np.lexsort((name rank, -incl, parent)), in two int64
+    argsorts where the keys fit (twice as fast)."""
+    parent, incl = p.col("parent"), p.col("incl")
+    name_rank = jsonout._name_rank(p)
+    n, nf = p.nrows, max(len(p.funcs), 1)
+    if incl.min() < 0 or incl.max() >= (1 << 62) // nf:
+        return np.lexsort((name_rank, -incl, parent))
+    by_key = np.argsort(-incl * nf + name_rank, kind="stable")
+    rank = np.empty(n, dtype=np.int64)
+    rank[by_key] = np.arange(n)
+    return np.argsort(parent * n + rank)  # unique keys: any sort
+
+
+def preorder(parent: np.ndarray, order: np.ndarray):
+    """(pre, depth): the rows in pre-order, siblings in the order they have
+    in `order` (rows sorted by parent, then by sibling rank), and each
+    row's depth. Vectorised: a few passes per depth level."""
+    n = len(parent)
+    nkids = np.bincount(parent + 1, minlength=n + 1)  # [0]: the roots
+    first = np.zeros(n + 1, dtype=np.int64)  # where x's children start in order: first[x + 1]
+    np.cumsum(nkids[:-1], out=first[1:])
+    levels = []
+    cur = order[:nkids[0]]
+    while len(cur):  # breadth first: the children of a level, siblings together
+        levels.append(cur)
+        lens = nkids[cur + 1]
+        ends = np.cumsum(lens)
+        if ends[-1] == 0:
+            break
+        cur = order[np.arange(ends[-1]) + np.repeat(first[cur + 1] - (ends - lens), lens)]
+    depth = np.empty(n, dtype=np.int64)
+    for d, rows in enumerate(levels):
+        depth[rows] = d
+    size = np.ones(n, dtype=np.int64)  # subtree sizes, deepest level first
+    for rows in levels[:0:-1]:
+        np.add.at(size, parent[rows], size[rows])
+    # each row's offset among its siblings: the sizes of those before it
+    sz = size[order]
+    before = np.cumsum(sz) - sz
+    off = np.empty(n, dtype=np.int64)
+    off[order] = before - before[first[parent[order] + 1]]
+    pos = np.empty(n, dtype=np.int64)
+    pos[levels[0]] = off[levels[0]]
+    for rows in levels[1:]:
+        pos[rows] = pos[parent[rows]] + 1 + off[rows]
+    pre = np.empty(n, dtype=np.int64)
+    pre[pos] = np.arange(n)
+    return pre, depth

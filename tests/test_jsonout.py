@@ -165,11 +165,11 @@ def test_percentiles_in_c_equal_numpy(path):
     p = profile_of(path)
     for h, lo, hi in ((p.hist_incl, p.col("incl_min"), p.col("incl_max")),
                       (p.hist_excl, np.maximum(p.col("excl_min"), 0), np.maximum(p.col("excl_max"), 0))):
-        assert np.array_equal(h.percentiles(QS, lo, hi), h.percentiles_np(QS, lo, hi))
+        assert np.array_equal(h.percentiles(QS, lo, hi), jsonref.percentiles_np(h, QS, lo, hi))
         g = h.group(p.col("func"), len(p.funcs))
         glo, ghi = np.zeros(g.rows, dtype=np.int64), np.full(g.rows, 1 << 40, dtype=np.int64)
         assert g.counts.dtype == np.uint64
-        assert np.array_equal(g.percentiles(QS, glo, ghi), g.percentiles_np(QS, glo, ghi))
+        assert np.array_equal(g.percentiles(QS, glo, ghi), jsonref.percentiles_np(g, QS, glo, ghi))
 
 
 def test_percentiles_edge_rows():
@@ -178,9 +178,9 @@ def test_percentiles_edge_rows():
                                np.array([5, 1, 2, 7], dtype=np.uint32))
     lo = np.array([0, 0, 0], dtype=np.int64)
     for hi in (np.array([10**9] * 3, dtype=np.int64), np.array([0, 100, 50], dtype=np.int64)):
-        assert np.array_equal(h.percentiles(QS, lo, hi), h.percentiles_np(QS, lo, hi))
+        assert np.array_equal(h.percentiles(QS, lo, hi), jsonref.percentiles_np(h, QS, lo, hi))
     lo_big = np.array([10**6] * 3, dtype=np.int64)
-    assert np.array_equal(h.percentiles(QS, lo_big, lo), h.percentiles_np(QS, lo_big, lo))
+    assert np.array_equal(h.percentiles(QS, lo_big, lo), jsonref.percentiles_np(h, QS, lo_big, lo))
     assert h.percentiles(QS, lo, lo)[0].tolist() == [0] * len(QS)
 
 
@@ -204,11 +204,12 @@ def test_percentiles_bad_arguments_raise():
 @pytest.mark.parametrize("path", [SAMPLE] + [fixture(r) for r in SMALL_FIXTURES] +
                          [fixture("k6.1/s10-lost/trace.dat")])
 def test_tree_order_in_c_equals_numpy(path):
-    """_core.tree_preorder (C) orders the tree as the numpy _preorder of
-    _sibling_order does: pre-order, siblings by incl desc, name, row."""
+    """_core.tree_preorder (C) orders the tree as the numpy preorder of
+    sibling_order (tests/jsonref.py) does: pre-order, siblings by incl
+    desc, name, row."""
     p = profile_of(path)
     pre, depth = jsonout.tree_order(p)
-    want_pre, want_depth = jsonout._preorder(p.col("parent"), jsonout._sibling_order(p))
+    want_pre, want_depth = jsonref.preorder(p.col("parent"), jsonref.sibling_order(p))
     assert np.array_equal(pre, want_pre) and np.array_equal(depth, want_depth)
     assert np.array_equal(depth, p.col("depth"))
 

@@ -803,11 +803,13 @@ done:
 
 /* ---- hist_percentiles: percentiles of CSR histograms ------------------- */
 
-/* A C-contiguous 1-d buffer (of n items unless n < 0) whose struct format
- * is one of `formats` (e.g. "ql": int64) with the given itemsize. */
-static int flat_of(PyObject *obj, Py_buffer *v, const char *formats, Py_ssize_t itemsize, Py_ssize_t n,
-		   const char *what)
+/* views[*nv]: obj as a C-contiguous 1-d buffer (of n items unless n < 0)
+ * whose struct format is one of `formats` (e.g. "ql": int64) with the given
+ * itemsize; *nv counts the views to release. what: "function: argument". */
+static int take_flat(PyObject *obj, Py_buffer *views, int *nv, const char *formats, Py_ssize_t itemsize,
+		     Py_ssize_t n, const char *what)
 {
+	Py_buffer *v = &views[*nv];
 	if (PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
 		return -1;
 	const char *f = v->format ? v->format : "B";
@@ -815,10 +817,11 @@ static int flat_of(PyObject *obj, Py_buffer *v, const char *formats, Py_ssize_t 
 		f++;
 	if (!f[0] || f[1] || !strchr(formats, f[0]) || v->itemsize != itemsize || v->ndim != 1 ||
 	    (n >= 0 && v->shape[0] != n)) {
-		PyErr_Format(PyExc_ValueError, "hist_percentiles: %s: wrong type or length", what);
+		PyErr_Format(PyExc_ValueError, "%s: wrong type or length", what);
 		PyBuffer_Release(v);
 		return -1;
 	}
+	(*nv)++;
 	return 0;
 }
 
@@ -844,9 +847,8 @@ static PyObject *py_hist_percentiles(PyObject *self, PyObject *args)
 		if (frac[j] == -1.0 / 100.0 && PyErr_Occurred())
 			goto done;
 	}
-	if (flat_of(o_offs, &v[0], "ql", 8, -1, "offsets") < 0)
+	if (take_flat(o_offs, v, &nv, "ql", 8, -1, "hist_percentiles: offsets") < 0)
 		goto done;
-	nv = 1;
 	Py_ssize_t rows = v[0].shape[0] - 1;
 	const int64_t *offs = v[0].buf;
 	if (rows < 0) {
@@ -854,27 +856,21 @@ static PyObject *py_hist_percentiles(PyObject *self, PyObject *args)
 		goto done;
 	}
 	Py_ssize_t entries = offs[rows];
-	if (flat_of(o_bks, &v[1], "i", 4, -1, "buckets") < 0)
+	if (take_flat(o_bks, v, &nv, "i", 4, -1, "hist_percentiles: buckets") < 0)
 		goto done;
-	nv = 2;
 	Py_buffer *cv = &v[2];
 	int wide = 0;
-	if (flat_of(o_cnts, cv, "I", 4, v[1].shape[0], "counts") < 0) {
+	if (take_flat(o_cnts, v, &nv, "I", 4, v[1].shape[0], "hist_percentiles: counts") < 0) {
 		PyErr_Clear();
-		if (flat_of(o_cnts, cv, "QL", 8, v[1].shape[0], "counts (uint32 or uint64)") < 0)
+		if (take_flat(o_cnts, v, &nv, "QL", 8, v[1].shape[0],
+			      "hist_percentiles: counts (uint32 or uint64)") < 0)
 			goto done;
 		wide = 1;
 	}
-	nv = 3;
-	if (flat_of(o_mids, &v[3], "ql", 8, -1, "mids") < 0)
+	if (take_flat(o_mids, v, &nv, "ql", 8, -1, "hist_percentiles: mids") < 0 ||
+	    take_flat(o_lo, v, &nv, "ql", 8, rows, "hist_percentiles: lo") < 0 ||
+	    take_flat(o_hi, v, &nv, "ql", 8, rows, "hist_percentiles: hi") < 0)
 		goto done;
-	nv = 4;
-	if (flat_of(o_lo, &v[4], "ql", 8, rows, "lo") < 0)
-		goto done;
-	nv = 5;
-	if (flat_of(o_hi, &v[5], "ql", 8, rows, "hi") < 0)
-		goto done;
-	nv = 6;
 	const int32_t *bks = v[1].buf;
 	const int64_t *mids = v[3].buf, *lo = v[4].buf, *hi = v[5].buf;
 	Py_ssize_t nmids = v[3].shape[0];
@@ -961,16 +957,12 @@ static PyObject *py_tree_preorder(PyObject *self, PyObject *args)
 	int nv = 0;
 	PyObject *pre_b = NULL, *depth_b = NULL, *out = NULL;
 	int64_t *kids = NULL, *first = NULL, *stack = NULL;
-	if (flat_of(o_parent, &v[0], "ql", 8, -1, "parent") < 0)
+	if (take_flat(o_parent, v, &nv, "ql", 8, -1, "tree_preorder: parent") < 0)
 		goto done;
-	nv = 1;
 	Py_ssize_t n = v[0].shape[0];
-	if (flat_of(o_incl, &v[1], "ql", 8, n, "incl") < 0)
+	if (take_flat(o_incl, v, &nv, "ql", 8, n, "tree_preorder: incl") < 0 ||
+	    take_flat(o_name, v, &nv, "ql", 8, n, "tree_preorder: name rank") < 0)
 		goto done;
-	nv = 2;
-	if (flat_of(o_name, &v[2], "ql", 8, n, "name rank") < 0)
-		goto done;
-	nv = 3;
 	const int64_t *parent = v[0].buf;
 	for (Py_ssize_t i = 0; i < n; i++) {
 		if (parent[i] < -1 || parent[i] >= n) {
