@@ -170,6 +170,13 @@ static inline int64_t int_at(const ftf_rowfmt_item *it, size_t r)
 	return int_read((const char *)it->col + (ptrdiff_t)r * it->stride, it->itemsize);
 }
 
+/* A value an ENUM or REP item cannot write: an index out of range, a
+ * negative count. */
+static inline int bad_value(const ftf_rowfmt_item *it, int64_t v)
+{
+	return v < 0 || (it->kind == FTF_RF_ENUM && (uint64_t)v >= it->nfrags);
+}
+
 static inline double f64_at(const ftf_rowfmt_item *it, size_t r)
 {
 	double v;
@@ -275,7 +282,7 @@ int ftf_rowfmt_size(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, s
 		case FTF_RF_ENUM:
 			for (size_t r = 0; r < nrows; r++) {
 				v = int_at(it, r);
-				if (v < 0 || (uint64_t)v >= it->nfrags)
+				if (bad_value(it, v))
 					goto bad;
 				sum += it->frags[v].len;
 			}
@@ -283,7 +290,7 @@ int ftf_rowfmt_size(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, s
 		case FTF_RF_REP:
 			for (size_t r = 0; r < nrows; r++) {
 				v = int_at(it, r);
-				if (v < 0)
+				if (bad_value(it, v))
 					goto bad;
 				if (it->lit.len && (uint64_t)v > (TOO_BIG - sum) / it->lit.len)
 					return FTF_RF_NOMEM;
@@ -298,8 +305,7 @@ int ftf_rowfmt_size(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, s
 bad:
 		*bad_item = i;
 		for (size_t r = 0; r < nrows; r++) {
-			v = int_at(it, r);
-			if (v < 0 || (it->kind == FTF_RF_ENUM && (uint64_t)v >= it->nfrags)) {
+			if (bad_value(it, int_at(it, r))) {
 				*bad_row = r;
 				break;
 			}
@@ -541,8 +547,7 @@ typedef struct {
 	size_t cap[2], fill[2];
 	int full[2]; /* handed to the writer, not yet written */
 	int done;    /* no more chunks */
-	int err;     /* errno of the first failed write */
-	size_t written;
+	int err;     /* errno of the first failed write; later chunks are dropped */
 } rf_sink;
 
 static int write_all(int fd, const char *p, size_t n)
@@ -575,10 +580,8 @@ static void *writer_main(void *arg)
 		pthread_mutex_unlock(&s->mu);
 		int e = failed ? 0 : write_all(s->fd, s->buf[k], s->fill[k]);
 		pthread_mutex_lock(&s->mu);
-		if (e && !s->err)
+		if (e)
 			s->err = e;
-		if (!e && !failed)
-			s->written += s->fill[k];
 		s->full[k] = 0;
 		s->fill[k] = 0;
 		pthread_cond_broadcast(&s->cv);
@@ -587,15 +590,12 @@ static void *writer_main(void *arg)
 }
 
 /* Hand buffer k to the writer (or write it here, without a writer thread)
- * and wait until the other one is free. Returns the other's index. */
+ * and wait until the other one is free. Returns the buffer to fill next. */
 static int sink_flush(rf_sink *s, int k, int threaded)
 {
 	if (!threaded) {
-		int e = s->err ? 0 : write_all(s->fd, s->buf[k], s->fill[k]);
-		if (e)
-			s->err = e;
-		else if (!s->err)
-			s->written += s->fill[k];
+		if (!s->err)
+			s->err = write_all(s->fd, s->buf[k], s->fill[k]);
 		s->fill[k] = 0;
 		return k;
 	}
@@ -615,10 +615,7 @@ static int check_row(const ftf_rowfmt_item *items, size_t nitems, size_t r, size
 {
 	for (size_t i = 0; i < nitems; i++) {
 		const ftf_rowfmt_item *it = &items[i];
-		if (it->kind != FTF_RF_ENUM && it->kind != FTF_RF_REP)
-			continue;
-		int64_t v = int_read((const char *)it->col + (ptrdiff_t)r * it->stride, it->itemsize);
-		if (v < 0 || (it->kind == FTF_RF_ENUM && (uint64_t)v >= it->nfrags)) {
+		if ((it->kind == FTF_RF_ENUM || it->kind == FTF_RF_REP) && bad_value(it, int_at(it, r))) {
 			*bad_item = i;
 			return FTF_RF_BADVALUE;
 		}
@@ -679,6 +676,7 @@ int ftf_rowfmt_write_fd(const ftf_rowfmt_item *items, size_t nitems, size_t nrow
 				break;
 			}
 		}
+		*len += (size_t)(q - s.buf[k]) - s.fill[k];
 		s.fill[k] = (size_t)(q - s.buf[k]);
 		if (s.fill[k] >= CHUNK)
 			k = sink_flush(&s, k, threaded);
@@ -699,7 +697,6 @@ int ftf_rowfmt_write_fd(const ftf_rowfmt_item *items, size_t nitems, size_t nrow
 	free(s.buf[0]);
 	free(s.buf[1]);
 	prog_free(&g);
-	*len = s.written;
 	if (rc == FTF_RF_OK && s.err) {
 		*err = s.err;
 		rc = FTF_RF_IO;

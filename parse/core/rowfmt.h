@@ -60,10 +60,11 @@ int ftf_rowfmt_write(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, 
 
 /* The same text written to fd (a file, a pipe) instead of a buffer, in
  * chunks of about 1 MiB written by a second thread while the next is
- * formatted; no size pass, no buffer of the whole text. *len: bytes
- * written. FTF_RF_IO with *err the errno when a write fails (what was
+ * formatted; no size pass, no buffer of the whole text. *len: the text's
+ * length. FTF_RF_IO with *err the errno when a write fails (what was
  * written stays written: the caller writes to a temporary file);
- * FTF_RF_BADVALUE as ftf_rowfmt_size says it. */
+ * FTF_RF_BADVALUE for the first row holding a bad value (*bad_item: the
+ * first such item in it). */
 int ftf_rowfmt_write_fd(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, int fd, size_t *len,
 			int *err, size_t *bad_row, size_t *bad_item);
 
