@@ -465,10 +465,10 @@ def main(argv=None) -> int:
 def run() -> None:
     """The `ftflame` command: main() with glibc reusing freed memory for
     big blocks (fewer page faults: 50 ms of a 3 M-event report, for 35 MB
-    of peak RSS), then an exit
-    without tearing the interpreter down. Freeing a 3 M-event read's objects
-    one by one takes 30-50 ms that nobody waits for; the reports are written
-    and closed by then, and only the standard streams need a flush."""
+    of peak RSS), then an exit without tearing the interpreter down.
+    Freeing a 3 M-event read's objects one by one takes 30-50 ms that nobody
+    waits for; the reports are written and closed by then, and only the
+    standard streams need a flush."""
     from ftflame.parse import _core  # the extension alone: light
 
     _core.keep_freed_memory()

@@ -138,6 +138,7 @@ class Histograms:
                                      np.ascontiguousarray(hi, dtype=np.int64), tuple(qs))
         return np.frombuffer(out, dtype=np.int64).reshape(n, len(qs))
 
+
 @dataclass(frozen=True)
 class TraceInfo:
     """What the input was and how it was recorded."""

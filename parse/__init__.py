@@ -45,12 +45,7 @@ def read_meanwhile(path: str, meanwhile: Callable[[], None],
     try:
         res = None
         if path != "-" and _is_plain_dat(path):
-            from . import _core  # the extension alone: no numpy
-
-            try:
-                res = _core.read_dat(os.fsencode(path), progress=progress)
-            except ValueError as e:
-                raise InputError(path, str(e)) from None
+            res = _core_read_dat(path, path, progress)
     finally:
         side.join()
     from . import reading
@@ -77,6 +72,16 @@ class _Meanwhile(threading.Thread):
         super().join(timeout)
         if self.exc is not None:
             raise self.exc
+
+
+def _core_read_dat(path: str, name: str, progress) -> dict:
+    """The C core's read of a trace.dat file; its errors name `name`."""
+    from . import _core  # the extension alone: no numpy
+
+    try:
+        return _core.read_dat(os.fsencode(path), progress=progress)
+    except ValueError as e:
+        raise InputError(name, str(e)) from None
 
 
 def _is_plain_dat(path: str) -> bool:

@@ -10,7 +10,7 @@ import numpy as np
 from ftflame.errors import InputError
 from ftflame.profile import NODE_COLUMNS, SAMPLE_COLUMNS, Histograms, Profile, TraceInfo
 
-from . import _core, _is_plain_dat, text
+from . import _core, _core_read_dat, _is_plain_dat, text
 from .detect import check_readable, classify
 
 __all__ = ["read", "from_core_result", "build_events"]
@@ -54,13 +54,6 @@ def read(path: str, progress: Optional[Callable[[int], None]] = None) -> Profile
 
 def _read_dat(path: str, name: str, compression: str, progress) -> Profile:
     return _dat_profile(_core_read_dat(path, name, progress), name, compression)
-
-
-def _core_read_dat(path: str, name: str, progress) -> dict:
-    try:
-        return _core.read_dat(os.fsencode(path), progress=progress)
-    except ValueError as e:
-        raise InputError(name, str(e)) from None
 
 
 def _dat_profile(res: dict, name: str, compression: str) -> Profile:

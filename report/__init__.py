@@ -3,8 +3,9 @@
 Each renderer is a function ``render(profile, opts) -> str`` in a module of
 this package, registered in RENDERERS with the file extensions that select
 it; a module may also have ``write(profile, opts, binary_file)``, which
-streams the same text into a file (the CLI uses it when there is one). Modules are imported on first use: choosing a format costs nothing, and
-the CLI imports the renderer while the C core reads the trace.
+streams the same text into a file (the CLI uses it when there is one).
+Modules are imported on first use: choosing a format costs nothing, and the
+CLI imports the renderer while the C core reads the trace.
 """
 from __future__ import annotations
 
