@@ -30,7 +30,7 @@ from typing import Optional
 
 import numpy as np
 
-from ftflame.profile import (NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ,
+from ftflame.profile import (NODE_IRQ, NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ,
                              Calibration, Corrected, Profile)
 
 IRQ_MODES = ("exclude", "include")
@@ -121,7 +121,6 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
     o_sum = o_in + o_out
     notes = []
     flags = p.col("flags")
-    parent = p.col("parent")
     is_irq = (flags & NODE_IRQ) != 0
     calls = clean(p, "calls")
     incl = clean(p, "incl")
