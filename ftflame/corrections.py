@@ -53,11 +53,6 @@ def clean(p: Profile, name: str) -> np.ndarray:
     return p.col(name).astype(np.float64) - p.col("gap_" + name).astype(np.float64)
 
 
-def node_depths(p: Profile) -> np.ndarray:
-    """Depth of every node in the call-path tree (roots 0)."""
-    return p.col("depth")
-
-
 def pseudo_roots(p: Profile) -> np.ndarray:
     """The '(partial)' pseudo-root: a node that is no call (ancestors unknown)."""
     return p.pseudo_roots
