@@ -1,4 +1,4 @@
-"""Corrections: pure transforms Profile -> Profile (DESIGN.md overhead model).
+"""Corrections: pure transforms Profile -> Profile (the overhead model in docs/design.md).
 
 Raw sums are never changed. ``correct`` adds a ``Corrected`` view computed
 from the linear sums of each call path's *clean* calls (all minus ``gap_*``:

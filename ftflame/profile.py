@@ -181,7 +181,7 @@ class TraceInfo:
 
 @dataclass(frozen=True)
 class Calibration:
-    """Tracer hook cost used for corrections (see DESIGN.md overhead model)."""
+    """Tracer hook cost used for corrections (the overhead model in docs/design.md)."""
 
     o_in_ns: float
     o_out_ns: float
