@@ -48,7 +48,9 @@ setup: .setup-stamp build  ## install Debian packages, the venv and ftflame (ide
 	@$(call apt_install,setup,$(APT_PKGS))
 	@test -x $(PY) || python3 -m venv $(VENV)
 	@$(PY) -m pip install -q --upgrade "pip>=23" "setuptools>=77" >/dev/null
-	@$(PY) -m pip install -q -e ".[test]"
+	@# the editable install's note ("careful with folders named like the
+	@# package") is information only: not printed on every setup
+	@PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install -q -e ".[test]"
 	@touch $@
 
 setup-render-tools: $(SPEEDSCOPE_SCHEMA) $(INFERNO_ROOT)/bin/inferno-flamegraph  ## install speedscope (npm, for its schema) and inferno (cargo), cached
