@@ -27,7 +27,15 @@ INFERNO_ROOT       ?= $(HOME)/.cache/ftflame/inferno-$(INFERNO_VERSION)
 CARGO              ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 SPEEDSCOPE_SCHEMA  := $(NPM_CACHE_DIR)/node_modules/speedscope/dist/release/file-format-schema.json
 
-.PHONY: help setup build demo test test-vm bench golden clean setup-render-tools setup-fuzz fuzz setup-vm
+.PHONY: help setup build demo test lint test-vm bench golden clean setup-render-tools setup-fuzz fuzz setup-vm
+
+# $(call apt_install,TARGET,PACKAGES[,APT-GET OPTIONS]): install the Debian
+# packages not installed yet, saying which (one shell command line).
+apt_install = missing=""; for p in $(2); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "$(1): installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(3) $$missing >/dev/null; \
+	fi
 
 help:  ## list the targets
 	@echo "ftflame make targets:"
@@ -37,14 +45,12 @@ help:  ## list the targets
 setup: .setup-stamp build  ## install Debian packages, the venv and ftflame (idempotent, quick when done)
 
 .setup-stamp: pyproject.toml Makefile
-	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "setup: installing Debian packages:$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	fi
+	@$(call apt_install,setup,$(APT_PKGS))
 	@test -x $(PY) || python3 -m venv $(VENV)
-	@$(PY) -m pip install -q --upgrade "pip>=23" >/dev/null
-	@$(PY) -m pip install -q -e ".[test]"
+	@$(PY) -m pip install -q --upgrade "pip>=23" "setuptools>=77" >/dev/null
+	@# the editable install's note ("careful with folders named like the
+	@# package") is information only: not printed on every setup
+	@PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install -q -e ".[test]"
 	@touch $@
 
 setup-render-tools: $(SPEEDSCOPE_SCHEMA) $(INFERNO_ROOT)/bin/inferno-flamegraph  ## install speedscope (npm, for its schema) and inferno (cargo), cached
@@ -81,15 +87,26 @@ test: setup  ## run the test suite (unit, golden, invariants on every fixture, b
 	$(if $(filter 1,$(ASAN)),LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1,) \
 	  $(PY) -m pytest -q $(if $(filter 1,$(ASAN)),-m "not browser",) $(PYTEST_ARGS)
 
+# Lint: ruff (rules in pyproject.toml), shellcheck on every shell script, and
+# the C core compiled with warnings as errors (same warnings as setup.py) into
+# a throwaway directory, so the in-place build is left alone.
+SHELL_SCRIPTS := $(wildcard collect/*.sh tests/vm/*.sh) .ci/run
+CORE_WARNINGS := -Wall -Wextra -Wno-unused-parameter -Werror
+
+lint: .setup-stamp  ## ruff, shellcheck on the shell scripts, the C core with -Werror
+	$(VENV)/bin/ruff check --quiet .
+	shellcheck $(SHELL_SCRIPTS)
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	cflags="-std=gnu11 -O2 $(CORE_WARNINGS) -Iparse/core $$(pkg-config --cflags libtracecmd libtraceevent libtracefs) \
+	  -I$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" && \
+	for f in parse/core/*.c; do gcc $$cflags -c $$f -o "$$tmp/$$(basename $$f .c).o" || exit 1; done && \
+	echo "lint: parse/core/*.c compile with $(CORE_WARNINGS)"
+
 golden: setup  ## regenerate golden outputs (tests/data/events/expected), then review the diff
 	UPDATE_GOLDEN=1 $(PY) -m pytest -q tests/test_golden.py
 
 setup-fuzz:  ## install clang and libFuzzer (Debian packages) for make fuzz
-	@missing=""; for p in $(FUZZ_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "setup-fuzz: installing Debian packages:$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	fi
+	@$(call apt_install,setup-fuzz,$(FUZZ_PKGS))
 
 $(FUZZ_DIR)/fuzz_text: $(FUZZ_SRC) parse/core/ftf.h parse/core/u64map.h
 	@mkdir -p $(FUZZ_DIR)
@@ -127,11 +144,7 @@ VM_APT_PKGS := qemu-system-x86 busybox-static cpio kmod nfs-kernel-server rpcbin
 VM_KERNELS  ?= 6.1 6.12
 
 setup-vm:  ## install what make test-vm needs: qemu, NFS server, fio, virtme-ng (quick when done)
-	@missing=""; for p in $(VM_APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "setup-vm: installing Debian packages:$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	fi
+	@$(call apt_install,setup-vm,$(VM_APT_PKGS),--no-install-recommends)
 	@test -x $(PY) || python3 -m venv $(VENV)
 	@$(PY) -c 'import virtme_ng, pytest' 2>/dev/null || $(PY) -m pip install -q "virtme-ng>=1.30,<2" "pytest>=7,<10"
 

@@ -93,7 +93,7 @@ def main() -> int:
                     viewport={"width": 1400, "height": 1000})
                 blocked = []
                 ctx.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "about:", "data:"))
-                          else (blocked.append(r.request.url), r.abort()))
+                          else (blocked.append(r.request.url), r.abort()))  # noqa: B023 (called within this iteration)
                 pg = ctx.pages[0] if ctx.pages else ctx.new_page()
                 t0 = time.perf_counter()
                 pg.goto(path.as_uri())

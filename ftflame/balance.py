@@ -14,7 +14,7 @@ raw time went. The real check is against a total measured some other way:
 a baseline recording with only the roots hooked (``--baseline``, the same
 workload recorded by ``collect.sh --baseline``: corrected with the same
 calibration, its mean is the measured total), or a number the user gives
-(``--measured FUNC=TIME``), as in the seeds' "synthetic vs measured" tables.
+(``--measured FUNC=TIME``), as in the "synthetic vs measured" tables of nfsd path-length write-ups.
 Accounted % = corrected / measured.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Tracer hook cost: empty-call calibration, in-trace estimate, calibration.json.
 
-DESIGN.md's overhead model needs O_in (hook cost inside a call's own window)
+The overhead model (docs/design.md) needs O_in (hook cost inside a call's own window)
 and O_out (hook cost outside it, in the caller's window). Best first:
 
 1. Empty calls (``calibrate_from_traces``), three recordings of NFS NULL RPCs

@@ -1,4 +1,4 @@
-"""Corrections: pure transforms Profile -> Profile (DESIGN.md overhead model).
+"""Corrections: pure transforms Profile -> Profile (the overhead model in docs/design.md).
 
 Raw sums are never changed. ``correct`` adds a ``Corrected`` view computed
 from the linear sums of each call path's *clean* calls (all minus ``gap_*``:
@@ -30,7 +30,7 @@ from typing import Optional
 
 import numpy as np
 
-from ftflame.profile import (NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ,
+from ftflame.profile import (NODE_IRQ, NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ,
                              Calibration, Corrected, Profile)
 
 IRQ_MODES = ("exclude", "include")
@@ -51,11 +51,6 @@ NOSLEEP_SLACK = 1.01
 def clean(p: Profile, name: str) -> np.ndarray:
     """Per-node sum over the clean calls (all calls minus gap calls)."""
     return p.col(name).astype(np.float64) - p.col("gap_" + name).astype(np.float64)
-
-
-def node_depths(p: Profile) -> np.ndarray:
-    """Depth of every node in the call-path tree (roots 0)."""
-    return p.col("depth")
 
 
 def pseudo_roots(p: Profile) -> np.ndarray:
@@ -121,7 +116,6 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
     o_sum = o_in + o_out
     notes = []
     flags = p.col("flags")
-    parent = p.col("parent")
     is_irq = (flags & NODE_IRQ) != 0
     calls = clean(p, "calls")
     incl = clean(p, "incl")

@@ -23,7 +23,9 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-# Column layout of the node table exported by the C core (parse/core/module.c).
+# Column layout of the node and sample tables exported by the C core
+# (parse/core/module.c), which writes them by position: check_core_columns
+# compares these names with the ones the core exports.
 SUM_FIELDS = ("calls", "incl", "excl", "desc", "nchild", "irq", "irq_calls", "offcpu")
 NODE_COLUMNS = (
     ("parent", "func", "flags")
@@ -34,6 +36,24 @@ NODE_COLUMNS = (
 )
 SAMPLE_COLUMNS = ("node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu",
                   "irq_calls", "irq_roots")
+
+
+
+def check_core_columns(core) -> None:
+    """Raise ImportError unless the C core's column names (its NODE_COLUMNS
+    and SAMPLE_COLUMNS) are these, in this order: a column added or moved on
+    one side only would silently read one figure as another."""
+    for table, ours, theirs in (("node", NODE_COLUMNS, core.NODE_COLUMNS),
+                                ("sample", SAMPLE_COLUMNS, core.SAMPLE_COLUMNS)):
+        if tuple(theirs) != ours:
+            diff = [f"{i}: {a!r} in C, {b!r} in profile.py"
+                    for i, (a, b) in enumerate(zip(theirs, ours)) if a != b]
+            if len(theirs) != len(ours):
+                diff.append(f"{len(theirs)} columns in C, {len(ours)} in profile.py")
+            raise ImportError(f"ftflame: the C core's {table} columns differ from ftflame/profile.py's "
+                              f"({'; '.join(diff)}): rebuild the C core (make build), or name the columns "
+                              f"the same on both sides")
+
 
 NODE_IRQ = 1
 NODE_IRQ_ROOT = 2
@@ -161,7 +181,7 @@ class TraceInfo:
 
 @dataclass(frozen=True)
 class Calibration:
-    """Tracer hook cost used for corrections (see DESIGN.md overhead model)."""
+    """Tracer hook cost used for corrections (the overhead model in docs/design.md)."""
 
     o_in_ns: float
     o_out_ns: float

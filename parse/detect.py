@@ -105,14 +105,3 @@ def classify(head: bytes, name: str, compression: str = "") -> Detected:
         return Detected("text", "trace-cmd", compression, "trace-cmd report header 'cpus='")
     raise InputError(name, "not a function_graph trace", f"tried: {TRIED}")
 
-
-def sniff(path: str) -> str:
-    """Return 'trace.dat' or 'text', or raise InputError naming the formats tried."""
-    check_readable(path)
-    from .text import open_input
-
-    src = open_input(path)
-    try:
-        return classify(src.head, src.name, src.compression).kind
-    finally:
-        src.close()

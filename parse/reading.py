@@ -8,12 +8,14 @@ from typing import Callable, Optional
 import numpy as np
 
 from ftflame.errors import InputError
-from ftflame.profile import NODE_COLUMNS, SAMPLE_COLUMNS, Histograms, Profile, TraceInfo
+from ftflame.profile import NODE_COLUMNS, SAMPLE_COLUMNS, Histograms, Profile, TraceInfo, check_core_columns
 
 from . import _core, _core_read_dat, _is_plain_dat, text
 from .detect import check_readable, classify
 
 __all__ = ["read", "from_core_result", "build_events"]
+
+check_core_columns(_core)  # the core's tables are read by these names
 
 
 def read(path: str, progress: Optional[Callable[[int], None]] = None) -> Profile:

@@ -177,7 +177,7 @@ def functions_data(p: Profile) -> dict:
         d["inclc"] = _ints(ft.incl_corr)
         d["exclc"] = _ints(ft.excl_corr)
         d["callsc"] = ft.calls_corr.tolist()
-        # the correction took more than half of the raw time (DESIGN.md)
+        # the correction took more than half of the raw time (docs/design.md)
         raw = np.maximum(ft.incl, 1)
         d["bigcorr"] = np.flatnonzero((ft.incl - ft.incl_corr) > CORRECTION_WARN_FRACTION * raw).tolist()
     return d

@@ -1,4 +1,4 @@
-"""JSON output, schema "ftflame/1" (the contract in DESIGN.md).
+"""JSON output, schema "ftflame/1" (the contract in docs/design.md).
 
 Raw figures are exact sums of the tracer's own durations. Corrected figures
 (`*_corr_ns`, ftflame/corrections.py) equal raw ones when no corrections were

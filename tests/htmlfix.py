@@ -43,7 +43,7 @@ def load(path: Path) -> Profile:
 
 
 def with_overhead(p: Profile, o_in: float, o_out: float) -> Profile:
-    """A Profile corrected with a fixed hook cost, by the DESIGN.md model
+    """A Profile corrected with a fixed hook cost, by the model in docs/design.md
     (what `--overhead-in/--overhead-out` will do; built here so the HTML can
     be tested with corrected figures before the overhead issue lands):
 

@@ -9,12 +9,56 @@ import numpy as np
 
 from ftflame import __version__, corrections
 from ftflame.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
-from ftflame.report.common import (corrected_objects, exact_corrected_values, node_flags,
-                                   stats_objects)
+from ftflame.report.common import exact_corrected_values, node_flags
 from ftflame import profile as profile_mod
 from ftflame.profile import Histograms
 from ftflame.report import jsonout
 from ftflame.report.jsonout import SCHEMA, calibration_object, trace_object
+
+
+# The JSON statistics objects as dicts, one per row: what the renderer's
+# vectorised columns (report/jsonout.py) are compared with.
+def stats_objects(sums, calls, mins, maxs, pcts):
+    """Vectorised {sum,min,max,mean,p50,p90,p99} objects, one per row."""
+    sums_l = sums.tolist()
+    calls_l = calls.tolist()
+    mins_l = mins.tolist()
+    maxs_l = maxs.tolist()
+    pcts_l = pcts.tolist()
+    out = []
+    for s, c, lo, hi, p in zip(sums_l, calls_l, mins_l, maxs_l, pcts_l):
+        out.append({"sum": s, "min": lo if c else 0, "max": hi if c else 0,
+                    "mean": round(s / c, 1) if c else 0.0,
+                    "p50": p[0], "p90": p[1], "p99": p[2]})
+    return out
+
+
+def corrected_objects(raw_objs, corr_sums, corr_calls, applied: bool, exact=None):
+    """Corrected statistics. Without corrections they equal the raw ones.
+    With them, sums and means are exact corrections of linear sums. Min, max
+    and percentiles are exact where per-call corrected values exist (root
+    calls: `exact`, row -> values); elsewhere the raw ones are scaled by the
+    ratio of corrected to raw mean and marked "approx"."""
+    if not applied:
+        return [dict(o) for o in raw_objs]
+    exact = exact or {}
+    out = []
+    for i, (o, s, c) in enumerate(zip(raw_objs, corr_sums.tolist(), corr_calls.tolist())):
+        mean = s / c if c else 0.0
+        vals = exact.get(i)
+        if vals is not None and len(vals) == c and c:
+            v = np.sort(np.asarray(vals, dtype=np.float64))
+            pick = [v[max(int(np.ceil(len(v) * q / 100.0)) - 1, 0)] for q in (50, 90, 99)]
+            out.append({"sum": round(s, 1), "min": round(float(v[0]), 1), "max": round(float(v[-1]), 1),
+                        "mean": round(mean, 1), "p50": round(float(pick[0]), 1),
+                        "p90": round(float(pick[1]), 1), "p99": round(float(pick[2]), 1), "calls": c})
+            continue
+        f = (mean / o["mean"]) if (c and o["mean"] > 0) else 0.0
+        out.append({"sum": round(s, 1), "min": round(max(o["min"] * f, 0.0), 1),
+                    "max": round(max(o["max"] * f, 0.0), 1), "mean": round(mean, 1),
+                    "p50": round(max(o["p50"] * f, 0.0), 1), "p90": round(max(o["p90"] * f, 0.0), 1),
+                    "p99": round(max(o["p99"] * f, 0.0), 1), "calls": c, "approx": True})
+    return out
 
 
 _STATS = '{"sum":%d,"min":%d,"max":%d,"mean":%r,"p50":%d,"p90":%d,"p99":%d}'

@@ -1,4 +1,4 @@
-"""Corrections (ftflame/corrections.py): the DESIGN.md formulas on hand-made
+"""Corrections (ftflame/corrections.py): the formulas of docs/design.md on hand-made
 call trees, exact algebra on every fixture, raw sums untouched."""
 from __future__ import annotations
 

@@ -153,7 +153,7 @@ def test_page_data_matches_profile(write4k):
     assert edges[hi_bucket] <= ft.incl_max[i] < edges[hi_bucket + 1]
     # callers/callees: every completed call appears once as a callee
     calls = {}
-    for caller, callee, n, incl in d["edges"]:
+    for _caller, callee, n, _incl in d["edges"]:
         calls[callee] = calls.get(callee, 0) + n
     for i, f in enumerate(ft.func_ids.tolist()):
         assert calls[f] == ft.calls[i]

@@ -3,7 +3,6 @@ the real text fixtures, trace-cmd report of a trace.dat, the pure-Python
 parser (parity), and one hand-made input per situation (tests/data/text/)."""
 from __future__ import annotations
 
-import collections
 import glob
 import gzip
 import os
@@ -21,7 +20,7 @@ import textparse_py as tp  # noqa: E402
 from ftflame.errors import InputError  # noqa: E402
 from ftflame.parse import _core, read  # noqa: E402
 from ftflame.parse.detect import classify  # noqa: E402
-from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL  # noqa: E402
+from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT  # noqa: E402
 
 TEXT_DATA = os.path.join(ROOT, "tests", "data", "text")
 

@@ -1,6 +1,6 @@
 /* Per-task call builder and call-path aggregator.
  *
- * Rules (see DESIGN.md and reference/trace-formats.md section 4.3):
+ * Rules (docs/design.md, "Call builder"; docs/trace-formats.md):
  *  - one stack per task (pid; pid 0 is per CPU), nesting by the task's event
  *    order, never by timestamp containment;
  *  - duration = rettime - calltime (the record ts is another clock);

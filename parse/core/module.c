@@ -14,10 +14,37 @@
 #include "ftf.h"
 #include "rowfmt.h"
 
-/* Sample table columns, one int64 each (profile.SAMPLE_COLUMNS). */
-#define SAMPLE_COLS 11
-/* Node table columns, one int64 each (the Python side names them). */
-#define NODE_COLS 29
+/* The node and sample tables: one int64 per column, written by position.
+ * Their names, in column order, are exported as NODE_COLUMNS and
+ * SAMPLE_COLUMNS; ftflame/profile.py names the columns the same way and
+ * checks both against these when ftflame.parse.reading is imported. */
+#define SUM_COLS 8 /* the ftf_sums fields, in sums_put's order */
+enum {
+	COL_PARENT, COL_FUNC, COL_FLAGS,
+	COL_SUMS,                      /* over all completed calls */
+	COL_GAP_SUMS = COL_SUMS + SUM_COLS, /* over the gap calls among them */
+	COL_INCL_MIN = COL_GAP_SUMS + SUM_COLS, COL_INCL_MAX, COL_EXCL_MIN, COL_EXCL_MAX,
+	COL_MIGRATED, COL_OPEN_END, COL_UNTERMINATED, COL_UNOWNED_CHILD_INCL, COL_IRQ_EARLY, COL_DEPTH,
+	NODE_COLS
+};
+#define SUM_NAMES(prefix) prefix "calls", prefix "incl", prefix "excl", prefix "desc", prefix "nchild", \
+	prefix "irq", prefix "irq_calls", prefix "offcpu"
+static const char *const node_columns[] = {
+	"parent", "func", "flags", SUM_NAMES(""), SUM_NAMES("gap_"),
+	"incl_min", "incl_max", "excl_min", "excl_max",
+	"migrated", "open_end", "unterminated", "unowned_child_incl", "irq_early", "depth",
+};
+_Static_assert(sizeof(node_columns) / sizeof(node_columns[0]) == NODE_COLS, "a name per node column");
+
+enum {
+	SCOL_NODE, SCOL_PID, SCOL_CPU, SCOL_FLAGS, SCOL_CALLTIME, SCOL_DUR, SCOL_DESC, SCOL_IRQ,
+	SCOL_OFFCPU, SCOL_IRQ_CALLS, SCOL_IRQ_ROOTS,
+	SAMPLE_COLS
+};
+static const char *const sample_columns[] = {
+	"node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu", "irq_calls", "irq_roots",
+};
+_Static_assert(sizeof(sample_columns) / sizeof(sample_columns[0]) == SAMPLE_COLS, "a name per sample column");
 
 static void sums_put(int64_t *row, const ftf_sums *s)
 {
@@ -118,22 +145,23 @@ static PyObject *builder_result(ftf_builder *b)
 	int64_t *row = (int64_t *)PyBytes_AS_STRING(nodes);
 	for (uint32_t i = 0; i < b->nnodes; i++, row += NODE_COLS) {
 		const ftf_node *n = &b->nodes[i];
-		row[0] = n->parent == FTF_NONE ? -1 : (int64_t)n->parent;
-		row[1] = n->func;
-		row[2] = n->flags;
-		sums_put(row + 3, &n->all);
-		sums_put(row + 11, &n->gap);
-		row[19] = n->all.calls ? (int64_t)n->incl_min : 0;
-		row[20] = (int64_t)n->incl_max;
-		row[21] = n->all.calls ? n->excl_min : 0;
-		row[22] = n->all.calls ? n->excl_max : 0;
-		row[23] = (int64_t)n->migrated;
-		row[24] = (int64_t)n->open_end;
-		row[25] = (int64_t)n->unterminated;
-		row[26] = (int64_t)n->unowned_child_incl;
-		row[27] = (int64_t)n->irq_early;
+		row[COL_PARENT] = n->parent == FTF_NONE ? -1 : (int64_t)n->parent;
+		row[COL_FUNC] = n->func;
+		row[COL_FLAGS] = n->flags;
+		sums_put(row + COL_SUMS, &n->all);
+		sums_put(row + COL_GAP_SUMS, &n->gap);
+		row[COL_INCL_MIN] = n->all.calls ? (int64_t)n->incl_min : 0;
+		row[COL_INCL_MAX] = (int64_t)n->incl_max;
+		row[COL_EXCL_MIN] = n->all.calls ? n->excl_min : 0;
+		row[COL_EXCL_MAX] = n->all.calls ? n->excl_max : 0;
+		row[COL_MIGRATED] = (int64_t)n->migrated;
+		row[COL_OPEN_END] = (int64_t)n->open_end;
+		row[COL_UNTERMINATED] = (int64_t)n->unterminated;
+		row[COL_UNOWNED_CHILD_INCL] = (int64_t)n->unowned_child_incl;
+		row[COL_IRQ_EARLY] = (int64_t)n->irq_early;
 		/* parents come before their children: one pass */
-		row[28] = n->parent == FTF_NONE ? 0 : ((int64_t *)PyBytes_AS_STRING(nodes))[(int64_t)n->parent * NODE_COLS + 28] + 1;
+		row[COL_DEPTH] = n->parent == FTF_NONE ? 0 :
+			((int64_t *)PyBytes_AS_STRING(nodes))[(int64_t)n->parent * NODE_COLS + COL_DEPTH] + 1;
 	}
 	SET(res, "nodes", nodes);
 
@@ -152,17 +180,17 @@ static PyObject *builder_result(ftf_builder *b)
 	int64_t *sr = (int64_t *)PyBytes_AS_STRING(samples);
 	for (uint64_t i = 0; i < b->nsamples; i++, sr += SAMPLE_COLS) {
 		const ftf_sample *s = &b->samples[i];
-		sr[0] = s->node;
-		sr[1] = s->pid;
-		sr[2] = s->cpu;
-		sr[3] = s->flags;
-		sr[4] = (int64_t)s->calltime;
-		sr[5] = (int64_t)s->dur;
-		sr[6] = (int64_t)s->desc;
-		sr[7] = (int64_t)s->irq;
-		sr[8] = (int64_t)s->offcpu;
-		sr[9] = (int64_t)s->irq_calls;
-		sr[10] = (int64_t)s->irq_roots;
+		sr[SCOL_NODE] = s->node;
+		sr[SCOL_PID] = s->pid;
+		sr[SCOL_CPU] = s->cpu;
+		sr[SCOL_FLAGS] = s->flags;
+		sr[SCOL_CALLTIME] = (int64_t)s->calltime;
+		sr[SCOL_DUR] = (int64_t)s->dur;
+		sr[SCOL_DESC] = (int64_t)s->desc;
+		sr[SCOL_IRQ] = (int64_t)s->irq;
+		sr[SCOL_OFFCPU] = (int64_t)s->offcpu;
+		sr[SCOL_IRQ_CALLS] = (int64_t)s->irq_calls;
+		sr[SCOL_IRQ_ROOTS] = (int64_t)s->irq_roots;
 	}
 	SET(res, "samples", samples);
 
@@ -1081,6 +1109,27 @@ static struct PyModuleDef moduledef = {
 	PyModuleDef_HEAD_INIT, "_core", "ftflame C core: trace readers and call builder", -1, methods, NULL, NULL, NULL, NULL,
 };
 
+/* module.NAME = a tuple of the n strings of names */
+static int add_names(PyObject *m, const char *name, const char *const *names, int n)
+{
+	PyObject *t = PyTuple_New(n);
+	if (!t)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		PyObject *s = PyUnicode_FromString(names[i]);
+		if (!s) {
+			Py_DECREF(t);
+			return -1;
+		}
+		PyTuple_SET_ITEM(t, i, s);
+	}
+	if (PyModule_AddObject(m, name, t) < 0) {
+		Py_DECREF(t);
+		return -1;
+	}
+	return 0;
+}
+
 PyMODINIT_FUNC PyInit__core(void)
 {
 	PyObject *m = PyModule_Create(&moduledef);
@@ -1088,6 +1137,11 @@ PyMODINIT_FUNC PyInit__core(void)
 		return NULL;
 	PyModule_AddIntConstant(m, "HIST_BUCKETS", FTF_HIST_BUCKETS);
 	PyModule_AddIntConstant(m, "NODE_COLS", NODE_COLS);
+	if (add_names(m, "NODE_COLUMNS", node_columns, NODE_COLS) < 0 ||
+	    add_names(m, "SAMPLE_COLUMNS", sample_columns, SAMPLE_COLS) < 0) {
+		Py_DECREF(m);
+		return NULL;
+	}
 	PyModule_AddIntConstant(m, "HIST_SUB", FTF_HIST_SUB);
 	PyModule_AddIntConstant(m, "NODE_IRQ", FTF_NODE_IRQ);
 	PyModule_AddIntConstant(m, "NODE_IRQ_ROOT", FTF_NODE_IRQ_ROOT);

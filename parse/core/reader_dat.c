@@ -3,7 +3,7 @@
  * Opens with TRACECMD_FL_LOAD_NO_PLUGINS: trace-cmd's own fgraph print
  * handler otherwise reads ahead and swallows leaf exits. Fields are bound by
  * name from the file's own event formats (the layouts changed many times,
- * reference/trace-formats.md section 2), and function names are cached per
+ * docs/trace-formats.md, "Event layouts"), and function names are cached per
  * address (tep_find_function per record is 3x slower than the iteration).
  */
 #include <errno.h>

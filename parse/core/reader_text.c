@@ -1,6 +1,6 @@
 /* One tokenizer for every text form of a function_graph trace.
  *
- * Dialects (reference/trace-formats.md section 3), told apart per line:
+ * Dialects (docs/trace-formats.md, "Text forms"), told apart per line:
  *  - the kernel's printer (tracefs `trace`, trace_pipe, `perf ftrace`):
  *      [ABSTIME |] [ CPU)] [COMM-PID |] [LATFLAGS |] [MARK DURATION us] |  BODY
  *    plus irq arrows `==========>` / `<==========`, task-switch separators

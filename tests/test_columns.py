@@ -1,0 +1,44 @@
+"""The node and sample tables cross from the C core to the Profile by
+position. Both sides name the columns (parse/core/module.c exports its
+names, ftflame/profile.py has its own), and importing ftflame.parse.reading,
+which reads the tables, checks that the names agree."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from ftflame import profile
+from ftflame.parse import _core
+
+
+def test_core_and_profile_name_the_same_columns():
+    assert _core.NODE_COLUMNS == profile.NODE_COLUMNS
+    assert _core.SAMPLE_COLUMNS == profile.SAMPLE_COLUMNS
+    assert len(_core.NODE_COLUMNS) == _core.NODE_COLS
+    profile.check_core_columns(_core)
+
+
+# incl_min/incl_max (row[19], row[20] in C) and calltime/dur
+@pytest.mark.parametrize("table,i,j", [("NODE_COLUMNS", 19, 20), ("SAMPLE_COLUMNS", 4, 5)])
+def test_two_swapped_names_fail_the_import(table, i, j):
+    # a fresh interpreter: the core's names with two swapped, then the
+    # import of the module that reads the core's tables
+    code = (f"import ftflame.parse._core as core\n"
+            f"names = list(core.{table})\n"
+            f"names[{i}], names[{j}] = names[{j}], names[{i}]\n"
+            f"core.{table} = tuple(names)\n"
+            f"import ftflame.parse.reading\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert "ImportError: ftflame: the C core's" in r.stderr
+    assert "make build" in r.stderr
+
+
+def test_a_column_more_on_one_side_fails():
+    core = SimpleNamespace(NODE_COLUMNS=profile.NODE_COLUMNS + ("new",),
+                           SAMPLE_COLUMNS=profile.SAMPLE_COLUMNS)
+    with pytest.raises(ImportError, match="30 columns in C, 29 in profile.py"):
+        profile.check_core_columns(core)

@@ -1,0 +1,63 @@
+"""The repository is read without anything beside it: code, comments and
+docs cite the design in docs/ (design.md, trace-formats.md), never design
+files that live outside the repository (the original plan and the reference
+notes it was written from)."""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Design files outside the repository, as code and docs cited them. Built
+# from parts so that this file does not match itself.
+OUTSIDE = re.compile("|".join((
+    r"\bDESIGN" + r"\.md\b",                       # the plan (docs/design.md is lowercase)
+    r"\breference" + r"/[\w.-]+\.md\b",            # the reference notes (trace formats, peers)
+    r"\b(?:peers|code-style-models)" + r"\.md\b",
+    r"\bshared" + r"/(?:reference|DESIGN)",
+)))
+
+# Not the repository's text: build products, environments, trace data.
+SKIP_DIRS = {".git", ".venv", ".cache", "build", "out", "node_modules", "__pycache__", ".pytest_cache"}
+SKIP_PATHS = {Path("tests", "data"), Path("CHANGELOG.md")}  # trace inputs; history may name old files
+MAX_BYTES = 4 << 20
+
+
+def text_files(root: Path):
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = Path(dirpath).relative_to(root)
+        dirnames[:] = [d for d in dirnames
+                       if d not in SKIP_DIRS and not d.endswith(".egg-info") and rel_dir / d not in SKIP_PATHS]
+        for name in filenames:
+            path = Path(dirpath, name)
+            if rel_dir / name in SKIP_PATHS or path.stat().st_size > MAX_BYTES:
+                continue
+            data = path.read_bytes()
+            if b"\0" in data[:8192]:  # binary: the built extension, images
+                continue
+            yield path.relative_to(root), data.decode("utf-8", "replace")
+
+
+def references_outside(root: Path) -> list:
+    return [f"{rel}:{n}: {line.strip()}"
+            for rel, text in text_files(root)
+            for n, line in enumerate(text.splitlines(), 1) if OUTSIDE.search(line)]
+
+
+def test_no_reference_to_design_files_outside_the_repository():
+    found = references_outside(REPO)
+    assert not found, "cite docs/design.md or docs/trace-formats.md instead:\n" + "\n".join(found)
+
+
+def test_the_check_finds_such_references(tmp_path):
+    (tmp_path / "a.py").write_text("# see DESIGN" + ".md, overhead model\nx = 1\n")
+    (tmp_path / "b.c").write_text("/* reference" + "/trace-formats.md section 2 */\n")
+    (tmp_path / "c.md").write_text("[design](docs/design.md) and [formats](docs/trace-formats.md)\n")
+    assert [f.split(":")[0] for f in sorted(references_outside(tmp_path))] == ["a.py", "b.c"]
+
+
+def test_the_design_docs_are_in_the_repository():
+    for name in ("design.md", "trace-formats.md"):
+        assert (REPO / "docs" / name).is_file()
