@@ -15,6 +15,7 @@
 #   calib-*.dat       the calibration's own recordings
 #   meta.json         kernel, trace-cmd, functions, options, clock, CPUs,
 #                     nfsd threads, workload, start/end, lost events per CPU
+#                     (null when trace-cmd cannot tell), complete or not
 #   workload.log      the workload's output (baseline-workload.log for --baseline)
 #   record.log        trace-cmd's own output
 #
@@ -76,9 +77,16 @@
 #
 # Safety: refuses (exit 2, one line on stderr) when not root, without tracefs,
 # without the function_graph tracer, on a function that does not exist, or
-# while another collector holds the lock. A trap puts back every tracefs
-# setting it changed, also on Ctrl-C and on errors; tracing is never left on.
-# Exit: 0 done, 1 failed while running (or the workload failed), 2 refused.
+# while another collector holds the lock (a flock on /run/ftflame, a
+# directory only root can write to; the refusal names the holder). A trap
+# puts back every tracefs setting it changed, also on Ctrl-C, SIGTERM, SIGHUP
+# and on errors; tracing is never left on. A signal stops the workload (its
+# whole process group) and trace-cmd within about 2 s; when trace-cmd
+# dies, the workload is stopped too. A trace is written as NAME.dat.partial,
+# renamed only when trace-cmd ended well; a run that did not end well gets a
+# meta.json with "complete": false and the reason, when the disk has room.
+# Exit: 0 done, 1 failed while running (or the workload failed), 2 refused,
+# 130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP.
 set -euo pipefail
 
 FT_PROG=collect.sh
