@@ -124,12 +124,12 @@ nfsd_hint() {
 # through the fd it inherited (FT_LOCK_FD): flock succeeds on that same open
 # file and fails on anyone else's.
 
-# lock_dir_safe DIR: a real directory (not a symlink), owned by root, that
-# only its owner can write to.
-lock_dir_safe() {
+# root_only_dir PATH: PATH (links followed) is a directory owned by root
+# that only root can write to.
+root_only_dir() {
 	local owner_mode
-	[ -d "$1" ] && [ ! -L "$1" ] || return 1
-	owner_mode=$(stat -c '%u %a' -- "$1") || return 1
+	[ -d "$1" ] || return 1
+	owner_mode=$(stat -L -c '%u %a' -- "$1") || return 1
 	[ "${owner_mode%% *}" = 0 ] && (((8#${owner_mode#* } & 8#022) == 0))
 }
 
@@ -161,14 +161,21 @@ take_lock() {
 		mkdir -m 0700 -- "$FT_LOCK_DIR" 2>/dev/null ||
 			refuse "cannot create the lock directory $FT_LOCK_DIR (set FTFLAME_LOCK_DIR to a directory only root can write to)"
 	fi
-	lock_dir_safe "$FT_LOCK_DIR" ||
-		refuse "unsafe lock directory $FT_LOCK_DIR: it must be a directory, not a symlink, owned by root and writable only by root (remove it, or set FTFLAME_LOCK_DIR)"
+	local unsafe="unsafe lock directory $FT_LOCK_DIR: it must be a directory, not a symlink, owned by root and writable only by root (remove it, or set FTFLAME_LOCK_DIR)"
+	if [ -L "$FT_LOCK_DIR" ] || ! root_only_dir "$FT_LOCK_DIR"; then refuse "$unsafe"; fi
 	FT_LOCK_DIR=$(cd -P -- "$FT_LOCK_DIR" && pwd)
 	if [[ ${FT_LOCK_FD:-} =~ ^[0-9]+$ ]] && same_file "/proc/$$/fd/$FT_LOCK_FD" "$FT_LOCK_DIR" &&
 		flock -n "$FT_LOCK_FD" 2>/dev/null; then
 		return 0  # collect.sh's lock, inherited
 	fi
-	exec {FT_LOCK_FD}<"$FT_LOCK_DIR" || refuse "cannot open the lock directory $FT_LOCK_DIR"
+	# "DIR/." opens only a directory (never a FIFO or a device someone swapped
+	# in), and what was opened is checked again: a check of the path alone
+	# could be raced.
+	exec {FT_LOCK_FD}<"$FT_LOCK_DIR/." || refuse "cannot open the lock directory $FT_LOCK_DIR"
+	if ! root_only_dir "/proc/$$/fd/$FT_LOCK_FD"; then
+		exec {FT_LOCK_FD}<&-
+		refuse "$unsafe"
+	fi
 	if ! flock -n "$FT_LOCK_FD"; then
 		exec {FT_LOCK_FD}<&-
 		refuse "another ftflame collector is running: $(lock_holders "$FT_LOCK_DIR") holds the lock $FT_LOCK_DIR; wait for it to end"
