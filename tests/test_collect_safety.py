@@ -331,3 +331,59 @@ def test_disk_full_while_writing_meta_json(work, small_disk):
     assert "write error" not in r.stderr.replace(err[-1], "")
     assert not (out / "meta.json").exists()
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+
+
+def nfs_null_server():
+    """An ONC RPC server on 127.0.0.1 that answers every call on every
+    connection like nfsd answers NULL; returns its port (daemon threads)."""
+    import socket
+    import struct
+    import threading
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+
+    def serve(conn):
+        with conn, conn.makefile("rb") as f:
+            try:
+                while len(mark := f.read(4)) == 4:
+                    body = f.read(struct.unpack(">I", mark)[0] & 0x7FFFFFFF)
+                    xid = struct.unpack(">I", body[:4])[0]
+                    reply = struct.pack(">6I", xid, 1, 0, 0, 0, 0)  # REPLY, ACCEPTED, SUCCESS
+                    conn.sendall(struct.pack(">I", 0x80000000 | len(reply)) + reply)
+            except OSError:  # the client was stopped
+                return
+
+    def accept():
+        while True:
+            conn, _ = srv.accept()
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return srv.getsockname()[1]
+
+
+@pytest.mark.skipif(shutil.which("perl") is None, reason="perl is not installed")
+def test_calibrate_stops_its_recording_on_sigterm(work):
+    """calibrate.sh alone: SIGTERM while the NULL RPCs run under trace-cmd
+    stops them and trace-cmd at once and restores tracefs."""
+    from collectfake import CALIBRATE
+    env = collect_env(work, pidfile=work / "tc.pid")
+    port = nfs_null_server()
+    proc = subprocess.Popen(["bash", str(CALIBRATE), "--port", str(port), "--count", "100000000",
+                             "-o", str(work / "cal")],
+                            cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    tc = int(wait_for(work / "tc.pid", proc))
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    try:
+        _, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    assert time.monotonic() - t0 < 3.5
+    assert proc.returncode == 143, err
+    assert "interrupted by SIGTERM" in err
+    assert not alive(tc)
+    assert_tracefs_restored(work)
+    assert not (work / "cal" / "calib-null.dat").exists()
