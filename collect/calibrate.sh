@@ -105,19 +105,22 @@ take_lock
 busy_check
 tracer_args
 
+INTERRUPTED=""
 # shellcheck disable=SC2317  # (called by the trap)
 on_exit() {
 	local rc=$?
 	trap - EXIT INT TERM HUP
 	restore_tracefs || rc=1
 	remove_tmpfiles
+	[ -z "$INTERRUPTED" ] ||
+		say "interrupted by SIG$INTERRUPTED: tracefs restored, the NULL RPCs and trace-cmd stopped"
 	exit "$rc"
 }
 # shellcheck disable=SC2317
 on_signal() {
-	trap '' INT TERM HUP
+	trap '' INT TERM HUP  # (the cleanup takes a moment: once is enough)
+	INTERRUPTED=$1
 	[ -z "$FT_REC_PID" ] || stop_group "$FT_REC_PID"
-	say "interrupted by SIG$1: tracefs restored, the NULL RPCs and trace-cmd stopped"
 	case $1 in INT) exit 130 ;; TERM) exit 143 ;; *) exit 129 ;; esac
 }
 trap on_exit EXIT
