@@ -105,18 +105,28 @@ take_lock
 busy_check
 tracer_args
 
+INTERRUPTED=""
 # shellcheck disable=SC2317  # (called by the trap)
 on_exit() {
 	local rc=$?
 	trap - EXIT INT TERM HUP
 	restore_tracefs || rc=1
 	remove_tmpfiles
+	[ -z "$INTERRUPTED" ] ||
+		say "interrupted by SIG$INTERRUPTED: tracefs restored, the NULL RPCs and trace-cmd stopped"
 	exit "$rc"
 }
+# shellcheck disable=SC2317
+on_signal() {
+	trap '' INT TERM HUP  # (the cleanup takes a moment: once is enough)
+	INTERRUPTED=$1
+	[ -z "$FT_REC_PID" ] || stop_group "$FT_REC_PID"
+	case $1 in INT) exit 130 ;; TERM) exit 143 ;; *) exit 129 ;; esac
+}
 trap on_exit EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+trap 'on_signal INT' INT
+trap 'on_signal TERM' TERM
+trap 'on_signal HUP' HUP
 
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -136,7 +146,7 @@ else
 		ftflame-nulls "$COUNT" "$HOST" "$VERS")
 fi
 # One call first: the client works against this server.
-"${NULLS[@]:0:${#NULLS[@]}-1}" 1 >/dev/null 2>&1 ||
+"${NULLS[@]:0:${#NULLS[@]}-1}" 1 >/dev/null 2>&1 {FT_LOCK_FD}<&- ||
 	die "the $CLIENT NULL-RPC client failed against $HOST (port $PORT, NFSv$VERS)"
 
 NFLAGS=()
@@ -150,14 +160,19 @@ for run in null dispatch-root dispatch-full; do
 	dispatch-full) flags=(-g nfsd_dispatch) ;;
 	esac
 	say "recording calib-$run.dat ($COUNT NULL RPCs)"
-	record "$OUT/calib-$run.dat" "$OUT" "$OUT/calib-rpc.log" -- "${flags[@]}" -- "${NULLS[@]}" >/dev/null
+	record "$OUT/calib-$run.dat" "$OUT" "$OUT/calib-rpc.log" -- "${flags[@]}" -- "${NULLS[@]}" >/dev/null ||
+		die "$REC_ERROR"
 	((REC_RC == 0)) || die "the NULL RPCs failed during calib-$run.dat (see $OUT/calib-rpc.log)"
+	if ! rows=$(lost_events "$OUT/calib-$run.dat"); then
+		warn "calib-$run.dat: lost events UNKNOWN ('trace-cmd report --stat' failed): check it by hand"
+		continue
+	fi
 	lost=0
-	while read -r _ ov cov dr _; do lost=$((lost + ov + cov + dr)); done < <(lost_events "$OUT/calib-$run.dat")
+	while read -r _ ov cov dr _; do lost=$((lost + ov + cov + dr)); done <<<"$rows"
 	((lost == 0)) || warn "calib-$run.dat lost $lost events: its samples are fewer; try a bigger --buffer"
 done
 
-cat >"$OUT/calib-meta.json" <<EOF
+calib_meta=$(cat <<EOF
 {
   "schema": "ftflame-calib-meta/1",
   "method": "empty-calls",
@@ -174,18 +189,21 @@ cat >"$OUT/calib-meta.json" <<EOF
   "traces": {"null": "calib-null.dat", "dispatch_root": "calib-dispatch-root.dat", "dispatch_full": "calib-dispatch-full.dat"}
 }
 EOF
+)
+write_whole "$OUT/calib-meta.json" "$calib_meta" || exit 1
 
 # Compute calibration.json with ftflame, when it can.
 FT=${FTFLAME:-ftflame}
 LATER="$FT calibrate --from-traces calib-null.dat calib-dispatch-root.dat calib-dispatch-full.dat -o calibration.json"
 # (`ftflame calibrate` alone runs this script: only --from-traces does the math)
-if ! command -v "$FT" >/dev/null 2>&1 || ! { "$FT" calibrate --help 2>&1 || true; } | grep -q -- --from-traces; then
+if ! command -v "$FT" >/dev/null 2>&1 ||
+	! { "$FT" calibrate --help 2>&1 {FT_LOCK_FD}<&- || true; } | grep -q -- --from-traces; then
 	say "the three calibration traces are in $OUT/; '$FT calibrate' is not available here,"
 	say "so compute calibration.json later, in that folder, with: $LATER"
 	exit 0
 fi
 if ! (cd "$OUT" && "$FT" calibrate --from-traces calib-null.dat calib-dispatch-root.dat \
-	calib-dispatch-full.dat -o calibration.json); then
+	calib-dispatch-full.dat -o calibration.json {FT_LOCK_FD}<&-); then
 	die "'$FT calibrate' failed on the traces in $OUT/ (rerun there: $LATER)"
 fi
 say "calibration.json: $(head -c 200 "$OUT/calibration.json" | tr -d '\n')"

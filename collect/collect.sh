@@ -15,6 +15,7 @@
 #   calib-*.dat       the calibration's own recordings
 #   meta.json         kernel, trace-cmd, functions, options, clock, CPUs,
 #                     nfsd threads, workload, start/end, lost events per CPU
+#                     (null when trace-cmd cannot tell), complete or not
 #   workload.log      the workload's output (baseline-workload.log for --baseline)
 #   record.log        trace-cmd's own output
 #
@@ -76,9 +77,16 @@
 #
 # Safety: refuses (exit 2, one line on stderr) when not root, without tracefs,
 # without the function_graph tracer, on a function that does not exist, or
-# while another collector holds the lock. A trap puts back every tracefs
-# setting it changed, also on Ctrl-C and on errors; tracing is never left on.
-# Exit: 0 done, 1 failed while running (or the workload failed), 2 refused.
+# while another collector holds the lock (a flock on /run/ftflame, a
+# directory only root can write to; the refusal names the holder). A trap
+# puts back every tracefs setting it changed, also on Ctrl-C, SIGTERM, SIGHUP
+# and on errors; tracing is never left on. A signal stops the workload (its
+# whole process group) and trace-cmd within about 2 s; when trace-cmd
+# dies, the workload is stopped too. A trace is written as NAME.dat.partial,
+# renamed only when trace-cmd ended well; a run that did not end well gets a
+# meta.json with "complete": false and the reason, when the disk has room.
+# Exit: 0 done, 1 failed while running (or the workload failed), 2 refused,
+# 130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP.
 set -euo pipefail
 
 FT_PROG=collect.sh
@@ -176,22 +184,89 @@ take_lock
 busy_check
 tracer_args
 
+# ------------------------------------------------------ meta.json (functions)
+# meta_json COMPLETE(1|0) WHY: the text of meta.json.
+meta_json() {
+	local tc_version cpu_model cpu_count nfsd_threads nfsd_versions cmdline
+	local calib_file=null trace=null partial=null why=null
+	# (trace-cmd --version exits 255)
+	tc_version=$({ trace-cmd --version 2>&1 || true; } | sed -n 's/.*version \([^ ]*\).*/\1/p' | head -n 1)
+	cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
+	cpu_count=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc)
+	nfsd_threads=$(cat /proc/fs/nfsd/threads 2>/dev/null ||
+		awk '$0 == "nfsd" { n++ } END { print n + 0 }' /proc/[0-9]*/comm 2>/dev/null || true)
+	nfsd_versions=$(cat /proc/fs/nfsd/versions 2>/dev/null || true)
+	[ -s "$OUT/calibration.json" ] && calib_file='"calibration.json"'
+	[ -e "$OUT/trace.dat" ] && trace='"trace.dat"'
+	[ -e "$OUT/trace.dat.partial" ] && partial='"trace.dat.partial"'
+	(($1)) || why=$(json_str "$2")
+	printf -v cmdline '%q ' "${WORKLOAD[@]}"
+	cat <<EOF
+{
+  "schema": "ftflame-meta/1",
+  "collector": "collect.sh",
+  "complete": $(json_bool "$1"),
+  "incomplete_reason": $why,
+  "kernel": {"release": $(json_str "$(uname -r)"), "version": $(json_str "$(uname -v)"), "machine": $(json_str "$(uname -m)")},
+  "trace_cmd_version": $(json_str "$tc_version"),
+  "tracer": "function_graph",
+  "graph_functions": $(json_str_array "${FUNCS[@]}"),
+  "presets": $(json_str_array "${PRESETS[@]}"),
+  "trace_clock": $(json_str "$FT_EFFECTIVE_CLOCK"),
+  "tracer_options": $(tracer_options_json),
+  "cpu": {"model": $(json_str "$cpu_model"), "count": $(json_num "$cpu_count")},
+  "nfsd": {"threads": $(json_num "$nfsd_threads"), "versions": $(json_str "$nfsd_versions")},
+  "workload": {"argv": $(json_str_array "${WORKLOAD[@]}"), "command_line": $(json_str "${cmdline% }"), "exit_code": $(json_num "$MAIN_RC"), "log": "workload.log"},
+  "start": $(json_str "$MAIN_START"),
+  "end": $(json_str "$MAIN_END"),
+  "trace": $trace,
+  "partial_trace": $partial,
+  "lost_events_total": $MAIN_LOST_TOTAL,
+  "lost_events": $MAIN_LOST_JSON,
+  "baseline": $BASE_JSON,
+  "calibration": {"status": $(json_str "$CALIB_STATUS"), "file": $calib_file, "null_rpcs": $CALIB_COUNT, "host": $(json_str "$CALIB_HOST"), "nfs_version": $CALIB_VERS},
+  "warnings": $(json_str_array "${WARNINGS[@]}")
+}
+EOF
+}
+
+# write_meta COMPLETE(1|0) WHY: meta.json, whole or not at all.
+write_meta() {
+	local text
+	META_WRITTEN=1
+	text=$(meta_json "$@") && write_whole "$OUT/meta.json" "$text"
+}
+
 # -------------------------------------------------------------- the trap
 INTERRUPTED=""
+META_WRITTEN=0
+CALIB_PID=""
 # shellcheck disable=SC2317  # (the trap functions are called by the traps)
 on_exit() {
 	local rc=$?
 	trap - EXIT INT TERM HUP
 	restore_tracefs || rc=1
+	# A run that did not end well says so in meta.json, when it can.
+	if ((!META_WRITTEN)) && ((FT_SNAPPED)); then
+		local why=${FT_FAILED:-"collect.sh failed (exit $rc)"}
+		[ -z "$INTERRUPTED" ] || why="interrupted by SIG$INTERRUPTED"
+		write_meta 0 "$why" || rc=1
+	fi
 	remove_tmpfiles
 	if [ -n "$INTERRUPTED" ]; then
-		say "interrupted by SIG$INTERRUPTED: tracefs restored; partial results in $OUT/"
+		say "interrupted by SIG$INTERRUPTED: tracefs restored, workload and trace-cmd stopped; partial results in $OUT/"
 	fi
 	exit "$rc"
 }
 # shellcheck disable=SC2317
 on_signal() {
+	trap '' INT TERM HUP  # (the cleanup takes a moment: once is enough)
 	INTERRUPTED=$1
+	[ -z "$FT_REC_PID" ] || stop_group "$FT_REC_PID"
+	if [ -n "$CALIB_PID" ]; then  # it stops its own recording, then exits
+		kill -TERM "$CALIB_PID" 2>/dev/null || true
+		wait "$CALIB_PID" 2>/dev/null || true
+	fi
 	case $1 in INT) exit 130 ;; TERM) exit 143 ;; *) exit 129 ;; esac
 }
 trap on_exit EXIT
@@ -201,6 +276,13 @@ trap 'on_signal HUP' HUP
 
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
+
+# What meta.json says of the parts that have not run (yet).
+MAIN_RC="" MAIN_START="" MAIN_END="" MAIN_LOST_TOTAL=null MAIN_LOST_JSON=null
+BASE_JSON=null
+CALIB_STATUS=skipped
+WARNINGS=()
+
 snapshot_tracefs
 BUFFER_KB=$(effective_buffer_kb)
 
@@ -211,15 +293,18 @@ for f in "${FUNCS[@]}"; do GFLAGS+=(-g "$f"); done
 # ----------------------------------------------------------- main recording
 say "recording $OUT/trace.dat around: ${WORKLOAD[*]}"
 : >"$OUT/workload.log"
-record "$OUT/trace.dat" "$OUT" "$OUT/workload.log" -- "${GFLAGS[@]}" -- "${WORKLOAD[@]}"
+record "$OUT/trace.dat" "$OUT" "$OUT/workload.log" -- "${GFLAGS[@]}" -- "${WORKLOAD[@]}" ||
+	die "$REC_ERROR"
 MAIN_RC=$REC_RC MAIN_START=$REC_START MAIN_END=$REC_END
 ((MAIN_RC == 0)) || warn "the workload exited with status $MAIN_RC (see $OUT/workload.log)"
 
-# Lost events per CPU; a loud warning with a buffer size to try.
-WARNINGS=()
+# Lost events per CPU; a loud warning with a buffer size to try. When
+# trace-cmd cannot tell, they are unknown, not zero: null in meta.json.
 lost_json() {  # FILE.dat -> sets LOST_JSON, LOST_TOTAL, READ_TOTAL, LOST_LIST
-	local cpu ov cov dr rd first=1
-	LOST_JSON="{"; LOST_TOTAL=0; READ_TOTAL=0; LOST_LIST=""
+	local cpu ov cov dr rd first=1 rows
+	LOST_JSON=null; LOST_TOTAL=null; READ_TOTAL=0; LOST_LIST=""
+	rows=$(lost_events "$1") || return 1
+	LOST_JSON="{"; LOST_TOTAL=0
 	while read -r cpu ov cov dr rd; do
 		local n=$((ov + cov + dr))
 		((first)) || LOST_JSON+=", "
@@ -227,7 +312,7 @@ lost_json() {  # FILE.dat -> sets LOST_JSON, LOST_TOTAL, READ_TOTAL, LOST_LIST
 		LOST_JSON+="\"$cpu\": {\"lost\": $n, \"overrun\": $ov, \"commit_overrun\": $cov, \"dropped\": $dr, \"read\": $rd}"
 		LOST_TOTAL=$((LOST_TOTAL + n)); READ_TOTAL=$((READ_TOTAL + rd))
 		((n == 0)) || LOST_LIST+="${LOST_LIST:+, }cpu$cpu: $n"
-	done < <(lost_events "$1")
+	done <<<"$rows"
 	LOST_JSON+="}"
 }
 suggest_buffer() {  # per-CPU KB to try: 4x now, or more if much was lost
@@ -236,8 +321,10 @@ suggest_buffer() {  # per-CPU KB to try: 4x now, or more if much was lost
 		s = 1024; while (s < want) s *= 2; print s }'
 }
 check_lost() {  # FILE.dat NAME
-	lost_json "$1"
-	if ((LOST_TOTAL > 0)); then
+	if ! lost_json "$1"; then
+		WARNINGS+=("lost events in $2 are UNKNOWN: 'trace-cmd report --stat $1' failed, so meta.json says null; check it by hand before trusting call times")
+		warn "${WARNINGS[-1]}"
+	elif ((LOST_TOTAL > 0)); then
 		local try msg
 		try=$(suggest_buffer)
 		msg="LOST EVENTS: $LOST_TOTAL events lost in $2 ($LOST_LIST; ring buffer $BUFFER_KB KB per CPU). Call times around the gaps are wrong. Try --buffer $try, or fewer graph functions, or --depth."
@@ -253,13 +340,13 @@ check_lost "$OUT/trace.dat" trace.dat
 MAIN_LOST_JSON=$LOST_JSON MAIN_LOST_TOTAL=$LOST_TOTAL
 
 # ----------------------------------------------------------- baseline run
-BASE_JSON=null
 if ((BASELINE)); then
 	say "recording $OUT/baseline.dat: the same workload, only the graph functions hooked"
 	LFLAGS=()
 	for f in "${FUNCS[@]}"; do LFLAGS+=(-g "$f" -l "$f"); done
 	: >"$OUT/baseline-workload.log"
-	record "$OUT/baseline.dat" "$OUT" "$OUT/baseline-workload.log" -- "${LFLAGS[@]}" -- "${WORKLOAD[@]}"
+	record "$OUT/baseline.dat" "$OUT" "$OUT/baseline-workload.log" -- "${LFLAGS[@]}" -- "${WORKLOAD[@]}" ||
+		die "$REC_ERROR"
 	((REC_RC == 0)) || warn "the baseline workload exited with status $REC_RC (see $OUT/baseline-workload.log)"
 	check_lost "$OUT/baseline.dat" baseline.dat
 	BASE_JSON=$(printf '{"file": "baseline.dat", "workload_log": "baseline-workload.log", "exit_code": %s, "start": %s, "end": %s, "lost_events_total": %s, "lost_events": %s}' \
@@ -267,13 +354,17 @@ if ((BASELINE)); then
 fi
 
 # ------------------------------------------------------------- calibration
-CALIB_STATUS=skipped
 if ((CALIBRATE)); then
 	say "calibrating: $CALIB_COUNT NULL RPCs to $CALIB_HOST (NFSv$CALIB_VERS), 3 recordings"
 	tracer_opts_cli
 	crc=0
+	# In the background, so that a signal reaches our trap at once (which
+	# passes SIGTERM on). It keeps the lock fd: it holds the lock through it.
 	"$HERE/calibrate.sh" "${FT_CLI[@]}" --count "$CALIB_COUNT" --host "$CALIB_HOST" \
-		--vers "$CALIB_VERS" -o "$OUT" || crc=$?
+		--vers "$CALIB_VERS" -o "$OUT" <&0 &
+	CALIB_PID=$!
+	wait "$CALIB_PID" || crc=$?
+	CALIB_PID=""
 	if [ -s "$OUT/calibration.json" ]; then
 		CALIB_STATUS=ok
 	elif ((crc == 0)); then
@@ -287,49 +378,9 @@ if ((CALIBRATE)); then
 fi
 
 # ---------------------------------------------------------------- meta.json
-# (trace-cmd --version exits 255)
-tc_version=$({ trace-cmd --version 2>&1 || true; } | sed -n 's/.*version \([^ ]*\).*/\1/p' | head -n 1)
-cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
-cpu_count=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc)
-nfsd_threads=$(cat /proc/fs/nfsd/threads 2>/dev/null ||
-	awk '$0 == "nfsd" { n++ } END { print n + 0 }' /proc/[0-9]*/comm 2>/dev/null || true)
-nfsd_versions=$(cat /proc/fs/nfsd/versions 2>/dev/null || true)
-graph_json=$(json_str_array "${FUNCS[@]}")
-presets_json=$(json_str_array "${PRESETS[@]}")
-workload_json=$(json_str_array "${WORKLOAD[@]}")
-warnings_json=$(json_str_array "${WARNINGS[@]}")
-calib_file=null
-[ -s "$OUT/calibration.json" ] && calib_file='"calibration.json"'
-printf -v cmdline '%q ' "${WORKLOAD[@]}"
+write_meta 1 "" || exit 1
 
-tmp=$OUT/.meta.json.tmp
-cat >"$tmp" <<EOF
-{
-  "schema": "ftflame-meta/1",
-  "collector": "collect.sh",
-  "kernel": {"release": $(json_str "$(uname -r)"), "version": $(json_str "$(uname -v)"), "machine": $(json_str "$(uname -m)")},
-  "trace_cmd_version": $(json_str "$tc_version"),
-  "tracer": "function_graph",
-  "graph_functions": $graph_json,
-  "presets": $presets_json,
-  "trace_clock": $(json_str "$FT_EFFECTIVE_CLOCK"),
-  "tracer_options": $(tracer_options_json),
-  "cpu": {"model": $(json_str "$cpu_model"), "count": $(json_num "$cpu_count")},
-  "nfsd": {"threads": $(json_num "$nfsd_threads"), "versions": $(json_str "$nfsd_versions")},
-  "workload": {"argv": $workload_json, "command_line": $(json_str "${cmdline% }"), "exit_code": $(json_num "$MAIN_RC"), "log": "workload.log"},
-  "start": $(json_str "$MAIN_START"),
-  "end": $(json_str "$MAIN_END"),
-  "trace": "trace.dat",
-  "lost_events_total": $MAIN_LOST_TOTAL,
-  "lost_events": $MAIN_LOST_JSON,
-  "baseline": $BASE_JSON,
-  "calibration": {"status": $(json_str "$CALIB_STATUS"), "file": $calib_file, "null_rpcs": $CALIB_COUNT, "host": $(json_str "$CALIB_HOST"), "nfs_version": $CALIB_VERS},
-  "warnings": $warnings_json
-}
-EOF
-mv "$tmp" "$OUT/meta.json"
-
-if ((MAIN_LOST_TOTAL > 0)); then
+if [[ $MAIN_LOST_TOTAL =~ ^[0-9]+$ ]] && ((MAIN_LOST_TOTAL > 0)); then
 	warn "trace.dat LOST $MAIN_LOST_TOTAL EVENTS: see meta.json and rerun with a bigger --buffer"
 fi
 say "done: $OUT/ (ftflame report $OUT)"

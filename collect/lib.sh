@@ -13,14 +13,15 @@
 # Environment, mainly for tests:
 #   FTFLAME_TRACEFS  tracefs directory (default: /sys/kernel/tracing, then
 #                    /sys/kernel/debug/tracing). trace-cmd finds its own.
-#   FTFLAME_LOCK     lock file (default: /run/lock/ftflame-collect.lock)
+#   FTFLAME_LOCK_DIR lock directory (default: /run/ftflame, created 0700;
+#                    it must be root's and writable only by root)
 #   FTFLAME          the ftflame command calibrate.sh runs (default: ftflame)
 
 FT_PROG=${FT_PROG:-${0##*/}}
 
 say()    { printf '%s: %s\n' "$FT_PROG" "$*" >&2; }
 warn()   { printf '%s: WARNING: %s\n' "$FT_PROG" "$*" >&2; }
-die()    { printf '%s: error: %s\n' "$FT_PROG" "$*" >&2; exit 1; }
+die()    { FT_FAILED=$*; printf '%s: error: %s\n' "$FT_PROG" "$*" >&2; exit 1; }
 refuse() { printf '%s: refusing to start: %s\n' "$FT_PROG" "$*" >&2; exit 2; }
 usage_error() { printf '%s: %s (see %s --help)\n' "$FT_PROG" "$*" "$FT_PROG" >&2; exit 2; }
 
@@ -111,22 +112,75 @@ nfsd_hint() {
 }
 
 # ------------------------------------------------------------------- the lock
+#
+# The lock is a flock on a directory only root can write to (FTFLAME_LOCK_DIR,
+# default /run/ftflame, made 0700): no other user can plant a symlink in it,
+# hold the lock or fill it, and the lock opens the directory read-only, so no
+# file is ever created, followed or truncated for it. A refusal names the
+# holders: the processes that have the directory open. Children never inherit
+# the lock fd (record() and the scripts close it on their command lines), so
+# a process the workload leaves behind cannot block later runs; the one
+# exception is calibrate.sh run by collect.sh, which takes the lock again
+# through the fd it inherited (FT_LOCK_FD): flock succeeds on that same open
+# file and fails on anyone else's.
 
-# Take the collector lock, or refuse when another collector holds it. A
-# calibrate.sh started by collect.sh inherits the lock (FT_LOCK_HELD).
+# root_only_dir PATH: PATH (links followed) is a directory owned by root
+# that only root can write to.
+root_only_dir() {
+	local owner_mode
+	[ -d "$1" ] || return 1
+	owner_mode=$(stat -L -c '%u %a' -- "$1") || return 1
+	[ "${owner_mode%% *}" = 0 ] && (((8#${owner_mode#* } & 8#022) == 0))
+}
+
+# same_file A B: A and B are the same file (device and inode), following links.
+same_file() {
+	local a b
+	a=$(stat -L -c %d:%i -- "$1" 2>/dev/null) && b=$(stat -L -c %d:%i -- "$2" 2>/dev/null) &&
+		[ "$a" = "$b" ]
+}
+
+# lock_holders DIR: "pid N (COMMAND LINE)" for every other process that has
+# DIR open, comma-separated ("unknown" when none can be seen).
+lock_holders() {
+	local fd pid cmd out="" seen=" $$ $BASHPID "
+	while IFS= read -r fd; do
+		pid=${fd#/proc/}; pid=${pid%%/*}
+		[[ $seen == *" $pid "* ]] && continue
+		seen+="$pid "
+		cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | head -c 200)
+		out+="${out:+, }pid $pid (${cmd% })"
+	done < <(find /proc/[0-9]*/fd -maxdepth 1 -lname "$1" 2>/dev/null)
+	printf '%s' "${out:-unknown}"
+}
+
+# Take the collector lock, or refuse when another collector holds it.
 take_lock() {
-	FT_LOCK=${FTFLAME_LOCK:-/run/lock/ftflame-collect.lock}
-	if [ "${FT_LOCK_HELD:-}" = "$FT_LOCK" ]; then return 0; fi
-	[ -d "$(dirname "$FT_LOCK")" ] || FT_LOCK=/tmp/${FT_LOCK##*/}
-	exec {FT_LOCK_FD}>>"$FT_LOCK" || refuse "cannot open the lock file $FT_LOCK"
-	if ! flock -n "$FT_LOCK_FD"; then
-		local holder
-		holder=$(head -c 64 "$FT_LOCK" 2>/dev/null | tr -dc '0-9')
-		refuse "another ftflame collector is running (lock $FT_LOCK held${holder:+ by pid $holder})"
+	FT_LOCK_DIR=${FTFLAME_LOCK_DIR:-/run/ftflame}
+	if [ ! -e "$FT_LOCK_DIR" ] && [ ! -L "$FT_LOCK_DIR" ]; then
+		mkdir -m 0700 -- "$FT_LOCK_DIR" 2>/dev/null ||
+			refuse "cannot create the lock directory $FT_LOCK_DIR (set FTFLAME_LOCK_DIR to a directory only root can write to)"
 	fi
-	: >"$FT_LOCK"
-	printf '%s\n' "$$" >>"$FT_LOCK"
-	export FT_LOCK_HELD=$FT_LOCK
+	local unsafe="unsafe lock directory $FT_LOCK_DIR: it must be a directory, not a symlink, owned by root and writable only by root (remove it, or set FTFLAME_LOCK_DIR)"
+	if [ -L "$FT_LOCK_DIR" ] || ! root_only_dir "$FT_LOCK_DIR"; then refuse "$unsafe"; fi
+	FT_LOCK_DIR=$(cd -P -- "$FT_LOCK_DIR" && pwd)
+	if [[ ${FT_LOCK_FD:-} =~ ^[0-9]+$ ]] && same_file "/proc/$$/fd/$FT_LOCK_FD" "$FT_LOCK_DIR" &&
+		flock -n "$FT_LOCK_FD" 2>/dev/null; then
+		return 0  # collect.sh's lock, inherited
+	fi
+	# "DIR/." opens only a directory (never a FIFO or a device someone swapped
+	# in), and what was opened is checked again: a check of the path alone
+	# could be raced.
+	exec {FT_LOCK_FD}<"$FT_LOCK_DIR/." || refuse "cannot open the lock directory $FT_LOCK_DIR"
+	if ! root_only_dir "/proc/$$/fd/$FT_LOCK_FD"; then
+		exec {FT_LOCK_FD}<&-
+		refuse "$unsafe"
+	fi
+	if ! flock -n "$FT_LOCK_FD"; then
+		exec {FT_LOCK_FD}<&-
+		refuse "another ftflame collector is running: $(lock_holders "$FT_LOCK_DIR") holds the lock $FT_LOCK_DIR; wait for it to end"
+	fi
+	export FT_LOCK_FD
 }
 
 # ----------------------------------------------------- tracer options (shared)
@@ -396,12 +450,58 @@ restore_tracefs() {
 
 # --------------------------------------------------------------- recording
 
+# is_zombie PID: PID has ended and waits to be reaped.
+is_zombie() {
+	local st=""
+	rd "/proc/$1/stat" st
+	st=${st##*) }
+	[ "${st%% *}" = Z ]
+}
+
+# stop_group PGID: stop a recording's process group (trace-cmd and the
+# workload): SIGINT first, as Ctrl-C would (trace-cmd then finishes its file),
+# SIGTERM after 1 s, SIGKILL after 2 s. Returns once the group is gone (at
+# most about 2.5 s), having reaped trace-cmd when it is our child.
+stop_group() {
+	local pg=$1 i
+	kill -INT -- "-$pg" 2>/dev/null || return 0
+	for ((i = 1; i <= 25; i++)); do
+		if is_zombie "$pg"; then wait "$pg" 2>/dev/null || true; fi
+		kill -0 -- "-$pg" 2>/dev/null || return 0
+		((i == 10)) && kill -TERM -- "-$pg" 2>/dev/null
+		((i == 20)) && kill -KILL -- "-$pg" 2>/dev/null
+		sleep 0.1
+	done
+	warn "process group $pg did not stop"
+}
+
+# disk_full_hint PATH: a note when the file system of PATH is (nearly) full.
+disk_full_hint() {
+	local avail
+	avail=$(df -Pk -- "$1" 2>/dev/null | awk 'NR == 2 { print $4 }')
+	if [[ $avail =~ ^[0-9]+$ ]] && ((avail < 1024)); then
+		printf ' (the disk is full: %s KB free on the file system of %s)' "$avail" "$1"
+	fi
+}
+
 # record OUT.dat LOGDIR WORKLOG -- TRACE-CMD-WORDS... -- WORKLOAD...
 # Runs trace-cmd record with the tracer options, around the workload, whose
 # output goes to WORKLOG and to stdout. Sets REC_RC (the workload's exit code),
-# REC_START/REC_END (UTC, ISO 8601). Restores tracefs afterwards.
+# REC_START/REC_END (UTC, ISO 8601). Restores tracefs afterwards. On failure
+# it returns 1 with REC_ERROR saying what happened.
+#
+# trace-cmd writes OUT.dat.partial, renamed to OUT.dat only when it ended
+# well: a full disk, a crash or a signal never leaves a cut trace under the
+# final name. trace-cmd and the workload run in a session (and process
+# group) of their own, in the background: a signal to the script is then
+# handled at once (bash runs traps only between foreground commands) and
+# stop_group stops them all, and a workload whose trace-cmd died is stopped
+# too. (setsid does not fork here: the background child of a shell without
+# job control is not a group leader, so FT_REC_PID is also the group id.)
+# The lock fd is closed for them: nothing they leave behind holds the lock.
+FT_REC_PID=""
 record() {
-	local out=$1 logdir=$2 worklog=$3 status
+	local out=$1 logdir=$2 worklog=$3 status part=$1.partial
 	shift 3
 	[ "$1" = -- ] && shift
 	local -a tc=()
@@ -409,37 +509,64 @@ record() {
 	shift
 	status=$(mktemp "${TMPDIR:-/tmp}/ftflame-rec.XXXXXX")
 	FT_TMPFILES+=("$status")
+	rm -f -- "$part"
 	# The wrapper trace-cmd runs: the workload, its output teed to the log and
-	# to our stdout (fd 3), then its exit code and times into $status.
+	# to our stdout (fd 3, which the workload does not get: a process it
+	# leaves behind must not hold our stdout open), then its exit code and
+	# times into $status.
 	# shellcheck disable=SC2016
 	local wrap='st=$1 log=$2; shift 2
 		s=$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)
-		set +e; "$@" 2>&1 | tee -a "$log" >&3; rc=${PIPESTATUS[0]}
+		set +e; "$@" 3>&- 2>&1 | tee -a "$log" >&3; rc=${PIPESTATUS[0]}
 		printf "%s %s %s\n" "$rc" "$s" "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)" >"$st"'
-	local trc=0
-	trace-cmd record "${FT_TC[@]}" "${tc[@]}" -o "$out" \
+	local trc=0 pg
+	setsid trace-cmd record "${FT_TC[@]}" "${tc[@]}" -o "$part" \
 		bash -c "$wrap" ftflame-workload "$status" "$worklog" "$@" \
-		3>&1 >>"$logdir/record.log" 2>&1 || trc=$?
+		<&0 3>&1 >>"$logdir/record.log" 2>&1 {FT_LOCK_FD}<&- &
+	FT_REC_PID=$! pg=$!
+	wait "$pg" || trc=$?
+	FT_REC_PID=""
+	if ((trc != 0)); then
+		# trace-cmd failed or was killed: what is left of the workload goes too.
+		kill -0 -- "-$pg" 2>/dev/null && say "stopping what is left of the workload (process group $pg)"
+		stop_group "$pg"
+	fi
 	restore_tracefs || true
-	if ((trc != 0)) || [ ! -s "$out" ]; then
-		tail -n 5 "$logdir/record.log" >&2 || true
-		die "trace-cmd record failed (exit $trc) for $out; its output is in $logdir/record.log"
+	if ((trc != 0)) || [ ! -s "$part" ]; then
+		tail -n 5 "$logdir/record.log" >&2 2>/dev/null || true
+		if ((trc > 128)); then trc="$trc: killed by $(kill -l "$trc" 2>/dev/null || echo "signal $((trc - 128))")"; fi
+		REC_ERROR="trace-cmd record failed (exit $trc) for ${out##*/}$(disk_full_hint "$part")"
+		if [ -e "$part" ]; then
+			REC_ERROR+="; what it wrote is in ${part##*/}, not a complete trace"
+		fi
+		REC_ERROR+="; its output is in $logdir/record.log"
+		return 1
+	fi
+	if ! mv -f -- "$part" "$out"; then
+		REC_ERROR="cannot rename ${part##*/} to ${out##*/} in ${out%/*}"
+		return 1
 	fi
 	read -r REC_RC REC_START REC_END <"$status" || { REC_RC=""; REC_START=""; REC_END=""; }
-	[ -n "$REC_RC" ] || die "the workload did not run under trace-cmd (see $logdir/record.log)"
+	if [ -z "$REC_RC" ]; then
+		REC_ERROR="the workload did not run under trace-cmd (see $logdir/record.log)"
+		return 1
+	fi
 	return 0
 }
 
 # lost_events FILE.dat: from `trace-cmd report --stat`, print one line per CPU:
-# "CPU OVERRUN COMMIT_OVERRUN DROPPED READ".
+# "CPU OVERRUN COMMIT_OVERRUN DROPPED READ". Fails when trace-cmd fails or
+# prints no CPU: then how many events were lost is unknown (not zero).
 lost_events() {
-	trace-cmd report --stat "$1" 2>/dev/null | awk '
+	local stat
+	stat=$(trace-cmd report --stat "$1" 2>/dev/null) || return 1
+	awk '
 		/^CPU: *[0-9]+/ { if (cpu != "") print cpu, ov, cov, dr, rd; cpu = $2; ov = cov = dr = rd = 0; next }
 		/^overrun:/        { ov = $2 }
 		/^commit overrun:/ { cov = $3 }
 		/^dropped events:/ { dr = $3 }
 		/^read events:/    { rd = $3 }
-		END { if (cpu != "") print cpu, ov, cov, dr, rd }'
+		END { if (cpu == "") exit 1; print cpu, ov, cov, dr, rd }' <<<"$stat"
 }
 
 # FT_NULL_CLIENT: perl that sends NFS NULL RPCs, one at a time on one TCP
@@ -470,4 +597,20 @@ FT_TMPFILES=()
 remove_tmpfiles() {
 	local f
 	for f in "${FT_TMPFILES[@]}"; do rm -f "$f"; done
+}
+
+# write_whole FILE TEXT: write FILE whole or not at all: TEXT goes to a
+# temporary name first (created afresh: noclobber never follows a link), then
+# is renamed. On an error (a full disk) no temporary file stays, and one line
+# on stderr says which file and why.
+write_whole() {
+	local tmp=${1%/*}/.${1##*/}.tmp err
+	FT_TMPFILES+=("$tmp")
+	rm -f -- "$tmp"
+	if ! err=$( (set -C; printf '%s\n' "$2" >"$tmp") 2>&1) || ! err=$(mv -f -- "$tmp" "$1" 2>&1); then
+		rm -f -- "$tmp"
+		printf '%s: error: cannot write %s: %s%s\n' "$FT_PROG" "$1" "${err##*: }" \
+			"$(disk_full_hint "${1%/*}")" >&2
+		return 1
+	fi
 }

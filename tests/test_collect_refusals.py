@@ -1,10 +1,12 @@
 """collect.sh and calibrate.sh refuse to start, clearly, when they must.
 
 Each refusal exits 2 with one line on stderr. These tests never touch the
-host's real tracefs: they point the scripts at fake tracefs folders
-(FTFLAME_TRACEFS) and a private lock file (FTFLAME_LOCK), and every case
-stops before trace-cmd would run. The recordings themselves are tested in a
-real kernel by tests/vm (make test-vm).
+host's real tracefs or lock, and need none of the tools the scripts call
+beyond the basic ones (tests/collectfake.py): fake tracefs folders
+(FTFLAME_TRACEFS), a private lock directory (FTFLAME_LOCK_DIR), and a PATH of
+the basic tools plus a fake trace-cmd and rpcinfo. Every case stops before
+trace-cmd would record (tests/test_collect_safety.py runs the fake one; the
+real recordings are tested in a real kernel by tests/vm, make test-vm).
 """
 import fcntl
 import json
@@ -17,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-COLLECT = REPO / "collect" / "collect.sh"
-CALIBRATE = REPO / "collect" / "calibrate.sh"
+from collectfake import (CALIBRATE, COLLECT, LOST_STAT, NFSD_FUNCS, REPO, fake_bin, fake_tracefs,
+                         script_env)
+
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root: the root check comes first")
 
@@ -34,29 +36,8 @@ def work():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def fake_tracefs(root, tracers="nop function function_graph", functions=(), tracer="nop", events=""):
-    t = root / "tracefs"
-    (t / "options").mkdir(parents=True)
-    (t / "available_tracers").write_text(tracers + "\n")
-    (t / "available_filter_functions").write_text("".join(f + "\n" for f in functions))
-    (t / "current_tracer").write_text(tracer + "\n")
-    (t / "set_event").write_text(events)
-    (t / "trace_clock").write_text("[local] global counter\n")
-    (t / "buffer_size_kb").write_text("7 (expanded: 1408)\n")
-    (t / "tracing_on").write_text("1\n")
-    return t
-
-
-NFSD_FUNCS = ("nfsd3_proc_write [nfsd]", "nfsd4_write [nfsd]", "nfsd_dispatch [nfsd]",
-              "nfsd3_proc_null [nfsd]", "svc_process [sunrpc]", "vfs_write")
-
-
-def run(script, args, work, tracefs=None, user=None, extra_env=None):
-    env = dict(os.environ)
-    env["FTFLAME_LOCK"] = str(work / "collect.lock")
-    if tracefs is not None:
-        env["FTFLAME_TRACEFS"] = str(tracefs)
-    env.update(extra_env or {})
+def run(script, args, work, tracefs=None, user=None, extra_env=None, bin_dir=None):
+    env = script_env(work, tracefs=tracefs, bin_dir=bin_dir, extra=extra_env)
     cmd = ["bash", str(script), *args]
     if user is not None:
         cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
@@ -139,20 +120,31 @@ def test_calibrate_refuses_without_nfsd_dispatch(work):
     assert_refused(r, "no such traceable function: nfsd_dispatch")
 
 
-def fake_rpcinfo(work, rc):
-    fake_bin = work / "bin"
-    fake_bin.mkdir(exist_ok=True)
-    (fake_bin / "rpcinfo").write_text(f"#!/bin/sh\nexit {rc}\n")
-    (fake_bin / "rpcinfo").chmod(0o755)
-    return {"PATH": f"{fake_bin}:{os.environ['PATH']}"}
-
-
 @needs_root
 def test_calibrate_refuses_when_no_nfs_server_answers(work):
     t = fake_tracefs(work, functions=NFSD_FUNCS)
     r = run(CALIBRATE, ["--vers", "4", "--host", "127.0.0.2"], work, tracefs=t,
-            extra_env=fake_rpcinfo(work, 1))
+            bin_dir=fake_bin(work, rpcinfo_rc=1))
     assert_refused(r, "no NFSv4 server answers a NULL RPC at 127.0.0.2")
+
+
+# ------------------------------------------------------- missing tools
+# (the PATH holds only the basic tools and the fakes given: tests/collectfake.py)
+
+@needs_root
+def test_calibrate_refuses_without_rpcinfo(work):
+    t = fake_tracefs(work, functions=NFSD_FUNCS)
+    r = run(CALIBRATE, [], work, tracefs=t, bin_dir=fake_bin(work, rpcinfo_rc=None))
+    assert_refused(r, "rpcinfo not found", "apt-get install rpcbind")
+
+
+@needs_root
+@pytest.mark.parametrize("script", [COLLECT, CALIBRATE], ids=["collect", "calibrate"])
+def test_refuses_without_trace_cmd(work, script):
+    t = fake_tracefs(work, functions=NFSD_FUNCS)
+    args = ["-g", "nfsd3_proc_write", "--", "true"] if script == COLLECT else []
+    r = run(script, args, work, tracefs=t, bin_dir=fake_bin(work, trace_cmd=False))
+    assert_refused(r, "trace-cmd not found", "apt-get install trace-cmd")
 
 
 # ------------------------------------------------------------- lock held
@@ -160,18 +152,20 @@ def test_calibrate_refuses_when_no_nfs_server_answers(work):
 @needs_root
 @pytest.mark.parametrize("script", [COLLECT, CALIBRATE], ids=["collect", "calibrate"])
 def test_refuses_while_another_collector_holds_the_lock(work, script):
+    """The lock is a flock on a root-only directory; the refusal names the
+    process holding it (here this test) by pid and command line."""
     t = fake_tracefs(work, functions=NFSD_FUNCS)
-    lock = work / "collect.lock"
-    with open(lock, "a") as held:
+    lock = work / "lock"
+    lock.mkdir(mode=0o700)
+    held = os.open(lock, os.O_RDONLY | os.O_DIRECTORY)
+    try:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        held.write("4242\n")
-        held.flush()
-        if script == COLLECT:
-            r = run(COLLECT, ["-g", "nfsd3_proc_write", "--", "true"], work, tracefs=t)
-        else:
-            # calibrate.sh asks the NFS server first; a fake rpcinfo says yes.
-            r = run(CALIBRATE, [], work, tracefs=t, extra_env=fake_rpcinfo(work, 0))
-    assert_refused(r, "another ftflame collector is running", str(lock))
+        args = ["-g", "nfsd3_proc_write", "--", "true"] if script == COLLECT else []
+        r = run(script, args, work, tracefs=t)  # (calibrate.sh: the fake rpcinfo says yes)
+    finally:
+        os.close(held)
+    assert_refused(r, "another ftflame collector is running", str(lock),
+                   f"pid {os.getpid()} (", "python")
 
 
 @needs_root
@@ -253,6 +247,25 @@ def shared_fixture(rel):
         if p.exists():
             return p
     pytest.skip(f"fixture {rel} not found (shared/ is not beside the repo)")
+
+
+def test_lost_events_parses_the_stat_of_a_trace_that_lost_events(work):
+    """lost_events on what trace-cmd report --stat printed for a real trace
+    (fixture s10-lost), through the fake trace-cmd: no trace-cmd needed."""
+    (work / "s10.stat").write_text(LOST_STAT)
+    env = script_env(work, extra={"FAKE_TC_STAT": str(work / "s10.stat")})
+    r = subprocess.run(["bash", "-c", '. "$0"; set -euo pipefail; lost_events x.dat',
+                        str(REPO / "collect" / "lib.sh")], env=env, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    rows = [line.split() for line in r.stdout.strip().splitlines()]
+    assert rows == [["0", "52634", "0", "0", "441064"], ["1", "281416", "0", "0", "438706"]]
+
+
+def test_lost_events_fails_when_trace_cmd_cannot_tell(work):
+    env = script_env(work, extra={"FAKE_TC_STAT_FAIL": "1"})
+    r = subprocess.run(["bash", "-c", '. "$0"; lost_events x.dat', str(REPO / "collect" / "lib.sh")],
+                       env=env, capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and r.stdout == ""
 
 
 @pytest.mark.skipif(shutil.which("trace-cmd") is None, reason="trace-cmd is not installed")

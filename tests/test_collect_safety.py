@@ -1,0 +1,389 @@
+"""collect.sh run as root cannot be subverted by a local user, stops cleanly on
+signals, and never leaves a cut file under a final name (issue 13, items
+10-14).
+
+Each test runs the real collect.sh with the fakes of tests/collectfake.py: a
+tracefs of plain files, a private lock directory, and a PATH of the basic
+tools plus a fake trace-cmd that records nothing but runs the workload as
+`trace-cmd record` does (in its own child, passing its fds on, finishing its
+file on SIGINT). The workloads are short shell commands and `sleep`.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from collectfake import COLLECT, LOST_STAT, NFSD_FUNCS, fake_tracefs, script_env
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="collect.sh refuses to run but as root")
+
+
+@pytest.fixture
+def work():
+    d = Path(tempfile.mkdtemp(prefix="ftflame-safety-", dir="/tmp"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def collect_env(work, **fake):
+    """The environment of a collect.sh run; fake: FAKE_TC_* settings (lower case)."""
+    t = work / "tracefs"
+    if not t.exists():
+        fake_tracefs(work, functions=NFSD_FUNCS)
+    return script_env(work, tracefs=t, extra={f"FAKE_TC_{k.upper()}": str(v) for k, v in fake.items()})
+
+
+def collect(work, out, workload, env, *opts, timeout=60):
+    return subprocess.run(["bash", str(COLLECT), "-g", "nfsd3_proc_write", "--no-calibrate", *opts,
+                           "-o", str(out), "--", *workload],
+                          cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def start_collect(work, out, workload, env):
+    return subprocess.Popen(["bash", str(COLLECT), "-g", "nfsd3_proc_write", "--no-calibrate",
+                             "-o", str(out), "--", *workload],
+                            cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(path: Path, proc=None, seconds=20.0) -> str:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if path.exists() and path.read_text().strip():
+            return path.read_text().strip()
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"collect.sh ended early ({proc.returncode}): {proc.stderr.read()}")
+        time.sleep(0.05)
+    raise AssertionError(f"{path} did not appear in {seconds} s")
+
+
+def alive(pid: int) -> bool:
+    """pid runs (a zombie waiting for its parent has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def holds_open(pid: int, target: Path) -> bool:
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == str(target):
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def meta(out: Path) -> dict:
+    return json.loads((out / "meta.json").read_text())
+
+
+def assert_tracefs_restored(work):
+    t = work / "tracefs"
+    assert (t / "current_tracer").read_text().strip() == "nop"
+    assert (t / "tracing_on").read_text().strip() == "1"
+    assert (t / "set_event").read_text().strip() == ""
+
+
+def one_line(r):
+    assert "Traceback" not in r.stderr
+    return r.stderr
+
+
+# ---------------------------------------------------- item 10: the lock
+
+def test_lock_is_a_root_only_directory_with_nothing_written_in_it(work):
+    env = collect_env(work)
+    r = collect(work, work / "run", ["true"], env)
+    assert r.returncode == 0, r.stderr
+    lock = work / "lock"
+    st = lock.lstat()
+    assert lock.is_dir() and not lock.is_symlink()
+    assert st.st_uid == 0 and (st.st_mode & 0o777) == 0o700
+    assert list(lock.iterdir()) == []   # a flock on the directory: no file to follow or truncate
+    assert meta(work / "run")["complete"] is True
+
+
+@pytest.mark.parametrize("setup", ["world-writable", "symlink", "not-root's"])
+def test_refuses_a_lock_directory_others_could_subvert(work, setup):
+    """/run/lock is world-writable: a user could plant a symlink where root
+    opens the lock, or hold the lock. Such a directory is refused, and the
+    file a planted link points to is never written."""
+    victim = work / "victim"
+    victim.write_text("precious\n")
+    lock = work / "lock"
+    if setup == "world-writable":
+        lock.mkdir()
+        lock.chmod(0o1777)
+        (lock / "collect.lock").symlink_to(victim)
+        (lock / "ftflame-collect.lock").symlink_to(victim)
+    elif setup == "symlink":
+        real = work / "elsewhere"
+        real.mkdir(mode=0o700)
+        lock.symlink_to(real)
+    else:
+        lock.mkdir(mode=0o700)
+        os.chown(lock, 65534, 65534)
+    env = collect_env(work)
+    r = collect(work, work / "run", ["true"], env)
+    assert r.returncode == 2, r.stderr
+    lines = one_line(r).strip().splitlines()
+    assert len(lines) == 1 and "unsafe lock directory" in lines[0] and str(lock) in lines[0], r.stderr
+    assert victim.read_text() == "precious\n"
+    assert not (work / "run").exists()
+
+
+def test_refusal_names_the_collector_holding_the_lock(work):
+    env = collect_env(work, pidfile=work / "tc.pid")
+    first = start_collect(work, work / "run1", ["sleep", "30"], env)
+    try:
+        wait_for(work / "tc.pid", first)
+        r = collect(work, work / "run2", ["true"], env)
+        assert r.returncode == 2
+        line = r.stderr.strip()
+        assert len(line.splitlines()) == 1
+        assert "another ftflame collector is running" in line
+        assert f"pid {first.pid} (" in line and "collect.sh" in line, line
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=20)
+
+
+def test_calibrate_run_by_collect_shares_its_lock(work):
+    """calibrate.sh under collect.sh takes the lock through the fd collect.sh
+    passes it (and only it): not refused as "another collector". Here it then
+    stops at the NULL-RPC client, as no NFS server answers."""
+    env = collect_env(work)
+    r = subprocess.run(["bash", str(COLLECT), "-g", "nfsd3_proc_write", "--calib-count", "3",
+                        "-o", str(work / "run"), "--", "true"],
+                       cwd=work, env=env, capture_output=True, text=True, timeout=60)
+    assert "another ftflame collector" not in r.stderr
+    assert "calibrate.sh: error: the perl NULL-RPC client failed against 127.0.0.1" in r.stderr
+    assert meta(work / "run")["calibration"]["status"] == "failed"
+
+
+# ------------------------------------------- item 11: the lock fd is not inherited
+
+def test_what_the_workload_leaves_behind_does_not_hold_the_lock(work):
+    """A workload that leaves a process behind (nohup sleep &): neither it nor
+    trace-cmd has the lock open, and the next run is not refused."""
+    log = work / "tc.log"
+    env = collect_env(work, log=log)
+    leave = ["sh", "-c", "sleep 60 </dev/null >/dev/null 2>&1 & echo $! >left.pid"]
+    r = collect(work, work / "run1", leave, env)
+    assert r.returncode == 0, r.stderr
+    left = int((work / "left.pid").read_text())
+    try:
+        assert alive(left)
+        lock = work / "lock"
+        assert not holds_open(left, lock)
+        fds = json.loads(log.read_text().splitlines()[0])["fds"]
+        assert str(lock) not in fds.values()          # trace-cmd did not get it either
+        r2 = collect(work, work / "run2", ["true"], env)
+        assert r2.returncode == 0, r2.stderr
+    finally:
+        os.kill(left, signal.SIGKILL)
+
+
+# --------------------------------------- item 12: unknown lost events are not zero
+
+def test_lost_events_unknown_when_trace_cmd_cannot_tell(work):
+    env = collect_env(work, stat_fail=1)
+    r = collect(work, work / "run", ["true"], env)
+    assert r.returncode == 0, r.stderr
+    assert "no lost events" not in r.stderr
+    assert "WARNING: lost events in trace.dat are UNKNOWN" in r.stderr
+    m = meta(work / "run")
+    assert m["lost_events_total"] is None and m["lost_events"] is None
+    assert any("UNKNOWN" in w for w in m["warnings"])
+
+
+def test_lost_events_counted_from_trace_cmd_stat(work):
+    (work / "lost.stat").write_text(LOST_STAT)
+    env = collect_env(work, stat=work / "lost.stat")
+    r = collect(work, work / "run", ["true"], env)
+    assert r.returncode == 0, r.stderr
+    m = meta(work / "run")
+    assert m["lost_events_total"] == 52634 + 281416
+    assert m["lost_events"]["1"] == {"lost": 281416, "overrun": 281416, "commit_overrun": 0,
+                                     "dropped": 0, "read": 438706}
+    assert "LOST EVENTS: 334050 events lost in trace.dat" in r.stderr
+
+
+# ---------------------------------------------------- item 13: signals, orphans
+
+WORKLOAD = ["sh", "-c", "echo $$ >workload.pid; exec sleep 60"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
+def test_signal_stops_workload_and_trace_cmd_at_once(work, sig):
+    env = collect_env(work, pidfile=work / "tc.pid")
+    proc = start_collect(work, work / "run", WORKLOAD, env)
+    tc = int(wait_for(work / "tc.pid", proc))
+    workload = int(wait_for(work / "workload.pid", proc))
+    assert (work / "tracefs" / "current_tracer").read_text().strip() == "function_graph"
+    t0 = time.monotonic()
+    proc.send_signal(sig)
+    try:
+        _, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    took = time.monotonic() - t0
+    assert took < 3.5, f"collect.sh took {took:.1f} s to stop"
+    assert proc.returncode == 128 + sig, err
+    assert not alive(workload) and not alive(tc)
+    assert_tracefs_restored(work)
+    assert f"interrupted by {sig.name}: tracefs restored" in err
+    out = work / "run"
+    assert not (out / "trace.dat").exists()
+    m = meta(out)
+    assert m["complete"] is False and m["incomplete_reason"] == f"interrupted by {sig.name}"
+    assert list(out.glob(".*tmp")) == []
+
+
+def test_trace_cmd_killed_stops_the_workload(work):
+    env = collect_env(work, pidfile=work / "tc.pid")
+    proc = start_collect(work, work / "run", WORKLOAD, env)
+    tc = int(wait_for(work / "tc.pid", proc))
+    workload = int(wait_for(work / "workload.pid", proc))
+    t0 = time.monotonic()
+    os.kill(tc, signal.SIGKILL)
+    try:
+        _, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    took = time.monotonic() - t0
+    assert took < 3.5, f"collect.sh took {took:.1f} s after trace-cmd died"
+    assert proc.returncode == 1, err
+    assert not alive(workload)
+    assert "trace-cmd record failed (exit 137: killed by KILL)" in err
+    assert_tracefs_restored(work)
+    m = meta(work / "run")
+    assert m["complete"] is False and "trace-cmd record failed" in m["incomplete_reason"]
+    assert m["trace"] is None
+
+
+# --------------------------------------------------------- item 14: disk full
+
+def test_failed_recording_never_leaves_a_trace_dat(work):
+    env = collect_env(work, fail=1, bytes=100000)
+    r = collect(work, work / "run", ["true"], env)
+    assert r.returncode == 1
+    out = work / "run"
+    assert not (out / "trace.dat").exists()
+    assert (out / "trace.dat.partial").stat().st_size > 100000
+    assert "what it wrote is in trace.dat.partial, not a complete trace" in r.stderr
+    m = meta(out)
+    assert m["complete"] is False and m["trace"] is None and m["partial_trace"] == "trace.dat.partial"
+    assert "trace-cmd record failed (exit 1)" in m["incomplete_reason"]
+
+
+@pytest.fixture
+def small_disk(work):
+    """A 256 KB tmpfs (root only; skipped where mounting is not allowed)."""
+    d = work / "disk"
+    d.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", str(d)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {r.stderr.strip()}")
+    yield d
+    subprocess.run(["umount", "-l", str(d)], check=False)
+
+
+def test_disk_full_while_recording(work, small_disk):
+    out = small_disk / "run"
+    env = collect_env(work, bytes=1 << 20)
+    r = collect(work, out, ["true"], env)
+    assert r.returncode == 1
+    assert not (out / "trace.dat").exists()
+    assert "trace-cmd record failed (exit 1) for trace.dat (the disk is full: 0 KB free" in r.stderr
+    # No room left for meta.json either: one line says so, no temporary file.
+    assert f"collect.sh: error: cannot write {out}/meta.json: No space left on device" in r.stderr
+    assert not (out / "meta.json").exists()
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+
+
+def test_disk_full_while_writing_meta_json(work, small_disk):
+    out = small_disk / "run"
+    env = collect_env(work, fill=small_disk / "filler")
+    r = collect(work, out, ["true"], env)
+    assert r.returncode == 1
+    assert (out / "trace.dat").exists()
+    err = r.stderr.strip().splitlines()
+    assert err[-1].startswith(f"collect.sh: error: cannot write {out}/meta.json: No space left on device"), err
+    assert "the disk is full" in err[-1]
+    assert "write error" not in r.stderr.replace(err[-1], "")
+    assert not (out / "meta.json").exists()
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+
+
+def nfs_null_server():
+    """An ONC RPC server on 127.0.0.1 that answers every call on every
+    connection like nfsd answers NULL; returns its port (daemon threads)."""
+    import socket
+    import struct
+    import threading
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+
+    def serve(conn):
+        with conn, conn.makefile("rb") as f:
+            try:
+                while len(mark := f.read(4)) == 4:
+                    body = f.read(struct.unpack(">I", mark)[0] & 0x7FFFFFFF)
+                    xid = struct.unpack(">I", body[:4])[0]
+                    reply = struct.pack(">6I", xid, 1, 0, 0, 0, 0)  # REPLY, ACCEPTED, SUCCESS
+                    conn.sendall(struct.pack(">I", 0x80000000 | len(reply)) + reply)
+            except OSError:  # the client was stopped
+                return
+
+    def accept():
+        while True:
+            conn, _ = srv.accept()
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return srv.getsockname()[1]
+
+
+@pytest.mark.skipif(shutil.which("perl") is None, reason="perl is not installed")
+def test_calibrate_stops_its_recording_on_sigterm(work):
+    """calibrate.sh alone: SIGTERM while the NULL RPCs run under trace-cmd
+    stops them and trace-cmd at once and restores tracefs."""
+    from collectfake import CALIBRATE
+    env = collect_env(work, pidfile=work / "tc.pid")
+    port = nfs_null_server()
+    proc = subprocess.Popen(["bash", str(CALIBRATE), "--port", str(port), "--count", "100000000",
+                             "-o", str(work / "cal")],
+                            cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    tc = int(wait_for(work / "tc.pid", proc))
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    try:
+        _, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    assert time.monotonic() - t0 < 3.5
+    assert proc.returncode == 143, err
+    assert "interrupted by SIGTERM" in err
+    assert not alive(tc)
+    assert_tracefs_restored(work)
+    assert not (work / "cal" / "calib-null.dat").exists()
