@@ -18,6 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import textparse_py as tp  # noqa: E402
+from invariants import check_irq_context  # noqa: E402
 from ftflame.errors import InputError  # noqa: E402
 from ftflame.parse import _core, read  # noqa: E402
 from ftflame.parse.detect import classify  # noqa: E402
@@ -73,10 +74,23 @@ def c_events(data: bytes, mail=False, chunk=1 << 20):
 
 
 def tree(p):
-    """{path: (calls, incl, excl)} of a Profile (the (partial) pseudo-root left out)."""
+    """{path: (calls, incl, excl)} of a Profile (the (partial) pseudo-root left
+    out); " [irq]" marks the function where interrupt context starts, as
+    textparse_py.build() does."""
     calls, incl, excl = p.col("calls"), p.col("incl"), p.col("excl")
-    return {tuple(p.path(r)): (int(calls[r]), int(incl[r]), int(excl[r]))
+    return {context_path(p, r): (int(calls[r]), int(incl[r]), int(excl[r]))
             for r in range(p.nrows) if calls[r]}
+
+
+def context_path(p, row):
+    irq = (p.col("flags") & NODE_IRQ) != 0
+    parent = p.col("parent")
+    names = []
+    while row >= 0:
+        starts = irq[row] and (parent[row] < 0 or not irq[parent[row]])
+        names.append(p.name(row) + (" [irq]" if starts else ""))
+        row = int(parent[row])
+    return tuple(names[::-1])
 
 
 def per_function(p):
@@ -103,6 +117,7 @@ def check_invariants(p):
     # every event is counted once (a leaf line is one event, counted as an exit)
     assert p.counters["events"] == p.counters["entries"] + p.counters["exits"] + \
         p.counters["switches"] + p.counters["other_events"]
+    check_irq_context(p)
 
 
 def _node_columns():

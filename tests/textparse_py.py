@@ -320,12 +320,12 @@ def build(events):
     funcs = collections.defaultdict(lambda: [0, 0])
     tasks = collections.defaultdict(list)
 
-    def add(path, dur, excl):
+    def add(path, func, dur, excl):
         paths[path][0] += 1
         paths[path][1] += dur
         paths[path][2] += excl
-        funcs[path[-1]][0] += 1
-        funcs[path[-1]][1] += dur
+        funcs[func][0] += 1
+        funcs[func][1] += dur
 
     def complete_top(stack, dur):
         f = stack.pop()
@@ -334,14 +334,13 @@ def build(events):
             parent = stack[f.lparent]
         if parent:
             parent.child_incl += dur
-        add(f.path, dur, dur - f.child_incl)
+        add(f.path, f.func, dur, dur - f.child_incl)
 
     def entry(stack, func, depth, flags):
         top = stack[-1] if stack else None
-        irq = bool(flags & (HARDIRQ | SOFTIRQ | NMI)) or is_irq_name(func) or bool(top and top.irq)
-        irq_root = irq and not (top and top.irq)
+        own_irq = bool(flags & (HARDIRQ | SOFTIRQ | NMI)) or is_irq_name(func)
         lparent = len(stack) - 1
-        if top and irq_root:
+        if top and own_irq and not top.irq:
             if depth <= top.depth:
                 i = len(stack)
                 while i > 0 and stack[i - 1].depth >= depth:
@@ -352,12 +351,18 @@ def build(events):
             while stack and stack[-1].depth >= depth:
                 stack.pop()
             lparent = len(stack) - 1
+        # context: own, or inherited from the frame the call is placed under
+        parent_irq = lparent >= 0 and stack[lparent].irq
+        irq = own_irq or parent_irq
+        # the context is part of the path: a function entered in task and in
+        # irq context is two paths; " [irq]" marks where irq context starts
+        name = func + " [irq]" if irq and not parent_irq else func
         if lparent >= 0:
-            path = stack[lparent].path + (func,)
+            path = stack[lparent].path + (name,)
         elif depth > 0:
-            path = ("(partial)", func)
+            path = ("(partial)", name)
         else:
-            path = (func,)
+            path = (name,)
         stack.append(Frame(path, func, depth, irq, lparent))
 
     for ev in events:
@@ -395,5 +400,6 @@ def build(events):
             else:
                 while stack and stack[-1].depth >= depth:
                     stack.pop()
-                add(("(partial)", func), dur, dur)
+                irq = flags & (HARDIRQ | SOFTIRQ | NMI)
+                add(("(partial)", func + " [irq]" if irq else func), func, dur, dur)
     return dict(paths), dict(funcs)

@@ -125,6 +125,8 @@ typedef struct {
 } ftf_node;
 
 #define FTF_NONE UINT32_MAX
+/* node_map keys: (parent+1) << 32 | func, this bit set for irq context */
+#define FTF_NODE_KEY_IRQ 0x80000000u
 
 /* One sample per completed root call (bottom of a task's stack). */
 typedef struct {
