@@ -583,3 +583,16 @@ def test_kernel_613_retaddr_args_retval():
                            "vfs_write/file_start_write": (1, 1000, 900),
                            "vfs_write/file_start_write/__sb_start_write": (1, 100, 100)}
     assert p.counters["text_tail_mismatch"] == 0
+
+
+def test_migration_note_says_what_was_done():
+    """Issue 11 item 10: on per-CPU stacks (no task column) a call that ends
+    on another CPU was followed through the task-switch separators; the note
+    must not claim per-task stacks."""
+    from report.common import anomaly_lines
+    p = read(data("migrate.txt"))
+    assert not p.trace.per_task and p.counters["migrations"] == 3
+    note = [n for n in anomaly_lines(p) if "migrated" in n]
+    assert len(note) == 1 and "stacks are per task" not in note[0]
+    assert "separators" in note[0] and "per CPU" in note[0]
+    assert tree(p)["nfsd3_proc_write",] == (1, 220000, 10000)
