@@ -8,6 +8,7 @@ import glob
 import gzip
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -456,9 +457,11 @@ def test_small_inputs_parity_and_invariants(name):
     path = data(name)
     raw = text_of(path)
     mail = name.startswith("mail")
-    ev_c, _ = c_events(raw, mail=mail, chunk=5)
+    ev_c, res = c_events(raw, mail=mail, chunk=5)
     ev_py, unparsed = tp.parse_events(raw.decode(), mail=mail)
-    assert ev_c == ev_py and not unparsed
+    assert ev_c == ev_py and len(unparsed) == res["text"]["unparsed"]
+    # only wrapped.txt keeps lines no re-join can mend (comment tails)
+    assert not unparsed or name == "wrapped.txt"
     p = read(path)
     paths, funcs = tp.build(ev_py)
     assert tree(p) == {k: tuple(v) for k, v in paths.items()}
@@ -469,7 +472,6 @@ def test_small_inputs_parity_and_invariants(name):
 
 def test_compressed_and_stdin(tmp_path):
     import lzma
-    import shutil
 
     src = data("switch.txt")
     raw = text_of(src)
@@ -596,3 +598,57 @@ def test_migration_note_says_what_was_done():
     assert len(note) == 1 and "stacks are per task" not in note[0]
     assert "separators" in note[0] and "per CPU" in note[0]
     assert tree(p)["nfsd3_proc_write",] == (1, 220000, 10000)
+
+
+# ---- issue 11 item 9: text a mail client wrapped ------------------------------
+
+TRACEFS = os.path.join(FIXTURES, "k6.1", "s07-tracefs-text", "trace-default.txt.gz")
+
+
+@pytest.mark.skipif(not os.path.exists(TRACEFS) or not shutil.which("fmt"), reason="fixture or fmt missing")
+def test_tracefs_text_rewrapped_by_fmt_reads_like_the_original(tmp_path):
+    """A real tracefs trace pasted into a mail and re-flowed at 72 columns
+    (`fmt -w 72` joins short lines and breaks long ones at spaces): the same
+    calls, functions and inclusive sums as the unwrapped trace."""
+    wrapped = subprocess.run(["fmt", "-w", "72"], input=text_of(TRACEFS), capture_output=True,
+                             check=True).stdout
+    path = tmp_path / "wrapped.txt"
+    path.write_bytes(wrapped)
+    orig, p = read(TRACEFS), read(str(path))
+    assert p.trace.format == "text:mail"
+    assert p.counters["text_records"] == orig.counters["text_records"]
+    assert per_function(p) == per_function(orig)
+    assert p.counters["text_rejoined"] > 0
+    assert p.counters["text_prose_lines"] == p.counters["text_broken_records"] == 0
+    assert not any("NOT UNDERSTOOD" in w for w in p.warnings)
+    assert any("re-joining what a mail client wrapped" in w for w in p.warnings)
+
+
+def test_lines_wrapped_without_reflow_are_rejoined():
+    """Long lines wrapped at a space, short ones left alone (line mode): a
+    line that begins no record continues the one before it. Where the first
+    part stood alone as a record (cut inside a trailing comment), the rest is
+    passed over, loudly."""
+    orig, p = read(data("kernel613.txt")), read(data("wrapped.txt"))
+    assert tree(p) == tree(orig)
+    assert p.counters["text_rejoined"] == 1 and p.counters["text_unparsed"] == 2
+    loud = [w for w in p.warnings if w.startswith("PART OF THE TEXT NOT UNDERSTOOD")]
+    assert len(loud) == 1 and "2 of 16 lines (12.5%)" in loud[0]
+
+
+def test_mail_cut_beyond_repair_warns_in_every_output(tmp_path):
+    """A record cut inside a name cannot be mended: every output says so,
+    with the share of lines not understood (stderr for the folded file)."""
+    src = data("mail-wrapped.txt")
+    p = read(src)
+    assert sorted(per_function(p)) == ["exp_find", "fh_verify", "nfsd_close", "nfsd_open"]
+    assert p.counters["text_broken_records"] == 1 and p.counters["text_rejoined"] == 6
+    for fmt in ("txt", "json", "folded"):
+        out = tmp_path / f"r.{fmt}"
+        proc = subprocess.run([sys.executable, "-m", "ftflame.cli", "report", src, "-o", str(out)],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        said = out.read_text() if fmt != "folded" else proc.stderr
+        said = " ".join(said.split())
+        assert "PART OF THE TEXT NOT UNDERSTOOD: 1 record cut apart" in said, fmt
+        assert "4 of 11 lines (36.4%) hold no trace record" in said, fmt

@@ -293,6 +293,8 @@ typedef struct {
 	uint64_t unknown_exits; /* '}' whose function is unknown */
 	uint64_t tail_mismatch; /* '}' tail names another function than the open entry */
 	uint64_t prose_lines, prose_bytes; /* mail: text between records */
+	uint64_t rejoined;      /* lines a mail client wrapped, joined to the line they continue */
+	uint64_t broken_records;/* mail: `N) ... |` that is no record (cut inside a word?) */
 	uint64_t first_unparsed_line;
 	char first_unparsed[160];
 } ftf_text_stats;
