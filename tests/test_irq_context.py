@@ -29,3 +29,15 @@ def test_root_called_in_task_and_irq_context_is_two_paths():
     assert gap[(("svc_process",), False)] == 1 and gap[(("svc_process",), True)] == 0
     check_profile(p)
     check_irq_context(p)
+
+
+def test_balance_sheet_keeps_a_root_also_entered_in_irq_context():
+    """The balance sheet is per task-context root function: an irq call of
+    the same function no longer hides it (balance was [] on such traces)."""
+    from ftflame.balance import attach
+    from ftflame.corrections import correct
+    from ftflame.profile import Calibration
+
+    q = attach(correct(load("irq-root-both-ways"), Calibration(50.0, 20.0, "command line")))
+    assert [b["function"] for b in q.balance] == ["svc_process"]
+    assert (q.balance[0]["calls"], q.balance[0]["gap_calls"]) == (1, 1)  # the lost events
