@@ -53,6 +53,10 @@ def tree_label(branch: str, name: str, width: int, marks: set, suffix: str = "")
 def mark_legend(marks: set) -> str:
     """What the tree's marks mean, only those used."""
     out = []
+    if "unreliable" in marks:
+        out.append("?: the hook-cost correction exceeds half the measured time (unreliable).")
+    if "clamped" in marks:
+        out.append("~: clamped at zero self time.")
     if "deep" in marks:
         out.append("[+N]: N more levels of the tree to the left, not drawn.")
     if "cut" in marks:
@@ -246,10 +250,12 @@ def corrected_call_tree(p: Profile) -> list:
         elif irq_start[r]:
             suffix = " [irq]"
         label = tree_label(branch, name, label_w - 1, marks, suffix)
+        flag = _flag(unrel[r], clamped[r])
+        marks.add({"?": "unreliable", "~": "clamped"}.get(flag, ""))
         n = calls[r]
         return (f"{count(n, 7)} {us(incl[r] / n if n else 0, 9)} "
                 f"{us(ci[r] / cc[r] if cc[r] else 0, 9)} {us(cx[r] / cc[r] if cc[r] else 0, 9)} "
-                f"{_flag(unrel[r], clamped[r])}{label}")
+                f"{flag}{label}")
 
     tree = _walk_tree(p, lambda r: (-ci[r], -incl[r], p.name(r)),
                               lambda k, root: ci[k] >= TREE_MIN_FRACTION * ci[root] and ci[k] > 0,
