@@ -90,7 +90,8 @@ def _robust_mean(v: np.ndarray, what: str, checks: list, rng=None, exact_mean=No
     call is no hook cost), its 95% bootstrap interval (inside the kept
     samples' range), and a check on `checks` when samples were left out or
     the tail is heavy. exact_mean: the mean known exactly, for v known only
-    approximately (histogram values). Returns (summary dict, bootstrap)."""
+    approximately (histogram values): used when no sample is left out (it
+    cannot leave them out). Returns (summary dict, bootstrap)."""
     v = np.asarray(v, dtype=np.float64)
     out = _outliers(v) if len(v) > 1 else np.zeros(len(v), dtype=bool)
     kept = v[~out]
