@@ -59,9 +59,61 @@ def _bootstrap(values: np.ndarray, stat=np.median, n: int = BOOTSTRAP, rng=None)
     return stat(values[idx], axis=1)
 
 
-def _ci(boot: np.ndarray) -> list:
+def _ci(boot: np.ndarray, within=None) -> list:
+    """95% percentile interval of bootstrap estimates; `within` (lo, hi): the
+    range of the samples the estimate is a mean of, which it cannot leave."""
     lo, hi = np.percentile(boot, [2.5, 97.5])
+    if within is not None:
+        lo, hi = np.clip([lo, hi], within[0], within[1])
     return [round(float(lo), 1), round(float(hi), 1)]
+
+
+# Far-out samples: beyond both OUTLIER_FACTOR x the median (or 1/OUTLIER_FACTOR
+# of it) and 3 interquartile ranges past the quartiles. Hook costs vary by
+# small factors (a ring-buffer page switch adds about a third); an interrupt
+# or a sleep inside an empty call adds many times its duration.
+OUTLIER_FACTOR = 3.0
+
+
+def _outliers(v: np.ndarray) -> np.ndarray:
+    """Mask of the far-out samples of v."""
+    q1, med, q3 = np.percentile(v, [25, 50, 75])
+    iqr = q3 - q1
+    hi = max(q3 + 3 * iqr, OUTLIER_FACTOR * med)
+    lo = min(q1 - 3 * iqr, med / OUTLIER_FACTOR)
+    return (v < lo) | (v > hi)
+
+
+def _robust_mean(v: np.ndarray, what: str, checks: list, rng=None, exact_mean=None):
+    """The mean of the samples without far-out ones (corrections subtract
+    mean costs, rare ring-buffer costs included; an interrupt in an empty
+    call is no hook cost), its 95% bootstrap interval (inside the kept
+    samples' range), and a check on `checks` when samples were left out or
+    the tail is heavy. exact_mean: the mean known exactly, for v known only
+    approximately (histogram values): used when no sample is left out (it
+    cannot leave them out). Returns (summary dict, bootstrap)."""
+    v = np.asarray(v, dtype=np.float64)
+    out = _outliers(v) if len(v) > 1 else np.zeros(len(v), dtype=bool)
+    kept = v[~out]
+    mean = float(kept.mean()) if out.any() or exact_mean is None else float(exact_mean)
+    boot = _bootstrap(kept, np.mean, rng=rng) + (mean - kept.mean()) if len(kept) > 1 \
+        else np.array([mean])
+    med = float(np.median(v))
+    obj = {"samples": int(len(v)), "mean_ns": round(mean, 1), "median_ns": round(med, 1),
+           "min_ns": int(round(v.min())), "max_ns": int(round(v.max())),
+           "ci95_ns": _ci(boot, (kept.min(), kept.max())),
+           "outliers": int(out.sum())}
+    if out.any():
+        far = v[out]
+        worst = float(far[np.argmax(np.abs(far - med))])
+        checks.append(f"{what}: {int(out.sum())} of {len(v)} samples are far outliers (up to "
+                      f"{worst:,.0f} ns, median {med:,.0f} ns), left out of the mean: heavy tail "
+                      "(interrupts, off-CPU time, a noisy machine?); record again to confirm")
+        obj["outliers_max_ns"] = int(round(far.max()))
+    if med and abs(mean - med) > 0.1 * med:
+        checks.append(f"{what}: mean {mean:.1f} ns and median {med:.1f} ns differ by more than "
+                      "10%: heavy tail or outliers (a noisy machine, cold caches, interrupts?)")
+    return obj, boot
 
 
 def _root_values(p: Profile, what: str):
@@ -83,10 +135,11 @@ def _root_values(p: Profile, what: str):
     return func, v, p.scol("desc")[sel].astype(np.float64), p.scol("irq_roots")[sel]
 
 
-def _leaf_in_graph(p: Profile, func: str) -> Optional[dict]:
+def _leaf_in_graph(p: Profile, func: str, checks: list, rng):
     """Duration of `func` as a leaf inside a full-graph recording (its clean
-    calls without recorded descendants): mean exact, median from the node
-    histograms (to 1/32 of the value, exact where all calls share one value)."""
+    calls without recorded descendants): (summary, bootstrap) as
+    _robust_mean's, median from the node histograms (to 1/32 of the value,
+    exact where all calls share one value); None when it is no leaf there."""
     from ftflame.corrections import clean
 
     if func not in p.funcs:
@@ -112,15 +165,16 @@ def _leaf_in_graph(p: Profile, func: str) -> Optional[dict]:
     mid = np.clip((hist_lower(b) + hist_upper(b) - 1) / 2.0, lo, hi)
     order = np.argsort(mid)
     mid, c = mid[order], c[order]
-    cum = np.cumsum(c)
-    median = float(mid[np.searchsorted(cum, (cum[-1] + 1) // 2)])
     n = int(calls.sum())
-    mean = float(total / n)
-    # spread of the mean, from the histogram values (to 1/32)
+    # per-call values from the histograms (to 1/32; every call, interrupts
+    # inside included): they find far outliers and give the spread; the mean
+    # is exact (clean calls, interrupts and off-CPU time out) unless some
+    # calls had to be left out
     vals = np.repeat(mid, c)
-    boot = _bootstrap(vals, np.mean) + (mean - vals.mean()) if len(vals) > 1 else np.array([mean])
-    return {"samples": n, "median_ns": round(median, 1), "mean_ns": round(mean, 1),
-            "min_ns": lo, "max_ns": hi, "ci95_ns": _ci(boot)}
+    obj, boot = _robust_mean(vals, f"O_in ({func} as a leaf)", checks, rng=rng,
+                             exact_mean=total / n)
+    obj.update(samples=n, min_ns=lo, max_ns=hi)
+    return obj, boot
 
 
 def _tracer_options(p: Profile) -> dict:
@@ -168,29 +222,40 @@ def calibrate_from_traces(null, root, full) -> dict:
 
     # Means, not medians: corrections subtract D x (O_in + O_out) from sums,
     # so they need the mean hook cost, including rare costs such as the ring
-    # buffer's switch to a new sub-buffer (about every hundred events).
+    # buffer's switch to a new sub-buffer (about every hundred events). Far
+    # outliers (an interrupt or sleep the flags did not show, a noisy host)
+    # are left out and reported: see _robust_mean.
     rng = np.random.default_rng(SEED)
-    root_mean = float(vr.mean())
+    root_obj, boot_root = _robust_mean(vr, f"{disp} alone", checks, rng=rng)
+    root_mean = root_obj["mean_ns"]
+    full_out = _outliers(vf) if len(vf) > 1 else np.zeros(len(vf), dtype=bool)
+    if full_out.any():
+        checks.append(f"{disp} with its graph: {int(full_out.sum())} of {len(vf)} calls are far "
+                      f"outliers (up to {vf[full_out].max():,.0f} ns, median {np.median(vf):,.0f} "
+                      "ns), left out: heavy tail (interrupts, off-CPU time, a noisy machine?)")
+        vf, df = vf[~full_out], df[~full_out]
     o_sum = (float(vf.mean()) - root_mean) / float(df.mean())
-    boot_root = _bootstrap(vr, np.mean, rng=rng)
     idx = rng.integers(0, len(vf), size=(BOOTSTRAP, len(vf)))
     boot_sum = (vf[idx].mean(axis=1) - boot_root) / df[idx].mean(axis=1)
     o_sum_median = float(np.median((vf - float(np.median(vr))) / df))
+    # o_sum is a weighted mean of the per-call figures: inside their range
+    per_call = (vf - root_mean) / df
+    if o_sum_median and abs(o_sum - o_sum_median) > 0.1 * abs(o_sum_median):
+        checks.append(f"O_in + O_out: mean {o_sum:.1f} ns and median {o_sum_median:.1f} ns differ "
+                      "by more than 10%: heavy tail or outliers (a noisy machine, cold caches, "
+                      "interrupts?)")
 
-    boot_null = _bootstrap(vn, np.mean, rng=rng)
-    null_alone = {"samples": int(len(vn)), "mean_ns": round(float(vn.mean()), 1),
-                  "median_ns": round(float(np.median(vn)), 1), "min_ns": int(vn.min()),
-                  "max_ns": int(vn.max()), "ci95_ns": _ci(boot_null),
-                  "source": f"{null_func} alone ({os.path.basename(pn.trace.source)}): "
-                            "mean duration of the clean calls"}
-    in_graph = _leaf_in_graph(pf, null_func)
+    null_alone, boot_null = _robust_mean(vn, "O_in root-only", checks, rng=rng)
+    null_alone["source"] = (f"{null_func} alone ({os.path.basename(pn.trace.source)}): "
+                            "mean duration of the clean calls")
+    leaf = _leaf_in_graph(pf, null_func, checks, rng)
     est = estimate_in_trace(pf)
-    if in_graph:
+    if leaf:
+        in_graph, boot_in = leaf
         o_in = in_graph["mean_ns"]
         o_in_obj = dict(in_graph, source=f"{null_func} as a leaf of {disp} in the full-graph "
                         f"recording ({os.path.basename(pf.trace.source)}): mean duration of "
                         "the clean calls")
-        boot_in = o_in
     elif est is not None and est.o_in_ns > 0:
         # Same recording conditions as the graph: better than the NULL
         # procedure hooked alone, whose hook path differs (under emulation it
@@ -214,18 +279,15 @@ def calibrate_from_traces(null, root, full) -> dict:
                  "ci95_ns": _ci(boot_sum - boot_in),
                  "source": f"({disp} with its graph - {disp} alone) / recorded descendants "
                            f"(means over {len(vf)} and {len(vr)} calls), minus O_in"}
-    o_sum_obj = {"samples": int(len(vf)), "mean_ns": round(o_sum, 1), "ci95_ns": _ci(boot_sum),
+    o_sum_obj = {"samples": int(len(vf)), "mean_ns": round(o_sum, 1),
+                 "ci95_ns": _ci(boot_sum, (per_call.min(), per_call.max())),
                  "median_ns": round(o_sum_median, 1),
                  "descendants_mean": round(float(df.mean()), 2),
                  "full_mean_ns": round(float(vf.mean()), 1),
                  "root_only_mean_ns": round(root_mean, 1), "root_only_samples": int(len(vr)),
+                 "outliers": int(full_out.sum()) + root_obj["outliers"],
                  "source": f"{os.path.basename(pf.trace.source)} minus "
                            f"{os.path.basename(pr.trace.source)}, per recorded descendant"}
-    for what, obj in (("O_in", o_in_obj), ("O_in + O_out", o_sum_obj), ("O_in root-only", null_alone)):
-        mean, med = obj.get("mean_ns"), obj.get("median_ns")
-        if mean and med and abs(mean - med) > 0.1 * med:
-            checks.append(f"{what}: mean {mean} ns and median {med} ns differ by more than 10%: "
-                          "outliers (a noisy machine, cold caches, interrupts?)")
     if o_in > o_sum:
         checks.append("O_in exceeds O_in + O_out: the recordings disagree")
     if o_out < 0:

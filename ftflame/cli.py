@@ -321,6 +321,10 @@ def cmd_report(args) -> int:
             print(f"ftflame: wrote {output} ({fmt}, {os.path.getsize(output):,} bytes)", file=sys.stderr)
         if args.open:
             open_in_browser(output, args.quiet)
+    from ftflame.parse.text import NOT_UNDERSTOOD
+    for w in profile.warnings if not args.quiet else ():
+        if w.startswith(NOT_UNDERSTOOD):  # loud in every output, folded ones included
+            print(f"ftflame: warning: {w}", file=sys.stderr)
     return 0
 
 

@@ -291,15 +291,46 @@ def text_info(res: dict, src: Source, dialect: str):
 TEXT_COUNTERS = ("lines", "records", "unparsed", "too_long", "too_deep", "no_duration",
                  "unknown_exits", "tail_mismatch", "separators", "separator_conflicts",
                  "irq_arrows", "prose_lines", "cpu_lines", "proc_lines", "tracecmd_lines",
-                 "ts_lines", "flag_lines", "other_lines")
+                 "ts_lines", "flag_lines", "other_lines", "rejoined", "broken_records")
+
+
+# begins the warnings that part of a text trace was passed over (the command
+# line repeats them on stderr: folded and speedscope files have no notes)
+NOT_UNDERSTOOD = "PART OF THE TEXT NOT UNDERSTOOD"
+
+
+def _share(n: int, total: int) -> str:
+    """n of total as a percentage that never rounds to 0% or 100%."""
+    pct = 100.0 * n / total
+    if 0 < pct < 0.1:
+        return "under 0.1%"
+    if 99.9 < pct < 100:
+        return "over 99.9%"
+    return f"{pct:.1f}%"
 
 
 def text_warnings(st: dict) -> list:
     """What the tokenizer could not account for, as report sentences."""
     out = []
+    if st["rejoined"]:
+        n = st["rejoined"]
+        out.append(f"{n:,} text line{'s' if n != 1 else ''} that begin{'s' if n == 1 else ''} no "
+                   "record of its own read as continuing the line before (re-joining what a mail "
+                   "client wrapped)")
+    lines = max(int(st["lines"]), 1)
     if st["unparsed"]:
-        out.append(f"{st['unparsed']:,} text lines not understood, passed over (first, line "
+        out.append(f"{NOT_UNDERSTOOD}: {st['unparsed']:,} of {st['lines']:,} lines "
+                   f"({_share(st['unparsed'], lines)}) passed over: any calls in them are missing (first, line "
                    f"{st['first_unparsed_line']:,}: {st['first_unparsed'][:60].strip()!r})")
+    if st["broken_records"]:
+        n = st["broken_records"]
+        out.append(f"{NOT_UNDERSTOOD}: {n:,} record{'s' if n != 1 else ''} cut apart beyond "
+                   "repair (a line broken inside a name or number?) passed over: "
+                   f"{'their calls are' if n != 1 else 'its call is'} missing")
+    if st["prose_lines"]:
+        out.append(f"{NOT_UNDERSTOOD}: {st['prose_lines']:,} of {st['lines']:,} lines "
+                   f"({_share(st['prose_lines'], lines)}) hold no trace record (prose, or records "
+                   "cut apart beyond repair) and were passed over: calls in them are missing")
     if st["too_long"]:
         out.append(f"{st['too_long']:,} text lines over 64 MiB passed over")
     if st["too_deep"]:

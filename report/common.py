@@ -93,7 +93,13 @@ def anomaly_lines(p: Profile) -> list:
     if c.get("depth_mismatch"):
         out.append(f"{c['depth_mismatch']:,} depth mismatches between events and the rebuilt stack")
     if c.get("migrations"):
-        out.append(f"{c['migrations']:,} calls migrated to another CPU mid-call (handled: stacks are per task)")
+        # say what the builder did: per-task stacks follow a task anywhere; a
+        # text's per-CPU stacks only move where a task-switch separator names
+        # the task resuming on another CPU
+        how = ("handled: stacks are per task" if p.trace.per_task else
+               "followed: the text's task-switch separators named the task on the other CPU; "
+               "its stacks are per CPU otherwise")
+        out.append(f"{c['migrations']:,} calls migrated to another CPU mid-call ({how})")
     if c.get("irq_outside_window"):
         out.append(f"{c['irq_outside_window']:,} interrupts hit a tracer push/pop window "
                    "(attributed by depth)")

@@ -11,7 +11,7 @@ import os
 import numpy as np
 
 from ftflame import corrections
-from ftflame.profile import NODE_IRQ_ROOT, Profile
+from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
 
 from .common import anomaly_lines, context_lines, count, max_depth_hint, us
 
@@ -21,8 +21,47 @@ TREE_MIN_FRACTION = 0.01  # show paths holding at least 1% of their root's time
 TREE_MAX_LINES = 150
 
 
+CUT = "..."  # a name or line cut to fit: never "~", which marks a clamped figure
+
+
 def _clip(name: str, width: int) -> str:
-    return name if len(name) <= width else name[: width - 1] + "~"
+    return name if len(name) <= width else name[: width - len(CUT)] + CUT
+
+
+def tree_label(branch: str, name: str, width: int, marks: set, suffix: str = "") -> str:
+    """A call-tree row's branch and name in `width` columns, the name never
+    lost: a branch too long for the name keeps its last levels after "[+N]"
+    (N levels not drawn) and at least a third of the width, then a name that
+    still does not fit is cut at its end, marked "..." (suffix, e.g. " [irq]",
+    is kept). `marks` collects the marks used, for the legend under the tree."""
+    if len(branch) + len(name) + len(suffix) <= width:
+        return branch + name + suffix
+    room = max(width - len(name) - len(suffix), width // 3)
+    if len(branch) > room:
+        levels = len(branch) // 2
+        keep = room - len(f"[+{levels}]")
+        keep = max(keep - keep % 2, 2)  # whole levels; the elbow always
+        branch = f"[+{levels - keep // 2}]" + branch[-keep:]
+        marks.add("deep")
+    room = width - len(branch) - len(suffix)
+    if len(name) > room:
+        name = name[: room - len(CUT)] + CUT
+        marks.add("cut")
+    return branch + name + suffix
+
+
+def mark_legend(marks: set) -> str:
+    """What the tree's marks mean, only those used."""
+    out = []
+    if "unreliable" in marks:
+        out.append("?: the hook-cost correction exceeds half the measured time (unreliable).")
+    if "clamped" in marks:
+        out.append("~: clamped at zero self time.")
+    if "deep" in marks:
+        out.append("[+N]: N more levels of the tree to the left, not drawn.")
+    if "cut" in marks:
+        out.append(f"{CUT}: name cut to fit 80 columns (full names in the JSON).")
+    return " ".join(out)
 
 
 def header(p: Profile) -> list:
@@ -145,9 +184,11 @@ def corrected_function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
         lines.append(f"{count(calls, 7)} {us(avg, 9)} {us(avg_c, 9)} {us(ft.incl_corr[i], 11)} "
                      f"{us(ft.excl_corr[i], 10)} {flag}{_clip(ft.names[i], 27)}")
     lines.append("")
+    cut = {"cut"} if any(len(ft.names[i]) > 27 for i in order) else set()
     lines.extend(_wrap("Avg: raw mean over all completed calls. Avg*, Total*, Self*: corrected, over "
                        "the clean calls (gap calls left out). ?: the hook-cost correction exceeds "
-                       "half the measured time (unreliable). ~: clamped at zero self time.", ""))
+                       "half the measured time (unreliable). ~: clamped at zero self time. "
+                       + mark_legend(cut), ""))
     return lines
 
 
@@ -199,24 +240,41 @@ def corrected_call_tree(p: Profile) -> list:
     clamped = c.clamped
     label_w = WIDTH - 40
 
+    irq_start = _irq_starts(p)
+    marks = set()
+
     def row_line(r, branch):
-        name = p.name(r)
-        if flags[r] & NODE_IRQ_ROOT:
-            name = (corrections.irq_kind(name) + " " + name) if c.irqs == "exclude" else name + " [irq]"
-        label = _clip(branch + name, label_w - 1)
+        name, suffix = p.name(r), ""
+        if flags[r] & NODE_IRQ_ROOT and c.irqs == "exclude":
+            name = corrections.irq_kind(name) + " " + name
+        elif irq_start[r]:
+            suffix = " [irq]"
+        label = tree_label(branch, name, label_w - 1, marks, suffix)
+        flag = _flag(unrel[r], clamped[r])
+        marks.add({"?": "unreliable", "~": "clamped"}.get(flag, ""))
         n = calls[r]
         return (f"{count(n, 7)} {us(incl[r] / n if n else 0, 9)} "
                 f"{us(ci[r] / cc[r] if cc[r] else 0, 9)} {us(cx[r] / cc[r] if cc[r] else 0, 9)} "
-                f"{_flag(unrel[r], clamped[r])}{label}")
+                f"{flag}{label}")
 
     tree = _walk_tree(p, lambda r: (-ci[r], -incl[r], p.name(r)),
                               lambda k, root: ci[k] >= TREE_MIN_FRACTION * ci[root] and ci[k] > 0,
                               row_line)
     lines += tree
-    lines.extend(_wrap("Avg*, Self*: corrected means per clean call. [irq]/[softirq]: interrupt "
-                       "subtrees, not counted in the interrupted path's corrected time."
-                       if c.irqs == "exclude" else "Avg*, Self*: corrected means per clean call.", ""))
+    legend = ("Avg*, Self*: corrected means per clean call. [irq]/[softirq]: interrupt "
+              "subtrees, not counted in the interrupted path's corrected time."
+              if c.irqs == "exclude" else "Avg*, Self*: corrected means per clean call.")
+    lines.extend(_wrap(" ".join(filter(None, (legend, mark_legend(marks)))), ""))
     return lines
+
+
+def _irq_starts(p: Profile) -> np.ndarray:
+    """Paths where interrupt context starts (marked [irq]): under a task
+    path, or at the bottom of the stack. A function entered in task and in
+    irq context is two paths; the mark tells them apart."""
+    irq = (p.col("flags") & NODE_IRQ) != 0
+    parent = p.col("parent")
+    return irq & ((parent < 0) | ~irq[np.maximum(parent, 0)])
 
 
 def balance_lines(p: Profile) -> list:
@@ -281,6 +339,8 @@ def function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
         avg = ft.incl[i] / calls if calls else 0
         lines.append(f"{count(calls, 9)} {us(ft.incl[i], 12)} {us(ft.excl[i], 11)} "
                      f"{us(avg, 9)} {us(ft.incl_pct[i][2], 9)}  {_clip(ft.names[i], 24)}")
+    if any(len(ft.names[i]) > 24 for i in range(n)):
+        lines.extend(_wrap(mark_legend({"cut"}), ""))
     return lines
 
 
@@ -292,18 +352,21 @@ def call_tree(p: Profile) -> list:
              "",
              f"{'Calls':>9} {'Total':>12} {'Self':>11} {'Avg':>9}  Function",
              f"{'=' * 9} {'=' * 12} {'=' * 11} {'=' * 9}  {'=' * 23}"]
-    calls, incl, excl, flags = (p.col(c) for c in ("calls", "incl", "excl", "flags"))
+    calls, incl, excl = (p.col(c) for c in ("calls", "incl", "excl"))
+    irq_start = _irq_starts(p)
+    marks = set()
 
     def row_line(r, branch):
         c = calls[r]
-        name = p.name(r) + (" [irq]" if flags[r] & NODE_IRQ_ROOT else "")
-        label = _clip(branch + name, WIDTH - 46)
+        label = tree_label(branch, p.name(r), WIDTH - 46, marks, " [irq]" if irq_start[r] else "")
         return (f"{count(c, 9)} {us(incl[r], 12)} {us(excl[r], 11)} "
                 f"{us(incl[r] / c if c else 0, 9)}  {label}")
 
     tree = _walk_tree(p, lambda r: (-incl[r], p.name(r)),
                               lambda k, root: incl[k] >= TREE_MIN_FRACTION * incl[root], row_line)
     lines += tree
+    if marks:
+        lines.extend(_wrap(mark_legend(marks), ""))
     return lines
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ftflame.profile import NODE_PARTIAL, Profile
+from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL, SAMPLE_IRQ, Profile
 
 
 def check_profile(p: Profile) -> None:
@@ -53,6 +53,28 @@ def check_profile(p: Profile) -> None:
     # root samples: one per completed call at the bottom of a stack
     if len(p.samples):
         assert np.all(p.scol("dur") >= 0)
+    check_irq_context(p)
+
+
+def check_irq_context(p: Profile) -> None:
+    """A path is interrupt context only for calls that ran in interrupt
+    context: the same function entered in task and in irq context is two
+    paths, and interrupt context is inherited by everything nested in it."""
+    flags, parent = p.col("flags"), p.col("parent")
+    irq = (flags & NODE_IRQ) != 0
+    pseudo = np.array([p.name(r) == "(partial)" for r in range(p.nrows)] + [False], dtype=bool)
+    has_parent = parent >= 0
+    parent_irq = np.where(has_parent, irq[np.maximum(parent, 0)], False)
+    inherited_lost = np.nonzero(has_parent & parent_irq & ~irq)[0]
+    assert len(inherited_lost) == 0, f"task path under an irq path: {p.path(int(inherited_lost[0]))}"
+    # an interrupt under a task call starts an irq subtree there
+    starts = irq & has_parent & ~parent_irq & ~pseudo[parent]
+    assert np.array_equal(starts, (flags & NODE_IRQ_ROOT) != 0)
+    # every root call ran in the context its path says
+    if len(p.samples):
+        node = p.scol("node")
+        mixed = np.nonzero(((p.scol("flags") & SAMPLE_IRQ) != 0) != irq[node])[0]
+        assert len(mixed) == 0, f"root call in another context than its path {p.path(int(node[mixed[0]]))}"
 
 
 def negative_self_explained(p: Profile) -> list:

@@ -53,6 +53,39 @@ MAIL_RECORD = re.compile(
     r"|[^\s(){};|]+(?: \[[^\]]*\])?\s*\([^)]*\)\s*(?:/\*.*?\*/\s*)*[{;](?:\s*/\*.*?\*/)*)")
 
 
+SP = " \t\r\f\v"
+PEND_MAX = 4096  # longest line not understood that a next line may continue
+JOIN_MAX = 1 << 20  # longest mail line rebuilt from wrapped lines
+
+
+def is_header(line: str) -> bool:
+    s = line.strip()
+    return s.startswith("#") or bool(re.fullmatch(r"-{4,}", s)) or s.startswith(("cpus=", "version =")) \
+        or (s.startswith("CPU ") and not s.startswith("CPU:"))
+
+
+def starts_record(line: str, mail: bool) -> bool:
+    """The line begins with a record's own prefix: the CPU column or an
+    abstime; in line mode also a duration, an overhead mark or the graph's
+    `|` (reader_text.c starts_record)."""
+    q = line.lstrip(SP)
+    if not q:
+        return False
+    if q[0] == "|" or (q[0] in "+!#*@$" and len(q) > 1 and q[1] in SP):
+        return not mail
+    digits = re.match(r"\d+", q)
+    if not digits:
+        return False
+    rest = q[digits.end():]
+    if rest.startswith(")"):
+        return digits.end() <= 4 and (len(rest) == 1 or rest[1] in SP)
+    ts = re.match(r"\d{1,11}\.\d{1,9}(?!\d)", q)
+    if not rest.startswith(".") or not ts or digits.end() > 11:
+        return False
+    x = q[ts.end():].lstrip(SP)
+    return x.startswith("|") or (not mail and x.startswith(("us", "ns", "ms", "s")))
+
+
 def duration_ns(text: str) -> int:
     """'+ 14.904 us' -> 14904: integer arithmetic, truncating past 9 digits."""
     text = text.strip()
@@ -93,6 +126,8 @@ class Parser:
         self.last_stack = None
         self.unparsed = []
         self.counts = collections.Counter()
+        self.pending = None  # (line, number): not understood, may be continued
+        self.join = None  # mail: the line being rebuilt from wrapped lines
 
     # ---- stacks ---------------------------------------------------------
     @staticmethod
@@ -113,29 +148,79 @@ class Parser:
     # ---- lines ------------------------------------------------------------
     def line(self, line: str, lineno: int) -> None:
         line = line.rstrip("\r")
-        s = line.strip()
-        if not s or s.startswith("#") or re.fullmatch(r"-{4,}", s) or s.startswith(("cpus=", "version =")) \
-                or (s.startswith("CPU ") and not s.startswith("CPU:")):
+        if self.mail:
+            self.mail_line(line)
             return
+        if self.understood(line):
+            self.pending_unparsed()
+            return
+        # a line a mail client wrapped: the one before, not understood
+        # either, and this one (no record prefix of its own) as one line
+        if self.pending and not starts_record(line, mail=False):
+            if self.understood(self.pending[0] + " " + line):
+                self.pending = None
+                return
+        self.pending_unparsed()
+        if len(line) > PEND_MAX:
+            self.unparsed.append(lineno)
+        else:
+            self.pending = (line, lineno)
+
+    def pending_unparsed(self):
+        if self.pending:
+            self.unparsed.append(self.pending[1])
+        self.pending = None
+
+    def understood(self, line: str) -> bool:
+        s = line.strip()
+        if is_header(line) or not s:
+            return True
         m = LOSTLINE.match(line)
         if m:
             self.events.append((LOST, int(m.group("cpu"))))
+            return True
+        m = OVERRUN.match(line)
+        if m:
+            if self.last_stack and int(m.group(1)) > self.last_stack.overrun:
+                self.last_stack.overrun = int(m.group(1))
+            return True
+        return self.kernel_line(line) or self.tracecmd_line(line)
+
+    def mail_line(self, line: str) -> None:
+        """Mail: a line with no record prefix of its own continues the line
+        before it (a mail client wrapped it); blank lines end a paragraph."""
+        if not line.strip(SP):
+            self.mail_flush()
             return
-        if not self.mail:
-            m = OVERRUN.match(line)
+        m = LOSTLINE.match(line)
+        if m or OVERRUN.match(line):
+            self.mail_flush()
             if m:
-                if self.last_stack and int(m.group(1)) > self.last_stack.overrun:
-                    self.last_stack.overrun = int(m.group(1))
-                return
-            if self.kernel_line(line) or self.tracecmd_line(line):
-                return
-            self.unparsed.append(lineno)
+                self.events.append((LOST, int(m.group("cpu"))))
             return
-        for m in MAIL_RECORD.finditer(line):
+        header = is_header(line)
+        if self.join is not None and not header and not starts_record(line, mail=True) \
+                and len(self.join) + 1 + len(line) <= JOIN_MAX:
+            self.join += " " + line
+            return
+        self.mail_flush()
+        self.join = line
+
+    def mail_flush(self):
+        if self.join is None:
+            return
+        for m in MAIL_RECORD.finditer(self.join):
             cpu = int(m.group("cpu"))
             body = m.group("body")
             self.call(cpu, None, ts_ns(m.group("ts")) if m.group("ts") else None,
                       duration_ns(m.group("dur")) if m.group("dur") else None, body, 0, None)
+        self.join = None
+
+    def finish(self):
+        if self.mail:
+            self.mail_flush()
+        else:
+            self.pending_unparsed()
 
     def kernel_line(self, line: str) -> bool:
         m = ARROW.match(line)
@@ -293,6 +378,7 @@ def parse_events(text: str, mail: bool = False):
     p = Parser(mail)
     for i, line in enumerate(text.split("\n"), 1):
         p.line(line, i)
+    p.finish()
     return p.events, p.unparsed
 
 
@@ -320,12 +406,12 @@ def build(events):
     funcs = collections.defaultdict(lambda: [0, 0])
     tasks = collections.defaultdict(list)
 
-    def add(path, dur, excl):
+    def add(path, func, dur, excl):
         paths[path][0] += 1
         paths[path][1] += dur
         paths[path][2] += excl
-        funcs[path[-1]][0] += 1
-        funcs[path[-1]][1] += dur
+        funcs[func][0] += 1
+        funcs[func][1] += dur
 
     def complete_top(stack, dur):
         f = stack.pop()
@@ -334,14 +420,13 @@ def build(events):
             parent = stack[f.lparent]
         if parent:
             parent.child_incl += dur
-        add(f.path, dur, dur - f.child_incl)
+        add(f.path, f.func, dur, dur - f.child_incl)
 
     def entry(stack, func, depth, flags):
         top = stack[-1] if stack else None
-        irq = bool(flags & (HARDIRQ | SOFTIRQ | NMI)) or is_irq_name(func) or bool(top and top.irq)
-        irq_root = irq and not (top and top.irq)
+        own_irq = bool(flags & (HARDIRQ | SOFTIRQ | NMI)) or is_irq_name(func)
         lparent = len(stack) - 1
-        if top and irq_root:
+        if top and own_irq and not top.irq:
             if depth <= top.depth:
                 i = len(stack)
                 while i > 0 and stack[i - 1].depth >= depth:
@@ -352,12 +437,18 @@ def build(events):
             while stack and stack[-1].depth >= depth:
                 stack.pop()
             lparent = len(stack) - 1
+        # context: own, or inherited from the frame the call is placed under
+        parent_irq = lparent >= 0 and stack[lparent].irq
+        irq = own_irq or parent_irq
+        # the context is part of the path: a function entered in task and in
+        # irq context is two paths; " [irq]" marks where irq context starts
+        name = func + " [irq]" if irq and not parent_irq else func
         if lparent >= 0:
-            path = stack[lparent].path + (func,)
+            path = stack[lparent].path + (name,)
         elif depth > 0:
-            path = ("(partial)", func)
+            path = ("(partial)", name)
         else:
-            path = (func,)
+            path = (name,)
         stack.append(Frame(path, func, depth, irq, lparent))
 
     for ev in events:
@@ -395,5 +486,6 @@ def build(events):
             else:
                 while stack and stack[-1].depth >= depth:
                     stack.pop()
-                add(("(partial)", func), dur, dur)
+                irq = flags & (HARDIRQ | SOFTIRQ | NMI)
+                add(("(partial)", func + " [irq]" if irq else func), func, dur, dur)
     return dict(paths), dict(funcs)

@@ -395,9 +395,14 @@ static void sums_init_minmax(ftf_node *n)
 	n->excl_max = INT64_MIN;
 }
 
-static uint32_t node_child(ftf_builder *b, uint32_t parent, uint32_t func)
+/* The child path of `parent` for calls of `func` in task (irq 0) or interrupt
+ * context (irq 1). The context is part of the path: a function entered both
+ * ways is two paths, so an interrupt never marks a task path as irq work. */
+static uint32_t node_child(ftf_builder *b, uint32_t parent, uint32_t func, int irq)
 {
-	uint64_t key = ((uint64_t)(uint32_t)(parent + 1) << 32) | func;
+	if (func & FTF_NODE_KEY_IRQ)
+		goto oom; /* 2^31 distinct names: the key has no room for them */
+	uint64_t key = ((uint64_t)(uint32_t)(parent + 1) << 32) | func | (irq ? FTF_NODE_KEY_IRQ : 0);
 	uint64_t found = ftf_u64map_get(&b->node_map, key);
 	if (found)
 		return (uint32_t)(found - 1);
@@ -419,6 +424,8 @@ static uint32_t node_child(ftf_builder *b, uint32_t parent, uint32_t func)
 	sums_init_minmax(n);
 	if (parent != FTF_NONE && (b->nodes[parent].flags & FTF_NODE_PARTIAL))
 		n->flags |= FTF_NODE_PARTIAL;
+	if (irq)
+		n->flags |= FTF_NODE_IRQ;
 	return idx;
 oom:
 	b->oom = 1;
@@ -429,7 +436,7 @@ static uint32_t partial_root(ftf_builder *b)
 {
 	if (b->partial_root == FTF_NONE) {
 		b->partial_func = ftf_funcs_intern(&b->funcs, "(partial)", 9);
-		b->partial_root = node_child(b, FTF_NONE, b->partial_func);
+		b->partial_root = node_child(b, FTF_NONE, b->partial_func, 0);
 		if (b->partial_root != FTF_NONE)
 			b->nodes[b->partial_root].flags |= FTF_NODE_PARTIAL;
 	}
@@ -656,12 +663,13 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 {
 	ftf_frame *top = t->n ? &t->stack[t->n - 1] : NULL;
 	/* irq context: the record's flags, or an irq entry/exit function (whose
-	 * glue runs before the HARDIRQ count is raised), or inherited: everything
-	 * nested in an irq frame is irq work even when the flags say otherwise
-	 * (irq_exit_rcu's tail runs with the hardirq count already dropped). */
-	int in_irq = (ev->flags & FTF_FLAG_IRQ_MASK) != 0 || func_is_irq_entry(b, ev->func) ||
-		     (top && top->irq);
-	int irq_root = in_irq && !(top && top->irq);
+	 * glue runs before the HARDIRQ count is raised), or inherited from the
+	 * frame the call is placed under (decided below: lost exits may pop the
+	 * top first): everything nested in an irq frame is irq work even when the
+	 * flags say otherwise (irq_exit_rcu's tail runs with the hardirq count
+	 * already dropped). */
+	int own_irq = (ev->flags & FTF_FLAG_IRQ_MASK) != 0 || func_is_irq_entry(b, ev->func);
+	int irq_root = own_irq && !(top && top->irq);
 	uint32_t lparent = t->n ? t->n - 1 : FTF_NONE;
 	int early = 0;
 	b->c.entries++;
@@ -705,6 +713,11 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 		}
 	}
 
+	/* the context of the frame this call now belongs to */
+	int parent_irq = lparent != FTF_NONE && t->stack[lparent].irq;
+	int in_irq = own_irq || parent_irq;
+	irq_root = in_irq && !parent_irq;
+
 	uint32_t parent;
 	if (lparent != FTF_NONE) {
 		parent = t->stack[lparent].node;
@@ -714,12 +727,9 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	} else {
 		parent = FTF_NONE;
 	}
-	uint32_t node = node_child(b, parent, ev->func);
-	if (node != FTF_NONE && in_irq) {
-		b->nodes[node].flags |= FTF_NODE_IRQ;
-		if (irq_root && lparent != FTF_NONE)
-			b->nodes[node].flags |= FTF_NODE_IRQ_ROOT;
-	}
+	uint32_t node = node_child(b, parent, ev->func, in_irq);
+	if (node != FTF_NONE && irq_root && lparent != FTF_NONE)
+		b->nodes[node].flags |= FTF_NODE_IRQ_ROOT;
 	ftf_frame *f = task_push(t);
 	if (!f) {
 		b->oom = 1;
@@ -959,9 +969,7 @@ static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	}
 	/* Not under the open parent: the call's own descendants, whose entries
 	 * came after the gap, are already counted as the parent's children. */
-	uint32_t node = node_child(b, partial_root(b), ev->func);
-	if (node != FTF_NONE && (ev->flags & FTF_FLAG_IRQ_MASK))
-		b->nodes[node].flags |= FTF_NODE_IRQ;
+	uint32_t node = node_child(b, partial_root(b), ev->func, (ev->flags & FTF_FLAG_IRQ_MASK) != 0);
 	if (t->n)
 		t->stack[t->n - 1].gap = 1;
 	t->calls++;

@@ -125,6 +125,8 @@ typedef struct {
 } ftf_node;
 
 #define FTF_NONE UINT32_MAX
+/* node_map keys: (parent+1) << 32 | func, this bit set for irq context */
+#define FTF_NODE_KEY_IRQ 0x80000000u
 
 /* One sample per completed root call (bottom of a task's stack). */
 typedef struct {
@@ -291,6 +293,8 @@ typedef struct {
 	uint64_t unknown_exits; /* '}' whose function is unknown */
 	uint64_t tail_mismatch; /* '}' tail names another function than the open entry */
 	uint64_t prose_lines, prose_bytes; /* mail: text between records */
+	uint64_t rejoined;      /* lines a mail client wrapped, joined to the line they continue */
+	uint64_t broken_records;/* mail: `N) ... |` that is no record (cut inside a word?) */
 	uint64_t first_unparsed_line;
 	char first_unparsed[160];
 } ftf_text_stats;

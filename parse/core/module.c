@@ -471,6 +471,7 @@ static PyObject *text_stats_dict(const ftf_text_stats *st)
 	T(tracecmd_lines); T(ts_lines); T(cpus_seen); T(separators); T(separator_conflicts); T(irq_arrows);
 	T(flag_lines); T(latency_irq_lines); T(lost_lines); T(other_lines); T(overrun_lines); T(no_duration);
 	T(unknown_exits); T(tail_mismatch); T(prose_lines); T(prose_bytes); T(first_unparsed_line);
+	T(rejoined); T(broken_records);
 #undef T
 	SET(d, "first_unparsed", PyUnicode_DecodeUTF8(st->first_unparsed, strlen(st->first_unparsed), "replace"));
 	return d;

@@ -39,6 +39,8 @@
 #define TXT_MAX_DEPTH 4096
 #define TXT_MAX_LINE (64u << 20)
 #define TXT_MAIL_RECORD 1024 /* longest record looked for in a mail line */
+#define TXT_JOIN_MAX (1u << 20) /* longest mail line rebuilt from wrapped lines */
+#define TXT_PEND_MAX 4096 /* longest line not understood that a next line may continue */
 
 typedef struct {
 	int32_t bpid;    /* pid handed to the builder (-1-cpu: unknown task of a CPU) */
@@ -96,6 +98,13 @@ struct ftf_text {
 	ftf_text_sink sink;
 	void *sink_ctx;
 	ftf_text_stats st;
+	/* Lines a mail client wrapped (see rejoin_*): mail mode keeps the line
+	 * being rebuilt here; line mode the last line not understood. */
+	char *join;
+	size_t njoin, capjoin;
+	uint64_t join_lines;  /* physical lines in it */
+	uint64_t join_lineno; /* line mode: its line number */
+	int join_header;      /* mail: it began as a header line */
 };
 
 /* ---- small scanners on [p, e) ------------------------------------------- */
@@ -1187,13 +1196,14 @@ static void note_unparsed(ftf_text *t, const char *p, const char *e)
 	}
 }
 
-static void line_lines(ftf_text *t, const char *p, const char *e)
+/* One line in line mode: returns 1 when understood (and handled). */
+static int parse_line(ftf_text *t, const char *p, const char *e)
 {
 	rec r;
 	memset(&r, 0, sizeof(r));
 	if (parse_special(p, e, &r)) {
 		handle(t, &r);
-		return;
+		return 1;
 	}
 	for (int attempt = 0; attempt < 2; attempt++) {
 		int tc = (t->last_dialect == 2) ^ attempt;
@@ -1202,21 +1212,113 @@ static void line_lines(ftf_text *t, const char *p, const char *e)
 		if (end) {
 			t->last_dialect = tc ? 2 : 1;
 			handle(t, &r);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* A line a mail client wrapped continues the one before it; a line that
+ * begins with a record's own prefix never does: the CPU column `N)` or an
+ * abstime, and in line mode (where the CPU column may be off) also a
+ * duration, an overhead mark or the `|` of the graph. In mail mode every
+ * record has its CPU column, and a duration begins a line wherever the cut
+ * fell after `N)`. */
+static int starts_record(const char *p, const char *e, int mail)
+{
+	const char *q = skip_sp(p, e), *d = q;
+	if (q == e)
+		return 0;
+	if (*q == '|')
+		return !mail;
+	if ((cclass[(unsigned char)*q] & C_MARK) && q + 1 < e && is_space(q[1]))
+		return !mail;
+	while (d < e && is_digit(*d))
+		d++;
+	if (d == q)
+		return 0;
+	if (d < e && *d == ')')
+		return d - q <= 4 && (d + 1 == e || is_space(d[1]));
+	if (d < e && *d == '.') {
+		uint64_t ts;
+		const char *x = parse_ts(q, e, &ts);
+		if (!x)
+			return 0;
+		x = skip_sp(x, e);
+		/* "SEC.USEC |" (abstime) or "1.234 us" (a duration) */
+		return x < e && (*x == '|' || (!mail && (starts(x, e, "us") || starts(x, e, "ns") ||
+							 starts(x, e, "ms") || *x == 's')));
+	}
+	return 0;
+}
+
+static int join_reserve(ftf_text *t, size_t n)
+{
+	if (n <= t->capjoin)
+		return 0;
+	size_t cap = t->capjoin ? t->capjoin : 4096;
+	while (cap < n)
+		cap *= 2;
+	char *j = realloc(t->join, cap);
+	if (!j) {
+		oom(t);
+		return -1;
+	}
+	t->join = j;
+	t->capjoin = cap;
+	return 0;
+}
+
+/* Line mode: the held line not understood is counted as such. */
+static void pending_unparsed(ftf_text *t)
+{
+	if (!t->njoin)
+		return;
+	uint64_t lines = t->st.lines;
+	t->st.lines = t->join_lineno; /* note_unparsed records the line number */
+	note_unparsed(t, t->join, t->join + t->njoin);
+	t->st.lines = lines;
+	t->njoin = 0;
+}
+
+static void line_lines(ftf_text *t, const char *p, const char *e)
+{
+	if (parse_line(t, p, e)) {
+		pending_unparsed(t);
+		return;
+	}
+	if (t->njoin && !starts_record(p, e, 0)) {
+		/* the line before was not understood either: a mail client may
+		 * have wrapped it here; try the two as one */
+		size_t n = t->njoin + 1 + (size_t)(e - p);
+		if (join_reserve(t, n) < 0)
+			return;
+		t->join[t->njoin] = ' ';
+		memcpy(t->join + t->njoin + 1, p, (size_t)(e - p));
+		if (parse_line(t, t->join, t->join + n)) {
+			t->st.rejoined++;
+			t->njoin = 0;
 			return;
 		}
 	}
-	note_unparsed(t, p, e);
-}
-
-/* Mail: kernel records anywhere in the line, prose in between. */
-static void line_mail(ftf_text *t, const char *p, const char *e)
-{
-	rec r;
-	memset(&r, 0, sizeof(r));
-	if (parse_special(p, e, &r) && r.kind != R_HEADER) {
-		handle(t, &r);
+	pending_unparsed(t);
+	if ((size_t)(e - p) > TXT_PEND_MAX) {
+		note_unparsed(t, p, e);
 		return;
 	}
+	/* hold it: the next line may continue it */
+	if (join_reserve(t, (size_t)(e - p) + 1) < 0)
+		return;
+	memcpy(t->join, p, (size_t)(e - p));
+	t->njoin = (size_t)(e - p);
+	t->join_lineno = t->st.lines;
+}
+
+/* Mail: kernel records anywhere in the line, prose in between. Returns how
+ * many were found. */
+static uint64_t line_mail(ftf_text *t, const char *p, const char *e)
+{
+	rec r;
 	const char *q = p;
 	uint64_t found = 0;
 	while (q < e) {
@@ -1251,6 +1353,11 @@ static void line_mail(ftf_text *t, const char *p, const char *e)
 		const char *lim = (size_t)(e - start) > TXT_MAIL_RECORD ? start + TXT_MAIL_RECORD : e;
 		const char *end = parse_kernel(start, lim, &r, 1);
 		if (!end) {
+			/* `N)` with the graph's `|` close after it: a record that
+			 * a cut inside a word or number left beyond repair */
+			size_t near = (size_t)(e - par - 1) < 32 ? (size_t)(e - par - 1) : 32;
+			if (par + 1 < e && is_space(par[1]) && memchr(par + 1, '|', near))
+				t->st.broken_records++;
 			q = par + 1;
 			continue;
 		}
@@ -1262,10 +1369,63 @@ static void line_mail(ftf_text *t, const char *p, const char *e)
 	}
 	if (q < e)
 		t->st.prose_bytes += (uint64_t)(e - q);
-	if (!found && skip_sp(p, e) < e)
-		t->st.prose_lines++;
-	if (!found && skip_sp(p, e) == e)
+	return found;
+}
+
+/* Mail: the line rebuilt from wrapped lines is read. */
+static void mail_flush(ftf_text *t)
+{
+	if (!t->join_lines)
+		return;
+	if (!line_mail(t, t->join, t->join + t->njoin)) {
+		if (t->join_header)
+			t->st.header_lines += t->join_lines;
+		else
+			t->st.prose_lines += t->join_lines;
+	}
+	t->njoin = 0;
+	t->join_lines = 0;
+}
+
+/* Mail: a mail client wraps long lines at spaces (and re-flows short ones,
+ * as `fmt` does), cutting records apart. A line that begins no record of
+ * its own continues the line before it: the two are read as one, joined by
+ * a space (in mail the depth is the structural one, so the indentation lost
+ * at the cut does not matter). Blank lines end a paragraph. */
+static void mail_physical_line(ftf_text *t, const char *p, const char *e)
+{
+	rec r;
+	memset(&r, 0, sizeof(r));
+	const char *q = skip_sp(p, e);
+	if (q == e) {
+		mail_flush(t);
 		t->st.header_lines++;
+		return;
+	}
+	int special = parse_special(p, e, &r);
+	if (special && r.kind != R_HEADER) {
+		mail_flush(t);
+		handle(t, &r);
+		return;
+	}
+	size_t n = (size_t)(e - p);
+	if (t->join_lines && !special && !starts_record(p, e, 1) && t->njoin + 1 + n <= TXT_JOIN_MAX) {
+		if (join_reserve(t, t->njoin + 1 + n) < 0)
+			return;
+		t->join[t->njoin] = ' ';
+		memcpy(t->join + t->njoin + 1, p, n);
+		t->njoin += 1 + n;
+		t->join_lines++;
+		t->st.rejoined++;
+		return;
+	}
+	mail_flush(t);
+	if (join_reserve(t, n) < 0)
+		return;
+	memcpy(t->join, p, n);
+	t->njoin = n;
+	t->join_lines = 1;
+	t->join_header = special;
 }
 
 static void do_line(ftf_text *t, const char *p, const char *e)
@@ -1274,7 +1434,7 @@ static void do_line(ftf_text *t, const char *p, const char *e)
 	if (e > p && e[-1] == '\r')
 		e--;
 	if (t->mode == FTF_TEXT_MAIL)
-		line_mail(t, p, e);
+		mail_physical_line(t, p, e);
 	else
 		line_lines(t, p, e);
 }
@@ -1354,6 +1514,10 @@ int ftf_text_finish(ftf_text *t)
 		do_line(t, t->carry, t->carry + t->ncarry);
 	t->ncarry = 0;
 	t->discarding = 0;
+	if (t->mode == FTF_TEXT_MAIL)
+		mail_flush(t);
+	else
+		pending_unparsed(t);
 	return t->b->oom ? -1 : 0;
 }
 
@@ -1374,5 +1538,6 @@ void ftf_text_free(ftf_text *t)
 	ftf_u64map_free(&t->stacks);
 	free(t->cpus);
 	free(t->carry);
+	free(t->join);
 	free(t);
 }
