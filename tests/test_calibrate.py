@@ -248,8 +248,9 @@ def test_heavy_tail_interval_inside_the_samples_and_flagged(capsys):
     root = build("root.events", _calls("nfsd_dispatch", 100, lambda i: 1036 + i % 3))
     # the dispatcher's graph: NULL (656 ns, once with a 79 us irq inside) and
     # two more leaves; its duration: alone + 3 x (O_in + O_out) + the irq
-    kids = lambda i: [("nfsd3_proc_null", (656, 79_000) if i == 50 else 656 + i % 2),
-                      ("svc_reserve", 656), ("nfsd_cache_lookup", 656)]
+    def kids(i):
+        return [("nfsd3_proc_null", (656, 79_000) if i == 50 else 656 + i % 2),
+                ("svc_reserve", 656), ("nfsd_cache_lookup", 656)]
     full = build("full.events", _calls("nfsd_dispatch", 100,
                                        lambda i: 1036 + 3 * 1313 + i % 5 + (79_000 if i == 50 else 0),
                                        kids))

@@ -10,7 +10,6 @@ file on SIGINT). The workloads are short shell commands and `sleep`.
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
