@@ -118,3 +118,33 @@ def test_progress_callback_can_stop_the_read(threads, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         _core.read_dat(os.fsencode(big), progress=progress)
     assert len(seen) == 1
+
+
+# the curated copies with every event (tests/data/fixtures/README.md)
+WHOLE_COPIES = ["k6.1/s09-depth3/trace.dat", "k6.1/s06-calib-pair/trace-root.dat"] + \
+    [f"k6.1/s13-calib-null/trace-{n}.dat" for n in ("null", "dispatch-root", "dispatch-full")] + \
+    [f"k6.1/s15-icount-calib/trace-{n}.dat" for n in ("null", "dispatch-root", "dispatch-full", "root", "full",
+                                                      "full-nosleep")]
+
+
+@pytest.mark.parametrize("rel", WHOLE_COPIES)
+def test_whole_curated_copy_equals_the_recording(rel):
+    """slim.py keeps only the kallsyms the trace names: the same Profile,
+    every column, counter and name, as the corpus's recording."""
+    import numpy as np
+
+    a, b = profile_of(fixture(rel)), profile_of(corpus_fixture(rel))
+    assert a.counters == b.counters and a.funcs == b.funcs
+    assert np.array_equal(a.nodes, b.nodes)
+    assert a.trace.kernel == b.trace.kernel and a.trace.clock == b.trace.clock
+
+
+@pytest.mark.parametrize("rel", ["k6.1/s01-v3-write4k/trace.dat", "k6.12/s01-v3-write4k/trace.dat",
+                                 "k6.1/s10-lost/trace.dat", "k6.1/s06-calib-pair/trace-full.dat",
+                                 "k6.1/s04-null/trace.dat"])
+def test_curated_window_keeps_the_recording_facts(rel):
+    """A window cut by trace-cmd split gets back the kernel and clock that
+    split leaves out (slim.py)."""
+    a, b = profile_of(fixture(rel)), profile_of(corpus_fixture(rel))
+    assert a.trace.kernel == b.trace.kernel != "" and a.trace.clock == b.trace.clock
+    assert 0 < a.counters["events"] < b.counters["events"]
