@@ -19,8 +19,7 @@ import os
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CURATED = os.path.join(ROOT, "tests", "data", "fixtures")
 SEEDS = os.path.join(ROOT, "tests", "data", "seeds")
-NO_CORPUS = ("the full fixture corpus is not here: set FTFLAME_FIXTURES=DIR "
-             "(make fixtures records one) or put shared/fixtures beside the repository")
+NO_CORPUS = "no full fixture corpus (FTFLAME_FIXTURES=DIR, or ../shared/fixtures; make fixtures)"
 
 
 def corpus_dir() -> str | None:
@@ -77,5 +76,5 @@ def in_corpus(rel: str) -> str | None:
 
 
 def missing_reason(rel: str) -> str:
-    return f"needs {rel} of the full corpus: {NO_CORPUS}" if not CORPUS else \
+    return f"needs the full corpus's {rel}: {NO_CORPUS}" if not CORPUS else \
         f"needs {rel}: not in the corpus at {CORPUS}"
