@@ -13,7 +13,9 @@ Two sets, with the same layout (<kernel>/<scenario>/<file>):
 """
 from __future__ import annotations
 
+import functools
 import glob
+import hashlib
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -78,3 +80,24 @@ def in_corpus(rel: str) -> str | None:
 def missing_reason(rel: str) -> str:
     return f"needs the full corpus's {rel}: {NO_CORPUS}" if not CORPUS else \
         f"needs {rel}: not in the corpus at {CORPUS}"
+
+
+@functools.lru_cache(maxsize=None)
+def _sources() -> dict:
+    """rel -> sha256 of the recording each curated copy was cut from (make.sh)."""
+    with open(os.path.join(CURATED, "sources.sha256")) as f:
+        return {rel: digest for digest, rel in (line.split() for line in f if line.strip())}
+
+
+def source_of(rel: str) -> tuple[str | None, str]:
+    """The corpus's recording the curated copy REL was cut from, or None and
+    why not: no corpus, or a corpus recorded again (make fixtures), whose
+    traces are other recordings."""
+    path = in_corpus(rel)
+    if path is None:
+        return None, missing_reason(rel)
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    if digest != _sources().get(rel):
+        return None, f"{path} is not the recording the curated copy was cut from (sources.sha256)"
+    return path, ""

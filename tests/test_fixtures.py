@@ -120,6 +120,16 @@ def test_progress_callback_can_stop_the_read(threads, monkeypatch):
     assert len(seen) == 1
 
 
+def source_of(rel: str) -> str:
+    """The recording the curated copy REL was cut from, or skip (with the reason)."""
+    import corpus
+
+    path, why = corpus.source_of(rel)
+    if path is None:
+        pytest.skip(why)
+    return path
+
+
 # the curated copies with every event (tests/data/fixtures/README.md)
 WHOLE_COPIES = ["k6.1/s09-depth3/trace.dat", "k6.1/s06-calib-pair/trace-root.dat"] + \
     [f"k6.1/s13-calib-null/trace-{n}.dat" for n in ("null", "dispatch-root", "dispatch-full")] + \
@@ -133,7 +143,7 @@ def test_whole_curated_copy_equals_the_recording(rel):
     every column, counter and name, as the corpus's recording."""
     import numpy as np
 
-    a, b = profile_of(fixture(rel)), profile_of(corpus_fixture(rel))
+    a, b = profile_of(fixture(rel)), profile_of(source_of(rel))
     assert a.counters == b.counters and a.funcs == b.funcs
     assert np.array_equal(a.nodes, b.nodes)
     assert a.trace.kernel == b.trace.kernel and a.trace.clock == b.trace.clock
@@ -145,6 +155,6 @@ def test_whole_curated_copy_equals_the_recording(rel):
 def test_curated_window_keeps_the_recording_facts(rel):
     """A window cut by trace-cmd split gets back the kernel and clock that
     split leaves out (slim.py)."""
-    a, b = profile_of(fixture(rel)), profile_of(corpus_fixture(rel))
+    a, b = profile_of(fixture(rel)), profile_of(source_of(rel))
     assert a.trace.kernel == b.trace.kernel != "" and a.trace.clock == b.trace.clock
     assert 0 < a.counters["events"] < b.counters["events"]
