@@ -16,7 +16,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_DIR   := build/fuzz
 FUZZ_PKGS  := clang libclang-rt-dev
 FUZZ_SRC   := parse/core/fuzz_text.c parse/core/reader_text.c parse/core/builder.c parse/core/u64map.c
-TEXT_FIXTURES := $(wildcard ../shared/fixtures/*/*/*.txt.gz)
+TEXT_FIXTURES := $(wildcard tests/data/fixtures/*/*/*.txt.gz)
 
 # Render checks (speedscope's JSON schema from its npm package, inferno for the
 # folded output): pinned, installed by `make setup-render-tools`, cached.
@@ -27,7 +27,7 @@ INFERNO_ROOT       ?= $(HOME)/.cache/ftflame/inferno-$(INFERNO_VERSION)
 CARGO              ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 SPEEDSCOPE_SCHEMA  := $(NPM_CACHE_DIR)/node_modules/speedscope/dist/release/file-format-schema.json
 
-.PHONY: help setup build demo test lint test-vm bench golden clean setup-render-tools setup-fuzz fuzz setup-vm
+.PHONY: help setup build demo test lint test-vm bench golden clean setup-render-tools setup-fuzz fuzz setup-vm fixtures
 
 # $(call apt_install,TARGET,PACKAGES[,APT-GET OPTIONS]): install the Debian
 # packages not installed yet, saying which (one shell command line).
@@ -82,10 +82,15 @@ demo: setup  ## write reports of the bundled sample trace into out/
 # ASAN=1: libasan is preloaded into python and so into every child process;
 # chromium does not start under it, and the browser tests do not exercise the
 # C core: they are left out of the sanitized run.
-test: setup  ## run the test suite (unit, golden, invariants on every fixture, browser)
-	FTFLAME_INFERNO_ROOT=$(INFERNO_ROOT) FTFLAME_SPEEDSCOPE_SCHEMA=$(abspath $(SPEEDSCOPE_SCHEMA)) \
+# The traces: tests/data/fixtures, and the full corpus when there is one
+# (FTFLAME_FIXTURES=DIR, else ../shared/fixtures): see tests/corpus.py. -rs
+# lists every skipped test with its reason at the end; pytest's exit code 5
+# (no test selected, e.g. by PYTEST_ARGS) is not a failure.
+test: setup  ## run the test suite (unit, golden, invariants on every fixture, browser); lists what it skipped
+	@rc=0; FTFLAME_INFERNO_ROOT=$(INFERNO_ROOT) FTFLAME_SPEEDSCOPE_SCHEMA=$(abspath $(SPEEDSCOPE_SCHEMA)) \
 	$(if $(filter 1,$(ASAN)),LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1,) \
-	  $(PY) -m pytest -q $(if $(filter 1,$(ASAN)),-m "not browser",) $(PYTEST_ARGS)
+	  $(PY) -m pytest -q -rs $(if $(filter 1,$(ASAN)),-m "not browser",) $(PYTEST_ARGS) || rc=$$?; \
+	if [ $$rc = 5 ]; then echo "make test: no test selected"; rc=0; fi; exit $$rc
 
 # Lint: ruff (rules in pyproject.toml), shellcheck on every shell script, and
 # the C core compiled with warnings as errors (same warnings as setup.py) into
@@ -114,21 +119,22 @@ $(FUZZ_DIR)/fuzz_text: $(FUZZ_SRC) parse/core/ftf.h parse/core/u64map.h
 	  -fno-omit-frame-pointer -Iparse/core $(FUZZ_SRC) -o $@
 
 # Seeds: each file is one control byte (bit 0: mail mode; bits 1-3: chunk
-# size) followed by text: every hand-made input, the first 32 KB of every
-# text fixture, and of trace-cmd report forms of a small trace.dat.
-$(FUZZ_DIR)/seeds/.stamp: $(wildcard tests/data/text/*.txt) $(TEXT_FIXTURES)
+# size) followed by text: every hand-made input, the first 12 KB of every
+# text fixture, of trace-cmd report forms of a small trace.dat, and the mail
+# seed (all in tests/data).
+$(FUZZ_DIR)/seeds/.stamp: $(wildcard tests/data/text/*.txt tests/data/seeds/*.txt) $(TEXT_FIXTURES)
 	@rm -rf $(FUZZ_DIR)/seeds && mkdir -p $(FUZZ_DIR)/seeds
 	@for f in tests/data/text/*.txt; do b=$$(basename $$f .txt); \
 	  for c in 0 6; do m=$$c; case $$b in mail*) m=$$((c + 1));; esac; \
 	    { printf "\\$$(printf %03o $$m)"; cat $$f; } > $(FUZZ_DIR)/seeds/$$b-$$c; done; done
 	@for f in $(TEXT_FIXTURES); do b=$$(basename $$f .txt.gz); \
 	  { printf '\016'; zcat $$f | head -c 12288; } > $(FUZZ_DIR)/seeds/$$b; done
-	@dat=../shared/fixtures/k6.1/s15-icount-calib/trace-full.dat; \
+	@dat=tests/data/fixtures/k6.1/s15-icount-calib/trace-full.dat; \
 	if [ -f $$dat ] && command -v trace-cmd >/dev/null; then \
 	  for o in "" "-R" "-l" "-t" "-O fgraph:tailprint -O fgraph:depth" "-N"; do \
 	    { printf '\010'; trace-cmd report $$o $$dat 2>/dev/null | head -c 12288; } \
 	      > $(FUZZ_DIR)/seeds/tracecmd$$(echo "$$o" | tr -c 'a-zA-Z0-9' _); done; fi
-	@for f in ../shared/seeds/002_*.txt; do [ -f $$f ] && { printf '\001'; cat $$f; } > $(FUZZ_DIR)/seeds/mail-seed; done; true
+	@for f in tests/data/seeds/002_*.txt; do { printf '\001'; cat $$f; } > $(FUZZ_DIR)/seeds/mail-seed; done
 	@touch $@
 
 fuzz: $(FUZZ_DIR)/fuzz_text $(FUZZ_DIR)/seeds/.stamp  ## fuzz the text tokenizer + builder (FUZZ_SECONDS=60); fails on any finding
@@ -150,6 +156,18 @@ setup-vm:  ## install what make test-vm needs: qemu, NFS server, fio, virtme-ng 
 
 test-vm: setup setup-vm  ## boot Debian 6.1 + 6.12 kernels in qemu, test collect.sh on an NFS server inside (~10 min)
 	tests/vm/run.sh $(VM_KERNELS)
+
+# The full fixture corpus, recorded again in qemu (tests/vm/fixtures.sh: one VM
+# per scenario of tests/vm/fixtures/, Debian's 6.1 and 6.12 kernels) into
+# FIXTURES_OUT, for FTFLAME_FIXTURES=$(FIXTURES_OUT) make test; SCENARIOS=k6.1/s04-null
+# records only some. tests/data/fixtures/make.sh cuts the curated set from it.
+FIXTURES_OUT ?= build/fixtures
+SCENARIOS    ?=
+FIXTURE_APT_PKGS := linux-perf
+
+fixtures: setup setup-vm  ## record the full fixture corpus in qemu into FIXTURES_OUT (default build/fixtures; long)
+	@$(call apt_install,fixtures,$(FIXTURE_APT_PKGS),--no-install-recommends)
+	tests/vm/fixtures.sh $(FIXTURES_OUT) $(SCENARIOS)
 
 bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop
 	$(PY) bench/run.py

@@ -1,9 +1,10 @@
-"""Shared test fixtures: where the real traces are, and parsed profiles cached
-per session (parsing is the expensive part; tests only read Profiles)."""
+"""Shared test fixtures: where the real traces are (tests/corpus.py: the
+curated set in tests/data/fixtures, and the optional full corpus), and parsed
+profiles cached per session (parsing is the expensive part; tests only read
+Profiles)."""
 from __future__ import annotations
 
 import functools
-import glob
 import os
 import sys
 
@@ -13,24 +14,26 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data")
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
+import corpus  # noqa: E402
 
-def shared_dir() -> str:
-    """shared/ sits beside the repository (CI clones main next to it)."""
-    return os.environ.get("FTFLAME_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
-
-
-FIXTURES = os.path.join(shared_dir(), "fixtures")
-FIXTURE_DATS = sorted(glob.glob(os.path.join(FIXTURES, "*", "*", "*.dat")))
+CORPUS = corpus.CORPUS
+# every trace.dat: the curated copies, and the full corpus's when it is here
+FIXTURE_DATS = corpus.files(corpus.CURATED, "*.dat") + corpus.files(CORPUS, "*.dat")
 SAMPLE = os.path.join(DATA, "sample", "trace.dat")
 
 
+def pytest_configure(config):
+    if corpus.problem():
+        raise pytest.UsageError(corpus.problem())
+
+
 def fixture_id(path: str) -> str:
-    return os.path.relpath(path, FIXTURES)
+    return corpus.label(path)
 
 
 def require_fixtures():
-    if not FIXTURE_DATS:
-        pytest.fail(f"no fixtures found under {FIXTURES}: set FTFLAME_SHARED to the shared/ folder")
+    if not corpus.files(corpus.CURATED, "*.dat"):
+        pytest.fail(f"no trace.dat under {corpus.CURATED}: the curated fixtures are missing")
 
 
 @functools.lru_cache(maxsize=None)
@@ -41,4 +44,21 @@ def profile_of(path: str):
 
 
 def fixture(rel: str) -> str:
-    return os.path.join(FIXTURES, rel)
+    """A trace of the curated set (tests/data/fixtures/REL)."""
+    return corpus.curated(rel)
+
+
+def corpus_fixture(rel: str) -> str:
+    """A trace of the full corpus, or skip the test (with the reason) when absent."""
+    path = corpus.in_corpus(rel)
+    if path is None:
+        pytest.skip(corpus.missing_reason(rel))
+    return path
+
+
+def corpus_param(rel: str, *more, id: str | None = None):
+    """A parametrize value (the path, then MORE) for a trace of the full
+    corpus: skipped, with the reason, when absent."""
+    path = corpus.in_corpus(rel)
+    return pytest.param(path or rel, *more, id=id or "corpus/" + rel,
+                        marks=pytest.mark.skipif(path is None, reason=corpus.missing_reason(rel)))

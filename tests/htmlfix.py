@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -10,24 +11,32 @@ import numpy as np
 from ftflame.profile import Calibration, Corrected, Profile
 
 REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO.parent / "shared" / "fixtures"
-BIG = FIXTURES / "k6.1" / "s14-v3-write-big" / "trace.dat"  # 124k call paths
-WRITE4K = FIXTURES / "k6.1" / "s01-v3-write4k" / "trace.dat"
-LOST = FIXTURES / "k6.1" / "s10-lost" / "trace.dat"
-NULLCALLS = FIXTURES / "k6.1" / "s13-calib-null" / "trace-dispatch-full.dat"  # 610 paths
-DEPTH3 = FIXTURES / "k6.1" / "s09-depth3" / "trace.dat"
-ICOUNT = FIXTURES / "k6.1" / "s15-icount-calib" / "trace-full.dat"  # sched_switch recorded
+sys.path.insert(0, str(REPO / "tests"))
+import corpus  # noqa: E402
+
+CURATED = Path(corpus.CURATED)
+BIG_REL = "k6.1/s14-v3-write-big/trace.dat"  # 124k call paths: only in the full corpus
+BIG = Path(corpus.in_corpus(BIG_REL) or Path(corpus.CORPUS or CURATED) / BIG_REL)
+WRITE4K = CURATED / "k6.1" / "s01-v3-write4k" / "trace.dat"  # a window: 23 calls
+# the whole recording (1024 calls) when the full corpus is here, else None
+_whole = corpus.in_corpus("k6.1/s01-v3-write4k/trace.dat")
+WRITE4K_WHOLE = Path(_whole) if _whole else None
+LOST = CURATED / "k6.1" / "s10-lost" / "trace.dat"
+NULLCALLS = CURATED / "k6.1" / "s13-calib-null" / "trace-dispatch-full.dat"  # 610 paths
+DEPTH3 = CURATED / "k6.1" / "s09-depth3" / "trace.dat"
+ICOUNT = CURATED / "k6.1" / "s15-icount-calib" / "trace-full.dat"  # sched_switch recorded
 ARTIFACTS = REPO / "tests" / "artifacts"
 
 
 def fixture(path: Path):
-    """A real trace from ../shared/fixtures, or skip (in CI: fail) when absent."""
+    """A real trace: the curated ones are always here; skip (with the reason)
+    when a trace of the full corpus is absent."""
     import pytest
 
     if not path.is_file():
-        if os.environ.get("CI"):
-            pytest.fail(f"fixture missing: {path} (CI needs ../shared/fixtures beside the repo)")
-        pytest.skip(f"fixture missing: {path}")
+        if path == BIG:
+            pytest.skip(corpus.missing_reason(BIG_REL))
+        pytest.fail(f"fixture missing: {path} (tests/data/fixtures/README.md)")
     return path
 
 

@@ -45,9 +45,9 @@ def check_profile(p: Profile) -> None:
     np.add.at(per_func, p.col("func"), calls)
     assert ft.calls.tolist() == per_func[ft.func_ids].tolist()
     assert int(ft.calls.sum()) == int(calls.sum()) == p.counters["exits"]
-    # histogram counts equal call counts per path
-    counts = np.add.reduceat(p.hist_incl.counts.astype(np.int64), p.hist_incl.offsets[:-1]) \
-        if len(p.hist_incl.counts) else np.zeros(p.nrows, np.int64)
+    # histogram counts equal call counts per path (a 0 appended: the last
+    # paths may have no bins, and reduceat takes no index past the end)
+    counts = np.add.reduceat(np.append(p.hist_incl.counts.astype(np.int64), 0), p.hist_incl.offsets[:-1])
     empty = np.diff(p.hist_incl.offsets) == 0
     assert np.all(np.where(empty, 0, counts) == calls)
     # root samples: one per completed call at the bottom of a stack

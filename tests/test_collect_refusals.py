@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import corpus
 import pytest
 
 from collectfake import (CALIBRATE, COLLECT, LOST_STAT, NFSD_FUNCS, REPO, fake_bin, fake_tracefs,
@@ -241,12 +242,13 @@ def test_json_str_array_and_num():
     assert lib('json_num 12.5; json_num x; json_num -3') == "12.5null-3"
 
 
-def shared_fixture(rel):
-    for base in (REPO.parent / "shared", Path("/work/shared")):
-        p = base / "fixtures" / rel
-        if p.exists():
-            return p
-    pytest.skip(f"fixture {rel} not found (shared/ is not beside the repo)")
+def corpus_fixture(rel):
+    """A whole recording of the full corpus: the curated copies in tests/data
+    are windows whose CPU statistics were left out (they describe the whole)."""
+    path = corpus.in_corpus(rel)
+    if path is None:
+        pytest.skip(corpus.missing_reason(rel))
+    return path
 
 
 def test_lost_events_parses_the_stat_of_a_trace_that_lost_events(work):
@@ -270,7 +272,7 @@ def test_lost_events_fails_when_trace_cmd_cannot_tell(work):
 
 @pytest.mark.skipif(shutil.which("trace-cmd") is None, reason="trace-cmd is not installed")
 def test_lost_events_parses_trace_cmd_stat():
-    dat = shared_fixture("k6.1/s10-lost/trace.dat")
+    dat = corpus_fixture("k6.1/s10-lost/trace.dat")
     out = lib(f"lost_events {dat}")
     rows = [line.split() for line in out.strip().splitlines()]
     # CPU OVERRUN COMMIT_OVERRUN DROPPED READ, as in the fixture's .stat file

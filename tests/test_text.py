@@ -27,19 +27,16 @@ from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT  # noqa: E402
 TEXT_DATA = os.path.join(ROOT, "tests", "data", "text")
 
 
-def shared_dir() -> str:
-    """shared/ sits beside the repository (CI clones main next to it)."""
-    return os.environ.get("FTFLAME_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
+import corpus  # noqa: E402
 
-
-FIXTURES = os.path.join(shared_dir(), "fixtures")
-TEXT_FIXTURES = sorted(glob.glob(os.path.join(FIXTURES, "*", "*", "*.txt.gz")))
-SEEDS = sorted(glob.glob(os.path.join(shared_dir(), "seeds", "002_*.txt")))
+# the curated text traces, and the full corpus's when it is here (tests/corpus.py)
+TEXT_FIXTURES = corpus.files(corpus.CURATED, "*.txt.gz") + corpus.files(corpus.CORPUS, "*.txt.gz")
+SEEDS = sorted(glob.glob(os.path.join(corpus.SEEDS, "002_*.txt")))
 GRAPH_FUNCTION = "nfsd3_proc_write"  # set_graph_function of every text fixture
 
 
 def fid(path):
-    return os.path.relpath(path, shared_dir())
+    return corpus.label(path)
 
 
 def text_of(path) -> bytes:
@@ -128,7 +125,6 @@ def _node_columns():
 
 # ---- acceptance: the seed (a trace re-flowed in a mail) --------------------
 
-@pytest.mark.skipif(not SEEDS, reason="no seeds/002_*.txt beside the repository")
 def test_seed_mail_reflowed():
     p = read(SEEDS[0])
     assert p.trace.format == "text:mail"
@@ -147,10 +143,9 @@ def test_seed_mail_reflowed():
 # ---- acceptance: every text fixture ----------------------------------------
 
 def test_fixtures_present():
-    if not TEXT_FIXTURES:
-        pytest.fail(f"no text fixtures under {FIXTURES}: set FTFLAME_SHARED")
-    names = {os.path.basename(f) for f in TEXT_FIXTURES}
+    names = {os.path.basename(f) for f in TEXT_FIXTURES if corpus.is_curated(f)}
     assert {"trace-default.txt.gz", "trace-proc-abstime-tail.txt.gz", "perf-ftrace.txt.gz"} <= names
+    assert SEEDS, f"no 002_*.txt in {corpus.SEEDS}"
 
 
 PRINTED = re.compile(rb"[)|]\s+(?:[+!#*@$] )?\s*(\d+)\.(\d+) us\s*\|")
@@ -175,7 +170,7 @@ def test_fixture_invariants_and_graph_calls(path):
     check_invariants(p)
     data = text_of(path)
     entries = len(re.findall(rb"\|\s+" + GRAPH_FUNCTION.encode() + rb"(?: \[\w+\])?\(\) \{", data))
-    assert entries > 100
+    assert entries > (40 if corpus.is_curated(path) else 100)  # the curated heads have 58-68
     assert per_function(p)[GRAPH_FUNCTION][0] == entries
     assert p.counters["text_unparsed"] == 0
     assert p.counters["orphan_exits"] == 0 and p.counters["unterminated"] == 0
@@ -184,15 +179,23 @@ def test_fixture_invariants_and_graph_calls(path):
     assert all(p.name(r) == GRAPH_FUNCTION for r in p.roots)
 
 
-def test_fixture_stacks_and_irq_source():
-    by = {os.path.basename(f): f for f in TEXT_FIXTURES}
+# task-switch separators in perf-ftrace.txt.gz: the curated head, the whole file
+PERF_SEPARATORS = {"data": 14, "corpus": 21}
+
+
+@pytest.mark.parametrize("where", ["data", pytest.param("corpus", marks=pytest.mark.skipif(
+    not corpus.in_corpus("k6.1/s11-perf-ftrace/perf-ftrace.txt.gz"),
+    reason=corpus.missing_reason("k6.1/s11-perf-ftrace/perf-ftrace.txt.gz")))])
+def test_fixture_stacks_and_irq_source(where):
+    by = {os.path.basename(f): f for f in TEXT_FIXTURES if corpus.is_curated(f) == (where == "data")}
+    seps = PERF_SEPARATORS[where]
     proc = profile(by["trace-proc-abstime-tail.txt.gz"])
     assert proc.trace.per_task and proc.trace.irq_source == "names"
     assert proc.counters["text_ts_lines"] == proc.counters["text_records"]
     default = profile(by["trace-default.txt.gz"])
     assert not default.trace.per_task
     perf = profile(by["perf-ftrace.txt.gz"])
-    assert not perf.trace.per_task and perf.counters["text_separators"] == 21
+    assert not perf.trace.per_task and perf.counters["text_separators"] == seps
     # interrupts known by name (irq_enter_rcu, __sysvec_*) are irq roots
     flags = perf.col("flags")
     irq_roots = {perf.name(r) for r in range(perf.nrows) if flags[r] & NODE_IRQ_ROOT}
@@ -200,7 +203,7 @@ def test_fixture_stacks_and_irq_source():
     from ftflame.report import RENDERERS
 
     txt = " ".join(RENDERERS["txt"].render(perf, None).split())
-    assert "stacks: per CPU" in txt and "21 task-switch separators" in txt
+    assert "stacks: per CPU" in txt and f"{seps} task-switch separators" in txt
     assert "irq context: from known irq entry function names" in txt
     import json
 
@@ -229,7 +232,7 @@ def test_parity_c_python(path):
 
 # ---- acceptance: trace-cmd report text of a trace.dat ----------------------
 
-DAT = os.path.join(FIXTURES, "k6.1", "s15-icount-calib", "trace-full.dat")
+DAT = corpus.curated("k6.1/s15-icount-calib/trace-full.dat")
 
 
 def _report(tmp_path, *opts):
@@ -246,7 +249,6 @@ def _resolution(ns: int) -> int:
     return 1 if digits < 5 else 10 ** (digits - 4)
 
 
-@pytest.mark.skipif(not os.path.exists(DAT), reason="fixture missing")
 def test_tracecmd_report_matches_trace_dat(tmp_path):
     """With fgraph:tailprint (every '}' names its function), the text gives
     the trace.dat's per-function calls and inclusive sums, each call within
@@ -269,7 +271,6 @@ def test_tracecmd_report_matches_trace_dat(tmp_path):
     check_invariants(text)
 
 
-@pytest.mark.skipif(not os.path.exists(DAT), reason="fixture missing")
 def test_tracecmd_report_plain_and_depth(tmp_path):
     """Without tailprint, a '}' whose entry is not in the text has no name:
     it is counted as (unknown); everything else matches. -O fgraph:depth
@@ -286,7 +287,6 @@ def test_tracecmd_report_plain_and_depth(tmp_path):
     assert per_function(depth) == per_function(read(_report(tmp_path, "-O", "fgraph:tailprint")))
 
 
-@pytest.mark.skipif(not os.path.exists(DAT), reason="fixture missing")
 def test_tracecmd_report_raw_is_exact(tmp_path):
     """-R prints calltime and rettime: the text gives the trace.dat's sums to
     the nanosecond, and its tree."""
@@ -296,7 +296,6 @@ def test_tracecmd_report_raw_is_exact(tmp_path):
     assert tree(raw) == tree(dat)
 
 
-@pytest.mark.skipif(not os.path.exists(DAT), reason="fixture missing")
 def test_tracecmd_report_latency_flags_and_parity(tmp_path):
     """-l prints the latency flags: irq context comes from them; the C and
     Python parsers agree on every event of the -l and tailprint forms."""
@@ -493,9 +492,7 @@ def test_compressed_and_stdin(tmp_path):
 
 
 def test_gzipped_trace_dat_from_stdin(tmp_path):
-    small = os.path.join(FIXTURES, "k6.1", "s06-calib-pair", "trace-root.dat")
-    if not os.path.exists(small):
-        pytest.skip("fixture missing")
+    small = corpus.curated("k6.1/s06-calib-pair/trace-root.dat")
     gz = gzip.compress(open(small, "rb").read(), compresslevel=1)
     out = subprocess.run([sys.executable, "-m", "ftflame.cli", "report", "-", "-F", "folded"],
                          input=gz, capture_output=True, check=True)
