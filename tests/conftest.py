@@ -56,7 +56,7 @@ def corpus_fixture(rel: str) -> str:
     return path
 
 
-def corpus_param(rel: str, *more, id: str | None = None):
+def corpus_param(rel: str, *more, id: str | None = None):  # noqa: A002 (pytest.param's own name)
     """A parametrize value (the path, then MORE) for a trace of the full
     corpus: skipped, with the reason, when absent."""
     path = corpus.in_corpus(rel)

@@ -598,10 +598,10 @@ def test_migration_note_says_what_was_done():
 
 # ---- issue 11 item 9: text a mail client wrapped ------------------------------
 
-TRACEFS = os.path.join(FIXTURES, "k6.1", "s07-tracefs-text", "trace-default.txt.gz")
+# the curated head of the corpus's tracefs dump (fmt is in coreutils)
+TRACEFS = corpus.curated("k6.1/s07-tracefs-text/trace-default.txt.gz")
 
 
-@pytest.mark.skipif(not os.path.exists(TRACEFS) or not shutil.which("fmt"), reason="fixture or fmt missing")
 def test_tracefs_text_rewrapped_by_fmt_reads_like_the_original(tmp_path):
     """A real tracefs trace pasted into a mail and re-flowed at 72 columns
     (`fmt -w 72` joins short lines and breaks long ones at spaces): the same
