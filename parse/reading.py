@@ -10,7 +10,8 @@ import numpy as np
 from ftflame.errors import InputError
 from ftflame.profile import NODE_COLUMNS, SAMPLE_COLUMNS, Histograms, Profile, TraceInfo
 
-from . import _core, _core_read_dat, _is_plain_dat, text
+from . import _core, text
+from .dat import core_read_dat, is_plain_dat
 from .detect import check_readable, classify
 
 __all__ = ["read", "from_core_result", "build_events"]
@@ -21,7 +22,7 @@ def read(path: str, progress: Optional[Callable[[int], None]] = None) -> Profile
     form (tracefs, perf ftrace, trace-cmd report, a mail), plain or gzip/xz/
     zstd-compressed; '-' reads stdin."""
     check_readable(path)
-    if path != "-" and _is_plain_dat(path):
+    if path != "-" and is_plain_dat(path):
         return _read_dat(path, path, "", progress)
     src = text.open_input(path)
     try:
@@ -53,7 +54,7 @@ def read(path: str, progress: Optional[Callable[[int], None]] = None) -> Profile
 
 
 def _read_dat(path: str, name: str, compression: str, progress) -> Profile:
-    return _dat_profile(_core_read_dat(path, name, progress), name, compression)
+    return _dat_profile(core_read_dat(path, name, progress), name, compression)
 
 
 def _dat_profile(res: dict, name: str, compression: str) -> Profile:
