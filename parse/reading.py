@@ -66,6 +66,10 @@ def _dat_profile(res: dict, name: str, compression: str) -> Profile:
         events_per_cpu=dict(meta["events_per_cpu"]), has_sched_switch=meta["has_switch_event"],
         has_retval=meta["has_retval"], has_args=meta["has_args"])
     prof = from_core_result(res, info)
+    if prof.counters["events"] == 0:
+        raise InputError(name, "no events at all in this trace.dat (function_graph or other): "
+                         "the recording is empty",
+                         "was the tracer on and the workload running while trace-cmd recorded?")
     if prof.counters["exits"] == 0:
         raise InputError(name, "no function_graph calls in this trace.dat",
                          "check set_graph_function: did the traced functions run?")
