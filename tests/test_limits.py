@@ -4,6 +4,7 @@ longer than 4096 bytes are cut and counted."""
 from __future__ import annotations
 
 import json
+import time
 import subprocess
 import sys
 
@@ -63,3 +64,40 @@ def test_a_name_is_cut_on_a_character_boundary(tmp_path):
     (got,) = [f["name"] for f in doc["functions"]]
     assert got.endswith("...") and got[:-3] == ("a" + name)[:len(got) - 3]
     assert len(got[:-3].encode()) <= 4096
+
+
+def _balance_cpu_seconds(tmp_path, n: int) -> float:
+    """CPU time of the balance sheet of a text trace with n distinct root
+    functions (best of 2)."""
+    from ftflame import balance, calibration, corrections, parse
+
+    trace = tmp_path / f"roots-{n}.txt"
+    trace.write_text(HEADER + "".join(f" 0)   {1 + i % 97}.000 us    |  f_{i}();\n" for i in range(n)))
+    p = parse.read(str(trace))
+    p = corrections.correct(p, calibration.choose(p, str(trace), None, None, None), irqs="exclude")
+    best = float("inf")
+    for _ in range(2):
+        t = time.process_time()
+        assert len(balance.sheet(p)) == n
+        best = min(best, time.process_time() - t)
+    return best
+
+
+def _yardstick_cpu_seconds(n: int) -> float:
+    """CPU time of n dicts of 12 rounded numbers: what a balance sheet entry
+    per root function costs at least, on this machine (best of 3)."""
+    best = float("inf")
+    for _ in range(3):
+        t = time.process_time()
+        [{"function": f"f_{i}", **{f"k{j}": round(i * 0.37 + j, 1) for j in range(12)}} for i in range(n)]
+        best = min(best, time.process_time() - t)
+    return best
+
+
+def test_balance_sheet_time_is_linear_in_distinct_roots(tmp_path):
+    """32k distinct roots: about 1.5x the yardstick (it was 36x, and 100k
+    roots took minutes: every root recomputed whole columns and rescanned
+    every interrupt subtree). CPU time, so a busy machine does not fail it."""
+    n = 32000
+    sheet, yardstick = _balance_cpu_seconds(tmp_path, n), _yardstick_cpu_seconds(n)
+    assert sheet < 6 * yardstick, (sheet, yardstick)
