@@ -55,7 +55,8 @@ using calibration.json (ftflame calibrate) or an in-trace estimate: docs/overhea
 output (-o OUT): a regular file is written beside OUT, then renamed over it (never
 half-written; a new file gets 0666 minus the umask, a replaced one keeps its mode);
 a device, FIFO or terminal is written in place; a symbolic link is replaced by the
-report, never written through; an OUT that is one of the inputs is refused.
+report, never written through (a link to a device, FIFO or terminal, e.g. /dev/stdout,
+is refused: use '-'); an OUT that is one of the inputs is refused.
 """
 
 

@@ -10,7 +10,9 @@ The rules for `-o OUT` (README "Outputs", `ftflame report --help`):
     terminal) is written in place: renaming over it would replace the node.
   * a symbolic link is replaced by the report; what it points to is never
     written through (root following a link planted in a shared directory is
-    the classic way to clobber a system file).
+    the classic way to clobber a system file). A link to a device, FIFO or
+    terminal (/dev/stdout) is refused: replacing it would break the system's
+    link, following it could write onto a disk.
   * an output that is one of the command's inputs is refused.
 Imported by the CLI and by calibration.py; it imports nothing of ftflame's
 but errors, so it sits below both.
@@ -125,7 +127,9 @@ def write_atomic(path: str, data: Data) -> Optional[int]:
         raise InputError(path, f"cannot write: {e.strerror}") from None
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise InputError(path, "is a directory", "give a file name")
-    if st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISLNK(st.st_mode):
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        _refuse_link_to_a_node(path)
+    elif st is not None and not stat.S_ISREG(st.st_mode):
         _write_in_place(path, st, data)
         return None
     directory = os.path.dirname(os.path.abspath(path))
@@ -155,6 +159,16 @@ def write_atomic(path: str, data: Data) -> Optional[int]:
         if isinstance(e, OSError) and not isinstance(e, BrokenPipeError):
             raise _cannot_write(path, e) from None
         raise
+
+
+def _refuse_link_to_a_node(path: str) -> None:
+    try:
+        target = os.stat(path)
+    except OSError:
+        return  # dangling or a loop: the link is replaced
+    if not stat.S_ISREG(target.st_mode):
+        raise InputError(path, "is a symbolic link to a device, FIFO, terminal or directory: "
+                         "not followed, not replaced", "give the node itself, or '-' for stdout")
 
 
 def _write_in_place(path: str, st: os.stat_result, data: Data) -> None:

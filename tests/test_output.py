@@ -76,6 +76,19 @@ def test_symlink_target_is_replaced_and_what_it_points_to_untouched(tmp_path):
     assert victim.read_text() == "keep me\n"
 
 
+def test_symlink_to_a_fifo_is_refused_and_left_alone(tmp_path):
+    """Like /dev/stdout as root: replacing the link would break it, and
+    following links to nodes could write onto a disk."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    link = tmp_path / "stdout"
+    link.symlink_to(fifo)
+    proc = run("report", SAMPLE, "-o", str(link), "-F", "txt", timeout=60)
+    assert proc.returncode == 2 and "symbolic link" in proc.stderr, proc.stderr
+    assert os.path.islink(link) and os.readlink(link) == str(fifo)
+    assert temp_files(tmp_path) == []
+
+
 def test_help_and_readme_state_the_rule():
     helptext = run("report", "--help").stdout
     readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
