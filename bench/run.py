@@ -11,7 +11,11 @@ and peak RSS of
 Runs are interleaved and repeated; the table shows the best run and the
 ratios (machines here are noisy: compare within one run, not across runs).
 
-usage: bench/run.py [--reps N] [TRACE.dat ...]
+A second table times `ftflame report` on a generated text trace with many
+distinct root functions (--roots, 100k by default; 0: none), the shape that
+once made the balance sheet quadratic; the budget is 5 s.
+
+usage: bench/run.py [--reps N] [--roots N] [TRACE.dat ...]
 """
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ DEFAULT_TRACES = [
 ]
 BARE = os.path.join(ROOT, "bench", "bare_iter")
 PY = sys.executable
+ROOTS_BUDGET_S = 5.0
 
 
 def build_bare() -> None:
@@ -60,9 +65,32 @@ def events_in(trace: str) -> int:
     return int(out.split()[0])
 
 
+def distinct_roots_trace(directory: str, n: int) -> str:
+    """A function_graph text trace of n leaf calls, each a root function of
+    its own (f_0 ... f_n-1), on one CPU."""
+    path = os.path.join(directory, f"roots-{n}.txt")
+    with open(path, "w") as f:
+        f.write("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
+                "# |     |   |                     |   |   |   |\n")
+        f.writelines(f" 0)   {1 + i % 997}.000 us    |  f_{i}();\n" for i in range(n))
+    return path
+
+
+def roots_rows(tmp: str, n: int, reps: int) -> list:
+    """(format, wall, CPU, RSS) of the best run of each report of the trace."""
+    trace = distinct_roots_trace(tmp, n)
+    rows = []
+    for fmt in ("json", "txt"):
+        cmd = [PY, "-m", "ftflame.cli", "report", "-q", trace, "-o", os.path.join(tmp, f"roots.{fmt}")]
+        rows.append((fmt, *min(measure(cmd) for _ in range(reps))))
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--roots", type=int, default=100_000,
+                    help="distinct root functions of the generated text trace (0: no such row)")
     ap.add_argument("traces", nargs="*", default=DEFAULT_TRACES)
     args = ap.parse_args()
     if not shutil.which("trace-cmd"):
@@ -103,6 +131,13 @@ def main() -> int:
     print("|---|---|---|---:|---:|---:|---:|---:|")
     for trace, size, name, wall, cpu, rss, vs_bare, speedup in rows:
         print(f"| {trace} | {size} | {name} | {wall:.2f} | {cpu:.2f} | {rss:.0f} | {vs_bare:.2f} | {speedup:.1f} |")
+    if args.roots:
+        print()
+        print(f"| text trace | command | wall s | CPU s | peak RSS MiB | within {ROOTS_BUDGET_S:g} s |")
+        print("|---|---|---:|---:|---:|---|")
+        for fmt, wall, rss, cpu in roots_rows(tmp, args.roots, args.reps):
+            print(f"| {args.roots:,} distinct root functions | ftflame report --format {fmt} | "
+                  f"{wall:.2f} | {cpu:.2f} | {rss:.0f} | {'yes' if wall < ROOTS_BUDGET_S else 'NO'} |")
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

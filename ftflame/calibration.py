@@ -29,6 +29,7 @@ from typing import Optional
 import numpy as np
 
 from ftflame.errors import InputError
+from ftflame.output import write_atomic
 from ftflame.rundir import CALIBRATION_FILE, CALIBRATION_TRACES
 from ftflame.profile import NODE_IRQ, SAMPLE_GAP, SAMPLE_IRQ, Calibration, Profile, hist_lower, hist_upper
 
@@ -394,8 +395,6 @@ def estimate_in_trace(p: Profile, context: str = "task") -> Optional[Calibration
 # ---- calibration.json ------------------------------------------------------------
 
 def write(path: str, cal: dict) -> str:
-    from ftflame.cli import write_atomic
-
     text = json.dumps(cal, indent=2, sort_keys=False) + "\n"
     write_atomic(path, text)
     return text

@@ -10,7 +10,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 
 # numpy's OpenBLAS starts one spinning thread per core at import; ftflame
 # does no linear algebra, and on a small machine those threads take CPU from
@@ -19,6 +18,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from ftflame import __version__  # noqa: E402
 from ftflame.errors import InputError  # noqa: E402
+from ftflame.output import (Progress, Terminated, refuse_input_as_output,  # noqa: E402,F401
+                            terminating_signals_raise, write_atomic, write_stdout)
 
 REPORT_EPILOG = """\
 examples:
@@ -50,6 +51,12 @@ Raw figures include the tracer's own hook cost (about 1 us per traced call on a 
 corrected ones (*, *_corr_ns) take it out, with interrupt subtrees and off-CPU time,
 using calibration.json (ftflame calibrate) or an in-trace estimate: docs/overhead.md.
   ftflame report run1/ --baseline base.dat   balance sheet against a root-only recording
+
+output (-o OUT): a regular file is written beside OUT, then renamed over it (never
+half-written; a new file gets 0666 minus the umask, a replaced one keeps its mode);
+a device, FIFO or terminal is written in place; a symbolic link is replaced by the
+report, never written through (a link to a device, FIFO or terminal, e.g. /dev/stdout,
+is refused: use '-'); an OUT that is one of the inputs is refused.
 """
 
 
@@ -189,92 +196,6 @@ def choose_format(output, fmt) -> str:
     return found
 
 
-class Progress:
-    """A progress bar on stderr, only when stderr is a terminal (never in CI
-    logs or pipes). The total is estimated from the file size (events are
-    about 11 bytes each in a zstd/zlib-compressed trace.dat, 40 otherwise),
-    so the bar never claims 100% before the end and says "~"."""
-
-    WIDTH = 24
-
-    def __init__(self, label: str, enabled: bool, path: str = ""):
-        self.label = label
-        self.enabled = enabled and sys.stderr.isatty()
-        self.start = time.monotonic()
-        self.shown = False
-        self.estimate = _estimate_events(path) if (path and self.enabled) else 0
-
-    def __call__(self, events: int) -> None:
-        if not self.enabled:
-            return
-        dt = max(time.monotonic() - self.start, 1e-6)
-        rate = f"{events / 1e6:.1f} M events ({events / dt / 1e6:.1f} M/s)"
-        if self.estimate:
-            frac = min(events / self.estimate, 0.99)
-            fill = int(frac * self.WIDTH)
-            bar = f"[{'#' * fill}{'.' * (self.WIDTH - fill)}] ~{frac * 100:3.0f}% "
-        else:
-            bar = ""
-        sys.stderr.write(f"\r\033[K{self.label} {bar}{rate}")
-        sys.stderr.flush()
-        self.shown = True
-
-    def stage(self, text: str) -> None:
-        """A one-line note for a later stage (e.g. rendering), same rules."""
-        if not self.enabled:
-            return
-        sys.stderr.write(f"\r\033[K{text}")
-        sys.stderr.flush()
-        self.shown = True
-
-    def done(self) -> None:
-        if self.shown:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
-            self.shown = False
-
-
-def _estimate_events(path: str) -> int:
-    try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as f:
-            head = f.read(64)
-    except OSError:
-        return 0
-    compressed = b"zstd" in head or b"zlib" in head
-    return size // (11 if compressed else 40)
-
-
-def write_atomic(path: str, data) -> None:
-    """Write data (a str, or a function writing into a binary file) to a
-    temporary file beside the target, then rename: a reader never sees a
-    half-written report, and a failure leaves nothing behind."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise InputError(path, "output directory does not exist")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".ftflame-", dir=directory)
-    except OSError as e:
-        raise InputError(path, f"cannot write: {e.strerror}", "check the directory's permissions") from None
-    try:
-        # binary: a text-mode write of 75 MB of JSON costs 4x more
-        with os.fdopen(fd, "wb") as f:
-            if callable(data):
-                data(f)
-            else:
-                f.write(data.encode("utf-8"))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError) and not isinstance(e, BrokenPipeError):
-            raise InputError(path, f"cannot write: {e.strerror or e}", "nothing was written") from None
-        raise
-
-
 def cmd_report(args) -> int:
     from ftflame import parse
     from ftflame.report import RENDERERS
@@ -290,6 +211,7 @@ def cmd_report(args) -> int:
     if args.open and fmt not in OPENABLE:
         raise InputError(output, "--open shows an HTML or SVG report", "write .html or .svg")
     path = resolve_input(args.input)
+    refuse_input_as_output(output, (path, args.calibration, args.baseline and resolve_input(args.baseline)))
     progress = Progress(f"reading {path}", not args.quiet, path)
     try:
         def imports():  # about 0.1-0.2 s, numpy mostly: while the core reads
@@ -304,21 +226,15 @@ def cmd_report(args) -> int:
             text = RENDERERS[fmt].render(profile, args)
         else:  # rendered straight into the file (JSON: in chunks, as written)
             write = RENDERERS[fmt].write
-            write_atomic(output, lambda f: write(profile, args, f))
+            size = write_atomic(output, lambda f: write(profile, args, f))
     finally:
         progress.done()
     if output in (None, "-"):
-        out = getattr(sys.stdout, "buffer", None)
-        if out is not None:  # as bytes: text mode costs 4x on big reports
-            sys.stdout.flush()
-            out.write(text.encode("utf-8"))
-            out.flush()
-        else:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+        write_stdout(text)
     else:
         if not args.quiet:
-            print(f"ftflame: wrote {output} ({fmt}, {os.path.getsize(output):,} bytes)", file=sys.stderr)
+            wrote = f", {size:,} bytes" if size is not None else ", in place"
+            print(f"ftflame: wrote {output} ({fmt}{wrote})", file=sys.stderr)
         if args.open:
             open_in_browser(output, args.quiet)
     from ftflame.parse.text import NOT_UNDERSTOOD
@@ -396,11 +312,11 @@ def cmd_calibrate(args) -> int:
     for t in traces:
         if not os.path.isfile(t):
             raise InputError(t, "no such file")
+    refuse_input_as_output(out, traces)
     doc = calibration.calibrate_from_traces(*traces)
     text = json.dumps(doc, indent=2) + "\n"
     if out == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        write_stdout(text)
     else:
         write_atomic(out, text)
     if not args.quiet:
@@ -449,13 +365,17 @@ def main(argv=None) -> int:
         ap.print_help()
         return 2
     try:
-        return args.func(args)
+        with terminating_signals_raise():
+            return args.func(args)
     except InputError as e:
         print(f"ftflame: {e.line()}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ftflame: interrupted", file=sys.stderr)
         return 130
+    except Terminated as e:
+        print(f"ftflame: stopped by {e.name}", file=sys.stderr)
+        return 128 + e.signum
     except BrokenPipeError:
         return 0
     except Exception as e:  # an ftflame bug, not bad input

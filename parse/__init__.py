@@ -11,13 +11,11 @@ imported on another thread meanwhile, so that the imports cost no wall time.
 """
 from __future__ import annotations
 
-import os
 import threading
 from typing import Callable, Optional
 
-from ftflame.errors import InputError
-
-from .detect import TRACE_DAT_MAGIC, check_readable
+from .dat import core_read_dat, is_plain_dat
+from .detect import check_readable
 
 __all__ = ["read", "read_meanwhile", "from_core_result", "build_events"]
 
@@ -44,8 +42,8 @@ def read_meanwhile(path: str, meanwhile: Callable[[], None],
     side = _Meanwhile(meanwhile)
     try:
         res = None
-        if path != "-" and _is_plain_dat(path):
-            res = _core_read_dat(path, path, progress)
+        if path != "-" and is_plain_dat(path):
+            res = core_read_dat(path, path, progress)
     finally:
         side.join()
     from . import reading
@@ -72,22 +70,3 @@ class _Meanwhile(threading.Thread):
         super().join(timeout)
         if self.exc is not None:
             raise self.exc
-
-
-def _core_read_dat(path: str, name: str, progress) -> dict:
-    """The C core's read of a trace.dat file; its errors name `name`."""
-    from . import _core  # the extension alone: no numpy
-
-    try:
-        return _core.read_dat(os.fsencode(path), progress=progress)
-    except ValueError as e:
-        raise InputError(name, str(e)) from None
-
-
-def _is_plain_dat(path: str) -> bool:
-    """An uncompressed trace.dat, read by libtracecmd in place."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(TRACE_DAT_MAGIC)) == TRACE_DAT_MAGIC
-    except OSError as e:
-        raise InputError(path, f"cannot read: {e.strerror}") from None

@@ -10,7 +10,8 @@ import numpy as np
 from ftflame.errors import InputError
 from ftflame.profile import NODE_COLUMNS, SAMPLE_COLUMNS, Histograms, Profile, TraceInfo, check_core_columns
 
-from . import _core, _core_read_dat, _is_plain_dat, text
+from . import _core, text
+from .dat import core_read_dat, is_plain_dat
 from .detect import check_readable, classify
 
 __all__ = ["read", "from_core_result", "build_events"]
@@ -23,7 +24,7 @@ def read(path: str, progress: Optional[Callable[[int], None]] = None) -> Profile
     form (tracefs, perf ftrace, trace-cmd report, a mail), plain or gzip/xz/
     zstd-compressed; '-' reads stdin."""
     check_readable(path)
-    if path != "-" and _is_plain_dat(path):
+    if path != "-" and is_plain_dat(path):
         return _read_dat(path, path, "", progress)
     src = text.open_input(path)
     try:
@@ -55,7 +56,7 @@ def read(path: str, progress: Optional[Callable[[int], None]] = None) -> Profile
 
 
 def _read_dat(path: str, name: str, compression: str, progress) -> Profile:
-    return _dat_profile(_core_read_dat(path, name, progress), name, compression)
+    return _dat_profile(core_read_dat(path, name, progress), name, compression)
 
 
 def _dat_profile(res: dict, name: str, compression: str) -> Profile:
@@ -67,6 +68,10 @@ def _dat_profile(res: dict, name: str, compression: str) -> Profile:
         events_per_cpu=dict(meta["events_per_cpu"]), has_sched_switch=meta["has_switch_event"],
         has_retval=meta["has_retval"], has_args=meta["has_args"])
     prof = from_core_result(res, info)
+    if prof.counters["events"] == 0:
+        raise InputError(name, "no events at all in this trace.dat (function_graph or other): "
+                         "the recording is empty",
+                         "was the tracer on and the workload running while trace-cmd recorded?")
     if prof.counters["exits"] == 0:
         raise InputError(name, "no function_graph calls in this trace.dat",
                          "check set_graph_function: did the traced functions run?")

@@ -105,6 +105,11 @@ def anomaly_lines(p: Profile) -> list:
                    "(attributed by depth)")
     if c.get("other_events"):
         out.append(f"{c['other_events']:,} other events passed over")
+    if c.get("duration_cut"):
+        out.append(f"{c['duration_cut']:,} durations too long to sum (over 2^53 ns, or all calls "
+                   "together over 2^61 ns): cut to fit, so sums are lower bounds")
+    if c.get("long_names"):
+        out.append(f"{c['long_names']:,} function names longer than 4096 bytes: cut, ending in '...'")
     out.extend(p.warnings)
     return out
 

@@ -67,6 +67,18 @@ static int funcs_grow(ftf_funcs *f)
 
 uint32_t ftf_funcs_intern(ftf_funcs *f, const char *name, size_t len)
 {
+	char cut[FTF_MAX_NAME + 4];
+	if (len > FTF_MAX_NAME) {
+		/* cut on a UTF-8 character boundary, marked, counted */
+		size_t keep = FTF_MAX_NAME;
+		while (keep > 0 && ((unsigned char)name[keep] & 0xC0) == 0x80)
+			keep--;
+		memcpy(cut, name, keep);
+		memcpy(cut + keep, "...", 4);
+		name = cut;
+		len = keep + 3;
+		f->long_names++;
+	}
 	if ((f->n + 1) * 2 > f->nslots && funcs_grow(f) < 0)
 		return FTF_NONE;
 	uint64_t h = hash_bytes(name, len);
@@ -769,6 +781,20 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 		t->root_irq_roots_at = t->irq_roots;
 }
 
+/* A call's duration as the sums can hold it (FTF_MAX_DURATION_NS): a cut
+ * is counted, never a silent wrap to a negative sum. */
+static uint64_t bounded_dur(ftf_builder *b, uint64_t dur)
+{
+	uint64_t d = dur < FTF_MAX_DURATION_NS ? dur : FTF_MAX_DURATION_NS;
+	uint64_t room = FTF_DURATION_BUDGET_NS - b->dur_total;
+	if (d > room)
+		d = room;
+	if (d != dur)
+		b->c.duration_cut++;
+	b->dur_total += d;
+	return d;
+}
+
 /* Pop the top frame as a completed call of duration dur. */
 static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu, uint64_t calltime)
 {
@@ -923,7 +949,7 @@ static void est_exit(ftf_builder *b, ftf_task *t, const ftf_event *ev, uint64_t 
 
 static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 {
-	uint64_t dur = ev->rettime >= ev->calltime ? ev->rettime - ev->calltime : 0;
+	uint64_t dur = bounded_dur(b, ev->rettime >= ev->calltime ? ev->rettime - ev->calltime : 0);
 	b->c.exits++;
 
 	if (t->have_overrun && ev->overrun > t->overrun) {
@@ -1067,7 +1093,7 @@ void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
 			on_entry(b, t, ev);
 			b->c.entries--;
 			b->c.exits++;
-			uint64_t dur = ev->rettime >= ev->calltime ? ev->rettime - ev->calltime : 0;
+			uint64_t dur = bounded_dur(b, ev->rettime >= ev->calltime ? ev->rettime - ev->calltime : 0);
 			if (t->n)
 				complete_top(b, t, dur, ev->cpu, ev->calltime);
 		}

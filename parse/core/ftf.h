@@ -52,7 +52,12 @@ typedef struct {
 	/* open-addressing map name -> id */
 	uint32_t *slots; /* id+1, 0 = empty */
 	uint32_t nslots;
+	uint64_t long_names; /* names cut to FTF_MAX_NAME bytes */
 } ftf_funcs;
+
+/* A function name longer than this (bytes) is cut and marked "...": no
+ * kernel symbol comes close, and a 50 MB one cost 1.2 GB in the JSON. */
+#define FTF_MAX_NAME 4096
 
 void ftf_funcs_init(ftf_funcs *f);
 void ftf_funcs_free(ftf_funcs *f);
@@ -128,6 +133,13 @@ typedef struct {
 /* node_map keys: (parent+1) << 32 | func, this bit set for irq context */
 #define FTF_NODE_KEY_IRQ 0x80000000u
 
+/* Durations the int64 sums can hold: one call at most 2^53 ns (104 days,
+ * still exact as a JSON number), all calls together at most 2^61 ns, so
+ * that no sum (inclusive, exclusive, children's, interrupts') can wrap.
+ * A duration over either bound is cut to it and counted (duration_cut). */
+#define FTF_MAX_DURATION_NS (1ULL << 53)
+#define FTF_DURATION_BUDGET_NS (1ULL << 61)
+
 /* One sample per completed root call (bottom of a task's stack). */
 typedef struct {
 	uint32_t node;
@@ -168,6 +180,7 @@ typedef struct {
 	uint64_t irq_roots;      /* irq subtrees */
 	uint64_t leaf_events;    /* text leaf lines */
 	uint64_t irq_outside_window; /* irq depth says it hit a push/pop race window */
+	uint64_t duration_cut;   /* durations cut to fit the sums (FTF_MAX_DURATION_NS) */
 	int64_t max_depth;
 	uint64_t first_ts, last_ts;
 } ftf_counters;
@@ -215,6 +228,7 @@ typedef struct {
 	 * interrupts across push/pop windows by calltime; the printed order is
 	 * the truth. Read at each exit. */
 	int text_order;
+	uint64_t dur_total; /* all durations fed so far (FTF_DURATION_BUDGET_NS) */
 	uint32_t nfunc_irq;
 	ftf_task *cur_task; /* the task of the event being fed */
 	/* per CPU: the task whose sched_switch-out came last and which may

@@ -228,6 +228,11 @@ static PyObject *builder_result(ftf_builder *b)
 	C(overrun_growth); C(depth_mismatch); C(migrations); C(gap_calls); C(gap_tree_calls); C(partial_entries);
 	C(irq_roots); C(leaf_events); C(irq_outside_window); C(first_ts); C(last_ts);
 #undef C
+	/* anomalies of hostile or broken input: in the counters when they happened */
+	if (b->c.duration_cut)
+		SET(cnt, "duration_cut", PyLong_FromUnsignedLongLong(b->c.duration_cut));
+	if (b->funcs.long_names)
+		SET(cnt, "long_names", PyLong_FromUnsignedLongLong(b->funcs.long_names));
 	SET(cnt, "max_depth", PyLong_FromLongLong(b->c.max_depth));
 	SET(cnt, "max_cpu", PyLong_FromLong(b->max_cpu));
 	SET(res, "counters", cnt);

@@ -7,10 +7,12 @@
  * address (tep_find_function per record is 3x slower than the iteration).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <trace-cmd.h>
 
@@ -37,6 +39,8 @@ typedef struct {
 	bound_field prev_pid, next_pid;
 } bound_event;
 
+typedef struct quiet_stderr quiet_stderr;
+
 typedef struct {
 	ftf_builder *b;
 	struct tep_handle *tep;
@@ -49,6 +53,7 @@ typedef struct {
 	uint64_t next_progress;
 	int stopped;
 	ftf_dat_meta *meta;
+	quiet_stderr *quiet; /* fd 2 while libtracecmd runs */
 } dat_ctx;
 
 static void bind(struct tep_event *ev, const char *name, bound_field *out)
@@ -210,6 +215,62 @@ static int build_batch(dat_ctx *c, batch *bt)
 	return c->b->oom ? 1 : 0;
 }
 
+/* libtracecmd prints to stderr past its log level (perror's "mmap: Unknown
+ * error -22", "Can not mmap file, will read instead"): while it runs, fd 2
+ * goes to /dev/null and ftflame says what went wrong in one line of its
+ * own. Back for the progress callback (Python's progress bar). Left alone
+ * under FTFLAME_DEBUG and AddressSanitizer, whose reports go to fd 2. */
+struct quiet_stderr {
+	int saved, null; /* -1: not quieted */
+};
+
+static void quiet_begin(quiet_stderr *q)
+{
+	q->saved = q->null = -1;
+#ifndef __SANITIZE_ADDRESS__
+	if (getenv("FTFLAME_DEBUG"))
+		return;
+	q->null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	q->saved = q->null < 0 ? -1 : fcntl(2, F_DUPFD_CLOEXEC, 3);
+	if (q->saved < 0 || dup2(q->null, 2) < 0) {
+		if (q->null >= 0)
+			close(q->null);
+		if (q->saved >= 0)
+			close(q->saved);
+		q->saved = q->null = -1;
+	}
+#endif
+}
+
+static void quiet_pause(quiet_stderr *q)
+{
+	if (q->saved >= 0)
+		dup2(q->saved, 2);
+}
+
+static void quiet_resume(quiet_stderr *q)
+{
+	if (q->saved >= 0)
+		dup2(q->null, 2);
+}
+
+static void quiet_end(quiet_stderr *q)
+{
+	if (q->saved < 0)
+		return;
+	dup2(q->saved, 2);
+	close(q->saved);
+	close(q->null);
+	q->saved = q->null = -1;
+}
+
+/* errno in words; libtracecmd sometimes leaves it negative (-EINVAL),
+ * which strerror calls "Unknown error -22" */
+static const char *errno_words(int e, const char *otherwise)
+{
+	return e ? strerror(e < 0 ? -e : e) : otherwise;
+}
+
 /* Progress every 2^20 events, on the thread that called ftf_read_dat: the
  * callback may run Python, and Ctrl-C reaches Python only on the main
  * thread. Nonzero: stop. */
@@ -218,7 +279,10 @@ static int report_progress(dat_ctx *c, uint64_t events)
 	if (!c->progress || events < c->next_progress)
 		return 0;
 	c->next_progress = events + (1u << 20);
-	if (c->progress(c->progress_ctx, events)) {
+	quiet_pause(c->quiet);
+	int stop = c->progress(c->progress_ctx, events);
+	quiet_resume(c->quiet);
+	if (stop) {
 		c->stopped = 1;
 		return 1;
 	}
@@ -407,9 +471,32 @@ void ftf_close_wait(ftf_closing *cl)
 	free(cl);
 }
 
-int ftf_read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
-		 ftf_progress_fn progress, void *progress_ctx, char *err, size_t errlen,
-		 ftf_closing **closing)
+/* tracecmd_open() in two steps: libtracecmd 3.1 crashes in tracecmd_close()
+ * on a handle whose CPU data it could not set up (a data section not on a
+ * page boundary or past the end of the file), which tracecmd_open() does
+ * itself on that failure. Such a handle is left unclosed (its memory and
+ * fd, once, on the way to exit code 2). */
+static struct tracecmd_input *open_dat(const char *path, char *err, size_t errlen)
+{
+	errno = 0;
+	struct tracecmd_input *h = tracecmd_open_head(path, TRACECMD_FL_LOAD_NO_PLUGINS);
+	if (!h) {
+		snprintf(err, errlen, "libtracecmd could not open it (%s): not a complete trace.dat",
+			 errno_words(errno, "bad or truncated headers"));
+		return NULL;
+	}
+	errno = 0;
+	if (tracecmd_init_data(h) < 0) {
+		snprintf(err, errlen, "libtracecmd could not read its event data (%s): "
+			 "a damaged or truncated trace.dat", errno_words(errno, "bad CPU data sections"));
+		return NULL;
+	}
+	return h;
+}
+
+static int read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
+		    ftf_progress_fn progress, void *progress_ctx, char *err, size_t errlen,
+		    ftf_closing **closing, quiet_stderr *quiet)
 {
 	if (closing)
 		*closing = NULL;
@@ -421,15 +508,12 @@ int ftf_read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
 	c.progress = progress;
 	c.progress_ctx = progress_ctx;
 	c.next_progress = 1u << 20;
+	c.quiet = quiet;
 
 	tracecmd_set_loglevel(TEP_LOG_NONE);
-	errno = 0;
-	struct tracecmd_input *h = tracecmd_open(path, TRACECMD_FL_LOAD_NO_PLUGINS);
-	if (!h) {
-		snprintf(err, errlen, "libtracecmd could not open it (%s): not a complete trace.dat",
-			 errno ? strerror(errno) : "bad or truncated headers");
+	struct tracecmd_input *h = open_dat(path, err, errlen);
+	if (!h)
 		return -1;
-	}
 	struct tep_handle *tep = tracecmd_get_tep(h);
 	tep_set_loglevel(TEP_LOG_NONE);
 	c.tep = tep;
@@ -510,4 +594,15 @@ int ftf_read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
 		return -1;
 	}
 	return 0;
+}
+
+int ftf_read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
+		 ftf_progress_fn progress, void *progress_ctx, char *err, size_t errlen,
+		 ftf_closing **closing)
+{
+	quiet_stderr quiet;
+	quiet_begin(&quiet);
+	int rc = read_dat(path, b, meta, progress, progress_ctx, err, errlen, closing, &quiet);
+	quiet_end(&quiet);
+	return rc;
 }

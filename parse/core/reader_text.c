@@ -271,7 +271,9 @@ static int parse_duration(const char *p, const char *e, uint64_t *ns)
 	uint64_t fns = frac * unit;
 	for (int i = 0; i < nf; i++)
 		fns /= 10;
-	*ns = ip * unit + fns;
+	/* past 2^64 ns: the largest, which the builder cuts and counts */
+	if (__builtin_mul_overflow(ip, unit, ns) || __builtin_add_overflow(*ns, fns, ns))
+		*ns = UINT64_MAX;
 	return 1;
 }
 
@@ -1133,7 +1135,8 @@ static void handle(ftf_text *t, rec *r)
 		ev.func = func;
 		ev.depth = depth;
 		ev.calltime = ev.ts;
-		ev.rettime = ev.ts + r->dur;
+		if (__builtin_add_overflow(ev.ts, r->dur, &ev.rettime))
+			ev.rettime = UINT64_MAX; /* cut and counted by the builder */
 		t->st.leaf_lines++;
 		emit(t, &ev);
 		return;

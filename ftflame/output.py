@@ -1,0 +1,268 @@
+"""Where reports go: files written safely (ftflame runs as root on NFS
+servers), stdout, terminating signals, and the progress line on stderr.
+
+The rules for `-o OUT` (README "Outputs", `ftflame report --help`):
+  * a new or regular file is written to a temporary file beside it, then
+    renamed over it: a reader never sees half a report, a failure or a
+    terminating signal leaves nothing behind. A new file gets 0666 minus the
+    umask; a replaced file keeps its mode.
+  * an existing file that is not a regular file (a device, a FIFO, a
+    terminal) is written in place: renaming over it would replace the node.
+  * a symbolic link is replaced by the report; what it points to is never
+    written through (root following a link planted in a shared directory is
+    the classic way to clobber a system file). A link to a device, FIFO or
+    terminal (/dev/stdout) is refused: replacing it would break the system's
+    link, following it could write onto a disk.
+  * an output that is one of the command's inputs is refused.
+Imported by the CLI and by calibration.py; it imports nothing of ftflame's
+but errors, so it sits below both.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import stat
+import sys
+import tempfile
+import time
+from typing import Callable, Iterable, Optional, Union
+
+from ftflame.errors import InputError
+
+TEMP_PREFIX = ".ftflame-"
+# the signals that end ftflame: each one's handler raises Terminated, so the
+# same `except BaseException` that cleans up after an error cleans up after it
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+Data = Union[str, Callable]
+
+
+class Terminated(BaseException):
+    """A terminating signal (SIGTERM, SIGHUP) arrived; exit 128 + signum."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated(signum)
+
+
+@contextlib.contextmanager
+def terminating_signals_raise():
+    """SIGTERM and SIGHUP raise Terminated in the main thread while inside
+    (not a signal already ignored, e.g. SIGHUP under nohup); the previous
+    handlers come back after."""
+    previous = {}
+    for s in TERMINATING:
+        old = signal.getsignal(s)
+        if old is not signal.SIG_IGN:
+            previous[s] = signal.signal(s, _raise_terminated)
+    try:
+        yield
+    finally:
+        for s, old in previous.items():
+            signal.signal(s, old)
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def refuse_input_as_output(output: Optional[str], inputs: Iterable[Optional[str]]) -> None:
+    """InputError when writing `output` would destroy one of `inputs` (the
+    same file, by device and inode: another name or a hard link included).
+    An output that is a symbolic link is replaced, not written through, so
+    a link to an input is no danger."""
+    if output in (None, "-"):
+        return
+    try:
+        out = os.lstat(output)
+    except OSError:
+        return  # not there yet (or unreadable: write_atomic says so)
+    if stat.S_ISLNK(out.st_mode):
+        return
+    for path in inputs:
+        if path in (None, "-"):
+            continue
+        try:
+            if _same_file(os.stat(path), out):
+                raise InputError(output, f"is the input {path}: writing would destroy it",
+                                 "give another output file")
+        except OSError:
+            continue
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _fill(f, data: Data) -> None:
+    if callable(data):
+        data(f)
+    else:  # binary: a text-mode write of 75 MB of JSON costs 4x more
+        f.write(data.encode("utf-8"))
+
+
+def _cannot_write(path: str, e: OSError) -> InputError:
+    return InputError(path, f"cannot write: {e.strerror or e}", "nothing was written")
+
+
+def write_atomic(path: str, data: Data) -> Optional[int]:
+    """Write data (a str, or a function writing into a binary file) to path
+    by the rules in this module's docstring. Returns the bytes written to a
+    regular file, None for a node written in place."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise InputError(path, f"cannot write: {e.strerror}") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise InputError(path, "is a directory", "give a file name")
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        _refuse_link_to_a_node(path)
+    elif st is not None and not stat.S_ISREG(st.st_mode):
+        _write_in_place(path, st, data)
+        return None
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise InputError(path, "output directory does not exist")
+    mode = stat.S_IMODE(st.st_mode) if st is not None and stat.S_ISREG(st.st_mode) else 0o666 & ~_umask()
+    # signals held from the temporary file's creation to the `try` that
+    # removes it: a SIGTERM in between would leave it behind
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, (*TERMINATING, signal.SIGINT))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
+    except OSError as e:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        raise InputError(path, f"cannot write: {e.strerror}", "check the directory's permissions") from None
+    try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        with os.fdopen(fd, "wb") as f:
+            _fill(f, data)
+            f.flush()
+            os.fchmod(f.fileno(), mode)
+            size = os.fstat(f.fileno()).st_size
+        os.replace(tmp, path)
+        return size
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(e, OSError) and not isinstance(e, BrokenPipeError):
+            raise _cannot_write(path, e) from None
+        raise
+
+
+def _refuse_link_to_a_node(path: str) -> None:
+    try:
+        target = os.stat(path)
+    except OSError:
+        return  # dangling or a loop: the link is replaced
+    if not stat.S_ISREG(target.st_mode):
+        raise InputError(path, "is a symbolic link to a device, FIFO, terminal or directory: "
+                         "not followed, not replaced", "give the node itself, or '-' for stdout")
+
+
+def _write_in_place(path: str, st: os.stat_result, data: Data) -> None:
+    """A device, FIFO or terminal: opened as it is (never created, never
+    truncated, never through a link), checked to be the node looked at."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as e:
+        raise InputError(path, f"cannot write: {e.strerror}",
+                         "it is not a regular file: ftflame writes into devices, FIFOs "
+                         "and terminals in place") from None
+    try:
+        if not _same_file(os.fstat(fd), st):
+            raise InputError(path, "changed while being opened", "nothing was written")
+        with os.fdopen(fd, "wb", closefd=False) as f:
+            _fill(f, data)
+    except OSError as e:
+        if isinstance(e, BrokenPipeError):
+            raise
+        raise _cannot_write(path, e) from None
+    finally:
+        os.close(fd)
+
+
+def write_stdout(text: str) -> None:
+    """The report on stdout, as bytes (text mode costs 4x on big reports);
+    a failed write (a full disk) is bad output, not an ftflame bug."""
+    try:
+        out = getattr(sys.stdout, "buffer", None)
+        if out is not None:
+            sys.stdout.flush()
+            out.write(text.encode("utf-8"))
+            out.flush()
+        else:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise InputError("stdout", f"cannot write: {e.strerror or e}",
+                         "the report is incomplete; write it with -o FILE") from None
+
+
+class Progress:
+    """A progress bar on stderr, only when stderr is a terminal (never in CI
+    logs or pipes). The total is estimated from the file size (events are
+    about 11 bytes each in a zstd/zlib-compressed trace.dat, 40 otherwise),
+    so the bar never claims 100% before the end and says "~"."""
+
+    WIDTH = 24
+
+    def __init__(self, label: str, enabled: bool, path: str = ""):
+        self.label = label
+        self.enabled = enabled and sys.stderr.isatty()
+        self.start = time.monotonic()
+        self.shown = False
+        self.estimate = _estimate_events(path) if (path and self.enabled) else 0
+
+    def __call__(self, events: int) -> None:
+        if not self.enabled:
+            return
+        dt = max(time.monotonic() - self.start, 1e-6)
+        rate = f"{events / 1e6:.1f} M events ({events / dt / 1e6:.1f} M/s)"
+        if self.estimate:
+            frac = min(events / self.estimate, 0.99)
+            fill = int(frac * self.WIDTH)
+            bar = f"[{'#' * fill}{'.' * (self.WIDTH - fill)}] ~{frac * 100:3.0f}% "
+        else:
+            bar = ""
+        sys.stderr.write(f"\r\033[K{self.label} {bar}{rate}")
+        sys.stderr.flush()
+        self.shown = True
+
+    def stage(self, text: str) -> None:
+        """A one-line note for a later stage (e.g. rendering), same rules."""
+        if not self.enabled:
+            return
+        sys.stderr.write(f"\r\033[K{text}")
+        sys.stderr.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+            self.shown = False
+
+
+def _estimate_events(path: str) -> int:
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError:
+        return 0
+    compressed = b"zstd" in head or b"zlib" in head
+    return size // (11 if compressed else 40)

@@ -1,0 +1,52 @@
+"""Damaged and empty trace.dat files (issue 13 item 6): one line in
+ftflame's words, errno in words, nothing of libtracecmd's own on stderr,
+and no crash. Each file is the bundled sample with its one CPU data
+section's (offset, size) pair changed."""
+from __future__ import annotations
+
+import struct
+import subprocess
+import sys
+
+import pytest
+
+from conftest import SAMPLE
+
+FTFLAME = [sys.executable, "-m", "ftflame.cli"]
+# the sample's CPU 0 data section (`trace-cmd dump --flyrecord`)
+SECTION = (1048576, 554813)
+
+
+def with_section(tmp_path, name, offset, size) -> str:
+    data = bytearray(open(SAMPLE, "rb").read())
+    at = data.find(struct.pack("<QQ", *SECTION))
+    assert at > 0, "the sample's data section entry moved: update SECTION"
+    data[at:at + 16] = struct.pack("<QQ", offset, size)
+    path = tmp_path / name
+    path.write_bytes(data)
+    return str(path)
+
+
+def one_line_error(path) -> str:
+    proc = subprocess.run([*FTFLAME, "report", path], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"ftflame: {path}: ")
+    assert "Unknown error" not in lines[0]
+    return lines[0]
+
+
+def test_zero_events_says_the_recording_is_empty(tmp_path):
+    line = one_line_error(with_section(tmp_path, "empty.dat", SECTION[0], 0))
+    assert "no events at all" in line and "memory" not in line
+
+
+@pytest.mark.parametrize("name,offset,size,words", [
+    # libtracecmd 3.1 crashed (SIGSEGV in tracecmd_close) on both
+    ("unaligned.dat", SECTION[0] + 1, SECTION[1], "could not read its event data"),
+    ("past-the-end.dat", SECTION[0], SECTION[1] * 4, "(Invalid argument)"),
+])
+def test_damaged_data_section_is_one_line_not_a_crash(tmp_path, name, offset, size, words):
+    line = one_line_error(with_section(tmp_path, name, offset, size))
+    assert words in line and "damaged or truncated trace.dat" in line

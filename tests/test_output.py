@@ -1,0 +1,244 @@
+"""Outputs safe as root (issue 13 items 1-5): what `-o` does to devices,
+FIFOs, links, the input itself, modes and a full stdout; terminating
+signals leave no temporary file; the package imports without cycles."""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import ROOT, SAMPLE, fixture
+
+FTFLAME = [sys.executable, "-m", "ftflame.cli"]
+BIG = fixture("k6.1/s14-v3-write-big/trace.dat")
+# the package's folders and the module name each stands for (pyproject's package-dir)
+PACKAGES = {"ftflame": "ftflame", "parse": "ftflame.parse", "report": "ftflame.report"}
+
+
+def run(*args, **kw):
+    return subprocess.run([*FTFLAME, *args], capture_output=True, text=True, **kw)
+
+
+def temp_files(directory) -> list:
+    return [f for f in os.listdir(directory) if f.startswith(".ftflame-")]
+
+
+def mknod_or_skip(path, kind, major=1, minor=3):
+    """A node made by the test (never the system's /dev/null)."""
+    try:
+        os.mknod(path, kind | 0o666, os.makedev(major, minor))
+    except PermissionError:
+        pytest.skip("making a device node needs root (CI runs the tests as root)")
+
+
+# ---- item 1: devices, FIFOs, terminals are written in place; links replaced ----------
+
+def test_device_node_target_is_written_in_place_not_replaced(tmp_path):
+    null = tmp_path / "null"
+    mknod_or_skip(str(null), stat.S_IFCHR, 1, 3)
+    proc = run("report", SAMPLE, "-o", str(null), "-F", "txt")
+    assert proc.returncode == 0, proc.stderr
+    assert stat.S_ISCHR(os.lstat(null).st_mode) and os.lstat(null).st_rdev == os.makedev(1, 3)
+    assert "in place" in proc.stderr
+    assert temp_files(tmp_path) == []
+
+
+def test_fifo_target_gets_the_report_in_place(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+    reader.start()
+    proc = run("report", SAMPLE, "-o", str(fifo), "-F", "txt", timeout=60)
+    reader.join(10)
+    assert proc.returncode == 0, proc.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert got and got[0].startswith(b"ftflame report:")
+    assert temp_files(tmp_path) == []
+
+
+def test_symlink_target_is_replaced_and_what_it_points_to_untouched(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep me\n")
+    link = tmp_path / "r.txt"
+    link.symlink_to(victim)
+    proc = run("report", SAMPLE, "-o", str(link))
+    assert proc.returncode == 0, proc.stderr
+    assert not os.path.islink(link) and link.read_text().startswith("ftflame report:")
+    assert victim.read_text() == "keep me\n"
+
+
+def test_symlink_to_a_fifo_is_refused_and_left_alone(tmp_path):
+    """Like /dev/stdout as root: replacing the link would break it, and
+    following links to nodes could write onto a disk."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    link = tmp_path / "stdout"
+    link.symlink_to(fifo)
+    proc = run("report", SAMPLE, "-o", str(link), "-F", "txt", timeout=60)
+    assert proc.returncode == 2 and "symbolic link" in proc.stderr, proc.stderr
+    assert os.path.islink(link) and os.readlink(link) == str(fifo)
+    assert temp_files(tmp_path) == []
+
+
+def test_help_and_readme_state_the_rule():
+    helptext = run("report", "--help").stdout
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    for text in (helptext, readme):
+        flat = " ".join(text.split())
+        assert "in place" in flat and "symbolic link" in flat, flat[:200]
+
+
+# ---- item 2: the output is the input ------------------------------------------------
+
+def test_output_that_is_the_input_is_refused(tmp_path):
+    trace = tmp_path / "same.dat"
+    trace.write_bytes(open(SAMPLE, "rb").read())
+    before = trace.read_bytes()
+    hard = tmp_path / "hard.json"
+    os.link(trace, hard)
+    for out in (trace, hard):
+        proc = run("report", str(trace), "-o", str(out), "-F", "json")
+        assert proc.returncode == 2, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and "is the input" in proc.stderr
+    assert trace.read_bytes() == before
+    assert temp_files(tmp_path) == []
+
+
+def test_calibrate_output_that_is_an_input_is_refused(tmp_path):
+    traces = []
+    for name in ("a.dat", "b.dat", "c.dat"):
+        (tmp_path / name).write_bytes(open(SAMPLE, "rb").read())
+        traces.append(str(tmp_path / name))
+    proc = run("calibrate", "--from-traces", *traces, "-o", traces[2])
+    assert proc.returncode == 2 and "is the input" in proc.stderr, proc.stderr
+    assert open(traces[2], "rb").read() == open(SAMPLE, "rb").read()
+
+
+# ---- item 4: modes ------------------------------------------------------------------
+
+def test_new_output_honours_the_umask(tmp_path):
+    out = tmp_path / "r.txt"
+    proc = subprocess.run(["sh", "-c", 'umask 077 && exec "$@"', "sh", *FTFLAME, "report", SAMPLE,
+                           "-o", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
+
+
+def test_replaced_output_keeps_its_mode(tmp_path):
+    out = tmp_path / "r.txt"
+    out.write_text("old\n")
+    os.chmod(out, 0o640)
+    assert run("report", SAMPLE, "-o", str(out)).returncode == 0
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o640
+    assert out.read_text().startswith("ftflame report:")
+
+
+# ---- item 5: stdout that cannot be written --------------------------------------------
+
+def test_full_stdout_is_one_line_and_exit_2(tmp_path):
+    full = tmp_path / "full"
+    mknod_or_skip(str(full), stat.S_IFCHR, 1, 7)  # the kernel's "full" device
+    with open(full, "wb") as f:
+        proc = subprocess.run([*FTFLAME, "report", SAMPLE], stdout=f, stderr=subprocess.PIPE, text=True)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "stdout" in lines[0] and "No space left" in lines[0], proc.stderr
+    assert "internal error" not in proc.stderr
+
+
+# ---- item 3: terminating signals mid-write ---------------------------------------------
+
+@pytest.mark.skipif(not os.path.exists(BIG), reason="needs the shared fixture k6.1/s14-v3-write-big "
+                    "(set FTFLAME_SHARED to the shared/ folder)")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_signal_during_the_write_leaves_no_temporary_file(tmp_path, sig):
+    """A real report of the big trace to JSON (75 MB), signalled once its
+    temporary file exists: it goes, and so does the report."""
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen([*FTFLAME, "report", BIG, "-o", str(out)], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not temp_files(tmp_path) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if proc.poll() is not None:
+        pytest.skip("the report finished before its temporary file was seen")
+    proc.send_signal(sig)
+    err = proc.communicate(timeout=120)[1]
+    if proc.returncode == 0:
+        pytest.skip("the report finished before the signal")
+    assert proc.returncode == (130 if sig == signal.SIGINT else 128 + sig), err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert os.listdir(tmp_path) == []
+
+
+# ---- issue 12: no import cycle ---------------------------------------------------------------
+
+def _modules() -> dict:
+    """Module name -> its source file, for every module of the package."""
+    out = {}
+    for folder, package in PACKAGES.items():
+        for name in os.listdir(os.path.join(ROOT, folder)):
+            if name.endswith(".py"):
+                mod = package if name == "__init__.py" else f"{package}.{name[:-3]}"
+                out[mod] = os.path.join(ROOT, folder, name)
+    return out
+
+
+def _is_module(name: str) -> bool:
+    """`from package import name` names a module (the C core's _core
+    included), not something defined in the package's __init__."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:
+        return False
+
+
+def _imports(module: str, path: str, known: dict) -> set:
+    """The package's modules that `module` imports, at any level of its code."""
+    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    is_package = path.endswith("__init__.py")
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = module.split(".")[: len(module.split(".")) - node.level + (1 if is_package else 0)]
+                base = ".".join(parts + ([base] if base else []))
+            names = [f"{base}.{a.name}" if _is_module(f"{base}.{a.name}") else base for a in node.names]
+        else:
+            continue
+        found.update(n for n in names if n in known and n != module)
+    return found
+
+
+def test_no_import_cycle_in_the_package():
+    known = _modules()
+    graph = {m: _imports(m, p, known) for m, p in known.items()}
+    assert graph["ftflame.cli"], "the walk found no imports: it is broken"
+    state, stack = {}, []
+
+    def visit(m):
+        state[m] = "open"
+        stack.append(m)
+        for n in sorted(graph[m]):
+            if state.get(n) == "open":
+                cycle = stack[stack.index(n):] + [n]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if n not in state:
+                visit(n)
+        stack.pop()
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
