@@ -50,34 +50,11 @@ def corrected_objects(raw_objs, corr_sums, corr_calls, applied: bool, exact=None
 
 
 def exact_corrected_values(p: Profile):
-    """Per-call corrected inclusive times where they are known: the root
-    calls. Returns (per node row, per function index of p.functions), each
-    a dict row -> array of the clean calls' corrected durations."""
-    from ftflame.profile import SAMPLE_GAP
+    """Per-call corrected inclusive times where they are known (root calls):
+    ftflame.corrections.exact_values."""
+    from ftflame.corrections import exact_values
 
-    c = p.corrected
-    if c is None or len(p.samples) == 0:
-        return {}, {}
-    ok = (p.scol("flags") & SAMPLE_GAP) == 0
-    node = p.scol("node")[ok]
-    dur = c.sample_dur[ok]
-    by_node = {}
-    order = np.argsort(node, kind="stable")
-    node, dur = node[order], dur[order]
-    bounds = np.flatnonzero(np.diff(node)) + 1
-    for part_n, part_d in zip(np.split(node, bounds), np.split(dur, bounds)):
-        if len(part_n):
-            by_node[int(part_n[0])] = part_d
-    by_func = {}
-    ft = p.functions
-    index = {int(f): i for i, f in enumerate(ft.func_ids.tolist())}
-    func = p.col("func")
-    for r, vals in by_node.items():
-        i = index.get(int(func[r]))
-        if i is not None:
-            by_func.setdefault(i, []).append(vals)
-    by_func = {i: np.concatenate(v) for i, v in by_func.items()}
-    return by_node, by_func
+    return exact_values(p)
 
 
 def node_flags(flags: int) -> list:
