@@ -158,6 +158,32 @@ def samples_data(p: Profile) -> dict:
 
 
 # ---- the function table --------------------------------------------------------
+def _round1(a) -> list:
+    """Values as the JSON writes them (0.1 ns)."""
+    return [round(x, 1) for x in np.asarray(a, dtype=np.float64).tolist()]
+
+
+def _means(sums, calls) -> list:
+    """Raw means as the JSON writes them (0.1 ns; 0 without calls)."""
+    return [round(s / c, 1) if c else 0.0 for s, c in zip(np.asarray(sums).tolist(), np.asarray(calls).tolist())]
+
+
+def corrected_stats_data(p: Profile, level: str, rows: np.ndarray) -> dict:
+    """The corrected inclusive statistics of `rows` (of p.functions or of the
+    node table), as in the JSON's incl_corr_ns: the page prints them and
+    computes none. `approx` lists the positions whose min, max and
+    percentiles are estimates (docs/overhead.md)."""
+    stats = p.corrected_stats
+    if stats is None:  # a calibration without corrected sums: raw figures
+        return {}
+    cols, approx, _, _ = stats[level, "incl"]
+    rows = np.asarray(rows, dtype=np.int64)
+    out = {name: _round1(cols[k][rows]) for k, name in enumerate(("sum", "min", "max", "mean", "p50", "p90", "p99"))
+           if name != "sum"}
+    out["approx"] = np.flatnonzero(approx[rows] != 0).tolist()
+    return out
+
+
 def functions_data(p: Profile) -> dict:
     ft = p.functions
     applied = p.calibration.applied
@@ -173,10 +199,12 @@ def functions_data(p: Profile) -> dict:
         "irq": ft.irq.tolist(), "off": ft.offcpu.tolist(), "gap": ft.gap_calls.tolist(),
         "hist": hists, "hist_edges": coarse_edges(top),
     }
+    d["mean"] = _means(ft.incl, ft.calls)
     if applied:
         d["inclc"] = _ints(ft.incl_corr)
         d["exclc"] = _ints(ft.excl_corr)
         d["callsc"] = ft.calls_corr.tolist()
+        d["corr"] = corrected_stats_data(p, "functions", np.arange(len(ft)))
         # the correction took more than half of the raw time (DESIGN.md)
         raw = np.maximum(ft.incl, 1)
         d["bigcorr"] = np.flatnonzero((ft.incl - ft.incl_corr) > CORRECTION_WARN_FRACTION * raw).tolist()
@@ -213,6 +241,13 @@ def flame_data(p: Profile, tree: flametree.FlameTree) -> dict:
             callsc[real] = cc[node[real]]
         d.update({"inclc": _ints(tree.incl_corr), "exclc": _ints(tree.excl_corr),
                   "callsc": callsc.tolist()})
+        # corrected p50/p99 of the real frames (synthetic ones have none)
+        st = corrected_stats_data(p, "nodes", np.where(real, node, 0)) if p.nrows else {}
+        if st:
+            approx = set(st["approx"])
+            d["corr"] = {"p50": [v if ok else 0 for v, ok in zip(st["p50"], real.tolist())],
+                         "p99": [v if ok else 0 for v, ok in zip(st["p99"], real.tolist())],
+                         "approx": [i for i in range(len(node)) if real[i] and i in approx]}
     return d
 
 

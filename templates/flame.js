@@ -4,7 +4,8 @@ FT.flame = (function () {
   var D = FT.data.flame, funcs = FT.data.funcs, PARTIAL = FT.data.partial_flag;
   var N = D.depth.length, ROW = 17, PAD = 2, MINPX = 0.35;
   var depth = D.depth, parent = new Int32Array(N), end = new Int32Array(N), kind = new Uint8Array(N);
-  var nsmall = {}, maxDepth = 0, i, stack = [];
+  var nsmall = {}, maxDepth = 0, i, stack = [], approx = {};
+  if (D.corr) D.corr.approx.forEach(function (j) { approx[j] = 1; });
   for (i = 0; i < N; i++) {
     while (stack.length > depth[i]) stack.pop();
     parent[i] = i ? stack[stack.length - 1] : -1;
@@ -214,11 +215,13 @@ FT.flame = (function () {
       row("inclusive", D.incl[j], D.inclc ? D.inclc[j] : D.incl[j], FT.time);
       if (kind[j] === 1) row("self", D.excl[j], D.exclc ? D.exclc[j] : D.excl[j], FT.time);
       if (kind[j] === 1 && D.calls[j]) {
-        var shift = both ? D.incl[j] / D.calls[j] - (D.callsc[j] ? D.inclc[j] / D.callsc[j] : 0) : 0;
-        row("p50", D.p50[j], Math.max(D.p50[j] - shift, 0), FT.time);
-        row("p99", D.p99[j], Math.max(D.p99[j] - shift, 0), FT.time);
+        /* corrected percentiles as computed beside the Profile (JSON incl_corr_ns) */
+        var mark = both && approx[j] ? "\u2248" : "";
+        rows.push(both ? ["p50", FT.time(D.p50[j]), D.corr ? mark + FT.time(D.corr.p50[j]) : "\u2013"] : ["p50", FT.time(D.p50[j])]);
+        rows.push(both ? ["p99", FT.time(D.p99[j]), D.corr ? mark + FT.time(D.corr.p99[j]) : "\u2013"] : ["p99", FT.time(D.p99[j])]);
       }
       t.appendChild(FT.tipTable(rows));
+      if (both && approx[j] && kind[j] === 1) t.appendChild(FT.el("div", { class: "hint" }, "\u2248 estimate: " + FT.APPROX_NOTE));
       var W = L.W;
       t.appendChild(FT.el("div", { class: "hint" }, FT.pct(100 * W[j] / (W[0] || 1)) + " of all " + FT.modeLabel() + " time" +
         (zoom ? ", " + FT.pct(100 * W[j] / (W[zoom] || 1)) + " of " + names[zoom] : "")));
