@@ -229,6 +229,12 @@ class Profile:
         return self.samples[:, _SAMPLE_INDEX[name]] if len(self.samples) else np.zeros(0, np.int64)
 
     @property
+    def offcpu_known(self) -> bool:
+        """Whether off-CPU time was measured: sched_switch events were seen
+        (an event format in the file without one event says nothing)."""
+        return int(self.counters.get("switches", 0)) > 0
+
+    @property
     def nrows(self) -> int:
         return len(self.nodes)
 

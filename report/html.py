@@ -196,7 +196,7 @@ def functions_data(p: Profile) -> dict:
         "p50": ft.incl_pct[:, 0].tolist(), "p90": ft.incl_pct[:, 1].tolist(),
         "p99": ft.incl_pct[:, 2].tolist(),
         "xp50": ft.excl_pct[:, 0].tolist(), "xp99": ft.excl_pct[:, 2].tolist(),
-        "irq": ft.irq.tolist(), "off": ft.offcpu.tolist(), "gap": ft.gap_calls.tolist(),
+        "irq": ft.irq.tolist(), "off": ft.offcpu.tolist() if p.offcpu_known else None, "gap": ft.gap_calls.tolist(),
         "hist": hists, "hist_edges": coarse_edges(top),
     }
     d["mean"] = _means(ft.incl, ft.calls)
@@ -257,8 +257,8 @@ def header_data(p: Profile, opts) -> dict:
     options = [
         ("stacks", "per task" if t.per_task else "per CPU"),
         ("irq context from", t.irq_source),
-        ("sched_switch", "recorded: off-CPU time split out" if t.has_sched_switch
-         else "not recorded: off-CPU time stays inside the calls"),
+        ("sched_switch", "recorded: off-CPU time split out" if p.offcpu_known
+         else "no sched_switch events: off-CPU time unknown, it stays inside the calls"),
         ("funcgraph-retval", "yes" if t.has_retval else "no"),
         ("function args", "yes" if t.has_args else "no"),
     ]

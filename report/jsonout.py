@@ -41,7 +41,7 @@ def trace_object(p: Profile) -> dict:
         "source": t.source, "format": t.format, "kernel": t.kernel, "clock": t.clock,
         "cpus": t.cpus, "tracer_version": t.tracer_version, "file_version": t.file_version,
         "compression": t.compression, "per_task_stacks": t.per_task, "irq_source": t.irq_source,
-        "has_sched_switch": t.has_sched_switch,
+        "has_sched_switch": p.offcpu_known,
         "events": c.get("events", 0), "events_per_cpu": {str(k): v for k, v in t.events_per_cpu.items()},
         "entries": c.get("entries", 0), "exits": c.get("exits", 0),
         "lost_events": c.get("lost_events", 0),
@@ -229,10 +229,15 @@ def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
     for key in ("incl", "excl", "incl_corr", "excl_corr"):
         t.lit(',"%s_ns":' % key)
         t.extend(parts[key])
+    # unowned_child_incl_ns: children's time with no call path of its own
+    # (incl == excl + sum of children's incl + this, checkable per row)
     for key, name in (("irq_ns", "irq"), ("offcpu_ns", "offcpu"), ("descendants", "desc"),
-                      ("gap_calls", "gap_calls")):
+                      ("unowned_child_incl_ns", "unowned_child_incl"), ("gap_calls", "gap_calls")):
         t.lit(',"%s":' % key)
-        t.col("i", col(name))
+        if name == "offcpu" and not p.offcpu_known:
+            t.lit("null")  # no sched_switch events: unknown, not 0
+        else:
+            t.col("i", col(name))
     t.lit(",")
     c = p.corrected
     if c is not None and c.unreliable is not None:
@@ -303,9 +308,13 @@ def functions_json(p: Profile) -> str:
             t.extend(raw[kind])
         else:
             _corr_stats(t, p.corrected_stats["functions", kind], ft.calls_corr, repr_round=True)
-    for key, col in (("irq_ns", ft.irq), ("offcpu_ns", ft.offcpu), ("gap_calls", ft.gap_calls)):
+    for key, col in (("irq_ns", ft.irq), ("offcpu_ns", ft.offcpu if p.offcpu_known else None),
+                     ("gap_calls", ft.gap_calls)):
         t.lit(',"%s":' % key)
-        t.col("i", col)
+        if col is None:
+            t.lit("null")  # no sched_switch events: unknown, not 0
+        else:
+            t.col("i", col)
     ex = corrections.function_extras(p)
     if ex:
         for key, name in (("hook_cost_removed_ns", "overhead"), ("irq_removed_ns", "irq"),
@@ -342,7 +351,10 @@ def root_calls_json(p: Profile) -> str:
     _repr_round(t, np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64))
     for key, name in (("descendants", "desc"), ("irq_ns", "irq"), ("offcpu_ns", "offcpu")):
         t.lit(',"%s":' % key)
-        t.col("i", p.scol(name))
+        if name == "offcpu" and not p.offcpu_known:
+            t.lit("null")
+        else:
+            t.col("i", p.scol(name))
     flags = p.scol("flags")
     idx, triples = _bools(flags & SAMPLE_GAP, flags & SAMPLE_PARTIAL, flags & SAMPLE_IRQ)
     t.col("e", idx, [',"gap":%s,"partial":%s,"irq":%s}' % tr for tr in triples])

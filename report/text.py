@@ -16,6 +16,7 @@ from ftflame.profile import NODE_IRQ_ROOT, Profile
 from .common import anomaly_lines, context_lines, count, max_depth_hint, us
 
 WIDTH = 80
+UNKNOWN = "\u2013"  # a figure the trace does not give (e.g. off-CPU without sched_switch)
 TOP_FUNCTIONS = 40
 TREE_MIN_FRACTION = 0.01  # show paths holding at least 1% of their root's time
 TREE_MAX_LINES = 150
@@ -243,11 +244,9 @@ def balance_lines(p: Profile) -> list:
         rows.append(("+ off-CPU (sched_switch)", b["offcpu_mean_ns"], off_note))
         if b["clamped_mean_ns"]:
             rows.append(("- clamped", b["clamped_mean_ns"], ""))
-        acc = b["accounted_pct"]
-        rows.append(("+ unaccounted", b["unaccounted_mean_ns"],
-                     f"accounted {acc:.1f}%" if acc is not None else ""))
+        rows.append(("+ unaccounted", b["unaccounted_mean_ns"], ""))
         for label, v, note in rows:
-            line = f"  {_clip(label, 36):<36} {us(v, 12)}"
+            line = f"  {_clip(label, 36):<36} {us(v, 12) if v is not None else UNKNOWN.rjust(12)}"
             if note:
                 line += "  " + note
             out.append(_clip(line, WIDTH))
@@ -263,6 +262,8 @@ def balance_lines(p: Profile) -> list:
                                    ("difference (corrected - measured)",
                                     ("+" if diff >= 0 else "-") + us(abs(diff)), f"accounted {acc}")):
                 out.append(_clip(f"  {label:<36} {v:>12}  {note}", WIDTH))
+        else:
+            out.extend(_wrap("  accounted %: " + b["accounted_note"], "    "))
         out.append("")
     return out
 
