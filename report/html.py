@@ -230,6 +230,8 @@ def flame_data(p: Profile, tree: flametree.FlameTree) -> dict:
         "small": [[i, tree.nmerged[i]] for i, k in enumerate(tree.kind) if k == flametree.KIND_SMALL],
         "offcpu": [i for i, k in enumerate(tree.kind) if k == flametree.KIND_OFFCPU],
         "calls": tree.calls, "incl": _ints(tree.incl), "excl": _ints(tree.excl),
+        # layout widths in ns (report/flametree.py): the page draws them as they are
+        "w": _round1(tree.width),
         "p50": p50.tolist(), "p99": p99.tolist(), "flags": tree.flags,
         "threshold_ns": int(tree.threshold_ns), "paths_total": tree.paths_total,
         "paths_shown": tree.paths_shown,
@@ -240,7 +242,7 @@ def flame_data(p: Profile, tree: flametree.FlameTree) -> dict:
         if p.nrows:
             callsc[real] = cc[node[real]]
         d.update({"inclc": _ints(tree.incl_corr), "exclc": _ints(tree.excl_corr),
-                  "callsc": callsc.tolist()})
+                  "callsc": callsc.tolist(), "wc": _round1(tree.width_corr)})
         # corrected p50/p99 of the real frames (synthetic ones have none)
         st = corrected_stats_data(p, "nodes", np.where(real, node, 0)) if p.nrows else {}
         if st:

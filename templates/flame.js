@@ -30,16 +30,13 @@ FT.flame = (function () {
   var names = [];
   for (i = 0; i < N; i++) names.push(label(i));
 
-  /* per mode: widths (max of own time and children) and x offsets */
+  /* per mode: widths as computed beside the Profile (D.w, D.wc: a frame is
+   * as wide as the figure its tooltip states; in corrected mode removed time
+   * is not drawn, docs/html.md) and x offsets */
   var layouts = {};
   function layout(mode) {
     if (layouts[mode]) return layouts[mode];
-    var v = mode === "corr" && D.inclc ? D.inclc : D.incl, W = new Float64Array(N), X = new Float64Array(N), j, k;
-    var sum = new Float64Array(N);
-    for (j = N - 1; j >= 0; j--) {
-      W[j] = Math.max(v[j], sum[j]);
-      if (j) sum[parent[j]] += W[j];
-    }
+    var W = Float64Array.from(mode === "corr" && D.wc ? D.wc : D.w), X = new Float64Array(N), j, k;
     var order = kids.map(function (ks) {
       return ks.slice().sort(function (a, b) {
         var ka = kind[a] === 2 ? 2 : kind[a] === 3 ? 1 : 0, kb = kind[b] === 2 ? 2 : kind[b] === 3 ? 1 : 0;
@@ -207,6 +204,10 @@ FT.flame = (function () {
       else if (kind[j] === 3) note = "time the task was switched out (sched_switch) inside " + names[parent[j]];
       else if (kind[j] === 1 && (D.flags[j] & 1)) note = "[irq] interrupt context" + ((D.flags[j] & 2) ? " (an interrupt starts here)" : "");
       else if (kind[j] === 1 && (D.flags[j] & PARTIAL)) note = "(partial): callers unknown (trace began mid-call or entries lost)";
+      if (kind[j] === 1 && D.wc && D.wc[j] === 0 && D.w[j] > 0)
+        note = (note ? note + "; " : "") + "not drawn in corrected mode: the correction takes this time out of the calls above (docs/html.md)";
+      else if (kind[j] === 3 && D.wc && D.wc[j] === 0)
+        note += "; not drawn in corrected mode: off-CPU time is taken out";
       if (note) t.appendChild(FT.el("div", { class: "hint" }, note));
       var rows = [];
       if (both) rows.push(["", "raw", "corrected"]);
