@@ -83,6 +83,50 @@ def count(n: int, width: int = 0) -> str:
     return s.rjust(width) if width else s
 
 
+def plural(n: int, one: str, many: str = "") -> str:
+    """'1 gap call', '2 gap calls' (many: the plural when not one + 's')."""
+    return f"{int(n):,} {one if int(n) == 1 else (many or one + 's')}"
+
+
+def fit_decimals(values, width: int, decimals: int = 3) -> int:
+    """The most decimals (up to `decimals`) with which every value, in us
+    as us() writes it, fits `width`: one count for a whole table, so its
+    columns never differ in precision."""
+    vals = np.asarray(values, dtype=np.float64)
+    if not vals.size:
+        return decimals
+    for d in range(decimals, -1, -1):
+        if all(len(f"{x / 1000.0:,.{d}f}") <= width for x in (float(vals.max()), float(vals.min()))):
+            return d
+    return 0
+
+
+CORRECTION_WARN_FRACTION = 0.5  # DESIGN: flag functions whose correction exceeds half their time
+
+
+def report_notes(p: Profile) -> list:
+    """Every note on what the trace or the correction could not account for,
+    as short sentences: the same list in every output (JSON trace.notes, the
+    text and HTML headers, the SVG's count)."""
+    notes = anomaly_lines(p)
+    hint = max_depth_hint(p)
+    if hint:
+        notes.append(hint)
+    if p.corrected is not None:
+        clamped = int(np.count_nonzero(p.corrected.clamped))
+        if clamped:
+            notes.append(f"{plural(clamped, 'call path')} had a corrected time below zero, clamped at 0 "
+                         "(the calibration overestimates their hook cost)")
+    if p.calibration.applied:
+        ft = p.functions
+        big = int(np.count_nonzero((ft.incl - ft.incl_corr) > CORRECTION_WARN_FRACTION * np.maximum(ft.incl, 1)))
+        if big:
+            notes.append(f"{plural(big, 'function')} lost more than half of their raw time to the correction "
+                         "(marked \u26a0 in the HTML function table, ? in the text): their corrected figures "
+                         "rest mostly on the calibration")
+    return notes
+
+
 def anomaly_lines(p: Profile) -> list:
     """Everything the tool could not account for, as short sentences."""
     c = p.counters
@@ -91,34 +135,34 @@ def anomaly_lines(p: Profile) -> list:
         unk = p.lost_gaps_unknown_per_cpu
         per = ", ".join(f"CPU{cpu}: {n:,}" + (f" + {unk[cpu]} gaps of unknown size" if cpu in unk else "")
                         for cpu, n in sorted(p.lost_per_cpu.items()))
-        out.append(f"LOST EVENTS ({c.get('lost_events', 0):,} in {c.get('lost_records', 0):,} gaps; "
+        out.append(f"LOST EVENTS ({c.get('lost_events', 0):,} in {plural(c.get('lost_records', 0), 'gap')}; "
                    f"{per}): calls spanning a gap are counted but left out of corrected figures")
     if c.get("overrun_growth"):
-        out.append(f"shadow-stack overrun grew {c['overrun_growth']:,} times (frames dropped by the tracer)")
+        out.append(f"shadow-stack overrun grew {plural(c['overrun_growth'], 'time')} (frames dropped by the tracer)")
     if c.get("gap_calls"):
         tree = c.get("gap_tree_calls", 0)
-        out.append(f"{c['gap_calls']:,} calls left out of corrected figures (raw sums include "
+        out.append(f"{plural(c['gap_calls'], 'call')} left out of corrected figures (raw sums include "
                    f"them): {c['gap_calls'] - tree:,} span a lost-event gap, overrun or lost exit"
                    + (f", {tree:,} more belong to a root call that spans a gap or never completed"
                       if tree else ""))
     if c.get("orphan_exits"):
-        out.append(f"{c['orphan_exits']:,} exits without an entry (trace began mid-call or entries "
+        out.append(f"{plural(c['orphan_exits'], 'exit')} without an entry (trace began mid-call or entries "
                    "lost): complete calls, shown under their parent or (partial)")
     if c.get("unterminated"):
-        out.append(f"{c['unterminated']:,} entries whose exit never came (lost exits)")
+        out.append(f"{plural(c['unterminated'], 'entry', 'entries')} whose exit never came (lost exits)")
     if c.get("open_at_end"):
-        out.append(f"{c['open_at_end']:,} calls still open when the trace ended (not counted)")
+        out.append(f"{plural(c['open_at_end'], 'call')} still open when the trace ended (not counted)")
     if c.get("partial_entries"):
-        out.append(f"{c['partial_entries']:,} calls began with their callers unknown: under (partial)")
+        out.append(f"{plural(c['partial_entries'], 'call')} began with their callers unknown: under (partial)")
     if c.get("depth_mismatch"):
-        out.append(f"{c['depth_mismatch']:,} depth mismatches between events and the rebuilt stack")
+        out.append(f"{plural(c['depth_mismatch'], 'depth mismatch', 'depth mismatches')} between events and the rebuilt stack")
     if c.get("migrations"):
         out.append(f"{c['migrations']:,} calls migrated to another CPU mid-call (handled: stacks are per task)")
     if c.get("irq_outside_window"):
-        out.append(f"{c['irq_outside_window']:,} interrupts hit a tracer push/pop window "
+        out.append(f"{plural(c['irq_outside_window'], 'interrupt')} hit a tracer push/pop window "
                    "(attributed by depth)")
     if c.get("other_events"):
-        out.append(f"{c['other_events']:,} other events passed over")
+        out.append(f"{plural(c['other_events'], 'other event')} passed over")
     out.extend(p.warnings)
     return out
 

@@ -27,11 +27,10 @@ from ftflame import __version__
 from ftflame.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
 
 from . import flametree
-from .common import anomaly_lines, max_depth_hint
+from .common import CORRECTION_WARN_FRACTION, report_notes
 
 MAX_SAMPLES = 20000
 HIST_PER_OCTAVE = 4  # coarse buckets per power of two in the shipped histograms
-CORRECTION_WARN_FRACTION = 0.5  # DESIGN: flag functions whose correction exceeds half their time
 
 
 def _ints(a) -> list:
@@ -268,23 +267,8 @@ def header_data(p: Profile, opts) -> dict:
         options.append(("compression", t.compression))
     if t.file_version:
         options.append(("trace.dat version", str(t.file_version)))
-    notes = anomaly_lines(p)
-    hint = max_depth_hint(p)
-    if hint:
-        notes.append(hint)
-    clamped = 0
-    if p.corrected is not None:
-        clamped = int(np.count_nonzero(p.corrected.clamped))
-        if clamped:
-            notes.append(f"{clamped:,} call paths had a corrected time below zero, clamped at 0 "
-                         "(the calibration overestimates their hook cost)")
-    if cal.applied:
-        ft = p.functions
-        big = int(np.count_nonzero((ft.incl - ft.incl_corr) > CORRECTION_WARN_FRACTION * np.maximum(ft.incl, 1)))
-        if big:
-            notes.append(f"{big:,} functions lost more than half of their raw time to the correction "
-                         "(marked \u26a0 in the function table): their corrected figures rest mostly "
-                         "on the calibration")
+    notes = report_notes(p)
+    clamped = int(np.count_nonzero(p.corrected.clamped)) if p.corrected is not None else 0
     return {
         "source": t.source, "title": _title(t.source),
         "format": t.format, "kernel": t.kernel, "cpus": t.cpus, "clock": t.clock,

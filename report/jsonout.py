@@ -15,7 +15,7 @@ from ftflame import __version__, corrections
 from ftflame.parse import _core
 from ftflame.profile import NODE_COLUMNS, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
-from .common import anomaly_lines, context_lines, max_depth_hint, node_flags
+from .common import context_lines, node_flags, report_notes
 
 SCHEMA = "ftflame/1"
 
@@ -52,7 +52,7 @@ def trace_object(p: Profile) -> dict:
                              "orphan_exits": c.get("orphan_exits", 0),
                              "gap_calls": c.get("gap_calls", 0)},
         "counters": dict(c),
-        "notes": anomaly_lines(p) + ([h] if (h := max_depth_hint(p)) else []),
+        "notes": report_notes(p),
         # text inputs: how stacks and irq context were worked out
         **({"context": ctx} if (ctx := context_lines(p)) else {}),
     }
