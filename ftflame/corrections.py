@@ -290,6 +290,14 @@ def summary(p: Profile) -> Optional[dict]:
 
 # ---- corrected statistics: computed once, printed by every renderer ------
 STAT_NAMES = ("sum", "min", "max", "mean", "p50", "p90", "p99")
+# The words docs/overhead.md, docs/html.md, `ftflame report --help` and the
+# HTML page use (tests/test_consistency.py checks they stay the same).
+HOW_CORRECTED = (
+    "How corrected figures are computed: sums and means are exact, the corrected sums over the "
+    "clean calls (gap calls left out) and their count; min, max and percentiles are exact where "
+    "every clean call's corrected time is known (root calls), elsewhere estimates: the raw ones "
+    "scaled by corrected mean / raw mean, marked approx (\u2248 in the HTML, \"approx\": true in "
+    "the JSON).")
 
 
 def _exact_stats(corr, corr_calls, exact: dict) -> dict:

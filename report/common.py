@@ -122,7 +122,7 @@ def report_notes(p: Profile) -> list:
         big = int(np.count_nonzero((ft.incl - ft.incl_corr) > CORRECTION_WARN_FRACTION * np.maximum(ft.incl, 1)))
         if big:
             notes.append(f"{plural(big, 'function')} lost more than half of their raw time to the correction "
-                         "(marked \u26a0 in the HTML function table, ? in the text): their corrected figures "
+                         "(marked ? in the text, a warning sign in the HTML function table): their corrected figures "
                          "rest mostly on the calibration")
     return notes
 

@@ -16,7 +16,7 @@ from ftflame.profile import NODE_IRQ_ROOT, Profile
 from .common import context_lines, count, fit_decimals, plural, report_notes, us
 
 WIDTH = 80
-UNKNOWN = "\u2013"  # a figure the trace does not give (e.g. off-CPU without sched_switch)
+UNKNOWN = "-"  # a figure the trace does not give (off-CPU without sched_switch); ASCII for mail
 TOP_FUNCTIONS = 40
 TREE_MIN_FRACTION = 0.01  # show paths holding at least 1% of their root's time
 TREE_MAX_LINES = 150
