@@ -233,7 +233,7 @@ def build(p: Profile, min_fraction: float = DEFAULT_MIN_FRACTION,
     L = {name: arr.tolist() for name, arr in (
         ("func", func), ("flags", flags), ("calls", calls), ("w", w), ("wc", wc), ("incl", incl),
         ("incl_c", incl_c), ("excl", excl), ("excl_c", excl_c), ("off", off_x), ("off_c", off_c),
-        ("drawn", drawn))}
+        ("drawn", drawn), ("pseudo", calls == 0))}
     # depth-first pre-order: a frame's subtree follows it directly
     stack = [(KIND_FRAME, r, 0) for r in reversed(kids.get(n, ()))]
     if sm_w[n] > 0 or sm_wc[n] > 0:
@@ -250,10 +250,12 @@ def build(p: Profile, min_fraction: float = DEFAULT_MIN_FRACTION,
             t.add(par, KIND_OFFCPU, -1, -1, 0, x, xc, 0, x, xc, x, xc, L["flags"][row] & NODE_IRQ)
             continue
         # corrected: the frame's figure is its width (a path not drawn has
-        # none; the pseudo-root is as wide as the calls under it)
-        inc_c = L["wc"][row] if applied and L["drawn"][row] else L["incl_c"][row]
+        # none); a path without a completed call (the (partial) pseudo-root,
+        # a call whose exit was lost) states the calls under it
+        inc_c = L["wc"][row] if applied and (L["drawn"][row] or L["pseudo"][row]) else L["incl_c"][row]
+        inc = L["w"][row] if L["pseudo"][row] else L["incl"][row]
         i = t.add(par, KIND_FRAME, L["func"][row], row, 0, L["w"][row], L["wc"][row],
-                  L["calls"][row], L["incl"][row], inc_c, L["excl"][row],
+                  L["calls"][row], inc, inc_c, L["excl"][row],
                   L["excl_c"][row], L["flags"][row])
         if sm_w[row] > 0 or sm_wc[row] > 0:
             stack.append((KIND_SMALL, row, i))

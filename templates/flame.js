@@ -96,6 +96,9 @@ FT.flame = (function () {
       frame(ctx, j, (X[j] - x0) * scale, pw, false, chw);
       j++;
     }
+    /* frameAt searches by x: frames come in pre-order, whose sibling order
+     * (raw widths) is not the x order of the corrected layout */
+    for (d = 0; d <= maxDepth; d++) hits[d].sort(function (a, b) { return a[0] - b[0]; });
   }
   function frame(ctx, j, px, pw, dim, chw) {
     var y = rowY(depth[j]);
