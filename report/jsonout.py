@@ -229,8 +229,9 @@ def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
     for key in ("incl", "excl", "incl_corr", "excl_corr"):
         t.lit(',"%s_ns":' % key)
         t.extend(parts[key])
-    # unowned_child_incl_ns: children's time with no call path of its own
-    # (incl == excl + sum of children's incl + this, checkable per row)
+    # unowned_child_incl_ns: the children's time under this path that none
+    # of its completed calls owns (a caller whose exit was lost, an adopted
+    # orphan): incl + unowned_child_incl_ns == excl + sum of children's incl
     for key, name in (("irq_ns", "irq"), ("offcpu_ns", "offcpu"), ("descendants", "desc"),
                       ("unowned_child_incl_ns", "unowned_child_incl"), ("gap_calls", "gap_calls")):
         t.lit(',"%s":' % key)
