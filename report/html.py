@@ -126,7 +126,7 @@ def samples_data(p: Profile) -> dict:
     s = p.samples
     n = len(s)
     if n == 0:
-        return {"total": 0, "shown": 0, "roots": [], "root": [], "t": [], "dur": [], "durc": [],
+        return {"total": 0, "shown": 0, "roots": [], "root_stats": [], "root": [], "t": [], "dur": [], "durc": [],
                 "flags": [], "pid": [], "cpu": []}
     node = p.scol("node")
     names = []
@@ -147,13 +147,34 @@ def samples_data(p: Profile) -> dict:
     idx = idx[np.argsort(start[idx], kind="stable")]
     t0 = int(p.counters.get("first_ts", 0)) or int(start.min())
     counts = np.bincount(group, minlength=len(names))
+    root_stats = [root_figures(p, np.unique(node[group == k])) for k in range(len(names))]
     return {
+        "root_stats": root_stats,
         "total": n, "shown": len(idx), "roots": names, "root_calls": counts.tolist(),
         "root": group[idx].tolist(), "t": _ints(start[idx] - t0), "dur": _ints(dur[idx]),
         "durc": _ints(durc[idx]) if p.calibration.applied else None,
         "flags": flags[idx].tolist(), "pid": p.scol("pid")[idx].tolist(),
         "cpu": p.scol("cpu")[idx].tolist(),
     }
+
+
+def root_figures(p: Profile, rows: np.ndarray):
+    """The latency panel's summary of one root function: its call path's
+    figures as the JSON tree has them (raw incl_ns, corrected incl_corr_ns),
+    or None when its root calls lie on more than one path."""
+    if len(rows) != 1:
+        return None
+    r = int(rows[0])
+    ip, _ = p.node_percentiles
+    out = {"calls": int(p.col("calls")[r]), "p50": int(ip[r, 0]), "p99": int(ip[r, 2]),
+           "max": int(p.col("incl_max")[r]) if p.col("calls")[r] else 0}
+    st = p.corrected_stats if p.calibration.applied else None
+    if st is not None:
+        cols, approx, _, _ = st["nodes", "incl"]
+        out.update({"callsc": int(p.corrected.calls[r]), "p50c": round(float(cols[4][r]), 1),
+                    "p99c": round(float(cols[6][r]), 1), "maxc": round(float(cols[2][r]), 1),
+                    "approx": bool(approx[r])})
+    return out
 
 
 # ---- the function table --------------------------------------------------------

@@ -95,6 +95,19 @@ def check_html_data(q, doc):
                 assert F["corr"][k][i] == c[k], (names[fid], k)
             assert (i in approx) == bool(c.get("approx")), names[fid]
     check_flame_data(q, d["flame"], names, tree_paths(doc), applied)
+    # the latency panel's summary: the root function's row of the JSON tree
+    S = d["samples"]
+    for label, st in zip(S["roots"], S["root_stats"]):
+        rows = [r for r in doc["tree"] if r["name"] == label]
+        if st is None or len(rows) != 1:
+            continue
+        r = rows[0]
+        assert (st["calls"], st["p50"], st["p99"], st["max"]) == \
+            (r["calls"], r["incl_ns"]["p50"], r["incl_ns"]["p99"], r["incl_ns"]["max"])
+        if applied:
+            c = r["incl_corr_ns"]
+            assert (st["callsc"], st["p50c"], st["p99c"], st["maxc"]) == (c["calls"], c["p50"], c["p99"], c["max"])
+            assert st["approx"] == bool(c.get("approx"))
     return d
 
 

@@ -291,7 +291,7 @@ def test_latency_plot_zoom(browser_page, reports):
     page.mouse.up()
     zoomed = int(canvas.get_attribute("data-points"))
     assert 0 < zoomed < total
-    assert "calls in view" in page.locator("#lat-stats").inner_text()
+    assert "plotted in view" in page.locator("#lat-stats").inner_text()
     bp.shot("latency-zoomed", "#latency-section")
     canvas.dblclick(position={"x": 200, "y": 100})
     assert int(canvas.get_attribute("data-points")) == total
