@@ -24,11 +24,6 @@ WRITE4K = "k6.1/s01-v3-write4k/trace.dat"  # no sched_switch, gap calls, irqs
 ICOUNT = "k6.1/s15-icount-calib/trace-full.dat"  # sched_switch recorded, irqs, gap calls
 
 
-def page_data(page: str) -> dict:
-    m = re.search(r'<script id="ftflame-data" type="application/json">(.*?)</script>', page, re.S)
-    return json.loads(m.group(1))
-
-
 def corrected(rel: str):
     p = profile_of(fixture(rel))
     return attach(correct(p, estimate_in_trace(p) or FIXED))
