@@ -76,7 +76,8 @@ def function_histograms(ft) -> tuple:
 # ---- callers and callees ----------------------------------------------------
 def call_edges(p: Profile) -> list:
     """[caller func (-1: a root), callee func, calls, incl ns(, corrected incl
-    ns when calibrated)] summed over every call path, from the full tree."""
+    ns, the clean calls it covers, when calibrated)] summed over every call
+    path, from the full tree."""
     if p.nrows == 0:
         return []
     parent = p.col("parent")
@@ -89,12 +90,14 @@ def call_edges(p: Profile) -> list:
     incl = np.bincount(inv, weights=p.col("incl"), minlength=len(uniq))
     inclc = np.bincount(inv, weights=np.asarray(p.corrected_or_raw.incl, np.float64),
                         minlength=len(uniq))
+    callsc = np.bincount(inv, weights=np.asarray(p.corrected_or_raw.calls, np.float64), minlength=len(uniq))
     cr = uniq // (nf + 1) - 1
     ce = uniq % (nf + 1)
     keep = calls > 0
     cols = [cr[keep].tolist(), ce[keep].tolist(), _ints(calls[keep]), _ints(incl[keep])]
     if p.calibration.applied:
         cols.append(_ints(inclc[keep]))
+        cols.append(_ints(callsc[keep]))
     return [list(r) for r in zip(*cols)]
 
 

@@ -240,7 +240,8 @@ FT.functions = (function () {
         td.appendChild(a);
       }
       tr.appendChild(td);
-      tr.appendChild(FT.el("td", null, FT.count(e[2])));
+      /* corrected: the clean calls the corrected time covers */
+      tr.appendChild(FT.el("td", null, FT.count(useCorr ? e[5] : e[2])));
       tr.appendChild(FT.el("td", null, FT.us(v)));
       tr.appendChild(FT.el("td", null, FT.pct(100 * v / (total || 1))));
       t.appendChild(tr);
