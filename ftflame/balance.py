@@ -15,7 +15,9 @@ a baseline recording with only the roots hooked (``--baseline``, the same
 workload recorded by ``collect.sh --baseline``: corrected with the same
 calibration, its mean is the measured total), or a number the user gives
 (``--measured FUNC=TIME``), as in the "synthetic vs measured" tables of nfsd path-length write-ups.
-Accounted % = corrected / measured.
+Accounted % = corrected / measured, and only then: without an independent
+total the sheet says that none was given and how to get one (NO_TOTAL),
+since a percentage of the trace against itself cannot fail.
 """
 from __future__ import annotations
 
@@ -28,6 +30,10 @@ from ftflame.errors import InputError
 from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
 
 TOP_COMPONENTS = 6
+# Said (JSON `accounted_note`, text, HTML) where no independent total exists.
+NO_TOTAL = ("no independent total given, so no accounted %: record the same workload with only "
+            "the root functions hooked (collect.sh --baseline) and pass --baseline BASELINE.dat, "
+            "or give --measured FUNC=TIME")
 _UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
 
 
@@ -100,6 +106,7 @@ def sheet(p: Profile, baseline: Optional[Profile] = None, measured: Iterable = (
     irq_incl_f, irq_calls_f, gap_calls_f = (per_func(v) for v in (irq_incl_at_top, irq_calls_at_top,
                                                                     gap_calls))
     names = list(rows_by_func)
+    offcpu_known = p.offcpu_known
     out = []
     for g in sorted(range(len(names)), key=lambda g: -incl_f[g]):
         name = names[g]
@@ -139,10 +146,13 @@ def sheet(p: Profile, baseline: Optional[Profile] = None, measured: Iterable = (
             "irq_mean_ns": round(i, 1),
             "irq_corrected_mean_ns": None if i_corr is None else round(i_corr, 1),
             "irq_per_call": round(irq_calls_f[g] / n, 3),
-            "offcpu_mean_ns": round(f, 1),
+            # unknown without sched_switch events, not 0
+            "offcpu_mean_ns": round(f, 1) if offcpu_known else None,
             "clamped_mean_ns": round(cl, 1),
             "unaccounted_mean_ns": round(unacc, 1),
-            "accounted_pct": round(100.0 * (raw - unacc) / raw, 2) if raw else None,
+            # against an independent total only (external), else None and why
+            "accounted_pct": None,
+            "accounted_note": NO_TOTAL,
             "external": None,
         }
         ext = None
@@ -156,6 +166,8 @@ def sheet(p: Profile, baseline: Optional[Profile] = None, measured: Iterable = (
             ext["difference_ns"] = round(corr - m, 1)
             ext["accounted_pct"] = round(100.0 * corr / m, 2) if m else None
             entry["external"] = ext
+            entry["accounted_pct"] = ext["accounted_pct"]
+            entry["accounted_note"] = f"corrected mean against the measured total ({ext['source']})"
         out.append(entry)
     for name in measured:
         if name not in rows_by_func:

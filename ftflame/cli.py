@@ -50,6 +50,11 @@ what the numbers mean:
 Raw figures include the tracer's own hook cost (about 1 us per traced call on a VM);
 corrected ones (*, *_corr_ns) take it out, with interrupt subtrees and off-CPU time,
 using calibration.json (ftflame calibrate) or an in-trace estimate: docs/overhead.md.
+How corrected figures are computed: sums and means are exact, the corrected sums over the
+clean calls (gap calls left out) and their count; min, max and percentiles are exact where
+every clean call's corrected time is known (root calls), elsewhere estimates: the raw ones
+scaled by corrected mean / raw mean, marked approx (≈ in the HTML, "approx": true in
+the JSON).
   ftflame report run1/ --baseline base.dat   balance sheet against a root-only recording
 
 output (-o OUT): a regular file is written beside OUT, then renamed over it (never

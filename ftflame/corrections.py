@@ -188,7 +188,7 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         offcpu=off_mode)
     out = p.replace(calibration=cal, corrected=corrected)
     # cached views of the old profile must not leak into the new one
-    for k in ("functions", "corrected_or_raw"):
+    for k in ("functions", "corrected_or_raw", "corrected_stats"):
         out.__dict__.pop(k, None)
     return out
 
@@ -280,3 +280,128 @@ def summary(p: Profile) -> Optional[dict]:
         "clamped_root_calls": int(c.sample_clamped),
         "unreliable_paths": int(c.unreliable.sum()),
     }
+
+
+# ---- corrected statistics: computed once, printed by every renderer ------
+STAT_NAMES = ("sum", "min", "max", "mean", "p50", "p90", "p99")
+# The words docs/overhead.md, docs/html.md, `ftflame report --help` and the
+# HTML page use (tests/test_consistency.py checks they stay the same).
+HOW_CORRECTED = (
+    "How corrected figures are computed: sums and means are exact, the corrected sums over the "
+    "clean calls (gap calls left out) and their count; min, max and percentiles are exact where "
+    "every clean call's corrected time is known (root calls), elsewhere estimates: the raw ones "
+    "scaled by corrected mean / raw mean, marked approx (\u2248 in the HTML, \"approx\": true in "
+    "the JSON).")
+
+
+def _exact_stats(corr, corr_calls, exact: dict) -> dict:
+    """row -> [sum, min, max, mean, p50, p90, p99] for the rows whose per-call
+    corrected values are all known (root calls): exact, not estimated."""
+    out = {}
+    for r in sorted(exact):
+        vals, s, c = exact[r], float(corr[r]), int(corr_calls[r])
+        if len(vals) != c or not c:
+            continue
+        v = np.sort(np.asarray(vals, dtype=np.float64))
+        pick = [v[max(int(np.ceil(len(v) * q / 100.0)) - 1, 0)] for q in (50, 90, 99)]
+        out[r] = [s, float(v[0]), float(v[-1]), s / c, *(float(x) for x in pick)]
+    return out
+
+
+def scaled_stats(sums, calls, mins, maxs, pcts, corr, corr_calls, exact: dict,
+                 rounded_mean: bool = False):
+    """Corrected {sum, min, max, mean, p50, p90, p99} per row, the one
+    computation every output prints (docs/overhead.md "corrected statistics"):
+
+    * sum and mean are exact: the corrected linear sums over the clean calls;
+    * min, max and percentiles are exact where every clean call's corrected
+      time is known (root calls); elsewhere they are ESTIMATES, the raw ones
+      scaled by (corrected mean / raw mean), clamped at 0, marked approx.
+
+    Returns (cols: 7 float arrays in STAT_NAMES order, approx: int array,
+    exact rows' stats by row, their values). rounded_mean: scale by the raw
+    mean as the JSON writes it (0.1 ns), as the function table always has."""
+    sums = np.asarray(sums)
+    calls = np.asarray(calls)
+    has = calls != 0
+    if rounded_mean:
+        raw_mean = np.array([round(s / c, 1) if c else 0.0 for s, c in zip(sums.tolist(), calls.tolist())],
+                            dtype=np.float64)
+    else:
+        raw_mean = np.divide(sums, calls.astype(np.float64), out=np.zeros(len(sums)), where=calls > 0)
+    cc = np.asarray(corr_calls).astype(np.float64)
+    mean = np.divide(corr, cc, out=np.zeros(len(corr)), where=cc != 0)
+    f = np.divide(mean, raw_mean, out=np.zeros(len(mean)), where=(cc != 0) & (raw_mean > 0))
+
+    if rounded_mean:
+        def scaled(x):  # Python's max(x, 0.0): -0.0 and NaN stay
+            y = np.where(has, x, 0) * f
+            return np.where(y < 0, 0.0, y)
+    else:
+        def scaled(x):
+            y = np.multiply(np.where(has, x, 0), f)
+            return np.maximum(y, 0.0, out=y)
+
+    cols = [np.array(corr, dtype=np.float64), scaled(mins), scaled(maxs), mean,
+            scaled(pcts[:, 0]), scaled(pcts[:, 1]), scaled(pcts[:, 2])]
+    approx = np.ones(len(cols[0]), dtype=np.int64)
+    ex = _exact_stats(corr, corr_calls, exact)
+    vals = np.zeros((0, len(cols)))
+    if ex:
+        rows = np.fromiter(ex, dtype=np.int64, count=len(ex))
+        vals = np.array(list(ex.values()), dtype=np.float64)
+        for k, c in enumerate(cols):
+            c[rows] = vals[:, k]
+        approx[rows] = 0
+    return cols, approx, ex, vals
+
+
+def exact_values(p: Profile):
+    """Per-call corrected inclusive times where they are known: the root
+    calls. Returns (per node row, per function index of p.functions), each
+    a dict row -> array of the clean calls' corrected durations."""
+    c = p.corrected
+    if c is None or len(p.samples) == 0:
+        return {}, {}
+    ok = (p.scol("flags") & SAMPLE_GAP) == 0
+    node = p.scol("node")[ok]
+    dur = c.sample_dur[ok]
+    by_node = {}
+    order = np.argsort(node, kind="stable")
+    node, dur = node[order], dur[order]
+    bounds = np.flatnonzero(np.diff(node)) + 1
+    for part_n, part_d in zip(np.split(node, bounds), np.split(dur, bounds)):
+        if len(part_n):
+            by_node[int(part_n[0])] = part_d
+    by_func = {}
+    ft = p.functions
+    index = {int(f): i for i, f in enumerate(ft.func_ids.tolist())}
+    func = p.col("func")
+    for r, vals in by_node.items():
+        i = index.get(int(func[r]))
+        if i is not None:
+            by_func.setdefault(i, []).append(vals)
+    by_func = {i: np.concatenate(v) for i, v in by_func.items()}
+    return by_node, by_func
+
+
+def corrected_stats(p: Profile) -> dict:
+    """{("functions"|"nodes", "incl"|"excl"): scaled_stats(...)} for a
+    corrected Profile (rows of p.functions, rows of the node table), None
+    without corrections (corrected figures then equal the raw ones)."""
+    c = p.corrected
+    if c is None:
+        return None
+    by_node, by_func = exact_values(p)
+    ft = p.functions
+    ipct, xpct = p.node_percentiles
+    out = {}
+    for kind, pct in (("incl", ipct), ("excl", xpct)):
+        out["nodes", kind] = scaled_stats(
+            p.col(kind), p.col("calls"), p.col(kind + "_min"), p.col(kind + "_max"), pct,
+            np.asarray(getattr(c, kind), dtype=np.float64), c.calls, by_node if kind == "incl" else {})
+        out["functions", kind] = scaled_stats(
+            getattr(ft, kind), ft.calls, getattr(ft, kind + "_min"), getattr(ft, kind + "_max"),
+            getattr(ft, kind + "_pct"), getattr(ft, kind + "_corr"), ft.calls_corr,
+            by_func if kind == "incl" else {}, rounded_mean=True)
+    return out

@@ -249,6 +249,12 @@ class Profile:
         return self.samples[:, _SAMPLE_INDEX[name]] if len(self.samples) else np.zeros(0, np.int64)
 
     @property
+    def offcpu_known(self) -> bool:
+        """Whether off-CPU time was measured: sched_switch events were seen
+        (an event format in the file without one event says nothing)."""
+        return int(self.counters.get("switches", 0)) > 0
+
+    @property
     def nrows(self) -> int:
         return len(self.nodes)
 
@@ -318,6 +324,15 @@ class Profile:
     @functools.cached_property
     def functions(self) -> "FunctionTable":
         return FunctionTable.build(self)
+
+    @functools.cached_property
+    def corrected_stats(self):
+        """Corrected min/max/mean/percentiles per function and per path,
+        computed once for every output (ftflame.corrections.corrected_stats);
+        None without corrections."""
+        from ftflame.corrections import corrected_stats
+
+        return corrected_stats(self)
 
     def path(self, row: int) -> list:
         names = []

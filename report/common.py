@@ -7,34 +7,11 @@ from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL, Profile
 
 
 def exact_corrected_values(p: Profile):
-    """Per-call corrected inclusive times where they are known: the root
-    calls. Returns (per node row, per function index of p.functions), each
-    a dict row -> array of the clean calls' corrected durations."""
-    from ftflame.profile import SAMPLE_GAP
+    """Per-call corrected inclusive times where they are known (root calls):
+    ftflame.corrections.exact_values."""
+    from ftflame.corrections import exact_values
 
-    c = p.corrected
-    if c is None or len(p.samples) == 0:
-        return {}, {}
-    ok = (p.scol("flags") & SAMPLE_GAP) == 0
-    node = p.scol("node")[ok]
-    dur = c.sample_dur[ok]
-    by_node = {}
-    order = np.argsort(node, kind="stable")
-    node, dur = node[order], dur[order]
-    bounds = np.flatnonzero(np.diff(node)) + 1
-    for part_n, part_d in zip(np.split(node, bounds), np.split(dur, bounds)):
-        if len(part_n):
-            by_node[int(part_n[0])] = part_d
-    by_func = {}
-    ft = p.functions
-    index = {int(f): i for i, f in enumerate(ft.func_ids.tolist())}
-    func = p.col("func")
-    for r, vals in by_node.items():
-        i = index.get(int(func[r]))
-        if i is not None:
-            by_func.setdefault(i, []).append(vals)
-    by_func = {i: np.concatenate(v) for i, v in by_func.items()}
-    return by_node, by_func
+    return exact_values(p)
 
 
 def node_flags(flags: int) -> list:
@@ -63,6 +40,50 @@ def count(n: int, width: int = 0) -> str:
     return s.rjust(width) if width else s
 
 
+def plural(n: int, one: str, many: str = "") -> str:
+    """'1 gap call', '2 gap calls' (many: the plural when not one + 's')."""
+    return f"{int(n):,} {one if int(n) == 1 else (many or one + 's')}"
+
+
+def fit_decimals(values, width: int, decimals: int = 3) -> int:
+    """The most decimals (up to `decimals`) with which every value, in us
+    as us() writes it, fits `width`: one count for a whole table, so its
+    columns never differ in precision."""
+    vals = np.asarray(values, dtype=np.float64)
+    if not vals.size:
+        return decimals
+    for d in range(decimals, -1, -1):
+        if all(len(f"{x / 1000.0:,.{d}f}") <= width for x in (float(vals.max()), float(vals.min()))):
+            return d
+    return 0
+
+
+CORRECTION_WARN_FRACTION = 0.5  # DESIGN: flag functions whose correction exceeds half their time
+
+
+def report_notes(p: Profile) -> list:
+    """Every note on what the trace or the correction could not account for,
+    as short sentences: the same list in every output (JSON trace.notes, the
+    text and HTML headers, the SVG's count)."""
+    notes = anomaly_lines(p)
+    hint = max_depth_hint(p)
+    if hint:
+        notes.append(hint)
+    if p.corrected is not None:
+        clamped = int(np.count_nonzero(p.corrected.clamped))
+        if clamped:
+            notes.append(f"{plural(clamped, 'call path')} had a corrected time below zero, clamped at 0 "
+                         "(the calibration overestimates their hook cost)")
+    if p.calibration.applied:
+        ft = p.functions
+        big = int(np.count_nonzero((ft.incl - ft.incl_corr) > CORRECTION_WARN_FRACTION * np.maximum(ft.incl, 1)))
+        if big:
+            notes.append(f"{plural(big, 'function')} lost more than half of their raw time to the correction "
+                         "(marked ? in the text, a warning sign in the HTML function table): their corrected figures "
+                         "rest mostly on the calibration")
+    return notes
+
+
 def anomaly_lines(p: Profile) -> list:
     """Everything the tool could not account for, as short sentences."""
     c = p.counters
@@ -71,27 +92,27 @@ def anomaly_lines(p: Profile) -> list:
         unk = p.lost_gaps_unknown_per_cpu
         per = ", ".join(f"CPU{cpu}: {n:,}" + (f" + {unk[cpu]} gaps of unknown size" if cpu in unk else "")
                         for cpu, n in sorted(p.lost_per_cpu.items()))
-        out.append(f"LOST EVENTS ({c.get('lost_events', 0):,} in {c.get('lost_records', 0):,} gaps; "
+        out.append(f"LOST EVENTS ({c.get('lost_events', 0):,} in {plural(c.get('lost_records', 0), 'gap')}; "
                    f"{per}): calls spanning a gap are counted but left out of corrected figures")
     if c.get("overrun_growth"):
-        out.append(f"shadow-stack overrun grew {c['overrun_growth']:,} times (frames dropped by the tracer)")
+        out.append(f"shadow-stack overrun grew {plural(c['overrun_growth'], 'time')} (frames dropped by the tracer)")
     if c.get("gap_calls"):
         tree = c.get("gap_tree_calls", 0)
-        out.append(f"{c['gap_calls']:,} calls left out of corrected figures (raw sums include "
+        out.append(f"{plural(c['gap_calls'], 'call')} left out of corrected figures (raw sums include "
                    f"them): {c['gap_calls'] - tree:,} span a lost-event gap, overrun or lost exit"
                    + (f", {tree:,} more belong to a root call that spans a gap or never completed"
                       if tree else ""))
     if c.get("orphan_exits"):
-        out.append(f"{c['orphan_exits']:,} exits without an entry (trace began mid-call or entries "
+        out.append(f"{plural(c['orphan_exits'], 'exit')} without an entry (trace began mid-call or entries "
                    "lost): complete calls, shown under their parent or (partial)")
     if c.get("unterminated"):
-        out.append(f"{c['unterminated']:,} entries whose exit never came (lost exits)")
+        out.append(f"{plural(c['unterminated'], 'entry', 'entries')} whose exit never came (lost exits)")
     if c.get("open_at_end"):
-        out.append(f"{c['open_at_end']:,} calls still open when the trace ended (not counted)")
+        out.append(f"{plural(c['open_at_end'], 'call')} still open when the trace ended (not counted)")
     if c.get("partial_entries"):
-        out.append(f"{c['partial_entries']:,} calls began with their callers unknown: under (partial)")
+        out.append(f"{plural(c['partial_entries'], 'call')} began with their callers unknown: under (partial)")
     if c.get("depth_mismatch"):
-        out.append(f"{c['depth_mismatch']:,} depth mismatches between events and the rebuilt stack")
+        out.append(f"{plural(c['depth_mismatch'], 'depth mismatch', 'depth mismatches')} between events and the rebuilt stack")
     if c.get("migrations"):
         # say what the builder did: per-task stacks follow a task anywhere; a
         # text's per-CPU stacks only move where a task-switch separator names
@@ -101,15 +122,15 @@ def anomaly_lines(p: Profile) -> list:
                "its stacks are per CPU otherwise")
         out.append(f"{c['migrations']:,} calls migrated to another CPU mid-call ({how})")
     if c.get("irq_outside_window"):
-        out.append(f"{c['irq_outside_window']:,} interrupts hit a tracer push/pop window "
+        out.append(f"{plural(c['irq_outside_window'], 'interrupt')} hit a tracer push/pop window "
                    "(attributed by depth)")
     if c.get("other_events"):
-        out.append(f"{c['other_events']:,} other events passed over")
+        out.append(f"{plural(c['other_events'], 'other event')} passed over")
     if c.get("duration_cut"):
-        out.append(f"{c['duration_cut']:,} durations too long to sum (over 2^53 ns, or all calls "
+        out.append(f"{plural(c['duration_cut'], 'duration')} too long to sum (over 2^53 ns, or all calls "
                    "together over 2^61 ns): cut to fit, so sums are lower bounds")
     if c.get("long_names"):
-        out.append(f"{c['long_names']:,} function names longer than 4096 bytes: cut, ending in '...'")
+        out.append(f"{plural(c['long_names'], 'function name')} longer than 4096 bytes: cut, ending in '...'")
     out.extend(p.warnings)
     return out
 

@@ -13,6 +13,14 @@ CPUs, and taking the larger keeps every child inside its parent. Off-CPU time
 (from sched_switch; the Profile charges it to every open frame) becomes an
 "[off-CPU]" child holding the part not already inside a child, so a task
 sleeping in a function is visibly different from one computing there.
+
+Corrected mode (docs/html.md "Flame graph widths"): a frame is as wide as
+its corrected inclusive time, the figure its tooltip states, and what is
+drawn on it fits inside. Time the correction removed is not drawn: no
+[off-CPU] frames (off-CPU time removed), and interrupt subtrees nested in
+task context are left out with their time (irqs excluded), as they are
+left out of the interrupted calls' corrected time. Hook cost was never a
+frame. `drawn_corrected` says which paths are drawn.
 """
 from __future__ import annotations
 
@@ -99,17 +107,49 @@ def _levels(parent: np.ndarray):
     return np.split(order, bounds)
 
 
-def layout_widths(p: Profile, value: np.ndarray, levels=None) -> np.ndarray:
-    """max(value, sum of children's widths + own off-CPU frame), bottom-up."""
+def layout_widths(p: Profile, value: np.ndarray, levels=None, base=None, drawn=None) -> np.ndarray:
+    """max(value, sum of children's widths + own off-CPU frame), bottom-up;
+    0 for paths not drawn."""
     parent = np.ascontiguousarray(p.col("parent"))
     levels = _levels(parent) if levels is None else levels
     width = np.zeros(p.nrows)
     childsum = np.zeros(p.nrows + 1)
-    base = exclusive_offcpu(p)
+    base = exclusive_offcpu(p) if base is None else base
     for rows in levels:
         width[rows] = np.maximum(value[rows], childsum[rows] + base[rows])
+        if drawn is not None:
+            width[rows] = np.where(drawn[rows], width[rows], 0.0)
         np.add.at(childsum, parent[rows], width[rows])
     return width
+
+
+def drawn_corrected(p: Profile) -> np.ndarray:
+    """Per path: drawn in corrected mode, i.e. its corrected time counts in
+    its parent's (ftflame.corrections.counted_children) all the way up.
+    Children of the (partial) pseudo-root are drawn: it has no time of its
+    own and is as wide as they are."""
+    from ftflame.corrections import counted_children
+
+    if p.nrows == 0:
+        return np.zeros(0, dtype=bool)
+    c = p.corrected
+    parent = p.col("parent")
+    ok = counted_children(p, c.irqs if c is not None else "include") | (parent < 0)
+    ok |= (parent >= 0) & p.pseudo_roots[np.maximum(parent, 0)]
+    drawn = ok.copy()
+    for rows in p.levels[1:]:  # parents first
+        drawn[rows] &= drawn[parent[rows]]
+    return drawn
+
+
+def corrected_offcpu(p: Profile, off_x: np.ndarray) -> np.ndarray:
+    """The [off-CPU] frame's corrected width: 0 where the correction removed
+    off-CPU time (or it is unknown), else at most the path's corrected self
+    time (it is inside it)."""
+    c = p.corrected
+    if c is None or not str(c.offcpu).startswith("kept (asked"):
+        return np.zeros_like(off_x)
+    return np.minimum(off_x, np.maximum(np.asarray(c.excl, dtype=np.float64), 0.0))
 
 
 def subtree_sizes(parent: np.ndarray, levels) -> np.ndarray:
@@ -141,8 +181,11 @@ def build(p: Profile, min_fraction: float = DEFAULT_MIN_FRACTION,
     levels = _levels(parent) if n else []
     incl = p.col("incl").astype(np.float64)
     incl_c = np.asarray(corr.incl, dtype=np.float64)
-    w = layout_widths(p, incl, levels)
-    wc = layout_widths(p, incl_c, levels) if applied else w
+    off_x = exclusive_offcpu(p)
+    w = layout_widths(p, incl, levels, off_x)
+    off_c = corrected_offcpu(p, off_x) if applied else off_x
+    drawn = drawn_corrected(p) if applied else np.ones(n, dtype=bool)
+    wc = layout_widths(p, incl_c, levels, off_c, drawn) if applied else w
     total = float(w[parent < 0].sum()) if n else 0.0
     total_c = float(wc[parent < 0].sum()) if n else 0.0
     thr = total * min_fraction
@@ -158,13 +201,13 @@ def build(p: Profile, min_fraction: float = DEFAULT_MIN_FRACTION,
     func, flags, calls = p.col("func"), p.col("flags"), p.col("calls")
     excl = p.col("excl").astype(np.float64)
     excl_c = np.asarray(corr.excl, dtype=np.float64)
-    off_x = exclusive_offcpu(p)
     size = subtree_sizes(parent, levels)
     # what the small frames hold: per kept parent (index n = the root "all"),
     # the paths below it that are not kept themselves
     slot = np.where(parent >= 0, parent, n)
     merged = ~keep & ((w > 0) | (wc > 0)) & np.append(keep, True)[slot]
     off_small = keep & (off_x > 0) & (off_x < thr)
+    off_small_c = keep & (off_c > 0) & (off_x < thr)
     sm_n = np.zeros(n + 1, dtype=np.int64)
     sm_calls = np.zeros(n + 1, dtype=np.int64)
     sm_w = np.zeros(n + 1)
@@ -178,7 +221,8 @@ def build(p: Profile, min_fraction: float = DEFAULT_MIN_FRACTION,
     np.bitwise_and.at(sm_flags, slot[m], flags[m])
     o = np.flatnonzero(off_small)
     np.add.at(sm_w, o, off_x[o])
-    np.add.at(sm_wc, o, off_x[o])
+    oc = np.flatnonzero(off_small_c)
+    np.add.at(sm_wc, oc, off_c[oc])
 
     # kept children per kept parent, widest first
     k = np.flatnonzero(keep)
@@ -188,7 +232,8 @@ def build(p: Profile, min_fraction: float = DEFAULT_MIN_FRACTION,
         kids.setdefault(par, []).append(r)
     L = {name: arr.tolist() for name, arr in (
         ("func", func), ("flags", flags), ("calls", calls), ("w", w), ("wc", wc), ("incl", incl),
-        ("incl_c", incl_c), ("excl", excl), ("excl_c", excl_c), ("off", off_x))}
+        ("incl_c", incl_c), ("excl", excl), ("excl_c", excl_c), ("off", off_x), ("off_c", off_c),
+        ("drawn", drawn), ("pseudo", calls == 0))}
     # depth-first pre-order: a frame's subtree follows it directly
     stack = [(KIND_FRAME, r, 0) for r in reversed(kids.get(n, ()))]
     if sm_w[n] > 0 or sm_wc[n] > 0:
@@ -201,11 +246,16 @@ def build(p: Profile, min_fraction: float = DEFAULT_MIN_FRACTION,
                   float(sm_wc[row]), int(sm_flags[row]) if sm_n[row] else 0)
             continue
         if kind == KIND_OFFCPU:
-            x = L["off"][row]
-            t.add(par, KIND_OFFCPU, -1, -1, 0, x, x, 0, x, x, x, x, L["flags"][row] & NODE_IRQ)
+            x, xc = L["off"][row], L["off_c"][row]
+            t.add(par, KIND_OFFCPU, -1, -1, 0, x, xc, 0, x, xc, x, xc, L["flags"][row] & NODE_IRQ)
             continue
+        # corrected: the frame's figure is its width (a path not drawn has
+        # none); a path without a completed call (the (partial) pseudo-root,
+        # a call whose exit was lost) states the calls under it
+        inc_c = L["wc"][row] if applied and (L["drawn"][row] or L["pseudo"][row]) else L["incl_c"][row]
+        inc = L["w"][row] if L["pseudo"][row] else L["incl"][row]
         i = t.add(par, KIND_FRAME, L["func"][row], row, 0, L["w"][row], L["wc"][row],
-                  L["calls"][row], L["incl"][row], L["incl_c"][row], L["excl"][row],
+                  L["calls"][row], inc, inc_c, L["excl"][row],
                   L["excl_c"][row], L["flags"][row])
         if sm_w[row] > 0 or sm_wc[row] > 0:
             stack.append((KIND_SMALL, row, i))

@@ -27,11 +27,10 @@ from ftflame import __version__
 from ftflame.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
 
 from . import flametree
-from .common import anomaly_lines, max_depth_hint
+from .common import CORRECTION_WARN_FRACTION, report_notes
 
 MAX_SAMPLES = 20000
 HIST_PER_OCTAVE = 4  # coarse buckets per power of two in the shipped histograms
-CORRECTION_WARN_FRACTION = 0.5  # DESIGN: flag functions whose correction exceeds half their time
 
 
 def _ints(a) -> list:
@@ -77,7 +76,8 @@ def function_histograms(ft) -> tuple:
 # ---- callers and callees ----------------------------------------------------
 def call_edges(p: Profile) -> list:
     """[caller func (-1: a root), callee func, calls, incl ns(, corrected incl
-    ns when calibrated)] summed over every call path, from the full tree."""
+    ns, the clean calls it covers, when calibrated)] summed over every call
+    path, from the full tree."""
     if p.nrows == 0:
         return []
     parent = p.col("parent")
@@ -90,12 +90,14 @@ def call_edges(p: Profile) -> list:
     incl = np.bincount(inv, weights=p.col("incl"), minlength=len(uniq))
     inclc = np.bincount(inv, weights=np.asarray(p.corrected_or_raw.incl, np.float64),
                         minlength=len(uniq))
+    callsc = np.bincount(inv, weights=np.asarray(p.corrected_or_raw.calls, np.float64), minlength=len(uniq))
     cr = uniq // (nf + 1) - 1
     ce = uniq % (nf + 1)
     keep = calls > 0
     cols = [cr[keep].tolist(), ce[keep].tolist(), _ints(calls[keep]), _ints(incl[keep])]
     if p.calibration.applied:
         cols.append(_ints(inclc[keep]))
+        cols.append(_ints(callsc[keep]))
     return [list(r) for r in zip(*cols)]
 
 
@@ -127,7 +129,7 @@ def samples_data(p: Profile) -> dict:
     s = p.samples
     n = len(s)
     if n == 0:
-        return {"total": 0, "shown": 0, "roots": [], "root": [], "t": [], "dur": [], "durc": [],
+        return {"total": 0, "shown": 0, "roots": [], "root_stats": [], "root": [], "t": [], "dur": [], "durc": [],
                 "flags": [], "pid": [], "cpu": []}
     node = p.scol("node")
     names = []
@@ -148,7 +150,9 @@ def samples_data(p: Profile) -> dict:
     idx = idx[np.argsort(start[idx], kind="stable")]
     t0 = int(p.counters.get("first_ts", 0)) or int(start.min())
     counts = np.bincount(group, minlength=len(names))
+    root_stats = [root_figures(p, np.unique(node[group == k])) for k in range(len(names))]
     return {
+        "root_stats": root_stats,
         "total": n, "shown": len(idx), "roots": names, "root_calls": counts.tolist(),
         "root": group[idx].tolist(), "t": _ints(start[idx] - t0), "dur": _ints(dur[idx]),
         "durc": _ints(durc[idx]) if p.calibration.applied else None,
@@ -157,7 +161,52 @@ def samples_data(p: Profile) -> dict:
     }
 
 
+def root_figures(p: Profile, rows: np.ndarray):
+    """The latency panel's summary of one root function: its call path's
+    figures as the JSON tree has them (raw incl_ns, corrected incl_corr_ns),
+    or None when its root calls lie on more than one path."""
+    if len(rows) != 1:
+        return None
+    r = int(rows[0])
+    ip, _ = p.node_percentiles
+    out = {"calls": int(p.col("calls")[r]), "p50": int(ip[r, 0]), "p99": int(ip[r, 2]),
+           "max": int(p.col("incl_max")[r]) if p.col("calls")[r] else 0}
+    st = p.corrected_stats if p.calibration.applied else None
+    if st is not None:
+        cols, approx, _, _ = st["nodes", "incl"]
+        out.update({"callsc": int(p.corrected.calls[r]), "p50c": round(float(cols[4][r]), 1),
+                    "p99c": round(float(cols[6][r]), 1), "maxc": round(float(cols[2][r]), 1),
+                    "approx": bool(approx[r])})
+    return out
+
+
 # ---- the function table --------------------------------------------------------
+def _round1(a) -> list:
+    """Values as the JSON writes them (0.1 ns)."""
+    return [round(x, 1) for x in np.asarray(a, dtype=np.float64).tolist()]
+
+
+def _means(sums, calls) -> list:
+    """Raw means as the JSON writes them (0.1 ns; 0 without calls)."""
+    return [round(s / c, 1) if c else 0.0 for s, c in zip(np.asarray(sums).tolist(), np.asarray(calls).tolist())]
+
+
+def corrected_stats_data(p: Profile, level: str, rows: np.ndarray) -> dict:
+    """The corrected inclusive statistics of `rows` (of p.functions or of the
+    node table), as in the JSON's incl_corr_ns: the page prints them and
+    computes none. `approx` lists the positions whose min, max and
+    percentiles are estimates (docs/overhead.md)."""
+    stats = p.corrected_stats
+    if stats is None:  # a calibration without corrected sums: raw figures
+        return {}
+    cols, approx, _, _ = stats[level, "incl"]
+    rows = np.asarray(rows, dtype=np.int64)
+    out = {name: _round1(cols[k][rows]) for k, name in enumerate(("sum", "min", "max", "mean", "p50", "p90", "p99"))
+           if name != "sum"}
+    out["approx"] = np.flatnonzero(approx[rows] != 0).tolist()
+    return out
+
+
 def functions_data(p: Profile) -> dict:
     ft = p.functions
     applied = p.calibration.applied
@@ -170,13 +219,15 @@ def functions_data(p: Profile) -> dict:
         "p50": ft.incl_pct[:, 0].tolist(), "p90": ft.incl_pct[:, 1].tolist(),
         "p99": ft.incl_pct[:, 2].tolist(),
         "xp50": ft.excl_pct[:, 0].tolist(), "xp99": ft.excl_pct[:, 2].tolist(),
-        "irq": ft.irq.tolist(), "off": ft.offcpu.tolist(), "gap": ft.gap_calls.tolist(),
+        "irq": ft.irq.tolist(), "off": ft.offcpu.tolist() if p.offcpu_known else None, "gap": ft.gap_calls.tolist(),
         "hist": hists, "hist_edges": coarse_edges(top),
     }
+    d["mean"] = _means(ft.incl, ft.calls)
     if applied:
         d["inclc"] = _ints(ft.incl_corr)
         d["exclc"] = _ints(ft.excl_corr)
         d["callsc"] = ft.calls_corr.tolist()
+        d["corr"] = corrected_stats_data(p, "functions", np.arange(len(ft)))
         # the correction took more than half of the raw time (docs/design.md)
         raw = np.maximum(ft.incl, 1)
         d["bigcorr"] = np.flatnonzero((ft.incl - ft.incl_corr) > CORRECTION_WARN_FRACTION * raw).tolist()
@@ -202,6 +253,8 @@ def flame_data(p: Profile, tree: flametree.FlameTree) -> dict:
         "small": [[i, tree.nmerged[i]] for i, k in enumerate(tree.kind) if k == flametree.KIND_SMALL],
         "offcpu": [i for i, k in enumerate(tree.kind) if k == flametree.KIND_OFFCPU],
         "calls": tree.calls, "incl": _ints(tree.incl), "excl": _ints(tree.excl),
+        # layout widths in ns (report/flametree.py): the page draws them as they are
+        "w": _round1(tree.width),
         "p50": p50.tolist(), "p99": p99.tolist(), "flags": tree.flags,
         "threshold_ns": int(tree.threshold_ns), "paths_total": tree.paths_total,
         "paths_shown": tree.paths_shown,
@@ -212,7 +265,14 @@ def flame_data(p: Profile, tree: flametree.FlameTree) -> dict:
         if p.nrows:
             callsc[real] = cc[node[real]]
         d.update({"inclc": _ints(tree.incl_corr), "exclc": _ints(tree.excl_corr),
-                  "callsc": callsc.tolist()})
+                  "callsc": callsc.tolist(), "wc": _round1(tree.width_corr)})
+        # corrected p50/p99 of the real frames (synthetic ones have none)
+        st = corrected_stats_data(p, "nodes", np.where(real, node, 0)) if p.nrows else {}
+        if st:
+            approx = set(st["approx"])
+            d["corr"] = {"p50": [v if ok else 0 for v, ok in zip(st["p50"], real.tolist())],
+                         "p99": [v if ok else 0 for v, ok in zip(st["p99"], real.tolist())],
+                         "approx": [i for i in range(len(node)) if real[i] and i in approx]}
     return d
 
 
@@ -222,8 +282,8 @@ def header_data(p: Profile, opts) -> dict:
     options = [
         ("stacks", "per task" if t.per_task else "per CPU"),
         ("irq context from", t.irq_source),
-        ("sched_switch", "recorded: off-CPU time split out" if t.has_sched_switch
-         else "not recorded: off-CPU time stays inside the calls"),
+        ("sched_switch", "recorded: off-CPU time split out" if p.offcpu_known
+         else "no sched_switch events: off-CPU time unknown, it stays inside the calls"),
         ("funcgraph-retval", "yes" if t.has_retval else "no"),
         ("function args", "yes" if t.has_args else "no"),
     ]
@@ -231,23 +291,8 @@ def header_data(p: Profile, opts) -> dict:
         options.append(("compression", t.compression))
     if t.file_version:
         options.append(("trace.dat version", str(t.file_version)))
-    notes = anomaly_lines(p)
-    hint = max_depth_hint(p)
-    if hint:
-        notes.append(hint)
-    clamped = 0
-    if p.corrected is not None:
-        clamped = int(np.count_nonzero(p.corrected.clamped))
-        if clamped:
-            notes.append(f"{clamped:,} call paths had a corrected time below zero, clamped at 0 "
-                         "(the calibration overestimates their hook cost)")
-    if cal.applied:
-        ft = p.functions
-        big = int(np.count_nonzero((ft.incl - ft.incl_corr) > CORRECTION_WARN_FRACTION * np.maximum(ft.incl, 1)))
-        if big:
-            notes.append(f"{big:,} functions lost more than half of their raw time to the correction "
-                         "(marked \u26a0 in the function table): their corrected figures rest mostly "
-                         "on the calibration")
+    notes = report_notes(p)
+    clamped = int(np.count_nonzero(p.corrected.clamped)) if p.corrected is not None else 0
     return {
         "source": t.source, "title": _title(t.source),
         "format": t.format, "kernel": t.kernel, "cpus": t.cpus, "clock": t.clock,

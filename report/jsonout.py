@@ -15,7 +15,7 @@ from ftflame import __version__, corrections
 from ftflame.parse import _core
 from ftflame.profile import NODE_COLUMNS, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
-from .common import anomaly_lines, context_lines, exact_corrected_values, max_depth_hint, node_flags
+from .common import context_lines, node_flags, report_notes
 
 SCHEMA = "ftflame/1"
 
@@ -41,7 +41,7 @@ def trace_object(p: Profile) -> dict:
         "source": t.source, "format": t.format, "kernel": t.kernel, "clock": t.clock,
         "cpus": t.cpus, "tracer_version": t.tracer_version, "file_version": t.file_version,
         "compression": t.compression, "per_task_stacks": t.per_task, "irq_source": t.irq_source,
-        "has_sched_switch": t.has_sched_switch,
+        "has_sched_switch": p.offcpu_known,
         "events": c.get("events", 0), "events_per_cpu": {str(k): v for k, v in t.events_per_cpu.items()},
         "entries": c.get("entries", 0), "exits": c.get("exits", 0),
         "lost_events": c.get("lost_events", 0),
@@ -52,7 +52,7 @@ def trace_object(p: Profile) -> dict:
                              "orphan_exits": c.get("orphan_exits", 0),
                              "gap_calls": c.get("gap_calls", 0)},
         "counters": dict(c),
-        "notes": anomaly_lines(p) + ([h] if (h := max_depth_hint(p)) else []),
+        "notes": report_notes(p),
         # text inputs: how stacks and irq context were worked out
         **({"context": ctx} if (ctx := context_lines(p)) else {}),
     }
@@ -161,52 +161,35 @@ def _raw_stats(t: _Template, sums, calls, mins, maxs, pcts):
     t.lit("}")
 
 
-def _exact_stats(corr, corr_calls, exact: dict) -> dict:
-    """row -> [sum, min, max, mean, p50, p90, p99] of corrected_objects()
-    for the rows whose per-call corrected values are all known."""
-    out = {}
-    for r in sorted(exact):
-        vals, s, c = exact[r], float(corr[r]), int(corr_calls[r])
-        if len(vals) != c or not c:
-            continue
-        v = np.sort(np.asarray(vals, dtype=np.float64))
-        pick = [v[max(int(np.ceil(len(v) * q / 100.0)) - 1, 0)] for q in (50, 90, 99)]
-        out[r] = [s, float(v[0]), float(v[-1]), s / c, *(float(x) for x in pick)]
-    return out
-
-
-def _corr_stats(t: _Template, sums, calls, mins, maxs, pcts, corr, corr_calls, exact: dict):
-    """corrected_objects() in row order: the raw min, max and percentiles
-    scaled by the ratio of corrected to raw mean ("approx"), exact figures
-    where per-call corrected values exist (`exact`: row -> values)."""
-    has = calls > 0
-    raw_mean = np.divide(sums, calls.astype(np.float64), out=np.zeros(len(sums)), where=has)
-    cc = corr_calls.astype(np.float64)
-    mean = np.divide(corr, cc, out=np.zeros(len(corr)), where=cc > 0)
-    f = np.divide(mean, raw_mean, out=np.zeros(len(mean)), where=(raw_mean > 0) & (cc > 0))
-
-    def scaled(x):
-        out = np.multiply(np.where(has, x, 0), f)
-        return np.maximum(out, 0.0, out=out)
-
-    lo, hi, p50, p90, p99 = (scaled(x) for x in (mins, maxs, pcts[:, 0], pcts[:, 1], pcts[:, 2]))
-    cols = [np.array(corr, dtype=np.float64), lo, hi, mean, p50, p90, p99]
-    ex, approx, vals = _put_exact(cols, corr, corr_calls, exact)
+def _corr_stats(t: _Template, stats, calls, pre=None, repr_round: bool = False):
+    """The corrected statistics objects of ftflame.corrections.scaled_stats
+    (computed once beside the Profile; calls: the clean calls they cover),
+    in row order or in the order `pre`. repr_round: every value as
+    json.dumps(round(x, 1)) (the functions' rows)."""
+    cols, approx, ex, vals = stats
+    if pre is not None:
+        rank = np.empty(len(pre), dtype=np.int64)  # row -> position in pre-order
+        rank[pre] = np.arange(len(pre))
+        cols = [c[pre] for c in cols]
+        approx = approx[pre]
+        ex = {int(rank[r]): v for r, v in ex.items()}
     if ex:
         # exact rows were json.dumps(round(x, 1)): "%.1f" only when safe
         unsafe = ~(np.abs(vals) < REPR_SAFE).all(axis=0)
     else:
         unsafe = np.zeros(len(cols), dtype=bool)
-    for k, name in enumerate(("sum", "min", "max", "mean", "p50", "p90", "p99")):
+    for k, name in enumerate(corrections.STAT_NAMES):
         t.lit(('{"%s":' if k == 0 else ',"%s":') % name)
-        if unsafe[k]:
+        if repr_round:
+            _repr_round(t, cols[k])
+        elif unsafe[k]:
             ex_rows = set(ex)
             t.text([json.dumps(round(x, 1)) if r in ex_rows else "%.1f" % x
                     for r, x in enumerate(cols[k].tolist())])
         else:
             t.col("f1", cols[k])
     t.lit(',"calls":')
-    t.col("i", corr_calls.astype(np.int64))
+    t.col("i", np.asarray(calls).astype(np.int64))
     t.enum(approx, ["", ',"approx":true'] if ex else [',"approx":true'])
     t.lit("}")
 
@@ -232,30 +215,30 @@ def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
     t.lit(',"calls":')
     t.col("i", calls)
     parts = {}
-    rank = np.empty(n, dtype=np.int64)  # row -> position in pre-order
-    rank[pre] = np.arange(n)
     for kind in ("incl", "excl"):
         pct = incl_pct if kind == "incl" else excl_pct
         raw = _Template()
         _raw_stats(raw, col(kind), calls, col(kind + "_min"), col(kind + "_max"), pct)
         parts[kind] = raw.items
         if p.corrected is not None:
-            cr = p.corrected_or_raw
-            exact = exact_corrected_values(p)[0] if kind == "incl" else {}
             corr = _Template()
-            _corr_stats(corr, col(kind), calls, col(kind + "_min"), col(kind + "_max"), pct,
-                        getattr(cr, kind)[pre], cr.calls[pre],
-                        {int(rank[r]): v for r, v in exact.items()})
+            _corr_stats(corr, p.corrected_stats["nodes", kind], p.corrected.calls[pre], pre)
             parts[kind + "_corr"] = corr.items
         else:
             parts[kind + "_corr"] = raw.items
     for key in ("incl", "excl", "incl_corr", "excl_corr"):
         t.lit(',"%s_ns":' % key)
         t.extend(parts[key])
+    # unowned_child_incl_ns: the children's time under this path that none
+    # of its completed calls owns (a caller whose exit was lost, an adopted
+    # orphan): incl + unowned_child_incl_ns == excl + sum of children's incl
     for key, name in (("irq_ns", "irq"), ("offcpu_ns", "offcpu"), ("descendants", "desc"),
-                      ("gap_calls", "gap_calls")):
+                      ("unowned_child_incl_ns", "unowned_child_incl"), ("gap_calls", "gap_calls")):
         t.lit(',"%s":' % key)
-        t.col("i", col(name))
+        if name == "offcpu" and not p.offcpu_known:
+            t.lit("null")  # no sched_switch events: unknown, not 0
+        else:
+            t.col("i", col(name))
     t.lit(",")
     c = p.corrected
     if c is not None and c.unreliable is not None:
@@ -320,18 +303,19 @@ def functions_json(p: Profile) -> str:
         raw[kind] = r.items
         t.lit(',"%s_ns":' % kind)
         t.extend(r.items)
-    exact = exact_corrected_values(p)[1]
     for kind in ("incl", "excl"):
         t.lit(',"%s_corr_ns":' % kind)
         if p.corrected is None:
             t.extend(raw[kind])
         else:
-            _func_corr_stats(t, getattr(ft, kind), ft.calls, getattr(ft, kind + "_min"),
-                             getattr(ft, kind + "_max"), getattr(ft, kind + "_pct"), getattr(ft, kind + "_corr"),
-                             ft.calls_corr, exact if kind == "incl" else {})
-    for key, col in (("irq_ns", ft.irq), ("offcpu_ns", ft.offcpu), ("gap_calls", ft.gap_calls)):
+            _corr_stats(t, p.corrected_stats["functions", kind], ft.calls_corr, repr_round=True)
+    for key, col in (("irq_ns", ft.irq), ("offcpu_ns", ft.offcpu if p.offcpu_known else None),
+                     ("gap_calls", ft.gap_calls)):
         t.lit(',"%s":' % key)
-        t.col("i", col)
+        if col is None:
+            t.lit("null")  # no sched_switch events: unknown, not 0
+        else:
+            t.col("i", col)
     ex = corrections.function_extras(p)
     if ex:
         for key, name in (("hook_cost_removed_ns", "overhead"), ("irq_removed_ns", "irq"),
@@ -353,47 +337,6 @@ def _repr_round(t: _Template, values: np.ndarray):
         t.col("f1", values)
 
 
-def _put_exact(cols: list, corr, corr_calls, exact: dict):
-    """Overwrite the scaled statistics (cols: sum min max mean p50 p90 p99)
-    with exact ones where per-call corrected values exist. Returns (the
-    exact rows' stats by row, approx flag per row, their values)."""
-    approx = np.ones(len(corr), dtype=np.int64)
-    ex = _exact_stats(corr, corr_calls, exact)
-    vals = np.zeros((0, len(cols)))
-    if ex:
-        rows = np.fromiter(ex, dtype=np.int64, count=len(ex))
-        vals = np.array(list(ex.values()), dtype=np.float64)
-        for k, c in enumerate(cols):
-            c[rows] = vals[:, k]
-        approx[rows] = 0
-    return ex, approx, vals
-
-
-def _func_corr_stats(t: _Template, sums, calls, mins, maxs, pcts, corr, corr_calls, exact: dict):
-    """corrected_objects() of the functions' stats_objects(): the raw min,
-    max and percentiles scaled by corrected mean / the raw mean as written
-    (rounded), exact figures where per-call corrected values exist."""
-    raw_mean = np.array([round(s / c, 1) if c else 0.0 for s, c in zip(sums.tolist(), calls.tolist())],
-                        dtype=np.float64)
-    has = calls != 0
-    cc = corr_calls.astype(np.float64)
-    mean = np.divide(corr, cc, out=np.zeros(len(corr)), where=corr_calls != 0)
-    f = np.divide(mean, raw_mean, out=np.zeros(len(mean)), where=(corr_calls != 0) & (raw_mean > 0))
-    def max0(x):  # Python's max(x, 0.0): -0.0 and NaN stay
-        return np.where(x < 0, 0.0, x)
-
-    cols = [np.array(corr, dtype=np.float64), *(max0(np.where(has, x, 0) * f) for x in (mins, maxs)),
-            mean, *(max0(pcts[:, q] * f) for q in range(3))]
-    ex, approx, _ = _put_exact(cols, corr, corr_calls, exact)
-    for k, name in enumerate(("sum", "min", "max", "mean", "p50", "p90", "p99")):
-        t.lit(('{"%s":' if k == 0 else ',"%s":') % name)
-        _repr_round(t, cols[k])
-    t.lit(',"calls":')
-    t.col("i", corr_calls.astype(np.int64))
-    t.enum(approx, ["", ',"approx":true'] if ex else [',"approx":true'])
-    t.lit("}")
-
-
 def root_calls_json(p: Profile) -> str:
     """The `root_calls` array: one object per root call."""
     s = p.samples
@@ -409,7 +352,10 @@ def root_calls_json(p: Profile) -> str:
     _repr_round(t, np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64))
     for key, name in (("descendants", "desc"), ("irq_ns", "irq"), ("offcpu_ns", "offcpu")):
         t.lit(',"%s":' % key)
-        t.col("i", p.scol(name))
+        if name == "offcpu" and not p.offcpu_known:
+            t.lit("null")
+        else:
+            t.col("i", p.scol(name))
     flags = p.scol("flags")
     idx, triples = _bools(flags & SAMPLE_GAP, flags & SAMPLE_PARTIAL, flags & SAMPLE_IRQ)
     t.col("e", idx, [',"gap":%s,"partial":%s,"irq":%s}' % tr for tr in triples])

@@ -38,11 +38,17 @@ from ftflame.profile import SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
 
 
-def _tree_events(p: Profile, roots: list, incl: np.ndarray, frame_of: list) -> tuple:
+def _tree_events(p: Profile, roots: list, incl: np.ndarray, frame_of: list, drawn=None) -> tuple:
     """O/C events laying out the subtrees of `roots` one after the other.
     A frame lasts max(its time, its children's total) so children always
-    nest inside it (the "(partial)" pseudo-root has no time of its own)."""
-    kids = p.children
+    nest inside it (the "(partial)" pseudo-root has no time of its own).
+    drawn: paths to show (corrected: the rule of the flame graphs,
+    report/flametree.drawn_corrected); the others and their time are left out."""
+    full = p.children
+    if drawn is None:
+        kids = full
+    else:
+        kids = {r: [k for k in full[r] if drawn[k]] for r in _subtree_rows(full, roots)}
     events = []
     # durations bottom-up over the subtrees
     dur = {}
@@ -77,6 +83,15 @@ def _tree_events(p: Profile, roots: list, incl: np.ndarray, frame_of: list) -> t
     return events, t
 
 
+def _subtree_rows(kids, roots) -> list:
+    out, stack = [], list(roots)
+    while stack:
+        r = stack.pop()
+        out.append(r)
+        stack.extend(kids[r])
+    return out
+
+
 def document(p: Profile) -> dict:
     frames = [{"name": n} for n in p.funcs]
     frame_of = p.col("func").tolist()
@@ -85,12 +100,18 @@ def document(p: Profile) -> dict:
     for r in p.roots:
         roots_by_func.setdefault(p.name(r), []).append(r)
     applied = p.calibration.applied
-    variants = [("raw", p.col("incl").astype(np.float64))]
+    variants = [("raw", p.col("incl").astype(np.float64), None)]
     if applied:
-        variants.append(("corrected", np.asarray(p.corrected_or_raw.incl, dtype=np.float64)))
-    for name in sorted(roots_by_func, key=lambda n: (n == "(partial)", n)):
-        for label, incl in variants:
-            events, end = _tree_events(p, roots_by_func[name], incl, frame_of)
+        from .flametree import drawn_corrected
+
+        variants.append(("corrected", np.asarray(p.corrected_or_raw.incl, dtype=np.float64),
+                         drawn_corrected(p)))
+    incl = p.col("incl")
+    busy = {name: int(incl[rows].sum()) for name, rows in roots_by_func.items()}
+    # busiest root function first: speedscope opens on profile 0
+    for name in sorted(roots_by_func, key=lambda n: (n == "(partial)", -busy[n], n)):
+        for label, values, drawn in variants:
+            events, end = _tree_events(p, roots_by_func[name], values, frame_of, drawn)
             if events:
                 profiles.append({"type": "evented", "name": f"{name} (call tree, {label} ns)",
                                  "unit": "nanoseconds", "startValue": 0, "endValue": end,

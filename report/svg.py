@@ -10,7 +10,7 @@ from __future__ import annotations
 from ftflame.profile import NODE_IRQ, NODE_PARTIAL, Profile
 
 from . import flametree
-from .common import anomaly_lines
+from .common import plural, report_notes
 
 WIDTH = 1200
 ROW = 16
@@ -128,13 +128,13 @@ def render(p: Profile, opts=None) -> str:
         f["py"] = TOP + (maxdepth - f["depth"]) * ROW
         chars = int((f["pw"] - 6) // 7)
         f["label"] = "" if chars < 3 else (f["name"] if len(f["name"]) <= chars else f["name"][: chars - 2] + "..")
-    anomalies = anomaly_lines(p)
+    anomalies = report_notes(p)
     title = f"ftflame: {p.trace.source}"
     sub = ("corrected times: tracer overhead subtracted "
            f"(O_in {p.calibration.o_in_ns:.1f} ns, O_out {p.calibration.o_out_ns:.1f} ns, {p.calibration.source})"
            if corrected else "RAW times: no calibration, tracer hook cost included")
     if anomalies:
-        sub += f" | {len(anomalies)} anomalies (see the HTML or text report)"
+        sub += f" | {plural(len(anomalies), 'anomaly', 'anomalies')} (see the HTML or text report)"
     tpl = environment().get_template("flamegraph.svg")
     return tpl.render(frames=fr, width=WIDTH, height=height, row=ROW, title=title, subtitle=sub,
                       shown=tree.paths_shown, paths=tree.paths_total, top=TOP)

@@ -13,9 +13,10 @@ import numpy as np
 from ftflame import corrections
 from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
 
-from .common import anomaly_lines, context_lines, count, max_depth_hint, us
+from .common import context_lines, count, fit_decimals, plural, report_notes, us
 
 WIDTH = 80
+UNKNOWN = "-"  # a figure the trace does not give (off-CPU without sched_switch); ASCII for mail
 TOP_FUNCTIONS = 40
 TREE_MIN_FRACTION = 0.01  # show paths holding at least 1% of their root's time
 TREE_MAX_LINES = 150
@@ -84,10 +85,7 @@ def header(p: Profile) -> list:
     for line in context_lines(p):
         lines.extend(_wrap(line, "  "))
     lines.extend(calibration_lines(p))
-    notes = anomaly_lines(p)
-    hint = max_depth_hint(p)
-    if hint:
-        notes.append(hint)
+    notes = report_notes(p)
     if notes:
         lines.append("")
         lines.append("Anomalies (counted, never dropped):")
@@ -151,14 +149,26 @@ def calibration_lines(p: Profile) -> list:
            "unknown": "off-CPU time unknown (no sched_switch events)"}[corrections.offcpu_state(c)]
     bits = [f"corrected (*): {irq}; {off}"]
     if sm["gap_calls"]:
-        bits.append(f"{sm['gap_calls']:,} gap calls left out")
-    bits.append(f"{sm['clamped_paths']:,} paths clamped ({sm['clamped_ns'] / 1e3:,.1f} us)")
+        bits.append(f"{plural(sm['gap_calls'], 'gap call')} left out")
+    bits.append(f"{plural(sm['clamped_paths'], 'path')} clamped ({sm['clamped_ns'] / 1e3:,.1f} us)")
     if sm["clamped_root_calls"]:
-        bits.append(f"{sm['clamped_root_calls']:,} root calls clamped at 0")
+        bits.append(f"{plural(sm['clamped_root_calls'], 'root call')} clamped at 0")
     bits.append(f"{sm['unreliable_paths']:,} of {p.nrows:,} paths unreliable (?: hook cost over "
                 "half the measured time)")
     out.extend(_wrap("; ".join(bits), "  "))
     return out
+
+
+def _decimals(columns) -> list:
+    """One precision per time column, the same on every row: the most
+    decimals with which all of a (values, width) column fits."""
+    return [fit_decimals(v, w) for v, w in columns]
+
+
+def _means(sums, calls) -> np.ndarray:
+    s = np.asarray(sums, dtype=np.float64)
+    c = np.asarray(calls, dtype=np.float64)
+    return np.divide(s, c, out=np.zeros(len(s)), where=c != 0)
 
 
 def _flag(unreliable, clamped) -> str:
@@ -173,22 +183,22 @@ def corrected_function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
     lines = [f"Functions by corrected inclusive time (top {len(order)} of {len(ft)}; us; "
              "* = corrected)",
              "",
-             f"{'Calls':>7} {'Avg':>9} {'Avg*':>9} {'Total*':>11} {'Self*':>10}  Function",
-             f"{'=' * 7} {'=' * 9} {'=' * 9} {'=' * 11} {'=' * 10}  {'=' * 27}"]
+             f"{'Calls':>7} {'Calls*':>7} {'Avg':>9} {'Avg*':>9} {'Total*':>10} {'Self*':>9}  Function",
+             f"{'=' * 7} {'=' * 7} {'=' * 9} {'=' * 9} {'=' * 10} {'=' * 9}  {'=' * 21}"]
+    avg, avg_c = _means(ft.incl, ft.calls), _means(ft.incl_corr, ft.calls_corr)
+    d = _decimals([(avg[order], 9), (avg_c[order], 9), (ft.incl_corr[order], 10), (ft.excl_corr[order], 9)])
     for i in order:
-        calls = int(ft.calls[i])
-        cc = int(ft.calls_corr[i])
-        avg = ft.incl[i] / calls if calls else 0
-        avg_c = ft.incl_corr[i] / cc if cc else 0
         flag = _flag(ex["unreliable"][i], ex["clamped"][i]) if ex else " "
-        lines.append(f"{count(calls, 7)} {us(avg, 9)} {us(avg_c, 9)} {us(ft.incl_corr[i], 11)} "
-                     f"{us(ft.excl_corr[i], 10)} {flag}{_clip(ft.names[i], 27)}")
+        lines.append(f"{count(ft.calls[i], 7)} {count(ft.calls_corr[i], 7)} {us(avg[i], 9, d[0])} "
+                     f"{us(avg_c[i], 9, d[1])} {us(ft.incl_corr[i], 10, d[2])} {us(ft.excl_corr[i], 9, d[3])} "
+                     f"{flag}{_clip(ft.names[i], 22)}")
     lines.append("")
-    cut = {"cut"} if any(len(ft.names[i]) > 27 for i in order) else set()
-    lines.extend(_wrap("Avg: raw mean over all completed calls. Avg*, Total*, Self*: corrected, over "
-                       "the clean calls (gap calls left out). ?: the hook-cost correction exceeds "
-                       "half the measured time (unreliable). ~: clamped at zero self time. "
-                       + mark_legend(cut), ""))
+    cut = {"cut"} if any(len(ft.names[i]) > 22 for i in order) else set()
+    lines.extend(_wrap("Avg: raw mean over all Calls. Calls*: the clean calls the corrected figures "
+                       "cover (gap calls left out); Avg*, Total*, Self*: corrected, over them - where "
+                       "Calls* < Calls, Avg and Avg* are means over different calls. ?: the hook-cost "
+                       "correction exceeds half the measured time (unreliable). ~: clamped at zero "
+                       "self time. " + mark_legend(cut), ""))
     return lines
 
 
@@ -231,14 +241,16 @@ def corrected_call_tree(p: Profile) -> list:
     lines = [f"Call tree per path (us; * = corrected; paths under {TREE_MIN_FRACTION:.0%} of "
              "their root not shown)",
              "",
-             f"{'Calls':>7} {'Avg':>9} {'Avg*':>9} {'Self*':>9}  Function",
-             f"{'=' * 7} {'=' * 9} {'=' * 9} {'=' * 9}  {'=' * 27}"]
+             f"{'Calls':>7} {'Calls*':>7} {'Avg':>9} {'Avg*':>9} {'Self*':>9}  Function",
+             f"{'=' * 7} {'=' * 7} {'=' * 9} {'=' * 9} {'=' * 9}  {'=' * 23}"]
     # numpy columns indexed per shown row: the walk shows ~100 of 100k paths
     calls, incl, flags = (p.col(k) for k in ("calls", "incl", "flags"))
     ci, cx, cc = c.incl, c.excl, c.calls
     unrel = c.unreliable if c.unreliable is not None else np.zeros(p.nrows, dtype=np.int64)
     clamped = c.clamped
-    label_w = WIDTH - 40
+    label_w = WIDTH - 48
+    avg, avg_c, self_c = _means(incl, calls), _means(ci, cc), _means(cx, cc)
+    d = _decimals([(avg, 9), (avg_c, 9), (self_c, 9)])
 
     irq_start = _irq_starts(p)
     marks = set()
@@ -252,18 +264,16 @@ def corrected_call_tree(p: Profile) -> list:
         label = tree_label(branch, name, label_w - 1, marks, suffix)
         flag = _flag(unrel[r], clamped[r])
         marks.add({"?": "unreliable", "~": "clamped"}.get(flag, ""))
-        n = calls[r]
-        return (f"{count(n, 7)} {us(incl[r] / n if n else 0, 9)} "
-                f"{us(ci[r] / cc[r] if cc[r] else 0, 9)} {us(cx[r] / cc[r] if cc[r] else 0, 9)} "
-                f"{flag}{label}")
+        return (f"{count(calls[r], 7)} {count(cc[r], 7)} {us(avg[r], 9, d[0])} {us(avg_c[r], 9, d[1])} "
+                f"{us(self_c[r], 9, d[2])} {flag}{label}")
 
     tree = _walk_tree(p, lambda r: (-ci[r], -incl[r], p.name(r)),
                               lambda k, root: ci[k] >= TREE_MIN_FRACTION * ci[root] and ci[k] > 0,
                               row_line)
     lines += tree
-    legend = ("Avg*, Self*: corrected means per clean call. [irq]/[softirq]: interrupt "
-              "subtrees, not counted in the interrupted path's corrected time."
-              if c.irqs == "exclude" else "Avg*, Self*: corrected means per clean call.")
+    legend = ("Avg: raw mean over all Calls. Avg*, Self*: corrected means over the Calls* clean calls."
+              + (" [irq]/[softirq]: interrupt subtrees, not counted in the interrupted path's "
+                 "corrected time." if c.irqs == "exclude" else ""))
     lines.extend(_wrap(" ".join(filter(None, (legend, mark_legend(marks)))), ""))
     return lines
 
@@ -284,7 +294,7 @@ def balance_lines(p: Profile) -> list:
     out = ["Balance sheet per root function (mean per clean call, us)", ""]
     for b in p.balance:
         out.append(f"{_clip(b['function'], 44)} ({b['calls']:,} calls"
-                   + (f", {b['gap_calls']:,} gap calls left out)" if b["gap_calls"] else ")"))
+                   + (f", {plural(b['gap_calls'], 'gap call')} left out)" if b["gap_calls"] else ")"))
         rows = [("measured (raw mean)", b["measured_raw_mean_ns"], "")]
         rows.append(("= corrected components", b["corrected_mean_ns"], ""))
         for comp in b["components"]:
@@ -301,11 +311,9 @@ def balance_lines(p: Profile) -> list:
         rows.append(("+ off-CPU (sched_switch)", b["offcpu_mean_ns"], off_note))
         if b["clamped_mean_ns"]:
             rows.append(("- clamped", b["clamped_mean_ns"], ""))
-        acc = b["accounted_pct"]
-        rows.append(("+ unaccounted", b["unaccounted_mean_ns"],
-                     f"accounted {acc:.1f}%" if acc is not None else ""))
+        rows.append(("+ unaccounted", b["unaccounted_mean_ns"], ""))
         for label, v, note in rows:
-            line = f"  {_clip(label, 36):<36} {us(v, 12)}"
+            line = f"  {_clip(label, 36):<36} {us(v, 12) if v is not None else UNKNOWN.rjust(12)}"
             if note:
                 line += "  " + note
             out.append(_clip(line, WIDTH))
@@ -321,6 +329,8 @@ def balance_lines(p: Profile) -> list:
                                    ("difference (corrected - measured)",
                                     ("+" if diff >= 0 else "-") + us(abs(diff)), f"accounted {acc}")):
                 out.append(_clip(f"  {label:<36} {v:>12}  {note}", WIDTH))
+        else:
+            out.extend(_wrap("  accounted %: " + b["accounted_note"], "    "))
         out.append("")
     return out
 
@@ -334,11 +344,11 @@ def function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
              "",
              f"{'Calls':>9} {'Total':>12} {'Self':>11} {'Avg':>9} {'p99':>9}  Function",
              f"{'=' * 9} {'=' * 12} {'=' * 11} {'=' * 9} {'=' * 9}  {'=' * 23}"]
+    avg = _means(ft.incl, ft.calls)
+    d = _decimals([(ft.incl[:n], 12), (ft.excl[:n], 11), (avg[:n], 9), (ft.incl_pct[:n, 2], 9)])
     for i in range(n):
-        calls = int(ft.calls[i])
-        avg = ft.incl[i] / calls if calls else 0
-        lines.append(f"{count(calls, 9)} {us(ft.incl[i], 12)} {us(ft.excl[i], 11)} "
-                     f"{us(avg, 9)} {us(ft.incl_pct[i][2], 9)}  {_clip(ft.names[i], 24)}")
+        lines.append(f"{count(ft.calls[i], 9)} {us(ft.incl[i], 12, d[0])} {us(ft.excl[i], 11, d[1])} "
+                     f"{us(avg[i], 9, d[2])} {us(ft.incl_pct[i][2], 9, d[3])}  {_clip(ft.names[i], 24)}")
     if any(len(ft.names[i]) > 24 for i in range(n)):
         lines.extend(_wrap(mark_legend({"cut"}), ""))
     return lines
@@ -353,14 +363,15 @@ def call_tree(p: Profile) -> list:
              f"{'Calls':>9} {'Total':>12} {'Self':>11} {'Avg':>9}  Function",
              f"{'=' * 9} {'=' * 12} {'=' * 11} {'=' * 9}  {'=' * 23}"]
     calls, incl, excl = (p.col(c) for c in ("calls", "incl", "excl"))
+    avg = _means(incl, calls)
+    d = _decimals([(incl, 12), (excl, 11), (avg, 9)])
     irq_start = _irq_starts(p)
     marks = set()
 
     def row_line(r, branch):
-        c = calls[r]
         label = tree_label(branch, p.name(r), WIDTH - 46, marks, " [irq]" if irq_start[r] else "")
-        return (f"{count(c, 9)} {us(incl[r], 12)} {us(excl[r], 11)} "
-                f"{us(incl[r] / c if c else 0, 9)}  {label}")
+        return (f"{count(calls[r], 9)} {us(incl[r], 12, d[0])} {us(excl[r], 11, d[1])} "
+                f"{us(avg[r], 9, d[2])}  {label}")
 
     tree = _walk_tree(p, lambda r: (-incl[r], p.name(r)),
                               lambda k, root: incl[k] >= TREE_MIN_FRACTION * incl[root], row_line)

@@ -17,6 +17,9 @@ FT.setMode = function (mode) {
   badge.className = "badge " + (mode === "corr" ? "corr" : "raw");
   for (var i = 0; i < FT.listeners.length; i++) FT.listeners[i](mode);
 };
+/* how an estimated corrected figure was made: the same words as the JSON's
+ * "approx" (docs/overhead.md, docs/html.md) */
+FT.APPROX_NOTE = "corrected min, max and percentiles are estimated by scaling the raw ones by corrected mean / raw mean (exact only where every call's corrected time is known: root calls)";
 FT.modeLabel = function () { return FT.mode === "corr" ? "corrected" : "raw"; };
 
 /* ---- numbers ---- */

@@ -4,7 +4,8 @@ FT.flame = (function () {
   var D = FT.data.flame, funcs = FT.data.funcs, PARTIAL = FT.data.partial_flag;
   var N = D.depth.length, ROW = 17, PAD = 2, MINPX = 0.35;
   var depth = D.depth, parent = new Int32Array(N), end = new Int32Array(N), kind = new Uint8Array(N);
-  var nsmall = {}, maxDepth = 0, i, stack = [];
+  var nsmall = {}, maxDepth = 0, i, stack = [], approx = {};
+  if (D.corr) D.corr.approx.forEach(function (j) { approx[j] = 1; });
   for (i = 0; i < N; i++) {
     while (stack.length > depth[i]) stack.pop();
     parent[i] = i ? stack[stack.length - 1] : -1;
@@ -29,16 +30,13 @@ FT.flame = (function () {
   var names = [];
   for (i = 0; i < N; i++) names.push(label(i));
 
-  /* per mode: widths (max of own time and children) and x offsets */
+  /* per mode: widths as computed beside the Profile (D.w, D.wc: a frame is
+   * as wide as the figure its tooltip states; in corrected mode removed time
+   * is not drawn, docs/html.md) and x offsets */
   var layouts = {};
   function layout(mode) {
     if (layouts[mode]) return layouts[mode];
-    var v = mode === "corr" && D.inclc ? D.inclc : D.incl, W = new Float64Array(N), X = new Float64Array(N), j, k;
-    var sum = new Float64Array(N);
-    for (j = N - 1; j >= 0; j--) {
-      W[j] = Math.max(v[j], sum[j]);
-      if (j) sum[parent[j]] += W[j];
-    }
+    var W = Float64Array.from(mode === "corr" && D.wc ? D.wc : D.w), X = new Float64Array(N), j, k;
     var order = kids.map(function (ks) {
       return ks.slice().sort(function (a, b) {
         var ka = kind[a] === 2 ? 2 : kind[a] === 3 ? 1 : 0, kb = kind[b] === 2 ? 2 : kind[b] === 3 ? 1 : 0;
@@ -98,6 +96,9 @@ FT.flame = (function () {
       frame(ctx, j, (X[j] - x0) * scale, pw, false, chw);
       j++;
     }
+    /* frameAt searches by x: frames come in pre-order, whose sibling order
+     * (raw widths) is not the x order of the corrected layout */
+    for (d = 0; d <= maxDepth; d++) hits[d].sort(function (a, b) { return a[0] - b[0]; });
   }
   function frame(ctx, j, px, pw, dim, chw) {
     var y = rowY(depth[j]);
@@ -206,6 +207,10 @@ FT.flame = (function () {
       else if (kind[j] === 3) note = "time the task was switched out (sched_switch) inside " + names[parent[j]];
       else if (kind[j] === 1 && (D.flags[j] & 1)) note = "[irq] interrupt context" + ((D.flags[j] & 2) ? " (an interrupt starts here)" : "");
       else if (kind[j] === 1 && (D.flags[j] & PARTIAL)) note = "(partial): callers unknown (trace began mid-call or entries lost)";
+      if (kind[j] === 1 && D.wc && D.wc[j] === 0 && D.w[j] > 0)
+        note = (note ? note + "; " : "") + "not drawn in corrected mode: the correction takes this time out of the calls above (docs/html.md)";
+      else if (kind[j] === 3 && D.wc && D.wc[j] === 0)
+        note += "; not drawn in corrected mode: off-CPU time is taken out";
       if (note) t.appendChild(FT.el("div", { class: "hint" }, note));
       var rows = [];
       if (both) rows.push(["", "raw", "corrected"]);
@@ -214,11 +219,13 @@ FT.flame = (function () {
       row("inclusive", D.incl[j], D.inclc ? D.inclc[j] : D.incl[j], FT.time);
       if (kind[j] === 1) row("self", D.excl[j], D.exclc ? D.exclc[j] : D.excl[j], FT.time);
       if (kind[j] === 1 && D.calls[j]) {
-        var shift = both ? D.incl[j] / D.calls[j] - (D.callsc[j] ? D.inclc[j] / D.callsc[j] : 0) : 0;
-        row("p50", D.p50[j], Math.max(D.p50[j] - shift, 0), FT.time);
-        row("p99", D.p99[j], Math.max(D.p99[j] - shift, 0), FT.time);
+        /* corrected percentiles as computed beside the Profile (JSON incl_corr_ns) */
+        var mark = both && approx[j] ? "\u2248" : "";
+        rows.push(both ? ["p50", FT.time(D.p50[j]), D.corr ? mark + FT.time(D.corr.p50[j]) : "\u2013"] : ["p50", FT.time(D.p50[j])]);
+        rows.push(both ? ["p99", FT.time(D.p99[j]), D.corr ? mark + FT.time(D.corr.p99[j]) : "\u2013"] : ["p99", FT.time(D.p99[j])]);
       }
       t.appendChild(FT.tipTable(rows));
+      if (both && approx[j] && kind[j] === 1) t.appendChild(FT.el("div", { class: "hint" }, "\u2248 estimate: " + FT.APPROX_NOTE));
       var W = L.W;
       t.appendChild(FT.el("div", { class: "hint" }, FT.pct(100 * W[j] / (W[0] || 1)) + " of all " + FT.modeLabel() + " time" +
         (zoom ? ", " + FT.pct(100 * W[j] / (W[zoom] || 1)) + " of " + names[zoom] : "")));

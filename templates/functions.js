@@ -8,27 +8,29 @@ FT.functions = (function () {
   var bigcorr = {};
   (F.bigcorr || []).forEach(function (r) { bigcorr[r] = 1; });
 
-  /* corrected min/percentiles/max: shifted by the mean per-call correction,
-   * as the JSON output does (marked approximate) */
-  function shift(r) {
-    if (FT.mode !== "corr" || !F.inclc) return 0;
-    var c = F.callsc[r];
-    return F.calls[r] ? F.incl[r] / F.calls[r] - (c ? F.inclc[r] / c : 0) : 0;
-  }
+  /* Every figure is computed beside the Profile (report/html.py): the page
+   * prints them and computes none. Corrected min/percentiles/max marked
+   * approximate (F.corr.approx) are estimates; the JSON says so too. */
+  var C = F.corr || null, approx = {};
+  if (C) C.approx.forEach(function (r) { approx[r] = 1; });
   function corr() { return FT.mode === "corr" && !!F.inclc; }
+  function stat(q, r) { return corr() ? (C ? C[q][r] : null) : F[q][r]; }
+  function isApprox(r) { return corr() && !!approx[r]; }
   var COLS = [
     { key: "name", label: "Function", cls: "name", get: function (r) { return funcs[F.func[r]]; } },
-    { key: "calls", label: "Calls", get: function (r) { return corr() ? F.callsc[r] : F.calls[r]; }, fmt: FT.count },
+    { key: "calls", label: "Calls", get: function (r) { return corr() ? F.callsc[r] : F.calls[r]; },
+      fmt: function (v, r) {
+        /* corrected figures over fewer calls than measured: say so in the cell */
+        return corr() && F.callsc[r] !== F.calls[r] ? FT.count(v) + " of " + FT.count(F.calls[r]) : FT.count(v);
+      } },
     { key: "incl", label: "Total", unit: true, get: function (r) { return corr() ? F.inclc[r] : F.incl[r]; } },
     { key: "excl", label: "Self", unit: true, get: function (r) { return corr() ? F.exclc[r] : F.excl[r]; } },
-    { key: "avg", label: "Avg", unit: true, get: function (r) {
-      if (corr()) return F.callsc[r] ? F.inclc[r] / F.callsc[r] : 0;
-      return F.calls[r] ? F.incl[r] / F.calls[r] : 0; } },
-    { key: "p50", label: "p50", unit: true, approx: true, get: function (r) { return Math.max(F.p50[r] - shift(r), 0); } },
-    { key: "p99", label: "p99", unit: true, approx: true, get: function (r) { return Math.max(F.p99[r] - shift(r), 0); } },
-    { key: "max", label: "Max", unit: true, approx: true, get: function (r) { return Math.max(F.max[r] - shift(r), 0); } },
+    { key: "avg", label: "Avg", unit: true, get: function (r) { return stat("mean", r); } },
+    { key: "p50", label: "p50", unit: true, approx: true, get: function (r) { return stat("p50", r); } },
+    { key: "p99", label: "p99", unit: true, approx: true, get: function (r) { return stat("p99", r); } },
+    { key: "max", label: "Max", unit: true, approx: true, get: function (r) { return stat("max", r); } },
     { key: "irq", label: "irq", unit: true, raw: true, title: "time in interrupt subtrees nested inside the calls (measured)", get: function (r) { return F.irq[r]; } },
-    { key: "off", label: "off-CPU", unit: true, raw: true, title: "time switched out inside the calls (sched_switch; measured)", get: function (r) { return F.off[r]; } },
+    { key: "off", label: "off-CPU", unit: true, raw: true, title: "time switched out inside the calls (sched_switch; measured; \u2013 when the trace has no sched_switch events)", get: function (r) { return F.off ? F.off[r] : null; } },
     { key: "hist", label: "Distribution", cls: "spark", title: "inclusive time per call, log scale (raw)", nosort: true }
   ];
   var sortKey = "incl", sortDir = -1, filter = null, showAll = false, selected = -1;
@@ -110,8 +112,8 @@ FT.functions = (function () {
           cell.textContent = v;
           if (corr() && bigcorr[r]) cell.appendChild(FT.el("span", { class: "warn", title: "the correction removed more than half of this function's raw time: treat its corrected figures with care" }, " \u26a0"));
         } else {
-          cell.textContent = c.fmt ? c.fmt(v) : FT.us(v);
-          if (c.approx && corr()) { cell.className = "approx"; cell.title = "raw value shifted by the mean per-call correction"; }
+          cell.textContent = c.fmt ? c.fmt(v, r) : FT.us(v);
+          if (c.approx && isApprox(r)) { cell.className = "approx"; cell.title = FT.APPROX_NOTE; }
         }
         tr.appendChild(cell);
       });
@@ -138,7 +140,8 @@ FT.functions = (function () {
   document.getElementById("fn-more").addEventListener("click", function () { showAll = true; render(); });
   document.getElementById("fn-note").textContent = "Per function, over every call path it appears in (recursive calls each count). " +
     "Click a column to sort, a row for its detail. Times in \u00b5s, " + (FT.calibrated ?
-      "raw or corrected as the switch at the top says; \u2248 marks corrected percentiles shifted by the mean correction." :
+      "raw or corrected as the switch at the top says; \u2248 marks an estimate: " + FT.APPROX_NOTE + "; " +
+      "in corrected mode Calls says \u201cN of M\u201d when the corrected figures cover only the N clean calls." :
       "RAW: no calibration, the tracer's hook cost is included.");
 
   /* ---- detail panel ---- */
@@ -168,32 +171,38 @@ FT.functions = (function () {
     bar.appendChild(FT.el("span", { class: "badge " + (FT.mode === "corr" ? "corr" : "raw") }, FT.mode === "corr" ? "CORRECTED" : "RAW"));
     panel.appendChild(bar);
 
-    /* statistics, raw and corrected side by side */
-    var both = !!F.inclc, sh = both ? (F.calls[r] ? F.incl[r] / F.calls[r] : 0) - (F.callsc[r] ? F.inclc[r] / F.callsc[r] : 0) : 0;
+    /* statistics, raw and corrected side by side (all from the data block) */
+    var both = !!F.inclc;
     var st = FT.el("table", { class: "plain", id: "detail-stats" }), tr = FT.el("tr");
     tr.appendChild(FT.el("th", null, ""));
     tr.appendChild(FT.el("th", null, "raw"));
     if (both) tr.appendChild(FT.el("th", null, "corrected"));
     st.appendChild(tr);
-    function srow(label, raw, cor, fmt) {
-      var t = FT.el("tr");
+    function srow(label, raw, cor, fmt, est) {
+      var t = FT.el("tr", { "data-stat": label });
       t.appendChild(FT.el("th", null, label));
       t.appendChild(FT.el("td", null, fmt(raw)));
-      if (both) t.appendChild(FT.el("td", null, cor === null ? "" : fmt(cor)));
+      if (both) {
+        var td = FT.el("td", est ? { class: "approx", title: FT.APPROX_NOTE } : null, cor === null ? "" : fmt(cor));
+        t.appendChild(td);
+      }
       st.appendChild(t);
     }
     srow("calls", F.calls[r], both ? F.callsc[r] : null, FT.count);
     srow("total (inclusive)", F.incl[r], both ? F.inclc[r] : null, FT.time);
     srow("self (exclusive)", F.excl[r], both ? F.exclc[r] : null, FT.time);
-    srow("mean", F.calls[r] ? F.incl[r] / F.calls[r] : 0, both ? (F.callsc[r] ? F.inclc[r] / F.callsc[r] : 0) : null, FT.time);
-    [["min", F.min[r]], ["p50", F.p50[r]], ["p90", F.p90[r]], ["p99", F.p99[r]], ["max", F.max[r]]].forEach(function (q) {
-      srow(q[0], q[1], both ? Math.max(q[1] - sh, 0) : null, FT.time);
+    srow("mean", F.mean[r], both && C ? C.mean[r] : null, FT.time);
+    ["min", "p50", "p90", "p99", "max"].forEach(function (q) {
+      srow(q, F[q][r], both && C ? C[q][r] : null, FT.time, both && !!approx[r]);
     });
     srow("in interrupts", F.irq[r], null, FT.time);
-    srow("off-CPU", F.off[r], null, FT.time);
+    srow("off-CPU", F.off ? F.off[r] : null, null, FT.time);
     srow("calls spanning a gap", F.gap[r], null, FT.count);
     panel.appendChild(st);
-    if (both) panel.appendChild(FT.el("div", { class: "note" }, "Corrected min/percentiles/max are the raw ones shifted by the mean per-call correction; gap calls are left out of corrected figures."));
+    if (both) panel.appendChild(FT.el("div", { class: "note" }, "Corrected figures cover the " + FT.count(F.callsc[r]) + " clean calls" +
+      (F.callsc[r] !== F.calls[r] ? " of " + FT.count(F.calls[r]) + " (gap calls left out): raw and corrected columns are over different calls" : "") +
+      ". Corrected sums and means are exact; " + (approx[r] ? "\u2248 marks an estimate: " + FT.APPROX_NOTE + "." :
+      "min/percentiles/max are exact (every call's corrected time is known).")));
 
     /* histogram */
     panel.appendChild(FT.el("h3", null, "Inclusive time per call (raw, log scale)"));
@@ -231,7 +240,8 @@ FT.functions = (function () {
         td.appendChild(a);
       }
       tr.appendChild(td);
-      tr.appendChild(FT.el("td", null, FT.count(e[2])));
+      /* corrected: the clean calls the corrected time covers */
+      tr.appendChild(FT.el("td", null, FT.count(useCorr ? e[5] : e[2])));
       tr.appendChild(FT.el("td", null, FT.us(v)));
       tr.appendChild(FT.el("td", null, FT.pct(100 * v / (total || 1))));
       t.appendChild(tr);

@@ -97,11 +97,13 @@ FT.latency = (function () {
       ctx.fillRect(Math.min(drag.x0, drag.x1), Math.min(drag.y0, drag.y1), Math.abs(drag.x1 - drag.x0), Math.abs(drag.y1 - drag.y0));
       ctx.strokeRect(Math.min(drag.x0, drag.x1), Math.min(drag.y0, drag.y1), Math.abs(drag.x1 - drag.x0), Math.abs(drag.y1 - drag.y0));
     }
-    /* summary of the calls in view */
-    vals.sort(function (a, b) { return a - b; });
-    function q(p) { return vals.length ? vals[Math.min(vals.length - 1, Math.max(0, Math.ceil(p / 100 * vals.length) - 1))] : NaN; }
-    var stats = document.getElementById("lat-stats");
-    stats.textContent = FT.count(vals.length) + " calls in view (" + FT.modeLabel() + "): p50 " + FT.time(q(50)) + ", p99 " + FT.time(q(99)) + ", max " + FT.time(q(100));
+    /* summary: the root function's figures as computed beside the Profile
+     * (the JSON tree's root row); the page computes none of its own */
+    var stats = document.getElementById("lat-stats"), R = root >= 0 && S.root_stats ? S.root_stats[root] : null;
+    var c = FT.mode === "corr" && R && R.callsc !== undefined, mark = c && R.approx ? "\u2248" : "";
+    stats.textContent = FT.count(vals.length) + " call" + (vals.length === 1 ? "" : "s") + " plotted in view" +
+      (R ? "; " + S.roots[root] + ", all " + FT.count(c ? R.callsc : R.calls) + " " + (c ? "clean " : "") + "calls (" + FT.modeLabel() + "): p50 " +
+        mark + FT.time(c ? R.p50c : R.p50) + ", p99 " + mark + FT.time(c ? R.p99c : R.p99) + ", max " + mark + FT.time(c ? R.maxc : R.max) : "");
     canvas.setAttribute("data-points", pts.length);
   }
 

@@ -1,55 +1,57 @@
-/* Balance sheet, the raw/corrected switch, start-up. */
+/* Balance sheet (ftflame/balance.py), the raw/corrected switch, start-up.
+ * One readable table per root function: where its measured mean went, then
+ * the check against an independent total when one was given. Every figure
+ * is the JSON's; the page computes none. */
 FT.balance = (function () {
   var B = FT.data.balance, body = document.getElementById("balance-body");
-  function label(k) {
-    var l = k.replace(/_ns$/, "").replace(/_pct$/, " %").replace(/_/g, " ");
-    return /_ns$/.test(k) ? l + " (\u00b5s)" : l;
+  function row(t, label, v, note, cls) {
+    var tr = FT.el("tr", cls ? { class: cls } : null);
+    tr.appendChild(FT.el("th", null, label));
+    tr.appendChild(FT.el("td", { class: "n" }, v === null || v === undefined ? "\u2013" : typeof v === "string" ? v : FT.us(v)));
+    tr.appendChild(FT.el("td", { class: "note" }, note || ""));
+    t.appendChild(tr);
   }
-  function cell(k, v) {
-    if (v === null || v === undefined) return "";
-    if (typeof v === "number") {
-      if (/_ns$/.test(k)) return FT.us(v);
-      if (/pct|percent/.test(k)) return FT.pct(v);
-      return Number.isInteger(v) ? FT.count(v) : String(Math.round(v * 1000) / 1000);
+  function sheet(b) {
+    var box = FT.el("div", { class: "balance-root", "data-function": b.function });
+    box.appendChild(FT.el("h3", null, b.function));
+    box.appendChild(FT.el("div", { class: "note" }, FT.count(b.calls) + " clean call" + (b.calls === 1 ? "" : "s") +
+      (b.gap_calls ? ", " + FT.count(b.gap_calls) + " gap call" + (b.gap_calls === 1 ? "" : "s") + " left out" : "") +
+      "; means per call, \u00b5s"));
+    var t = FT.el("table", { class: "plain balance" });
+    row(t, "measured (raw mean)", b.measured_raw_mean_ns, "from this trace", "total");
+    row(t, "= corrected components", b.corrected_mean_ns, "the synthetic total", "sub");
+    b.components.forEach(function (c) { row(t, "\u2003" + c.name, c.mean_ns, "", "comp"); });
+    row(t, "+ tracer hook cost removed", b.overhead_mean_ns, "");
+    row(t, "+ interrupt subtrees", b.irq_mean_ns, b.irq_per_call.toFixed(2) + "/call" +
+      (b.irq_corrected_mean_ns !== null && b.irq_mean_ns ? ", own work " + FT.us(b.irq_corrected_mean_ns) : ""));
+    row(t, "+ off-CPU (sched_switch)", b.offcpu_mean_ns, b.offcpu_mean_ns === null ? "unknown: no sched_switch events" : "");
+    if (b.clamped_mean_ns) row(t, "\u2212 clamped", b.clamped_mean_ns, "added back by the clamps");
+    row(t, "+ unaccounted", b.unaccounted_mean_ns, "");
+    var e = b.external;
+    if (e) {
+      row(t, "measured independently", e.mean_ns, e.source + (e.calls ? ", " + FT.count(e.calls) + " calls" : ""), "ext");
+      row(t, "difference (corrected \u2212 measured)", (e.difference_ns >= 0 ? "+" : "\u2212") + FT.us(Math.abs(e.difference_ns)), "");
+      row(t, "accounted %", e.accounted_pct === null ? null : FT.pct(e.accounted_pct), b.accounted_note, "acc");
+    } else {
+      row(t, "accounted %", null, b.accounted_note, "acc");
     }
-    if (typeof v === "object") return JSON.stringify(v);
-    return String(v);
+    box.appendChild(t);
+    return box;
   }
   function render() {
     FT.clear(body);
     if (!B || !B.length) {
       body.appendChild(FT.el("p", { class: "note", id: "balance-none" },
-        "No balance sheet in this report. It needs a measured total per root function: the trace itself with a calibration, " +
-        "a root-only baseline recording (collect.sh --baseline) or numbers you give; then each row checks that measured = " +
-        "corrected components + removed overhead + irq + off-CPU + unaccounted."));
+        "No balance sheet in this report: it is made per root function when corrections are applied (a calibration). " +
+        "Each sheet shows measured = corrected components + removed hook cost + irq + off-CPU + unaccounted; " +
+        "an accounted % needs an independent total: a root-only baseline recording (collect.sh --baseline, then --baseline) or --measured FUNC=TIME."));
       return;
     }
-    /* rows are objects (column name: value); lists get numbered columns */
-    B = B.map(function (row) {
-      if (!Array.isArray(row)) return row;
-      var o = {};
-      row.forEach(function (v, k) { o["column " + (k + 1)] = v; });
-      return o;
-    });
-    var keys = [];
-    B.forEach(function (row) {
-      if (row && typeof row === "object" && !Array.isArray(row)) Object.keys(row).forEach(function (k) { if (keys.indexOf(k) < 0) keys.push(k); });
-    });
-    var t = FT.el("table", { class: "data", id: "balance-table" }), tr = FT.el("tr"), th = FT.el("thead"), tb = FT.el("tbody");
-    keys.forEach(function (k, j) { tr.appendChild(FT.el("th", { class: j === 0 ? "name" : "" }, label(k))); });
-    th.appendChild(tr);
-    t.appendChild(th);
-    B.forEach(function (row) {
-      var r = FT.el("tr");
-      keys.forEach(function (k, j) {
-        var v = row ? row[k] : undefined;
-        r.appendChild(FT.el("td", { class: j === 0 || typeof v === "string" ? "name" : "" }, cell(k, v)));
-      });
-      tb.appendChild(r);
-    });
-    t.appendChild(tb);
-    body.appendChild(t);
-    body.appendChild(FT.el("p", { class: "note" }, "measured = corrected components + removed overhead + irq + off-CPU + unaccounted; accounted % = how much of the measured total the components explain."));
+    var wrap = FT.el("div", { id: "balance-table" });
+    B.forEach(function (b) { wrap.appendChild(sheet(b)); });
+    body.appendChild(wrap);
+    body.appendChild(FT.el("p", { class: "note" }, "measured raw mean = corrected components + tracer hook cost removed + interrupt subtrees + off-CPU \u2212 clamped + unaccounted. " +
+      "Against the trace itself this holds by construction; the accounted % compares the corrected mean with a total measured some other way."));
   }
   return { render: render, init: render };
 })();

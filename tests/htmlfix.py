@@ -6,9 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-import numpy as np
-
-from ftflame.profile import Calibration, Corrected, Profile
+from ftflame.profile import Calibration, Profile
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
@@ -51,27 +49,15 @@ def load(path: Path) -> Profile:
     return profile_of(str(path))
 
 
-def with_overhead(p: Profile, o_in: float, o_out: float) -> Profile:
-    """A Profile corrected with a fixed hook cost, by the model in docs/design.md
-    (what `--overhead-in/--overhead-out` will do; built here so the HTML can
-    be tested with corrected figures before the overhead issue lands):
+def corrected(p: Profile, o_in: float, o_out: float) -> Profile:
+    """A Profile corrected with a fixed hook cost by the real correction
+    (ftflame.corrections.correct, what --overhead-in/--overhead-out do),
+    with its balance sheet."""
+    from ftflame.balance import attach
+    from ftflame.corrections import correct
 
-        corr_incl = incl - O_in - D*(O_in + O_out)     per call, summed
-        corr_excl = excl - O_in - n*O_out
-
-    over the clean calls (gap calls left out), clamped at zero."""
-    c = p.col
-    calls = c("calls") - c("gap_calls")
-    incl = (c("incl") - c("gap_incl")) - calls * o_in - (c("desc") - c("gap_desc")) * (o_in + o_out)
-    excl = (c("excl") - c("gap_excl")) - calls * o_in - (c("nchild") - c("gap_nchild")) * o_out
-    clamped = ((incl < 0) | (excl < 0)).astype(np.int64)
-    s = p.samples
-    sdur = (p.scol("dur") - o_in - p.scol("desc") * (o_in + o_out)).astype(np.float64) if len(s) else np.zeros(0)
-    corr = Corrected(incl=np.maximum(incl, 0).astype(np.float64), excl=np.maximum(excl, 0).astype(np.float64),
-                     calls=calls, clamped=clamped, sample_dur=np.maximum(sdur, 0),
-                     notes=(f"test correction: O_in {o_in} ns, O_out {o_out} ns",))
     cal = Calibration(o_in, o_out, "command line", "fixed values given on the command line (test)")
-    return p.replace(corrected=corr, calibration=cal)
+    return attach(correct(p, cal))
 
 
 def render_tool(env: str, default: Path, what: str) -> Path:

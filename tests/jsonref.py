@@ -124,7 +124,10 @@ def tree_json(p: Profile) -> str:
     func = p.col("func").tolist()
     flags = [json.dumps(node_flags(f)) for f in range(8)]
     flag = p.col("flags").tolist()
-    irq, off, desc, gap = (p.col(c).tolist() for c in ("irq", "offcpu", "desc", "gap_calls"))
+    irq, off, desc, unowned, gap = (p.col(c).tolist() for c in ("irq", "offcpu", "desc", "unowned_child_incl",
+                                                                 "gap_calls"))
+    if not p.offcpu_known:
+        off = ["null"] * p.nrows
     ncalls = calls.tolist()
     if p.corrected is not None and p.corrected.unreliable is not None:
         extra = ['"clamped":%s,"unreliable":%s,' % ("true" if c else "false", "true" if u else "false")
@@ -147,10 +150,10 @@ def tree_json(p: Profile) -> str:
             parts.append("]}")
             continue
         parts.append(('%s{"name":%s,"calls":%d,"incl_ns":%s,"excl_ns":%s,"incl_corr_ns":%s,'
-                      '"excl_corr_ns":%s,"irq_ns":%d,"offcpu_ns":%d,"descendants":%d,'
-                      '"gap_calls":%d,%s"flags":%s,"children":[') % (
+                      '"excl_corr_ns":%s,"irq_ns":%d,"offcpu_ns":%s,"descendants":%d,'
+                      '"unowned_child_incl_ns":%d,"gap_calls":%d,%s"flags":%s,"children":[') % (
             "," if comma else "", names[func[r]], ncalls[r], incl[r], excl[r], incl_c[r],
-            excl_c[r], irq[r], off[r], desc[r], gap[r], extra[r], flags[flag[r] & 7]))
+            excl_c[r], irq[r], off[r], desc[r], unowned[r], gap[r], extra[r], flags[flag[r] & 7]))
         stack.append((-1, False))
         stack.extend([(k, i > 0) for i, k in enumerate(kids[r])][::-1])
     parts.append("]")
@@ -164,7 +167,7 @@ def document(p: Profile) -> dict:
     ft = p.functions
     f_incl = stats_objects(ft.incl, ft.calls, ft.incl_min, ft.incl_max, ft.incl_pct)
     f_excl = stats_objects(ft.excl, ft.calls, ft.excl_min, ft.excl_max, ft.excl_pct)
-    exact_nodes, exact_funcs = exact_corrected_values(p)
+    _, exact_funcs = exact_corrected_values(p)
     f_incl_c = corrected_objects(f_incl, ft.incl_corr, ft.calls_corr, applied, exact_funcs)
     f_excl_c = corrected_objects(f_excl, ft.excl_corr, ft.calls_corr, applied)
     functions = []
@@ -173,7 +176,7 @@ def document(p: Profile) -> dict:
             "name": name, "calls": int(ft.calls[i]),
             "incl_ns": f_incl[i], "excl_ns": f_excl[i],
             "incl_corr_ns": f_incl_c[i], "excl_corr_ns": f_excl_c[i],
-            "irq_ns": int(ft.irq[i]), "offcpu_ns": int(ft.offcpu[i]),
+            "irq_ns": int(ft.irq[i]), "offcpu_ns": int(ft.offcpu[i]) if p.offcpu_known else None,
             "gap_calls": int(ft.gap_calls[i]),
         })
         if ex:
@@ -207,7 +210,7 @@ def root_call_objects(p: Profile) -> list:
         node, pid, cpu, flags, calltime, dur, desc, irq, off = row[:9]
         out.append({"name": names[i], "pid": pid, "cpu": cpu, "start_ns": calltime, "dur_ns": dur,
                     "dur_corr_ns": round(float(cr.sample_dur[i]), 1), "descendants": desc,
-                    "irq_ns": irq, "offcpu_ns": off, "gap": bool(flags & SAMPLE_GAP),
+                    "irq_ns": irq, "offcpu_ns": off if p.offcpu_known else None, "gap": bool(flags & SAMPLE_GAP),
                     "partial": bool(flags & SAMPLE_PARTIAL), "irq": bool(flags & SAMPLE_IRQ)})
     return out
 

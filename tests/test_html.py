@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from htmlfix import BIG, ICOUNT, LOST, WRITE4K, load, with_overhead
+from htmlfix import BIG, ICOUNT, LOST, WRITE4K, corrected, load
 
 from ftflame.report import RENDERERS, flametree, format_for_path, html
 
@@ -47,7 +47,10 @@ def check_tree(p, t: flametree.FlameTree):
     assert kids_w[0] == pytest.approx(w[0], rel=1e-12)
     # every real frame is a Profile path with its own figures
     for i in range(1, n):
-        if t.kind[i] == flametree.KIND_FRAME:
+        if t.kind[i] == flametree.KIND_FRAME and p.col("calls")[t.node[i]] == 0:
+            # no completed call (the (partial) pseudo-root): the calls under it
+            assert t.incl[i] == t.width[i]
+        elif t.kind[i] == flametree.KIND_FRAME:
             r = t.node[i]
             assert t.incl[i] == p.col("incl")[r] and t.calls[i] == p.col("calls")[r]
             assert t.func[i] == p.col("func")[r]
@@ -92,7 +95,7 @@ def test_flame_tree_offcpu_frames(write4k):
 
 
 def test_flame_tree_corrected_widths(write4k):
-    c = with_overhead(write4k, 700.0, 300.0)
+    c = corrected(write4k, 700.0, 300.0)
     t = flametree.build(c)
     assert t.width_corr[0] < t.width[0]
     kids = np.zeros(len(t))
@@ -164,7 +167,7 @@ def test_page_data_matches_profile(write4k):
 
 
 def test_page_with_calibration_shows_corrected(write4k):
-    c = with_overhead(write4k, 700.0, 300.0)
+    c = corrected(write4k, 700.0, 300.0)
     text = html.render(c)
     d = page_data(text)
     assert "Calibration used:" in text and "700.0 ns" in text
@@ -174,7 +177,7 @@ def test_page_with_calibration_shows_corrected(write4k):
     assert d["samples"]["durc"] is not None
     assert not any("clamped" in a for a in d["header"]["anomalies"])
     # an overestimated hook cost clamps some paths at zero: announced
-    d = page_data(html.render(with_overhead(write4k, 3000.0, 1000.0)))
+    d = page_data(html.render(corrected(write4k, 3000.0, 1000.0)))
     assert d["header"]["clamped"] > 0
     assert any("clamped at 0" in a for a in d["header"]["anomalies"])
 
@@ -243,7 +246,7 @@ def test_largest_fixture_under_1mb_and_fast(big):
     assert size < ONE_MB, f"{size:,} bytes"
     assert dt < 5.0, f"render took {dt:.2f}s"
     # with corrected figures too (more columns)
-    size_c = len(html.render(with_overhead(big, 700.0, 300.0)).encode())
+    size_c = len(html.render(corrected(big, 700.0, 300.0)).encode())
     assert size_c < ONE_MB, f"{size_c:,} bytes with corrections"
     d = page_data(text)
     assert d["flame"]["paths_total"] == big.nrows

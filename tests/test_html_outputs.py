@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from htmlfix import DEPTH3, NULLCALLS, WRITE4K, inferno_flamegraph, load, speedscope_schema, with_overhead
+from htmlfix import DEPTH3, NULLCALLS, WRITE4K, corrected, inferno_flamegraph, load, speedscope_schema
 
 from ftflame.report import folded, speedscope, svg
 
@@ -44,7 +44,7 @@ def test_speedscope_validates_against_schema(trace):
     schema = json.loads(speedscope_schema().read_text())
     jsonschema.Draft7Validator.check_schema(schema)
     p = load(trace)
-    for q in (p, with_overhead(p, 700.0, 300.0)):
+    for q in (p, corrected(p, 700.0, 300.0)):
         doc = json.loads(speedscope.render(q))
         jsonschema.validate(doc, schema)
         n = len(doc["shared"]["frames"])
@@ -53,7 +53,7 @@ def test_speedscope_validates_against_schema(trace):
 
 
 def test_speedscope_events_nest(write4k):
-    for q in (write4k, with_overhead(write4k, 700.0, 300.0)):
+    for q in (write4k, corrected(write4k, 700.0, 300.0)):
         doc = json.loads(speedscope.render(q))
         assert doc["$schema"] == speedscope.SCHEMA_URL
         n = len(doc["shared"]["frames"])
@@ -102,7 +102,7 @@ def test_svg_is_wellformed_and_interactive(write4k):
     widths = {f.get("id"): float(f.find(f"{ns}rect").get("width")) for f in frames}
     assert widths["f0"] == pytest.approx(svg.WIDTH)
     assert svg.render(write4k) == text  # deterministic
-    assert "corrected times" in svg.render(with_overhead(write4k, 700.0, 300.0))
+    assert "corrected times" in svg.render(corrected(write4k, 700.0, 300.0))
 
 
 def test_svg_colours_match_page_scheme():

@@ -1,0 +1,220 @@
+"""Issue 11 "One truth in every output": one test per numbered item (1, 2,
+3-4, 6, 8, 12), each failing before the fix. The cross-output checks on
+every trace are tests/test_consistency.py and tests/browser/."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, fixture, profile_of
+from events import load as load_events
+from ftflame.balance import NO_TOTAL, attach
+from ftflame.calibration import estimate_in_trace
+from ftflame.corrections import correct
+from ftflame.profile import NODE_IRQ_ROOT, Calibration
+from ftflame.report import flametree, html, jsonout, speedscope, svg, text
+
+FIXED = Calibration(700.0, 300.0, "command line", "fixed values given on the command line (test)")
+WRITE4K = "k6.1/s01-v3-write4k/trace.dat"  # no sched_switch, gap calls, irqs
+ICOUNT = "k6.1/s15-icount-calib/trace-full.dat"  # sched_switch recorded, irqs, gap calls
+
+
+def corrected(rel: str):
+    p = profile_of(fixture(rel))
+    return attach(correct(p, estimate_in_trace(p) or FIXED))
+
+
+# ---- 1: corrected statistics computed once, never in the page -------------------
+def test_1_page_prints_the_corrected_percentiles_of_the_json():
+    q = corrected(WRITE4K)
+    d = html.report_data(q)
+    doc = json.loads(jsonout.render(q))
+    jf = {f["name"]: f for f in doc["functions"]}
+    F = d["functions"]
+    for i, fid in enumerate(F["func"][:50]):
+        c = jf[d["funcs"][fid]]["incl_corr_ns"]
+        assert [F["corr"][k][i] for k in ("min", "p50", "p90", "p99", "max", "mean")] == \
+            [c[k] for k in ("min", "p50", "p90", "p99", "max", "mean")]
+        assert (i in F["corr"]["approx"]) == bool(c.get("approx"))
+    # nfsd3_proc_write's root calls give exact corrected percentiles: no estimate
+    assert not jf["nfsd3_proc_write"]["incl_corr_ns"].get("approx")
+    # the page's own script computes no statistic (no shift of raw figures)
+    js = "".join(open(os.path.join(ROOT, "templates", f), encoding="utf-8").read()
+                 for f in ("functions.js", "flame.js"))
+    assert not re.search(r"\bshift\(", js) and "- shift" not in js
+    assert not re.search(r"incl\[\w+\] / \w+\.calls", js)
+
+
+# ---- 2: the corrected flame graph draws no removed time -------------------------
+@pytest.mark.parametrize("rel", [WRITE4K, ICOUNT])
+def test_2_corrected_frames_are_as_wide_as_their_corrected_time(rel):
+    q = corrected(rel)
+    t = flametree.build(q)
+    c = q.corrected
+    drawn = flametree.drawn_corrected(q)
+    n = len(t)
+    kids = np.zeros(n)
+    for i in range(1, n):
+        kids[t.parent[i]] += t.width_corr[i]
+    wc = np.array(t.width_corr)
+    assert np.all(kids <= wc + 1e-6 * np.maximum(wc, 1))  # children never overflow
+    flags = q.col("flags")
+    nested_irq = 0
+    for i in range(1, n):
+        if t.kind[i] == flametree.KIND_OFFCPU:
+            assert t.width_corr[i] == 0 and t.incl_corr[i] == 0  # off-CPU time removed: not drawn
+        if t.kind[i] != flametree.KIND_FRAME or q.col("calls")[t.node[i]] == 0:
+            continue
+        r = t.node[i]
+        if drawn[r]:
+            # the width is the frame's corrected inclusive time, its tooltip figure
+            assert t.width_corr[i] == pytest.approx(c.incl[r], rel=1e-9, abs=1e-6)
+            assert t.incl_corr[i] == t.width_corr[i]
+        else:
+            assert t.width_corr[i] == 0
+        if flags[r] & NODE_IRQ_ROOT and q.col("parent")[r] >= 0:
+            nested_irq += 1
+            assert not drawn[r]  # an irq subtree in task context leaves the interrupted call
+    assert nested_irq > 0
+    # the SVG and speedscope follow the same rule
+    out = svg.render(q)
+    assert "[off-CPU]" not in out
+    doc = speedscope.document(q)
+    prof = next(pr for pr in doc["profiles"] if pr["name"].endswith("(call tree, corrected ns)"))
+    top = doc["shared"]["frames"][prof["events"][0]["frame"]]["name"]
+    roots = [r for r in q.roots if q.name(r) == top]
+    assert prof["endValue"] == pytest.approx(sum(c.incl[r] for r in roots), abs=len(roots))
+
+
+# ---- 3, 4: a readable balance sheet; accounted % only against an independent total
+def test_3_4_balance_sheet_has_no_self_check_and_agrees_everywhere():
+    q = corrected(ICOUNT)
+    b = q.balance[0]
+    assert b["accounted_pct"] is None and b["external"] is None and b["accounted_note"] == NO_TOTAL
+    txt = text.render(q)
+    assert "accounted 100.0%" not in txt and "accounted %: no independent total given" in txt
+    d = html.report_data(q)
+    assert d["balance"][0]["accounted_pct"] is None
+    # with an independent total: the one accounted %, in all three
+    m = attach(q, measured=[("nfsd3_proc_write", 10207.3)])
+    b = m.balance[0]
+    assert b["accounted_pct"] == b["external"]["accounted_pct"] is not None
+    assert b["accounted_pct"] == pytest.approx(100.0 * b["corrected_mean_ns"] / 10207.3, abs=0.01)
+    assert f"accounted {b['accounted_pct']:.1f}%" in text.render(m)
+    js = open(os.path.join(ROOT, "templates", "main.js"), encoding="utf-8").read()
+    assert "JSON.stringify" not in js  # no raw JSON in the page's cells
+
+
+# ---- 6: sched_switch recorded only when switch events were seen ------------------
+def test_6_no_switch_events_means_unknown_off_cpu_time():
+    p = load_events("lost-exit")
+    # the event format was in the file, but not one switch event
+    p = p.replace(trace=dataclasses.replace(p.trace, has_sched_switch=True))
+    assert p.counters.get("switches", 0) == 0
+    doc = json.loads(jsonout.render(p))
+    assert doc["trace"]["has_sched_switch"] is False
+    assert all(f["offcpu_ns"] is None for f in doc["functions"])
+    assert all(r["offcpu_ns"] is None for r in doc["root_calls"])
+    d = html.report_data(p)
+    assert d["functions"]["off"] is None
+    assert dict(d["header"]["options"])["sched_switch"].startswith("no sched_switch events")
+    # with switch events the figures are there
+    doc = json.loads(jsonout.render(load_events("off-cpu")))
+    assert doc["trace"]["has_sched_switch"] is True
+    assert all(isinstance(f["offcpu_ns"], int) for f in doc["functions"])
+
+
+def test_6_balance_sheet_off_cpu_unknown():
+    q = corrected(WRITE4K)
+    assert q.balance[0]["offcpu_mean_ns"] is None
+    line = next(ln for ln in text.render(q).splitlines() if "+ off-CPU (sched_switch)" in ln)
+    assert line.split()[3] == "-" and "unknown" in line
+
+
+# ---- 8: corrected figures over fewer calls say so ---------------------------------
+def test_8_tables_show_the_calls_corrected_figures_cover():
+    q = corrected(WRITE4K)
+    txt = text.render(q)
+    assert "Calls*" in txt
+    row = next(ln for ln in txt.splitlines() if ln.rstrip().endswith(" nfsd3_proc_write"))
+    assert row.split()[:2] == ["1,024", "1,022"]
+    js = open(os.path.join(ROOT, "templates", "functions.js"), encoding="utf-8").read()
+    assert '" of "' in js  # "N of M" in the Calls column in corrected mode
+
+
+# ---- 12: the small ones -----------------------------------------------------------
+def test_12_one_precision_per_text_column():
+    txt = text.render(corrected(WRITE4K))
+    lines = txt.splitlines()
+    start = lines.index(next(ln for ln in lines if ln.startswith("Functions by corrected")))
+    rows = []
+    for ln in lines[start + 4:]:
+        if not ln.strip():
+            break
+        rows.append(ln[:56].split())
+    for col in range(2, 6):
+        decimals = {len(r[col].split(".")[1]) if "." in r[col] else 0 for r in rows}
+        assert len(decimals) == 1, (col, decimals)
+
+
+def test_12_singular_counts():
+    txt = text.render(load_events("lost-exit"))
+    assert "1 entry whose exit never came" in txt and "1 depth mismatch " in txt
+    assert "1 entries" not in txt and "1 mismatches" not in txt
+    q = corrected(WRITE4K)
+    gap = q.balance[0]["gap_calls"]
+    assert gap == 2 and "2 gap calls left out" in text.render(q)
+
+
+def test_12_svg_counts_the_notes_of_the_html():
+    q = corrected(WRITE4K)
+    notes = html.report_data(q)["header"]["anomalies"]
+    assert len(notes) > 5  # including clamps and corrections over half the time
+    assert f"| {len(notes)} anomalies" in svg.render(q)
+    assert json.loads(jsonout.render(q))["trace"]["notes"] == notes
+
+
+def test_12_tree_rows_explain_their_inclusive_time():
+    p = profile_of(fixture("k6.1/s10-lost/trace.dat"))
+    doc = json.loads(jsonout.render(p))
+    unexplained = 0
+    stack = list(doc["tree"])
+    while stack:
+        n = stack.pop()
+        kids = sum(k["incl_ns"]["sum"] for k in n["children"])
+        if n["calls"]:
+            # children's time under this path that none of its completed calls owns
+            assert n["incl_ns"]["sum"] + n["unowned_child_incl_ns"] == n["excl_ns"]["sum"] + kids, n["name"]
+            unexplained += n["unowned_child_incl_ns"] != 0
+        stack.extend(n["children"])
+    assert unexplained > 0  # the lost-events trace has such rows
+
+
+# two root functions: the busy one comes second in alphabetical order
+TWO_ROOTS = """
+entry 0 100 a_quick 0
+exit 0 100 a_quick 0 100 200
+entry 0 100 z_busy 0
+exit 0 100 z_busy 0 300 5300
+"""
+
+
+def test_12_speedscope_opens_on_the_busiest_root():
+    from events import parse_events
+    from ftflame.parse import build_events
+
+    p = build_events(parse_events(TWO_ROOTS), source="two-roots.events")
+    doc = speedscope.document(p)
+    assert doc["activeProfileIndex"] == 0
+    assert doc["profiles"][0]["name"].startswith("z_busy (call tree")
+    q = profile_of(fixture("k6.1/s10-lost/trace.dat"))
+    roots = {}
+    for r in q.roots:
+        roots[q.name(r)] = roots.get(q.name(r), 0) + int(q.col("incl")[r])
+    first = speedscope.document(q)["profiles"][0]["name"]
+    assert first.startswith(max((n for n in roots if n != "(partial)"), key=lambda n: roots[n]) + " (call tree")
