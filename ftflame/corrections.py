@@ -188,7 +188,7 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         offcpu=off_mode)
     out = p.replace(calibration=cal, corrected=corrected)
     # cached views of the old profile must not leak into the new one
-    for k in ("functions", "corrected_or_raw", "corrected_stats"):
+    for k in ("functions", "corrected_or_raw", _STATS_KEY):
         out.__dict__.pop(k, None)
     return out
 
@@ -388,7 +388,21 @@ def exact_values(p: Profile):
 def corrected_stats(p: Profile) -> dict:
     """{("functions"|"nodes", "incl"|"excl"): scaled_stats(...)} for a
     corrected Profile (rows of p.functions, rows of the node table), None
-    without corrections (corrected figures then equal the raw ones)."""
+    without corrections (corrected figures then equal the raw ones).
+
+    Computed once per Profile and kept with it, like its other cached views
+    (every output prints these figures); kept here rather than as a Profile
+    property so that the model does not import the correction stage."""
+    if _STATS_KEY in p.__dict__:
+        return p.__dict__[_STATS_KEY]
+    p.__dict__[_STATS_KEY] = out = _compute_corrected_stats(p)
+    return out
+
+
+_STATS_KEY = "_corrected_stats"  # where corrected_stats keeps its result in the Profile
+
+
+def _compute_corrected_stats(p: Profile) -> dict:
     c = p.corrected
     if c is None:
         return None

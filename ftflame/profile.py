@@ -325,15 +325,6 @@ class Profile:
     def functions(self) -> "FunctionTable":
         return FunctionTable.build(self)
 
-    @functools.cached_property
-    def corrected_stats(self):
-        """Corrected min/max/mean/percentiles per function and per path,
-        computed once for every output (ftflame.corrections.corrected_stats);
-        None without corrections."""
-        from ftflame.corrections import corrected_stats
-
-        return corrected_stats(self)
-
     def path(self, row: int) -> list:
         names = []
         parent = self.col("parent")

@@ -24,6 +24,7 @@ from typing import Optional
 import numpy as np
 
 from ftflame import __version__
+from ftflame.corrections import corrected_stats
 from ftflame.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
 
 from . import flametree
@@ -171,7 +172,7 @@ def root_figures(p: Profile, rows: np.ndarray):
     ip, _ = p.node_percentiles
     out = {"calls": int(p.col("calls")[r]), "p50": int(ip[r, 0]), "p99": int(ip[r, 2]),
            "max": int(p.col("incl_max")[r]) if p.col("calls")[r] else 0}
-    st = p.corrected_stats if p.calibration.applied else None
+    st = corrected_stats(p) if p.calibration.applied else None
     if st is not None:
         cols, approx, _, _ = st["nodes", "incl"]
         out.update({"callsc": int(p.corrected.calls[r]), "p50c": round(float(cols[4][r]), 1),
@@ -196,7 +197,7 @@ def corrected_stats_data(p: Profile, level: str, rows: np.ndarray) -> dict:
     node table), as in the JSON's incl_corr_ns: the page prints them and
     computes none. `approx` lists the positions whose min, max and
     percentiles are estimates (docs/overhead.md)."""
-    stats = p.corrected_stats
+    stats = corrected_stats(p)
     if stats is None:  # a calibration without corrected sums: raw figures
         return {}
     cols, approx, _, _ = stats[level, "incl"]

@@ -222,7 +222,7 @@ def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
         parts[kind] = raw.items
         if p.corrected is not None:
             corr = _Template()
-            _corr_stats(corr, p.corrected_stats["nodes", kind], p.corrected.calls[pre], pre)
+            _corr_stats(corr, corrections.corrected_stats(p)["nodes", kind], p.corrected.calls[pre], pre)
             parts[kind + "_corr"] = corr.items
         else:
             parts[kind + "_corr"] = raw.items
@@ -308,7 +308,7 @@ def functions_json(p: Profile) -> str:
         if p.corrected is None:
             t.extend(raw[kind])
         else:
-            _corr_stats(t, p.corrected_stats["functions", kind], ft.calls_corr, repr_round=True)
+            _corr_stats(t, corrections.corrected_stats(p)["functions", kind], ft.calls_corr, repr_round=True)
     for key, col in (("irq_ns", ft.irq), ("offcpu_ns", ft.offcpu if p.offcpu_known else None),
                      ("gap_calls", ft.gap_calls)):
         t.lit(',"%s":' % key)

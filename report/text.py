@@ -293,7 +293,7 @@ def balance_lines(p: Profile) -> list:
         return []
     out = ["Balance sheet per root function (mean per clean call, us)", ""]
     for b in p.balance:
-        out.append(f"{_clip(b['function'], 44)} ({b['calls']:,} calls"
+        out.append(f"{_clip(b['function'], 44)} ({plural(b['calls'], 'call')}"
                    + (f", {plural(b['gap_calls'], 'gap call')} left out)" if b["gap_calls"] else ")"))
         rows = [("measured (raw mean)", b["measured_raw_mean_ns"], "")]
         rows.append(("= corrected components", b["corrected_mean_ns"], ""))

@@ -15,10 +15,12 @@ import time
 
 import pytest
 
-from conftest import ROOT, SAMPLE, fixture
+import corpus
+from conftest import ROOT, SAMPLE
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
-BIG = fixture("k6.1/s14-v3-write-big/trace.dat")
+BIG_REL = "k6.1/s14-v3-write-big/trace.dat"  # 75 MB of JSON: a write long enough to signal
+BIG = corpus.in_corpus(BIG_REL)
 # the package's folders and the module name each stands for (pyproject's package-dir)
 PACKAGES = {"ftflame": "ftflame", "parse": "ftflame.parse", "report": "ftflame.report"}
 
@@ -157,8 +159,7 @@ def test_full_stdout_is_one_line_and_exit_2(tmp_path):
 
 # ---- item 3: terminating signals mid-write ---------------------------------------------
 
-@pytest.mark.skipif(not os.path.exists(BIG), reason="needs the shared fixture k6.1/s14-v3-write-big "
-                    "(set FTFLAME_SHARED to the shared/ folder)")
+@pytest.mark.skipif(BIG is None, reason=corpus.missing_reason(BIG_REL))
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_signal_during_the_write_leaves_no_temporary_file(tmp_path, sig):
     """A real report of the big trace to JSON (75 MB), signalled once its
