@@ -79,7 +79,7 @@ demo: setup  ## write reports of the bundled sample trace into out/
 test: setup  ## run the test suite (unit, golden, invariants on every fixture, browser)
 	FTFLAME_INFERNO_ROOT=$(INFERNO_ROOT) FTFLAME_SPEEDSCOPE_SCHEMA=$(abspath $(SPEEDSCOPE_SCHEMA)) \
 	$(if $(filter 1,$(ASAN)),LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1,) \
-	  $(PY) -m pytest -q $(if $(filter 1,$(ASAN)),-m "not browser",) $(PYTEST_ARGS)
+	  $(PY) -m pytest -q -rs $(if $(filter 1,$(ASAN)),-m "not browser",) $(PYTEST_ARGS)
 
 golden: setup  ## regenerate golden outputs (tests/data/events/expected), then review the diff
 	UPDATE_GOLDEN=1 $(PY) -m pytest -q tests/test_golden.py

@@ -65,8 +65,7 @@ def test_max_graph_depth_trace():
     assert p.counters["max_depth"] == 2
 
 
-@pytest.mark.parametrize("name", ["k6.1/s10-lost/trace.dat", "k6.1/s15-icount-calib/trace-full.dat",
-                                  "k6.12/s01-v3-write4k/trace.dat"])
+@pytest.mark.parametrize("name", [fixture_id(p) for p in FIXTURE_DATS])  # every fixture (README)
 def test_reader_thread_changes_nothing(name, monkeypatch):
     """The trace.dat read runs libtracecmd on a second thread, feeding the
     builder in batches; FTFLAME_THREADS=1 runs both inline. Same aggregate."""
