@@ -251,3 +251,21 @@ def test_reference_shares_no_code_with_ftflame():
         with open(os.path.join(here, name)) as f:
             src = f.read()
         assert not re.search(r"^\s*(from|import)\s+ftflame", src, re.M), name
+
+
+def test_json_trace_and_calibration_objects(case):
+    """The header objects: completed calls, the hook cost used, and the
+    totals the correction removed (over the roots: nested paths are inside)."""
+    ref, doc, calls = case["ref"], case["doc"], case["calls"]
+    assert doc["trace"]["exits"] == len(calls)
+    cal = doc["calibration"]
+    rel = next(t for t in TRACES if case["path"].endswith(t[0]))
+    o_in, o_out = rel[1], rel[2]
+    assert (cal["o_in_ns"], cal["o_out_ns"], cal["applied"]) == (o_in, o_out, True)
+    roots = [c for c in calls if len(c.path) == 1]
+    over = sum(o_in + c.desc * (o_in + o_out) + (0 if c.irq else c.irq_roots * o_out) for c in roots)
+    irq = sum(0 if c.irq else c.irq_time for c in roots)
+    corr = cal["corrections"]
+    assert corr["overhead_removed_ns"] == pytest.approx(over, abs=0.051)
+    assert corr["irq_removed_ns"] == pytest.approx(irq, abs=0.051)
+    assert corr["clean_calls"] == len(calls)
