@@ -33,7 +33,7 @@ REPORT = os.path.join(ROOT, "build", "mutate-report.txt")
 PY = os.path.join(ROOT, ".venv", "bin", "python")
 
 # run first: they check figures against independent references
-FIRST = ["tests/test_binding.py", "tests/test_golden.py", "tests/test_jsonout.py",
+FIRST = ["tests/test_binding.py", "tests/test_binding_flame.py", "tests/test_golden.py", "tests/test_jsonout.py",
          "tests/test_balance.py", "tests/test_corrections.py", "tests/test_anomalies.py",
          "tests/test_renderers.py", "tests/test_text.py"]
 HTML_FIRST = ["tests/test_html.py", "tests/test_html_outputs.py", "tests/test_html_cli.py"]
@@ -98,7 +98,7 @@ MUTATIONS = [
     M("corr-no-scale", "ftflame/corrections.py", "ci[r_c] = want[r_c] * scale[parent[r_c]]",
       "ci[r_c] = want[r_c]", "clamp: children not scaled down to fit their parent"),
     M("corr-irq-counted", "ftflame/corrections.py",
-      "        counted &= (p.col(\"flags\") & NODE_IRQ_ROOT) == 0\n", "",
+      'counted &= (p.col("flags") & NODE_IRQ_ROOT) == 0', 'counted &= (p.col("flags") & NODE_IRQ_ROOT) >= 0',
       "irq subtrees counted in their parent's corrected exclusive time"),
     # ---- balance sheet ------------------------------------------------------------
     M("balance-self-incl", "ftflame/balance.py", "self_ns = float(c.excl[rows].sum()) / n",
@@ -119,7 +119,7 @@ MUTATIONS = [
       "JSON tree: root paths' corrected statistics scaled instead of exact"),
     M("json-func-no-exact", "report/jsonout.py", "exact = exact_corrected_values(p)[1]", "exact = {}",
       "JSON functions: root functions' corrected statistics scaled instead of exact"),
-    M("exact-rank", "report/common.py", "pick = [v[max(int(np.ceil(len(v) * q / 100.0)) - 1, 0)]",
+    M("exact-rank", "report/jsonout.py", "pick = [v[max(int(np.ceil(len(v) * q / 100.0)) - 1, 0)]",
       "pick = [v[min(int(np.ceil(len(v) * q / 100.0)), len(v) - 1)]",
       "exact corrected percentiles one rank high"),
     M("folded-corr-raw", "report/folded.py",
@@ -165,7 +165,8 @@ def is_c(m: Mutation) -> bool:
 
 
 def build() -> None:
-    subprocess.run(["make", "-s", "build"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["make", "-s", "build"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
 
 
 def pytest_args(m: Mutation, quick: bool) -> list:
@@ -247,6 +248,7 @@ def main(argv=None) -> int:
     for m, verdict, detail, _ in results:
         if verdict != "killed":
             lines.append(f"  {verdict}: {m.name} ({m.path}): {m.description}" + (f" [{detail}]" if detail else ""))
+    shutil.rmtree(BACKUP, ignore_errors=True)  # every original is back
     os.makedirs(os.path.dirname(REPORT), exist_ok=True)
     with open(REPORT, "w") as f:
         f.write("\n".join(f"{v:11} {m.name:22} {s:6.1f}s  {m.description}  [{d}]"

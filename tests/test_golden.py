@@ -89,6 +89,19 @@ def test_golden_figures_equal_reference(case):
                 check_corr(n["excl_corr_ns"], e["excl_corr"], what + " excl*", False)
             else:
                 check_raw(n["incl_corr_ns"], e["incl"], what + " incl* (raw)")
+        # every root call, in irq context too: raw and corrected duration
+        roots = {p[0]: e for p, e in ref.paths.items() if e["root"]}
+        got = {}
+        for rc in doc["root_calls"]:
+            got.setdefault(rc["name"], []).append(rc)
+        assert set(got) == set(roots), variant
+        for name, e in roots.items():
+            assert sorted(rc["dur_ns"] for rc in got[name]) == sorted(
+                c.dur for c in calls if c.path == (name,)), name
+            want = sorted(e["corr_values"]) if variant == "corr" else sorted(
+                c.dur for c in calls if c.path == (name,))
+            assert sorted(rc["dur_corr_ns"] for rc in got[name]) == pytest.approx(want, abs=0.051), name
+            assert all(rc["irq"] == e["irq"] for rc in got[name]), name
         funcs = {f["name"]: f for f in doc["functions"]}
         for name, e in ref.functions.items():
             check_raw(funcs[name]["incl_ns"], e["incl"], f"{variant} {name} incl")
@@ -101,3 +114,4 @@ def test_golden_figures_equal_reference(case):
     if case == "many-calls":
         inc = ref.paths[("svc_process",)]["incl"]
         assert len({inc["p50"], inc["p90"], inc["p99"], inc["max"]}) == 4
+        assert ref.paths[("__sysvec_apic_timer_interrupt",)]["irq"]

@@ -347,7 +347,9 @@ def build(events, calls=None):
         parent = stack[-1] if stack else None
         if parent and f.irq and not parent.irq and f.lparent < len(stack) - 1:
             parent = stack[f.lparent]
-        irq_root = f.irq and not (parent and parent.irq)
+        # an interrupt subtree starts under a task-context frame (a top-level
+        # irq call is a root in irq context, not an interrupted call's subtree)
+        irq_root = bool(f.irq and parent and not parent.irq)
         if parent:
             parent.child_incl += dur
             if f.irq and not parent.irq:  # an interrupt subtree inside parent
