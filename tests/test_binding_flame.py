@@ -67,3 +67,23 @@ def test_folded_weights_equal_reference(rel, o_in, o_out):
     got_irq = sum(v for k, v in corr.items() if k.startswith("["))
     n_irq = sum(1 for k in corr if k.startswith("["))
     assert abs(got_irq - irq_total) <= n_irq  # each weight truncated to whole ns
+
+
+@pytest.mark.parametrize("rel,o_in,o_out", TRACES[:2], ids=IDS[:2])
+def test_speedscope_call_trees_equal_reference(rel, o_in, o_out):
+    """speedscope's call-tree profiles, raw and corrected: one per root
+    function, as long as that root's summed (corrected) inclusive time."""
+    from ftflame.report import speedscope
+
+    require_fixtures()
+    path = fixture(rel)
+    ref = callref.Reference(callref.calls_of(callref.trace_events(path)), o_in, o_out)
+    args = build_parser().parse_args(["report", path, "--overhead-in", str(o_in),
+                                      "--overhead-out", str(o_out)])
+    doc = speedscope.document(apply_corrections(read(path), path, args))
+    length = {pr["name"]: pr["endValue"] - pr["startValue"] for pr in doc["profiles"]}
+    roots = [(k[0], e) for k, e in ref.paths.items() if e["root"]]
+    assert roots
+    for name, e in roots:
+        assert length[f"{name} (call tree, raw ns)"] == e["incl"]["sum"], name
+        assert length[f"{name} (call tree, corrected ns)"] == pytest.approx(e["corr_incl_sum"], abs=1), name
