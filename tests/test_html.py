@@ -243,7 +243,7 @@ def test_largest_fixture_under_1mb_and_fast(big):
     size = len(text.encode())
     assert big.nrows > 120_000
     assert size < ONE_MB, f"{size:,} bytes"
-    assert dt < 2.0, f"render took {dt:.2f}s"  # 0.3-0.8 s measured (2026-11-22, shared 2-CPU machine)
+    assert dt < 2.0, f"render took {dt:.2f}s"  # 0.3-0.8 s measured here
     # with corrected figures too (more columns)
     size_c = len(html.render(with_overhead(big, 700.0, 300.0)).encode())
     assert size_c < ONE_MB, f"{size_c:,} bytes with corrections"
