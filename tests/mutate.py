@@ -9,7 +9,8 @@ byte for byte, also on Ctrl-C or a crash (the original is kept in
 build/mutate-backup/ until restored; a later run restores a leftover first).
 
     python tests/mutate.py                 # every mutation, the whole suite
-    python tests/mutate.py --quick         # only the figure-checking test files
+    python tests/mutate.py --quick         # only the figure-checking test files (and the
+                                           # HTML and browser ones for HTML/SVG mutations)
     python tests/mutate.py NAME...         # some mutations
     python tests/mutate.py --list
 
@@ -173,7 +174,7 @@ def pytest_args(m: Mutation, quick: bool) -> list:
     """Figure-checking files first (HTML ones first for HTML mutations), then
     the rest of the suite unless quick (pytest collects each file once)."""
     html = m.path in ("report/html.py", "report/flametree.py", "report/svg.py")
-    first = HTML_FIRST + FIRST if html else FIRST + HTML_FIRST
+    first = HTML_FIRST + ["tests/browser"] + FIRST if html else FIRST + HTML_FIRST
     return first if quick else first + ["tests"]
 
 
