@@ -27,7 +27,7 @@ INFERNO_ROOT       ?= $(HOME)/.cache/ftflame/inferno-$(INFERNO_VERSION)
 CARGO              ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 SPEEDSCOPE_SCHEMA  := $(NPM_CACHE_DIR)/node_modules/speedscope/dist/release/file-format-schema.json
 
-.PHONY: help setup build demo test lint test-vm bench golden clean setup-render-tools setup-fuzz fuzz setup-vm fixtures
+.PHONY: help setup build demo test lint test-vm bench golden mutate clean setup-render-tools setup-fuzz fuzz setup-vm fixtures
 
 # $(call apt_install,TARGET,PACKAGES[,APT-GET OPTIONS]): install the Debian
 # packages not installed yet, saying which (one shell command line).
@@ -109,6 +109,11 @@ lint: .setup-stamp  ## ruff, shellcheck on the shell scripts, the C core with -W
 
 golden: setup  ## regenerate golden outputs (tests/data/events/expected), then review the diff
 	UPDATE_GOLDEN=1 $(PY) -m pytest -q tests/test_golden.py
+
+# MUTATE_ARGS: --quick (figure-checking test files only), mutation names, --list
+mutate: setup  ## make each listed mistake in turn (tests/mutate.py), run the suite, report kill rate and survivors
+	FTFLAME_INFERNO_ROOT=$(INFERNO_ROOT) FTFLAME_SPEEDSCOPE_SCHEMA=$(abspath $(SPEEDSCOPE_SCHEMA)) \
+	  $(PY) tests/mutate.py $(MUTATE_ARGS)
 
 setup-fuzz:  ## install clang and libFuzzer (Debian packages) for make fuzz
 	@$(call apt_install,setup-fuzz,$(FUZZ_PKGS))

@@ -350,6 +350,7 @@ def function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
         lines.append(f"{count(ft.calls[i], 9)} {us(ft.incl[i], 12, d[0])} {us(ft.excl[i], 11, d[1])} "
                      f"{us(avg[i], 9, d[2])} {us(ft.incl_pct[i][2], 9, d[3])}  {_clip(ft.names[i], 24)}")
     if any(len(ft.names[i]) > 24 for i in range(n)):
+        lines.append("")  # the legend is not a row of the table
         lines.extend(_wrap(mark_legend({"cut"}), ""))
     return lines
 

@@ -1,64 +1,124 @@
 """The JSON call tree as report/jsonout.py wrote it before the C row
 formatter (_core.format_rows): one Python %-format per node. Kept as the
-reference the fast renderer must match byte for byte (tests/test_jsonout.py)."""
+reference the fast renderer must match byte for byte (tests/test_jsonout.py).
+
+It imports none of the functions that compute what the JSON shows (node
+flags, statistics objects, exact corrected values of root calls, the
+correction's per-function extras): those are written here again from the
+Profile's columns. Only the `trace` and `calibration` objects, which are
+copies of the trace's metadata and the calibration, are taken from the
+document under test (render(p, head=...)); their figures are checked
+against the independent reference in tests/test_binding.py."""
 from __future__ import annotations
 
 import json
 
 import numpy as np
 
-from ftflame import __version__, corrections
-from ftflame.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
-from ftflame.report.common import exact_corrected_values, node_flags
+from ftflame import __version__
+from ftflame.profile import Profile
 from ftflame import profile as profile_mod
 from ftflame.profile import Histograms
 from ftflame.report import jsonout
-from ftflame.report.jsonout import SCHEMA, calibration_object, trace_object
+
+# bits of the node and sample flag columns (parse/core/ftf.h)
+NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL = 1, 2, 4
+SAMPLE_GAP, SAMPLE_PARTIAL, SAMPLE_IRQ = 1, 2, 4
+SCHEMA = "ftflame/1"
 
 
-# The JSON statistics objects as dicts, one per row: what the renderer's
-# vectorised columns (report/jsonout.py) are compared with.
-def stats_objects(sums, calls, mins, maxs, pcts):
-    """Vectorised {sum,min,max,mean,p50,p90,p99} objects, one per row."""
-    sums_l = sums.tolist()
-    calls_l = calls.tolist()
-    mins_l = mins.tolist()
-    maxs_l = maxs.tolist()
-    pcts_l = pcts.tolist()
+def _offcpu_known(p: Profile) -> bool:
+    """Off-CPU time is known only when sched_switch events were seen (the
+    counter the reader keeps), else the JSON says null."""
+    return bool(p.counters.get("switches", 0))
+
+
+def node_flags(flags: int) -> list:
+    return [name for bit, name in ((NODE_IRQ, "irq"), (NODE_IRQ_ROOT, "irq_root"),
+                                   (NODE_PARTIAL, "partial")) if flags & bit]
+
+
+def stats_objects(sums, calls, mins, maxs, pcts) -> list:
     out = []
-    for s, c, lo, hi, p in zip(sums_l, calls_l, mins_l, maxs_l, pcts_l):
+    for s, c, lo, hi, p in zip(sums.tolist(), calls.tolist(), mins.tolist(), maxs.tolist(),
+                               pcts.tolist()):
         out.append({"sum": s, "min": lo if c else 0, "max": hi if c else 0,
-                    "mean": round(s / c, 1) if c else 0.0,
-                    "p50": p[0], "p90": p[1], "p99": p[2]})
+                    "mean": round(s / c, 1) if c else 0.0, "p50": p[0], "p90": p[1], "p99": p[2]})
     return out
 
 
-def corrected_objects(raw_objs, corr_sums, corr_calls, applied: bool, exact=None):
-    """Corrected statistics. Without corrections they equal the raw ones.
-    With them, sums and means are exact corrections of linear sums. Min, max
-    and percentiles are exact where per-call corrected values exist (root
-    calls: `exact`, row -> values); elsewhere the raw ones are scaled by the
-    ratio of corrected to raw mean and marked "approx"."""
+def _exact_object(vals, s: float, c: int) -> dict:
+    """Corrected statistics from the per-call values (nearest rank)."""
+    v = np.sort(np.asarray(vals, dtype=np.float64))
+    pick = [float(v[max(int(np.ceil(len(v) * q / 100.0)) - 1, 0)]) for q in (50, 90, 99)]
+    return {"sum": round(s, 1), "min": round(float(v[0]), 1), "max": round(float(v[-1]), 1),
+            "mean": round(s / c, 1), "p50": round(pick[0], 1), "p90": round(pick[1], 1),
+            "p99": round(pick[2], 1), "calls": c}
+
+
+def corrected_objects(raw_objs, corr_sums, corr_calls, applied: bool, exact=None) -> list:
+    """Corrected statistics: exact where per-call values exist, else the raw
+    ones scaled by corrected/raw mean and marked approx."""
     if not applied:
         return [dict(o) for o in raw_objs]
     exact = exact or {}
     out = []
     for i, (o, s, c) in enumerate(zip(raw_objs, corr_sums.tolist(), corr_calls.tolist())):
-        mean = s / c if c else 0.0
         vals = exact.get(i)
         if vals is not None and len(vals) == c and c:
-            v = np.sort(np.asarray(vals, dtype=np.float64))
-            pick = [v[max(int(np.ceil(len(v) * q / 100.0)) - 1, 0)] for q in (50, 90, 99)]
-            out.append({"sum": round(s, 1), "min": round(float(v[0]), 1), "max": round(float(v[-1]), 1),
-                        "mean": round(mean, 1), "p50": round(float(pick[0]), 1),
-                        "p90": round(float(pick[1]), 1), "p99": round(float(pick[2]), 1), "calls": c})
+            out.append(_exact_object(vals, s, c))
             continue
+        mean = s / c if c else 0.0
         f = (mean / o["mean"]) if (c and o["mean"] > 0) else 0.0
-        out.append({"sum": round(s, 1), "min": round(max(o["min"] * f, 0.0), 1),
-                    "max": round(max(o["max"] * f, 0.0), 1), "mean": round(mean, 1),
-                    "p50": round(max(o["p50"] * f, 0.0), 1), "p90": round(max(o["p90"] * f, 0.0), 1),
-                    "p99": round(max(o["p99"] * f, 0.0), 1), "calls": c, "approx": True})
+        obj = {"sum": round(s, 1)}
+        for k in ("min", "max"):
+            obj[k] = round(max(o[k] * f, 0.0), 1)
+        obj["mean"] = round(mean, 1)
+        for k in ("p50", "p90", "p99"):
+            obj[k] = round(max(o[k] * f, 0.0), 1)
+        obj.update({"calls": c, "approx": True})
+        out.append(obj)
     return out
+
+
+def exact_corrected_values(p: Profile):
+    """The clean root calls' corrected durations, per node row and per
+    function (index into p.functions)."""
+    c = p.corrected
+    if c is None or len(p.samples) == 0:
+        return {}, {}
+    by_node = {}
+    for node, flags, dur in zip(p.scol("node").tolist(), p.scol("flags").tolist(), c.sample_dur.tolist()):
+        if not flags & SAMPLE_GAP:
+            by_node.setdefault(node, []).append(dur)
+    func = p.col("func")
+    index = {int(f): i for i, f in enumerate(p.functions.func_ids.tolist())}
+    by_func = {}
+    for node in sorted(by_node):
+        i = index.get(int(func[node]))
+        if i is not None:
+            by_func.setdefault(i, []).extend(by_node[node])
+    return ({r: np.asarray(v) for r, v in by_node.items()},
+            {i: np.asarray(v) for i, v in by_func.items()})
+
+
+def function_extras(p: Profile) -> dict:
+    """Per function: what the correction removed (sums of its rows)."""
+    c = p.corrected
+    if c is None or c.overhead is None:
+        return {}
+    ft = p.functions
+    func = p.col("func")
+
+    def total(col):
+        return np.bincount(func, weights=np.asarray(col, dtype=np.float64),
+                           minlength=len(p.funcs))[ft.func_ids]
+
+    over = total(c.overhead)
+    clean_incl = total(p.col("incl").astype(np.float64) - p.col("gap_incl"))
+    return {"overhead": over, "irq": total(c.irq_removed), "offcpu": total(c.offcpu_removed),
+            "clamp": total(c.clamp_ns), "clamped": total(c.clamped),
+            "unreliable": (over > 0.5 * clean_incl) & (ft.calls_corr > 0)}
 
 
 _STATS = '{"sum":%d,"min":%d,"max":%d,"mean":%r,"p50":%d,"p90":%d,"p99":%d}'
@@ -126,7 +186,8 @@ def tree_json(p: Profile) -> str:
     flag = p.col("flags").tolist()
     irq, off, desc, unowned, gap = (p.col(c).tolist() for c in ("irq", "offcpu", "desc", "unowned_child_incl",
                                                                  "gap_calls"))
-    if not p.offcpu_known:
+    offcpu_known = _offcpu_known(p)
+    if not offcpu_known:
         off = ["null"] * p.nrows
     ncalls = calls.tolist()
     if p.corrected is not None and p.corrected.unreliable is not None:
@@ -151,7 +212,8 @@ def tree_json(p: Profile) -> str:
             continue
         parts.append(('%s{"name":%s,"calls":%d,"incl_ns":%s,"excl_ns":%s,"incl_corr_ns":%s,'
                       '"excl_corr_ns":%s,"irq_ns":%d,"offcpu_ns":%s,"descendants":%d,'
-                      '"unowned_child_incl_ns":%d,"gap_calls":%d,%s"flags":%s,"children":[') % (
+                      '"unowned_child_incl_ns":%d,'
+                      '"gap_calls":%d,%s"flags":%s,"children":[') % (
             "," if comma else "", names[func[r]], ncalls[r], incl[r], excl[r], incl_c[r],
             excl_c[r], irq[r], off[r], desc[r], unowned[r], gap[r], extra[r], flags[flag[r] & 7]))
         stack.append((-1, False))
@@ -160,10 +222,11 @@ def tree_json(p: Profile) -> str:
     return "".join(parts)
 
 
-def document(p: Profile) -> dict:
-    """The document, the tree as a placeholder."""
+def document(p: Profile, head: dict) -> dict:
+    """The document, the tree as a placeholder; `trace` and `calibration`
+    from head (the document under test)."""
     applied = p.corrected is not None
-    ex = corrections.function_extras(p)
+    ex = function_extras(p)
     ft = p.functions
     f_incl = stats_objects(ft.incl, ft.calls, ft.incl_min, ft.incl_max, ft.incl_pct)
     f_excl = stats_objects(ft.excl, ft.calls, ft.excl_min, ft.excl_max, ft.excl_pct)
@@ -176,7 +239,7 @@ def document(p: Profile) -> dict:
             "name": name, "calls": int(ft.calls[i]),
             "incl_ns": f_incl[i], "excl_ns": f_excl[i],
             "incl_corr_ns": f_incl_c[i], "excl_corr_ns": f_excl_c[i],
-            "irq_ns": int(ft.irq[i]), "offcpu_ns": int(ft.offcpu[i]) if p.offcpu_known else None,
+            "irq_ns": int(ft.irq[i]), "offcpu_ns": int(ft.offcpu[i]) if _offcpu_known(p) else None,
             "gap_calls": int(ft.gap_calls[i]),
         })
         if ex:
@@ -190,8 +253,8 @@ def document(p: Profile) -> dict:
     return {
         "schema": SCHEMA,
         "tool": {"name": "ftflame", "version": __version__},
-        "trace": trace_object(p),
-        "calibration": calibration_object(p),
+        "trace": head["trace"],
+        "calibration": head["calibration"],
         "functions": functions,
         "tree": TREE_PLACEHOLDER,
         "root_calls": root_call_objects(p),
@@ -210,7 +273,7 @@ def root_call_objects(p: Profile) -> list:
         node, pid, cpu, flags, calltime, dur, desc, irq, off = row[:9]
         out.append({"name": names[i], "pid": pid, "cpu": cpu, "start_ns": calltime, "dur_ns": dur,
                     "dur_corr_ns": round(float(cr.sample_dur[i]), 1), "descendants": desc,
-                    "irq_ns": irq, "offcpu_ns": off if p.offcpu_known else None, "gap": bool(flags & SAMPLE_GAP),
+                    "irq_ns": irq, "offcpu_ns": off if _offcpu_known(p) else None, "gap": bool(flags & SAMPLE_GAP),
                     "partial": bool(flags & SAMPLE_PARTIAL), "irq": bool(flags & SAMPLE_IRQ)})
     return out
 
@@ -218,8 +281,20 @@ def root_call_objects(p: Profile) -> list:
 TREE_PLACEHOLDER = "@@FTFLAME_TREE@@"
 
 
-def render(p: Profile) -> str:
-    text = json.dumps(document(p), separators=(",", ":"))
+def head_of(doc: str) -> dict:
+    """The `trace` and `calibration` objects of a rendered document (they
+    come before the rows, which need not be JSON a parser takes: values past
+    the fast paths)."""
+    dec = json.JSONDecoder()
+    out, pos = {}, 0
+    for key in ("trace", "calibration"):
+        pos = doc.index('"%s":' % key, pos) + len(key) + 3
+        out[key], pos = dec.raw_decode(doc, pos)
+    return out
+
+
+def render(p: Profile, head: dict) -> str:
+    text = json.dumps(document(p, head), separators=(",", ":"))
     return text.replace(json.dumps(TREE_PLACEHOLDER), tree_json(p), 1) + "\n"
 
 

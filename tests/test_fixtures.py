@@ -30,13 +30,20 @@ def test_invariants(path):
     check_profile(profile_of(path))
 
 
+# Paths with negative self time the builder's counters do not explain, as
+# measured (2026-11-22): none but two on the 6.12 write trace. The bound is
+# what is seen, not a share of the paths (that allowed 62 where 0 occur).
+UNEXPLAINED_NEGATIVE_SELF = {"k6.12/s01-v3-write4k/trace.dat": 2}
+
+
 @pytest.mark.parametrize("path", FIXTURE_DATS, ids=fixture_id)
 def test_negative_self_time_is_rare_and_explained(path):
     """Self time < 0 needs children outside the parent's window. What the
-    builder cannot place is counted; what is left must stay rare."""
+    builder cannot place is counted; what is left must not grow."""
     p = profile_of(path)
     unexplained = negative_self_explained(p)
-    assert len(unexplained) <= max(3, p.nrows // 2000), [p.path(r)[-3:] for r in unexplained[:5]]
+    allowed = UNEXPLAINED_NEGATIVE_SELF.get(fixture_id(path), 0)
+    assert len(unexplained) <= allowed, [p.path(r)[-3:] for r in unexplained[:5]]
 
 
 def test_lost_events_are_counted():
@@ -79,8 +86,7 @@ def test_max_graph_depth_trace():
     assert p.counters["max_depth"] == 2
 
 
-@pytest.mark.parametrize("name", ["k6.1/s10-lost/trace.dat", "k6.1/s15-icount-calib/trace-full.dat",
-                                  "k6.12/s01-v3-write4k/trace.dat"])
+@pytest.mark.parametrize("name", [fixture_id(p) for p in FIXTURE_DATS])  # every fixture (README)
 def test_reader_thread_changes_nothing(name, monkeypatch):
     """The trace.dat read runs libtracecmd on a second thread, feeding the
     builder in batches; FTFLAME_THREADS=1 runs both inline. Same aggregate."""

@@ -12,6 +12,8 @@ import pytest
 
 from htmlfix import BIG, ICOUNT, LOST, WRITE4K, corrected, load
 
+from rerender import render_in_fresh_process
+
 from ftflame.report import RENDERERS, flametree, format_for_path, html
 
 TEMPLATES = Path(html.__file__).resolve().parents[1] / "templates"
@@ -220,7 +222,7 @@ def test_assets_have_no_template_syntax():
 
 
 def test_render_is_deterministic(write4k):
-    assert html.render(write4k) == html.render(write4k)
+    assert html.render(write4k) == render_in_fresh_process("html", WRITE4K)
 
 
 def test_sample_thinning_keeps_extremes():
@@ -244,7 +246,7 @@ def test_largest_fixture_under_1mb_and_fast(big):
     size = len(text.encode())
     assert big.nrows > 120_000
     assert size < ONE_MB, f"{size:,} bytes"
-    assert dt < 5.0, f"render took {dt:.2f}s"
+    assert dt < 2.0, f"render took {dt:.2f}s"  # 0.3-0.8 s measured here
     # with corrected figures too (more columns)
     size_c = len(html.render(corrected(big, 700.0, 300.0)).encode())
     assert size_c < ONE_MB, f"{size_c:,} bytes with corrections"

@@ -398,10 +398,25 @@ class Frame:
     def __init__(self, path, func, depth, irq, lparent):
         self.path, self.func, self.depth, self.irq, self.lparent = path, func, depth, irq, lparent
         self.child_incl = 0
+        self.desc = 0  # completed calls inside, same context (irq subtrees apart)
+        self.irq_roots = 0  # interrupt subtrees inside (through same-context calls)
+        self.irq_time = 0  # their time
 
 
-def build(events):
-    """{path tuple: [calls, incl, excl]} and {function: [calls, incl]}."""
+class Call:
+    """One completed call, as the reference for per-call figures needs it
+    (tests/callref.py): the overhead model works per call from these."""
+    __slots__ = ("path", "dur", "excl", "desc", "irq_roots", "irq_time", "irq", "irq_root")
+
+    def __init__(self, path, dur, excl, desc, irq_roots, irq_time, irq, irq_root):
+        self.path, self.dur, self.excl, self.desc = path, dur, excl, desc
+        self.irq_roots, self.irq_time, self.irq, self.irq_root = irq_roots, irq_time, irq, irq_root
+
+
+def build(events, calls=None):
+    """{path tuple: [calls, incl, excl]} and {function: [calls, incl]}.
+    With a list as `calls`, every completed call is appended to it as a Call
+    (orphan exits too, as one-call '(partial)' paths), in completion order."""
     paths = collections.defaultdict(lambda: [0, 0, 0])
     funcs = collections.defaultdict(lambda: [0, 0])
     tasks = collections.defaultdict(list)
@@ -418,9 +433,22 @@ def build(events):
         parent = stack[-1] if stack else None
         if parent and f.irq and not parent.irq and f.lparent < len(stack) - 1:
             parent = stack[f.lparent]
+        # an interrupt subtree starts under a task-context frame (a top-level
+        # irq call is a root in irq context, not an interrupted call's subtree)
+        irq_root = bool(f.irq and parent and not parent.irq)
         if parent:
             parent.child_incl += dur
+            if f.irq and not parent.irq:  # an interrupt subtree inside parent
+                parent.irq_roots += 1
+                parent.irq_time += dur
+            else:
+                parent.desc += 1 + f.desc
+                parent.irq_roots += f.irq_roots
+                parent.irq_time += f.irq_time
         add(f.path, f.func, dur, dur - f.child_incl)
+        if calls is not None:
+            calls.append(Call(f.path, dur, dur - f.child_incl, f.desc, f.irq_roots, f.irq_time,
+                              f.irq, irq_root))
 
     def entry(stack, func, depth, flags):
         top = stack[-1] if stack else None
@@ -487,5 +515,8 @@ def build(events):
                 while stack and stack[-1].depth >= depth:
                     stack.pop()
                 irq = flags & (HARDIRQ | SOFTIRQ | NMI)
-                add(("(partial)", func + " [irq]" if irq else func), func, dur, dur)
+                path = ("(partial)", func + " [irq]" if irq else func)
+                add(path, func, dur, dur)
+                if calls is not None:
+                    calls.append(Call(path, dur, dur, 0, 0, 0, bool(irq) or is_irq_name(func), False))
     return dict(paths), dict(funcs)

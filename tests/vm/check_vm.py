@@ -149,10 +149,29 @@ def test_calibration(res):
         assert sum(1 for line in full if "funcgraph_entry" in line) > 2 * CALIB_COUNT
 
 
+def report_state(res):
+    """'absent' (run.sh had no ftflame: it wrote no report.rc), 'ok', or why
+    the report failed: a report that ran and failed is a failure, not a skip."""
+    rc_file = res / "report.rc"
+    if not rc_file.exists():
+        return "absent"
+    rc_text = text(rc_file).strip()
+    if rc_text != "0":
+        err = text(res / "report.stderr")[-2000:] if (res / "report.stderr").exists() else ""
+        return f"ftflame report exited {rc_text}: {err}"
+    if not (res / "run" / "report.json").exists():
+        return "ftflame report exited 0 but wrote no run/report.json"
+    return "ok"
+
+
 def test_report_on_the_result(res):
     rep = res / "run" / "report.json"
-    if not rep.exists():
-        pytest.skip("no report.json: .venv/bin/ftflame report was not available (see run.sh's note)")
+    state = report_state(res)
+    if state == "absent":
+        if os.environ.get("CI"):
+            pytest.fail("no report.rc: run.sh did not run ftflame report (make setup installs it)")
+        pytest.skip("no report.rc: .venv/bin/ftflame report was not available (see run.sh's note)")
+    assert state == "ok", state
     r = json.loads(text(rep))
     assert r["schema"] == "ftflame/1"
     fn = {f["name"]: f for f in r["functions"]}

@@ -126,10 +126,15 @@ for line in "${KERNELS[@]}"; do
 	# The report, on the host (faster than under TCG).
 	FT=$REPO/.venv/bin/ftflame
 	if [ -x "$FT" ] && "$FT" report --help >/dev/null 2>&1; then
-		"$FT" report "$res/run/trace.dat" -o "$res/run/report.json" 2>"$res/report.stderr" ||
-			say "$kver: ftflame report failed (see $res/report.stderr)"
+		# report.rc tells check_vm.py the report ran and how it ended: a
+		# failed report fails the check instead of looking like a skip
+		rrc=0
+		"$FT" report "$res/run/trace.dat" -o "$res/run/report.json" 2>"$res/report.stderr" || rrc=$?
+		echo "$rrc" >"$res/report.rc"
+		[ "$rrc" = 0 ] || say "$kver: ftflame report failed (exit $rrc, see $res/report.stderr)"
 		[ -e "$res/run/report.json" ] && say "$kver: ftflame report -> run/report.json"
 	else
+		rm -f "$res/report.rc"
 		say "$kver: NOTE: .venv/bin/ftflame report is not available here: skipping the report step (make setup installs it)"
 	fi
 done

@@ -1,0 +1,262 @@
+"""make mutate: deliberate mistakes, made one at a time, and whether the test
+suite catches each (issue 18: tests that bind).
+
+Each mutation is (name, file, exact text, replacement, description). The
+text must occur exactly once in the file. A mutation is applied in place, C
+ones rebuilt with `make build`, the suite run (`pytest -x -q`, the files
+that check figures first so a kill is found early), and the file restored
+byte for byte, also on Ctrl-C or a crash (the original is kept in
+build/mutate-backup/ until restored; a later run restores a leftover first).
+
+    python tests/mutate.py                 # every mutation, the whole suite
+    python tests/mutate.py --quick         # only the figure-checking test files (and the
+                                           # HTML and browser ones for HTML/SVG mutations)
+    python tests/mutate.py NAME...         # some mutations
+    python tests/mutate.py --list
+
+A killed mutation is one the suite fails on; a survivor is a mistake no test
+catches. The report (also written to build/mutate-report.txt) gives the kill
+rate and every survivor with its description."""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BACKUP = os.path.join(ROOT, "build", "mutate-backup")
+REPORT = os.path.join(ROOT, "build", "mutate-report.txt")
+PY = os.path.join(ROOT, ".venv", "bin", "python")
+
+# run first: they check figures against independent references
+FIRST = ["tests/test_binding.py", "tests/test_binding_flame.py", "tests/test_golden.py", "tests/test_jsonout.py",
+         "tests/test_balance.py", "tests/test_corrections.py", "tests/test_anomalies.py",
+         "tests/test_renderers.py", "tests/test_text.py"]
+HTML_FIRST = ["tests/test_html.py", "tests/test_html_outputs.py", "tests/test_html_cli.py"]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    path: str
+    find: str
+    replace: str
+    description: str
+
+
+M = Mutation
+MUTATIONS = [
+    # ---- issue 18's table ---------------------------------------------------
+    M("text-raw-p99", "report/text.py", "us(ft.incl_pct[i][2], 9)", "us(ft.incl_pct[i][1], 9)",
+      "text report's raw p99 column prints p90"),
+    M("html-func-p99", "report/html.py", '"p99": ft.incl_pct[:, 2].tolist(),',
+      '"p99": ft.incl_pct[:, 1].tolist(),', "HTML function table p99 = p90"),
+    M("flame-flags", "report/flametree.py", '("func", func), ("flags", flags),',
+      '("func", func), ("flags", flags * 0),', "flame-graph frames lose their irq/partial flags (HTML, SVG)"),
+    M("html-edges-excl", "report/html.py", 'incl = np.bincount(inv, weights=p.col("incl"), minlength=len(uniq))',
+      'incl = np.bincount(inv, weights=p.col("excl"), minlength=len(uniq))',
+      "HTML callers/callees inclusive = exclusive"),
+    M("html-latency-raw", "report/html.py",
+      "durc = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)",
+      'durc = np.asarray(p.scol("dur"), dtype=np.float64)', "HTML latency plot: corrected durations = raw"),
+    M("text-self-avg", "report/text.py", "{us(cx[r] / cc[r] if cc[r] else 0, 9)}",
+      "{us(ci[r] / cc[r] if cc[r] else 0, 9)}", "text corrected tree: Self* prints Avg*"),
+    M("balance-clamp-sign", "ftflame/balance.py", "unacc = raw - (corr + o + i + f - cl)",
+      "unacc = raw - (corr + o + i + f + cl)", "balance sheet: the clamp term's sign flipped"),
+    M("json-exact-raw", "report/common.py", "    dur = c.sample_dur[ok]\n",
+      '    dur = p.scol("dur")[ok].astype(np.float64)\n',
+      "JSON exact corrected min/p50/p99/max of root calls taken from raw durations"),
+    M("json-flags-irq", "report/common.py", '    if flags & NODE_IRQ:\n        out.append("irq")',
+      '    if False:\n        out.append("irq")', 'JSON node flags lose "irq"'),
+    M("c-irq-inherit", "parse/core/builder.c",
+      "func_is_irq_entry(b, ev->func) ||\n\t\t     (top && top->irq);",
+      "func_is_irq_entry(b, ev->func);", "C: nested calls do not inherit irq context"),
+    M("c-pct-off-by-one", "parse/core/module.c", "if (run >= rank)", "if (run > rank)",
+      "C histogram percentiles off by one"),
+    # ---- the correction ----------------------------------------------------------
+    M("corr-no-R", "ftflame/corrections.py", "task_over = calls * o_in + desc * o_sum + R * o_out",
+      "task_over = calls * o_in + desc * o_sum", "correction: interrupts' O_out left in (R*O_out dropped)"),
+    M("corr-D-o_in", "ftflame/corrections.py", "task_over = calls * o_in + desc * o_sum + R * o_out",
+      "task_over = calls * o_in + desc * o_in + R * o_out", "correction: descendants cost O_in only"),
+    M("corr-irq-kept", "ftflame/corrections.py", "        task_irq = irq_t\n",
+      "        task_irq = np.zeros(p.nrows)\n", "correction: interrupt subtrees not removed"),
+    M("corr-off-kept", "ftflame/corrections.py", "ci_formula = incl - off - irq_removed - over",
+      "ci_formula = incl - irq_removed - over", "correction: off-CPU time not removed"),
+    M("corr-sample-R", "ftflame/corrections.py",
+      '- sc["desc"] * o_sum - sc["irq_roots"] * o_out', '- sc["desc"] * o_sum',
+      "root calls' correction: R*O_out dropped"),
+    M("corr-sample-irq", "ftflame/corrections.py",
+      's_corr = np.where(s_irq, sc["dur"] - s_off - o_in - sc["desc"] * o_sum, s_task)',
+      's_corr = np.where(s_irq, sc["dur"] - s_off - sc["desc"] * o_sum, s_task)',
+      "root calls in irq context: O_in not removed"),
+    M("corr-unreliable", "ftflame/corrections.py", "unreliable = ((over > UNRELIABLE_FRACTION * incl)",
+      "unreliable = ((over > incl)", "unreliable mark at 100% instead of 50% of the time"),
+    M("corr-no-scale", "ftflame/corrections.py", "ci[r_c] = want[r_c] * scale[parent[r_c]]",
+      "ci[r_c] = want[r_c]", "clamp: children not scaled down to fit their parent"),
+    M("corr-irq-counted", "ftflame/corrections.py",
+      'counted &= (p.col("flags") & NODE_IRQ_ROOT) == 0', 'counted &= (p.col("flags") & NODE_IRQ_ROOT) >= 0',
+      "irq subtrees counted in their parent's corrected exclusive time"),
+    # ---- balance sheet ------------------------------------------------------------
+    M("balance-self-incl", "ftflame/balance.py", "self_ns = float(c.excl[rows].sum()) / n",
+      "self_ns = float(c.incl[rows].sum()) / n", "balance: root's self component = its inclusive time"),
+    M("balance-accounted", "ftflame/balance.py", 'ext["accounted_pct"] = round(100.0 * corr / m, 2)',
+      'ext["accounted_pct"] = round(100.0 * m / corr, 2)', "balance: accounted % inverted"),
+    M("balance-irq-over", "ftflame/balance.py", "i = float(irq[rows].sum()) / n",
+      "i = float(irq[rows].sum()) / n * 0", "balance: interrupt subtrees term 0 (lands in unaccounted)"),
+    # ---- renderers ------------------------------------------------------------------
+    M("text-total-raw", "report/text.py", "{us(ft.incl_corr[i], 11)}", "{us(ft.incl[i], 11)}",
+      "text corrected function table: Total* prints the raw total"),
+    M("text-avgc-raw", "report/text.py", "{us(ci[r] / cc[r] if cc[r] else 0, 9)} {us(cx[r]",
+      "{us(incl[r] / cc[r] if cc[r] else 0, 9)} {us(cx[r]", "text corrected tree: Avg* prints Avg"),
+    M("text-self-incl", "report/text.py", "{us(excl[r], 11)}", "{us(incl[r], 11)}",
+      "text raw tree: Self prints Total"),
+    M("json-no-exact", "report/jsonout.py",
+      'exact = exact_corrected_values(p)[0] if kind == "incl" else {}', "exact = {}",
+      "JSON tree: root paths' corrected statistics scaled instead of exact"),
+    M("json-func-no-exact", "report/jsonout.py", "exact = exact_corrected_values(p)[1]", "exact = {}",
+      "JSON functions: root functions' corrected statistics scaled instead of exact"),
+    M("exact-rank", "report/jsonout.py", "pick = [v[max(int(np.ceil(len(v) * q / 100.0)) - 1, 0)]",
+      "pick = [v[min(int(np.ceil(len(v) * q / 100.0)), len(v) - 1)]",
+      "exact corrected percentiles one rank high"),
+    M("folded-corr-raw", "report/folded.py",
+      'weight = (p.corrected_or_raw.excl if corrected else p.col("excl")).tolist()',
+      'weight = p.col("excl").tolist()', "folded --corrected weights are raw"),
+    M("speedscope-corr-raw", "report/speedscope.py",
+      'variants.append(("corrected", np.asarray(p.corrected_or_raw.incl, dtype=np.float64)))',
+      'variants.append(("corrected", p.col("incl").astype(np.float64)))',
+      "speedscope corrected profile shows raw times"),
+    M("svg-irq-colour", "report/svg.py", "elif tree.flags[i] & NODE_IRQ:", "elif False:",
+      "SVG: irq frames drawn as task frames"),
+    M("mids-lower", "ftflame/profile.py",
+      "mids = np.where(b < HIST_SUB, lower, (lower + hist_upper(b) - 1) // 2)", "mids = lower",
+      "percentiles printed as bucket lower bounds instead of midpoints"),
+    # ---- C builder: flags and percentiles -----------------------------------------
+    M("c-partial-inherit", "parse/core/builder.c",
+      "if (parent != FTF_NONE && (b->nodes[parent].flags & FTF_NODE_PARTIAL))\n\t\tn->flags |= FTF_NODE_PARTIAL;",
+      "", "C: children of partial paths lose the partial flag"),
+    M("c-irq-root", "parse/core/builder.c", "int irq_root = in_irq && !(top && top->irq);",
+      "int irq_root = in_irq;", "C: every irq-context call is an irq root"),
+    M("c-pct-no-clamp", "parse/core/module.c", "if (val > hi[i])\n\t\t\t\t\tval = hi[i];", "",
+      "C percentiles not clamped to the row's max"),
+    M("c-pct-rank-floor", "parse/core/module.c", "int64_t rank = (int64_t)ceil((double)total * frac[j]);",
+      "int64_t rank = (int64_t)((double)total * frac[j]);", "C percentile rank floored instead of ceiled"),
+]
+
+
+def restore_leftovers() -> None:
+    """A previous run that died mid-mutation left its originals here."""
+    if not os.path.isdir(BACKUP):
+        return
+    for dirpath, _, files in os.walk(BACKUP):
+        for f in files:
+            src = os.path.join(dirpath, f)
+            dst = os.path.join(ROOT, os.path.relpath(src, BACKUP))
+            shutil.copyfile(src, dst)
+            print(f"mutate: restored {os.path.relpath(dst, ROOT)} from an interrupted run")
+    shutil.rmtree(BACKUP)
+
+
+def is_c(m: Mutation) -> bool:
+    return m.path.endswith((".c", ".h"))
+
+
+def build() -> None:
+    subprocess.run(["make", "-s", "build"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+
+
+def pytest_args(m: Mutation, quick: bool) -> list:
+    """Figure-checking files first (HTML ones first for HTML mutations), then
+    the rest of the suite unless quick (pytest collects each file once)."""
+    html = m.path in ("report/html.py", "report/flametree.py", "report/svg.py")
+    first = HTML_FIRST + ["tests/browser"] + FIRST if html else FIRST + HTML_FIRST
+    return first if quick else first + ["tests"]
+
+
+def run_one(m: Mutation, quick: bool) -> tuple:
+    path = os.path.join(ROOT, m.path)
+    with open(path, "rb") as f:
+        original = f.read()
+    text = original.decode("utf-8")
+    if text.count(m.find) != 1:
+        return "not applied", f"text found {text.count(m.find)} times in {m.path}", 0.0
+    backup = os.path.join(BACKUP, m.path)
+    os.makedirs(os.path.dirname(backup), exist_ok=True)
+    shutil.copyfile(path, backup)
+    t0 = time.time()
+    try:
+        with open(path, "w") as f:
+            f.write(text.replace(m.find, m.replace, 1))
+        if is_c(m):
+            build()
+        env = dict(os.environ)
+        env.setdefault("FTFLAME_INFERNO_ROOT", os.path.expanduser("~/.cache/ftflame/inferno-0.12.8"))
+        env.setdefault("FTFLAME_SPEEDSCOPE_SCHEMA", os.path.join(
+            ROOT, ".cache/npm/node_modules/speedscope/dist/release/file-format-schema.json"))
+        proc = subprocess.run([PY, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                               *pytest_args(m, quick)], cwd=ROOT, capture_output=True, text=True,
+                              env=env)
+        failed = [line.split(" ")[1] for line in proc.stdout.splitlines()
+                  if line.startswith(("FAILED ", "ERROR "))]
+        if proc.returncode == 0:
+            return "survived", "", time.time() - t0
+        return "killed", failed[0] if failed else f"pytest exit {proc.returncode}", time.time() - t0
+    finally:
+        with open(path, "wb") as f:
+            f.write(original)
+        os.remove(backup)
+        if is_c(m):
+            build()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("names", nargs="*", help="mutations to run (default: all)")
+    ap.add_argument("--quick", action="store_true", help="only the figure-checking test files")
+    ap.add_argument("--list", action="store_true")
+    args = ap.parse_args(argv)
+    if args.list:
+        bad = 0
+        for m in MUTATIONS:
+            with open(os.path.join(ROOT, m.path)) as f:
+                n = f.read().count(m.find)
+            bad += n != 1
+            print(f"{m.name:22} {m.path:24} {m.description}" + ("" if n == 1 else f"  [text found {n} times]"))
+        return 1 if bad else 0
+    chosen = [m for m in MUTATIONS if not args.names or m.name in args.names]
+    unknown = set(args.names) - {m.name for m in MUTATIONS}
+    if unknown:
+        print(f"mutate: unknown mutations: {', '.join(sorted(unknown))} (--list)", file=sys.stderr)
+        return 2
+    restore_leftovers()
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    results = []
+    for m in chosen:
+        verdict, detail, secs = run_one(m, args.quick)
+        results.append((m, verdict, detail, secs))
+        print(f"{verdict:11} {m.name:22} {secs:6.1f}s  {m.description}" + (f"  [{detail}]" if detail else ""),
+              flush=True)
+    applied = [r for r in results if r[1] != "not applied"]
+    killed = [r for r in applied if r[1] == "killed"]
+    lines = [f"mutate: {len(killed)} of {len(applied)} mutations killed "
+             f"({100.0 * len(killed) / max(len(applied), 1):.0f}%)"
+             + (" (--quick: figure-checking files only)" if args.quick else "")]
+    for m, verdict, detail, _ in results:
+        if verdict != "killed":
+            lines.append(f"  {verdict}: {m.name} ({m.path}): {m.description}" + (f" [{detail}]" if detail else ""))
+    shutil.rmtree(BACKUP, ignore_errors=True)  # every original is back
+    os.makedirs(os.path.dirname(REPORT), exist_ok=True)
+    with open(REPORT, "w") as f:
+        f.write("\n".join(f"{v:11} {m.name:22} {s:6.1f}s  {m.description}  [{d}]"
+                          for m, v, d, s in results) + "\n\n" + "\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 1 if any(v == "not applied" for _, v, _, _ in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
