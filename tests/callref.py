@@ -5,7 +5,7 @@ statistics of them that the reports must show.
 Nothing here comes from ftflame: the events are read by the pure-Python
 twin of the parser (tests/textparse_py.py: `trace-cmd report -R` text for a
 trace.dat, the text itself for a text trace, or a hand-made .events file),
-calls are built by its builder, and the overhead model of DESIGN.md /
+calls are built by its builder, and the overhead model of docs/design.md /
 docs/overhead.md is applied per call here:
 
     task call:  corr = dur - irq subtrees - O_in - D*(O_in + O_out) - R*O_out

@@ -14,7 +14,7 @@ from ftflame.report import flametree
 from test_binding import TRACES, trace_path, twin_path
 
 IDS = [t[0].split("/")[1] for t in TRACES]
-IRQ, IRQ_ROOT, PARTIAL = 1, 2, 4  # the node flag bits (DESIGN.md, JSON "flags")
+IRQ, IRQ_ROOT, PARTIAL = 1, 2, 4  # the node flag bits (docs/design.md, JSON "flags")
 
 
 @pytest.mark.parametrize("rel,o_in,o_out", TRACES, ids=IDS)
