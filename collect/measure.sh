@@ -100,7 +100,7 @@ mountstats_json() {
 	FNR == 1 { f++; mnt = "" }
 	$1 == "device" {
 		mnt = ""
-		if ($0 ~ / with fstype nfs/) {
+		if ($0 ~ / with fstype nfs4? /) {   # (not nfsd: the server'"'"'s control file system)
 			for (i = 1; i <= NF; i++) if ($i == "on") mnt = $(i + 1)
 			for (i = 1; i <= NF; i++) if ($i == "fstype") fst = $(i + 1)
 			if (!(mnt in dev)) { dev[mnt] = $2; fstype[mnt] = fst; mounts = mounts " " mnt }
