@@ -306,14 +306,17 @@ SNAP_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ftflame-snap.XXXXXX")
 FT_TMPFILES+=("$SNAP_DIR")
 measure_begin() {
 	snapshot_stats "$SNAP_DIR/before"
-	touch "$SNAP_DIR/since"  # (iozone -Q's files newer than this are this run's)
+	# iozone -Q's files newer than this are this run's, after the lines
+	# they had (iozone appends)
+	touch "$SNAP_DIR/since"
+	iozone_latency_lines "$PWD" >"$SNAP_DIR/ol-lines"
 }
 measure_end() {  # LOG
 	local ioz=null lat=null
 	snapshot_stats "$SNAP_DIR/after"
 	if is_iozone "${WORKLOAD[@]}"; then
 		ioz=$(iozone_json "$1")
-		lat=$(iozone_latency_json "$PWD" "$SNAP_DIR/since")
+		lat=$(iozone_latency_json "$PWD" "$SNAP_DIR/since" "$SNAP_DIR/ol-lines")
 		[ "$ioz" != null ] || warn "the workload is iozone but ${1##*/} holds no iozone result table (meta.json: iozone null)"
 	fi
 	MEASURED_JSON=$(printf '{"nfsd": %s, "client_mounts": %s, "iozone": %s, "iozone_latency": %s}' \

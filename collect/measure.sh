@@ -210,12 +210,23 @@ iozone_json() {
 	' "$1"
 }
 
-# iozone_latency_json DIR SINCE_FILE: iozone -Q's offset/latency files in DIR
-# (wol.dat write, rwol.dat rewrite, rol.dat read, rrol.dat reread...)
-# written after SINCE_FILE: {"write": {"file", "count", "mean_us",
-# "max_us"}, ...}; null when there are none.
+# iozone_latency_lines DIR: "FILE LINES" of iozone -Q's files already in DIR
+# (iozone appends to them: a later run's figures come after these lines).
+iozone_latency_lines() {
+	local f
+	for f in "$1"/*ol.dat; do
+		[ -f "$f" ] && printf '%s %s\n' "${f##*/}" "$(wc -l <"$f")"
+	done
+	return 0
+}
+
+# iozone_latency_json DIR SINCE_FILE LINES_FILE: iozone -Q's offset/latency
+# files in DIR (wol.dat write, rwol.dat rewrite, rol.dat read, rrol.dat
+# reread...) written after SINCE_FILE, from the line LINES_FILE had them end
+# at (iozone_latency_lines before the run): {"write": {"file", "count",
+# "mean_us", "max_us"}, ...}; null when there are none.
 iozone_latency_json() {
-	local f base name first=1 stats out="{"
+	local f base name first=1 stats skip out="{"
 	for f in "$1"/*ol.dat; do
 		if [ ! -f "$f" ] || [ ! "$f" -nt "$2" ]; then continue; fi
 		base=${f##*/}
@@ -223,7 +234,9 @@ iozone_latency_json() {
 		wol.dat) name="write" ;; rwol.dat) name="rewrite" ;; rol.dat) name="read" ;; rrol.dat) name="reread" ;;
 		*) name=${base%.dat} ;;
 		esac
-		stats=$(awk '$1 ~ /^[0-9]+$/ && $2 ~ /^-?[0-9.]+$/ { v = $2 < 0 ? 0 : $2; n++; s += v; if (v > m) m = v }
+		skip=$(awk -v f="$base" '$1 == f { print $2 }' "$3" 2>/dev/null)
+		stats=$(awk -v skip="${skip:-0}" 'FNR > skip && $1 ~ /^[0-9]+$/ && $2 ~ /^-?[0-9.]+$/ {
+				v = $2 < 0 ? 0 : $2; n++; s += v; if (v > m) m = v }
 			END { if (n) printf "\"count\": %d, \"mean_us\": %.3f, \"max_us\": %s", n, s / n, m + 0 }' "$f")
 		[ -n "$stats" ] || continue
 		((first)) || out+=", "

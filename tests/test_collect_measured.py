@@ -41,7 +41,9 @@ MEASURED = DATA / "measured"
 FAKE_IOZONE = """#!/bin/bash
 [ -n "$FAKE_NFSD_AFTER" ] && cat "$FAKE_NFSD_AFTER" >"$FTFLAME_NFSD_STATS"
 [ -n "$FAKE_MOUNTSTATS_AFTER" ] && cat "$FAKE_MOUNTSTATS_AFTER" >"$FTFLAME_MOUNTSTATS"
-[ -n "$FAKE_IOZONE_LATENCY" ] && cp "$FAKE_IOZONE_LATENCY"/*.dat .
+if [ -n "$FAKE_IOZONE_LATENCY" ]; then  # (iozone appends to them)
+	for f in "$FAKE_IOZONE_LATENCY"/*.dat; do cat "$f" >>"${f##*/}"; done
+fi
 cat "$FAKE_IOZONE_OUT"
 """
 
@@ -54,7 +56,7 @@ def work():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def run_collect(work, workload, output="iozone-i0-i1.txt", latency=False, stats=True, opts=()):
+def run_collect(work, workload, output="iozone-i0-i1.txt", latency=False, stats=True, opts=(), old_files=()):
     t = fake_tracefs(work, functions=NFSD_FUNCS)
     bins = fake_bin(work)
     (bins / "iozone").write_text(FAKE_IOZONE)
@@ -72,6 +74,8 @@ def run_collect(work, workload, output="iozone-i0-i1.txt", latency=False, stats=
     env = script_env(work, tracefs=t, bin_dir=bins, extra=extra)
     cwd = work / "cwd"
     cwd.mkdir()
+    for f in old_files:  # an earlier run's -Q files in the current folder
+        shutil.copy(f, cwd)
     r = subprocess.run(["bash", str(COLLECT), "-g", "nfsd3_proc_write", "--no-calibrate", *opts,
                         "-o", str(work / "run"), "--", *workload],
                        cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
@@ -106,6 +110,17 @@ def test_iozone_two_word_columns_and_latency_files(work):
     col = [max(0, int(r[1])) for r in rows if r and r[0].isdigit()]
     assert lat["write"]["mean_us"] == pytest.approx(sum(col) / len(col), abs=1e-3)
     assert lat["write"]["max_us"] == max(col)
+
+
+def test_iozone_latency_of_this_run_only(work):
+    """iozone appends to -Q files already there: an earlier run's lines
+    (here the same 256, with their header) are not counted again, neither
+    in a later run nor in the baseline run after the main one."""
+    meta, _ = run_collect(work, ["iozone", "-Q"], output="iozone-i0-i2-Q.txt", latency=True,
+                          old_files=[IOZONE / "latency" / "wol.dat"], opts=("--baseline",))
+    for run in ("main", "baseline"):
+        lat = meta["measured"][run]["iozone_latency"]
+        assert lat["write"]["count"] == 256 and lat["rewrite"]["count"] == 256, (run, lat)
 
 
 def test_iozone_ops_per_second_several_rows(work):
