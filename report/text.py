@@ -341,9 +341,9 @@ def measured_lines(p: Profile) -> list:
     for c in m.get("client") or ():
         share = f"{c['server_share_pct']:.1f}%" if c["server_share_pct"] is not None else "-"
         srv = us(c["server_corrected_mean_ns"]) if c["server_corrected_mean_ns"] is not None else "-"
-        out.append(_clip(f"  client {c['op']} on {c['mount']} ({c['client_ops']:,} ops): mean execute "
-                         f"{us(c['client_execute_mean_ns'])} us, RTT {us(c['client_rtt_mean_ns'])} us", WIDTH))
-        out.append(_clip(f"    server {c['function']} corrected {srv} us: {share} of it", WIDTH))
+        out.append(_clip(f"  client {c['op']} on {c['mount']}: {c['client_ops']:,} ops", WIDTH))
+        out.append(_clip(f"    mean execute {us(c['client_execute_mean_ns'])} us, RTT {us(c['client_rtt_mean_ns'])} us", WIDTH))
+        out.append(_clip(f"    server {c['function']} corrected {srv} us: {share} of the execute time", WIDTH))
     rows = m.get("iozone") or ()
     if rows:
         out.append(_clip(f"  iozone: {m.get('iozone_command_line') or ''}", WIDTH))
