@@ -109,19 +109,20 @@ def trace_root_calls(p: Profile) -> dict:
 def count_check(func: str, counter: str, server: int, traced: int, lost: Optional[int]) -> dict:
     """One server count against the trace's calls, with the verdict."""
     short = server - traced
+    calls = "call" if abs(short) == 1 else "calls"
     if short == 0:
         status, note = "equal", "the trace has every call the server counted"
     elif short > 0 and lost is None:
-        status, note = "warning", (f"the trace has {short:,} calls fewer than the server counted; "
+        status, note = "warning", (f"the trace has {short:,} {calls} fewer than the server counted; "
                                    "lost events are unknown (meta.json: null), so this is unexplained")
     elif short > 0 and short <= lost:
-        status, note = "explained", f"{short:,} calls fewer: within the {lost:,} lost events"
+        status, note = "explained", f"{short:,} {calls} fewer: within the {lost:,} lost events"
     elif short > 0:
-        status, note = "warning", (f"the trace has {short:,} calls fewer than the server counted, "
+        status, note = "warning", (f"the trace has {short:,} {calls} fewer than the server counted, "
                                    f"more than lost events explain ({lost:,}): calls outside "
                                    "the tracing window or another server thread/namespace?")
     else:
-        status, note = "warning", (f"the trace has {-short:,} calls more than the server counted: "
+        status, note = "warning", (f"the trace has {-short:,} {calls} more than the server counted: "
                                    "counters reset, or another nfsd instance (network namespace)?")
     return {"function": func, "counter": counter, "server_calls": server, "trace_calls": traced,
             "difference": traced - server, "lost_events": lost, "status": status, "note": note}

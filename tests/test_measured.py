@@ -80,6 +80,7 @@ def test_other_differences_are_warnings(tmp_path):
     assert "WARNING: nfsd3_proc_write: the trace has 1,000 calls fewer than the server\n" in text
     assert count_check("f", "c", 100, 118, 810)["status"] == "warning"  # more in the trace
     assert count_check("f", "c", 119, 118, None)["status"] == "warning"  # lost events unknown
+    assert count_check("f", "c", 119, 118, 3)["note"] == "1 call fewer: within the 3 lost events"
 
 
 def test_client_execute_time_next_to_server_corrected_time(tmp_path):
