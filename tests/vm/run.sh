@@ -129,6 +129,12 @@ for line in "${KERNELS[@]}"; do
 		"$FT" report "$res/run/trace.dat" -o "$res/run/report.json" 2>"$res/report.stderr" ||
 			say "$kver: ftflame report failed (see $res/report.stderr)"
 		[ -e "$res/run/report.json" ] && say "$kver: ftflame report -> run/report.json"
+		# the iozone run directory: its measured totals, and the balance
+		# sheet against its baseline
+		for out in report.json report.txt; do
+			"$FT" report "$res/ioz" --baseline "$res/ioz/baseline.dat" -o "$res/ioz/$out" \
+				2>>"$res/report.stderr" || say "$kver: ftflame report of ioz/ failed (see $res/report.stderr)"
+		done
 	else
 		say "$kver: NOTE: .venv/bin/ftflame report is not available here: skipping the report step (make setup installs it)"
 	fi
