@@ -153,9 +153,27 @@ fuzz: $(FUZZ_DIR)/fuzz_text $(FUZZ_DIR)/seeds/.stamp  ## fuzz the text tokenizer
 VM_APT_PKGS := qemu-system-x86 busybox-static cpio kmod nfs-kernel-server rpcbind fio \
                trace-cmd iproute2 procps util-linux xz-utils
 VM_KERNELS  ?= 6.1 6.12
+# iozone3 is in Debian's non-free component: setup-vm enables it in a sources
+# file of its own (same URIs and suites as the machine's Debian entry), for
+# iozone only, and says so; the machine's own sources are left as they are.
+NONFREE_SOURCES := /etc/apt/sources.list.d/ftflame-non-free.sources
 
-setup-vm:  ## install what make test-vm needs: qemu, NFS server, fio, virtme-ng (quick when done)
+setup-vm:  ## install what make test-vm needs: qemu, NFS server, fio, iozone3 (non-free), virtme-ng (quick when done)
 	@$(call apt_install,setup-vm,$(VM_APT_PKGS),--no-install-recommends)
+	@if ! dpkg -s iozone3 >/dev/null 2>&1; then \
+	  if ! apt-cache show iozone3 >/dev/null 2>&1 && [ ! -e $(NONFREE_SOURCES) ]; then \
+	    src=$$(grep -lsE '^URIs:.*debian(/)?$$' /etc/apt/sources.list.d/*.sources | head -n 1); \
+	    uris=$$(awk '/^URIs:/ { sub(/^URIs: */, ""); print; exit }' "$$src" 2>/dev/null); \
+	    suites=$$(awk '/^Suites:/ { sub(/^Suites: */, ""); print; exit }' "$$src" 2>/dev/null); \
+	    if [ -z "$$uris" ] || [ -z "$$suites" ]; then \
+	      echo "setup-vm: iozone3 is in Debian's non-free component and no deb822 Debian entry was found in /etc/apt/sources.list.d to copy: add 'non-free' to your Debian sources, then rerun" >&2; exit 2; fi; \
+	    echo "setup-vm: enabling Debian's non-free component for iozone3 only: writing $(NONFREE_SOURCES) ($$uris $$suites)"; \
+	    printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+	      "$$uris" "$$suites" > $(NONFREE_SOURCES); \
+	  fi; \
+	  echo "setup-vm: installing Debian packages: iozone3"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends iozone3 >/dev/null; \
+	fi
 	@test -x $(PY) || python3 -m venv $(VENV)
 	@$(PY) -c 'import virtme_ng, pytest' 2>/dev/null || $(PY) -m pip install -q "virtme-ng>=1.30,<2" "pytest>=7,<10"
 

@@ -15,7 +15,10 @@
 #   calib-*.dat       the calibration's own recordings
 #   meta.json         kernel, trace-cmd, functions, options, clock, CPUs,
 #                     nfsd threads, workload, start/end, lost events per CPU
-#                     (null when trace-cmd cannot tell), complete or not
+#                     (null when trace-cmd cannot tell), complete or not;
+#                     measured: the server's /proc/net/rpc/nfsd and the
+#                     client's /proc/self/mountstats before and after each
+#                     recording, iozone's result table (collect/README.md)
 #   workload.log      the workload's output (baseline-workload.log for --baseline)
 #   record.log        trace-cmd's own output
 #
@@ -93,6 +96,8 @@ FT_PROG=collect.sh
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$HERE/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=measure.sh
+. "$HERE/measure.sh"
 
 preset_functions() {
 	case $1 in
@@ -224,6 +229,7 @@ meta_json() {
   "lost_events_total": $MAIN_LOST_TOTAL,
   "lost_events": $MAIN_LOST_JSON,
   "baseline": $BASE_JSON,
+  "measured": {"nfsd_stats": $(json_str "$NFSD_STATS"), "mountstats": $(json_str "$MOUNTSTATS"), "main": $MAIN_MEASURED_JSON, "baseline": $BASE_MEASURED_JSON},
   "calibration": {"status": $(json_str "$CALIB_STATUS"), "file": $calib_file, "null_rpcs": $CALIB_COUNT, "host": $(json_str "$CALIB_HOST"), "nfs_version": $CALIB_VERS},
   "warnings": $(json_str_array "${WARNINGS[@]}")
 }
@@ -280,6 +286,7 @@ OUT=$(cd "$OUT" && pwd)
 # What meta.json says of the parts that have not run (yet).
 MAIN_RC="" MAIN_START="" MAIN_END="" MAIN_LOST_TOTAL=null MAIN_LOST_JSON=null
 BASE_JSON=null
+MAIN_MEASURED_JSON=null BASE_MEASURED_JSON=null
 CALIB_STATUS=skipped
 WARNINGS=()
 
@@ -290,11 +297,41 @@ say "graph functions: ${FUNCS[*]}"
 GFLAGS=()
 for f in "${FUNCS[@]}"; do GFLAGS+=(-g "$f"); done
 
+# Totals measured outside the tracer around a recording (measure.sh): the
+# server's RPC statistics and the client's mountstats, copied just before
+# and just after it (so they cover the whole time tracing was on), and
+# iozone's own figures. measure_begin; record ...; measure_end LOG -> sets
+# MEASURED_JSON.
+SNAP_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ftflame-snap.XXXXXX")
+FT_TMPFILES+=("$SNAP_DIR")
+measure_begin() {
+	snapshot_stats "$SNAP_DIR/before"
+	# iozone -Q's files newer than this are this run's, after the lines
+	# they had (iozone appends)
+	touch "$SNAP_DIR/since"
+	iozone_latency_lines "$PWD" >"$SNAP_DIR/ol-lines"
+}
+measure_end() {  # LOG
+	local ioz=null lat=null
+	snapshot_stats "$SNAP_DIR/after"
+	if is_iozone "${WORKLOAD[@]}"; then
+		ioz=$(iozone_json "$1")
+		lat=$(iozone_latency_json "$PWD" "$SNAP_DIR/since" "$SNAP_DIR/ol-lines")
+		[ "$ioz" != null ] || warn "the workload is iozone but ${1##*/} holds no iozone result table (meta.json: iozone null)"
+	fi
+	MEASURED_JSON=$(printf '{"nfsd": %s, "client_mounts": %s, "iozone": %s, "iozone_latency": %s}' \
+		"$(nfsd_stats_json "$SNAP_DIR/before.nfsd" "$SNAP_DIR/after.nfsd")" \
+		"$(mountstats_json "$SNAP_DIR/before.mountstats" "$SNAP_DIR/after.mountstats")" "$ioz" "$lat")
+}
+
 # ----------------------------------------------------------- main recording
 say "recording $OUT/trace.dat around: ${WORKLOAD[*]}"
 : >"$OUT/workload.log"
+measure_begin
 record "$OUT/trace.dat" "$OUT" "$OUT/workload.log" -- "${GFLAGS[@]}" -- "${WORKLOAD[@]}" ||
 	die "$REC_ERROR"
+measure_end "$OUT/workload.log"
+MAIN_MEASURED_JSON=$MEASURED_JSON
 MAIN_RC=$REC_RC MAIN_START=$REC_START MAIN_END=$REC_END
 ((MAIN_RC == 0)) || warn "the workload exited with status $MAIN_RC (see $OUT/workload.log)"
 
@@ -345,8 +382,11 @@ if ((BASELINE)); then
 	LFLAGS=()
 	for f in "${FUNCS[@]}"; do LFLAGS+=(-g "$f" -l "$f"); done
 	: >"$OUT/baseline-workload.log"
+	measure_begin
 	record "$OUT/baseline.dat" "$OUT" "$OUT/baseline-workload.log" -- "${LFLAGS[@]}" -- "${WORKLOAD[@]}" ||
 		die "$REC_ERROR"
+	measure_end "$OUT/baseline-workload.log"
+	BASE_MEASURED_JSON=$MEASURED_JSON
 	((REC_RC == 0)) || warn "the baseline workload exited with status $REC_RC (see $OUT/baseline-workload.log)"
 	check_lost "$OUT/baseline.dat" baseline.dat
 	BASE_JSON=$(printf '{"file": "baseline.dat", "workload_log": "baseline-workload.log", "exit_code": %s, "start": %s, "end": %s, "lost_events_total": %s, "lost_events": %s}' \

@@ -596,7 +596,7 @@ for my $xid (1 .. $n) {
 FT_TMPFILES=()
 remove_tmpfiles() {
 	local f
-	for f in "${FT_TMPFILES[@]}"; do rm -f "$f"; done
+	for f in "${FT_TMPFILES[@]}"; do rm -rf -- "$f"; done
 }
 
 # write_whole FILE TEXT: write FILE whole or not at all: TEXT goes to a

@@ -288,7 +288,9 @@ def apply_corrections(profile, path: str, args):
         base = parse.read(bpath)
         # the same calibration (its root-only O_in where it has one)
         base = corrections.correct(base, calibration.for_profile(cal, base), irqs=irqs)
-    return balance.attach(profile, base, measured)
+    from ftflame import measured as outside  # (meta.json beside a collect.sh trace)
+
+    return outside.attach(balance.attach(profile, base, measured), path)
 
 
 def cmd_calibrate(args) -> int:

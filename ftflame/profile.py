@@ -236,6 +236,8 @@ class Profile:
     corrected: Optional[Corrected] = None
     balance: tuple = ()
     warnings: tuple = ()
+    # totals measured outside the tracer (ftflame/measured.py), or None
+    measured: Optional[dict] = None
     # In-trace overhead estimate (ftflame/calibration.py): {(kind, context,
     # cpu): (1-ns histogram, count over range)}, kind "leaf" or "gap",
     # context "task", "softirq" or "hardirq".

@@ -32,6 +32,8 @@ def document(p: Profile) -> dict:
         "tree": PLACEHOLDERS["tree"],
         "root_calls": PLACEHOLDERS["root_calls"],
         "balance": list(p.balance),
+        # a collect.sh run directory's totals measured outside the tracer
+        **({"measured": p.measured} if p.measured is not None else {}),
     }
 
 

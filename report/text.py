@@ -335,6 +335,40 @@ def balance_lines(p: Profile) -> list:
     return out
 
 
+def measured_lines(p: Profile) -> list:
+    """Totals measured outside the tracer (ftflame/measured.py)."""
+    m = p.measured
+    if not m:
+        return []
+    out = [f"Measured outside the tracer ({m['source']}, {m['run'] or 'this'} recording)", ""]
+    if m.get("server_rpc_calls") is not None:
+        out.append(f"  server RPC calls during the recording: {m['server_rpc_calls']:,}")
+    for c in m.get("server_counts") or ():
+        out.append(_clip(f"  {c['function']}: server {c['counter']} {c['server_calls']:,}, "
+                         f"trace {c['trace_calls']:,} calls: {c['status']}", WIDTH))
+        if c["status"] == "explained":  # (a warning's note is in the WARNING below)
+            out.extend(_wrap("    " + c["note"], "    "))
+    for c in m.get("client") or ():
+        share = f"{c['server_share_pct']:.1f}%" if c["server_share_pct"] is not None else "-"
+        srv = us(c["server_corrected_mean_ns"]) if c["server_corrected_mean_ns"] is not None else "-"
+        out.append(_clip(f"  client {c['op']} on {c['mount']}: {c['client_ops']:,} ops", WIDTH))
+        out.append(_clip(f"    mean execute {us(c['client_execute_mean_ns'])} us, RTT {us(c['client_rtt_mean_ns'])} us", WIDTH))
+        out.append(_clip(f"    server {c['function']} corrected {srv} us: {share} of the execute time", WIDTH))
+    rows = m.get("iozone") or ()
+    if rows:
+        out.append(_clip(f"  iozone: {m.get('iozone_command_line') or ''}", WIDTH))
+        for r in rows:
+            t = us(r["time_per_op_ns"]) if r["time_per_op_ns"] is not None else "-"
+            out.append(_clip(f"    {r['test']:<14} {r['throughput']:>10,} {r['units']:<5} "
+                             f"{r['record_kb']} kB records: {t} us/op", WIDTH))
+    for name, lat in sorted((m.get("iozone_latency") or {}).items()):
+        out.append(_clip(f"    {name} latency (-Q): {lat['count']:,} ops, mean {lat['mean_us']:.1f} us, "
+                         f"max {lat['max_us']} us", WIDTH))
+    for w in m.get("warnings") or ():
+        out.extend(_wrap("  WARNING: " + w, "    "))
+    return out
+
+
 def function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
     if p.corrected is not None:
         return corrected_function_table(p, top)
@@ -392,4 +426,8 @@ def render(p: Profile, opts=None) -> str:
     if bal:
         out.append("")
         out.extend(bal)
+    meas = measured_lines(p)
+    if meas:
+        out.append("")
+        out.extend(meas)
     return "\n".join(line.rstrip() for line in out).rstrip() + "\n"

@@ -180,6 +180,86 @@ def test_report_on_the_result(res):
     assert w["incl_ns"]["sum"] > 0
 
 
+# ------------------------------------------------ iozone, measured totals
+
+IOZONE_WRITES = 2 * (2 * 1024 // 4)  # guest.sh: 2 MB of 4 KB records, written then rewritten
+
+
+def test_iozone_run_succeeded(res):
+    assert rc(res, "ioz") == 0, text(res / "ioz.stderr")[-3000:]
+    m = meta(res, "ioz")
+    assert m["workload"]["argv"][0] == "iozone" and m["workload"]["exit_code"] == 0
+    assert "Children see" not in text(res / "ioz" / "workload.log")  # (table mode, not -t)
+    assert "kB  reclen    write  rewrite" in text(res / "ioz" / "workload.log")
+
+
+def test_iozone_figures_in_meta_json(res):
+    main = meta(res, "ioz")["measured"]["main"]
+    ioz = main["iozone"]
+    assert ioz["units"] == "kB/s" and "-Q" in ioz["command_line"]
+    row, = ioz["rows"]
+    assert (row["file_kb"], row["record_kb"]) == (2048, 4)
+    assert set(row["throughput"]) == {"write", "rewrite"}
+    assert all(v > 0 for v in row["throughput"].values())
+    lat = main["iozone_latency"]
+    assert set(lat) == {"write", "rewrite"}
+    assert all(v["count"] == 512 and v["max_us"] >= v["mean_us"] > 0 for v in lat.values())
+
+
+@pytest.mark.parametrize("run", ["main", "baseline"])
+def test_rpc_statistics_before_after(res, run):
+    m = meta(res, "ioz")["measured"]
+    assert m["nfsd_stats"] == "/proc/net/rpc/nfsd" and m["mountstats"] == "/proc/self/mountstats"
+    nfsd = m[run]["nfsd"]
+    for k in ("before", "after"):
+        assert set(nfsd[k]) >= {"rpc", "proc3"}, nfsd[k].keys()
+    write = nfsd["after"]["proc3"]["write"] - nfsd["before"]["proc3"]["write"]
+    assert write == nfsd["delta"]["proc3"]["write"] >= IOZONE_WRITES
+    assert nfsd["delta"]["rpc"]["calls"] >= write
+    # the client is the loopback mount: its WRITEs are the server's
+    mnt, = [v for k, v in m[run]["client_mounts"].items() if k.endswith("/nfs")]
+    w = mnt["ops"]["WRITE"]["delta"]
+    assert w["ops"] == write and w["execute_ms"] >= w["rtt_ms"] >= 0
+
+
+def test_report_checks_server_counts_against_the_trace(res):
+    r = json.loads(text(res / "ioz" / "report.json"))
+    m = r["measured"]
+    lost = meta(res, "ioz")["lost_events_total"]
+    c, = m["server_counts"]
+    assert c["function"] == "nfsd3_proc_write" and c["counter"] == "proc3 write"
+    calls = {f["name"]: f for f in r["functions"]}["nfsd3_proc_write"]["calls"]
+    # its root calls: every call when nothing was lost
+    assert c["trace_calls"] == calls if lost == 0 else 0 < c["trace_calls"] <= calls
+    if c["status"] == "equal":
+        assert c["server_calls"] == c["trace_calls"]
+    else:  # lost events explain the shortfall
+        assert c["status"] == "explained" and 0 < c["server_calls"] - c["trace_calls"] <= lost
+    assert m["warnings"] == []
+    rep = text(res / "ioz" / "report.txt")
+    assert f"nfsd3_proc_write: server proc3 write {c['server_calls']:,}, trace {c['trace_calls']:,} calls" in rep
+
+
+def test_report_client_latency_and_balance_against_baseline(res):
+    r = json.loads(text(res / "ioz" / "report.json"))
+    cl, = r["measured"]["client"]
+    b, = [b for b in r["balance"] if b["function"] == "nfsd3_proc_write"]
+    assert cl["op"] == "WRITE" and cl["client_ops"] >= IOZONE_WRITES
+    assert cl["server_corrected_mean_ns"] == b["corrected_mean_ns"]
+    assert cl["client_execute_mean_ns"] > 0 and cl["server_share_pct"] > 0
+    assert cl["difference_ns"] == pytest.approx(cl["client_execute_mean_ns"] - cl["server_corrected_mean_ns"], abs=0.2)
+    e = b["external"]  # the baseline recording, with its difference in %
+    assert e["source"].startswith("baseline") and e["calls"] >= IOZONE_WRITES
+    assert e["accounted_pct"] > 0
+    tests = {t["test"]: t for t in r["measured"]["iozone"]}
+    assert set(tests) == {"write", "rewrite"} and all(t["time_per_op_ns"] > 0 for t in tests.values())
+    rep = text(res / "ioz" / "report.txt")
+    assert "Measured outside the tracer" in rep and "client WRITE on " in rep and "us/op" in rep
+    print(f"{res.name}: iozone write {tests['write']['time_per_op_ns'] / 1000:.1f} us/op, client execute "
+          f"{cl['client_execute_mean_ns'] / 1000:.1f} us, server {cl['server_corrected_mean_ns'] / 1000:.1f} us "
+          f"({cl['server_share_pct']:.1f}%), baseline {e['mean_ns'] / 1000:.1f} us ({e['accounted_pct']:.1f}%)")
+
+
 # ----------------------------------------------------------- lost events
 
 def test_tiny_buffer_reports_lost_events_loudly(res):
@@ -201,7 +281,7 @@ def state(res, name):
     return dict(line.split("=", 1) for line in text(res / f"tracefs-{name}.txt").splitlines())
 
 
-@pytest.mark.parametrize("after", ["after-run", "after-lost", "after-intr", "after-killed"])
+@pytest.mark.parametrize("after", ["after-run", "after-ioz", "after-lost", "after-intr", "after-killed"])
 def test_tracefs_is_restored(res, after):
     before, now = state(res, "before"), state(res, after)
     assert now["current_tracer"] == "nop"

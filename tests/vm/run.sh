@@ -133,6 +133,12 @@ for line in "${KERNELS[@]}"; do
 		echo "$rrc" >"$res/report.rc"
 		[ "$rrc" = 0 ] || say "$kver: ftflame report failed (exit $rrc, see $res/report.stderr)"
 		[ -e "$res/run/report.json" ] && say "$kver: ftflame report -> run/report.json"
+		# the iozone run directory: its measured totals, and the balance
+		# sheet against its baseline
+		for out in report.json report.txt; do
+			"$FT" report "$res/ioz" --baseline "$res/ioz/baseline.dat" -o "$res/ioz/$out" \
+				2>>"$res/report.stderr" || say "$kver: ftflame report of ioz/ failed (see $res/report.stderr)"
+		done
 	else
 		rm -f "$res/report.rc"
 		say "$kver: NOTE: .venv/bin/ftflame report is not available here: skipping the report step (make setup installs it)"

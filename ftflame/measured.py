@@ -1,0 +1,227 @@
+"""Totals measured outside the tracer, checked against the trace.
+
+collect.sh copies the server's RPC statistics (/proc/net/rpc/nfsd), the
+client's /proc/self/mountstats (when the client is on the server machine)
+and iozone's result table into meta.json's `measured` object, per recording
+(collect/README.md). Beside a Profile corrected and balanced, this module
+turns them into the `measured` object of the report:
+
+- server_counts: per graph function that has a server counter (nfsd3_proc_X
+  -> proc3 X, nfsd4_X -> the NFSv4 operation X, nfsd_dispatch -> every NFS
+  call), the calls the server counted during the recording against the
+  calls in the trace. A shortfall no larger than the lost events is what
+  lost events do; any other difference is a warning.
+- client: per graph function with a client operation (WRITE for
+  nfsd3_proc_write on an NFSv3 mount...), the client's mean execute time and
+  RTT per operation next to the server's corrected mean: the server's share
+  of the latency the client saw.
+- iozone: each test's throughput as time per operation (one record).
+
+Pure functions of the Profile and the meta.json document; renderers print
+the result and compute nothing.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Optional
+
+from ftflame.profile import Profile
+
+META_FILE = "meta.json"
+# a trace's recording in meta.json's "measured" object
+RUN_OF_TRACE = {"trace.dat": "main", "baseline.dat": "baseline"}
+
+
+def load_meta(trace_path: str) -> tuple:
+    """(meta.json beside the trace as a dict or None, a warning or None).
+    A run directory without one is not an error: the report goes on."""
+    path = os.path.join(os.path.dirname(os.path.abspath(trace_path)), META_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as e:
+        return None, f"{path}: unreadable ({e}): the measured totals are left out"
+    if not isinstance(doc, dict):
+        return None, f"{path}: not a JSON object: the measured totals are left out"
+    return doc, None
+
+
+def server_counter(func: str, delta: dict) -> Optional[tuple]:
+    """(counter label, calls) of the server counter that counts func's calls,
+    from a /proc/net/rpc/nfsd delta; None when no counter counts them."""
+    def group(name):
+        return delta.get(name) or {}
+
+    if func == "nfsd_dispatch":  # once per call of any NFS version
+        return "NFS calls (proc2+proc3+proc4)", sum(
+            sum(group(g).values()) for g in ("proc2", "proc3", "proc4"))
+    m = re.fullmatch(r"nfsd3_proc_(\w+)", func)
+    if m:
+        return f"proc3 {m.group(1)}", group("proc3").get(m.group(1), 0)
+    m = re.fullmatch(r"nfsd_proc_(\w+)", func)
+    if m:
+        return f"proc2 {m.group(1)}", group("proc2").get(m.group(1), 0)
+    m = re.fullmatch(r"nfsd4_proc_(null|compound)", func)
+    if m:
+        return f"proc4 {m.group(1)}", group("proc4").get(m.group(1), 0)
+    m = re.fullmatch(r"nfsd4_(\w+)", func)
+    if m and m.group(1).upper() in NFS4_OPS:
+        return f"proc4ops {m.group(1).upper()}", group("proc4ops").get(m.group(1).upper(), 0)
+    return None
+
+
+# the NFSv4 operations nfsd counts (collect/measure.sh names them)
+NFS4_OPS = frozenset("""ACCESS CLOSE COMMIT CREATE DELEGPURGE DELEGRETURN GETATTR GETFH LINK LOCK
+LOCKT LOCKU LOOKUP LOOKUPP NVERIFY OPEN OPENATTR OPEN_CONFIRM OPEN_DOWNGRADE PUTFH PUTPUBFH
+PUTROOTFH READ READDIR READLINK REMOVE RENAME RENEW RESTOREFH SAVEFH SECINFO SETATTR SETCLIENTID
+SETCLIENTID_CONFIRM VERIFY WRITE RELEASE_LOCKOWNER BACKCHANNEL_CTL BIND_CONN_TO_SESSION
+EXCHANGE_ID CREATE_SESSION DESTROY_SESSION FREE_STATEID GET_DIR_DELEGATION GETDEVICEINFO
+GETDEVICELIST LAYOUTCOMMIT LAYOUTGET LAYOUTRETURN SECINFO_NO_NAME SEQUENCE SET_SSV TEST_STATEID
+WANT_DELEGATION DESTROY_CLIENTID RECLAIM_COMPLETE ALLOCATE COPY COPY_NOTIFY DEALLOCATE IO_ADVISE
+LAYOUTERROR LAYOUTSTATS OFFLOAD_CANCEL OFFLOAD_STATUS READ_PLUS SEEK WRITE_SAME CLONE GETXATTR
+SETXATTR LISTXATTRS REMOVEXATTR""".split())
+
+
+def client_op(func: str) -> Optional[tuple]:
+    """(NFS version, client operation name) whose calls func serves."""
+    m = re.fullmatch(r"nfsd3_proc_(\w+)", func)
+    if m:
+        return 3, m.group(1).upper()
+    m = re.fullmatch(r"nfsd4_(\w+)", func)
+    if m and m.group(1).upper() in NFS4_OPS:
+        return 4, m.group(1).upper()
+    return None
+
+
+def trace_root_calls(p: Profile) -> dict:
+    """Function -> its root calls in the trace, those spanning a lost-event
+    gap included (they happened: only their times are unsure)."""
+    from ftflame.balance import root_rows
+
+    calls = p.col("calls")
+    return {name: int(calls[rows].sum()) for name, rows in root_rows(p).items()}
+
+
+def count_check(func: str, counter: str, server: int, traced: int, lost: Optional[int]) -> dict:
+    """One server count against the trace's calls, with the verdict."""
+    short = server - traced
+    calls = "call" if abs(short) == 1 else "calls"
+    if short == 0:
+        status, note = "equal", "the trace has every call the server counted"
+    elif short > 0 and lost is None:
+        status, note = "warning", (f"the trace has {short:,} {calls} fewer than the server counted; "
+                                   "lost events are unknown (meta.json: null), so this is unexplained")
+    elif short > 0 and short <= lost:
+        status, note = "explained", f"{short:,} {calls} fewer: within the {lost:,} lost events"
+    elif short > 0:
+        status, note = "warning", (f"the trace has {short:,} {calls} fewer than the server counted, "
+                                   f"more than lost events explain ({lost:,}): calls outside "
+                                   "the tracing window or another server thread/namespace?")
+    else:
+        status, note = "warning", (f"the trace has {-short:,} {calls} more than the server counted: "
+                                   "counters reset, or another nfsd instance (network namespace)?")
+    return {"function": func, "counter": counter, "server_calls": server, "trace_calls": traced,
+            "difference": traced - server, "lost_events": lost, "status": status, "note": note}
+
+
+def _mount_version(mount: dict) -> int:
+    return 4 if str(mount.get("fstype", "")).startswith("nfs4") else 3
+
+
+def client_rows(mounts: dict, funcs, balance: tuple) -> list:
+    """The client's mean execute time per operation next to the server's
+    corrected mean of the function serving it."""
+    corrected = {b["function"]: b["corrected_mean_ns"] for b in balance}
+    out = []
+    for func in funcs:
+        want = client_op(func)
+        if want is None or func not in corrected:
+            continue  # (no client operation, or not in the trace)
+        for mnt, m in sorted((mounts or {}).items()):
+            op = (m.get("ops") or {}).get(want[1])
+            if _mount_version(m) != want[0] or not op:
+                continue
+            d = op.get("delta") or {}
+            n = d.get("ops") or 0
+            if not n:
+                continue
+            exe = 1e6 * d.get("execute_ms", 0) / n
+            rtt = 1e6 * d.get("rtt_ms", 0) / n
+            srv = corrected[func]
+            out.append({
+                "function": func, "mount": mnt, "device": m.get("device"), "op": want[1],
+                "client_ops": n, "client_execute_mean_ns": round(exe, 1),
+                "client_rtt_mean_ns": round(rtt, 1),
+                "server_corrected_mean_ns": srv,
+                "difference_ns": round(exe - srv, 1),
+                "server_share_pct": round(100.0 * srv / exe, 2) if exe else None,
+            })
+    return out
+
+
+def iozone_rows(ioz: Optional[dict]) -> list:
+    """Each iozone test's throughput as the time one record took."""
+    if not ioz:
+        return []
+    per_sec_ops = ioz.get("units") == "ops/s"
+    out = []
+    for row in ioz.get("rows") or ():
+        fkb, rkb = row.get("file_kb"), row.get("record_kb")
+        for test, v in (row.get("throughput") or {}).items():
+            ops_s = v if per_sec_ops else (v / rkb if rkb else 0)
+            out.append({"test": test, "file_kb": fkb, "record_kb": rkb,
+                        "throughput": v, "units": ioz.get("units"),
+                        "operations": fkb // rkb if fkb and rkb else None,
+                        "time_per_op_ns": round(1e9 / ops_s, 1) if ops_s else None})
+    return out
+
+
+def measured(p: Profile, trace_path: str, meta: Optional[dict], warning: Optional[str] = None) -> Optional[dict]:
+    """The report's `measured` object, or None when the run directory has
+    no measured totals for this trace."""
+    warnings = [warning] if warning else []
+    run = RUN_OF_TRACE.get(os.path.basename(trace_path))
+    m = ((meta or {}).get("measured") or {}).get(run) if run else None
+    if not isinstance(m, dict):
+        return {"source": META_FILE, "run": run, "warnings": warnings} if warnings else None
+    base = meta.get("baseline") if run == "baseline" else meta
+    # lost events: trace-cmd's count (meta.json, null when it could not
+    # tell) or the trace's own markers, whichever is larger
+    lost = (base or {}).get("lost_events_total")
+    lost = lost if isinstance(lost, int) and not isinstance(lost, bool) else None
+    if p.counters.get("lost_events"):
+        lost = max(lost or 0, int(p.counters["lost_events"]))
+    funcs = [f for f in meta.get("graph_functions") or () if isinstance(f, str)]
+    traced = trace_root_calls(p)
+    nfsd = m.get("nfsd") or {}
+    counts = []
+    for func in funcs:
+        c = server_counter(func, nfsd.get("delta") or {}) if nfsd else None
+        if c is None:
+            continue
+        if not c[1] and not traced.get(func):
+            continue  # (a preset's function this workload did not call)
+        check = count_check(func, c[0], c[1], traced.get(func, 0), lost)
+        counts.append(check)
+        if check["status"] == "warning":
+            warnings.append(f"{func}: {check['note']}")
+    rpc = (nfsd.get("delta") or {}).get("rpc", {}).get("calls", 0) if nfsd else None
+    return {
+        "source": META_FILE, "run": run,
+        "server_rpc_calls": rpc,
+        "server_counts": counts,
+        "client": client_rows(m.get("client_mounts"), funcs, p.balance),
+        "iozone": iozone_rows(m.get("iozone")),
+        "iozone_command_line": (m.get("iozone") or {}).get("command_line"),
+        "iozone_latency": m.get("iozone_latency"),
+        "warnings": warnings,
+    }
+
+
+def attach(p: Profile, trace_path: str) -> Profile:
+    meta, warning = load_meta(trace_path)
+    return p.replace(measured=measured(p, trace_path, meta, warning))

@@ -1,0 +1,136 @@
+"""`ftflame report RUN_DIR` checks the trace against the totals collect.sh
+measured outside the tracer (meta.json "measured", ftflame/measured.py):
+the server's operation counts against the trace's calls, the client's mean
+execute time next to the server's corrected time, iozone's throughput as
+time per operation (issue 14).
+
+The trace is the bundled sample (tests/data/sample/trace.dat: 118 root calls
+of nfsd3_proc_write, 2 of them across lost-event gaps, 810 lost events);
+each meta.json is written by the test in the shape collect.sh writes it
+(tests/test_collect_measured.py checks that shape on the collector side).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ftflame.measured import count_check, iozone_rows, server_counter
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "tests" / "data" / "sample" / "trace.dat"
+FTFLAME = [sys.executable, "-m", "ftflame.cli"]
+TRACE_CALLS = 118  # root calls of nfsd3_proc_write in the sample
+IOZONE = {"units": "kB/s", "command_line": "iozone -i0 -i1 -r4k -s4m -f /mnt/nfs/x",
+          "rows": [{"file_kb": 4096, "record_kb": 4, "throughput": {"write": 452854, "read": 3425146}}]}
+
+
+def meta_doc(write_calls, lost_total=0, mounts=None, iozone=None, latency=None):
+    delta = {"rpc": {"calls": write_calls + 3}, "proc3": {"getattr": 3, "write": write_calls}}
+    return {"schema": "ftflame-meta/1", "graph_functions": ["nfsd3_proc_write", "nfsd4_write"],
+            "trace": "trace.dat", "lost_events_total": lost_total, "baseline": None,
+            "measured": {"nfsd_stats": "/proc/net/rpc/nfsd", "mountstats": "/proc/self/mountstats",
+                         "main": {"nfsd": {"before": {}, "after": {}, "delta": delta},
+                                  "client_mounts": mounts, "iozone": iozone, "iozone_latency": latency},
+                         "baseline": None}}
+
+
+def run_dir(tmp_path, meta) -> Path:
+    d = tmp_path / "run"
+    d.mkdir()
+    shutil.copy(SAMPLE, d / "trace.dat")
+    if meta is not None:
+        (d / "meta.json").write_text(meta if isinstance(meta, str) else json.dumps(meta))
+    return d
+
+
+def report(d, suffix):
+    out = d.parent / f"report.{suffix}"
+    r = subprocess.run([*FTFLAME, "report", str(d), "-o", str(out), "-q"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return json.loads(out.read_text()) if suffix == "json" else out.read_text()
+
+
+def test_server_count_equal_to_trace_calls(tmp_path):
+    doc = report(run_dir(tmp_path, meta_doc(TRACE_CALLS)), "json")
+    m = doc["measured"]
+    assert m["server_rpc_calls"] == TRACE_CALLS + 3
+    c, = m["server_counts"]  # (nfsd4_write: no calls counted, none traced: not in the trace)
+    assert (c["function"], c["counter"], c["server_calls"], c["trace_calls"], c["status"]) == \
+        ("nfsd3_proc_write", "proc3 write", TRACE_CALLS, TRACE_CALLS, "equal")
+    assert m["warnings"] == []
+
+
+def test_shortfall_within_lost_events_is_explained(tmp_path):
+    d = run_dir(tmp_path, meta_doc(TRACE_CALLS + 5, lost_total=810))
+    m = report(d, "json")["measured"]
+    c = m["server_counts"][0]
+    assert c["status"] == "explained" and c["difference"] == -5 and c["lost_events"] == 810
+    assert m["warnings"] == []
+    assert "5 calls fewer: within the 810 lost events" in report(d, "txt")
+
+
+def test_other_differences_are_warnings(tmp_path):
+    text = report(run_dir(tmp_path, meta_doc(TRACE_CALLS + 1000)), "txt")
+    assert "nfsd3_proc_write: server proc3 write 1,118, trace 118 calls: warning" in text
+    assert "WARNING: nfsd3_proc_write: the trace has 1,000 calls fewer than the server\n" in text
+    assert count_check("f", "c", 100, 118, 810)["status"] == "warning"  # more in the trace
+    assert count_check("f", "c", 119, 118, None)["status"] == "warning"  # lost events unknown
+    assert count_check("f", "c", 119, 118, 3)["note"] == "1 call fewer: within the 3 lost events"
+
+
+def test_client_execute_time_next_to_server_corrected_time(tmp_path):
+    mounts = {"/mnt/nfs": {"device": "127.0.0.1:/srv/nfs", "fstype": "nfs", "ops": {
+        "WRITE": {"delta": {"ops": 118, "rtt_ms": 50, "execute_ms": 59}},
+        "GETATTR": {"delta": {"ops": 3, "rtt_ms": 0, "execute_ms": 1}}}},
+        "/mnt/v4": {"device": "127.0.0.1:/", "fstype": "nfs4", "ops": {
+            "WRITE": {"delta": {"ops": 7, "rtt_ms": 1, "execute_ms": 1}}}}}
+    doc = report(run_dir(tmp_path, meta_doc(TRACE_CALLS, mounts=mounts)), "json")
+    c, = doc["measured"]["client"]  # the v3 function, the v3 mount's WRITE only
+    srv = doc["balance"][0]["corrected_mean_ns"]
+    assert (c["mount"], c["op"], c["client_ops"]) == ("/mnt/nfs", "WRITE", 118)
+    assert c["client_execute_mean_ns"] == pytest.approx(59e6 / 118, abs=0.1)
+    assert c["client_rtt_mean_ns"] == pytest.approx(50e6 / 118, abs=0.1)
+    assert c["server_corrected_mean_ns"] == srv
+    assert c["server_share_pct"] == pytest.approx(100 * srv / (59e6 / 118), abs=0.01)
+    text = report(tmp_path / "run", "txt")
+    assert "client WRITE on /mnt/nfs: 118 ops\n    mean execute 500.000 us, RTT 423.729 us\n" in text
+    assert (f"server nfsd3_proc_write corrected {srv / 1000:.3f} us: {c['server_share_pct']:.1f}% "
+            "of the execute time") in text
+
+
+def test_iozone_throughput_as_time_per_operation(tmp_path):
+    latency = {"write": {"file": "wol.dat", "count": 1024, "mean_us": 3.293, "max_us": 30}}
+    text = report(run_dir(tmp_path, meta_doc(TRACE_CALLS, iozone=IOZONE, latency=latency)), "txt")
+    rows = iozone_rows(IOZONE)
+    assert rows[0]["operations"] == 1024
+    assert rows[0]["time_per_op_ns"] == pytest.approx(1e9 * 4 / 452854, abs=0.1)  # 8.833 us per 4 kB
+    assert "write             452,854 kB/s  4 kB records: 8.833 us/op" in text
+    assert "write latency (-Q): 1,024 ops, mean 3.3 us, max 30 us" in text
+    ops = iozone_rows({"units": "ops/s", "rows": [{"file_kb": 1024, "record_kb": 16, "throughput": {"read": 4000}}]})
+    assert ops[0]["time_per_op_ns"] == 250000.0 and ops[0]["operations"] == 64
+
+
+def test_server_counters_of_the_graph_functions():
+    delta = {"proc3": {"write": 4, "null": 1}, "proc4": {"null": 1, "compound": 9},
+             "proc4ops": {"WRITE": 6, "SEQUENCE": 9}}
+    assert server_counter("nfsd4_write", delta) == ("proc4ops WRITE", 6)
+    assert server_counter("nfsd_dispatch", delta) == ("NFS calls (proc2+proc3+proc4)", 15)
+    assert server_counter("nfsd4_proc_compound", delta) == ("proc4 compound", 9)
+    assert server_counter("nfsd_open", delta) is None
+
+
+def test_no_meta_json_no_section(tmp_path):
+    d = run_dir(tmp_path, None)
+    assert "measured" not in report(d, "json")
+    assert "Measured outside the tracer" not in report(d, "txt")
+
+
+def test_unreadable_meta_json_is_a_warning_not_a_failure(tmp_path):
+    doc = report(run_dir(tmp_path, '{"measured": '), "json")
+    w, = doc["measured"]["warnings"]
+    assert "meta.json: unreadable" in w and "left out" in w
