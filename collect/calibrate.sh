@@ -120,7 +120,7 @@ on_exit() {
 on_signal() {
 	trap '' INT TERM HUP  # (the cleanup takes a moment: once is enough)
 	INTERRUPTED=$1
-	[ -z "$FT_REC_PID" ] || stop_group "$FT_REC_PID"
+	stop_recording
 	case $1 in INT) exit 130 ;; TERM) exit 143 ;; *) exit 129 ;; esac
 }
 trap on_exit EXIT

@@ -268,7 +268,7 @@ on_exit() {
 on_signal() {
 	trap '' INT TERM HUP  # (the cleanup takes a moment: once is enough)
 	INTERRUPTED=$1
-	[ -z "$FT_REC_PID" ] || stop_group "$FT_REC_PID"
+	stop_recording
 	if [ -n "$CALIB_PID" ]; then  # it stops its own recording, then exits
 		kill -TERM "$CALIB_PID" 2>/dev/null || true
 		wait "$CALIB_PID" 2>/dev/null || true

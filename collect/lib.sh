@@ -475,6 +475,22 @@ stop_group() {
 	warn "process group $pg did not stop"
 }
 
+# stop_recording: stop the recording's process group, from a signal trap.
+# A trap runs at the next command boundary, and `cmd &` ends at once: a
+# signal can be handled after trace-cmd was started in the background but
+# before its pid was kept in FT_REC_PID (under load the workload may already
+# run by then). Then every background job of ours that leads a group goes
+# (stop_group does nothing for a job that does not: calibrate.sh, stopped by
+# its own trap).
+stop_recording() {
+	local pg
+	if [ -n "$FT_REC_PID" ]; then
+		stop_group "$FT_REC_PID"
+		return 0
+	fi
+	for pg in $(jobs -p); do stop_group "$pg"; done
+}
+
 # disk_full_hint PATH: a note when the file system of PATH is (nearly) full.
 disk_full_hint() {
 	local avail
