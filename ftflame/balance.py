@@ -37,6 +37,14 @@ NO_TOTAL = ("no independent total given, so no accounted %: record the same work
 _UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
 
 
+def independent_total(source: str, mean_ns: float, corrected_mean_ns: float) -> dict:
+    """One total measured outside this trace, against the corrected mean:
+    the difference in ns and in % of the independent figure."""
+    diff = corrected_mean_ns - mean_ns
+    return {"source": source, "mean_ns": round(float(mean_ns), 1), "difference_ns": round(diff, 1),
+            "difference_pct": round(100.0 * diff / mean_ns, 2) if mean_ns else None}
+
+
 def parse_measured(spec: str) -> tuple:
     """'FUNC=TIME' -> (func, ns). TIME takes ns, us, ms or s; a bare number is
     microseconds, the unit function_graph prints."""
@@ -168,6 +176,7 @@ def sheet(p: Profile, baseline: Optional[Profile] = None, measured: Iterable = (
             entry["external"] = ext
             entry["accounted_pct"] = ext["accounted_pct"]
             entry["accounted_note"] = f"corrected mean against the measured total ({ext['source']})"
+        entry["independent"] = [independent_total(ext["source"], ext["mean_ns"], corr)] if ext else []
         out.append(entry)
     for name in measured:
         if name not in rows_by_func:

@@ -27,6 +27,7 @@ import os
 import re
 from typing import Optional
 
+from ftflame.balance import independent_total
 from ftflame.profile import Profile
 
 META_FILE = "meta.json"
@@ -222,6 +223,24 @@ def measured(p: Profile, trace_path: str, meta: Optional[dict], warning: Optiona
     }
 
 
+def with_client_totals(balance: tuple, m: Optional[dict]) -> tuple:
+    """The balance sheet with the client's mean execute time per operation
+    as one more independent total of the function that served it (the
+    server's corrected time is part of it: the difference is what the client
+    and the network added)."""
+    rows = (m or {}).get("client") or ()
+    if not rows:
+        return balance
+    out = []
+    for b in balance:
+        extra = [independent_total(f"client execute time ({r['op']} on {r['mount']}, {r['client_ops']:,} ops)",
+                                   r["client_execute_mean_ns"], b["corrected_mean_ns"])
+                 for r in rows if r["function"] == b["function"]]
+        out.append(dict(b, independent=list(b.get("independent", [])) + extra) if extra else b)
+    return tuple(out)
+
+
 def attach(p: Profile, trace_path: str) -> Profile:
     meta, warning = load_meta(trace_path)
-    return p.replace(measured=measured(p, trace_path, meta, warning))
+    m = measured(p, trace_path, meta, warning)
+    return p.replace(measured=m, balance=with_client_totals(p.balance, m))

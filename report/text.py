@@ -331,6 +331,12 @@ def balance_lines(p: Profile) -> list:
                 out.append(_clip(f"  {label:<36} {v:>12}  {note}", WIDTH))
         else:
             out.extend(_wrap("  accounted %: " + b["accounted_note"], "    "))
+        client = [t for t in b.get("independent", ()) if not (e and t["source"] == e["source"])]
+        for t in client:  # totals measured outside the tracer (a collect.sh run's meta.json)
+            pct = f"{t['difference_pct']:+.1f}%" if t["difference_pct"] is not None else "-"
+            out.extend(_wrap(f"  vs {t['source']}: {us(t['mean_ns'])}; corrected - it: "
+                             f"{'+' if t['difference_ns'] >= 0 else '-'}{us(abs(t['difference_ns']))} ({pct})",
+                             "    "))
         out.append("")
     return out
 

@@ -35,6 +35,12 @@ FT.balance = (function () {
     } else {
       row(t, "accounted %", null, b.accounted_note, "acc");
     }
+    (b.independent || []).forEach(function (x) {
+      if (e && x.source === e.source) return;  /* shown above */
+      row(t, "measured independently", x.mean_ns, x.source, "ext");
+      row(t, "difference (corrected \u2212 it)", (x.difference_ns >= 0 ? "+" : "\u2212") + FT.us(Math.abs(x.difference_ns)),
+        x.difference_pct === null ? "" : (x.difference_pct >= 0 ? "+" : "\u2212") + Math.abs(x.difference_pct).toFixed(1) + "%");
+    });
     box.appendChild(t);
     return box;
   }

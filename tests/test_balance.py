@@ -74,6 +74,10 @@ def test_balance_against_the_root_only_baseline(icount):
     assert e["accounted_pct"] == pytest.approx(108.58, abs=0.01)
     assert e["difference_ns"] == pytest.approx(b["corrected_mean_ns"] - e["mean_ns"], abs=0.1)
     assert b["accounted_pct"] == e["accounted_pct"]  # the sheet's % is the independent one
+    # listed among the independent totals, with its difference in %
+    t, = b["independent"]
+    assert (t["source"], t["mean_ns"], t["difference_ns"]) == (e["source"], e["mean_ns"], e["difference_ns"])
+    assert t["difference_pct"] == pytest.approx(e["accounted_pct"] - 100.0, abs=0.01)
 
 
 def test_balance_in_text_and_json_via_the_cli(icount, tmp_path):

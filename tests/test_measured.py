@@ -134,3 +134,26 @@ def test_unreadable_meta_json_is_a_warning_not_a_failure(tmp_path):
     doc = report(run_dir(tmp_path, '{"measured": '), "json")
     w, = doc["measured"]["warnings"]
     assert "meta.json: unreadable" in w and "left out" in w
+
+
+def test_balance_sheet_lists_the_client_execute_time_as_an_independent_total(tmp_path):
+    """Issue 14: the balance sheet lists each independent total it had (here
+    the client's mean execute time of the operation the root function
+    serves) with its difference, in the JSON, the text and the HTML data."""
+    mounts = {"/mnt/nfs": {"device": "127.0.0.1:/srv/nfs", "fstype": "nfs", "ops": {
+        "WRITE": {"delta": {"ops": 118, "rtt_ms": 50, "execute_ms": 59}}}}}
+    d = run_dir(tmp_path, meta_doc(TRACE_CALLS, mounts=mounts))
+    doc = report(d, "json")
+    b = doc["balance"][0]
+    t, = b["independent"]
+    assert t["source"] == "client execute time (WRITE on /mnt/nfs, 118 ops)"
+    assert t["mean_ns"] == pytest.approx(59e6 / 118, abs=0.1)
+    assert t["difference_ns"] == pytest.approx(b["corrected_mean_ns"] - t["mean_ns"], abs=0.1)
+    assert t["difference_pct"] == pytest.approx(100 * t["difference_ns"] / t["mean_ns"], abs=0.01)
+    text = report(d, "txt")
+    sheet = text[text.index("Balance sheet"):]
+    assert "vs client execute time (WRITE on /mnt/nfs, 118 ops): 500.000" in " ".join(sheet.split())
+    assert f"({t['difference_pct']:+.1f}%)" in sheet
+    html = report(d, "html")
+    assert '"independent": [{"source": "client execute time (WRITE on /mnt/nfs, 118 ops)"' in html \
+        or '"independent":[{"source":"client execute time (WRITE on /mnt/nfs, 118 ops)"' in html

@@ -251,6 +251,11 @@ def test_report_client_latency_and_balance_against_baseline(res):
     e = b["external"]  # the baseline recording, with its difference in %
     assert e["source"].startswith("baseline") and e["calls"] >= IOZONE_WRITES
     assert e["accounted_pct"] > 0
+    # the sheet lists each independent total, each with its difference in %:
+    # the baseline, and the client's execute time of the WRITEs
+    srcs = [t["source"] for t in b["independent"]]
+    assert srcs[0] == e["source"] and any(s.startswith("client execute time (WRITE on ") for s in srcs[1:]), srcs
+    assert all(t["difference_pct"] is not None for t in b["independent"])
     tests = {t["test"]: t for t in r["measured"]["iozone"]}
     assert set(tests) == {"write", "rewrite"} and all(t["time_per_op_ns"] > 0 for t in tests.values())
     rep = text(res / "ioz" / "report.txt")
