@@ -30,6 +30,10 @@ from ftflame.errors import InputError
 from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
 
 TOP_COMPONENTS = 6
+# Root functions itemised: the busiest, by raw time (those named by a
+# baseline or --measured always). A trace with 100k distinct roots would
+# otherwise print 100k sheets; the rest are counted in a note.
+TOP_ROOTS = 50
 # Said (JSON `accounted_note`, text, HTML) where no independent total exists.
 NO_TOTAL = ("no independent total given, so no accounted %: record the same workload with only "
             "the root functions hooked (collect.sh --baseline) and pass --baseline BASELINE.dat, "
@@ -81,10 +85,16 @@ def root_means(p: Profile) -> dict:
 
 
 def sheet(p: Profile, baseline: Optional[Profile] = None, measured: Iterable = ()) -> tuple:
-    """The balance sheet: one dict per root function (busiest first)."""
+    """The balance sheet: one dict per root function (busiest first), the
+    TOP_ROOTS busiest and those with an independent total."""
+    return _sheet(p, baseline, measured)[0]
+
+
+def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple:
+    """(the sheet, (root functions, clean calls, raw ns) not itemised)."""
     c = p.corrected_or_raw
     if c is None:
-        return ()
+        return (), (0, 0, 0.0)
     measured = dict(measured)
     base = root_means(baseline) if baseline is not None else {}
     incl = _clean(p, "incl")
@@ -116,11 +126,17 @@ def sheet(p: Profile, baseline: Optional[Profile] = None, measured: Iterable = (
     names = list(rows_by_func)
     offcpu_known = p.offcpu_known
     out = []
+    not_shown = [0, 0, 0.0]  # root functions, clean calls, raw ns
     for g in sorted(range(len(names)), key=lambda g: -incl_f[g]):
         name = names[g]
         rows = rows_by_func[name]
         n = calls_f[g]
         if not n:
+            continue
+        if len(out) >= TOP_ROOTS and name not in measured and name not in base:
+            not_shown[0] += 1
+            not_shown[1] += int(n)
+            not_shown[2] += incl_f[g]
             continue
         raw = incl_f[g] / n
         corr = corr_f[g] / n
@@ -182,7 +198,7 @@ def sheet(p: Profile, baseline: Optional[Profile] = None, measured: Iterable = (
         if name not in rows_by_func:
             raise InputError("--measured", f"{name} is not a root function of {p.trace.source}",
                              "roots: " + ", ".join(sorted(rows_by_func)[:8]))
-    return tuple(out)
+    return tuple(out), tuple(not_shown)
 
 
 def _summer(rows_by_func: dict):
@@ -201,4 +217,9 @@ def _tree_tops(p: Profile) -> np.ndarray:
 
 
 def attach(p: Profile, baseline: Optional[Profile] = None, measured: Iterable = ()) -> Profile:
-    return p.replace(balance=sheet(p, baseline, measured))
+    entries, (funcs, calls, raw_ns) = _sheet(p, baseline, measured)
+    if not funcs:
+        return p.replace(balance=entries)
+    note = (f"balance sheet: the {len(entries):,} busiest root functions itemised; {funcs:,} more "
+            f"({calls:,} clean calls, {raw_ns / 1e3:,.1f} us raw) are in the function table")
+    return p.replace(balance=entries, warnings=tuple(p.warnings) + (note,))
