@@ -5,11 +5,31 @@ file and the problem); 130 interrupted; 1 internal error.
 """
 from __future__ import annotations
 
-import argparse
 import os
-import shutil
+import signal
 import sys
-import tempfile
+
+
+def _interrupted_while_starting(signum, frame):
+    """Ctrl-C before main() is running (during the imports below): nothing
+    has been written yet, so leave at once as an interrupted run does, with
+    one line and not a traceback from the middle of an import."""
+    sys.stderr.write("ftflame: interrupted\n")
+    os._exit(130)
+
+
+def _on_sigint(handler) -> None:
+    try:
+        signal.signal(signal.SIGINT, handler)
+    except ValueError:  # imported off the main thread (a library use): leave it
+        pass
+
+
+_on_sigint(_interrupted_while_starting)
+
+import argparse  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
 
 # numpy's OpenBLAS starts one spinning thread per core at import; ftflame
 # does no linear algebra, and on a small machine those threads take CPU from
@@ -20,6 +40,8 @@ from ftflame import __version__  # noqa: E402
 from ftflame.errors import InputError  # noqa: E402
 from ftflame.output import (Progress, Terminated, refuse_input_as_output,  # noqa: E402,F401
                             terminating_signals_raise, write_atomic, write_stdout)
+
+_on_sigint(signal.default_int_handler)  # main() turns KeyboardInterrupt into exit 130
 
 REPORT_EPILOG = """\
 examples:

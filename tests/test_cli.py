@@ -213,13 +213,33 @@ def test_read_meanwhile_ctrl_c_stops_the_core():
     assert len(calls) == 1 and done == [1]
 
 
+def _has_open(pid: int, path: str) -> bool:
+    """Whether process pid has path open (its /proc fd links)."""
+    want = os.path.realpath(path)
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == want:
+                return True
+        except OSError:
+            pass
+    return False
+
+
 def test_sigint_interrupts_a_report(tmp_path):
     """A real Ctrl-C during the read: exit 130, one line, no output file."""
     out = tmp_path / "r.json"
     big = corpus_fixture("k6.1/s14-v3-write-big/trace.dat")  # a read long enough to interrupt
     proc = subprocess.Popen([*FTFLAME, "report", big, "-o", str(out)],
                             stderr=subprocess.PIPE, text=True)
-    time.sleep(0.4)
+    # during the read: once the trace is open (a fixed sleep signalled a
+    # loaded machine's interpreter while it was still starting)
+    deadline = time.monotonic() + 30
+    while proc.poll() is None and time.monotonic() < deadline and not _has_open(proc.pid, big):
+        time.sleep(0.01)
     proc.send_signal(signal.SIGINT)
     err = proc.communicate(timeout=60)[1]
     if proc.returncode == 0:
