@@ -112,7 +112,7 @@ def svg_colour_kinds(p, ref) -> collections.Counter:
               for m in SVG_FRAME.finditer(svg.render(p))}
     assert frames
     seen = collections.Counter()
-    for fid, (parent, tip, fill) in frames.items():
+    for fid, (_parent, tip, fill) in frames.items():
         if fid == 0 or "calls " not in tip:
             continue  # the root, merged small paths, off-CPU time
         names, a = [], fid
