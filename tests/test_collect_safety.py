@@ -48,10 +48,20 @@ def collect(work, out, workload, env, *opts, timeout=60):
                           cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def live_signals():
+    """For a child: the terminating signals at their defaults. A shell cannot
+    trap a signal that was ignored when it started, and the suite may itself
+    run with SIGHUP ignored (under nohup): the collector as a user's terminal
+    starts it has SIGHUP live."""
+    for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_DFL)
+
+
 def start_collect(work, out, workload, env):
     return subprocess.Popen(["bash", str(COLLECT), "-g", "nfsd3_proc_write", "--no-calibrate",
                              "-o", str(out), "--", *workload],
-                            cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=live_signals)
 
 
 def wait_for(path: Path, proc=None, seconds=20.0) -> str:
@@ -371,7 +381,8 @@ def test_calibrate_stops_its_recording_on_sigterm(work):
     port = nfs_null_server()
     proc = subprocess.Popen(["bash", str(CALIBRATE), "--port", str(port), "--count", "100000000",
                              "-o", str(work / "cal")],
-                            cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=live_signals)
     tc = int(wait_for(work / "tc.pid", proc))
     time.sleep(0.3)
     t0 = time.monotonic()
