@@ -36,6 +36,22 @@ def require_fixtures():
         pytest.fail(f"no trace.dat under {corpus.CURATED}: the curated fixtures are missing")
 
 
+def holds_open(pid: int, path) -> bool:
+    """Whether process pid has path open (its /proc fd links name it)."""
+    want = os.path.realpath(path)
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == want:
+                return True
+        except OSError:
+            pass
+    return False
+
+
 @functools.lru_cache(maxsize=None)
 def profile_of(path: str):
     from ftflame.parse import read

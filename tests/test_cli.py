@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import SAMPLE, corpus_fixture, fixture
+from conftest import SAMPLE, corpus_fixture, fixture, holds_open
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
 
@@ -213,22 +213,6 @@ def test_read_meanwhile_ctrl_c_stops_the_core():
     assert len(calls) == 1 and done == [1]
 
 
-def _has_open(pid: int, path: str) -> bool:
-    """Whether process pid has path open (its /proc fd links)."""
-    want = os.path.realpath(path)
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return False
-    for fd in fds:
-        try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}") == want:
-                return True
-        except OSError:
-            pass
-    return False
-
-
 def test_sigint_interrupts_a_report(tmp_path):
     """A real Ctrl-C during the read: exit 130, one line, no output file."""
     out = tmp_path / "r.json"
@@ -238,7 +222,7 @@ def test_sigint_interrupts_a_report(tmp_path):
     # during the read: once the trace is open (a fixed sleep signalled a
     # loaded machine's interpreter while it was still starting)
     deadline = time.monotonic() + 30
-    while proc.poll() is None and time.monotonic() < deadline and not _has_open(proc.pid, big):
+    while proc.poll() is None and time.monotonic() < deadline and not holds_open(proc.pid, big):
         time.sleep(0.01)
     proc.send_signal(signal.SIGINT)
     err = proc.communicate(timeout=60)[1]

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import holds_open
 from collectfake import COLLECT, LOST_STAT, NFSD_FUNCS, fake_tracefs, script_env
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="collect.sh refuses to run but as root")
@@ -82,20 +83,6 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def holds_open(pid: int, target: Path) -> bool:
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return False
-    for fd in fds:
-        try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}") == str(target):
-                return True
-        except OSError:
-            pass
-    return False
 
 
 def meta(out: Path) -> dict:
