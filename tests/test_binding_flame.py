@@ -17,14 +17,21 @@ IDS = [t[0].split("/")[1] for t in TRACES]
 IRQ, IRQ_ROOT, PARTIAL = 1, 2, 4  # the node flag bits (docs/design.md, JSON "flags")
 
 
-@pytest.mark.parametrize("rel,o_in,o_out", TRACES, ids=IDS)
-def test_flame_frames_equal_reference(rel, o_in, o_out):
+
+def reference_and_profile(rel: str, o_in: float, o_out: float):
+    """The independent per-call reference of a TRACES trace and the Profile
+    ftflame reports for it, corrected with the same hook cost as the CLI
+    would (--overhead-in/--overhead-out)."""
     require_fixtures()
     path = trace_path(rel)
     ref = callref.Reference(callref.calls_of(callref.trace_events(path)), o_in, o_out)
     args = build_parser().parse_args(["report", path, "--overhead-in", str(o_in),
                                       "--overhead-out", str(o_out)])
-    p = apply_corrections(read(path), path, args)
+    return ref, apply_corrections(read(path), path, args)
+
+@pytest.mark.parametrize("rel,o_in,o_out", TRACES, ids=IDS)
+def test_flame_frames_equal_reference(rel, o_in, o_out):
+    ref, p = reference_and_profile(rel, o_in, o_out)
     tree = flametree.build(p)
     seen = irq_seen = 0
     for i, node in enumerate(tree.node):
@@ -50,12 +57,7 @@ def test_folded_weights_equal_reference(rel, o_in, o_out):
     apart under [irq]/[softirq] frames in the corrected output."""
     from ftflame.report.folded import folded_lines
 
-    require_fixtures()
-    path = trace_path(rel)
-    ref = callref.Reference(callref.calls_of(callref.trace_events(path)), o_in, o_out)
-    args = build_parser().parse_args(["report", path, "--overhead-in", str(o_in),
-                                      "--overhead-out", str(o_out)])
-    p = apply_corrections(read(path), path, args)
+    ref, p = reference_and_profile(rel, o_in, o_out)
     def stack(k):  # folded stacks name functions only: the twin's irq mark goes
         return ";".join(name.removesuffix(" [irq]") for name in k)
 
@@ -81,12 +83,8 @@ def test_speedscope_call_trees_equal_reference(rel, o_in, o_out):
     function, as long as that root's summed (corrected) inclusive time."""
     from ftflame.report import speedscope
 
-    require_fixtures()
-    path = trace_path(rel)
-    ref = callref.Reference(callref.calls_of(callref.trace_events(path)), o_in, o_out)
-    args = build_parser().parse_args(["report", path, "--overhead-in", str(o_in),
-                                      "--overhead-out", str(o_out)])
-    doc = speedscope.document(apply_corrections(read(path), path, args))
+    ref, p = reference_and_profile(rel, o_in, o_out)
+    doc = speedscope.document(p)
     length = {pr["name"]: pr["endValue"] - pr["startValue"] for pr in doc["profiles"]}
     roots = [(k[0], e) for k, e in ref.paths.items() if e["root"]]
     assert roots
