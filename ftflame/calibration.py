@@ -28,6 +28,7 @@ from typing import Optional
 
 import numpy as np
 
+from ftflame import hooklevel
 from ftflame.errors import InputError
 from ftflame.output import write_atomic
 from ftflame.rundir import CALIBRATION_FILE, CALIBRATION_TRACES
@@ -220,6 +221,8 @@ def calibrate_from_traces(null, root, full) -> dict:
         sel = quiet
     vf = (pf.scol("dur") - pf.scol("irq") - pf.scol("offcpu"))[sel].astype(np.float64)
     df = pf.scol("desc")[sel].astype(np.float64)
+    level = hooklevel.calibration_level(pf.scol("leaf_min")[sel], pf.scol("leaves")[sel],
+                                        os.path.basename(pf.trace.source))
 
     # Means, not medians: corrections subtract D x (O_in + O_out) from sums,
     # so they need the mean hook cost, including rare costs such as the ring
@@ -322,6 +325,7 @@ def calibrate_from_traces(null, root, full) -> dict:
         "o_out": o_out_obj,
         "o_in_plus_o_out": o_sum_obj,
         "o_in_root_only": null_alone,
+        "hook_level": level,
         "null_procedure": null_func,
         "dispatcher": disp,
         "kernel": pf.trace.kernel,
