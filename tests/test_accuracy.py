@@ -133,3 +133,52 @@ def test_corrected_mean_carries_the_calibration_interval(s15):
     p = profile_of(fixture(S15 + "trace-full.dat"))
     b, = sheet(correct(p, given))
     assert b["corrected_mean_pm_ns"] is None
+
+
+# ---- k6.12/s16-icount-calib: s15's recording made again on the 6.12 kernel,
+# every trace in one boot, plus nfsd_vfs_write hooked alone (tests/vm/fixtures)
+S16_612 = "k6.12/s16-icount-calib/"
+
+
+@pytest.fixture(scope="module")
+def s16_612():
+    cal = calibration_of(S16_612)
+    truth, _ = corrected_calls(fixture(S16_612 + "trace-root.dat"), "nfsd3_proc_write", cal)
+    full, q = corrected_calls(fixture(S16_612 + "trace-full.dat"), "nfsd3_proc_write", cal)
+    return cal, truth, full, q
+
+
+def test_612_corrected_root_against_the_truth(s16_612):
+    """Issue 17's acceptance on the 6.12 kernel: the corrected mean of the
+    root within 5% of the root-only recording, p50 within 10%; with one hook
+    cost for every call they were +10.4% and +16.4%. p90 is pinned and
+    explained in docs/overhead.md ("Accuracy")."""
+    cal, truth, full, _ = s16_612
+    assert "6.12" in cal.details["kernel"] and cal.details["hook_level"]["leaf_min_ns"] == 707.0
+    t, f = figures(truth), figures(full)
+    assert len(truth) == 128 and len(full) == 127
+    assert abs(f["mean"] / t["mean"] - 1) < 0.05
+    assert abs(f["p50"] / t["p50"] - 1) < 0.10
+    assert (round(t["mean"]), round(t["p50"]), round(t["p90"])) == (14913, 13687, 19690)
+    assert (round(f["mean"]), round(f["p50"]), round(f["p90"])) == (15060, 14223, 16585)
+    old, _ = corrected_calls(fixture(S16_612 + "trace-full.dat"), "nfsd3_proc_write",
+                             calibration_of(S16_612, drop_level=True))
+    o = figures(old)
+    assert o["mean"] / t["mean"] - 1 > 0.10 and o["p50"] / t["p50"] - 1 > 0.16
+
+
+def test_612_nested_function_against_its_truth(s16_612):
+    """nfsd_vfs_write hooked alone (the truth for a nested function) against
+    its corrected mean inside the full graph: within 10% (+3.0%; +9.7% with
+    one hook cost). Its percentiles inside the graph are approximations
+    (marked approx), not compared."""
+    from ftflame.corrections import corrected_stats
+
+    cal, _, _, q = s16_612
+    truth, _ = corrected_calls(fixture(S16_612 + "trace-vfs-root.dat"), "nfsd_vfs_write", cal)
+    cols, approx, _, _ = corrected_stats(q)["functions", "incl"]
+    i = q.functions.index("nfsd_vfs_write")
+    mean = cols[3][i]
+    assert approx[i] == 1 and q.functions.calls_corr[i] == 127
+    assert abs(mean / truth.mean() - 1) < 0.10
+    assert (round(truth.mean()), round(mean)) == (10040, 10346)
