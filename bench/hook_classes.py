@@ -90,13 +90,13 @@ def main(path: str, root: str, reference: float = 656.0) -> None:
         # consecutive siblings: an exit followed by an entry at the same depth
         times = sorted([(c[2], 1, id(c), c) for c in cs] + [(c[3], 0, id(c), c) for c in cs])
         depth, d = {}, 0
-        for t, is_entry, _, c in times:
+        for _, is_entry, _, c in times:
             if is_entry:
                 depth[id(c)] = d
                 d += 1
             else:
                 d -= 1
-        for (t1, e1, _, a), (t2, e2, _, b) in zip(times, times[1:]):
+        for (_, e1, _, a), (t2, e2, _, b) in zip(times, times[1:]):
             if not e1 and e2 and depth[id(a)] == depth[id(b)]:
                 kind = "leaf" if a[5] == 0 else "with children"
                 agg[level, kind, "gap after"].append(t2 - a[3])
