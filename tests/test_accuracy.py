@@ -182,3 +182,18 @@ def test_612_nested_function_against_its_truth(s16_612):
     assert approx[i] == 1 and q.functions.calls_corr[i] == 127
     assert abs(mean / truth.mean() - 1) < 0.10
     assert (round(truth.mean()), round(mean)) == (10040, 10346)
+
+
+def test_61_s16_against_the_truth_when_recorded():
+    """k6.1/s16-icount-calib (make fixtures; not in the repository): the same
+    figures on 6.1, from a corpus that has it (skipped otherwise)."""
+    from conftest import corpus_fixture
+
+    paths = {n: corpus_fixture("k6.1/s16-icount-calib/trace-" + n + ".dat")
+             for n in ("null", "dispatch-root", "dispatch-full", "root", "full", "vfs-root")}
+    doc = calibrate_from_traces(*(profile_of(paths[n]) for n in ("null", "dispatch-root", "dispatch-full")))
+    cal = Calibration(doc["o_in_ns"], doc["o_out_ns"], "file:test", doc["method"], doc)
+    truth, _ = corrected_calls(paths["root"], "nfsd3_proc_write", cal)
+    full, _ = corrected_calls(paths["full"], "nfsd3_proc_write", cal)
+    t, f = figures(truth), figures(full)
+    assert abs(f["mean"] / t["mean"] - 1) < 0.05 and abs(f["p50"] / t["p50"] - 1) < 0.10
