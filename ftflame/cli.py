@@ -37,7 +37,7 @@ import tempfile  # noqa: E402
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from ftflame import __version__  # noqa: E402
-from ftflame.errors import InputError  # noqa: E402
+from ftflame.model.errors import InputError  # noqa: E402
 from ftflame.output import (Progress, Terminated, refuse_input_as_output,  # noqa: E402,F401
                             terminating_signals_raise, write_atomic, write_stdout)
 
@@ -243,7 +243,7 @@ def cmd_report(args) -> int:
     try:
         def imports():  # about 0.1-0.2 s, numpy mostly: while the core reads
             RENDERERS[fmt].render
-            from ftflame import balance, calibration, corrections  # noqa: F401
+            from ftflame.correct import balance, calibration, corrections  # noqa: F401
 
         profile = parse.read_meanwhile(path, imports, progress=progress)
         progress.stage("correcting...")
@@ -296,7 +296,8 @@ def open_in_browser(path: str, quiet: bool = False) -> bool:
 
 def apply_corrections(profile, path: str, args):
     """Calibration, corrections and the balance sheet (report options)."""
-    from ftflame import balance, calibration, corrections, parse
+    from ftflame import parse
+    from ftflame.correct import balance, calibration, corrections
 
     cal = calibration.choose(profile, path, getattr(args, "calibration", None),
                              _nonneg_ns("--overhead-in", getattr(args, "overhead_in", None)),
@@ -310,7 +311,7 @@ def apply_corrections(profile, path: str, args):
         base = parse.read(bpath)
         # the same calibration (its root-only O_in where it has one)
         base = corrections.correct(base, calibration.for_profile(cal, base), irqs=irqs)
-    from ftflame import measured as outside  # (meta.json beside a collect.sh trace)
+    from ftflame.correct import measured as outside  # (meta.json beside a collect.sh trace)
 
     return outside.attach(balance.attach(profile, base, measured), path)
 
@@ -318,7 +319,7 @@ def apply_corrections(profile, path: str, args):
 def cmd_calibrate(args) -> int:
     import json
 
-    from ftflame import calibration
+    from ftflame.correct import calibration
 
     if args.from_traces and args.rundir:
         raise InputError(args.rundir, "give a run directory or --from-traces, not both")

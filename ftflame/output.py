@@ -28,7 +28,7 @@ import tempfile
 import time
 from typing import Callable, Iterable, Optional, Union
 
-from ftflame.errors import InputError
+from ftflame.model.errors import InputError
 
 TEMP_PREFIX = ".ftflame-"
 # the signals that end ftflame: each one's handler raises Terminated, so the

@@ -1,6 +1,6 @@
 """Names of the files in a collect.sh run directory (collect/README.md).
 
-Kept apart from ftflame.calibration so that the CLI's --help, which names
+Kept apart from ftflame.correct.calibration so that the CLI's --help, which names
 them, does not import numpy."""
 
 CALIBRATION_FILE = "calibration.json"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from ftflame.errors import InputError
+from ftflame.model.errors import InputError
 
 from .detect import TRACE_DAT_MAGIC
 

@@ -9,7 +9,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from ftflame.errors import InputError
+from ftflame.model.errors import InputError
 
 TRACE_DAT_MAGIC = b"\x17\x08\x44tracing"
 COMPRESSED_MAGIC = {

@@ -7,8 +7,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ftflame.errors import InputError
-from ftflame.profile import NODE_COLUMNS, SAMPLE_COLUMNS, Histograms, Profile, TraceInfo, check_core_columns
+from ftflame.model.errors import InputError
+from ftflame.model.profile import NODE_COLUMNS, SAMPLE_COLUMNS, Histograms, Profile, TraceInfo, check_core_columns
 
 from . import _core, text
 from .dat import core_read_dat, is_plain_dat

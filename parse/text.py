@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
-from ftflame.errors import InputError
+from ftflame.model.errors import InputError
 
 CHUNK = 1 << 20
 HEAD = 64 << 10  # bytes of decompressed input the detection looks at
@@ -271,7 +271,7 @@ def read_text(src: Source, dialect: str, progress: Optional[Callable[[int], None
 def text_info(res: dict, src: Source, dialect: str):
     """TraceInfo of a text trace: what it was, and how stacks and irq context
     were worked out (text has no per-event task or irq flags)."""
-    from ftflame.profile import TraceInfo
+    from ftflame.model.profile import TraceInfo
 
     st = res["text"]
     c = res["counters"]

@@ -6,8 +6,8 @@ the total is the sum of positive exclusive times.
 """
 from __future__ import annotations
 
-from ftflame.corrections import irq_kind
-from ftflame.profile import NODE_IRQ_ROOT, Profile
+from ftflame.correct.corrections import irq_kind
+from ftflame.model.profile import NODE_IRQ_ROOT, Profile
 
 
 def folded_lines(p: Profile, corrected: bool = False):

@@ -24,8 +24,8 @@ from typing import Optional
 import numpy as np
 
 from ftflame import __version__
-from ftflame.corrections import corrected_stats
-from ftflame.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
+from ftflame.correct.corrections import corrected_stats
+from ftflame.model.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
 
 from . import flametree
 from .common import CORRECTION_WARN_FRACTION, report_notes

@@ -1,7 +1,7 @@
 """JSON output, schema "ftflame/1" (the contract in docs/design.md).
 
 Raw figures are exact sums of the tracer's own durations. Corrected figures
-(`*_corr_ns`, ftflame/corrections.py) equal raw ones when no corrections were
+(`*_corr_ns`, ftflame/correct/corrections.py) equal raw ones when no corrections were
 applied; `calibration` says which calibration was used, its spread and what
 the corrections removed.
 """
@@ -11,9 +11,10 @@ import json
 
 import numpy as np
 
-from ftflame import __version__, corrections
+from ftflame import __version__
+from ftflame.correct import corrections
 from ftflame.parse import _core
-from ftflame.profile import NODE_COLUMNS, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
+from ftflame.model.profile import NODE_COLUMNS, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
 from .common import context_lines, node_flags, report_notes
 
@@ -164,7 +165,7 @@ def _raw_stats(t: _Template, sums, calls, mins, maxs, pcts):
 
 
 def _corr_stats(t: _Template, stats, calls, pre=None, repr_round: bool = False):
-    """The corrected statistics objects of ftflame.corrections.scaled_stats
+    """The corrected statistics objects of ftflame.correct.corrections.scaled_stats
     (computed once beside the Profile; calls: the clean calls they cover),
     in row order or in the order `pre`. repr_round: every value as
     json.dumps(round(x, 1)) (the functions' rows)."""

@@ -33,7 +33,7 @@ import json
 import numpy as np
 
 from ftflame import __version__
-from ftflame.profile import SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
+from ftflame.model.profile import SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
 SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
 

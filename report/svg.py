@@ -7,7 +7,7 @@ the HTML report, with a coarser cut to keep the file small.
 """
 from __future__ import annotations
 
-from ftflame.profile import NODE_IRQ, NODE_PARTIAL, Profile
+from ftflame.model.profile import NODE_IRQ, NODE_PARTIAL, Profile
 
 from . import flametree
 from .common import plural, report_notes

@@ -10,8 +10,8 @@ import os
 
 import numpy as np
 
-from ftflame import corrections
-from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
+from ftflame.correct import corrections
+from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
 
 from .common import context_lines, count, fit_decimals, plural, report_notes, us
 
@@ -342,7 +342,7 @@ def balance_lines(p: Profile) -> list:
 
 
 def measured_lines(p: Profile) -> list:
-    """Totals measured outside the tracer (ftflame/measured.py)."""
+    """Totals measured outside the tracer (ftflame/correct/measured.py)."""
     m = p.measured
     if not m:
         return []

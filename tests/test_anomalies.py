@@ -5,7 +5,7 @@ import pytest
 
 from events import load
 from invariants import check_profile
-from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL
+from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL
 
 
 def row(p, *path):

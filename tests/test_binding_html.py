@@ -18,7 +18,7 @@ import pytest
 import callref
 import events
 from conftest import require_fixtures
-from ftflame import corrections
+from ftflame.correct import corrections
 from ftflame.cli import apply_corrections, build_parser
 from ftflame.parse import read
 from ftflame.report import html, svg

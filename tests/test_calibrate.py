@@ -1,4 +1,4 @@
-"""Calibration (ftflame/calibration.py, `ftflame calibrate`) and the real
+"""Calibration (ftflame/correct/calibration.py, `ftflame calibrate`) and the real
 validation on the deterministic icount VM (fixtures s15-icount-calib): the
 empty-call calibration alone brings the full-graph trace's nfsd3_proc_write
 back to its root-only time."""
@@ -12,11 +12,11 @@ import sys
 import pytest
 
 from conftest import fixture, profile_of
-from ftflame import calibration
-from ftflame.balance import root_means
-from ftflame.calibration import calibrate_from_traces, estimate_in_trace, for_profile
-from ftflame.corrections import correct
-from ftflame.profile import Calibration
+from ftflame.correct import calibration
+from ftflame.correct.balance import root_means
+from ftflame.correct.calibration import calibrate_from_traces, estimate_in_trace, for_profile
+from ftflame.correct.corrections import correct
+from ftflame.model.profile import Calibration
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
 ICOUNT = "k6.1/s15-icount-calib/"

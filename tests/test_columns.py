@@ -1,6 +1,6 @@
 """The node and sample tables cross from the C core to the Profile by
 position. Both sides name the columns (parse/core/module.c exports its
-names, ftflame/profile.py has its own), and importing ftflame.parse.reading,
+names, ftflame/model/profile.py has its own), and importing ftflame.parse.reading,
 which reads the tables, checks that the names agree."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ftflame import profile
+from ftflame.model import profile
 from ftflame.parse import _core
 
 

@@ -15,10 +15,10 @@ import pytest
 import jsonref
 from conftest import SAMPLE, fixture, profile_of
 from events import HERE, load
-from ftflame import profile as profile_mod
+from ftflame.model import profile as profile_mod
 from ftflame.parse import build_events
 from ftflame.cli import apply_corrections, build_parser
-from ftflame.profile import Corrected
+from ftflame.model.profile import Corrected
 from ftflame.report import RENDERERS, jsonout
 
 CASES = sorted(f[: -len(".events")] for f in os.listdir(HERE) if f.endswith(".events"))

@@ -19,10 +19,10 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import textparse_py as tp  # noqa: E402
 from invariants import check_irq_context  # noqa: E402
-from ftflame.errors import InputError  # noqa: E402
+from ftflame.model.errors import InputError  # noqa: E402
 from ftflame.parse import _core, read  # noqa: E402
 from ftflame.parse.detect import classify  # noqa: E402
-from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT  # noqa: E402
+from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT  # noqa: E402
 
 TEXT_DATA = os.path.join(ROOT, "tests", "data", "text")
 
@@ -118,7 +118,7 @@ def check_invariants(p):
 
 
 def _node_columns():
-    from ftflame.profile import NODE_COLUMNS
+    from ftflame.model.profile import NODE_COLUMNS
 
     return NODE_COLUMNS
 

@@ -13,10 +13,10 @@ import pytest
 
 from conftest import ROOT, fixture, profile_of
 from events import load as load_events
-from ftflame.balance import NO_TOTAL, attach
-from ftflame.calibration import estimate_in_trace
-from ftflame.corrections import correct
-from ftflame.profile import NODE_IRQ_ROOT, Calibration
+from ftflame.correct.balance import NO_TOTAL, attach
+from ftflame.correct.calibration import estimate_in_trace
+from ftflame.correct.corrections import correct
+from ftflame.model.profile import NODE_IRQ_ROOT, Calibration
 from ftflame.report import flametree, html, jsonout, speedscope, svg, text
 
 FIXED = Calibration(700.0, 300.0, "command line", "fixed values given on the command line (test)")

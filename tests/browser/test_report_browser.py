@@ -37,7 +37,7 @@ def reports(profile, tmp_path_factory):
     raw.write_text(html.render(profile), encoding="utf-8")
     corr = d / "corrected.html"
     # the real correction and balance sheet, against a given measured mean
-    from ftflame.balance import attach
+    from ftflame.correct.balance import attach
 
     corr.write_text(html.render(attach(corrected(profile, 700.0, 300.0),
                                        measured=[("nfsd3_proc_write", 500_000.0)])), encoding="utf-8")

@@ -28,10 +28,10 @@ from typing import Optional
 
 import numpy as np
 
-from ftflame.errors import InputError
+from ftflame.model.errors import InputError
 from ftflame.output import write_atomic
 from ftflame.rundir import CALIBRATION_FILE, CALIBRATION_TRACES
-from ftflame.profile import NODE_IRQ, SAMPLE_GAP, SAMPLE_IRQ, Calibration, Profile, hist_lower, hist_upper
+from ftflame.model.profile import NODE_IRQ, SAMPLE_GAP, SAMPLE_IRQ, Calibration, Profile, hist_lower, hist_upper
 
 SCHEMA = "ftflame-calibration/1"
 FILE_NAME = CALIBRATION_FILE
@@ -141,7 +141,7 @@ def _leaf_in_graph(p: Profile, func: str, checks: list, rng):
     calls without recorded descendants): (summary, bootstrap) as
     _robust_mean's, median from the node histograms (to 1/32 of the value,
     exact where all calls share one value); None when it is no leaf there."""
-    from ftflame.corrections import clean
+    from ftflame.correct.corrections import clean
 
     if func not in p.funcs:
         return None
@@ -446,7 +446,7 @@ def choose(p: Profile, trace_path: str, cal_file: Optional[str] = None,
     calibration.json beside the trace, else the in-trace estimate; values
     given on the command line replace the matching value (and are the only
     source when nothing else exists)."""
-    from ftflame.profile import NO_CALIBRATION
+    from ftflame.model.profile import NO_CALIBRATION
 
     if cal_file == "none":
         base = NO_CALIBRATION
