@@ -299,6 +299,12 @@ TEXT_COUNTERS = ("lines", "records", "unparsed", "too_long", "too_deep", "no_dur
 NOT_UNDERSTOOD = "PART OF THE TEXT NOT UNDERSTOOD"
 
 
+def loud_warnings(warnings) -> list:
+    """The warnings said on stderr too: text not understood is loud in every
+    output, folded ones (which have no place for notes) included."""
+    return [w for w in warnings if w.startswith(NOT_UNDERSTOOD)]
+
+
 def _share(n: int, total: int) -> str:
     """n of total as a percentage that never rounds to 0% or 100%."""
     pct = 100.0 * n / total

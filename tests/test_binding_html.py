@@ -19,7 +19,8 @@ import callref
 import events
 from conftest import require_fixtures
 from ftflame.correct import corrections
-from ftflame.cli import apply_corrections, build_parser
+from ftflame.cli import build_parser, correction_options
+from ftflame.correct.stage import correct_for_report
 from ftflame.parse import read
 from ftflame.report import html, svg
 from test_binding import TRACES, trace_path
@@ -36,7 +37,7 @@ def case(request):
     calls = callref.calls_of(callref.trace_events(path))
     args = build_parser().parse_args(["report", path, "--overhead-in", str(o_in),
                                       "--overhead-out", str(o_out)])
-    p = apply_corrections(read(path), path, args)
+    p = correct_for_report(read(path), path, correction_options(args))
     c = corrections.summary(p)
     # the conditions under which the reference is the whole model (as tests/test_binding.py)
     assert c["gap_calls"] == 0 and c["clamped_paths"] == 0 and c["offcpu_removed_ns"] == 0

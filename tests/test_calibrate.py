@@ -17,6 +17,7 @@ from ftflame.correct.balance import root_means
 from ftflame.correct.calibration import calibrate_from_traces, estimate_in_trace, for_profile
 from ftflame.correct.corrections import correct
 from ftflame.model.profile import Calibration
+from ftflame.rundir import CALIBRATION_TRACES
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
 ICOUNT = "k6.1/s15-icount-calib/"
@@ -142,7 +143,7 @@ def test_calibrate_command_from_traces(tmp_path):
 
 
 def test_calibrate_command_on_a_run_directory(tmp_path):
-    for src, dst in zip(calib_paths(ICOUNT), calibration.RUN_DIR_TRACES):
+    for src, dst in zip(calib_paths(ICOUNT), CALIBRATION_TRACES):
         os.symlink(src, tmp_path / dst)
     meta = {"schema": "ftflame-calib-meta/1", "tracer_options": {"depth": 0, "sleep_time": "on"},
             "host": "127.0.0.1"}

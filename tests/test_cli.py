@@ -236,7 +236,8 @@ def test_sigint_interrupts_a_report(tmp_path):
 def test_write_failure_is_one_line_and_leaves_nothing(tmp_path):
     """A write that fails half-way (disk full) names the file, and neither
     the report nor its temporary file is left behind."""
-    from ftflame.cli import InputError, write_atomic
+    from ftflame.model.errors import InputError
+    from ftflame.output import write_atomic
 
     out = tmp_path / "r.json"
 

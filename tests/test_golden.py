@@ -17,7 +17,8 @@ import pytest
 
 import callref
 from events import HERE, load, parse_events
-from ftflame.cli import apply_corrections, build_parser
+from ftflame.cli import build_parser, correction_options
+from ftflame.correct.stage import correct_for_report
 from ftflame.report import RENDERERS
 from test_binding import check_corr, check_raw, tree_nodes
 
@@ -34,7 +35,7 @@ def profile(case: str, variant: str):
     if variant == "corr":
         args = build_parser().parse_args(["report", case, "--overhead-in", str(O_IN),
                                           "--overhead-out", str(O_OUT)])
-        p = apply_corrections(p, case, args)
+        p = correct_for_report(p, case, correction_options(args))
     return p
 
 

@@ -17,7 +17,8 @@ from conftest import SAMPLE, fixture, profile_of
 from events import HERE, load
 from ftflame.model import profile as profile_mod
 from ftflame.parse import build_events
-from ftflame.cli import apply_corrections, build_parser
+from ftflame.cli import build_parser, correction_options
+from ftflame.correct.stage import correct_for_report
 from ftflame.model.profile import Corrected
 from ftflame.report import RENDERERS, jsonout
 
@@ -30,7 +31,7 @@ SMALL_FIXTURES = ["k6.1/s09-depth3/trace.dat", "k6.1/s13-calib-null/trace-dispat
 
 def corrected(p, path, *opts):
     args = build_parser().parse_args(["report", path, "-F", "json", *opts])
-    return apply_corrections(p, path, args)
+    return correct_for_report(p, path, correction_options(args))
 
 
 def written(p) -> str:

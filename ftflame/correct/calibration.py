@@ -30,12 +30,10 @@ import numpy as np
 
 from ftflame.model.errors import InputError
 from ftflame.output import write_atomic
-from ftflame.rundir import CALIBRATION_FILE, CALIBRATION_TRACES
+from ftflame.rundir import CALIBRATION_FILE
 from ftflame.model.profile import NODE_IRQ, SAMPLE_GAP, SAMPLE_IRQ, Calibration, Profile, hist_lower, hist_upper
 
 SCHEMA = "ftflame-calibration/1"
-FILE_NAME = CALIBRATION_FILE
-RUN_DIR_TRACES = CALIBRATION_TRACES
 BOOTSTRAP = 2000
 SEED = 20240501  # fixed: the same traces give the same file
 
@@ -424,7 +422,7 @@ def load(path: str) -> Calibration:
 
 def beside(trace_path: str) -> Optional[str]:
     """calibration.json next to the trace (a collect.sh run directory)."""
-    cand = os.path.join(os.path.dirname(os.path.abspath(trace_path)), FILE_NAME)
+    cand = os.path.join(os.path.dirname(os.path.abspath(trace_path)), CALIBRATION_FILE)
     return cand if os.path.isfile(cand) else None
 
 
@@ -465,3 +463,12 @@ def choose(p: Profile, trace_path: str, cal_file: Optional[str] = None,
     details = dict(base.details) if isinstance(base.details, dict) else {}
     details["command_line"] = given
     return Calibration(float(new_in), float(new_out), src, base.method or "given", details)
+
+
+def summary(doc: dict) -> str:
+    """What `ftflame calibrate` says about a calibration.json it computed."""
+    s = doc["o_in_plus_o_out"]
+    return (f"O_in {doc['o_in_ns']:.1f} ns {doc['o_in']['ci95_ns']}, O_out "
+            f"{doc['o_out_ns']:.1f} ns {doc['o_out']['ci95_ns']} (95% intervals; O_in+O_out "
+            f"{s['mean_ns']:.1f} ns over {s['samples']} calls; root-only O_in "
+            f"{doc['o_in_root_only']['mean_ns']:.1f} ns)")
