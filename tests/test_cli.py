@@ -166,7 +166,7 @@ def test_cli_and_parse_package_import_no_numpy():
     overlap the read. That holds only while these imports stay light."""
     code = ("import sys; from ftflame import cli, parse; from ftflame.report import RENDERERS, "
             "format_for_path; cli.build_parser(); "
-            "print(sorted(m for m in ('numpy', 'jinja2', 'ftflame.parse.reading') if m in sys.modules))")
+            "print(sorted(m for m in ('numpy', 'jinja2', 'ftflame.parse.tables') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
