@@ -47,6 +47,8 @@ examples:
   ftflame report trace.dat                   text summary on stdout (paste it into a mail)
   ftflame report trace.dat -o nfsd.json      JSON, schema "ftflame/1"
   ftflame report trace.dat -o nfsd.folded    folded stacks for flamegraph.pl or inferno
+  ftflame report trace.dat -o nfsd.folded --folded-weights corrected
+                                             the same with corrected exclusive times
   ftflame report trace.dat -o nfsd.html      one self-contained interactive page (no network)
   ftflame report trace.dat --open            the HTML report in a temporary file, opened in a browser
   ftflame report trace.dat -o nfsd.svg       a standalone interactive flame graph
@@ -131,6 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
                           ".svg .speedscope.json); default: text on stdout; '-' for stdout")
     rep.add_argument("-F", "--format", choices=sorted(_formats()),
                      help="output format (overrides the extension)")
+    rep.add_argument("--folded-weights", choices=("raw", "corrected"),
+                     help="folded output: weigh each stack by its raw exclusive ns (default) or its "
+                          "corrected ones (tracer overhead out, interrupt subtrees apart under [irq]; "
+                          "needs a calibration or the in-trace estimate)")
     rep.add_argument("-q", "--quiet", action="store_true", help="no progress or notes on stderr")
     rep.add_argument("--open", action="store_true",
                      help="open the HTML/SVG output in a web browser when run interactively "
@@ -197,9 +203,11 @@ def cmd_report(args) -> int:
     from ftflame import parse
     from ftflame.output import open_in_browser
     from ftflame.report import RENDERERS, output_and_format
+    from ftflame.report.options import render_options
     from ftflame.rundir import resolve_input
 
     output, fmt = output_and_format(args.output, args.format, args.open, args.input)
+    opts = render_options(fmt, args.folded_weights)
     path = resolve_input(args.input)
     refuse_input_as_output(output, (path, args.calibration, args.baseline and resolve_input(args.baseline)))
     progress = Progress(f"reading {path}", not args.quiet, path)
@@ -215,10 +223,10 @@ def cmd_report(args) -> int:
         profile = correct_for_report(profile, path, correction_options(args))
         progress.stage(f"rendering {fmt}...")
         if output in (None, "-"):
-            text = RENDERERS[fmt].render(profile, args)
+            text = RENDERERS[fmt].render(profile, opts)
         else:  # rendered straight into the file (JSON: in chunks, as written)
             write = RENDERERS[fmt].write
-            size = write_atomic(output, lambda f: write(profile, args, f))
+            size = write_atomic(output, lambda f: write(profile, opts, f))
     finally:
         progress.done()
     if output in (None, "-"):

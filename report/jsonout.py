@@ -17,6 +17,7 @@ from ftflame.parse import _core
 from ftflame.model.profile import NODE_COLUMNS, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
 from .common import context_lines, node_flags, report_notes
+from .options import DEFAULT, RenderOptions
 
 SCHEMA = "ftflame/1"
 
@@ -380,14 +381,14 @@ def _head_tail(p: Profile) -> tuple:
     return parts[0] + functions_json(p) + parts[1], parts[2] + root_calls_json(p) + text + "\n"
 
 
-def render(p: Profile, opts=None) -> str:
+def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
     head, tail = _head_tail(p)
     if p.nrows == 0:
         return head + "[]" + tail
     return _core.format_rows(tree_template(p, head, tail), p.nrows)
 
 
-def write(p: Profile, opts, f) -> None:
+def write(p: Profile, opts: RenderOptions, f) -> None:
     """render() into f, a binary file with a file descriptor: the text
     (75 MB for 125k call paths) goes to the file in chunks, formatted on
     this thread and written on another, never whole in memory."""

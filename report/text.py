@@ -14,6 +14,7 @@ from ftflame.correct import corrections
 from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
 
 from .common import context_lines, count, fit_decimals, plural, report_notes, us
+from .options import DEFAULT, RenderOptions
 
 WIDTH = 80
 UNKNOWN = "-"  # a figure the trace does not give (off-CPU without sched_switch); ASCII for mail
@@ -422,7 +423,7 @@ def call_tree(p: Profile) -> list:
     return lines
 
 
-def render(p: Profile, opts=None) -> str:
+def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
     out = header(p)
     out.append("")
     out.extend(function_table(p))
