@@ -129,7 +129,7 @@ MUTATIONS = [
       "exact corrected percentiles one rank high"),
     M("folded-corr-raw", "report/folded.py",
       'weight = (p.corrected_or_raw.excl if corrected else p.col("excl")).tolist()',
-      'weight = p.col("excl").tolist()', "folded --corrected weights are raw"),
+      'weight = p.col("excl").tolist()', "folded --folded-weights corrected: the weights are raw"),
     M("speedscope-corr-raw", "report/speedscope.py",
       'variants.append(("corrected", np.asarray(p.corrected_or_raw.incl, dtype=np.float64),',
       'variants.append(("corrected", p.col("incl").astype(np.float64),',

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-import callref
+from helpers import callref
 from conftest import require_fixtures
 from ftflame.cli import build_parser, correction_options
 from ftflame.correct.stage import correct_for_report

@@ -1,5 +1,5 @@
 """The HTML report's callers/callees and latency plot, and the SVG's frame
-colours, against the independent per-call reference (tests/callref.py), raw
+colours, against the independent per-call reference (tests/helpers/callref.py), raw
 and corrected (the real correction, a hook cost given on the command line).
 
 tests/test_consistency.py compares every output with the JSON; these parts
@@ -15,8 +15,8 @@ import re
 
 import pytest
 
-import callref
-import events
+from helpers import callref
+from helpers import events
 from conftest import require_fixtures
 from ftflame.correct import corrections
 from ftflame.cli import build_parser, correction_options

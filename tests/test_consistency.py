@@ -30,7 +30,7 @@ FLAG_BITS = {"irq": 1, "irq_root": 2, "partial": 4}
 
 def load_any(key: str):
     if key.startswith("events:"):
-        from events import load
+        from helpers.events import load
 
         return load(key[len("events:"):])
     return profile_of(key)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURE_DATS, SAMPLE, fixture, fixture_id, profile_of
-from events import parse_events
+from helpers.events import parse_events
 from ftflame.correct.calibration import estimate_in_trace
 from ftflame.correct.corrections import correct, counted_children, detect_nosleep, function_extras, summary
 from ftflame.parse import build_events

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from htmlfix import DEPTH3, fixture
+from helpers.htmlfix import DEPTH3, fixture
 
 from ftflame import cli, output
 

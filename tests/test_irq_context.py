@@ -3,9 +3,9 @@ interrupt context (tests/data/events/irq-root-both-ways.events). The same
 invariant is checked on every fixture by invariants.check_irq_context."""
 from __future__ import annotations
 
-from events import load
+from helpers.events import load
 from ftflame.model.profile import NODE_IRQ
-from invariants import check_irq_context, check_profile
+from helpers.invariants import check_irq_context, check_profile
 
 
 def rows(p):

@@ -1,6 +1,6 @@
 """The JSON written by _core.format_rows (tree, functions, root calls) is
 byte for byte what the dict and per-node Python renderer wrote
-(tests/jsonref.py), corrected or not, including the values that take the
+(tests/helpers/jsonref.py), corrected or not, including the values that take the
 Python fallbacks; and the faster histogram merge and percentiles give what
 the general code gives."""
 from __future__ import annotations
@@ -12,9 +12,9 @@ import tempfile
 import numpy as np
 import pytest
 
-import jsonref
+from helpers import jsonref
 from conftest import SAMPLE, fixture, profile_of
-from events import HERE, load
+from helpers.events import HERE, load
 from ftflame.model import profile as profile_mod
 from ftflame.parse import build_events
 from ftflame.cli import build_parser, correction_options
@@ -206,7 +206,7 @@ def test_percentiles_bad_arguments_raise():
                          [fixture("k6.1/s10-lost/trace.dat")])
 def test_tree_order_in_c_equals_numpy(path):
     """_core.tree_preorder (C) orders the tree as the numpy preorder of
-    sibling_order (tests/jsonref.py) does: pre-order, siblings by incl
+    sibling_order (tests/helpers/jsonref.py) does: pre-order, siblings by incl
     desc, name, row."""
     p = profile_of(path)
     pre, depth = jsonout.tree_order(p)

@@ -2,7 +2,7 @@
 a name cut to fit and a clamped figure have distinct, explained marks."""
 from __future__ import annotations
 
-from events import parse_events
+from helpers.events import parse_events
 from ftflame.correct.corrections import correct
 from ftflame.parse import build_events
 from ftflame.model.profile import Calibration

@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 from pathlib import Path
 
 from ftflame.model.profile import Calibration, Profile
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
-import corpus  # noqa: E402
+from . import corpus
+
+REPO = Path(__file__).resolve().parents[2]
 
 CURATED = Path(corpus.CURATED)
 BIG_REL = "k6.1/s14-v3-write-big/trace.dat"  # 124k call paths: only in the full corpus
