@@ -82,7 +82,7 @@ def calibration_object(p: Profile) -> dict:
 # columns (the tree's in pre-order) and written by _core.format_rows, the
 # tree in one call that also writes the rest of the document around it. The
 # text is byte for byte what json.dumps of dicts and per-node "%d", "%.1f"
-# and repr(round(x, 1)) formatting wrote before (tests/jsonref.py).
+# and repr(round(x, 1)) formatting wrote before (tests/helpers/jsonref.py).
 
 # "%.1f" % x == repr(round(x, 1)) for finite |x| below this (at most 15
 # significant digits: the decimal survives the trip through a double);
@@ -133,7 +133,7 @@ def tree_order(p: Profile):
     """(pre, depth): the rows in pre-order, siblings by inclusive time
     (descending), then name, then row; and each row's depth. In C
     (_core.tree_preorder, 4 ms for 124k call paths, against 25 ms for the
-    numpy version in tests/jsonref.py it is compared with)."""
+    numpy version in tests/helpers/jsonref.py it is compared with)."""
     pre, depth = _core.tree_preorder(np.ascontiguousarray(p.col("parent")), np.ascontiguousarray(p.col("incl")),
                                      np.ascontiguousarray(_name_rank(p), dtype=np.int64))
     return np.frombuffer(pre, dtype=np.int64), np.frombuffer(depth, dtype=np.int64)

@@ -146,7 +146,7 @@ class Histograms:
         Each is the midpoint of the first bucket whose running count reaches
         ceil(total * q / 100) (at least 1); 0 for an empty row. In C (one
         pass per row: 124k call paths in 5 ms, against 20 ms for the numpy
-        version in tests/jsonref.py it is compared with)."""
+        version in tests/helpers/jsonref.py it is compared with)."""
         from ftflame.parse import _core
 
         n = self.rows
