@@ -87,7 +87,7 @@ demo: setup  ## write reports of the bundled sample trace into out/
 # every bash, sleep and fake they start loads libasan.
 ASAN_PYTEST := -m "not browser" $(foreach f,$(wildcard tests/test_collect_*.py),--ignore=$(f))
 # The traces: tests/data/fixtures, and the full corpus when there is one
-# (FTFLAME_FIXTURES=DIR, else ../shared/fixtures): see tests/corpus.py. -rs
+# (FTFLAME_FIXTURES=DIR, else ../shared/fixtures): see tests/helpers/corpus.py. -rs
 # lists every skipped test with its reason at the end; pytest's exit code 5
 # (no test selected, e.g. by PYTEST_ARGS) is not a failure.
 test: setup  ## run the test suite (unit, golden, invariants on every fixture, browser); lists what it skipped
