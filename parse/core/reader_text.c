@@ -34,7 +34,7 @@
 #include <string.h>
 #include <stdio.h>
 
-#include "ftf.h"
+#include "reader_text.h"
 
 #define TXT_MAX_DEPTH 4096
 #define TXT_MAX_LINE (64u << 20)
