@@ -118,29 +118,29 @@ static int hists_csr(const ftf_builder *b, int excl, PyObject **offs, PyObject *
 		Py_DECREF(_v);                                       \
 	} while (0)
 
-/* The aggregate as columnar bytes: converting 100k call paths into Python
- * objects one by one would cost more than reading the trace. */
-static PyObject *builder_result(ftf_builder *b)
+/* The function names, by id. */
+static PyObject *funcs_list(const ftf_builder *b)
 {
-	PyObject *res = PyDict_New(), *funcs = NULL, *cnt = NULL, *lost = NULL;
-	PyObject *ho = NULL, *hb = NULL, *hc = NULL;
-	if (!res)
-		return NULL;
-	funcs = PyList_New(b->funcs.n);
+	PyObject *funcs = PyList_New(b->funcs.n);
 	if (!funcs)
-		goto fail;
+		return NULL;
 	for (uint32_t i = 0; i < b->funcs.n; i++) {
 		PyObject *s = PyUnicode_DecodeUTF8(b->funcs.names[i], strlen(b->funcs.names[i]), "replace");
-		if (!s)
-			goto fail;
+		if (!s) {
+			Py_DECREF(funcs);
+			return NULL;
+		}
 		PyList_SET_ITEM(funcs, i, s);
 	}
-	SET(res, "funcs", funcs);
-	funcs = NULL;
+	return funcs;
+}
 
+/* The node table: NODE_COLS int64 per call path, in node order. */
+static PyObject *nodes_table(const ftf_builder *b)
+{
 	PyObject *nodes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)b->nnodes * NODE_COLS * 8);
 	if (!nodes)
-		goto fail;
+		return NULL;
 	int64_t *row = (int64_t *)PyBytes_AS_STRING(nodes);
 	for (uint32_t i = 0; i < b->nnodes; i++, row += NODE_COLS) {
 		const ftf_node *n = &b->nodes[i];
@@ -162,20 +162,28 @@ static PyObject *builder_result(ftf_builder *b)
 		row[COL_DEPTH] = n->parent == FTF_NONE ? 0 :
 			((int64_t *)PyBytes_AS_STRING(nodes))[(int64_t)n->parent * NODE_COLS + COL_DEPTH] + 1;
 	}
-	SET(res, "nodes", nodes);
+	return nodes;
+}
 
-	if (hists_csr(b, 0, &ho, &hb, &hc) < 0)
-		goto fail;
-	SET(res, "hist_incl", Py_BuildValue("(NNN)", ho, hb, hc));
-	ho = hb = hc = NULL;
-	if (hists_csr(b, 1, &ho, &hb, &hc) < 0)
-		goto fail;
-	SET(res, "hist_excl", Py_BuildValue("(NNN)", ho, hb, hc));
-	ho = hb = hc = NULL;
+/* One histogram set (inclusive or exclusive times) as (offsets, buckets, counts). */
+static PyObject *hists_tuple(const ftf_builder *b, int excl)
+{
+	PyObject *ho = NULL, *hb = NULL, *hc = NULL;
+	if (hists_csr(b, excl, &ho, &hb, &hc) < 0) {
+		Py_XDECREF(ho);
+		Py_XDECREF(hb);
+		Py_XDECREF(hc);
+		return NULL;
+	}
+	return Py_BuildValue("(NNN)", ho, hb, hc);
+}
 
+/* The sample table: SAMPLE_COLS int64 per completed root call. */
+static PyObject *samples_table(const ftf_builder *b)
+{
 	PyObject *samples = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)b->nsamples * SAMPLE_COLS * 8);
 	if (!samples)
-		goto fail;
+		return NULL;
 	int64_t *sr = (int64_t *)PyBytes_AS_STRING(samples);
 	for (uint64_t i = 0; i < b->nsamples; i++, sr += SAMPLE_COLS) {
 		const ftf_sample *s = &b->samples[i];
@@ -191,13 +199,16 @@ static PyObject *builder_result(ftf_builder *b)
 		sr[SCOL_IRQ_CALLS] = (int64_t)s->irq_calls;
 		sr[SCOL_IRQ_ROOTS] = (int64_t)s->irq_roots;
 	}
-	SET(res, "samples", samples);
+	return samples;
+}
 
-	/* in-trace overhead estimate: [(kind, context, cpu, counts, over)] */
+/* The in-trace overhead estimate: [(kind, context, cpu, counts, over)]
+ * for every slot that saw a value. */
+static PyObject *estimates_list(const ftf_builder *b)
+{
 	PyObject *est = PyList_New(0);
 	if (!est)
-		goto fail;
-	SET(res, "estimates", est);
+		return NULL;
 	for (int k = 0; k < 2; k++) {
 		for (int x = 0; x < FTF_NCTX; x++) {
 			for (int c = 0; c < FTF_EST_CPUS; c++) {
@@ -211,34 +222,47 @@ static PyObject *builder_result(ftf_builder *b)
 									(unsigned long long)e->over) : NULL;
 				if (!item || PyList_Append(est, item) < 0) {
 					Py_XDECREF(item);
-					goto fail;
+					Py_DECREF(est);
+					return NULL;
 				}
 				Py_DECREF(item);
 			}
 		}
 	}
+	return est;
+}
 
-	cnt = PyDict_New();
+/* Everything the builder counted, by name; the anomalies of hostile or
+ * broken input only when they happened. */
+static PyObject *counters_dict(const ftf_builder *b)
+{
+	PyObject *cnt = PyDict_New();
 	if (!cnt)
-		goto fail;
+		return NULL;
 #define C(name) SET(cnt, #name, PyLong_FromUnsignedLongLong(b->c.name))
 	C(events); C(entries); C(exits); C(switches); C(other_events); C(lost_records);
 	C(lost_events); C(lost_unknown); C(orphan_exits); C(unterminated); C(open_at_end);
 	C(overrun_growth); C(depth_mismatch); C(migrations); C(gap_calls); C(gap_tree_calls); C(partial_entries);
 	C(irq_roots); C(leaf_events); C(irq_outside_window); C(first_ts); C(last_ts);
 #undef C
-	/* anomalies of hostile or broken input: in the counters when they happened */
 	if (b->c.duration_cut)
 		SET(cnt, "duration_cut", PyLong_FromUnsignedLongLong(b->c.duration_cut));
 	if (b->funcs.long_names)
 		SET(cnt, "long_names", PyLong_FromUnsignedLongLong(b->funcs.long_names));
 	SET(cnt, "max_depth", PyLong_FromLongLong(b->c.max_depth));
 	SET(cnt, "max_cpu", PyLong_FromLong(b->max_cpu));
-	SET(res, "counters", cnt);
-	cnt = NULL;
-	lost = PyDict_New();
+	return cnt;
+fail:
+	Py_DECREF(cnt);
+	return NULL;
+}
+
+/* {cpu: (known lost events, gaps of unknown size)} for the CPUs that lost any. */
+static PyObject *lost_per_cpu_dict(const ftf_builder *b)
+{
+	PyObject *lost = PyDict_New();
 	if (!lost)
-		goto fail;
+		return NULL;
 	for (int cpu = 0; cpu <= b->max_cpu && cpu < FTF_MAX_CPUS; cpu++) {
 		if (!b->lost_marks_per_cpu[cpu])
 			continue;
@@ -248,21 +272,32 @@ static PyObject *builder_result(ftf_builder *b)
 		if (!k || !v || PyDict_SetItem(lost, k, v) < 0) {
 			Py_XDECREF(k);
 			Py_XDECREF(v);
-			goto fail;
+			Py_DECREF(lost);
+			return NULL;
 		}
 		Py_DECREF(k);
 		Py_DECREF(v);
 	}
-	SET(res, "lost_per_cpu", lost);
-	lost = NULL;
+	return lost;
+}
+
+/* The aggregate as columnar bytes: converting 100k call paths into Python
+ * objects one by one would cost more than reading the trace. */
+static PyObject *builder_result(ftf_builder *b)
+{
+	PyObject *res = PyDict_New();
+	if (!res)
+		return NULL;
+	SET(res, "funcs", funcs_list(b));
+	SET(res, "nodes", nodes_table(b));
+	SET(res, "hist_incl", hists_tuple(b, 0));
+	SET(res, "hist_excl", hists_tuple(b, 1));
+	SET(res, "samples", samples_table(b));
+	SET(res, "estimates", estimates_list(b));
+	SET(res, "counters", counters_dict(b));
+	SET(res, "lost_per_cpu", lost_per_cpu_dict(b));
 	return res;
 fail:
-	Py_XDECREF(funcs);
-	Py_XDECREF(cnt);
-	Py_XDECREF(lost);
-	Py_XDECREF(ho);
-	Py_XDECREF(hb);
-	Py_XDECREF(hc);
 	Py_DECREF(res);
 	return NULL;
 }
