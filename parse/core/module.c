@@ -323,6 +323,46 @@ static int progress_trampoline(void *ctx, uint64_t events)
 	return stop;
 }
 
+/* What a trace.dat says about itself: kernel, clock, tracer, CPUs, the
+ * events and fields it has, and the records per CPU. */
+static PyObject *dat_meta_dict(const ftf_dat_meta *meta)
+{
+	PyObject *m = Py_BuildValue(
+		"{s:s,s:s,s:s,s:i,s:i,s:s,s:O,s:O,s:O,s:O,s:O,s:O}", "kernel", meta->kernel,
+		"clock", meta->clock, "tracer_version", meta->tracer_version, "cpus",
+		meta->cpus, "file_version", meta->file_version, "compression",
+		meta->compression, "has_entry_event",
+		meta->has_entry_event ? Py_True : Py_False, "has_exit_event",
+		meta->has_exit_event ? Py_True : Py_False, "has_retaddr_event",
+		meta->has_retaddr_event ? Py_True : Py_False, "has_switch_event",
+		meta->has_switch_event ? Py_True : Py_False, "has_retval",
+		meta->has_retval ? Py_True : Py_False, "has_args",
+		meta->has_args ? Py_True : Py_False);
+	PyObject *pce = PyDict_New();
+	int ncpu = meta->cpus > 0 && meta->cpus < 512 ? meta->cpus : 0;
+	for (int i = 0; m && pce && i < ncpu; i++) {
+		PyObject *k = PyLong_FromLong(i),
+			 *v = PyLong_FromUnsignedLongLong(meta->per_cpu_events[i]);
+		if (k && v)
+			PyDict_SetItem(pce, k, v);
+		Py_XDECREF(k);
+		Py_XDECREF(v);
+	}
+	if (!m || !pce || PyDict_SetItemString(m, "events_per_cpu", pce) < 0)
+		Py_CLEAR(m);
+	Py_XDECREF(pce);
+	return m;
+}
+
+/* d[key] = v, v's reference given to d; -1 (v released) when v is NULL or
+ * the store fails. */
+static int dict_put(PyObject *d, const char *key, PyObject *v)
+{
+	int rc = v ? PyDict_SetItemString(d, key, v) : -1;
+	Py_XDECREF(v);
+	return rc;
+}
+
 static PyObject *py_read_dat(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "path", "progress", NULL };
@@ -356,35 +396,8 @@ static PyObject *py_read_dat(PyObject *self, PyObject *args, PyObject *kw)
 		PyErr_SetString(PyExc_ValueError, err);
 	} else {
 		res = builder_result(b);
-		if (res) {
-			PyObject *m = Py_BuildValue(
-				"{s:s,s:s,s:s,s:i,s:i,s:s,s:O,s:O,s:O,s:O,s:O,s:O}", "kernel", meta->kernel,
-				"clock", meta->clock, "tracer_version", meta->tracer_version, "cpus",
-				meta->cpus, "file_version", meta->file_version, "compression",
-				meta->compression, "has_entry_event",
-				meta->has_entry_event ? Py_True : Py_False, "has_exit_event",
-				meta->has_exit_event ? Py_True : Py_False, "has_retaddr_event",
-				meta->has_retaddr_event ? Py_True : Py_False, "has_switch_event",
-				meta->has_switch_event ? Py_True : Py_False, "has_retval",
-				meta->has_retval ? Py_True : Py_False, "has_args",
-				meta->has_args ? Py_True : Py_False);
-			PyObject *pce = PyDict_New();
-			int ncpu = meta->cpus > 0 && meta->cpus < 512 ? meta->cpus : 0;
-			for (int i = 0; m && pce && i < ncpu; i++) {
-				PyObject *k = PyLong_FromLong(i),
-					 *v = PyLong_FromUnsignedLongLong(meta->per_cpu_events[i]);
-				if (k && v)
-					PyDict_SetItem(pce, k, v);
-				Py_XDECREF(k);
-				Py_XDECREF(v);
-			}
-			if (!m || !pce || PyDict_SetItemString(m, "events_per_cpu", pce) < 0 ||
-			    PyDict_SetItemString(res, "meta", m) < 0) {
-				Py_CLEAR(res);
-			}
-			Py_XDECREF(pce);
-			Py_XDECREF(m);
-		}
+		if (res && dict_put(res, "meta", dat_meta_dict(meta)) < 0)
+			Py_CLEAR(res);
 	}
 	ftf_builder_free(b);
 	Py_BEGIN_ALLOW_THREADS
