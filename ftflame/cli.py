@@ -326,9 +326,9 @@ def run() -> None:
     Freeing a 3 M-event read's objects one by one takes 30-50 ms that nobody
     waits for; the reports are written and closed by then, and only the
     standard streams need a flush."""
-    from ftflame.parse import _core  # the extension alone: light
+    from ftflame import _alloc  # an extension of its own: light
 
-    _core.keep_freed_memory()
+    _alloc.keep_freed_memory()
     rc = main()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -11,11 +11,11 @@ import json
 
 import numpy as np
 
-from ftflame import __version__
+from ftflame import __version__, _model
 from ftflame.correct import corrections
-from ftflame.parse import _core
 from ftflame.model.profile import NODE_COLUMNS, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
+from ._rowfmt import format_rows
 from .common import context_lines, node_flags, report_notes
 from .options import DEFAULT, RenderOptions
 
@@ -79,7 +79,7 @@ def calibration_object(p: Profile) -> dict:
 
 # ---- the row arrays: tree, functions, root_calls ------------------------
 # 100k+ call paths of ~45 figures each: the rows are laid out as numpy
-# columns (the tree's in pre-order) and written by _core.format_rows, the
+# columns (the tree's in pre-order) and written by format_rows (report/native), the
 # tree in one call that also writes the rest of the document around it. The
 # text is byte for byte what json.dumps of dicts and per-node "%d", "%.1f"
 # and repr(round(x, 1)) formatting wrote before (tests/helpers/jsonref.py).
@@ -132,9 +132,9 @@ def _name_rank(p: Profile) -> np.ndarray:
 def tree_order(p: Profile):
     """(pre, depth): the rows in pre-order, siblings by inclusive time
     (descending), then name, then row; and each row's depth. In C
-    (_core.tree_preorder, 4 ms for 124k call paths, against 25 ms for the
+    (_model.tree_preorder, 4 ms for 124k call paths, against 25 ms for the
     numpy version in tests/helpers/jsonref.py it is compared with)."""
-    pre, depth = _core.tree_preorder(np.ascontiguousarray(p.col("parent")), np.ascontiguousarray(p.col("incl")),
+    pre, depth = _model.tree_preorder(np.ascontiguousarray(p.col("parent")), np.ascontiguousarray(p.col("incl")),
                                      np.ascontiguousarray(_name_rank(p), dtype=np.int64))
     return np.frombuffer(pre, dtype=np.int64), np.frombuffer(depth, dtype=np.int64)
 
@@ -269,13 +269,13 @@ def tree_json(p: Profile) -> str:
     """The `tree` array as JSON text, children sorted by inclusive time."""
     if p.nrows == 0:
         return "[]"
-    return _core.format_rows(tree_template(p), p.nrows)
+    return format_rows(tree_template(p), p.nrows)
 
 
 def _rows_json(template: list, n: int) -> str:
     """A JSON array of n objects, each row of the template one, written
     with a leading comma."""
-    return "[" + _core.format_rows(template, n)[1:] + "]" if n else "[]"
+    return "[" + format_rows(template, n)[1:] + "]" if n else "[]"
 
 
 def _bools(*cols) -> tuple:
@@ -385,7 +385,7 @@ def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
     head, tail = _head_tail(p)
     if p.nrows == 0:
         return head + "[]" + tail
-    return _core.format_rows(tree_template(p, head, tail), p.nrows)
+    return format_rows(tree_template(p, head, tail), p.nrows)
 
 
 def write(p: Profile, opts: RenderOptions, f) -> None:
@@ -397,4 +397,4 @@ def write(p: Profile, opts: RenderOptions, f) -> None:
         f.write((head + "[]" + tail).encode("utf-8"))
         return
     f.flush()
-    _core.format_rows(tree_template(p, head, tail), p.nrows, f.fileno())
+    format_rows(tree_template(p, head, tail), p.nrows, f.fileno())

@@ -79,7 +79,7 @@ MUTATIONS = [
       '    if False:\n        out.append("irq")', 'JSON node flags lose "irq"'),
     M("c-irq-inherit", "parse/core/builder.c", "int in_irq = own_irq || parent_irq;", "int in_irq = own_irq;",
       "C: nested calls do not inherit irq context"),
-    M("c-pct-off-by-one", "parse/core/module.c", "if (run >= rank)", "if (run > rank)",
+    M("c-pct-off-by-one", "ftflame/native/percentiles.c", "if (run >= rank)", "if (run > rank)",
       "C histogram percentiles off by one"),
     # ---- the correction ----------------------------------------------------------
     M("corr-no-R", "ftflame/correct/corrections.py", "task_over = calls * o_in + desc * o_sum + R * o_out",
@@ -145,9 +145,9 @@ MUTATIONS = [
       "", "C: children of partial paths lose the partial flag"),
     M("c-irq-root", "parse/core/builder.c", "irq_root = in_irq && !parent_irq;", "irq_root = in_irq;",
       "C: every irq-context call is an irq root"),
-    M("c-pct-no-clamp", "parse/core/module.c", "if (val > hi[i])\n\t\t\t\t\tval = hi[i];", "",
+    M("c-pct-no-clamp", "ftflame/native/percentiles.c", "if (val > hi[i])\n\t\t\t\t\tval = hi[i];", "",
       "C percentiles not clamped to the row's max"),
-    M("c-pct-rank-floor", "parse/core/module.c", "int64_t rank = (int64_t)ceil((double)total * frac[j]);",
+    M("c-pct-rank-floor", "ftflame/native/percentiles.c", "int64_t rank = (int64_t)ceil((double)total * frac[j]);",
       "int64_t rank = (int64_t)((double)total * frac[j]);", "C percentile rank floored instead of ceiled"),
 ]
 

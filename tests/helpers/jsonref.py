@@ -1,5 +1,5 @@
 """The JSON call tree as report/jsonout.py wrote it before the C row
-formatter (_core.format_rows): one Python %-format per node. Kept as the
+formatter (report._rowfmt.format_rows): one Python %-format per node. Kept as the
 reference the fast renderer must match byte for byte (tests/test_jsonout.py).
 
 It imports none of the functions that compute what the JSON shows (node
