@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from conftest import fixture, profile_of
-from ftflame import hooklevel
-from ftflame.calibration import calibrate_from_traces, for_profile
-from ftflame.corrections import correct, exact_values
-from ftflame.profile import Calibration
+from ftflame.correct import hooklevel
+from ftflame.correct.calibration import calibrate_from_traces, for_profile
+from ftflame.correct.corrections import correct, exact_values
+from ftflame.model.profile import Calibration
 
 S15 = "k6.1/s15-icount-calib/"
 
@@ -106,7 +106,7 @@ def test_no_level_from_a_floor_that_is_a_body():
     trivial leaf), or with few leaves, gets no level."""
     from types import SimpleNamespace
 
-    import ftflame.profile as prof
+    import ftflame.model.profile as prof
 
     cols = prof.SAMPLE_COLUMNS
     rows = np.zeros((3, len(cols)), dtype=np.int64)
@@ -119,9 +119,9 @@ def test_no_level_from_a_floor_that_is_a_body():
 
 def test_corrected_mean_carries_the_calibration_interval(s15):
     """The balance sheet's corrected mean has a 95% half-width propagated
-    from the calibration's intervals (ftflame/uncertainty.py): on s15,
+    from the calibration's intervals (ftflame/correct/uncertainty.py): on s15,
     9.520 +- 0.434 us (254 descendants x 1.7 ns); none without intervals."""
-    from ftflame.balance import sheet
+    from ftflame.correct.balance import sheet
 
     cal, _, _, q = s15
     b, = sheet(q)
@@ -172,7 +172,7 @@ def test_612_nested_function_against_its_truth(s16_612):
     its corrected mean inside the full graph: within 10% (+3.0%; +9.7% with
     one hook cost). Its percentiles inside the graph are approximations
     (marked approx), not compared."""
-    from ftflame.corrections import corrected_stats
+    from ftflame.correct.corrections import corrected_stats
 
     cal, _, _, q = s16_612
     truth, _ = corrected_calls(fixture(S16_612 + "trace-vfs-root.dat"), "nfsd_vfs_write", cal)

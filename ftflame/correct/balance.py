@@ -26,8 +26,8 @@ from typing import Iterable, Optional
 
 import numpy as np
 
-from ftflame.errors import InputError
-from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT, SAMPLE_GAP, Profile
+from ftflame.model.errors import InputError
+from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, SAMPLE_GAP, Profile
 
 TOP_COMPONENTS = 6
 # Root functions itemised: the busiest, by raw time (those named by a
@@ -104,7 +104,7 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
     irq = c.irq_removed if c.irq_removed is not None else zero
     off = c.offcpu_removed if c.offcpu_removed is not None else zero
     clamp = c.clamp_ns if c.clamp_ns is not None else zero
-    from ftflame.corrections import counted_children
+    from ftflame.correct.corrections import counted_children
 
     counted = counted_children(p, c.irqs) if p.nrows else np.zeros(0, bool)
     rows_by_func = root_rows(p)
@@ -167,7 +167,7 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
             "gap_calls": int(gap_calls_f[g]),
             "measured_raw_mean_ns": round(raw, 1),
             "corrected_mean_ns": round(corr, 1),
-            # 95% half-width from the calibration's intervals (ftflame/uncertainty.py)
+            # 95% half-width from the calibration's intervals (ftflame/correct/uncertainty.py)
             "corrected_mean_pm_ns": None if pm_f is None else round(pm_f[g] / n, 1),
             "components": components,
             "overhead_mean_ns": round(o, 1),
@@ -207,8 +207,8 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
 
 def _pm_per_row(p: Profile):
     """Per node row: the summed 95% half-widths of its clean root calls'
-    corrected durations (ftflame/uncertainty.py), None without intervals."""
-    from ftflame.uncertainty import root_half_widths
+    corrected durations (ftflame/correct/uncertainty.py), None without intervals."""
+    from ftflame.correct.uncertainty import root_half_widths
 
     hw = root_half_widths(p) if len(p.samples) else None
     if hw is None:

@@ -7,7 +7,7 @@ calls*O_in + D*(O_in + O_out) + R*O_out. Each cost has a 95% interval in
 calibration.json (bootstrap over the calibration's calls); its half-width,
 times what it multiplies, summed, is the half-width of the corrected sum's
 interval (added, not in quadrature: the three estimates share their samples,
-so their errors need not be independent). The hook level (ftflame/hooklevel.py)
+so their errors need not be independent). The hook level (ftflame/correct/hooklevel.py)
 is read in whole nanoseconds from the trace and adds nothing here.
 
 Without intervals (the in-trace estimate, values given on the command line,
@@ -19,7 +19,7 @@ from typing import Optional
 
 import numpy as np
 
-from ftflame.profile import Calibration, Profile
+from ftflame.model.profile import Calibration, Profile
 
 
 def _half_width(details: dict, key: str) -> Optional[float]:

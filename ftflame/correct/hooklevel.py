@@ -34,7 +34,7 @@ from typing import Optional
 
 import numpy as np
 
-from ftflame.profile import SAMPLE_GAP, Calibration, Profile
+from ftflame.model.profile import SAMPLE_GAP, Calibration, Profile
 
 COMMITS_PER_DESCENDANT = 2  # an entry and an exit event per recorded call
 MIN_LEAVES = 10  # a floor over fewer leaves is a body's, not the hook's
