@@ -2,7 +2,7 @@
  *
  * hist_percentiles (percentiles.c): the Profile's per-call-path percentiles;
  * tree_preorder (tree_order.c): the call tree's canonical order. Both are
- * figures of the Profile, computed once beside it (ftflame/profile.py) and
+ * figures of the Profile, computed once beside it (ftflame/model/profile.py) and
  * read by every renderer, so they live with the model, not with the trace
  * reader (parse._core) nor with one renderer. The arguments are checked
  * here, with the GIL held; the work runs with it released.

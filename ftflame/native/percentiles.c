@@ -1,5 +1,5 @@
 /* Percentiles of CSR histograms (percentiles.h), exactly as the numpy
- * version kept in ftflame/profile.py computes them. */
+ * version kept in ftflame/model/profile.py computes them. */
 #include <math.h>
 
 #include "percentiles.h"

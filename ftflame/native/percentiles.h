@@ -1,5 +1,5 @@
 /* Percentiles of many histograms at once: the Profile's per-call-path
- * percentiles (ftflame/profile.py, Histograms.percentiles). No Python here:
+ * percentiles (ftflame/model/profile.py, Histograms.percentiles). No Python here:
  * model_module.c checks the arguments and calls this with the GIL released.
  */
 #ifndef FTF_PERCENTILES_H

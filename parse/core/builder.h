@@ -190,7 +190,7 @@ typedef struct {
 
 #define FTF_MAX_CPUS 4096
 
-/* In-trace overhead estimate (ftflame/calibration.py): exact 1-ns histograms
+/* In-trace overhead estimate (ftflame/correct/calibration.py): exact 1-ns histograms
  * of leaf durations (about O_in) and of gaps between consecutive siblings,
  * calltime(B) - rettime(A) (about O_out), per CPU and context. Values from
  * FTF_EST_MAX ns up only count as over. CPUs from FTF_EST_CPUS up share the

@@ -15,7 +15,7 @@
 
 /* The node and sample tables: one int64 per column, written by position.
  * Their names, in column order, are exported as NODE_COLUMNS and
- * SAMPLE_COLUMNS; ftflame/profile.py names the columns the same way and
+ * SAMPLE_COLUMNS; ftflame/model/profile.py names the columns the same way and
  * checks both against these when ftflame.parse.reading is imported. */
 #define SUM_COLS 8 /* the ftf_sums fields, in sums_put's order */
 enum {
