@@ -297,7 +297,9 @@ def balance_lines(p: Profile) -> list:
         out.append(f"{_clip(b['function'], 44)} ({plural(b['calls'], 'call')}"
                    + (f", {plural(b['gap_calls'], 'gap call')} left out)" if b["gap_calls"] else ")"))
         rows = [("measured (raw mean)", b["measured_raw_mean_ns"], "")]
-        rows.append(("= corrected components", b["corrected_mean_ns"], ""))
+        pm = b.get("corrected_mean_pm_ns")
+        rows.append(("= corrected components", b["corrected_mean_ns"],
+                     f"+- {us(pm)} (95%)" if pm is not None else ""))
         for comp in b["components"]:
             rows.append(("    " + comp["name"], comp["mean_ns"], ""))
         rows.append(("+ tracer hook cost removed", b["overhead_mean_ns"], ""))

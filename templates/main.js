@@ -19,7 +19,9 @@ FT.balance = (function () {
       "; means per call, \u00b5s"));
     var t = FT.el("table", { class: "plain balance" });
     row(t, "measured (raw mean)", b.measured_raw_mean_ns, "from this trace", "total");
-    row(t, "= corrected components", b.corrected_mean_ns, "the synthetic total", "sub");
+    row(t, "= corrected components", b.corrected_mean_ns, "the synthetic total" +
+      (b.corrected_mean_pm_ns !== null && b.corrected_mean_pm_ns !== undefined ?
+        ", \u00b1 " + FT.us(b.corrected_mean_pm_ns) + " (95%, the calibration\u2019s intervals)" : ""), "sub");
     b.components.forEach(function (c) { row(t, "\u2003" + c.name, c.mean_ns, "", "comp"); });
     row(t, "+ tracer hook cost removed", b.overhead_mean_ns, "");
     row(t, "+ interrupt subtrees", b.irq_mean_ns, b.irq_per_call.toFixed(2) + "/call" +

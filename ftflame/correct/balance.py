@@ -27,7 +27,7 @@ from typing import Iterable, Optional
 import numpy as np
 
 from ftflame.model.errors import InputError
-from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
+from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, SAMPLE_GAP, Profile
 
 TOP_COMPONENTS = 6
 # Root functions itemised: the busiest, by raw time (those named by a
@@ -116,6 +116,7 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
     irq_calls_at_top = np.bincount(top[irq_root], weights=_clean(p, "calls")[irq_root],
                                    minlength=p.nrows)
     gap_calls = p.col("gap_calls")
+    pm_at = _pm_per_row(p)
     # every per-function sum at once (one bincount per column): a sum per root
     # function in the loop costs a numpy call each, 100k roots made it seconds
     per_func = _summer(rows_by_func)
@@ -123,6 +124,7 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
     over_f, irq_f, off_f, clamp_f = (per_func(v) for v in (over, irq, off, clamp))
     irq_incl_f, irq_calls_f, gap_calls_f = (per_func(v) for v in (irq_incl_at_top, irq_calls_at_top,
                                                                     gap_calls))
+    pm_f = per_func(pm_at) if pm_at is not None else None
     names = list(rows_by_func)
     offcpu_known = p.offcpu_known
     out = []
@@ -165,6 +167,8 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
             "gap_calls": int(gap_calls_f[g]),
             "measured_raw_mean_ns": round(raw, 1),
             "corrected_mean_ns": round(corr, 1),
+            # 95% half-width from the calibration's intervals (ftflame/correct/uncertainty.py)
+            "corrected_mean_pm_ns": None if pm_f is None else round(pm_f[g] / n, 1),
             "components": components,
             "overhead_mean_ns": round(o, 1),
             "irq_mean_ns": round(i, 1),
@@ -199,6 +203,18 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
             raise InputError("--measured", f"{name} is not a root function of {p.trace.source}",
                              "roots: " + ", ".join(sorted(rows_by_func)[:8]))
     return tuple(out), tuple(not_shown)
+
+
+def _pm_per_row(p: Profile):
+    """Per node row: the summed 95% half-widths of its clean root calls'
+    corrected durations (ftflame/correct/uncertainty.py), None without intervals."""
+    from ftflame.correct.uncertainty import root_half_widths
+
+    hw = root_half_widths(p) if len(p.samples) else None
+    if hw is None:
+        return None
+    clean = (p.scol("flags") & SAMPLE_GAP) == 0
+    return np.bincount(p.scol("node")[clean], weights=hw[clean], minlength=p.nrows)
 
 
 def _summer(rows_by_func: dict):

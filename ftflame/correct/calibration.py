@@ -29,6 +29,7 @@ from typing import Optional
 
 import numpy as np
 
+from ftflame.correct import hooklevel
 from ftflame.model.errors import InputError
 from ftflame.output import write_atomic
 from ftflame.rundir import CALIBRATION_FILE
@@ -202,7 +203,7 @@ def calibrate_from_traces(null, root, full) -> dict:
     if dr.sum():
         checks.append(f"{pr.trace.source}: the dispatcher {disp} has recorded descendants; "
                       "expected it hooked alone (trace-cmd -g F -l F)")
-    vf, df = _dispatcher_with_graph(pf, disp, pr.trace.source)
+    vf, df, level = _dispatcher_with_graph(pf, disp, pr.trace.source)
     # one generator, drawn in this order: the same traces give the same file
     rng = np.random.default_rng(SEED)
     both = _o_in_plus_o_out(disp, vr, vf, df, checks, rng)
@@ -224,6 +225,7 @@ def calibrate_from_traces(null, root, full) -> dict:
         "o_out": o_out_obj,
         "o_in_plus_o_out": _o_sum_object(both, pf, pr),
         "o_in_root_only": null_alone,
+        "hook_level": level,
         "null_procedure": null_func,
         "dispatcher": disp,
         "kernel": pf.trace.kernel,
@@ -238,9 +240,10 @@ def calibrate_from_traces(null, root, full) -> dict:
 
 
 def _dispatcher_with_graph(pf: Profile, disp: str, root_source: str):
-    """(per-call values dur - irq - off, recorded descendants) of the
-    dispatcher's clean root calls with descendants in the full-graph trace;
-    the quiet ones (no interrupt, no switch) when there are enough."""
+    """(per-call values dur - irq - off, recorded descendants, hook level:
+    ftflame/correct/hooklevel.py) of the dispatcher's clean root calls with
+    descendants in the full-graph trace; the quiet ones (no interrupt, no
+    switch) when there are enough."""
     s = pf.samples
     if len(s) == 0:
         raise InputError(pf.trace.source, "no completed root calls (dispatcher full-graph trace)")
@@ -257,7 +260,9 @@ def _dispatcher_with_graph(pf: Profile, disp: str, root_source: str):
     if quiet.sum() >= 10:
         sel = quiet
     vf = (pf.scol("dur") - pf.scol("irq") - pf.scol("offcpu"))[sel].astype(np.float64)
-    return vf, pf.scol("desc")[sel].astype(np.float64)
+    level = hooklevel.calibration_level(pf.scol("leaf_min")[sel], pf.scol("leaves")[sel],
+                                        os.path.basename(pf.trace.source))
+    return vf, pf.scol("desc")[sel].astype(np.float64), level
 
 
 @dataclass(frozen=True)

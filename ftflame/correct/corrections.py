@@ -30,6 +30,7 @@ from typing import Optional
 
 import numpy as np
 
+from ftflame.correct import hooklevel
 from ftflame.model.profile import (NODE_IRQ, NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ,
                              Calibration, Corrected, Profile)
 
@@ -148,6 +149,9 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         task_over = calls * o_in + (desc + irq_calls) * o_sum
         task_irq = np.zeros(p.nrows)
     over = np.where(is_irq, calls * o_in + desc * o_sum, task_over)
+    level = hooklevel.adjustments(p, cal, desc, calls)
+    if level is not None:
+        over = over + level[0]
     irq_removed = np.where(is_irq, 0.0, task_irq)
     ci_formula = incl - off - irq_removed - over
 
@@ -167,6 +171,8 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         else:
             s_task = sc["dur"] - s_off - o_in - (sc["desc"] + sc["irq_calls"]) * o_sum
         s_corr = np.where(s_irq, sc["dur"] - s_off - o_in - sc["desc"] * o_sum, s_task)
+        if level is not None:
+            s_corr = s_corr - level[1]
         s_neg = (s_corr < 0) & ((p.scol("flags") & SAMPLE_GAP) == 0)
         sample_dur = np.maximum(s_corr, 0.0)
         sample_clamped = int(s_neg.sum())

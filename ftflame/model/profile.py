@@ -35,7 +35,7 @@ NODE_COLUMNS = (
        "unowned_child_incl", "irq_early", "depth")
 )
 SAMPLE_COLUMNS = ("node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu",
-                  "irq_calls", "irq_roots")
+                  "irq_calls", "irq_roots", "leaf_min", "leaves")
 
 
 

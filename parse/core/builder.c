@@ -290,6 +290,8 @@ struct ftf_task {
 	uint32_t jn, jcap, jnslots;
 	uint64_t irq_roots; /* irq subtrees completed under task frames */
 	uint64_t root_irq_roots_at;
+	uint64_t root_leaf_min; /* shortest task-context leaf under the open root call */
+	uint64_t root_leaves;   /* task-context leaves under it */
 };
 
 static uint64_t task_key(int32_t pid, int32_t cpu)
@@ -777,8 +779,11 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 		f->adopt_calls = pf->last_irq_calls;
 	}
 	f->last_ret = 0;
-	if (t->n == 1)
+	if (t->n == 1) {
 		t->root_irq_roots_at = t->irq_roots;
+		t->root_leaf_min = UINT64_MAX;
+		t->root_leaves = 0;
+	}
 }
 
 /* A call's duration as the sums can hold it (FTF_MAX_DURATION_NS): a cut
@@ -890,6 +895,11 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 			b->nodes[f.node].migrated++;
 	}
 	node_add(b, f.node, f.gap, dur, excl, desc, f.nchild, irq, irq_calls, off);
+	if (parent && !f.irq && dcalls == 0) {
+		t->root_leaves++;
+		if (dur < t->root_leaf_min)
+			t->root_leaf_min = dur;
+	}
 	if (!parent && f.node != FTF_NONE) {
 		ftf_sample s = {
 			.node = f.node, .pid = (int32_t)(t->key >> 63 ? 0 : t->key), .cpu = cpu,
@@ -898,6 +908,8 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 				 (f.irq ? FTF_SAMPLE_IRQ : 0),
 			.calltime = calltime, .dur = dur, .desc = desc, .irq = irq, .offcpu = off,
 			.irq_calls = irq_calls, .irq_roots = t->irq_roots - t->root_irq_roots_at,
+			.leaf_min = t->root_leaf_min == UINT64_MAX ? 0 : t->root_leaf_min,
+			.leaves = t->root_leaves,
 		};
 		add_sample(b, &s);
 	}

@@ -153,6 +153,9 @@ typedef struct {
 	uint64_t offcpu;
 	uint64_t irq_calls; /* calls recorded inside the irq subtrees (not in desc) */
 	uint64_t irq_roots; /* irq subtrees inside the call */
+	uint64_t leaf_min;  /* shortest task-context leaf descendant, ns (0: none): the
+	                     * call's hook-cost level (docs/overhead.md "hook level") */
+	uint64_t leaves;    /* task-context leaf descendants (no recorded children) */
 } ftf_sample;
 
 enum ftf_sample_flags {

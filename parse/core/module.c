@@ -37,11 +37,12 @@ _Static_assert(sizeof(node_columns) / sizeof(node_columns[0]) == NODE_COLS, "a n
 
 enum {
 	SCOL_NODE, SCOL_PID, SCOL_CPU, SCOL_FLAGS, SCOL_CALLTIME, SCOL_DUR, SCOL_DESC, SCOL_IRQ,
-	SCOL_OFFCPU, SCOL_IRQ_CALLS, SCOL_IRQ_ROOTS,
+	SCOL_OFFCPU, SCOL_IRQ_CALLS, SCOL_IRQ_ROOTS, SCOL_LEAF_MIN, SCOL_LEAVES,
 	SAMPLE_COLS
 };
 static const char *const sample_columns[] = {
 	"node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu", "irq_calls", "irq_roots",
+	"leaf_min", "leaves",
 };
 _Static_assert(sizeof(sample_columns) / sizeof(sample_columns[0]) == SAMPLE_COLS, "a name per sample column");
 
@@ -198,6 +199,8 @@ static PyObject *samples_table(const ftf_builder *b)
 		sr[SCOL_OFFCPU] = (int64_t)s->offcpu;
 		sr[SCOL_IRQ_CALLS] = (int64_t)s->irq_calls;
 		sr[SCOL_IRQ_ROOTS] = (int64_t)s->irq_roots;
+		sr[SCOL_LEAF_MIN] = (int64_t)s->leaf_min;
+		sr[SCOL_LEAVES] = (int64_t)s->leaves;
 	}
 	return samples;
 }
