@@ -27,7 +27,7 @@ INFERNO_ROOT       ?= $(HOME)/.cache/ftflame/inferno-$(INFERNO_VERSION)
 CARGO              ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 SPEEDSCOPE_SCHEMA  := $(NPM_CACHE_DIR)/node_modules/speedscope/dist/release/file-format-schema.json
 
-.PHONY: help setup build demo test lint test-vm bench golden mutate clean setup-render-tools setup-fuzz fuzz setup-vm fixtures
+.PHONY: help setup build demo test test-damage lint test-vm bench golden mutate clean setup-render-tools setup-fuzz fuzz setup-vm fixtures
 
 # $(call apt_install,TARGET,PACKAGES[,APT-GET OPTIONS]): install the Debian
 # packages not installed yet, saying which (one shell command line).
@@ -110,6 +110,12 @@ lint: .setup-stamp  ## ruff, shellcheck on the shell scripts, the C core with -W
 	  -I$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" && \
 	for f in parse/core/*.c; do gcc $$cflags -c $$f -o "$$tmp/$$(basename $$f .c).o" || exit 1; done && \
 	echo "lint: parse/core/*.c compile with $(CORE_WARNINGS)"
+
+# The damaged trace.dat corpus (tests/damage.py, made at test time from the
+# fixtures): make test runs a sample of it, this the whole (a few hundred files);
+# PYTEST_ARGS=--runxfail lists what libtracecmd (xfail) gets wrong.
+test-damage: setup  ## every damaged trace.dat of tests/damage.py's corpus through ftflame report, each reader
+	FTFLAME_DAMAGE=all $(PY) -m pytest -q -rs tests/test_damaged_dat.py $(PYTEST_ARGS)
 
 golden: setup  ## regenerate golden outputs (tests/data/events/expected), then review the diff
 	UPDATE_GOLDEN=1 $(PY) -m pytest -q tests/test_golden.py
