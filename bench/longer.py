@@ -30,7 +30,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-import damage  # noqa: E402  (the trace.dat layout reader)
+from helpers import damage  # noqa: E402  (the trace.dat layout reader)
 
 TYPE_PADDING, TYPE_TIME_EXTEND, TYPE_TIME_STAMP = 29, 30, 31
 

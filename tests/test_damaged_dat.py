@@ -1,5 +1,5 @@
 """Damaged trace.dat files (issue 19): a corpus made at test time from real
-fixtures (tests/damage.py: truncations, byte flips and absurd sizes in every
+fixtures (tests/helpers/damage.py: truncations, byte flips and absurd sizes in every
 section, v6, v7 and v7 zstd), each through `ftflame report` in a subprocess
 with each reader. Every file ends as
 
@@ -31,8 +31,8 @@ import time
 
 import pytest
 
-import damage
-import readers
+from helpers import damage
+from helpers import readers
 from conftest import fixture, holds_open
 
 SOURCES = ["k6.1/s04-null/trace.dat", "k6.1/s10-lost/trace.dat"]
@@ -201,13 +201,13 @@ def big_trace(tmp_path_factory) -> str:
 
 def _imports_ftflame(pid: int) -> bool:
     """Whether process pid is in ftflame's own imports: it has mapped numpy
-    or the C core (both imported after cli.py's first lines)."""
+    or one of ftflame's extensions (all imported after cli.py's first lines)."""
     try:
         with open(f"/proc/{pid}/maps") as f:
             maps = f.read()
     except OSError:
         return False
-    return "numpy" in maps or "_core.cpython" in maps
+    return any(so in maps for so in ("numpy", "_core.cpython", "_alloc.cpython", "_model.cpython"))
 
 
 @pytest.mark.parametrize("point", ["importing", "opened", "opened+0.3s", "opened+1s"])

@@ -1,4 +1,4 @@
-"""trace.dat files written by tests/datwriter.py (issue 19): trace-cmd reads
+"""trace.dat files written by tests/helpers/datwriter.py (issue 19): trace-cmd reads
 them and finds the events written; each reader's Profile holds the call
 trees written (calls and summed inclusive time per function); and the two
 readers agree on every figure, on files with random field layouts, page
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import datwriter
-import readers
+from helpers import datwriter
+from helpers import readers
 
 SETTINGS = settings(max_examples=12, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
 READERS = ("builtin", "libtracecmd")
 

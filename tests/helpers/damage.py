@@ -4,7 +4,7 @@
 file, located by reading the file's own structure (trace-cmd.dat.v6(5),
 trace-cmd.dat.v7(5)), never by fixed offsets.
 
-    tests/damage.py OUT_DIR SOURCE.dat... [--count N] [--seed S]
+    tests/helpers/damage.py OUT_DIR SOURCE.dat... [--count N] [--seed S]
 
 writes OUT_DIR/<name>.dat and OUT_DIR/manifest.json (one entry per file: the
 source, the section, what was done, at which byte offset). Importable:
