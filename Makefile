@@ -31,7 +31,7 @@ INFERNO_ROOT       ?= $(HOME)/.cache/ftflame/inferno-$(INFERNO_VERSION)
 CARGO              ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 SPEEDSCOPE_SCHEMA  := $(NPM_CACHE_DIR)/node_modules/speedscope/dist/release/file-format-schema.json
 
-.PHONY: help setup build demo test lint test-vm bench golden mutate clean setup-render-tools setup-fuzz fuzz setup-vm fixtures
+.PHONY: help setup build demo test test-damage lint test-vm bench golden mutate clean setup-render-tools setup-fuzz fuzz setup-vm fixtures fixture-long
 
 # $(call apt_install,TARGET,PACKAGES[,APT-GET OPTIONS]): install the Debian
 # packages not installed yet, saying which (one shell command line).
@@ -117,6 +117,12 @@ lint: .setup-stamp  ## ruff, shellcheck on the shell scripts, every C unit with 
 	  gcc $$cflags -I$$d -c $$f -o "$$tmp/$$(basename $$f .c).o" || exit 1; done; done && \
 	echo "lint: $(addsuffix /*.c,$(NATIVE_DIRS)) compile with $(CORE_WARNINGS)"
 
+# The damaged trace.dat corpus (tests/helpers/damage.py, made at test time from the
+# fixtures): make test runs a sample of it, this the whole (a few hundred files);
+# PYTEST_ARGS=--runxfail lists what libtracecmd (xfail) gets wrong.
+test-damage: setup  ## every damaged trace.dat of tests/helpers/damage.py's corpus through ftflame report, each reader
+	FTFLAME_DAMAGE=all $(PY) -m pytest -q -rs tests/test_damaged_dat.py $(PYTEST_ARGS)
+
 golden: setup  ## regenerate golden outputs (tests/data/events/expected), then review the diff
 	UPDATE_GOLDEN=1 $(PY) -m pytest -q tests/test_golden.py
 
@@ -201,6 +207,11 @@ FIXTURE_APT_PKGS := linux-perf
 fixtures: setup setup-vm  ## record the full fixture corpus in qemu into FIXTURES_OUT (default build/fixtures; long)
 	@$(call apt_install,fixtures,$(FIXTURE_APT_PKGS),--no-install-recommends)
 	tests/vm/fixtures.sh $(FIXTURES_OUT) $(SCENARIOS)
+
+# An 8-10 M-event trace.dat recorded in qemu (6.12, tests/vm/fixtures/k6.12/s16-long)
+# for the reader's bench rows: CPU-heavy (TCG) for 10-20 min; never committed.
+fixture-long: setup setup-vm  ## record the long bench trace into FIXTURES_OUT/k6.12/s16-long (long)
+	tests/vm/fixtures.sh $(FIXTURES_OUT) k6.12/s16-long
 
 bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop
 	$(PY) bench/run.py

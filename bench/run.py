@@ -3,7 +3,8 @@
 
 For each trace: wall time, CPU time (user+sys; ftflame reads on two threads)
 and peak RSS of
-  * ftflame report --format json / txt      (the whole job)
+  * ftflame report --format json / txt      (the whole job), with each reader
+                                            built here (--reader builtin|libtracecmd)
   * ftflame parse only                      (read + call builder, no rendering)
   * trace-cmd report > /dev/null            (what users run today)
   * bench/bare_iter                         (bare libtracecmd iteration + decode:
@@ -15,7 +16,11 @@ A second table times `ftflame report` on a generated text trace with many
 distinct root functions (--roots, 100k by default; 0: none), the shape that
 once made the balance sheet quadratic; the budget is 5 s.
 
-usage: bench/run.py [--reps N] [--roots N] [TRACE.dat ...]
+A third table: each reader's peak RSS and time on the first trace and on
+it made --lengths times as long (bench/longer.py: its pages repeated later
+in time), beside trace-cmd report's: flat memory means the same peak.
+
+usage: bench/run.py [--reps N] [--roots N] [--lengths N] [TRACE.dat ...]
 """
 from __future__ import annotations
 
@@ -86,11 +91,49 @@ def roots_rows(tmp: str, n: int, reps: int) -> list:
     return rows
 
 
+def readers() -> dict:
+    """The trace.dat readers `ftflame report` has here, with the arguments
+    that select each: libtracecmd alone (no option) until --reader exists."""
+    helptext = subprocess.run([PY, "-m", "ftflame.cli", "report", "--help"], capture_output=True,
+                              text=True).stdout
+    if "--reader" not in helptext:
+        return {"libtracecmd": []}
+    from ftflame.parse import _core
+
+    names = ["builtin", "libtracecmd"] if hasattr(_core, "read_dat_builtin") else ["libtracecmd"]
+    return {r: ["--reader", r] for r in names}
+
+
+def length_rows(trace: str, times: int, tmp: str, reps: int) -> list:
+    """Peak RSS and wall time of each reader's JSON report and of trace-cmd
+    report, on `trace` and on it made `times` as long (bench/longer.py):
+    memory flat in trace length means the same peak on both."""
+    # made in a child: a child's peak RSS (wait4) starts from its parent's at
+    # fork, so the bench process must stay small
+    long_trace = os.path.join(tmp, f"x{times}.dat")
+    subprocess.run([PY, os.path.join(ROOT, "bench", "longer.py"), trace, str(times), long_trace, "--zstd"],
+                   check=True, stdout=subprocess.DEVNULL)
+    rows = []
+    for name, opt in [*((f"ftflame report --format json ({r})", o) for r, o in readers().items()),
+                      ("trace-cmd report > /dev/null", None)]:
+        runs = []
+        for path in (trace, long_trace):
+            cmd = ["trace-cmd", "report", path] if opt is None else \
+                [PY, "-m", "ftflame.cli", "report", "-q", path, *opt, "-o", os.path.join(tmp, "l.json")]
+            runs.append(min(measure(cmd) for _ in range(reps)))
+        rows.append((name, runs[0], runs[1]))
+    os.unlink(long_trace)
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--roots", type=int, default=100_000,
                     help="distinct root functions of the generated text trace (0: no such row)")
+    ap.add_argument("--lengths", type=int, default=2, metavar="N",
+                    help="also the first trace made N times as long (bench/longer.py), for memory "
+                         "at two lengths (0: no such table)")
     ap.add_argument("traces", nargs="*", default=DEFAULT_TRACES)
     args = ap.parse_args()
     if not shutil.which("trace-cmd"):
@@ -102,16 +145,18 @@ def main() -> int:
         if not os.path.exists(trace):
             raise SystemExit(f"bench: {trace}: missing (set FTFLAME_SHARED)")
         n = events_in(trace)
-        cmds = {
-            "ftflame report --format json": [PY, "-m", "ftflame.cli", "report", "-q", trace, "-o",
-                                             os.path.join(tmp, "r.json")],
-            "ftflame report --format txt": [PY, "-m", "ftflame.cli", "report", "-q", trace, "-o",
-                                            os.path.join(tmp, "r.txt")],
+        cmds = {}
+        for reader, opt in readers().items():
+            cmds[f"ftflame report --format json ({reader})"] = [
+                PY, "-m", "ftflame.cli", "report", "-q", trace, *opt, "-o", os.path.join(tmp, "r.json")]
+            cmds[f"ftflame report --format txt ({reader})"] = [
+                PY, "-m", "ftflame.cli", "report", "-q", trace, *opt, "-o", os.path.join(tmp, "r.txt")]
+        cmds.update({
             "ftflame parse only": [PY, "-c", "import sys; from ftflame.parse import read; read(sys.argv[1])",
                                    trace],
             "trace-cmd report > /dev/null": ["trace-cmd", "report", trace],
             "bare libtracecmd iteration": [BARE, trace],
-        }
+        })
         best = {k: (float("inf"), 0.0, 0.0) for k in cmds}
         for _ in range(args.reps):
             for name, cmd in cmds.items():
@@ -120,17 +165,30 @@ def main() -> int:
                     best[name] = run
         bare = best["bare libtracecmd iteration"][0]
         tcr = best["trace-cmd report > /dev/null"][0]
+        tcr_cpu = best["trace-cmd report > /dev/null"][2]
         size = os.path.getsize(trace) / 2**20
         for name, (wall, rss, cpu) in best.items():
             rows.append((os.path.relpath(trace, os.path.dirname(ROOT)), f"{n / 1e6:.2f} M ev, {size:.0f} MiB",
-                         name, wall, cpu, rss, wall / bare, tcr / wall))
+                         name, wall, cpu, rss, wall / bare, tcr / wall, tcr_cpu / cpu))
     print(f"best of {args.reps} interleaved runs; {os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d')}")
     print()
+    # the CPU-time ratio too: on a machine shared with other work the wall
+    # times stretch with the load, the CPU times much less
     print("| trace | size | command | wall s | CPU s | peak RSS MiB | x bare iteration (wall) | "
-          "trace-cmd report / this |")
-    print("|---|---|---|---:|---:|---:|---:|---:|")
-    for trace, size, name, wall, cpu, rss, vs_bare, speedup in rows:
-        print(f"| {trace} | {size} | {name} | {wall:.2f} | {cpu:.2f} | {rss:.0f} | {vs_bare:.2f} | {speedup:.1f} |")
+          "trace-cmd report / this (wall) | (CPU) |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for trace, size, name, wall, cpu, rss, vs_bare, speedup, speedup_cpu in rows:
+        print(f"| {trace} | {size} | {name} | {wall:.2f} | {cpu:.2f} | {rss:.0f} | {vs_bare:.2f} | "
+              f"{speedup:.1f} | {speedup_cpu:.1f} |")
+    if args.lengths:
+        trace = args.traces[0]
+        print()
+        print(f"| {os.path.basename(os.path.dirname(trace))} | wall s (1x) | peak RSS MiB (1x) | "
+              f"wall s ({args.lengths}x) | peak RSS MiB ({args.lengths}x) | RSS {args.lengths}x / 1x |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for name, one, more in length_rows(trace, args.lengths, tmp, min(args.reps, 3)):
+            print(f"| {name} | {one[0]:.2f} | {one[1]:.0f} | {more[0]:.2f} | {more[1]:.0f} | "
+                  f"{more[1] / one[1]:.2f} |")
     if args.roots:
         print()
         print(f"| text trace | command | wall s | CPU s | peak RSS MiB | within {ROOTS_BUDGET_S:g} s |")

@@ -326,10 +326,14 @@ def run() -> None:
     Freeing a 3 M-event read's objects one by one takes 30-50 ms that nobody
     waits for; the reports are written and closed by then, and only the
     standard streams need a flush."""
-    from ftflame import _alloc  # an extension of its own: light
+    try:
+        from ftflame import _alloc  # an extension of its own: light
 
-    _alloc.keep_freed_memory()
-    rc = main()
+        _alloc.keep_freed_memory()
+        rc = main()
+    except KeyboardInterrupt:  # Ctrl-C outside main()'s own try (this import, the parser)
+        sys.stderr.write("ftflame: interrupted\n")
+        rc = 130
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

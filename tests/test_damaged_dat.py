@@ -1,0 +1,256 @@
+"""Damaged trace.dat files (issue 19): a corpus made at test time from real
+fixtures (tests/helpers/damage.py: truncations, byte flips and absurd sizes in every
+section, v6, v7 and v7 zstd), each through `ftflame report` in a subprocess
+with each reader. Every file ends as
+
+- exit 2 with exactly one stderr line naming the file, and no output file, or
+- exit 0 with a report whose anomaly list says what the damage cost: when
+  the event count differs from the undamaged file's, or the damage is one
+  that loses data by construction (truncation, zeroed pages), the report's
+  notes must hold one the undamaged file's do not;
+
+never a signal, a hang (30 s) or a traceback. `make test` runs a sample that
+covers every form, section and kind of damage (24 files);
+FTFLAME_DAMAGE=all (`make test-damage`) runs the whole corpus (a few hundred).
+
+libtracecmd is known to crash on some damaged files and to miss some damage
+(issue 19: 49 of 598 crashed): for it these tests are xfail, non-strict, so
+the run says how it fares without failing the suite; the builtin reader must
+pass them all.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from helpers import damage
+from helpers import readers
+from conftest import fixture, holds_open
+
+SOURCES = ["k6.1/s04-null/trace.dat", "k6.1/s10-lost/trace.dat"]
+PER_FORM = 45
+SAMPLE_SIZE = 24
+LIBTRACECMD_KNOWN = pytest.mark.xfail(
+    strict=False, reason="libtracecmd crashes on some damaged trace.dat files and misses some "
+                         "damage (issue 19: 49 of 598 crashed); the builtin reader must pass")
+
+
+@pytest.fixture(scope="session")
+def damaged(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("damaged"))
+    return damage.make_corpus(out, [fixture(s) for s in SOURCES], PER_FORM, seed=19, write=False)
+
+
+def sample(manifest: list[dict], size: int) -> list[dict]:
+    """Every damage of the two kinds that went unnoticed (zeroed pages, a
+    flipped zstd chunk byte) and the named v6 cases, then one of each
+    (form, section kind, action) in turn until `size`: deterministic."""
+    named = [d for d in manifest if d["action"] in ("zero", "format-offset")
+             or (d["what"] == "cpu count" and d["detail"] == "4:0xffffff")
+             or (d["must_count"] and d["action"] == "flip")]
+    seen, rest = set(), []
+    for d in manifest:
+        key = (d["form"], damage._kind(d["section"]), d["action"])
+        if key not in seen and d not in named:
+            seen.add(key)
+            rest.append(d)
+    return (named + rest)[:size]
+
+
+def outcome(d: dict, reader: str, baseline: dict, out_dir: str) -> str | None:
+    """None when the damaged file was handled as promised, else what went wrong."""
+    out = os.path.join(out_dir, d["name"] + ".json")
+    damage.write_damaged(d)
+    try:
+        proc = readers.report(d["path"], reader, "-q", "--format", "json", "-o", out, timeout=30)
+    except subprocess.TimeoutExpired:
+        return "hang (killed after 30 s)"
+    finally:
+        os.unlink(d["path"])
+    err = proc.stderr
+    if proc.returncode < 0:
+        return f"crash: {signal.Signals(-proc.returncode).name}"
+    if "Traceback" in err:
+        return "traceback: " + err.strip().splitlines()[-1]
+    if proc.returncode == 2:
+        lines = err.splitlines()
+        if len(lines) != 1 or d["path"] not in lines[0]:
+            return f"exit 2 without one line naming the file: {err!r}"
+        if os.path.exists(out):
+            return "exit 2 but the output was written"
+        return None
+    if proc.returncode != 0:
+        return f"exit {proc.returncode}: {err.strip()!r}"
+    with open(out) as f:
+        trace = json.load(f)["trace"]
+    os.unlink(out)
+    if (trace["events"] != baseline["events"] or d["must_count"]) and not said(trace, baseline):
+        return (f"silent: exit 0, {trace['events']:,} events (undamaged: {baseline['events']:,}) "
+                "and no anomaly the undamaged file lacks")
+    return None
+
+
+def note_kinds(trace: dict) -> set[str]:
+    """The report's notes without their numbers: "44 calls still open" and
+    "9 calls still open" are one kind of anomaly."""
+    return {re.sub(r"[0-9][0-9,.]*", "N", n) for n in trace["notes"]}
+
+
+LOSS_COUNTERS = ("lost", "skipped", "damaged", "corrupt", "truncated", "invalid")
+
+
+def said(trace: dict, baseline: dict) -> bool:
+    """Whether the report says something the undamaged file's does not: a
+    kind of note it lacks, or more of a counter of lost or skipped data."""
+    if note_kinds(trace) - note_kinds(baseline):
+        return True
+    now, before = trace["counters"], baseline["counters"]
+    return any(now[k] > before.get(k, 0) for k in now
+               if any(w in k for w in LOSS_COUNTERS) and isinstance(now[k], (int, float)))
+
+
+def baselines(manifest: list[dict], reader: str, out_dir: str) -> dict:
+    """The undamaged files' event counts and notes, with `reader`."""
+    out = {}
+    for clean in sorted({d["undamaged"] for d in manifest}):
+        path = os.path.join(out_dir, os.path.basename(clean) + ".json")
+        proc = readers.report(clean, reader, "-q", "--format", "json", "-o", path, timeout=120)
+        assert proc.returncode == 0, (clean, proc.stderr)
+        out[clean] = json.load(open(path))["trace"]
+    return out
+
+
+def run_corpus(files: list[dict], reader: str, tmp_path) -> dict[str, str]:
+    base = baselines(files, reader, str(tmp_path))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+        results = pool.map(lambda d: (d, outcome(d, reader, base[d["undamaged"]], str(tmp_path))), files)
+        return {f"{d['name']} ({d['section']}: {d['what']}, {d['action']} {d['detail']} "
+                f"at {d['offset']})": why for d, why in results if why}
+
+
+def verdict(failures: dict[str, str], total: int) -> str:
+    kinds: dict[str, int] = {}
+    for why in failures.values():
+        kinds[why.split(":")[0]] = kinds.get(why.split(":")[0], 0) + 1
+    lines = [f"{len(failures)} of {total} damaged files mishandled: {kinds}"]
+    lines += [f"  {name}: {why}" for name, why in sorted(failures.items())]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("reader", readers.params([LIBTRACECMD_KNOWN]))
+def test_damaged_files_end_cleanly(damaged, reader, tmp_path):
+    """The sample (every file with FTFLAME_DAMAGE=all). libtracecmd's sample
+    is the v7 files (what trace-cmd 3.x writes): on v6 headers it hangs for
+    minutes (30 s each here) or crashes; the full run has them."""
+    if os.environ.get("FTFLAME_DAMAGE") == "all":
+        files = damaged
+    elif reader == "libtracecmd":
+        files = sample([d for d in damaged if d["form"] != "v6"], SAMPLE_SIZE)
+    else:
+        files = sample(damaged, SAMPLE_SIZE)
+    failures = run_corpus(files, reader, tmp_path)
+    assert not failures, verdict(failures, len(files))
+
+
+def test_corpus_covers_every_section_form_and_kind(damaged):
+    """The corpus hits every section of the file in each form, with each
+    kind of damage, and the sample keeps the named cases."""
+    sections = {(d["form"], damage._kind(d["section"])) for d in damaged}
+    for form in damage.FORMS:
+        want = {"file_header", "cpu data", "event_formats", "ftrace_formats", "kallsyms",
+                "printk", "cmdlines"}
+        want |= {"header_page", "header_event", "flyrecord"} if form == "v6" else \
+            {"header_info", "options", "buffer_option", "flyrecord"}
+        assert want <= {s for f, s in sections if f == form}, (form, want - {s for f, s in sections if f == form})
+    whats = {d["what"] for d in damaged}
+    assert {"page commit", "page time stamp"} <= whats
+    assert any(w.startswith("chunk") and "size" in w for w in whats)
+    assert {d["action"] for d in damaged} == {"truncate", "flip", "absurd", "zero", "format-offset"}
+    assert 200 <= len(damaged) <= 600
+    picked = sample(damaged, SAMPLE_SIZE)
+    assert {"zero", "format-offset"} <= {d["action"] for d in picked}
+    # deterministic: the same seed makes the same corpus
+    again = damage.damages(damaged[0]["undamaged"], "again", damaged[0]["form"],
+                           open(damaged[0]["undamaged"], "rb").read(), PER_FORM,
+                           __import__("random").Random(19))
+    assert [(d.offset, d.action, d.detail) for d in again][:5] == \
+        [(d["offset"], d["action"], d["detail"]) for d in damaged[:5]]
+
+
+# ---- Ctrl-C -------------------------------------------------------------------
+
+def big_trace(tmp_path_factory) -> str:
+    """The largest trace at hand, so the read is still running when the
+    signal comes: the corpus's big fixture, else the sample in v6 form."""
+    from conftest import CORPUS
+
+    if CORPUS and os.path.exists(os.path.join(CORPUS, "k6.1/s14-v3-write-big/trace.dat")):
+        return os.path.join(CORPUS, "k6.1/s14-v3-write-big/trace.dat")
+    from conftest import SAMPLE
+
+    return SAMPLE
+
+
+def _imports_ftflame(pid: int) -> bool:
+    """Whether process pid is in ftflame's own imports: it has mapped numpy
+    or one of ftflame's extensions (all imported after cli.py's first lines)."""
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            maps = f.read()
+    except OSError:
+        return False
+    return any(so in maps for so in ("numpy", "_core.cpython", "_alloc.cpython", "_model.cpython"))
+
+
+@pytest.mark.parametrize("point", ["importing", "opened", "opened+0.3s", "opened+1s"])
+@pytest.mark.parametrize("reader", readers.params())
+def test_ctrl_c_ends_promptly_at_any_point(reader, point, tmp_path, tmp_path_factory):
+    """SIGINT while starting, as soon as the trace is open, and later in the
+    read: exit 130 with one line within 5 s, nothing written."""
+    trace = big_trace(tmp_path_factory)
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen([*readers.FTFLAME, "report", trace, *readers.reader_args(reader),
+                             "-q", "-o", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            cwd=readers.ROOT)
+    if point == "importing":
+        # ftflame's own imports (its handler is in place from cli.py's first
+        # lines); earlier, in the interpreter's site import, a SIGINT is the
+        # Python runtime's "Fatal Python error", before any code of ours runs
+        deadline = time.monotonic() + 30
+        while proc.poll() is None and time.monotonic() < deadline and not _imports_ftflame(proc.pid):
+            time.sleep(0.002)
+    else:
+        deadline = time.monotonic() + 30
+        while proc.poll() is None and time.monotonic() < deadline and not holds_open(proc.pid, trace):
+            time.sleep(0.005)
+        time.sleep({"opened": 0, "opened+0.3s": 0.3, "opened+1s": 1.0}[point])
+    if proc.poll() is not None:
+        proc.communicate()
+        pytest.skip(f"the report finished before the signal ({point})")
+    proc.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    try:
+        err = proc.communicate(timeout=5)[1]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"still running 5 s after SIGINT ({point})")
+    if proc.returncode == 0:
+        pytest.skip(f"the report finished before the signal ({point})")
+    assert proc.returncode == 130, f"exit {proc.returncode}:\n{err}"
+    assert len(err.splitlines()) == 1 and "interrupted" in err, err
+    assert time.monotonic() - sent < 5
+    assert os.listdir(tmp_path) == []
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-rs"]))
