@@ -17,12 +17,12 @@ def _num(x, nd: int = 1):
 
 
 def _side(f, i: int) -> dict:
-    runs = [_num(v) for v in f.run_means[:, i].tolist()]
+    runs = [_num(v) for v in f.run_medians[:, i].tolist()]
     return {
         "calls": int(f.calls[i]), "calls_per_root_call": _num(f.per_root[i], 4),
         "mean_ns": _num(f.mean[i]), "median_ns": _num(f.median[i]), "median_exact": bool(f.exact[i]),
         "sd_ns": _num(f.sd[i]), "n_effective": int(f.neff[i]),
-        "ns_per_root_call": _num(f.per_root_time[i]), "run_mean_ns": runs,
+        "ns_per_root_call": _num(f.per_root_time[i]), "run_median_ns": runs,
     }
 
 

@@ -73,7 +73,8 @@ ROW = "{v:<6} {c:>7} {ci:>13} {b:>10} {a:>10}  {n}"
 
 
 def significant(d) -> list:
-    lines = ["", "Significant changes (us per call, mean; largest effect per root call first)"]
+    lines = ["", "Significant changes (us per call, median; change: Hodges-Lehmann ratio; the",
+             "largest effect per root call first)"]
     total = sum(len(t) for t in d.tables.values())
     found = 0
     for level, title, top in (("functions", "functions", TOP_SIGNIFICANT), ("paths", "call paths", TOP_PATHS)):
@@ -85,7 +86,7 @@ def significant(d) -> list:
         lines.append(ROW.format(v="", c="change", ci="95% interval", b="before", a="after", n=title))
         for i in idx[:top]:
             head = ROW.format(v=t.verdict[i], c=pct(t.change[i]), ci=interval(t.ci_lo[i], t.ci_hi[i]),
-                              b=us(t.before.mean[i], 10, 1), a=us(t.after.mean[i], 10, 1), n="")
+                              b=us(t.before.median[i], 10, 1), a=us(t.after.median[i], 10, 1), n="")
             room = WIDTH - 1 - len(head)
             name = short_path(t.keys[i], room) if level == "paths" else t.keys[i]
             if len(name) <= room:
@@ -102,7 +103,7 @@ def significant(d) -> list:
 
 def roots(d) -> list:
     t = d.table("roots")
-    lines = ["", "Root functions (us per call: mean, median; run-to-run range of the means)"]
+    lines = ["", "Root functions (us per call: mean, median; run-to-run range of the medians)"]
     if not len(t):
         return lines + ["  none"]
     for i in np.argsort(-np.maximum(t.before.per_root_time, t.after.per_root_time), kind="stable"):
@@ -111,7 +112,7 @@ def roots(d) -> list:
             if f.calls[i] == 0:
                 lines.append(f"  {side:<6} not called")
                 continue
-            spread = "" if f.run_means.shape[0] < 2 else \
+            spread = "" if f.run_medians.shape[0] < 2 else \
                 f", runs {us(f.run_lo[i], 0, 1)}..{us(f.run_hi[i], 0, 1)}"
             lines.append(f"  {side:<6} {int(f.calls[i]):>7,} calls  mean {us(f.mean[i], 10, 1)}  "
                          f"median {us(f.median[i], 10, 1)}{spread}")

@@ -30,16 +30,19 @@ examples:
       (inferno-flamegraph d.folded > d.svg, or flamegraph.pl d.folded)
 
 statistics (docs/diff.md):
-  change      mean time per call AFTER / BEFORE - 1 (means are exact: corrected
-              sums over calls)
-  interval    95%, from the log of that ratio, normal approximation; each
-              mean's standard error counts at most one call per root call
-              (calls inside one root call are not independent); variances
-              exact for root calls, from the 1/16-wide histograms elsewhere
+  values      each call's corrected time: exact for root calls, from the
+              1/16-wide histograms elsewhere; means exact (corrected sums)
+  change      Hodges-Lehmann ratio AFTER / BEFORE - 1: the median of the
+              ratios of every AFTER call to every BEFORE call (robust: an
+              outlier 50x the average counts as one call, not 50)
+  interval    95%, from the same pairs, at the ranks the Mann-Whitney test
+              leaves open; p-value: Mann-Whitney rank-sum test; calls inside
+              one root call are not independent, so each side counts as at
+              most one observation per root call
   verdict     p-values adjusted for the number of items compared
               (Benjamini-Hochberg, false discovery rate 5%); faster/slower
               needs adjusted p < 0.05, |change| >= --min-change, and, when a
-              side has several runs, every AFTER run's mean beyond every
+              side has several runs, every AFTER run's median beyond every
               BEFORE run's (a single noisy run cannot pass as a change)
   new/gone    functions and paths on one side only, with their time
 
@@ -53,7 +56,7 @@ def add_parser(sub) -> None:
     d = sub.add_parser("diff", help="compare two sets of traces: what a patch changed, with error bars",
                        description=DESCRIPTION, epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    d.add_argument("inputs", nargs="+", metavar="TRACE",
+    d.add_argument("inputs", nargs="*", metavar="TRACE",
                    help="BEFORE AFTER, or BEFORE... -- AFTER... (trace.dat, text trace, run directory)")
     d.add_argument("-o", "--output", metavar="OUT",
                    help="output file (format from its extension: .txt .json .folded .html); "

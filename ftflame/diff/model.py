@@ -64,20 +64,22 @@ def _node_sums(p: Profile):
     c = p.corrected_or_raw
     n = np.asarray(c.calls, dtype=np.float64)
     s1 = np.asarray(c.incl, dtype=np.float64)
-    raw_n = p.col("calls").astype(np.float64)
-    raw_s = p.col("incl").astype(np.float64)
-    raw_mean = np.divide(raw_s, raw_n, out=np.zeros(p.nrows), where=raw_n > 0)
-    mean = np.divide(s1, n, out=np.zeros(p.nrows), where=n > 0)
-    f = np.divide(mean, raw_mean, out=np.zeros(p.nrows), where=raw_mean > 0)
+    # Per-call values (medians, rank tests): the histogram's, minus the
+    # mean hook cost per call. Not scaled by corrected/raw mean: interrupt
+    # and off-CPU time come out of the few calls that had them, and scaling
+    # every call by their share would shift the whole distribution.
+    hook = np.zeros(p.nrows)
+    if c.overhead is not None:
+        hook = np.divide(np.asarray(c.overhead, dtype=np.float64), n, out=hook, where=n > 0)
     h = p.hist_incl
     row_of_entry = np.repeat(np.arange(h.rows), np.diff(h.offsets))
     mids = _bucket_mids(int(h.buckets.max()) + 1)[h.buckets].astype(np.float64) if len(h.buckets) \
         else np.zeros(0)
     cnt = h.counts.astype(np.float64)
+    values = np.maximum(mids - hook[row_of_entry], 0.0)
     hn = np.bincount(row_of_entry, weights=cnt, minlength=p.nrows)
-    hm2 = np.bincount(row_of_entry, weights=cnt * mids * mids, minlength=p.nrows)
-    s2 = f * f * np.divide(hm2 * n, hn, out=np.zeros(p.nrows), where=hn > 0)
-    values = mids * f[row_of_entry]
+    hm2 = np.bincount(row_of_entry, weights=cnt * values * values, minlength=p.nrows)
+    s2 = np.divide(hm2 * n, hn, out=np.zeros(p.nrows), where=hn > 0)
     exact = np.zeros(p.nrows, dtype=bool)
     # root calls: every corrected duration is known
     sflags = p.scol("flags")
@@ -147,7 +149,7 @@ class SideFigures:
     sd: np.ndarray  # standard deviation of the time per call
     neff: np.ndarray  # effective sample: min(calls, root calls)
     per_root_time: np.ndarray  # corrected ns per root call
-    run_means: np.ndarray  # (runs, items) ns per call per run, NaN where absent
+    run_medians: np.ndarray  # (runs, items) median ns per call per run, NaN where absent
     run_lo: np.ndarray
     run_hi: np.ndarray
     excl_per_root_time: np.ndarray  # corrected exclusive ns per root call
@@ -217,11 +219,11 @@ class Folded:
 
 def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
     """A side's sums per item of `keys`, its runs pooled; returns
-    (SideFigures, n, s1, s2)."""
+    (SideFigures, the calls' (item, value, weight) entries)."""
     m = len(keys)
     index = {k: i for i, k in enumerate(keys)}
     n, s1, s2, excl = np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m)
-    run_means = np.full((len(runs_items), m), np.nan)
+    run_medians = np.full((len(runs_items), m), np.nan)
     exact = np.ones(m, dtype=bool)
     e_item, e_val, e_w = [], [], []
     for r, ri in enumerate(runs_items):
@@ -231,26 +233,28 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
         s2[at] += ri.s2
         excl[at] += ri.excl
         exact[at] &= ri.exact
-        run_means[r, at] = np.divide(ri.s1, ri.n, out=np.full(len(at), np.nan), where=ri.n > 0)
+        med = stats.weighted_medians(ri.entry_item, ri.entry_value, ri.entry_weight, len(at))
+        run_medians[r, at] = np.where(ri.n > 0, med, np.nan)
         e_item.append(at[ri.entry_item])
         e_val.append(ri.entry_value)
         e_w.append(ri.entry_weight)
     mean, var = stats.moments_mean_var(n, s1, s2)
-    median = stats.weighted_medians(np.concatenate(e_item) if e_item else np.zeros(0, np.int64),
-                                    np.concatenate(e_val) if e_val else np.zeros(0),
-                                    np.concatenate(e_w) if e_w else np.zeros(0), m)
+    entries = (np.concatenate(e_item) if e_item else np.zeros(0, np.int64),
+               np.concatenate(e_val) if e_val else np.zeros(0),
+               np.concatenate(e_w) if e_w else np.zeros(0))
+    median = stats.weighted_medians(*entries, m)
     neff = n if level == "roots" else np.minimum(n, root_calls)
     with np.errstate(all="ignore"):
-        lo = np.where(np.isfinite(run_means).any(axis=0),
-                      np.nanmin(np.where(np.isfinite(run_means), run_means, np.inf), axis=0), np.nan)
-        hi = np.where(np.isfinite(run_means).any(axis=0),
-                      np.nanmax(np.where(np.isfinite(run_means), run_means, -np.inf), axis=0), np.nan)
+        lo = np.where(np.isfinite(run_medians).any(axis=0),
+                      np.nanmin(np.where(np.isfinite(run_medians), run_medians, np.inf), axis=0), np.nan)
+        hi = np.where(np.isfinite(run_medians).any(axis=0),
+                      np.nanmax(np.where(np.isfinite(run_medians), run_medians, -np.inf), axis=0), np.nan)
     rc = max(root_calls, 1)
     fig = SideFigures(calls=n, per_root=n / rc, mean=mean, median=median, exact=exact & (n > 0),
                       sd=np.sqrt(np.where(np.isfinite(var), var, np.nan)), neff=neff,
-                      per_root_time=s1 / rc, run_means=run_means, run_lo=lo, run_hi=hi,
+                      per_root_time=s1 / rc, run_medians=run_medians, run_lo=lo, run_hi=hi,
                       excl_per_root_time=excl / rc)
-    return fig, var
+    return fig, entries
 
 
 def _side_info(label: str, runs) -> SideInfo:
@@ -288,18 +292,18 @@ def build(before_runs, after_runs, corrected: bool = True,
     pooled = {}
     for level in LEVELS:
         keys = tuple(sorted(set().union(*(ri[level].keys for ri in items_b + items_a))))
-        fb, vb = _pool(level, [ri[level] for ri in items_b], keys, info_b.root_calls)
-        fa, va = _pool(level, [ri[level] for ri in items_a], keys, info_a.root_calls)
-        change, lo, hi, p = stats.log_ratio_test(fb.mean, vb, fb.neff, fa.mean, va, fa.neff)
-        pooled[level] = (keys, fb, fa, change, lo, hi, p)
-    # one correction for every item compared, all levels together
-    allp = np.concatenate([pooled[lv][6] for lv in LEVELS])
-    allq = stats.benjamini_hochberg(allp)
+        fb, eb = _pool(level, [ri[level] for ri in items_b], keys, info_b.root_calls)
+        fa, ea = _pool(level, [ri[level] for ri in items_a], keys, info_a.root_calls)
+        change, lo, hi, p, tested = stats.rank_tests(eb, ea, fb.neff, fa.neff, len(keys))
+        pooled[level] = (keys, fb, fa, change, lo, hi, p, tested)
+    # one correction for every item compared (calls on both sides), all levels together
+    allq = stats.benjamini_hochberg(np.concatenate([pooled[lv][6][pooled[lv][7]] for lv in LEVELS]))
     at = 0
     for level in LEVELS:
-        keys, fb, fa, change, lo, hi, p = pooled[level]
-        q = allq[at:at + len(keys)]
-        at += len(keys)
+        keys, fb, fa, change, lo, hi, p, tested = pooled[level]
+        q = np.ones(len(keys))
+        q[tested] = allq[at:at + len(tested)]
+        at += len(tested)
         tables[level] = _table(level, keys, fb, fa, change, lo, hi, p, q, min_change)
     return Diff(before=info_b, after=info_a, tables=tables, warnings=tuple(warnings),
                 corrected=corrected, method=stats.method_text(min_change), min_change=min_change)
@@ -310,7 +314,7 @@ def _table(level, keys, fb, fa, change, lo, hi, p, q, min_change) -> Table:
     slower = change > 0
     significant = (q <= stats.ALPHA) & present_b & present_a
     big = np.abs(np.nan_to_num(change)) >= min_change
-    apart = stats.runs_separated(fb.run_means, fa.run_means, slower)
+    apart = stats.runs_separated(fb.run_medians, fa.run_medians, slower)
     verdict, why = [], []
     for i in range(len(keys)):
         if not present_b[i]:

@@ -3,21 +3,26 @@
 The method (docs/diff.md says the same, and every output names it):
 
 * Each compared item (a root function, a function, a call path) has, per
-  side, its corrected time per call: n calls, their exact corrected sum s1
-  and sum of squares s2 (exact for root calls, whose every corrected
-  duration is known; elsewhere from the log-bucket histogram, 1/16 bucket
-  resolution, scaled by corrected mean / raw mean as every report's
-  estimates are).
-* The change is the ratio of the mean times per call, AFTER / BEFORE - 1.
-  Its 95% interval comes from the log of that ratio, normal approximation,
-  with the standard error of each mean taken over an effective sample of
-  min(calls, root calls): calls inside one root call are not independent,
-  so no more than one observation per root call is counted.
-* The two-sided p-value of the same statistic is adjusted for the number of
-  items compared (Benjamini-Hochberg, false discovery rate 5%).
+  side, its calls' corrected times: exact for root calls (every corrected
+  duration is known), elsewhere the log-bucket histogram's values (1/16
+  bucket resolution) scaled by corrected mean / raw mean, as every report's
+  estimates are. Means are exact either way (corrected sums over calls).
+* The change is the Hodges-Lehmann estimate of the ratio AFTER / BEFORE of
+  the time per call: the median of the ratios of every AFTER call to every
+  BEFORE call, minus 1. Its 95% interval comes from the same pairs (the
+  ratios at the ranks the Mann-Whitney test leaves open), and the two-sided
+  p-value is the Mann-Whitney rank-sum test's (normal approximation) of the
+  same comparison: the interval excludes 0 when p < 0.05. Ranks make one
+  outlier count as one call, not as its 50x duration.
+* Calls inside one root call are not independent: each side counts as at
+  most one observation per root call (n = min(calls, root calls)).
+* The p-values are adjusted for the number of items compared
+  (Benjamini-Hochberg, false discovery rate 5%, over every item with calls
+  on both sides).
 * A verdict (faster/slower) needs: the adjusted p-value under 5%, a change
   of at least MIN_CHANGE, and, when a side has several runs, every run of
-  AFTER beyond every run of BEFORE (a single noisy run cannot pass).
+  AFTER beyond every run of BEFORE (its median time per call): a single noisy
+  run cannot pass as a change.
 """
 from __future__ import annotations
 
@@ -29,11 +34,14 @@ ALPHA = 0.05  # false discovery rate and interval level (95%)
 Z95 = 1.959963984540054
 MIN_CHANGE = 0.05  # changes smaller than this are not called, whatever their p-value
 
-METHOD = ("change = mean time per call AFTER / BEFORE - 1; 95% interval and p-value from "
-          "the log of that ratio (normal approximation, standard errors over at most one "
-          "call per root call); p-values adjusted by Benjamini-Hochberg (FDR 5%) over every "
-          "item compared; faster/slower needs adjusted p < 0.05, |change| >= {min:g}% and, "
-          "with several runs on a side, no overlap of the runs' means")
+METHOD = ("change = Hodges-Lehmann ratio of time per call AFTER / BEFORE - 1 (median "
+          "of the ratios of all pairs of calls), 95% interval from the same pairs; p-value "
+          "from the Mann-Whitney rank-sum test, at most one call per root call counted as "
+          "independent; p-values adjusted by Benjamini-Hochberg (FDR 5%) over every item "
+          "compared; faster/slower needs adjusted p < 0.05, |change| >= {min:g}% and, with "
+          "several runs on a side, no overlap of the runs' median times per call")
+LOG_FLOOR_NS = 1.0  # a corrected time of 0 (clamped) compares as 1 ns
+PAIR_CAP = 400  # values per side beyond this are merged into 1/256-wide log bins
 
 
 def method_text(min_change: float) -> str:
@@ -50,22 +58,67 @@ def moments_mean_var(n, s1, s2):
     return mean, np.where(n > 1, var, np.inf)
 
 
-def log_ratio_test(mean_b, var_b, neff_b, mean_a, var_a, neff_a):
-    """(change, ci_lo, ci_hi, p) per item for the ratio of means a/b.
-    Items without a positive mean on both sides, or with fewer than two
-    calls on a side, get NaN change bounds' and p = 1 (not testable)."""
-    mean_b, mean_a = np.asarray(mean_b, float), np.asarray(mean_a, float)
-    ok = (mean_b > 0) & (mean_a > 0) & np.isfinite(var_a) & np.isfinite(var_b) & (neff_a > 0) & (neff_b > 0)
-    lr = np.log(np.divide(mean_a, mean_b, out=np.ones(len(mean_a)), where=ok))
-    rel = (np.divide(var_b, np.maximum(neff_b, 1) * mean_b ** 2, out=np.zeros(len(lr)), where=ok)
-           + np.divide(var_a, np.maximum(neff_a, 1) * mean_a ** 2, out=np.zeros(len(lr)), where=ok))
-    se = np.sqrt(rel)
-    change = np.where(mean_b > 0, np.divide(mean_a, mean_b, out=np.ones(len(lr)), where=mean_b > 0) - 1, np.nan)
-    lo = np.where(ok, np.expm1(lr - Z95 * se), np.nan)
-    hi = np.where(ok, np.expm1(lr + Z95 * se), np.nan)
-    z = np.divide(np.abs(lr), se, out=np.where(lr == 0, 0.0, np.inf), where=se > 0)
-    p = np.array([math.erfc(v / math.sqrt(2)) for v in z.tolist()], dtype=np.float64)
-    return change, lo, hi, np.where(ok, p, 1.0)
+def _compact(lv: np.ndarray, w: np.ndarray):
+    """Values (logs) and weights, equal values merged; more than PAIR_CAP
+    distinct values merged into log bins 1/256 wide (0.4%: well inside the
+    histograms' own 1/16)."""
+    if len(lv) > PAIR_CAP:
+        lv = np.round(lv * 256.0) / 256.0
+    u, inv = np.unique(lv, return_inverse=True)
+    return u, np.bincount(inv.ravel(), weights=w, minlength=len(u))
+
+
+def pair_test(lv_b, w_b, neff_b, lv_a, w_a, neff_a):
+    """(ratio - 1, lo - 1, hi - 1, p) of one item from its calls' log
+    times on both sides (weights: calls per value). Mann-Whitney with
+    n = neff per side; the interval is the Hodges-Lehmann one at the ranks
+    the test's 95% bounds give, read off the weighted pairs."""
+    lv_b, w_b = _compact(lv_b, w_b)
+    lv_a, w_a = _compact(lv_a, w_a)
+    d = (lv_a[:, None] - lv_b[None, :]).ravel()
+    w = (w_a[:, None] * w_b[None, :]).ravel()
+    w = w / w.sum()
+    auc = float(w[d > 0].sum() + 0.5 * w[d == 0].sum())
+    se = math.sqrt((neff_a + neff_b + 1.0) / (12.0 * neff_a * neff_b))
+    p = math.erfc(abs(auc - 0.5) / se / math.sqrt(2.0))
+    order = np.argsort(d, kind="stable")
+    d, cw = d[order], np.cumsum(w[order])
+
+    def at(frac: float) -> float:
+        i = int(np.searchsorted(cw, min(max(frac, 0.0), 1.0) - 1e-12, side="left"))
+        return float(d[min(i, len(d) - 1)])
+
+    return (math.expm1(at(0.5)), math.expm1(at(0.5 - Z95 * se)), math.expm1(at(0.5 + Z95 * se)), p)
+
+
+def rank_tests(side_b, side_a, neff_b, neff_a, m: int):
+    """pair_test for every item 0..m-1 with at least 2 effective calls on
+    both sides; (change, lo, hi, p) arrays, NaN and p = 1 elsewhere. A
+    side is (item, value ns, weight) arrays of its calls' values."""
+    change, lo, hi = np.full(m, np.nan), np.full(m, np.nan), np.full(m, np.nan)
+    p = np.ones(m)
+    slices = [_by_item(*side, m) for side in (side_b, side_a)]
+    testable = np.flatnonzero((np.asarray(neff_b) >= 2) & (np.asarray(neff_a) >= 2))
+    for i in testable.tolist():
+        (vb, wb), (va, wa) = (sl(i) for sl in slices)
+        if not len(vb) or not len(va):
+            continue
+        change[i], lo[i], hi[i], p[i] = pair_test(vb, wb, float(neff_b[i]), va, wa, float(neff_a[i]))
+    return change, lo, hi, p, testable
+
+
+def _by_item(item, value, weight, m: int):
+    """i -> (log values, weights) of item i: one sort, then slices."""
+    order = np.argsort(item, kind="stable")
+    item = np.asarray(item)[order]
+    lv = np.log(np.maximum(np.asarray(value, dtype=np.float64)[order], LOG_FLOOR_NS))
+    w = np.asarray(weight, dtype=np.float64)[order]
+    bounds = np.searchsorted(item, np.arange(m + 1))
+
+    def sl(i: int):
+        a, b = bounds[i], bounds[i + 1]
+        return lv[a:b], w[a:b]
+    return sl
 
 
 def benjamini_hochberg(p) -> np.ndarray:
@@ -84,7 +137,7 @@ def benjamini_hochberg(p) -> np.ndarray:
 
 
 def runs_separated(before_runs: np.ndarray, after_runs: np.ndarray, slower: np.ndarray) -> np.ndarray:
-    """Per item: do the runs' means keep apart in the direction of the
+    """Per item: do the runs' medians keep apart in the direction of the
     change (every AFTER run above every BEFORE run when slower, below when
     faster)? Arrays (runs, items), NaN where a run lacks the item; an item
     with one run per side passes (its spread is unknown: the interval has
