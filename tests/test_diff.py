@@ -137,6 +137,18 @@ def test_a_scaled_function_is_found_in_three_runs_per_side(synth):
     assert_only_scaled_flagged(d)
 
 
+def test_calls_inside_one_root_call_count_once(synth):
+    """A function called many times per root call is tested with n = root
+    calls, not its calls (they are not independent)."""
+    d = compare([synth["h1"]], [synth["h2"]])
+    t = d.table("functions")
+    i = t.keys.index("__rcu_read_lock")
+    assert t.before.calls[i] > 5 * d.before.root_calls
+    assert t.before.neff[i] == d.before.root_calls and t.after.neff[i] == d.after.root_calls
+    r = d.table("roots")
+    assert r.before.neff.tolist() == r.before.calls.tolist()
+
+
 def test_runs_that_disagree_give_no_verdict(synth):
     """AFTER: two scaled runs and one unchanged: the pooled calls differ
     (adjusted p < 0.05), but one AFTER run sits among the BEFORE runs, so

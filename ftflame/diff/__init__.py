@@ -17,7 +17,8 @@ def compare(before, after, opts):
     runs_b, runs_a = load.load_sides(before, after, opts)
     min_change = getattr(opts, "min_change", None)
     d = model.build(runs_b, runs_a, corrected=not getattr(opts, "raw", False),
-                    min_change=stats.MIN_CHANGE if min_change is None else min_change)
+                    min_change=stats.MIN_CHANGE if min_change is None else min_change,
+                    irqs=getattr(opts, "irqs", None) or "exclude")
     checks.refuse_disjoint(runs_b, runs_a, d.tables)
     warn = checks.warnings(runs_b, runs_a, d.before, d.after)
     return d.__class__(**{**d.__dict__, "warnings": tuple(warn)})

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ftflame.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, _bucket_mids
+from ftflame.profile import NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, _bucket_mids
 
 from . import stats
 
@@ -37,6 +37,7 @@ class RunItems:
     entry_weight: np.ndarray  # calls
     exact: np.ndarray  # bool per item: every call's value known (root calls)
     excl: np.ndarray  # corrected exclusive time, summed
+    irq_root: np.ndarray  # bool per item: an interrupt subtree's top (NODE_IRQ_ROOT)
 
 
 def path_keys(p: Profile) -> list:
@@ -109,6 +110,7 @@ def run_items(p: Profile) -> dict:
     parent = p.col("parent")
     pseudo = p.pseudo_roots
     func = p.col("func")
+    irq_top = (p.col("flags") & NODE_IRQ_ROOT) != 0
 
     def grouped(keys_of_row, rows):
         names = sorted({keys_of_row[r] for r in rows.tolist()})
@@ -125,7 +127,8 @@ def run_items(p: Profile) -> dict:
             keys=tuple(names), n=np.bincount(it, weights=n[sel], minlength=m),
             s1=np.bincount(it, weights=s1[sel], minlength=m), s2=np.bincount(it, weights=s2[sel], minlength=m),
             entry_item=item_of_row[erow][ent], entry_value=evalue[ent], entry_weight=ecount[ent],
-            exact=all_exact, excl=np.bincount(it, weights=excl[sel], minlength=m))
+            exact=all_exact, excl=np.bincount(it, weights=excl[sel], minlength=m),
+            irq_root=np.bincount(it, weights=irq_top[sel].astype(float), minlength=m) > 0)
 
     rows = np.flatnonzero(live)
     out["paths"] = grouped(pkeys, rows)
@@ -153,6 +156,7 @@ class SideFigures:
     run_lo: np.ndarray
     run_hi: np.ndarray
     excl_per_root_time: np.ndarray  # corrected exclusive ns per root call
+    irq_root: np.ndarray  # bool per item: the top of an interrupt subtree
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,9 @@ class SideInfo:
     lost_gaps_unknown: int
     gap_calls: int
     calibrations: tuple  # distinct (source, o_in, o_out)
+    # latency over time, per run: (root function names, start s since the
+    # run's first root call, corrected duration ns) of its counted root calls
+    latency: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -195,6 +202,7 @@ class Diff:
     warnings: tuple
     corrected: bool
     method: str
+    irqs: str  # "exclude": interrupt subtrees are out of the interrupted calls' corrected time
     min_change: float
     alpha: float = stats.ALPHA
     notes: tuple = field(default_factory=tuple)
@@ -225,6 +233,7 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
     n, s1, s2, excl = np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m)
     run_medians = np.full((len(runs_items), m), np.nan)
     exact = np.ones(m, dtype=bool)
+    irq_root = np.zeros(m, dtype=bool)
     e_item, e_val, e_w = [], [], []
     for r, ri in enumerate(runs_items):
         at = np.fromiter((index[k] for k in ri.keys), dtype=np.int64, count=len(ri.keys))
@@ -232,6 +241,7 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
         s1[at] += ri.s1
         s2[at] += ri.s2
         excl[at] += ri.excl
+        irq_root[at] |= ri.irq_root
         exact[at] &= ri.exact
         med = stats.weighted_medians(ri.entry_item, ri.entry_value, ri.entry_weight, len(at))
         run_medians[r, at] = np.where(ri.n > 0, med, np.nan)
@@ -253,8 +263,20 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
     fig = SideFigures(calls=n, per_root=n / rc, mean=mean, median=median, exact=exact & (n > 0),
                       sd=np.sqrt(np.where(np.isfinite(var), var, np.nan)), neff=neff,
                       per_root_time=s1 / rc, run_medians=run_medians, run_lo=lo, run_hi=hi,
-                      excl_per_root_time=excl / rc)
+                      excl_per_root_time=excl / rc, irq_root=irq_root)
     return fig, entries
+
+
+def latency_points(p: Profile) -> tuple:
+    """(function name per point, start in s from the first, corrected ns)
+    of the root calls counted in root_call_count."""
+    flags = p.scol("flags")
+    ok = (flags & (SAMPLE_GAP | SAMPLE_IRQ | SAMPLE_PARTIAL)) == 0
+    start = p.scol("calltime")[ok]
+    dur = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)[ok]
+    names = [p.funcs[f] for f in p.col("func")[p.scol("node")[ok]].tolist()] if ok.any() else []
+    t0 = int(start.min()) if len(start) else 0
+    return tuple(names), (start - t0) / 1e9, dur
 
 
 def _side_info(label: str, runs) -> SideInfo:
@@ -276,14 +298,15 @@ def _side_info(label: str, runs) -> SideInfo:
                             "o_out_ns": round(float(cal.o_out_ns), 1), "method": cal.method},
         })
     return SideInfo(
-        label=label, runs=tuple(infos), root_calls=sum(i["root_calls"] for i in infos),
+        label=label, runs=tuple(infos), latency=tuple(latency_points(r.profile) for r in runs),
+        root_calls=sum(i["root_calls"] for i in infos),
         lost_events=sum(i["lost_events"] for i in infos),
         lost_gaps_unknown=sum(i["lost_gaps_unknown"] for i in infos),
         gap_calls=sum(i["gap_calls"] for i in infos), calibrations=tuple(cals))
 
 
 def build(before_runs, after_runs, corrected: bool = True,
-          min_change: float = stats.MIN_CHANGE, warnings: tuple = ()) -> Diff:
+          min_change: float = stats.MIN_CHANGE, warnings: tuple = (), irqs: str = "exclude") -> Diff:
     """The diff of two sides (tuples of ftflame.diff.load.Run)."""
     items_b = [run_items(r.profile) for r in before_runs]
     items_a = [run_items(r.profile) for r in after_runs]
@@ -306,7 +329,8 @@ def build(before_runs, after_runs, corrected: bool = True,
         at += len(tested)
         tables[level] = _table(level, keys, fb, fa, change, lo, hi, p, q, min_change)
     return Diff(before=info_b, after=info_a, tables=tables, warnings=tuple(warnings),
-                corrected=corrected, method=stats.method_text(min_change), min_change=min_change)
+                corrected=corrected, method=stats.method_text(min_change), min_change=min_change,
+                irqs=irqs if corrected else "include")
 
 
 def _table(level, keys, fb, fa, change, lo, hi, p, q, min_change) -> Table:
