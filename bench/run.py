@@ -15,7 +15,10 @@ A second table times `ftflame report` on a generated text trace with many
 distinct root functions (--roots, 100k by default; 0: none), the shape that
 once made the balance sheet quadratic; the budget is 5 s.
 
-usage: bench/run.py [--reps N] [--roots N] [TRACE.dat ...]
+A third compares `ftflame diff` of 2 x 3 curated fixture runs with reporting
+the six one after the other (--no-diff: none); the target is under 1.5x.
+
+usage: bench/run.py [--reps N] [--roots N] [--no-diff] [TRACE.dat ...]
 """
 from __future__ import annotations
 
@@ -36,6 +39,10 @@ DEFAULT_TRACES = [
 BARE = os.path.join(ROOT, "bench", "bare_iter")
 PY = sys.executable
 ROOTS_BUDGET_S = 5.0
+DIFF_TARGET = 1.5  # diff of 2 x 3 runs against reporting the six
+FIXTURES = os.path.join(ROOT, "tests", "data", "fixtures")
+DIFF_SIDES = (["k6.1/s01-v3-write4k/trace.dat", "k6.1/s10-lost/trace.dat", "k6.1/s06-calib-pair/trace-full.dat"],
+              ["k6.12/s01-v3-write4k/trace.dat", "k6.1/s15-icount-calib/trace-full.dat", "k6.1/s09-depth3/trace.dat"])
 
 
 def build_bare() -> None:
@@ -86,11 +93,26 @@ def roots_rows(tmp: str, n: int, reps: int) -> list:
     return rows
 
 
+def diff_row(tmp: str, reps: int) -> tuple:
+    """(seconds of the diff, seconds of the six reports in a row): best of
+    reps, interleaved."""
+    before, after = ([os.path.join(FIXTURES, r) for r in side] for side in DIFF_SIDES)
+    diff = [PY, "-m", "ftflame.cli", "diff", "-q", "-o", os.path.join(tmp, "d.txt"), *before, "--", *after]
+    reports = [[PY, "-m", "ftflame.cli", "report", "-q", t, "-o", os.path.join(tmp, "r.txt")]
+               for t in before + after]
+    best_diff = best_six = float("inf")
+    for _ in range(reps):
+        best_diff = min(best_diff, measure(diff)[0])
+        best_six = min(best_six, sum(measure(cmd)[0] for cmd in reports))
+    return best_diff, best_six
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--roots", type=int, default=100_000,
                     help="distinct root functions of the generated text trace (0: no such row)")
+    ap.add_argument("--no-diff", action="store_true", help="no row for ftflame diff")
     ap.add_argument("traces", nargs="*", default=DEFAULT_TRACES)
     args = ap.parse_args()
     if not shutil.which("trace-cmd"):
@@ -138,6 +160,13 @@ def main() -> int:
         for fmt, wall, rss, cpu in roots_rows(tmp, args.roots, args.reps):
             print(f"| {args.roots:,} distinct root functions | ftflame report --format {fmt} | "
                   f"{wall:.2f} | {cpu:.2f} | {rss:.0f} | {'yes' if wall < ROOTS_BUDGET_S else 'NO'} |")
+    if not args.no_diff:
+        d, six = diff_row(tmp, args.reps)
+        print()
+        print(f"| command | wall s | reporting the six, wall s | ratio | under {DIFF_TARGET:g}x |")
+        print("|---|---:|---:|---:|---|")
+        print(f"| ftflame diff of 2 x 3 curated fixture runs | {d:.2f} | {six:.2f} | {d / six:.2f} | "
+              f"{'yes' if d / six < DIFF_TARGET else 'NO'} |")
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
