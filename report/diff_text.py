@@ -18,12 +18,17 @@ TOP_PATHS = 10
 
 
 def pct(x: float) -> str:
-    return "-" if x is None or not math.isfinite(x) else f"{x * 100:+.1f}%"
+    """A change: +12.5%, or x37 for a ratio of 10 and more."""
+    if x is None or not math.isfinite(x):
+        return "-"
+    return f"x{x + 1:,.0f}" if x >= 9 else f"{x * 100:+.1f}%"
 
 
 def interval(lo: float, hi: float) -> str:
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return "-"
+    if hi >= 9:
+        return f"[x{lo + 1:,.1f}, x{hi + 1:,.0f}]"
     return f"[{lo * 100:+.0f}, {hi * 100:+.0f}]%"
 
 
@@ -151,12 +156,12 @@ def rest(d) -> list:
     lines = ["", f"No significant change: {int(same.sum()):,} functions, "
              f"{sum(v == 'no change' for v in d.table('paths').verdict):,} call paths; "
              "the largest differences:",
-             "  calls/root call   us per call (mean)"]
+             "  calls/root call  us per call (median)"]
     lines.append("{:>8} {:>8} {:>9} {:>9} {:>7}  {}".format("before", "after", "before", "after", "change",
                                                            "function"))
     for i in idx[:TOP_OTHER]:
         lines.append("{:>8.1f} {:>8.1f} {:>9} {:>9} {:>7}  {}".format(
-            t.before.per_root[i], t.after.per_root[i], us(t.before.mean[i], 9, 1), us(t.after.mean[i], 9, 1),
+            t.before.per_root[i], t.after.per_root[i], us(t.before.median[i], 9, 1), us(t.after.median[i], 9, 1),
             pct(t.change[i]), t.keys[i][:WIDTH - 49]))
     if len(idx) > TOP_OTHER:
         lines.append(f"  ... and {len(idx) - TOP_OTHER:,} more (the JSON output lists every item)")

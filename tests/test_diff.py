@@ -194,6 +194,13 @@ def test_json_schema_and_figures(tmp_path):
         assert row[side]["calls_per_root_call"] == 1.0
         assert row[side]["median_exact"] is True
     assert {r["verdict"] for r in doc["functions"]} >= {"new", "gone"}
+    # corrected medians under 0.1 us per call (hook cost subtracted down to
+    # the calibration's error) are never judged, however small their p
+    rows = doc["roots"] + doc["functions"] + doc["paths"]
+    for r in rows:
+        if r["verdict"] in ("slower", "faster"):
+            assert min(r["before"]["median_ns"], r["after"]["median_ns"]) >= 100, r
+    assert any((r["why"] or "").startswith("under 0.1 us per call") for r in rows)
 
 
 def test_folded_pairs_are_what_inferno_diff_folded_writes(tmp_path):

@@ -41,7 +41,9 @@ statistics (docs/diff.md):
               most one observation per root call
   verdict     p-values adjusted for the number of items compared
               (Benjamini-Hochberg, false discovery rate 5%); faster/slower
-              needs adjusted p < 0.05, |change| >= --min-change, and, when a
+              needs adjusted p < 0.05, |change| >= --min-change, medians
+              of at least 0.1 us per call on both sides (smaller corrected
+              times are within the calibration's error), and, when a
               side has several runs, every AFTER run's median beyond every
               BEFORE run's (a single noisy run cannot pass as a change)
   new/gone    functions and paths on one side only, with their time

@@ -338,6 +338,7 @@ def _table(level, keys, fb, fa, change, lo, hi, p, q, min_change) -> Table:
     slower = change > 0
     significant = (q <= stats.ALPHA) & present_b & present_a
     big = np.abs(np.nan_to_num(change)) >= min_change
+    resolved = np.minimum(fb.median, fa.median) >= stats.MIN_TIME_NS
     apart = stats.runs_separated(fb.run_medians, fa.run_medians, slower)
     verdict, why = [], []
     for i in range(len(keys)):
@@ -345,12 +346,13 @@ def _table(level, keys, fb, fa, change, lo, hi, p, q, min_change) -> Table:
             verdict.append("new"), why.append("")
         elif not present_a[i]:
             verdict.append("gone"), why.append("")
-        elif significant[i] and big[i] and apart[i]:
+        elif significant[i] and big[i] and apart[i] and resolved[i]:
             verdict.append("slower" if slower[i] else "faster"), why.append("")
         else:
             verdict.append("no change")
             why.append("" if not significant[i] else
-                       f"below {min_change * 100:g}%" if not big[i] else "within run-to-run spread")
+                       f"below {min_change * 100:g}%" if not big[i] else
+                       stats.UNRESOLVED if not resolved[i] else "within run-to-run spread")
     return Table(level=level, keys=keys, before=fb, after=fa, change=change, ci_lo=lo, ci_hi=hi,
                  p=p, q=q, verdict=tuple(verdict), why=tuple(why),
                  delta_per_root=fa.per_root_time - fb.per_root_time)

@@ -20,7 +20,9 @@ The method (docs/diff.md says the same, and every output names it):
   (Benjamini-Hochberg, false discovery rate 5%, over every item with calls
   on both sides).
 * A verdict (faster/slower) needs: the adjusted p-value under 5%, a change
-  of at least MIN_CHANGE, and, when a side has several runs, every run of
+  of at least MIN_CHANGE, medians of at least MIN_TIME_NS per call on both
+  sides (below, the corrected time is within the calibration's error), and,
+  when a side has several runs, every run of
   AFTER beyond every run of BEFORE (its median time per call): a single noisy
   run cannot pass as a change.
 """
@@ -39,7 +41,13 @@ METHOD = ("change = Hodges-Lehmann ratio of time per call AFTER / BEFORE - 1 (me
           "from the Mann-Whitney rank-sum test, at most one call per root call counted as "
           "independent; p-values adjusted by Benjamini-Hochberg (FDR 5%) over every item "
           "compared; faster/slower needs adjusted p < 0.05, |change| >= {min:g}% and, with "
-          "several runs on a side, no overlap of the runs' median times per call")
+          "several runs on a side, no overlap of the runs' median times per call; medians "
+          "under 0.1 us per call are not judged")
+# A median per call under this, on either side, is not judged: corrected
+# times that small are what is left after subtracting a hook cost of about
+# 1 us per call, and are within the calibration's own error.
+MIN_TIME_NS = 100.0
+UNRESOLVED = "under 0.1 us per call (within the calibration's error)"
 LOG_FLOOR_NS = 1.0  # a corrected time of 0 (clamped) compares as 1 ns
 PAIR_CAP = 400  # values per side beyond this are merged into 1/256-wide log bins
 
