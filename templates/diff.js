@@ -83,7 +83,9 @@ FTD.flame = (function () {
       if (r.w > 30) {
         ctx.fillStyle = "#1d232b";
         var label = j === N ? "all" : F.name[j], room = Math.floor((r.w - 6) / 6.2);
+        ctx.save(); ctx.beginPath(); ctx.rect(r.x, r.y, r.w - 2, r.h); ctx.clip();  /* never over the next frame */
         ctx.fillText(label.length > room ? label.slice(0, Math.max(room - 1, 0)) + "\u2026" : label, Math.max(r.x, 0) + 3, r.y + ROW / 2);
+        ctx.restore();
       }
     }
     crumbs();
