@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 
@@ -267,6 +268,27 @@ def test_each_trace_is_read_once_in_parallel(monkeypatch, synth):
     assert sorted(p for p, _ in seen) == sorted(runs)
     assert len({t for _, t in seen}) > 1
     assert all(t.startswith("ftflame-diff-read") for _, t in seen)
+
+
+def test_parallel_reads_give_stderr_back():
+    """Reads on several threads at once (each trace.dat quiets libtracecmd's
+    stderr while it runs) leave fd 2 where it was: the one-line messages
+    after them must reach the user."""
+    from ftflame.diff import load
+
+    dats = [fixture(r) for r in ("k6.1/s01-v3-write4k/trace.dat", "k6.12/s01-v3-write4k/trace.dat",
+                                 "k6.1/s10-lost/trace.dat", "k6.1/s09-depth3/trace.dat",
+                                 "k6.1/s04-null/trace.dat", "k6.1/s06-calib-pair/trace-full.dat")]
+    before = os.fstat(2)
+    for _ in range(3):
+        orig = load.workers
+        load.workers = lambda n: n
+        try:
+            load.load_sides(dats[:3], dats[3:], opts(raw=True))
+        finally:
+            load.workers = orig
+        now = os.fstat(2)
+        assert (now.st_dev, now.st_ino) == (before.st_dev, before.st_ino)
 
 
 def test_help_teaches_the_method():

@@ -7,12 +7,10 @@ report/diff_*.py print the resulting ``Diff``.
 """
 from __future__ import annotations
 
-from . import stats
-
 
 def compare(before, after, opts):
     """The Diff of two lists of traces (paths or run directories)."""
-    from . import checks, load, model
+    from . import checks, load, model, stats
 
     runs_b, runs_a = load.load_sides(before, after, opts)
     min_change = getattr(opts, "min_change", None)
@@ -24,4 +22,4 @@ def compare(before, after, opts):
     return d.__class__(**{**d.__dict__, "warnings": tuple(warn)})
 
 
-__all__ = ["compare", "stats"]
+__all__ = ["compare"]
