@@ -155,7 +155,7 @@ def rest(d) -> list:
         return []
     lines = ["", f"No significant change: {int(same.sum()):,} functions, "
              f"{sum(v == 'no change' for v in d.table('paths').verdict):,} call paths; "
-             "the largest differences:",
+             "largest differences:",
              "  calls/root call  us per call (median)"]
     lines.append("{:>8} {:>8} {:>9} {:>9} {:>7}  {}".format("before", "after", "before", "after", "change",
                                                            "function"))
@@ -168,6 +168,21 @@ def rest(d) -> list:
     return lines
 
 
+def fit(lines: list) -> list:
+    """Every line under WIDTH columns: a longer one (a long name, a large
+    count) goes on indented continuation lines, never cut."""
+    out = []
+    for line in lines:
+        line = line.rstrip()
+        if len(line) < WIDTH:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip()) + 4)
+        out += textwrap.wrap(line, WIDTH - 1, subsequent_indent=indent, break_on_hyphens=False,
+                             break_long_words=True) or [""]
+    return out
+
+
 def render(d, opts=None) -> str:
     lines = header(d) + significant(d) + roots(d) + new_gone(d) + rest(d)
-    return "\n".join(line.rstrip() for line in lines) + "\n"
+    return "\n".join(fit(lines)) + "\n"

@@ -134,8 +134,22 @@ def test_a_scaled_function_is_found_with_its_ancestors(synth):
 
 
 def test_a_scaled_function_is_found_in_three_runs_per_side(synth):
+    from ftflame.report import diff_text
+
     d = compare(synth["runs"][:3], synth["scaled_runs"])
     assert_only_scaled_flagged(d)
+    text = diff_text.render(d)
+    assert max(len(line) for line in text.splitlines()) < 80
+    assert "runs " in text  # the run-to-run range of each root function
+
+
+def test_text_never_cuts_a_long_line():
+    from ftflame.report.diff_text import fit
+
+    long = "  " + " ".join(f"word{i}" for i in range(40))
+    out = fit(["short", long])
+    assert out[0] == "short" and all(len(x) < 80 for x in out)
+    assert " ".join(x.strip() for x in out[1:]) == long.strip()
 
 
 def test_calls_inside_one_root_call_count_once(synth):
