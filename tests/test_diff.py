@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-import diffsynth
+from helpers import diffsynth
 from conftest import fixture
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
@@ -221,7 +221,7 @@ def test_json_schema_and_figures(tmp_path):
 def test_folded_pairs_are_what_inferno_diff_folded_writes(tmp_path):
     """The difffolded lines equal inferno-diff-folded's merge of the two
     sides' folded files, and inferno-flamegraph renders them."""
-    from htmlfix import inferno_flamegraph
+    from helpers.htmlfix import inferno_flamegraph
 
     flamegraph = inferno_flamegraph()
     difffolded = flamegraph.parent / "inferno-diff-folded"

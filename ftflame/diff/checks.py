@@ -2,7 +2,7 @@
 sides with nothing in common refused."""
 from __future__ import annotations
 
-from ftflame.errors import InputError
+from ftflame.model.errors import InputError
 
 from .model import SideInfo, root_call_count
 

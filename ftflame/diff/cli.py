@@ -5,7 +5,7 @@ import argparse
 import os
 import sys
 
-from ftflame.errors import InputError
+from ftflame.model.errors import InputError
 
 FORMATS = {"txt": (".txt",), "json": (".json",), "folded": (".folded", ".difffolded"),
            "html": (".html", ".htm")}
@@ -113,7 +113,7 @@ def choose_format(output, fmt) -> str:
 def cmd_diff(args) -> int:
     import importlib
 
-    from ftflame.cli import resolve_input
+    from ftflame.rundir import resolve_input
     from ftflame.output import refuse_input_as_output, write_atomic, write_stdout
 
     from . import compare

@@ -1,7 +1,7 @@
 """Reading the two sides of a diff: every trace once, in parallel.
 
 Each trace goes through the pipeline `ftflame report` uses (the same reader,
-calibration choice and corrections: ftflame.cli.apply_corrections), so a
+calibration choice and corrections: ftflame.correct.stage), so a
 side's figures are the ones its own report prints. The C core reads with the
 GIL released, so a thread per core reads that many traces at once; the
 Python around each read is per call path, never per event.
@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Sequence
 
-from ftflame.profile import Profile
+from ftflame.model.profile import Profile
 
 
 @dataclass(frozen=True)
@@ -28,12 +28,15 @@ class Run:
 def load_run(given: str, opts) -> Run:
     """One trace through report's pipeline: read, calibration, corrections
     (raw figures with opts.raw: nothing taken out)."""
-    from ftflame import cli, parse
+    from ftflame import parse
+    from ftflame.correct.stage import CorrectionOptions, correct_for_report
+    from ftflame.rundir import resolve_input
 
-    path = cli.resolve_input(given)
+    path = resolve_input(given)
     profile = parse.read(path)
     if not getattr(opts, "raw", False):
-        profile = cli.apply_corrections(profile, path, opts)
+        profile = correct_for_report(profile, path, CorrectionOptions(
+            calibration=getattr(opts, "calibration", None), irqs=getattr(opts, "irqs", None) or "exclude"))
     return Run(given, path, profile)
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ftflame.profile import NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, _bucket_mids
+from ftflame.model.profile import NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, _bucket_mids
 
 from . import stats
 

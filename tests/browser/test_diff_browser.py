@@ -2,22 +2,17 @@
 Chromium): no console error, no network request, zoom and search work, and
 every drawn frame's colour follows its verdict. Pages of the real
 comparisons (two kernels; root-only vs full graph) and of a synthetic
-change (one function scaled x1.5: tests/diffsynth.py)."""
+change (one function scaled x1.5: tests/helpers/diffsynth.py)."""
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import pytest
+from helpers import diffsynth
+from helpers.corpus import curated as fixture
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import diffsynth  # noqa: E402
-from conftest import fixture  # noqa: E402
-
-from ftflame.diff import compare  # noqa: E402
-from ftflame.report import diff_html  # noqa: E402
+from ftflame.diff import compare
+from ftflame.report import diff_html
 
 pytestmark = pytest.mark.browser
 
