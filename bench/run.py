@@ -20,7 +20,10 @@ A third table: each reader's peak RSS and time on the first trace and on
 it made --lengths times as long (bench/longer.py: its pages repeated later
 in time), beside trace-cmd report's: flat memory means the same peak.
 
-usage: bench/run.py [--reps N] [--roots N] [--lengths N] [TRACE.dat ...]
+A fourth compares `ftflame diff` of 2 x 3 curated fixture runs with reporting
+the six one after the other (--no-diff: none); the target is under 1.5x.
+
+usage: bench/run.py [--reps N] [--roots N] [--lengths N] [--no-diff] [TRACE.dat ...]
 """
 from __future__ import annotations
 
@@ -41,6 +44,10 @@ DEFAULT_TRACES = [
 BARE = os.path.join(ROOT, "bench", "bare_iter")
 PY = sys.executable
 ROOTS_BUDGET_S = 5.0
+DIFF_TARGET = 1.5  # diff of 2 x 3 runs against reporting the six
+FIXTURES = os.path.join(ROOT, "tests", "data", "fixtures")
+DIFF_SIDES = (["k6.1/s01-v3-write4k/trace.dat", "k6.1/s10-lost/trace.dat", "k6.1/s06-calib-pair/trace-full.dat"],
+              ["k6.12/s01-v3-write4k/trace.dat", "k6.1/s15-icount-calib/trace-full.dat", "k6.1/s09-depth3/trace.dat"])
 
 
 def build_bare() -> None:
@@ -124,6 +131,18 @@ def length_rows(trace: str, times: int, tmp: str, reps: int) -> list:
         rows.append((name, runs[0], runs[1]))
     os.unlink(long_trace)
     return rows
+def diff_row(tmp: str, reps: int) -> tuple:
+    """(seconds of the diff, seconds of the six reports in a row): best of
+    reps, interleaved."""
+    before, after = ([os.path.join(FIXTURES, r) for r in side] for side in DIFF_SIDES)
+    diff = [PY, "-m", "ftflame.cli", "diff", "-q", "-o", os.path.join(tmp, "d.txt"), *before, "--", *after]
+    reports = [[PY, "-m", "ftflame.cli", "report", "-q", t, "-o", os.path.join(tmp, "r.txt")]
+               for t in before + after]
+    best_diff = best_six = float("inf")
+    for _ in range(reps):
+        best_diff = min(best_diff, measure(diff)[0])
+        best_six = min(best_six, sum(measure(cmd)[0] for cmd in reports))
+    return best_diff, best_six
 
 
 def main() -> int:
@@ -134,6 +153,7 @@ def main() -> int:
     ap.add_argument("--lengths", type=int, default=2, metavar="N",
                     help="also the first trace made N times as long (bench/longer.py), for memory "
                          "at two lengths (0: no such table)")
+    ap.add_argument("--no-diff", action="store_true", help="no row for ftflame diff")
     ap.add_argument("traces", nargs="*", default=DEFAULT_TRACES)
     args = ap.parse_args()
     if not shutil.which("trace-cmd"):
@@ -196,6 +216,13 @@ def main() -> int:
         for fmt, wall, rss, cpu in roots_rows(tmp, args.roots, args.reps):
             print(f"| {args.roots:,} distinct root functions | ftflame report --format {fmt} | "
                   f"{wall:.2f} | {cpu:.2f} | {rss:.0f} | {'yes' if wall < ROOTS_BUDGET_S else 'NO'} |")
+    if not args.no_diff:
+        d, six = diff_row(tmp, args.reps)
+        print()
+        print(f"| command | wall s | reporting the six, wall s | ratio | under {DIFF_TARGET:g}x |")
+        print("|---|---:|---:|---:|---|")
+        print(f"| ftflame diff of 2 x 3 curated fixture runs | {d:.2f} | {six:.2f} | {d / six:.2f} | "
+              f"{'yes' if d / six < DIFF_TARGET else 'NO'} |")
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

@@ -1,4 +1,4 @@
-"""ftflame command line: `ftflame report`, `ftflame collect`, `ftflame calibrate`.
+"""ftflame command line: `ftflame report`, `ftflame diff`, `ftflame collect`, `ftflame calibrate`.
 
 Exit codes: 0 success; 2 bad input or usage (one line on stderr naming the
 file and the problem); 130 interrupted; 1 internal error.
@@ -182,6 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     cal.set_defaults(func=cmd_calibrate)
 
+    from ftflame.diff.cli import add_parser as add_diff  # ftflame diff (ftflame/diff/)
+
+    add_diff(sub)
+
     for name, script, text in (("collect", "collect.sh", "record a trace around a workload (collect/collect.sh)"),
                                ):
         c = sub.add_parser(name, help=text, add_help=False)
@@ -292,8 +296,14 @@ def main(argv=None) -> int:
         except InputError as e:
             print(f"ftflame: {e.line()}", file=sys.stderr)
             return 2
+    after_side = None
+    if argv[:1] == ["diff"]:  # BEFORE... -- AFTER...: the sides apart before argparse
+        from ftflame.diff.cli import pre_split
+
+        argv, after_side = pre_split(argv)
     ap = build_parser()
     args = ap.parse_args(argv)
+    args.after_side = after_side
     if not getattr(args, "func", None):
         ap.print_help()
         return 2

@@ -219,49 +219,75 @@ static int build_batch(dat_ctx *c, batch *bt)
  * error -22", "Can not mmap file, will read instead"): while it runs, fd 2
  * goes to /dev/null and ftflame says what went wrong in one line of its
  * own. Back for the progress callback (Python's progress bar). Left alone
- * under FTFLAME_DEBUG and AddressSanitizer, whose reports go to fd 2. */
+ * under FTFLAME_DEBUG and AddressSanitizer, whose reports go to fd 2.
+ * fd 2 is one per process and reads may run at once on several threads
+ * (ftflame diff): they share one quieting, begun by the first and ended by
+ * the last. (Each saving fd 2 for itself, a read begun while another had
+ * it on /dev/null would "restore" /dev/null for good.) */
 struct quiet_stderr {
-	int saved, null; /* -1: not quieted */
+	int on; /* this read counts among the quieting's users */
 };
+
+static pthread_mutex_t quiet_lock = PTHREAD_MUTEX_INITIALIZER;
+static int quiet_users, quiet_saved = -1, quiet_null = -1;
 
 static void quiet_begin(quiet_stderr *q)
 {
-	q->saved = q->null = -1;
+	q->on = 0;
 #ifndef __SANITIZE_ADDRESS__
 	if (getenv("FTFLAME_DEBUG"))
 		return;
-	q->null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	q->saved = q->null < 0 ? -1 : fcntl(2, F_DUPFD_CLOEXEC, 3);
-	if (q->saved < 0 || dup2(q->null, 2) < 0) {
-		if (q->null >= 0)
-			close(q->null);
-		if (q->saved >= 0)
-			close(q->saved);
-		q->saved = q->null = -1;
+	pthread_mutex_lock(&quiet_lock);
+	if (quiet_users == 0) {
+		quiet_null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		quiet_saved = quiet_null < 0 ? -1 : fcntl(2, F_DUPFD_CLOEXEC, 3);
+		if (quiet_saved < 0 || dup2(quiet_null, 2) < 0) {
+			if (quiet_null >= 0)
+				close(quiet_null);
+			if (quiet_saved >= 0)
+				close(quiet_saved);
+			quiet_saved = quiet_null = -1;
+			pthread_mutex_unlock(&quiet_lock);
+			return;
+		}
 	}
+	quiet_users++;
+	q->on = 1;
+	pthread_mutex_unlock(&quiet_lock);
 #endif
 }
 
 static void quiet_pause(quiet_stderr *q)
 {
-	if (q->saved >= 0)
-		dup2(q->saved, 2);
+	if (!q->on)
+		return;
+	pthread_mutex_lock(&quiet_lock);
+	dup2(quiet_saved, 2);
+	pthread_mutex_unlock(&quiet_lock);
 }
 
 static void quiet_resume(quiet_stderr *q)
 {
-	if (q->saved >= 0)
-		dup2(q->null, 2);
+	if (!q->on)
+		return;
+	pthread_mutex_lock(&quiet_lock);
+	dup2(quiet_null, 2);
+	pthread_mutex_unlock(&quiet_lock);
 }
 
 static void quiet_end(quiet_stderr *q)
 {
-	if (q->saved < 0)
+	if (!q->on)
 		return;
-	dup2(q->saved, 2);
-	close(q->saved);
-	close(q->null);
-	q->saved = q->null = -1;
+	pthread_mutex_lock(&quiet_lock);
+	if (--quiet_users == 0) {
+		dup2(quiet_saved, 2);
+		close(quiet_saved);
+		close(quiet_null);
+		quiet_saved = quiet_null = -1;
+	}
+	pthread_mutex_unlock(&quiet_lock);
+	q->on = 0;
 }
 
 /* errno in words; libtracecmd sometimes leaves it negative (-EINVAL),

@@ -1,0 +1,146 @@
+"""The `ftflame diff` subcommand: its options, its --help, its run."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ftflame.model.errors import InputError
+
+FORMATS = {"txt": (".txt",), "json": (".json",), "folded": (".folded", ".difffolded"),
+           "html": (".html", ".htm")}
+RENDERER = {"txt": "diff_text", "json": "diff_json", "folded": "diff_folded", "html": "diff_html"}
+
+DESCRIPTION = """\
+Compare BEFORE with AFTER: per root function, per function and per call
+path, the calls per root call and the time per call on each side (mean and
+median), the change in % with a 95% interval, and a verdict: faster, slower,
+or no significant change. Each side is one or more traces (trace.dat, text
+traces, collect.sh run directories); several runs per side are pooled and
+their run-to-run spread is kept. Times are corrected as `ftflame report`
+corrects them (each trace with its own calibration), raw with --raw."""
+
+EPILOG = """\
+examples:
+  ftflame diff before.dat after.dat              text for a mail, on stdout
+  ftflame diff b1/ b2/ b3/ -- a1/ a2/ a3/        three runs per side (run dirs)
+  ftflame diff before.dat after.dat -o d.json    JSON, schema "ftflame-diff/1"
+  ftflame diff before.dat after.dat -o d.html    differential flame graph, delta table
+  ftflame diff before.dat after.dat -o d.folded  difffolded lines: path BEFORE AFTER
+      (inferno-flamegraph d.folded > d.svg, or flamegraph.pl d.folded)
+
+statistics (docs/diff.md):
+  values      each call's corrected time: exact for root calls, from the
+              1/16-wide histograms elsewhere; means exact (corrected sums)
+  change      Hodges-Lehmann ratio AFTER / BEFORE - 1: the median of the
+              ratios of every AFTER call to every BEFORE call (robust: an
+              outlier 50x the average counts as one call, not 50)
+  interval    95%, from the same pairs, at the ranks the Mann-Whitney test
+              leaves open; p-value: Mann-Whitney rank-sum test; calls inside
+              one root call are not independent, so each side counts as at
+              most one observation per root call
+  verdict     p-values adjusted for the number of items compared
+              (Benjamini-Hochberg, false discovery rate 5%); faster/slower
+              needs adjusted p < 0.05, |change| >= --min-change, medians
+              of at least 0.1 us per call on both sides (smaller corrected
+              times are within the calibration's error), and, when a
+              side has several runs, every AFTER run's median beyond every
+              BEFORE run's (a single noisy run cannot pass as a change)
+  new/gone    functions and paths on one side only, with their time
+
+Warnings (one line each) when the sides differ in kernel, clock, graph
+functions, tracer options or calibration, and for events lost on a side;
+sides with no function in common are refused (exit 2).
+"""
+
+
+def add_parser(sub) -> None:
+    d = sub.add_parser("diff", help="compare two sets of traces: what a patch changed, with error bars",
+                       description=DESCRIPTION, epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    d.add_argument("inputs", nargs="*", metavar="TRACE",
+                   help="BEFORE AFTER, or BEFORE... -- AFTER... (trace.dat, text trace, run directory)")
+    d.add_argument("-o", "--output", metavar="OUT",
+                   help="output file (format from its extension: .txt .json .folded .html); "
+                        "default: text on stdout")
+    d.add_argument("-F", "--format", choices=sorted(FORMATS), help="output format (overrides the extension)")
+    d.add_argument("-q", "--quiet", action="store_true", help="no notes on stderr")
+    d.add_argument("--raw", action="store_true", help="compare raw times (no overhead correction)")
+    d.add_argument("--min-change", metavar="PCT", type=float, default=5.0,
+                   help="smallest change called faster/slower, in %% (default 5)")
+    d.add_argument("--calibration", metavar="FILE",
+                   help="calibration.json for both sides ('none': no hook-cost correction); "
+                        "default: each trace's own, as ftflame report chooses it")
+    d.add_argument("--irqs", choices=("exclude", "include"), default="exclude",
+                   help="interrupt subtrees out of the interrupted calls' time (default) or in")
+    d.set_defaults(func=cmd_diff)
+
+
+def split_sides(inputs: list, after: list | None):
+    """(before, after) from `A B` or `A... -- B...`."""
+    if after is not None:
+        if not inputs or not after:
+            raise InputError("diff", "a side is empty", "give BEFORE... -- AFTER...")
+        return list(inputs), list(after)
+    if len(inputs) != 2:
+        raise InputError("diff", f"{len(inputs)} traces without '--'",
+                         "give BEFORE AFTER, or BEFORE... -- AFTER...")
+    return [inputs[0]], [inputs[1]]
+
+
+def pre_split(argv: list):
+    """argv of `diff` with the traces after '--' taken out (argparse would
+    mix both sides into one list): (argv, after or None)."""
+    if "--" not in argv:
+        return argv, None
+    at = argv.index("--")
+    return argv[:at], argv[at + 1:]
+
+
+def choose_format(output, fmt) -> str:
+    if fmt:
+        return fmt
+    if output in (None, "-"):
+        return "txt"
+    low = output.lower()
+    for name, exts in FORMATS.items():
+        if low.endswith(exts):
+            return name
+    raise InputError(output, "cannot tell the output format from the extension",
+                     "use .txt .json .folded .html, or --format")
+
+
+def cmd_diff(args) -> int:
+    import importlib
+
+    from ftflame.rundir import resolve_input
+    from ftflame.output import refuse_input_as_output, write_atomic, write_stdout
+
+    from . import compare
+
+    before, after = split_sides(args.inputs, getattr(args, "after_side", None))
+    fmt = choose_format(args.output, args.format)
+    if not 0 <= args.min_change < 1000:
+        raise InputError("--min-change", f"must be a percentage from 0 to 1000, not {args.min_change:g}")
+    for given in before + after:
+        if not os.path.exists(given) and given != "-":
+            raise InputError(given, "no such file or directory")
+    if "-" in before + after:
+        raise InputError("-", "diff reads files, not stdin", "save the trace to a file")
+    refuse_input_as_output(args.output, [resolve_input(g) for g in before + after] + [args.calibration])
+    opts = argparse.Namespace(**vars(args))
+    opts.min_change = args.min_change / 100.0
+    d = compare(before, after, opts)
+    render = importlib.import_module(f"ftflame.report.{RENDERER[fmt]}").render
+    text = render(d, opts)
+    if args.output in (None, "-"):
+        write_stdout(text)
+    else:
+        size = write_atomic(args.output, text)
+        if not args.quiet:
+            wrote = f", {size:,} bytes" if size is not None else ", in place"
+            print(f"ftflame: wrote {args.output} ({fmt}{wrote})", file=sys.stderr)
+    if not args.quiet and args.output not in (None, "-"):
+        for w in d.warnings:
+            print(f"ftflame: warning: {w}", file=sys.stderr)
+    return 0

@@ -1,0 +1,60 @@
+"""Reading the two sides of a diff: every trace once, in parallel.
+
+Each trace goes through the pipeline `ftflame report` uses (the same reader,
+calibration choice and corrections: ftflame.correct.stage), so a
+side's figures are the ones its own report prints. The C core reads with the
+GIL released, so a thread per core reads that many traces at once; the
+Python around each read is per call path, never per event.
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Sequence
+
+from ftflame.model.profile import Profile
+
+
+@dataclass(frozen=True)
+class Run:
+    """One trace of a side, read and corrected."""
+
+    label: str  # what the user gave (a trace or a run directory)
+    path: str  # the trace read
+    profile: Profile
+
+
+def load_run(given: str, opts) -> Run:
+    """One trace through report's pipeline: read, calibration, corrections
+    (raw figures with opts.raw: nothing taken out)."""
+    from ftflame import parse
+    from ftflame.correct.stage import CorrectionOptions, correct_for_report
+    from ftflame.rundir import resolve_input
+
+    path = resolve_input(given)
+    profile = parse.read(path)
+    if not getattr(opts, "raw", False):
+        profile = correct_for_report(profile, path, CorrectionOptions(
+            calibration=getattr(opts, "calibration", None), irqs=getattr(opts, "irqs", None) or "exclude"))
+    return Run(given, path, profile)
+
+
+def workers(n: int) -> int:
+    """Threads to read n traces with: one per core, no more than traces."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(n, cores))
+
+
+def load_sides(before: Sequence[str], after: Sequence[str], opts):
+    """(runs before, runs after): each trace read once, all at once on the
+    machine's cores. A bad input raises its InputError (the first given)."""
+    given = list(before) + list(after)
+    with ThreadPoolExecutor(max_workers=workers(len(given)),
+                            thread_name_prefix="ftflame-diff-read") as pool:
+        futures = [pool.submit(load_run, g, opts) for g in given]
+        runs = [f.result() for f in futures]
+    return tuple(runs[:len(before)]), tuple(runs[len(before):])

@@ -1,0 +1,358 @@
+"""The diff model: every figure of `ftflame diff`, computed once.
+
+Built from the runs of both sides (ftflame.diff.load), each a corrected
+Profile. Three tables compare the same figures per item: root functions,
+functions (every call path of a function pooled) and call paths ("a;b;c").
+The renderers (report/diff_*.py) print these arrays and compute nothing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ftflame.model.profile import NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, _bucket_mids
+
+from . import stats
+
+LEVELS = ("roots", "functions", "paths")
+SEP = ";"  # between the functions of a call path, as in folded stacks
+VERDICTS = ("slower", "faster", "no change", "new", "gone")
+
+
+# ---- one run: per item sums ------------------------------------------------
+
+@dataclass(frozen=True)
+class RunItems:
+    """One run's figures for one level: keys, calls, sum and sum of squares
+    of the corrected time per call, and the per-call value entries (value,
+    weight) the medians are taken from."""
+
+    keys: tuple
+    n: np.ndarray
+    s1: np.ndarray
+    s2: np.ndarray
+    entry_item: np.ndarray  # item of each entry
+    entry_value: np.ndarray  # corrected ns
+    entry_weight: np.ndarray  # calls
+    exact: np.ndarray  # bool per item: every call's value known (root calls)
+    excl: np.ndarray  # corrected exclusive time, summed
+    irq_root: np.ndarray  # bool per item: an interrupt subtree's top (NODE_IRQ_ROOT)
+
+
+def path_keys(p: Profile) -> list:
+    """'a;b;c' per node row (parents have lower rows: one pass)."""
+    parent = p.col("parent").tolist()
+    func = p.col("func").tolist()
+    keys = [""] * p.nrows
+    for row in range(p.nrows):
+        name = p.funcs[func[row]]
+        keys[row] = name if parent[row] < 0 else keys[parent[row]] + SEP + name
+    return keys
+
+
+def root_call_count(p: Profile) -> int:
+    """Root calls of the trace's graph functions: completed task-context
+    root calls whose start was recorded, without those spanning a
+    lost-event gap (the calls the corrected root figures cover)."""
+    flags = p.scol("flags")
+    return int(np.count_nonzero((flags & (SAMPLE_GAP | SAMPLE_IRQ | SAMPLE_PARTIAL)) == 0))
+
+
+def _node_sums(p: Profile):
+    """Per node: corrected calls, corrected sum, corrected sum of squares,
+    value entries, exact flags."""
+    c = p.corrected_or_raw
+    n = np.asarray(c.calls, dtype=np.float64)
+    s1 = np.asarray(c.incl, dtype=np.float64)
+    # Per-call values (medians, rank tests): the histogram's, minus the
+    # mean hook cost per call. Not scaled by corrected/raw mean: interrupt
+    # and off-CPU time come out of the few calls that had them, and scaling
+    # every call by their share would shift the whole distribution.
+    hook = np.zeros(p.nrows)
+    if c.overhead is not None:
+        hook = np.divide(np.asarray(c.overhead, dtype=np.float64), n, out=hook, where=n > 0)
+    h = p.hist_incl
+    row_of_entry = np.repeat(np.arange(h.rows), np.diff(h.offsets))
+    mids = _bucket_mids(int(h.buckets.max()) + 1)[h.buckets].astype(np.float64) if len(h.buckets) \
+        else np.zeros(0)
+    cnt = h.counts.astype(np.float64)
+    values = np.maximum(mids - hook[row_of_entry], 0.0)
+    hn = np.bincount(row_of_entry, weights=cnt, minlength=p.nrows)
+    hm2 = np.bincount(row_of_entry, weights=cnt * values * values, minlength=p.nrows)
+    s2 = np.divide(hm2 * n, hn, out=np.zeros(p.nrows), where=hn > 0)
+    exact = np.zeros(p.nrows, dtype=bool)
+    # root calls: every corrected duration is known
+    sflags = p.scol("flags")
+    ok = (sflags & SAMPLE_GAP) == 0
+    snode = p.scol("node")[ok]
+    sdur = np.asarray(c.sample_dur, dtype=np.float64)[ok]
+    if len(snode):
+        per = np.bincount(snode, minlength=p.nrows)
+        known = (per == n) & (per > 0)
+        exact[known] = True
+        keep = known[snode]
+        snode, sdur = snode[keep], sdur[keep]
+        s2 = np.where(known, np.bincount(snode, weights=sdur * sdur, minlength=p.nrows), s2)
+        drop = known[row_of_entry]
+        row_of_entry = np.concatenate((row_of_entry[~drop], snode))
+        values = np.concatenate((values[~drop], sdur))
+        cnt = np.concatenate((cnt[~drop], np.ones(len(sdur))))
+    return n, s1, s2, row_of_entry, values, cnt, exact, np.asarray(c.excl, dtype=np.float64)
+
+
+def run_items(p: Profile) -> dict:
+    """{level: RunItems} for one run."""
+    n, s1, s2, erow, evalue, ecount, exact, excl = _node_sums(p)
+    live = n > 0
+    out = {}
+    pkeys = path_keys(p)
+    parent = p.col("parent")
+    pseudo = p.pseudo_roots
+    func = p.col("func")
+    irq_top = (p.col("flags") & NODE_IRQ_ROOT) != 0
+
+    def grouped(keys_of_row, rows):
+        names = sorted({keys_of_row[r] for r in rows.tolist()})
+        index = {k: i for i, k in enumerate(names)}
+        item_of_row = np.full(p.nrows, -1, dtype=np.int64)
+        for r in rows.tolist():
+            item_of_row[r] = index[keys_of_row[r]]
+        m = len(names)
+        sel = item_of_row >= 0
+        it = item_of_row[sel]
+        ent = item_of_row[erow] >= 0
+        all_exact = np.bincount(it, weights=(~exact[sel]).astype(float), minlength=m) == 0
+        return RunItems(
+            keys=tuple(names), n=np.bincount(it, weights=n[sel], minlength=m),
+            s1=np.bincount(it, weights=s1[sel], minlength=m), s2=np.bincount(it, weights=s2[sel], minlength=m),
+            entry_item=item_of_row[erow][ent], entry_value=evalue[ent], entry_weight=ecount[ent],
+            exact=all_exact, excl=np.bincount(it, weights=excl[sel], minlength=m),
+            irq_root=np.bincount(it, weights=irq_top[sel].astype(float), minlength=m) > 0)
+
+    rows = np.flatnonzero(live)
+    out["paths"] = grouped(pkeys, rows)
+    names = [p.funcs[i] for i in func.tolist()]
+    out["functions"] = grouped(names, rows)
+    out["roots"] = grouped(names, np.flatnonzero(live & (parent < 0) & ~pseudo))
+    return out
+
+
+# ---- a side: its runs pooled -----------------------------------------------
+
+@dataclass(frozen=True)
+class SideFigures:
+    """One side's figures for one level, aligned with the level's items."""
+
+    calls: np.ndarray  # corrected calls, all runs
+    per_root: np.ndarray  # calls per root call
+    mean: np.ndarray  # corrected ns per call (exact)
+    median: np.ndarray  # ns per call (exact where `exact`, else from histograms)
+    exact: np.ndarray  # bool: every call's value known
+    sd: np.ndarray  # standard deviation of the time per call
+    neff: np.ndarray  # effective sample: min(calls, root calls)
+    per_root_time: np.ndarray  # corrected ns per root call
+    run_medians: np.ndarray  # (runs, items) median ns per call per run, NaN where absent
+    run_lo: np.ndarray
+    run_hi: np.ndarray
+    excl_per_root_time: np.ndarray  # corrected exclusive ns per root call
+    irq_root: np.ndarray  # bool per item: the top of an interrupt subtree
+
+
+@dataclass(frozen=True)
+class Table:
+    level: str
+    keys: tuple
+    before: SideFigures
+    after: SideFigures
+    change: np.ndarray  # mean after / mean before - 1 (NaN: one side lacks it)
+    ci_lo: np.ndarray
+    ci_hi: np.ndarray
+    p: np.ndarray
+    q: np.ndarray  # Benjamini-Hochberg adjusted p
+    verdict: tuple  # one of VERDICTS per item
+    why: tuple  # for "no change" of a significant p: what held it back, else ""
+    delta_per_root: np.ndarray  # ns per root call, after - before (the impact)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+@dataclass(frozen=True)
+class SideInfo:
+    """What a side is: its runs, how they were recorded, what was lost."""
+
+    label: str  # "before" / "after"
+    runs: tuple  # of dicts: label, path, kernel, clock, format, root_calls, lost..., calibration
+    root_calls: int
+    lost_events: int
+    lost_gaps_unknown: int
+    gap_calls: int
+    calibrations: tuple  # distinct (source, o_in, o_out)
+    # latency over time, per run: (root function names, start s since the
+    # run's first root call, corrected duration ns) of its counted root calls
+    latency: tuple = ()
+
+
+@dataclass(frozen=True)
+class Diff:
+    before: SideInfo
+    after: SideInfo
+    tables: dict  # level -> Table
+    warnings: tuple
+    corrected: bool
+    method: str
+    irqs: str  # "exclude": interrupt subtrees are out of the interrupted calls' corrected time
+    min_change: float
+    alpha: float = stats.ALPHA
+    notes: tuple = field(default_factory=tuple)
+
+    def table(self, level: str) -> Table:
+        return self.tables[level]
+
+    @property
+    def folded(self) -> "Folded":
+        t = self.tables["paths"]
+        return Folded(t.keys, t.before.excl_per_root_time, t.after.excl_per_root_time)
+
+
+@dataclass(frozen=True)
+class Folded:
+    """Per call path, each side's corrected exclusive ns per root call."""
+
+    keys: tuple
+    before: np.ndarray
+    after: np.ndarray
+
+
+def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
+    """A side's sums per item of `keys`, its runs pooled; returns
+    (SideFigures, the calls' (item, value, weight) entries)."""
+    m = len(keys)
+    index = {k: i for i, k in enumerate(keys)}
+    n, s1, s2, excl = np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m)
+    run_medians = np.full((len(runs_items), m), np.nan)
+    exact = np.ones(m, dtype=bool)
+    irq_root = np.zeros(m, dtype=bool)
+    e_item, e_val, e_w = [], [], []
+    for r, ri in enumerate(runs_items):
+        at = np.fromiter((index[k] for k in ri.keys), dtype=np.int64, count=len(ri.keys))
+        n[at] += ri.n
+        s1[at] += ri.s1
+        s2[at] += ri.s2
+        excl[at] += ri.excl
+        irq_root[at] |= ri.irq_root
+        exact[at] &= ri.exact
+        med = stats.weighted_medians(ri.entry_item, ri.entry_value, ri.entry_weight, len(at))
+        run_medians[r, at] = np.where(ri.n > 0, med, np.nan)
+        e_item.append(at[ri.entry_item])
+        e_val.append(ri.entry_value)
+        e_w.append(ri.entry_weight)
+    mean, var = stats.moments_mean_var(n, s1, s2)
+    entries = (np.concatenate(e_item) if e_item else np.zeros(0, np.int64),
+               np.concatenate(e_val) if e_val else np.zeros(0),
+               np.concatenate(e_w) if e_w else np.zeros(0))
+    median = stats.weighted_medians(*entries, m)
+    neff = n if level == "roots" else np.minimum(n, root_calls)
+    with np.errstate(all="ignore"):
+        lo = np.where(np.isfinite(run_medians).any(axis=0),
+                      np.nanmin(np.where(np.isfinite(run_medians), run_medians, np.inf), axis=0), np.nan)
+        hi = np.where(np.isfinite(run_medians).any(axis=0),
+                      np.nanmax(np.where(np.isfinite(run_medians), run_medians, -np.inf), axis=0), np.nan)
+    rc = max(root_calls, 1)
+    fig = SideFigures(calls=n, per_root=n / rc, mean=mean, median=median, exact=exact & (n > 0),
+                      sd=np.sqrt(np.where(np.isfinite(var), var, np.nan)), neff=neff,
+                      per_root_time=s1 / rc, run_medians=run_medians, run_lo=lo, run_hi=hi,
+                      excl_per_root_time=excl / rc, irq_root=irq_root)
+    return fig, entries
+
+
+def latency_points(p: Profile) -> tuple:
+    """(function name per point, start in s from the first, corrected ns)
+    of the root calls counted in root_call_count."""
+    flags = p.scol("flags")
+    ok = (flags & (SAMPLE_GAP | SAMPLE_IRQ | SAMPLE_PARTIAL)) == 0
+    start = p.scol("calltime")[ok]
+    dur = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)[ok]
+    names = [p.funcs[f] for f in p.col("func")[p.scol("node")[ok]].tolist()] if ok.any() else []
+    t0 = int(start.min()) if len(start) else 0
+    return tuple(names), (start - t0) / 1e9, dur
+
+
+def _side_info(label: str, runs) -> SideInfo:
+    infos = []
+    cals = []
+    for run in runs:
+        p = run.profile
+        cal = p.calibration
+        key = (cal.source, round(float(cal.o_in_ns), 1), round(float(cal.o_out_ns), 1))
+        if key not in cals:
+            cals.append(key)
+        infos.append({
+            "label": run.label, "path": run.path, "kernel": p.trace.kernel, "clock": p.trace.clock,
+            "format": p.trace.format, "root_calls": root_call_count(p),
+            "lost_events": int(sum(p.lost_per_cpu.values())),
+            "lost_gaps_unknown": int(sum(p.lost_gaps_unknown_per_cpu.values())),
+            "gap_calls": int(p.counters.get("gap_calls", 0)),
+            "calibration": {"source": cal.source, "o_in_ns": round(float(cal.o_in_ns), 1),
+                            "o_out_ns": round(float(cal.o_out_ns), 1), "method": cal.method},
+        })
+    return SideInfo(
+        label=label, runs=tuple(infos), latency=tuple(latency_points(r.profile) for r in runs),
+        root_calls=sum(i["root_calls"] for i in infos),
+        lost_events=sum(i["lost_events"] for i in infos),
+        lost_gaps_unknown=sum(i["lost_gaps_unknown"] for i in infos),
+        gap_calls=sum(i["gap_calls"] for i in infos), calibrations=tuple(cals))
+
+
+def build(before_runs, after_runs, corrected: bool = True,
+          min_change: float = stats.MIN_CHANGE, warnings: tuple = (), irqs: str = "exclude") -> Diff:
+    """The diff of two sides (tuples of ftflame.diff.load.Run)."""
+    items_b = [run_items(r.profile) for r in before_runs]
+    items_a = [run_items(r.profile) for r in after_runs]
+    info_b, info_a = _side_info("before", before_runs), _side_info("after", after_runs)
+    tables = {}
+    pooled = {}
+    for level in LEVELS:
+        keys = tuple(sorted(set().union(*(ri[level].keys for ri in items_b + items_a))))
+        fb, eb = _pool(level, [ri[level] for ri in items_b], keys, info_b.root_calls)
+        fa, ea = _pool(level, [ri[level] for ri in items_a], keys, info_a.root_calls)
+        change, lo, hi, p, tested = stats.rank_tests(eb, ea, fb.neff, fa.neff, len(keys))
+        pooled[level] = (keys, fb, fa, change, lo, hi, p, tested)
+    # one correction for every item compared (calls on both sides), all levels together
+    allq = stats.benjamini_hochberg(np.concatenate([pooled[lv][6][pooled[lv][7]] for lv in LEVELS]))
+    at = 0
+    for level in LEVELS:
+        keys, fb, fa, change, lo, hi, p, tested = pooled[level]
+        q = np.ones(len(keys))
+        q[tested] = allq[at:at + len(tested)]
+        at += len(tested)
+        tables[level] = _table(level, keys, fb, fa, change, lo, hi, p, q, min_change)
+    return Diff(before=info_b, after=info_a, tables=tables, warnings=tuple(warnings),
+                corrected=corrected, method=stats.method_text(min_change), min_change=min_change,
+                irqs=irqs if corrected else "include")
+
+
+def _table(level, keys, fb, fa, change, lo, hi, p, q, min_change) -> Table:
+    present_b, present_a = fb.calls > 0, fa.calls > 0
+    slower = change > 0
+    significant = (q <= stats.ALPHA) & present_b & present_a
+    big = np.abs(np.nan_to_num(change)) >= min_change
+    resolved = np.minimum(fb.median, fa.median) >= stats.MIN_TIME_NS
+    apart = stats.runs_separated(fb.run_medians, fa.run_medians, slower)
+    verdict, why = [], []
+    for i in range(len(keys)):
+        if not present_b[i]:
+            verdict.append("new"), why.append("")
+        elif not present_a[i]:
+            verdict.append("gone"), why.append("")
+        elif significant[i] and big[i] and apart[i] and resolved[i]:
+            verdict.append("slower" if slower[i] else "faster"), why.append("")
+        else:
+            verdict.append("no change")
+            why.append("" if not significant[i] else
+                       f"below {min_change * 100:g}%" if not big[i] else
+                       stats.UNRESOLVED if not resolved[i] else "within run-to-run spread")
+    return Table(level=level, keys=keys, before=fb, after=fa, change=change, ci_lo=lo, ci_hi=hi,
+                 p=p, q=q, verdict=tuple(verdict), why=tuple(why),
+                 delta_per_root=fa.per_root_time - fb.per_root_time)

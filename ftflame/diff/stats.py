@@ -1,0 +1,212 @@
+"""The statistics of `ftflame diff`, as small pure functions over arrays.
+
+The method (docs/diff.md says the same, and every output names it):
+
+* Each compared item (a root function, a function, a call path) has, per
+  side, its calls' corrected times: exact for root calls (every corrected
+  duration is known), elsewhere the log-bucket histogram's values (1/16
+  bucket resolution) scaled by corrected mean / raw mean, as every report's
+  estimates are. Means are exact either way (corrected sums over calls).
+* The change is the Hodges-Lehmann estimate of the ratio AFTER / BEFORE of
+  the time per call: the median of the ratios of every AFTER call to every
+  BEFORE call, minus 1. Its 95% interval comes from the same pairs (the
+  ratios at the ranks the Mann-Whitney test leaves open), and the two-sided
+  p-value is the Mann-Whitney rank-sum test's (normal approximation) of the
+  same comparison: the interval excludes 0 when p < 0.05. Ranks make one
+  outlier count as one call, not as its 50x duration.
+* Calls inside one root call are not independent: each side counts as at
+  most one observation per root call (n = min(calls, root calls)).
+* The p-values are adjusted for the number of items compared
+  (Benjamini-Hochberg, false discovery rate 5%, over every item with calls
+  on both sides).
+* A verdict (faster/slower) needs: the adjusted p-value under 5%, a change
+  of at least MIN_CHANGE, medians of at least MIN_TIME_NS per call on both
+  sides (below, the corrected time is within the calibration's error), and,
+  when a side has several runs, every run of
+  AFTER beyond every run of BEFORE (its median time per call): a single noisy
+  run cannot pass as a change.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+ALPHA = 0.05  # false discovery rate and interval level (95%)
+Z95 = 1.959963984540054
+MIN_CHANGE = 0.05  # changes smaller than this are not called, whatever their p-value
+
+METHOD = ("change = Hodges-Lehmann ratio of time per call AFTER / BEFORE - 1 (median "
+          "of the ratios of all pairs of calls), 95% interval from the same pairs; p-value "
+          "from the Mann-Whitney rank-sum test, at most one call per root call counted as "
+          "independent; p-values adjusted by Benjamini-Hochberg (FDR 5%) over every item "
+          "compared; faster/slower needs adjusted p < 0.05, |change| >= {min:g}% and, with "
+          "several runs on a side, no overlap of the runs' median times per call; medians "
+          "under 0.1 us per call are not judged")
+# A median per call under this, on either side, is not judged: corrected
+# times that small are what is left after subtracting a hook cost of about
+# 1 us per call, and are within the calibration's own error.
+MIN_TIME_NS = 100.0
+UNRESOLVED = "under 0.1 us per call (within the calibration's error)"
+LOG_FLOOR_NS = 1.0  # a corrected time of 0 (clamped) compares as 1 ns
+PAIR_CAP = 400  # values per side beyond this are merged into 1/256-wide log bins
+
+
+def method_text(min_change: float) -> str:
+    return METHOD.format(min=min_change * 100)
+
+
+def moments_mean_var(n, s1, s2):
+    """Mean and (unbiased) variance from count, sum and sum of squares;
+    variance inf where fewer than 2 calls (nothing to say about noise)."""
+    n = np.asarray(n, dtype=np.float64)
+    mean = np.divide(s1, n, out=np.zeros(len(n)), where=n > 0)
+    ex2 = np.divide(s2, n, out=np.zeros(len(n)), where=n > 0)
+    var = np.maximum(ex2 - mean * mean, 0.0) * np.divide(n, n - 1, out=np.zeros(len(n)), where=n > 1)
+    return mean, np.where(n > 1, var, np.inf)
+
+
+def compact(item, value, weight, m: int):
+    """A side's (item, log value, weight) entries sorted by item then value,
+    equal values of an item merged. An item with more than PAIR_CAP values
+    (root calls: exact values) has them merged into log bins 1/64 wide
+    (1.6%, inside the histograms' own 1/16) first, so that no item has more
+    than a few hundred values to pair. Returns (item, log value, weight,
+    offsets per item)."""
+    item = np.asarray(item, dtype=np.int64)
+    lv = np.log(np.maximum(np.asarray(value, dtype=np.float64), LOG_FLOOR_NS))
+    w = np.asarray(weight, dtype=np.float64)
+    many = np.bincount(item, minlength=m) > PAIR_CAP
+    lv = np.where(many[item], np.round(lv * 64.0) / 64.0, lv)
+    order = np.lexsort((lv, item))
+    item, lv, w = item[order], lv[order], w[order]
+    first = np.r_[True, (item[1:] != item[:-1]) | (lv[1:] != lv[:-1])] if len(item) else np.zeros(0, bool)
+    group = np.cumsum(first) - 1
+    w = np.bincount(group, weights=w) if len(item) else w
+    item, lv = item[first], lv[first]
+    return item, lv, w, np.searchsorted(item, np.arange(m + 1))
+
+
+def rank_tests(side_b, side_a, neff_b, neff_a, m: int, max_pairs: int = 1 << 22):
+    """For every item 0..m-1 with at least 2 effective calls on both sides:
+    (change, lo, hi, p) from all pairs (AFTER value, BEFORE value) of its
+    calls' log times, weighted by their calls. p: Mann-Whitney (the share
+    of pairs where AFTER is slower, ties half, against 1/2, with n = neff
+    per side); change: the pairs' weighted median ratio - 1 (Hodges-
+    Lehmann); lo, hi: the ratios at the shares 1/2 -+ 1.96 standard errors
+    of the test. NaN and p = 1 for the other items. A side is (item, value
+    ns, weight) arrays. All items at once, in batches of at most max_pairs
+    pairs: no Python per item."""
+    change, lo, hi = np.full(m, np.nan), np.full(m, np.nan), np.full(m, np.nan)
+    p = np.ones(m)
+    ib, lb, wb, ob = compact(*side_b, m)
+    ia, la, wa, oa = compact(*side_a, m)
+    kb, ka = np.diff(ob), np.diff(oa)
+    nb, na = np.asarray(neff_b, dtype=np.float64), np.asarray(neff_a, dtype=np.float64)
+    testable = np.flatnonzero((nb >= 2) & (na >= 2) & (kb > 0) & (ka > 0))
+    se = np.sqrt((na + nb + 1.0) / (12.0 * np.maximum(na * nb, 1.0)))
+    pairs = (ka * kb)[testable]
+    batch_of = np.cumsum(pairs) // max_pairs if len(pairs) else pairs
+    for b in np.unique(batch_of).tolist():
+        items = testable[batch_of == b]
+        _pairs_batch(items, (lb, wb, ob, kb), (la, wa, oa, ka), se, change, lo, hi, p)
+    return change, lo, hi, p, testable
+
+
+def _pairs_batch(items, side_b, side_a, se, change, lo, hi, p) -> None:
+    """rank_tests for these items, written into change, lo, hi, p."""
+    lb, wb, ob, kb = side_b
+    la, wa, oa, ka = side_a
+    npairs = ka[items] * kb[items]
+    local = np.repeat(np.arange(len(items)), npairs)  # pair -> position in items
+    t = np.arange(int(npairs.sum())) - np.repeat(np.cumsum(npairs) - npairs, npairs)
+    kbi = kb[items][local]
+    a_idx = oa[items][local] + t // kbi
+    b_idx = ob[items][local] + t % kbi
+    d = la[a_idx] - lb[b_idx]
+    w = wa[a_idx] * wb[b_idx]
+    w /= np.bincount(local, weights=w, minlength=len(items))[local]
+    auc = (np.bincount(local, weights=w * (d > 0), minlength=len(items))
+           + 0.5 * np.bincount(local, weights=w * (d == 0), minlength=len(items)))
+    s = se[items]
+    z = np.abs(auc - 0.5) / s
+    p[items] = [math.erfc(v / math.sqrt(2.0)) for v in z.tolist()]
+    # weighted quantiles of d per item: sort by (item, d); running share
+    # within the item, offset by the item's position so that one
+    # searchsorted finds every item's ranks
+    order = np.lexsort((d, local))
+    d, w, local = d[order], w[order], local[order]
+    cw = np.cumsum(w)
+    start = np.r_[0.0, cw][np.searchsorted(local, np.arange(len(items)))]
+    key = local + np.minimum(cw - start[local], 1.0)
+    last = np.searchsorted(local, np.arange(len(items)), side="right") - 1
+
+    def at(frac):
+        pos = np.searchsorted(key, np.arange(len(items)) + np.clip(frac, 0.0, 1.0) - 1e-12, side="left")
+        return d[np.minimum(pos, last)]
+
+    change[items] = np.expm1(at(np.full(len(items), 0.5)))
+    lo[items] = np.expm1(at(0.5 - Z95 * s))
+    hi[items] = np.expm1(at(0.5 + Z95 * s))
+
+
+def pair_test(lv_b, w_b, neff_b, lv_a, w_a, neff_a):
+    """rank_tests of one item given its log values: (change, lo, hi, p)."""
+    def side(lv, w):
+        return np.zeros(len(lv), np.int64), np.exp(np.asarray(lv, dtype=np.float64)), w
+    out = rank_tests(side(lv_b, w_b), side(lv_a, w_a), [neff_b], [neff_a], 1)
+    return tuple(float(x[0]) for x in out[:4])
+
+
+def benjamini_hochberg(p) -> np.ndarray:
+    """Adjusted p-values (q-values) of the Benjamini-Hochberg step-up
+    procedure: item i is a discovery at FDR alpha when q[i] <= alpha."""
+    p = np.asarray(p, dtype=np.float64)
+    m = len(p)
+    if m == 0:
+        return p
+    order = np.argsort(p, kind="stable")
+    ranked = p[order] * m / np.arange(1, m + 1)
+    q = np.minimum.accumulate(ranked[::-1])[::-1]
+    out = np.empty(m)
+    out[order] = np.minimum(q, 1.0)
+    return out
+
+
+def runs_separated(before_runs: np.ndarray, after_runs: np.ndarray, slower: np.ndarray) -> np.ndarray:
+    """Per item: do the runs' medians keep apart in the direction of the
+    change (every AFTER run above every BEFORE run when slower, below when
+    faster)? Arrays (runs, items), NaN where a run lacks the item; an item
+    with one run per side passes (its spread is unknown: the interval has
+    to speak for it)."""
+    nb = np.sum(np.isfinite(before_runs), axis=0)
+    na = np.sum(np.isfinite(after_runs), axis=0)
+    with np.errstate(all="ignore"):
+        b_hi = np.nanmax(np.where(np.isfinite(before_runs), before_runs, -np.inf), axis=0)
+        b_lo = np.nanmin(np.where(np.isfinite(before_runs), before_runs, np.inf), axis=0)
+        a_hi = np.nanmax(np.where(np.isfinite(after_runs), after_runs, -np.inf), axis=0)
+        a_lo = np.nanmin(np.where(np.isfinite(after_runs), after_runs, np.inf), axis=0)
+    apart = np.where(slower, a_lo > b_hi, a_hi < b_lo)
+    return np.where((nb > 1) | (na > 1), apart, True)
+
+
+def weighted_medians(keys: np.ndarray, values: np.ndarray, weights: np.ndarray, nkeys: int) -> np.ndarray:
+    """Per key, the lower weighted median of its values (the value where
+    the running weight first reaches half); 0 for a key without values.
+    One sort for all keys."""
+    out = np.zeros(nkeys)
+    if not len(keys):
+        return out
+    order = np.lexsort((values, keys))
+    k, v, w = keys[order], values[order], np.asarray(weights, dtype=np.float64)[order]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    cw = np.cumsum(w)
+    base = np.repeat(np.r_[0.0, cw[starts[1:] - 1]], np.diff(np.r_[starts, len(k)]))
+    within = cw - base
+    total = np.repeat(within[np.r_[starts[1:] - 1, len(k) - 1]], np.diff(np.r_[starts, len(k)]))
+    reached = within >= total / 2.0
+    # first reaching entry per key: among reached entries, the first of each key
+    idx = np.flatnonzero(reached)
+    first = idx[np.r_[True, k[idx][1:] != k[idx][:-1]]]
+    out[k[first]] = v[first]
+    return out

@@ -1,0 +1,101 @@
+"""`ftflame diff` as one self-contained HTML page (no network): a
+differential flame graph (the AFTER tree, frames coloured by verdict), a
+sortable delta table, both sides' latency over time overlaid, and both
+calibrations. The page prints the model's figures (ftflame.diff.model);
+it computes none: colours follow the verdicts computed there."""
+from __future__ import annotations
+
+import numpy as np
+
+from ftflame import __version__
+
+from .html import data_json, environment
+
+MAX_FRAMES = 20000
+MIN_FRACTION = 1e-4  # frames narrower than this share of the graph are left out (counted)
+MAX_POINTS = 20000  # latency points per side, the slowest kept when thinned
+VERDICT_CODE = {"no change": 0, "slower": 1, "faster": 2, "new": 3, "gone": 4}
+
+
+def _f(a, nd: int = 1) -> list:
+    """Floats rounded, NaN as null."""
+    return [None if not np.isfinite(x) else round(float(x), nd) for x in np.asarray(a, dtype=np.float64)]
+
+
+def flame_data(d) -> dict:
+    """The AFTER tree's frames (call paths with AFTER calls, parents first);
+    frames narrower than MIN_FRACTION of the graph, or beyond the
+    MAX_FRAMES widest, are left out with their subtrees (counted)."""
+    t = d.table("paths")
+    w = t.after.per_root_time
+    have = np.flatnonzero(t.after.calls > 0).tolist()
+    total = float(sum(w[i] for i in have if ";" not in t.keys[i]))
+    if d.irqs == "exclude":  # interrupt subtrees are not in their parents' corrected time: not drawn
+        have = [i for i in have if not t.after.irq_root[i]]
+    wide = {i for i in sorted(have, key=lambda i: -w[i])[:MAX_FRAMES] if w[i] >= total * MIN_FRACTION}
+    rows, index, parent = [], {}, []
+    for i in sorted(wide, key=lambda i: t.keys[i]):  # by key: a parent before its children
+        key = t.keys[i]
+        up = key.rsplit(";", 1)[0] if ";" in key else None
+        if up is not None and up not in index and not up.startswith("(partial)"):
+            continue  # its parent was left out
+        index[key] = len(rows)
+        parent.append(index.get(up, -1) if up is not None else -1)
+        rows.append(i)
+    return {
+        "name": [t.keys[i].rsplit(";", 1)[-1] for i in rows], "path": [t.keys[i] for i in rows],
+        "parent": parent, "w": _f(w[rows]), "wb": _f(t.before.per_root_time[rows]),
+        "verdict": [VERDICT_CODE[t.verdict[i]] for i in rows],
+        "change": _f(t.change[rows], 4), "lo": _f(t.ci_lo[rows], 4), "hi": _f(t.ci_hi[rows], 4),
+        "q": _f(t.q[rows], 6), "mb": _f(t.before.median[rows]), "ma": _f(t.after.median[rows]),
+        "left_out": len(have) - len(rows), "total": round(total, 1),
+        "irq_left_out": int(sum(1 for i in np.flatnonzero(t.after.calls > 0).tolist() if t.after.irq_root[i]))
+        if d.irqs == "exclude" else 0,
+    }
+
+
+def table_data(d) -> dict:
+    t = d.table("functions")
+    return {
+        "name": list(t.keys), "verdict": [VERDICT_CODE[v] for v in t.verdict], "why": list(t.why),
+        "change": _f(t.change, 4), "lo": _f(t.ci_lo, 4), "hi": _f(t.ci_hi, 4), "q": _f(t.q, 6),
+        "mb": _f(t.before.median), "ma": _f(t.after.median), "meanb": _f(t.before.mean),
+        "meana": _f(t.after.mean), "prb": _f(t.before.per_root, 4), "pra": _f(t.after.per_root, 4),
+        "delta": _f(t.delta_per_root),
+    }
+
+
+def latency_data(side) -> dict:
+    names, funcs, run, t, dur = [], [], [], [], []
+    for r, (fn, start, ns) in enumerate(side.latency):
+        for name in fn:
+            if name not in names:
+                names.append(name)
+        funcs.append(np.array([names.index(x) for x in fn], dtype=np.int64))
+        run.append(np.full(len(ns), r, dtype=np.int64))
+        t.append(np.asarray(start, dtype=np.float64))
+        dur.append(np.asarray(ns, dtype=np.float64))
+    if not dur:
+        return {"names": [], "func": [], "run": [], "t": [], "d": [], "thinned": 0}
+    funcs, run, t, dur = (np.concatenate(x) for x in (funcs, run, t, dur))
+    thinned = 0
+    if len(dur) > MAX_POINTS:  # the slowest kept: the outliers are what one looks for
+        keep = np.sort(np.argsort(-dur, kind="stable")[:MAX_POINTS])
+        thinned = len(dur) - len(keep)
+        funcs, run, t, dur = funcs[keep], run[keep], t[keep], dur[keep]
+    return {"names": names, "func": funcs.tolist(), "run": run.tolist(), "t": _f(t, 6), "d": _f(dur),
+            "thinned": thinned}
+
+
+def page_data(d) -> dict:
+    return {
+        "schema": "ftflame-diff-html/1", "corrected": d.corrected,
+        "verdicts": list(VERDICT_CODE), "flame": flame_data(d), "table": table_data(d),
+        "latency": {"before": latency_data(d.before), "after": latency_data(d.after)},
+    }
+
+
+def render(d, opts=None) -> str:
+    data = page_data(d)
+    tpl = environment().get_template("diff.html")
+    return tpl.render(d=d, version=__version__, data_json=data_json(data))

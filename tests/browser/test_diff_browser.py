@@ -1,0 +1,125 @@
+"""The `ftflame diff` HTML page in a real browser (headless Debian
+Chromium): no console error, no network request, zoom and search work, and
+every drawn frame's colour follows its verdict. Pages of the real
+comparisons (two kernels; root-only vs full graph) and of a synthetic
+change (one function scaled x1.5: tests/helpers/diffsynth.py)."""
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from helpers import diffsynth
+from helpers.corpus import curated as fixture
+
+from ftflame.diff import compare
+from ftflame.report import diff_html
+
+pytestmark = pytest.mark.browser
+
+OPTS = argparse.Namespace(raw=False, calibration=None, irqs="exclude", min_change=0.05)
+TEXT = "k6.1/s07-tracefs-text/trace-default.txt.gz"
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    d = tmp_path_factory.mktemp("diffhtml")
+    src = fixture(TEXT)
+    same = diffsynth.scaled(src, str(d / "same.txt.gz"), "shmem_write_begin", 1.0)
+    scaled = diffsynth.scaled(src, str(d / "scaled.txt.gz"), "shmem_write_begin", 1.5)
+    out = {}
+    for name, before, after in (
+            ("synthetic", same, scaled),
+            ("kernels", fixture("k6.1/s01-v3-write4k/trace.dat"), fixture("k6.12/s01-v3-write4k/trace.dat")),
+            ("calib-pair", fixture("k6.1/s06-calib-pair/trace-root.dat"),
+             fixture("k6.1/s06-calib-pair/trace-full.dat"))):
+        path = d / f"{name}.html"
+        path.write_text(diff_html.render(compare([before], [after], OPTS)), encoding="utf-8")
+        out[name] = path
+    return out
+
+
+def pixel(page, x, y):
+    return page.evaluate(f"""() => {{
+        const c = document.getElementById('flame-canvas'), r = window.devicePixelRatio || 1;
+        return Array.from(c.getContext('2d').getImageData(Math.round({x} * r), Math.round({y} * r), 1, 1).data);
+    }}""")
+
+
+def frames(page):
+    """Every drawn frame wide enough to sample: (index, verdict, rect)."""
+    return page.evaluate("""() => {
+        const F = ftdiff.data.flame, out = [];
+        for (let j = 0; j < F.name.length; j++) {
+            const r = ftdiff.flame.rect(j);
+            if (r.w >= 4) out.push([j, F.verdict[j], r]);
+        }
+        return out;
+    }""")
+
+
+def follows(verdict, rgb):
+    r, g, b = rgb[:3]
+    if verdict == 1:  # slower: red
+        return r > 200 and b < r - 50 and g < r - 30
+    if verdict == 2:  # faster: blue
+        return b > 200 and r < b - 50
+    if verdict == 0:  # no significant change: near white
+        return min(r, g, b) >= 225 and max(r, g, b) - min(r, g, b) < 12
+    if verdict == 3:  # AFTER only: hatched yellow-grey
+        return r >= b + 25 and g >= b + 10
+    return False
+
+
+@pytest.mark.parametrize("name", ["synthetic", "kernels", "calib-pair"])
+def test_diff_page_is_clean_and_coloured_by_verdict(browser_page, pages, name):
+    pg = browser_page()
+    page = pg.open(pages[name])
+    drawn = frames(page)
+    assert drawn, "no frame drawn"
+    wrong = []
+    for j, verdict, r in drawn:
+        rgb = pixel(page, r["x"] + r["w"] / 2, r["y"] + 0.2)  # the top row: above any label
+        if not follows(verdict, rgb):
+            wrong.append((j, verdict, rgb))
+    assert wrong == [], [(j, v, rgb, page.evaluate(f"ftdiff.data.flame.path[{j}]")) for j, v, rgb in wrong]
+    verdicts = {v for _, v, _ in drawn}
+    if name == "synthetic":
+        assert 1 in verdicts and 2 not in verdicts and 3 not in verdicts
+    if name == "calib-pair":
+        assert 3 in verdicts  # the full graph's frames are AFTER only: hatched
+    pg.shot(f"diff-{name}", "#flame-box")
+    pg.assert_clean()
+
+
+def test_diff_page_zoom_search_and_sorting(browser_page, pages):
+    pg = browser_page()
+    page = pg.open(pages["synthetic"])
+    j, r = page.evaluate("""() => {
+        const F = ftdiff.data.flame;
+        const j = F.name.indexOf('shmem_write_begin');
+        return [j, ftdiff.flame.rect(j)];
+    }""")
+    assert j >= 0
+    box = page.locator("#flame-canvas").bounding_box()
+    page.evaluate(f"window.scrollBy(0, {box['y'] + r['y'] - 300})")
+    box = page.locator("#flame-canvas").bounding_box()
+    page.mouse.click(box["x"] + r["x"] + r["w"] / 2, box["y"] + r["y"] + 8)
+    assert page.evaluate("ftdiff.flame.zoomed()") == j
+    assert "shmem_write_begin" in page.locator("#flame-crumbs .here").inner_text()
+    wide = page.evaluate(f"ftdiff.flame.rect({j}).w")
+    assert wide > box["width"] - 4  # the zoomed frame spans the graph
+    page.click("#flame-reset")
+    assert page.evaluate("ftdiff.flame.zoomed()") == -1
+    page.fill("#flame-search", "shmem_write_begin")
+    count = page.locator("#flame-search-count").inner_text()
+    assert count.startswith("1 frame,") and "% of time matched" in count
+    page.fill("#flame-search", "/^nfsd/")
+    assert page.locator("#flame-search-count").inner_text().split()[0] != "0"
+    # the delta table: the slower functions first when sorted by change
+    page.locator("#fn-table th", has_text="change").first.click()
+    first = page.locator("#fn-table tbody tr").first.locator("td").nth(1).inner_text()
+    assert first == "slower"
+    rows = page.locator("#fn-table tbody tr").count()
+    page.fill("#fn-filter", "shmem_write")
+    assert page.locator("#fn-table tbody tr").count() < rows
+    pg.assert_clean()

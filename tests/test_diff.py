@@ -1,0 +1,342 @@
+"""ftflame diff: no change where there is none, the change where one was
+made, readable real comparisons, the outputs' formats, refusals."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from helpers import diffsynth
+from conftest import fixture
+
+FTFLAME = [sys.executable, "-m", "ftflame.cli"]
+TEXT = "k6.1/s07-tracefs-text/trace-default.txt.gz"
+SCALED = "shmem_write_begin"
+# its ancestors in every call path of TEXT (nfsd3_proc_write ... shmem_write_begin)
+ANCESTORS = ("nfsd3_proc_write", "nfsd_write", "nfsd_vfs_write", "vfs_iter_write", "do_iter_write",
+             "do_iter_readv_writev", "generic_file_write_iter", "__generic_file_write_iter",
+             "generic_perform_write")
+CHANGED = ("slower", "faster")
+
+
+def opts(**kw):
+    base = {"raw": False, "calibration": None, "irqs": "exclude", "min_change": 0.05}
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+def compare(before, after, **kw):
+    from ftflame.diff import compare as cmp
+
+    return cmp(list(before), list(after), opts(**kw))
+
+
+def run(*args):
+    return subprocess.run([*FTFLAME, *args], capture_output=True, text=True)
+
+
+def flagged(d, level):
+    t = d.table(level)
+    return {k for k, v in zip(t.keys, t.verdict) if v in CHANGED}
+
+
+def assert_nothing_flagged(d):
+    for level in ("roots", "functions", "paths"):
+        assert flagged(d, level) == set(), level
+
+
+def assert_only_scaled_flagged(d):
+    """SCALED and its ancestors slower, as functions, roots and call paths;
+    nothing else faster or slower."""
+    assert flagged(d, "functions") == {SCALED, *ANCESTORS}
+    assert flagged(d, "roots") == {"nfsd3_proc_write"}
+    paths = flagged(d, "paths")
+    assert {p.split(";")[-1] for p in paths} == {SCALED, *ANCESTORS}
+    assert all(";".join(ANCESTORS).startswith(p) or p.endswith(SCALED) for p in paths), paths
+    for level in ("roots", "functions", "paths"):
+        t = d.table(level)
+        assert {v for v in t.verdict if v in CHANGED} == {"slower"}
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    """The text fixture rewritten: as is (root calls only), SCALED x1.5,
+    halves, and 3 + 3 resampled runs, unchanged and scaled."""
+    d = tmp_path_factory.mktemp("diff")
+    src = fixture(TEXT)
+    out = {"same": diffsynth.scaled(src, str(d / "same.txt.gz"), SCALED, 1.0),
+           "scaled": diffsynth.scaled(src, str(d / "scaled.txt.gz"), SCALED, 1.5)}
+    out["h1"], out["h2"] = diffsynth.halves(src, str(d / "h1.txt.gz"), str(d / "h2.txt.gz"))
+    out["runs"] = [diffsynth.resampled(src, str(d / f"r{i}.txt.gz"), i) for i in range(6)]
+    out["scaled_runs"] = [diffsynth.resampled(src, str(d / f"s{i}.txt.gz"), i, SCALED, 1.5)
+                          for i in range(3, 6)]
+    return out
+
+
+def test_synth_helper_keeps_the_trace(synth):
+    """The rewrite with factor 1 reads as the fixture does (root calls only)."""
+    from ftflame import parse
+
+    a, b = parse.read(fixture(TEXT)), parse.read(synth["same"])
+    assert a.counters["exits"] == b.counters["exits"]
+    assert a.col("incl").sum() == b.col("incl").sum()
+
+
+def test_synth_helper_scales_one_function_and_its_ancestors(synth):
+    from ftflame import parse
+
+    a, b = parse.read(synth["same"]), parse.read(synth["scaled"])
+    fa, fb = a.functions, b.functions
+    for name in fa.names:
+        ia, ib = fa.index(name), fb.index(name)
+        if name == SCALED:
+            assert fb.incl[ib] == pytest.approx(1.5 * fa.incl[ia], rel=1e-4)
+        elif name in ANCESTORS:
+            assert fb.incl[ib] > fa.incl[ia]
+        else:
+            assert fb.incl[ib] == fa.incl[ia], name
+
+
+@pytest.mark.parametrize("rel", [TEXT, "k6.1/s01-v3-write4k/trace.dat"])
+def test_a_trace_against_itself_changes_nothing(rel):
+    d = compare([fixture(rel)], [fixture(rel)])
+    assert_nothing_flagged(d)
+    for level in ("roots", "functions"):
+        t = d.table(level)
+        both = (t.before.calls > 0) & (t.after.calls > 0)
+        assert np.all(t.change[both & np.isfinite(t.change)] == 0)
+        assert set(t.verdict) == {"no change"}
+
+
+def test_two_halves_of_one_trace_change_nothing(synth):
+    d = compare([synth["h1"]], [synth["h2"]])
+    assert_nothing_flagged(d)
+
+
+def test_resampled_runs_change_nothing(synth):
+    d = compare(synth["runs"][:3], synth["runs"][3:])
+    assert_nothing_flagged(d)
+    assert d.table("roots").before.run_medians.shape[0] == 3
+
+
+def test_a_scaled_function_is_found_with_its_ancestors(synth):
+    d = compare([synth["same"]], [synth["scaled"]])
+    assert_only_scaled_flagged(d)
+    f = d.table("functions")
+    i = f.keys.index(SCALED)
+    assert f.ci_lo[i] <= 0.5 <= f.ci_hi[i] + 0.02  # x1.5, within a histogram bucket
+    assert f.change[i] == pytest.approx(0.5, abs=0.07)
+
+
+def test_a_scaled_function_is_found_in_three_runs_per_side(synth):
+    from ftflame.report import diff_text
+
+    d = compare(synth["runs"][:3], synth["scaled_runs"])
+    assert_only_scaled_flagged(d)
+    text = diff_text.render(d)
+    assert max(len(line) for line in text.splitlines()) < 80
+    assert "runs " in text  # the run-to-run range of each root function
+
+
+def test_text_never_cuts_a_long_line():
+    from ftflame.report.diff_text import fit
+
+    long = "  " + " ".join(f"word{i}" for i in range(40))
+    out = fit(["short", long])
+    assert out[0] == "short" and all(len(x) < 80 for x in out)
+    assert " ".join(x.strip() for x in out[1:]) == long.strip()
+
+
+def test_calls_inside_one_root_call_count_once(synth):
+    """A function called many times per root call is tested with n = root
+    calls, not its calls (they are not independent)."""
+    d = compare([synth["h1"]], [synth["h2"]])
+    t = d.table("functions")
+    i = t.keys.index("__rcu_read_lock")
+    assert t.before.calls[i] > 5 * d.before.root_calls
+    assert t.before.neff[i] == d.before.root_calls and t.after.neff[i] == d.after.root_calls
+    r = d.table("roots")
+    assert r.before.neff.tolist() == r.before.calls.tolist()
+
+
+def test_runs_that_disagree_give_no_verdict(synth):
+    """AFTER: two scaled runs and one unchanged: the pooled calls differ
+    (adjusted p < 0.05), but one AFTER run sits among the BEFORE runs, so
+    the change is not called; with the three scaled runs it is."""
+    d = compare(synth["runs"][:3], synth["scaled_runs"][:2] + synth["runs"][5:6])
+    t = d.table("functions")
+    i = t.keys.index(SCALED)
+    assert t.q[i] < 0.05 and t.change[i] > 0.05
+    assert t.verdict[i] == "no change" and t.why[i] == "within run-to-run spread"
+    assert flagged(d, "functions") == set()
+
+
+@pytest.mark.parametrize("before,after,warned", [
+    ("k6.1/s01-v3-write4k/trace.dat", "k6.12/s01-v3-write4k/trace.dat", ("different kernel", "different clock")),
+    ("k6.1/s06-calib-pair/trace-root.dat", "k6.1/s06-calib-pair/trace-full.dat",
+     ("different tracer options", "after: 8,607 events lost")),
+])
+def test_real_comparisons_read_in_80_columns(before, after, warned):
+    proc = run("diff", fixture(before), fixture(after))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert max(len(x) for x in lines) < 80
+    text = proc.stdout
+    assert "Significant changes" in text and "Root functions" in text and "nfsd3_proc_write" in text
+    joined = " ".join(x.strip() for x in lines)
+    for w in warned:
+        assert w in joined
+
+
+def test_json_schema_and_figures(tmp_path):
+    out = tmp_path / "d.json"
+    proc = run("diff", fixture("k6.1/s01-v3-write4k/trace.dat"), fixture("k6.12/s01-v3-write4k/trace.dat"),
+               "-o", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "ftflame-diff/1"
+    assert doc["method"].startswith("change = Hodges-Lehmann")
+    assert {"roots", "functions", "paths", "before", "after", "warnings"} <= doc.keys()
+    row = next(r for r in doc["roots"] if r["function"] == "nfsd3_proc_write")
+    assert row["verdict"] in ("slower", "faster", "no change")
+    for side in ("before", "after"):
+        assert row[side]["calls"] == doc[side]["root_calls"]
+        assert row[side]["calls_per_root_call"] == 1.0
+        assert row[side]["median_exact"] is True
+    assert {r["verdict"] for r in doc["functions"]} >= {"new", "gone"}
+    # corrected medians under 0.1 us per call (hook cost subtracted down to
+    # the calibration's error) are never judged, however small their p
+    rows = doc["roots"] + doc["functions"] + doc["paths"]
+    for r in rows:
+        if r["verdict"] in ("slower", "faster"):
+            assert min(r["before"]["median_ns"], r["after"]["median_ns"]) >= 100, r
+    assert any((r["why"] or "").startswith("under 0.1 us per call") for r in rows)
+
+
+def test_folded_pairs_are_what_inferno_diff_folded_writes(tmp_path):
+    """The difffolded lines equal inferno-diff-folded's merge of the two
+    sides' folded files, and inferno-flamegraph renders them."""
+    from helpers.htmlfix import inferno_flamegraph
+
+    flamegraph = inferno_flamegraph()
+    difffolded = flamegraph.parent / "inferno-diff-folded"
+    out = tmp_path / "d.folded"
+    proc = run("diff", fixture("k6.1/s01-v3-write4k/trace.dat"), fixture("k6.12/s01-v3-write4k/trace.dat"),
+               "-o", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.rsplit(" ", 2) for line in out.read_text().splitlines()]
+    assert rows and all(b.isdigit() and a.isdigit() for _, b, a in rows)
+    for col, name in ((1, "b.folded"), (2, "a.folded")):
+        (tmp_path / name).write_text("".join(f"{r[0]} {r[col]}\n" for r in rows if r[col] != "0"))
+    merged = subprocess.run([str(difffolded), str(tmp_path / "b.folded"), str(tmp_path / "a.folded")],
+                            capture_output=True, text=True, check=True).stdout
+    assert sorted(merged.splitlines()) == sorted(out.read_text().splitlines())
+    svg = subprocess.run([str(flamegraph), str(out)], capture_output=True, text=True, check=True).stdout
+    assert svg.lstrip().startswith("<?xml") and "nfsd3_proc_write" in svg
+
+
+def test_sides_with_nothing_in_common_are_refused(tmp_path):
+    out = tmp_path / "d.txt"
+    proc = run("diff", fixture("k6.1/s04-null/trace.dat"), fixture("k6.1/s06-calib-pair/trace-root.dat"),
+               "-o", str(out))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "no function in common" in proc.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("args,word", [
+    (("a.dat",), "without '--'"),
+    (("x.dat", "y.dat", "z.dat"), "without '--'"),
+    (("--",), "a side is empty"),
+    (("nonexistent.dat", "--", "other.dat"), "nonexistent.dat: no such file"),
+])
+def test_bad_command_lines(args, word):
+    proc = run("diff", *args)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and word in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_each_trace_is_read_once_in_parallel(monkeypatch, synth):
+    """N traces: N reads, on several threads at once when there are cores."""
+    import threading
+
+    from ftflame import parse
+    from ftflame.diff import load
+
+    seen = []
+    real = parse.read
+
+    def counting(path, *a, **k):
+        seen.append((path, threading.current_thread().name))
+        return real(path, *a, **k)
+
+    monkeypatch.setattr(parse, "read", counting)
+    monkeypatch.setattr(load, "workers", lambda n: max(1, min(n, 4)))
+    runs = synth["runs"]
+    compare(runs[:3], runs[3:])
+    assert sorted(p for p, _ in seen) == sorted(runs)
+    assert len({t for _, t in seen}) > 1
+    assert all(t.startswith("ftflame-diff-read") for _, t in seen)
+
+
+def test_parallel_reads_give_stderr_back():
+    """Reads on several threads at once (each trace.dat quiets libtracecmd's
+    stderr while it runs) leave fd 2 where it was: the one-line messages
+    after them must reach the user."""
+    from ftflame.diff import load
+
+    dats = [fixture(r) for r in ("k6.1/s01-v3-write4k/trace.dat", "k6.12/s01-v3-write4k/trace.dat",
+                                 "k6.1/s10-lost/trace.dat", "k6.1/s09-depth3/trace.dat",
+                                 "k6.1/s04-null/trace.dat", "k6.1/s06-calib-pair/trace-full.dat")]
+    before = os.fstat(2)
+    for _ in range(3):
+        orig = load.workers
+        load.workers = lambda n: n
+        try:
+            load.load_sides(dats[:3], dats[3:], opts(raw=True))
+        finally:
+            load.workers = orig
+        now = os.fstat(2)
+        assert (now.st_dev, now.st_ino) == (before.st_dev, before.st_ino)
+
+
+def test_help_teaches_the_method():
+    proc = run("diff", "--help")
+    assert proc.returncode == 0
+    for words in ("Hodges-Lehmann", "Mann-Whitney", "Benjamini-Hochberg", "BEFORE... -- AFTER...",
+                  "examples:", "root call"):
+        assert words in proc.stdout
+
+
+def test_raw_compares_the_raw_times():
+    rel = "k6.1/s01-v3-write4k/trace.dat"
+    d = compare([fixture(rel)], [fixture(rel)], raw=True)
+    assert not d.corrected
+    t = d.table("roots")
+    assert t.before.mean[0] > compare([fixture(rel)], [fixture(rel)]).table("roots").before.mean[0]
+
+
+def test_benjamini_hochberg_known_values():
+    from ftflame.diff.stats import benjamini_hochberg
+
+    q = benjamini_hochberg([0.01, 0.04, 0.03, 0.005])
+    assert q.tolist() == pytest.approx([0.02, 0.04, 0.04, 0.02])
+
+
+def test_pair_test_direction_and_interval():
+    from ftflame.diff.stats import pair_test
+
+    rng = np.random.default_rng(1)
+    b = rng.lognormal(np.log(1000), 0.1, 200)
+    a = b * 1.2
+    ch, lo, hi, p = pair_test(np.log(b), np.ones(200), 200.0, np.log(a), np.ones(200), 200.0)
+    assert lo < 0.2 < hi and ch == pytest.approx(0.2, abs=0.03) and p < 1e-6
+    ch, lo, hi, p = pair_test(np.log(a), np.ones(200), 200.0, np.log(b), np.ones(200), 200.0)
+    assert ch < 0 and p < 1e-6
+    ch, lo, hi, p = pair_test(np.log(b), np.ones(200), 200.0, np.log(b), np.ones(200), 200.0)
+    assert ch == 0 and p == pytest.approx(1.0) and lo < 0 < hi
