@@ -117,6 +117,28 @@ def _nonneg_ns(option: str, text):
     return v
 
 
+def _count_arg(text: str) -> int:
+    """--slowest/--top N: a whole number >= 0 (argparse turns the error into exit 2)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
+    return n
+
+
+def _sections_arg(text: str) -> tuple:
+    from ftflame.report.text import SECTIONS
+
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    bad = [x for x in names if x not in SECTIONS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"unknown section(s) {', '.join(bad) or text!r}: choose from "
+                                         f"{','.join(SECTIONS)}")
+    return names
+
+
 def _formats():
     from ftflame.report import RENDERERS
 
@@ -149,6 +171,15 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--open", action="store_true",
                      help="open the HTML/SVG output in a web browser when run interactively "
                           "(without -o: an HTML report in a temporary directory)")
+    sel = rep.add_argument_group("what is reported")
+    sel.add_argument("--slowest", metavar="N", type=_count_arg, default=20,
+                     help="keep the N slowest root calls per root function and operation, each with "
+                          "its whole call tree (default 20; 0: none)")
+    sel.add_argument("--top", metavar="N", type=_count_arg, default=None,
+                     help="text: rows per table (default: 40 functions, 10 hot paths)")
+    sel.add_argument("--sections", metavar="A,B,...", type=_sections_arg, default=None,
+                     help="text: the sections to print, in order (default: all): "
+                          "header, operations, functions, hot, offcpu, slowest, tree")
     cor = rep.add_argument_group(
         "overhead correction (see docs/overhead.md)",
         "Corrected figures take the tracer's hook cost (O_in inside each call, O_out in its "
@@ -245,7 +276,7 @@ def cmd_report(args) -> int:
             RENDERERS[fmt].render
             from ftflame import balance, calibration, corrections  # noqa: F401
 
-        profile = parse.read_meanwhile(path, imports, progress=progress)
+        profile = parse.read_meanwhile(path, imports, progress=progress, slowest=args.slowest)
         progress.stage("correcting...")
         profile = apply_corrections(profile, path, args)
         progress.stage(f"rendering {fmt}...")

@@ -10,12 +10,12 @@ from ftflame.errors import InputError
 from .detect import TRACE_DAT_MAGIC
 
 
-def core_read_dat(path: str, name: str, progress) -> dict:
+def core_read_dat(path: str, name: str, progress, slowest: int = 20) -> dict:
     """The C core's read of a trace.dat file; its errors name `name`."""
     from . import _core  # the extension alone: no numpy
 
     try:
-        return _core.read_dat(os.fsencode(path), progress=progress)
+        return _core.read_dat(os.fsencode(path), progress=progress, slowest=slowest)
     except ValueError as e:
         raise InputError(name, str(e)) from None
 

@@ -8,7 +8,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ftflame.errors import InputError
-from ftflame.profile import NODE_COLUMNS, SAMPLE_COLUMNS, Histograms, Profile, TraceInfo, check_core_columns
+from ftflame.profile import CALL_COLUMNS, NODE_COLUMNS, SAMPLE_COLUMNS, Histograms, Profile, TraceInfo, check_core_columns
 
 from . import _core, text
 from .dat import core_read_dat, is_plain_dat
@@ -19,13 +19,14 @@ __all__ = ["read", "from_core_result", "build_events"]
 check_core_columns(_core)  # the core's tables are read by these names
 
 
-def read(path: str, progress: Optional[Callable[[int], None]] = None) -> Profile:
+def read(path: str, progress: Optional[Callable[[int], None]] = None, slowest: int = 20) -> Profile:
     """Read a function_graph trace into a Profile: a trace.dat, or any text
     form (tracefs, perf ftrace, trace-cmd report, a mail), plain or gzip/xz/
-    zstd-compressed; '-' reads stdin."""
+    zstd-compressed; '-' reads stdin. slowest: root calls kept with their
+    call trees per (root path, operation) (Profile.slowest_trees)."""
     check_readable(path)
     if path != "-" and is_plain_dat(path):
-        return _read_dat(path, path, "", progress)
+        return _read_dat(path, path, "", progress, slowest)
     src = text.open_input(path)
     try:
         det = classify(src.head, src.name, src.compression)
@@ -39,10 +40,10 @@ def read(path: str, progress: Optional[Callable[[int], None]] = None) -> Profile
         finally:
             src.close()
         try:
-            return _read_dat(tmp, src.name, src.compression, progress)
+            return _read_dat(tmp, src.name, src.compression, progress, slowest)
         finally:
             os.unlink(tmp)
-    res = text.read_text(src, det.dialect, progress)
+    res = text.read_text(src, det.dialect, progress, slowest=slowest)
     info = text.text_info(res, src, det.dialect)
     prof = from_core_result(res, info)
     st = res["text"]
@@ -55,8 +56,8 @@ def read(path: str, progress: Optional[Callable[[int], None]] = None) -> Profile
     return prof.replace(counters=counters, warnings=prof.warnings + tuple(text.text_warnings(st)))
 
 
-def _read_dat(path: str, name: str, compression: str, progress) -> Profile:
-    return _dat_profile(core_read_dat(path, name, progress), name, compression)
+def _read_dat(path: str, name: str, compression: str, progress, slowest: int = 20) -> Profile:
+    return _dat_profile(core_read_dat(path, name, progress, slowest), name, compression)
 
 
 def _dat_profile(res: dict, name: str, compression: str) -> Profile:
@@ -93,7 +94,11 @@ def from_core_result(res: dict, info: TraceInfo) -> Profile:
         lost_per_cpu={cpu: n for cpu, (n, _) in res["lost_per_cpu"].items()},
         lost_gaps_unknown_per_cpu={cpu: u for cpu, (_, u) in res["lost_per_cpu"].items() if u},
         warnings=tuple(warnings),
-        overhead_samples=_overhead_samples(res.get("estimates", ())))
+        overhead_samples=_overhead_samples(res.get("estimates", ())),
+        operations=tuple(res.get("ops", ())), op_how=tuple(res.get("op_how", ())),
+        slowest_trees=tuple((int(i), None if t is None else
+                             np.frombuffer(t, dtype=np.int64).reshape(-1, len(CALL_COLUMNS)))
+                            for i, t in res.get("slowest", ())))
 
 
 _EST_KIND = ("leaf", "gap")

@@ -257,13 +257,13 @@ DIALECT_NAMES = {
 
 
 def read_text(src: Source, dialect: str, progress: Optional[Callable[[int], None]] = None,
-              events: bool = False):
+              events: bool = False, slowest: int = 20):
     """Tokenize a text trace in C; return the core's result dict."""
     from . import _core
 
     mode = _core.TEXT_MAIL if dialect == "mail" else _core.TEXT_LINES
     try:
-        return _core.read_text_chunks(src.chunks(), mode=mode, progress=progress, events=events)
+        return _core.read_text_chunks(src.chunks(), mode=mode, progress=progress, events=events, slowest=slowest)
     finally:
         src.close()
 

@@ -38,13 +38,25 @@ _Static_assert(sizeof(node_columns) / sizeof(node_columns[0]) == NODE_COLS, "a n
 
 enum {
 	SCOL_NODE, SCOL_PID, SCOL_CPU, SCOL_FLAGS, SCOL_CALLTIME, SCOL_DUR, SCOL_DESC, SCOL_IRQ,
-	SCOL_OFFCPU, SCOL_IRQ_CALLS, SCOL_IRQ_ROOTS,
+	SCOL_OFFCPU, SCOL_IRQ_CALLS, SCOL_IRQ_ROOTS, SCOL_OP,
 	SAMPLE_COLS
 };
 static const char *const sample_columns[] = {
-	"node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu", "irq_calls", "irq_roots",
+	"node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu", "irq_calls", "irq_roots", "op",
 };
 _Static_assert(sizeof(sample_columns) / sizeof(sample_columns[0]) == SAMPLE_COLS, "a name per sample column");
+
+/* The calls of a kept slowest root call (calls.c), entry order: parent is a
+ * row index (-1 for the root). */
+enum {
+	RCOL_FUNC, RCOL_PARENT, RCOL_FLAGS, RCOL_CPU, RCOL_CALLTIME, RCOL_DUR, RCOL_DESC, RCOL_IRQ,
+	RCOL_OFFCPU, RCOL_IRQ_ROOTS,
+	REC_COLS
+};
+static const char *const rec_columns[] = {
+	"func", "parent", "flags", "cpu", "calltime", "dur", "desc", "irq", "offcpu", "irq_roots",
+};
+_Static_assert(sizeof(rec_columns) / sizeof(rec_columns[0]) == REC_COLS, "a name per call column");
 
 static void sums_put(int64_t *row, const ftf_sums *s)
 {
@@ -119,6 +131,79 @@ static int hists_csr(const ftf_builder *b, int excl, PyObject **offs, PyObject *
 		Py_DECREF(_v);                                       \
 	} while (0)
 
+static PyObject *str_list(char *const *names, uint32_t n)
+{
+	PyObject *l = PyList_New(n);
+	for (uint32_t i = 0; l && i < n; i++) {
+		const char *c = names[i] ? names[i] : "";
+		PyObject *s = PyUnicode_DecodeUTF8(c, strlen(c), "replace");
+		if (!s) {
+			Py_CLEAR(l);
+			break;
+		}
+		PyList_SET_ITEM(l, i, s);
+	}
+	return l;
+}
+
+/* Operations (labels, how each was recognised) and the slowest root calls:
+ * [(sample index, bytes of REC_COLS int64 per call, or None: too big)]. */
+static int calls_result(ftf_builder *b, PyObject *res)
+{
+	PyObject *ops = str_list(b->ops.names, b->ops.n);
+	if (!ops || PyDict_SetItemString(res, "ops", ops) < 0) {
+		Py_XDECREF(ops);
+		return -1;
+	}
+	Py_DECREF(ops);
+	PyObject *how = str_list(b->op_how, b->op_how ? b->ops.n : 0);
+	if (!how || PyDict_SetItemString(res, "op_how", how) < 0) {
+		Py_XDECREF(how);
+		return -1;
+	}
+	Py_DECREF(how);
+	PyObject *slow = PyList_New(0);
+	if (!slow || PyDict_SetItemString(res, "slowest", slow) < 0) {
+		Py_XDECREF(slow);
+		return -1;
+	}
+	Py_DECREF(slow);
+	for (uint32_t g = 0; g < b->nslow; g++) {
+		for (uint32_t k = 0; k < b->slow[g].n; k++) {
+			const ftf_kept *kp = &b->slow[g].heap[k];
+			PyObject *tree = Py_None;
+			Py_INCREF(tree);
+			if (kp->recs) {
+				Py_DECREF(tree);
+				tree = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)kp->nrecs * REC_COLS * 8);
+				if (!tree)
+					return -1;
+				int64_t *r = (int64_t *)PyBytes_AS_STRING(tree);
+				for (uint32_t i = 0; i < kp->nrecs; i++, r += REC_COLS) {
+					const ftf_rec *c = &kp->recs[i];
+					r[RCOL_FUNC] = c->func;
+					r[RCOL_PARENT] = c->parent == FTF_NONE ? -1 : (int64_t)c->parent;
+					r[RCOL_FLAGS] = c->flags;
+					r[RCOL_CPU] = c->cpu;
+					r[RCOL_CALLTIME] = (int64_t)c->calltime;
+					r[RCOL_DUR] = (int64_t)c->dur;
+					r[RCOL_DESC] = (int64_t)c->desc;
+					r[RCOL_IRQ] = (int64_t)c->irq;
+					r[RCOL_OFFCPU] = (int64_t)c->offcpu;
+					r[RCOL_IRQ_ROOTS] = (int64_t)c->irq_roots;
+				}
+			}
+			PyObject *item = Py_BuildValue("(KN)", (unsigned long long)kp->sample, tree);
+			if (!item || PyList_Append(slow, item) < 0) {
+				Py_XDECREF(item);
+				return -1;
+			}
+			Py_DECREF(item);
+		}
+	}
+	return 0;
+}
+
 /* The aggregate as columnar bytes: converting 100k call paths into Python
  * objects one by one would cost more than reading the trace. */
 static PyObject *builder_result(ftf_builder *b)
@@ -191,8 +276,11 @@ static PyObject *builder_result(ftf_builder *b)
 		sr[SCOL_OFFCPU] = (int64_t)s->offcpu;
 		sr[SCOL_IRQ_CALLS] = (int64_t)s->irq_calls;
 		sr[SCOL_IRQ_ROOTS] = (int64_t)s->irq_roots;
+		sr[SCOL_OP] = s->op;
 	}
 	SET(res, "samples", samples);
+	if (calls_result(b, res) < 0)
+		goto fail;
 
 	/* in-trace overhead estimate: [(kind, context, cpu, counts, over)] */
 	PyObject *est = PyList_New(0);
@@ -228,6 +316,8 @@ static PyObject *builder_result(ftf_builder *b)
 	C(overrun_growth); C(depth_mismatch); C(migrations); C(gap_calls); C(gap_tree_calls); C(partial_entries);
 	C(irq_roots); C(leaf_events); C(irq_outside_window); C(first_ts); C(last_ts);
 #undef C
+	if (b->slow_cut) /* kept slowest root calls whose tree was too big to keep */
+		SET(cnt, "slowest_without_tree", PyLong_FromUnsignedLongLong(b->slow_cut));
 	/* anomalies of hostile or broken input: in the counters when they happened */
 	if (b->c.duration_cut)
 		SET(cnt, "duration_cut", PyLong_FromUnsignedLongLong(b->c.duration_cut));
@@ -291,10 +381,11 @@ static int progress_trampoline(void *ctx, uint64_t events)
 
 static PyObject *py_read_dat(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "path", "progress", NULL };
+	static char *kwlist[] = { "path", "progress", "slowest", NULL };
 	PyObject *path_obj, *progress = Py_None;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|O", kwlist, PyUnicode_FSConverter, &path_obj,
-					 &progress))
+	unsigned int slowest = FTF_SLOWEST_DEFAULT;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|OI", kwlist, PyUnicode_FSConverter, &path_obj,
+					 &progress, &slowest))
 		return NULL;
 	const char *path = PyBytes_AS_STRING(path_obj);
 	ftf_builder *b = malloc(sizeof(*b));
@@ -306,6 +397,7 @@ static PyObject *py_read_dat(PyObject *self, PyObject *args, PyObject *kw)
 		return PyErr_NoMemory();
 	}
 	ftf_builder_init(b);
+	b->slowest_n = slowest;
 	char err[512] = "";
 	progress_ctx pc = { progress, 0 };
 	int rc;
@@ -380,6 +472,7 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 		return PyErr_NoMemory();
 	}
 	ftf_builder_init(b);
+	b->slowest_n = FTF_SLOWEST_DEFAULT;
 	Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
 	for (Py_ssize_t i = 0; i < n; i++) {
 		const char *kind, *func;
@@ -491,11 +584,12 @@ fail:
  * the GIL released; Python runs only between chunks, never per line. */
 static PyObject *py_read_text_chunks(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "chunks", "mode", "progress", "events", NULL };
+	static char *kwlist[] = { "chunks", "mode", "progress", "events", "slowest", NULL };
 	PyObject *chunks, *progress = Py_None;
 	int mode = FTF_TEXT_LINES, want_events = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iOp", kwlist, &chunks, &mode, &progress,
-					 &want_events))
+	unsigned int slowest = FTF_SLOWEST_DEFAULT;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iOpI", kwlist, &chunks, &mode, &progress,
+					 &want_events, &slowest))
 		return NULL;
 	if (mode != FTF_TEXT_LINES && mode != FTF_TEXT_MAIL) {
 		PyErr_SetString(PyExc_ValueError, "mode must be TEXT_LINES or TEXT_MAIL");
@@ -510,6 +604,7 @@ static PyObject *py_read_text_chunks(PyObject *self, PyObject *args, PyObject *k
 		return PyErr_NoMemory();
 	}
 	ftf_builder_init(b);
+	b->slowest_n = slowest;
 	ftf_text *t = ftf_text_new(b, mode);
 	event_log log = { NULL, 0, 0, 0 };
 	PyObject *res = NULL, *item;
@@ -1144,7 +1239,8 @@ PyMODINIT_FUNC PyInit__core(void)
 	PyModule_AddIntConstant(m, "HIST_BUCKETS", FTF_HIST_BUCKETS);
 	PyModule_AddIntConstant(m, "NODE_COLS", NODE_COLS);
 	if (add_names(m, "NODE_COLUMNS", node_columns, NODE_COLS) < 0 ||
-	    add_names(m, "SAMPLE_COLUMNS", sample_columns, SAMPLE_COLS) < 0) {
+	    add_names(m, "SAMPLE_COLUMNS", sample_columns, SAMPLE_COLS) < 0 ||
+	    add_names(m, "CALL_COLUMNS", rec_columns, REC_COLS) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}
@@ -1157,5 +1253,6 @@ PyMODINIT_FUNC PyInit__core(void)
 	PyModule_AddIntConstant(m, "SAMPLE_IRQ", FTF_SAMPLE_IRQ);
 	PyModule_AddIntConstant(m, "TEXT_LINES", FTF_TEXT_LINES);
 	PyModule_AddIntConstant(m, "TEXT_MAIL", FTF_TEXT_MAIL);
+	PyModule_AddIntConstant(m, "SLOWEST_DEFAULT", FTF_SLOWEST_DEFAULT);
 	return m;
 }
