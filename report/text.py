@@ -13,6 +13,7 @@ import numpy as np
 from ftflame import corrections
 from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
 
+from . import textcalls
 from .common import context_lines, count, fit_decimals, plural, report_notes, us
 
 WIDTH = 80
@@ -422,18 +423,42 @@ def call_tree(p: Profile) -> list:
     return lines
 
 
+# The sections of the report, in their default order (--sections picks some).
+SECTIONS = ("header", "operations", "functions", "hot", "offcpu", "slowest", "tree", "balance", "measured")
+
+
+def section_lines(p: Profile, name: str, top=None) -> list:
+    """One section's lines; [] when the trace has nothing for it. top: rows
+    per table (None: each table's default)."""
+    if name == "header":
+        return header(p)
+    if name == "operations":
+        return textcalls.operations_lines(p)
+    if name == "functions":
+        return function_table(p, TOP_FUNCTIONS if top is None else top)
+    if name == "hot":
+        return textcalls.hot_lines(p, *(() if top is None else (top,)))
+    if name == "offcpu":
+        return textcalls.offcpu_lines(p, *(() if top is None else (top,)))
+    if name == "slowest":
+        return textcalls.slowest_lines(p, *(() if top is None else (top,)))
+    if name == "tree":
+        return call_tree(p)
+    if name == "balance":
+        return balance_lines(p)
+    if name == "measured":
+        return measured_lines(p)
+    raise ValueError(f"unknown section {name!r}")
+
+
 def render(p: Profile, opts=None) -> str:
-    out = header(p)
-    out.append("")
-    out.extend(function_table(p))
-    out.append("")
-    out.extend(call_tree(p))
-    bal = balance_lines(p)
-    if bal:
-        out.append("")
-        out.extend(bal)
-    meas = measured_lines(p)
-    if meas:
-        out.append("")
-        out.extend(meas)
+    names = getattr(opts, "sections", None) or SECTIONS
+    top = getattr(opts, "top", None)
+    out = []
+    for name in names:
+        lines = section_lines(p, name, top)
+        if lines:
+            if out:
+                out.append("")
+            out.extend(lines)
     return "\n".join(line.rstrip() for line in out).rstrip() + "\n"
