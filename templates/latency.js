@@ -128,6 +128,7 @@ FT.latency = (function () {
       if (S.durc) rows.push(["duration (corrected)", FT.time(S.durc[k])]);
       rows.push(["pid / cpu", S.pid[k] + " / " + S.cpu[k]]);
       if (S.flags[k] & GAP) rows.push(["", "spans a lost-event gap"]);
+      if (FT.calls && S.sample && FT.data.slowest.some(function (c) { return c.sample === S.sample[k]; })) rows.push(["", "click: its call tree"]);
       t.appendChild(FT.tipTable(rows));
     });
   });
@@ -135,6 +136,11 @@ FT.latency = (function () {
     if (!drag) return;
     var d = drag;
     drag = null;
+    if (d.x1 === undefined || (Math.abs(d.x1 - d.x0) <= 4 && Math.abs(d.y1 - d.y0) <= 4)) {
+      /* a click on a point: that call's own tree, when it was kept */
+      var k = nearest(d.x0, d.y0);
+      if (k >= 0 && FT.calls && FT.calls.open(S.sample[k])) { draw(); return; }
+    }
     if (d.x1 !== undefined && Math.abs(d.x1 - d.x0) > 4) {
       var nx0 = ix(Math.min(d.x0, d.x1)), nx1 = ix(Math.max(d.x0, d.x1));
       var v = { x0: nx0, x1: nx1, y0: view.y0, y1: view.y1 };
