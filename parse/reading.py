@@ -113,10 +113,10 @@ def _overhead_samples(estimates) -> dict:
     return out
 
 
-def build_events(events, source: str = "<events>") -> Profile:
+def build_events(events, source: str = "<events>", slowest: int = 20) -> Profile:
     """Build a Profile from hand-made events (tests: one situation each).
 
     Each event: (kind, cpu, pid, flags, func, depth, ts, calltime, rettime,
     overrun, next_pid, lost), kind in entry/exit/switch/lost/leaf."""
-    res = _core.build_events(list(events))
+    res = _core.build_events(list(events), slowest)
     return from_core_result(res, TraceInfo(source=source, format="events"))

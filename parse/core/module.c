@@ -461,7 +461,8 @@ static PyObject *py_read_dat(PyObject *self, PyObject *args, PyObject *kw)
 static PyObject *py_build_events(PyObject *self, PyObject *args)
 {
 	PyObject *seq;
-	if (!PyArg_ParseTuple(args, "O", &seq))
+	unsigned int slowest = FTF_SLOWEST_DEFAULT;
+	if (!PyArg_ParseTuple(args, "O|I", &seq, &slowest))
 		return NULL;
 	PyObject *fast = PySequence_Fast(seq, "events must be a sequence");
 	if (!fast)
@@ -472,7 +473,7 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 		return PyErr_NoMemory();
 	}
 	ftf_builder_init(b);
-	b->slowest_n = FTF_SLOWEST_DEFAULT;
+	b->slowest_n = slowest;
 	Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
 	for (Py_ssize_t i = 0; i < n; i++) {
 		const char *kind, *func;
@@ -1191,7 +1192,7 @@ static PyMethodDef methods[] = {
 	  "per CSR row, each percentile q (0..100) as mids[bucket] of the first bucket whose running "
 	  "count reaches ceil(total * q / 100) (at least 1), clamped to [lo, hi]; 0 for empty rows" },
 	{ "build_events", py_build_events, METH_VARARGS,
-	  "build_events(events) -> dict: feed hand-made events to the call builder" },
+	  "build_events(events, slowest=20) -> dict: feed hand-made events to the call builder" },
 	{ "read_text_chunks", (PyCFunction)(void (*)(void))py_read_text_chunks, METH_VARARGS | METH_KEYWORDS,
 	  "read_text_chunks(chunks, mode=TEXT_LINES, progress=None, events=False) -> dict: tokenize "
 	  "function_graph text fed as an iterable of byte chunks into the call-path aggregate" },
