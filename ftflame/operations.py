@@ -102,7 +102,7 @@ def _operation_table(p: Profile) -> Optional[tuple]:
 class SlowCall:
     sample: int        # row of p.samples
     root: str
-    operation: str
+    operation: Optional[str]  # None: its root function is no dispatcher (no operation table row)
     start_ns: int      # calltime (the tracer's clock)
     pid: int
     cpu: int
@@ -114,8 +114,7 @@ class SlowCall:
 
 
 def slowest_calls(p: Profile) -> tuple:
-    """The kept slowest root calls, slowest first within each (root,
-    operation) group, groups in operation-table order (then by root)."""
+    """The kept slowest root calls, slowest first."""
     if _SLOW_CACHE in p.__dict__:
         return p.__dict__[_SLOW_CACHE]
     p.__dict__[_SLOW_CACHE] = out = _slowest_calls(p)
@@ -133,18 +132,19 @@ def _slowest_calls(p: Profile) -> tuple:
     cal = p.calibration if p.corrected is not None else None
     irqs = p.corrected.irqs if p.corrected is not None else "exclude"
     offcpu_removed = p.corrected is None or p.corrected.offcpu.startswith("removed")
+    op_roots = {r.root for r in operation_table(p) or ()}
     out = []
     for i, tree in p.slowest_trees:
         name = p.funcs[int(root[i])] + (" (partial)" if flags[i] & SAMPLE_PARTIAL else "") + \
             (" [irq]" if flags[i] & SAMPLE_IRQ else "")
         calls = call_tree(tree, cal, irqs, offcpu_removed, float(corr[i])) if tree is not None else None
         out.append(SlowCall(
-            sample=int(i), root=name, operation=p.operations[op[i]] if op[i] >= 0 else NO_OPERATION,
+            sample=int(i), root=name,
+            operation=p.operations[op[i]] if op[i] >= 0 else NO_OPERATION if name in op_roots else None,
             start_ns=int(p.scol("calltime")[i]), pid=int(p.scol("pid")[i]), cpu=int(p.scol("cpu")[i]),
             dur=int(dur[i]), corr=float(corr[i]), gap=bool(flags[i] & SAMPLE_GAP), calls=calls,
             dominant=tuple(p.funcs[f] for f in dominant_path(calls)) if calls else ()))
-    order = {(r.root, r.operation): k for k, r in enumerate(operation_table(p) or ())}
-    out.sort(key=lambda s: (order.get((s.root, s.operation), len(order)), s.root, s.operation, -s.dur, s.sample))
+    out.sort(key=lambda s: (-s.dur, s.sample))
     return tuple(out)
 
 

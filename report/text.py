@@ -177,29 +177,33 @@ def _flag(unreliable, clamped) -> str:
 
 
 def corrected_function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
-    """Raw and corrected figures side by side, busiest (corrected) first."""
+    """Corrected figures with their percentiles, busiest (corrected) first."""
     ft = p.functions
     ex = corrections.function_extras(p)
+    cols, approx, _, _ = corrections.corrected_stats(p)["functions", "incl"]
+    p50, p99 = cols[4], cols[6]
     order = sorted(range(len(ft)), key=lambda i: (-ft.incl_corr[i], ft.names[i]))[:top]
     lines = [f"Functions by corrected inclusive time (top {len(order)} of {len(ft)}; us; "
              "* = corrected)",
              "",
-             f"{'Calls':>7} {'Calls*':>7} {'Avg':>9} {'Avg*':>9} {'Total*':>10} {'Self*':>9}  Function",
-             f"{'=' * 7} {'=' * 7} {'=' * 9} {'=' * 9} {'=' * 10} {'=' * 9}  {'=' * 21}"]
-    avg, avg_c = _means(ft.incl, ft.calls), _means(ft.incl_corr, ft.calls_corr)
-    d = _decimals([(avg[order], 9), (avg_c[order], 9), (ft.incl_corr[order], 10), (ft.excl_corr[order], 9)])
+             f"{'Calls*':>7} {'Avg*':>9} {'p50*':>9} {'p99*':>9} {'Total*':>10} {'Self*':>9}  Function",
+             f"{'=' * 7} {'=' * 9} {'=' * 9} {'=' * 9} {'=' * 10} {'=' * 9}  {'=' * 19}"]
+    avg_c = _means(ft.incl_corr, ft.calls_corr)
+    d = _decimals([(avg_c[order], 9), (p50[order], 9), (ft.incl_corr[order], 10), (ft.excl_corr[order], 9),
+                   (p99[order], 9)])
     for i in order:
         flag = _flag(ex["unreliable"][i], ex["clamped"][i]) if ex else " "
-        lines.append(f"{count(ft.calls[i], 7)} {count(ft.calls_corr[i], 7)} {us(avg[i], 9, d[0])} "
-                     f"{us(avg_c[i], 9, d[1])} {us(ft.incl_corr[i], 10, d[2])} {us(ft.excl_corr[i], 9, d[3])} "
-                     f"{flag}{_clip(ft.names[i], 22)}")
+        lines.append(f"{count(ft.calls_corr[i], 7)} {us(avg_c[i], 9, d[0])} {us(p50[i], 9, d[1])} "
+                     f"{us(p99[i], 9, d[4])} {us(ft.incl_corr[i], 10, d[2])} {us(ft.excl_corr[i], 9, d[3])} "
+                     f"{flag}{_clip(ft.names[i], 20)}")
     lines.append("")
-    cut = {"cut"} if any(len(ft.names[i]) > 22 for i in order) else set()
-    lines.extend(_wrap("Avg: raw mean over all Calls. Calls*: the clean calls the corrected figures "
-                       "cover (gap calls left out); Avg*, Total*, Self*: corrected, over them - where "
-                       "Calls* < Calls, Avg and Avg* are means over different calls. ?: the hook-cost "
-                       "correction exceeds half the measured time (unreliable). ~: clamped at zero "
-                       "self time. " + mark_legend(cut), ""))
+    cut = {"cut"} if any(len(ft.names[i]) > 20 for i in order) else set()
+    est = " p50*, p99*: exact for root functions (every call's corrected time is known), " \
+          "elsewhere estimates (the raw ones scaled by Avg* / raw mean)." if approx[order].any() else ""
+    lines.extend(_wrap("Calls*: the clean calls the corrected figures cover (gap calls left out); Avg*, "
+                       "Total*, Self*: corrected, over them (raw figures: the JSON, the HTML's Raw "
+                       "switch)." + est + " ?: the hook-cost correction exceeds half the measured "
+                       "time (unreliable). ~: clamped at zero self time. " + mark_legend(cut), ""))
     return lines
 
 
@@ -383,14 +387,16 @@ def function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
     n = min(top, len(ft))
     lines = [f"Functions by total inclusive time (top {n} of {len(ft)}; times in us)",
              "",
-             f"{'Calls':>9} {'Total':>12} {'Self':>11} {'Avg':>9} {'p99':>9}  Function",
-             f"{'=' * 9} {'=' * 12} {'=' * 11} {'=' * 9} {'=' * 9}  {'=' * 23}"]
+             f"{'Calls':>7} {'Total':>11} {'Self':>10} {'Avg':>9} {'p50':>9} {'p99':>9}  Function",
+             f"{'=' * 7} {'=' * 11} {'=' * 10} {'=' * 9} {'=' * 9} {'=' * 9}  {'=' * 17}"]
     avg = _means(ft.incl, ft.calls)
-    d = _decimals([(ft.incl[:n], 12), (ft.excl[:n], 11), (avg[:n], 9), (ft.incl_pct[:n, 2], 9)])
+    d = _decimals([(ft.incl[:n], 11), (ft.excl[:n], 10), (avg[:n], 9), (ft.incl_pct[:n, 2], 9),
+                   (ft.incl_pct[:n, 0], 9)])
     for i in range(n):
-        lines.append(f"{count(ft.calls[i], 9)} {us(ft.incl[i], 12, d[0])} {us(ft.excl[i], 11, d[1])} "
-                     f"{us(avg[i], 9, d[2])} {us(ft.incl_pct[i][2], 9, d[3])}  {_clip(ft.names[i], 24)}")
-    if any(len(ft.names[i]) > 24 for i in range(n)):
+        lines.append(f"{count(ft.calls[i], 7)} {us(ft.incl[i], 11, d[0])} {us(ft.excl[i], 10, d[1])} "
+                     f"{us(avg[i], 9, d[2])} {us(ft.incl_pct[i][0], 9, d[4])} {us(ft.incl_pct[i][2], 9, d[3])}  "
+                     f"{_clip(ft.names[i], 18)}")
+    if any(len(ft.names[i]) > 18 for i in range(n)):
         lines.append("")  # the legend is not a row of the table
         lines.extend(_wrap(mark_legend({"cut"}), ""))
     return lines

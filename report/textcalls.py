@@ -44,7 +44,7 @@ def operations_lines(p: Profile) -> list:
     corrected = p.corrected is not None
     roots = sorted({r.root for r in rows})
     vals = [v for r in rows for d in (r.raw, r.corr) for v in (d["p50"], d["max"], d["mean"])]
-    dec = fit_decimals(vals, 8, 1)
+    dec = fit_decimals(vals, 8)
     title = (f"Operations under {', '.join(roots)} (latency per root call, us"
              + ("; * = corrected, over the clean calls)" if corrected else ")"))
     out = _wrap(title) + ["",
@@ -73,20 +73,21 @@ def operations_lines(p: Profile) -> list:
 
 
 def slowest_lines(p: Profile, top: int = SLOWEST_TOP) -> list:
-    calls = sorted(slowest_calls(p), key=lambda s: (-s.dur, s.sample))
+    calls = slowest_calls(p)
     if not calls:
         return []
     shown = calls[:top]
     corrected = p.corrected is not None
-    dec = fit_decimals([s.dur for s in shown] + [s.corr for s in shown], 10, 1)
+    dec = fit_decimals([s.dur for s in shown] + [s.corr for s in shown], 10)
     out = _wrap(f"Slowest root calls (the {len(shown)} slowest of {len(calls)} kept: the slowest "
                 "per root function and operation; us"
                 + ("; * = corrected)" if corrected else ")")) + [
         "",
-        f"{'Duration':>10} {'Corr *' if corrected else '':>10} {'Start (s)':>14} {'PID':>7} {'CPU':>3}  Operation",
+        f"{'Duration':>10} {'Corr *' if corrected else '':>10} {'Start (s)':>14} {'PID':>7} {'CPU':>3}  Operation (or root)",
         f"{'=' * 10} {'=' * 10} {'=' * 14} {'=' * 7} {'=' * 3}  {'=' * 29}"]
     for s in shown:
-        what = s.operation if s.operation != NO_OPERATION else s.root
+        what = s.root if s.operation is None else \
+            f"{s.root} {s.operation}" if s.operation == NO_OPERATION else s.operation
         if s.gap:
             what += " (gap)"
         corr = us(s.corr, 10, dec) if corrected else ""
@@ -107,7 +108,7 @@ def slowest_lines(p: Profile, top: int = SLOWEST_TOP) -> list:
 
 
 def _hot_table(title: str, rows: list, what: str, calls_head: str) -> list:
-    dec = fit_decimals([r.ns for r in rows], 10, 1)
+    dec = fit_decimals([r.ns for r in rows], 10)
     out = _wrap(title) + ["",
                           f"{what:>10} {'Share':>6} {calls_head:>8}  Where",
                           f"{'=' * 10} {'=' * 6} {'=' * 8}  {'=' * 52}"]

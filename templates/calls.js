@@ -47,7 +47,7 @@ FT.calls = (function () {
     rows.sort(function (a, b) { return L[b].dur - L[a].dur || a - b; });
     rows.forEach(function (i) {
       var c = L[i], tr = FT.el("tr", { "data-sample": c.sample });
-      tr.appendChild(FT.el("td", { class: "name" }, c.root + ": " + c.operation + (c.gap ? " (gap)" : "")));
+      tr.appendChild(FT.el("td", { class: "name" }, c.root + (c.operation === null ? "" : ": " + c.operation) + (c.gap ? " (gap)" : "")));
       tr.appendChild(FT.el("td", null, FT.us(c.dur)));
       tr.appendChild(FT.el("td", null, FT.us(c.durc)));
       tr.appendChild(FT.el("td", null, (c.start_ns / 1e9).toFixed(6) + " s"));
@@ -87,7 +87,7 @@ FT.calls = (function () {
       }
       boxes.push([x, y, bw, i]);
     }
-    note.textContent = c.root + ": " + c.operation + ", " + FT.us(c.dur) + " \u00b5s raw, " + FT.us(c.durc) +
+    note.textContent = c.root + (c.operation === null ? "" : ": " + c.operation) + ", " + FT.us(c.dur) + " \u00b5s raw, " + FT.us(c.durc) +
       " \u00b5s corrected, pid " + c.pid + ", cpu " + c.cpu + ", " + FT.count(T.func.length) +
       " calls. Each call at its own start time; hover for its figures.";
     canvas.setAttribute("data-sample", c.sample);
