@@ -5,6 +5,7 @@ For each trace: wall time, CPU time (user+sys; ftflame reads on two threads)
 and peak RSS of
   * ftflame report --format json / txt      (the whole job)
   * ftflame parse only                      (read + call builder, no rendering)
+  * both again with --slowest 0             (no slowest calls' trees kept: their cost)
   * trace-cmd report > /dev/null            (what users run today)
   * bench/bare_iter                         (bare libtracecmd iteration + decode:
                                              the floor for any libtracecmd reader)
@@ -98,6 +99,7 @@ def main() -> int:
     build_bare()
     tmp = tempfile.mkdtemp(prefix="ftflame-bench-")
     rows = []
+    slow = []  # the cost of keeping the slowest calls' trees (--slowest 20, the default, vs 0)
     for trace in args.traces:
         if not os.path.exists(trace):
             raise SystemExit(f"bench: {trace}: missing (set FTFLAME_SHARED)")
@@ -107,8 +109,12 @@ def main() -> int:
                                              os.path.join(tmp, "r.json")],
             "ftflame report --format txt": [PY, "-m", "ftflame.cli", "report", "-q", trace, "-o",
                                             os.path.join(tmp, "r.txt")],
+            "ftflame report --format txt --slowest 0": [PY, "-m", "ftflame.cli", "report", "-q", "--slowest", "0",
+                                                        trace, "-o", os.path.join(tmp, "r0.txt")],
             "ftflame parse only": [PY, "-c", "import sys; from ftflame.parse import read; read(sys.argv[1])",
                                    trace],
+            "ftflame parse only --slowest 0": [PY, "-c", "import sys; from ftflame.parse import read; "
+                                               "read(sys.argv[1], slowest=0)", trace],
             "trace-cmd report > /dev/null": ["trace-cmd", "report", trace],
             "bare libtracecmd iteration": [BARE, trace],
         }
@@ -121,6 +127,7 @@ def main() -> int:
         bare = best["bare libtracecmd iteration"][0]
         tcr = best["trace-cmd report > /dev/null"][0]
         size = os.path.getsize(trace) / 2**20
+        slow.append((os.path.relpath(trace, os.path.dirname(ROOT)), best))
         for name, (wall, rss, cpu) in best.items():
             rows.append((os.path.relpath(trace, os.path.dirname(ROOT)), f"{n / 1e6:.2f} M ev, {size:.0f} MiB",
                          name, wall, cpu, rss, wall / bare, tcr / wall))
@@ -131,6 +138,14 @@ def main() -> int:
     print("|---|---|---|---:|---:|---:|---:|---:|")
     for trace, size, name, wall, cpu, rss, vs_bare, speedup in rows:
         print(f"| {trace} | {size} | {name} | {wall:.2f} | {cpu:.2f} | {rss:.0f} | {vs_bare:.2f} | {speedup:.1f} |")
+    print()
+    print("| trace | what | --slowest 20 (default) vs 0: wall | peak RSS |")
+    print("|---|---|---:|---:|")
+    for trace, best in slow:
+        for what, on, off in (("report txt", "ftflame report --format txt", "ftflame report --format txt --slowest 0"),
+                              ("parse only", "ftflame parse only", "ftflame parse only --slowest 0")):
+            (w1, r1, _), (w0, r0, _) = best[on], best[off]
+            print(f"| {trace} | {what} | {(w1 / w0 - 1) * 100:+.1f}% | {r1 - r0:+.1f} MiB |")
     if args.roots:
         print()
         print(f"| text trace | command | wall s | CPU s | peak RSS MiB | within {ROOTS_BUDGET_S:g} s |")

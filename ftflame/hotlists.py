@@ -19,6 +19,7 @@ class HotRow:
     calls: int     # calls the figure covers
     ns: float      # corrected self time, or off-CPU time
     share: float   # of the total over every row
+    path: tuple = ()  # call paths: the names from the root down
 
 
 def hot_functions(p: Profile, top: int = HOT_TOP) -> list:
@@ -42,8 +43,8 @@ def hot_paths(p: Profile, top: int = HOT_TOP) -> list:
     self_ns = np.asarray(c.excl, dtype=np.float64)
     total = float(np.maximum(self_ns, 0).sum()) or 1.0
     rows = np.argsort(-self_ns, kind="stable")[:top]
-    return [HotRow(int(r), _path_name(p, int(r)), int(c.calls[r]), float(self_ns[r]), float(self_ns[r]) / total)
-            for r in rows.tolist() if self_ns[r] > 0]
+    return [HotRow(int(r), _path_name(p, int(r)), int(c.calls[r]), float(self_ns[r]), float(self_ns[r]) / total,
+                   tuple(p.path(int(r)))) for r in rows.tolist() if self_ns[r] > 0]
 
 
 def offcpu_paths(p: Profile, top: int = HOT_TOP):
@@ -59,5 +60,5 @@ def offcpu_paths(p: Profile, top: int = HOT_TOP):
     own = off - np.bincount(parent[has], weights=off[has], minlength=p.nrows)
     total = float(np.maximum(own, 0).sum()) or 1.0
     rows = np.argsort(-own, kind="stable")[:top]
-    return [HotRow(int(r), _path_name(p, int(r)), int(p.col("calls")[r]), float(own[r]), float(own[r]) / total)
-            for r in rows.tolist() if own[r] > 0]
+    return [HotRow(int(r), _path_name(p, int(r)), int(p.col("calls")[r]), float(own[r]), float(own[r]) / total,
+                   tuple(p.path(int(r)))) for r in rows.tolist() if own[r] > 0]

@@ -204,9 +204,8 @@ def dominant_path(calls: dict) -> list:
     if not len(par):
         return []
     order = np.lexsort((-incl, par))  # children grouped by parent, biggest first
-    first = {}
-    for r in order.tolist():
-        first.setdefault(int(par[r]), r)
+    parents, at = np.unique(par[order], return_index=True)
+    first = dict(zip(parents.tolist(), order[at].tolist()))
     path, row = [0], 0
     while row in first and incl[first[row]] * 2 >= incl[row] and incl[row] > 0:
         row = first[row]

@@ -43,3 +43,19 @@ def slowest_json(p: Profile) -> list:
              "dur_ns": s.dur, "dur_corr_ns": _r1(s.corr), "gap": s.gap, "dominant_path": list(s.dominant),
              "tree": call_tree_json(p, s.calls) if s.calls is not None else None}
             for s in slowest_calls(p)]
+
+
+def hot_json(p: Profile) -> dict:
+    """The hot lists (ftflame/hotlists.py): `functions` and `paths` by
+    corrected self time, `offcpu` paths by their own off-CPU time (null
+    without sched_switch events)."""
+    from ftflame import hotlists
+
+    def rows(items, key):
+        return [{("path" if r.path else "name"): list(r.path) if r.path else r.name, "calls": r.calls,
+                 key: _r1(r.ns), "share": round(r.share, 6)} for r in items]
+
+    off = hotlists.offcpu_paths(p)
+    return {"functions": rows(hotlists.hot_functions(p), "self_corr_ns"),
+            "paths": rows(hotlists.hot_paths(p), "self_corr_ns"),
+            "offcpu": None if off is None else rows(off, "offcpu_ns")}

@@ -187,19 +187,39 @@ def operations_data(p: Profile) -> list:
     return operations_json(p)
 
 
+# The slowest calls' own trees leave out calls under this share of the root
+# call (under 2 pixels across a 1000-pixel chart): their time stays in
+# their caller's box, and the page says how many were left out.
+CALL_TREE_MIN_FRACTION = 1 / 500
+# Calls drawn over all the slowest calls' trees in one page (about 45 bytes
+# each), the slowest calls first; a call past it is listed without its tree
+# (the JSON's slowest[] has every one).
+CALL_TREE_BUDGET = 5000
+
+
 def slowest_data(p: Profile) -> list:
     """The kept slowest root calls, each with its call tree as columns
     (entry order; parent -1 for the root): the page draws a call's tree as a
     flame chart of its own when its row or its latency point is clicked."""
     out = []
+    budget = CALL_TREE_BUDGET
     for s in slowest_calls(p):
         c = s.calls
-        tree = None if c is None else {
-            "func": c["func"].tolist(), "parent": c["parent"].tolist(),
-            "t": (c["calltime"] - s.start_ns).tolist(), "incl": c["incl"].tolist(), "excl": c["excl"].tolist(),
-            "incl_corr": _round1(c["corr_incl"]), "irq": c["is_irq"].astype(int).tolist(),
-            "offcpu": c["offcpu"].tolist() if p.offcpu_known else None}
-        out.append({"sample": s.sample, "root": s.root, "operation": s.operation, "start_ns": s.start_ns,
+        tree = None
+        if c is not None and budget > 0:
+            keep = np.flatnonzero(c["incl"] >= c["incl"][0] * CALL_TREE_MIN_FRACTION) if len(c["incl"]) else []
+            row = np.full(len(c["incl"]), -1, dtype=np.int64)
+            row[keep] = np.arange(len(keep))
+            par = c["parent"][keep]  # a kept call's caller is kept: it lasted longer
+            tree = {
+                "func": c["func"][keep].tolist(), "parent": np.where(par >= 0, row[np.maximum(par, 0)], -1).tolist(),
+                "t": (c["calltime"][keep] - s.start_ns).tolist(), "incl": c["incl"][keep].tolist(),
+                "excl": c["excl"][keep].tolist(), "incl_corr": _round1(c["corr_incl"][keep]),
+                "irq": c["is_irq"][keep].astype(int).tolist(),
+                "offcpu": c["offcpu"][keep].tolist() if p.offcpu_known else None,
+                "calls": int(len(c["incl"]))}
+            budget -= len(keep)
+        out.append({"sample": s.sample, "root": s.root, "kept_tree": c is not None, "operation": s.operation, "start_ns": s.start_ns,
                     "pid": s.pid, "cpu": s.cpu, "dur": s.dur, "durc": round(s.corr, 1), "gap": s.gap,
                     "tree": tree})
     return out

@@ -15,7 +15,7 @@ from ftflame import __version__, corrections
 from ftflame.parse import _core
 from ftflame.profile import NODE_COLUMNS, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
-from .callsjson import operations_json, slowest_json
+from .callsjson import hot_json, operations_json, slowest_json
 from .common import context_lines, node_flags, report_notes
 
 SCHEMA = "ftflame/1"
@@ -34,6 +34,7 @@ def document(p: Profile) -> dict:
         "root_calls": PLACEHOLDERS["root_calls"],
         "operations": operations_json(p),
         "slowest": slowest_json(p),
+        "hot": hot_json(p),
         "balance": list(p.balance),
         # a collect.sh run directory's totals measured outside the tracer
         **({"measured": p.measured} if p.measured is not None else {}),

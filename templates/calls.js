@@ -68,7 +68,12 @@ FT.calls = (function () {
   function draw() {
     if (cur === null) return;
     var c = L[cur], T = c.tree, RH = 16;
-    if (!T) { note.textContent = "This call's tree was too big to keep (more than 262,144 calls)."; return; }
+    if (!T) {
+      FT.fitCanvas(canvas, 20);
+      note.textContent = c.kept_tree ? "This call's tree is not in this page (the page draws the slowest calls' trees up to 5,000 calls in all): see slowest[] in the JSON report."
+        : "This call's tree was too big to keep (more than 262,144 calls).";
+      return;
+    }
     var dd = depths(T), fit = FT.fitCanvas(canvas, Math.min(Math.max((dd.max + 1) * RH + 4, 60), 2000)), ctx = fit.ctx;
     var span = Math.max(T.incl[0], 1), w = fit.w;
     ctx.clearRect(0, 0, fit.w, fit.h);
@@ -88,8 +93,9 @@ FT.calls = (function () {
       boxes.push([x, y, bw, i]);
     }
     note.textContent = c.root + (c.operation === null ? "" : ": " + c.operation) + ", " + FT.us(c.dur) + " \u00b5s raw, " + FT.us(c.durc) +
-      " \u00b5s corrected, pid " + c.pid + ", cpu " + c.cpu + ", " + FT.count(T.func.length) +
-      " calls. Each call at its own start time; hover for its figures.";
+      " \u00b5s corrected, pid " + c.pid + ", cpu " + c.cpu + ", " + FT.count(T.calls) + " calls" +
+      (T.calls > T.func.length ? " (" + FT.count(T.calls - T.func.length) + " under 0.2% of the call not drawn: their time is in their caller's box)" : "") +
+      ". Each call at its own start time; hover for its figures.";
     canvas.setAttribute("data-sample", c.sample);
     canvas.setAttribute("data-calls", T.func.length);
   }

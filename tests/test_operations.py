@@ -171,3 +171,13 @@ def test_each_operation_count_equals_the_servers_statistics():
                "v4 WRITE", "v4 READ", "v4 GETATTR", "v4 LOOKUP", "v4 CREATE", "v4 COMMIT", "v4 OPEN"):
         assert traced[op] > 0, op  # the workload's mix is there
     assert len({int(x) for x in p.scol("pid")}) == 1  # one nfsd thread
+
+
+def test_offcpu_goes_to_the_path_that_was_switched_out():
+    """off-cpu.events: inner (under outer) is switched out for 500 ns; the
+    time is charged to both open frames, and the hot list gives it to the
+    deepest one only (the path's off-CPU time minus its children's)."""
+    doc = json.loads(RENDERERS["json"].render(load("off-cpu")))
+    assert doc["hot"]["offcpu"] == [{"path": ["outer", "inner"], "calls": 1, "offcpu_ns": 500.0, "share": 1.0}]
+    assert doc["hot"]["functions"][0]["name"] == "inner"
+    assert json.loads(RENDERERS["json"].render(load("operations")))["hot"]["offcpu"] is None

@@ -96,9 +96,25 @@ static int func_op_kind(ftf_builder *b, uint32_t func)
 	return b->func_op[func] - 1;
 }
 
+/* Memory stays O(open root calls' trees + kept trees), never O(events): a
+ * task's record array grown past this is given back when its root call ends
+ * (kept, it would hold the largest tree each task ever had). */
+#define RECS_KEEP 64
+
+static void recs_release(ftf_task_calls *tc)
+{
+	if (tc->caprecs > RECS_KEEP) {
+		free(tc->recs);
+		tc->recs = NULL;
+		tc->caprecs = 0;
+	}
+	tc->nrecs = 0;
+}
+
 void ftf_calls_root_start(ftf_builder *b, ftf_task_calls *tc)
 {
 	(void)b;
+	recs_release(tc); /* a root call that never completed (lost exit) */
 	tc->op_kind = OPK_NONE;
 	tc->op_n = 0;
 	tc->op_more = 0;
@@ -139,7 +155,7 @@ static uint32_t rec_push(ftf_builder *b, ftf_task_calls *tc, uint32_t func, uint
 		return FTF_NONE;
 	}
 	if (tc->nrecs == tc->caprecs) {
-		uint32_t cap = tc->caprecs ? tc->caprecs * 2 : 256;
+		uint32_t cap = tc->caprecs ? tc->caprecs * 2 : RECS_KEEP;
 		ftf_rec *r = realloc(tc->recs, cap * sizeof(*r));
 		if (!r) {
 			b->oom = 1;
@@ -312,7 +328,15 @@ static int kept_fill(ftf_builder *b, ftf_task_calls *tc, ftf_kept *k, uint64_t s
 	return 0;
 }
 
+static void root_keep(ftf_builder *b, ftf_task_calls *tc, uint64_t sample);
+
 void ftf_calls_root_end(ftf_builder *b, ftf_task_calls *tc, uint64_t sample)
+{
+	root_keep(b, tc, sample);
+	recs_release(tc);
+}
+
+static void root_keep(ftf_builder *b, ftf_task_calls *tc, uint64_t sample)
 {
 	if (!b->slowest_n || sample >= b->nsamples)
 		return;
