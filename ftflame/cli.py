@@ -117,14 +117,17 @@ def _nonneg_ns(option: str, text):
     return v
 
 
+MAX_COUNT = 100_000  # --slowest/--top: more is no report (and --slowest N x trees would not fit memory)
+
+
 def _count_arg(text: str) -> int:
-    """--slowest/--top N: a whole number >= 0 (argparse turns the error into exit 2)."""
+    """--slowest/--top N: a whole number 0..MAX_COUNT (argparse turns the error into exit 2)."""
     try:
         n = int(text)
     except ValueError:
         n = -1
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
+    if not 0 <= n <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 0 to {MAX_COUNT:,}")
     return n
 
 

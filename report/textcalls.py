@@ -32,6 +32,11 @@ def _wrap(text: str, indent: str = "", lead: str = "") -> list:
     return out
 
 
+def _clip(text: str, width: int) -> str:
+    """A name cut at its end to fit ("..."; the JSON has it whole)."""
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
 def _cut_left(text: str, width: int) -> str:
     """A path cut at its start ("... > b > c"): its end says most."""
     return text if len(text) <= width else "..." + text[len(text) - width + 3:]
@@ -59,7 +64,7 @@ def operations_lines(p: Profile) -> list:
     for r in rows:
         name = r.operation if len(roots) == 1 else f"{r.root}: {r.operation}"
         if len(name) > NAME_W:
-            out.append(name if len(name) <= WIDTH else name[:WIDTH - 3] + "...")
+            out.append(_clip(name, WIDTH))
             name = ""
         out.append(f"{name:<{NAME_W}} {figures(r.calls, r.share, r.raw)}")
         if corrected:
@@ -95,9 +100,9 @@ def slowest_lines(p: Profile, top: int = SLOWEST_TOP) -> list:
         out.append(f"{us(s.dur, 10, dec)} {corr:>10} {s.start_ns / 1e9:14.6f} {s.pid:7d} {s.cpu:3d}  "
                    f"{what if fits else ''}")
         if not fits:
-            out.extend(_wrap(what, "    ", "  "))
+            out.append("  " + _clip(what, WIDTH - 2))
         if s.dominant:
-            out.extend(_wrap("path: " + " > ".join(s.dominant), "    ", "  "))
+            out.extend(_wrap("path: " + " > ".join(_clip(n, WIDTH - 10) for n in s.dominant), "    ", "  "))
         elif s.calls is None:
             out.append("  (its call tree was too big to keep)")
     out.append("")

@@ -95,7 +95,8 @@ def test_text_sections_and_top_choose_what_is_printed():
 
 def test_cli_refuses_an_unknown_section_and_a_negative_count(tmp_path):
     trace = os.path.join(os.path.dirname(HERE), "fixtures", "k6.1", "s04-null", "trace.dat")
-    for args in (["--sections", "operations,bogus"], ["--slowest", "-1"], ["--top", "x"]):
+    for args in (["--sections", "operations,bogus"], ["--slowest", "-1"], ["--top", "x"],
+                 ["--slowest", "100001"]):
         r = subprocess.run([sys.executable, "-m", "ftflame.cli", "report", trace, *args],
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 2 and "Traceback" not in r.stderr, args
@@ -171,6 +172,26 @@ def test_each_operation_count_equals_the_servers_statistics():
                "v4 WRITE", "v4 READ", "v4 GETATTR", "v4 LOOKUP", "v4 CREATE", "v4 COMMIT", "v4 OPEN"):
         assert traced[op] > 0, op  # the workload's mix is there
     assert len({int(x) for x in p.scol("pid")}) == 1  # one nfsd thread
+
+
+def test_text_slowest_section_fits_80_columns_with_long_names():
+    long = "f" * 300
+    events = [("entry", 0, 100, 0, "svc_process", 0, 1, 0, 0, 0, 0, 0),
+              ("entry", 0, 100, 0, "nfsd4_proc_compound", 1, 2, 0, 0, 0, 0, 0)]
+    t = 10
+    for op in ["nfsd4_secinfo_no_name", "nfsd4_bind_conn_to_session"] * 9:  # 18 operations: cut at 16
+        events += [("entry", 0, 100, 0, op, 2, t, 0, 0, 0, 0, 0),
+                   ("exit", 0, 100, 0, op, 2, t + 1, 1000 + t, 1001 + t, 0, 0, 0)]
+        t += 2
+    events += [("entry", 0, 100, 0, long, 2, t, 0, 0, 0, 0, 0),
+                ("exit", 0, 100, 0, long, 2, t + 1, 2000, 9000, 0, 0, 0),
+                ("exit", 0, 100, 0, "nfsd4_proc_compound", 1, t + 2, 900, 9500, 0, 0, 0),
+                ("exit", 0, 100, 0, "svc_process", 0, t + 3, 800, 10000, 0, 0, 0)]
+    p = build_events(events, source="long")
+    assert p.operations[0].endswith(",SECINFO_NO_NAME,BIND_CONN_TO_SESSION,...)")
+    text = RENDERERS["txt"].render(p)
+    assert [line for line in text.splitlines() if len(line) > 80] == []
+    assert "path: svc_process > nfsd4_proc_compound >" in text and "    " + "f" * 67 + "..." in text
 
 
 def test_offcpu_goes_to_the_path_that_was_switched_out():
