@@ -170,5 +170,5 @@ FT.latency = (function () {
     " root calls: per root function and time bin the slowest and the fastest call are kept, and the slowest calls overall, so stalls and outliers stay visible.";
   else note.textContent = FT.count(S.total) + " root calls. A root call is an outermost traced call of a task (set_graph_function).";
 
-  return { draw: draw, view: function () { return view; }, setRoot: function (k) { root = k; sel.value = k; view = null; draw(); }, init: draw };
+  return { draw: draw, view: function () { return view; }, points: function () { return pts; }, setRoot: function (k) { root = k; sel.value = k; view = null; draw(); }, init: draw };
 })();
