@@ -219,8 +219,8 @@ def slowest_data(p: Profile) -> list:
                 "offcpu": c["offcpu"][keep].tolist() if p.offcpu_known else None,
                 "calls": int(len(c["incl"]))}
             budget -= len(keep)
-        out.append({"sample": s.sample, "root": s.root, "kept_tree": c is not None, "operation": s.operation, "start_ns": s.start_ns,
-                    "pid": s.pid, "cpu": s.cpu, "dur": s.dur, "durc": round(s.corr, 1), "gap": s.gap,
+        out.append({"sample": s.sample, "root": s.root, "kept_tree": c is not None, "operation": s.operation,
+                    "start_ns": s.start_ns, "pid": s.pid, "cpu": s.cpu, "dur": s.dur, "durc": round(s.corr, 1), "gap": s.gap,
                     "tree": tree})
     return out
 
