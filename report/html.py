@@ -188,13 +188,13 @@ def operations_data(p: Profile) -> list:
 
 
 # The slowest calls' own trees leave out calls under this share of the root
-# call (under 2 pixels across a 1000-pixel chart): their time stays in
+# call (under 4 pixels across a 1000-pixel chart): their time stays in
 # their caller's box, and the page says how many were left out.
-CALL_TREE_MIN_FRACTION = 1 / 500
+CALL_TREE_MIN_FRACTION = 1 / 250
 # Calls drawn over all the slowest calls' trees in one page (about 45 bytes
 # each), the slowest calls first; a call past it is listed without its tree
 # (the JSON's slowest[] has every one).
-CALL_TREE_BUDGET = 5000
+CALL_TREE_BUDGET = 1500
 
 
 def slowest_data(p: Profile) -> list:

@@ -70,7 +70,7 @@ FT.calls = (function () {
     var c = L[cur], T = c.tree, RH = 16;
     if (!T) {
       FT.fitCanvas(canvas, 20);
-      note.textContent = c.kept_tree ? "This call's tree is not in this page (the page draws the slowest calls' trees up to 5,000 calls in all): see slowest[] in the JSON report."
+      note.textContent = c.kept_tree ? "This call's tree is not in this page (the page draws the slowest calls' trees up to 1,500 calls in all): see slowest[] in the JSON report."
         : "This call's tree was too big to keep (more than 262,144 calls).";
       return;
     }
@@ -94,7 +94,7 @@ FT.calls = (function () {
     }
     note.textContent = c.root + (c.operation === null ? "" : ": " + c.operation) + ", " + FT.us(c.dur) + " \u00b5s raw, " + FT.us(c.durc) +
       " \u00b5s corrected, pid " + c.pid + ", cpu " + c.cpu + ", " + FT.count(T.calls) + " calls" +
-      (T.calls > T.func.length ? " (" + FT.count(T.calls - T.func.length) + " under 0.2% of the call not drawn: their time is in their caller's box)" : "") +
+      (T.calls > T.func.length ? " (" + FT.count(T.calls - T.func.length) + " under 0.4% of the call not drawn: their time is in their caller's box)" : "") +
       ". Each call at its own start time; hover for its figures.";
     canvas.setAttribute("data-sample", c.sample);
     canvas.setAttribute("data-calls", T.func.length);
