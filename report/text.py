@@ -186,23 +186,21 @@ def corrected_function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
     lines = [f"Functions by corrected inclusive time (top {len(order)} of {len(ft)}; us; "
              "* = corrected)",
              "",
-             f"{'Calls*':>7} {'Avg*':>9} {'p50*':>9} {'p99*':>9} {'Total*':>10} {'Self*':>9}  Function",
-             f"{'=' * 7} {'=' * 9} {'=' * 9} {'=' * 9} {'=' * 10} {'=' * 9}  {'=' * 19}"]
-    avg_c = _means(ft.incl_corr, ft.calls_corr)
-    d = _decimals([(avg_c[order], 9), (p50[order], 9), (ft.incl_corr[order], 10), (ft.excl_corr[order], 9),
-                   (p99[order], 9)])
+             f"{'Calls':>7} {'Calls*':>7} {'p50*':>9} {'p99*':>9} {'Total*':>10} {'Self*':>9}  Function",
+             f"{'=' * 7} {'=' * 7} {'=' * 9} {'=' * 9} {'=' * 10} {'=' * 9}  {'=' * 21}"]
+    d = _decimals([(p50[order], 9), (p99[order], 9), (ft.incl_corr[order], 10), (ft.excl_corr[order], 9)])
     for i in order:
         flag = _flag(ex["unreliable"][i], ex["clamped"][i]) if ex else " "
-        lines.append(f"{count(ft.calls_corr[i], 7)} {us(avg_c[i], 9, d[0])} {us(p50[i], 9, d[1])} "
-                     f"{us(p99[i], 9, d[4])} {us(ft.incl_corr[i], 10, d[2])} {us(ft.excl_corr[i], 9, d[3])} "
-                     f"{flag}{_clip(ft.names[i], 20)}")
+        lines.append(f"{count(ft.calls[i], 7)} {count(ft.calls_corr[i], 7)} {us(p50[i], 9, d[0])} "
+                     f"{us(p99[i], 9, d[1])} {us(ft.incl_corr[i], 10, d[2])} {us(ft.excl_corr[i], 9, d[3])} "
+                     f"{flag}{_clip(ft.names[i], 22)}")
     lines.append("")
-    cut = {"cut"} if any(len(ft.names[i]) > 20 for i in order) else set()
+    cut = {"cut"} if any(len(ft.names[i]) > 22 for i in order) else set()
     est = " p50*, p99*: exact for root functions (every call's corrected time is known), " \
           "elsewhere estimates (the raw ones scaled by Avg* / raw mean)." if approx[order].any() else ""
-    lines.extend(_wrap("Calls*: the clean calls the corrected figures cover (gap calls left out); Avg*, "
-                       "Total*, Self*: corrected, over them (raw figures: the JSON, the HTML's Raw "
-                       "switch)." + est + " ?: the hook-cost correction exceeds half the measured "
+    lines.extend(_wrap("Calls: every completed call. Calls*: the clean calls the corrected figures "
+                       "cover (gap calls left out); p50*, p99*, Total*, Self*: corrected, over them "
+                       "(means: Total* / Calls*; raw figures: the JSON, the HTML's Raw switch)." + est + " ?: the hook-cost correction exceeds half the measured "
                        "time (unreliable). ~: clamped at zero self time. " + mark_legend(cut), ""))
     return lines
 
