@@ -1,9 +1,9 @@
 """JSON `operations[]` and `slowest[]` (docs/design.md, the JSON contract):
-the figures of ftflame/operations.py, printed."""
+the figures of ftflame/correct/operations.py, printed."""
 from __future__ import annotations
 
-from ftflame.operations import operation_table, slowest_calls
-from ftflame.profile import Profile
+from ftflame.correct.operations import operation_table, slowest_calls
+from ftflame.model.profile import Profile
 
 
 def _r1(x: float) -> float:
@@ -46,10 +46,10 @@ def slowest_json(p: Profile) -> list:
 
 
 def hot_json(p: Profile) -> dict:
-    """The hot lists (ftflame/hotlists.py): `functions` and `paths` by
+    """The hot lists (ftflame/correct/hotlists.py): `functions` and `paths` by
     corrected self time, `offcpu` paths by their own off-CPU time (null
     without sched_switch events)."""
-    from ftflame import hotlists
+    from ftflame.correct import hotlists
 
     def rows(items, key):
         return [{("path" if r.path else "name"): list(r.path) if r.path else r.name, "calls": r.calls,

@@ -24,12 +24,13 @@ from typing import Optional
 import numpy as np
 
 from ftflame import __version__
-from ftflame.corrections import corrected_stats
-from ftflame.operations import NO_OPERATION, operation_table, slowest_calls
-from ftflame.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
+from ftflame.correct.corrections import corrected_stats
+from ftflame.correct.operations import NO_OPERATION, operation_table, slowest_calls
+from ftflame.model.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
 
 from . import flametree
 from .common import CORRECTION_WARN_FRACTION, report_notes
+from .options import DEFAULT, RenderOptions
 
 MAX_SAMPLES = 20000
 HIST_PER_OCTAVE = 4  # coarse buckets per power of two in the shipped histograms
@@ -171,7 +172,7 @@ def samples_data(p: Profile) -> dict:
 
 
 def operation_figures(p: Profile, r) -> dict:
-    """The latency panel's summary of one operation (ftflame/operations.py):
+    """The latency panel's summary of one operation (ftflame/correct/operations.py):
     exact nearest-rank figures over its calls, corrected over the clean ones."""
     out = {"calls": r.calls, "p50": round(r.raw["p50"]), "p99": round(r.raw["p99"]), "max": round(r.raw["max"])}
     if p.calibration.applied:
@@ -340,7 +341,7 @@ def flame_data(p: Profile, tree: flametree.FlameTree) -> dict:
     return d
 
 
-def header_data(p: Profile, opts) -> dict:
+def header_data(p: Profile) -> dict:
     t, c, cal = p.trace, p.counters, p.calibration
     span = int(c.get("last_ts", 0)) - int(c.get("first_ts", 0))
     options = [
@@ -389,11 +390,11 @@ def _jsonable(x):
         return json.loads(json.dumps(x, default=str))
 
 
-def report_data(p: Profile, opts=None, tree: Optional[flametree.FlameTree] = None) -> dict:
-    tree = tree or flametree.build(p, getattr(opts, "min_fraction", None) or flametree.DEFAULT_MIN_FRACTION)
+def report_data(p: Profile, tree: Optional[flametree.FlameTree] = None) -> dict:
+    tree = tree or flametree.build(p, flametree.DEFAULT_MIN_FRACTION)
     return {
         "schema": "ftflame-html/1",
-        "header": header_data(p, opts),
+        "header": header_data(p),
         "funcs": list(p.funcs),
         "partial_flag": NODE_PARTIAL,
         "flame": flame_data(p, tree),
@@ -425,7 +426,7 @@ def environment():
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
 
-def render(p: Profile, opts=None) -> str:
-    data = report_data(p, opts)
+def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
+    data = report_data(p)
     tpl = environment().get_template("report.html")
     return tpl.render(h=data["header"], data_json=data_json(data))

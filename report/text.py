@@ -10,11 +10,12 @@ import os
 
 import numpy as np
 
-from ftflame import corrections
-from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
+from ftflame.correct import corrections
+from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
 
 from . import textcalls
 from .common import context_lines, count, fit_decimals, plural, report_notes, us
+from .options import DEFAULT, RenderOptions
 
 WIDTH = 80
 UNKNOWN = "-"  # a figure the trace does not give (off-CPU without sched_switch); ASCII for mail
@@ -197,11 +198,12 @@ def corrected_function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
     lines.append("")
     cut = {"cut"} if any(len(ft.names[i]) > 22 for i in order) else set()
     est = " p50*, p99*: exact for root functions (every call's corrected time is known), " \
-          "elsewhere estimates (the raw ones scaled by Avg* / raw mean)." if approx[order].any() else ""
+          "elsewhere estimates (the raw ones scaled by corrected mean / raw mean)." if approx[order].any() else ""
     lines.extend(_wrap("Calls: every completed call. Calls*: the clean calls the corrected figures "
                        "cover (gap calls left out); p50*, p99*, Total*, Self*: corrected, over them "
-                       "(means: Total* / Calls*; raw figures: the JSON, the HTML's Raw switch)." + est + " ?: the hook-cost correction exceeds half the measured "
-                       "time (unreliable). ~: clamped at zero self time. " + mark_legend(cut), ""))
+                       "(means: Total* / Calls*; raw figures: the JSON, the HTML's Raw switch)." + est +
+                       " ?: the hook-cost correction exceeds half the measured time (unreliable). "
+                       "~: clamped at zero self time. " + mark_legend(cut), ""))
     return lines
 
 
@@ -345,7 +347,7 @@ def balance_lines(p: Profile) -> list:
 
 
 def measured_lines(p: Profile) -> list:
-    """Totals measured outside the tracer (ftflame/measured.py)."""
+    """Totals measured outside the tracer (ftflame/correct/measured.py)."""
     m = p.measured
     if not m:
         return []
@@ -455,9 +457,9 @@ def section_lines(p: Profile, name: str, top=None) -> list:
     raise ValueError(f"unknown section {name!r}")
 
 
-def render(p: Profile, opts=None) -> str:
-    names = getattr(opts, "sections", None) or SECTIONS
-    top = getattr(opts, "top", None)
+def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
+    names = opts.sections or SECTIONS
+    top = opts.top
     out = []
     for name in names:
         lines = section_lines(p, name, top)

@@ -1,12 +1,12 @@
 """Text report sections for per-operation latency, the slowest calls and the
 hot lists (report/text.py puts them in order). Every figure comes from
-ftflame/operations.py and ftflame/hotlists.py; these only lay them out in
+ftflame/correct/operations.py and ftflame/correct/hotlists.py; these only lay them out in
 80 columns."""
 from __future__ import annotations
 
-from ftflame import hotlists
-from ftflame.operations import NO_OPERATION, operation_table, slowest_calls
-from ftflame.profile import Profile
+from ftflame.correct import hotlists
+from ftflame.correct.operations import NO_OPERATION, operation_table, slowest_calls
+from ftflame.model.profile import Profile
 
 from .common import count, fit_decimals, plural, us
 

@@ -1,6 +1,6 @@
 """Operations (root calls of a dispatcher labelled by the NFS procedure below
 them, parse/core/calls.c) and the slowest root calls kept with their trees
-(ftflame/operations.py), in every output."""
+(ftflame/correct/operations.py), in every output."""
 from __future__ import annotations
 
 import json
@@ -11,8 +11,8 @@ import sys
 import numpy as np
 import pytest
 
-from events import HERE, load, parse_events
-from ftflame import operations
+from helpers.events import HERE, load, parse_events
+from ftflame.correct import operations
 from ftflame.parse import build_events
 from ftflame.report import RENDERERS
 
@@ -84,7 +84,9 @@ def test_slowest_json_trees_sum_exactly_and_the_slowest_is_the_latency_maximum()
 
 def test_text_sections_and_top_choose_what_is_printed():
     p = load("operations")
-    opts = type("Opts", (), {"sections": ("operations", "slowest"), "top": 1})()
+    from ftflame.report.options import RenderOptions
+
+    opts = RenderOptions(sections=("operations", "slowest"), top=1)
     text = RENDERERS["txt"].render(p, opts)
     assert text.startswith("Operations under svc_process")
     assert "Functions by" not in text and "ftflame report:" not in text
@@ -104,7 +106,7 @@ def test_cli_refuses_an_unknown_section_and_a_negative_count(tmp_path):
 
 
 def test_html_carries_the_slowest_trees_and_the_operation_of_each_point():
-    from report.html import report_data
+    from ftflame.report.html import report_data
 
     p = load("operations")
     data = report_data(p)

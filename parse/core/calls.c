@@ -19,7 +19,7 @@
 #include <string.h>
 #include <stdio.h>
 
-#include "ftf.h"
+#include "builder.h"
 
 enum { OPK_NONE = 0, OPK_PROC = 1, OPK_COMPOUND = 2, OPK_V4OP = 3 };
 

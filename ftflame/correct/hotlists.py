@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ftflame.profile import Profile
+from ftflame.model.profile import Profile
 
 HOT_TOP = 10
 

@@ -20,7 +20,7 @@ from typing import Optional
 
 import numpy as np
 
-from ftflame.profile import (CALL_COLUMNS, CALL_DONE, CALL_GAP, CALL_IRQ, SAMPLE_GAP, SAMPLE_IRQ,
+from ftflame.model.profile import (CALL_COLUMNS, CALL_DONE, CALL_GAP, CALL_IRQ, SAMPLE_GAP, SAMPLE_IRQ,
                              SAMPLE_PARTIAL, Profile)
 
 NO_OPERATION = "(no procedure)"
