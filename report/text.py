@@ -458,6 +458,7 @@ def section_lines(p: Profile, name: str, top=None) -> list:
 
 
 def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
+    opts = opts or DEFAULT
     names = opts.sections or SECTIONS
     top = opts.top
     out = []
