@@ -6,6 +6,7 @@ and peak RSS of
   * ftflame report --format json / txt      (the whole job), with each reader
                                             built here (--reader builtin|libtracecmd)
   * ftflame parse only                      (read + call builder, no rendering)
+  * both again with --slowest 0             (no slowest calls' trees kept: their cost)
   * trace-cmd report > /dev/null            (what users run today)
   * bench/bare_iter                         (bare libtracecmd iteration + decode:
                                              the floor for any libtracecmd reader)
@@ -161,6 +162,7 @@ def main() -> int:
     build_bare()
     tmp = tempfile.mkdtemp(prefix="ftflame-bench-")
     rows = []
+    slow = []  # the cost of keeping the slowest calls' trees (--slowest 20, the default, vs 0)
     for trace in args.traces:
         if not os.path.exists(trace):
             raise SystemExit(f"bench: {trace}: missing (set FTFLAME_SHARED)")
@@ -171,9 +173,15 @@ def main() -> int:
                 PY, "-m", "ftflame.cli", "report", "-q", trace, *opt, "-o", os.path.join(tmp, "r.json")]
             cmds[f"ftflame report --format txt ({reader})"] = [
                 PY, "-m", "ftflame.cli", "report", "-q", trace, *opt, "-o", os.path.join(tmp, "r.txt")]
+        default_reader, default_opt = next(iter(readers().items()))
+        cmds["ftflame report --format txt --slowest 0"] = [
+            PY, "-m", "ftflame.cli", "report", "-q", "--slowest", "0", trace, *default_opt,
+            "-o", os.path.join(tmp, "r0.txt")]
         cmds.update({
             "ftflame parse only": [PY, "-c", "import sys; from ftflame.parse import read; read(sys.argv[1])",
                                    trace],
+            "ftflame parse only --slowest 0": [PY, "-c", "import sys; from ftflame.parse import read; "
+                                               "read(sys.argv[1], slowest=0)", trace],
             "trace-cmd report > /dev/null": ["trace-cmd", "report", trace],
             "bare libtracecmd iteration": [BARE, trace],
         })
@@ -187,6 +195,7 @@ def main() -> int:
         tcr = best["trace-cmd report > /dev/null"][0]
         tcr_cpu = best["trace-cmd report > /dev/null"][2]
         size = os.path.getsize(trace) / 2**20
+        slow.append((os.path.relpath(trace, os.path.dirname(ROOT)), default_reader, best))
         for name, (wall, rss, cpu) in best.items():
             rows.append((os.path.relpath(trace, os.path.dirname(ROOT)), f"{n / 1e6:.2f} M ev, {size:.0f} MiB",
                          name, wall, cpu, rss, wall / bare, tcr / wall, tcr_cpu / cpu))
@@ -209,6 +218,15 @@ def main() -> int:
         for name, one, more in length_rows(trace, args.lengths, tmp, min(args.reps, 3)):
             print(f"| {name} | {one[0]:.2f} | {one[1]:.0f} | {more[0]:.2f} | {more[1]:.0f} | "
                   f"{more[1] / one[1]:.2f} |")
+    print()
+    print("| trace | what | --slowest 20 (default) vs 0: wall | peak RSS |")
+    print("|---|---|---:|---:|")
+    for trace, reader, best in slow:
+        for what, on, off in (("report txt", f"ftflame report --format txt ({reader})",
+                               "ftflame report --format txt --slowest 0"),
+                              ("parse only", "ftflame parse only", "ftflame parse only --slowest 0")):
+            (w1, r1, _), (w0, r0, _) = best[on], best[off]
+            print(f"| {trace} | {what} | {(w1 / w0 - 1) * 100:+.1f}% | {r1 - r0:+.1f} MiB |")
     if args.roots:
         print()
         print(f"| text trace | command | wall s | CPU s | peak RSS MiB | within {ROOTS_BUDGET_S:g} s |")

@@ -105,6 +105,31 @@ def _calib_names():
     return RUN_DIR_TRACES
 
 
+MAX_COUNT = 100_000  # --slowest/--top: more is no report (and --slowest N x trees would not fit memory)
+
+
+def _count_arg(text: str) -> int:
+    """--slowest/--top N: a whole number 0..MAX_COUNT (argparse turns the error into exit 2)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if not 0 <= n <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 0 to {MAX_COUNT:,}")
+    return n
+
+
+def _sections_arg(text: str) -> tuple:
+    from ftflame.report.text import SECTIONS
+
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    bad = [x for x in names if x not in SECTIONS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"unknown section(s) {', '.join(bad) or text!r}: choose from "
+                                         f"{','.join(SECTIONS)}")
+    return names
+
+
 def _formats():
     from ftflame.report import RENDERERS
 
@@ -141,6 +166,15 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--open", action="store_true",
                      help="open the HTML/SVG output in a web browser when run interactively "
                           "(without -o: an HTML report in a temporary directory)")
+    sel = rep.add_argument_group("what is reported")
+    sel.add_argument("--slowest", metavar="N", type=_count_arg, default=20,
+                     help="keep the N slowest root calls per root function and operation, each with "
+                          "its whole call tree (default 20; 0: none)")
+    sel.add_argument("--top", metavar="N", type=_count_arg, default=None,
+                     help="text: rows per table (default: 40 functions, 10 hot paths)")
+    sel.add_argument("--sections", metavar="A,B,...", type=_sections_arg, default=None,
+                     help="text: the sections to print, in order (default: all): "
+                          "header, operations, functions, hot, offcpu, slowest, tree")
     cor = rep.add_argument_group(
         "overhead correction (see docs/overhead.md)",
         "Corrected figures take the tracer's hook cost (O_in inside each call, O_out in its "
@@ -211,7 +245,7 @@ def cmd_report(args) -> int:
     from ftflame.rundir import resolve_input
 
     output, fmt = output_and_format(args.output, args.format, args.open, args.input)
-    opts = render_options(fmt, args.folded_weights)
+    opts = render_options(fmt, args.folded_weights, args.top, args.sections)
     path = resolve_input(args.input)
     refuse_input_as_output(output, (path, args.calibration, args.baseline and resolve_input(args.baseline)))
     progress = Progress(f"reading {path}", not args.quiet, path)
@@ -220,7 +254,7 @@ def cmd_report(args) -> int:
             RENDERERS[fmt].render
             import ftflame.correct.stage  # noqa: F401
 
-        profile = parse.read_meanwhile(path, imports, progress=progress)
+        profile = parse.read_meanwhile(path, imports, progress=progress, slowest=args.slowest)
         progress.stage("correcting...")
         from ftflame.correct.stage import correct_for_report
 

@@ -21,12 +21,12 @@ def is_plain_dat(path: str) -> bool:
         raise InputError(path, f"cannot read: {e.strerror}") from None
 
 
-def read_core(path: str, name: str, progress) -> dict:
+def read_core(path: str, name: str, progress, slowest: int = 20) -> dict:
     """The C core's read of a trace.dat file; its errors name `name`."""
     from . import _core  # the extension alone: no numpy
 
     try:
-        return _core.read_dat(os.fsencode(path), progress=progress)
+        return _core.read_dat(os.fsencode(path), progress=progress, slowest=slowest)
     except ValueError as e:
         raise InputError(name, str(e)) from None
 
@@ -56,6 +56,6 @@ def to_profile(res: dict, name: str, compression: str):
     return prof
 
 
-def read(path: str, name: str, compression: str, progress):
+def read(path: str, name: str, compression: str, progress, slowest: int = 20):
     """A trace.dat file (`name` is what errors call it) into a Profile."""
-    return to_profile(read_core(path, name, progress), name, compression)
+    return to_profile(read_core(path, name, progress, slowest), name, compression)

@@ -108,13 +108,14 @@ def classify(head: bytes, name: str, compression: str = "") -> Detected:
     raise InputError(name, "not a function_graph trace", f"tried: {TRIED}")
 
 
-def read(path: str, progress: Optional[Callable[[int], None]] = None):
+def read(path: str, progress: Optional[Callable[[int], None]] = None, slowest: int = 20):
     """Read a function_graph trace into a Profile: a trace.dat, or any text
     form (tracefs, perf ftrace, trace-cmd report, a mail), plain or gzip/xz/
-    zstd-compressed; '-' reads stdin."""
+    zstd-compressed; '-' reads stdin. slowest: root calls kept with their
+    call trees per (root path, operation) (Profile.slowest_trees)."""
     check_readable(path)
     if path != "-" and dat.is_plain_dat(path):
-        return dat.read(path, path, "", progress)
+        return dat.read(path, path, "", progress, slowest)
     src = text.open_input(path)
     try:
         det = classify(src.head, src.name, src.compression)
@@ -122,20 +123,20 @@ def read(path: str, progress: Optional[Callable[[int], None]] = None):
         src.close()
         raise
     if det.kind == "text":
-        return text.read(src, det.dialect, progress)
+        return text.read(src, det.dialect, progress, slowest)
     # a trace.dat that came compressed or piped: libtracecmd needs a file
     try:
         tmp = text.spool(src)
     finally:
         src.close()
     try:
-        return dat.read(tmp, src.name, src.compression, progress)
+        return dat.read(tmp, src.name, src.compression, progress, slowest)
     finally:
         os.unlink(tmp)
 
 
 def read_meanwhile(path: str, meanwhile: Callable[[], None],
-                   progress: Optional[Callable[[int], None]] = None):
+                   progress: Optional[Callable[[int], None]] = None, slowest: int = 20):
     """read(path), with meanwhile() run on another thread while the C core
     reads (the CLI imports numpy and the renderers then: 0.1-0.2 s that
     cost no wall time). A plain trace.dat is read on *this* thread, with
@@ -148,11 +149,11 @@ def read_meanwhile(path: str, meanwhile: Callable[[], None],
     try:
         res = None
         if path != "-" and dat.is_plain_dat(path):
-            res = dat.read_core(path, path, progress)
+            res = dat.read_core(path, path, progress, slowest)
     finally:
         side.join()
     if res is None:  # text, compressed, stdin: read now
-        return read(path, progress=progress)
+        return read(path, progress=progress, slowest=slowest)
     return dat.to_profile(res, path, "")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ftflame.model.profile import NODE_COLUMNS, SAMPLE_COLUMNS, Histograms, Profile, TraceInfo, check_core_columns
+from ftflame.model.profile import CALL_COLUMNS, NODE_COLUMNS, SAMPLE_COLUMNS, Histograms, Profile, TraceInfo, check_core_columns
 
 from . import _core
 
@@ -32,7 +32,11 @@ def from_core_result(res: dict, info: TraceInfo) -> Profile:
         lost_per_cpu={cpu: n for cpu, (n, _) in res["lost_per_cpu"].items()},
         lost_gaps_unknown_per_cpu={cpu: u for cpu, (_, u) in res["lost_per_cpu"].items() if u},
         warnings=tuple(warnings),
-        overhead_samples=_overhead_samples(res.get("estimates", ())))
+        overhead_samples=_overhead_samples(res.get("estimates", ())),
+        operations=tuple(res.get("ops", ())), op_how=tuple(res.get("op_how", ())),
+        slowest_trees=tuple((int(i), None if t is None else
+                             np.frombuffer(t, dtype=np.int64).reshape(-1, len(CALL_COLUMNS)))
+                            for i, t in res.get("slowest", ())))
 
 
 _EST_KIND = ("leaf", "gap")
@@ -47,10 +51,10 @@ def _overhead_samples(estimates) -> dict:
     return out
 
 
-def build_events(events, source: str = "<events>") -> Profile:
+def build_events(events, source: str = "<events>", slowest: int = 20) -> Profile:
     """Build a Profile from hand-made events (tests: one situation each).
 
     Each event: (kind, cpu, pid, flags, func, depth, ts, calltime, rettime,
     overrun, next_pid, lost), kind in entry/exit/switch/lost/leaf."""
-    res = _core.build_events(list(events))
+    res = _core.build_events(list(events), slowest)
     return from_core_result(res, TraceInfo(source=source, format="events"))

@@ -258,23 +258,23 @@ DIALECT_NAMES = {
 
 
 def read_text(src: Source, dialect: str, progress: Optional[Callable[[int], None]] = None,
-              events: bool = False):
+              events: bool = False, slowest: int = 20):
     """Tokenize a text trace in C; return the core's result dict."""
     from . import _core
 
     mode = _core.TEXT_MAIL if dialect == "mail" else _core.TEXT_LINES
     try:
-        return _core.read_text_chunks(src.chunks(), mode=mode, progress=progress, events=events)
+        return _core.read_text_chunks(src.chunks(), mode=mode, progress=progress, events=events, slowest=slowest)
     finally:
         src.close()
 
 
-def read(src: Source, dialect: str, progress: Optional[Callable[[int], None]] = None):
+def read(src: Source, dialect: str, progress: Optional[Callable[[int], None]] = None, slowest: int = 20):
     """A text trace into a Profile, with what the tokenizer passed over
     counted (counters text_*) and said (warnings)."""
     from .tables import from_core_result
 
-    res = read_text(src, dialect, progress)
+    res = read_text(src, dialect, progress, slowest=slowest)
     prof = from_core_result(res, text_info(res, src, dialect))
     st = res["text"]
     if prof.counters["exits"] == 0:

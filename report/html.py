@@ -25,6 +25,7 @@ import numpy as np
 
 from ftflame import __version__
 from ftflame.correct.corrections import corrected_stats
+from ftflame.correct.operations import NO_OPERATION, operation_table, slowest_calls
 from ftflame.model.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
 
 from . import flametree
@@ -139,8 +140,13 @@ def samples_data(p: Profile) -> dict:
     group = np.zeros(n, dtype=np.int64)
     flags = p.scol("flags")
     func = p.col("func")[node]
-    for i, (f, fl) in enumerate(zip(func.tolist(), flags.tolist())):
+    ops = operation_table(p)
+    op_col = p.scol("op")
+    op_roots = {r.root for r in ops or ()}
+    for i, (f, fl, o) in enumerate(zip(func.tolist(), flags.tolist(), op_col.tolist())):
         label = p.funcs[f] + (" (partial)" if fl & SAMPLE_PARTIAL else "") + (" [irq]" if fl & SAMPLE_IRQ else "")
+        if p.funcs[f] in op_roots:  # a dispatcher: one group per operation
+            label += ": " + (p.operations[o] if o >= 0 else NO_OPERATION)
         if label not in labels:
             labels[label] = len(names)
             names.append(label)
@@ -152,15 +158,72 @@ def samples_data(p: Profile) -> dict:
     idx = idx[np.argsort(start[idx], kind="stable")]
     t0 = int(p.counters.get("first_ts", 0)) or int(start.min())
     counts = np.bincount(group, minlength=len(names))
-    root_stats = [root_figures(p, np.unique(node[group == k])) for k in range(len(names))]
+    by_op = {f"{r.root}: {r.operation}": r for r in ops or ()}
+    root_stats = [operation_figures(p, by_op[name]) if name in by_op else
+                  root_figures(p, np.unique(node[group == k])) for k, name in enumerate(names)]
     return {
         "root_stats": root_stats,
         "total": n, "shown": len(idx), "roots": names, "root_calls": counts.tolist(),
         "root": group[idx].tolist(), "t": _ints(start[idx] - t0), "dur": _ints(dur[idx]),
         "durc": _ints(durc[idx]) if p.calibration.applied else None,
         "flags": flags[idx].tolist(), "pid": p.scol("pid")[idx].tolist(),
-        "cpu": p.scol("cpu")[idx].tolist(),
+        "cpu": p.scol("cpu")[idx].tolist(), "sample": idx.tolist(),
     }
+
+
+def operation_figures(p: Profile, r) -> dict:
+    """The latency panel's summary of one operation (ftflame/correct/operations.py):
+    exact nearest-rank figures over its calls, corrected over the clean ones."""
+    out = {"calls": r.calls, "p50": round(r.raw["p50"]), "p99": round(r.raw["p99"]), "max": round(r.raw["max"])}
+    if p.calibration.applied:
+        out.update({"callsc": r.calls - r.gap_calls, "p50c": round(r.corr["p50"], 1),
+                    "p99c": round(r.corr["p99"], 1), "maxc": round(r.corr["max"], 1), "approx": False})
+    return out
+
+
+def operations_data(p: Profile) -> list:
+    """The operation table as the JSON's operations[] has it."""
+    from .callsjson import operations_json
+
+    return operations_json(p)
+
+
+# The slowest calls' own trees leave out calls under this share of the root
+# call (under 4 pixels across a 1000-pixel chart): their time stays in
+# their caller's box, and the page says how many were left out.
+CALL_TREE_MIN_FRACTION = 1 / 250
+# Calls drawn over all the slowest calls' trees in one page (about 45 bytes
+# each), the slowest calls first; a call past it is listed without its tree
+# (the JSON's slowest[] has every one).
+CALL_TREE_BUDGET = 1500
+
+
+def slowest_data(p: Profile) -> list:
+    """The kept slowest root calls, each with its call tree as columns
+    (entry order; parent -1 for the root): the page draws a call's tree as a
+    flame chart of its own when its row or its latency point is clicked."""
+    out = []
+    budget = CALL_TREE_BUDGET
+    for s in slowest_calls(p):
+        c = s.calls
+        tree = None
+        if c is not None and budget > 0:
+            keep = np.flatnonzero(c["incl"] >= c["incl"][0] * CALL_TREE_MIN_FRACTION) if len(c["incl"]) else []
+            row = np.full(len(c["incl"]), -1, dtype=np.int64)
+            row[keep] = np.arange(len(keep))
+            par = c["parent"][keep]  # a kept call's caller is kept: it lasted longer
+            tree = {
+                "func": c["func"][keep].tolist(), "parent": np.where(par >= 0, row[np.maximum(par, 0)], -1).tolist(),
+                "t": (c["calltime"][keep] - s.start_ns).tolist(), "incl": c["incl"][keep].tolist(),
+                "excl": c["excl"][keep].tolist(), "incl_corr": _round1(c["corr_incl"][keep]),
+                "irq": c["is_irq"][keep].astype(int).tolist(),
+                "offcpu": c["offcpu"][keep].tolist() if p.offcpu_known else None,
+                "calls": int(len(c["incl"]))}
+            budget -= len(keep)
+        out.append({"sample": s.sample, "root": s.root, "kept_tree": c is not None, "operation": s.operation,
+                    "start_ns": s.start_ns, "pid": s.pid, "cpu": s.cpu, "dur": s.dur, "durc": round(s.corr, 1), "gap": s.gap,
+                    "tree": tree})
+    return out
 
 
 def root_figures(p: Profile, rows: np.ndarray):
@@ -338,6 +401,8 @@ def report_data(p: Profile, tree: Optional[flametree.FlameTree] = None) -> dict:
         "functions": functions_data(p),
         "edges": call_edges(p),
         "samples": samples_data(p),
+        "operations": operations_data(p),
+        "slowest": slowest_data(p),
         "sample_flags": {"gap": SAMPLE_GAP, "partial": SAMPLE_PARTIAL, "irq": SAMPLE_IRQ},
         "balance": _jsonable(list(p.balance)),
     }

@@ -16,6 +16,7 @@ from ftflame.correct import corrections
 from ftflame.model.profile import NODE_COLUMNS, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
 from ._rowfmt import format_rows
+from .callsjson import hot_json, operations_json, slowest_json
 from .common import context_lines, node_flags, report_notes
 from .options import DEFAULT, RenderOptions
 
@@ -33,6 +34,9 @@ def document(p: Profile) -> dict:
         "functions": PLACEHOLDERS["functions"],
         "tree": PLACEHOLDERS["tree"],
         "root_calls": PLACEHOLDERS["root_calls"],
+        "operations": operations_json(p),
+        "slowest": slowest_json(p),
+        "hot": hot_json(p),
         "balance": list(p.balance),
         # a collect.sh run directory's totals measured outside the tracer
         **({"measured": p.measured} if p.measured is not None else {}),
@@ -354,6 +358,8 @@ def root_calls_json(p: Profile) -> str:
         t.col("i", p.scol(name))
     t.lit(',"dur_corr_ns":')
     _repr_round(t, np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64))
+    t.lit(',"operation":')
+    t.col("e", p.scol("op") + 1, ["null"] + [json.dumps(name) for name in p.operations])
     for key, name in (("descendants", "desc"), ("irq_ns", "irq"), ("offcpu_ns", "offcpu")):
         t.lit(',"%s":' % key)
         if name == "offcpu" and not p.offcpu_known:

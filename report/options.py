@@ -16,15 +16,24 @@ class RenderOptions:
     # --folded-weights: the folded stacks' weights, raw exclusive ns or the
     # corrected ones (interrupt subtrees then stand apart under [irq])
     folded_weights: str = "raw"
+    # --top N: rows per text table (None: each table's default); --sections:
+    # the text sections to print, in order (None: all, report/text.py SECTIONS)
+    top: Optional[int] = None
+    sections: Optional[tuple] = None
 
 
 DEFAULT = RenderOptions()
 
 
-def render_options(fmt: str, folded_weights: Optional[str] = None) -> RenderOptions:
+def render_options(fmt: str, folded_weights: Optional[str] = None, top: Optional[int] = None,
+                   sections: Optional[tuple] = None) -> RenderOptions:
     """The options of a report in format fmt; a knob of another format is
     refused rather than silently ignored."""
     if folded_weights is not None and fmt != "folded":
         raise InputError(f"--folded-weights {folded_weights}", f"applies to the folded output, not {fmt}",
                          "write .folded or use -F folded")
-    return RenderOptions(folded_weights=folded_weights or "raw")
+    for flag, value in (("--top", top), ("--sections", sections)):
+        if value is not None and fmt != "txt":
+            shown = ",".join(value) if isinstance(value, tuple) else value
+            raise InputError(f"{flag} {shown}", f"applies to the text report, not {fmt}", "write .txt or use -F txt")
+    return RenderOptions(folded_weights=folded_weights or "raw", top=top, sections=sections)

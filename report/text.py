@@ -13,6 +13,7 @@ import numpy as np
 from ftflame.correct import corrections
 from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
 
+from . import textcalls
 from .common import context_lines, count, fit_decimals, plural, report_notes, us
 from .options import DEFAULT, RenderOptions
 
@@ -177,29 +178,32 @@ def _flag(unreliable, clamped) -> str:
 
 
 def corrected_function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
-    """Raw and corrected figures side by side, busiest (corrected) first."""
+    """Corrected figures with their percentiles, busiest (corrected) first."""
     ft = p.functions
     ex = corrections.function_extras(p)
+    cols, approx, _, _ = corrections.corrected_stats(p)["functions", "incl"]
+    p50, p99 = cols[4], cols[6]
     order = sorted(range(len(ft)), key=lambda i: (-ft.incl_corr[i], ft.names[i]))[:top]
     lines = [f"Functions by corrected inclusive time (top {len(order)} of {len(ft)}; us; "
              "* = corrected)",
              "",
-             f"{'Calls':>7} {'Calls*':>7} {'Avg':>9} {'Avg*':>9} {'Total*':>10} {'Self*':>9}  Function",
+             f"{'Calls':>7} {'Calls*':>7} {'p50*':>9} {'p99*':>9} {'Total*':>10} {'Self*':>9}  Function",
              f"{'=' * 7} {'=' * 7} {'=' * 9} {'=' * 9} {'=' * 10} {'=' * 9}  {'=' * 21}"]
-    avg, avg_c = _means(ft.incl, ft.calls), _means(ft.incl_corr, ft.calls_corr)
-    d = _decimals([(avg[order], 9), (avg_c[order], 9), (ft.incl_corr[order], 10), (ft.excl_corr[order], 9)])
+    d = _decimals([(p50[order], 9), (p99[order], 9), (ft.incl_corr[order], 10), (ft.excl_corr[order], 9)])
     for i in order:
         flag = _flag(ex["unreliable"][i], ex["clamped"][i]) if ex else " "
-        lines.append(f"{count(ft.calls[i], 7)} {count(ft.calls_corr[i], 7)} {us(avg[i], 9, d[0])} "
-                     f"{us(avg_c[i], 9, d[1])} {us(ft.incl_corr[i], 10, d[2])} {us(ft.excl_corr[i], 9, d[3])} "
+        lines.append(f"{count(ft.calls[i], 7)} {count(ft.calls_corr[i], 7)} {us(p50[i], 9, d[0])} "
+                     f"{us(p99[i], 9, d[1])} {us(ft.incl_corr[i], 10, d[2])} {us(ft.excl_corr[i], 9, d[3])} "
                      f"{flag}{_clip(ft.names[i], 22)}")
     lines.append("")
     cut = {"cut"} if any(len(ft.names[i]) > 22 for i in order) else set()
-    lines.extend(_wrap("Avg: raw mean over all Calls. Calls*: the clean calls the corrected figures "
-                       "cover (gap calls left out); Avg*, Total*, Self*: corrected, over them - where "
-                       "Calls* < Calls, Avg and Avg* are means over different calls. ?: the hook-cost "
-                       "correction exceeds half the measured time (unreliable). ~: clamped at zero "
-                       "self time. " + mark_legend(cut), ""))
+    est = " p50*, p99*: exact for root functions (every call's corrected time is known), " \
+          "elsewhere estimates (the raw ones scaled by corrected mean / raw mean)." if approx[order].any() else ""
+    lines.extend(_wrap("Calls: every completed call. Calls*: the clean calls the corrected figures "
+                       "cover (gap calls left out); p50*, p99*, Total*, Self*: corrected, over them "
+                       "(means: Total* / Calls*; raw figures: the JSON, the HTML's Raw switch)." + est +
+                       " ?: the hook-cost correction exceeds half the measured time (unreliable). "
+                       "~: clamped at zero self time. " + mark_legend(cut), ""))
     return lines
 
 
@@ -385,14 +389,16 @@ def function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
     n = min(top, len(ft))
     lines = [f"Functions by total inclusive time (top {n} of {len(ft)}; times in us)",
              "",
-             f"{'Calls':>9} {'Total':>12} {'Self':>11} {'Avg':>9} {'p99':>9}  Function",
-             f"{'=' * 9} {'=' * 12} {'=' * 11} {'=' * 9} {'=' * 9}  {'=' * 23}"]
+             f"{'Calls':>7} {'Total':>11} {'Self':>10} {'Avg':>9} {'p50':>9} {'p99':>9}  Function",
+             f"{'=' * 7} {'=' * 11} {'=' * 10} {'=' * 9} {'=' * 9} {'=' * 9}  {'=' * 17}"]
     avg = _means(ft.incl, ft.calls)
-    d = _decimals([(ft.incl[:n], 12), (ft.excl[:n], 11), (avg[:n], 9), (ft.incl_pct[:n, 2], 9)])
+    d = _decimals([(ft.incl[:n], 11), (ft.excl[:n], 10), (avg[:n], 9), (ft.incl_pct[:n, 2], 9),
+                   (ft.incl_pct[:n, 0], 9)])
     for i in range(n):
-        lines.append(f"{count(ft.calls[i], 9)} {us(ft.incl[i], 12, d[0])} {us(ft.excl[i], 11, d[1])} "
-                     f"{us(avg[i], 9, d[2])} {us(ft.incl_pct[i][2], 9, d[3])}  {_clip(ft.names[i], 24)}")
-    if any(len(ft.names[i]) > 24 for i in range(n)):
+        lines.append(f"{count(ft.calls[i], 7)} {us(ft.incl[i], 11, d[0])} {us(ft.excl[i], 10, d[1])} "
+                     f"{us(avg[i], 9, d[2])} {us(ft.incl_pct[i][0], 9, d[4])} {us(ft.incl_pct[i][2], 9, d[3])}  "
+                     f"{_clip(ft.names[i], 18)}")
+    if any(len(ft.names[i]) > 18 for i in range(n)):
         lines.append("")  # the legend is not a row of the table
         lines.extend(_wrap(mark_legend({"cut"}), ""))
     return lines
@@ -425,18 +431,43 @@ def call_tree(p: Profile) -> list:
     return lines
 
 
+# The sections of the report, in their default order (--sections picks some).
+SECTIONS = ("header", "operations", "functions", "hot", "offcpu", "slowest", "tree", "balance", "measured")
+
+
+def section_lines(p: Profile, name: str, top=None) -> list:
+    """One section's lines; [] when the trace has nothing for it. top: rows
+    per table (None: each table's default)."""
+    if name == "header":
+        return header(p)
+    if name == "operations":
+        return textcalls.operations_lines(p)
+    if name == "functions":
+        return function_table(p, TOP_FUNCTIONS if top is None else top)
+    if name == "hot":
+        return textcalls.hot_lines(p, *(() if top is None else (top,)))
+    if name == "offcpu":
+        return textcalls.offcpu_lines(p, *(() if top is None else (top,)))
+    if name == "slowest":
+        return textcalls.slowest_lines(p, *(() if top is None else (top,)))
+    if name == "tree":
+        return call_tree(p)
+    if name == "balance":
+        return balance_lines(p)
+    if name == "measured":
+        return measured_lines(p)
+    raise ValueError(f"unknown section {name!r}")
+
+
 def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
-    out = header(p)
-    out.append("")
-    out.extend(function_table(p))
-    out.append("")
-    out.extend(call_tree(p))
-    bal = balance_lines(p)
-    if bal:
-        out.append("")
-        out.extend(bal)
-    meas = measured_lines(p)
-    if meas:
-        out.append("")
-        out.extend(meas)
+    opts = opts or DEFAULT
+    names = opts.sections or SECTIONS
+    top = opts.top
+    out = []
+    for name in names:
+        lines = section_lines(p, name, top)
+        if lines:
+            if out:
+                out.append("")
+            out.extend(lines)
     return "\n".join(line.rstrip() for line in out).rstrip() + "\n"

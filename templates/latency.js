@@ -128,6 +128,7 @@ FT.latency = (function () {
       if (S.durc) rows.push(["duration (corrected)", FT.time(S.durc[k])]);
       rows.push(["pid / cpu", S.pid[k] + " / " + S.cpu[k]]);
       if (S.flags[k] & GAP) rows.push(["", "spans a lost-event gap"]);
+      if (FT.calls && S.sample && FT.data.slowest.some(function (c) { return c.sample === S.sample[k]; })) rows.push(["", "click: its call tree"]);
       t.appendChild(FT.tipTable(rows));
     });
   });
@@ -135,6 +136,11 @@ FT.latency = (function () {
     if (!drag) return;
     var d = drag;
     drag = null;
+    if (d.x1 === undefined || (Math.abs(d.x1 - d.x0) <= 4 && Math.abs(d.y1 - d.y0) <= 4)) {
+      /* a click on a point: that call's own tree, when it was kept */
+      var k = nearest(d.x0, d.y0);
+      if (k >= 0 && FT.calls && FT.calls.open(S.sample[k])) { draw(); return; }
+    }
     if (d.x1 !== undefined && Math.abs(d.x1 - d.x0) > 4) {
       var nx0 = ix(Math.min(d.x0, d.x1)), nx1 = ix(Math.max(d.x0, d.x1));
       var v = { x0: nx0, x1: nx1, y0: view.y0, y1: view.y1 };
@@ -164,5 +170,5 @@ FT.latency = (function () {
     " root calls: per root function and time bin the slowest and the fastest call are kept, and the slowest calls overall, so stalls and outliers stay visible.";
   else note.textContent = FT.count(S.total) + " root calls. A root call is an outermost traced call of a task (set_graph_function).";
 
-  return { draw: draw, view: function () { return view; }, setRoot: function (k) { root = k; sel.value = k; view = null; draw(); }, init: draw };
+  return { draw: draw, view: function () { return view; }, points: function () { return pts; }, setRoot: function (k) { root = k; sel.value = k; view = null; draw(); }, init: draw };
 })();

@@ -297,17 +297,19 @@ def check_text(q, doc):
     jf = {f["name"]: f for f in doc["functions"]}
     if q.corrected is None:
         for line in table_rows(txt, "Functions by total inclusive time"):
-            nums, name = line[:54].split(), line[56:].strip()
+            # Calls, Total, Self, Avg, p50, p99, name
+            nums, name = line[:60].split(), line[62:].strip()
             if name.endswith("~") or name not in jf:
                 continue
             j = jf[name]
             assert int(nums[0].replace(",", "")) == j["calls"]
             for tok, exact in zip(nums[1:], (j["incl_ns"]["sum"], j["excl_ns"]["sum"], j["incl_ns"]["mean"],
-                                              j["incl_ns"]["p99"])):
+                                              j["incl_ns"]["p50"], j["incl_ns"]["p99"])):
                 dec = len(tok.split(".")[1]) if "." in tok else 0
                 assert close(float(tok.replace(",", "")), exact, dec), (name, tok, exact)
         return
     for line in table_rows(txt, "Functions by corrected inclusive time"):
+        # Calls, Calls*, p50*, p99*, Total*, Self*, a flag, name
         nums, name = line[:56].split(), line[58:].strip()
         if name.endswith("~") or name not in jf:
             continue
@@ -315,7 +317,7 @@ def check_text(q, doc):
         c, x = j["incl_corr_ns"], j["excl_corr_ns"]
         assert int(nums[0].replace(",", "")) == j["calls"]
         assert int(nums[1].replace(",", "")) == c["calls"]  # the calls the corrected figures cover
-        for tok, exact in zip(nums[2:], (j["incl_ns"]["mean"], c["mean"], c["sum"], x["sum"])):
+        for tok, exact in zip(nums[2:], (c["p50"], c["p99"], c["sum"], x["sum"])):
             dec = len(tok.split(".")[1]) if "." in tok else 0
             assert close(float(tok.replace(",", "")), exact, dec), (name, tok, exact)
     for b in doc["balance"]:

@@ -85,7 +85,7 @@ def test_whole_document_parses_and_keeps_its_members():
     assert text.endswith("\n")
     doc = json.loads(text)
     assert list(doc) == ["schema", "tool", "trace", "calibration", "functions", "tree", "root_calls",
-                         "balance"]
+                         "operations", "slowest", "hot", "balance"]
     assert doc["tree"] == json.loads(jsonout.tree_json(p))
 
 

@@ -7,9 +7,12 @@ import dataclasses
 import subprocess
 import sys
 
+import pytest
+
 from conftest import SAMPLE
 from ftflame.cli import build_parser, correction_options
 from ftflame.correct.stage import correct_for_report
+from ftflame.model.errors import InputError
 from ftflame.parse import read
 from ftflame.report.folded import folded_lines
 from ftflame.report.options import RenderOptions, render_options
@@ -21,16 +24,26 @@ def report_flags() -> dict:
     return {a.dest: a for a in sub.choices["report"]._actions}
 
 
+# the options without choices: the format they apply to, a flag value and what it sets
+EXAMPLES = {"top": ("txt", "5", 5), "sections": ("txt", "operations,tree", ("operations", "tree"))}
+
+
 def test_every_render_option_is_set_from_a_report_flag():
     flags = report_flags()
     for field in dataclasses.fields(RenderOptions):
         assert field.name in flags, f"RenderOptions.{field.name} has no flag of its own"
         action = flags[field.name]
-        value = next(c for c in action.choices if c != field.default)
-        args = build_parser().parse_args(["report", "t.folded", action.option_strings[0], value])
-        opts = render_options("folded", **{field.name: getattr(args, field.name)})
+        if action.choices:
+            fmt, text = "folded", next(c for c in action.choices if c != field.default)
+            value = text
+        else:
+            fmt, text, value = EXAMPLES[field.name]
+        args = build_parser().parse_args(["report", "t." + fmt, action.option_strings[0], text])
+        opts = render_options(fmt, **{field.name: getattr(args, field.name)})
         assert getattr(opts, field.name) == value
     assert render_options("folded") == RenderOptions()
+    with pytest.raises(InputError):  # a text knob given for another format is refused
+        render_options("json", top=5)
 
 
 def ftflame(*args):

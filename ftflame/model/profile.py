@@ -35,8 +35,9 @@ NODE_COLUMNS = (
        "unowned_child_incl", "irq_early", "depth")
 )
 SAMPLE_COLUMNS = ("node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu",
-                  "irq_calls", "irq_roots", "leaf_min", "leaves")
-
+                  "irq_calls", "irq_roots", "leaf_min", "leaves", "op")
+# The calls of a kept slowest root call (parse/core/calls.c), entry order.
+CALL_COLUMNS = ("func", "parent", "flags", "cpu", "calltime", "dur", "desc", "irq", "offcpu", "irq_roots")
 
 
 def check_core_columns(core) -> None:
@@ -44,7 +45,8 @@ def check_core_columns(core) -> None:
     and SAMPLE_COLUMNS) are these, in this order: a column added or moved on
     one side only would silently read one figure as another."""
     for table, ours, theirs in (("node", NODE_COLUMNS, core.NODE_COLUMNS),
-                                ("sample", SAMPLE_COLUMNS, core.SAMPLE_COLUMNS)):
+                                ("sample", SAMPLE_COLUMNS, core.SAMPLE_COLUMNS),
+                                ("call", CALL_COLUMNS, core.CALL_COLUMNS)):
         if tuple(theirs) != ours:
             diff = [f"{i}: {a!r} in C, {b!r} in profile.py"
                     for i, (a, b) in enumerate(zip(theirs, ours)) if a != b]
@@ -61,6 +63,9 @@ NODE_PARTIAL = 4
 SAMPLE_GAP = 1
 SAMPLE_PARTIAL = 2
 SAMPLE_IRQ = 4
+CALL_DONE = 1  # CALL_COLUMNS flags (parse/core/ftf.h ftf_rec_flags)
+CALL_IRQ = 2
+CALL_GAP = 4
 
 # Histogram geometry (parse/core/ftf.h): values below HIST_SUB ns are exact;
 # above, each power of two is split into HIST_SUB equal buckets.
@@ -242,6 +247,13 @@ class Profile:
     # cpu): (1-ns histogram, count over range)}, kind "leaf" or "gap",
     # context "task", "softirq" or "hardirq".
     overhead_samples: Mapping = field(default_factory=dict)
+    # Operations (parse/core/calls.c): sample column "op" indexes these
+    # labels (-1: none), op_how says which function(s) named each.
+    operations: tuple = ()
+    op_how: tuple = ()
+    # The slowest root calls kept by the core: (sample row, int64 array
+    # (calls, len(CALL_COLUMNS)) in entry order, or None when too big).
+    slowest_trees: tuple = ()
 
     # ---- columns -------------------------------------------------------
     def col(self, name: str) -> np.ndarray:

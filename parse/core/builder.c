@@ -270,6 +270,8 @@ typedef struct {
 	uint8_t adopt_valid;
 	uint64_t adopt_calltime, adopt_dur, adopt_calls;
 	uint64_t last_ret; /* rettime of the last child, 0: none (sibling gaps) */
+	uint32_t rec;          /* the call's record in the task's open tree (calls.c) */
+	uint64_t irq_roots_at; /* task's irq_roots when the frame was pushed */
 } ftf_frame;
 
 struct ftf_task {
@@ -292,6 +294,7 @@ struct ftf_task {
 	uint64_t root_irq_roots_at;
 	uint64_t root_leaf_min; /* shortest task-context leaf under the open root call */
 	uint64_t root_leaves;   /* task-context leaves under it */
+	ftf_task_calls tc; /* the open root call's operation and tree (calls.c) */
 };
 
 static uint64_t task_key(int32_t pid, int32_t cpu)
@@ -627,6 +630,7 @@ void ftf_builder_free(ftf_builder *b)
 			free(b->tasks[i]->jent);
 			free(b->tasks[i]->jslots);
 			free(b->tasks[i]->stack);
+			ftf_task_calls_free(&b->tasks[i]->tc);
 			free(b->tasks[i]);
 		}
 	}
@@ -639,6 +643,7 @@ void ftf_builder_free(ftf_builder *b)
 	ftf_u64map_free(&b->node_map);
 	free(b->samples);
 	free(b->func_irq);
+	ftf_calls_free(b);
 	for (int k = 0; k < 2; k++)
 		for (int x = 0; x < FTF_NCTX; x++)
 			for (int c = 0; c < FTF_EST_CPUS; c++)
@@ -783,7 +788,11 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 		t->root_irq_roots_at = t->irq_roots;
 		t->root_leaf_min = UINT64_MAX;
 		t->root_leaves = 0;
+		ftf_calls_root_start(b, &t->tc);
 	}
+	f->irq_roots_at = t->irq_roots;
+	f->rec = ftf_calls_entry(b, &t->tc, ev->func, t->n - 1, lparent,
+				 lparent != FTF_NONE ? t->stack[lparent].rec : FTF_NONE, in_irq);
 }
 
 /* A call's duration as the sums can hold it (FTF_MAX_DURATION_NS): a cut
@@ -842,6 +851,8 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 	uint64_t irq = t->irq_ns - f.irq_at;
 	uint64_t off = t->off_ns - f.off_at;
 	int64_t excl = (int64_t)dur - (int64_t)f.child_incl;
+	ftf_calls_exit(&t->tc, f.rec, f.gap, f.irq, cpu, calltime, dur, desc, irq, off,
+		       t->irq_roots - f.irq_roots_at);
 
 	t->calls++;
 	if (f.irq)
@@ -910,8 +921,12 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 			.irq_calls = irq_calls, .irq_roots = t->irq_roots - t->root_irq_roots_at,
 			.leaf_min = t->root_leaf_min == UINT64_MAX ? 0 : t->root_leaf_min,
 			.leaves = t->root_leaves,
+			.op = ftf_calls_root_op(b, &t->tc),
 		};
+		uint64_t before = b->nsamples;
 		add_sample(b, &s);
+		if (b->nsamples > before)
+			ftf_calls_root_end(b, &t->tc, before);
 	}
 }
 

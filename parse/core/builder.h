@@ -156,6 +156,7 @@ typedef struct {
 	uint64_t leaf_min;  /* shortest task-context leaf descendant, ns (0: none): the
 	                     * call's hook-cost level (docs/overhead.md "hook level") */
 	uint64_t leaves;    /* task-context leaf descendants (no recorded children) */
+	int32_t op;         /* operation id (ftf_builder.ops, calls.c), FTF_OP_NONE */
 } ftf_sample;
 
 enum ftf_sample_flags {
@@ -206,6 +207,53 @@ typedef struct {
 
 typedef struct ftf_task ftf_task;
 
+/* ---- operations and the slowest calls (calls.c) -------------------------
+ * Operations: a root call that is a dispatcher (svc_process, nfsd_dispatch,
+ * ...) is labelled by the NFS procedure it reached below it (the first
+ * nfsd3_proc_* / nfsd_proc_* / nfsd4_proc_null, or the operations an
+ * nfsd4_proc_compound called, "COMPOUND(PUTFH,WRITE)"). Slowest calls: the
+ * calls of the open root call are kept per task (entry order) and, when it
+ * completes among the N slowest of its (root path, operation), copied. */
+#define FTF_OP_NONE (-1)
+#define FTF_OP_MAX_PARTS 16 /* COMPOUND operations named; more show as ",..." */
+#define FTF_SLOWEST_DEFAULT 20 /* slowest root calls kept per (root path, operation) */
+#define FTF_TREE_MAX_RECS (1u << 18) /* calls kept for one open root call */
+
+typedef struct {
+	uint32_t func;
+	uint32_t parent;  /* record index, FTF_NONE for the root */
+	uint32_t flags;   /* FTF_REC_* */
+	int32_t cpu;      /* where the call ended */
+	uint64_t calltime, dur, desc, irq, offcpu, irq_roots;
+} ftf_rec;
+
+enum ftf_rec_flags {
+	FTF_REC_DONE = 1, /* the call completed (else: its exit never came) */
+	FTF_REC_IRQ = 2,  /* ran in irq context */
+	FTF_REC_GAP = 4,  /* spans lost events / overrun / lost exits */
+};
+
+typedef struct {
+	uint32_t op_parts[FTF_OP_MAX_PARTS];
+	uint8_t op_n, op_kind, op_more;
+	uint32_t op_compound; /* stack index of nfsd4_proc_compound, FTF_NONE */
+	ftf_rec *recs;        /* the open root call's calls, entry order */
+	uint32_t nrecs, caprecs;
+	uint8_t recs_cut;     /* the open root call has more calls than FTF_TREE_MAX_RECS */
+} ftf_task_calls;
+
+typedef struct {
+	uint64_t sample; /* index in ftf_builder.samples */
+	uint64_t dur;
+	ftf_rec *recs;   /* NULL when the tree was too big to keep */
+	uint32_t nrecs;
+} ftf_kept;
+
+typedef struct {
+	ftf_kept *heap; /* min-heap by dur, at most slowest_n */
+	uint32_t n;
+} ftf_slow_group;
+
 typedef struct {
 	ftf_funcs funcs;
 	ftf_node *nodes;
@@ -238,7 +286,29 @@ typedef struct {
 	 * still record the tail of __schedule() before the switch happens */
 	ftf_task *cpu_tail[FTF_MAX_CPUS];
 	ftf_est est[2][FTF_NCTX][FTF_EST_CPUS]; /* [kind][context][cpu] */
+	/* operations (calls.c) */
+	ftf_funcs ops;      /* operation labels; sample.op indexes them */
+	char **op_how;      /* per operation: the function(s) that named it */
+	uint8_t *func_op;   /* per func: 0 unknown, else FTF_OPK_* + 1 */
+	uint32_t nfunc_op;
+	/* the slowest root calls (calls.c): slowest_n per (root path, operation) */
+	uint32_t slowest_n; /* 0: none kept (set before feeding) */
+	ftf_slow_group *slow;
+	uint32_t nslow, capslow;
+	ftf_u64map slow_map; /* (node, op) -> group idx+1 */
+	uint64_t slow_cut;   /* root calls too big to keep their tree */
 } ftf_builder;
+
+/* calls.c: hooks of the builder */
+void ftf_calls_root_start(ftf_builder *b, ftf_task_calls *tc);
+uint32_t ftf_calls_entry(ftf_builder *b, ftf_task_calls *tc, uint32_t func, uint32_t stack_idx,
+			 uint32_t lparent, uint32_t parent_rec, int in_irq);
+void ftf_calls_exit(ftf_task_calls *tc, uint32_t rec, int gap, int irq, int32_t cpu, uint64_t calltime,
+		    uint64_t dur, uint64_t desc, uint64_t irq_ns, uint64_t off, uint64_t irq_roots);
+int32_t ftf_calls_root_op(ftf_builder *b, ftf_task_calls *tc);
+void ftf_calls_root_end(ftf_builder *b, ftf_task_calls *tc, uint64_t sample);
+void ftf_calls_free(ftf_builder *b);
+void ftf_task_calls_free(ftf_task_calls *tc);
 
 int ftf_builder_init(ftf_builder *b);
 void ftf_builder_free(ftf_builder *b);

@@ -37,14 +37,26 @@ _Static_assert(sizeof(node_columns) / sizeof(node_columns[0]) == NODE_COLS, "a n
 
 enum {
 	SCOL_NODE, SCOL_PID, SCOL_CPU, SCOL_FLAGS, SCOL_CALLTIME, SCOL_DUR, SCOL_DESC, SCOL_IRQ,
-	SCOL_OFFCPU, SCOL_IRQ_CALLS, SCOL_IRQ_ROOTS, SCOL_LEAF_MIN, SCOL_LEAVES,
+	SCOL_OFFCPU, SCOL_IRQ_CALLS, SCOL_IRQ_ROOTS, SCOL_LEAF_MIN, SCOL_LEAVES, SCOL_OP,
 	SAMPLE_COLS
 };
 static const char *const sample_columns[] = {
 	"node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu", "irq_calls", "irq_roots",
-	"leaf_min", "leaves",
+	"leaf_min", "leaves", "op",
 };
 _Static_assert(sizeof(sample_columns) / sizeof(sample_columns[0]) == SAMPLE_COLS, "a name per sample column");
+
+/* The calls of a kept slowest root call (calls.c), entry order: parent is a
+ * row index (-1 for the root). */
+enum {
+	RCOL_FUNC, RCOL_PARENT, RCOL_FLAGS, RCOL_CPU, RCOL_CALLTIME, RCOL_DUR, RCOL_DESC, RCOL_IRQ,
+	RCOL_OFFCPU, RCOL_IRQ_ROOTS,
+	REC_COLS
+};
+static const char *const rec_columns[] = {
+	"func", "parent", "flags", "cpu", "calltime", "dur", "desc", "irq", "offcpu", "irq_roots",
+};
+_Static_assert(sizeof(rec_columns) / sizeof(rec_columns[0]) == REC_COLS, "a name per call column");
 
 static void sums_put(int64_t *row, const ftf_sums *s)
 {
@@ -118,6 +130,79 @@ static int hists_csr(const ftf_builder *b, int excl, PyObject **offs, PyObject *
 		}                                                    \
 		Py_DECREF(_v);                                       \
 	} while (0)
+
+static PyObject *str_list(char *const *names, uint32_t n)
+{
+	PyObject *l = PyList_New(n);
+	for (uint32_t i = 0; l && i < n; i++) {
+		const char *c = names[i] ? names[i] : "";
+		PyObject *s = PyUnicode_DecodeUTF8(c, strlen(c), "replace");
+		if (!s) {
+			Py_CLEAR(l);
+			break;
+		}
+		PyList_SET_ITEM(l, i, s);
+	}
+	return l;
+}
+
+/* Operations (labels, how each was recognised) and the slowest root calls:
+ * [(sample index, bytes of REC_COLS int64 per call, or None: too big)]. */
+static int calls_result(ftf_builder *b, PyObject *res)
+{
+	PyObject *ops = str_list(b->ops.names, b->ops.n);
+	if (!ops || PyDict_SetItemString(res, "ops", ops) < 0) {
+		Py_XDECREF(ops);
+		return -1;
+	}
+	Py_DECREF(ops);
+	PyObject *how = str_list(b->op_how, b->op_how ? b->ops.n : 0);
+	if (!how || PyDict_SetItemString(res, "op_how", how) < 0) {
+		Py_XDECREF(how);
+		return -1;
+	}
+	Py_DECREF(how);
+	PyObject *slow = PyList_New(0);
+	if (!slow || PyDict_SetItemString(res, "slowest", slow) < 0) {
+		Py_XDECREF(slow);
+		return -1;
+	}
+	Py_DECREF(slow);
+	for (uint32_t g = 0; g < b->nslow; g++) {
+		for (uint32_t k = 0; k < b->slow[g].n; k++) {
+			const ftf_kept *kp = &b->slow[g].heap[k];
+			PyObject *tree = Py_None;
+			Py_INCREF(tree);
+			if (kp->recs) {
+				Py_DECREF(tree);
+				tree = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)kp->nrecs * REC_COLS * 8);
+				if (!tree)
+					return -1;
+				int64_t *r = (int64_t *)PyBytes_AS_STRING(tree);
+				for (uint32_t i = 0; i < kp->nrecs; i++, r += REC_COLS) {
+					const ftf_rec *c = &kp->recs[i];
+					r[RCOL_FUNC] = c->func;
+					r[RCOL_PARENT] = c->parent == FTF_NONE ? -1 : (int64_t)c->parent;
+					r[RCOL_FLAGS] = c->flags;
+					r[RCOL_CPU] = c->cpu;
+					r[RCOL_CALLTIME] = (int64_t)c->calltime;
+					r[RCOL_DUR] = (int64_t)c->dur;
+					r[RCOL_DESC] = (int64_t)c->desc;
+					r[RCOL_IRQ] = (int64_t)c->irq;
+					r[RCOL_OFFCPU] = (int64_t)c->offcpu;
+					r[RCOL_IRQ_ROOTS] = (int64_t)c->irq_roots;
+				}
+			}
+			PyObject *item = Py_BuildValue("(KN)", (unsigned long long)kp->sample, tree);
+			if (!item || PyList_Append(slow, item) < 0) {
+				Py_XDECREF(item);
+				return -1;
+			}
+			Py_DECREF(item);
+		}
+	}
+	return 0;
+}
 
 /* The function names, by id. */
 static PyObject *funcs_list(const ftf_builder *b)
@@ -201,6 +286,7 @@ static PyObject *samples_table(const ftf_builder *b)
 		sr[SCOL_IRQ_ROOTS] = (int64_t)s->irq_roots;
 		sr[SCOL_LEAF_MIN] = (int64_t)s->leaf_min;
 		sr[SCOL_LEAVES] = (int64_t)s->leaves;
+		sr[SCOL_OP] = s->op;
 	}
 	return samples;
 }
@@ -248,6 +334,8 @@ static PyObject *counters_dict(const ftf_builder *b)
 	C(overrun_growth); C(depth_mismatch); C(migrations); C(gap_calls); C(gap_tree_calls); C(partial_entries);
 	C(irq_roots); C(leaf_events); C(irq_outside_window); C(first_ts); C(last_ts);
 #undef C
+	if (b->slow_cut) /* kept slowest root calls whose tree was too big to keep */
+		SET(cnt, "slowest_without_tree", PyLong_FromUnsignedLongLong(b->slow_cut));
 	if (b->c.duration_cut)
 		SET(cnt, "duration_cut", PyLong_FromUnsignedLongLong(b->c.duration_cut));
 	if (b->funcs.long_names)
@@ -296,6 +384,8 @@ static PyObject *builder_result(ftf_builder *b)
 	SET(res, "hist_incl", hists_tuple(b, 0));
 	SET(res, "hist_excl", hists_tuple(b, 1));
 	SET(res, "samples", samples_table(b));
+	if (calls_result(b, res) < 0)
+		goto fail;
 	SET(res, "estimates", estimates_list(b));
 	SET(res, "counters", counters_dict(b));
 	SET(res, "lost_per_cpu", lost_per_cpu_dict(b));
@@ -368,10 +458,11 @@ static int dict_put(PyObject *d, const char *key, PyObject *v)
 
 static PyObject *py_read_dat(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "path", "progress", NULL };
+	static char *kwlist[] = { "path", "progress", "slowest", NULL };
 	PyObject *path_obj, *progress = Py_None;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|O", kwlist, PyUnicode_FSConverter, &path_obj,
-					 &progress))
+	unsigned int slowest = FTF_SLOWEST_DEFAULT;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|OI", kwlist, PyUnicode_FSConverter, &path_obj,
+					 &progress, &slowest))
 		return NULL;
 	const char *path = PyBytes_AS_STRING(path_obj);
 	ftf_builder *b = malloc(sizeof(*b));
@@ -383,6 +474,7 @@ static PyObject *py_read_dat(PyObject *self, PyObject *args, PyObject *kw)
 		return PyErr_NoMemory();
 	}
 	ftf_builder_init(b);
+	b->slowest_n = slowest;
 	char err[512] = "";
 	progress_ctx pc = { progress, 0 };
 	int rc;
@@ -419,7 +511,8 @@ static PyObject *py_read_dat(PyObject *self, PyObject *args, PyObject *kw)
 static PyObject *py_build_events(PyObject *self, PyObject *args)
 {
 	PyObject *seq;
-	if (!PyArg_ParseTuple(args, "O", &seq))
+	unsigned int slowest = FTF_SLOWEST_DEFAULT;
+	if (!PyArg_ParseTuple(args, "O|I", &seq, &slowest))
 		return NULL;
 	PyObject *fast = PySequence_Fast(seq, "events must be a sequence");
 	if (!fast)
@@ -430,6 +523,7 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 		return PyErr_NoMemory();
 	}
 	ftf_builder_init(b);
+	b->slowest_n = slowest;
 	Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
 	for (Py_ssize_t i = 0; i < n; i++) {
 		const char *kind, *func;
@@ -541,11 +635,12 @@ fail:
  * the GIL released; Python runs only between chunks, never per line. */
 static PyObject *py_read_text_chunks(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "chunks", "mode", "progress", "events", NULL };
+	static char *kwlist[] = { "chunks", "mode", "progress", "events", "slowest", NULL };
 	PyObject *chunks, *progress = Py_None;
 	int mode = FTF_TEXT_LINES, want_events = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iOp", kwlist, &chunks, &mode, &progress,
-					 &want_events))
+	unsigned int slowest = FTF_SLOWEST_DEFAULT;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iOpI", kwlist, &chunks, &mode, &progress,
+					 &want_events, &slowest))
 		return NULL;
 	if (mode != FTF_TEXT_LINES && mode != FTF_TEXT_MAIL) {
 		PyErr_SetString(PyExc_ValueError, "mode must be TEXT_LINES or TEXT_MAIL");
@@ -560,6 +655,7 @@ static PyObject *py_read_text_chunks(PyObject *self, PyObject *args, PyObject *k
 		return PyErr_NoMemory();
 	}
 	ftf_builder_init(b);
+	b->slowest_n = slowest;
 	ftf_text *t = ftf_text_new(b, mode);
 	event_log log = { NULL, 0, 0, 0 };
 	PyObject *res = NULL, *item;
@@ -638,7 +734,7 @@ static PyMethodDef methods[] = {
 	{ "read_dat", (PyCFunction)(void (*)(void))py_read_dat, METH_VARARGS | METH_KEYWORDS,
 	  "read_dat(path, progress=None) -> dict: read a trace.dat into the call-path aggregate" },
 	{ "build_events", py_build_events, METH_VARARGS,
-	  "build_events(events) -> dict: feed hand-made events to the call builder" },
+	  "build_events(events, slowest=20) -> dict: feed hand-made events to the call builder" },
 	{ "read_text_chunks", (PyCFunction)(void (*)(void))py_read_text_chunks, METH_VARARGS | METH_KEYWORDS,
 	  "read_text_chunks(chunks, mode=TEXT_LINES, progress=None, events=False) -> dict: tokenize "
 	  "function_graph text fed as an iterable of byte chunks into the call-path aggregate" },
@@ -680,7 +776,8 @@ PyMODINIT_FUNC PyInit__core(void)
 	PyModule_AddIntConstant(m, "HIST_BUCKETS", FTF_HIST_BUCKETS);
 	PyModule_AddIntConstant(m, "NODE_COLS", NODE_COLS);
 	if (add_names(m, "NODE_COLUMNS", node_columns, NODE_COLS) < 0 ||
-	    add_names(m, "SAMPLE_COLUMNS", sample_columns, SAMPLE_COLS) < 0) {
+	    add_names(m, "SAMPLE_COLUMNS", sample_columns, SAMPLE_COLS) < 0 ||
+	    add_names(m, "CALL_COLUMNS", rec_columns, REC_COLS) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}
@@ -693,5 +790,6 @@ PyMODINIT_FUNC PyInit__core(void)
 	PyModule_AddIntConstant(m, "SAMPLE_IRQ", FTF_SAMPLE_IRQ);
 	PyModule_AddIntConstant(m, "TEXT_LINES", FTF_TEXT_LINES);
 	PyModule_AddIntConstant(m, "TEXT_MAIL", FTF_TEXT_MAIL);
+	PyModule_AddIntConstant(m, "SLOWEST_DEFAULT", FTF_SLOWEST_DEFAULT);
 	return m;
 }

@@ -13,7 +13,7 @@ try:
 except ImportError:  # conftest skips (or fails in CI) before any test runs
     expect = None
 
-from helpers.htmlfix import BIG, DEPTH3, ICOUNT, LOST, WRITE4K, WRITE4K_WHOLE, corrected, load
+from helpers.htmlfix import BIG, DEPTH3, ICOUNT, LOST, MIXED_OPS, WRITE4K, WRITE4K_WHOLE, corrected, load
 
 from ftflame.report import flametree, html, svg
 
@@ -300,6 +300,36 @@ def test_latency_plot_zoom(browser_page, reports):
     bp.shot("latency-zoomed", "#latency-section")
     canvas.dblclick(position={"x": 200, "y": 100})
     assert int(canvas.get_attribute("data-points")) == total
+    bp.assert_clean()
+
+
+def test_slowest_call_opens_from_its_latency_point_and_its_row(browser_page, tmp_path):
+    """Operations under svc_process: the plot's slowest point, clicked, draws
+    that root call's own tree (the JSON's slowest call, the latency
+    maximum); so does the first row of the slowest calls; an operation row
+    selects its group in the plot."""
+    p = load(MIXED_OPS)
+    page_file = tmp_path / "ops.html"
+    page_file.write_text(html.render(p), encoding="utf-8")
+    bp = browser_page()
+    page = bp.open(page_file)
+    S = page.evaluate("FT.data.samples")
+    page.select_option("#lat-root", "-1")  # every operation's points
+    k = max(range(len(S["dur"])), key=lambda i: S["dur"][i])
+    assert S["dur"][k] == int(p.scol("dur").max())
+    x, y = page.evaluate(f"FT.latency.points().filter(function (q) {{ return q[2] === {k}; }})[0].slice(0, 2)")
+    canvas_click(page, "#lat-canvas", x, y)
+    canvas = page.locator("#call-canvas")
+    assert int(canvas.get_attribute("data-sample")) == S["sample"][k]
+    assert int(canvas.get_attribute("data-calls")) > 10
+    assert "svc_process: " in page.locator("#call-note").inner_text()
+    bp.shot("slowest-call-tree", "#calls-section")
+    page.locator("#slowest tbody tr").first.click()
+    assert int(canvas.get_attribute("data-sample")) == S["sample"][k]  # the slowest row: the same call
+    op = page.locator("#ops tbody tr").nth(1)
+    label = op.get_attribute("data-operation")
+    op.click()
+    assert page.evaluate("FT.data.samples.roots[+document.getElementById('lat-root').value]") == "svc_process: " + label
     bp.assert_clean()
 
 

@@ -19,6 +19,7 @@ WRITE4K = CURATED / "k6.1" / "s01-v3-write4k" / "trace.dat"  # a window: 23 call
 _whole = corpus.in_corpus("k6.1/s01-v3-write4k/trace.dat")
 WRITE4K_WHOLE = Path(_whole) if _whole else None
 LOST = CURATED / "k6.1" / "s10-lost" / "trace.dat"
+MIXED_OPS = CURATED / "k6.1" / "s16-mixed-ops" / "trace.dat"  # operations under svc_process
 NULLCALLS = CURATED / "k6.1" / "s13-calib-null" / "trace-dispatch-full.dat"  # 610 paths
 DEPTH3 = CURATED / "k6.1" / "s09-depth3" / "trace.dat"
 ICOUNT = CURATED / "k6.1" / "s15-icount-calib" / "trace-full.dat"  # sched_switch recorded

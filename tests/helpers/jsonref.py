@@ -258,6 +258,8 @@ def document(p: Profile, head: dict) -> dict:
         "functions": functions,
         "tree": TREE_PLACEHOLDER,
         "root_calls": root_call_objects(p),
+        # printed by Python from ftflame/correct/operations.py and hotlists.py (tests/test_operations.py)
+        "operations": head["operations"], "slowest": head["slowest"], "hot": head["hot"],
         "balance": list(p.balance),
     }
 
@@ -268,11 +270,13 @@ def root_call_objects(p: Profile) -> list:
         return []
     cr = p.corrected_or_raw
     names = [p.funcs[int(p.nodes[n, 1])] for n in s[:, 0].tolist()]
+    ops = p.scol("op").tolist()
     out = []
     for i, row in enumerate(s.tolist()):
         node, pid, cpu, flags, calltime, dur, desc, irq, off = row[:9]
         out.append({"name": names[i], "pid": pid, "cpu": cpu, "start_ns": calltime, "dur_ns": dur,
-                    "dur_corr_ns": round(float(cr.sample_dur[i]), 1), "descendants": desc,
+                    "dur_corr_ns": round(float(cr.sample_dur[i]), 1),
+                    "operation": p.operations[ops[i]] if ops[i] >= 0 else None, "descendants": desc,
                     "irq_ns": irq, "offcpu_ns": off if _offcpu_known(p) else None, "gap": bool(flags & SAMPLE_GAP),
                     "partial": bool(flags & SAMPLE_PARTIAL), "irq": bool(flags & SAMPLE_IRQ)})
     return out
@@ -284,10 +288,10 @@ TREE_PLACEHOLDER = "@@FTFLAME_TREE@@"
 def head_of(doc: str) -> dict:
     """The `trace` and `calibration` objects of a rendered document (they
     come before the rows, which need not be JSON a parser takes: values past
-    the fast paths)."""
+    the fast paths), and `operations`, `slowest` and `hot` (after them)."""
     dec = json.JSONDecoder()
     out, pos = {}, 0
-    for key in ("trace", "calibration"):
+    for key in ("trace", "calibration", "operations", "slowest", "hot"):
         pos = doc.index('"%s":' % key, pos) + len(key) + 3
         out[key], pos = dec.raw_decode(doc, pos)
     return out

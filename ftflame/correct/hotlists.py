@@ -1,0 +1,64 @@
+"""Hot lists, computed once beside the Profile: where the corrected self
+time went (functions, call paths) and where the tasks were switched out
+(off-CPU time per call path). Renderers print these rows."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ftflame.model.profile import Profile
+
+HOT_TOP = 10
+
+
+@dataclass(frozen=True)
+class HotRow:
+    row: int       # function index of p.functions, or node row
+    name: str      # function name, or the path "a > b > c"
+    calls: int     # calls the figure covers
+    ns: float      # corrected self time, or off-CPU time
+    share: float   # of the total over every row
+    path: tuple = ()  # call paths: the names from the root down
+
+
+def hot_functions(p: Profile, top: int = HOT_TOP) -> list:
+    """Functions by corrected self time (raw without corrections), over all
+    their call paths."""
+    ft = p.functions
+    self_ns = np.asarray(ft.excl_corr, dtype=np.float64)
+    total = float(np.maximum(self_ns, 0).sum()) or 1.0
+    order = sorted(range(len(ft)), key=lambda i: (-self_ns[i], ft.names[i]))[:top]
+    return [HotRow(i, ft.names[i], int(ft.calls_corr[i]), float(self_ns[i]), float(self_ns[i]) / total)
+            for i in order if self_ns[i] > 0]
+
+
+def _path_name(p: Profile, row: int) -> str:
+    return " > ".join(p.path(row))
+
+
+def hot_paths(p: Profile, top: int = HOT_TOP) -> list:
+    """Call paths by corrected self time."""
+    c = p.corrected_or_raw
+    self_ns = np.asarray(c.excl, dtype=np.float64)
+    total = float(np.maximum(self_ns, 0).sum()) or 1.0
+    rows = np.argsort(-self_ns, kind="stable")[:top]
+    return [HotRow(int(r), _path_name(p, int(r)), int(c.calls[r]), float(self_ns[r]), float(self_ns[r]) / total,
+                   tuple(p.path(int(r)))) for r in rows.tolist() if self_ns[r] > 0]
+
+
+def offcpu_paths(p: Profile, top: int = HOT_TOP):
+    """Call paths that were switched out, by their own off-CPU time: the
+    path's off-CPU time minus its children's (a switch is charged to every
+    frame open on the task's stack; the deepest one is where it happened).
+    None when the trace has no sched_switch events (off-CPU time unknown)."""
+    if not p.offcpu_known or not p.nrows:
+        return None
+    off = p.col("offcpu").astype(np.float64)
+    parent = p.col("parent")
+    has = parent >= 0
+    own = off - np.bincount(parent[has], weights=off[has], minlength=p.nrows)
+    total = float(np.maximum(own, 0).sum()) or 1.0
+    rows = np.argsort(-own, kind="stable")[:top]
+    return [HotRow(int(r), _path_name(p, int(r)), int(p.col("calls")[r]), float(own[r]), float(own[r]) / total,
+                   tuple(p.path(int(r)))) for r in rows.tolist() if own[r] > 0]

@@ -1,0 +1,213 @@
+"""Per-operation latency and the slowest root calls, computed once beside the
+Profile (as corrections.corrected_stats is): every renderer prints these.
+
+Operations: the C core labels each root call of a dispatcher (svc_process,
+nfsd_dispatch, nfsd4_proc_compound, ...) by the NFS procedure it reached
+below it (parse/core/calls.c says how); a root call that reached none is
+"(no procedure)", counted. A trace whose roots never reach a procedure below
+them (rooted at one procedure) has no operation table.
+
+Slowest calls: the core keeps the N slowest root calls per (root path,
+operation) with their whole call trees. Here each call of such a tree gets
+its own time (incl - its children's incl: exact), its corrected time by the
+per-call model of corrections.py, and the tree's dominant path (the chain
+of children that took most of the time).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from ftflame.model.profile import (CALL_COLUMNS, CALL_DONE, CALL_GAP, CALL_IRQ, SAMPLE_GAP, SAMPLE_IRQ,
+                             SAMPLE_PARTIAL, Profile)
+
+NO_OPERATION = "(no procedure)"
+QUANTILES = (50, 90, 99)
+_CACHE = "_operations"
+_SLOW_CACHE = "_slowest"
+_C = {n: i for i, n in enumerate(CALL_COLUMNS)}
+
+
+@dataclass(frozen=True)
+class OperationRow:
+    root: str         # the root function (dispatcher)
+    operation: str    # the label, or NO_OPERATION
+    how: str          # the function(s) that named it
+    op: int           # operation id (-1: none)
+    calls: int
+    gap_calls: int    # left out of the corrected figures (span a lost-event gap...)
+    raw: dict         # p50, p90, p99, max, mean (ns) over every call
+    corr: dict        # the same over the clean calls' corrected durations
+    share: float      # of the raw time of every root call in the table
+    corr_share: float
+
+
+def _nearest_rank(sorted_vals: np.ndarray) -> dict:
+    n = len(sorted_vals)
+    if not n:
+        return {"p50": 0.0, "p90": 0.0, "p99": 0.0, "max": 0.0, "mean": 0.0}
+    out = {f"p{q}": float(sorted_vals[max(int(np.ceil(n * q / 100.0)) - 1, 0)]) for q in QUANTILES}
+    out["max"] = float(sorted_vals[-1])
+    out["mean"] = float(sorted_vals.sum() / n)
+    return out
+
+
+def sample_roots(p: Profile) -> np.ndarray:
+    """The root function's name index (p.funcs) of every root call."""
+    return p.col("func")[p.scol("node")] if len(p.samples) else np.zeros(0, np.int64)
+
+
+def operation_table(p: Profile) -> Optional[tuple]:
+    """OperationRows (busiest first) for the root functions whose calls were
+    labelled, or None when no root call reached a procedure below it."""
+    if _CACHE in p.__dict__:
+        return p.__dict__[_CACHE]
+    p.__dict__[_CACHE] = out = _operation_table(p)
+    return out
+
+
+def _operation_table(p: Profile) -> Optional[tuple]:
+    if not len(p.samples) or not p.operations:
+        return None
+    op = p.scol("op")
+    root = sample_roots(p)
+    labelled_roots = np.unique(root[op >= 0])
+    sel = np.isin(root, labelled_roots)
+    dur = p.scol("dur").astype(np.float64)
+    corr = p.corrected_or_raw.sample_dur
+    clean = (p.scol("flags") & SAMPLE_GAP) == 0
+    total = float(dur[sel].sum()) or 1.0
+    corr_total = float(corr[sel & clean].sum()) or 1.0
+    rows = []
+    keys = np.unique(np.stack([root[sel], op[sel]], axis=1), axis=0)
+    for r, o in keys.tolist():
+        m = sel & (root == r) & (op == o)
+        mc = m & clean
+        d, c = np.sort(dur[m]), np.sort(corr[mc])
+        rows.append(OperationRow(
+            root=p.funcs[r], operation=p.operations[o] if o >= 0 else NO_OPERATION,
+            how=p.op_how[o] if 0 <= o < len(p.op_how) else "no nfsd3_proc_*/nfsd4 operation below the root",
+            op=int(o), calls=int(m.sum()), gap_calls=int(m.sum() - mc.sum()),
+            raw=_nearest_rank(d), corr=_nearest_rank(c),
+            share=float(d.sum()) / total, corr_share=float(c.sum()) / corr_total))
+    rows.sort(key=lambda x: (-x.raw["mean"] * x.calls, x.root, x.operation))
+    return tuple(rows)
+
+
+# ---- the slowest calls ---------------------------------------------------
+
+@dataclass(frozen=True)
+class SlowCall:
+    sample: int        # row of p.samples
+    root: str
+    operation: Optional[str]  # None: its root function is no dispatcher (no operation table row)
+    start_ns: int      # calltime (the tracer's clock)
+    pid: int
+    cpu: int
+    dur: int           # raw duration (ns)
+    corr: float        # corrected duration (ns), as the latency data says
+    gap: bool
+    calls: Optional[dict]  # columns of its tree (entry order), None: tree too big to keep
+    dominant: tuple    # names along the chain of children that took most of the time
+
+
+def slowest_calls(p: Profile) -> tuple:
+    """The kept slowest root calls, slowest first."""
+    if _SLOW_CACHE in p.__dict__:
+        return p.__dict__[_SLOW_CACHE]
+    p.__dict__[_SLOW_CACHE] = out = _slowest_calls(p)
+    return out
+
+
+def _slowest_calls(p: Profile) -> tuple:
+    if not p.slowest_trees:
+        return ()
+    op = p.scol("op")
+    root = sample_roots(p)
+    dur = p.scol("dur")
+    corr = p.corrected_or_raw.sample_dur
+    flags = p.scol("flags")
+    cal = p.calibration if p.corrected is not None else None
+    irqs = p.corrected.irqs if p.corrected is not None else "exclude"
+    offcpu_removed = p.corrected is None or p.corrected.offcpu.startswith("removed")
+    op_roots = {r.root for r in operation_table(p) or ()}
+    out = []
+    for i, tree in p.slowest_trees:
+        name = p.funcs[int(root[i])] + (" (partial)" if flags[i] & SAMPLE_PARTIAL else "") + \
+            (" [irq]" if flags[i] & SAMPLE_IRQ else "")
+        calls = call_tree(tree, cal, irqs, offcpu_removed, float(corr[i])) if tree is not None else None
+        out.append(SlowCall(
+            sample=int(i), root=name,
+            operation=p.operations[op[i]] if op[i] >= 0 else NO_OPERATION if name in op_roots else None,
+            start_ns=int(p.scol("calltime")[i]), pid=int(p.scol("pid")[i]), cpu=int(p.scol("cpu")[i]),
+            dur=int(dur[i]), corr=float(corr[i]), gap=bool(flags[i] & SAMPLE_GAP), calls=calls,
+            dominant=tuple(p.funcs[f] for f in dominant_path(calls)) if calls else ()))
+    out.sort(key=lambda s: (-s.dur, s.sample))
+    return tuple(out)
+
+
+def call_tree(tree: np.ndarray, cal, irqs: str, offcpu_removed: bool, root_corr: float) -> dict:
+    """Columns of one kept call tree, completed calls only (a call whose
+    exit never came is left out, its children hung under its caller):
+    func, parent (row, -1 root), incl, excl = incl - children's incl
+    (exact), corr_incl and corr_excl (the per-call model of corrections.py;
+    the root's corr_incl is the root call's corrected duration), irq (ns in
+    interrupt subtrees), offcpu, flags, calltime, cpu."""
+    done = (tree[:, _C["flags"]] & CALL_DONE) != 0
+    keep = np.flatnonzero(done)
+    new_row = np.full(len(tree), -1, dtype=np.int64)
+    new_row[keep] = np.arange(len(keep))
+    parent = tree[:, _C["parent"]].copy()
+    # hang a call whose parent never completed under its nearest completed ancestor
+    while True:  # one vectorised step per level of calls that never completed
+        bad = np.flatnonzero((parent >= 0) & ~done[np.maximum(parent, 0)])
+        if not len(bad):
+            break
+        parent[bad] = parent[parent[bad]]
+    par = np.where(parent[keep] >= 0, new_row[np.maximum(parent[keep], 0)], -1)
+    t = tree[keep]
+    incl = t[:, _C["dur"]].astype(np.int64)
+    n = len(keep)
+    has = par >= 0
+    kids = np.bincount(par[has], weights=incl[has], minlength=n).astype(np.int64) if n else incl
+    excl = incl - kids
+    is_irq = (t[:, _C["flags"]] & CALL_IRQ) != 0
+    o_in = float(cal.o_in_ns) if cal is not None else 0.0
+    o_out = float(cal.o_out_ns) if cal is not None else 0.0
+    off = t[:, _C["offcpu"]].astype(np.float64) if offcpu_removed else np.zeros(n)
+    desc = t[:, _C["desc"]].astype(np.float64)
+    if irqs == "exclude":
+        task = incl - off - t[:, _C["irq"]] - o_in - desc * (o_in + o_out) - t[:, _C["irq_roots"]] * o_out
+    else:
+        task = incl - off - o_in - desc * (o_in + o_out)
+    ci = np.maximum(np.where(is_irq, incl - off - o_in - desc * (o_in + o_out), task), 0.0)
+    if n:
+        ci[0] = root_corr
+    # a child counts in its caller's corrected time unless it is an irq
+    # subtree taken out of it (irqs="exclude")
+    counted = has & ~(is_irq & ~is_irq[np.maximum(par, 0)] if irqs == "exclude" else np.zeros(n, bool))
+    ckids = np.bincount(par[counted], weights=ci[counted], minlength=n) if n else ci
+    cx = ci - ckids
+    return {"func": t[:, _C["func"]], "parent": par, "incl": incl, "excl": excl, "corr_incl": ci,
+            "corr_excl": cx, "irq": t[:, _C["irq"]], "offcpu": t[:, _C["offcpu"]],
+            "flags": t[:, _C["flags"]], "calltime": t[:, _C["calltime"]], "cpu": t[:, _C["cpu"]],
+            "gap": (t[:, _C["flags"]] & CALL_GAP) != 0, "is_irq": is_irq}
+
+
+def dominant_path(calls: dict) -> list:
+    """Function ids from the root down the child with the most inclusive
+    time at each level, while that child holds at least half its caller's
+    time (below that no single chain dominates)."""
+    par, incl = calls["parent"], calls["incl"]
+    if not len(par):
+        return []
+    order = np.lexsort((-incl, par))  # children grouped by parent, biggest first
+    parents, at = np.unique(par[order], return_index=True)
+    first = dict(zip(parents.tolist(), order[at].tolist()))
+    path, row = [0], 0
+    while row in first and incl[first[row]] * 2 >= incl[row] and incl[row] > 0:
+        row = first[row]
+        path.append(row)
+    return [int(calls["func"][r]) for r in path]

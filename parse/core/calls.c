@@ -1,0 +1,389 @@
+/* Per root call: the NFS operation it executed, and its call tree while it
+ * is open, kept when it is among the slowest (see ftf.h, "operations and
+ * the slowest calls"). Called by the builder (builder.c) at each entry, each
+ * completed call and each completed root call; O(1) per event but for the
+ * copy of a tree that enters the slowest set.
+ *
+ * How an operation is recognised (docs/design.md, "Operations"): below the
+ * root call (never the root itself: a trace rooted at one procedure is one
+ * operation), in task context,
+ *  - the first NFSv2/v3, NFSACL or NLM procedure entered (nfsd_proc_*,
+ *    nfsd3_proc_*, nfsacld_proc_*, nlmsvc_proc_*, nlm4svc_proc_*) or
+ *    nfsd4_proc_null names it: "v3 WRITE", "NFSACL3 GETACL";
+ *  - else the first nfsd4_proc_compound entered (the root may be it): the
+ *    NFSv4 operation functions it calls directly (nfsd4_putfh, ...), in
+ *    order, name it: "COMPOUND(PUTFH,WRITE)".
+ * A root call that reaches none has no operation (FTF_OP_NONE), counted by
+ * the reports as "(no procedure)". */
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+
+#include "builder.h"
+
+enum { OPK_NONE = 0, OPK_PROC = 1, OPK_COMPOUND = 2, OPK_V4OP = 3 };
+
+/* Procedure functions: a name ending in '_' is a prefix, else the whole
+ * name; the label is `label` and the name past `skip` bytes, upper case.
+ * First match wins (the NFSACL procedures share nfsd3_proc_). */
+static const struct {
+	const char *prefix, *label;
+	size_t skip;
+} proc_prefixes[] = {
+	{ "nfsd3_proc_getacl", "NFSACL3 ", 11 }, { "nfsd3_proc_setacl", "NFSACL3 ", 11 },
+	{ "nfsacld_proc_", "NFSACL2 ", 13 }, { "nfsd3_proc_", "v3 ", 11 }, { "nfsd_proc_", "v2 ", 10 },
+	{ "nfsd4_proc_null", "v4 ", 11 }, { "nlm4svc_proc_", "NLM4 ", 13 }, { "nlmsvc_proc_", "NLM ", 12 },
+};
+
+static int proc_match(const char *name)
+{
+	for (size_t i = 0; i < sizeof(proc_prefixes) / sizeof(proc_prefixes[0]); i++) {
+		const char *p = proc_prefixes[i].prefix;
+		size_t n = strlen(p);
+		if (p[n - 1] == '_' ? (!strncmp(name, p, n) && name[n]) : !strcmp(name, p))
+			return (int)i;
+	}
+	return -1;
+}
+
+/* The NFSv4 operations' functions (fs/nfsd/nfs4proc.c, nfsd4_ops[].op_func),
+ * without their "nfsd4_" prefix: only these, called by the compound, are
+ * operations (it calls helpers named nfsd4_* too). */
+static const char *const v4_ops[] = {
+	"access", "close", "commit", "create", "delegreturn", "getattr", "getfh", "link", "lock",
+	"lockt", "locku", "lookup", "lookupp", "nverify", "open", "open_confirm", "open_downgrade",
+	"putfh", "putrootfh", "read", "readdir", "readlink", "remove", "rename", "renew",
+	"restorefh", "savefh", "secinfo", "setattr", "setclientid", "setclientid_confirm", "verify",
+	"write", "release_lockowner", "exchange_id", "backchannel_ctl", "bind_conn_to_session",
+	"create_session", "destroy_session", "free_stateid", "getdeviceinfo", "layoutget",
+	"layoutcommit", "layoutreturn", "secinfo_no_name", "sequence", "test_stateid",
+	"destroy_clientid", "reclaim_complete", "allocate", "copy", "copy_notify", "deallocate",
+	"offload_cancel", "offload_status", "seek", "clone", "getxattr", "setxattr", "listxattrs",
+	"removexattr", "layouterror", "layoutstats", "read_plus", "write_same", "io_advise",
+	"putpubfh", "openattr", "delegpurge", "get_dir_delegation", "want_delegation",
+};
+
+static int name_op_kind(const char *name)
+{
+	if (!strcmp(name, "nfsd4_proc_compound"))
+		return OPK_COMPOUND;
+	if (proc_match(name) >= 0)
+		return OPK_PROC;
+	if (!strncmp(name, "nfsd4_", 6))
+		for (size_t i = 0; i < sizeof(v4_ops) / sizeof(v4_ops[0]); i++)
+			if (!strcmp(name + 6, v4_ops[i]))
+				return OPK_V4OP;
+	return OPK_NONE;
+}
+
+static int func_op_kind(ftf_builder *b, uint32_t func)
+{
+	if (func >= b->funcs.n)
+		return OPK_NONE;
+	if (func >= b->nfunc_op) {
+		uint32_t n = b->funcs.n;
+		uint8_t *a = realloc(b->func_op, n);
+		if (!a) {
+			b->oom = 1;
+			return OPK_NONE;
+		}
+		memset(a + b->nfunc_op, 0, n - b->nfunc_op);
+		b->func_op = a;
+		b->nfunc_op = n;
+	}
+	if (!b->func_op[func])
+		b->func_op[func] = 1 + name_op_kind(b->funcs.names[func]);
+	return b->func_op[func] - 1;
+}
+
+/* Memory stays O(open root calls' trees + kept trees), never O(events): a
+ * task's record array grown past this is given back when its root call ends
+ * (kept, it would hold the largest tree each task ever had). */
+#define RECS_KEEP 64
+
+static void recs_release(ftf_task_calls *tc)
+{
+	if (tc->caprecs > RECS_KEEP) {
+		free(tc->recs);
+		tc->recs = NULL;
+		tc->caprecs = 0;
+	}
+	tc->nrecs = 0;
+}
+
+void ftf_calls_root_start(ftf_builder *b, ftf_task_calls *tc)
+{
+	(void)b;
+	recs_release(tc); /* a root call that never completed (lost exit) */
+	tc->op_kind = OPK_NONE;
+	tc->op_n = 0;
+	tc->op_more = 0;
+	tc->op_compound = FTF_NONE;
+	tc->nrecs = 0;
+	tc->recs_cut = 0;
+}
+
+static void on_op_func(ftf_task_calls *tc, int kind, uint32_t func, uint32_t stack_idx, uint32_t lparent)
+{
+	if (tc->op_kind == OPK_PROC)
+		return;
+	if (kind == OPK_PROC) {
+		if (stack_idx == 0 || tc->op_kind != OPK_NONE)
+			return; /* the root itself: one operation; or inside a compound */
+		tc->op_kind = OPK_PROC;
+		tc->op_parts[0] = func;
+		tc->op_n = 1;
+	} else if (kind == OPK_COMPOUND) {
+		if (tc->op_kind == OPK_NONE) {
+			tc->op_kind = OPK_COMPOUND;
+			tc->op_compound = stack_idx;
+		}
+	} else if (kind == OPK_V4OP && tc->op_kind == OPK_COMPOUND && lparent == tc->op_compound) {
+		if (tc->op_n < FTF_OP_MAX_PARTS)
+			tc->op_parts[tc->op_n++] = func;
+		else
+			tc->op_more = 1;
+	}
+}
+
+static uint32_t rec_push(ftf_builder *b, ftf_task_calls *tc, uint32_t func, uint32_t parent_rec, int in_irq)
+{
+	if (!b->slowest_n || tc->recs_cut)
+		return FTF_NONE;
+	if (tc->nrecs >= FTF_TREE_MAX_RECS) {
+		tc->recs_cut = 1;
+		return FTF_NONE;
+	}
+	if (tc->nrecs == tc->caprecs) {
+		uint32_t cap = tc->caprecs ? tc->caprecs * 2 : RECS_KEEP;
+		ftf_rec *r = realloc(tc->recs, cap * sizeof(*r));
+		if (!r) {
+			b->oom = 1;
+			tc->recs_cut = 1;
+			return FTF_NONE;
+		}
+		tc->recs = r;
+		tc->caprecs = cap;
+	}
+	ftf_rec *r = &tc->recs[tc->nrecs];
+	memset(r, 0, sizeof(*r));
+	r->func = func;
+	r->parent = parent_rec < tc->nrecs ? parent_rec : FTF_NONE;
+	r->flags = in_irq ? FTF_REC_IRQ : 0;
+	return tc->nrecs++;
+}
+
+uint32_t ftf_calls_entry(ftf_builder *b, ftf_task_calls *tc, uint32_t func, uint32_t stack_idx,
+			 uint32_t lparent, uint32_t parent_rec, int in_irq)
+{
+	if (!in_irq) {
+		int kind = func_op_kind(b, func);
+		if (kind != OPK_NONE)
+			on_op_func(tc, kind, func, stack_idx, lparent);
+	}
+	return rec_push(b, tc, func, parent_rec, in_irq);
+}
+
+void ftf_calls_exit(ftf_task_calls *tc, uint32_t rec, int gap, int irq, int32_t cpu, uint64_t calltime,
+		    uint64_t dur, uint64_t desc, uint64_t irq_ns, uint64_t off, uint64_t irq_roots)
+{
+	if (rec >= tc->nrecs)
+		return;
+	ftf_rec *r = &tc->recs[rec];
+	r->flags = FTF_REC_DONE | (irq ? FTF_REC_IRQ : 0) | (gap ? FTF_REC_GAP : 0);
+	r->cpu = cpu;
+	r->calltime = calltime;
+	r->dur = dur;
+	r->desc = desc;
+	r->irq = irq_ns;
+	r->offcpu = off;
+	r->irq_roots = irq_roots;
+}
+
+/* "PUTFH" from "nfsd4_putfh": the function name past `skip` bytes, upper case */
+static size_t put_upper(char *out, size_t room, const char *name, size_t skip)
+{
+	size_t n = 0;
+	for (const char *c = name + skip; *c && n + 1 < room; c++)
+		out[n++] = (*c >= 'a' && *c <= 'z') ? (char)(*c - 'a' + 'A') : *c;
+	out[n] = '\0';
+	return n;
+}
+
+int32_t ftf_calls_root_op(ftf_builder *b, ftf_task_calls *tc)
+{
+	char label[FTF_OP_MAX_PARTS * 32 + 32], how[FTF_OP_MAX_PARTS * 40 + 64];
+	size_t n = 0, h = 0;
+	if (tc->op_kind == OPK_PROC) {
+		const char *name = b->funcs.names[tc->op_parts[0]];
+		int i = proc_match(name);
+		if (i < 0)
+			return FTF_OP_NONE;
+		n = (size_t)snprintf(label, sizeof(label), "%s", proc_prefixes[i].label);
+		n += put_upper(label + n, sizeof(label) - n, name, proc_prefixes[i].skip);
+		snprintf(how, sizeof(how), "%s", name);
+	} else if (tc->op_kind == OPK_COMPOUND) {
+		n = (size_t)snprintf(label, sizeof(label), "COMPOUND(");
+		h = (size_t)snprintf(how, sizeof(how), "nfsd4_proc_compound >");
+		for (uint32_t i = 0; i < tc->op_n; i++) {
+			const char *name = b->funcs.names[tc->op_parts[i]];
+			if (i)
+				label[n++] = ',';
+			n += put_upper(label + n, sizeof(label) - n - 8, name, 6);
+			if (h < sizeof(how) - 48)
+				h += (size_t)snprintf(how + h, sizeof(how) - h, "%s%s", i ? "," : " ", name);
+		}
+		n += (size_t)snprintf(label + n, sizeof(label) - n, "%s)", tc->op_more ? ",..." : "");
+		if (tc->op_more)
+			snprintf(how + h, sizeof(how) - h, ",...");
+	} else {
+		return FTF_OP_NONE;
+	}
+	uint32_t before = b->ops.n;
+	uint32_t id = ftf_funcs_intern(&b->ops, label, n);
+	if (id == FTF_NONE) {
+		b->oom = 1;
+		return FTF_OP_NONE;
+	}
+	if (b->ops.n != before) {
+		char **a = realloc(b->op_how, b->ops.n * sizeof(*a));
+		if (!a) {
+			b->oom = 1;
+			return FTF_OP_NONE;
+		}
+		b->op_how = a;
+		a[id] = strdup(how);
+		if (!a[id])
+			b->oom = 1;
+	}
+	return (int32_t)id;
+}
+
+/* ---- the slowest root calls: a min-heap per (root path, operation) ---- */
+
+static ftf_slow_group *slow_group(ftf_builder *b, uint32_t node, int32_t op)
+{
+	uint64_t key = ((uint64_t)node << 32) | (uint32_t)(op + 1);
+	uint64_t found = ftf_u64map_get(&b->slow_map, key);
+	if (found)
+		return &b->slow[found - 1];
+	if (b->nslow == b->capslow) {
+		uint32_t cap = b->capslow ? b->capslow * 2 : 16;
+		ftf_slow_group *g = realloc(b->slow, cap * sizeof(*g));
+		if (!g)
+			return NULL;
+		b->slow = g;
+		b->capslow = cap;
+	}
+	if (ftf_u64map_put(&b->slow_map, key, (uint64_t)b->nslow + 1) < 0)
+		return NULL;
+	ftf_slow_group *g = &b->slow[b->nslow++];
+	g->heap = calloc(b->slowest_n, sizeof(*g->heap));
+	g->n = 0;
+	return g->heap ? g : NULL;
+}
+
+static void heap_down(ftf_kept *h, uint32_t n, uint32_t i)
+{
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < n && h[l].dur < h[m].dur)
+			m = l;
+		if (r < n && h[r].dur < h[m].dur)
+			m = r;
+		if (m == i)
+			return;
+		ftf_kept x = h[i];
+		h[i] = h[m];
+		h[m] = x;
+		i = m;
+	}
+}
+
+static void heap_up(ftf_kept *h, uint32_t i)
+{
+	while (i && h[(i - 1) / 2].dur > h[i].dur) {
+		ftf_kept x = h[i];
+		h[i] = h[(i - 1) / 2];
+		h[(i - 1) / 2] = x;
+		i = (i - 1) / 2;
+	}
+}
+
+static int kept_fill(ftf_builder *b, ftf_task_calls *tc, ftf_kept *k, uint64_t sample, uint64_t dur)
+{
+	k->sample = sample;
+	k->dur = dur;
+	k->recs = NULL;
+	k->nrecs = 0;
+	if (tc->recs_cut || !tc->nrecs) {
+		b->slow_cut++;
+		return 0;
+	}
+	k->recs = malloc((size_t)tc->nrecs * sizeof(*k->recs));
+	if (!k->recs)
+		return -1;
+	memcpy(k->recs, tc->recs, (size_t)tc->nrecs * sizeof(*k->recs));
+	k->nrecs = tc->nrecs;
+	return 0;
+}
+
+static void root_keep(ftf_builder *b, ftf_task_calls *tc, uint64_t sample);
+
+void ftf_calls_root_end(ftf_builder *b, ftf_task_calls *tc, uint64_t sample)
+{
+	root_keep(b, tc, sample);
+	recs_release(tc);
+}
+
+static void root_keep(ftf_builder *b, ftf_task_calls *tc, uint64_t sample)
+{
+	if (!b->slowest_n || sample >= b->nsamples)
+		return;
+	const ftf_sample *s = &b->samples[sample];
+	ftf_slow_group *g = slow_group(b, s->node, s->op);
+	if (!g) {
+		b->oom = 1;
+		return;
+	}
+	if (g->n < b->slowest_n) {
+		if (kept_fill(b, tc, &g->heap[g->n], sample, s->dur) < 0) {
+			b->oom = 1;
+			return;
+		}
+		heap_up(g->heap, g->n++);
+	} else if (s->dur > g->heap[0].dur) {
+		if (!g->heap[0].recs && b->slow_cut)
+			b->slow_cut--;
+		free(g->heap[0].recs);
+		if (kept_fill(b, tc, &g->heap[0], sample, s->dur) < 0) {
+			b->oom = 1;
+			g->heap[0].recs = NULL;
+			return;
+		}
+		heap_down(g->heap, g->n, 0);
+	}
+}
+
+void ftf_task_calls_free(ftf_task_calls *tc)
+{
+	free(tc->recs);
+	tc->recs = NULL;
+	tc->nrecs = tc->caprecs = 0;
+}
+
+void ftf_calls_free(ftf_builder *b)
+{
+	for (uint32_t i = 0; i < b->nslow; i++) {
+		for (uint32_t k = 0; k < b->slow[i].n; k++)
+			free(b->slow[i].heap[k].recs);
+		free(b->slow[i].heap);
+	}
+	free(b->slow);
+	ftf_u64map_free(&b->slow_map);
+	for (uint32_t i = 0; i < b->ops.n; i++)
+		free(b->op_how ? b->op_how[i] : NULL);
+	free(b->op_how);
+	ftf_funcs_free(&b->ops);
+	free(b->func_op);
+}

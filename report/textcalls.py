@@ -1,0 +1,148 @@
+"""Text report sections for per-operation latency, the slowest calls and the
+hot lists (report/text.py puts them in order). Every figure comes from
+ftflame/correct/operations.py and ftflame/correct/hotlists.py; these only lay them out in
+80 columns."""
+from __future__ import annotations
+
+from ftflame.correct import hotlists
+from ftflame.correct.operations import NO_OPERATION, operation_table, slowest_calls
+from ftflame.model.profile import Profile
+
+from .common import count, fit_decimals, plural, us
+
+WIDTH = 80
+NAME_W = 20
+SLOWEST_TOP = 10
+HOW = ("Operations: the NFS procedure each root call reached below it (nfsd3_proc_*, "
+       "nfsd_proc_*, nfsd4_proc_null, NFSACL, NLM), or the NFSv4 operations "
+       "nfsd4_proc_compound called, in order: COMPOUND(PUTFH,WRITE). "
+       f"{NO_OPERATION}: reached none (e.g. cut by --max-graph-depth, or lost events).")
+
+
+def _wrap(text: str, indent: str = "", lead: str = "") -> list:
+    out, line = [], lead
+    for word in text.split():
+        if line.strip() and len(line) + 1 + len(word) > WIDTH:
+            out.append(line)
+            line = indent + word
+        else:
+            line = f"{line} {word}" if line.strip() else line + word
+    if line:
+        out.append(line)
+    return out
+
+
+def _clip(text: str, width: int) -> str:
+    """A name cut at its end to fit ("..."; the JSON has it whole)."""
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _cut_left(text: str, width: int) -> str:
+    """A path cut at its start ("... > b > c"): its end says most."""
+    return text if len(text) <= width else "..." + text[len(text) - width + 3:]
+
+
+def operations_lines(p: Profile) -> list:
+    rows = operation_table(p)
+    if not rows:
+        return []
+    corrected = p.corrected is not None
+    roots = sorted({r.root for r in rows})
+    vals = [v for r in rows for d in (r.raw, r.corr) for v in (d["p50"], d["max"], d["mean"])]
+    dec = fit_decimals(vals, 8)
+    title = (f"Operations under {', '.join(roots)} (latency per root call, us"
+             + ("; * = corrected, over the clean calls)" if corrected else ")"))
+    out = _wrap(title) + ["",
+                          f"{'Operation':<{NAME_W}} {'Calls':>6} {'Share':>6} {'p50':>8} {'p90':>8} "
+                          f"{'p99':>8} {'max':>8} {'mean':>8}",
+                          f"{'=' * NAME_W} {'=' * 6} {'=' * 6} {'=' * 8} {'=' * 8} {'=' * 8} {'=' * 8} {'=' * 8}"]
+
+    def figures(calls, share, d):
+        return (f"{count(calls, 6)} {share * 100:5.1f}% " +
+                " ".join(us(d[k], 8, dec) for k in ("p50", "p90", "p99", "max", "mean")))
+
+    for r in rows:
+        name = r.operation if len(roots) == 1 else f"{r.root}: {r.operation}"
+        if len(name) > NAME_W:
+            out.append(_clip(name, WIDTH))
+            name = ""
+        out.append(f"{name:<{NAME_W}} {figures(r.calls, r.share, r.raw)}")
+        if corrected:
+            out.append(f"{'  corrected *':<{NAME_W}} {figures(r.calls - r.gap_calls, r.corr_share, r.corr)}")
+    out.append("")
+    none = sum(r.calls for r in rows if r.operation == NO_OPERATION)
+    total = sum(r.calls for r in rows)
+    out.extend(_wrap(f"{plural(total, 'root call')}, {none:,} with no operation. Share: of the root calls' "
+                     "time. Percentiles by nearest rank over the calls' own durations (exact). " + HOW))
+    return out
+
+
+def slowest_lines(p: Profile, top: int = SLOWEST_TOP) -> list:
+    calls = slowest_calls(p)
+    if not calls:
+        return []
+    shown = calls[:top]
+    corrected = p.corrected is not None
+    dec = fit_decimals([s.dur for s in shown] + [s.corr for s in shown], 10)
+    out = _wrap(f"Slowest root calls (the {len(shown)} slowest of {len(calls)} kept: the slowest "
+                "per root function and operation; us"
+                + ("; * = corrected)" if corrected else ")")) + [
+        "",
+        f"{'Duration':>10} {'Corr *' if corrected else '':>10} {'Start (s)':>14} {'PID':>7} {'CPU':>3}  Operation (or root)",
+        f"{'=' * 10} {'=' * 10} {'=' * 14} {'=' * 7} {'=' * 3}  {'=' * 29}"]
+    for s in shown:
+        what = s.root if s.operation is None else \
+            f"{s.root} {s.operation}" if s.operation == NO_OPERATION else s.operation
+        if s.gap:
+            what += " (gap)"
+        corr = us(s.corr, 10, dec) if corrected else ""
+        fits = len(what) <= WIDTH - 50
+        out.append(f"{us(s.dur, 10, dec)} {corr:>10} {s.start_ns / 1e9:14.6f} {s.pid:7d} {s.cpu:3d}  "
+                   f"{what if fits else ''}")
+        if not fits:
+            out.append("  " + _clip(what, WIDTH - 2))
+        if s.dominant:
+            out.extend(_wrap("path: " + " > ".join(_clip(n, WIDTH - 10) for n in s.dominant), "    ", "  "))
+        elif s.calls is None:
+            out.append("  (its call tree was too big to keep)")
+    out.append("")
+    out.extend(_wrap("path: the dominant path, from the root down the child that took most of the "
+                     "time while it took at least half of its caller's. Each call's whole tree is "
+                     "in the JSON (slowest[]) and the HTML report."))
+    return out
+
+
+def _hot_table(title: str, rows: list, what: str, calls_head: str) -> list:
+    dec = fit_decimals([r.ns for r in rows], 10)
+    out = _wrap(title) + ["",
+                          f"{what:>10} {'Share':>6} {calls_head:>8}  Where",
+                          f"{'=' * 10} {'=' * 6} {'=' * 8}  {'=' * 52}"]
+    for r in rows:
+        out.append(f"{us(r.ns, 10, dec)} {r.share * 100:5.1f}% {count(r.calls, 8)}  {_cut_left(r.name, WIDTH - 28)}")
+    return out
+
+
+def hot_lines(p: Profile, top: int = hotlists.HOT_TOP) -> list:
+    star = " *" if p.corrected is not None else ""
+    fn = hotlists.hot_functions(p, top)
+    paths = hotlists.hot_paths(p, top)
+    out = _hot_table(f"Hot functions by{' corrected' if star else ''} self time (top {len(fn)}; us)",
+                     fn, "Self" + star, "Calls" + star)
+    out.append("")
+    out += _hot_table(f"Hot call paths by{' corrected' if star else ''} self time (top {len(paths)}; us; "
+                      "long paths cut at their start)", paths, "Self" + star, "Calls" + star)
+    return out
+
+
+def offcpu_lines(p: Profile, top: int = hotlists.HOT_TOP) -> list:
+    rows = hotlists.offcpu_paths(p, top)
+    if rows is None:
+        return ["Off-CPU: unknown (no sched_switch events; record with -e sched:sched_switch)"]
+    if not rows:
+        return ["Off-CPU: none (no traced call was switched out)"]
+    out = _hot_table(f"Where the tasks were switched out (off-CPU time per call path, top {len(rows)}; us)",
+                     rows, "Off-CPU", "Calls")
+    out.append("")
+    out.extend(_wrap("Off-CPU: time switched out (sched_switch) while this path was the deepest "
+                     "open call; Calls: the path's calls (raw), how often it ran."))
+    return out

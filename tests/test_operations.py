@@ -1,0 +1,206 @@
+"""Operations (root calls of a dispatcher labelled by the NFS procedure below
+them, parse/core/calls.c) and the slowest root calls kept with their trees
+(ftflame/correct/operations.py), in every output."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from helpers.events import HERE, load, parse_events
+from ftflame.correct import operations
+from ftflame.parse import build_events
+from ftflame.report import RENDERERS
+
+
+def _ops(p):
+    return {r.operation: r for r in operations.operation_table(p)}
+
+
+def test_root_calls_are_named_by_the_procedure_below_the_dispatcher():
+    p = load("operations")
+    rows = _ops(p)
+    assert {k: r.calls for k, r in rows.items()} == {
+        "v3 WRITE": 2, "v3 GETATTR": 1, "COMPOUND(SEQUENCE,PUTFH,WRITE)": 1,
+        # the nfsd3_proc_null in an interrupt names nothing
+        operations.NO_OPERATION: 1}
+    assert all(r.root == "svc_process" for r in rows.values())
+    assert rows["COMPOUND(SEQUENCE,PUTFH,WRITE)"].how == \
+        "nfsd4_proc_compound > nfsd4_sequence,nfsd4_putfh,nfsd4_write"
+    assert rows["v3 WRITE"].how == "nfsd3_proc_write"
+    w = rows["v3 WRITE"].raw
+    assert (w["p50"], w["max"], w["mean"]) == (4000, 10000, 7000)
+    assert sum(r.share for r in rows.values()) == pytest.approx(1.0)
+    # the root call that is a procedure itself is no operation and in no row
+    assert p.scol("op")[p.col("func")[p.scol("node")] == p.funcs.index("nfsd3_proc_read")].tolist() == [-1]
+
+
+def test_a_trace_rooted_at_one_procedure_has_no_operation_table():
+    events = [e for e in parse_events(open(os.path.join(HERE, "operations.events")).read()) if e[2] == 200]
+    p = build_events(events, source="read-only")
+    assert p.operations == () and operations.operation_table(p) is None
+    assert "Operations" not in RENDERERS["txt"].render(p)
+    assert json.loads(RENDERERS["json"].render(p))["operations"] == []
+
+
+def test_the_n_slowest_calls_are_kept_per_operation():
+    events = parse_events(open(os.path.join(HERE, "operations.events")).read())
+    one = build_events(events, slowest=1)
+    kept = {(s.root, s.operation): s.dur for s in operations.slowest_calls(one)}
+    assert kept[("svc_process", "v3 WRITE")] == 10000  # the slower of the two
+    assert len(kept) == len(operations.slowest_calls(one)) == 5
+    assert operations.slowest_calls(build_events(events, slowest=0)) == ()
+    assert len(operations.slowest_calls(build_events(events))) == 6
+
+
+def _check_sums(node):
+    kids = node["children"]
+    assert node["incl_ns"] == node["excl_ns"] + sum(k["incl_ns"] for k in kids), node["name"]
+    n = 1
+    for k in kids:
+        n += _check_sums(k)
+    return n
+
+
+def test_slowest_json_trees_sum_exactly_and_the_slowest_is_the_latency_maximum():
+    p = load("operations")
+    doc = json.loads(RENDERERS["json"].render(p))
+    slow = doc["slowest"]
+    for s in slow:
+        assert s["tree"]["incl_ns"] == s["dur_ns"]
+        _check_sums(s["tree"])
+    top = max(slow, key=lambda s: s["dur_ns"])
+    assert top["dur_ns"] == max(r["dur_ns"] for r in doc["root_calls"]) == 10000
+    assert top["dominant_path"] == ["svc_process", "nfsd_dispatch", "nfsd3_proc_write", "nfsd_write"]
+    assert [r["operation"] for r in doc["root_calls"]][:4] == \
+        ["v3 WRITE", "v3 GETATTR", "v3 WRITE", "COMPOUND(SEQUENCE,PUTFH,WRITE)"]
+    ops = {o["operation"]: o for o in doc["operations"]}
+    assert ops["v3 WRITE"]["dur_ns"]["max"] == 10000 and ops["v3 WRITE"]["calls"] == 2
+
+
+def test_text_sections_and_top_choose_what_is_printed():
+    p = load("operations")
+    from ftflame.report.options import RenderOptions
+
+    opts = RenderOptions(sections=("operations", "slowest"), top=1)
+    text = RENDERERS["txt"].render(p, opts)
+    assert text.startswith("Operations under svc_process")
+    assert "Functions by" not in text and "ftflame report:" not in text
+    assert "the 1 slowest of 6 kept" in text
+    assert "path: svc_process > nfsd_dispatch > nfsd3_proc_write > nfsd_write" in text
+    assert all(len(line) <= 80 for line in RENDERERS["txt"].render(p).splitlines())
+
+
+def test_cli_refuses_an_unknown_section_and_a_negative_count(tmp_path):
+    trace = os.path.join(os.path.dirname(HERE), "fixtures", "k6.1", "s04-null", "trace.dat")
+    for args in (["--sections", "operations,bogus"], ["--slowest", "-1"], ["--top", "x"],
+                 ["--slowest", "100001"]):
+        r = subprocess.run([sys.executable, "-m", "ftflame.cli", "report", trace, *args],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, args
+        assert "error: argument" in r.stderr.strip().splitlines()[-1]
+
+
+def test_html_carries_the_slowest_trees_and_the_operation_of_each_point():
+    from ftflame.report.html import report_data
+
+    p = load("operations")
+    data = report_data(p)
+    S = data["samples"]
+    assert "svc_process: v3 WRITE" in S["roots"]
+    slow = {c["sample"]: c for c in data["slowest"]}
+    k = int(np.argmax(S["dur"]))
+    tree = slow[S["sample"][k]]["tree"]  # the plot's slowest point opens this tree
+    assert tree["incl"][0] == S["dur"][k] == 10000
+    assert [data["funcs"][f] for f in tree["func"]] == ["svc_process", "nfsd_dispatch", "nfsd3_proc_write", "nfsd_write"]
+    assert tree["t"][0] == 0 and tree["parent"][0] == -1
+
+
+# /proc/net/rpc/nfsd: "proc3 N null getattr ..." (procedure order of
+# fs/nfsd/nfs3proc.c), "proc4ops N c0 c1 ..." (by NFSv4 operation number)
+V3_PROCS = ("null getattr setattr lookup access readlink read write create mkdir symlink mknod remove "
+            "rmdir rename link readdir readdirplus fsstat fsinfo pathconf commit").split()
+V4_OPS = {3: "ACCESS", 4: "CLOSE", 5: "COMMIT", 6: "CREATE", 8: "DELEGRETURN", 9: "GETATTR", 10: "GETFH",
+          11: "LINK", 12: "LOCK", 13: "LOCKT", 14: "LOCKU", 15: "LOOKUP", 16: "LOOKUPP", 17: "NVERIFY",
+          18: "OPEN", 20: "OPEN_CONFIRM", 21: "OPEN_DOWNGRADE", 22: "PUTFH", 23: "PUTPUBFH",
+          24: "PUTROOTFH", 25: "READ", 26: "READDIR", 27: "READLINK", 28: "REMOVE", 29: "RENAME",
+          30: "RENEW", 31: "RESTOREFH", 32: "SAVEFH", 33: "SECINFO", 34: "SETATTR", 37: "VERIFY",
+          38: "WRITE", 42: "EXCHANGE_ID", 43: "CREATE_SESSION", 44: "DESTROY_SESSION",
+          45: "FREE_STATEID", 52: "SECINFO_NO_NAME", 53: "SEQUENCE", 55: "TEST_STATEID",
+          57: "DESTROY_CLIENTID", 58: "RECLAIM_COMPLETE"}
+
+
+def server_counts(path: str) -> dict:
+    """{"v3 GETATTR": n, ..., "v4 GETATTR": n} from a /proc/net/rpc/nfsd copy."""
+    out = {}
+    for line in open(path):
+        w = line.split()
+        if w[0] == "proc3":
+            out.update({"v3 " + name.upper(): int(v) for name, v in zip(V3_PROCS, w[2:])})
+        elif w[0] == "proc4ops":
+            out.update({"v4 " + V4_OPS[i]: int(v) for i, v in enumerate(w[2:]) if i in V4_OPS})
+    return out
+
+
+def test_each_operation_count_equals_the_servers_statistics():
+    """k6.1/s16-mixed-ops: one nfsd thread served NFSv3 and NFSv4.2 writes,
+    reads, getattrs, lookups, creates and commits under svc_process, with
+    /proc/net/rpc/nfsd read at the start and at the end of the traced
+    window. Every operation the server counted is a labelled root call, up to
+    the root calls that span a lost-event gap (counted)."""
+    from conftest import fixture, profile_of
+
+    trace = fixture("k6.1/s16-mixed-ops/trace.dat")
+    here = os.path.dirname(trace)
+    before, after = (server_counts(os.path.join(here, f"nfsd-{w}.txt")) for w in ("before", "after"))
+    server = {k: after[k] - before[k] for k in after if after[k] - before[k]}
+    p = profile_of(trace)
+    traced = {}
+    for r in operations.operation_table(p):
+        if r.operation.startswith("COMPOUND("):
+            for op in r.operation[len("COMPOUND("):-1].split(","):
+                traced["v4 " + op] = traced.get("v4 " + op, 0) + r.calls
+        elif r.operation.startswith("v3 "):
+            traced[r.operation] = r.calls
+    lost = sum(r.gap_calls for r in operations.operation_table(p) if r.operation == operations.NO_OPERATION)
+    assert set(server) == set(traced)
+    for op, n in server.items():
+        assert abs(traced[op] - n) <= lost, (op, traced[op], n)
+    for op in ("v3 WRITE", "v3 READ", "v3 GETATTR", "v3 LOOKUP", "v3 CREATE", "v3 COMMIT",
+               "v4 WRITE", "v4 READ", "v4 GETATTR", "v4 LOOKUP", "v4 CREATE", "v4 COMMIT", "v4 OPEN"):
+        assert traced[op] > 0, op  # the workload's mix is there
+    assert len({int(x) for x in p.scol("pid")}) == 1  # one nfsd thread
+
+
+def test_text_slowest_section_fits_80_columns_with_long_names():
+    long = "f" * 300
+    events = [("entry", 0, 100, 0, "svc_process", 0, 1, 0, 0, 0, 0, 0),
+              ("entry", 0, 100, 0, "nfsd4_proc_compound", 1, 2, 0, 0, 0, 0, 0)]
+    t = 10
+    for op in ["nfsd4_secinfo_no_name", "nfsd4_bind_conn_to_session"] * 9:  # 18 operations: cut at 16
+        events += [("entry", 0, 100, 0, op, 2, t, 0, 0, 0, 0, 0),
+                   ("exit", 0, 100, 0, op, 2, t + 1, 1000 + t, 1001 + t, 0, 0, 0)]
+        t += 2
+    events += [("entry", 0, 100, 0, long, 2, t, 0, 0, 0, 0, 0),
+                ("exit", 0, 100, 0, long, 2, t + 1, 2000, 9000, 0, 0, 0),
+                ("exit", 0, 100, 0, "nfsd4_proc_compound", 1, t + 2, 900, 9500, 0, 0, 0),
+                ("exit", 0, 100, 0, "svc_process", 0, t + 3, 800, 10000, 0, 0, 0)]
+    p = build_events(events, source="long")
+    assert p.operations[0].endswith(",SECINFO_NO_NAME,BIND_CONN_TO_SESSION,...)")
+    text = RENDERERS["txt"].render(p)
+    assert [line for line in text.splitlines() if len(line) > 80] == []
+    assert "path: svc_process > nfsd4_proc_compound >" in text and "    " + "f" * 67 + "..." in text
+
+
+def test_offcpu_goes_to_the_path_that_was_switched_out():
+    """off-cpu.events: inner (under outer) is switched out for 500 ns; the
+    time is charged to both open frames, and the hot list gives it to the
+    deepest one only (the path's off-CPU time minus its children's)."""
+    doc = json.loads(RENDERERS["json"].render(load("off-cpu")))
+    assert doc["hot"]["offcpu"] == [{"path": ["outer", "inner"], "calls": 1, "offcpu_ns": 500.0, "share": 1.0}]
+    assert doc["hot"]["functions"][0]["name"] == "inner"
+    assert json.loads(RENDERERS["json"].render(load("operations")))["hot"]["offcpu"] is None
