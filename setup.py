@@ -17,7 +17,7 @@ def pkg_config(*args):
 
 
 cflags = pkg_config("--cflags")
-libs = pkg_config("--libs")
+libs = pkg_config("--libs") + ["-lzstd", "-lz"]  # the builtin reader (dat_decomp.c)
 extra_compile = ["-O2", "-g", "-Wall", "-Wextra", "-Wno-unused-parameter", "-std=gnu11"]
 extra_link = []
 if os.environ.get("ASAN") == "1":

@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "ftf.h"
+#include "dat.h"
 #include "rowfmt.h"
 
 /* The node and sample tables: one int64 per column, written by position.
@@ -358,6 +359,79 @@ static PyObject *py_read_dat(PyObject *self, PyObject *args, PyObject *kw)
 	Py_END_ALLOW_THREADS
 	free(b);
 	free(meta);
+	return res;
+}
+
+/* read_dat_builtin(path, progress=None): read_dat's dict from the builtin
+ * reader (dat_*.c), with meta["damage"]: what it skipped, counted. */
+static PyObject *py_read_dat_builtin(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "path", "progress", NULL };
+	PyObject *path_obj, *progress = Py_None;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|O", kwlist, PyUnicode_FSConverter, &path_obj,
+					 &progress))
+		return NULL;
+	ftf_builder *b = malloc(sizeof(*b));
+	ftf_dat_meta *meta = malloc(sizeof(*meta));
+	ftf_dat_damage *dmg = malloc(sizeof(*dmg));
+	if (!b || !meta || !dmg) {
+		free(b);
+		free(meta);
+		free(dmg);
+		Py_DECREF(path_obj);
+		return PyErr_NoMemory();
+	}
+	ftf_builder_init(b);
+	char err[512] = "";
+	progress_ctx pc = { progress, 0 };
+	int rc;
+	Py_BEGIN_ALLOW_THREADS
+	rc = ftf_read_dat_builtin(PyBytes_AS_STRING(path_obj), b, meta, dmg,
+				  progress == Py_None ? NULL : progress_trampoline, &pc, err, sizeof(err));
+	Py_END_ALLOW_THREADS
+	Py_DECREF(path_obj);
+	PyObject *res = NULL;
+	if (pc.failed) {
+		/* the progress callback raised (e.g. KeyboardInterrupt): keep its exception */
+	} else if (rc < 0) {
+		PyErr_SetString(PyExc_ValueError, err);
+	} else if ((res = builder_result(b))) {
+		PyObject *m = Py_BuildValue(
+			"{s:s,s:s,s:s,s:i,s:i,s:s,s:O,s:O,s:O,s:O,s:O,s:O}", "kernel", meta->kernel, "clock",
+			meta->clock, "tracer_version", meta->tracer_version, "cpus", meta->cpus,
+			"file_version", meta->file_version, "compression", meta->compression,
+			"has_entry_event", meta->has_entry_event ? Py_True : Py_False, "has_exit_event",
+			meta->has_exit_event ? Py_True : Py_False, "has_retaddr_event",
+			meta->has_retaddr_event ? Py_True : Py_False, "has_switch_event",
+			meta->has_switch_event ? Py_True : Py_False, "has_retval",
+			meta->has_retval ? Py_True : Py_False, "has_args", meta->has_args ? Py_True : Py_False);
+		PyObject *d = Py_BuildValue(
+			"{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:s}", "bad_pages", (unsigned long long)dmg->bad_pages,
+			"bad_chunks", (unsigned long long)dmg->bad_chunks, "lost_bytes",
+			(unsigned long long)dmg->lost_bytes, "cut_streams", (unsigned long long)dmg->cut_streams,
+			"partial_page_bytes", (unsigned long long)dmg->partial_page_bytes, "zero_pages",
+			(unsigned long long)dmg->zero_pages, "kallsyms_bad_lines",
+			(unsigned long long)dmg->kallsyms_bad_lines, "first", dmg->first);
+		PyObject *pce = PyDict_New();
+		int ncpu = meta->cpus > 0 && meta->cpus < 512 ? meta->cpus : 0;
+		for (int i = 0; m && pce && i < ncpu; i++) {
+			PyObject *k = PyLong_FromLong(i), *v = PyLong_FromUnsignedLongLong(meta->per_cpu_events[i]);
+			if (k && v)
+				PyDict_SetItem(pce, k, v);
+			Py_XDECREF(k);
+			Py_XDECREF(v);
+		}
+		if (!m || !pce || !d || PyDict_SetItemString(m, "events_per_cpu", pce) < 0 ||
+		    PyDict_SetItemString(m, "damage", d) < 0 || PyDict_SetItemString(res, "meta", m) < 0)
+			Py_CLEAR(res);
+		Py_XDECREF(pce);
+		Py_XDECREF(d);
+		Py_XDECREF(m);
+	}
+	ftf_builder_free(b);
+	free(b);
+	free(meta);
+	free(dmg);
 	return res;
 }
 
@@ -1084,6 +1158,8 @@ static PyObject *py_keep_freed_memory(PyObject *self, PyObject *noargs)
 static PyMethodDef methods[] = {
 	{ "read_dat", (PyCFunction)(void (*)(void))py_read_dat, METH_VARARGS | METH_KEYWORDS,
 	  "read_dat(path, progress=None) -> dict: read a trace.dat into the call-path aggregate" },
+	{ "read_dat_builtin", (PyCFunction)(void (*)(void))py_read_dat_builtin, METH_VARARGS | METH_KEYWORDS,
+	  "read_dat_builtin(path, progress=None) -> dict: read_dat with the builtin reader (no libtracecmd)" },
 	{ "keep_freed_memory", py_keep_freed_memory, METH_NOARGS,
 	  "keep_freed_memory() -> bool: glibc serves blocks up to 256 MiB from the heap, where freed "
 	  "memory is reused (mallopt M_MMAP_THRESHOLD): fewer page faults in a short-lived process, "

@@ -1,0 +1,306 @@
+/* The builtin trace.dat reader: the file's CPUs merged by timestamp (the
+ * earliest record next; on equal timestamps the CPU listed first, as
+ * libtracecmd does), each record decoded into an ftf_event by the fields
+ * the file's own formats describe, and fed to the builder. The builder
+ * keeps per-task stacks; the order across CPUs matters where a task
+ * migrates (its calls continue on another CPU) and at sched_switch (the
+ * switched-out task's tail and the next task's start): hence the merge. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dat.h"
+
+typedef struct {
+	dat_file *f;
+	ftf_builder *b;
+	ftf_dat_meta *meta;
+	ftf_u64map addr_ids; /* function address -> function id + 1 */
+	int swap;
+} decoder;
+
+static inline uint64_t field(const decoder *d, const dat_field *fl, const uint8_t *data, uint32_t size)
+{
+	if (!fl->present || (uint64_t)fl->offset + fl->size > size)
+		return 0;
+	const uint8_t *p = data + fl->offset;
+	switch (fl->size) {
+	case 1: return p[0];
+	case 2: return dat_get16(p, d->swap);
+	case 4: return dat_get32(p, d->swap);
+	case 8: return dat_get64(p, d->swap);
+	default: return 0;
+	}
+}
+
+static inline int64_t field_signed(const decoder *d, const dat_field *fl, const uint8_t *data, uint32_t size)
+{
+	uint64_t v = field(d, fl, data, size);
+	switch (fl->size) {
+	case 1: return (int8_t)v;
+	case 2: return (int16_t)v;
+	case 4: return (int32_t)v;
+	default: return (int64_t)v;
+	}
+}
+
+static uint32_t func_id(decoder *d, uint64_t addr)
+{
+	uint64_t known = ftf_u64map_get(&d->addr_ids, addr);
+	if (known)
+		return (uint32_t)(known - 1);
+	const char *name = dat_syms_find(&d->f->syms, addr);
+	char buf[32];
+	if (!name) {
+		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)addr);
+		name = buf;
+	}
+	uint32_t id = ftf_funcs_intern(&d->b->funcs, name, strlen(name));
+	if (id == FTF_NONE) {
+		d->b->oom = 1;
+		id = 0;
+	}
+	if (ftf_u64map_put(&d->addr_ids, addr, (uint64_t)id + 1) < 0)
+		d->b->oom = 1;
+	return id;
+}
+
+/* depth: 6.15-rc declared an 8-byte depth over a 4-byte value */
+static int64_t depth_of(const decoder *d, const dat_field *fl, const uint8_t *data, uint32_t size)
+{
+	int64_t v = field_signed(d, fl, data, size);
+	return fl->size == 8 ? (int32_t)v : v;
+}
+
+/* One record -> the builder (a LOST event first if the record's page says
+ * events were missed before it). */
+static void feed_record(decoder *d, const dat_stream *s)
+{
+	const dat_file *f = d->f;
+	ftf_event ev;
+	if (s->rmissed) {
+		memset(&ev, 0, sizeof(ev));
+		ev.kind = FTF_EV_LOST;
+		ev.cpu = (int32_t)s->cpu;
+		ev.ts = s->rts;
+		ev.lost = s->rmissed > 0 ? s->rmissed : -1;
+		ftf_builder_feed(d->b, &ev);
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.cpu = (int32_t)s->cpu;
+	ev.ts = s->rts;
+	const uint8_t *data = s->rdata;
+	uint32_t size = s->rsize;
+	if (size >= 8) {
+		int type = data[0] | data[1] << 8;
+		if (d->swap)
+			type = data[0] << 8 | data[1];
+		const dat_evfmt *common = &f->exit;
+		ev.flags = (uint8_t)field(d, &common->common_flags, data, size);
+		ev.pid = (int32_t)field(d, &common->common_pid, data, size);
+		if (s->cpu < 512)
+			d->meta->per_cpu_events[s->cpu]++;
+		if (type == f->exit.id) {
+			ev.kind = FTF_EV_EXIT;
+			ev.func = func_id(d, field(d, &f->exit.func, data, size));
+			ev.depth = depth_of(d, &f->exit.depth, data, size);
+			ev.overrun = field(d, &f->exit.overrun, data, size);
+			ev.calltime = field(d, &f->exit.calltime, data, size);
+			ev.rettime = field(d, &f->exit.rettime, data, size);
+		} else if (type == f->entry.id || type == f->retaddr_entry.id) {
+			const dat_evfmt *e = type == f->entry.id ? &f->entry : &f->retaddr_entry;
+			ev.kind = FTF_EV_ENTRY;
+			ev.func = func_id(d, field(d, &e->func, data, size));
+			ev.depth = depth_of(d, &e->depth, data, size);
+		} else if (type == f->sched_switch.id) {
+			ev.kind = FTF_EV_SWITCH;
+			ev.pid = (int32_t)field(d, &f->sched_switch.prev_pid, data, size);
+			ev.next_pid = (int32_t)field(d, &f->sched_switch.next_pid, data, size);
+		}
+	}
+	ftf_builder_feed(d->b, &ev);
+}
+
+static void fill_meta(const dat_file *f, ftf_dat_meta *meta)
+{
+	snprintf(meta->kernel, sizeof(meta->kernel), "%s", f->uname);
+	snprintf(meta->clock, sizeof(meta->clock), "%s", f->clock);
+	snprintf(meta->tracer_version, sizeof(meta->tracer_version), "%s", f->version_str);
+	if (f->version >= 7)
+		snprintf(meta->compression, sizeof(meta->compression), "%.30s%s%.30s", f->comp_name,
+			 f->comp_version[0] ? " " : "", f->comp_version);
+	meta->cpus = f->cpus;
+	meta->file_version = f->version;
+	meta->has_entry_event = f->entry.present;
+	meta->has_retaddr_event = f->retaddr_entry.present;
+	meta->has_exit_event = f->exit.present;
+	meta->has_switch_event = f->sched_switch.present;
+	meta->has_retval = f->exit.retval.present;
+	meta->has_args = f->entry.args.present;
+}
+
+static int check_events(const dat_file *f, char *err, size_t errlen)
+{
+	if (f->latency) {
+		snprintf(err, errlen, "a latency-format trace.dat: its data is the tracer's text, not "
+			 "per-CPU event pages: give ftflame the output of 'trace-cmd report' on it");
+		return -1;
+	}
+	if (f->has_ts_offset) {
+		snprintf(err, errlen, "this trace.dat shifts its timestamps (OFFSET, TSC2NSEC or "
+			 "TIME_SHIFT option), which the builtin reader does not apply: use --reader libtracecmd");
+		return -1;
+	}
+	if (!f->exit.present) {
+		snprintf(err, errlen, "no function_graph events (funcgraph_exit) in this trace.dat: "
+			 "record with 'trace-cmd record -p function_graph'");
+		return -1;
+	}
+	const dat_evfmt *x = &f->exit;
+	if (!x->func.present || !x->calltime.present || !x->rettime.present || !x->depth.present) {
+		snprintf(err, errlen, "funcgraph_exit lacks func/depth/calltime/rettime fields: "
+			 "unsupported event layout");
+		return -1;
+	}
+	return 0;
+}
+
+/* Adds one CPU's stream statistics to the damage report. */
+static void count_damage(const dat_stream *s, ftf_dat_damage *dmg)
+{
+	const dat_stream_stats *st = &s->st;
+	dmg->bad_pages += st->bad_pages;
+	dmg->bad_chunks += st->bad_chunks;
+	dmg->lost_bytes += st->lost_bytes;
+	dmg->cut_streams += st->cut != 0;
+	dmg->partial_page_bytes += st->partial_page;
+	dmg->zero_pages += st->zero_pages;
+	char what[200] = "";
+	if (st->cut)
+		snprintf(what, sizeof(what), "CPU %u: its data is cut short (%llu bytes missing or "
+			 "unreadable)", s->cpu, (unsigned long long)st->lost_bytes);
+	else if (st->bad_chunks)
+		snprintf(what, sizeof(what), "CPU %u: %llu compressed chunks did not decompress",
+			 s->cpu, (unsigned long long)st->bad_chunks);
+	else if (st->bad_pages)
+		snprintf(what, sizeof(what), "CPU %u: %llu pages with records that do not fit the page",
+			 s->cpu, (unsigned long long)st->bad_pages);
+	if (st->zero_pages && !what[0])
+		snprintf(what, sizeof(what), "CPU %u: %llu pages are all zeros (timestamp and commit 0): "
+			 "data overwritten?", s->cpu, (unsigned long long)st->zero_pages);
+	if (what[0] && !dmg->first[0])
+		snprintf(dmg->first, sizeof(dmg->first), "%s", what);
+}
+
+static int read_streams(dat_file *f, ftf_builder *b, ftf_dat_meta *meta, ftf_dat_damage *dmg,
+			ftf_progress_fn progress, void *progress_ctx, char *err, size_t errlen)
+{
+	decoder d = { .f = f, .b = b, .meta = meta, .swap = f->swap };
+	uint32_t n = f->ncpu;
+	dat_stream *s = calloc(n ? n : 1, sizeof(*s));
+	uint32_t *live = calloc(n ? n : 1, sizeof(*live)); /* streams with a record waiting */
+	int rc = 0, stopped = 0;
+	if (!s || !live) {
+		free(s);
+		free(live);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	uint32_t nlive = 0;
+	for (uint32_t i = 0; i < n && !f->src.failed; i++) {
+		if (dat_stream_open(&s[i], f, &f->cpu[i]) < 0)
+			break;
+		int r = dat_stream_next(&s[i]);
+		if (r > 0)
+			live[nlive++] = i;
+	}
+	uint64_t events = 0, next_progress = 1u << 20;
+	while (nlive && !f->src.failed && !b->oom) {
+		uint32_t best = 0;
+		for (uint32_t k = 1; k < nlive; k++)
+			if (s[live[k]].rts < s[live[best]].rts)
+				best = k;
+		dat_stream *st = &s[live[best]];
+		feed_record(&d, st);
+		if (dat_stream_next(st) <= 0) {
+			memmove(&live[best], &live[best + 1], (nlive - best - 1) * sizeof(*live));
+			nlive--;
+		}
+		if (++events >= next_progress && progress) {
+			next_progress = events + (1u << 20);
+			if (progress(progress_ctx, events)) {
+				stopped = 1;
+				break;
+			}
+		}
+	}
+	ftf_builder_finish(b);
+	for (uint32_t i = 0; i < n; i++) {
+		if (!stopped && !f->src.failed)
+			count_damage(&s[i], dmg);
+		dat_stream_free(&s[i]);
+	}
+	dmg->kallsyms_bad_lines = f->syms.bad_lines;
+	ftf_u64map_free(&d.addr_ids);
+	free(s);
+	free(live);
+	if (f->src.failed) {
+		snprintf(err, errlen, "%s", f->src.err);
+		rc = -1;
+	} else if (b->oom) {
+		snprintf(err, errlen, "out of memory while building the call tree");
+		rc = -1;
+	} else if (stopped) {
+		snprintf(err, errlen, "interrupted");
+		rc = -1;
+	}
+	return rc;
+}
+
+static int read_opened(dat_file *f, int opened, ftf_builder *b, ftf_dat_meta *meta,
+		       ftf_dat_damage *dmg, ftf_progress_fn progress, void *progress_ctx, char *err,
+		       size_t errlen)
+{
+	if (opened < 0) {
+		snprintf(err, errlen, "%s", f->src.err);
+		return -1;
+	}
+	if (check_events(f, err, errlen) < 0)
+		return -1;
+	fill_meta(f, meta);
+	return read_streams(f, b, meta, dmg, progress, progress_ctx, err, errlen);
+}
+
+int ftf_read_dat_builtin(const char *path, ftf_builder *b, ftf_dat_meta *meta, ftf_dat_damage *damage,
+			 ftf_progress_fn progress, void *progress_ctx, char *err, size_t errlen)
+{
+	memset(meta, 0, sizeof(*meta));
+	memset(damage, 0, sizeof(*damage));
+	dat_file *f = malloc(sizeof(*f));
+	if (!f) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	int opened = dat_file_open(f, path);
+	int rc = read_opened(f, opened, b, meta, damage, progress, progress_ctx, err, errlen);
+	dat_file_close(f);
+	free(f);
+	return rc;
+}
+
+int ftf_read_dat_builtin_mem(const uint8_t *data, size_t size, ftf_builder *b, ftf_dat_meta *meta,
+			     ftf_dat_damage *damage, char *err, size_t errlen)
+{
+	memset(meta, 0, sizeof(*meta));
+	memset(damage, 0, sizeof(*damage));
+	dat_file *f = malloc(sizeof(*f));
+	if (!f) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	int opened = dat_file_open_mem(f, data, size);
+	int rc = read_opened(f, opened, b, meta, damage, NULL, NULL, err, errlen);
+	dat_file_close(f);
+	free(f);
+	return rc;
+}
