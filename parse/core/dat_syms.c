@@ -1,7 +1,15 @@
 /* The file's kallsyms (/proc/kallsyms of the traced machine) -> a sorted
  * address table. An address resolves to the symbol at or below it, as
  * trace-cmd does; absolute symbols ('A'/'a': per-CPU variable offsets on
- * x86-64) and ARM's '$a' mapping symbols are left out, like trace-cmd. */
+ * x86-64) and ARM's '$a' mapping symbols are left out, like trace-cmd.
+ *
+ * Several names at one address (aliases: __do_softirq and
+ * __softirqentry_text_start) are all valid; which one libtraceevent prints
+ * depends on where its binary search first lands. For identical output the
+ * same search is made here: the table in libtraceevent's order (by address,
+ * equal addresses in reverse file order) and a halving search that stops at
+ * the first entry whose address equals the one sought or whose range holds
+ * it (the last entry's range is its address alone). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,7 +17,7 @@
 
 typedef struct {
 	uint64_t addr;
-	uint32_t order; /* line number: the first of equal addresses wins */
+	uint32_t order; /* line number: equal addresses in reverse file order */
 	uint32_t name;
 } sym;
 
@@ -18,7 +26,7 @@ static int by_addr(const void *a, const void *b)
 	const sym *x = a, *y = b;
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
-	return x->order < y->order ? -1 : x->order > y->order;
+	return x->order > y->order ? -1 : x->order < y->order;
 }
 
 static int hexval(char c)
@@ -105,12 +113,7 @@ int dat_syms_parse(dat_syms *s, const char *text, size_t len)
 		p += ll + (nl != NULL);
 	}
 	qsort(tab, n, sizeof(*tab), by_addr);
-	/* equal addresses: keep the first listed (trace-cmd resolves an alias
-	 * to the first name /proc/kallsyms gives it) */
-	uint32_t m = 0;
-	for (uint32_t i = 0; i < n; i++)
-		if (!m || tab[m - 1].addr != tab[i].addr)
-			tab[m++] = tab[i];
+	uint32_t m = n;
 	s->addr = malloc((m ? m : 1) * sizeof(*s->addr));
 	s->name = malloc((m ? m : 1) * sizeof(*s->name));
 	if (!s->addr || !s->name)
@@ -134,17 +137,20 @@ oom:
 
 const char *dat_syms_find(const dat_syms *s, uint64_t addr)
 {
-	if (!s->n || addr < s->addr[0])
-		return NULL;
-	uint32_t lo = 0, hi = s->n; /* the last symbol <= addr is in [lo, hi) */
-	while (hi - lo > 1) {
+	uint32_t lo = 0, hi = s->n;
+	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (s->addr[mid] <= addr)
-			lo = mid;
-		else
+		uint64_t at = s->addr[mid];
+		int holds = addr == at ||
+			    (addr > at && mid + 1 < s->n && addr < s->addr[mid + 1]);
+		if (holds)
+			return s->names + s->name[mid];
+		if (addr < at)
 			hi = mid;
+		else
+			lo = mid + 1;
 	}
-	return s->names + s->name[lo];
+	return NULL;
 }
 
 void dat_syms_free(dat_syms *s)
