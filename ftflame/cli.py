@@ -123,6 +123,19 @@ def _formats():
     return RENDERERS
 
 
+def add_reader_option(p) -> None:
+    p.add_argument("--reader", choices=("builtin", "libtracecmd"), default="builtin",
+                   help="how a trace.dat is read: ftflame's own reader (builtin, default) or "
+                        "trace-cmd's libtracecmd (the reference; docs/trace-formats.md)")
+
+
+def use_reader(args) -> None:
+    """--reader for every trace.dat the command reads."""
+    from ftflame.parse import dat
+
+    dat.set_default_reader(getattr(args, "reader", None) or "builtin")
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="ftflame",
@@ -146,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("-F", "--format", choices=sorted(_formats()),
                      help="output format (overrides the extension)")
     rep.add_argument("-q", "--quiet", action="store_true", help="no progress or notes on stderr")
+    add_reader_option(rep)
     rep.add_argument("--open", action="store_true",
                      help="open the HTML/SVG output in a web browser when run interactively "
                           "(without -o: an HTML report in a temporary directory)")
@@ -188,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="where to write calibration.json (default: RUNDIR/calibration.json; "
                           "with --from-traces, stdout; '-' for stdout)")
     cal.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
+    add_reader_option(cal)
     cal.set_defaults(func=cmd_calibrate)
 
     for name, script, text in (("collect", "collect.sh", "record a trace around a workload (collect/collect.sh)"),
@@ -237,6 +252,7 @@ def cmd_report(args) -> int:
     fmt = choose_format(output, args.format)
     if args.open and fmt not in OPENABLE:
         raise InputError(output, "--open shows an HTML or SVG report", "write .html or .svg")
+    use_reader(args)
     path = resolve_input(args.input)
     refuse_input_as_output(output, (path, args.calibration, args.baseline and resolve_input(args.baseline)))
     progress = Progress(f"reading {path}", not args.quiet, path)
@@ -320,6 +336,7 @@ def cmd_calibrate(args) -> int:
 
     from ftflame import calibration
 
+    use_reader(args)
     if args.from_traces and args.rundir:
         raise InputError(args.rundir, "give a run directory or --from-traces, not both")
     if args.from_traces:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from typing import Callable, Optional
 
-from .dat import core_read_dat, is_plain_dat
+from .dat import is_plain_dat, read_dat
 from .detect import check_readable
 
 __all__ = ["read", "read_meanwhile", "from_core_result", "build_events"]
@@ -30,7 +30,7 @@ def __getattr__(name: str):
 
 
 def read_meanwhile(path: str, meanwhile: Callable[[], None],
-                   progress: Optional[Callable[[int], None]] = None):
+                   progress: Optional[Callable[[int], None]] = None, reader: Optional[str] = None):
     """read(path), with meanwhile() run on another thread while the C core
     reads (the CLI imports numpy and the renderers then: 0.1-0.2 s that
     cost no wall time). A plain trace.dat is read on *this* thread, with
@@ -43,13 +43,13 @@ def read_meanwhile(path: str, meanwhile: Callable[[], None],
     try:
         res = None
         if path != "-" and is_plain_dat(path):
-            res = core_read_dat(path, path, progress)
+            res = read_dat(path, path, progress, reader)
     finally:
         side.join()
     from . import reading
 
     if res is None:  # text, compressed, stdin: read now
-        return reading.read(path, progress=progress)
+        return reading.read(path, progress=progress, reader=reader)
     return reading._dat_profile(res, path, "")
 
 

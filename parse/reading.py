@@ -11,7 +11,7 @@ from ftflame.errors import InputError
 from ftflame.profile import NODE_COLUMNS, SAMPLE_COLUMNS, Histograms, Profile, TraceInfo, check_core_columns
 
 from . import _core, text
-from .dat import core_read_dat, is_plain_dat
+from .dat import damage_warnings, is_plain_dat, read_dat
 from .detect import check_readable, classify
 
 __all__ = ["read", "from_core_result", "build_events"]
@@ -19,13 +19,14 @@ __all__ = ["read", "from_core_result", "build_events"]
 check_core_columns(_core)  # the core's tables are read by these names
 
 
-def read(path: str, progress: Optional[Callable[[int], None]] = None) -> Profile:
+def read(path: str, progress: Optional[Callable[[int], None]] = None, reader: Optional[str] = None) -> Profile:
     """Read a function_graph trace into a Profile: a trace.dat, or any text
     form (tracefs, perf ftrace, trace-cmd report, a mail), plain or gzip/xz/
-    zstd-compressed; '-' reads stdin."""
+    zstd-compressed; '-' reads stdin. reader: the trace.dat reader (parse.dat.READERS;
+    None: parse.dat's default)."""
     check_readable(path)
     if path != "-" and is_plain_dat(path):
-        return _read_dat(path, path, "", progress)
+        return _read_dat(path, path, "", progress, reader)
     src = text.open_input(path)
     try:
         det = classify(src.head, src.name, src.compression)
@@ -39,7 +40,7 @@ def read(path: str, progress: Optional[Callable[[int], None]] = None) -> Profile
         finally:
             src.close()
         try:
-            return _read_dat(tmp, src.name, src.compression, progress)
+            return _read_dat(tmp, src.name, src.compression, progress, reader)
         finally:
             os.unlink(tmp)
     res = text.read_text(src, det.dialect, progress)
@@ -55,8 +56,8 @@ def read(path: str, progress: Optional[Callable[[int], None]] = None) -> Profile
     return prof.replace(counters=counters, warnings=prof.warnings + tuple(text.text_warnings(st)))
 
 
-def _read_dat(path: str, name: str, compression: str, progress) -> Profile:
-    return _dat_profile(core_read_dat(path, name, progress), name, compression)
+def _read_dat(path: str, name: str, compression: str, progress, reader: Optional[str]) -> Profile:
+    return _dat_profile(read_dat(path, name, progress, reader), name, compression)
 
 
 def _dat_profile(res: dict, name: str, compression: str) -> Profile:
@@ -68,6 +69,9 @@ def _dat_profile(res: dict, name: str, compression: str) -> Profile:
         events_per_cpu=dict(meta["events_per_cpu"]), has_sched_switch=meta["has_switch_event"],
         has_retval=meta["has_retval"], has_args=meta["has_args"])
     prof = from_core_result(res, info)
+    damage = damage_warnings(meta)
+    if damage:
+        prof = prof.replace(warnings=prof.warnings + tuple(damage))
     if prof.counters["events"] == 0:
         raise InputError(name, "no events at all in this trace.dat (function_graph or other): "
                          "the recording is empty",

@@ -126,7 +126,7 @@ static void fill_meta(const dat_file *f, ftf_dat_meta *meta)
 	snprintf(meta->kernel, sizeof(meta->kernel), "%s", f->uname);
 	snprintf(meta->clock, sizeof(meta->clock), "%s", f->clock);
 	snprintf(meta->tracer_version, sizeof(meta->tracer_version), "%s", f->version_str);
-	if (f->version >= 7)
+	if (f->comp != DAT_COMP_NONE) /* libtracecmd names no compression for "none" */
 		snprintf(meta->compression, sizeof(meta->compression), "%.30s%s%.30s", f->comp_name,
 			 f->comp_version[0] ? " " : "", f->comp_version);
 	meta->cpus = f->cpus;
