@@ -72,6 +72,9 @@ def _dat_profile(res: dict, name: str, compression: str) -> Profile:
     damage = damage_warnings(meta)
     if damage:
         prof = prof.replace(warnings=prof.warnings + tuple(damage))
+    if prof.counters["events"] == 0 and damage:
+        raise InputError(name, f"no events could be read: {damage[0]}",
+                         "the file is damaged or truncated: record it again, or copy it whole")
     if prof.counters["events"] == 0:
         raise InputError(name, "no events at all in this trace.dat (function_graph or other): "
                          "the recording is empty",

@@ -39,7 +39,7 @@ int dat_stream_open(dat_stream *s, dat_file *f, const dat_cpu *c)
 	 * Compressed, the size counts the chunks but not their count before
 	 * them (trace-cmd 3.1 writes it so). */
 	uint64_t off = c->off, size = c->size;
-	if (c->chunked)
+	if (c->chunked && size)
 		size = size > UINT64_MAX - 4 ? UINT64_MAX : size + 4;
 	if (off > fsize) {
 		s->st.lost_bytes += size;
