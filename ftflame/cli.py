@@ -129,11 +129,12 @@ def add_reader_option(p) -> None:
                         "trace-cmd's libtracecmd (the reference; docs/trace-formats.md)")
 
 
-def use_reader(args) -> None:
-    """--reader for every trace.dat the command reads."""
+def reader_of(args):
+    """--reader for every trace.dat the command reads (report, its baseline,
+    calibrate's three), for the command's duration."""
     from ftflame.parse import dat
 
-    dat.set_default_reader(getattr(args, "reader", None) or "builtin")
+    return dat.reader_used(getattr(args, "reader", None) or dat.default_reader())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -252,7 +253,6 @@ def cmd_report(args) -> int:
     fmt = choose_format(output, args.format)
     if args.open and fmt not in OPENABLE:
         raise InputError(output, "--open shows an HTML or SVG report", "write .html or .svg")
-    use_reader(args)
     path = resolve_input(args.input)
     refuse_input_as_output(output, (path, args.calibration, args.baseline and resolve_input(args.baseline)))
     progress = Progress(f"reading {path}", not args.quiet, path)
@@ -336,7 +336,6 @@ def cmd_calibrate(args) -> int:
 
     from ftflame import calibration
 
-    use_reader(args)
     if args.from_traces and args.rundir:
         raise InputError(args.rundir, "give a run directory or --from-traces, not both")
     if args.from_traces:
@@ -411,7 +410,7 @@ def main(argv=None) -> int:
         ap.print_help()
         return 2
     try:
-        with terminating_signals_raise():
+        with terminating_signals_raise(), reader_of(args):
             return args.func(args)
     except InputError as e:
         print(f"ftflame: {e.line()}", file=sys.stderr)

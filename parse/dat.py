@@ -4,6 +4,7 @@ package module and ``reading``, which call it, so that neither imports the
 other's way back."""
 from __future__ import annotations
 
+import contextlib
 import os
 
 from ftflame.errors import InputError
@@ -12,17 +13,23 @@ from .detect import TRACE_DAT_MAGIC
 
 READERS = ("builtin", "libtracecmd")
 # The reader a trace.dat is read with unless the caller names one: the CLI's
-# --reader sets it for everything the command reads (report, baseline,
-# calibrate). builtin: parity with libtracecmd on every fixture
+# --reader sets it (reader_used) for everything the command reads (report,
+# baseline, calibrate). builtin: parity with libtracecmd on every fixture
 # (tests/test_reader_parity.py).
 _default_reader = "builtin"
 
 
-def set_default_reader(reader: str) -> None:
+@contextlib.contextmanager
+def reader_used(reader: str):
+    """The default reader is `reader` inside the block (the CLI's --reader)."""
     if reader not in READERS:
         raise InputError(f"--reader {reader}", "unknown reader", f"one of {', '.join(READERS)}")
     global _default_reader
-    _default_reader = reader
+    before, _default_reader = _default_reader, reader
+    try:
+        yield
+    finally:
+        _default_reader = before
 
 
 def default_reader() -> str:
@@ -58,7 +65,8 @@ def damage_warnings(meta: dict) -> list:
         out.append(f"{d['bad_chunks']:,} compressed chunks that do not decompress: their pages "
                    "skipped (a lost-events gap)")
     if d["cut_streams"]:
-        out.append(f"{d['cut_streams']:,} CPUs' data cut short ({d['lost_bytes']:,} bytes missing "
+        cpus = "1 CPU" if d["cut_streams"] == 1 else f"{d['cut_streams']:,} CPUs"
+        out.append(f"the data of {cpus} cut short ({d['lost_bytes']:,} bytes missing "
                    "or unreadable): a truncated or damaged trace.dat")
     if d["partial_page_bytes"]:
         out.append(f"{d['partial_page_bytes']:,} bytes of CPU data that do not fill a page: skipped")

@@ -65,4 +65,4 @@ def test_builtin_reader_counts_a_section_past_the_end(tmp_path):
     path = with_section(tmp_path, "past-the-end.dat", SECTION[0], SECTION[1] * 4)
     proc = subprocess.run([*FTFLAME, "report", path], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert "1 CPUs' data cut short (1,664,439 bytes missing or unreadable)" in " ".join(proc.stdout.split())
+    assert "the data of 1 CPU cut short (1,664,243 bytes missing or unreadable)" in " ".join(proc.stdout.split())
