@@ -169,6 +169,8 @@ void dat_file_close(dat_file *f);
 
 typedef struct dat_decomp dat_decomp;
 dat_decomp *dat_decomp_new(int comp);
+/* Whether in can decompress to outlen bytes (checked before allocating). */
+int dat_decomp_plausible(const dat_decomp *d, const void *in, size_t inlen, size_t outlen);
 /* Decompresses in into exactly outlen bytes; -1 when it does not. */
 int dat_decomp_run(dat_decomp *d, const void *in, size_t inlen, void *out, size_t outlen);
 void dat_decomp_free(dat_decomp *d);

@@ -27,6 +27,18 @@ dat_decomp *dat_decomp_new(int comp)
 	return d;
 }
 
+int dat_decomp_plausible(const dat_decomp *d, const void *in, size_t inlen, size_t outlen)
+{
+	if (d->comp == DAT_COMP_ZSTD) {
+		/* trace-cmd's frames state their size: believe no other */
+		unsigned long long n = ZSTD_getFrameContentSize(in, inlen);
+		return n == ZSTD_CONTENTSIZE_UNKNOWN || n == outlen;
+	}
+	if (d->comp == DAT_COMP_ZLIB) /* deflate expands at most 1032:1 */
+		return outlen / 1032 <= inlen + 64;
+	return inlen == outlen;
+}
+
 int dat_decomp_run(dat_decomp *d, const void *in, size_t inlen, void *out, size_t outlen)
 {
 	if (d->comp == DAT_COMP_ZSTD) {

@@ -502,6 +502,42 @@ static int v7_headers(dat_file *f, uint64_t first)
 	return 0;
 }
 
+/* ---- the per-CPU table ------------------------------------------------ */
+
+static int by_offset(const void *a, const void *b)
+{
+	const dat_cpu *x = *(const dat_cpu *const *)a, *y = *(const dat_cpu *const *)b;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Two CPUs whose data overlap would be read twice (a damaged table can
+ * point thousands of CPUs at the same bytes): refused. */
+static int check_cpu_ranges(dat_file *f)
+{
+	if (f->ncpu < 2)
+		return 0;
+	const dat_cpu **order = malloc(f->ncpu * sizeof(*order));
+	if (!order)
+		return dat_fail(&f->src, "out of memory");
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < f->ncpu; i++)
+		if (f->cpu[i].size)
+			order[n++] = &f->cpu[i];
+	qsort(order, n, sizeof(*order), by_offset);
+	int rc = 0;
+	for (uint32_t i = 1; i < n && !rc; i++) {
+		const dat_cpu *a = order[i - 1], *b = order[i];
+		uint64_t a_end = a->off + a->size + (a->chunked ? 4 : 0);
+		if (a_end < a->off || a_end > b->off)
+			rc = dat_fail(&f->src, "flyrecord CPU table: CPU %u's data (byte %llu, %llu bytes) "
+				      "overlaps CPU %u's (byte %llu): a damaged trace.dat", a->cpu,
+				      (unsigned long long)a->off, (unsigned long long)a->size, b->cpu,
+				      (unsigned long long)b->off);
+	}
+	free(order);
+	return rc;
+}
+
 /* ---- the initial format ---------------------------------------------- */
 
 static int open_common(dat_file *f)
@@ -560,14 +596,14 @@ int dat_file_open(dat_file *f, const char *path)
 	memset(f, 0, sizeof(*f));
 	if (dat_src_open(&f->src, path) < 0)
 		return -1;
-	return open_common(f);
+	return open_common(f) < 0 ? -1 : check_cpu_ranges(f);
 }
 
 int dat_file_open_mem(dat_file *f, const uint8_t *data, size_t size)
 {
 	memset(f, 0, sizeof(*f));
 	dat_src_mem(&f->src, data, size);
-	return open_common(f);
+	return open_common(f) < 0 ? -1 : check_cpu_ranges(f);
 }
 
 void dat_file_close(dat_file *f)

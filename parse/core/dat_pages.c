@@ -122,11 +122,15 @@ static int load_chunk(dat_stream *s)
 		}
 		uint64_t at = s->pos + 8;
 		s->pos = at + csize;
-		if (grow(&s->cbuf, &s->ccap, csize ? csize : 1) < 0 || grow(&s->buf, &s->cap, usize ? usize : 1) < 0)
-			return dat_fail(&f->src, "out of memory for a %u-byte chunk", usize);
+		if (grow(&s->cbuf, &s->ccap, csize ? csize : 1) < 0)
+			return dat_fail(&f->src, "out of memory for a %u-byte chunk", csize);
 		if (dat_read_at(&f->src, at, s->cbuf, csize, "chunk") < 0)
 			return -1;
-		if (dat_decomp_run(s->dec, s->cbuf, csize, s->buf, usize) < 0) {
+		/* the size it claims is checked against the data before allocating */
+		int ok = dat_decomp_plausible(s->dec, s->cbuf, csize, usize);
+		if (ok && grow(&s->buf, &s->cap, usize ? usize : 1) < 0)
+			return dat_fail(&f->src, "out of memory for a %u-byte chunk", usize);
+		if (!ok || dat_decomp_run(s->dec, s->cbuf, csize, s->buf, usize) < 0) {
 			s->st.bad_chunks++;
 			s->st.lost_bytes += csize;
 			s->gap = 1;

@@ -192,6 +192,44 @@ static void count_damage(const dat_stream *s, ftf_dat_damage *dmg)
 		snprintf(dmg->first, sizeof(dmg->first), "%s", what);
 }
 
+/* The merge: a binary heap of the streams with a record waiting, the
+ * earliest timestamp on top, equal timestamps by the CPU table's order
+ * (libtracecmd's: it takes the first CPU with the smallest). */
+typedef struct {
+	dat_stream *s;
+	uint32_t *h;
+	uint32_t n;
+} merge;
+
+static inline int before(const merge *m, uint32_t a, uint32_t b)
+{
+	uint64_t ta = m->s[a].rts, tb = m->s[b].rts;
+	return ta < tb || (ta == tb && a < b);
+}
+
+static void sift_down(merge *m, uint32_t i)
+{
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, least = i;
+		if (l < m->n && before(m, m->h[l], m->h[least]))
+			least = l;
+		if (r < m->n && before(m, m->h[r], m->h[least]))
+			least = r;
+		if (least == i)
+			return;
+		uint32_t t = m->h[i];
+		m->h[i] = m->h[least];
+		m->h[least] = t;
+		i = least;
+	}
+}
+
+static void heapify(merge *m)
+{
+	for (uint32_t i = m->n / 2; i-- > 0;)
+		sift_down(m, i);
+}
+
 static int read_streams(dat_file *f, ftf_builder *b, ftf_dat_meta *meta, ftf_dat_damage *dmg,
 			ftf_progress_fn progress, void *progress_ctx, char *err, size_t errlen)
 {
@@ -214,18 +252,15 @@ static int read_streams(dat_file *f, ftf_builder *b, ftf_dat_meta *meta, ftf_dat
 		if (r > 0)
 			live[nlive++] = i;
 	}
+	merge m = { .s = s, .h = live, .n = nlive };
+	heapify(&m);
 	uint64_t events = 0, next_progress = 1u << 20;
-	while (nlive && !f->src.failed && !b->oom) {
-		uint32_t best = 0;
-		for (uint32_t k = 1; k < nlive; k++)
-			if (s[live[k]].rts < s[live[best]].rts)
-				best = k;
-		dat_stream *st = &s[live[best]];
+	while (m.n && !f->src.failed && !b->oom) {
+		dat_stream *st = &s[m.h[0]];
 		feed_record(&d, st);
-		if (dat_stream_next(st) <= 0) {
-			memmove(&live[best], &live[best + 1], (nlive - best - 1) * sizeof(*live));
-			nlive--;
-		}
+		if (dat_stream_next(st) <= 0)
+			m.h[0] = m.h[--m.n];
+		sift_down(&m, 0);
 		if (++events >= next_progress && progress) {
 			next_progress = events + (1u << 20);
 			if (progress(progress_ctx, events)) {
