@@ -5,6 +5,7 @@
  * keeps per-task stacks; the order across CPUs matters where a task
  * migrates (its calls continue on another CPU) and at sched_switch (the
  * switched-out task's tail and the next task's start): hence the merge. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,53 +73,73 @@ static int64_t depth_of(const decoder *d, const dat_field *fl, const uint8_t *da
 	return fl->size == 8 ? (int32_t)v : v;
 }
 
-/* One record -> the builder (a LOST event first if the record's page says
- * events were missed before it). */
-static void feed_record(decoder *d, const dat_stream *s)
+/* One record -> one event (two, with a LOST event first when the record's
+ * page says events were missed before it), appended to the batch. Function
+ * addresses go in addr[]: they become function ids on the builder's side,
+ * which owns the function table. */
+#define BATCH_EVENTS 8192
+
+typedef struct {
+	ftf_event ev[BATCH_EVENTS];
+	uint64_t addr[BATCH_EVENTS];
+	uint32_t n;
+} batch;
+
+static void decode_record(decoder *d, const dat_stream *s, batch *out)
 {
 	const dat_file *f = d->f;
-	ftf_event ev;
+	ftf_event *ev = &out->ev[out->n];
 	if (s->rmissed) {
-		memset(&ev, 0, sizeof(ev));
-		ev.kind = FTF_EV_LOST;
-		ev.cpu = (int32_t)s->cpu;
-		ev.ts = s->rts;
-		ev.lost = s->rmissed > 0 ? s->rmissed : -1;
-		ftf_builder_feed(d->b, &ev);
+		memset(ev, 0, sizeof(*ev));
+		ev->kind = FTF_EV_LOST;
+		ev->cpu = (int32_t)s->cpu;
+		ev->ts = s->rts;
+		ev->lost = s->rmissed > 0 ? s->rmissed : -1;
+		ev = &out->ev[++out->n];
 	}
-	memset(&ev, 0, sizeof(ev));
-	ev.cpu = (int32_t)s->cpu;
-	ev.ts = s->rts;
+	uint64_t *addr = &out->addr[out->n++];
+	memset(ev, 0, sizeof(*ev));
+	ev->cpu = (int32_t)s->cpu;
+	ev->ts = s->rts;
 	const uint8_t *data = s->rdata;
 	uint32_t size = s->rsize;
-	if (size >= 8) {
-		int type = data[0] | data[1] << 8;
-		if (d->swap)
-			type = data[0] << 8 | data[1];
-		const dat_evfmt *common = &f->exit;
-		ev.flags = (uint8_t)field(d, &common->common_flags, data, size);
-		ev.pid = (int32_t)field(d, &common->common_pid, data, size);
-		if (s->cpu < 512)
-			d->meta->per_cpu_events[s->cpu]++;
-		if (type == f->exit.id) {
-			ev.kind = FTF_EV_EXIT;
-			ev.func = func_id(d, field(d, &f->exit.func, data, size));
-			ev.depth = depth_of(d, &f->exit.depth, data, size);
-			ev.overrun = field(d, &f->exit.overrun, data, size);
-			ev.calltime = field(d, &f->exit.calltime, data, size);
-			ev.rettime = field(d, &f->exit.rettime, data, size);
-		} else if (type == f->entry.id || type == f->retaddr_entry.id) {
-			const dat_evfmt *e = type == f->entry.id ? &f->entry : &f->retaddr_entry;
-			ev.kind = FTF_EV_ENTRY;
-			ev.func = func_id(d, field(d, &e->func, data, size));
-			ev.depth = depth_of(d, &e->depth, data, size);
-		} else if (type == f->sched_switch.id) {
-			ev.kind = FTF_EV_SWITCH;
-			ev.pid = (int32_t)field(d, &f->sched_switch.prev_pid, data, size);
-			ev.next_pid = (int32_t)field(d, &f->sched_switch.next_pid, data, size);
-		}
+	if (size < 8)
+		return; /* counted as an other event */
+	int type = d->swap ? data[0] << 8 | data[1] : data[0] | data[1] << 8;
+	const dat_evfmt *common = &f->exit;
+	ev->flags = (uint8_t)field(d, &common->common_flags, data, size);
+	ev->pid = (int32_t)field(d, &common->common_pid, data, size);
+	if (s->cpu < 512)
+		d->meta->per_cpu_events[s->cpu]++;
+	if (type == f->exit.id) {
+		ev->kind = FTF_EV_EXIT;
+		*addr = field(d, &f->exit.func, data, size);
+		ev->depth = depth_of(d, &f->exit.depth, data, size);
+		ev->overrun = field(d, &f->exit.overrun, data, size);
+		ev->calltime = field(d, &f->exit.calltime, data, size);
+		ev->rettime = field(d, &f->exit.rettime, data, size);
+	} else if (type == f->entry.id || type == f->retaddr_entry.id) {
+		const dat_evfmt *e = type == f->entry.id ? &f->entry : &f->retaddr_entry;
+		ev->kind = FTF_EV_ENTRY;
+		*addr = field(d, &e->func, data, size);
+		ev->depth = depth_of(d, &e->depth, data, size);
+	} else if (type == f->sched_switch.id) {
+		ev->kind = FTF_EV_SWITCH;
+		ev->pid = (int32_t)field(d, &f->sched_switch.prev_pid, data, size);
+		ev->next_pid = (int32_t)field(d, &f->sched_switch.next_pid, data, size);
 	}
-	ftf_builder_feed(d->b, &ev);
+}
+
+/* The builder's side: a batch's function ids, then the builder. */
+static void build_batch(decoder *d, batch *bt)
+{
+	for (uint32_t i = 0; i < bt->n; i++) {
+		ftf_event *ev = &bt->ev[i];
+		if (ev->kind == FTF_EV_ENTRY || ev->kind == FTF_EV_EXIT)
+			ev->func = func_id(d, bt->addr[i]);
+		ftf_builder_feed(d->b, ev);
+	}
+	bt->n = 0;
 }
 
 static void fill_meta(const dat_file *f, ftf_dat_meta *meta)
@@ -230,6 +251,108 @@ static void heapify(merge *m)
 		sift_down(m, i);
 }
 
+/* ---- the two threads ----------------------------------------------------
+ *
+ * Decoding (decompression, pages, the merge) and the builder each cost
+ * about one core's worth of the read, so they run on two threads: the
+ * calling thread decodes into batches (and calls the progress callback:
+ * Ctrl-C reaches Python only on the main thread), a builder thread feeds
+ * them to the builder. FTFLAME_THREADS=1, or no thread, runs both here. */
+#define NBATCHES 8
+
+typedef struct {
+	pthread_mutex_t mu;
+	pthread_cond_t filled, drained;
+	batch *slots[NBATCHES];
+	uint64_t head, tail; /* batches published / built */
+	int done;            /* the last batch is published */
+	int stop;            /* either side asks the other to stop */
+	decoder *d;
+	int threaded;
+} pipeline;
+
+static void *builder_main(void *arg)
+{
+	pipeline *p = arg;
+	for (;;) {
+		pthread_mutex_lock(&p->mu);
+		while (p->tail == p->head && !p->done && !p->stop)
+			pthread_cond_wait(&p->filled, &p->mu);
+		if (p->tail == p->head || p->stop) {
+			pthread_mutex_unlock(&p->mu);
+			return NULL;
+		}
+		batch *bt = p->slots[p->tail % NBATCHES];
+		pthread_mutex_unlock(&p->mu);
+		build_batch(p->d, bt);
+		pthread_mutex_lock(&p->mu);
+		p->tail++;
+		if (p->d->b->oom)
+			p->stop = 1;
+		pthread_cond_signal(&p->drained);
+		pthread_mutex_unlock(&p->mu);
+	}
+}
+
+/* The batch is full (or the last): built here, or handed over. Returns the
+ * batch to fill next, NULL when the builder stopped. */
+static batch *hand_over(pipeline *p, batch *cur)
+{
+	if (!p->threaded) {
+		build_batch(p->d, cur);
+		return p->d->b->oom ? NULL : cur;
+	}
+	pthread_mutex_lock(&p->mu);
+	p->head++;
+	pthread_cond_signal(&p->filled);
+	while (p->head - p->tail >= NBATCHES && !p->stop)
+		pthread_cond_wait(&p->drained, &p->mu);
+	batch *next = p->stop ? NULL : p->slots[p->head % NBATCHES];
+	pthread_mutex_unlock(&p->mu);
+	return next;
+}
+
+static void finish(pipeline *p, pthread_t th, batch *cur, int stopped)
+{
+	if (!p->threaded) {
+		if (cur && !stopped)
+			build_batch(p->d, cur);
+		return;
+	}
+	pthread_mutex_lock(&p->mu);
+	if (stopped)
+		p->stop = 1;
+	else if (cur && cur->n)
+		p->head++;
+	p->done = 1;
+	pthread_cond_signal(&p->filled);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(th, NULL);
+}
+
+/* The merge and decode loop; nonzero when the progress callback stopped it. */
+static int decode_all(pipeline *p, dat_stream *s, merge *m, batch *cur, ftf_progress_fn progress,
+		      void *progress_ctx)
+{
+	dat_file *f = p->d->f;
+	uint64_t events = 0, next_progress = 1u << 20;
+	while (m->n && cur && !f->src.failed) {
+		dat_stream *st = &s[m->h[0]];
+		decode_record(p->d, st, cur);
+		if (dat_stream_next(st) <= 0)
+			m->h[0] = m->h[--m->n];
+		sift_down(m, 0);
+		if (cur->n + 2 > BATCH_EVENTS) /* room for a LOST event and a record */
+			cur = hand_over(p, cur);
+		if (++events >= next_progress && progress) {
+			next_progress = events + (1u << 20);
+			if (progress(progress_ctx, events))
+				return 1;
+		}
+	}
+	return 0;
+}
+
 static int read_streams(dat_file *f, ftf_builder *b, ftf_dat_meta *meta, ftf_dat_damage *dmg,
 			ftf_progress_fn progress, void *progress_ctx, char *err, size_t errlen)
 {
@@ -237,38 +360,45 @@ static int read_streams(dat_file *f, ftf_builder *b, ftf_dat_meta *meta, ftf_dat
 	uint32_t n = f->ncpu;
 	dat_stream *s = calloc(n ? n : 1, sizeof(*s));
 	uint32_t *live = calloc(n ? n : 1, sizeof(*live)); /* streams with a record waiting */
+	pipeline p;
+	memset(&p, 0, sizeof(p));
+	p.d = &d;
+	int nslots = 0;
+	for (; nslots < NBATCHES; nslots++) {
+		if (!(p.slots[nslots] = malloc(sizeof(batch))))
+			break;
+		p.slots[nslots]->n = 0;
+	}
 	int rc = 0, stopped = 0;
-	if (!s || !live) {
-		free(s);
-		free(live);
+	if (!s || !live || nslots < NBATCHES) {
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		rc = -1;
+		goto out;
 	}
 	uint32_t nlive = 0;
 	for (uint32_t i = 0; i < n && !f->src.failed; i++) {
 		if (dat_stream_open(&s[i], f, &f->cpu[i]) < 0)
 			break;
-		int r = dat_stream_next(&s[i]);
-		if (r > 0)
+		if (dat_stream_next(&s[i]) > 0)
 			live[nlive++] = i;
 	}
 	merge m = { .s = s, .h = live, .n = nlive };
 	heapify(&m);
-	uint64_t events = 0, next_progress = 1u << 20;
-	while (m.n && !f->src.failed && !b->oom) {
-		dat_stream *st = &s[m.h[0]];
-		feed_record(&d, st);
-		if (dat_stream_next(st) <= 0)
-			m.h[0] = m.h[--m.n];
-		sift_down(&m, 0);
-		if (++events >= next_progress && progress) {
-			next_progress = events + (1u << 20);
-			if (progress(progress_ctx, events)) {
-				stopped = 1;
-				break;
-			}
-		}
-	}
+	pthread_mutex_init(&p.mu, NULL);
+	pthread_cond_init(&p.filled, NULL);
+	pthread_cond_init(&p.drained, NULL);
+	const char *threads = getenv("FTFLAME_THREADS");
+	pthread_t th;
+	p.threaded = !(threads && strcmp(threads, "1") == 0) &&
+		     pthread_create(&th, NULL, builder_main, &p) == 0;
+	batch *cur = p.slots[0];
+	stopped = decode_all(&p, s, &m, cur, progress, progress_ctx);
+	/* the batch being filled: the one after the last handed over */
+	cur = p.threaded ? (p.stop ? NULL : p.slots[p.head % NBATCHES]) : p.slots[0];
+	finish(&p, th, cur, stopped || f->src.failed);
+	pthread_cond_destroy(&p.filled);
+	pthread_cond_destroy(&p.drained);
+	pthread_mutex_destroy(&p.mu);
 	ftf_builder_finish(b);
 	for (uint32_t i = 0; i < n; i++) {
 		if (!stopped && !f->src.failed)
@@ -276,9 +406,6 @@ static int read_streams(dat_file *f, ftf_builder *b, ftf_dat_meta *meta, ftf_dat
 		dat_stream_free(&s[i]);
 	}
 	dmg->kallsyms_bad_lines = f->syms.bad_lines;
-	ftf_u64map_free(&d.addr_ids);
-	free(s);
-	free(live);
 	if (f->src.failed) {
 		snprintf(err, errlen, "%s", f->src.err);
 		rc = -1;
@@ -289,6 +416,12 @@ static int read_streams(dat_file *f, ftf_builder *b, ftf_dat_meta *meta, ftf_dat
 		snprintf(err, errlen, "interrupted");
 		rc = -1;
 	}
+out:
+	ftf_u64map_free(&d.addr_ids);
+	for (int i = 0; i < nslots; i++)
+		free(p.slots[i]);
+	free(s);
+	free(live);
 	return rc;
 }
 

@@ -112,7 +112,8 @@ int dat_syms_parse(dat_syms *s, const char *text, size_t len)
 		}
 		p += ll + (nl != NULL);
 	}
-	qsort(tab, n, sizeof(*tab), by_addr);
+	if (n > 1)
+		qsort(tab, n, sizeof(*tab), by_addr);
 	uint32_t m = n;
 	s->addr = malloc((m ? m : 1) * sizeof(*s->addr));
 	s->name = malloc((m ? m : 1) * sizeof(*s->name));
