@@ -50,6 +50,7 @@ typedef struct {
 	const uint8_t *mem; /* NULL: the file itself */
 	uint64_t len;       /* readable bytes (from 0) */
 	uint64_t pos;
+	uint64_t last;      /* where the item read last began (messages) */
 	uint64_t base;      /* file offset of the section (messages) */
 	const char *what;   /* section name (messages) */
 } dat_cur;

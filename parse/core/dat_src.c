@@ -85,13 +85,14 @@ int cur_fail(dat_cur *c, const char *fmt, ...)
 	va_end(ap);
 	if (c->mem)
 		return dat_fail(c->src, "%s section at byte %llu, byte %llu of its decompressed data: %s",
-				c->what, (unsigned long long)c->base, (unsigned long long)c->pos, msg);
+				c->what, (unsigned long long)c->base, (unsigned long long)c->last, msg);
 	return dat_fail(c->src, "%s at byte %llu: %s", c->what,
-			(unsigned long long)(c->base + c->pos), msg);
+			(unsigned long long)(c->base + c->last), msg);
 }
 
 int cur_bytes(dat_cur *c, void *out, uint64_t n)
 {
+	c->last = c->pos;
 	if (c->src->failed)
 		return -1;
 	if (c->pos > c->len || n > c->len - c->pos)
@@ -107,6 +108,7 @@ int cur_bytes(dat_cur *c, void *out, uint64_t n)
 
 int cur_skip(dat_cur *c, uint64_t n)
 {
+	c->last = c->pos;
 	if (c->pos > c->len || n > c->len - c->pos)
 		return cur_fail(c, "a size of %llu runs past the end (%llu bytes left)",
 				(unsigned long long)n, (unsigned long long)(c->len - (c->pos < c->len ? c->pos : c->len)));
@@ -143,6 +145,7 @@ int cur_u64(dat_cur *c, uint64_t *v)
 
 int cur_str(dat_cur *c, char *out, size_t outlen, size_t max)
 {
+	uint64_t start = c->pos;
 	size_t n = 0;
 	for (;;) {
 		char ch;
@@ -150,19 +153,23 @@ int cur_str(dat_cur *c, char *out, size_t outlen, size_t max)
 			return -1;
 		if (!ch)
 			break;
-		if (n >= max)
+		if (n >= max) {
+			c->last = start;
 			return cur_fail(c, "a string longer than %zu bytes: a damaged trace.dat", max);
+		}
 		if (n + 1 < outlen)
 			out[n] = ch;
 		n++;
 	}
 	if (outlen)
 		out[n < outlen ? n : outlen - 1] = 0;
+	c->last = start;
 	return 0;
 }
 
 char *cur_blob(dat_cur *c, uint64_t n, uint64_t max)
 {
+	c->last = c->pos;
 	if (n > max) {
 		cur_fail(c, "a size of %llu bytes (at most %llu expected): a damaged trace.dat",
 			 (unsigned long long)n, (unsigned long long)max);
