@@ -12,7 +12,7 @@ import sys
 import pytest
 
 import datwriter as dw
-from conftest import FIXTURE_DATS, corpus_fixture, fixture, fixture_id
+from conftest import FIXTURE_DATS, fixture, fixture_id
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
 T0 = 1_000_000
@@ -145,6 +145,20 @@ def test_chunk_that_does_not_decompress_is_skipped_and_counted(tmp_path):
 
 # ---- damage to the headers: one line, the section and the offset ----------
 
+def test_file_bytes_quoted_in_a_message_stay_one_line(tmp_path):
+    """A system name made of the header text (found by the fuzzer) is
+    quoted with its newlines as '?'."""
+    path = tmp_path / "t.dat"
+    dw.write_v6(str(path), [dw.nested_call_pages()])
+    data = bytearray(path.read_bytes())
+    at = data.index(b"name: funcgraph_entry") + len(dw.FORMATS[1])
+    # the event systems count: 1, a name with a newline and a UTF-8-breaking byte, 2^31 formats
+    data[at:at + 4] = struct.pack("<I", 1) + b"bad\n\xff\0" + struct.pack("<I", 1 << 31)
+    path.write_bytes(bytes(data))
+    line = one_line_error(path)
+    assert "formats in system bad??" in line
+
+
 def test_absurd_field_offset_is_one_line(tmp_path):
     """offset:2147483647 overflowed the int bounds check of the libtracecmd
     path (issue 19); here formats are read with 64-bit checks."""
@@ -204,7 +218,7 @@ def test_builder_thread_changes_nothing(path, monkeypatch):
 
 @pytest.mark.parametrize("threads", ["1", ""])
 def test_progress_callback_can_stop_the_builtin_read(threads, monkeypatch):
-    """Ctrl-C reaches the read through the progress callback (every 2^20
+    """Ctrl-C reaches the read through the progress callback (every 2^16
     events): it stops the decoding and the builder thread, and the exception
     comes through."""
     from ftflame.parse import _core
@@ -216,10 +230,10 @@ def test_progress_callback_can_stop_the_builtin_read(threads, monkeypatch):
         seen.append(events)
         raise KeyboardInterrupt
 
-    big = corpus_fixture("k6.1/s14-v3-write-big/trace.dat")
+    big = fixture("k6.1/s15-icount-calib/trace-full-nosleep.dat")  # 75,259 events
     with pytest.raises(KeyboardInterrupt):
         _core.read_dat_builtin(os.fsencode(big), progress=progress)
-    assert seen == [1 << 20]
+    assert seen == [1 << 16]
 
 
 def test_a_curated_fixture_reads_in_one_go():

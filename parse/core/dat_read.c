@@ -330,12 +330,16 @@ static void finish(pipeline *p, pthread_t th, batch *cur, int stopped)
 	pthread_join(th, NULL);
 }
 
+/* The progress callback runs every this many events: it is also where
+ * Ctrl-C reaches the read (Python's handler runs in it), within a few ms. */
+#define PROGRESS_EVERY (1u << 16)
+
 /* The merge and decode loop; nonzero when the progress callback stopped it. */
 static int decode_all(pipeline *p, dat_stream *s, merge *m, batch *cur, ftf_progress_fn progress,
 		      void *progress_ctx)
 {
 	dat_file *f = p->d->f;
-	uint64_t events = 0, next_progress = 1u << 20;
+	uint64_t events = 0, next_progress = PROGRESS_EVERY;
 	while (m->n && cur && !f->src.failed) {
 		dat_stream *st = &s[m->h[0]];
 		decode_record(p->d, st, cur);
@@ -345,7 +349,7 @@ static int decode_all(pipeline *p, dat_stream *s, merge *m, batch *cur, ftf_prog
 		if (cur->n + 2 > BATCH_EVENTS) /* room for a LOST event and a record */
 			cur = hand_over(p, cur);
 		if (++events >= next_progress && progress) {
-			next_progress = events + (1u << 20);
+			next_progress = events + PROGRESS_EVERY;
 			if (progress(progress_ctx, events))
 				return 1;
 		}

@@ -20,6 +20,10 @@ int dat_fail(dat_src *s, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(s->err, sizeof(s->err), fmt, ap);
 	va_end(ap);
+	/* one line of plain text, whatever bytes of the file it quotes */
+	for (char *p = s->err; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+			*p = '?';
 	return -1;
 }
 
