@@ -238,3 +238,18 @@ def test_progress_callback_can_stop_the_builtin_read(threads, monkeypatch):
 
 def test_a_curated_fixture_reads_in_one_go():
     assert core(fixture("k6.1/s10-lost/trace.dat"))["meta"]["damage"]["bad_pages"] == 0
+
+
+def test_chunk_count_short_of_the_data_is_counted(tmp_path):
+    """The file's own size for the CPU's data says there is more than the
+    chunk count covers: the chunks after it are unread, and said so."""
+    path = tmp_path / "t.dat"
+    dw.write_v7(str(path), [[calls_page(100, T0 + i * 10_000) for i in range(30)]], "zstd",
+                pages_per_chunk=10)
+    data = bytearray(path.read_bytes())
+    at = data.find(b"\x28\xb5\x2f\xfd") - 12  # the chunk count, before the first chunk's sizes
+    assert struct.unpack_from("<I", data, at)[0] == 3
+    struct.pack_into("<I", data, at, 2)
+    path.write_bytes(bytes(data))
+    res = core(path)
+    assert res["counters"]["exits"] == 20 and res["meta"]["damage"]["cut_streams"] == 1
