@@ -17,9 +17,10 @@ from conftest import FIXTURE_DATS, SAMPLE, fixture, fixture_id
 
 
 def read(path: str, reader: str):
-    from ftflame.parse import read
+    from ftflame.parse import dat, read
 
-    return read(path, reader=reader)
+    with dat.reader_used(reader):
+        return read(path)
 
 
 def differences(a, b, where="profile") -> list:
