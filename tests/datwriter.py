@@ -13,6 +13,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import zlib
 
 PAGE = 4096
 HEADER_PAGE = (b"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
@@ -138,9 +139,10 @@ def _zstd(data: bytes) -> bytes:
 def write_v7(path: str, cpus: list[list[bytes]], compression: str = "none",
              pages_per_chunk: int = 10) -> None:
     """Version 7: sections found through an options section; compressed
-    (zstd) or not. Sections are written uncompressed; the CPU data in
+    (zstd, zlib) or not. Sections are written uncompressed; the CPU data in
     chunks when compressed."""
-    comp = b"zstd\x001.5.4\0" if compression == "zstd" else b"none\0\0"
+    comp = {"zstd": b"zstd\x001.5.4\0", "zlib": b"zlib\x001.2.13\0"}.get(compression, b"none\0\0")
+    packs = {"zstd": _zstd, "zlib": zlib.compress}
     out = bytearray(_initial(7, comp))
     first_options_at = len(out)
     out += b"\0" * 8
@@ -155,16 +157,16 @@ def write_v7(path: str, cpus: list[list[bytes]], compression: str = "none",
             18: section(18, struct.pack("<I", 0)), 19: section(19, struct.pack("<I", len(ks)) + ks)}
     # the buffer section header, then page-aligned CPU data
     buf_at = len(out)
-    out += struct.pack("<HHIQ", 3, 1 if compression == "zstd" else 0, 0, 0)
+    out += struct.pack("<HHIQ", 3, 1 if compression in packs else 0, 0, 0)
     cpu_rows = b""
     for cpu, pages in enumerate(cpus):
         out += b"\0" * (_pad_to_page(len(out)) - len(out))
         at = len(out)
-        if compression == "zstd":
+        if compression in packs:
             chunks = [b"".join(pages[i:i + pages_per_chunk]) for i in range(0, len(pages), pages_per_chunk)]
             body = b""
             for c in chunks:
-                z = _zstd(c)
+                z = packs[compression](c)
                 body += struct.pack("<II", len(z), len(c)) + z
             out += struct.pack("<I", len(chunks)) + body
             size = len(body)  # trace-cmd's size leaves the chunk count out

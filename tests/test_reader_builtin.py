@@ -68,6 +68,19 @@ def test_nested_calls_in_every_file_form(tmp_path, write):
     assert (c["entries"], c["exits"], c["first_ts"], c["last_ts"]) == (6, 6, T0, T0 + 750)
 
 
+def test_zlib_reads_as_the_uncompressed_file(tmp_path):
+    """zlib chunks (trace-cmd's other algorithm; its 3.1.6 here writes zstd
+    only, and libtracecmd cannot read zlib without the plugin): the same
+    result as the uncompressed file."""
+    cpus = [[calls_page(100, T0 + i * 10_000) for i in range(25)], dw.nested_call_pages(200)]
+    plain, packed = tmp_path / "plain.dat", tmp_path / "zlib.dat"
+    dw.write_v7(str(plain), cpus)
+    dw.write_v7(str(packed), cpus, "zlib")
+    a, b = core(plain), core(packed)
+    assert b["meta"].pop("compression") == "zlib 1.2.13" and a["meta"].pop("compression") == ""
+    assert a == b and b["counters"]["exits"] == 28
+
+
 def test_time_extend_and_discarded_record_move_the_clock(tmp_path):
     """A time extend adds (word << 27) + delta; a discarded record (padding
     with a delta) still counts its delta; a record of more than 28 words
