@@ -1,5 +1,5 @@
 # ftflame — make help lists the targets.
-# Knobs: ASAN=1 (C core with AddressSanitizer/UBSan), PYTEST_ARGS="-k foo", V=1.
+# Knobs: ASAN=1 (C extensions with AddressSanitizer/UBSan), PYTEST_ARGS="-k foo", V=1.
 
 SHELL      := /bin/bash
 VENV       ?= .venv
@@ -10,7 +10,11 @@ APT_PKGS   := trace-cmd libtracecmd-dev libtraceevent-dev libtracefs-dev pkg-con
               chromium chromium-driver
 SAMPLE     := tests/data/sample/trace.dat
 OUT        ?= out
-CORE_SRC   := $(wildcard parse/core/*.c parse/core/*.h)
+# The C extensions' folders (setup.py): the reader and call builder
+# (parse._core), the JSON row formatter (report._rowfmt), the model's
+# percentiles and tree order and the allocator tuning (ftflame._model, _alloc).
+NATIVE_DIRS := parse/core report/native ftflame/native
+NATIVE_SRC := $(foreach d,$(NATIVE_DIRS),$(wildcard $(d)/*.c $(d)/*.h))
 ASAN       ?= 0
 FUZZ_SECONDS ?= 60
 FUZZ_DIR   := build/fuzz
@@ -65,9 +69,9 @@ $(SPEEDSCOPE_SCHEMA):
 $(INFERNO_ROOT)/bin/inferno-flamegraph:
 	$(CARGO) install --quiet --locked --root $(INFERNO_ROOT) --version $(INFERNO_VERSION) inferno
 
-build: .setup-stamp .build-stamp-$(ASAN)  ## (re)build the C core in place
+build: .setup-stamp .build-stamp-$(ASAN)  ## (re)build the C extensions in place
 
-.build-stamp-$(ASAN): $(CORE_SRC) setup.py
+.build-stamp-$(ASAN): $(NATIVE_SRC) setup.py
 	@rm -f .build-stamp-*
 	ASAN=$(ASAN) $(PY) setup.py -q build_ext --inplace --force >/dev/null
 	@touch $@
@@ -88,7 +92,7 @@ demo: setup  ## write reports of the bundled sample trace into out/
 # every bash, sleep and fake they start loads libasan.
 ASAN_PYTEST := -m "not browser" $(foreach f,$(wildcard tests/test_collect_*.py),--ignore=$(f))
 # The traces: tests/data/fixtures, and the full corpus when there is one
-# (FTFLAME_FIXTURES=DIR, else ../shared/fixtures): see tests/corpus.py. -rs
+# (FTFLAME_FIXTURES=DIR, else ../shared/fixtures): see tests/helpers/corpus.py. -rs
 # lists every skipped test with its reason at the end; pytest's exit code 5
 # (no test selected, e.g. by PYTEST_ARGS) is not a failure.
 test: setup  ## run the test suite (unit, golden, invariants on every fixture, browser); lists what it skipped
@@ -98,19 +102,21 @@ test: setup  ## run the test suite (unit, golden, invariants on every fixture, b
 	if [ $$rc = 5 ]; then echo "make test: no test selected"; rc=0; fi; exit $$rc
 
 # Lint: ruff (rules in pyproject.toml), shellcheck on every shell script, and
-# the C core compiled with warnings as errors (same warnings as setup.py) into
+# every C unit of every extension (NATIVE_DIRS) compiled with warnings as
+# errors (same warnings as setup.py), each with its own folder's headers, into
 # a throwaway directory, so the in-place build is left alone.
 SHELL_SCRIPTS := $(wildcard collect/*.sh tests/vm/*.sh) .ci/run
 CORE_WARNINGS := -Wall -Wextra -Wno-unused-parameter -Werror
 
-lint: .setup-stamp  ## ruff, shellcheck on the shell scripts, the C core with -Werror
+lint: .setup-stamp  ## ruff, shellcheck on the shell scripts, every C unit with -Werror
 	$(VENV)/bin/ruff check --quiet .
 	shellcheck $(SHELL_SCRIPTS)
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
-	cflags="-std=gnu11 -O2 $(CORE_WARNINGS) -Iparse/core $$(pkg-config --cflags libtracecmd libtraceevent libtracefs) \
+	cflags="-std=gnu11 -O2 $(CORE_WARNINGS) $$(pkg-config --cflags libtracecmd libtraceevent libtracefs) \
 	  -I$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" && \
-	for f in parse/core/*.c; do gcc $$cflags -c $$f -o "$$tmp/$$(basename $$f .c).o" || exit 1; done && \
-	echo "lint: parse/core/*.c compile with $(CORE_WARNINGS)"
+	for d in $(NATIVE_DIRS); do for f in $$d/*.c; do \
+	  gcc $$cflags -I$$d -c $$f -o "$$tmp/$$(basename $$f .c).o" || exit 1; done; done && \
+	echo "lint: $(addsuffix /*.c,$(NATIVE_DIRS)) compile with $(CORE_WARNINGS)"
 
 golden: setup  ## regenerate golden outputs (tests/data/events/expected), then review the diff
 	UPDATE_GOLDEN=1 $(PY) -m pytest -q tests/test_golden.py
@@ -123,7 +129,7 @@ mutate: setup  ## make each listed mistake in turn (tests/mutate.py), run the su
 setup-fuzz:  ## install clang and libFuzzer (Debian packages) for make fuzz
 	@$(call apt_install,setup-fuzz,$(FUZZ_PKGS))
 
-$(FUZZ_DIR)/fuzz_text: $(FUZZ_SRC) parse/core/ftf.h parse/core/u64map.h
+$(FUZZ_DIR)/fuzz_text: $(FUZZ_SRC) parse/core/builder.h parse/core/reader_text.h parse/core/u64map.h
 	@mkdir -p $(FUZZ_DIR)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -fno-omit-frame-pointer -Iparse/core $(FUZZ_SRC) -o $@
@@ -133,10 +139,10 @@ $(FUZZ_DIR)/fuzz_dat: $(FUZZ_DAT_SRC) parse/core/dat.h parse/core/ftf.h parse/co
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -fno-omit-frame-pointer -Iparse/core $(FUZZ_DAT_SRC) -lzstd -lz -o $@
 
-# trace.dat seeds: small hand-made files, v6, v7 and v7 zstd (tests/datwriter.py)
-$(FUZZ_DIR)/dat-seeds/.stamp: tests/datwriter.py
+# trace.dat seeds: small hand-made files, v6, v7 and v7 zstd (tests/helpers/datwriter.py)
+$(FUZZ_DIR)/dat-seeds/.stamp: tests/helpers/datwriter.py
 	@rm -rf $(FUZZ_DIR)/dat-seeds
-	$(PY) tests/datwriter.py $(FUZZ_DIR)/dat-seeds
+	$(PY) tests/helpers/datwriter.py $(FUZZ_DIR)/dat-seeds
 	@touch $@
 
 # Seeds: each file is one control byte (bit 0: mail mode; bits 1-3: chunk

@@ -1,7 +1,15 @@
-"""Build the C core (parse/core) as the CPython extension ftflame.parse._core.
+"""Build ftflame's C extensions, each beside the Python code that uses it:
+
+  ftflame.parse._core     parse/core      the trace readers and the call builder
+                                          (libtracecmd; zstd and zlib for the builtin reader)
+  ftflame.report._rowfmt  report/native   the JSON renderer's row formatter
+  ftflame._model          ftflame/native  the Profile's percentiles and tree order
+  ftflame._alloc          ftflame/native  allocator tuning for the ftflame command
 
 Everything else lives in pyproject.toml; this file exists only because the
-extension needs pkg-config flags for libtracecmd at build time.
+extensions need compile flags (and the reader pkg-config flags for
+libtracecmd) at build time. ASAN=1 builds every extension with
+AddressSanitizer and UBSan.
 """
 import os
 import shlex
@@ -16,29 +24,39 @@ def pkg_config(*args):
     return shlex.split(out)
 
 
-cflags = pkg_config("--cflags")
-libs = pkg_config("--libs") + ["-lzstd", "-lz"]  # the builtin reader (dat_decomp.c)
 extra_compile = ["-O2", "-g", "-Wall", "-Wextra", "-Wno-unused-parameter", "-std=gnu11"]
 extra_link = []
 if os.environ.get("ASAN") == "1":
     extra_compile += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1"]
     extra_link += ["-fsanitize=address,undefined"]
 
-core_sources = sorted(
-    os.path.join("parse", "core", f)
-    for f in os.listdir(os.path.join("parse", "core"))
-    if f.endswith(".c") and not f.startswith("fuzz_")
-)
 
+def files_in(folder, suffix, names=None):
+    """folder's files ending in suffix (only those named, when names is given), sorted."""
+    return sorted(os.path.join(folder, f) for f in os.listdir(folder)
+                  if f.endswith(suffix) and not f.startswith("fuzz_") and (names is None or f in names))
+
+
+def extension(name, folder, sources=None, cflags=(), libs=()):
+    """One extension of folder's C files (or the named ones), rebuilt when a header there changes."""
+    return Extension(
+        name,
+        sources=files_in(folder, ".c", sources),
+        include_dirs=[folder],
+        extra_compile_args=[*cflags, *extra_compile],
+        extra_link_args=[*libs, *extra_link],
+        depends=files_in(folder, ".h"),
+    )
+
+
+model_native = os.path.join("ftflame", "native")
 setup(
     ext_modules=[
-        Extension(
-            "ftflame.parse._core",
-            sources=core_sources,
-            include_dirs=[os.path.join("parse", "core")],
-            extra_compile_args=cflags + extra_compile,
-            extra_link_args=libs + extra_link,
-            depends=[os.path.join("parse", "core", f) for f in os.listdir(os.path.join("parse", "core")) if f.endswith(".h")],
-        )
+        extension("ftflame.parse._core", os.path.join("parse", "core"),
+                  cflags=pkg_config("--cflags"),
+                  libs=pkg_config("--libs") + ["-lzstd", "-lz"]),  # -lzstd -lz: the builtin reader
+        extension("ftflame.report._rowfmt", os.path.join("report", "native")),
+        extension("ftflame._model", model_native, {"model_module.c", "percentiles.c", "tree_order.c"}),
+        extension("ftflame._alloc", model_native, {"alloc_module.c"}),
     ]
 )

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # measure.sh: totals measured outside the tracer, for collect.sh (sourced).
-# `ftflame report` checks the trace against them (ftflame/measured.py):
+# `ftflame report` checks the trace against them (ftflame/correct/measured.py):
 #   - the server's own RPC statistics (/proc/net/rpc/nfsd: calls per NFS
 #     procedure and NFSv4 operation), before and after a recording;
 #   - the client's per-operation statistics (/proc/self/mountstats: count,

@@ -29,7 +29,6 @@ _on_sigint(_interrupted_while_starting)
 
 import argparse  # noqa: E402
 import shutil  # noqa: E402
-import tempfile  # noqa: E402
 
 # numpy's OpenBLAS starts one spinning thread per core at import; ftflame
 # does no linear algebra, and on a small machine those threads take CPU from
@@ -37,8 +36,8 @@ import tempfile  # noqa: E402
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from ftflame import __version__  # noqa: E402
-from ftflame.errors import InputError  # noqa: E402
-from ftflame.output import (Progress, Terminated, refuse_input_as_output,  # noqa: E402,F401
+from ftflame.model.errors import InputError  # noqa: E402
+from ftflame.output import (Progress, Terminated, refuse_input_as_output,  # noqa: E402
                             terminating_signals_raise, write_atomic, write_stdout)
 
 _on_sigint(signal.default_int_handler)  # main() turns KeyboardInterrupt into exit 130
@@ -48,6 +47,8 @@ examples:
   ftflame report trace.dat                   text summary on stdout (paste it into a mail)
   ftflame report trace.dat -o nfsd.json      JSON, schema "ftflame/1"
   ftflame report trace.dat -o nfsd.folded    folded stacks for flamegraph.pl or inferno
+  ftflame report trace.dat -o nfsd.folded --folded-weights corrected
+                                             the same with corrected exclusive times
   ftflame report trace.dat -o nfsd.html      one self-contained interactive page (no network)
   ftflame report trace.dat --open            the HTML report in a temporary file, opened in a browser
   ftflame report trace.dat -o nfsd.svg       a standalone interactive flame graph
@@ -104,19 +105,6 @@ def _calib_names():
     return RUN_DIR_TRACES
 
 
-def _nonneg_ns(option: str, text):
-    """A hook cost given on the command line, in ns."""
-    if text is None:
-        return None
-    try:
-        v = float(text)
-    except ValueError:
-        raise InputError(option, f"not a number of ns: {text!r}") from None
-    if not v >= 0 or v == float("inf"):
-        raise InputError(option, f"must be a finite number of ns >= 0, not {text!r}")
-    return v
-
-
 def _formats():
     from ftflame.report import RENDERERS
 
@@ -159,6 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
                           ".svg .speedscope.json); default: text on stdout; '-' for stdout")
     rep.add_argument("-F", "--format", choices=sorted(_formats()),
                      help="output format (overrides the extension)")
+    rep.add_argument("--folded-weights", choices=("raw", "corrected"),
+                     help="folded output: weigh each stack by its raw exclusive ns (default) or its "
+                          "corrected ones (tracer overhead out, interrupt subtrees apart under [irq]; "
+                          "needs a calibration or the in-trace estimate)")
     rep.add_argument("-q", "--quiet", action="store_true", help="no progress or notes on stderr")
     add_reader_option(rep)
     rep.add_argument("--open", action="store_true",
@@ -214,62 +206,43 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def resolve_input(path: str) -> str:
-    """A collect.sh output directory stands for the trace.dat inside it."""
-    if os.path.isdir(path):
-        cand = os.path.join(path, "trace.dat")
-        if os.path.isfile(cand):
-            return cand
-        raise InputError(path, "directory has no trace.dat",
-                         "give a trace.dat or a collect.sh output directory")
-    return path
+def correction_options(args):
+    """The report's correction flags, typed for the correction stage."""
+    from ftflame.correct.stage import CorrectionOptions
 
-
-def choose_format(output, fmt) -> str:
-    from ftflame.report import format_for_path
-
-    if fmt:
-        return fmt
-    if output in (None, "-"):
-        return "txt"
-    found = format_for_path(output)
-    if not found:
-        raise InputError(output, "cannot tell the output format from the extension",
-                         "use .txt .json .folded .html .svg or .speedscope.json, or --format")
-    return found
+    return CorrectionOptions(calibration=args.calibration, overhead_in=args.overhead_in,
+                             overhead_out=args.overhead_out, irqs=args.irqs, baseline=args.baseline,
+                             measured=tuple(args.measured))
 
 
 def cmd_report(args) -> int:
     from ftflame import parse
-    from ftflame.report import RENDERERS
+    from ftflame.output import open_in_browser
+    from ftflame.report import RENDERERS, output_and_format
+    from ftflame.report.options import render_options
+    from ftflame.rundir import resolve_input
 
-    output = args.output
-    if args.open and output in (None, "-"):
-        fmt = args.format or "html"
-        if fmt not in OPENABLE:
-            raise InputError(f"--format {fmt}", "--open shows an HTML or SVG report", "use -F html or -F svg")
-        base = os.path.splitext(os.path.basename(os.path.normpath(args.input)))[0] or "report"
-        output = os.path.join(tempfile.mkdtemp(prefix="ftflame-"), f"{base}.{fmt}")
-    fmt = choose_format(output, args.format)
-    if args.open and fmt not in OPENABLE:
-        raise InputError(output, "--open shows an HTML or SVG report", "write .html or .svg")
+    output, fmt = output_and_format(args.output, args.format, args.open, args.input)
+    opts = render_options(fmt, args.folded_weights)
     path = resolve_input(args.input)
     refuse_input_as_output(output, (path, args.calibration, args.baseline and resolve_input(args.baseline)))
     progress = Progress(f"reading {path}", not args.quiet, path)
     try:
         def imports():  # about 0.1-0.2 s, numpy mostly: while the core reads
             RENDERERS[fmt].render
-            from ftflame import balance, calibration, corrections  # noqa: F401
+            import ftflame.correct.stage  # noqa: F401
 
         profile = parse.read_meanwhile(path, imports, progress=progress)
         progress.stage("correcting...")
-        profile = apply_corrections(profile, path, args)
+        from ftflame.correct.stage import correct_for_report
+
+        profile = correct_for_report(profile, path, correction_options(args))
         progress.stage(f"rendering {fmt}...")
         if output in (None, "-"):
-            text = RENDERERS[fmt].render(profile, args)
+            text = RENDERERS[fmt].render(profile, opts)
         else:  # rendered straight into the file (JSON: in chunks, as written)
             write = RENDERERS[fmt].write
-            size = write_atomic(output, lambda f: write(profile, args, f))
+            size = write_atomic(output, lambda f: write(profile, opts, f))
     finally:
         progress.done()
     if output in (None, "-"):
@@ -280,83 +253,19 @@ def cmd_report(args) -> int:
             print(f"ftflame: wrote {output} ({fmt}{wrote})", file=sys.stderr)
         if args.open:
             open_in_browser(output, args.quiet)
-    from ftflame.parse.text import NOT_UNDERSTOOD
-    for w in profile.warnings if not args.quiet else ():
-        if w.startswith(NOT_UNDERSTOOD):  # loud in every output, folded ones included
-            print(f"ftflame: warning: {w}", file=sys.stderr)
+    from ftflame.parse.text import loud_warnings
+    for w in loud_warnings(profile.warnings) if not args.quiet else ():
+        print(f"ftflame: warning: {w}", file=sys.stderr)
     return 0
-
-
-OPENABLE = ("html", "svg")
-
-
-def interactive() -> bool:
-    """A person at a terminal, not CI or a pipe."""
-    return sys.stdin.isatty() and sys.stderr.isatty() and not os.environ.get("CI")
-
-
-def open_in_browser(path: str, quiet: bool = False) -> bool:
-    """Open a written report in the user's browser, when interactive."""
-    import webbrowser
-
-    uri = "file://" + os.path.abspath(path)
-    if not interactive():
-        if not quiet:
-            print(f"ftflame: not opening {path}: not an interactive session", file=sys.stderr)
-        return False
-    if not webbrowser.open(uri):
-        print(f"ftflame: no web browser found; open {uri} yourself", file=sys.stderr)
-        return False
-    return True
-
-
-def apply_corrections(profile, path: str, args):
-    """Calibration, corrections and the balance sheet (report options)."""
-    from ftflame import balance, calibration, corrections, parse
-
-    cal = calibration.choose(profile, path, getattr(args, "calibration", None),
-                             _nonneg_ns("--overhead-in", getattr(args, "overhead_in", None)),
-                             _nonneg_ns("--overhead-out", getattr(args, "overhead_out", None)))
-    irqs = getattr(args, "irqs", None) or "exclude"
-    profile = corrections.correct(profile, cal, irqs=irqs)
-    measured = [balance.parse_measured(m) for m in getattr(args, "measured", None) or ()]
-    base = None
-    if getattr(args, "baseline", None):
-        bpath = resolve_input(args.baseline)
-        base = parse.read(bpath)
-        # the same calibration (its root-only O_in where it has one)
-        base = corrections.correct(base, calibration.for_profile(cal, base), irqs=irqs)
-    from ftflame import measured as outside  # (meta.json beside a collect.sh trace)
-
-    return outside.attach(balance.attach(profile, base, measured), path)
 
 
 def cmd_calibrate(args) -> int:
     import json
 
-    from ftflame import calibration
+    from ftflame.correct import calibration
+    from ftflame.rundir import calibration_inputs
 
-    if args.from_traces and args.rundir:
-        raise InputError(args.rundir, "give a run directory or --from-traces, not both")
-    if args.from_traces:
-        traces = args.from_traces
-        out = args.output or "-"
-    elif args.rundir:
-        if not os.path.isdir(args.rundir):
-            raise InputError(args.rundir, "not a directory", "give a calibrate.sh output directory, "
-                             "or --from-traces NULL.dat ROOT.dat FULL.dat")
-        traces = [os.path.join(args.rundir, n) for n in calibration.RUN_DIR_TRACES]
-        missing = [t for t in traces if not os.path.isfile(t)]
-        if missing:
-            raise InputError(args.rundir, "missing " + ", ".join(os.path.basename(m) for m in missing),
-                             "record them with collect/calibrate.sh, or use --from-traces")
-        out = args.output or os.path.join(args.rundir, calibration.FILE_NAME)
-    else:
-        raise InputError("calibrate", "no input",
-                         "give a calibrate.sh run directory or --from-traces NULL.dat ROOT.dat FULL.dat")
-    for t in traces:
-        if not os.path.isfile(t):
-            raise InputError(t, "no such file")
+    traces, out = calibration_inputs(args.rundir, args.from_traces, args.output)
     refuse_input_as_output(out, traces)
     doc = calibration.calibrate_from_traces(*traces)
     text = json.dumps(doc, indent=2) + "\n"
@@ -365,12 +274,7 @@ def cmd_calibrate(args) -> int:
     else:
         write_atomic(out, text)
     if not args.quiet:
-        s = doc["o_in_plus_o_out"]
-        print(f"ftflame: O_in {doc['o_in_ns']:.1f} ns {doc['o_in']['ci95_ns']}, O_out "
-              f"{doc['o_out_ns']:.1f} ns {doc['o_out']['ci95_ns']} (95% intervals; O_in+O_out "
-              f"{s['mean_ns']:.1f} ns over {s['samples']} calls; root-only O_in "
-              f"{doc['o_in_root_only']['mean_ns']:.1f} ns)"
-              + ("" if out == "-" else f"; wrote {out}"), file=sys.stderr)
+        print(f"ftflame: {calibration.summary(doc)}" + ("" if out == "-" else f"; wrote {out}"), file=sys.stderr)
         for c in doc["checks"]:
             print(f"ftflame: warning: {c}", file=sys.stderr)
     return 0
@@ -438,9 +342,9 @@ def run() -> None:
     Freeing a 3 M-event read's objects one by one takes 30-50 ms that nobody
     waits for; the reports are written and closed by then, and only the
     standard streams need a flush."""
-    from ftflame.parse import _core  # the extension alone: light
+    from ftflame import _alloc  # an extension of its own: light
 
-    _core.keep_freed_memory()
+    _alloc.keep_freed_memory()
     rc = main()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -28,7 +28,7 @@ import tempfile
 import time
 from typing import Callable, Iterable, Optional, Union
 
-from ftflame.errors import InputError
+from ftflame.model.errors import InputError
 
 TEMP_PREFIX = ".ftflame-"
 # the signals that end ftflame: each one's handler raises Terminated, so the
@@ -266,3 +266,29 @@ def _estimate_events(path: str) -> int:
         return 0
     compressed = b"zstd" in head or b"zlib" in head
     return size // (11 if compressed else 40)
+
+
+def temporary_output(input_path: str, ext: str) -> str:
+    """A file named after the input in a new temporary directory."""
+    base = os.path.splitext(os.path.basename(os.path.normpath(input_path)))[0] or "report"
+    return os.path.join(tempfile.mkdtemp(prefix="ftflame-"), f"{base}.{ext}")
+
+
+def interactive() -> bool:
+    """A person at a terminal, not CI or a pipe."""
+    return sys.stdin.isatty() and sys.stderr.isatty() and not os.environ.get("CI")
+
+
+def open_in_browser(path: str, quiet: bool = False) -> bool:
+    """Open a written report in the user's browser, when interactive."""
+    import webbrowser
+
+    uri = "file://" + os.path.abspath(path)
+    if not interactive():
+        if not quiet:
+            print(f"ftflame: not opening {path}: not an interactive session", file=sys.stderr)
+        return False
+    if not webbrowser.open(uri):
+        print(f"ftflame: no web browser found; open {uri} yourself", file=sys.stderr)
+        return False
+    return True

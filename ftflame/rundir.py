@@ -1,9 +1,55 @@
-"""Names of the files in a collect.sh run directory (collect/README.md).
+"""A collect.sh run directory (collect/README.md): the names of its files,
+and what a directory given on the command line stands for.
 
-Kept apart from ftflame.calibration so that the CLI's --help, which names
-them, does not import numpy."""
+Kept apart from ftflame.correct.calibration so that the CLI's --help, which
+names them, does not import numpy."""
+from __future__ import annotations
+
+import os
+from typing import Optional, Sequence, Tuple
+
+from ftflame.model.errors import InputError
 
 CALIBRATION_FILE = "calibration.json"
 # calibrate.sh's three recordings: the NULL procedure alone, then the
 # dispatcher hooked alone and with its whole graph
 CALIBRATION_TRACES = ("calib-null.dat", "calib-dispatch-root.dat", "calib-dispatch-full.dat")
+
+
+def resolve_input(path: str) -> str:
+    """A collect.sh output directory stands for the trace.dat inside it."""
+    if os.path.isdir(path):
+        cand = os.path.join(path, "trace.dat")
+        if os.path.isfile(cand):
+            return cand
+        raise InputError(path, "directory has no trace.dat",
+                         "give a trace.dat or a collect.sh output directory")
+    return path
+
+
+def calibration_inputs(rundir: Optional[str], from_traces: Optional[Sequence[str]],
+                       output: Optional[str]) -> Tuple[list, str]:
+    """The three recordings `ftflame calibrate` reads and where it writes
+    calibration.json: a calibrate.sh run directory (its recordings, its
+    calibration.json) or the three traces named (stdout)."""
+    if from_traces and rundir:
+        raise InputError(rundir, "give a run directory or --from-traces, not both")
+    if from_traces:
+        traces, out = list(from_traces), output or "-"
+    elif rundir:
+        if not os.path.isdir(rundir):
+            raise InputError(rundir, "not a directory", "give a calibrate.sh output directory, "
+                             "or --from-traces NULL.dat ROOT.dat FULL.dat")
+        traces = [os.path.join(rundir, n) for n in CALIBRATION_TRACES]
+        missing = [t for t in traces if not os.path.isfile(t)]
+        if missing:
+            raise InputError(rundir, "missing " + ", ".join(os.path.basename(m) for m in missing),
+                             "record them with collect/calibrate.sh, or use --from-traces")
+        out = output or os.path.join(rundir, CALIBRATION_FILE)
+    else:
+        raise InputError("calibrate", "no input",
+                         "give a calibrate.sh run directory or --from-traces NULL.dat ROOT.dat FULL.dat")
+    for t in traces:
+        if not os.path.isfile(t):
+            raise InputError(t, "no such file")
+    return traces, out

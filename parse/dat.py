@@ -1,15 +1,18 @@
-"""A plain trace.dat: recognised by its magic, read by the C core in place,
-with the builtin reader (parse/core/dat_*.c) or libtracecmd. Below both the
-package module and ``reading``, which call it, so that neither imports the
-other's way back."""
+"""trace.dat: recognised by its magic, read by the C core in place, with
+the builtin reader (parse/core/dat_*.c, the default) or libtracecmd
+(--reader). ``read_core`` is the one place that chooses how a trace.dat is
+read.
+
+Light (no numpy) up to ``to_profile``: ``ftflame.parse.read_meanwhile``
+starts the core's read before numpy is imported."""
 from __future__ import annotations
 
 import contextlib
 import os
 
-from ftflame.errors import InputError
+from ftflame.model.errors import InputError
 
-from .detect import TRACE_DAT_MAGIC
+TRACE_DAT_MAGIC = b"\x17\x08\x44tracing"
 
 READERS = ("builtin", "libtracecmd")
 # The reader a trace.dat is read with unless the caller names one: the CLI's
@@ -36,8 +39,18 @@ def default_reader() -> str:
     return _default_reader
 
 
-def read_dat(path: str, name: str, progress, reader: str | None = None) -> dict:
-    """The C core's read of a trace.dat file; its errors name `name`."""
+def is_plain_dat(path: str) -> bool:
+    """An uncompressed trace.dat, read in place."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(TRACE_DAT_MAGIC)) == TRACE_DAT_MAGIC
+    except OSError as e:
+        raise InputError(path, f"cannot read: {e.strerror}") from None
+
+
+def read_core(path: str, name: str, progress, reader: str | None = None) -> dict:
+    """The C core's read of a trace.dat file with `reader` (None: the
+    default, see reader_used); its errors name `name`."""
     from . import _core  # the extension alone: no numpy
 
     reader = reader or _default_reader
@@ -48,8 +61,8 @@ def read_dat(path: str, name: str, progress, reader: str | None = None) -> dict:
         raise InputError(name, str(e)) from None
 
 
-# the name the callers knew it by
-core_read_dat = read_dat
+# the name agreed for the reader's entry (issue 19)
+read_dat = read_core
 
 
 def damage_warnings(meta: dict) -> list:
@@ -81,10 +94,37 @@ def damage_warnings(meta: dict) -> list:
     return out
 
 
-def is_plain_dat(path: str) -> bool:
-    """An uncompressed trace.dat, read in place."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(TRACE_DAT_MAGIC)) == TRACE_DAT_MAGIC
-    except OSError as e:
-        raise InputError(path, f"cannot read: {e.strerror}") from None
+def to_profile(res: dict, name: str, compression: str):
+    """The Profile of the core's read of a trace.dat; an empty recording or
+    one without function_graph calls is bad input."""
+    from ftflame.model.profile import TraceInfo
+
+    from .tables import from_core_result
+
+    meta = res["meta"]
+    info = TraceInfo(
+        source=name, format="trace.dat", kernel=meta["kernel"], clock=meta["clock"],
+        cpus=meta["cpus"], tracer_version=meta["tracer_version"],
+        file_version=meta["file_version"], compression=meta["compression"] or compression,
+        events_per_cpu=dict(meta["events_per_cpu"]), has_sched_switch=meta["has_switch_event"],
+        has_retval=meta["has_retval"], has_args=meta["has_args"])
+    prof = from_core_result(res, info)
+    damage = damage_warnings(meta)
+    if damage:
+        prof = prof.replace(warnings=prof.warnings + tuple(damage))
+    if prof.counters["events"] == 0 and damage:
+        raise InputError(name, f"no events could be read: {damage[0]}",
+                         "the file is damaged or truncated: record it again, or copy it whole")
+    if prof.counters["events"] == 0:
+        raise InputError(name, "no events at all in this trace.dat (function_graph or other): "
+                         "the recording is empty",
+                         "was the tracer on and the workload running while trace-cmd recorded?")
+    if prof.counters["exits"] == 0:
+        raise InputError(name, "no function_graph calls in this trace.dat",
+                         "check set_graph_function: did the traced functions run?")
+    return prof
+
+
+def read(path: str, name: str, compression: str, progress):
+    """A trace.dat file (`name` is what errors call it) into a Profile."""
+    return to_profile(read_core(path, name, progress), name, compression)

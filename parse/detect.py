@@ -1,22 +1,24 @@
-"""Input detection: magic bytes first, then headers, then line shape.
+"""Input detection, and the choice of reader it makes: magic bytes first,
+then headers, then line shape.
 
-``classify(head)`` looks at the first bytes of the (decompressed) input and
-returns a Detected, or raises InputError listing everything it tried.
+``read(path)`` opens the input, ``classify(head)`` looks at its first
+(decompressed) bytes and returns a Detected (or raises InputError listing
+everything it tried), and the input goes to the reader of its kind:
+parse/dat.py (trace.dat) or parse/text.py (every text form).
 """
 from __future__ import annotations
 
 import os
 import re
+import threading
 from dataclasses import dataclass
+from typing import Callable, Optional
 
-from ftflame.errors import InputError
+from ftflame.model.errors import InputError
 
-TRACE_DAT_MAGIC = b"\x17\x08\x44tracing"
-COMPRESSED_MAGIC = {
-    b"\x1f\x8b": "gzip",
-    b"\xfd7zXZ\x00": "xz",
-    b"\x28\xb5\x2f\xfd": "zstd",
-}
+from . import dat, text
+from .dat import TRACE_DAT_MAGIC
+from .text import COMPRESSED_MAGIC
 TRIED = ("trace.dat (magic \\x17\\x08Dtracing); gzip/xz/zstd (magic, then the same inside); "
          "header '# tracer: function_graph'; trace-cmd report lines 'funcgraph_entry:'; "
          "function_graph lines ' N) DURATION |  func() {'; the same re-flowed in a mail")
@@ -105,3 +107,69 @@ def classify(head: bytes, name: str, compression: str = "") -> Detected:
         return Detected("text", "trace-cmd", compression, "trace-cmd report header 'cpus='")
     raise InputError(name, "not a function_graph trace", f"tried: {TRIED}")
 
+
+def read(path: str, progress: Optional[Callable[[int], None]] = None):
+    """Read a function_graph trace into a Profile: a trace.dat, or any text
+    form (tracefs, perf ftrace, trace-cmd report, a mail), plain or gzip/xz/
+    zstd-compressed; '-' reads stdin."""
+    check_readable(path)
+    if path != "-" and dat.is_plain_dat(path):
+        return dat.read(path, path, "", progress)
+    src = text.open_input(path)
+    try:
+        det = classify(src.head, src.name, src.compression)
+    except BaseException:
+        src.close()
+        raise
+    if det.kind == "text":
+        return text.read(src, det.dialect, progress)
+    # a trace.dat that came compressed or piped: libtracecmd needs a file
+    try:
+        tmp = text.spool(src)
+    finally:
+        src.close()
+    try:
+        return dat.read(tmp, src.name, src.compression, progress)
+    finally:
+        os.unlink(tmp)
+
+
+def read_meanwhile(path: str, meanwhile: Callable[[], None],
+                   progress: Optional[Callable[[int], None]] = None):
+    """read(path), with meanwhile() run on another thread while the C core
+    reads (the CLI imports numpy and the renderers then: 0.1-0.2 s that
+    cost no wall time). A plain trace.dat is read on *this* thread, with
+    the GIL released: libtracecmd allocates and frees a record per event,
+    which glibc does fastest in the main thread's arena (0.1-0.2 s on a
+    3 M-event trace). An exception of meanwhile() is raised here after the
+    read."""
+    check_readable(path)
+    side = _Meanwhile(meanwhile)
+    try:
+        res = None
+        if path != "-" and dat.is_plain_dat(path):
+            res = dat.read_core(path, path, progress)
+    finally:
+        side.join()
+    if res is None:  # text, compressed, stdin: read now
+        return read(path, progress=progress)
+    return dat.to_profile(res, path, "")
+
+
+class _Meanwhile(threading.Thread):
+    def __init__(self, work: Callable[[], None]):
+        super().__init__(name="ftflame-meanwhile", daemon=True)
+        self.work = work
+        self.exc: Optional[BaseException] = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.work()
+        except BaseException as e:  # handed to the reading thread
+            self.exc = e
+
+    def join(self, timeout=None) -> None:
+        super().join(timeout)
+        if self.exc is not None:
+            raise self.exc

@@ -19,16 +19,17 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
-from ftflame.errors import InputError
+from ftflame.model.errors import InputError
 
 CHUNK = 1 << 20
 HEAD = 64 << 10  # bytes of decompressed input the detection looks at
 
-MAGIC = (
-    (b"\x1f\x8b", "gzip"),
-    (b"\xfd7zXZ\x00", "xz"),
-    (b"\x28\xb5\x2f\xfd", "zstd"),
-)
+# what each compression begins with (detection names them too)
+COMPRESSED_MAGIC = {
+    b"\x1f\x8b": "gzip",
+    b"\xfd7zXZ\x00": "xz",
+    b"\x28\xb5\x2f\xfd": "zstd",
+}
 
 
 class _Prefixed(io.RawIOBase):
@@ -215,7 +216,7 @@ def open_input(path: str) -> Source:
         name = path
     magic = raw.read(8) if path != "-" else raw.read(8)
     compression = ""
-    for m, kind in MAGIC:
+    for m, kind in COMPRESSED_MAGIC.items():
         if magic.startswith(m):
             compression = kind
             break
@@ -268,10 +269,27 @@ def read_text(src: Source, dialect: str, progress: Optional[Callable[[int], None
         src.close()
 
 
+def read(src: Source, dialect: str, progress: Optional[Callable[[int], None]] = None):
+    """A text trace into a Profile, with what the tokenizer passed over
+    counted (counters text_*) and said (warnings)."""
+    from .tables import from_core_result
+
+    res = read_text(src, dialect, progress)
+    prof = from_core_result(res, text_info(res, src, dialect))
+    st = res["text"]
+    if prof.counters["exits"] == 0:
+        raise InputError(src.name, f"no function_graph calls in this {DIALECT_NAMES[dialect]} "
+                         f"({st['lines']:,} lines, {st['unparsed']:,} not understood)",
+                         "is it a function_graph trace with durations?")
+    counters = dict(prof.counters)
+    counters.update({"text_" + k: st[k] for k in TEXT_COUNTERS})
+    return prof.replace(counters=counters, warnings=prof.warnings + tuple(text_warnings(st)))
+
+
 def text_info(res: dict, src: Source, dialect: str):
     """TraceInfo of a text trace: what it was, and how stacks and irq context
     were worked out (text has no per-event task or irq flags)."""
-    from ftflame.profile import TraceInfo
+    from ftflame.model.profile import TraceInfo
 
     st = res["text"]
     c = res["counters"]
@@ -297,6 +315,12 @@ TEXT_COUNTERS = ("lines", "records", "unparsed", "too_long", "too_deep", "no_dur
 # begins the warnings that part of a text trace was passed over (the command
 # line repeats them on stderr: folded and speedscope files have no notes)
 NOT_UNDERSTOOD = "PART OF THE TEXT NOT UNDERSTOOD"
+
+
+def loud_warnings(warnings) -> list:
+    """The warnings said on stderr too: text not understood is loud in every
+    output, folded ones (which have no place for notes) included."""
+    return [w for w in warnings if w.startswith(NOT_UNDERSTOOD)]
 
 
 def _share(n: int, total: int) -> str:

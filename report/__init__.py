@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Callable, Dict
+from typing import Callable, Dict, Optional, Tuple
+
+from ftflame.model.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -63,3 +65,36 @@ def format_for_path(path: str):
             if low.endswith(ext) and (best is None or len(ext) > len(best[1])):
                 best = (r.name, ext)
     return best[0] if best else None
+
+
+def choose_format(output: Optional[str], fmt: Optional[str]) -> str:
+    """The format asked for: --format, else the output's extension; text on stdout."""
+    if fmt:
+        return fmt
+    if output in (None, "-"):
+        return "txt"
+    found = format_for_path(output)
+    if not found:
+        raise InputError(output, "cannot tell the output format from the extension",
+                         "use .txt .json .folded .html .svg or .speedscope.json, or --format")
+    return found
+
+
+OPENABLE = ("html", "svg")  # what --open shows in a browser
+
+
+def output_and_format(output: Optional[str], fmt: Optional[str], open_it: bool,
+                      input_path: str) -> Tuple[Optional[str], str]:
+    """Where the report goes and in which format. --open without a file
+    writes an HTML (or SVG) report into a new temporary directory."""
+    if open_it and output in (None, "-"):
+        fmt = fmt or "html"
+        if fmt not in OPENABLE:
+            raise InputError(f"--format {fmt}", "--open shows an HTML or SVG report", "use -F html or -F svg")
+        from ftflame.output import temporary_output
+
+        output = temporary_output(input_path, fmt)
+    fmt = choose_format(output, fmt)
+    if open_it and fmt not in OPENABLE:
+        raise InputError(output, "--open shows an HTML or SVG report", "write .html or .svg")
+    return output, fmt

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL, Profile
+from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL, Profile
 
 
 def exact_corrected_values(p: Profile):
     """Per-call corrected inclusive times where they are known (root calls):
-    ftflame.corrections.exact_values."""
-    from ftflame.corrections import exact_values
+    ftflame.correct.corrections.exact_values."""
+    from ftflame.correct.corrections import exact_values
 
     return exact_values(p)
 

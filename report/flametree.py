@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ftflame.profile import NODE_IRQ, Profile
+from ftflame.model.profile import NODE_IRQ, Profile
 
 KIND_ROOT, KIND_FRAME, KIND_SMALL, KIND_OFFCPU = 0, 1, 2, 3
 DEFAULT_MIN_FRACTION = 1e-4  # 0.01% of the whole graph: 0.15 px at 1500 px, visible once zoomed
@@ -125,10 +125,10 @@ def layout_widths(p: Profile, value: np.ndarray, levels=None, base=None, drawn=N
 
 def drawn_corrected(p: Profile) -> np.ndarray:
     """Per path: drawn in corrected mode, i.e. its corrected time counts in
-    its parent's (ftflame.corrections.counted_children) all the way up.
+    its parent's (ftflame.correct.corrections.counted_children) all the way up.
     Children of the (partial) pseudo-root are drawn: it has no time of its
     own and is as wide as they are."""
-    from ftflame.corrections import counted_children
+    from ftflame.correct.corrections import counted_children
 
     if p.nrows == 0:
         return np.zeros(0, dtype=bool)

@@ -2,12 +2,18 @@
 
 Integer nanoseconds (inferno truncates fractions). Paths whose exclusive time
 is zero or negative (clock skew, documented in anomalies) are left out, so
-the total is the sum of positive exclusive times.
+the total is the sum of positive exclusive times. Raw exclusive time by
+default; --folded-weights corrected writes the corrected one (the same paths
+as the corrected flame graph: interrupt subtrees apart under [irq]/[softirq]
+when irqs are excluded).
 """
 from __future__ import annotations
 
-from ftflame.corrections import irq_kind
-from ftflame.profile import NODE_IRQ_ROOT, Profile
+from ftflame.correct.corrections import irq_kind
+from ftflame.model.errors import InputError
+from ftflame.model.profile import NODE_IRQ_ROOT, Profile
+
+from .options import DEFAULT, RenderOptions
 
 
 def folded_lines(p: Profile, corrected: bool = False):
@@ -39,6 +45,11 @@ def folded_lines(p: Profile, corrected: bool = False):
             yield path, w
 
 
-def render(p: Profile, opts=None) -> str:
-    corrected = bool(opts and getattr(opts, "corrected", False))
+def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
+    corrected = (opts or DEFAULT).folded_weights == "corrected"
+    if corrected and not p.calibration.applied:
+        # corrected weights would be the raw ones: a file that says nothing
+        # of it must not claim them
+        raise InputError("--folded-weights corrected", "no hook-cost correction applied to this trace "
+                         "(calibration: none)", "give a calibration, or use --folded-weights raw")
     return "".join(f"{path} {w}\n" for path, w in folded_lines(p, corrected))

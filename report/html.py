@@ -24,11 +24,12 @@ from typing import Optional
 import numpy as np
 
 from ftflame import __version__
-from ftflame.corrections import corrected_stats
-from ftflame.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
+from ftflame.correct.corrections import corrected_stats
+from ftflame.model.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
 
 from . import flametree
 from .common import CORRECTION_WARN_FRACTION, report_notes
+from .options import DEFAULT, RenderOptions
 
 MAX_SAMPLES = 20000
 HIST_PER_OCTAVE = 4  # coarse buckets per power of two in the shipped histograms
@@ -277,7 +278,7 @@ def flame_data(p: Profile, tree: flametree.FlameTree) -> dict:
     return d
 
 
-def header_data(p: Profile, opts) -> dict:
+def header_data(p: Profile) -> dict:
     t, c, cal = p.trace, p.counters, p.calibration
     span = int(c.get("last_ts", 0)) - int(c.get("first_ts", 0))
     options = [
@@ -326,11 +327,11 @@ def _jsonable(x):
         return json.loads(json.dumps(x, default=str))
 
 
-def report_data(p: Profile, opts=None, tree: Optional[flametree.FlameTree] = None) -> dict:
-    tree = tree or flametree.build(p, getattr(opts, "min_fraction", None) or flametree.DEFAULT_MIN_FRACTION)
+def report_data(p: Profile, tree: Optional[flametree.FlameTree] = None) -> dict:
+    tree = tree or flametree.build(p, flametree.DEFAULT_MIN_FRACTION)
     return {
         "schema": "ftflame-html/1",
-        "header": header_data(p, opts),
+        "header": header_data(p),
         "funcs": list(p.funcs),
         "partial_flag": NODE_PARTIAL,
         "flame": flame_data(p, tree),
@@ -360,7 +361,7 @@ def environment():
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
 
-def render(p: Profile, opts=None) -> str:
-    data = report_data(p, opts)
+def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
+    data = report_data(p)
     tpl = environment().get_template("report.html")
     return tpl.render(h=data["header"], data_json=data_json(data))

@@ -1,7 +1,7 @@
 """JSON output, schema "ftflame/1" (the contract in docs/design.md).
 
 Raw figures are exact sums of the tracer's own durations. Corrected figures
-(`*_corr_ns`, ftflame/corrections.py) equal raw ones when no corrections were
+(`*_corr_ns`, ftflame/correct/corrections.py) equal raw ones when no corrections were
 applied; `calibration` says which calibration was used, its spread and what
 the corrections removed.
 """
@@ -11,11 +11,13 @@ import json
 
 import numpy as np
 
-from ftflame import __version__, corrections
-from ftflame.parse import _core
-from ftflame.profile import NODE_COLUMNS, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
+from ftflame import __version__, _model
+from ftflame.correct import corrections
+from ftflame.model.profile import NODE_COLUMNS, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
+from ._rowfmt import format_rows
 from .common import context_lines, node_flags, report_notes
+from .options import DEFAULT, RenderOptions
 
 SCHEMA = "ftflame/1"
 
@@ -77,10 +79,10 @@ def calibration_object(p: Profile) -> dict:
 
 # ---- the row arrays: tree, functions, root_calls ------------------------
 # 100k+ call paths of ~45 figures each: the rows are laid out as numpy
-# columns (the tree's in pre-order) and written by _core.format_rows, the
+# columns (the tree's in pre-order) and written by format_rows (report/native), the
 # tree in one call that also writes the rest of the document around it. The
 # text is byte for byte what json.dumps of dicts and per-node "%d", "%.1f"
-# and repr(round(x, 1)) formatting wrote before (tests/jsonref.py).
+# and repr(round(x, 1)) formatting wrote before (tests/helpers/jsonref.py).
 
 # "%.1f" % x == repr(round(x, 1)) for finite |x| below this (at most 15
 # significant digits: the decimal survives the trip through a double);
@@ -130,9 +132,9 @@ def _name_rank(p: Profile) -> np.ndarray:
 def tree_order(p: Profile):
     """(pre, depth): the rows in pre-order, siblings by inclusive time
     (descending), then name, then row; and each row's depth. In C
-    (_core.tree_preorder, 4 ms for 124k call paths, against 25 ms for the
-    numpy version in tests/jsonref.py it is compared with)."""
-    pre, depth = _core.tree_preorder(np.ascontiguousarray(p.col("parent")), np.ascontiguousarray(p.col("incl")),
+    (_model.tree_preorder, 4 ms for 124k call paths, against 25 ms for the
+    numpy version in tests/helpers/jsonref.py it is compared with)."""
+    pre, depth = _model.tree_preorder(np.ascontiguousarray(p.col("parent")), np.ascontiguousarray(p.col("incl")),
                                      np.ascontiguousarray(_name_rank(p), dtype=np.int64))
     return np.frombuffer(pre, dtype=np.int64), np.frombuffer(depth, dtype=np.int64)
 
@@ -164,7 +166,7 @@ def _raw_stats(t: _Template, sums, calls, mins, maxs, pcts):
 
 
 def _corr_stats(t: _Template, stats, calls, pre=None, repr_round: bool = False):
-    """The corrected statistics objects of ftflame.corrections.scaled_stats
+    """The corrected statistics objects of ftflame.correct.corrections.scaled_stats
     (computed once beside the Profile; calls: the clean calls they cover),
     in row order or in the order `pre`. repr_round: every value as
     json.dumps(round(x, 1)) (the functions' rows)."""
@@ -267,13 +269,13 @@ def tree_json(p: Profile) -> str:
     """The `tree` array as JSON text, children sorted by inclusive time."""
     if p.nrows == 0:
         return "[]"
-    return _core.format_rows(tree_template(p), p.nrows)
+    return format_rows(tree_template(p), p.nrows)
 
 
 def _rows_json(template: list, n: int) -> str:
     """A JSON array of n objects, each row of the template one, written
     with a leading comma."""
-    return "[" + _core.format_rows(template, n)[1:] + "]" if n else "[]"
+    return "[" + format_rows(template, n)[1:] + "]" if n else "[]"
 
 
 def _bools(*cols) -> tuple:
@@ -379,14 +381,14 @@ def _head_tail(p: Profile) -> tuple:
     return parts[0] + functions_json(p) + parts[1], parts[2] + root_calls_json(p) + text + "\n"
 
 
-def render(p: Profile, opts=None) -> str:
+def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
     head, tail = _head_tail(p)
     if p.nrows == 0:
         return head + "[]" + tail
-    return _core.format_rows(tree_template(p, head, tail), p.nrows)
+    return format_rows(tree_template(p, head, tail), p.nrows)
 
 
-def write(p: Profile, opts, f) -> None:
+def write(p: Profile, opts: RenderOptions, f) -> None:
     """render() into f, a binary file with a file descriptor: the text
     (75 MB for 125k call paths) goes to the file in chunks, formatted on
     this thread and written on another, never whole in memory."""
@@ -395,4 +397,4 @@ def write(p: Profile, opts, f) -> None:
         f.write((head + "[]" + tail).encode("utf-8"))
         return
     f.flush()
-    _core.format_rows(tree_template(p, head, tail), p.nrows, f.fileno())
+    format_rows(tree_template(p, head, tail), p.nrows, f.fileno())

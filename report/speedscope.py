@@ -33,7 +33,9 @@ import json
 import numpy as np
 
 from ftflame import __version__
-from ftflame.profile import SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
+from ftflame.model.profile import SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
+
+from .options import DEFAULT, RenderOptions
 
 SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
 
@@ -169,5 +171,5 @@ def _root_call_profiles(p: Profile, frames: list) -> list:
     return out
 
 
-def render(p: Profile, opts=None) -> str:
+def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
     return json.dumps(document(p), separators=(",", ":")) + "\n"

@@ -7,10 +7,11 @@ the HTML report, with a coarser cut to keep the file small.
 """
 from __future__ import annotations
 
-from ftflame.profile import NODE_IRQ, NODE_PARTIAL, Profile
+from ftflame.model.profile import NODE_IRQ, NODE_PARTIAL, Profile
 
 from . import flametree
 from .common import plural, report_notes
+from .options import DEFAULT, RenderOptions
 
 WIDTH = 1200
 ROW = 16
@@ -113,7 +114,7 @@ def frames(p: Profile, tree: flametree.FlameTree, corrected: bool) -> list:
     return out
 
 
-def render(p: Profile, opts=None) -> str:
+def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
     from .html import environment
 
     tree = flametree.build(p, MIN_FRACTION, MAX_FRAMES)

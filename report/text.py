@@ -10,10 +10,11 @@ import os
 
 import numpy as np
 
-from ftflame import corrections
-from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
+from ftflame.correct import corrections
+from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
 
 from .common import context_lines, count, fit_decimals, plural, report_notes, us
+from .options import DEFAULT, RenderOptions
 
 WIDTH = 80
 UNKNOWN = "-"  # a figure the trace does not give (off-CPU without sched_switch); ASCII for mail
@@ -342,7 +343,7 @@ def balance_lines(p: Profile) -> list:
 
 
 def measured_lines(p: Profile) -> list:
-    """Totals measured outside the tracer (ftflame/measured.py)."""
+    """Totals measured outside the tracer (ftflame/correct/measured.py)."""
     m = p.measured
     if not m:
         return []
@@ -422,7 +423,7 @@ def call_tree(p: Profile) -> list:
     return lines
 
 
-def render(p: Profile, opts=None) -> str:
+def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
     out = header(p)
     out.append("")
     out.extend(function_table(p))

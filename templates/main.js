@@ -1,4 +1,4 @@
-/* Balance sheet (ftflame/balance.py), the raw/corrected switch, start-up.
+/* Balance sheet (ftflame/correct/balance.py), the raw/corrected switch, start-up.
  * One readable table per root function: where its measured mean went, then
  * the check against an independent total when one was given. Every figure
  * is the JSON's; the page computes none. */

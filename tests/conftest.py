@@ -1,4 +1,4 @@
-"""Shared test fixtures: where the real traces are (tests/corpus.py: the
+"""Shared test fixtures: where the real traces are (tests/helpers/corpus.py: the
 curated set in tests/data/fixtures, and the optional full corpus), and parsed
 profiles cached per session (parsing is the expensive part; tests only read
 Profiles)."""
@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 
 import pytest
 
+from helpers import corpus
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data")
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-
-import corpus  # noqa: E402
 
 CORPUS = corpus.CORPUS
 # every trace.dat: the curated copies, and the full corpus's when it is here

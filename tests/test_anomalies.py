@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from events import load
-from invariants import check_profile
-from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL
+from helpers.events import load
+from helpers.invariants import check_profile
+from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL
 
 
 def row(p, *path):
@@ -107,7 +107,7 @@ def test_exit_only_tracing_thresh():
 
 
 def test_max_graph_depth_hint():
-    from report.common import max_depth_hint
+    from ftflame.report.common import max_depth_hint
 
     p = load("max-depth")
     assert p.counters["max_depth"] == 1

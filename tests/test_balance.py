@@ -1,4 +1,4 @@
-"""Balance sheet (ftflame/balance.py): measured raw mean = corrected
+"""Balance sheet (ftflame/correct/balance.py): measured raw mean = corrected
 components + removed hook cost + irq + off-CPU + unaccounted, and the check
 against an external total (baseline recording or a given number)."""
 from __future__ import annotations
@@ -10,11 +10,11 @@ import sys
 import pytest
 
 from conftest import fixture, profile_of
-from ftflame.balance import parse_measured, sheet
-from ftflame.calibration import calibrate_from_traces, for_profile
-from ftflame.corrections import correct
-from ftflame.errors import InputError
-from ftflame.profile import Calibration
+from ftflame.correct.balance import parse_measured, sheet
+from ftflame.correct.calibration import calibrate_from_traces, for_profile
+from ftflame.correct.corrections import correct
+from ftflame.model.errors import InputError
+from ftflame.model.profile import Calibration
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
 ICOUNT = "k6.1/s15-icount-calib/"

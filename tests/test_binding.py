@@ -1,5 +1,5 @@
 """Every figure of the JSON and text reports against the independent per-call
-reference (tests/callref.py), raw and corrected, per path and per function,
+reference (tests/helpers/callref.py), raw and corrected, per path and per function,
 on real traces with many calls per path (distinct p50/p90/p99/max).
 
 The reports come from the `ftflame report` command (the real correction,
@@ -15,9 +15,9 @@ import sys
 
 import pytest
 
-import corpus
+from helpers import corpus
 
-import callref
+from helpers import callref
 from conftest import fixture, require_fixtures
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
@@ -291,7 +291,7 @@ def test_reference_shares_no_code_with_ftflame():
     """The reference modules import nothing of ftflame."""
     here = os.path.dirname(os.path.abspath(__file__))
     for name in ("callref.py", "textparse_py.py"):
-        with open(os.path.join(here, name)) as f:
+        with open(os.path.join(here, "helpers", name)) as f:
             src = f.read()
         assert not re.search(r"^\s*(from|import)\s+ftflame", src, re.M), name
 

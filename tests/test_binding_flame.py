@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-import callref
+from helpers import callref
 from conftest import require_fixtures
-from ftflame.cli import apply_corrections, build_parser
+from ftflame.cli import build_parser, correction_options
+from ftflame.correct.stage import correct_for_report
 from ftflame.parse import read
 from ftflame.report import flametree
 from test_binding import TRACES, trace_path, twin_path
@@ -27,7 +28,7 @@ def reference_and_profile(rel: str, o_in: float, o_out: float):
     ref = callref.Reference(callref.calls_of(callref.trace_events(path)), o_in, o_out)
     args = build_parser().parse_args(["report", path, "--overhead-in", str(o_in),
                                       "--overhead-out", str(o_out)])
-    return ref, apply_corrections(read(path), path, args)
+    return ref, correct_for_report(read(path), path, correction_options(args))
 
 @pytest.mark.parametrize("rel,o_in,o_out", TRACES, ids=IDS)
 def test_flame_frames_equal_reference(rel, o_in, o_out):

@@ -1,5 +1,5 @@
 """The HTML report's callers/callees and latency plot, and the SVG's frame
-colours, against the independent per-call reference (tests/callref.py), raw
+colours, against the independent per-call reference (tests/helpers/callref.py), raw
 and corrected (the real correction, a hook cost given on the command line).
 
 tests/test_consistency.py compares every output with the JSON; these parts
@@ -15,11 +15,12 @@ import re
 
 import pytest
 
-import callref
-import events
+from helpers import callref
+from helpers import events
 from conftest import require_fixtures
-from ftflame import corrections
-from ftflame.cli import apply_corrections, build_parser
+from ftflame.correct import corrections
+from ftflame.cli import build_parser, correction_options
+from ftflame.correct.stage import correct_for_report
 from ftflame.parse import read
 from ftflame.report import html, svg
 from test_binding import TRACES, trace_path
@@ -36,7 +37,7 @@ def case(request):
     calls = callref.calls_of(callref.trace_events(path))
     args = build_parser().parse_args(["report", path, "--overhead-in", str(o_in),
                                       "--overhead-out", str(o_out)])
-    p = apply_corrections(read(path), path, args)
+    p = correct_for_report(read(path), path, correction_options(args))
     c = corrections.summary(p)
     # the conditions under which the reference is the whole model (as tests/test_binding.py)
     assert c["gap_calls"] == 0 and c["clamped_paths"] == 0 and c["offcpu_removed_ns"] == 0

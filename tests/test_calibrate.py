@@ -1,4 +1,4 @@
-"""Calibration (ftflame/calibration.py, `ftflame calibrate`) and the real
+"""Calibration (ftflame/correct/calibration.py, `ftflame calibrate`) and the real
 validation on the deterministic icount VM (fixtures s15-icount-calib): the
 empty-call calibration alone brings the full-graph trace's nfsd3_proc_write
 back to its root-only time."""
@@ -12,11 +12,12 @@ import sys
 import pytest
 
 from conftest import fixture, profile_of
-from ftflame import calibration
-from ftflame.balance import root_means
-from ftflame.calibration import calibrate_from_traces, estimate_in_trace, for_profile
-from ftflame.corrections import correct
-from ftflame.profile import Calibration
+from ftflame.correct import calibration
+from ftflame.correct.balance import root_means
+from ftflame.correct.calibration import calibrate_from_traces, estimate_in_trace, for_profile
+from ftflame.correct.corrections import correct
+from ftflame.model.profile import Calibration
+from ftflame.rundir import CALIBRATION_TRACES
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
 ICOUNT = "k6.1/s15-icount-calib/"
@@ -142,7 +143,7 @@ def test_calibrate_command_from_traces(tmp_path):
 
 
 def test_calibrate_command_on_a_run_directory(tmp_path):
-    for src, dst in zip(calib_paths(ICOUNT), calibration.RUN_DIR_TRACES):
+    for src, dst in zip(calib_paths(ICOUNT), CALIBRATION_TRACES):
         os.symlink(src, tmp_path / dst)
     meta = {"schema": "ftflame-calib-meta/1", "tracer_options": {"depth": 0, "sleep_time": "on"},
             "host": "127.0.0.1"}
@@ -238,7 +239,7 @@ def test_heavy_tail_interval_inside_the_samples_and_flagged(capsys):
     flags show it as an irq subtree; the leaf's histogram holds 79.7 us): the
     O_in interval stays inside the samples' range, the outlier is left out
     of the mean and said in `checks` (stderr: the next test)."""
-    from events import parse_events
+    from helpers.events import parse_events
     from ftflame.parse import build_events
 
     def build(name, text):

@@ -166,7 +166,7 @@ def test_cli_and_parse_package_import_no_numpy():
     overlap the read. That holds only while these imports stay light."""
     code = ("import sys; from ftflame import cli, parse; from ftflame.report import RENDERERS, "
             "format_for_path; cli.build_parser(); "
-            "print(sorted(m for m in ('numpy', 'jinja2', 'ftflame.parse.reading') if m in sys.modules))")
+            "print(sorted(m for m in ('numpy', 'jinja2', 'ftflame.parse.tables') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -236,7 +236,8 @@ def test_sigint_interrupts_a_report(tmp_path):
 def test_write_failure_is_one_line_and_leaves_nothing(tmp_path):
     """A write that fails half-way (disk full) names the file, and neither
     the report nor its temporary file is left behind."""
-    from ftflame.cli import InputError, write_atomic
+    from ftflame.model.errors import InputError
+    from ftflame.output import write_atomic
 
     out = tmp_path / "r.json"
 
@@ -262,12 +263,12 @@ def test_json_streamed_to_a_file_equals_stdout(tmp_path):
 def test_command_entry_point_tunes_malloc_and_exits_cleanly(tmp_path):
     """`ftflame` is cli.run: main() after keep_freed_memory(), then
     os._exit with the streams flushed: output complete, exit code kept."""
-    from ftflame.parse import _core
+    from ftflame import _alloc
 
     # glibc takes the setting; an interposed allocator (ASan's, preloaded by
     # make test ASAN=1) does not
     asan = "libasan" in os.environ.get("LD_PRELOAD", "")
-    assert _core.keep_freed_memory() is (not asan)
+    assert _alloc.keep_freed_memory() is (not asan)
     code = "import sys; sys.argv[0] = 'ftflame'; from ftflame import cli; cli.run()"
     ok = subprocess.run([sys.executable, "-c", code, "report", "-q", SAMPLE], capture_output=True, text=True)
     assert ok.returncode == 0 and ok.stdout.startswith("ftflame report:") and ok.stdout.endswith("\n")

@@ -3,7 +3,7 @@ iozone's result table (and its -Q latency files), the server's RPC statistics
 (/proc/net/rpc/nfsd) and the client's /proc/self/mountstats, before and after
 each recording.
 
-The collector runs on the fakes of tests/collectfake.py (fake tracefs and
+The collector runs on the fakes of tests/helpers/collectfake.py (fake tracefs and
 trace-cmd), with the statistics files pointed at copies
 (FTFLAME_NFSD_STATS, FTFLAME_MOUNTSTATS) and a fake `iozone` on PATH that
 moves them to their "after" contents, then prints real iozone output:
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from collectfake import COLLECT, NFSD_FUNCS, fake_bin, fake_tracefs, script_env
+from helpers.collectfake import COLLECT, NFSD_FUNCS, fake_bin, fake_tracefs, script_env
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="collect.sh refuses to run but as root")
 

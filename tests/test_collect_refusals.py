@@ -2,7 +2,7 @@
 
 Each refusal exits 2 with one line on stderr. These tests never touch the
 host's real tracefs or lock, and need none of the tools the scripts call
-beyond the basic ones (tests/collectfake.py): fake tracefs folders
+beyond the basic ones (tests/helpers/collectfake.py): fake tracefs folders
 (FTFLAME_TRACEFS), a private lock directory (FTFLAME_LOCK_DIR), and a PATH of
 the basic tools plus a fake trace-cmd and rpcinfo. Every case stops before
 trace-cmd would record (tests/test_collect_safety.py runs the fake one; the
@@ -17,10 +17,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import corpus
+from helpers import corpus
 import pytest
 
-from collectfake import (CALIBRATE, COLLECT, LOST_STAT, NFSD_FUNCS, REPO, fake_bin, fake_tracefs,
+from helpers.collectfake import (CALIBRATE, COLLECT, LOST_STAT, NFSD_FUNCS, REPO, fake_bin, fake_tracefs,
                          script_env)
 
 IS_ROOT = os.geteuid() == 0
@@ -130,7 +130,7 @@ def test_calibrate_refuses_when_no_nfs_server_answers(work):
 
 
 # ------------------------------------------------------- missing tools
-# (the PATH holds only the basic tools and the fakes given: tests/collectfake.py)
+# (the PATH holds only the basic tools and the fakes given: tests/helpers/collectfake.py)
 
 @needs_root
 def test_calibrate_refuses_without_rpcinfo(work):

@@ -2,7 +2,7 @@
 signals, and never leaves a cut file under a final name (issue 13, items
 10-14).
 
-Each test runs the real collect.sh with the fakes of tests/collectfake.py: a
+Each test runs the real collect.sh with the fakes of tests/helpers/collectfake.py: a
 tracefs of plain files, a private lock directory, and a PATH of the basic
 tools plus a fake trace-cmd that records nothing but runs the workload as
 `trace-cmd record` does (in its own child, passing its fds on, finishing its
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import holds_open
-from collectfake import COLLECT, LOST_STAT, NFSD_FUNCS, fake_tracefs, script_env
+from helpers.collectfake import COLLECT, LOST_STAT, NFSD_FUNCS, fake_tracefs, script_env
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="collect.sh refuses to run but as root")
 
@@ -363,7 +363,7 @@ def nfs_null_server():
 def test_calibrate_stops_its_recording_on_sigterm(work):
     """calibrate.sh alone: SIGTERM while the NULL RPCs run under trace-cmd
     stops them and trace-cmd at once and restores tracefs."""
-    from collectfake import CALIBRATE
+    from helpers.collectfake import CALIBRATE
     env = collect_env(work, pidfile=work / "tc.pid")
     port = nfs_null_server()
     proc = subprocess.Popen(["bash", str(CALIBRATE), "--port", str(port), "--count", "100000000",

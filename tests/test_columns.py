@@ -1,6 +1,6 @@
 """The node and sample tables cross from the C core to the Profile by
 position. Both sides name the columns (parse/core/module.c exports its
-names, ftflame/profile.py has its own), and importing ftflame.parse.reading,
+names, ftflame/model/profile.py has its own), and importing ftflame.parse.tables,
 which reads the tables, checks that the names agree."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ftflame import profile
+from ftflame.model import profile
 from ftflame.parse import _core
 
 
@@ -30,7 +30,7 @@ def test_two_swapped_names_fail_the_import(table, i, j):
             f"names = list(core.{table})\n"
             f"names[{i}], names[{j}] = names[{j}], names[{i}]\n"
             f"core.{table} = tuple(names)\n"
-            f"import ftflame.parse.reading\n")
+            f"import ftflame.parse.tables\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
     assert "ImportError: ftflame: the C core's" in r.stderr

@@ -1,6 +1,6 @@
 """One truth in every output (issue 11): on every trace available (the small
 hand-made and sample ones in tests/data, every fixture in ../shared), raw
-and corrected with the REAL correction (ftflame.corrections, the in-trace
+and corrected with the REAL correction (ftflame.correct.corrections, the in-trace
 calibration estimate where the trace gives one), each figure of the HTML's
 data block, the SVG, the speedscope file, the folded stacks and the text
 report equals the JSON's after the documented rounding. The browser side
@@ -15,10 +15,10 @@ import re
 import pytest
 
 from conftest import DATA, FIXTURE_DATS, fixture_id, profile_of
-from ftflame.balance import attach
-from ftflame.calibration import estimate_in_trace
-from ftflame.corrections import HOW_CORRECTED, correct
-from ftflame.profile import Calibration
+from ftflame.correct.balance import attach
+from ftflame.correct.calibration import estimate_in_trace
+from ftflame.correct.corrections import HOW_CORRECTED, correct
+from ftflame.model.profile import Calibration
 from ftflame.report import folded, html, jsonout, speedscope, svg, text
 
 FIXED = Calibration(700.0, 300.0, "command line", "fixed values given on the command line (test)")
@@ -30,7 +30,7 @@ FLAG_BITS = {"irq": 1, "irq_root": 2, "partial": 4}
 
 def load_any(key: str):
     if key.startswith("events:"):
-        from events import load
+        from helpers.events import load
 
         return load(key[len("events:"):])
     return profile_of(key)
@@ -46,7 +46,7 @@ TRACES = ["events:" + c for c in EVENTS] + SMALL + FIXTURE_DATS
 
 def corrected(p):
     """The real correction: the trace's own hook-cost estimate, else fixed
-    values, through ftflame.corrections.correct, with the balance sheet."""
+    values, through ftflame.correct.corrections.correct, with the balance sheet."""
     return attach(correct(p, estimate_in_trace(p) or FIXED))
 
 

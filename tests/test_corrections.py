@@ -1,4 +1,4 @@
-"""Corrections (ftflame/corrections.py): the formulas of docs/design.md on hand-made
+"""Corrections (ftflame/correct/corrections.py): the formulas of docs/design.md on hand-made
 call trees, exact algebra on every fixture, raw sums untouched."""
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURE_DATS, SAMPLE, fixture, fixture_id, profile_of
-from events import parse_events
-from ftflame.calibration import estimate_in_trace
-from ftflame.corrections import correct, counted_children, detect_nosleep, function_extras, summary
+from helpers.events import parse_events
+from ftflame.correct.calibration import estimate_in_trace
+from ftflame.correct.corrections import correct, counted_children, detect_nosleep, function_extras, summary
 from ftflame.parse import build_events
-from ftflame.profile import NO_CALIBRATION, Calibration
+from ftflame.model.profile import NO_CALIBRATION, Calibration
 
 CAL = Calibration(100.0, 50.0, "command line")  # O_in 100 ns, O_out 50 ns
 
@@ -268,7 +268,7 @@ def test_root_samples_average_to_the_root_figure():
 def test_corrected_text_fits_80_columns_and_a_mail(path):
     """What `ftflame report` prints by default: corrected (in-trace estimate
     where there is one), with the balance sheet."""
-    from ftflame.balance import attach
+    from ftflame.correct.balance import attach
     from ftflame.report import RENDERERS
 
     p = profile_of(path)

@@ -61,3 +61,28 @@ def test_the_check_finds_such_references(tmp_path):
 def test_the_design_docs_are_in_the_repository():
     for name in ("design.md", "trace-formats.md"):
         assert (REPO / "docs" / name).is_file()
+
+
+# A repository file named in code, comments or docs: a path under one of the
+# project's folders, ending in one of its source suffixes.
+NAMED_FILE = re.compile(
+    r"(?<![\w/.-])((?:ftflame|parse|report|collect|templates|tests|docs|bench)/[\w/.-]*[\w-]\.(?:py|c|h|sh|md|js|html))\b")
+
+
+def named_files_missing(root: Path) -> list:
+    """Every 'folder/file.ext' the repository's text names that does not
+    exist: a comment that still points at a file's old place after a move."""
+    missing = []
+    for rel, text in text_files(root):
+        if rel.parts[:2] == ("tests", "artifacts"):
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            for name in NAMED_FILE.findall(line):
+                if "*" not in name and not (root / name).exists():
+                    missing.append(f"{rel}:{n}: {name}")
+    return missing
+
+
+def test_files_named_in_the_repository_exist():
+    found = named_files_missing(REPO)
+    assert not found, "files named but not in the repository (moved? name the new place):\n" + "\n".join(found)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import FIXTURE_DATS, corpus_fixture, corpus_param, fixture, fixture_id, profile_of, require_fixtures
-from invariants import check_profile, negative_self_explained
-from reference import reference_exits
+from helpers.invariants import check_profile, negative_self_explained
+from helpers.reference import reference_exits
 
 
 def test_fixtures_present():
@@ -128,7 +128,7 @@ def test_progress_callback_can_stop_the_read(threads, monkeypatch):
 
 def source_of(rel: str) -> str:
     """The recording the curated copy REL was cut from, or skip (with the reason)."""
-    import corpus
+    from helpers import corpus
 
     path, why = corpus.source_of(rel)
     if path is None:

@@ -5,7 +5,7 @@ correction, as `--overhead-in 150 --overhead-out 90` applies it).
 Regenerate after an intended change with `UPDATE_GOLDEN=1 make test` (or
 `make golden`), then review the diff: test_golden_figures_equal_reference
 checks the golden JSON figures against the independent reference
-(tests/callref.py), so a golden file cannot silently take in a wrong number.
+(tests/helpers/callref.py), so a golden file cannot silently take in a wrong number.
 On a mismatch the actual output is written beside the golden file as *.actual.
 """
 from __future__ import annotations
@@ -15,9 +15,10 @@ import os
 
 import pytest
 
-import callref
-from events import HERE, load, parse_events
-from ftflame.cli import apply_corrections, build_parser
+from helpers import callref
+from helpers.events import HERE, load, parse_events
+from ftflame.cli import build_parser, correction_options
+from ftflame.correct.stage import correct_for_report
 from ftflame.report import RENDERERS
 from test_binding import check_corr, check_raw, tree_nodes
 
@@ -34,7 +35,7 @@ def profile(case: str, variant: str):
     if variant == "corr":
         args = build_parser().parse_args(["report", case, "--overhead-in", str(O_IN),
                                           "--overhead-out", str(O_OUT)])
-        p = apply_corrections(p, case, args)
+        p = correct_for_report(p, case, correction_options(args))
     return p
 
 

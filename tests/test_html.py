@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from htmlfix import BIG, ICOUNT, LOST, WRITE4K, corrected, load
+from helpers.htmlfix import BIG, ICOUNT, LOST, WRITE4K, corrected, load
 
-from rerender import render_in_fresh_process
+from helpers.rerender import render_in_fresh_process
 
 from ftflame.report import RENDERERS, flametree, format_for_path, html
 

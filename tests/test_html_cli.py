@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from htmlfix import DEPTH3, fixture
+from helpers.htmlfix import DEPTH3, fixture
 
-from ftflame import cli
+from ftflame import cli, output
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def test_report_writes_each_format(trace, tmp_path, capsys, name, marker):
 
 def test_open_in_browser_when_interactive(trace, tmp_path, monkeypatch):
     opened = []
-    monkeypatch.setattr(cli, "interactive", lambda: True)
+    monkeypatch.setattr(output, "interactive", lambda: True)
     monkeypatch.setattr("webbrowser.open", lambda uri: opened.append(uri) or True)
     out = tmp_path / "r.html"
     assert cli.main(["report", trace, "-o", str(out), "--open"]) == 0
@@ -42,14 +42,14 @@ def test_open_in_browser_when_interactive(trace, tmp_path, monkeypatch):
 
 def test_open_without_output_uses_a_temporary_html(trace, monkeypatch):
     opened = []
-    monkeypatch.setattr(cli, "interactive", lambda: True)
+    monkeypatch.setattr(output, "interactive", lambda: True)
     monkeypatch.setattr("webbrowser.open", lambda uri: opened.append(uri) or True)
     assert cli.main(["report", trace, "--open", "-q"]) == 0
     assert len(opened) == 1 and opened[0].endswith("/trace.html")
 
 
 def test_open_is_skipped_when_not_interactive(trace, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(cli, "interactive", lambda: False)
+    monkeypatch.setattr(output, "interactive", lambda: False)
     monkeypatch.setattr("webbrowser.open", lambda uri: pytest.fail("must not open"))
     assert cli.main(["report", trace, "-o", str(tmp_path / "r.html"), "--open"]) == 0
     assert "not an interactive session" in capsys.readouterr().err
@@ -71,7 +71,7 @@ class FakeTTY(io.StringIO):
 def test_progress_bar_only_on_a_terminal(trace, monkeypatch):
     tty = FakeTTY()
     monkeypatch.setattr("sys.stderr", tty)
-    p = cli.Progress("reading x", True, trace)
+    p = output.Progress("reading x", True, trace)
     assert p.estimate > 0
     p(p.estimate // 2)
     p.stage("rendering html...")
@@ -81,7 +81,7 @@ def test_progress_bar_only_on_a_terminal(trace, monkeypatch):
     assert shown.endswith("\r\033[K")  # the line is cleared afterwards
     pipe = io.StringIO()
     monkeypatch.setattr("sys.stderr", pipe)
-    p = cli.Progress("reading x", True, trace)
+    p = output.Progress("reading x", True, trace)
     p(10**6)
     p.stage("rendering")
     p.done()

@@ -10,9 +10,9 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from htmlfix import DEPTH3, NULLCALLS, WRITE4K, corrected, inferno_flamegraph, load, speedscope_schema
+from helpers.htmlfix import DEPTH3, NULLCALLS, WRITE4K, corrected, inferno_flamegraph, load, speedscope_schema
 
-from rerender import render_in_fresh_process
+from helpers.rerender import render_in_fresh_process
 
 from ftflame.report import folded, speedscope, svg
 

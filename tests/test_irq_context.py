@@ -3,9 +3,9 @@ interrupt context (tests/data/events/irq-root-both-ways.events). The same
 invariant is checked on every fixture by invariants.check_irq_context."""
 from __future__ import annotations
 
-from events import load
-from ftflame.profile import NODE_IRQ
-from invariants import check_irq_context, check_profile
+from helpers.events import load
+from ftflame.model.profile import NODE_IRQ
+from helpers.invariants import check_irq_context, check_profile
 
 
 def rows(p):
@@ -34,9 +34,9 @@ def test_root_called_in_task_and_irq_context_is_two_paths():
 def test_balance_sheet_keeps_a_root_also_entered_in_irq_context():
     """The balance sheet is per task-context root function: an irq call of
     the same function no longer hides it (balance was [] on such traces)."""
-    from ftflame.balance import attach
-    from ftflame.corrections import correct
-    from ftflame.profile import Calibration
+    from ftflame.correct.balance import attach
+    from ftflame.correct.corrections import correct
+    from ftflame.model.profile import Calibration
 
     q = attach(correct(load("irq-root-both-ways"), Calibration(50.0, 20.0, "command line")))
     assert [b["function"] for b in q.balance] == ["svc_process"]

@@ -1,6 +1,6 @@
-"""The JSON written by _core.format_rows (tree, functions, root calls) is
+"""The JSON written by format_rows (tree, functions, root calls) is
 byte for byte what the dict and per-node Python renderer wrote
-(tests/jsonref.py), corrected or not, including the values that take the
+(tests/helpers/jsonref.py), corrected or not, including the values that take the
 Python fallbacks; and the faster histogram merge and percentiles give what
 the general code gives."""
 from __future__ import annotations
@@ -12,13 +12,14 @@ import tempfile
 import numpy as np
 import pytest
 
-import jsonref
+from helpers import jsonref
 from conftest import SAMPLE, fixture, profile_of
-from events import HERE, load
-from ftflame import profile as profile_mod
+from helpers.events import HERE, load
+from ftflame.model import profile as profile_mod
 from ftflame.parse import build_events
-from ftflame.cli import apply_corrections, build_parser
-from ftflame.profile import Corrected
+from ftflame.cli import build_parser, correction_options
+from ftflame.correct.stage import correct_for_report
+from ftflame.model.profile import Corrected
 from ftflame.report import RENDERERS, jsonout
 
 CASES = sorted(f[: -len(".events")] for f in os.listdir(HERE) if f.endswith(".events"))
@@ -30,7 +31,7 @@ SMALL_FIXTURES = ["k6.1/s09-depth3/trace.dat", "k6.1/s13-calib-null/trace-dispat
 
 def corrected(p, path, *opts):
     args = build_parser().parse_args(["report", path, "-F", "json", *opts])
-    return apply_corrections(p, path, args)
+    return correct_for_report(p, path, correction_options(args))
 
 
 def written(p) -> str:
@@ -159,7 +160,7 @@ QS = (0, 1, 50, 90, 99, 99.9, 100)
 
 @pytest.mark.parametrize("path", [SAMPLE] + [fixture(r) for r in SMALL_FIXTURES])
 def test_percentiles_in_c_equal_numpy(path):
-    """Histograms.percentiles (C, _core.hist_percentiles) gives what the
+    """Histograms.percentiles (C, _model.hist_percentiles) gives what the
     vectorised numpy version gives: per path (uint32 counts) and per
     function (merged, uint64 counts), clamped to the exact min/max."""
     p = profile_of(path)
@@ -185,7 +186,7 @@ def test_percentiles_edge_rows():
 
 
 def test_percentiles_bad_arguments_raise():
-    from ftflame.parse._core import hist_percentiles
+    from ftflame._model import hist_percentiles
 
     offs, bks = np.array([0, 2], dtype=np.int64), np.array([1, 2], dtype=np.int32)
     cnt, mids = np.array([1, 1], dtype=np.uint32), np.arange(4, dtype=np.int64)
@@ -204,8 +205,8 @@ def test_percentiles_bad_arguments_raise():
 @pytest.mark.parametrize("path", [SAMPLE] + [fixture(r) for r in SMALL_FIXTURES] +
                          [fixture("k6.1/s10-lost/trace.dat")])
 def test_tree_order_in_c_equals_numpy(path):
-    """_core.tree_preorder (C) orders the tree as the numpy preorder of
-    sibling_order (tests/jsonref.py) does: pre-order, siblings by incl
+    """_model.tree_preorder (C) orders the tree as the numpy preorder of
+    sibling_order (tests/helpers/jsonref.py) does: pre-order, siblings by incl
     desc, name, row."""
     p = profile_of(path)
     pre, depth = jsonout.tree_order(p)
@@ -217,7 +218,7 @@ def test_tree_order_in_c_equals_numpy(path):
 def test_tree_order_hand_made_forest():
     """Ties broken by name then row, roots sorted too, parents after their
     children in row order, and a cycle is an error, not a hang."""
-    from ftflame.parse._core import tree_preorder
+    from ftflame._model import tree_preorder
 
     parent = np.array([3, -1, 1, -1, 1, 1, 3], dtype=np.int64)
     incl = np.array([5, 10, 7, 20, 7, 9, 5], dtype=np.int64)

@@ -69,7 +69,8 @@ def test_a_name_is_cut_on_a_character_boundary(tmp_path):
 def _balance_cpu_seconds(tmp_path, n: int) -> float:
     """CPU time of the balance sheet of a text trace with n distinct root
     functions (best of 2)."""
-    from ftflame import balance, calibration, corrections, parse
+    from ftflame import parse
+    from ftflame.correct import balance, calibration, corrections
 
     trace = tmp_path / f"roots-{n}.txt"
     trace.write_text(HEADER + "".join(f" 0)   {1 + i % 97}.000 us    |  f_{i}();\n" for i in range(n)))
@@ -111,7 +112,8 @@ def test_balance_sheet_itemises_the_busiest_roots_and_counts_the_rest(tmp_path):
     """A trace with more distinct root functions than TOP_ROOTS: the busiest
     are itemised, the others counted in a note every output prints (not
     100k sheets in a mail)."""
-    from ftflame import balance, calibration, corrections, parse
+    from ftflame import parse
+    from ftflame.correct import balance, calibration, corrections
 
     n = balance.TOP_ROOTS + 7
     trace = tmp_path / "roots.txt"

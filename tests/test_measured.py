@@ -1,5 +1,5 @@
 """`ftflame report RUN_DIR` checks the trace against the totals collect.sh
-measured outside the tracer (meta.json "measured", ftflame/measured.py):
+measured outside the tracer (meta.json "measured", ftflame/correct/measured.py):
 the server's operation counts against the trace's calls, the client's mean
 execute time next to the server's corrected time, iozone's throughput as
 time per operation (issue 14).
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ftflame.measured import count_check, iozone_rows, server_counter
+from ftflame.correct.measured import count_check, iozone_rows, server_counter
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "tests" / "data" / "sample" / "trace.dat"

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-import corpus
+from helpers import corpus
 from conftest import ROOT, SAMPLE
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
@@ -186,10 +186,14 @@ def _modules() -> dict:
     """Module name -> its source file, for every module of the package."""
     out = {}
     for folder, package in PACKAGES.items():
-        for name in os.listdir(os.path.join(ROOT, folder)):
-            if name.endswith(".py"):
-                mod = package if name == "__init__.py" else f"{package}.{name[:-3]}"
-                out[mod] = os.path.join(ROOT, folder, name)
+        for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, folder)):
+            dirnames[:] = [d for d in dirnames if os.path.isfile(os.path.join(dirpath, d, "__init__.py"))]
+            sub = os.path.relpath(dirpath, os.path.join(ROOT, folder))
+            prefix = package if sub == "." else f"{package}.{sub.replace(os.sep, '.')}"
+            for name in filenames:
+                if name.endswith(".py"):
+                    mod = prefix if name == "__init__.py" else f"{prefix}.{name[:-3]}"
+                    out[mod] = os.path.join(dirpath, name)
     return out
 
 
@@ -226,6 +230,10 @@ def test_no_import_cycle_in_the_package():
     known = _modules()
     graph = {m: _imports(m, p, known) for m, p in known.items()}
     assert graph["ftflame.cli"], "the walk found no imports: it is broken"
+    # every module of the subpackages (model, correct, ...) is walked too
+    assert {"ftflame.model.profile", "ftflame.correct.corrections"} <= set(graph)
+    # the command line is the top: no stage reaches back up into it
+    assert not sorted(m for m, deps in graph.items() if "ftflame.cli" in deps)
     state, stack = {}, []
 
     def visit(m):

@@ -1,5 +1,5 @@
 """The builtin trace.dat reader, one named situation per test: hand-made
-files (tests/datwriter.py) for the page format's corners, and damage that
+files (tests/helpers/datwriter.py) for the page format's corners, and damage that
 must end as one line naming the section and byte offset, or as a report
 whose anomalies say what was skipped."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-import datwriter as dw
+from helpers import datwriter as dw
 from conftest import FIXTURE_DATS, fixture, fixture_id
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]

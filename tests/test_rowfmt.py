@@ -1,4 +1,4 @@
-"""_core.format_rows, the row-template formatter behind the JSON tree: each
+"""report._rowfmt.format_rows, the row-template formatter behind the JSON tree: each
 kind against Python's own formatting, and bad arguments raise, never crash."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import tempfile
 import numpy as np
 import pytest
 
-from ftflame.parse._core import format_rows
+from ftflame.report._rowfmt import format_rows
 
 
 def to_fd(template, nrows) -> str:

@@ -14,22 +14,18 @@ import sys
 import numpy as np
 import pytest
 
+from ftflame.model.errors import InputError
+from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT
+from ftflame.parse import _core, read
+from ftflame.parse.detect import classify
+from helpers import corpus
+from helpers import textparse_py as tp
+from helpers.invariants import check_irq_context
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-
-import textparse_py as tp  # noqa: E402
-from invariants import check_irq_context  # noqa: E402
-from ftflame.errors import InputError  # noqa: E402
-from ftflame.parse import _core, read  # noqa: E402
-from ftflame.parse.detect import classify  # noqa: E402
-from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT  # noqa: E402
-
 TEXT_DATA = os.path.join(ROOT, "tests", "data", "text")
 
-
-import corpus  # noqa: E402
-
-# the curated text traces, and the full corpus's when it is here (tests/corpus.py)
+# the curated text traces, and the full corpus's when it is here (tests/helpers/corpus.py)
 TEXT_FIXTURES = corpus.files(corpus.CURATED, "*.txt.gz") + corpus.files(corpus.CORPUS, "*.txt.gz")
 SEEDS = sorted(glob.glob(os.path.join(corpus.SEEDS, "002_*.txt")))
 GRAPH_FUNCTION = "nfsd3_proc_write"  # set_graph_function of every text fixture
@@ -118,7 +114,7 @@ def check_invariants(p):
 
 
 def _node_columns():
-    from ftflame.profile import NODE_COLUMNS
+    from ftflame.model.profile import NODE_COLUMNS
 
     return NODE_COLUMNS
 

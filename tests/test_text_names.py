@@ -2,10 +2,10 @@
 a name cut to fit and a clamped figure have distinct, explained marks."""
 from __future__ import annotations
 
-from events import parse_events
-from ftflame.corrections import correct
+from helpers.events import parse_events
+from ftflame.correct.corrections import correct
 from ftflame.parse import build_events
-from ftflame.profile import Calibration
+from ftflame.model.profile import Calibration
 from report import text
 
 CUT = "..."  # report.text.CUT

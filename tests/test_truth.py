@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, fixture, profile_of
-from events import load as load_events
-from ftflame.balance import NO_TOTAL, attach
-from ftflame.calibration import estimate_in_trace
-from ftflame.corrections import correct
-from ftflame.profile import NODE_IRQ_ROOT, Calibration
+from helpers.events import load as load_events
+from ftflame.correct.balance import NO_TOTAL, attach
+from ftflame.correct.calibration import estimate_in_trace
+from ftflame.correct.corrections import correct
+from ftflame.model.profile import NODE_IRQ_ROOT, Calibration
 from ftflame.report import flametree, html, jsonout, speedscope, svg, text
 
 FIXED = Calibration(700.0, 300.0, "command line", "fixed values given on the command line (test)")
@@ -207,7 +207,7 @@ exit 0 100 z_busy 0 300 5300
 
 
 def test_12_speedscope_opens_on_the_busiest_root():
-    from events import parse_events
+    from helpers.events import parse_events
     from ftflame.parse import build_events
 
     p = build_events(parse_events(TWO_ROOTS), source="two-roots.events")

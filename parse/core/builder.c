@@ -18,7 +18,7 @@
 #include <string.h>
 #include <stdio.h>
 
-#include "ftf.h"
+#include "builder.h"
 
 /* ---- function names ---------------------------------------------------- */
 

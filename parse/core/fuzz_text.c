@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ftf.h"
+#include "reader_text.h"
 
 static uint64_t sink_events;
 

@@ -3,21 +3,20 @@
  * A plain CPython extension (not cffi): the whole read runs in C with the GIL
  * released, and only the finished aggregate (O(call paths + root calls)) is
  * converted to Python objects once, at the end. No Python runs per event.
+ *
+ * Only the reader and the call builder live here; the JSON row formatter is
+ * report._rowfmt (report/native), the Profile's percentiles and tree order
+ * ftflame._model and the allocator tuning ftflame._alloc (ftflame/native).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <errno.h>
-#include <malloc.h>
-#include <math.h>
-
 #include "ftf.h"
 #include "dat.h"
-#include "rowfmt.h"
 
 /* The node and sample tables: one int64 per column, written by position.
  * Their names, in column order, are exported as NODE_COLUMNS and
- * SAMPLE_COLUMNS; ftflame/profile.py names the columns the same way and
+ * SAMPLE_COLUMNS; ftflame/model/profile.py names the columns the same way and
  * checks both against these when ftflame.parse.reading is imported. */
 #define SUM_COLS 8 /* the ftf_sums fields, in sums_put's order */
 enum {
@@ -120,29 +119,29 @@ static int hists_csr(const ftf_builder *b, int excl, PyObject **offs, PyObject *
 		Py_DECREF(_v);                                       \
 	} while (0)
 
-/* The aggregate as columnar bytes: converting 100k call paths into Python
- * objects one by one would cost more than reading the trace. */
-static PyObject *builder_result(ftf_builder *b)
+/* The function names, by id. */
+static PyObject *funcs_list(const ftf_builder *b)
 {
-	PyObject *res = PyDict_New(), *funcs = NULL, *cnt = NULL, *lost = NULL;
-	PyObject *ho = NULL, *hb = NULL, *hc = NULL;
-	if (!res)
-		return NULL;
-	funcs = PyList_New(b->funcs.n);
+	PyObject *funcs = PyList_New(b->funcs.n);
 	if (!funcs)
-		goto fail;
+		return NULL;
 	for (uint32_t i = 0; i < b->funcs.n; i++) {
 		PyObject *s = PyUnicode_DecodeUTF8(b->funcs.names[i], strlen(b->funcs.names[i]), "replace");
-		if (!s)
-			goto fail;
+		if (!s) {
+			Py_DECREF(funcs);
+			return NULL;
+		}
 		PyList_SET_ITEM(funcs, i, s);
 	}
-	SET(res, "funcs", funcs);
-	funcs = NULL;
+	return funcs;
+}
 
+/* The node table: NODE_COLS int64 per call path, in node order. */
+static PyObject *nodes_table(const ftf_builder *b)
+{
 	PyObject *nodes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)b->nnodes * NODE_COLS * 8);
 	if (!nodes)
-		goto fail;
+		return NULL;
 	int64_t *row = (int64_t *)PyBytes_AS_STRING(nodes);
 	for (uint32_t i = 0; i < b->nnodes; i++, row += NODE_COLS) {
 		const ftf_node *n = &b->nodes[i];
@@ -164,20 +163,28 @@ static PyObject *builder_result(ftf_builder *b)
 		row[COL_DEPTH] = n->parent == FTF_NONE ? 0 :
 			((int64_t *)PyBytes_AS_STRING(nodes))[(int64_t)n->parent * NODE_COLS + COL_DEPTH] + 1;
 	}
-	SET(res, "nodes", nodes);
+	return nodes;
+}
 
-	if (hists_csr(b, 0, &ho, &hb, &hc) < 0)
-		goto fail;
-	SET(res, "hist_incl", Py_BuildValue("(NNN)", ho, hb, hc));
-	ho = hb = hc = NULL;
-	if (hists_csr(b, 1, &ho, &hb, &hc) < 0)
-		goto fail;
-	SET(res, "hist_excl", Py_BuildValue("(NNN)", ho, hb, hc));
-	ho = hb = hc = NULL;
+/* One histogram set (inclusive or exclusive times) as (offsets, buckets, counts). */
+static PyObject *hists_tuple(const ftf_builder *b, int excl)
+{
+	PyObject *ho = NULL, *hb = NULL, *hc = NULL;
+	if (hists_csr(b, excl, &ho, &hb, &hc) < 0) {
+		Py_XDECREF(ho);
+		Py_XDECREF(hb);
+		Py_XDECREF(hc);
+		return NULL;
+	}
+	return Py_BuildValue("(NNN)", ho, hb, hc);
+}
 
+/* The sample table: SAMPLE_COLS int64 per completed root call. */
+static PyObject *samples_table(const ftf_builder *b)
+{
 	PyObject *samples = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)b->nsamples * SAMPLE_COLS * 8);
 	if (!samples)
-		goto fail;
+		return NULL;
 	int64_t *sr = (int64_t *)PyBytes_AS_STRING(samples);
 	for (uint64_t i = 0; i < b->nsamples; i++, sr += SAMPLE_COLS) {
 		const ftf_sample *s = &b->samples[i];
@@ -193,13 +200,16 @@ static PyObject *builder_result(ftf_builder *b)
 		sr[SCOL_IRQ_CALLS] = (int64_t)s->irq_calls;
 		sr[SCOL_IRQ_ROOTS] = (int64_t)s->irq_roots;
 	}
-	SET(res, "samples", samples);
+	return samples;
+}
 
-	/* in-trace overhead estimate: [(kind, context, cpu, counts, over)] */
+/* The in-trace overhead estimate: [(kind, context, cpu, counts, over)]
+ * for every slot that saw a value. */
+static PyObject *estimates_list(const ftf_builder *b)
+{
 	PyObject *est = PyList_New(0);
 	if (!est)
-		goto fail;
-	SET(res, "estimates", est);
+		return NULL;
 	for (int k = 0; k < 2; k++) {
 		for (int x = 0; x < FTF_NCTX; x++) {
 			for (int c = 0; c < FTF_EST_CPUS; c++) {
@@ -213,34 +223,47 @@ static PyObject *builder_result(ftf_builder *b)
 									(unsigned long long)e->over) : NULL;
 				if (!item || PyList_Append(est, item) < 0) {
 					Py_XDECREF(item);
-					goto fail;
+					Py_DECREF(est);
+					return NULL;
 				}
 				Py_DECREF(item);
 			}
 		}
 	}
+	return est;
+}
 
-	cnt = PyDict_New();
+/* Everything the builder counted, by name; the anomalies of hostile or
+ * broken input only when they happened. */
+static PyObject *counters_dict(const ftf_builder *b)
+{
+	PyObject *cnt = PyDict_New();
 	if (!cnt)
-		goto fail;
+		return NULL;
 #define C(name) SET(cnt, #name, PyLong_FromUnsignedLongLong(b->c.name))
 	C(events); C(entries); C(exits); C(switches); C(other_events); C(lost_records);
 	C(lost_events); C(lost_unknown); C(orphan_exits); C(unterminated); C(open_at_end);
 	C(overrun_growth); C(depth_mismatch); C(migrations); C(gap_calls); C(gap_tree_calls); C(partial_entries);
 	C(irq_roots); C(leaf_events); C(irq_outside_window); C(first_ts); C(last_ts);
 #undef C
-	/* anomalies of hostile or broken input: in the counters when they happened */
 	if (b->c.duration_cut)
 		SET(cnt, "duration_cut", PyLong_FromUnsignedLongLong(b->c.duration_cut));
 	if (b->funcs.long_names)
 		SET(cnt, "long_names", PyLong_FromUnsignedLongLong(b->funcs.long_names));
 	SET(cnt, "max_depth", PyLong_FromLongLong(b->c.max_depth));
 	SET(cnt, "max_cpu", PyLong_FromLong(b->max_cpu));
-	SET(res, "counters", cnt);
-	cnt = NULL;
-	lost = PyDict_New();
+	return cnt;
+fail:
+	Py_DECREF(cnt);
+	return NULL;
+}
+
+/* {cpu: (known lost events, gaps of unknown size)} for the CPUs that lost any. */
+static PyObject *lost_per_cpu_dict(const ftf_builder *b)
+{
+	PyObject *lost = PyDict_New();
 	if (!lost)
-		goto fail;
+		return NULL;
 	for (int cpu = 0; cpu <= b->max_cpu && cpu < FTF_MAX_CPUS; cpu++) {
 		if (!b->lost_marks_per_cpu[cpu])
 			continue;
@@ -250,21 +273,32 @@ static PyObject *builder_result(ftf_builder *b)
 		if (!k || !v || PyDict_SetItem(lost, k, v) < 0) {
 			Py_XDECREF(k);
 			Py_XDECREF(v);
-			goto fail;
+			Py_DECREF(lost);
+			return NULL;
 		}
 		Py_DECREF(k);
 		Py_DECREF(v);
 	}
-	SET(res, "lost_per_cpu", lost);
-	lost = NULL;
+	return lost;
+}
+
+/* The aggregate as columnar bytes: converting 100k call paths into Python
+ * objects one by one would cost more than reading the trace. */
+static PyObject *builder_result(ftf_builder *b)
+{
+	PyObject *res = PyDict_New();
+	if (!res)
+		return NULL;
+	SET(res, "funcs", funcs_list(b));
+	SET(res, "nodes", nodes_table(b));
+	SET(res, "hist_incl", hists_tuple(b, 0));
+	SET(res, "hist_excl", hists_tuple(b, 1));
+	SET(res, "samples", samples_table(b));
+	SET(res, "estimates", estimates_list(b));
+	SET(res, "counters", counters_dict(b));
+	SET(res, "lost_per_cpu", lost_per_cpu_dict(b));
 	return res;
 fail:
-	Py_XDECREF(funcs);
-	Py_XDECREF(cnt);
-	Py_XDECREF(lost);
-	Py_XDECREF(ho);
-	Py_XDECREF(hb);
-	Py_XDECREF(hc);
 	Py_DECREF(res);
 	return NULL;
 }
@@ -288,6 +322,46 @@ static int progress_trampoline(void *ctx, uint64_t events)
 	}
 	PyGILState_Release(g);
 	return stop;
+}
+
+/* What a trace.dat says about itself: kernel, clock, tracer, CPUs, the
+ * events and fields it has, and the records per CPU. */
+static PyObject *dat_meta_dict(const ftf_dat_meta *meta)
+{
+	PyObject *m = Py_BuildValue(
+		"{s:s,s:s,s:s,s:i,s:i,s:s,s:O,s:O,s:O,s:O,s:O,s:O}", "kernel", meta->kernel,
+		"clock", meta->clock, "tracer_version", meta->tracer_version, "cpus",
+		meta->cpus, "file_version", meta->file_version, "compression",
+		meta->compression, "has_entry_event",
+		meta->has_entry_event ? Py_True : Py_False, "has_exit_event",
+		meta->has_exit_event ? Py_True : Py_False, "has_retaddr_event",
+		meta->has_retaddr_event ? Py_True : Py_False, "has_switch_event",
+		meta->has_switch_event ? Py_True : Py_False, "has_retval",
+		meta->has_retval ? Py_True : Py_False, "has_args",
+		meta->has_args ? Py_True : Py_False);
+	PyObject *pce = PyDict_New();
+	int ncpu = meta->cpus > 0 && meta->cpus < 512 ? meta->cpus : 0;
+	for (int i = 0; m && pce && i < ncpu; i++) {
+		PyObject *k = PyLong_FromLong(i),
+			 *v = PyLong_FromUnsignedLongLong(meta->per_cpu_events[i]);
+		if (k && v)
+			PyDict_SetItem(pce, k, v);
+		Py_XDECREF(k);
+		Py_XDECREF(v);
+	}
+	if (!m || !pce || PyDict_SetItemString(m, "events_per_cpu", pce) < 0)
+		Py_CLEAR(m);
+	Py_XDECREF(pce);
+	return m;
+}
+
+/* d[key] = v, v's reference given to d; -1 (v released) when v is NULL or
+ * the store fails. */
+static int dict_put(PyObject *d, const char *key, PyObject *v)
+{
+	int rc = v ? PyDict_SetItemString(d, key, v) : -1;
+	Py_XDECREF(v);
+	return rc;
 }
 
 static PyObject *py_read_dat(PyObject *self, PyObject *args, PyObject *kw)
@@ -323,35 +397,8 @@ static PyObject *py_read_dat(PyObject *self, PyObject *args, PyObject *kw)
 		PyErr_SetString(PyExc_ValueError, err);
 	} else {
 		res = builder_result(b);
-		if (res) {
-			PyObject *m = Py_BuildValue(
-				"{s:s,s:s,s:s,s:i,s:i,s:s,s:O,s:O,s:O,s:O,s:O,s:O}", "kernel", meta->kernel,
-				"clock", meta->clock, "tracer_version", meta->tracer_version, "cpus",
-				meta->cpus, "file_version", meta->file_version, "compression",
-				meta->compression, "has_entry_event",
-				meta->has_entry_event ? Py_True : Py_False, "has_exit_event",
-				meta->has_exit_event ? Py_True : Py_False, "has_retaddr_event",
-				meta->has_retaddr_event ? Py_True : Py_False, "has_switch_event",
-				meta->has_switch_event ? Py_True : Py_False, "has_retval",
-				meta->has_retval ? Py_True : Py_False, "has_args",
-				meta->has_args ? Py_True : Py_False);
-			PyObject *pce = PyDict_New();
-			int ncpu = meta->cpus > 0 && meta->cpus < 512 ? meta->cpus : 0;
-			for (int i = 0; m && pce && i < ncpu; i++) {
-				PyObject *k = PyLong_FromLong(i),
-					 *v = PyLong_FromUnsignedLongLong(meta->per_cpu_events[i]);
-				if (k && v)
-					PyDict_SetItem(pce, k, v);
-				Py_XDECREF(k);
-				Py_XDECREF(v);
-			}
-			if (!m || !pce || PyDict_SetItemString(m, "events_per_cpu", pce) < 0 ||
-			    PyDict_SetItemString(res, "meta", m) < 0) {
-				Py_CLEAR(res);
-			}
-			Py_XDECREF(pce);
-			Py_XDECREF(m);
-		}
+		if (res && dict_put(res, "meta", dat_meta_dict(meta)) < 0)
+			Py_CLEAR(res);
 	}
 	ftf_builder_free(b);
 	Py_BEGIN_ALLOW_THREADS
@@ -364,6 +411,17 @@ static PyObject *py_read_dat(PyObject *self, PyObject *args, PyObject *kw)
 
 /* read_dat_builtin(path, progress=None): read_dat's dict from the builtin
  * reader (dat_*.c), with meta["damage"]: what it skipped, counted. */
+static PyObject *dat_damage_dict(const ftf_dat_damage *d)
+{
+	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:s}", "bad_pages",
+			     (unsigned long long)d->bad_pages, "bad_chunks", (unsigned long long)d->bad_chunks,
+			     "lost_bytes", (unsigned long long)d->lost_bytes, "cut_streams",
+			     (unsigned long long)d->cut_streams, "partial_page_bytes",
+			     (unsigned long long)d->partial_page_bytes, "zero_pages",
+			     (unsigned long long)d->zero_pages, "kallsyms_bad_lines",
+			     (unsigned long long)d->kallsyms_bad_lines, "first", d->first);
+}
+
 static PyObject *py_read_dat_builtin(PyObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "path", "progress", NULL };
@@ -390,44 +448,17 @@ static PyObject *py_read_dat_builtin(PyObject *self, PyObject *args, PyObject *k
 				  progress == Py_None ? NULL : progress_trampoline, &pc, err, sizeof(err));
 	Py_END_ALLOW_THREADS
 	Py_DECREF(path_obj);
-	PyObject *res = NULL;
+	PyObject *res = NULL, *m = NULL;
 	if (pc.failed) {
 		/* the progress callback raised (e.g. KeyboardInterrupt): keep its exception */
 	} else if (rc < 0) {
 		PyErr_SetString(PyExc_ValueError, err);
-	} else if ((res = builder_result(b))) {
-		PyObject *m = Py_BuildValue(
-			"{s:s,s:s,s:s,s:i,s:i,s:s,s:O,s:O,s:O,s:O,s:O,s:O}", "kernel", meta->kernel, "clock",
-			meta->clock, "tracer_version", meta->tracer_version, "cpus", meta->cpus,
-			"file_version", meta->file_version, "compression", meta->compression,
-			"has_entry_event", meta->has_entry_event ? Py_True : Py_False, "has_exit_event",
-			meta->has_exit_event ? Py_True : Py_False, "has_retaddr_event",
-			meta->has_retaddr_event ? Py_True : Py_False, "has_switch_event",
-			meta->has_switch_event ? Py_True : Py_False, "has_retval",
-			meta->has_retval ? Py_True : Py_False, "has_args", meta->has_args ? Py_True : Py_False);
-		PyObject *d = Py_BuildValue(
-			"{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:s}", "bad_pages", (unsigned long long)dmg->bad_pages,
-			"bad_chunks", (unsigned long long)dmg->bad_chunks, "lost_bytes",
-			(unsigned long long)dmg->lost_bytes, "cut_streams", (unsigned long long)dmg->cut_streams,
-			"partial_page_bytes", (unsigned long long)dmg->partial_page_bytes, "zero_pages",
-			(unsigned long long)dmg->zero_pages, "kallsyms_bad_lines",
-			(unsigned long long)dmg->kallsyms_bad_lines, "first", dmg->first);
-		PyObject *pce = PyDict_New();
-		int ncpu = meta->cpus > 0 && meta->cpus < 512 ? meta->cpus : 0;
-		for (int i = 0; m && pce && i < ncpu; i++) {
-			PyObject *k = PyLong_FromLong(i), *v = PyLong_FromUnsignedLongLong(meta->per_cpu_events[i]);
-			if (k && v)
-				PyDict_SetItem(pce, k, v);
-			Py_XDECREF(k);
-			Py_XDECREF(v);
-		}
-		if (!m || !pce || !d || PyDict_SetItemString(m, "events_per_cpu", pce) < 0 ||
-		    PyDict_SetItemString(m, "damage", d) < 0 || PyDict_SetItemString(res, "meta", m) < 0)
-			Py_CLEAR(res);
-		Py_XDECREF(pce);
-		Py_XDECREF(d);
-		Py_XDECREF(m);
+	} else if ((res = builder_result(b)) && (!(m = dat_meta_dict(meta)) ||
+						 dict_put(m, "damage", dat_damage_dict(dmg)) < 0 ||
+						 PyDict_SetItemString(res, "meta", m) < 0)) {
+		Py_CLEAR(res);
 	}
+	Py_XDECREF(m);
 	ftf_builder_free(b);
 	free(b);
 	free(meta);
@@ -658,531 +689,17 @@ static PyObject *py_hist_lower(PyObject *self, PyObject *args)
 	return PyLong_FromUnsignedLongLong(ftf_hist_lower(bucket));
 }
 
-/* ---- format_rows: the row-template formatter (rowfmt.c) ----------------- */
-
-/* Pre-encoded text of a literal or fragment: str as UTF-8, bytes as they
- * are. The pointer lives as long as obj, which the caller keeps. */
-static int text_of(PyObject *obj, ftf_str *out, int *ascii, const char *what)
-{
-	if (PyUnicode_Check(obj)) {
-		Py_ssize_t n;
-		const char *s = PyUnicode_AsUTF8AndSize(obj, &n);
-		if (!s)
-			return -1;
-		out->s = s;
-		out->len = (size_t)n;
-		*ascii &= PyUnicode_IS_ASCII(obj) != 0;
-		return 0;
-	}
-	if (PyBytes_Check(obj)) {
-		out->s = PyBytes_AS_STRING(obj);
-		out->len = (size_t)PyBytes_GET_SIZE(obj);
-		for (size_t i = 0; i < out->len; i++)
-			if ((unsigned char)out->s[i] >= 0x80)
-				*ascii = 0;
-		return 0;
-	}
-	PyErr_Format(PyExc_TypeError, "format_rows: %s must be str or bytes, not %.80s", what,
-		     Py_TYPE(obj)->tp_name);
-	return -1;
-}
-
-/* A 1-d column of nrows values, strided or not (a column of a 2-d array):
- * signed integers of 4 or 8 bytes (want_float 0) or float64 (want_float 1). */
-static int column_of(PyObject *obj, Py_buffer *view, int want_float, Py_ssize_t nrows, Py_ssize_t index)
-{
-	if (PyObject_GetBuffer(obj, view, PyBUF_STRIDES | PyBUF_FORMAT) < 0)
-		return -1;
-	const char *f = view->format ? view->format : "B";
-	if (*f == '@' || *f == '=' || *f == (PY_LITTLE_ENDIAN ? '<' : '>'))
-		f++;
-	int ok;
-	if (want_float)
-		ok = f[0] == 'd' && f[1] == 0 && view->itemsize == 8;
-	else
-		ok = (f[0] == 'i' || f[0] == 'l' || f[0] == 'q') && f[1] == 0 &&
-		     (view->itemsize == 4 || view->itemsize == 8);
-	if (!ok) {
-		PyErr_Format(PyExc_ValueError, "format_rows: template item %zd: column must be %s, "
-			     "not format '%s' of itemsize %zd", index,
-			     want_float ? "float64" : "int64 or int32", view->format ? view->format : "B",
-			     view->itemsize);
-	} else if (view->ndim != 1 || view->shape[0] != nrows) {
-		PyErr_Format(PyExc_ValueError, "format_rows: template item %zd: column must be 1-d of "
-			     "length %zd (nrows)", index, nrows);
-		ok = 0;
-	}
-	if (!ok) {
-		PyBuffer_Release(view);
-		return -1;
-	}
-	return 0;
-}
-
-/* The Python exception for a failed format (not FTF_RF_IO). */
-static void rowfmt_error(int rc, const ftf_rowfmt_item *items, size_t bad_row, size_t bad_item)
-{
-	if (rc == FTF_RF_BADVALUE) {
-		const ftf_rowfmt_item *it = &items[bad_item];
-		long long v = it->itemsize == 8 ? (long long)((const int64_t *)it->col)[bad_row]
-						: (long long)((const int32_t *)it->col)[bad_row];
-		if (it->kind == FTF_RF_ENUM)
-			PyErr_Format(PyExc_ValueError, "format_rows: template item %zu, row %zu: index %lld "
-				     "out of range (%zu fragments)", bad_item, bad_row, v, it->nfrags);
-		else
-			PyErr_Format(PyExc_ValueError, "format_rows: template item %zu, row %zu: negative "
-				     "repeat count %lld", bad_item, bad_row, v);
-	} else if (rc == FTF_RF_CHANGED) {
-		PyErr_SetString(PyExc_RuntimeError, "format_rows: a column changed while it was formatted");
-	} else {
-		PyErr_NoMemory();
-	}
-}
-
-static PyObject *py_format_rows(PyObject *self, PyObject *args)
-{
-	PyObject *tmpl_in;
-	Py_ssize_t nrows;
-	int fd = -1;
-	if (!PyArg_ParseTuple(args, "On|i", &tmpl_in, &nrows, &fd))
-		return NULL;
-	if (nrows < 0)
-		return PyErr_Format(PyExc_ValueError, "format_rows: nrows must be >= 0");
-	/* a tuple copy: its items (and theirs) stay alive while the GIL is released */
-	PyObject *tmpl = PySequence_Tuple(tmpl_in);
-	if (!tmpl)
-		return NULL;
-	Py_ssize_t n = PyTuple_GET_SIZE(tmpl);
-	ftf_rowfmt_item *items = calloc((size_t)n + 1, sizeof(*items));
-	Py_buffer *views = calloc((size_t)n + 1, sizeof(*views));
-	PyObject **keep = calloc((size_t)n + 1, sizeof(*keep)); /* fragment tuples */
-	ftf_str **frags = calloc((size_t)n + 1, sizeof(*frags));
-	char *out = NULL; /* the UTF-8 text when not ASCII */
-	PyObject *res = NULL;
-	Py_ssize_t nviews = 0;
-	int ascii = 1;
-	if (!items || !views || !keep || !frags) {
-		PyErr_NoMemory();
-		goto done;
-	}
-	for (Py_ssize_t i = 0; i < n; i++) {
-		PyObject *t = PyTuple_GET_ITEM(tmpl, i);
-		ftf_rowfmt_item *it = &items[i];
-		if (!PyTuple_Check(t)) {
-			it->kind = FTF_RF_LIT;
-			if (text_of(t, &it->lit, &ascii, "a literal") < 0)
-				goto done;
-			continue;
-		}
-		Py_ssize_t tn = PyTuple_GET_SIZE(t);
-		const char *kind = tn >= 1 && PyUnicode_Check(PyTuple_GET_ITEM(t, 0))
-			? PyUnicode_AsUTF8(PyTuple_GET_ITEM(t, 0)) : NULL;
-		if (!kind) {
-			PyErr_Clear();
-			PyErr_Format(PyExc_TypeError, "format_rows: template item %zd: (kind, column[, extra]) "
-				     "with kind a str", i);
-			goto done;
-		}
-		if (!strcmp(kind, "i"))
-			it->kind = FTF_RF_INT;
-		else if (!strcmp(kind, "f1"))
-			it->kind = FTF_RF_F1;
-		else if (!strcmp(kind, "e"))
-			it->kind = FTF_RF_ENUM;
-		else if (!strcmp(kind, "rep"))
-			it->kind = FTF_RF_REP;
-		else {
-			PyErr_Format(PyExc_ValueError, "format_rows: template item %zd: unknown kind '%s' "
-				     "(i, f1, e, rep)", i, kind);
-			goto done;
-		}
-		Py_ssize_t want = it->kind == FTF_RF_ENUM || it->kind == FTF_RF_REP ? 3 : 2;
-		if (tn != want) {
-			PyErr_Format(PyExc_ValueError, "format_rows: template item %zd: kind '%s' takes %zd "
-				     "elements, got %zd", i, kind, want, tn);
-			goto done;
-		}
-		if (column_of(PyTuple_GET_ITEM(t, 1), &views[i], it->kind == FTF_RF_F1, nrows, i) < 0)
-			goto done;
-		nviews = i + 1;
-		it->col = views[i].buf;
-		it->stride = views[i].strides ? views[i].strides[0] : views[i].itemsize;
-		it->itemsize = (int)views[i].itemsize;
-		if (it->kind == FTF_RF_REP) {
-			if (text_of(PyTuple_GET_ITEM(t, 2), &it->lit, &ascii, "a repeated literal") < 0)
-				goto done;
-		} else if (it->kind == FTF_RF_ENUM) {
-			PyObject *extra = PyTuple_GET_ITEM(t, 2);
-			if (PyUnicode_Check(extra) || PyBytes_Check(extra)) {
-				PyErr_Format(PyExc_TypeError, "format_rows: template item %zd: fragments must "
-					     "be a list of str, not a string", i);
-				goto done;
-			}
-			keep[i] = PySequence_Tuple(extra);
-			if (!keep[i])
-				goto done;
-			Py_ssize_t nf = PyTuple_GET_SIZE(keep[i]);
-			frags[i] = calloc((size_t)nf + 1, sizeof(ftf_str));
-			if (!frags[i]) {
-				PyErr_NoMemory();
-				goto done;
-			}
-			for (Py_ssize_t k = 0; k < nf; k++)
-				if (text_of(PyTuple_GET_ITEM(keep[i], k), &frags[i][k], &ascii, "a fragment") < 0)
-					goto done;
-			it->frags = frags[i];
-			it->nfrags = (size_t)nf;
-		}
-	}
-	size_t bad_row = 0, bad_item = 0, len = 0;
-	int rc;
-	if (fd >= 0) {
-		/* straight to the file: UTF-8 as it is, no size pass */
-		int err = 0;
-		Py_BEGIN_ALLOW_THREADS
-		rc = ftf_rowfmt_write_fd(items, (size_t)n, (size_t)nrows, fd, &len, &err, &bad_row, &bad_item);
-		Py_END_ALLOW_THREADS
-		if (rc == FTF_RF_OK) {
-			res = PyLong_FromSize_t(len);
-		} else if (rc == FTF_RF_IO) {
-			errno = err;
-			PyErr_SetFromErrno(PyExc_OSError);
-		} else {
-			rowfmt_error(rc, items, bad_row, bad_item);
-		}
-		goto done;
-	}
-	Py_BEGIN_ALLOW_THREADS
-	rc = ftf_rowfmt_size(items, (size_t)n, (size_t)nrows, &len, &bad_row, &bad_item);
-	Py_END_ALLOW_THREADS
-	if (rc == FTF_RF_OK && len > (size_t)PY_SSIZE_T_MAX)
-		rc = FTF_RF_NOMEM;
-	if (rc != FTF_RF_OK) {
-		rowfmt_error(rc, items, bad_row, bad_item);
-		goto done;
-	}
-	/* ASCII: written straight into the str, cut to its length after;
-	 * else UTF-8, decoded after */
-	char *dst;
-	size_t bound = len;
-	if (ascii) {
-		res = PyUnicode_New((Py_ssize_t)bound, 127);
-		if (!res)
-			goto done;
-		dst = PyUnicode_DATA(res);
-	} else {
-		dst = out = malloc(bound ? bound : 1);
-		if (!out) {
-			PyErr_NoMemory();
-			goto done;
-		}
-	}
-	Py_BEGIN_ALLOW_THREADS
-	rc = ftf_rowfmt_write(items, (size_t)n, (size_t)nrows, dst, bound, &len);
-	Py_END_ALLOW_THREADS
-	if (rc != FTF_RF_OK) {
-		Py_CLEAR(res);
-		if (rc == FTF_RF_NOMEM)
-			PyErr_NoMemory();
-		else
-			PyErr_SetString(PyExc_RuntimeError, "format_rows: a column changed while it was formatted");
-		goto done;
-	}
-	if (!ascii)
-		res = PyUnicode_DecodeUTF8(out, (Py_ssize_t)len, "strict");
-	else if (len < bound && PyUnicode_Resize(&res, (Py_ssize_t)len) < 0)
-		Py_CLEAR(res);
-done:
-	for (Py_ssize_t i = 0; i < nviews; i++)
-		if (views[i].obj)
-			PyBuffer_Release(&views[i]);
-	for (Py_ssize_t i = 0; i < n && keep && frags; i++) {
-		Py_XDECREF(keep[i]);
-		free(frags[i]);
-	}
-	free(items);
-	free(views);
-	free(keep);
-	free(frags);
-	free(out);
-	Py_DECREF(tmpl);
-	return res;
-}
-
-/* ---- hist_percentiles: percentiles of CSR histograms ------------------- */
-
-/* views[*nv]: obj as a C-contiguous 1-d buffer (of n items unless n < 0)
- * whose struct format is one of `formats` (e.g. "ql": int64) with the given
- * itemsize; *nv counts the views to release. what: "function: argument". */
-static int take_flat(PyObject *obj, Py_buffer *views, int *nv, const char *formats, Py_ssize_t itemsize,
-		     Py_ssize_t n, const char *what)
-{
-	Py_buffer *v = &views[*nv];
-	if (PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-		return -1;
-	const char *f = v->format ? v->format : "B";
-	if (*f == '@' || *f == '=' || *f == (PY_LITTLE_ENDIAN ? '<' : '>'))
-		f++;
-	if (!f[0] || f[1] || !strchr(formats, f[0]) || v->itemsize != itemsize || v->ndim != 1 ||
-	    (n >= 0 && v->shape[0] != n)) {
-		PyErr_Format(PyExc_ValueError, "%s: wrong type or length", what);
-		PyBuffer_Release(v);
-		return -1;
-	}
-	(*nv)++;
-	return 0;
-}
-
-static PyObject *py_hist_percentiles(PyObject *self, PyObject *args)
-{
-	PyObject *o_offs, *o_bks, *o_cnts, *o_mids, *o_lo, *o_hi, *o_qs;
-	if (!PyArg_ParseTuple(args, "OOOOOOO", &o_offs, &o_bks, &o_cnts, &o_mids, &o_lo, &o_hi, &o_qs))
-		return NULL;
-	PyObject *qs = PySequence_Tuple(o_qs);
-	if (!qs)
-		return NULL;
-	Py_ssize_t nq = PyTuple_GET_SIZE(qs);
-	double *frac = PyMem_Calloc((size_t)nq + 1, sizeof(double));
-	Py_buffer v[6];
-	int nv = 0;
-	PyObject *out = NULL;
-	if (!frac) {
-		PyErr_NoMemory();
-		goto done;
-	}
-	for (Py_ssize_t j = 0; j < nq; j++) {
-		frac[j] = PyFloat_AsDouble(PyTuple_GET_ITEM(qs, j)) / 100.0;
-		if (frac[j] == -1.0 / 100.0 && PyErr_Occurred())
-			goto done;
-	}
-	if (take_flat(o_offs, v, &nv, "ql", 8, -1, "hist_percentiles: offsets") < 0)
-		goto done;
-	Py_ssize_t rows = v[0].shape[0] - 1;
-	const int64_t *offs = v[0].buf;
-	if (rows < 0) {
-		PyErr_SetString(PyExc_ValueError, "hist_percentiles: offsets: empty");
-		goto done;
-	}
-	Py_ssize_t entries = offs[rows];
-	if (take_flat(o_bks, v, &nv, "i", 4, -1, "hist_percentiles: buckets") < 0)
-		goto done;
-	Py_buffer *cv = &v[2];
-	int wide = 0;
-	if (take_flat(o_cnts, v, &nv, "I", 4, v[1].shape[0], "hist_percentiles: counts") < 0) {
-		PyErr_Clear();
-		if (take_flat(o_cnts, v, &nv, "QL", 8, v[1].shape[0],
-			      "hist_percentiles: counts (uint32 or uint64)") < 0)
-			goto done;
-		wide = 1;
-	}
-	if (take_flat(o_mids, v, &nv, "ql", 8, -1, "hist_percentiles: mids") < 0 ||
-	    take_flat(o_lo, v, &nv, "ql", 8, rows, "hist_percentiles: lo") < 0 ||
-	    take_flat(o_hi, v, &nv, "ql", 8, rows, "hist_percentiles: hi") < 0)
-		goto done;
-	const int32_t *bks = v[1].buf;
-	const int64_t *mids = v[3].buf, *lo = v[4].buf, *hi = v[5].buf;
-	Py_ssize_t nmids = v[3].shape[0];
-	if (entries < 0 || entries > v[1].shape[0]) {
-		PyErr_SetString(PyExc_ValueError, "hist_percentiles: offsets past the entries");
-		goto done;
-	}
-	for (Py_ssize_t i = 0; i < rows; i++) {
-		if (offs[i] < 0 || offs[i] > offs[i + 1]) {
-			PyErr_SetString(PyExc_ValueError, "hist_percentiles: offsets not ascending");
-			goto done;
-		}
-	}
-	for (Py_ssize_t e = 0; e < entries; e++) {
-		if (bks[e] < 0 || bks[e] >= nmids) {
-			PyErr_SetString(PyExc_ValueError, "hist_percentiles: a bucket past the mids table");
-			goto done;
-		}
-	}
-	out = PyBytes_FromStringAndSize(NULL, rows * nq * 8);
-	if (!out)
-		goto done;
-	int64_t *res = (int64_t *)PyBytes_AS_STRING(out);
-	const uint32_t *c32 = cv->buf;
-	const uint64_t *c64 = cv->buf;
-	Py_BEGIN_ALLOW_THREADS
-	for (Py_ssize_t i = 0; i < rows; i++) {
-		int64_t s = offs[i], e = offs[i + 1], total = 0;
-		for (int64_t k = s; k < e; k++)
-			total += wide ? (int64_t)c64[k] : (int64_t)c32[k];
-		for (Py_ssize_t j = 0; j < nq; j++) {
-			int64_t val = 0;
-			if (total > 0) {
-				/* as numpy: ceil(total * (q / 100.0)), at least 1; the
-				 * first bucket whose running count reaches it */
-				int64_t rank = (int64_t)ceil((double)total * frac[j]);
-				if (rank < 1)
-					rank = 1;
-				int64_t run = 0, k = s;
-				for (; k < e - 1; k++) {
-					run += wide ? (int64_t)c64[k] : (int64_t)c32[k];
-					if (run >= rank)
-						break;
-				}
-				val = mids[bks[k]];
-				if (val < lo[i])
-					val = lo[i];
-				if (val > hi[i])
-					val = hi[i];
-			}
-			res[i * nq + j] = val;
-		}
-	}
-	Py_END_ALLOW_THREADS
-done:
-	for (int i = 0; i < nv; i++)
-		PyBuffer_Release(&v[i]);
-	PyMem_Free(frac);
-	Py_DECREF(qs);
-	return out;
-}
-
-/* ---- tree_preorder: the call tree in pre-order, siblings sorted -------- */
-
-static const int64_t *sort_incl, *sort_name;
-
-/* siblings: inclusive time descending, then name, then row */
-static int sibling_cmp(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	if (sort_incl[x] != sort_incl[y])
-		return sort_incl[x] > sort_incl[y] ? -1 : 1;
-	if (sort_name[x] != sort_name[y])
-		return sort_name[x] < sort_name[y] ? -1 : 1;
-	return (x > y) - (x < y);
-}
-
-static PyObject *py_tree_preorder(PyObject *self, PyObject *args)
-{
-	PyObject *o_parent, *o_incl, *o_name;
-	if (!PyArg_ParseTuple(args, "OOO", &o_parent, &o_incl, &o_name))
-		return NULL;
-	Py_buffer v[3];
-	int nv = 0;
-	PyObject *pre_b = NULL, *depth_b = NULL, *out = NULL;
-	int64_t *kids = NULL, *first = NULL, *stack = NULL;
-	if (take_flat(o_parent, v, &nv, "ql", 8, -1, "tree_preorder: parent") < 0)
-		goto done;
-	Py_ssize_t n = v[0].shape[0];
-	if (take_flat(o_incl, v, &nv, "ql", 8, n, "tree_preorder: incl") < 0 ||
-	    take_flat(o_name, v, &nv, "ql", 8, n, "tree_preorder: name rank") < 0)
-		goto done;
-	const int64_t *parent = v[0].buf;
-	for (Py_ssize_t i = 0; i < n; i++) {
-		if (parent[i] < -1 || parent[i] >= n) {
-			PyErr_Format(PyExc_ValueError, "tree_preorder: row %zd: parent %lld out of range", i,
-				     (long long)parent[i]);
-			goto done;
-		}
-	}
-	pre_b = PyBytes_FromStringAndSize(NULL, n * 8);
-	depth_b = PyBytes_FromStringAndSize(NULL, n * 8);
-	kids = PyMem_Malloc((size_t)(n ? n : 1) * 8);
-	first = PyMem_Calloc((size_t)n + 2, 8);
-	stack = PyMem_Malloc((size_t)(n ? n : 1) * 8);
-	if (!pre_b || !depth_b || !kids || !first || !stack) {
-		PyErr_NoMemory();
-		goto done;
-	}
-	int64_t *pre = (int64_t *)PyBytes_AS_STRING(pre_b), *depth = (int64_t *)PyBytes_AS_STRING(depth_b);
-	Py_ssize_t written = 0;
-	Py_BEGIN_ALLOW_THREADS
-	/* children per parent (the roots in slot 0), then each sorted: counts
-	 * first, their running sums the slots' starts (first[s] for slot s) */
-	for (Py_ssize_t i = 0; i < n; i++)
-		first[parent[i] + 2]++;
-	for (Py_ssize_t i = 2; i < n + 2; i++)
-		first[i] += first[i - 1];
-	for (Py_ssize_t i = 0; i < n; i++)
-		kids[first[parent[i] + 1]++] = i;
-	/* slot s (0: the roots, x + 1: x's children) is now kids[first[s - 1]]
-	 * up to kids[first[s]] (from 0 for s = 0) */
-	sort_incl = v[1].buf;
-	sort_name = v[2].buf;
-	for (Py_ssize_t slot = 0; slot <= n; slot++) {
-		int64_t b = slot ? first[slot - 1] : 0, e = first[slot];
-		if (e - b > 1)
-			qsort(kids + b, (size_t)(e - b), 8, sibling_cmp);
-	}
-	/* depth first, each group of siblings pushed last one first */
-	Py_ssize_t top = 0;
-	for (int64_t k = first[0] - 1; k >= 0; k--)
-		stack[top++] = kids[k];
-	while (top) {
-		int64_t x = stack[--top];
-		if (written == n) { /* a cycle: more visits than rows */
-			written = -1;
-			break;
-		}
-		pre[written++] = x;
-		depth[x] = parent[x] < 0 ? 0 : depth[parent[x]] + 1;
-		for (int64_t k = first[x + 1] - 1; k >= first[x]; k--)
-			stack[top++] = kids[k];
-	}
-	Py_END_ALLOW_THREADS
-	if (written != n) {
-		PyErr_SetString(PyExc_ValueError, "tree_preorder: the parents do not form a forest");
-		goto done;
-	}
-	out = Py_BuildValue("(OO)", pre_b, depth_b);
-done:
-	for (int i = 0; i < nv; i++)
-		PyBuffer_Release(&v[i]);
-	Py_XDECREF(pre_b);
-	Py_XDECREF(depth_b);
-	PyMem_Free(kids);
-	PyMem_Free(first);
-	PyMem_Free(stack);
-	return out;
-}
-
-/* ---- keep_freed_memory: malloc tuning for the ftflame command ---------- */
-
-static PyObject *py_keep_freed_memory(PyObject *self, PyObject *noargs)
-{
-	/* Blocks up to 256 MiB from the heap, where freed memory is reused,
-	 * rather than from fresh mappings given back on free: a report allocates
-	 * and frees ~100 MB in big arrays (the builder's tables, their export,
-	 * the Profile's columns), and each page the kernel hands out anew costs
-	 * a fault. 50 ms less on a 3 M-event report, for 35 MB more peak RSS
-	 * (memory kept that a later block does not fit). For a short-lived
-	 * command only. */
-	int ok = mallopt(M_MMAP_THRESHOLD, 256 << 20);
-	return PyBool_FromLong(ok);
-}
-
 static PyMethodDef methods[] = {
 	{ "read_dat", (PyCFunction)(void (*)(void))py_read_dat, METH_VARARGS | METH_KEYWORDS,
 	  "read_dat(path, progress=None) -> dict: read a trace.dat into the call-path aggregate" },
 	{ "read_dat_builtin", (PyCFunction)(void (*)(void))py_read_dat_builtin, METH_VARARGS | METH_KEYWORDS,
 	  "read_dat_builtin(path, progress=None) -> dict: read_dat with the builtin reader (no libtracecmd)" },
-	{ "keep_freed_memory", py_keep_freed_memory, METH_NOARGS,
-	  "keep_freed_memory() -> bool: glibc serves blocks up to 256 MiB from the heap, where freed "
-	  "memory is reused (mallopt M_MMAP_THRESHOLD): fewer page faults in a short-lived process, "
-	  "more peak RSS; the ftflame command calls it" },
-	{ "tree_preorder", py_tree_preorder, METH_VARARGS,
-	  "tree_preorder(parent, incl, name_rank) -> (pre, depth) as bytes of int64: the rows in "
-	  "pre-order, siblings by inclusive time descending, then name rank, then row; each row's depth" },
-	{ "hist_percentiles", py_hist_percentiles, METH_VARARGS,
-	  "hist_percentiles(offsets, buckets, counts, mids, lo, hi, qs) -> bytes of rows x len(qs) int64: "
-	  "per CSR row, each percentile q (0..100) as mids[bucket] of the first bucket whose running "
-	  "count reaches ceil(total * q / 100) (at least 1), clamped to [lo, hi]; 0 for empty rows" },
 	{ "build_events", py_build_events, METH_VARARGS,
 	  "build_events(events) -> dict: feed hand-made events to the call builder" },
 	{ "read_text_chunks", (PyCFunction)(void (*)(void))py_read_text_chunks, METH_VARARGS | METH_KEYWORDS,
 	  "read_text_chunks(chunks, mode=TEXT_LINES, progress=None, events=False) -> dict: tokenize "
 	  "function_graph text fed as an iterable of byte chunks into the call-path aggregate" },
 	{ "hist_lower", py_hist_lower, METH_VARARGS, "lower bound (ns) of a histogram bucket" },
-	{ "format_rows", py_format_rows, METH_VARARGS,
-	  "format_rows(template, nrows[, fd]) -> str, or with fd the number of bytes written to it "
-	  "(UTF-8, in chunks, while the next is formatted): rows 0..nrows-1 of a template, a list of literals "
-	  "(str/bytes) and (kind, column[, extra]) tuples, columns 1-d buffers of nrows values: "
-	  "('i', int64/int32 column), ('f1', float64 "
-	  "column: '%.1f'), ('e', index column, fragments), ('rep', count column, literal)" },
 	{ NULL, NULL, 0, NULL },
 };
 

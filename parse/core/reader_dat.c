@@ -16,7 +16,7 @@
 
 #include <trace-cmd.h>
 
-#include "ftf.h"
+#include "reader_dat.h"
 
 /* Exported by libtracecmd.so.1 but declared only in the uninstalled
  * trace-cmd-private.h. */

@@ -34,7 +34,7 @@
 #include <string.h>
 #include <stdio.h>
 
-#include "ftf.h"
+#include "reader_text.h"
 
 #define TXT_MAX_DEPTH 4096
 #define TXT_MAX_LINE (64u << 20)
@@ -952,202 +952,203 @@ static int carry_reserve(ftf_text *t, size_t n)
 	return 0;
 }
 
-static void handle(ftf_text *t, rec *r)
+/* The CPU a record was printed on, with its last timestamp and whether it
+ * printed a record yet noted; NULL when out of memory. */
+static tcpu *cpu_of_record(ftf_text *t, const rec *r, int32_t cpu)
 {
-	ftf_event ev;
-	memset(&ev, 0, sizeof(ev));
-	ev.cpu = r->has_cpu ? r->cpu : 0;
-	ev.ts = r->has_ts ? r->ts : 0;
-	tcpu *c = cpu_of(t, ev.cpu);
-	if (!c) {
-		oom(t);
-		return;
-	}
+	tcpu *c = cpu_of(t, cpu);
+	if (!c)
+		return NULL;
 	if (r->has_ts)
 		c->last_ts = r->ts;
 	if (!c->seen && r->kind != R_HEADER) {
 		c->seen = 1;
 		t->st.cpus_seen++;
 	}
-	t->st.records++;
+	return c;
+}
+
+/* A task-switch separator: the task running on the CPU changes, so do the
+ * stacks. The first separator of a CPU names the task that ran there so far. */
+static void handle_separator(ftf_text *t, tcpu *c, const rec *r, int32_t cpu)
+{
+	t->st.separators++;
+	tstack *cur = stack_of_cpu(t, c, cpu);
+	if (!cur) {
+		oom(t);
+		return;
+	}
+	int64_t key = pid_key(r->pid, cpu);
+	tstack *known = map_get(t, key);
+	if (!c->named) {
+		/* cur is the CPU's unknown first task: now it has a name */
+		c->named = 1;
+		/* its calls so far, open or done, get the real pid; a task
+		 * seen elsewhere already (it migrated) can take them over
+		 * only when none is open here */
+		if ((!known || (known != cur && cur->n == 0)) &&
+		    ftf_builder_rename_task(t->b, cur->bpid, r->pid, cpu) == 0) {
+			if (t->sink) {
+				ftf_event rn = { .kind = FTF_TEXT_EV_RENAME, .cpu = cpu,
+						 .pid = cur->bpid, .next_pid = r->pid };
+				t->sink(t->sink_ctx, &rn, t->b);
+			}
+			cur->bpid = r->pid;
+			if (!known && map_put(t, key, cur) < 0)
+				oom(t);
+		} else if (known != cur) {
+			/* the task was seen elsewhere too, with calls open here */
+			t->st.separator_conflicts++;
+		}
+	} else if (known != cur && cur->n > 0) {
+		t->st.separator_conflicts++;
+	}
+	tstack *next = stack_of_pid(t, r->next_pid, cpu);
+	if (!next) {
+		oom(t);
+		return;
+	}
+	c->cur = next;
+	c->irq = 0;
+}
+
+/* A record that is no call (header, lost events, irq arrow, separator,
+ * overrun, sched_switch, comment, other event): counted, fed when the
+ * builder needs it. Returns 0 for a call record, left to the caller. */
+static int handle_non_call(ftf_text *t, tcpu *c, const rec *r, ftf_event *ev)
+{
 	switch (r->kind) {
 	case R_HEADER:
 		t->st.records--;
 		t->st.header_lines++;
-		return;
+		return 1;
 	case R_LOST:
 		t->st.lost_lines++;
-		ev.kind = FTF_EV_LOST;
-		ev.lost = r->lost;
-		ev.ts = c->last_ts;
-		emit(t, &ev);
-		return;
+		ev->kind = FTF_EV_LOST;
+		ev->lost = r->lost;
+		ev->ts = c->last_ts;
+		emit(t, ev);
+		return 1;
 	case R_ARROW_IN:
 		t->st.irq_arrows++;
 		if (c->irq < 64)
 			c->irq++;
-		return;
+		return 1;
 	case R_ARROW_OUT:
 		t->st.irq_arrows++;
 		if (c->irq > 0)
 			c->irq--;
-		return;
-	case R_SEP: {
-		/* the task running here changes: switch stacks. The first
-		 * separator of a CPU names the task that ran there so far. */
-		t->st.separators++;
-		tstack *cur = stack_of_cpu(t, c, ev.cpu);
-		if (!cur) {
-			oom(t);
-			return;
-		}
-		int64_t key = pid_key(r->pid, ev.cpu);
-		tstack *known = map_get(t, key);
-		if (!c->named) {
-			/* cur is the CPU's unknown first task: now it has a name */
-			c->named = 1;
-			/* its calls so far, open or done, get the real pid; a task
-			 * seen elsewhere already (it migrated) can take them over
-			 * only when none is open here */
-			if ((!known || (known != cur && cur->n == 0)) &&
-			    ftf_builder_rename_task(t->b, cur->bpid, r->pid, ev.cpu) == 0) {
-				if (t->sink) {
-					ftf_event rn = { .kind = FTF_TEXT_EV_RENAME, .cpu = ev.cpu,
-							 .pid = cur->bpid, .next_pid = r->pid };
-					t->sink(t->sink_ctx, &rn, t->b);
-				}
-				cur->bpid = r->pid;
-				if (!known && map_put(t, key, cur) < 0)
-					oom(t);
-			} else if (known != cur) {
-				/* the task was seen elsewhere too, with calls open here */
-				t->st.separator_conflicts++;
-			}
-		} else if (known != cur && cur->n > 0) {
-			t->st.separator_conflicts++;
-		}
-		tstack *next = stack_of_pid(t, r->next_pid, ev.cpu);
-		if (!next) {
-			oom(t);
-			return;
-		}
-		c->cur = next;
-		c->irq = 0;
-		return;
-	}
+		return 1;
+	case R_SEP:
+		handle_separator(t, c, r, ev->cpu);
+		return 1;
 	case R_OVERRUN:
 		t->st.overrun_lines++;
 		if (t->last_stack && r->overrun > t->last_stack->overrun)
 			t->last_stack->overrun = r->overrun;
-		return;
+		return 1;
 	case R_SWITCH:
-		ev.kind = FTF_EV_SWITCH;
-		ev.pid = r->pid;
-		ev.next_pid = r->next_pid;
-		emit(t, &ev);
-		return;
+		ev->kind = FTF_EV_SWITCH;
+		ev->pid = r->pid;
+		ev->next_pid = r->next_pid;
+		emit(t, ev);
+		return 1;
 	case R_COMMENT:
 	case R_OTHER:
 		t->st.other_lines++;
-		ev.kind = 0;
-		ev.pid = r->has_pid ? r->pid : 0;
-		emit(t, &ev);
-		return;
+		ev->kind = 0;
+		ev->pid = r->has_pid ? r->pid : 0;
+		emit(t, ev);
+		return 1;
 	default:
-		break;
+		return 0;
 	}
+}
 
-	/* a call record */
-	tstack *s;
-	if (r->has_pid) {
-		s = stack_of_pid(t, r->pid, ev.cpu);
-		if (r->tracecmd) {
-			t->st.tracecmd_lines++;
-		} else {
-			t->st.proc_lines++;
-			c->cur = s;
-			c->named = 1;
-		}
-	} else {
-		s = stack_of_cpu(t, c, ev.cpu);
+/* The stack a call record belongs to: its task's when the line names one
+ * (a funcgraph-proc line also says who runs on the CPU now), else the
+ * CPU's current task's; NULL when out of memory. */
+static tstack *stack_of_call(ftf_text *t, tcpu *c, const rec *r, int32_t cpu)
+{
+	if (!r->has_pid) {
 		t->st.cpu_lines++;
+		return stack_of_cpu(t, c, cpu);
 	}
-	if (!s) {
+	tstack *s = stack_of_pid(t, r->pid, cpu);
+	if (r->tracecmd) {
+		t->st.tracecmd_lines++;
+	} else {
+		t->st.proc_lines++;
+		c->cur = s;
+		c->named = 1;
+	}
+	return s;
+}
+
+/* A call record's depth: printed, or the indentation, else what the stack
+ * says (an exit closes its top). */
+static int64_t call_depth(const rec *r, const tstack *s)
+{
+	if (r->has_depth)
+		return r->depth;
+	if (r->has_indent)
+		return r->indent;
+	if (r->kind == R_EXIT)
+		return s->n ? (int64_t)s->n - 1 : 0;
+	return s->n;
+}
+
+static void handle_entry(ftf_text *t, const rec *r, tstack *s, ftf_event *ev, int64_t depth)
+{
+	uint32_t d = (uint32_t)depth;
+	uint32_t func = intern(t, r->name, r->nlen);
+	if (func == FTF_NONE)
+		return;
+	if (shadow_reserve(s, d + 1) < 0) {
 		oom(t);
 		return;
 	}
-	t->last_stack = s;
-	if (r->has_ts)
-		t->st.ts_lines++;
-	ev.pid = s->bpid;
-	ev.flags = r->flags;
-	if (r->has_flags)
-		t->st.flag_lines++;
-	if (r->flags & FTF_FLAG_IRQ_MASK)
-		t->st.latency_irq_lines++;
-	if (c->irq > 0)
-		ev.flags |= FTF_FLAG_HARDIRQ;
-	int64_t depth;
-	if (r->has_depth)
-		depth = r->depth;
-	else if (r->has_indent)
-		depth = r->indent;
-	else if (r->kind == R_EXIT)
-		depth = s->n ? (int64_t)s->n - 1 : 0;
-	else
-		depth = s->n;
-	if (depth >= TXT_MAX_DEPTH) {
-		t->st.records--;
-		t->st.too_deep++;
-		return;
-	}
-	uint32_t d = (uint32_t)depth;
-	if (r->kind == R_LEAF && !r->has_dur)
-		t->st.no_duration++;
+	for (uint32_t i = s->n; i < d; i++)
+		s->funcs[i] = FTF_NONE;
+	s->funcs[d] = func;
+	s->n = d + 1;
+	ev->kind = FTF_EV_ENTRY;
+	ev->func = func;
+	ev->depth = depth;
+	t->st.entry_lines++;
+	emit(t, ev);
+}
 
-	if (r->kind == R_ENTRY) {
-		uint32_t func = intern(t, r->name, r->nlen);
-		if (func == FTF_NONE)
-			return;
-		if (shadow_reserve(s, d + 1) < 0) {
-			oom(t);
-			return;
-		}
-		for (uint32_t i = s->n; i < d; i++)
-			s->funcs[i] = FTF_NONE;
-		s->funcs[d] = func;
-		s->n = d + 1;
-		ev.kind = FTF_EV_ENTRY;
-		ev.func = func;
-		ev.depth = depth;
-		t->st.entry_lines++;
-		emit(t, &ev);
+/* A leaf: entry and exit on one line, the duration printed. */
+static void handle_leaf(ftf_text *t, const rec *r, tstack *s, ftf_event *ev, int64_t depth)
+{
+	uint32_t d = (uint32_t)depth;
+	uint32_t func = intern(t, r->name, r->nlen);
+	if (func == FTF_NONE)
 		return;
-	}
-	if (r->kind == R_LEAF) {
-		uint32_t func = intern(t, r->name, r->nlen);
-		if (func == FTF_NONE)
-			return;
-		if (s->n > d)
-			s->n = d;
-		t->b->text_order = 1;
-		ev.kind = FTF_EV_LEAF;
-		ev.func = func;
-		ev.depth = depth;
-		ev.calltime = ev.ts;
-		if (__builtin_add_overflow(ev.ts, r->dur, &ev.rettime))
-			ev.rettime = UINT64_MAX; /* cut and counted by the builder */
-		t->st.leaf_lines++;
-		emit(t, &ev);
-		return;
-	}
-	/* R_EXIT: the function is the tail's name, else the open entry's */
+	if (s->n > d)
+		s->n = d;
+	t->b->text_order = 1;
+	ev->kind = FTF_EV_LEAF;
+	ev->func = func;
+	ev->depth = depth;
+	ev->calltime = ev->ts;
+	if (__builtin_add_overflow(ev->ts, r->dur, &ev->rettime))
+		ev->rettime = UINT64_MAX; /* cut and counted by the builder */
+	t->st.leaf_lines++;
+	emit(t, ev);
+}
+
+/* The function an exit closes: the tail's name, else the open entry's,
+ * else "(unknown)" (counted); FTF_NONE when it cannot be interned. */
+static uint32_t exit_func(ftf_text *t, const rec *r, const tstack *s, uint32_t d)
+{
 	uint32_t func = FTF_NONE;
 	uint32_t open = d < s->n ? s->funcs[d] : FTF_NONE;
 	if (r->name) {
 		func = intern(t, r->name, r->nlen);
 		if (func == FTF_NONE)
-			return;
+			return FTF_NONE;
 		if (open != FTF_NONE && open != func)
 			t->st.tail_mismatch++;
 	} else {
@@ -1158,29 +1159,90 @@ static void handle(ftf_text *t, rec *r)
 			t->unknown_func = intern(t, "(unknown)", 9);
 		func = t->unknown_func;
 		if (func == FTF_NONE)
-			return;
+			return FTF_NONE;
 		t->st.unknown_exits++;
 	}
+	return func;
+}
+
+static void handle_exit(ftf_text *t, const rec *r, tstack *s, ftf_event *ev, int64_t depth)
+{
+	uint32_t d = (uint32_t)depth;
+	uint32_t func = exit_func(t, r, s, d);
+	if (func == FTF_NONE)
+		return;
 	if (s->n > d)
 		s->n = d;
-	ev.kind = FTF_EV_EXIT;
-	ev.func = func;
-	ev.depth = depth;
-	ev.overrun = r->has_overrun ? r->overrun : s->overrun;
+	ev->kind = FTF_EV_EXIT;
+	ev->func = func;
+	ev->depth = depth;
+	ev->overrun = r->has_overrun ? r->overrun : s->overrun;
 	/* trace-cmd -R prints the real calltime and rettime: then the builder
 	 * may place interrupts by them, as for a trace.dat */
 	t->b->text_order = !r->raw_exit;
 	if (r->raw_exit) {
-		ev.calltime = r->calltime;
-		ev.rettime = r->rettime;
+		ev->calltime = r->calltime;
+		ev->rettime = r->rettime;
 	} else {
 		if (!r->has_dur)
 			t->st.no_duration++;
-		ev.rettime = ev.ts >= r->dur ? ev.ts : r->dur;
-		ev.calltime = ev.rettime - r->dur;
+		ev->rettime = ev->ts >= r->dur ? ev->ts : r->dur;
+		ev->calltime = ev->rettime - r->dur;
 	}
 	t->st.exit_lines++;
-	emit(t, &ev);
+	emit(t, ev);
+}
+
+/* A call record (entry, leaf, exit): onto its task's stack, counted, fed
+ * to the builder. */
+static void handle_call(ftf_text *t, tcpu *c, const rec *r, ftf_event *ev)
+{
+	tstack *s = stack_of_call(t, c, r, ev->cpu);
+	if (!s) {
+		oom(t);
+		return;
+	}
+	t->last_stack = s;
+	if (r->has_ts)
+		t->st.ts_lines++;
+	ev->pid = s->bpid;
+	ev->flags = r->flags;
+	if (r->has_flags)
+		t->st.flag_lines++;
+	if (r->flags & FTF_FLAG_IRQ_MASK)
+		t->st.latency_irq_lines++;
+	if (c->irq > 0)
+		ev->flags |= FTF_FLAG_HARDIRQ;
+	int64_t depth = call_depth(r, s);
+	if (depth >= TXT_MAX_DEPTH) {
+		t->st.records--;
+		t->st.too_deep++;
+		return;
+	}
+	if (r->kind == R_LEAF && !r->has_dur)
+		t->st.no_duration++;
+	if (r->kind == R_ENTRY)
+		handle_entry(t, r, s, ev, depth);
+	else if (r->kind == R_LEAF)
+		handle_leaf(t, r, s, ev, depth);
+	else
+		handle_exit(t, r, s, ev, depth);
+}
+
+static void handle(ftf_text *t, rec *r)
+{
+	ftf_event ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.cpu = r->has_cpu ? r->cpu : 0;
+	ev.ts = r->has_ts ? r->ts : 0;
+	tcpu *c = cpu_of_record(t, r, ev.cpu);
+	if (!c) {
+		oom(t);
+		return;
+	}
+	t->st.records++;
+	if (!handle_non_call(t, c, r, &ev))
+		handle_call(t, c, r, &ev);
 }
 
 /* ---- lines ------------------------------------------------------------- */

@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from htmlfix import ARTIFACTS  # noqa: E402
+from helpers.htmlfix import ARTIFACTS
 
 CHROMIUM = os.environ.get("FTFLAME_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",

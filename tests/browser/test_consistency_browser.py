@@ -3,7 +3,7 @@ panel, read from the DOM in raw and in corrected mode, print the JSON's
 figures (after the page's documented rounding) on every trace available;
 and in corrected mode every flame-graph frame is as wide as the figure its
 tooltip states, with its children inside it. Corrections are the real ones
-(ftflame.corrections), from the trace's own estimate or a calibration
+(ftflame.correct.corrections), from the trace's own estimate or a calibration
 made by `ftflame calibrate --from-traces` from the fixtures' recordings."""
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import re
 import pytest
 
 from conftest import FIXTURE_DATS, SAMPLE, fixture, fixture_id, profile_of
-from ftflame.balance import attach
-from ftflame.calibration import calibrate_from_traces, estimate_in_trace, for_profile
-from ftflame.corrections import correct
-from ftflame.profile import Calibration
+from ftflame.correct.balance import attach
+from ftflame.correct.calibration import calibrate_from_traces, estimate_in_trace, for_profile
+from ftflame.correct.corrections import correct
+from ftflame.model.profile import Calibration
 from ftflame.report import html, jsonout
 
 pytestmark = pytest.mark.browser

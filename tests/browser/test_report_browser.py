@@ -13,7 +13,7 @@ try:
 except ImportError:  # conftest skips (or fails in CI) before any test runs
     expect = None
 
-from htmlfix import BIG, DEPTH3, ICOUNT, LOST, WRITE4K, WRITE4K_WHOLE, corrected, load
+from helpers.htmlfix import BIG, DEPTH3, ICOUNT, LOST, WRITE4K, WRITE4K_WHOLE, corrected, load
 
 from ftflame.report import flametree, html, svg
 
@@ -37,7 +37,7 @@ def reports(profile, tmp_path_factory):
     raw.write_text(html.render(profile), encoding="utf-8")
     corr = d / "corrected.html"
     # the real correction and balance sheet, against a given measured mean
-    from ftflame.balance import attach
+    from ftflame.correct.balance import attach
 
     corr.write_text(html.render(attach(corrected(profile, 700.0, 300.0),
                                        measured=[("nfsd3_proc_write", 500_000.0)])), encoding="utf-8")
@@ -383,7 +383,7 @@ def test_speedscope_app_opens_our_file(browser_page, tmp_path):
     """Beyond the schema: the speedscope app itself (the release build in its
     npm package, opened from file://, offline) imports the file and draws the
     call-tree profile."""
-    from htmlfix import speedscope_schema
+    from helpers.htmlfix import speedscope_schema
 
     from ftflame.report import speedscope
 

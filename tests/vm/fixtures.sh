@@ -13,7 +13,7 @@
 # guest.log and console.log. A scenario folder may hold vm.env (VM_CPUS,
 # VM_QEMU_EXTRA: s15 runs on one vCPU with -icount). Timings differ from run
 # to run under TCG (all but s15), so tests that pin figures of whole
-# recordings (tests/corpus.py) hold on the shared corpus, not on a new one.
+# recordings (tests/helpers/corpus.py) hold on the shared corpus, not on a new one.
 #
 # Needs root, what make setup-vm installs, and perf (linux-perf) for s11;
 # about 1-3 min per scenario, the big one (s14) longer.

@@ -50,7 +50,7 @@ def check_core_columns(core) -> None:
                     for i, (a, b) in enumerate(zip(theirs, ours)) if a != b]
             if len(theirs) != len(ours):
                 diff.append(f"{len(theirs)} columns in C, {len(ours)} in profile.py")
-            raise ImportError(f"ftflame: the C core's {table} columns differ from ftflame/profile.py's "
+            raise ImportError(f"ftflame: the C core's {table} columns differ from ftflame/model/profile.py's "
                               f"({'; '.join(diff)}): rebuild the C core (make build), or name the columns "
                               f"the same on both sides")
 
@@ -146,15 +146,15 @@ class Histograms:
         Each is the midpoint of the first bucket whose running count reaches
         ceil(total * q / 100) (at least 1); 0 for an empty row. In C (one
         pass per row: 124k call paths in 5 ms, against 20 ms for the numpy
-        version in tests/jsonref.py it is compared with)."""
-        from ftflame.parse import _core
+        version in tests/helpers/jsonref.py it is compared with)."""
+        from ftflame import _model
 
         n = self.rows
         if n == 0 or len(self.counts) == 0:
             return np.zeros((n, len(qs)), dtype=np.int64)
         mids = _bucket_mids(int(self.buckets.max()) + 1)
-        out = _core.hist_percentiles(self.offsets, self.buckets, self.counts, mids,
-                                     np.ascontiguousarray(lo, dtype=np.int64),
+        out = _model.hist_percentiles(self.offsets, self.buckets, self.counts, mids,
+                                      np.ascontiguousarray(lo, dtype=np.int64),
                                      np.ascontiguousarray(hi, dtype=np.int64), tuple(qs))
         return np.frombuffer(out, dtype=np.int64).reshape(n, len(qs))
 
@@ -208,7 +208,7 @@ class Corrected:
     sample_dur: np.ndarray  # corrected duration per root sample
     notes: tuple = ()
     # What was taken out of the clean calls' raw inclusive sums, per node
-    # (ftflame/corrections.py): hook cost, irq subtrees, off-CPU time; the
+    # (ftflame/correct/corrections.py): hook cost, irq subtrees, off-CPU time; the
     # ns added back by clamping; 1 where the hook-cost correction exceeds
     # half the measured time (unreliable).
     overhead: Optional[np.ndarray] = None
@@ -236,9 +236,9 @@ class Profile:
     corrected: Optional[Corrected] = None
     balance: tuple = ()
     warnings: tuple = ()
-    # totals measured outside the tracer (ftflame/measured.py), or None
+    # totals measured outside the tracer (ftflame/correct/measured.py), or None
     measured: Optional[dict] = None
-    # In-trace overhead estimate (ftflame/calibration.py): {(kind, context,
+    # In-trace overhead estimate (ftflame/correct/calibration.py): {(kind, context,
     # cpu): (1-ns histogram, count over range)}, kind "leaf" or "gap",
     # context "task", "softirq" or "hardirq".
     overhead_samples: Mapping = field(default_factory=dict)

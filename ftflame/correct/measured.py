@@ -27,8 +27,8 @@ import os
 import re
 from typing import Optional
 
-from ftflame.balance import independent_total
-from ftflame.profile import Profile
+from ftflame.correct.balance import independent_total
+from ftflame.model.profile import Profile
 
 META_FILE = "meta.json"
 # a trace's recording in meta.json's "measured" object
@@ -101,7 +101,7 @@ def client_op(func: str) -> Optional[tuple]:
 def trace_root_calls(p: Profile) -> dict:
     """Function -> its root calls in the trace, those spanning a lost-event
     gap included (they happened: only their times are unsure)."""
-    from ftflame.balance import root_rows
+    from ftflame.correct.balance import root_rows
 
     calls = p.col("calls")
     return {name: int(calls[rows].sum()) for name, rows in root_rows(p).items()}

@@ -24,18 +24,17 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
-from ftflame.errors import InputError
+from ftflame.model.errors import InputError
 from ftflame.output import write_atomic
-from ftflame.rundir import CALIBRATION_FILE, CALIBRATION_TRACES
-from ftflame.profile import NODE_IRQ, SAMPLE_GAP, SAMPLE_IRQ, Calibration, Profile, hist_lower, hist_upper
+from ftflame.rundir import CALIBRATION_FILE
+from ftflame.model.profile import NODE_IRQ, SAMPLE_GAP, SAMPLE_IRQ, Calibration, Profile, hist_lower, hist_upper
 
 SCHEMA = "ftflame-calibration/1"
-FILE_NAME = CALIBRATION_FILE
-RUN_DIR_TRACES = CALIBRATION_TRACES
 BOOTSTRAP = 2000
 SEED = 20240501  # fixed: the same traces give the same file
 
@@ -141,7 +140,7 @@ def _leaf_in_graph(p: Profile, func: str, checks: list, rng):
     calls without recorded descendants): (summary, bootstrap) as
     _robust_mean's, median from the node histograms (to 1/32 of the value,
     exact where all calls share one value); None when it is no leaf there."""
-    from ftflame.corrections import clean
+    from ftflame.correct.corrections import clean
 
     if func not in p.funcs:
         return None
@@ -203,6 +202,45 @@ def calibrate_from_traces(null, root, full) -> dict:
     if dr.sum():
         checks.append(f"{pr.trace.source}: the dispatcher {disp} has recorded descendants; "
                       "expected it hooked alone (trace-cmd -g F -l F)")
+    vf, df = _dispatcher_with_graph(pf, disp, pr.trace.source)
+    # one generator, drawn in this order: the same traces give the same file
+    rng = np.random.default_rng(SEED)
+    both = _o_in_plus_o_out(disp, vr, vf, df, checks, rng)
+    null_alone, boot_null = _robust_mean(vn, "O_in root-only", checks, rng=rng)
+    null_alone["source"] = (f"{null_func} alone ({os.path.basename(pn.trace.source)}): "
+                            "mean duration of the clean calls")
+    leaf = _leaf_in_graph(pf, null_func, checks, rng)
+    est = estimate_in_trace(pf)
+    o_in, o_in_obj, boot_in = _o_in(pf, null_func, disp, leaf, est, (null_alone, boot_null),
+                                    len(both.vf), checks)
+    o_out, o_out_obj = _o_out(both, o_in, o_in_obj, boot_in, disp, est, checks)
+    _same_conditions(pn, pr, pf, checks)
+    return {
+        "schema": SCHEMA,
+        "o_in_ns": round(float(o_in), 1),
+        "o_out_ns": round(float(o_out), 1),
+        "method": "empty-calls",
+        "o_in": o_in_obj,
+        "o_out": o_out_obj,
+        "o_in_plus_o_out": _o_sum_object(both, pf, pr),
+        "o_in_root_only": null_alone,
+        "null_procedure": null_func,
+        "dispatcher": disp,
+        "kernel": pf.trace.kernel,
+        "clock": pf.trace.clock,
+        "tracer_options": _recorded_options(pf),
+        "traces": {"null": pn.trace.source, "dispatch_root": pr.trace.source,
+                   "dispatch_full": pf.trace.source},
+        "in_trace_estimate": ({"o_in_ns": est.o_in_ns, "o_out_ns": est.o_out_ns,
+                               "of": os.path.basename(pf.trace.source)} if est else None),
+        "checks": checks,
+    }
+
+
+def _dispatcher_with_graph(pf: Profile, disp: str, root_source: str):
+    """(per-call values dur - irq - off, recorded descendants) of the
+    dispatcher's clean root calls with descendants in the full-graph trace;
+    the quiet ones (no interrupt, no switch) when there are enough."""
     s = pf.samples
     if len(s) == 0:
         raise InputError(pf.trace.source, "no completed root calls (dispatcher full-graph trace)")
@@ -210,7 +248,7 @@ def calibrate_from_traces(null, root, full) -> dict:
     sel = ((pf.scol("flags") & (SAMPLE_GAP | SAMPLE_IRQ)) == 0) & np.array([f == disp for f in funcs])
     sel &= pf.scol("desc") > 0
     if not sel.any():
-        raise InputError(pf.trace.source, f"the dispatcher {disp} (the root of {pr.trace.source}) "
+        raise InputError(pf.trace.source, f"the dispatcher {disp} (the root of {root_source}) "
                          "has no complete root calls with descendants here",
                          "give NULL.dat ROOT.dat FULL.dat in this order, from one calibration run")
     # calls the tracer saw no interrupt or switch in are cleanest; use them
@@ -219,14 +257,30 @@ def calibrate_from_traces(null, root, full) -> dict:
     if quiet.sum() >= 10:
         sel = quiet
     vf = (pf.scol("dur") - pf.scol("irq") - pf.scol("offcpu"))[sel].astype(np.float64)
-    df = pf.scol("desc")[sel].astype(np.float64)
+    return vf, pf.scol("desc")[sel].astype(np.float64)
 
+
+@dataclass(frozen=True)
+class _PerDescendant:
+    """O_in + O_out: (dispatcher with its graph - dispatcher alone) per
+    recorded descendant, with what it was computed from."""
+    mean: float
+    median: float
+    boot: np.ndarray  # bootstrap means
+    per_call: np.ndarray  # each full-graph call's own figure
+    vf: np.ndarray  # full-graph calls kept (far outliers out)
+    df: np.ndarray  # their recorded descendants
+    root_mean: float
+    root_samples: int
+    outliers: int
+
+
+def _o_in_plus_o_out(disp: str, vr, vf, df, checks: list, rng) -> _PerDescendant:
     # Means, not medians: corrections subtract D x (O_in + O_out) from sums,
     # so they need the mean hook cost, including rare costs such as the ring
     # buffer's switch to a new sub-buffer (about every hundred events). Far
     # outliers (an interrupt or sleep the flags did not show, a noisy host)
     # are left out and reported: see _robust_mean.
-    rng = np.random.default_rng(SEED)
     root_obj, boot_root = _robust_mean(vr, f"{disp} alone", checks, rng=rng)
     root_mean = root_obj["mean_ns"]
     full_out = _outliers(vf) if len(vf) > 1 else np.zeros(len(vf), dtype=bool)
@@ -239,57 +293,51 @@ def calibrate_from_traces(null, root, full) -> dict:
     idx = rng.integers(0, len(vf), size=(BOOTSTRAP, len(vf)))
     boot_sum = (vf[idx].mean(axis=1) - boot_root) / df[idx].mean(axis=1)
     o_sum_median = float(np.median((vf - float(np.median(vr))) / df))
-    # o_sum is a weighted mean of the per-call figures: inside their range
-    per_call = (vf - root_mean) / df
     if o_sum_median and abs(o_sum - o_sum_median) > 0.1 * abs(o_sum_median):
         checks.append(f"O_in + O_out: mean {o_sum:.1f} ns and median {o_sum_median:.1f} ns differ "
                       "by more than 10%: heavy tail or outliers (a noisy machine, cold caches, "
                       "interrupts?)")
+    # o_sum is a weighted mean of the per-call figures: inside their range
+    return _PerDescendant(mean=o_sum, median=o_sum_median, boot=boot_sum, per_call=(vf - root_mean) / df,
+                          vf=vf, df=df, root_mean=root_mean, root_samples=len(vr),
+                          outliers=int(full_out.sum()) + root_obj["outliers"])
 
-    null_alone, boot_null = _robust_mean(vn, "O_in root-only", checks, rng=rng)
-    null_alone["source"] = (f"{null_func} alone ({os.path.basename(pn.trace.source)}): "
-                            "mean duration of the clean calls")
-    leaf = _leaf_in_graph(pf, null_func, checks, rng)
-    est = estimate_in_trace(pf)
+
+def _o_in(pf: Profile, null_func: str, disp: str, leaf, est, alone, full_calls: int, checks: list):
+    """(O_in, its calibration.json object, its bootstrap) for full-graph
+    traces: the NULL procedure as a leaf of the full graph, else the
+    in-trace estimate of that recording, else the NULL procedure alone."""
     if leaf:
         in_graph, boot_in = leaf
-        o_in = in_graph["mean_ns"]
-        o_in_obj = dict(in_graph, source=f"{null_func} as a leaf of {disp} in the full-graph "
-                        f"recording ({os.path.basename(pf.trace.source)}): mean duration of "
-                        "the clean calls")
-    elif est is not None and est.o_in_ns > 0:
+        return in_graph["mean_ns"], dict(in_graph, source=(
+            f"{null_func} as a leaf of {disp} in the full-graph recording "
+            f"({os.path.basename(pf.trace.source)}): mean duration of the clean calls")), boot_in
+    if est is not None and est.o_in_ns > 0:
         # Same recording conditions as the graph: better than the NULL
         # procedure hooked alone, whose hook path differs (under emulation it
         # measured 5x the nested cost, and made O_out negative).
         checks.append(f"{null_func} does not appear as a leaf in {pf.trace.source}: O_in taken "
                       "from the in-trace estimate of that recording (1st percentile of leaves)")
         o_in = float(est.o_in_ns)
-        o_in_obj = {"samples": int(len(vf)), "mean_ns": round(o_in, 1), "median_ns": round(o_in, 1),
-                    "ci95_ns": [round(o_in, 1), round(o_in, 1)],
-                    "source": f"in-trace estimate of {os.path.basename(pf.trace.source)}"}
-        boot_in = o_in
-    else:
-        checks.append(f"{null_func} does not appear as a leaf in {pf.trace.source}: O_in of "
-                      "full-graph traces taken from the NULL procedure recorded alone")
-        o_in = null_alone["mean_ns"]
-        o_in_obj = dict(null_alone)
-        boot_in = boot_null
-    o_out = o_sum - o_in
-    o_out_obj = {"samples": int(len(vf)), "mean_ns": round(o_out, 1),
-                 "median_ns": round(o_sum_median - o_in_obj.get("median_ns", o_in), 1),
-                 "ci95_ns": _ci(boot_sum - boot_in),
-                 "source": f"({disp} with its graph - {disp} alone) / recorded descendants "
-                           f"(means over {len(vf)} and {len(vr)} calls), minus O_in"}
-    o_sum_obj = {"samples": int(len(vf)), "mean_ns": round(o_sum, 1),
-                 "ci95_ns": _ci(boot_sum, (per_call.min(), per_call.max())),
-                 "median_ns": round(o_sum_median, 1),
-                 "descendants_mean": round(float(df.mean()), 2),
-                 "full_mean_ns": round(float(vf.mean()), 1),
-                 "root_only_mean_ns": round(root_mean, 1), "root_only_samples": int(len(vr)),
-                 "outliers": int(full_out.sum()) + root_obj["outliers"],
-                 "source": f"{os.path.basename(pf.trace.source)} minus "
-                           f"{os.path.basename(pr.trace.source)}, per recorded descendant"}
-    if o_in > o_sum:
+        return o_in, {"samples": int(full_calls), "mean_ns": round(o_in, 1), "median_ns": round(o_in, 1),
+                      "ci95_ns": [round(o_in, 1), round(o_in, 1)],
+                      "source": f"in-trace estimate of {os.path.basename(pf.trace.source)}"}, o_in
+    checks.append(f"{null_func} does not appear as a leaf in {pf.trace.source}: O_in of "
+                  "full-graph traces taken from the NULL procedure recorded alone")
+    null_alone, boot_null = alone
+    return null_alone["mean_ns"], dict(null_alone), boot_null
+
+
+def _o_out(both: _PerDescendant, o_in: float, o_in_obj: dict, boot_in, disp: str, est, checks: list):
+    """(O_out, its calibration.json object): O_in + O_out minus O_in; a
+    negative result is replaced by the in-trace estimate (or 0), loudly."""
+    o_out = both.mean - o_in
+    obj = {"samples": int(len(both.vf)), "mean_ns": round(o_out, 1),
+           "median_ns": round(both.median - o_in_obj.get("median_ns", o_in), 1),
+           "ci95_ns": _ci(both.boot - boot_in),
+           "source": f"({disp} with its graph - {disp} alone) / recorded descendants "
+                     f"(means over {len(both.vf)} and {both.root_samples} calls), minus O_in"}
+    if o_in > both.mean:
         checks.append("O_in exceeds O_in + O_out: the recordings disagree")
     if o_out < 0:
         # A negative hook cost cannot be applied: keep the file usable (the
@@ -299,40 +347,43 @@ def calibrate_from_traces(null, root, full) -> dict:
                       "(noisy machine or different tracer options); O_out set to "
                       + (f"the in-trace estimate ({fallback:.0f} ns)" if fallback else "0")
                       + ": do not trust this calibration")
-        o_out_obj["negative_ns"] = round(o_out, 1)
+        obj["negative_ns"] = round(o_out, 1)
         o_out = fallback
-        o_out_obj["mean_ns"] = round(o_out, 1)
+        obj["mean_ns"] = round(o_out, 1)
+    return o_out, obj
+
+
+def _o_sum_object(both: _PerDescendant, pf: Profile, pr: Profile) -> dict:
+    return {"samples": int(len(both.vf)), "mean_ns": round(both.mean, 1),
+            "ci95_ns": _ci(both.boot, (both.per_call.min(), both.per_call.max())),
+            "median_ns": round(both.median, 1),
+            "descendants_mean": round(float(both.df.mean()), 2),
+            "full_mean_ns": round(float(both.vf.mean()), 1),
+            "root_only_mean_ns": round(both.root_mean, 1), "root_only_samples": both.root_samples,
+            "outliers": both.outliers,
+            "source": f"{os.path.basename(pf.trace.source)} minus "
+                      f"{os.path.basename(pr.trace.source)}, per recorded descendant"}
+
+
+def _same_conditions(pn: Profile, pr: Profile, pf: Profile, checks: list) -> None:
+    """The three recordings should share a kernel and a trace clock."""
     kernels = {p.trace.kernel for p in (pn, pr, pf)}
     if len(kernels) > 1:
         checks.append("the three traces come from different kernels: " + ", ".join(sorted(kernels)))
+    clocks = {k: _tracer_options(p)["trace_clock"] for k, p in (("null", pn), ("root", pr), ("full", pf))}
+    if len(set(clocks.values())) > 1:
+        checks.append(f"the three traces use different trace clocks: {clocks}")
+
+
+def _recorded_options(pf: Profile) -> dict:
+    """The full-graph recording's tracer options; calibrate.sh's record of
+    them (calib-meta.json) first where it has them."""
     options = _tracer_options(pf)
     meta = _calib_meta(pf.trace.source)
     if isinstance(meta.get("tracer_options"), dict):
         options = dict(meta["tracer_options"], **{k: v for k, v in options.items()
                                                   if k not in meta["tracer_options"]})
-    opts = {_k: _tracer_options(_p)["trace_clock"] for _k, _p in (("null", pn), ("root", pr), ("full", pf))}
-    if len(set(opts.values())) > 1:
-        checks.append(f"the three traces use different trace clocks: {opts}")
-    return {
-        "schema": SCHEMA,
-        "o_in_ns": round(float(o_in), 1),
-        "o_out_ns": round(float(o_out), 1),
-        "method": "empty-calls",
-        "o_in": o_in_obj,
-        "o_out": o_out_obj,
-        "o_in_plus_o_out": o_sum_obj,
-        "o_in_root_only": null_alone,
-        "null_procedure": null_func,
-        "dispatcher": disp,
-        "kernel": pf.trace.kernel,
-        "clock": pf.trace.clock,
-        "tracer_options": options,
-        "traces": {"null": pn.trace.source, "dispatch_root": pr.trace.source,
-                   "dispatch_full": pf.trace.source},
-        "in_trace_estimate": ({"o_in_ns": est.o_in_ns, "o_out_ns": est.o_out_ns,
-                               "of": os.path.basename(pf.trace.source)} if est else None),
-        "checks": checks,
-    }
+    return options
 
 
 def _calib_meta(trace_path: str) -> dict:
@@ -424,7 +475,7 @@ def load(path: str) -> Calibration:
 
 def beside(trace_path: str) -> Optional[str]:
     """calibration.json next to the trace (a collect.sh run directory)."""
-    cand = os.path.join(os.path.dirname(os.path.abspath(trace_path)), FILE_NAME)
+    cand = os.path.join(os.path.dirname(os.path.abspath(trace_path)), CALIBRATION_FILE)
     return cand if os.path.isfile(cand) else None
 
 
@@ -446,7 +497,7 @@ def choose(p: Profile, trace_path: str, cal_file: Optional[str] = None,
     calibration.json beside the trace, else the in-trace estimate; values
     given on the command line replace the matching value (and are the only
     source when nothing else exists)."""
-    from ftflame.profile import NO_CALIBRATION
+    from ftflame.model.profile import NO_CALIBRATION
 
     if cal_file == "none":
         base = NO_CALIBRATION
@@ -465,3 +516,12 @@ def choose(p: Profile, trace_path: str, cal_file: Optional[str] = None,
     details = dict(base.details) if isinstance(base.details, dict) else {}
     details["command_line"] = given
     return Calibration(float(new_in), float(new_out), src, base.method or "given", details)
+
+
+def summary(doc: dict) -> str:
+    """What `ftflame calibrate` says about a calibration.json it computed."""
+    s = doc["o_in_plus_o_out"]
+    return (f"O_in {doc['o_in_ns']:.1f} ns {doc['o_in']['ci95_ns']}, O_out "
+            f"{doc['o_out_ns']:.1f} ns {doc['o_out']['ci95_ns']} (95% intervals; O_in+O_out "
+            f"{s['mean_ns']:.1f} ns over {s['samples']} calls; root-only O_in "
+            f"{doc['o_in_root_only']['mean_ns']:.1f} ns)")

@@ -13,7 +13,7 @@ import os
 
 from ftflame.parse import build_events
 
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "events")
+HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "events")
 
 
 def parse_events(text: str):

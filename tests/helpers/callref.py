@@ -3,7 +3,7 @@ corrected durations, computed in the tests from the events, and the
 statistics of them that the reports must show.
 
 Nothing here comes from ftflame: the events are read by the pure-Python
-twin of the parser (tests/textparse_py.py: `trace-cmd report -R` text for a
+twin of the parser (tests/helpers/textparse_py.py: `trace-cmd report -R` text for a
 trace.dat, the text itself for a text trace, or a hand-made .events file),
 calls are built by its builder, and the overhead model of docs/design.md /
 docs/overhead.md is applied per call here:
@@ -31,7 +31,7 @@ import gzip
 import math
 import subprocess
 
-import textparse_py as tp
+from . import textparse_py as tp
 
 HIST_SUB = 16
 QS = (50, 90, 99)
@@ -56,7 +56,7 @@ def trace_events(path: str) -> list:
 
 
 def handmade_events(events_py: list) -> list:
-    """tests/events.py tuples (hand-made .events files) as the twin's events.
+    """tests/helpers/events.py tuples (hand-made .events files) as the twin's events.
     Only calls: the cases used carry no switches or lost events."""
     out = []
     for kind, cpu, pid, flags, func, depth, _ts, calltime, rettime, *_ in events_py:

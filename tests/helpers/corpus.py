@@ -18,7 +18,7 @@ import glob
 import hashlib
 import os
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CURATED = os.path.join(ROOT, "tests", "data", "fixtures")
 SEEDS = os.path.join(ROOT, "tests", "data", "seeds")
 NO_CORPUS = "no full fixture corpus (FTFLAME_FIXTURES=DIR, or ../shared/fixtures; make fixtures)"

@@ -405,7 +405,7 @@ class Frame:
 
 class Call:
     """One completed call, as the reference for per-call figures needs it
-    (tests/callref.py): the overhead model works per call from these."""
+    (tests/helpers/callref.py): the overhead model works per call from these."""
     __slots__ = ("path", "dur", "excl", "desc", "irq_roots", "irq_time", "irq", "irq_root")
 
     def __init__(self, path, dur, excl, desc, irq_roots, irq_time, irq, irq_root):

@@ -1,7 +1,7 @@
 """Small hand-made trace.dat files, written by the format's own rules
 (trace-cmd.dat.v6(5), trace-cmd.dat.v7(5), the kernel's ring-buffer page):
 one named situation each (time extends, padding, missed-events marks), and
-the fuzzer's seeds (`make fuzz`: python tests/datwriter.py DIR).
+the fuzzer's seeds (`make fuzz`: python tests/helpers/datwriter.py DIR).
 
 Events are function_graph entries/exits of the 6.1 layout; kallsyms names
 the functions at FUNCS' addresses.

@@ -28,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 COLLECT = REPO / "collect" / "collect.sh"
 CALIBRATE = REPO / "collect" / "calibrate.sh"
 
@@ -103,7 +103,7 @@ CPU1 data recorded at offset=0xe6c000
 """
 
 FAKE_TRACE_CMD = r'''
-"""A fake trace-cmd for the collector tests (tests/collectfake.py)."""
+"""A fake trace-cmd for the collector tests (tests/helpers/collectfake.py)."""
 import json, os, signal, subprocess, sys
 env = os.environ
 args = sys.argv[1:]

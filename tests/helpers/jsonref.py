@@ -1,5 +1,5 @@
 """The JSON call tree as report/jsonout.py wrote it before the C row
-formatter (_core.format_rows): one Python %-format per node. Kept as the
+formatter (report._rowfmt.format_rows): one Python %-format per node. Kept as the
 reference the fast renderer must match byte for byte (tests/test_jsonout.py).
 
 It imports none of the functions that compute what the JSON shows (node
@@ -16,9 +16,9 @@ import json
 import numpy as np
 
 from ftflame import __version__
-from ftflame.profile import Profile
-from ftflame import profile as profile_mod
-from ftflame.profile import Histograms
+from ftflame.model.profile import Profile
+from ftflame.model import profile as profile_mod
+from ftflame.model.profile import Histograms
 from ftflame.report import jsonout
 
 # bits of the node and sample flag columns (parse/core/ftf.h)

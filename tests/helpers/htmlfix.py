@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 from pathlib import Path
 
-from ftflame.profile import Calibration, Profile
+from ftflame.model.profile import Calibration, Profile
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
-import corpus  # noqa: E402
+from . import corpus
+
+REPO = Path(__file__).resolve().parents[2]
 
 CURATED = Path(corpus.CURATED)
 BIG_REL = "k6.1/s14-v3-write-big/trace.dat"  # 124k call paths: only in the full corpus
@@ -51,10 +50,10 @@ def load(path: Path) -> Profile:
 
 def corrected(p: Profile, o_in: float, o_out: float) -> Profile:
     """A Profile corrected with a fixed hook cost by the real correction
-    (ftflame.corrections.correct, what --overhead-in/--overhead-out do),
+    (ftflame.correct.corrections.correct, what --overhead-in/--overhead-out do),
     with its balance sheet."""
-    from ftflame.balance import attach
-    from ftflame.corrections import correct
+    from ftflame.correct.balance import attach
+    from ftflame.correct.corrections import correct
 
     cal = Calibration(o_in, o_out, "command line", "fixed values given on the command line (test)")
     return attach(correct(p, cal))

@@ -26,8 +26,8 @@ from typing import Iterable, Optional
 
 import numpy as np
 
-from ftflame.errors import InputError
-from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
+from ftflame.model.errors import InputError
+from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
 
 TOP_COMPONENTS = 6
 # Root functions itemised: the busiest, by raw time (those named by a
@@ -104,7 +104,7 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
     irq = c.irq_removed if c.irq_removed is not None else zero
     off = c.offcpu_removed if c.offcpu_removed is not None else zero
     clamp = c.clamp_ns if c.clamp_ns is not None else zero
-    from ftflame.corrections import counted_children
+    from ftflame.correct.corrections import counted_children
 
     counted = counted_children(p, c.irqs) if p.nrows else np.zeros(0, bool)
     rows_by_func = root_rows(p)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ftflame.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL, SAMPLE_IRQ, Profile
+from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL, SAMPLE_IRQ, Profile
 
 
 def check_profile(p: Profile) -> None:

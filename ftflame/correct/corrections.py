@@ -30,7 +30,7 @@ from typing import Optional
 
 import numpy as np
 
-from ftflame.profile import (NODE_IRQ, NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ,
+from ftflame.model.profile import (NODE_IRQ, NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ,
                              Calibration, Corrected, Profile)
 
 IRQ_MODES = ("exclude", "include")

@@ -4,7 +4,7 @@
  * A template is a list of items written in order for each row 0..nrows-1;
  * columns are nrows values, `stride` bytes apart (a column of a row-major
  * table is read in place). No Python here: the binding
- * (module.c, _core.format_rows) validates the arguments and calls this with
+ * (rowfmt_module.c, report._rowfmt.format_rows) validates the arguments and calls this with
  * the GIL released.
  */
 #ifndef FTF_ROWFMT_H

@@ -1,0 +1,54 @@
+"""The correction stage of `ftflame report` as one step: the hook cost
+chosen (calibration), the corrected figures (corrections), the balance sheet
+against a baseline recording or measured means (balance) and the totals a
+collect.sh run measured outside the tracer (measured)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from ftflame import parse
+from ftflame.correct import balance, calibration, corrections, measured
+from ftflame.model.errors import InputError
+from ftflame.model.profile import Profile
+from ftflame.rundir import resolve_input
+
+
+@dataclass(frozen=True)
+class CorrectionOptions:
+    """The report's correction options, as given (`ftflame report --help`)."""
+    calibration: Optional[str] = None  # calibration.json, 'none', or None: look beside the trace
+    overhead_in: Optional[str] = None  # ns, as typed
+    overhead_out: Optional[str] = None
+    irqs: str = "exclude"
+    baseline: Optional[str] = None  # a root-only recording (trace.dat or run directory)
+    measured: Tuple[str, ...] = ()  # FUNC=TIME
+
+
+def hook_cost_ns(option: str, text: Optional[str]) -> Optional[float]:
+    """A hook cost given on the command line, in ns."""
+    if text is None:
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        raise InputError(option, f"not a number of ns: {text!r}") from None
+    if not v >= 0 or v == float("inf"):
+        raise InputError(option, f"must be a finite number of ns >= 0, not {text!r}")
+    return v
+
+
+def correct_for_report(profile: Profile, path: str, opts: CorrectionOptions) -> Profile:
+    """Calibration, corrections and the balance sheet of the trace at path."""
+    cal = calibration.choose(profile, path, opts.calibration,
+                             hook_cost_ns("--overhead-in", opts.overhead_in),
+                             hook_cost_ns("--overhead-out", opts.overhead_out))
+    profile = corrections.correct(profile, cal, irqs=opts.irqs)
+    means = [balance.parse_measured(m) for m in opts.measured]
+    base = None
+    if opts.baseline:
+        base = parse.read(resolve_input(opts.baseline))
+        # the same calibration (its root-only O_in where it has one)
+        base = corrections.correct(base, calibration.for_profile(cal, base), irqs=opts.irqs)
+    # meta.json beside a collect.sh trace
+    return measured.attach(balance.attach(profile, base, means), path)

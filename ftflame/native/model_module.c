@@ -1,0 +1,205 @@
+/* CPython binding of the model's native parts: ftflame._model.
+ *
+ * hist_percentiles (percentiles.c): the Profile's per-call-path percentiles;
+ * tree_preorder (tree_order.c): the call tree's canonical order. Both are
+ * figures of the Profile, computed once beside it (ftflame/model/profile.py) and
+ * read by every renderer, so they live with the model, not with the trace
+ * reader (parse._core) nor with one renderer. The arguments are checked
+ * here, with the GIL held; the work runs with it released.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "percentiles.h"
+#include "tree_order.h"
+
+/* views[*nv]: obj as a C-contiguous 1-d buffer (of n items unless n < 0)
+ * whose struct format is one of `formats` (e.g. "ql": int64) with the given
+ * itemsize; *nv counts the views to release. what: "function: argument". */
+static int take_flat(PyObject *obj, Py_buffer *views, int *nv, const char *formats, Py_ssize_t itemsize,
+		     Py_ssize_t n, const char *what)
+{
+	Py_buffer *v = &views[*nv];
+	if (PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+		return -1;
+	const char *f = v->format ? v->format : "B";
+	if (*f == '@' || *f == '=' || *f == (PY_LITTLE_ENDIAN ? '<' : '>'))
+		f++;
+	if (!f[0] || f[1] || !strchr(formats, f[0]) || v->itemsize != itemsize || v->ndim != 1 ||
+	    (n >= 0 && v->shape[0] != n)) {
+		PyErr_Format(PyExc_ValueError, "%s: wrong type or length", what);
+		PyBuffer_Release(v);
+		return -1;
+	}
+	(*nv)++;
+	return 0;
+}
+
+/* The percentiles qs (0..100) as fractions; NULL with an exception set. */
+static double *fractions_of(PyObject *qs, Py_ssize_t nq)
+{
+	double *frac = PyMem_Calloc((size_t)nq + 1, sizeof(double));
+	if (!frac)
+		return (double *)PyErr_NoMemory();
+	for (Py_ssize_t j = 0; j < nq; j++) {
+		frac[j] = PyFloat_AsDouble(PyTuple_GET_ITEM(qs, j)) / 100.0;
+		if (frac[j] == -1.0 / 100.0 && PyErr_Occurred()) {
+			PyMem_Free(frac);
+			return NULL;
+		}
+	}
+	return frac;
+}
+
+/* The CSR structure is sound: offsets ascending within the entries, every
+ * bucket inside the mids table. */
+static int check_csr(const int64_t *offs, Py_ssize_t rows, Py_ssize_t nbuckets, const int32_t *bks,
+		     Py_ssize_t nmids)
+{
+	Py_ssize_t entries = offs[rows];
+	if (entries < 0 || entries > nbuckets) {
+		PyErr_SetString(PyExc_ValueError, "hist_percentiles: offsets past the entries");
+		return -1;
+	}
+	for (Py_ssize_t i = 0; i < rows; i++) {
+		if (offs[i] < 0 || offs[i] > offs[i + 1]) {
+			PyErr_SetString(PyExc_ValueError, "hist_percentiles: offsets not ascending");
+			return -1;
+		}
+	}
+	for (Py_ssize_t e = 0; e < entries; e++) {
+		if (bks[e] < 0 || bks[e] >= nmids) {
+			PyErr_SetString(PyExc_ValueError, "hist_percentiles: a bucket past the mids table");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static PyObject *py_hist_percentiles(PyObject *self, PyObject *args)
+{
+	PyObject *o_offs, *o_bks, *o_cnts, *o_mids, *o_lo, *o_hi, *o_qs;
+	if (!PyArg_ParseTuple(args, "OOOOOOO", &o_offs, &o_bks, &o_cnts, &o_mids, &o_lo, &o_hi, &o_qs))
+		return NULL;
+	PyObject *qs = PySequence_Tuple(o_qs);
+	if (!qs)
+		return NULL;
+	Py_ssize_t nq = PyTuple_GET_SIZE(qs);
+	double *frac = fractions_of(qs, nq);
+	Py_buffer v[6];
+	int nv = 0;
+	PyObject *out = NULL;
+	if (!frac)
+		goto done;
+	if (take_flat(o_offs, v, &nv, "ql", 8, -1, "hist_percentiles: offsets") < 0)
+		goto done;
+	Py_ssize_t rows = v[0].shape[0] - 1;
+	if (rows < 0) {
+		PyErr_SetString(PyExc_ValueError, "hist_percentiles: offsets: empty");
+		goto done;
+	}
+	if (take_flat(o_bks, v, &nv, "i", 4, -1, "hist_percentiles: buckets") < 0)
+		goto done;
+	int wide = 0;
+	if (take_flat(o_cnts, v, &nv, "I", 4, v[1].shape[0], "hist_percentiles: counts") < 0) {
+		PyErr_Clear();
+		if (take_flat(o_cnts, v, &nv, "QL", 8, v[1].shape[0],
+			      "hist_percentiles: counts (uint32 or uint64)") < 0)
+			goto done;
+		wide = 1;
+	}
+	if (take_flat(o_mids, v, &nv, "ql", 8, -1, "hist_percentiles: mids") < 0 ||
+	    take_flat(o_lo, v, &nv, "ql", 8, rows, "hist_percentiles: lo") < 0 ||
+	    take_flat(o_hi, v, &nv, "ql", 8, rows, "hist_percentiles: hi") < 0)
+		goto done;
+	if (check_csr(v[0].buf, rows, v[1].shape[0], v[1].buf, v[3].shape[0]) < 0)
+		goto done;
+	out = PyBytes_FromStringAndSize(NULL, rows * nq * 8);
+	if (!out)
+		goto done;
+	int64_t *res = (int64_t *)PyBytes_AS_STRING(out);
+	Py_BEGIN_ALLOW_THREADS
+	ftf_hist_percentiles(v[0].buf, (size_t)rows, v[1].buf, v[2].buf, wide, v[3].buf, v[4].buf, v[5].buf, frac,
+			     (size_t)nq, res);
+	Py_END_ALLOW_THREADS
+done:
+	for (int i = 0; i < nv; i++)
+		PyBuffer_Release(&v[i]);
+	PyMem_Free(frac);
+	Py_DECREF(qs);
+	return out;
+}
+
+static PyObject *py_tree_preorder(PyObject *self, PyObject *args)
+{
+	PyObject *o_parent, *o_incl, *o_name;
+	if (!PyArg_ParseTuple(args, "OOO", &o_parent, &o_incl, &o_name))
+		return NULL;
+	Py_buffer v[3];
+	int nv = 0;
+	PyObject *pre_b = NULL, *depth_b = NULL, *out = NULL;
+	int64_t *kids = NULL, *first = NULL, *stack = NULL;
+	if (take_flat(o_parent, v, &nv, "ql", 8, -1, "tree_preorder: parent") < 0)
+		goto done;
+	Py_ssize_t n = v[0].shape[0];
+	if (take_flat(o_incl, v, &nv, "ql", 8, n, "tree_preorder: incl") < 0 ||
+	    take_flat(o_name, v, &nv, "ql", 8, n, "tree_preorder: name rank") < 0)
+		goto done;
+	const int64_t *parent = v[0].buf;
+	for (Py_ssize_t i = 0; i < n; i++) {
+		if (parent[i] < -1 || parent[i] >= n) {
+			PyErr_Format(PyExc_ValueError, "tree_preorder: row %zd: parent %lld out of range", i,
+				     (long long)parent[i]);
+			goto done;
+		}
+	}
+	pre_b = PyBytes_FromStringAndSize(NULL, n * 8);
+	depth_b = PyBytes_FromStringAndSize(NULL, n * 8);
+	kids = PyMem_Malloc((size_t)(n ? n : 1) * 8);
+	first = PyMem_Calloc((size_t)n + 2, 8);
+	stack = PyMem_Malloc((size_t)(n ? n : 1) * 8);
+	if (!pre_b || !depth_b || !kids || !first || !stack) {
+		PyErr_NoMemory();
+		goto done;
+	}
+	int64_t *pre = (int64_t *)PyBytes_AS_STRING(pre_b), *depth = (int64_t *)PyBytes_AS_STRING(depth_b);
+	int rc;
+	Py_BEGIN_ALLOW_THREADS
+	rc = ftf_tree_preorder(parent, v[1].buf, v[2].buf, (size_t)n, pre, depth, kids, first, stack);
+	Py_END_ALLOW_THREADS
+	if (rc < 0) {
+		PyErr_SetString(PyExc_ValueError, "tree_preorder: the parents do not form a forest");
+		goto done;
+	}
+	out = Py_BuildValue("(OO)", pre_b, depth_b);
+done:
+	for (int i = 0; i < nv; i++)
+		PyBuffer_Release(&v[i]);
+	Py_XDECREF(pre_b);
+	Py_XDECREF(depth_b);
+	PyMem_Free(kids);
+	PyMem_Free(first);
+	PyMem_Free(stack);
+	return out;
+}
+
+static PyMethodDef methods[] = {
+	{ "tree_preorder", py_tree_preorder, METH_VARARGS,
+	  "tree_preorder(parent, incl, name_rank) -> (pre, depth) as bytes of int64: the rows in "
+	  "pre-order, siblings by inclusive time descending, then name rank, then row; each row's depth" },
+	{ "hist_percentiles", py_hist_percentiles, METH_VARARGS,
+	  "hist_percentiles(offsets, buckets, counts, mids, lo, hi, qs) -> bytes of rows x len(qs) int64: "
+	  "per CSR row, each percentile q (0..100) as mids[bucket] of the first bucket whose running "
+	  "count reaches ceil(total * q / 100) (at least 1), clamped to [lo, hi]; 0 for empty rows" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef moduledef = {
+	PyModuleDef_HEAD_INIT, "_model", "ftflame's model, native parts: histogram percentiles, the tree order", -1,
+	methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__model(void)
+{
+	return PyModule_Create(&moduledef);
+}

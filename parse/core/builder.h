@@ -1,0 +1,250 @@
+/* The call builder (builder.c): events -> per-task stacks -> call-path aggregate.
+ *
+ * Every reader (trace.dat via libtracecmd, the text tokenizer) produces
+ * ftf_event records and feeds them, in per-task order, to one ftf_builder.
+ * The builder keeps one stack per task and aggregates completed calls into a
+ * call-path tree whose size is O(distinct call paths), never O(events).
+ */
+#ifndef FTF_BUILDER_H
+#define FTF_BUILDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "u64map.h"
+
+/* ---- events ------------------------------------------------------------ */
+
+enum ftf_event_kind {
+	FTF_EV_ENTRY = 1,  /* funcgraph_entry / fgraph_retaddr_entry */
+	FTF_EV_EXIT = 2,   /* funcgraph_exit: calltime, rettime, overrun */
+	FTF_EV_SWITCH = 3, /* sched_switch: pid = prev_pid, next_pid */
+	FTF_EV_LOST = 4,   /* lost events on cpu: lost = count, -1 unknown */
+	FTF_EV_LEAF = 5,   /* text only: entry+exit in one line (duration known) */
+};
+
+/* common_flags bits (include/linux/trace_events.h) */
+#define FTF_FLAG_HARDIRQ 0x08
+#define FTF_FLAG_SOFTIRQ 0x10
+#define FTF_FLAG_NMI 0x40
+#define FTF_FLAG_IRQ_MASK (FTF_FLAG_HARDIRQ | FTF_FLAG_SOFTIRQ | FTF_FLAG_NMI)
+
+typedef struct {
+	uint8_t kind;
+	uint8_t flags;     /* common_flags of the record */
+	int32_t cpu;
+	int32_t pid;       /* common_pid (prev_pid for SWITCH) */
+	int32_t next_pid;  /* SWITCH only */
+	uint32_t func;     /* function id (ftf_funcs) */
+	int64_t depth;
+	uint64_t ts;       /* record timestamp: ring-buffer clock */
+	uint64_t calltime; /* EXIT: trace_clock_local(), not the ts clock */
+	uint64_t rettime;
+	uint64_t overrun;  /* EXIT: the task's cumulative overrun counter */
+	int64_t lost;      /* LOST: count of lost events, -1 when unknown */
+} ftf_event;
+
+/* ---- function names ---------------------------------------------------- */
+
+typedef struct {
+	char **names;
+	uint32_t n, cap;
+	/* open-addressing map name -> id */
+	uint32_t *slots; /* id+1, 0 = empty */
+	uint32_t nslots;
+	uint64_t long_names; /* names cut to FTF_MAX_NAME bytes */
+} ftf_funcs;
+
+/* A function name longer than this (bytes) is cut and marked "...": no
+ * kernel symbol comes close, and a 50 MB one cost 1.2 GB in the JSON. */
+#define FTF_MAX_NAME 4096
+
+void ftf_funcs_init(ftf_funcs *f);
+void ftf_funcs_free(ftf_funcs *f);
+uint32_t ftf_funcs_intern(ftf_funcs *f, const char *name, size_t len);
+int ftf_func_name_is_irq_entry(const char *name);
+
+/* ---- histogram: log2 buckets with 16 linear sub-buckets -----------------
+ * Values 0..15 ns have exact buckets; above, each power of two is split in
+ * 16, so a bucket's width is at most 1/16 of its lower bound (6.25%). */
+#define FTF_HIST_SUB 16
+#define FTF_HIST_OCTAVES 44 /* up to 2^48 ns (~3 days) */
+#define FTF_HIST_BUCKETS (FTF_HIST_SUB + FTF_HIST_OCTAVES * FTF_HIST_SUB)
+uint32_t ftf_hist_bucket(uint64_t v);
+uint64_t ftf_hist_lower(uint32_t bucket);
+
+/* Sparse until it holds FTF_HIST_SPARSE_MAX distinct buckets, then dense:
+ * most call paths see few calls, and memory must stay O(call paths). */
+#define FTF_HIST_SPARSE_MAX 32
+typedef struct {
+	uint32_t *dense;
+	uint16_t *keys;
+	uint32_t *vals;
+	uint16_t n, cap;
+} ftf_hist;
+int ftf_hist_add(ftf_hist *h, uint32_t bucket);
+uint32_t ftf_hist_count(const ftf_hist *h, uint32_t bucket);
+void ftf_hist_free(ftf_hist *h);
+
+/* ---- the aggregate ----------------------------------------------------- */
+
+/* Linear sums over a set of completed calls. */
+typedef struct {
+	uint64_t calls;
+	uint64_t incl;   /* sum of rettime - calltime */
+	int64_t excl;    /* sum of incl - children's incl (can be < 0 on clock skew) */
+	uint64_t desc;   /* sum of recorded descendants D (irq subtrees excluded) */
+	uint64_t nchild; /* sum of direct children n (irq subtrees excluded) */
+	uint64_t irq;    /* sum of time in irq subtrees nested inside the call */
+	uint64_t irq_calls; /* sum of calls recorded inside those irq subtrees */
+	uint64_t offcpu; /* sum of time the task was switched out during the call */
+} ftf_sums;
+
+enum ftf_node_flags {
+	FTF_NODE_IRQ = 1,      /* the calls ran in hardirq/softirq/NMI context */
+	FTF_NODE_IRQ_ROOT = 2, /* ...and this is where the irq subtree starts */
+	FTF_NODE_PARTIAL = 4,  /* under the (partial) root: ancestors unknown */
+};
+
+typedef struct {
+	uint32_t parent; /* FTF_NONE for a root */
+	uint32_t func;
+	uint32_t flags;
+	ftf_sums all;    /* every completed call */
+	ftf_sums gap;    /* the subset left out of corrected statistics: calls that span a
+			  * lost-event gap, overrun or lost exit, or whose root call does
+			  * or never completes (see the root journal in builder.c) */
+	uint64_t incl_min, incl_max;
+	int64_t excl_min, excl_max;
+	uint64_t migrated;      /* calls that ended on another CPU than they began */
+	uint64_t open_end;      /* entries still open when the trace ended */
+	uint64_t unterminated;  /* entries whose exit never came (lost) */
+	/* Time of child paths that this path's calls do not own (+): children of
+	 * calls that never completed, irqs moved to the caller; or own time no
+	 * child path shows (-): irqs moved in. Makes the tree add up exactly:
+	 * incl + unowned_child_incl == excl + sum of children's incl. */
+	int64_t unowned_child_incl;
+	uint64_t irq_early;     /* irqs in a child's push window that could not be moved into it */
+	ftf_hist hist_incl;     /* inclusive time of every call */
+	ftf_hist hist_excl;     /* exclusive time (negative values in bucket 0) */
+} ftf_node;
+
+#define FTF_NONE UINT32_MAX
+/* node_map keys: (parent+1) << 32 | func, this bit set for irq context */
+#define FTF_NODE_KEY_IRQ 0x80000000u
+
+/* Durations the int64 sums can hold: one call at most 2^53 ns (104 days,
+ * still exact as a JSON number), all calls together at most 2^61 ns, so
+ * that no sum (inclusive, exclusive, children's, interrupts') can wrap.
+ * A duration over either bound is cut to it and counted (duration_cut). */
+#define FTF_MAX_DURATION_NS (1ULL << 53)
+#define FTF_DURATION_BUDGET_NS (1ULL << 61)
+
+/* One sample per completed root call (bottom of a task's stack). */
+typedef struct {
+	uint32_t node;
+	int32_t pid;
+	int32_t cpu;
+	uint32_t flags; /* FTF_SAMPLE_* */
+	uint64_t calltime;
+	uint64_t dur;
+	uint64_t desc;
+	uint64_t irq;
+	uint64_t offcpu;
+	uint64_t irq_calls; /* calls recorded inside the irq subtrees (not in desc) */
+	uint64_t irq_roots; /* irq subtrees inside the call */
+} ftf_sample;
+
+enum ftf_sample_flags {
+	FTF_SAMPLE_GAP = 1,     /* spans lost events / overrun / lost exits */
+	FTF_SAMPLE_PARTIAL = 2, /* entry seen but ancestors unknown */
+	FTF_SAMPLE_IRQ = 4,
+};
+
+/* Everything the tool could not account for, counted. */
+typedef struct {
+	uint64_t events;         /* records seen */
+	uint64_t entries, exits, switches, other_events;
+	uint64_t lost_records;   /* records that carried a missed-events mark */
+	uint64_t lost_events;    /* sum of known lost counts */
+	uint64_t lost_unknown;   /* marks with an unknown count */
+	uint64_t orphan_exits;   /* exit without a matching entry */
+	uint64_t unterminated;   /* entry whose exit never came (popped by a later event) */
+	uint64_t open_at_end;    /* frames still open when the trace ended */
+	uint64_t overrun_growth; /* times a task's overrun counter grew */
+	uint64_t depth_mismatch; /* entry/exit depth not what the stack says */
+	uint64_t migrations;     /* calls that ended on a different CPU */
+	uint64_t gap_calls;      /* completed calls left out of corrected statistics */
+	uint64_t gap_tree_calls; /* ...of which only because their root call spans a gap or never completed */
+	uint64_t partial_entries;/* entries at depth > 0 with no open parent */
+	uint64_t irq_roots;      /* irq subtrees */
+	uint64_t leaf_events;    /* text leaf lines */
+	uint64_t irq_outside_window; /* irq depth says it hit a push/pop race window */
+	uint64_t duration_cut;   /* durations cut to fit the sums (FTF_MAX_DURATION_NS) */
+	int64_t max_depth;
+	uint64_t first_ts, last_ts;
+} ftf_counters;
+
+#define FTF_MAX_CPUS 4096
+
+/* In-trace overhead estimate (ftflame/correct/calibration.py): exact 1-ns histograms
+ * of leaf durations (about O_in) and of gaps between consecutive siblings,
+ * calltime(B) - rettime(A) (about O_out), per CPU and context. Values from
+ * FTF_EST_MAX ns up only count as over. CPUs from FTF_EST_CPUS up share the
+ * last slot. Allocated on first use. */
+#define FTF_EST_MAX 8192
+#define FTF_EST_CPUS 64
+enum { FTF_EST_LEAF = 0, FTF_EST_GAP = 1 };
+enum { FTF_CTX_TASK = 0, FTF_CTX_SOFTIRQ = 1, FTF_CTX_HARDIRQ = 2, FTF_NCTX = 3 };
+typedef struct {
+	uint32_t *hist; /* FTF_EST_MAX counts */
+	uint64_t over;
+} ftf_est;
+
+typedef struct ftf_task ftf_task;
+
+typedef struct {
+	ftf_funcs funcs;
+	ftf_node *nodes;
+	uint32_t nnodes, capnodes;
+	ftf_u64map node_map; /* (parent+1, func) -> node idx+1 */
+	uint32_t partial_root; /* the (partial) pseudo-root node, FTF_NONE until needed */
+	uint32_t partial_func;
+
+	ftf_task **tasks; /* open-addressing map key -> task */
+	uint32_t ntasks, ntask_slots;
+
+	ftf_sample *samples;
+	uint64_t nsamples, capsamples;
+
+	ftf_counters c;
+	int64_t lost_per_cpu[FTF_MAX_CPUS]; /* known lost events */
+	uint64_t lost_unknown_per_cpu[FTF_MAX_CPUS]; /* gaps of unknown size */
+	uint64_t lost_marks_per_cpu[FTF_MAX_CPUS];
+	int32_t max_cpu;
+	int oom;
+	uint8_t *func_irq; /* per func: 0 unknown, 1 no, 2 irq entry function */
+	/* Text input without calltime (all but trace-cmd -R): never move
+	 * interrupts across push/pop windows by calltime; the printed order is
+	 * the truth. Read at each exit. */
+	int text_order;
+	uint64_t dur_total; /* all durations fed so far (FTF_DURATION_BUDGET_NS) */
+	uint32_t nfunc_irq;
+	ftf_task *cur_task; /* the task of the event being fed */
+	/* per CPU: the task whose sched_switch-out came last and which may
+	 * still record the tail of __schedule() before the switch happens */
+	ftf_task *cpu_tail[FTF_MAX_CPUS];
+	ftf_est est[2][FTF_NCTX][FTF_EST_CPUS]; /* [kind][context][cpu] */
+} ftf_builder;
+
+int ftf_builder_init(ftf_builder *b);
+void ftf_builder_free(ftf_builder *b);
+void ftf_builder_feed(ftf_builder *b, const ftf_event *ev);
+/* Close the trace: count frames still open. */
+void ftf_builder_finish(ftf_builder *b);
+/* Text: a task known so far only as "the first task of CPU n" got its pid
+ * (from a task-switch separator). If new_pid has a task already, only an
+ * empty stack can be merged into it (its samples relabelled); else -1. */
+int ftf_builder_rename_task(ftf_builder *b, int32_t old_pid, int32_t new_pid, int32_t cpu);
+
+#endif

@@ -1,0 +1,56 @@
+"""The C core's columnar result wrapped into a Profile, for every input
+kind (parse/dat.py, parse/text.py, hand-made events). Imports numpy.
+
+Importing this module checks the core's column names against the Profile's
+(ftflame/model/profile.py): a column added or moved on one side only fails
+here, not as a wrong figure."""
+from __future__ import annotations
+
+import numpy as np
+
+from ftflame.model.profile import NODE_COLUMNS, SAMPLE_COLUMNS, Histograms, Profile, TraceInfo, check_core_columns
+
+from . import _core
+
+__all__ = ["from_core_result", "build_events"]
+
+check_core_columns(_core)  # the core's tables are read by these names
+
+
+def from_core_result(res: dict, info: TraceInfo) -> Profile:
+    nodes = np.frombuffer(res["nodes"], dtype=np.int64).reshape(-1, len(NODE_COLUMNS))
+    samples = np.frombuffer(res["samples"], dtype=np.int64).reshape(-1, len(SAMPLE_COLUMNS))
+    counters = dict(res["counters"])
+    warnings = []
+    if counters.get("entries", 0) == 0 and counters.get("exits", 0) > 0:
+        warnings.append("exit-only trace (tracing_thresh?): no call tree, every call is a "
+                        "(partial) root; per-function figures are exact")
+    return Profile(
+        trace=info, funcs=tuple(res["funcs"]), nodes=nodes,
+        hist_incl=Histograms.from_core(res["hist_incl"]),
+        hist_excl=Histograms.from_core(res["hist_excl"]), samples=samples, counters=counters,
+        lost_per_cpu={cpu: n for cpu, (n, _) in res["lost_per_cpu"].items()},
+        lost_gaps_unknown_per_cpu={cpu: u for cpu, (_, u) in res["lost_per_cpu"].items() if u},
+        warnings=tuple(warnings),
+        overhead_samples=_overhead_samples(res.get("estimates", ())))
+
+
+_EST_KIND = ("leaf", "gap")
+_EST_CTX = ("task", "softirq", "hardirq")
+
+
+def _overhead_samples(estimates) -> dict:
+    """The core's 1-ns histograms for the in-trace overhead estimate."""
+    out = {}
+    for kind, ctx, cpu, counts, over in estimates:
+        out[(_EST_KIND[kind], _EST_CTX[ctx], cpu)] = (np.frombuffer(counts, dtype=np.uint32), int(over))
+    return out
+
+
+def build_events(events, source: str = "<events>") -> Profile:
+    """Build a Profile from hand-made events (tests: one situation each).
+
+    Each event: (kind, cpu, pid, flags, func, depth, ts, calltime, rettime,
+    overrun, next_pid, lost), kind in entry/exit/switch/lost/leaf."""
+    res = _core.build_events(list(events))
+    return from_core_result(res, TraceInfo(source=source, format="events"))

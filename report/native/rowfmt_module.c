@@ -1,0 +1,335 @@
+/* CPython binding of the row-template formatter (rowfmt.c):
+ * ftflame.report._rowfmt.format_rows, which writes the JSON call tree.
+ *
+ * Beside the JSON renderer (report/jsonout.py), so that a change to how JSON
+ * numbers are written lives with the renderer that writes them, not in the
+ * trace reader. The arguments are checked here, with the GIL held; the
+ * formatting runs with it released.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+
+#include "rowfmt.h"
+
+/* Pre-encoded text of a literal or fragment: str as UTF-8, bytes as they
+ * are. The pointer lives as long as obj, which the caller keeps. */
+static int text_of(PyObject *obj, ftf_str *out, int *ascii, const char *what)
+{
+	if (PyUnicode_Check(obj)) {
+		Py_ssize_t n;
+		const char *s = PyUnicode_AsUTF8AndSize(obj, &n);
+		if (!s)
+			return -1;
+		out->s = s;
+		out->len = (size_t)n;
+		*ascii &= PyUnicode_IS_ASCII(obj) != 0;
+		return 0;
+	}
+	if (PyBytes_Check(obj)) {
+		out->s = PyBytes_AS_STRING(obj);
+		out->len = (size_t)PyBytes_GET_SIZE(obj);
+		for (size_t i = 0; i < out->len; i++)
+			if ((unsigned char)out->s[i] >= 0x80)
+				*ascii = 0;
+		return 0;
+	}
+	PyErr_Format(PyExc_TypeError, "format_rows: %s must be str or bytes, not %.80s", what,
+		     Py_TYPE(obj)->tp_name);
+	return -1;
+}
+
+/* A 1-d column of nrows values, strided or not (a column of a 2-d array):
+ * signed integers of 4 or 8 bytes (want_float 0) or float64 (want_float 1). */
+static int column_of(PyObject *obj, Py_buffer *view, int want_float, Py_ssize_t nrows, Py_ssize_t index)
+{
+	if (PyObject_GetBuffer(obj, view, PyBUF_STRIDES | PyBUF_FORMAT) < 0)
+		return -1;
+	const char *f = view->format ? view->format : "B";
+	if (*f == '@' || *f == '=' || *f == (PY_LITTLE_ENDIAN ? '<' : '>'))
+		f++;
+	int ok;
+	if (want_float)
+		ok = f[0] == 'd' && f[1] == 0 && view->itemsize == 8;
+	else
+		ok = (f[0] == 'i' || f[0] == 'l' || f[0] == 'q') && f[1] == 0 &&
+		     (view->itemsize == 4 || view->itemsize == 8);
+	if (!ok) {
+		PyErr_Format(PyExc_ValueError, "format_rows: template item %zd: column must be %s, "
+			     "not format '%s' of itemsize %zd", index,
+			     want_float ? "float64" : "int64 or int32", view->format ? view->format : "B",
+			     view->itemsize);
+	} else if (view->ndim != 1 || view->shape[0] != nrows) {
+		PyErr_Format(PyExc_ValueError, "format_rows: template item %zd: column must be 1-d of "
+			     "length %zd (nrows)", index, nrows);
+		ok = 0;
+	}
+	if (!ok) {
+		PyBuffer_Release(view);
+		return -1;
+	}
+	return 0;
+}
+
+/* The Python exception for a failed format (not FTF_RF_IO). */
+static void rowfmt_error(int rc, const ftf_rowfmt_item *items, size_t bad_row, size_t bad_item)
+{
+	if (rc == FTF_RF_BADVALUE) {
+		const ftf_rowfmt_item *it = &items[bad_item];
+		long long v = it->itemsize == 8 ? (long long)((const int64_t *)it->col)[bad_row]
+						: (long long)((const int32_t *)it->col)[bad_row];
+		if (it->kind == FTF_RF_ENUM)
+			PyErr_Format(PyExc_ValueError, "format_rows: template item %zu, row %zu: index %lld "
+				     "out of range (%zu fragments)", bad_item, bad_row, v, it->nfrags);
+		else
+			PyErr_Format(PyExc_ValueError, "format_rows: template item %zu, row %zu: negative "
+				     "repeat count %lld", bad_item, bad_row, v);
+	} else if (rc == FTF_RF_CHANGED) {
+		PyErr_SetString(PyExc_RuntimeError, "format_rows: a column changed while it was formatted");
+	} else {
+		PyErr_NoMemory();
+	}
+}
+
+/* A template checked and translated for rowfmt.c, with what keeps its
+ * pointers valid while the GIL is released: the column buffers, the
+ * fragment tuples and their ftf_str arrays. */
+typedef struct {
+	PyObject *tmpl;      /* a tuple copy of the template: its items stay alive */
+	Py_ssize_t n;        /* template items */
+	ftf_rowfmt_item *items;
+	Py_buffer *views;    /* per item; views[0..nviews) may hold a buffer */
+	Py_ssize_t nviews;
+	PyObject **keep;     /* per ENUM item: its fragments as a tuple */
+	ftf_str **frags;     /* per ENUM item: their text */
+	int ascii;           /* every literal and fragment is ASCII */
+} parsed_template;
+
+static void template_free(parsed_template *pt)
+{
+	for (Py_ssize_t i = 0; i < pt->nviews; i++)
+		if (pt->views[i].obj)
+			PyBuffer_Release(&pt->views[i]);
+	for (Py_ssize_t i = 0; i < pt->n && pt->keep && pt->frags; i++) {
+		Py_XDECREF(pt->keep[i]);
+		free(pt->frags[i]);
+	}
+	free(pt->items);
+	free(pt->views);
+	free(pt->keep);
+	free(pt->frags);
+	Py_XDECREF(pt->tmpl);
+}
+
+/* The rowfmt kind named by a template tuple's first element; -1 if none. */
+static int kind_named(const char *kind)
+{
+	if (!strcmp(kind, "i"))
+		return FTF_RF_INT;
+	if (!strcmp(kind, "f1"))
+		return FTF_RF_F1;
+	if (!strcmp(kind, "e"))
+		return FTF_RF_ENUM;
+	if (!strcmp(kind, "rep"))
+		return FTF_RF_REP;
+	return -1;
+}
+
+/* An ENUM item's fragments (a sequence of str/bytes, not a string) into
+ * pt->keep[i] and pt->frags[i]. */
+static int enum_fragments(parsed_template *pt, Py_ssize_t i, PyObject *extra)
+{
+	ftf_rowfmt_item *it = &pt->items[i];
+	if (PyUnicode_Check(extra) || PyBytes_Check(extra)) {
+		PyErr_Format(PyExc_TypeError, "format_rows: template item %zd: fragments must "
+			     "be a list of str, not a string", i);
+		return -1;
+	}
+	pt->keep[i] = PySequence_Tuple(extra);
+	if (!pt->keep[i])
+		return -1;
+	Py_ssize_t nf = PyTuple_GET_SIZE(pt->keep[i]);
+	pt->frags[i] = calloc((size_t)nf + 1, sizeof(ftf_str));
+	if (!pt->frags[i]) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	for (Py_ssize_t k = 0; k < nf; k++)
+		if (text_of(PyTuple_GET_ITEM(pt->keep[i], k), &pt->frags[i][k], &pt->ascii, "a fragment") < 0)
+			return -1;
+	it->frags = pt->frags[i];
+	it->nfrags = (size_t)nf;
+	return 0;
+}
+
+/* Template item i, a (kind, column[, extra]) tuple t, into pt->items[i]. */
+static int column_item(parsed_template *pt, Py_ssize_t i, PyObject *t, Py_ssize_t nrows)
+{
+	ftf_rowfmt_item *it = &pt->items[i];
+	Py_ssize_t tn = PyTuple_GET_SIZE(t);
+	const char *kind = tn >= 1 && PyUnicode_Check(PyTuple_GET_ITEM(t, 0))
+		? PyUnicode_AsUTF8(PyTuple_GET_ITEM(t, 0)) : NULL;
+	if (!kind) {
+		PyErr_Clear();
+		PyErr_Format(PyExc_TypeError, "format_rows: template item %zd: (kind, column[, extra]) "
+			     "with kind a str", i);
+		return -1;
+	}
+	it->kind = kind_named(kind);
+	if (it->kind < 0) {
+		PyErr_Format(PyExc_ValueError, "format_rows: template item %zd: unknown kind '%s' "
+			     "(i, f1, e, rep)", i, kind);
+		return -1;
+	}
+	Py_ssize_t want = it->kind == FTF_RF_ENUM || it->kind == FTF_RF_REP ? 3 : 2;
+	if (tn != want) {
+		PyErr_Format(PyExc_ValueError, "format_rows: template item %zd: kind '%s' takes %zd "
+			     "elements, got %zd", i, kind, want, tn);
+		return -1;
+	}
+	if (column_of(PyTuple_GET_ITEM(t, 1), &pt->views[i], it->kind == FTF_RF_F1, nrows, i) < 0)
+		return -1;
+	pt->nviews = i + 1;
+	it->col = pt->views[i].buf;
+	it->stride = pt->views[i].strides ? pt->views[i].strides[0] : pt->views[i].itemsize;
+	it->itemsize = (int)pt->views[i].itemsize;
+	if (it->kind == FTF_RF_REP)
+		return text_of(PyTuple_GET_ITEM(t, 2), &it->lit, &pt->ascii, "a repeated literal");
+	if (it->kind == FTF_RF_ENUM)
+		return enum_fragments(pt, i, PyTuple_GET_ITEM(t, 2));
+	return 0;
+}
+
+/* The Python template (literals and column tuples) into pt; on failure a
+ * Python exception is set and pt holds what template_free releases. */
+static int template_parse(parsed_template *pt, PyObject *tmpl_in, Py_ssize_t nrows)
+{
+	memset(pt, 0, sizeof(*pt));
+	pt->ascii = 1;
+	pt->tmpl = PySequence_Tuple(tmpl_in);
+	if (!pt->tmpl)
+		return -1;
+	Py_ssize_t n = pt->n = PyTuple_GET_SIZE(pt->tmpl);
+	pt->items = calloc((size_t)n + 1, sizeof(*pt->items));
+	pt->views = calloc((size_t)n + 1, sizeof(*pt->views));
+	pt->keep = calloc((size_t)n + 1, sizeof(*pt->keep));
+	pt->frags = calloc((size_t)n + 1, sizeof(*pt->frags));
+	if (!pt->items || !pt->views || !pt->keep || !pt->frags) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	for (Py_ssize_t i = 0; i < n; i++) {
+		PyObject *t = PyTuple_GET_ITEM(pt->tmpl, i);
+		if (!PyTuple_Check(t)) {
+			pt->items[i].kind = FTF_RF_LIT;
+			if (text_of(t, &pt->items[i].lit, &pt->ascii, "a literal") < 0)
+				return -1;
+		} else if (column_item(pt, i, t, nrows) < 0) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Straight to the file: UTF-8 as it is, no size pass. The bytes written. */
+static PyObject *format_to_fd(const parsed_template *pt, Py_ssize_t nrows, int fd)
+{
+	size_t bad_row = 0, bad_item = 0, len = 0;
+	int rc, err = 0;
+	Py_BEGIN_ALLOW_THREADS
+	rc = ftf_rowfmt_write_fd(pt->items, (size_t)pt->n, (size_t)nrows, fd, &len, &err, &bad_row, &bad_item);
+	Py_END_ALLOW_THREADS
+	if (rc == FTF_RF_OK)
+		return PyLong_FromSize_t(len);
+	if (rc == FTF_RF_IO) {
+		errno = err;
+		return PyErr_SetFromErrno(PyExc_OSError);
+	}
+	rowfmt_error(rc, pt->items, bad_row, bad_item);
+	return NULL;
+}
+
+/* Into a str: sized first, then written once. ASCII text is written
+ * straight into the str, cut to its length after; else as UTF-8, decoded
+ * after. */
+static PyObject *format_to_str(const parsed_template *pt, Py_ssize_t nrows)
+{
+	size_t bad_row = 0, bad_item = 0, len = 0;
+	int rc;
+	Py_BEGIN_ALLOW_THREADS
+	rc = ftf_rowfmt_size(pt->items, (size_t)pt->n, (size_t)nrows, &len, &bad_row, &bad_item);
+	Py_END_ALLOW_THREADS
+	if (rc == FTF_RF_OK && len > (size_t)PY_SSIZE_T_MAX)
+		rc = FTF_RF_NOMEM;
+	if (rc != FTF_RF_OK) {
+		rowfmt_error(rc, pt->items, bad_row, bad_item);
+		return NULL;
+	}
+	PyObject *res = NULL;
+	char *out = NULL, *dst;
+	size_t bound = len;
+	if (pt->ascii) {
+		res = PyUnicode_New((Py_ssize_t)bound, 127);
+		if (!res)
+			return NULL;
+		dst = PyUnicode_DATA(res);
+	} else {
+		dst = out = malloc(bound ? bound : 1);
+		if (!out)
+			return PyErr_NoMemory();
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rc = ftf_rowfmt_write(pt->items, (size_t)pt->n, (size_t)nrows, dst, bound, &len);
+	Py_END_ALLOW_THREADS
+	if (rc != FTF_RF_OK) {
+		Py_CLEAR(res);
+		if (rc == FTF_RF_NOMEM)
+			PyErr_NoMemory();
+		else
+			PyErr_SetString(PyExc_RuntimeError, "format_rows: a column changed while it was formatted");
+	} else if (!pt->ascii) {
+		res = PyUnicode_DecodeUTF8(out, (Py_ssize_t)len, "strict");
+	} else if (len < bound && PyUnicode_Resize(&res, (Py_ssize_t)len) < 0) {
+		Py_CLEAR(res);
+	}
+	free(out);
+	return res;
+}
+
+static PyObject *py_format_rows(PyObject *self, PyObject *args)
+{
+	PyObject *tmpl_in;
+	Py_ssize_t nrows;
+	int fd = -1;
+	if (!PyArg_ParseTuple(args, "On|i", &tmpl_in, &nrows, &fd))
+		return NULL;
+	if (nrows < 0)
+		return PyErr_Format(PyExc_ValueError, "format_rows: nrows must be >= 0");
+	parsed_template pt;
+	PyObject *res = NULL;
+	if (template_parse(&pt, tmpl_in, nrows) == 0)
+		res = fd >= 0 ? format_to_fd(&pt, nrows, fd) : format_to_str(&pt, nrows);
+	template_free(&pt);
+	return res;
+}
+
+static PyMethodDef methods[] = {
+	{ "format_rows", py_format_rows, METH_VARARGS,
+	  "format_rows(template, nrows[, fd]) -> str, or with fd the number of bytes written to it "
+	  "(UTF-8, in chunks, while the next is formatted): rows 0..nrows-1 of a template, a list of literals "
+	  "(str/bytes) and (kind, column[, extra]) tuples, columns 1-d buffers of nrows values: "
+	  "('i', int64/int32 column), ('f1', float64 "
+	  "column: '%.1f'), ('e', index column, fragments), ('rep', count column, literal)" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef moduledef = {
+	PyModuleDef_HEAD_INIT, "_rowfmt", "ftflame's row-template formatter: the JSON renderer's rows", -1, methods,
+	NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__rowfmt(void)
+{
+	return PyModule_Create(&moduledef);
+}

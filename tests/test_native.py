@@ -1,0 +1,58 @@
+"""The C extensions are named for what they do: the reader extension
+(parse._core) only reads and builds, the JSON row formatter sits beside the
+JSON renderer, the Profile's percentiles and tree order beside the model,
+the allocator tuning apart; and every folder of C is built and linted."""
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# extension -> the functions it exports (its whole Python face)
+EXTENSIONS = {
+    "ftflame.parse._core": {"read_dat", "read_text_chunks", "build_events", "hist_lower"},
+    "ftflame.report._rowfmt": {"format_rows"},
+    "ftflame._model": {"hist_percentiles", "tree_preorder"},
+    "ftflame._alloc": {"keep_freed_memory"},
+}
+
+
+def test_each_extension_holds_only_its_own_functions():
+    for name, functions in EXTENSIONS.items():
+        mod = importlib.import_module(name)
+        exported = {k for k, v in vars(mod).items() if callable(v) and not k.startswith("_")}
+        assert exported == functions, name
+
+
+def test_the_command_tunes_malloc_without_loading_the_reader():
+    """ftflame._alloc is an extension of its own: importing it (as cli.run
+    does first) loads neither the trace reader nor numpy."""
+    code = ("import sys, ftflame._alloc\n"
+            "print(sorted(m for m in sys.modules if m.endswith('_core') or m == 'numpy'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def c_folders() -> set:
+    """Folders of the repository holding C files of the package (not the
+    benchmark's standalone program, not build products)."""
+    skip = {".venv", "build", ".cache", ".git", "bench", "tests", "node_modules"}
+    found = set()
+    for top, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if d not in skip]
+        if any(f.endswith(".c") for f in files):
+            found.add(os.path.relpath(top, ROOT))
+    return found
+
+
+def test_every_folder_of_c_is_built_and_linted():
+    """The Makefile's NATIVE_DIRS (the build stamp, lint with -Werror) names
+    every folder of C: a unit in a new folder cannot go unrebuilt or
+    unlinted (setup.py builds the same folders: see the test above)."""
+    makefile = open(os.path.join(ROOT, "Makefile"), encoding="utf-8").read()
+    native_dirs = set(re.search(r"^NATIVE_DIRS\s*:=\s*(.*)$", makefile, re.M).group(1).split())
+    assert native_dirs == c_folders()
