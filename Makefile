@@ -6,7 +6,7 @@ VENV       ?= .venv
 PY         := $(VENV)/bin/python
 FTFLAME    := $(VENV)/bin/ftflame
 APT_PKGS   := trace-cmd libtracecmd-dev libtraceevent-dev libtracefs-dev pkg-config gcc make \
-              python3-venv zstd shellcheck \
+              python3-venv zstd libzstd-dev zlib1g-dev shellcheck \
               chromium chromium-driver
 SAMPLE     := tests/data/sample/trace.dat
 OUT        ?= out
@@ -20,6 +20,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_DIR   := build/fuzz
 FUZZ_PKGS  := clang libclang-rt-dev
 FUZZ_SRC   := parse/core/fuzz_text.c parse/core/reader_text.c parse/core/builder.c parse/core/calls.c parse/core/u64map.c
+FUZZ_DAT_SRC := parse/core/fuzz_dat.c $(wildcard parse/core/dat_*.c) parse/core/builder.c parse/core/calls.c parse/core/u64map.c
 TEXT_FIXTURES := $(wildcard tests/data/fixtures/*/*/*.txt.gz)
 
 # Render checks (speedscope's JSON schema from its npm package, inferno for the
@@ -139,6 +140,17 @@ $(FUZZ_DIR)/fuzz_text: $(FUZZ_SRC) parse/core/builder.h parse/core/reader_text.h
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -fno-omit-frame-pointer -Iparse/core $(FUZZ_SRC) -o $@
 
+$(FUZZ_DIR)/fuzz_dat: $(FUZZ_DAT_SRC) parse/core/dat.h parse/core/ftf.h parse/core/u64map.h
+	@mkdir -p $(FUZZ_DIR)
+	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  -fno-omit-frame-pointer -Iparse/core $(FUZZ_DAT_SRC) -lzstd -lz -o $@
+
+# trace.dat seeds: small hand-made files, v6, v7 and v7 zstd (tests/helpers/datcorners.py)
+$(FUZZ_DIR)/dat-seeds/.stamp: tests/helpers/datcorners.py
+	@rm -rf $(FUZZ_DIR)/dat-seeds
+	$(PY) tests/helpers/datcorners.py $(FUZZ_DIR)/dat-seeds
+	@touch $@
+
 # Seeds: each file is one control byte (bit 0: mail mode; bits 1-3: chunk
 # size) followed by text: every hand-made input, the first 12 KB of every
 # text fixture, of trace-cmd report forms of a small trace.dat, and the mail
@@ -158,11 +170,14 @@ $(FUZZ_DIR)/seeds/.stamp: $(wildcard tests/data/text/*.txt tests/data/seeds/*.tx
 	@for f in tests/data/seeds/002_*.txt; do { printf '\001'; cat $$f; } > $(FUZZ_DIR)/seeds/mail-seed; done
 	@touch $@
 
-fuzz: $(FUZZ_DIR)/fuzz_text $(FUZZ_DIR)/seeds/.stamp  ## fuzz the text tokenizer + builder (FUZZ_SECONDS=60); fails on any finding
-	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/findings
+fuzz: $(FUZZ_DIR)/fuzz_text $(FUZZ_DIR)/seeds/.stamp $(FUZZ_DIR)/fuzz_dat $(FUZZ_DIR)/dat-seeds/.stamp  ## fuzz the text tokenizer and the trace.dat reader, each with the builder (FUZZ_SECONDS=60 each); fails on any finding
+	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/findings $(FUZZ_DIR)/dat-corpus
 	$(FUZZ_DIR)/fuzz_text -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -dict=parse/core/fuzz_text.dict -timeout=10 \
 	  -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/findings/ \
 	  $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
+	$(FUZZ_DIR)/fuzz_dat -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
+	  -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/findings/dat- \
+	  $(FUZZ_DIR)/dat-corpus $(FUZZ_DIR)/dat-seeds
 
 # The VM tests (tests/vm, collect/README.md): qemu boots Debian's kernels over
 # the host's root filesystem with virtme-ng; the guest runs these tools.

@@ -1,6 +1,7 @@
 """Build ftflame's C extensions, each beside the Python code that uses it:
 
   ftflame.parse._core     parse/core      the trace readers and the call builder
+                                          (libtracecmd; zstd and zlib for the builtin reader)
   ftflame.report._rowfmt  report/native   the JSON renderer's row formatter
   ftflame._model          ftflame/native  the Profile's percentiles and tree order
   ftflame._alloc          ftflame/native  allocator tuning for the ftflame command
@@ -52,7 +53,8 @@ model_native = os.path.join("ftflame", "native")
 setup(
     ext_modules=[
         extension("ftflame.parse._core", os.path.join("parse", "core"),
-                  cflags=pkg_config("--cflags"), libs=pkg_config("--libs")),
+                  cflags=pkg_config("--cflags"),
+                  libs=pkg_config("--libs") + ["-lzstd", "-lz"]),  # -lzstd -lz: the builtin reader
         extension("ftflame.report._rowfmt", os.path.join("report", "native")),
         extension("ftflame._model", model_native, {"model_module.c", "percentiles.c", "tree_order.c"}),
         extension("ftflame._alloc", model_native, {"alloc_module.c"}),

@@ -136,6 +136,20 @@ def _formats():
     return RENDERERS
 
 
+def add_reader_option(p) -> None:
+    p.add_argument("--reader", choices=("builtin", "libtracecmd"), default="builtin",
+                   help="how a trace.dat is read: ftflame's own reader (builtin, default) or "
+                        "trace-cmd's libtracecmd (the reference; docs/trace-formats.md)")
+
+
+def reader_of(args):
+    """--reader for every trace.dat the command reads (report, its baseline,
+    calibrate's three), for the command's duration."""
+    from ftflame.parse import dat
+
+    return dat.reader_used(getattr(args, "reader", None) or dat.default_reader())
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="ftflame",
@@ -163,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "corrected ones (tracer overhead out, interrupt subtrees apart under [irq]; "
                           "needs a calibration or the in-trace estimate)")
     rep.add_argument("-q", "--quiet", action="store_true", help="no progress or notes on stderr")
+    add_reader_option(rep)
     rep.add_argument("--open", action="store_true",
                      help="open the HTML/SVG output in a web browser when run interactively "
                           "(without -o: an HTML report in a temporary directory)")
@@ -214,6 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="where to write calibration.json (default: RUNDIR/calibration.json; "
                           "with --from-traces, stdout; '-' for stdout)")
     cal.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
+    add_reader_option(cal)
     cal.set_defaults(func=cmd_calibrate)
 
     from ftflame.diff.cli import add_parser as add_diff  # ftflame diff (ftflame/diff/)
@@ -342,7 +358,7 @@ def main(argv=None) -> int:
         ap.print_help()
         return 2
     try:
-        with terminating_signals_raise():
+        with terminating_signals_raise(), reader_of(args):
             return args.func(args)
     except InputError as e:
         print(f"ftflame: {e.line()}", file=sys.stderr)

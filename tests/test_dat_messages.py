@@ -4,6 +4,7 @@ and no crash. Each file is the bundled sample with its one CPU data
 section's (offset, size) pair changed."""
 from __future__ import annotations
 
+import re
 import struct
 import subprocess
 import sys
@@ -27,8 +28,9 @@ def with_section(tmp_path, name, offset, size) -> str:
     return str(path)
 
 
-def one_line_error(path) -> str:
-    proc = subprocess.run([*FTFLAME, "report", path], capture_output=True, text=True, timeout=60)
+def one_line_error(path, reader="builtin") -> str:
+    proc = subprocess.run([*FTFLAME, "report", "--reader", reader, path], capture_output=True,
+                          text=True, timeout=60)
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     lines = proc.stderr.splitlines()
     assert len(lines) == 1, proc.stderr
@@ -37,8 +39,9 @@ def one_line_error(path) -> str:
     return lines[0]
 
 
-def test_zero_events_says_the_recording_is_empty(tmp_path):
-    line = one_line_error(with_section(tmp_path, "empty.dat", SECTION[0], 0))
+@pytest.mark.parametrize("reader", ["builtin", "libtracecmd"])
+def test_zero_events_says_the_recording_is_empty(tmp_path, reader):
+    line = one_line_error(with_section(tmp_path, "empty.dat", SECTION[0], 0), reader)
     assert "no events at all" in line and "memory" not in line
 
 
@@ -48,5 +51,20 @@ def test_zero_events_says_the_recording_is_empty(tmp_path):
     ("past-the-end.dat", SECTION[0], SECTION[1] * 4, "(Invalid argument)"),
 ])
 def test_damaged_data_section_is_one_line_not_a_crash(tmp_path, name, offset, size, words):
-    line = one_line_error(with_section(tmp_path, name, offset, size))
+    line = one_line_error(with_section(tmp_path, name, offset, size), "libtracecmd")
     assert words in line and "damaged or truncated trace.dat" in line
+
+
+def test_builtin_reader_says_no_event_could_be_read_from_a_moved_section(tmp_path):
+    # one byte off: no chunk table where the file says it is
+    line = one_line_error(with_section(tmp_path, "unaligned.dat", SECTION[0] + 1, SECTION[1]))
+    assert "no events could be read" in line and "cut short" in line and "damaged or truncated" in line
+
+
+def test_builtin_reader_counts_a_section_past_the_end(tmp_path):
+    # the chunks are all there, the size says 4x more: a report, the shortfall in its anomalies
+    path = with_section(tmp_path, "past-the-end.dat", SECTION[0], SECTION[1] * 4)
+    proc = subprocess.run([*FTFLAME, "report", path], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert re.search(r"the data of 1 CPU cut short \([0-9,]+ bytes missing or unreadable\)", text), text

@@ -12,6 +12,7 @@
 #include <Python.h>
 
 #include "ftf.h"
+#include "dat.h"
 
 /* The node and sample tables: one int64 per column, written by position.
  * Their names, in column order, are exported as NODE_COLUMNS and
@@ -503,6 +504,65 @@ static PyObject *py_read_dat(PyObject *self, PyObject *args, PyObject *kw)
 	return res;
 }
 
+/* read_dat_builtin(path, progress=None): read_dat's dict from the builtin
+ * reader (dat_*.c), with meta["damage"]: what it skipped, counted. */
+static PyObject *dat_damage_dict(const ftf_dat_damage *d)
+{
+	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:s}", "bad_pages",
+			     (unsigned long long)d->bad_pages, "bad_chunks", (unsigned long long)d->bad_chunks,
+			     "lost_bytes", (unsigned long long)d->lost_bytes, "cut_streams",
+			     (unsigned long long)d->cut_streams, "partial_page_bytes",
+			     (unsigned long long)d->partial_page_bytes, "zero_pages",
+			     (unsigned long long)d->zero_pages, "kallsyms_bad_lines",
+			     (unsigned long long)d->kallsyms_bad_lines, "first", d->first);
+}
+
+static PyObject *py_read_dat_builtin(PyObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "path", "progress", "slowest", NULL };
+	PyObject *path_obj, *progress = Py_None;
+	unsigned int slowest = FTF_SLOWEST_DEFAULT;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|OI", kwlist, PyUnicode_FSConverter, &path_obj,
+					 &progress, &slowest))
+		return NULL;
+	ftf_builder *b = malloc(sizeof(*b));
+	ftf_dat_meta *meta = malloc(sizeof(*meta));
+	ftf_dat_damage *dmg = malloc(sizeof(*dmg));
+	if (!b || !meta || !dmg) {
+		free(b);
+		free(meta);
+		free(dmg);
+		Py_DECREF(path_obj);
+		return PyErr_NoMemory();
+	}
+	ftf_builder_init(b);
+	b->slowest_n = slowest;
+	char err[512] = "";
+	progress_ctx pc = { progress, 0 };
+	int rc;
+	Py_BEGIN_ALLOW_THREADS
+	rc = ftf_read_dat_builtin(PyBytes_AS_STRING(path_obj), b, meta, dmg,
+				  progress == Py_None ? NULL : progress_trampoline, &pc, err, sizeof(err));
+	Py_END_ALLOW_THREADS
+	Py_DECREF(path_obj);
+	PyObject *res = NULL, *m = NULL;
+	if (pc.failed) {
+		/* the progress callback raised (e.g. KeyboardInterrupt): keep its exception */
+	} else if (rc < 0) {
+		PyErr_SetString(PyExc_ValueError, err);
+	} else if ((res = builder_result(b)) && (!(m = dat_meta_dict(meta)) ||
+						 dict_put(m, "damage", dat_damage_dict(dmg)) < 0 ||
+						 PyDict_SetItemString(res, "meta", m) < 0)) {
+		Py_CLEAR(res);
+	}
+	Py_XDECREF(m);
+	ftf_builder_free(b);
+	free(b);
+	free(meta);
+	free(dmg);
+	return res;
+}
+
 /* build_events(events): feed hand-made events straight to the builder.
  * Each event is a tuple (kind, cpu, pid, flags, func, depth, ts, calltime,
  * rettime, overrun, next_pid, lost) with kind one of "entry", "exit",
@@ -732,7 +792,9 @@ static PyObject *py_hist_lower(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
 	{ "read_dat", (PyCFunction)(void (*)(void))py_read_dat, METH_VARARGS | METH_KEYWORDS,
-	  "read_dat(path, progress=None) -> dict: read a trace.dat into the call-path aggregate" },
+	  "read_dat(path, progress=None, slowest=20) -> dict: read a trace.dat (libtracecmd) into the call-path aggregate" },
+	{ "read_dat_builtin", (PyCFunction)(void (*)(void))py_read_dat_builtin, METH_VARARGS | METH_KEYWORDS,
+	  "read_dat_builtin(path, progress=None, slowest=20) -> dict: read_dat with the builtin reader (no libtracecmd)" },
 	{ "build_events", py_build_events, METH_VARARGS,
 	  "build_events(events, slowest=20) -> dict: feed hand-made events to the call builder" },
 	{ "read_text_chunks", (PyCFunction)(void (*)(void))py_read_text_chunks, METH_VARARGS | METH_KEYWORDS,

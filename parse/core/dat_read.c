@@ -1,0 +1,478 @@
+/* The builtin trace.dat reader: the file's CPUs merged by timestamp (the
+ * earliest record next; on equal timestamps the CPU listed first, as
+ * libtracecmd does), each record decoded into an ftf_event by the fields
+ * the file's own formats describe, and fed to the builder. The builder
+ * keeps per-task stacks; the order across CPUs matters where a task
+ * migrates (its calls continue on another CPU) and at sched_switch (the
+ * switched-out task's tail and the next task's start): hence the merge. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dat.h"
+
+typedef struct {
+	dat_file *f;
+	ftf_builder *b;
+	ftf_dat_meta *meta;
+	ftf_u64map addr_ids; /* function address -> function id + 1 */
+	int swap;
+} decoder;
+
+static inline uint64_t field(const decoder *d, const dat_field *fl, const uint8_t *data, uint32_t size)
+{
+	if (!fl->present || (uint64_t)fl->offset + fl->size > size)
+		return 0;
+	const uint8_t *p = data + fl->offset;
+	switch (fl->size) {
+	case 1: return p[0];
+	case 2: return dat_get16(p, d->swap);
+	case 4: return dat_get32(p, d->swap);
+	case 8: return dat_get64(p, d->swap);
+	default: return 0;
+	}
+}
+
+static inline int64_t field_signed(const decoder *d, const dat_field *fl, const uint8_t *data, uint32_t size)
+{
+	uint64_t v = field(d, fl, data, size);
+	switch (fl->size) {
+	case 1: return (int8_t)v;
+	case 2: return (int16_t)v;
+	case 4: return (int32_t)v;
+	default: return (int64_t)v;
+	}
+}
+
+static uint32_t func_id(decoder *d, uint64_t addr)
+{
+	uint64_t known = ftf_u64map_get(&d->addr_ids, addr);
+	if (known)
+		return (uint32_t)(known - 1);
+	const char *name = dat_syms_find(&d->f->syms, addr);
+	char buf[32];
+	if (!name) {
+		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)addr);
+		name = buf;
+	}
+	uint32_t id = ftf_funcs_intern(&d->b->funcs, name, strlen(name));
+	if (id == FTF_NONE) {
+		d->b->oom = 1;
+		id = 0;
+	}
+	if (ftf_u64map_put(&d->addr_ids, addr, (uint64_t)id + 1) < 0)
+		d->b->oom = 1;
+	return id;
+}
+
+/* depth: 6.15-rc declared an 8-byte depth over a 4-byte value */
+static int64_t depth_of(const decoder *d, const dat_field *fl, const uint8_t *data, uint32_t size)
+{
+	int64_t v = field_signed(d, fl, data, size);
+	return fl->size == 8 ? (int32_t)v : v;
+}
+
+/* One record -> one event (two, with a LOST event first when the record's
+ * page says events were missed before it), appended to the batch. Function
+ * addresses go in addr[]: they become function ids on the builder's side,
+ * which owns the function table. */
+#define BATCH_EVENTS 8192
+
+typedef struct {
+	ftf_event ev[BATCH_EVENTS];
+	uint64_t addr[BATCH_EVENTS];
+	uint32_t n;
+} batch;
+
+static void decode_record(decoder *d, const dat_stream *s, batch *out)
+{
+	const dat_file *f = d->f;
+	ftf_event *ev = &out->ev[out->n];
+	if (s->rmissed) {
+		memset(ev, 0, sizeof(*ev));
+		ev->kind = FTF_EV_LOST;
+		ev->cpu = (int32_t)s->cpu;
+		ev->ts = s->rts;
+		ev->lost = s->rmissed > 0 ? s->rmissed : -1;
+		ev = &out->ev[++out->n];
+	}
+	uint64_t *addr = &out->addr[out->n++];
+	memset(ev, 0, sizeof(*ev));
+	ev->cpu = (int32_t)s->cpu;
+	ev->ts = s->rts;
+	const uint8_t *data = s->rdata;
+	uint32_t size = s->rsize;
+	if (size < 8)
+		return; /* counted as an other event */
+	int type = d->swap ? data[0] << 8 | data[1] : data[0] | data[1] << 8;
+	const dat_evfmt *common = &f->exit;
+	ev->flags = (uint8_t)field(d, &common->common_flags, data, size);
+	ev->pid = (int32_t)field(d, &common->common_pid, data, size);
+	if (s->cpu < 512)
+		d->meta->per_cpu_events[s->cpu]++;
+	if (type == f->exit.id) {
+		ev->kind = FTF_EV_EXIT;
+		*addr = field(d, &f->exit.func, data, size);
+		ev->depth = depth_of(d, &f->exit.depth, data, size);
+		ev->overrun = field(d, &f->exit.overrun, data, size);
+		ev->calltime = field(d, &f->exit.calltime, data, size);
+		ev->rettime = field(d, &f->exit.rettime, data, size);
+	} else if (type == f->entry.id || type == f->retaddr_entry.id) {
+		const dat_evfmt *e = type == f->entry.id ? &f->entry : &f->retaddr_entry;
+		ev->kind = FTF_EV_ENTRY;
+		*addr = field(d, &e->func, data, size);
+		ev->depth = depth_of(d, &e->depth, data, size);
+	} else if (type == f->sched_switch.id) {
+		ev->kind = FTF_EV_SWITCH;
+		ev->pid = (int32_t)field(d, &f->sched_switch.prev_pid, data, size);
+		ev->next_pid = (int32_t)field(d, &f->sched_switch.next_pid, data, size);
+	}
+}
+
+/* The builder's side: a batch's function ids, then the builder. */
+static void build_batch(decoder *d, batch *bt)
+{
+	for (uint32_t i = 0; i < bt->n; i++) {
+		ftf_event *ev = &bt->ev[i];
+		if (ev->kind == FTF_EV_ENTRY || ev->kind == FTF_EV_EXIT)
+			ev->func = func_id(d, bt->addr[i]);
+		ftf_builder_feed(d->b, ev);
+	}
+	bt->n = 0;
+}
+
+static void fill_meta(const dat_file *f, ftf_dat_meta *meta)
+{
+	snprintf(meta->kernel, sizeof(meta->kernel), "%s", f->uname);
+	snprintf(meta->clock, sizeof(meta->clock), "%s", f->clock);
+	snprintf(meta->tracer_version, sizeof(meta->tracer_version), "%s", f->version_str);
+	if (f->comp != DAT_COMP_NONE) /* libtracecmd names no compression for "none" */
+		snprintf(meta->compression, sizeof(meta->compression), "%.30s%s%.30s", f->comp_name,
+			 f->comp_version[0] ? " " : "", f->comp_version);
+	meta->cpus = f->cpus;
+	meta->file_version = f->version;
+	meta->has_entry_event = f->entry.present;
+	meta->has_retaddr_event = f->retaddr_entry.present;
+	meta->has_exit_event = f->exit.present;
+	meta->has_switch_event = f->sched_switch.present;
+	meta->has_retval = f->exit.retval.present;
+	meta->has_args = f->entry.args.present;
+}
+
+static int check_events(const dat_file *f, char *err, size_t errlen)
+{
+	if (f->latency) {
+		snprintf(err, errlen, "a latency-format trace.dat: its data is the tracer's text, not "
+			 "per-CPU event pages: give ftflame the output of 'trace-cmd report' on it");
+		return -1;
+	}
+	if (f->has_ts_offset) {
+		snprintf(err, errlen, "this trace.dat shifts its timestamps (OFFSET, TSC2NSEC or "
+			 "TIME_SHIFT option), which the builtin reader does not apply: use --reader libtracecmd");
+		return -1;
+	}
+	if (!f->exit.present) {
+		snprintf(err, errlen, "no function_graph events (funcgraph_exit) in this trace.dat: "
+			 "record with 'trace-cmd record -p function_graph'");
+		return -1;
+	}
+	const dat_evfmt *x = &f->exit;
+	if (!x->func.present || !x->calltime.present || !x->rettime.present || !x->depth.present) {
+		snprintf(err, errlen, "funcgraph_exit lacks func/depth/calltime/rettime fields: "
+			 "unsupported event layout");
+		return -1;
+	}
+	return 0;
+}
+
+/* Adds one CPU's stream statistics to the damage report. */
+static void count_damage(const dat_stream *s, ftf_dat_damage *dmg)
+{
+	const dat_stream_stats *st = &s->st;
+	dmg->bad_pages += st->bad_pages;
+	dmg->bad_chunks += st->bad_chunks;
+	dmg->lost_bytes += st->lost_bytes;
+	dmg->cut_streams += st->cut != 0;
+	dmg->partial_page_bytes += st->partial_page;
+	dmg->zero_pages += st->zero_pages;
+	char what[200] = "";
+	if (st->cut)
+		snprintf(what, sizeof(what), "CPU %u: its data is cut short (%llu bytes missing or "
+			 "unreadable)", s->cpu, (unsigned long long)st->lost_bytes);
+	else if (st->bad_chunks)
+		snprintf(what, sizeof(what), "CPU %u: %llu compressed chunks did not decompress",
+			 s->cpu, (unsigned long long)st->bad_chunks);
+	else if (st->bad_pages)
+		snprintf(what, sizeof(what), "CPU %u: %llu pages with records that do not fit the page",
+			 s->cpu, (unsigned long long)st->bad_pages);
+	if (st->zero_pages && !what[0])
+		snprintf(what, sizeof(what), "CPU %u: %llu pages are all zeros (timestamp and commit 0): "
+			 "data overwritten?", s->cpu, (unsigned long long)st->zero_pages);
+	if (what[0] && !dmg->first[0])
+		snprintf(dmg->first, sizeof(dmg->first), "%s", what);
+}
+
+/* The merge: a binary heap of the streams with a record waiting, the
+ * earliest timestamp on top, equal timestamps by the CPU table's order
+ * (libtracecmd's: it takes the first CPU with the smallest). */
+typedef struct {
+	dat_stream *s;
+	uint32_t *h;
+	uint32_t n;
+} merge;
+
+static inline int before(const merge *m, uint32_t a, uint32_t b)
+{
+	uint64_t ta = m->s[a].rts, tb = m->s[b].rts;
+	return ta < tb || (ta == tb && a < b);
+}
+
+static void sift_down(merge *m, uint32_t i)
+{
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, least = i;
+		if (l < m->n && before(m, m->h[l], m->h[least]))
+			least = l;
+		if (r < m->n && before(m, m->h[r], m->h[least]))
+			least = r;
+		if (least == i)
+			return;
+		uint32_t t = m->h[i];
+		m->h[i] = m->h[least];
+		m->h[least] = t;
+		i = least;
+	}
+}
+
+static void heapify(merge *m)
+{
+	for (uint32_t i = m->n / 2; i-- > 0;)
+		sift_down(m, i);
+}
+
+/* ---- the two threads ----------------------------------------------------
+ *
+ * Decoding (decompression, pages, the merge) and the builder each cost
+ * about one core's worth of the read, so they run on two threads: the
+ * calling thread decodes into batches (and calls the progress callback:
+ * Ctrl-C reaches Python only on the main thread), a builder thread feeds
+ * them to the builder. FTFLAME_THREADS=1, or no thread, runs both here. */
+#define NBATCHES 8
+
+typedef struct {
+	pthread_mutex_t mu;
+	pthread_cond_t filled, drained;
+	batch *slots[NBATCHES];
+	uint64_t head, tail; /* batches published / built */
+	int done;            /* the last batch is published */
+	int stop;            /* either side asks the other to stop */
+	decoder *d;
+	int threaded;
+} pipeline;
+
+static void *builder_main(void *arg)
+{
+	pipeline *p = arg;
+	for (;;) {
+		pthread_mutex_lock(&p->mu);
+		while (p->tail == p->head && !p->done && !p->stop)
+			pthread_cond_wait(&p->filled, &p->mu);
+		if (p->tail == p->head || p->stop) {
+			pthread_mutex_unlock(&p->mu);
+			return NULL;
+		}
+		batch *bt = p->slots[p->tail % NBATCHES];
+		pthread_mutex_unlock(&p->mu);
+		build_batch(p->d, bt);
+		pthread_mutex_lock(&p->mu);
+		p->tail++;
+		if (p->d->b->oom)
+			p->stop = 1;
+		pthread_cond_signal(&p->drained);
+		pthread_mutex_unlock(&p->mu);
+	}
+}
+
+/* The batch is full (or the last): built here, or handed over. Returns the
+ * batch to fill next, NULL when the builder stopped. */
+static batch *hand_over(pipeline *p, batch *cur)
+{
+	if (!p->threaded) {
+		build_batch(p->d, cur);
+		return p->d->b->oom ? NULL : cur;
+	}
+	pthread_mutex_lock(&p->mu);
+	p->head++;
+	pthread_cond_signal(&p->filled);
+	while (p->head - p->tail >= NBATCHES && !p->stop)
+		pthread_cond_wait(&p->drained, &p->mu);
+	batch *next = p->stop ? NULL : p->slots[p->head % NBATCHES];
+	pthread_mutex_unlock(&p->mu);
+	return next;
+}
+
+static void finish(pipeline *p, pthread_t th, batch *cur, int stopped)
+{
+	if (!p->threaded) {
+		if (cur && !stopped)
+			build_batch(p->d, cur);
+		return;
+	}
+	pthread_mutex_lock(&p->mu);
+	if (stopped)
+		p->stop = 1;
+	else if (cur && cur->n)
+		p->head++;
+	p->done = 1;
+	pthread_cond_signal(&p->filled);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(th, NULL);
+}
+
+/* The progress callback runs every this many events: it is also where
+ * Ctrl-C reaches the read (Python's handler runs in it), within a few ms. */
+#define PROGRESS_EVERY (1u << 16)
+
+/* The merge and decode loop; nonzero when the progress callback stopped it. */
+static int decode_all(pipeline *p, dat_stream *s, merge *m, batch *cur, ftf_progress_fn progress,
+		      void *progress_ctx)
+{
+	dat_file *f = p->d->f;
+	uint64_t events = 0, next_progress = PROGRESS_EVERY;
+	while (m->n && cur && !f->src.failed) {
+		dat_stream *st = &s[m->h[0]];
+		decode_record(p->d, st, cur);
+		if (dat_stream_next(st) <= 0)
+			m->h[0] = m->h[--m->n];
+		sift_down(m, 0);
+		if (cur->n + 2 > BATCH_EVENTS) /* room for a LOST event and a record */
+			cur = hand_over(p, cur);
+		if (++events >= next_progress && progress) {
+			next_progress = events + PROGRESS_EVERY;
+			if (progress(progress_ctx, events))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+static int read_streams(dat_file *f, ftf_builder *b, ftf_dat_meta *meta, ftf_dat_damage *dmg,
+			ftf_progress_fn progress, void *progress_ctx, char *err, size_t errlen)
+{
+	decoder d = { .f = f, .b = b, .meta = meta, .swap = f->swap };
+	uint32_t n = f->ncpu;
+	dat_stream *s = calloc(n ? n : 1, sizeof(*s));
+	uint32_t *live = calloc(n ? n : 1, sizeof(*live)); /* streams with a record waiting */
+	pipeline p;
+	memset(&p, 0, sizeof(p));
+	p.d = &d;
+	int nslots = 0;
+	for (; nslots < NBATCHES; nslots++) {
+		if (!(p.slots[nslots] = malloc(sizeof(batch))))
+			break;
+		p.slots[nslots]->n = 0;
+	}
+	int rc = 0, stopped = 0;
+	if (!s || !live || nslots < NBATCHES) {
+		snprintf(err, errlen, "out of memory");
+		rc = -1;
+		goto out;
+	}
+	uint32_t nlive = 0;
+	for (uint32_t i = 0; i < n && !f->src.failed; i++) {
+		if (dat_stream_open(&s[i], f, &f->cpu[i]) < 0)
+			break;
+		if (dat_stream_next(&s[i]) > 0)
+			live[nlive++] = i;
+	}
+	merge m = { .s = s, .h = live, .n = nlive };
+	heapify(&m);
+	pthread_mutex_init(&p.mu, NULL);
+	pthread_cond_init(&p.filled, NULL);
+	pthread_cond_init(&p.drained, NULL);
+	const char *threads = getenv("FTFLAME_THREADS");
+	pthread_t th;
+	p.threaded = !(threads && strcmp(threads, "1") == 0) &&
+		     pthread_create(&th, NULL, builder_main, &p) == 0;
+	batch *cur = p.slots[0];
+	stopped = decode_all(&p, s, &m, cur, progress, progress_ctx);
+	/* the batch being filled: the one after the last handed over */
+	cur = p.threaded ? (p.stop ? NULL : p.slots[p.head % NBATCHES]) : p.slots[0];
+	finish(&p, th, cur, stopped || f->src.failed);
+	pthread_cond_destroy(&p.filled);
+	pthread_cond_destroy(&p.drained);
+	pthread_mutex_destroy(&p.mu);
+	ftf_builder_finish(b);
+	for (uint32_t i = 0; i < n; i++) {
+		if (!stopped && !f->src.failed)
+			count_damage(&s[i], dmg);
+		dat_stream_free(&s[i]);
+	}
+	dmg->kallsyms_bad_lines = f->syms.bad_lines;
+	if (f->src.failed) {
+		snprintf(err, errlen, "%s", f->src.err);
+		rc = -1;
+	} else if (b->oom) {
+		snprintf(err, errlen, "out of memory while building the call tree");
+		rc = -1;
+	} else if (stopped) {
+		snprintf(err, errlen, "interrupted");
+		rc = -1;
+	}
+out:
+	ftf_u64map_free(&d.addr_ids);
+	for (int i = 0; i < nslots; i++)
+		free(p.slots[i]);
+	free(s);
+	free(live);
+	return rc;
+}
+
+static int read_opened(dat_file *f, int opened, ftf_builder *b, ftf_dat_meta *meta,
+		       ftf_dat_damage *dmg, ftf_progress_fn progress, void *progress_ctx, char *err,
+		       size_t errlen)
+{
+	if (opened < 0) {
+		snprintf(err, errlen, "%s", f->src.err);
+		return -1;
+	}
+	if (check_events(f, err, errlen) < 0)
+		return -1;
+	fill_meta(f, meta);
+	return read_streams(f, b, meta, dmg, progress, progress_ctx, err, errlen);
+}
+
+int ftf_read_dat_builtin(const char *path, ftf_builder *b, ftf_dat_meta *meta, ftf_dat_damage *damage,
+			 ftf_progress_fn progress, void *progress_ctx, char *err, size_t errlen)
+{
+	memset(meta, 0, sizeof(*meta));
+	memset(damage, 0, sizeof(*damage));
+	dat_file *f = malloc(sizeof(*f));
+	if (!f) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	int opened = dat_file_open(f, path);
+	int rc = read_opened(f, opened, b, meta, damage, progress, progress_ctx, err, errlen);
+	dat_file_close(f);
+	free(f);
+	return rc;
+}
+
+int ftf_read_dat_builtin_mem(const uint8_t *data, size_t size, ftf_builder *b, ftf_dat_meta *meta,
+			     ftf_dat_damage *damage, char *err, size_t errlen)
+{
+	memset(meta, 0, sizeof(*meta));
+	memset(damage, 0, sizeof(*damage));
+	dat_file *f = malloc(sizeof(*f));
+	if (!f) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	int opened = dat_file_open_mem(f, data, size);
+	int rc = read_opened(f, opened, b, meta, damage, NULL, NULL, err, errlen);
+	dat_file_close(f);
+	free(f);
+	return rc;
+}

@@ -1,0 +1,163 @@
+/* The file's kallsyms (/proc/kallsyms of the traced machine) -> a sorted
+ * address table. An address resolves to the symbol at or below it, as
+ * trace-cmd does; absolute symbols ('A'/'a': per-CPU variable offsets on
+ * x86-64) and ARM's '$a' mapping symbols are left out, like trace-cmd.
+ *
+ * Several names at one address (aliases: __do_softirq and
+ * __softirqentry_text_start) are all valid; which one libtraceevent prints
+ * depends on where its binary search first lands. For identical output the
+ * same search is made here: the table in libtraceevent's order (by address,
+ * equal addresses in reverse file order) and a halving search that stops at
+ * the first entry whose address equals the one sought or whose range holds
+ * it (the last entry's range is its address alone). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dat.h"
+
+typedef struct {
+	uint64_t addr;
+	uint32_t order; /* line number: equal addresses in reverse file order */
+	uint32_t name;
+} sym;
+
+static int by_addr(const void *a, const void *b)
+{
+	const sym *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->order > y->order ? -1 : x->order < y->order;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* "ffffffff81000000 T _stext\t[mod]" -> addr, type, name span */
+static int parse_line(const char *p, size_t n, uint64_t *addr, char *type, size_t *ns, size_t *nl)
+{
+	size_t i = 0, digits = 0;
+	uint64_t a = 0;
+	while (i < n && hexval(p[i]) >= 0) {
+		if (digits++ >= 16)
+			return -1;
+		a = a << 4 | (uint64_t)hexval(p[i]);
+		i++;
+	}
+	if (!digits || i >= n || p[i] != ' ')
+		return -1;
+	i++;
+	if (i >= n)
+		return -1;
+	*type = p[i++];
+	if (i >= n || p[i] != ' ')
+		return -1;
+	i++;
+	size_t s = i;
+	while (i < n && p[i] != ' ' && p[i] != '\t' && p[i] != '\r')
+		i++;
+	if (i == s)
+		return -1;
+	*addr = a;
+	*ns = s;
+	*nl = i - s;
+	return 0;
+}
+
+int dat_syms_parse(dat_syms *s, const char *text, size_t len)
+{
+	memset(s, 0, sizeof(*s));
+	size_t cap = 0, ncap = 0, nlen = 0;
+	sym *tab = NULL;
+	char *names = NULL;
+	uint32_t n = 0;
+	const char *p = text, *end = text + len;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t ll = (size_t)((nl ? nl : end) - p);
+		uint64_t addr;
+		char type;
+		size_t ns, nn;
+		if (ll && parse_line(p, ll, &addr, &type, &ns, &nn) < 0) {
+			s->bad_lines++;
+		} else if (ll && p[ns] != '$' && type != 'A' && type != 'a') {
+			if (n == UINT32_MAX || nlen + nn + 1 > UINT32_MAX)
+				goto oom;
+			if (n == cap) {
+				cap = cap ? cap * 2 : 4096;
+				sym *t = realloc(tab, cap * sizeof(*t));
+				if (!t)
+					goto oom;
+				tab = t;
+			}
+			if (nlen + nn + 1 > ncap) {
+				ncap = (nlen + nn + 1) * 2 + 65536;
+				char *t = realloc(names, ncap);
+				if (!t)
+					goto oom;
+				names = t;
+			}
+			memcpy(names + nlen, p + ns, nn);
+			names[nlen + nn] = 0;
+			tab[n] = (sym){ .addr = addr, .order = n, .name = (uint32_t)nlen };
+			nlen += nn + 1;
+			n++;
+		}
+		p += ll + (nl != NULL);
+	}
+	if (n > 1)
+		qsort(tab, n, sizeof(*tab), by_addr);
+	uint32_t m = n;
+	s->addr = malloc((m ? m : 1) * sizeof(*s->addr));
+	s->name = malloc((m ? m : 1) * sizeof(*s->name));
+	if (!s->addr || !s->name)
+		goto oom;
+	for (uint32_t i = 0; i < m; i++) {
+		s->addr[i] = tab[i].addr;
+		s->name[i] = tab[i].name;
+	}
+	s->n = m;
+	s->names = names;
+	free(tab);
+	return 0;
+oom:
+	free(tab);
+	free(names);
+	free(s->addr);
+	free(s->name);
+	memset(s, 0, sizeof(*s));
+	return -1;
+}
+
+const char *dat_syms_find(const dat_syms *s, uint64_t addr)
+{
+	uint32_t lo = 0, hi = s->n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		uint64_t at = s->addr[mid];
+		int holds = addr == at ||
+			    (addr > at && mid + 1 < s->n && addr < s->addr[mid + 1]);
+		if (holds)
+			return s->names + s->name[mid];
+		if (addr < at)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return NULL;
+}
+
+void dat_syms_free(dat_syms *s)
+{
+	free(s->addr);
+	free(s->name);
+	free(s->names);
+	memset(s, 0, sizeof(*s));
+}

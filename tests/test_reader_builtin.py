@@ -1,0 +1,268 @@
+"""The builtin trace.dat reader, one named situation per test: hand-made
+files (tests/helpers/datcorners.py) for the page format's corners, and damage that
+must end as one line naming the section and byte offset, or as a report
+whose anomalies say what was skipped."""
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+
+import pytest
+
+from helpers import datcorners as dw
+from conftest import FIXTURE_DATS, fixture, fixture_id
+
+FTFLAME = [sys.executable, "-m", "ftflame.cli"]
+T0 = 1_000_000
+
+
+def core(path, reader="builtin"):
+    from ftflame.parse import _core
+
+    read = _core.read_dat_builtin if reader == "builtin" else _core.read_dat
+    return read(os.fsencode(str(path)))
+
+
+def same_in_both(path) -> dict:
+    """The builtin result, checked equal to libtracecmd's (meta's damage aside)."""
+    own, ref = core(path), core(path, "libtracecmd")
+    own_meta = dict(own["meta"])
+    del own_meta["damage"]
+    assert own_meta == ref["meta"]
+    for key in ref:
+        if key != "meta":
+            assert own[key] == ref[key], key
+    return own
+
+
+def report(path, *args):
+    return subprocess.run([*FTFLAME, "report", *args, str(path)], capture_output=True, text=True,
+                          timeout=60)
+
+
+def one_line_error(path) -> str:
+    proc = report(path)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"ftflame: {path}: ")
+    return lines[0]
+
+
+def calls_page(pid=100, t0=T0, lead=b"", missed=None):
+    return dw.page(t0, lead + dw.record(0, dw.entry(pid, "nfsd_dispatch", 0)) +
+                   dw.record(500, dw.exit_(pid, "nfsd_dispatch", 0, t0, t0 + 500)), missed)
+
+
+# ---- the page format ------------------------------------------------------
+
+@pytest.mark.parametrize("write", [dw.write_v6, dw.write_v7,
+                                   lambda p, c: dw.write_v7(p, c, "zstd")], ids=["v6", "v7", "v7-zstd"])
+def test_nested_calls_in_every_file_form(tmp_path, write):
+    path = tmp_path / "t.dat"
+    write(str(path), [dw.nested_call_pages(100), dw.nested_call_pages(200, T0 + 50)])
+    res = same_in_both(path)
+    c = res["counters"]
+    assert (c["entries"], c["exits"], c["first_ts"], c["last_ts"]) == (6, 6, T0, T0 + 750)
+
+
+def test_zlib_reads_as_the_uncompressed_file(tmp_path):
+    """zlib chunks (trace-cmd's other algorithm; its 3.1.6 here writes zstd
+    only, and libtracecmd cannot read zlib without the plugin): the same
+    result as the uncompressed file."""
+    cpus = [[calls_page(100, T0 + i * 10_000) for i in range(25)], dw.nested_call_pages(200)]
+    plain, packed = tmp_path / "plain.dat", tmp_path / "zlib.dat"
+    dw.write_v7(str(plain), cpus)
+    dw.write_v7(str(packed), cpus, "zlib")
+    a, b = core(plain), core(packed)
+    assert b["meta"].pop("compression") == "zlib 1.2.13" and a["meta"].pop("compression") == ""
+    assert a == b and b["counters"]["exits"] == 28
+
+
+def test_time_extend_and_discarded_record_move_the_clock(tmp_path):
+    """A time extend adds (word << 27) + delta; a discarded record (padding
+    with a delta) still counts its delta; a record of more than 28 words
+    carries its length."""
+    far = (3 << 27) + 5
+    body = (dw.record(0, dw.entry(100, "svc_process", 0)) + dw.time_extend(far) +
+            dw.padding(7, 12) + dw.record(0, dw.entry(100, "nfsd_dispatch", 1) + b"\0" * 100) +
+            dw.record(1, dw.exit_(100, "nfsd_dispatch", 1, T0 + far + 7, T0 + far + 8)) +
+            dw.record(1, dw.exit_(100, "svc_process", 0, T0, T0 + far + 9)))
+    path = tmp_path / "t.dat"
+    dw.write_v6(str(path), [[dw.page(T0, body)]])
+    c = same_in_both(path)["counters"]
+    assert (c["exits"], c["first_ts"], c["last_ts"]) == (2, T0, T0 + far + 9)
+
+
+@pytest.mark.parametrize("missed,known,unknown", [(123, 123, 0), (-1, 0, 1)])
+def test_missed_events_mark_on_a_page(tmp_path, missed, known, unknown):
+    """The page's commit word says events were missed before it, with the
+    count stored after the records (bit 30) or not."""
+    path = tmp_path / "t.dat"
+    dw.write_v7(str(path), [[calls_page(), calls_page(t0=T0 + 10_000, missed=missed)]])
+    res = same_in_both(path)
+    c = res["counters"]
+    assert (c["lost_records"], c["lost_events"], c["lost_unknown"]) == (1, known, unknown)
+
+
+def test_missed_events_behind_a_time_extend_are_not_lost(tmp_path):
+    """libtracecmd attaches a page's missed-events mark only to a record at
+    the page's first byte: behind a time extend it drops it. The builtin
+    reader keeps it (its one difference from libtracecmd, on purpose)."""
+    path = tmp_path / "t.dat"
+    lead = dw.time_extend(1 << 28)
+    dw.write_v7(str(path), [[calls_page(), calls_page(t0=T0 + 10_000, lead=lead, missed=55)]])
+    assert core(path)["counters"]["lost_events"] == 55
+    assert core(path, "libtracecmd")["counters"]["lost_events"] == 0
+
+
+# ---- damage to the event data: counted -------------------------------------
+
+def test_page_whose_commit_runs_past_it_is_skipped_and_counted(tmp_path):
+    bad = bytearray(calls_page(t0=T0 + 10_000))
+    struct.pack_into("<Q", bad, 8, dw.PAGE)  # more records than the page holds
+    path = tmp_path / "t.dat"
+    dw.write_v6(str(path), [[calls_page(), bytes(bad), calls_page(t0=T0 + 20_000)]])
+    res = core(path)
+    assert res["meta"]["damage"]["bad_pages"] == 1
+    assert res["counters"]["exits"] == 2 and res["counters"]["lost_unknown"] == 1  # a gap
+    proc = report(path)
+    assert proc.returncode == 0, proc.stderr
+    assert "1 trace.dat pages with records that do not fit the page" in " ".join(proc.stdout.split())
+
+
+def test_zeroed_pages_are_counted(tmp_path):
+    path = tmp_path / "t.dat"
+    dw.write_v6(str(path), [[calls_page(), b"\0" * dw.PAGE, calls_page(t0=T0 + 20_000)]])
+    assert core(path)["meta"]["damage"]["zero_pages"] == 1
+    assert "pages of zeros" in " ".join(report(path).stdout.split())
+
+
+def test_chunk_that_does_not_decompress_is_skipped_and_counted(tmp_path):
+    path = tmp_path / "t.dat"
+    pages = [calls_page(100, T0 + i * 10_000) for i in range(30)]
+    dw.write_v7(str(path), [pages], "zstd", pages_per_chunk=10)
+    good = core(path)["counters"]["exits"]
+    data = bytearray(path.read_bytes())
+    # the second chunk's compressed bytes: flip one in its middle
+    first = data.find(b"\x28\xb5\x2f\xfd")
+    second = data.find(b"\x28\xb5\x2f\xfd", first + 4)
+    data[second + 40] ^= 0xFF
+    path.write_bytes(bytes(data))
+    res = core(path)
+    assert res["meta"]["damage"]["bad_chunks"] == 1
+    assert res["counters"]["exits"] == good - 10 and res["counters"]["lost_unknown"] == 1
+
+
+# ---- damage to the headers: one line, the section and the offset ----------
+
+def test_file_bytes_quoted_in_a_message_stay_one_line(tmp_path):
+    """A system name made of the header text (found by the fuzzer) is
+    quoted with its newlines as '?'."""
+    path = tmp_path / "t.dat"
+    dw.write_v6(str(path), [dw.nested_call_pages()])
+    data = bytearray(path.read_bytes())
+    at = data.index(b"name: funcgraph_entry") + len(dw.FORMATS[1])
+    # the event systems count: 1, a name with a newline and a UTF-8-breaking byte, 2^31 formats
+    data[at:at + 4] = struct.pack("<I", 1) + b"bad\n\xff\0" + struct.pack("<I", 1 << 31)
+    path.write_bytes(bytes(data))
+    line = one_line_error(path)
+    assert "formats in system bad??" in line
+
+
+def test_absurd_field_offset_is_one_line(tmp_path):
+    """offset:2147483647 overflowed the int bounds check of the libtracecmd
+    path (issue 19); here formats are read with 64-bit checks."""
+    path = tmp_path / "t.dat"
+    dw.write_v6(str(path), [dw.nested_call_pages()])
+    data = path.read_bytes()
+    at = data.index(b"func;\toffset:8;")
+    path.write_bytes(data[:at] + b"func;\toffset:2147483647;" + data[at + len(b"func;\toffset:8;"):])
+    line = one_line_error(path)
+    assert "ftrace event formats at byte" in line and "offset 2147483647" in line
+
+
+def test_v6_header_claiming_16m_cpus_is_refused_at_once(tmp_path):
+    path = tmp_path / "t.dat"
+    dw.write_v6(str(path), [dw.nested_call_pages()])
+    data = bytearray(path.read_bytes())
+    at = data.index(b"options  \0") - 4
+    struct.pack_into("<I", data, at, 16_777_215)
+    path.write_bytes(bytes(data))
+    line = one_line_error(path)
+    assert f"CPU count at byte {at}: the file claims 16777215 CPUs" in line
+
+
+def test_overlapping_cpu_data_is_refused(tmp_path):
+    path = tmp_path / "t.dat"
+    dw.write_v6(str(path), [dw.nested_call_pages(), dw.nested_call_pages(200)])
+    data = bytearray(path.read_bytes())
+    at = data.index(b"flyrecord\0") + 10
+    off0, size0 = struct.unpack_from("<QQ", data, at)
+    struct.pack_into("<QQ", data, at + 16, off0, size0)  # CPU 1 points at CPU 0's data
+    path.write_bytes(bytes(data))
+    assert "overlaps CPU 1's" in one_line_error(path)
+
+
+@pytest.mark.parametrize("cut", [5, 30, 200, 1000, 3000, 6000, 9000])
+def test_truncated_file_is_one_line_or_counted(tmp_path, cut):
+    path = tmp_path / "t.dat"
+    dw.write_v7(str(path), [[calls_page(100, T0 + i * 10_000) for i in range(3)]], "zstd")
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) * cut // 10_000] if cut < 10_000 else data)
+    proc = report(path)
+    assert proc.returncode in (0, 2), proc.stderr
+    if proc.returncode == 2:
+        assert len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
+    else:
+        assert "cut short" in " ".join(proc.stdout.split())
+
+
+# ---- threads, Ctrl-C ------------------------------------------------------
+
+@pytest.mark.parametrize("path", FIXTURE_DATS[:6], ids=fixture_id)
+def test_builder_thread_changes_nothing(path, monkeypatch):
+    piped = core(path)
+    monkeypatch.setenv("FTFLAME_THREADS", "1")
+    assert core(path) == piped
+
+
+@pytest.mark.parametrize("threads", ["1", ""])
+def test_progress_callback_can_stop_the_builtin_read(threads, monkeypatch):
+    """Ctrl-C reaches the read through the progress callback (every 2^16
+    events): it stops the decoding and the builder thread, and the exception
+    comes through."""
+    from ftflame.parse import _core
+
+    monkeypatch.setenv("FTFLAME_THREADS", threads)
+    seen = []
+
+    def progress(events):
+        seen.append(events)
+        raise KeyboardInterrupt
+
+    big = fixture("k6.1/s15-icount-calib/trace-full-nosleep.dat")  # 75,259 events
+    with pytest.raises(KeyboardInterrupt):
+        _core.read_dat_builtin(os.fsencode(big), progress=progress)
+    assert seen == [1 << 16]
+
+
+def test_a_curated_fixture_reads_in_one_go():
+    assert core(fixture("k6.1/s10-lost/trace.dat"))["meta"]["damage"]["bad_pages"] == 0
+
+
+def test_chunk_count_short_of_the_data_is_counted(tmp_path):
+    """The file's own size for the CPU's data says there is more than the
+    chunk count covers: the chunks after it are unread, and said so."""
+    path = tmp_path / "t.dat"
+    dw.write_v7(str(path), [[calls_page(100, T0 + i * 10_000) for i in range(30)]], "zstd",
+                pages_per_chunk=10)
+    data = bytearray(path.read_bytes())
+    at = data.find(b"\x28\xb5\x2f\xfd") - 12  # the chunk count, before the first chunk's sizes
+    assert struct.unpack_from("<I", data, at)[0] == 3
+    struct.pack_into("<I", data, at, 2)
+    path.write_bytes(bytes(data))
+    res = core(path)
+    assert res["counters"]["exits"] == 20 and res["meta"]["damage"]["cut_streams"] == 1
