@@ -208,7 +208,7 @@ setup-vm:  ## install what make test-vm needs: qemu, NFS server, fio, iozone3 (n
 	@test -x $(PY) || python3 -m venv $(VENV)
 	@$(PY) -c 'import virtme_ng, pytest' 2>/dev/null || $(PY) -m pip install -q "virtme-ng>=1.30,<2" "pytest>=7,<10"
 
-test-vm: setup setup-vm  ## boot Debian 6.1 + 6.12 kernels in qemu, test collect.sh on an NFS server inside (~10 min)
+test-vm: setup setup-vm  ## boot Debian 6.1 + 6.12 kernels in qemu, test collect.sh on an NFS server inside (15-35 min)
 	tests/vm/run.sh $(VM_KERNELS)
 
 # The full fixture corpus, recorded again in qemu (tests/vm/fixtures.sh: one VM
