@@ -1,4 +1,4 @@
-/* Operations and the slowest calls (ftflame/operations.py): the operation
+/* Operations and the slowest calls (ftflame/correct/operations.py): the operation
  * table, the kept slowest root calls, and one call's own tree drawn as a
  * flame chart (x = time inside the call, each call at its own start; y =
  * depth). Opened from a row here or a point of the latency plot. Every
