@@ -408,3 +408,17 @@ def test_a_trace_rooted_at_one_procedure_has_no_operations(synth):
     assert "Operations" not in diff_text.render(d)
     assert json.loads(diff_json.render(d))["operations"] == []
     assert set(diff_html.table_data(d)["kind"]) == {"function"}
+
+
+def test_each_interval_comes_from_its_own_items_pairs():
+    """Items of 2 calls a side: the interval's lower share is clipped to 0,
+    the item's smallest ratio, never the previous item's largest."""
+    from ftflame.diff.stats import rank_tests
+
+    # item 0: AFTER 10x slower; item 1: the same on both sides
+    before = (np.array([0, 0, 1, 1]), np.array([100.0, 110.0, 1000.0, 1100.0]), np.ones(4))
+    after = (np.array([0, 0, 1, 1]), np.array([1000.0, 1100.0, 1000.0, 1100.0]), np.ones(4))
+    change, lo, hi, p, tested = rank_tests(before, after, np.full(2, 2.0), np.full(2, 2.0), 2)
+    assert list(tested) == [0, 1]
+    assert np.all(lo <= change) and np.all(change <= hi), (lo, change, hi)
+    assert lo[1] == pytest.approx(1000 / 1100 - 1) and hi[1] == pytest.approx(1100 / 1000 - 1)
