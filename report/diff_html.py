@@ -55,13 +55,21 @@ def flame_data(d) -> dict:
 
 
 def table_data(d) -> dict:
-    t = d.table("functions")
+    """The functions, then the operations of the dispatchers (kind says
+    which: the page shows the kind column only when there are operations)."""
+    parts = [("function", d.table("functions")), ("operation", d.table("operations"))]
+
+    def cat(get, nd=None):
+        return [x for _, t in parts for x in (_f(get(t), nd) if nd is not None else get(t))]
+
     return {
-        "name": list(t.keys), "verdict": [VERDICT_CODE[v] for v in t.verdict], "why": list(t.why),
-        "change": _f(t.change, 4), "lo": _f(t.ci_lo, 4), "hi": _f(t.ci_hi, 4), "q": _f(t.q, 6),
-        "mb": _f(t.before.median), "ma": _f(t.after.median), "meanb": _f(t.before.mean),
-        "meana": _f(t.after.mean), "prb": _f(t.before.per_root, 4), "pra": _f(t.after.per_root, 4),
-        "delta": _f(t.delta_per_root),
+        "name": cat(lambda t: list(t.keys)), "kind": [k for k, t in parts for _ in t.keys],
+        "verdict": cat(lambda t: [VERDICT_CODE[v] for v in t.verdict]), "why": cat(lambda t: list(t.why)),
+        "change": cat(lambda t: t.change, 4), "lo": cat(lambda t: t.ci_lo, 4), "hi": cat(lambda t: t.ci_hi, 4),
+        "q": cat(lambda t: t.q, 6), "mb": cat(lambda t: t.before.median, 1), "ma": cat(lambda t: t.after.median, 1),
+        "meanb": cat(lambda t: t.before.mean, 1), "meana": cat(lambda t: t.after.mean, 1),
+        "prb": cat(lambda t: t.before.per_root, 4), "pra": cat(lambda t: t.after.per_root, 4),
+        "delta": cat(lambda t: t.delta_per_root, 1),
     }
 
 

@@ -29,7 +29,13 @@ def _side(f, i: int) -> dict:
 def rows(t) -> list:
     out = []
     for i, key in enumerate(t.keys):
-        row = {"path": key.split(";")} if t.level == "paths" else {"function": key}
+        if t.level == "paths":
+            row = {"path": key.split(";")}
+        elif t.level == "operations":
+            root, operation = key.split(": ", 1)
+            row = {"function": root, "operation": operation}
+        else:
+            row = {"function": key}
         row.update({
             "verdict": t.verdict[i], "why": t.why[i] or None,
             "change": _num(t.change[i], 4), "ci95": [_num(t.ci_lo[i], 4), _num(t.ci_hi[i], 4)],
@@ -52,7 +58,8 @@ def document(d) -> dict:
         "figures": "corrected" if d.corrected else "raw",
         "method": d.method, "alpha": d.alpha, "min_change": d.min_change,
         "before": side(d.before), "after": side(d.after), "warnings": list(d.warnings),
-        "roots": rows(d.table("roots")), "functions": rows(d.table("functions")),
+        "roots": rows(d.table("roots")), "operations": rows(d.table("operations")),
+        "functions": rows(d.table("functions")),
         "paths": rows(d.table("paths")),
     }
 

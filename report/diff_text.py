@@ -1,6 +1,6 @@
 """`ftflame diff` as text for a mail: under 80 columns, the significant
-changes first, then the root functions with their intervals, then the rest
-collapsed. Prints the figures of ftflame.diff.model; computes none."""
+changes first, then the root functions with their intervals and the
+operations of the dispatchers, then the rest collapsed. Prints the figures of ftflame.diff.model; computes none."""
 from __future__ import annotations
 
 import math
@@ -127,6 +127,29 @@ def roots(d) -> list:
     return lines
 
 
+OP_ROW = "{v:<9} {c:>7} {ci:>13} {b:>9} {a:>9} {n:>13}"
+
+
+def operations(d) -> list:
+    """One line per (root function, operation), the busiest first; nothing
+    for traces whose roots are no dispatchers."""
+    t = d.table("operations")
+    if not len(t):
+        return []
+    lines = ["", "Operations (us per call, median; root calls before/after)",
+             OP_ROW.format(v="", c="change", ci="95% interval", b="before", a="after", n="calls").rstrip()]
+    for i in np.argsort(-np.maximum(t.before.per_root_time, t.after.per_root_time), kind="stable"):
+        both = t.before.calls[i] and t.after.calls[i]
+        lines.append(OP_ROW.format(
+            v=t.verdict[i], c=pct(t.change[i]) if both else "-",
+            ci=interval(t.ci_lo[i], t.ci_hi[i]) if both else "-",
+            b=us(t.before.median[i], 9, 1) if t.before.calls[i] else "-",
+            a=us(t.after.median[i], 9, 1) if t.after.calls[i] else "-",
+            n=f"{int(t.before.calls[i]):,}/{int(t.after.calls[i]):,}"))
+        lines.append("    " + t.keys[i] + (f" ({t.why[i]})" if t.why[i] else ""))
+    return lines
+
+
 def new_gone(d) -> list:
     t = d.table("functions")
     lines = []
@@ -184,5 +207,5 @@ def fit(lines: list) -> list:
 
 
 def render(d, opts=None) -> str:
-    lines = header(d) + significant(d) + roots(d) + new_gone(d) + rest(d)
+    lines = header(d) + significant(d) + roots(d) + operations(d) + new_gone(d) + rest(d)
     return "\n".join(fit(lines)) + "\n"

@@ -177,6 +177,8 @@ FTD.table = (function () {
     ["calls/root after", function (i) { return NF2.format(T.pra[i]); }, function (i) { return T.pra[i]; }],
     ["\u0394 \u00b5s/root call", function (i) { return FTD.us(T.delta[i]); }, function (i) { return Math.abs(T.delta[i] || 0); }],
   ];
+  // the kind column (function / operation) only when the dispatchers' operations are listed
+  if (T.kind.indexOf("operation") >= 0) cols.push(["kind", function (i) { return T.kind[i]; }, function (i) { return T.kind[i]; }]);
   var table = document.getElementById("fn-table"), sortCol = 11, desc = true, filter = "";
   function order() {
     var idx = [];
@@ -197,8 +199,8 @@ FTD.table = (function () {
     cols.forEach(function (c, k) {
       var th = document.createElement("th");
       th.textContent = c[0] + (k === sortCol ? (desc ? " \u25bc" : " \u25b2") : "");
-      th.className = k ? "num sortable" : "sortable";
-      th.addEventListener("click", function () { if (sortCol === k) desc = !desc; else { sortCol = k; desc = k !== 0; } render(); });
+      th.className = k && k !== 12 ? "num sortable" : "sortable";
+      th.addEventListener("click", function () { if (sortCol === k) desc = !desc; else { sortCol = k; desc = k !== 0 && k !== 12; } render(); });
       tr.appendChild(th);
     });
     var idx = order();
@@ -207,12 +209,12 @@ FTD.table = (function () {
       cols.forEach(function (c, k) {
         var td = row.insertCell();
         td.textContent = c[1](i);
-        if (k) td.className = "num";
+        if (k) td.className = k === 12 ? "" : "num";
         if (k === 1) td.className = "v-" + VNAME[T.verdict[i]].replace(" ", "-");
         if (k === 0) td.className = "mono";
       });
     });
-    document.getElementById("fn-count").textContent = idx.length + " of " + n + " functions";
+    document.getElementById("fn-count").textContent = idx.length + " of " + n + (T.kind.indexOf("operation") >= 0 ? " functions and operations" : " functions");
   }
   document.getElementById("fn-filter").addEventListener("input", function (ev) { filter = ev.target.value; render(); });
   render();

@@ -340,3 +340,85 @@ def test_pair_test_direction_and_interval():
     assert ch < 0 and p < 1e-6
     ch, lo, hi, p = pair_test(np.log(b), np.ones(200), 200.0, np.log(b), np.ones(200), 200.0)
     assert ch == 0 and p == pytest.approx(1.0) and lo < 0 < hi
+
+
+# ---- operations: the root calls of a dispatcher, per NFS operation ----------
+
+def _dispatcher_run(label, seed, calls, factor=None):
+    from ftflame.diff.load import Run
+    from ftflame.parse import build_events
+
+    return Run(label, label, build_events(diffsynth.dispatcher_events(seed, calls, factor), source=label))
+
+
+def _dispatcher_diff(before, after):
+    from ftflame.diff import model
+
+    return model.build(tuple(before), tuple(after), corrected=False)
+
+
+def test_mixed_operations_against_themselves_change_nothing():
+    trace = fixture("k6.1/s16-mixed-ops/trace.dat")
+    d = compare([trace], [trace])
+    t = d.table("operations")
+    assert "svc_process: v3 GETATTR" in t.keys and "svc_process: COMPOUND(SEQUENCE,PUTFH,READ)" in t.keys
+    # every root call of svc_process is in one operation: the same calls as the root function's
+    assert t.before.calls.sum() == d.table("roots").before.calls.sum()
+    assert t.before.calls.sum() * t.before.mean @ (t.before.calls / t.before.calls.sum()) == \
+        pytest.approx(float(d.table("roots").before.calls[0] * d.table("roots").before.mean[0]))
+    assert set(t.verdict) == {"no change"}
+    assert_nothing_flagged(d)
+
+
+def test_one_slower_operation_is_flagged_alone():
+    calls = {"v3 WRITE": 150, "v3 GETATTR": 150, "v3 READ": 150}
+    before = [_dispatcher_run("b", 1, calls)]
+    after = [_dispatcher_run("a", 2, calls, {"v3 WRITE": 1.5})]
+    d = _dispatcher_diff(before, after)
+    t = d.table("operations")
+    assert dict(zip(t.keys, t.verdict)) == {"svc_process: v3 WRITE": "slower",
+                                            "svc_process: v3 GETATTR": "no change",
+                                            "svc_process: v3 READ": "no change"}
+    assert flagged(d, "functions") >= {"nfsd3_proc_write"}
+    assert not flagged(d, "functions") & {"nfsd3_proc_getattr", "nfsd3_proc_read"}
+
+
+def test_an_operation_on_one_side_only_is_new_or_gone(tmp_path):
+    from report import diff_json, diff_text
+
+    before = [_dispatcher_run("b", 1, {"v3 WRITE": 40, "v3 GETATTR": 40})]
+    after = [_dispatcher_run("a", 2, {"v3 WRITE": 40, "v3 READ": 40})]
+    d = _dispatcher_diff(before, after)
+    t = d.table("operations")
+    assert dict(zip(t.keys, t.verdict)) == {"svc_process: v3 WRITE": "no change",
+                                            "svc_process: v3 GETATTR": "gone", "svc_process: v3 READ": "new"}
+    text = diff_text.render(d)
+    assert "\nOperations (" in text and "    svc_process: v3 GETATTR" in text
+    assert [line for line in text.splitlines() if len(line) >= 80] == []
+    ops = {(o["function"], o["operation"]): o for o in json.loads(diff_json.render(d))["operations"]}
+    assert ops[("svc_process", "v3 READ")]["verdict"] == "new"
+    assert ops[("svc_process", "v3 GETATTR")]["before"]["calls"] == 40
+
+
+def test_a_trace_rooted_at_one_procedure_has_no_operations(synth):
+    from report import diff_html, diff_json, diff_text
+
+    d = compare([synth["same"]], [synth["scaled"]])
+    assert len(d.table("operations")) == 0
+    assert "Operations" not in diff_text.render(d)
+    assert json.loads(diff_json.render(d))["operations"] == []
+    assert set(diff_html.table_data(d)["kind"]) == {"function"}
+
+
+def test_each_interval_comes_from_its_own_items_pairs():
+    """Items of 2 calls a side: the interval's lower share is clipped to 0,
+    the item's smallest ratio, never the previous item's largest."""
+    from ftflame.diff.stats import rank_tests
+
+    # item 0: AFTER 10x slower; item 1: the same on both sides
+    before = (np.array([0, 0, 1, 1]), np.array([100.0, 110.0, 1000.0, 1100.0]), np.ones(4))
+    after = (np.array([0, 0, 1, 1]), np.array([1000.0, 1100.0, 1000.0, 1100.0]), np.ones(4))
+    change, lo, hi, p, tested = rank_tests(before, after, np.full(2, 2.0), np.full(2, 2.0), 2)
+    assert list(tested) == [0, 1]
+    assert np.all(lo <= change) and np.all(change <= hi), (lo, change, hi)
+    assert lo[1] == pytest.approx(1000 / 1100 - 1) and hi[1] == pytest.approx(1100 / 1000 - 1)

@@ -1,8 +1,11 @@
 """The diff model: every figure of `ftflame diff`, computed once.
 
 Built from the runs of both sides (ftflame.diff.load), each a corrected
-Profile. Three tables compare the same figures per item: root functions,
-functions (every call path of a function pooled) and call paths ("a;b;c").
+Profile. Four tables compare the same figures per item: root functions,
+operations (the root calls of a dispatcher grouped by the NFS operation
+below them, "svc_process: v3 WRITE"; none for a trace rooted at one
+procedure), functions (every call path of a function pooled) and call paths
+("a;b;c").
 The renderers (report/diff_*.py) print these arrays and compute nothing.
 """
 from __future__ import annotations
@@ -13,9 +16,11 @@ import numpy as np
 
 from ftflame.model.profile import NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, _bucket_mids
 
+from ftflame.correct import operations
+
 from . import stats
 
-LEVELS = ("roots", "functions", "paths")
+LEVELS = ("roots", "operations", "functions", "paths")
 SEP = ";"  # between the functions of a call path, as in folded stacks
 VERDICTS = ("slower", "faster", "no change", "new", "gone")
 
@@ -135,7 +140,47 @@ def run_items(p: Profile) -> dict:
     names = [p.funcs[i] for i in func.tolist()]
     out["functions"] = grouped(names, rows)
     out["roots"] = grouped(names, np.flatnonzero(live & (parent < 0) & ~pseudo))
+    out["operations"] = operation_items(p)
     return out
+
+
+def operation_key(root: str, operation: str) -> str:
+    """An operation item's name: its root function and its label."""
+    return f"{root}: {operation}"
+
+
+def operation_items(p: Profile) -> RunItems:
+    """The root calls of the dispatchers (the root functions whose calls
+    ftflame.correct.operations labelled) grouped by (root function,
+    operation): the figures of the root functions, exact (every root call's
+    corrected duration is known), over the same root calls (no lost-event
+    gap, no interrupt or partial pseudo root). No item when no root call
+    reached a procedure below it."""
+    rows = operations.operation_table(p) or ()
+    dispatchers = sorted({p.funcs.index(r.root) for r in rows})
+    ok = (p.scol("flags") & SAMPLE_GAP) == 0 if rows else np.zeros(0, dtype=bool)
+    if rows:
+        ok &= np.isin(operations.sample_roots(p), dispatchers) & ~p.pseudo_roots[p.scol("node")]
+    sel = np.flatnonzero(ok)
+    root = operations.sample_roots(p)[sel] if len(sel) else np.zeros(0, np.int64)
+    op = p.scol("op")[sel] if len(sel) else np.zeros(0, np.int64)
+    pair = root * (len(p.operations) + 1) + (op + 1)  # one code per (root function, operation)
+    codes, item = np.unique(pair, return_inverse=True)
+    keys = [operation_key(p.funcs[c // (len(p.operations) + 1)],
+                          p.operations[c % (len(p.operations) + 1) - 1] if c % (len(p.operations) + 1)
+                          else operations.NO_OPERATION) for c in codes.tolist()]
+    order = np.argsort(np.array(keys, dtype=object), kind="stable") if keys else np.zeros(0, np.int64)
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[order] = np.arange(len(keys))
+    names = [keys[i] for i in order.tolist()]
+    item = rank[item.reshape(-1)] if len(item) else np.zeros(0, np.int64)
+    dur = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)[sel]
+    m = len(names)
+    return RunItems(
+        keys=tuple(names), n=np.bincount(item, minlength=m).astype(np.float64),
+        s1=np.bincount(item, weights=dur, minlength=m), s2=np.bincount(item, weights=dur * dur, minlength=m),
+        entry_item=item, entry_value=dur, entry_weight=np.ones(len(dur)),
+        exact=np.ones(m, dtype=bool), excl=np.zeros(m), irq_root=np.zeros(m, dtype=bool))
 
 
 # ---- a side: its runs pooled -----------------------------------------------
@@ -253,7 +298,7 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
                np.concatenate(e_val) if e_val else np.zeros(0),
                np.concatenate(e_w) if e_w else np.zeros(0))
     median = stats.weighted_medians(*entries, m)
-    neff = n if level == "roots" else np.minimum(n, root_calls)
+    neff = n if level in ("roots", "operations") else np.minimum(n, root_calls)
     with np.errstate(all="ignore"):
         lo = np.where(np.isfinite(run_medians).any(axis=0),
                       np.nanmin(np.where(np.isfinite(run_medians), run_medians, np.inf), axis=0), np.nan)

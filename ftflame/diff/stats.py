@@ -139,11 +139,14 @@ def _pairs_batch(items, side_b, side_a, se, change, lo, hi, p) -> None:
     cw = np.cumsum(w)
     start = np.r_[0.0, cw][np.searchsorted(local, np.arange(len(items)))]
     key = local + np.minimum(cw - start[local], 1.0)
+    first = np.searchsorted(local, np.arange(len(items)), side="left")
     last = np.searchsorted(local, np.arange(len(items)), side="right") - 1
 
     def at(frac):
         pos = np.searchsorted(key, np.arange(len(items)) + np.clip(frac, 0.0, 1.0) - 1e-12, side="left")
-        return d[np.minimum(pos, last)]
+        # a share of 0 (the lower rank clipped, few calls) would find the
+        # previous item's last pair (its key is this item's start): stay inside
+        return d[np.clip(pos, first, last)]
 
     change[items] = np.expm1(at(np.full(len(items), 0.5)))
     lo[items] = np.expm1(at(0.5 - Z95 * s))

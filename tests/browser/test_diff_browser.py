@@ -123,3 +123,29 @@ def test_diff_page_zoom_search_and_sorting(browser_page, pages):
     page.fill("#fn-filter", "shmem_write")
     assert page.locator("#fn-table tbody tr").count() < rows
     pg.assert_clean()
+
+
+def test_diff_page_lists_the_operations_with_their_kind(browser_page, tmp_path):
+    """Root calls of svc_process, one operation (v3 WRITE) made 1.5x slower
+    (tests/helpers/diffsynth.py's dispatcher_events): the operations are rows
+    of the delta table, of kind "operation", sortable by kind."""
+    from ftflame.diff import model
+    from ftflame.diff.load import Run
+    from ftflame.parse import build_events
+
+    calls = {"v3 WRITE": 150, "v3 GETATTR": 150, "v3 READ": 150}
+    before = Run("b", "b", build_events(diffsynth.dispatcher_events(1, calls), source="b"))
+    after = Run("a", "a", build_events(diffsynth.dispatcher_events(2, calls, {"v3 WRITE": 1.5}), source="a"))
+    path = tmp_path / "operations.html"
+    path.write_text(diff_html.render(model.build((before,), (after,), corrected=False)), encoding="utf-8")
+    pg = browser_page()
+    page = pg.open(path)
+    page.locator("#fn-table th", has_text="kind").first.click()  # ascending: functions first
+    page.locator("#fn-table th", has_text="kind").first.click()  # descending: operations first
+    cells = [page.locator("#fn-table tbody tr").nth(r).locator("td") for r in range(3)]
+    rows = {c.nth(0).inner_text(): (c.nth(1).inner_text(), c.nth(12).inner_text()) for c in cells}
+    assert rows == {"svc_process: v3 WRITE": ("slower", "operation"),
+                    "svc_process: v3 GETATTR": ("no change", "operation"),
+                    "svc_process: v3 READ": ("no change", "operation")}
+    assert "functions and operations" in page.locator("#fn-count").inner_text()
+    pg.assert_clean()

@@ -126,3 +126,32 @@ def resampled(src: str, dst: str, seed: int, func: str = "", factor: float = 1.0
     if func:
         pick = [scale_function(c, func, factor) for c in pick]
     return write(dst, header, pick)
+
+
+PROCEDURES = {"v3 WRITE": "nfsd3_proc_write", "v3 GETATTR": "nfsd3_proc_getattr", "v3 READ": "nfsd3_proc_read"}
+
+
+def dispatcher_events(seed: int, calls: dict, factor: dict = None) -> list:
+    """Hand-made events (ftflame.parse.build_events) of an nfsd thread:
+    `calls[op]` root calls of svc_process > nfsd_dispatch > the procedure of
+    each operation (PROCEDURES), shuffled, the procedure's time drawn
+    log-normally around 20 us (seeded), times `factor[op]` for the scaled
+    operations (its ancestors grown by the same ns)."""
+    rng = random.Random(seed)
+    factor = factor or {}
+    order = [op for op, n in calls.items() for _ in range(n)]
+    rng.shuffle(order)
+    events, t = [], 1_000_000
+    for op in order:
+        proc = rng.lognormvariate(9.9, 0.3) * factor.get(op, 1.0)  # ns
+        chain = [("svc_process", 2000.0), ("nfsd_dispatch", 500.0), (PROCEDURES[op], proc)]
+        start, total = [], 0.0
+        for depth, (name, _) in enumerate(chain):
+            start.append(t + depth * 100)
+            events.append(("entry", 0, 100, 0, name, depth, start[-1], 0, 0, 0, 0, 0))
+        for depth in reversed(range(len(chain))):
+            total += chain[depth][1]
+            end = start[depth] + int(total) + 100 * (len(chain) - depth)
+            events.append(("exit", 0, 100, 0, chain[depth][0], depth, end, start[depth], end, 0, 0, 0))
+        t = end + 10_000
+    return events
