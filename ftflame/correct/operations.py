@@ -246,15 +246,18 @@ def naming_functions(how: str) -> tuple:
     return (how,), False
 
 
-def _root_rows(parent: np.ndarray) -> np.ndarray:
-    """The root row of every row, one vectorised step per level."""
+def _root_rows(parent: np.ndarray) -> tuple:
+    """The root row and the depth (roots 0) of every row, one vectorised
+    step per level."""
     root = np.arange(len(parent))
+    depth = np.zeros(len(parent), dtype=np.int64)
     while True:
         up = parent[root]
         step = up >= 0
         if not step.any():
-            return root
+            return root, depth
         root[step] = up[step]
+        depth += step
 
 
 def operation_nodes(p: Profile) -> dict:
@@ -270,15 +273,13 @@ def _operation_nodes(p: Profile) -> dict:
     table = operation_table(p)
     if not table or not p.nrows:
         return {}
-    from ftflame.report.flametree import depths  # the same depth the flame graph uses
-
     parent = np.asarray(p.col("parent"), dtype=np.int64)
     func = np.asarray(p.col("func"), dtype=np.int64)
     index = {name: i for i, name in enumerate(p.funcs)}
     dispatchers = np.array([index[r.root] for r in table if r.root in index], dtype=np.int64)
-    under_dispatcher = np.isin(func[_root_rows(parent)], dispatchers)
+    root, depth = _root_rows(parent)
+    under_dispatcher = np.isin(func[root], dispatchers)
     parent_func = np.where(parent >= 0, func[np.maximum(parent, 0)], -1)
-    depth = depths(parent)
     by_depth = np.argsort(depth, kind="stable")
     bounds = np.flatnonzero(np.diff(depth[by_depth])) + 1
     levels = np.split(by_depth, bounds)  # shallowest first
