@@ -2,7 +2,9 @@
 the figures of ftflame/correct/operations.py, printed."""
 from __future__ import annotations
 
-from ftflame.correct.operations import operation_table, slowest_calls
+import numpy as np
+
+from ftflame.correct.operations import operation_nodes, operation_table, slowest_calls
 from ftflame.model.profile import Profile
 
 
@@ -19,8 +21,32 @@ def operations_json(p: Profile) -> list:
     calls reached no procedure below them (rooted at one procedure)."""
     return [{"root": r.root, "operation": r.operation, "recognised_by": r.how, "calls": r.calls,
              "gap_calls": r.gap_calls, "dur_ns": _stats(r.raw), "dur_corr_ns": _stats(r.corr),
-             "share": round(r.share, 6), "share_corr": round(r.corr_share, 6)}
+             "share": round(r.share, 6), "share_corr": round(r.corr_share, 6),
+             "flame": operation_flame_json(p, r.op)}
             for r in operation_table(p) or ()]
+
+
+def _path(p: Profile, row: int) -> list:
+    parent, func = p.col("parent"), p.col("func")
+    out = []
+    while row >= 0:
+        out.append(p.funcs[int(func[row])])
+        row = int(parent[row])
+    return out[::-1]
+
+
+def operation_flame_json(p: Profile, op: int):
+    """The call paths of the flame graph that belong to operation `op`
+    (ftflame/correct/operations.py, operation_nodes): each naming function's
+    path from the root down (its subtree and ancestors go with it), and their
+    summed inclusive time; null for (no procedure)."""
+    n = operation_nodes(p).get(op)
+    if n is None:
+        return None
+    corr = np.asarray(p.corrected_or_raw.incl, dtype=np.float64)
+    return {"paths": [{"path": _path(p, int(r)), "calls": int(p.col("calls")[r]), "incl_ns": int(p.col("incl")[r]),
+                       "incl_corr_ns": _r1(corr[r])} for r in n.tops.tolist()],
+            "incl_ns": n.incl, "incl_corr_ns": _r1(n.incl_corr), "shared": n.shared}
 
 
 def call_tree_json(p: Profile, calls: dict) -> dict:

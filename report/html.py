@@ -25,7 +25,7 @@ import numpy as np
 
 from ftflame import __version__
 from ftflame.correct.corrections import corrected_stats
-from ftflame.correct.operations import NO_OPERATION, operation_table, slowest_calls
+from ftflame.correct.operations import NO_OPERATION, operation_nodes, operation_table, slowest_calls
 from ftflame.model.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
 
 from . import flametree
@@ -338,7 +338,38 @@ def flame_data(p: Profile, tree: flametree.FlameTree) -> dict:
             d["corr"] = {"p50": [v if ok else 0 for v, ok in zip(st["p50"], real.tolist())],
                          "p99": [v if ok else 0 for v, ok in zip(st["p99"], real.tolist())],
                          "approx": [i for i in range(len(node)) if real[i] and i in approx]}
+    d["ops"] = operation_frames(p, tree)
     return d
+
+
+def operation_frames(p: Profile, tree: flametree.FlameTree) -> list:
+    """Per operation (ftflame/correct/operations.py, operation_nodes), the
+    frames the page shows when it is chosen: `tops`, the frames of the
+    naming functions' paths (each with its whole subtree: frames are in
+    pre-order, so a subtree is the run of frames after its top at greater
+    depth), and `anc`, [frame, raw width, corrected width] of their
+    ancestors, each as wide as the tops under it. `incl`/`inclc` are the
+    operation's totals as the JSON's operations[].flame has them; `undrawn`
+    counts tops merged into a small frame (not drawn on their own)."""
+    nodes = operation_nodes(p)
+    if not nodes:
+        return []
+    frame_of = {int(n): i for i, n in enumerate(tree.node) if n >= 0}
+    out = []
+    for o, n in nodes.items():
+        tops = [frame_of[r] for r in n.tops.tolist() if r in frame_of]
+        w, wc = {}, {}
+        for t in tops:
+            a = tree.parent[t]
+            while a >= 0:
+                w[a] = w.get(a, 0.0) + tree.width[t]
+                wc[a] = wc.get(a, 0.0) + tree.width_corr[t]
+                a = tree.parent[a]
+        out.append({"op": p.operations[o], "tops": sorted(tops),
+                    "anc": [[a, round(w[a], 1), round(wc[a], 1)] for a in sorted(w)],
+                    "incl": n.incl, "inclc": round(n.incl_corr, 1), "shared": n.shared,
+                    "undrawn": len(n.tops) - len(tops)})
+    return out
 
 
 def header_data(p: Profile) -> dict:

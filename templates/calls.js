@@ -28,6 +28,7 @@ FT.calls = (function () {
         tr.addEventListener("click", function () {
           var k = FT.data.samples.roots.indexOf(r.root + ": " + r.operation);
           if (k >= 0 && FT.latency) FT.latency.setRoot(k);
+          if (FT.flame && FT.flame.setOp) FT.flame.setOp(r.operation);  /* no-op view for (no procedure) */
         });
         tb.appendChild(tr);
       });

@@ -33,10 +33,21 @@ FT.flame = (function () {
   /* per mode: widths as computed beside the Profile (D.w, D.wc: a frame is
    * as wide as the figure its tooltip states; in corrected mode removed time
    * is not drawn, docs/html.md) and x offsets */
-  var layouts = {};
+  var layouts = {}, OPS = D.ops || [], op = -1;
+  /* one operation's view (D.ops, computed beside the Profile): its naming
+   * functions' frames with their subtrees at their own widths, their
+   * ancestors as wide as the data block says, every other frame width 0 */
+  function opWidths(full, mode) {
+    var W = new Float64Array(N), o = OPS[op], t, j;
+    for (t = 0; t < o.tops.length; t++) for (j = o.tops[t]; j < end[o.tops[t]]; j++) W[j] = full[j];
+    o.anc.forEach(function (a) { W[a[0]] = mode === "corr" && D.wc ? a[2] : a[1]; });
+    return W;
+  }
   function layout(mode) {
-    if (layouts[mode]) return layouts[mode];
-    var W = Float64Array.from(mode === "corr" && D.wc ? D.wc : D.w), X = new Float64Array(N), j, k;
+    var key = mode + ":" + op;
+    if (layouts[key]) return layouts[key];
+    var full = mode === "corr" && D.wc ? D.wc : D.w;
+    var W = op >= 0 ? opWidths(full, mode) : Float64Array.from(full), X = new Float64Array(N), j, k;
     var order = kids.map(function (ks) {
       return ks.slice().sort(function (a, b) {
         var ka = kind[a] === 2 ? 2 : kind[a] === 3 ? 1 : 0, kb = kind[b] === 2 ? 2 : kind[b] === 3 ? 1 : 0;
@@ -47,8 +58,8 @@ FT.flame = (function () {
       var x = X[j], ks = order[j];
       for (k = 0; k < ks.length; k++) { X[ks[k]] = x; x += W[ks[k]]; }
     }
-    layouts[mode] = { W: W, X: X };
-    return layouts[mode];
+    layouts[key] = { W: W, X: X };
+    return layouts[key];
   }
 
   var canvas = document.getElementById("flame-canvas"), box = document.getElementById("flame-box");
@@ -227,6 +238,8 @@ FT.flame = (function () {
       t.appendChild(FT.tipTable(rows));
       if (both && approx[j] && kind[j] === 1) t.appendChild(FT.el("div", { class: "hint" }, "\u2248 estimate: " + FT.APPROX_NOTE));
       var W = L.W;
+      if (op >= 0 && OPS[op].anc.some(function (a) { return a[0] === j; }))
+        t.appendChild(FT.el("div", { class: "hint" }, "drawn as wide as the " + OPS[op].op + " paths under it; the figures above are the whole path's"));
       t.appendChild(FT.el("div", { class: "hint" }, FT.pct(100 * W[j] / (W[0] || 1)) + " of all " + FT.modeLabel() + " time" +
         (zoom ? ", " + FT.pct(100 * W[j] / (W[zoom] || 1)) + " of " + names[zoom] : "")));
       t.appendChild(FT.el("div", { class: "hint" }, kind[j] === 1 ? "click: zoom \u00b7 shift-click: function details" : "click: zoom"));
@@ -259,7 +272,38 @@ FT.flame = (function () {
   document.addEventListener("keydown", function (ev) {
     if (ev.key === "Escape" && document.activeElement !== sbox && !document.getElementById("detail").classList.contains("open")) zoomTo(0);
   });
-  FT.onMode(function () { updateCount(); draw(); });
+  FT.onMode(function () { updateCount(); opNote(); draw(); });
+
+  /* ---- one operation ---- */
+  var opSel = document.getElementById("flame-op"), opNoteEl = document.getElementById("flame-op-note");
+  function opNote() {
+    FT.clear(opNoteEl);
+    if (op < 0) { opNoteEl.removeAttribute("data-op"); return; }
+    var o = OPS[op], c = FT.mode === "corr" && FT.calibrated, total = c ? o.inclc : o.incl;
+    opNoteEl.setAttribute("data-op", o.op);
+    opNoteEl.setAttribute("data-total", String(total));
+    opNoteEl.appendChild(document.createTextNode(o.op + ": " + FT.time(total) + " " + FT.modeLabel() + " in the paths of " +
+      (o.shared ? "its op functions under nfsd4_proc_compound (shared: they hold every COMPOUND that ran that op)" : "the procedure that named it") +
+      (o.undrawn ? "; " + FT.count(o.undrawn) + " of them merged into small frames, not drawn" : "") + ". "));
+    opNoteEl.appendChild(FT.el("b", null, "The dispatcher’s own work around the procedure (decode, reply) is not attributable to one operation in the aggregate: it is not drawn."));
+  }
+  function setOp(name) {
+    op = -1;
+    for (var k = 0; k < OPS.length; k++) if (OPS[k].op === name) op = k;
+    if (opSel) opSel.value = op >= 0 ? String(op) : "";
+    opNote();
+    zoom = 0;
+    crumbs();
+    updateCount();
+    draw();
+    return op;
+  }
+  if (OPS.length && opSel) {
+    opSel.appendChild(FT.el("option", { value: "" }, "all operations"));
+    OPS.forEach(function (o, k) { opSel.appendChild(FT.el("option", { value: String(k) }, o.op)); });
+    opSel.addEventListener("change", function () { setOp(opSel.value === "" ? null : OPS[+opSel.value].op); });
+    document.getElementById("flame-op-box").hidden = false;
+  }
   var rt = 0;
   window.addEventListener("resize", function () { clearTimeout(rt); rt = setTimeout(draw, 100); });
 
@@ -283,7 +327,7 @@ FT.flame = (function () {
   return {
     N: N, names: names, kind: kind, parent: parent, draw: draw, zoomTo: zoomTo, search: search,
     zoomed: function () { return zoom; }, frameAt: frameAt, rectOf: rectOf, layout: layout,
-    stats: function () { return stats; }, canvas: canvas,
+    stats: function () { return stats; }, canvas: canvas, setOp: setOp, op: function () { return op >= 0 ? OPS[op].op : null; },
     find: function (name) { for (var j = 0; j < N; j++) if (names[j] === name) return j; return -1; },
     init: function () { crumbs(); draw(); }
   };

@@ -204,3 +204,76 @@ def test_offcpu_goes_to_the_path_that_was_switched_out():
     assert doc["hot"]["offcpu"] == [{"path": ["outer", "inner"], "calls": 1, "offcpu_ns": 500.0, "share": 1.0}]
     assert doc["hot"]["functions"][0]["name"] == "inner"
     assert json.loads(RENDERERS["json"].render(load("operations")))["hot"]["offcpu"] is None
+
+
+def test_operation_nodes_are_the_paths_of_the_functions_that_named_it():
+    """k6.1/s16-mixed-ops, per operation (operations.operation_nodes): every
+    path of the procedure that named a v3/NFSACL operation is in exactly that
+    operation (as a top, its subtree with it); a COMPOUND holds its op
+    functions' paths right under nfsd4_proc_compound; ancestors are included
+    up to the root; no path of another procedure is in it; the totals are
+    the tops' own figures."""
+    from conftest import fixture, profile_of
+
+    p = profile_of(fixture("k6.1/s16-mixed-ops/trace.dat"))
+    nodes = operations.operation_nodes(p)
+    parent, func = p.col("parent"), p.col("func")
+    name = [p.funcs[int(f)] for f in func]
+    procs = {r for r in range(p.nrows) if name[r].startswith("nfsd3_proc_")}
+    assert procs and set(nodes) == set(range(len(p.operations)))
+    owner = {}
+    for o, n in nodes.items():
+        rows = set(n.rows.tolist())
+        names, compound = operations.naming_functions(p.op_how[o])
+        assert n.tops.size and {name[r] for r in n.tops.tolist()} == set(names), p.operations[o]
+        for r in n.tops.tolist():
+            if compound:
+                assert name[int(parent[r])] == "nfsd4_proc_compound"
+            a = int(parent[r])
+            while a >= 0:  # ancestors up to the root
+                assert a in rows
+                a = int(parent[a])
+        for r in rows:  # each row: an ancestor of a top, a top, or below one
+            chain, a = [], r
+            while a >= 0:
+                chain.append(a)
+                a = int(parent[a])
+            below = any(t in chain for t in n.tops.tolist())
+            assert below or any(r in _chain(parent, t) for t in n.tops.tolist()), (p.operations[o], name[r])
+            if r in procs:
+                assert name[r] in names, (p.operations[o], name[r])  # no other procedure's path
+        for r in procs & rows:
+            owner.setdefault(r, []).append(p.operations[o])
+        assert n.incl == int(p.col("incl")[n.tops].sum())
+        assert n.shared == compound
+    assert set(owner) == procs  # every procedure path is in an operation ...
+    for r, ops in owner.items():  # ... exactly the one it names
+        assert ops == ["v3 " + name[r][len("nfsd3_proc_"):].upper()] or name[r] == "nfsd3_proc_getacl", ops
+    getacl = [r for r in procs if name[r] == "nfsd3_proc_getacl"]
+    assert [owner[r] for r in getacl] == [["NFSACL3 GETACL"]] * len(getacl)
+
+
+def _chain(parent, row: int) -> set:
+    out = set()
+    while row >= 0:
+        out.add(row)
+        row = int(parent[row])
+    return out
+
+
+def test_operations_json_carries_each_operations_paths():
+    """JSON operations[].flame: the naming functions' paths from the root,
+    their summed inclusive time; null for (no procedure)."""
+    from conftest import fixture, profile_of
+    from ftflame.report.callsjson import operations_json
+
+    p = profile_of(fixture("k6.1/s16-mixed-ops/trace.dat"))
+    for r in operations_json(p):
+        f = r["flame"]
+        if r["operation"] == operations.NO_OPERATION:
+            assert f is None
+            continue
+        assert f["paths"] and f["incl_ns"] == sum(x["incl_ns"] for x in f["paths"])
+        last = {x["path"][-1] for x in f["paths"]}
+        assert last == set(operations.naming_functions(r["recognised_by"])[0])
+        assert all(x["path"][0] == r["root"] for x in f["paths"])

@@ -211,3 +211,102 @@ def dominant_path(calls: dict) -> list:
         row = first[row]
         path.append(row)
     return [int(calls["func"][r]) for r in path]
+
+
+# ---- the call paths of each operation ------------------------------------
+
+COMPOUND_FUNC = "nfsd4_proc_compound"
+_NODES_CACHE = "_operation_nodes"
+
+
+@dataclass(frozen=True)
+class OperationNodes:
+    """The call paths of the aggregated tree that belong to one operation:
+    the paths of the function(s) that named it (`tops`: for a procedure its
+    function's paths below a dispatcher root; for a COMPOUND its op
+    functions' paths right under nfsd4_proc_compound), their subtrees and
+    their ancestors up to the root (`rows`). The dispatcher's own work around
+    the procedure (decode, reply) is in the ancestors' self time: the
+    aggregate cannot split it per operation, so no operation claims it."""
+    op: int
+    tops: np.ndarray     # rows of the naming functions' paths (outermost only)
+    rows: np.ndarray     # tops, their descendants and their ancestors (sorted)
+    calls: int           # calls of the tops
+    incl: int            # raw inclusive ns of the tops
+    incl_corr: float     # corrected inclusive ns of the tops
+    shared: bool         # COMPOUND: an op function's paths hold every COMPOUND that ran it
+
+
+def naming_functions(how: str) -> tuple:
+    """The function names in an op_how string, and whether they are the op
+    functions of a COMPOUND ("nfsd4_proc_compound > nfsd4_sequence,nfsd4_putfh,...")."""
+    if how.startswith(COMPOUND_FUNC + " >"):
+        names = how[len(COMPOUND_FUNC) + 2:].strip().split(",")
+        return tuple(n for n in names if n and n != "..."), True
+    return (how,), False
+
+
+def _root_rows(parent: np.ndarray) -> tuple:
+    """The root row and the depth (roots 0) of every row, one vectorised
+    step per level."""
+    root = np.arange(len(parent))
+    depth = np.zeros(len(parent), dtype=np.int64)
+    while True:
+        up = parent[root]
+        step = up >= 0
+        if not step.any():
+            return root, depth
+        root[step] = up[step]
+        depth += step
+
+
+def operation_nodes(p: Profile) -> dict:
+    """{op id: OperationNodes} for the operations of operation_table(p);
+    {} when it has none."""
+    if _NODES_CACHE in p.__dict__:
+        return p.__dict__[_NODES_CACHE]
+    p.__dict__[_NODES_CACHE] = out = _operation_nodes(p)
+    return out
+
+
+def _operation_nodes(p: Profile) -> dict:
+    table = operation_table(p)
+    if not table or not p.nrows:
+        return {}
+    parent = np.asarray(p.col("parent"), dtype=np.int64)
+    func = np.asarray(p.col("func"), dtype=np.int64)
+    index = {name: i for i, name in enumerate(p.funcs)}
+    dispatchers = np.array([index[r.root] for r in table if r.root in index], dtype=np.int64)
+    root, depth = _root_rows(parent)
+    under_dispatcher = np.isin(func[root], dispatchers)
+    parent_func = np.where(parent >= 0, func[np.maximum(parent, 0)], -1)
+    by_depth = np.argsort(depth, kind="stable")
+    bounds = np.flatnonzero(np.diff(depth[by_depth])) + 1
+    levels = np.split(by_depth, bounds)  # shallowest first
+    compound = index.get(COMPOUND_FUNC, -2)
+    out = {}
+    for o in sorted({r.op for r in table if r.op >= 0}):
+        names, is_compound = naming_functions(p.op_how[o])
+        ids = [index[n] for n in names if n in index]
+        top = under_dispatcher & np.isin(func, ids)
+        if is_compound:
+            top &= parent_func == compound
+        inside = np.zeros(p.nrows, dtype=bool)   # a top or below one
+        outer = np.zeros(p.nrows, dtype=bool)    # a top with no top above it
+        for rows in levels:
+            par = parent[rows]
+            above = np.where(par >= 0, inside[np.maximum(par, 0)], False)
+            outer[rows] = top[rows] & ~above
+            inside[rows] = top[rows] | above
+        holds = inside.copy()                   # a top, below one, or above one
+        for rows in reversed(levels):
+            par = parent[rows]
+            up = par[(par >= 0) & holds[rows]]
+            holds[up] = True
+        tops = np.flatnonzero(outer)
+        out[o] = OperationNodes(
+            op=o, tops=tops, rows=np.flatnonzero(holds),
+            calls=int(p.col("calls")[tops].sum()), incl=int(p.col("incl")[tops].sum()),
+            incl_corr=float(np.asarray(p.corrected_or_raw.incl, dtype=np.float64)[tops].sum()),
+            shared=is_compound)
+    return out
