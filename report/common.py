@@ -35,6 +35,24 @@ def us(ns: float, width: int = 0, decimals: int = 3) -> str:
     return s.rjust(width) if width else s
 
 
+def wrap(text: str, indent: str = "", lead: str | None = None, width: int = 80) -> list:
+    """Lines of text wrapped at width, words never cut: the first line
+    starts with lead (default: text's own leading spaces), continuation
+    lines with indent."""
+    if lead is None:
+        lead = text[: len(text) - len(text.lstrip(" "))]
+    out, line = [], lead
+    for word in text.split():
+        if line.strip() and len(line) + 1 + len(word) > width:
+            out.append(line)
+            line = indent + word
+        else:
+            line = f"{line} {word}" if line.strip() else line + word
+    if line.strip():
+        out.append(line)
+    return out
+
+
 def count(n: int, width: int = 0) -> str:
     s = f"{int(n):,}"
     return s.rjust(width) if width else s

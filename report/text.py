@@ -14,7 +14,7 @@ from ftflame.correct import corrections
 from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
 
 from . import textcalls
-from .common import context_lines, count, fit_decimals, plural, report_notes, us
+from .common import context_lines, count, fit_decimals, plural, report_notes, us, wrap
 from .options import DEFAULT, RenderOptions
 
 WIDTH = 80
@@ -100,17 +100,7 @@ def header(p: Profile) -> list:
 
 def _wrap(text: str, indent: str) -> list:
     """Wrap at WIDTH; continuation lines start with indent."""
-    lead = text[: len(text) - len(text.lstrip(" "))]
-    out, line = [], lead
-    for word in text.split():
-        if line.strip() and len(line) + 1 + len(word) > WIDTH:
-            out.append(line)
-            line = indent + word
-        else:
-            line = f"{line} {word}" if line.strip() else line + word
-    if line.strip():
-        out.append(line)
-    return out
+    return wrap(text, indent, width=WIDTH)
 
 
 def calibration_lines(p: Profile) -> list:

@@ -8,7 +8,7 @@ from ftflame.correct import hotlists
 from ftflame.correct.operations import NO_OPERATION, operation_table, slowest_calls
 from ftflame.model.profile import Profile
 
-from .common import count, fit_decimals, plural, us
+from .common import count, fit_decimals, plural, us, wrap
 
 WIDTH = 80
 NAME_W = 20
@@ -20,16 +20,7 @@ HOW = ("Operations: the NFS procedure each root call reached below it (nfsd3_pro
 
 
 def _wrap(text: str, indent: str = "", lead: str = "") -> list:
-    out, line = [], lead
-    for word in text.split():
-        if line.strip() and len(line) + 1 + len(word) > WIDTH:
-            out.append(line)
-            line = indent + word
-        else:
-            line = f"{line} {word}" if line.strip() else line + word
-    if line:
-        out.append(line)
-    return out
+    return wrap(text, indent, lead, width=WIDTH)
 
 
 def _clip(text: str, width: int) -> str:
