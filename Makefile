@@ -223,10 +223,10 @@ fixtures: setup setup-vm  ## record the full fixture corpus in qemu into FIXTURE
 	@$(call apt_install,fixtures,$(FIXTURE_APT_PKGS),--no-install-recommends)
 	tests/vm/fixtures.sh $(FIXTURES_OUT) $(SCENARIOS)
 
-# An 8-10 M-event trace.dat recorded in qemu (6.12, tests/vm/fixtures/k6.12/s16-long)
+# An 8-10 M-event trace.dat recorded in qemu (6.12, tests/vm/fixtures/k6.12/s18-long)
 # for the reader's bench rows: CPU-heavy (TCG) for 10-20 min; never committed.
-fixture-long: setup setup-vm  ## record the long bench trace into FIXTURES_OUT/k6.12/s16-long (long)
-	tests/vm/fixtures.sh $(FIXTURES_OUT) k6.12/s16-long
+fixture-long: setup setup-vm  ## record the long bench trace into FIXTURES_OUT/k6.12/s18-long (long)
+	tests/vm/fixtures.sh $(FIXTURES_OUT) k6.12/s18-long
 
 bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop
 	$(PY) bench/run.py

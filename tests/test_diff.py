@@ -358,7 +358,7 @@ def _dispatcher_diff(before, after):
 
 
 def test_mixed_operations_against_themselves_change_nothing():
-    trace = fixture("k6.1/s16-mixed-ops/trace.dat")
+    trace = fixture("k6.1/s17-mixed-ops/trace.dat")
     d = compare([trace], [trace])
     t = d.table("operations")
     assert "svc_process: v3 GETATTR" in t.keys and "svc_process: COMPOUND(SEQUENCE,PUTFH,READ)" in t.keys

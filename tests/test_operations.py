@@ -147,14 +147,14 @@ def server_counts(path: str) -> dict:
 
 
 def test_each_operation_count_equals_the_servers_statistics():
-    """k6.1/s16-mixed-ops: one nfsd thread served NFSv3 and NFSv4.2 writes,
+    """k6.1/s17-mixed-ops: one nfsd thread served NFSv3 and NFSv4.2 writes,
     reads, getattrs, lookups, creates and commits under svc_process, with
     /proc/net/rpc/nfsd read at the start and at the end of the traced
     window. Every operation the server counted is a labelled root call, up to
     the root calls that span a lost-event gap (counted)."""
     from conftest import fixture, profile_of
 
-    trace = fixture("k6.1/s16-mixed-ops/trace.dat")
+    trace = fixture("k6.1/s17-mixed-ops/trace.dat")
     here = os.path.dirname(trace)
     before, after = (server_counts(os.path.join(here, f"nfsd-{w}.txt")) for w in ("before", "after"))
     server = {k: after[k] - before[k] for k in after if after[k] - before[k]}
@@ -207,7 +207,7 @@ def test_offcpu_goes_to_the_path_that_was_switched_out():
 
 
 def test_operation_nodes_are_the_paths_of_the_functions_that_named_it():
-    """k6.1/s16-mixed-ops, per operation (operations.operation_nodes): every
+    """k6.1/s17-mixed-ops, per operation (operations.operation_nodes): every
     path of the procedure that named a v3/NFSACL operation is in exactly that
     operation (as a top, its subtree with it); a COMPOUND holds its op
     functions' paths right under nfsd4_proc_compound; ancestors are included
@@ -215,7 +215,7 @@ def test_operation_nodes_are_the_paths_of_the_functions_that_named_it():
     the tops' own figures."""
     from conftest import fixture, profile_of
 
-    p = profile_of(fixture("k6.1/s16-mixed-ops/trace.dat"))
+    p = profile_of(fixture("k6.1/s17-mixed-ops/trace.dat"))
     nodes = operations.operation_nodes(p)
     parent, func = p.col("parent"), p.col("func")
     name = [p.funcs[int(f)] for f in func]
@@ -267,7 +267,7 @@ def test_operations_json_carries_each_operations_paths():
     from conftest import fixture, profile_of
     from ftflame.report.callsjson import operations_json
 
-    p = profile_of(fixture("k6.1/s16-mixed-ops/trace.dat"))
+    p = profile_of(fixture("k6.1/s17-mixed-ops/trace.dat"))
     for r in operations_json(p):
         f = r["flame"]
         if r["operation"] == operations.NO_OPERATION:

@@ -1,5 +1,5 @@
 """The flame graph of one operation (docs/html.md), in headless Chromium on
-k6.1/s16-mixed-ops: choosing an operation shows only the frames of its
+k6.1/s17-mixed-ops: choosing an operation shows only the frames of its
 paths (the naming function's subtree and its ancestors), the total shown is
 the JSON's operations[].flame figure, and the operation table's rows choose
 it too."""
