@@ -24,7 +24,8 @@ from typing import Optional
 import numpy as np
 
 from ftflame import __version__
-from ftflame.correct.corrections import corrected_stats
+from ftflame.correct import uncertainty
+from ftflame.correct.corrections import STAT_NAMES, corrected_stats
 from ftflame.correct.operations import NO_OPERATION, operation_nodes, operation_table, slowest_calls
 from ftflame.model.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
 
@@ -269,6 +270,10 @@ def corrected_stats_data(p: Profile, level: str, rows: np.ndarray) -> dict:
     out = {name: _round1(cols[k][rows]) for k, name in enumerate(("sum", "min", "max", "mean", "p50", "p90", "p99"))
            if name != "sum"}
     out["approx"] = np.flatnonzero(approx[rows] != 0).tolist()
+    # 95% half-widths from the calibration's intervals (ftflame/correct/uncertainty.py), as the JSON's `intervals`
+    hw = uncertainty.stat_half_widths(p)
+    if hw is not None:
+        out["pm"] = {name: _round1(hw[level][k][rows]) for k, name in enumerate(STAT_NAMES)}
     return out
 
 

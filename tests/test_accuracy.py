@@ -247,3 +247,34 @@ def test_groups_of_the_same_code_against_the_truth(d, request):
     t_first = correct(t_root, for_profile(cal, t_root)).corrected.sample_dur[np.argmin(t_root.scol("calltime"))]
     f_first = corr[np.argmin(q.scol("calltime"))]
     assert abs(f_first / t_first - 1) < 0.03
+
+
+def test_every_corrected_figure_carries_an_interval(s15):
+    """ftflame/correct/uncertainty.py: the root function's figures are exact,
+    so their intervals are the figures recomputed from every call moved by
+    its own half-width (h_in + D h_sum + R h_out), down and up; a nested
+    function's (estimated, the raw ones scaled) carry its mean's relative
+    half-width; none with costs given without intervals."""
+    from ftflame.correct.corrections import STAT_NAMES, corrected_stats
+    from ftflame.correct.uncertainty import root_half_widths, stat_half_widths
+
+    cal, _, full, q = s15
+    h = stat_half_widths(q)["functions"]
+    cols, approx, _, _ = corrected_stats(q)["functions", "incl"]
+    i = q.functions.index("nfsd3_proc_write")
+    ok = ((q.scol("flags") & SAMPLE_GAP) == 0) & (q.scol("node") == q.scol("node")[0])
+    v, w = q.corrected.sample_dur[ok], root_half_widths(q)[ok]
+    assert np.array_equal(np.sort(v), full)
+    for k, pct in ((4, 50), (5, 90)):
+        want = (nearest_rank(np.sort(v + w), pct) - nearest_rank(np.sort(v - w), pct)) / 2
+        assert h[k][i] == pytest.approx(want)
+    assert h[3][i] == pytest.approx(w.mean()) and h[0][i] == pytest.approx(w.sum())
+    assert round(h[3][i]) == 434 and round(h[4][i]) == 404 and round(h[5][i]) == 495
+    j = q.functions.index("nfsd_vfs_write")
+    assert approx[j] == 1
+    rel = h[3][j] / cols[3][j]
+    assert [h[k][j] for k in (4, 5, 6)] == pytest.approx([cols[k][j] * rel for k in (4, 5, 6)])
+    assert len(STAT_NAMES) == len(h)
+    given = Calibration(656.0, 657.1, "command line", "given", {"command_line": {"o_in": 656.0}})
+    p = profile_of(fixture(S15 + "trace-full.dat"))
+    assert stat_half_widths(correct(p, given)) is None
