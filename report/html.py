@@ -186,7 +186,12 @@ def operations_data(p: Profile) -> list:
     """The operation table as the JSON's operations[] has it."""
     from .callsjson import operations_json
 
-    return operations_json(p)
+    ops = operations_json(p)
+    # the corrected figures' 95% half-widths, as the JSON's intervals.operations
+    pm = uncertainty.operation_half_widths(p)
+    for o, h in zip(ops, pm or ()):
+        o["dur_corr_pm_ns"] = {k: round(v, 1) for k, v in h.items()}
+    return ops
 
 
 # The slowest calls' own trees leave out calls under this share of the root

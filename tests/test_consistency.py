@@ -399,3 +399,32 @@ def test_every_output_prints_the_same_intervals():
     b, = j["balance"]  # one root function: its mean's interval is the balance sheet's
     assert b["corrected_mean_pm_ns"] == iv["functions"][names.index(b["function"])]["mean"]
     assert f"+- {b['corrected_mean_pm_ns'] / 1e3:.3f} (95%)" in txt
+
+
+def test_every_output_prints_the_same_operation_intervals():
+    """The operations table's corrected figures' intervals: JSON
+    `intervals.operations`, the HTML's operations data and the text's
+    "+-95% *" rows agree (k6.1/s17-mixed-ops with the s13 calibration); the
+    JSON is the independent reference's (tests/helpers/jsonref.py) with them."""
+    from conftest import fixture
+    from helpers import jsonref
+    from ftflame.correct.calibration import calibrate_from_traces, for_profile
+
+    d = "k6.1/s13-calib-null/"
+    doc = calibrate_from_traces(*(profile_of(fixture(d + n)) for n in (
+        "trace-null.dat", "trace-dispatch-root.dat", "trace-dispatch-full.dat")))
+    cal = Calibration(doc["o_in_ns"], doc["o_out_ns"], "file:test", doc["method"], doc)
+    p = profile_of(fixture("k6.1/s17-mixed-ops/trace.dat"))
+    q = attach(correct(p, for_profile(cal, p)))
+    rendered = jsonout.render(q)
+    assert rendered == jsonref.render(q, jsonref.head_of(rendered))
+    j = json.loads(rendered)
+    ops = j["intervals"]["operations"]
+    assert len(ops) == len(j["operations"]) > 3
+    assert [o["dur_corr_pm_ns"] for o in html.report_data(q)["operations"]] == ops
+    rows = [ln for ln in text.render(q).splitlines() if ln.startswith("  +-95% *")]
+    assert len(rows) == len(ops)
+    for line, want in zip(rows, ops):
+        for tok, k in zip(line[len("  +-95% *"):].split(), ("p50", "p90", "p99", "max", "mean")):
+            dec = len(tok.split(".")[1]) if "." in tok else 0
+            assert close(float(tok.replace(",", "")), want[k], dec), (tok, want[k])
