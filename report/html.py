@@ -24,6 +24,7 @@ from typing import Optional
 import numpy as np
 
 from ftflame import __version__
+from ftflame.correct.calibration import provenance
 from ftflame.correct.corrections import corrected_stats
 from ftflame.correct.operations import NO_OPERATION, operation_nodes, operation_table, slowest_calls
 from ftflame.model.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
@@ -397,6 +398,7 @@ def header_data(p: Profile) -> dict:
         "root_calls": len(p.samples), "paths": p.nrows, "max_depth": int(c.get("max_depth", -1)),
         "span_ns": max(span, 0),
         "calibration": {"applied": cal.applied, "source": cal.source, "method": cal.method,
+                        "provenance": provenance(cal),
                         "o_in_ns": cal.o_in_ns, "o_out_ns": cal.o_out_ns,
                         "details": _jsonable(dict(cal.details)),
                         "notes": list(p.corrected.notes) if p.corrected is not None else []},

