@@ -313,11 +313,13 @@ def flame_data(p: Profile, tree: flametree.FlameTree) -> dict:
     depth = [0] * len(tree)
     for i in range(1, len(tree)):
         depth[i] = depth[tree.parent[i]] + 1
-    # func: a function id, or -1 for a synthetic frame ("all", small, off-CPU)
+    # func: a function id, or -1 for a synthetic frame ("all", small, off-CPU, context)
     d = {
         "depth": depth, "func": tree.func,
         "small": [[i, tree.nmerged[i]] for i, k in enumerate(tree.kind) if k == flametree.KIND_SMALL],
         "offcpu": [i for i, k in enumerate(tree.kind) if k == flametree.KIND_OFFCPU],
+        # [irq] / [softirq] above the roots that ran in interrupt context
+        "context": [[i, label] for i, label in sorted(tree.context.items())],
         "calls": tree.calls, "incl": _ints(tree.incl), "excl": _ints(tree.excl),
         # layout widths in ns (report/flametree.py): the page draws them as they are
         "w": _round1(tree.width),

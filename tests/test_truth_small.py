@@ -67,3 +67,41 @@ def test_1_mixed_with_the_in_trace_estimate(tmp_path):
     head = re.sub(r"\s+", " ", proc.stdout)
     assert re.search(r"O_in \d+\.\d ns \(in-trace estimate\), O_out 300\.0 ns \(command line\)", head)
 
+
+# ---- 2: a root entered in task and in interrupt context reads as two ------------
+def test_2_irq_root_stands_under_its_context_frame_everywhere():
+    from helpers.events import load
+    from ftflame.correct.corrections import correct
+    from ftflame.model.profile import Calibration
+    from ftflame.report import flametree, folded, html, speedscope, svg
+    from ftflame.report.options import RenderOptions
+
+    p = load("irq-root-both-ways")  # svc_process in a task and in an interrupt (softirq flags; the frame is named as irq_kind names it)
+    q = correct(p, Calibration(50.0, 20.0, "command line"))
+    for prof, opts in ((p, RenderOptions()), (q, RenderOptions(folded_weights="corrected"))):
+        lines = dict(ln.rsplit(" ", 1) for ln in folded.render(prof, opts).splitlines())
+        # two stacks that read as two; the sums are the tree's exclusive times
+        assert set(lines) == {"svc_process", "svc_process;svc_send",
+                              "[irq];svc_process", "[irq];svc_process;svc_send"}
+    raw = dict(ln.rsplit(" ", 1) for ln in folded.render(p).splitlines())
+    assert (raw["svc_process"], raw["[irq];svc_process"]) == ("1400", "350")
+    # HTML and SVG: the same [irq] frame above the interrupt-context root
+    for prof in (p, q):
+        t = flametree.build(prof)
+        ctx = [i for i in range(len(t)) if t.kind[i] == flametree.KIND_CONTEXT]
+        assert [t.label(i, prof.funcs) for i in ctx] == ["[irq]"]
+        below = [i for i in range(len(t)) if t.parent[i] == ctx[0]]
+        assert [t.node[i] for i in below] == [2]  # the irq-context root row
+        assert t.width[ctx[0]] == t.width[below[0]] and t.width_corr[ctx[0]] == t.width_corr[below[0]]
+        assert sum(t.width[i] for i in range(len(t)) if t.parent[i] == 0) == t.width[0]
+        assert html.flame_data(prof, t)["context"] == [[ctx[0], "[irq]"]]
+        assert ">[irq]<" in svg.render(prof)
+        # speedscope: the frame opens around the interrupt-context root only
+        d = speedscope.document(prof)
+        names = [f["name"] for f in d["shared"]["frames"]]
+        for pr in d["profiles"]:
+            if "(call tree" not in pr["name"]:
+                continue
+            opened = [names[e["frame"]] for e in pr["events"] if e["type"] == "O"]
+            assert opened == ["svc_process", "svc_send", "[irq]", "svc_process", "svc_send"]
+
