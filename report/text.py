@@ -298,6 +298,9 @@ def balance_lines(p: Profile) -> list:
                      f"+- {us(pm)} (95%)" if pm is not None else ""))
         for comp in b["components"]:
             rows.append(("    " + comp["name"], comp["mean_ns"], ""))
+        if b.get("children_scaled_mean_ns"):
+            rows.append(("    (children scaled down by)", b["children_scaled_mean_ns"],
+                         "to fit the root; no term"))
         rows.append(("+ tracer hook cost removed", b["overhead_mean_ns"], ""))
         irq_note = f"{b['irq_per_call']:.2f}/call"
         if p.corrected.irqs == "include":
@@ -309,7 +312,7 @@ def balance_lines(p: Profile) -> list:
                     "unknown": "unknown: no sched_switch"}.get(corrections.offcpu_state(p.corrected), "")
         rows.append(("+ off-CPU (sched_switch)", b["offcpu_mean_ns"], off_note))
         if b["clamped_mean_ns"]:
-            rows.append(("- clamped", b["clamped_mean_ns"], ""))
+            rows.append(("- clamped", b["clamped_mean_ns"], "root below 0, set to 0"))
         rows.append(("+ unaccounted", b["unaccounted_mean_ns"], ""))
         for label, v, note in rows:
             line = f"  {_clip(label, 36):<36} {us(v, 12) if v is not None else UNKNOWN.rjust(12)}"

@@ -105,3 +105,34 @@ def test_2_irq_root_stands_under_its_context_frame_everywhere():
             opened = [names[e["frame"]] for e in pr["events"] if e["type"] == "O"]
             assert opened == ["svc_process", "svc_send", "[irq]", "svc_process", "svc_send"]
 
+
+# ---- 3: a clamped root's balance sheet sums ---------------------------------------
+def test_3_balance_sheet_sums_when_the_root_is_clamped():
+    """s15's full trace with O_out 1500 ns (O_in from the in-trace estimate):
+    the root's formula is below 0 and its children's corrected times are
+    positive. The sheet said 38.4 ns unaccounted: it subtracted the ns the
+    children were scaled down by (inside the components) as if they were
+    part of the root's clamp."""
+    from conftest import fixture, profile_of
+    from ftflame.correct import calibration
+    from ftflame.correct.balance import sheet
+    from ftflame.correct.corrections import correct
+    from ftflame.report import text
+
+    path = fixture("k6.1/s15-icount-calib/trace-full.dat")
+    p = profile_of(path)
+    q = correct(p, calibration.choose(p, path, None, None, 1500.0))
+    b, = sheet(q)
+    formula = b["measured_raw_mean_ns"] - b["overhead_mean_ns"] - b["irq_mean_ns"] - b["offcpu_mean_ns"]
+    assert formula < 0 and b["corrected_mean_ns"] == 0.0
+    assert b["clamped_mean_ns"] == pytest.approx(-formula, abs=0.2)
+    assert b["unaccounted_mean_ns"] == 0.0
+    assert b["children_scaled_mean_ns"] == pytest.approx(38.4, abs=0.5)  # its own line, not a term
+    parts = (b["corrected_mean_ns"] + b["overhead_mean_ns"] + b["irq_mean_ns"] + b["offcpu_mean_ns"]
+             - b["clamped_mean_ns"] + b["unaccounted_mean_ns"])
+    assert parts == pytest.approx(b["measured_raw_mean_ns"], abs=0.3)
+    from ftflame.correct.balance import attach
+    sheet_text = "\n".join(text.balance_lines(attach(q)))
+    assert "(children scaled down by)               0.038" in sheet_text
+    assert re.search(r"\+ unaccounted\s+0\.000", sheet_text)
+
