@@ -136,3 +136,53 @@ def test_3_balance_sheet_sums_when_the_root_is_clamped():
     assert "(children scaled down by)               0.038" in sheet_text
     assert re.search(r"\+ unaccounted\s+0\.000", sheet_text)
 
+
+# ---- 4: ftflame diff says when a side seems cut by max_graph_depth ------------------
+def test_4_depth_cut_is_detected_only_where_the_trace_shows_it():
+    from conftest import fixture, profile_of
+    from ftflame.model.depthcut import depth_cut
+
+    cut = depth_cut(profile_of(fixture("k6.1/s09-depth3/trace.dat")))  # --max-graph-depth 3
+    assert (cut.limit, cut.calls, cut.calls_above) == (3, 6981, 1551) and cut.share > 0.9
+    assert depth_cut(profile_of(fixture("k6.1/s17-mixed-ops/trace.dat"))).limit == 8  # --max-graph-depth 8
+    # full graphs, also shallow ones (a NULL procedure's graph is 3 levels deep), and root-only traces
+    for rel in ("k6.1/s10-lost/trace.dat", "k6.1/s15-icount-calib/trace-dispatch-full.dat",
+                "k6.1/s15-icount-calib/trace-full.dat", "k6.1/s15-icount-calib/trace-root.dat",
+                "k6.12/s01-v3-write4k/trace.dat"):
+        assert depth_cut(profile_of(fixture(rel))) is None, rel
+    # the report says the same (its note was a guess from the depth alone, and
+    # also named the 3-level NULL-procedure graph, which is not cut)
+    from ftflame.report.common import report_notes
+
+    assert any("seems cut at max_graph_depth 3" in n
+               for n in report_notes(profile_of(fixture("k6.1/s09-depth3/trace.dat"))))
+    assert not any("max_graph_depth" in n for n in report_notes(
+        profile_of(fixture("k6.1/s15-icount-calib/trace-dispatch-full.dat"))))
+
+
+def test_4_diff_warns_of_a_side_cut_by_max_graph_depth():
+    import argparse
+
+    from ftflame.diff import compare
+    from ftflame.report import diff_html, diff_json, diff_text
+
+    opts = argparse.Namespace(raw=False, calibration=None, irqs="exclude", min_change=0.05)
+    d = compare([fixture_path("k6.1/s10-lost/trace.dat")], [fixture_path("k6.1/s09-depth3/trace.dat")], opts)
+    cut = [w for w in d.warnings if "seems cut at max_graph_depth 3:" in w]
+    assert len(cut) == 1 and cut[0].startswith(fixture_path("k6.1/s09-depth3/trace.dat") + " (after)")
+    assert any(w.startswith("different graph depth: before no sign of a depth limit; after seems cut at "
+                            "max_graph_depth 3") for w in d.warnings)
+    flat = " ".join(line.strip() for line in diff_text.render(d).splitlines())
+    assert "(after) seems cut at max_graph_depth 3" in flat
+    assert cut[0] in json.loads(diff_json.render(d))["warnings"]
+    assert "seems cut at max_graph_depth 3" in diff_html.render(d)
+    # two full graphs: nothing said of depth
+    d = compare([fixture_path("k6.1/s01-v3-write4k/trace.dat")], [fixture_path("k6.12/s01-v3-write4k/trace.dat")],
+                opts)
+    assert not [w for w in d.warnings if "depth" in w]
+
+
+def fixture_path(rel: str) -> str:
+    from conftest import fixture
+
+    return fixture(rel)
