@@ -207,3 +207,25 @@ def test_5_s17_negative_self_time_is_an_irq_counted_twice():
     assert irq == {"irq_enter_rcu": 30066, "__sysvec_apic_timer_interrupt": 366706, "irq_exit_rcu": 8306}
     assert int(p.col("excl_min")[r]) == -393596
     assert 0 < int(p.col("excl_min")[r]) + sum(irq.values()) < 20_000  # the call's own 11.5 us
+
+
+# ---- 6: the HTML page of the largest fixture, corrected, well under 1 MB ------------
+@pytest.mark.slow
+def test_6_big_corrected_page_ships_its_flame_data_packed():
+    from helpers.htmlfix import BIG, corrected, load
+    from ftflame.report import html
+
+    q = corrected(load(BIG), 700.0, 300.0)  # skips without the full corpus
+    text = html.render(q)
+    size = len(text.encode())
+    assert size < 900_000, f"{size:,} bytes"  # 998,121 before the flame block was packed
+    # the packing keeps every figure: w exactly, the corrected widths and
+    # percentiles to the ns the page shows (tests/browser/test_page_data_browser.py
+    # checks the page's own unpacking)
+    full = html.report_data(q)["flame"]
+    shipped = html.page_data({"flame": full})["flame"]
+    w = list(full["incl"])
+    for i, v in shipped["w"]["except"]:
+        w[i] = v
+    assert w == [int(x) if x == int(x) else x for x in full["w"]]
+    assert shipped["w"]["zero"] == [] and len(shipped["w"]["except"]) < 10
