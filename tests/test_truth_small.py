@@ -76,7 +76,8 @@ def test_2_irq_root_stands_under_its_context_frame_everywhere():
     from ftflame.report import flametree, folded, html, speedscope, svg
     from ftflame.report.options import RenderOptions
 
-    p = load("irq-root-both-ways")  # svc_process in a task and in an interrupt (softirq flags; the frame is named as irq_kind names it)
+    # svc_process in a task and in an interrupt (softirq flags; the frame is named as irq_kind names it)
+    p = load("irq-root-both-ways")
     q = correct(p, Calibration(50.0, 20.0, "command line"))
     for prof, opts in ((p, RenderOptions()), (q, RenderOptions(folded_weights="corrected"))):
         lines = dict(ln.rsplit(" ", 1) for ln in folded.render(prof, opts).splitlines())

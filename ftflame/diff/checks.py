@@ -82,10 +82,13 @@ def depth_warnings(before, after) -> list:
                            "deeper calls were not recorded, their time is in their callers' self time")
     vb, va = _distinct(limits.get("before", [])), _distinct(limits.get("after", []))
     if vb != va:
-        say = lambda vals: _say("seems cut at max_graph_depth %d" % v if v else "no sign of a depth limit" for v in vals)  # noqa: E731
-        out.append(f"different graph depth: before {say(vb)}; after {say(va)} (paths below the cut "
-                   "are missing on one side: compare the cut side's paths above it only)")
+        out.append(f"different graph depth: before {_say_depths(vb)}; after {_say_depths(va)} (paths below "
+                   "the cut are missing on one side: compare the cut side's paths above it only)")
     return out
+
+
+def _say_depths(limits) -> str:
+    return _say(f"seems cut at max_graph_depth {v}" if v else "no sign of a depth limit" for v in limits)
 
 
 def refuse_disjoint(before, after, tables) -> None:
