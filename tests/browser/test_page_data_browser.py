@@ -29,3 +29,24 @@ def test_unpacked_flame_data_is_report_data(browser_page, tmp_path, trace):
     for k in ("p50", "p99"):
         assert all(abs(a - b) <= 0.5 for a, b in zip(got["corr"][k], want["corr"][k]))
     assert got["corr"]["approx"] == want["corr"]["approx"]
+
+
+def test_irq_context_root_is_drawn_under_its_frame(browser_page, tmp_path):
+    """tests/data/events/irq-root-both-ways: svc_process in a task and in an
+    interrupt; the page draws the interrupt one under an [irq] frame, as the
+    folded stacks, SVG and speedscope do."""
+    from helpers.events import load as load_events
+
+    page_file = tmp_path / "r.html"
+    page_file.write_text(html.render(load_events("irq-root-both-ways")), encoding="utf-8")
+    bp = browser_page()
+    page = bp.open(page_file)
+    frames = page.evaluate("""(function () {
+      var F = FT.flame, out = [];
+      for (var j = 1; j < F.N; j++) out.push([F.names[j], F.names[F.parent[j]], F.kind[j]]);
+      return out;
+    })()""")
+    bp.assert_clean()
+    assert sorted(frames) == sorted([["svc_process", "all", 1], ["svc_send", "svc_process", 1],
+                                     ["[irq]", "all", 4], ["svc_process", "[irq]", 1],
+                                     ["svc_send", "svc_process", 1]])
