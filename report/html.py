@@ -279,7 +279,8 @@ def corrected_stats_data(p: Profile, level: str, rows: np.ndarray) -> dict:
     # 95% half-widths from the calibration's intervals (ftflame/correct/uncertainty.py), as the JSON's `intervals`
     hw = uncertainty.stat_half_widths(p)
     if hw is not None:
-        out["pm"] = {name: _round1(hw[level][k][rows]) for k, name in enumerate(STAT_NAMES)}
+        out["pm"] = {name: _round1(hw[level, "incl"][k][rows]) for k, name in enumerate(STAT_NAMES)}
+        out["pm"]["self"] = _round1(hw[level, "excl"][0][rows])  # the corrected self time's (a sum)
     return out
 
 

@@ -61,12 +61,16 @@ def intervals_object(p: Profile):
         picked = [np.round(np.asarray(c, dtype=np.float64)[rows], 1).tolist() for c in cols]
         return [dict(zip(corrections.STAT_NAMES, v)) for v in zip(*picked)]
 
+    def both(level, rows) -> list:  # beside incl_corr_ns and excl_corr_ns
+        return [{"incl_corr_ns": i, "excl_corr_ns": x}
+                for i, x in zip(objs(h[level, "incl"], rows), objs(h[level, "excl"], rows))]
+
     return {
         "level": 0.95,
         "cost_half_widths_ns": {"o_in": round(h_in, 2), "o_in_plus_o_out": round(h_sum, 2),
                                 "o_out": round(h_out, 2)},
-        "functions": objs(h["functions"], np.arange(len(p.functions))),
-        "tree": objs(h["nodes"], pre),
+        "functions": both("functions", np.arange(len(p.functions))),
+        "tree": both("nodes", pre),
         "root_calls": np.round(calls, 1).tolist(),
         "operations": [{k: round(v, 1) for k, v in o.items()} for o in ops],
     }

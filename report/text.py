@@ -211,7 +211,7 @@ def interval_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
         return []
     ft = p.functions
     cols, _, _, _ = corrections.corrected_stats(p)["functions", "incl"]
-    hw = h["functions"]
+    hw = h["functions", "incl"]
     order = sorted(range(len(ft)), key=lambda i: (-ft.incl_corr[i], ft.names[i]))[:top]
     picks = [(3, 10), (4, 9), (5, 9)]  # mean, p50, p90 (corrections.STAT_NAMES) and widths
     lines = [f"Corrected figures with their 95% intervals (top {len(order)}; us)", "",

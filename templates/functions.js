@@ -24,7 +24,7 @@ FT.functions = (function () {
         return corr() && F.callsc[r] !== F.calls[r] ? FT.count(v) + " of " + FT.count(F.calls[r]) : FT.count(v);
       } },
     { key: "incl", label: "Total", unit: true, pm: "sum", get: function (r) { return corr() ? F.inclc[r] : F.incl[r]; } },
-    { key: "excl", label: "Self", unit: true, get: function (r) { return corr() ? F.exclc[r] : F.excl[r]; } },
+    { key: "excl", label: "Self", unit: true, pm: "self", get: function (r) { return corr() ? F.exclc[r] : F.excl[r]; } },
     { key: "avg", label: "Avg", unit: true, pm: "mean", get: function (r) { return stat("mean", r); } },
     { key: "p50", label: "p50", unit: true, approx: true, pm: "p50", get: function (r) { return stat("p50", r); } },
     { key: "p99", label: "p99", unit: true, approx: true, pm: "p99", get: function (r) { return stat("p99", r); } },

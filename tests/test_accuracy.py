@@ -259,7 +259,7 @@ def test_every_corrected_figure_carries_an_interval(s15):
     from ftflame.correct.uncertainty import root_half_widths, stat_half_widths
 
     cal, _, full, q = s15
-    h = stat_half_widths(q)["functions"]
+    h = stat_half_widths(q)["functions", "incl"]
     cols, approx, _, _ = corrected_stats(q)["functions", "incl"]
     i = q.functions.index("nfsd3_proc_write")
     ok = ((q.scol("flags") & SAMPLE_GAP) == 0) & (q.scol("node") == q.scol("node")[0])
@@ -278,3 +278,26 @@ def test_every_corrected_figure_carries_an_interval(s15):
     given = Calibration(656.0, 657.1, "command line", "given", {"command_line": {"o_in": 656.0}})
     p = profile_of(fixture(S15 + "trace-full.dat"))
     assert stat_half_widths(correct(p, given)) is None
+
+
+def test_self_times_carry_their_intervals_too(s15):
+    """A path's corrected self time is its inclusive time minus its counted
+    children's: its half-width is calls x h_in + (its task children's and
+    interrupt subtrees' calls) x h_out, the inclusive one's minus theirs."""
+    from ftflame.correct.corrections import clean, counted_children
+    from ftflame.correct.uncertainty import cost_half_widths, node_half_widths, stat_half_widths
+    from ftflame.model.profile import NODE_IRQ_ROOT
+
+    cal, _, _, q = s15
+    h_in, _, h_out = cost_half_widths(q.calibration)
+    incl, excl = node_half_widths(q), stat_half_widths(q)["nodes", "excl"][0]
+    parent, calls = q.col("parent"), clean(q, "calls")
+    r = int(q.scol("node")[0])  # nfsd3_proc_write, a root
+    kids = np.flatnonzero(parent == r)
+    counted = counted_children(q, "exclude")
+    assert excl[r] == pytest.approx(incl[r] - incl[kids[counted[kids]]].sum())
+    irq_kids = kids[(q.col("flags")[kids] & NODE_IRQ_ROOT) != 0]
+    want = calls[r] * h_in + (calls[kids[counted[kids]]].sum() + calls[irq_kids].sum()) * h_out
+    assert excl[r] == pytest.approx(want) and 0 < excl[r] < incl[r]
+    leaves = np.bincount(parent[parent >= 0], minlength=q.nrows) == 0
+    assert np.allclose(excl[leaves], incl[leaves])

@@ -385,7 +385,9 @@ def test_every_output_prints_the_same_intervals():
     fnames = [html.report_data(q)["funcs"][f] for f in F["func"]]
     for i, name in enumerate(names):
         k = fnames.index(name)
-        assert [F["corr"]["pm"][s][k] for s in STAT_NAMES] == [iv["functions"][i][s] for s in STAT_NAMES]
+        want = iv["functions"][i]
+        assert [F["corr"]["pm"][s][k] for s in STAT_NAMES] == [want["incl_corr_ns"][s] for s in STAT_NAMES]
+        assert F["corr"]["pm"]["self"][k] == want["excl_corr_ns"]["sum"]
     txt = text.render(q)
     rows = table_rows(txt, "Corrected figures with their 95% intervals")
     checked = 0
@@ -394,13 +396,13 @@ def test_every_output_prints_the_same_intervals():
         if name.endswith("...") or name not in names:
             continue
         checked += 1
-        want = iv["functions"][names.index(name)]
+        want = iv["functions"][names.index(name)]["incl_corr_ns"]
         for tok, s in zip(nums[1::2], ("mean", "p50", "p90")):
             dec = len(tok.split(".")[1]) if "." in tok else 0
             assert close(float(tok.replace(",", "")), want[s], dec), (name, tok, want[s])
     assert checked >= 20
     b, = j["balance"]  # one root function: its mean's interval is the balance sheet's
-    assert b["corrected_mean_pm_ns"] == iv["functions"][names.index(b["function"])]["mean"]
+    assert b["corrected_mean_pm_ns"] == iv["functions"][names.index(b["function"])]["incl_corr_ns"]["mean"]
     assert f"+- {b['corrected_mean_pm_ns'] / 1e3:.3f} (95%)" in txt
 
 

@@ -88,17 +88,20 @@ def node_half_widths(p: Profile) -> Optional[np.ndarray]:
 
 
 def stat_half_widths(p: Profile) -> Optional[dict]:
-    """{"nodes" | "functions": 7 arrays, corrections.STAT_NAMES order}: the
-    95% half-width of each corrected inclusive statistic, aligned with
-    corrected_stats(p)[level, "incl"]; None without intervals.
+    """{(level, kind): 7 arrays, corrections.STAT_NAMES order}, level
+    "nodes" or "functions", kind "incl" or "excl": the 95% half-width of
+    each corrected statistic, aligned with corrected_stats(p)[level, kind];
+    None without intervals.
 
     Sums and means are linear in the hook costs: the half-width of the sum
-    (node_half_widths), and that over the clean calls. Exact rows (root
-    calls, every call's corrected time known): each statistic computed
-    again from the calls' values moved by their own half-widths, all down
-    and all up (the costs move together), half the distance between the
-    two. Estimated rows (the raw ones scaled by corrected mean / raw mean):
-    the mean's relative half-width, which the scale carries."""
+    (node_half_widths; a path's self time: its own minus its counted
+    children's, calls x O_in + n x O_out + its own R x O_out), and that
+    over the clean calls. Exact rows (root calls, every call's corrected
+    time known): each statistic computed again from the calls' values moved
+    by their own half-widths, all down and all up (the costs move together),
+    half the distance between the two. Estimated rows (the raw ones scaled
+    by corrected mean / raw mean): the mean's relative half-width, which the
+    scale carries."""
     if _CACHE in p.__dict__:
         return p.__dict__[_CACHE]
     p.__dict__[_CACHE] = out = _stat_half_widths(p)
@@ -108,39 +111,52 @@ def stat_half_widths(p: Profile) -> Optional[dict]:
 def _stat_half_widths(p: Profile) -> Optional[dict]:
     from ftflame.correct import corrections
 
-    hw_node = node_half_widths(p)
+    hw_incl = node_half_widths(p)
     stats = corrections.corrected_stats(p)
-    if hw_node is None or stats is None:
+    if hw_incl is None or stats is None:
         return None
-    hw_call = root_half_widths(p)
     c = p.corrected
-    out = {}
+    parent = p.col("parent")
+    counted = corrections.counted_children(p, c.irqs)
+    kids = np.bincount(parent[counted], weights=hw_incl[counted], minlength=p.nrows)
+    hw_excl = np.maximum(hw_incl - kids, 0.0)
+    hw_call = root_half_widths(p)
     ft = p.functions
-    hw_func = np.bincount(p.col("func"), weights=hw_node, minlength=len(p.funcs))[ft.func_ids]
-    per_level = {"nodes": (hw_node, c.calls, 0), "functions": (hw_func, ft.calls_corr, 1)}
-    if hw_call is not None:
-        ex_v = corrections.exact_values(p)
-        ex_h = corrections.exact_values(p, hw_call)
-    for level, (hw_sum, calls, k) in per_level.items():
-        cols, approx, ex, _ = stats[level, "incl"]
-        n = np.asarray(calls, dtype=np.float64)
-        hw_mean = np.divide(hw_sum, n, out=np.zeros(len(n)), where=n > 0)
-        rel = np.divide(hw_mean, cols[3], out=np.zeros(len(n)), where=cols[3] > 0)
-        half = [hw_sum] + [cols[j] * rel for j in (1, 2)] + [hw_mean] + [cols[j] * rel for j in (4, 5, 6)]
-        if ex and hw_call is not None:
-            vals, hws = ex_v[k], ex_h[k]
-            corr = np.asarray(cols[0], dtype=np.float64)
-            up = corrections._exact_stats(corr + hw_sum, calls, {r: vals[r] + hws[r] for r in ex})
-            down = corrections._exact_stats(np.maximum(corr - hw_sum, 0.0), calls,
-                                            {r: np.maximum(vals[r] - hws[r], 0.0) for r in ex})
-            rows = np.fromiter(up, dtype=np.int64, count=len(up))
-            if len(rows):
-                spread = (np.array(list(up.values())) - np.array([down[r] for r in up])) / 2.0
-                for j in (1, 2, 4, 5, 6):  # min, max, percentiles; sum and mean are linear
-                    half[j] = half[j].copy()
-                    half[j][rows] = spread[:, j]
-        out[level] = [np.asarray(h, dtype=np.float64) for h in half]
+
+    def per_function(hw):
+        return np.bincount(p.col("func"), weights=hw, minlength=len(p.funcs))[ft.func_ids]
+
+    ex_v = corrections.exact_values(p) if hw_call is not None else ({}, {})
+    ex_h = corrections.exact_values(p, hw_call) if hw_call is not None else ({}, {})
+    out = {}
+    for level, calls, k in (("nodes", c.calls, 0), ("functions", ft.calls_corr, 1)):
+        for kind, hw in (("incl", hw_incl), ("excl", hw_excl)):
+            hw_sum = hw if level == "nodes" else per_function(hw)
+            out[level, kind] = _half_widths(stats[level, kind], hw_sum, calls, ex_v[k], ex_h[k])
     return out
+
+
+def _half_widths(stats, hw_sum, calls, ex_vals: dict, ex_hws: dict) -> list:
+    """stat_half_widths for one table (see there)."""
+    from ftflame.correct import corrections
+
+    cols, _, ex, _ = stats
+    n = np.asarray(calls, dtype=np.float64)
+    hw_mean = np.divide(hw_sum, n, out=np.zeros(len(n)), where=n > 0)
+    rel = np.divide(hw_mean, cols[3], out=np.zeros(len(n)), where=cols[3] > 0)
+    half = [hw_sum] + [cols[j] * rel for j in (1, 2)] + [hw_mean] + [cols[j] * rel for j in (4, 5, 6)]
+    if ex and ex_vals:
+        corr = np.asarray(cols[0], dtype=np.float64)
+        up = corrections._exact_stats(corr + hw_sum, calls, {r: ex_vals[r] + ex_hws[r] for r in ex})
+        down = corrections._exact_stats(np.maximum(corr - hw_sum, 0.0), calls,
+                                        {r: np.maximum(ex_vals[r] - ex_hws[r], 0.0) for r in ex})
+        rows = np.fromiter(up, dtype=np.int64, count=len(up))
+        if len(rows):
+            spread = (np.array(list(up.values())) - np.array([down[r] for r in up])) / 2.0
+            for j in (1, 2, 4, 5, 6):  # min, max, percentiles; sum and mean are linear
+                half[j] = half[j].copy()
+                half[j][rows] = spread[:, j]
+    return [np.asarray(h, dtype=np.float64) for h in half]
 
 
 def operation_half_widths(p: Profile) -> Optional[list]:
