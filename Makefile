@@ -145,10 +145,11 @@ $(FUZZ_DIR)/fuzz_dat: $(FUZZ_DAT_SRC) parse/core/dat.h parse/core/ftf.h parse/co
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -fno-omit-frame-pointer -Iparse/core $(FUZZ_DAT_SRC) -lzstd -lz -o $@
 
-# trace.dat seeds: small hand-made files, v6, v7 and v7 zstd (tests/helpers/datcorners.py)
-$(FUZZ_DIR)/dat-seeds/.stamp: tests/helpers/datcorners.py
+# trace.dat seeds: small hand-made files, v6 and v7, uncompressed, zstd and zlib, big-endian
+# and 32-bit (tests/helpers/datwriter.py)
+$(FUZZ_DIR)/dat-seeds/.stamp: tests/helpers/datwriter.py
 	@rm -rf $(FUZZ_DIR)/dat-seeds
-	$(PY) tests/helpers/datcorners.py $(FUZZ_DIR)/dat-seeds
+	$(PY) tests/helpers/datwriter.py $(FUZZ_DIR)/dat-seeds
 	@touch $@
 
 # Seeds: each file is one control byte (bit 0: mail mode; bits 1-3: chunk

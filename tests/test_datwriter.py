@@ -56,7 +56,7 @@ def trace_cmd_events(path: str) -> tuple[list, list]:
 
 def written_events(t: datwriter.Trace) -> list:
     names = {t.entry.id: "funcgraph_entry", t.exit.id: "funcgraph_exit", t.switch.id: "sched_switch"}
-    return [(cpu, ts, names[int.from_bytes(data[:2], "little")])
+    return [(cpu, ts, names[int.from_bytes(data[:2], t.form.byteorder)])
             for cpu, evs in t.cpus.items() for ts, data in evs]
 
 

@@ -1,5 +1,5 @@
 """The builtin trace.dat reader, one named situation per test: hand-made
-files (tests/helpers/datcorners.py) for the page format's corners, and damage that
+files (tests/helpers/datwriter.py) for the page format's corners, and damage that
 must end as one line naming the section and byte offset, or as a report
 whose anomalies say what was skipped."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from helpers import datcorners as dw
+from helpers import datwriter as dw
 from conftest import FIXTURE_DATS, fixture, fixture_id
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
@@ -147,7 +147,7 @@ def test_chunk_that_does_not_decompress_is_skipped_and_counted(tmp_path):
     good = core(path)["counters"]["exits"]
     data = bytearray(path.read_bytes())
     # the second chunk's compressed bytes: flip one in its middle
-    first = data.find(b"\x28\xb5\x2f\xfd")
+    first = data.find(b"\x28\xb5\x2f\xfd", dw.cpu_data(str(path))[0][1])
     second = data.find(b"\x28\xb5\x2f\xfd", first + 4)
     data[second + 40] ^= 0xFF
     path.write_bytes(bytes(data))
@@ -164,7 +164,7 @@ def test_file_bytes_quoted_in_a_message_stay_one_line(tmp_path):
     path = tmp_path / "t.dat"
     dw.write_v6(str(path), [dw.nested_call_pages()])
     data = bytearray(path.read_bytes())
-    at = data.index(b"name: funcgraph_entry") + len(dw.FORMATS[1])
+    at = data.index(b"name: funcgraph_entry") + len(dw.corner_formats()[0].text())
     # the event systems count: 1, a name with a newline and a UTF-8-breaking byte, 2^31 formats
     data[at:at + 4] = struct.pack("<I", 1) + b"bad\n\xff\0" + struct.pack("<I", 1 << 31)
     path.write_bytes(bytes(data))
@@ -260,7 +260,7 @@ def test_chunk_count_short_of_the_data_is_counted(tmp_path):
     dw.write_v7(str(path), [[calls_page(100, T0 + i * 10_000) for i in range(30)]], "zstd",
                 pages_per_chunk=10)
     data = bytearray(path.read_bytes())
-    at = data.find(b"\x28\xb5\x2f\xfd") - 12  # the chunk count, before the first chunk's sizes
+    at = dw.cpu_data(str(path))[0][1]  # the chunk count, before the first chunk's sizes
     assert struct.unpack_from("<I", data, at)[0] == 3
     struct.pack_into("<I", data, at, 2)
     path.write_bytes(bytes(data))
