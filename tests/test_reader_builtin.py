@@ -5,6 +5,7 @@ whose anomalies say what was skipped."""
 from __future__ import annotations
 
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -94,6 +95,67 @@ def test_time_extend_and_discarded_record_move_the_clock(tmp_path):
     dw.write_v6(str(path), [[dw.page(T0, body)]])
     c = same_in_both(path)["counters"]
     assert (c["exits"], c["first_ts"], c["last_ts"]) == (2, T0, T0 + far + 9)
+
+
+def trace_cmd_stamps(path) -> list:
+    """(cpu, ts ns, event) of every event `trace-cmd report` prints."""
+    out = subprocess.run(["trace-cmd", "report", "-N", "-t", "-R", str(path)], capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    lines = [re.match(r"^\s*\S+-\d+\s+\[(\d+)\]\s+(\d+)\.(\d{9}): (\w+):", ln) for ln in out.splitlines()]
+    return [(int(m[1]), int(m[2]) * 10**9 + int(m[3]), m[4]) for m in lines if m]
+
+
+def test_absolute_time_stamp_sets_the_clock(tmp_path):
+    """A type 31 record sets the clock to (word << 27) + delta, whatever it
+    was; the deltas after it count from there. trace-cmd prints the same
+    stamps."""
+    stamp = (5 << 27) + 12_345
+    body = (dw.record(0, dw.entry(100, "svc_process", 0)) + dw.time_stamp(stamp) +
+            dw.record(3, dw.entry(100, "nfsd_dispatch", 1)) +
+            dw.record(4, dw.exit_(100, "nfsd_dispatch", 1, stamp + 3, stamp + 7)) +
+            dw.record(2, dw.exit_(100, "svc_process", 0, T0, stamp + 9)))
+    path = tmp_path / "t.dat"
+    dw.write_v6(str(path), [[dw.page(T0, body)]])
+    assert [ts for _cpu, ts, _e in trace_cmd_stamps(path)] == [T0, stamp + 3, stamp + 7, stamp + 9]
+    c = same_in_both(path)["counters"]
+    assert (c["entries"], c["exits"], c["first_ts"], c["last_ts"]) == (2, 2, T0, stamp + 9)
+
+
+OTHER_FORMS = [dw.Form(v, comp, big, long) for v, comp in ((6, "none"), (7, "zstd"))
+               for big, long in ((True, 8), (False, 4), (True, 4))]
+
+
+@pytest.mark.parametrize("form", OTHER_FORMS, ids=lambda f: f.name)
+def test_big_endian_and_32_bit_files_read_as_libtracecmd_reads_them(tmp_path, form):
+    """The file header says the byte order and the long size: every number,
+    the record header's bitfields (type_len at the top on big-endian), the
+    page's commit word and the missed-events count stored after the records
+    (a long), the `unsigned long` fields and the kallsyms addresses follow
+    them. trace-cmd reads the file as written; both readers agree."""
+    far = (2 << 27) + 9
+    pages = [dw.page(T0, dw.record(0, dw.entry(100, "svc_process", 0, form), form) +
+                     dw.time_extend(far, form) +
+                     dw.record(0, dw.exit_(100, "svc_process", 0, T0, T0 + far, form=form), form),
+                     form=form),
+             dw.page(T0 + far + 100, dw.record(0, dw.entry(100, "nfsd_dispatch", 0, form), form) +
+                     dw.record(50, dw.exit_(100, "nfsd_dispatch", 0, T0 + far + 100, T0 + far + 150,
+                                            form=form), form), missed=77, form=form)]
+    path = tmp_path / "t.dat"
+    dw.write_file(str(path), dw.corner_contents(form), [pages, dw.nested_call_pages(200, form=form)], form)
+    with open(path, "rb") as f:
+        assert f.read(14)[12:] == bytes([form.big_endian, form.long_size])
+    assert sorted(trace_cmd_stamps(path)) == sorted(
+        [(0, T0, "funcgraph_entry"), (0, T0 + far, "funcgraph_exit"),
+         (0, T0 + far + 100, "funcgraph_entry"), (0, T0 + far + 150, "funcgraph_exit")] +
+        [(1, T0 + t, e) for t, e in ((0, "funcgraph_entry"), (100, "funcgraph_entry"),
+                                     (200, "funcgraph_entry"), (500, "funcgraph_exit"),
+                                     (600, "funcgraph_exit"), (700, "funcgraph_exit"))])
+    res = same_in_both(path)
+    c = res["counters"]
+    assert (c["entries"], c["exits"], c["lost_events"]) == (5, 5, 77)
+    assert {"svc_process", "nfsd_dispatch", "nfsd3_proc_write"} <= set(res["funcs"])
+    proc = report(path, "-F", "txt")
+    assert proc.returncode == 0 and "nfsd3_proc_write" in proc.stdout, proc.stderr
 
 
 @pytest.mark.parametrize("missed,known,unknown", [(123, 123, 0), (-1, 0, 1)])
