@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import struct
 import subprocess
 import sys
+import time
 
 import pytest
 
 from helpers import datwriter as dw
-from conftest import FIXTURE_DATS, fixture, fixture_id
+from conftest import FIXTURE_DATS, fixture, fixture_id, holds_open
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
 T0 = 1_000_000
@@ -309,6 +311,66 @@ def test_progress_callback_can_stop_the_builtin_read(threads, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         _core.read_dat_builtin(os.fsencode(big), progress=progress)
     assert seen == [1 << 16]
+
+
+def zero_chunks_file(path, chunks: int) -> None:
+    """One CPU: the nested calls' page, then `chunks` zstd chunks of 16,384
+    pages of zeros each: 64 MiB to decode per chunk, a few KB of file, and
+    not one record in them (damage the reader counts as zero pages)."""
+    per = 16_384
+    zeros = dw.compress("zstd", bytes(dw.PAGE * per))
+    first = dw.nested_call_pages(100)[0] + bytes(dw.PAGE * (per - 1))
+    cpu = dw.Compressed([(dw.compress("zstd", first), len(first))] + [(zeros, len(first))] * chunks)
+    dw.write_file(str(path), dw.corner_contents(), [cpu], dw.Form(7, "zstd"))
+
+
+@pytest.mark.parametrize("threads", ["1", ""])
+def test_progress_comes_through_pages_without_records(tmp_path, threads, monkeypatch):
+    """Pages without records (zeros, damage) gave the progress callback, and
+    so Ctrl-C, no turn until a record came: a small file of compressed zeros
+    kept Ctrl-C waiting for seconds. Streams now ask every 4,096 pages."""
+    from ftflame.parse import _core
+
+    monkeypatch.setenv("FTFLAME_THREADS", threads)
+    path = tmp_path / "zeros.dat"
+    zero_chunks_file(path, 3)
+    assert core(path)["meta"]["damage"]["zero_pages"] == 4 * 16_384 - 1
+    seen = []
+
+    def progress(events):
+        seen.append(events)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _core.read_dat_builtin(os.fsencode(str(path)), progress=progress)
+    assert len(seen) == 1 and seen[0] <= 6
+
+
+def test_ctrl_c_stops_a_read_of_pages_without_records(tmp_path):
+    """SIGINT while the builtin reader decodes gigabytes of zero pages (a
+    2 MB file; the reader needs 10-30 s for it): exit 130 within 5 s, one
+    line, nothing written."""
+    path = tmp_path / "zeros.dat"
+    zero_chunks_file(path, 1000)
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.Popen([*FTFLAME, "report", str(path), "--reader", "builtin", "-q", "-o",
+                             str(out / "r.txt")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 30
+    while proc.poll() is None and time.monotonic() < deadline and not holds_open(proc.pid, path):
+        time.sleep(0.005)
+    time.sleep(0.5)
+    assert proc.poll() is None, proc.communicate()[1]
+    proc.send_signal(signal.SIGINT)
+    try:
+        err = proc.communicate(timeout=5)[1]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("still reading 5 s after SIGINT")
+    assert proc.returncode == 130 and err == "ftflame: interrupted\n", (proc.returncode, err)
+    assert os.listdir(out) == []
 
 
 def test_a_curated_fixture_reads_in_one_go():

@@ -438,6 +438,25 @@ def _pad_to_page(f) -> int:
     return at
 
 
+@dataclass
+class Compressed:
+    """A CPU's data given as chunks compressed already: (compressed bytes,
+    size decompressed) each, written as they are (a chunk made once can be
+    written a thousand times)."""
+    chunks: list
+
+
+def _chunks(cpu_pages, form: Form):
+    """(compressed bytes, size decompressed) of each chunk of
+    pages_per_chunk pages."""
+    if isinstance(cpu_pages, Compressed):
+        yield from cpu_pages.chunks
+        return
+    it = iter(cpu_pages)
+    while chunk := b"".join(itertools.islice(it, form.pages_per_chunk)):
+        yield compress(form.compression, chunk), len(chunk)
+
+
 def _write_cpu_data(f, cpu_pages, form: Form) -> int:
     """One CPU's pages at the file's position: plain, or chunks of
     pages_per_chunk pages behind their count. Returns the size the file
@@ -451,10 +470,8 @@ def _write_cpu_data(f, cpu_pages, form: Form) -> int:
     count_at = f.tell()
     f.write(bytes(4))
     chunks = 0
-    it = iter(cpu_pages)
-    while chunk := b"".join(itertools.islice(it, form.pages_per_chunk)):
-        z = compress(form.compression, chunk)
-        f.write(form.num(len(z), 4) + form.num(len(chunk), 4) + z)
+    for z, size in _chunks(cpu_pages, form):
+        f.write(form.num(len(z), 4) + form.num(size, 4) + z)
         chunks += 1
     end = f.tell()
     f.seek(count_at)
@@ -527,7 +544,7 @@ def _write_v7(f, c: Contents, cpus: list, form: Form) -> None:
 
 def write_file(path: str, contents: Contents, cpus: list, form: Form = LE64) -> None:
     """A trace.dat of `form`: per CPU (0, 1, ...) an iterable of its pages,
-    written as they come."""
+    written as they come (or, compressed, its chunks: `Compressed`)."""
     with open(path, "wb") as f:
         (_write_v6 if form.version == 6 else _write_v7)(f, contents, cpus, form)
 
