@@ -135,12 +135,12 @@ mutate: setup  ## make each listed mistake in turn (tests/mutate.py), run the su
 setup-fuzz:  ## install clang and libFuzzer (Debian packages) for make fuzz
 	@$(call apt_install,setup-fuzz,$(FUZZ_PKGS))
 
-$(FUZZ_DIR)/fuzz_text: $(FUZZ_SRC) parse/core/builder.h parse/core/reader_text.h parse/core/u64map.h
+$(FUZZ_DIR)/fuzz_text: $(FUZZ_SRC) parse/core/fuzz_common.h parse/core/builder.h parse/core/reader_text.h parse/core/u64map.h
 	@mkdir -p $(FUZZ_DIR)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -fno-omit-frame-pointer -Iparse/core $(FUZZ_SRC) -o $@
 
-$(FUZZ_DIR)/fuzz_dat: $(FUZZ_DAT_SRC) parse/core/dat.h parse/core/ftf.h parse/core/u64map.h
+$(FUZZ_DIR)/fuzz_dat: $(FUZZ_DAT_SRC) parse/core/fuzz_common.h parse/core/dat.h parse/core/ftf.h parse/core/u64map.h
 	@mkdir -p $(FUZZ_DIR)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -fno-omit-frame-pointer -Iparse/core $(FUZZ_DAT_SRC) -lzstd -lz -o $@

@@ -685,7 +685,6 @@ def recompress(src: str, dst: str, compression: str) -> None:
 def _rewrite_buffer(f, data: bytes, opt: bytes, old: Form, new: Form) -> bytes:
     """A BUFFER option's flyrecord section written again; its new option data."""
     num = lambda b: int.from_bytes(b, old.byteorder)  # noqa: E731 (one line)
-    section_at = num(opt[:8])
     name_end = opt.index(b"\0", 8)
     clock_end = opt.index(b"\0", name_end + 1)
     head = opt[8:clock_end + 1]
