@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ftflame.correct.operations import operation_nodes, operation_table, slowest_calls
+from ftflame.correct.operations import operation_nodes, operation_table, slow_call_tree, slowest_calls
 from ftflame.model.profile import Profile
 
 
@@ -67,7 +67,7 @@ def call_tree_json(p: Profile, calls: dict) -> dict:
 def slowest_json(p: Profile) -> list:
     return [{"root": s.root, "operation": s.operation, "start_ns": s.start_ns, "pid": s.pid, "cpu": s.cpu,
              "dur_ns": s.dur, "dur_corr_ns": _r1(s.corr), "gap": s.gap, "dominant_path": list(s.dominant),
-             "tree": call_tree_json(p, s.calls) if s.calls is not None else None}
+             "tree": call_tree_json(p, slow_call_tree(p, s)) if s.tree is not None else None}
             for s in slowest_calls(p)]
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from ftflame import __version__
 from ftflame.correct.corrections import corrected_stats
-from ftflame.correct.operations import NO_OPERATION, operation_nodes, operation_table, slowest_calls
+from ftflame.correct.operations import NO_OPERATION, operation_nodes, operation_table, slow_call_tree, slowest_calls
 from ftflame.model.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
 
 from . import flametree
@@ -205,9 +205,9 @@ def slowest_data(p: Profile) -> list:
     out = []
     budget = CALL_TREE_BUDGET
     for s in slowest_calls(p):
-        c = s.calls
+        c = slow_call_tree(p, s) if s.tree is not None and budget > 0 else None
         tree = None
-        if c is not None and budget > 0:
+        if c is not None:
             keep = np.flatnonzero(c["incl"] >= c["incl"][0] * CALL_TREE_MIN_FRACTION) if len(c["incl"]) else []
             row = np.full(len(c["incl"]), -1, dtype=np.int64)
             row[keep] = np.arange(len(keep))
@@ -220,7 +220,7 @@ def slowest_data(p: Profile) -> list:
                 "offcpu": c["offcpu"][keep].tolist() if p.offcpu_known else None,
                 "calls": int(len(c["incl"]))}
             budget -= len(keep)
-        out.append({"sample": s.sample, "root": s.root, "kept_tree": c is not None, "operation": s.operation,
+        out.append({"sample": s.sample, "root": s.root, "kept_tree": s.tree is not None, "operation": s.operation,
                     "start_ns": s.start_ns, "pid": s.pid, "cpu": s.cpu, "dur": s.dur, "durc": round(s.corr, 1), "gap": s.gap,
                     "tree": tree})
     return out

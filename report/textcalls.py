@@ -94,7 +94,7 @@ def slowest_lines(p: Profile, top: int = SLOWEST_TOP) -> list:
             out.append("  " + _clip(what, WIDTH - 2))
         if s.dominant:
             out.extend(_wrap("path: " + " > ".join(_clip(n, WIDTH - 10) for n in s.dominant), "    ", "  "))
-        elif s.calls is None:
+        elif s.tree is None:
             out.append("  (its call tree was too big to keep)")
     out.append("")
     out.extend(_wrap("path: the dominant path, from the root down the child that took most of the "

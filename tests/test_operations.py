@@ -277,3 +277,81 @@ def test_operations_json_carries_each_operations_paths():
         last = {x["path"][-1] for x in f["paths"]}
         assert last == set(operations.naming_functions(r["recognised_by"])[0])
         assert all(x["path"][0] == r["root"] for x in f["paths"])
+
+
+def _kept_tree_events():
+    """One root call whose calls need every escape of the core's 20-byte
+    records (parse/core/builder.h, ftf_rec): a root that began 3 s before
+    the tree's base (its first completed call), a call of 5 s (over 32
+    bits), one that ended on CPU 1, an interrupt subtree (irq time and count
+    on its callers), off-CPU time, and a call whose exit never came."""
+    r = 10_000
+    b = r + 3_000_000_000
+    def entry(cpu, func, depth, ts, flags=0):
+        return ("entry", cpu, 100, flags, func, depth, ts, 0, 0, 0, 0, 0)
+
+    def exit_(cpu, func, depth, ts, calltime, rettime, flags=0):
+        return ("exit", cpu, 100, flags, func, depth, ts, calltime, rettime, 0, 0, 0)
+
+    return [entry(0, "outer", 0, 1), entry(0, "first", 1, 2), exit_(0, "first", 1, 3, b, b + 100),
+            entry(0, "long", 1, 4), entry(0, "lost", 2, 5), entry(0, "inner", 3, 6),
+            entry(0, "handler", 4, 7, 0x08), exit_(0, "handler", 4, 8, b + 2_000, b + 2_300, 0x08),
+            ("switch", 0, 100, 0, "", 0, 9, 0, 0, 0, 0, 0), ("switch", 0, 0, 0, "", 0, 2_009, 0, 0, 0, 100, 0),
+            exit_(0, "inner", 3, 2_010, b + 1_500, b + 3_000),
+            entry(1, "moved", 3, 2_011), exit_(1, "moved", 3, 2_012, b + 4_000, b + 4_500),
+            exit_(1, "long", 1, 2_013, b + 1_000, b + 5_000_001_000),  # "lost" never exited
+            exit_(1, "outer", 0, 2_014, r, r + 9_000_000_000)]
+
+
+def test_kept_trees_keep_every_figure_through_the_compact_records():
+    p = build_events(_kept_tree_events(), source="escapes")
+    (s,) = operations.slowest_calls(p)
+    t = s.tree
+    assert t.recs.itemsize == 20 and t.extras.itemsize == 16
+    cols = operations.call_columns(t)
+    C = {n: i for i, n in enumerate(operations.CALL_COLUMNS)}
+    got = {p.funcs[int(c[C["func"]])]: {n: int(c[C[n]]) for n in ("calltime", "dur", "cpu", "irq", "offcpu",
+                                                                   "irq_roots", "desc", "flags")}
+           for c in cols}
+    b = 10_000 + 3_000_000_000
+    assert got["outer"] == {"calltime": 10_000, "dur": 9_000_000_000, "cpu": 1, "irq": 300, "offcpu": 2_000,
+                            "irq_roots": 1, "desc": 4, "flags": 5}
+    assert got["long"] == {"calltime": b + 1_000, "dur": 5_000_000_000, "cpu": 1, "irq": 300, "offcpu": 2_000,
+                           "irq_roots": 1, "desc": 2, "flags": 5}
+    # "lost" never completed: left out of the tree, its children go to its
+    # caller; the calls open when it was found out span a gap (CALL_GAP)
+    assert got["lost"]["flags"] == 0
+    assert got["inner"] == {"calltime": b + 1_500, "dur": 1_500, "cpu": 0, "irq": 300, "offcpu": 2_000,
+                            "irq_roots": 1, "desc": 0, "flags": 1}
+    assert got["handler"] == {"calltime": b + 2_000, "dur": 300, "cpu": 0, "irq": 0, "offcpu": 0, "irq_roots": 0,
+                              "desc": 0, "flags": 3}
+    assert got["moved"]["cpu"] == 1 and got["first"]["calltime"] == b
+    doc = json.loads(RENDERERS["json"].render(p))
+    tree = doc["slowest"][0]["tree"]
+    assert tree["incl_ns"] == 9_000_000_000 and _check_sums(tree) == 6
+    assert [k["name"] for k in tree["children"][1]["children"]] == ["inner", "moved"]
+
+
+def test_a_tree_past_the_cap_is_not_kept_but_counted_and_shown():
+    """A root call of TREE_MAX_CALLS + 1 calls (the root and its leaves):
+    among the slowest with its figures, without its tree; counted
+    (slowest_without_tree) and said in every output."""
+    from ftflame.model.profile import TREE_MAX_CALLS
+
+    n = TREE_MAX_CALLS
+    events = [("entry", 0, 100, 0, "root", 0, 1, 0, 0, 0, 0, 0)]
+    for i in range(n):
+        events += [("entry", 0, 100, 0, "leaf", 1, 2 + 2 * i, 0, 0, 0, 0, 0),
+                   ("exit", 0, 100, 0, "leaf", 1, 3 + 2 * i, 10 + 10 * i, 15 + 10 * i, 0, 0, 0)]
+    events.append(("exit", 0, 100, 0, "root", 0, 3 + 2 * n, 5, 20 + 10 * n, 0, 0, 0))
+    events += [("entry", 0, 100, 0, "root", 0, 4 + 2 * n, 0, 0, 0, 0, 0),
+               ("exit", 0, 100, 0, "root", 0, 5 + 2 * n, 30 + 10 * n, 40 + 10 * n, 0, 0, 0)]
+    p = build_events(events, source="big")
+    big, small = operations.slowest_calls(p)
+    assert big.dur == 15 + 10 * n and big.tree is None and small.tree is not None
+    assert p.counters["slowest_without_tree"] == 1
+    note = f"1 slowest call kept without its call tree (more than {n:,} calls: too big to keep)"
+    text = RENDERERS["txt"].render(p)
+    assert note in " ".join(text.split()) and "(its call tree was too big to keep)" in text
+    doc = json.loads(RENDERERS["json"].render(p))
+    assert doc["slowest"][0]["tree"] is None and note in doc["trace"]["notes"]
