@@ -8,8 +8,9 @@ from ftflame.correct.operations import operation_nodes, operation_table, slow_ca
 from ftflame.model.profile import Profile
 
 
-def _r1(x: float) -> float:
-    return round(float(x), 1)
+def _r1(x: float):
+    """ns to one decimal; None (null) for NaN: a figure the trace does not give."""
+    return None if x != x else round(float(x), 1)
 
 
 def _stats(d: dict) -> dict:

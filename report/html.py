@@ -40,6 +40,12 @@ def _ints(a) -> list:
     return [int(round(x)) for x in (a.tolist() if hasattr(a, "tolist") else a)]
 
 
+def _ints_or_none(a) -> list:
+    """_ints, None (null) for NaN: a figure the trace does not give (a gap
+    root call's corrected duration)."""
+    return [None if x != x else int(round(x)) for x in a.tolist()]
+
+
 # ---- histograms -------------------------------------------------------------
 def coarse_bucket(fine: np.ndarray) -> np.ndarray:
     """Fine bucket (HIST_SUB per octave) -> coarse bucket (HIST_PER_OCTAVE per
@@ -165,7 +171,7 @@ def samples_data(p: Profile) -> dict:
         "root_stats": root_stats,
         "total": n, "shown": len(idx), "roots": names, "root_calls": counts.tolist(),
         "root": group[idx].tolist(), "t": _ints(start[idx] - t0), "dur": _ints(dur[idx]),
-        "durc": _ints(durc[idx]) if p.calibration.applied else None,
+        "durc": _ints_or_none(durc[idx]) if p.calibration.applied else None,
         "flags": flags[idx].tolist(), "pid": p.scol("pid")[idx].tolist(),
         "cpu": p.scol("cpu")[idx].tolist(), "sample": idx.tolist(),
     }
@@ -215,13 +221,14 @@ def slowest_data(p: Profile) -> list:
             tree = {
                 "func": c["func"][keep].tolist(), "parent": np.where(par >= 0, row[np.maximum(par, 0)], -1).tolist(),
                 "t": (c["calltime"][keep] - s.start_ns).tolist(), "incl": c["incl"][keep].tolist(),
-                "excl": c["excl"][keep].tolist(), "incl_corr": _round1(c["corr_incl"][keep]),
+                "excl": c["excl"][keep].tolist(),
+                "incl_corr": None if s.corr != s.corr else _round1(c["corr_incl"][keep]),  # a gap call: none
                 "irq": c["is_irq"][keep].astype(int).tolist(),
                 "offcpu": c["offcpu"][keep].tolist() if p.offcpu_known else None,
                 "calls": int(len(c["incl"]))}
             budget -= len(keep)
         out.append({"sample": s.sample, "root": s.root, "kept_tree": s.tree is not None, "operation": s.operation,
-                    "start_ns": s.start_ns, "pid": s.pid, "cpu": s.cpu, "dur": s.dur, "durc": round(s.corr, 1), "gap": s.gap,
+                    "start_ns": s.start_ns, "pid": s.pid, "cpu": s.cpu, "dur": s.dur, "durc": None if s.corr != s.corr else round(s.corr, 1), "gap": s.gap,
                     "tree": tree})
     return out
 

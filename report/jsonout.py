@@ -357,7 +357,12 @@ def root_calls_json(p: Profile) -> str:
         t.lit(',"%s":' % key)
         t.col("i", p.scol(name))
     t.lit(',"dur_corr_ns":')
-    _repr_round(t, np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64))
+    gap = (p.scol("flags") & SAMPLE_GAP) != 0
+    corr = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)
+    if gap.any():  # left out of the correction: no figure (null)
+        t.text(["null" if g else json.dumps(round(x, 1)) for x, g in zip(corr.tolist(), gap.tolist())])
+    else:
+        _repr_round(t, corr)
     t.lit(',"operation":')
     t.col("e", p.scol("op") + 1, ["null"] + [json.dumps(name) for name in p.operations])
     for key, name in (("descendants", "desc"), ("irq_ns", "irq"), ("offcpu_ns", "offcpu")):

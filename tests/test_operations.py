@@ -355,3 +355,32 @@ def test_a_tree_past_the_cap_is_not_kept_but_counted_and_shown():
     assert note in " ".join(text.split()) and "(its call tree was too big to keep)" in text
     doc = json.loads(RENDERERS["json"].render(p))
     assert doc["slowest"][0]["tree"] is None and note in doc["trace"]["notes"]
+
+
+def test_a_gap_root_call_has_no_corrected_duration_in_any_output():
+    """lost-events.events: `outer` spans lost events (a gap call, left out of
+    corrected figures). Its corrected duration is no figure: null in the
+    JSON (root_calls, slowest and every call of its tree), "-" in the text's
+    slowest table, null in the HTML's data (the page prints "–"); never 0."""
+    from ftflame.correct.corrections import correct
+    from ftflame.model.profile import Calibration
+    from ftflame.report.html import report_data
+
+    raw = load("lost-events")
+    for p in (raw, correct(raw, Calibration(100.0, 50.0, "command line"))):
+        (s,) = operations.slowest_calls(p)
+        assert s.gap and np.isnan(s.corr)
+        doc = json.loads(RENDERERS["json"].render(p))
+        assert doc["root_calls"][0]["gap"] and doc["root_calls"][0]["dur_corr_ns"] is None
+        slow = doc["slowest"][0]
+        assert slow["dur_corr_ns"] is None and slow["tree"]["incl_ns"] == 2100
+
+        def corr_figures(node):
+            return [node["incl_corr_ns"], node["excl_corr_ns"]] + [v for k in node["children"] for v in corr_figures(k)]
+        assert set(corr_figures(slow["tree"])) == {None}
+        data = report_data(p)
+        assert data["slowest"][0]["durc"] is None and data["slowest"][0]["tree"]["incl_corr"] is None
+        if p.corrected is not None:
+            assert data["samples"]["durc"] == [None]
+            row = [line for line in RENDERERS["txt"].render(p).splitlines() if line.endswith("outer (gap)")]
+            assert row and row[0].split()[:2] == ["2.100", "-"]

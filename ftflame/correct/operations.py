@@ -110,7 +110,7 @@ class SlowCall:
     pid: int
     cpu: int
     dur: int           # raw duration (ns)
-    corr: float        # corrected duration (ns), as the latency data says
+    corr: float        # corrected duration (ns), as the latency data says; NaN for a gap call (left out)
     gap: bool
     tree: Optional[KeptTree]  # its calls as the core kept them, None: tree too big to keep
     dominant: tuple    # names along the chain of children that took most of the time
@@ -188,8 +188,9 @@ def call_tree(tree: np.ndarray, cal, irqs: str, offcpu_removed: bool, root_corr:
     exit never came is left out, its children hung under its caller):
     func, parent (row, -1 root), incl, excl = incl - children's incl
     (exact), corr_incl and corr_excl (the per-call model of corrections.py;
-    the root's corr_incl is the root call's corrected duration), irq (ns in
-    interrupt subtrees), offcpu, flags, calltime, cpu."""
+    the root's corr_incl is the root call's corrected duration; NaN for
+    every call of a gap root call, which the correction leaves out), irq
+    (ns in interrupt subtrees), offcpu, flags, calltime, cpu."""
     done = (tree[:, _C["flags"]] & CALL_DONE) != 0
     keep = np.flatnonzero(done)
     new_row = np.full(len(tree), -1, dtype=np.int64)
@@ -220,6 +221,8 @@ def call_tree(tree: np.ndarray, cal, irqs: str, offcpu_removed: bool, root_corr:
     ci = np.maximum(np.where(is_irq, incl - off - o_in - desc * (o_in + o_out), task), 0.0)
     if n:
         ci[0] = root_corr
+    if np.isnan(root_corr):  # a gap root call: none of its calls has a corrected figure
+        ci = np.full(n, np.nan)
     # a child counts in its caller's corrected time unless it is an irq
     # subtree taken out of it (irqs="exclude")
     counted = has & ~(is_irq & ~is_irq[np.maximum(par, 0)] if irqs == "exclude" else np.zeros(n, bool))

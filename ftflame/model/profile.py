@@ -236,7 +236,7 @@ class Corrected:
     excl: np.ndarray
     calls: np.ndarray  # calls the corrected sums cover (gap calls left out)
     clamped: np.ndarray  # per node: 1 when a corrected sum was clamped at 0
-    sample_dur: np.ndarray  # corrected duration per root sample
+    sample_dur: np.ndarray  # corrected duration per root sample, NaN for a gap root call (left out)
     notes: tuple = ()
     # What was taken out of the clean calls' raw inclusive sums, per node
     # (ftflame/correct/corrections.py): hook cost, irq subtrees, off-CPU time; the
@@ -358,7 +358,8 @@ class Profile:
         return Corrected(
             incl=self.col("incl").astype(np.float64), excl=self.col("excl").astype(np.float64),
             calls=self.col("calls"), clamped=np.zeros(self.nrows, dtype=np.int64),
-            sample_dur=self.scol("dur").astype(np.float64),
+            # a gap root call has no corrected figure, raw or not (NaN)
+            sample_dur=np.where(self.scol("flags") & SAMPLE_GAP, np.nan, self.scol("dur").astype(np.float64)),
             notes=("no calibration: corrected figures equal raw ones",))
 
     @functools.cached_property
