@@ -228,8 +228,8 @@ def slowest_data(p: Profile) -> list:
                 "calls": int(len(c["incl"]))}
             budget -= len(keep)
         out.append({"sample": s.sample, "root": s.root, "kept_tree": s.tree is not None, "operation": s.operation,
-                    "start_ns": s.start_ns, "pid": s.pid, "cpu": s.cpu, "dur": s.dur, "durc": None if s.corr != s.corr else round(s.corr, 1), "gap": s.gap,
-                    "tree": tree})
+                    "start_ns": s.start_ns, "pid": s.pid, "cpu": s.cpu, "dur": s.dur,
+                    "durc": None if s.corr != s.corr else round(s.corr, 1), "gap": s.gap, "tree": tree})
     return out
 
 
