@@ -50,25 +50,37 @@ def operation_flame_json(p: Profile, op: int):
             "incl_ns": n.incl, "incl_corr_ns": _r1(n.incl_corr), "shared": n.shared}
 
 
-def call_tree_json(p: Profile, calls: dict) -> dict:
-    """The nested call tree of one kept root call (row 0 is the root)."""
+def _r1_list(a) -> list:
+    return [None if x != x else round(x, 1) for x in np.asarray(a, dtype=np.float64).tolist()]
+
+
+def call_tree_json(p: Profile, calls: dict, start_ns: int):
+    """One kept root call's tree as columns, one value per call in entry
+    order (row 0 is the root; a call's children follow it in call order):
+    no key repeated per call, function names once per tree (`funcs`, indexed
+    by `func`), start times relative to the root call's (`at_ns`)."""
     n = len(calls["parent"])
-    known = p.offcpu_known
-    nodes = [{"name": p.funcs[int(calls["func"][i])], "start_ns": int(calls["calltime"][i]),
-              "cpu": int(calls["cpu"][i]), "incl_ns": int(calls["incl"][i]), "excl_ns": int(calls["excl"][i]),
-              "incl_corr_ns": _r1(calls["corr_incl"][i]), "excl_corr_ns": _r1(calls["corr_excl"][i]),
-              "irq_ns": int(calls["irq"][i]), "offcpu_ns": int(calls["offcpu"][i]) if known else None,
-              "irq": bool(calls["is_irq"][i]), "gap": bool(calls["gap"][i]), "children": []}
-             for i in range(n)]
-    for i in range(1, n):  # entry order: children after their parent, in call order
-        nodes[int(calls["parent"][i])]["children"].append(nodes[i])
-    return nodes[0] if n else None
+    if not n:
+        return None
+    ids, func = np.unique(calls["func"], return_inverse=True)
+    first = np.full(len(ids), n, dtype=np.int64)
+    np.minimum.at(first, func, np.arange(n))
+    order = np.argsort(first, kind="stable")  # names in order of first appearance
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[order] = np.arange(len(ids))
+    return {"calls": n, "funcs": [p.funcs[int(f)] for f in ids[order].tolist()],
+            "func": rank[func].tolist(), "parent": calls["parent"].tolist(),
+            "at_ns": (calls["calltime"] - start_ns).tolist(), "cpu": calls["cpu"].tolist(),
+            "incl_ns": calls["incl"].tolist(), "excl_ns": calls["excl"].tolist(),
+            "incl_corr_ns": _r1_list(calls["corr_incl"]), "excl_corr_ns": _r1_list(calls["corr_excl"]),
+            "irq_ns": calls["irq"].tolist(), "offcpu_ns": calls["offcpu"].tolist() if p.offcpu_known else None,
+            "irq": calls["is_irq"].astype(np.int64).tolist(), "gap": calls["gap"].astype(np.int64).tolist()}
 
 
 def slowest_json(p: Profile) -> list:
     return [{"root": s.root, "operation": s.operation, "start_ns": s.start_ns, "pid": s.pid, "cpu": s.cpu,
              "dur_ns": s.dur, "dur_corr_ns": _r1(s.corr), "gap": s.gap, "dominant_path": list(s.dominant),
-             "tree": call_tree_json(p, slow_call_tree(p, s)) if s.tree is not None else None}
+             "tree": call_tree_json(p, slow_call_tree(p, s), s.start_ns) if s.tree is not None else None}
             for s in slowest_calls(p)]
 
 

@@ -57,12 +57,18 @@ def test_the_n_slowest_calls_are_kept_per_operation():
     assert len(operations.slowest_calls(build_events(events))) == 6
 
 
-def _check_sums(node):
-    kids = node["children"]
-    assert node["incl_ns"] == node["excl_ns"] + sum(k["incl_ns"] for k in kids), node["name"]
-    n = 1
-    for k in kids:
-        n += _check_sums(k)
+def _check_sums(tree):
+    """A JSON slowest[] tree (columns, entry order): every call's incl is its
+    excl plus its children's incl, exactly; callers come before their calls.
+    Returns the number of calls."""
+    n, parent, incl = tree["calls"], tree["parent"], tree["incl_ns"]
+    assert all(len(v) == n for v in tree.values() if isinstance(v, list) and v is not tree["funcs"])
+    assert parent[0] == -1 and all(0 <= parent[i] < i for i in range(1, n))
+    kids = [0] * n
+    for i in range(1, n):
+        kids[parent[i]] += incl[i]
+    for i in range(n):
+        assert incl[i] == tree["excl_ns"][i] + kids[i], tree["funcs"][tree["func"][i]]
     return n
 
 
@@ -71,7 +77,7 @@ def test_slowest_json_trees_sum_exactly_and_the_slowest_is_the_latency_maximum()
     doc = json.loads(RENDERERS["json"].render(p))
     slow = doc["slowest"]
     for s in slow:
-        assert s["tree"]["incl_ns"] == s["dur_ns"]
+        assert s["tree"]["incl_ns"][0] == s["dur_ns"] and s["tree"]["at_ns"][0] == 0
         _check_sums(s["tree"])
     top = max(slow, key=lambda s: s["dur_ns"])
     assert top["dur_ns"] == max(r["dur_ns"] for r in doc["root_calls"]) == 10000
@@ -328,8 +334,12 @@ def test_kept_trees_keep_every_figure_through_the_compact_records():
     assert got["moved"]["cpu"] == 1 and got["first"]["calltime"] == b
     doc = json.loads(RENDERERS["json"].render(p))
     tree = doc["slowest"][0]["tree"]
-    assert tree["incl_ns"] == 9_000_000_000 and _check_sums(tree) == 6
-    assert [k["name"] for k in tree["children"][1]["children"]] == ["inner", "moved"]
+    assert tree["incl_ns"][0] == 9_000_000_000 and _check_sums(tree) == 6
+    names = [tree["funcs"][f] for f in tree["func"]]
+    assert names == ["outer", "first", "long", "inner", "handler", "moved"]
+    assert [names[i] for i in range(6) if tree["parent"][i] == 2] == ["inner", "moved"]  # lost's, to long
+    assert tree["at_ns"][names.index("long")] == 3_000_001_000 and tree["cpu"] == [1, 0, 1, 0, 0, 1]
+    assert tree["irq"] == [0, 0, 0, 0, 1, 0] and tree["gap"] == [1, 0, 1, 0, 0, 0]
 
 
 def test_a_tree_past_the_cap_is_not_kept_but_counted_and_shown():
@@ -373,11 +383,8 @@ def test_a_gap_root_call_has_no_corrected_duration_in_any_output():
         doc = json.loads(RENDERERS["json"].render(p))
         assert doc["root_calls"][0]["gap"] and doc["root_calls"][0]["dur_corr_ns"] is None
         slow = doc["slowest"][0]
-        assert slow["dur_corr_ns"] is None and slow["tree"]["incl_ns"] == 2100
-
-        def corr_figures(node):
-            return [node["incl_corr_ns"], node["excl_corr_ns"]] + [v for k in node["children"] for v in corr_figures(k)]
-        assert set(corr_figures(slow["tree"])) == {None}
+        assert slow["dur_corr_ns"] is None and slow["tree"]["incl_ns"][0] == 2100
+        assert set(slow["tree"]["incl_corr_ns"] + slow["tree"]["excl_corr_ns"]) == {None}
         data = report_data(p)
         assert data["slowest"][0]["durc"] is None and data["slowest"][0]["tree"]["incl_corr"] is None
         if p.corrected is not None:
