@@ -391,3 +391,23 @@ def test_a_gap_root_call_has_no_corrected_duration_in_any_output():
             assert data["samples"]["durc"] == [None]
             row = [line for line in RENDERERS["txt"].render(p).splitlines() if line.endswith("outer (gap)")]
             assert row and row[0].split()[:2] == ["2.100", "-"]
+
+
+@pytest.mark.parametrize("name", ["k6.1/s17-mixed-ops/trace.dat", "k6.1/s10-lost/trace.dat"])
+def test_real_slowest_trees_sum_exactly_and_the_slowest_is_the_latency_maximum(name):
+    """Issue 16's acceptance on recorded traces: every kept tree in the
+    JSON sums exactly (incl = excl + children, per call), holds every
+    recorded call of its root call (its descendants, interrupt calls
+    included), and the slowest kept call is the latency data's maximum."""
+    from conftest import fixture, profile_of
+
+    p = profile_of(fixture(name))
+    doc = json.loads(RENDERERS["json"].render(p))
+    calls = {(r["pid"], r["start_ns"]): r for r in doc["root_calls"]}
+    assert doc["slowest"] and all(s["tree"] is not None for s in doc["slowest"])
+    for s in doc["slowest"]:
+        root = calls[(s["pid"], s["start_ns"])]
+        assert s["tree"]["incl_ns"][0] == s["dur_ns"] == root["dur_ns"]
+        n = _check_sums(s["tree"])
+        assert n - 1 - sum(s["tree"]["irq"]) == root["descendants"] or s["gap"]
+    assert doc["slowest"][0]["dur_ns"] == max(r["dur_ns"] for r in doc["root_calls"])
