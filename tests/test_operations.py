@@ -411,3 +411,18 @@ def test_real_slowest_trees_sum_exactly_and_the_slowest_is_the_latency_maximum(n
         n = _check_sums(s["tree"])
         assert n - 1 - sum(s["tree"]["irq"]) == root["descendants"] or s["gap"]
     assert doc["slowest"][0]["dur_ns"] == max(r["dur_ns"] for r in doc["root_calls"])
+
+
+@pytest.mark.parametrize("name", ["k6.1/s17-mixed-ops/trace.dat", "k6.1/s10-lost/trace.dat"])
+def test_slowest_text_formatted_in_c_is_the_json_of_the_objects(name):
+    """jsonout writes slowest[] with each tree's columns formatted in C
+    (callsjson.slowest_json_parts): the same text as json.dumps of the
+    objects (callsjson.slowest_json), corrected or not."""
+    from conftest import fixture, profile_of
+    from ftflame.correct.corrections import correct
+    from ftflame.model.profile import Calibration
+    from ftflame.report import callsjson
+
+    raw = profile_of(fixture(name))
+    for p in (raw, correct(raw, Calibration(700.0, 300.0, "command line"))):
+        assert "".join(callsjson.slowest_json_parts(p)) == json.dumps(callsjson.slowest_json(p), separators=(",", ":"))
