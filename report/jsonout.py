@@ -71,7 +71,9 @@ def intervals_object(p: Profile):
                                 "o_out": round(h_out, 2)},
         "functions": both("functions", np.arange(len(p.functions))),
         "tree": both("nodes", pre),
-        "root_calls": np.round(calls, 1).tolist(),
+        # a gap root call has no corrected duration (null), so no interval either
+        "root_calls": [None if g else v for g, v in zip(
+            ((p.scol("flags") & SAMPLE_GAP) != 0).tolist(), np.round(calls, 1).tolist())],
         "operations": [{k: round(v, 1) for k, v in o.items()} for o in ops],
     }
 

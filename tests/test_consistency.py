@@ -380,6 +380,7 @@ def test_every_output_prints_the_same_intervals():
     j = json.loads(jsonout.render(q))
     iv = j["intervals"]
     assert len(iv["functions"]) == len(j["functions"]) and len(iv["root_calls"]) == len(j["root_calls"])
+    assert [v is None for v in iv["root_calls"]] == [r["dur_corr_ns"] is None for r in j["root_calls"]]
     names = [f["name"] for f in j["functions"]]
     F = html.report_data(q)["functions"]
     fnames = [html.report_data(q)["funcs"][f] for f in F["func"]]
