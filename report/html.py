@@ -24,8 +24,9 @@ from typing import Optional
 import numpy as np
 
 from ftflame import __version__
+from ftflame.correct import uncertainty
 from ftflame.correct.calibration import provenance
-from ftflame.correct.corrections import corrected_stats
+from ftflame.correct.corrections import STAT_NAMES, corrected_stats
 from ftflame.correct.operations import NO_OPERATION, operation_nodes, operation_table, slow_call_tree, slowest_calls
 from ftflame.model.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
 
@@ -192,7 +193,12 @@ def operations_data(p: Profile) -> list:
     """The operation table as the JSON's operations[] has it."""
     from .callsjson import operations_json
 
-    return operations_json(p)
+    ops = operations_json(p)
+    # the corrected figures' 95% half-widths, as the JSON's intervals.operations
+    pm = uncertainty.operation_half_widths(p)
+    for o, h in zip(ops, pm or ()):
+        o["dur_corr_pm_ns"] = {k: round(v, 1) for k, v in h.items()}
+    return ops
 
 
 # The slowest calls' own trees leave out calls under this share of the root
@@ -277,6 +283,11 @@ def corrected_stats_data(p: Profile, level: str, rows: np.ndarray) -> dict:
     out = {name: _round1(cols[k][rows]) for k, name in enumerate(("sum", "min", "max", "mean", "p50", "p90", "p99"))
            if name != "sum"}
     out["approx"] = np.flatnonzero(approx[rows] != 0).tolist()
+    # 95% half-widths from the calibration's intervals (ftflame/correct/uncertainty.py), as the JSON's `intervals`
+    hw = uncertainty.stat_half_widths(p)
+    if hw is not None:
+        out["pm"] = {name: _round1(hw[level, "incl"][k][rows]) for k, name in enumerate(STAT_NAMES)}
+        out["pm"]["self"] = _round1(hw[level, "excl"][0][rows])  # the corrected self time's (a sum)
     return out
 
 

@@ -12,7 +12,7 @@ import json
 import numpy as np
 
 from ftflame import __version__, _model
-from ftflame.correct import corrections
+from ftflame.correct import corrections, uncertainty
 from ftflame.model.profile import NODE_COLUMNS, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
 from ._rowfmt import format_rows
@@ -40,6 +40,41 @@ def document(p: Profile) -> dict:
         "balance": list(p.balance),
         # a collect.sh run directory's totals measured outside the tracer
         **({"measured": p.measured} if p.measured is not None else {}),
+        # 95% half-widths of the corrected figures, when the calibration has intervals
+        **({"intervals": iv} if (iv := intervals_object(p)) is not None else {}),
+    }
+
+
+def intervals_object(p: Profile):
+    """The `intervals` member (docs/design.md): every corrected figure's 95%
+    half-width from ftflame/correct/uncertainty.py, aligned with the arrays
+    it belongs to; None without calibration intervals."""
+    h = uncertainty.stat_half_widths(p)
+    if h is None:
+        return None
+    h_in, h_sum, h_out = uncertainty.cost_half_widths(p.calibration)
+    pre, _ = tree_order(p) if p.nrows else (np.zeros(0, dtype=np.int64), None)
+    calls = uncertainty.root_half_widths(p) if len(p.samples) else np.zeros(0)
+    ops = uncertainty.operation_half_widths(p) or []
+
+    def objs(cols, rows) -> list:
+        picked = [np.round(np.asarray(c, dtype=np.float64)[rows], 1).tolist() for c in cols]
+        return [dict(zip(corrections.STAT_NAMES, v)) for v in zip(*picked)]
+
+    def both(level, rows) -> list:  # beside incl_corr_ns and excl_corr_ns
+        return [{"incl_corr_ns": i, "excl_corr_ns": x}
+                for i, x in zip(objs(h[level, "incl"], rows), objs(h[level, "excl"], rows))]
+
+    return {
+        "level": 0.95,
+        "cost_half_widths_ns": {"o_in": round(h_in, 2), "o_in_plus_o_out": round(h_sum, 2),
+                                "o_out": round(h_out, 2)},
+        "functions": both("functions", np.arange(len(p.functions))),
+        "tree": both("nodes", pre),
+        # a gap root call has no corrected duration (null), so no interval either
+        "root_calls": [None if g else v for g, v in zip(
+            ((p.scol("flags") & SAMPLE_GAP) != 0).tolist(), np.round(calls, 1).tolist())],
+        "operations": [{k: round(v, 1) for k, v in o.items()} for o in ops],
     }
 
 

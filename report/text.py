@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from ftflame.correct import calibration, corrections
+from ftflame.correct import calibration, corrections, uncertainty
 from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
 
 from . import textcalls
@@ -149,6 +149,10 @@ def calibration_lines(p: Profile) -> list:
         bits.append(f"{plural(sm['clamped_root_calls'], 'root call')} clamped at 0")
     bits.append(f"{sm['unreliable_paths']:,} of {p.nrows:,} paths unreliable (?: hook cost over "
                 "half the measured time)")
+    if uncertainty.stat_half_widths(p) is not None:
+        bits.append("95% intervals from the calibration's: the table \"Corrected figures with "
+                    "their 95% intervals\", the balance sheet, the JSON's \"intervals\", the HTML's "
+                    "tooltips")
     out.extend(_wrap("; ".join(bits), "  "))
     return out
 
@@ -196,6 +200,32 @@ def corrected_function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
                        "(means: Total* / Calls*; raw figures: the JSON, the HTML's Raw switch)." + est +
                        " ?: the hook-cost correction exceeds half the measured time (unreliable). "
                        "~: clamped at zero self time. " + mark_legend(cut), ""))
+    return lines
+
+
+def interval_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
+    """The corrected mean, p50 and p90 of the busiest functions with their
+    95% half-widths (ftflame/correct/uncertainty.py); none without intervals."""
+    h = uncertainty.stat_half_widths(p)
+    if h is None:
+        return []
+    ft = p.functions
+    cols, _, _, _ = corrections.corrected_stats(p)["functions", "incl"]
+    hw = h["functions", "incl"]
+    order = sorted(range(len(ft)), key=lambda i: (-ft.incl_corr[i], ft.names[i]))[:top]
+    picks = [(3, 10), (4, 9), (5, 9)]  # mean, p50, p90 (corrections.STAT_NAMES) and widths
+    lines = [f"Corrected figures with their 95% intervals (top {len(order)}; us)", "",
+             "     Mean*   +-95%      p50*   +-95%      p90*   +-95%  Function",
+             f"{'=' * 10} {'=' * 7} {'=' * 9} {'=' * 7} {'=' * 9} {'=' * 7}  {'=' * 22}"]
+    d = _decimals([(cols[k][order], w) for k, w in picks] + [(hw[k][order], 7) for k, _ in picks])
+    for i in order:
+        cells = [f"{us(cols[k][i], w, d[j])} {us(hw[k][i], 7, d[3 + j])}" for j, (k, w) in enumerate(picks)]
+        lines.append(" ".join(cells) + "  " + _clip(ft.names[i], 22))
+    lines.append("")
+    lines.extend(_wrap("+-95%: half-width of the 95% interval that the calibration's own intervals "
+                       "(O_in, O_in + O_out, O_out) give each figure (docs/overhead.md "
+                       "\"Uncertainty\"); p99 and every call path's in the JSON (\"intervals\") and "
+                       "the HTML.", ""))
     return lines
 
 
@@ -379,7 +409,8 @@ def measured_lines(p: Profile) -> list:
 
 def function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
     if p.corrected is not None:
-        return corrected_function_table(p, top)
+        iv = interval_table(p, top)
+        return corrected_function_table(p, top) + ([""] + iv if iv else [])
     ft = p.functions
     n = min(top, len(ft))
     lines = [f"Functions by total inclusive time (top {n} of {len(ft)}; times in us)",

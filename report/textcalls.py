@@ -5,6 +5,7 @@ ftflame/correct/operations.py and ftflame/correct/hotlists.py; these only lay th
 from __future__ import annotations
 
 from ftflame.correct import hotlists
+from ftflame.correct.uncertainty import operation_half_widths
 from ftflame.correct.operations import NO_OPERATION, operation_table, slowest_calls
 from ftflame.model.profile import Profile
 
@@ -52,7 +53,8 @@ def operations_lines(p: Profile) -> list:
         return (f"{count(calls, 6)} {share * 100:5.1f}% " +
                 " ".join(us(d[k], 8, dec) for k in ("p50", "p90", "p99", "max", "mean")))
 
-    for r in rows:
+    pm = operation_half_widths(p) if corrected else None
+    for i, r in enumerate(rows):
         name = r.operation if len(roots) == 1 else f"{r.root}: {r.operation}"
         if len(name) > NAME_W:
             out.append(_clip(name, WIDTH))
@@ -60,7 +62,13 @@ def operations_lines(p: Profile) -> list:
         out.append(f"{name:<{NAME_W}} {figures(r.calls, r.share, r.raw)}")
         if corrected:
             out.append(f"{'  corrected *':<{NAME_W}} {figures(r.calls - r.gap_calls, r.corr_share, r.corr)}")
+        if pm is not None:
+            out.append(f"{'  +-95% *':<{NAME_W}} {'':6} {'':6} "
+                       + " ".join(us(pm[i][k], 8, dec) for k in ("p50", "p90", "p99", "max", "mean")))
     out.append("")
+    if pm is not None:
+        out.extend(_wrap("+-95% *: the corrected figures' 95% half-widths from the calibration's "
+                         "intervals (docs/overhead.md \"Uncertainty\")."))
     none = sum(r.calls for r in rows if r.operation == NO_OPERATION)
     total = sum(r.calls for r in rows)
     out.extend(_wrap(f"{plural(total, 'root call')}, {none:,} with no operation. Share: of the root calls' "

@@ -23,12 +23,12 @@ FT.functions = (function () {
         /* corrected figures over fewer calls than measured: say so in the cell */
         return corr() && F.callsc[r] !== F.calls[r] ? FT.count(v) + " of " + FT.count(F.calls[r]) : FT.count(v);
       } },
-    { key: "incl", label: "Total", unit: true, get: function (r) { return corr() ? F.inclc[r] : F.incl[r]; } },
-    { key: "excl", label: "Self", unit: true, get: function (r) { return corr() ? F.exclc[r] : F.excl[r]; } },
-    { key: "avg", label: "Avg", unit: true, get: function (r) { return stat("mean", r); } },
-    { key: "p50", label: "p50", unit: true, approx: true, get: function (r) { return stat("p50", r); } },
-    { key: "p99", label: "p99", unit: true, approx: true, get: function (r) { return stat("p99", r); } },
-    { key: "max", label: "Max", unit: true, approx: true, get: function (r) { return stat("max", r); } },
+    { key: "incl", label: "Total", unit: true, pm: "sum", get: function (r) { return corr() ? F.inclc[r] : F.incl[r]; } },
+    { key: "excl", label: "Self", unit: true, pm: "self", get: function (r) { return corr() ? F.exclc[r] : F.excl[r]; } },
+    { key: "avg", label: "Avg", unit: true, pm: "mean", get: function (r) { return stat("mean", r); } },
+    { key: "p50", label: "p50", unit: true, approx: true, pm: "p50", get: function (r) { return stat("p50", r); } },
+    { key: "p99", label: "p99", unit: true, approx: true, pm: "p99", get: function (r) { return stat("p99", r); } },
+    { key: "max", label: "Max", unit: true, approx: true, pm: "max", get: function (r) { return stat("max", r); } },
     { key: "irq", label: "irq", unit: true, raw: true, title: "time in interrupt subtrees nested inside the calls (measured)", get: function (r) { return F.irq[r]; } },
     { key: "off", label: "off-CPU", unit: true, raw: true, title: "time switched out inside the calls (sched_switch; measured; \u2013 when the trace has no sched_switch events)", get: function (r) { return F.off ? F.off[r] : null; } },
     { key: "hist", label: "Distribution", cls: "spark", title: "inclusive time per call, log scale (raw)", nosort: true }
@@ -114,6 +114,9 @@ FT.functions = (function () {
         } else {
           cell.textContent = c.fmt ? c.fmt(v, r) : FT.us(v);
           if (c.approx && isApprox(r)) { cell.className = "approx"; cell.title = FT.APPROX_NOTE; }
+          /* the 95% interval the calibration's own intervals give this figure (JSON "intervals") */
+          if (corr() && C && C.pm && c.pm) cell.title = (cell.title ? cell.title + "; " : "") +
+            "\u00b1 " + FT.time(C.pm[c.pm][r]) + " (95%, from the calibration\u2019s intervals)";
         }
         tr.appendChild(cell);
       });

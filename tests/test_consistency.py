@@ -360,3 +360,77 @@ def test_corrected_figures_are_described_in_the_same_words_everywhere():
                               capture_output=True, text=True).stdout
     for where in docs + [helptext]:
         assert norm(HOW_CORRECTED) in norm(where)
+
+
+def test_every_output_prints_the_same_intervals():
+    """The 95% intervals of the corrected figures (ftflame/correct/uncertainty.py,
+    computed once): the JSON's `intervals`, the HTML's data, the text's interval
+    table and the balance sheet print the same half-widths (k6.1/s15-icount-calib
+    calibrated from its own empty calls)."""
+    from conftest import fixture
+    from ftflame.correct.calibration import calibrate_from_traces, for_profile
+    from ftflame.correct.corrections import STAT_NAMES
+
+    d = "k6.1/s15-icount-calib/"
+    doc = calibrate_from_traces(*(profile_of(fixture(d + n)) for n in (
+        "trace-null.dat", "trace-dispatch-root.dat", "trace-dispatch-full.dat")))
+    cal = Calibration(doc["o_in_ns"], doc["o_out_ns"], "file:test", doc["method"], doc)
+    p = profile_of(fixture(d + "trace-full.dat"))
+    q = attach(correct(p, for_profile(cal, p)))
+    j = json.loads(jsonout.render(q))
+    iv = j["intervals"]
+    assert len(iv["functions"]) == len(j["functions"]) and len(iv["root_calls"]) == len(j["root_calls"])
+    assert [v is None for v in iv["root_calls"]] == [r["dur_corr_ns"] is None for r in j["root_calls"]]
+    names = [f["name"] for f in j["functions"]]
+    F = html.report_data(q)["functions"]
+    fnames = [html.report_data(q)["funcs"][f] for f in F["func"]]
+    for i, name in enumerate(names):
+        k = fnames.index(name)
+        want = iv["functions"][i]
+        assert [F["corr"]["pm"][s][k] for s in STAT_NAMES] == [want["incl_corr_ns"][s] for s in STAT_NAMES]
+        assert F["corr"]["pm"]["self"][k] == want["excl_corr_ns"]["sum"]
+    txt = text.render(q)
+    rows = table_rows(txt, "Corrected figures with their 95% intervals")
+    checked = 0
+    for line in rows:
+        nums, name = line[:54].split(), line[56:].strip()
+        if name.endswith("...") or name not in names:
+            continue
+        checked += 1
+        want = iv["functions"][names.index(name)]["incl_corr_ns"]
+        for tok, s in zip(nums[1::2], ("mean", "p50", "p90")):
+            dec = len(tok.split(".")[1]) if "." in tok else 0
+            assert close(float(tok.replace(",", "")), want[s], dec), (name, tok, want[s])
+    assert checked >= 20
+    b, = j["balance"]  # one root function: its mean's interval is the balance sheet's
+    assert b["corrected_mean_pm_ns"] == iv["functions"][names.index(b["function"])]["incl_corr_ns"]["mean"]
+    assert f"+- {b['corrected_mean_pm_ns'] / 1e3:.3f} (95%)" in txt
+
+
+def test_every_output_prints_the_same_operation_intervals():
+    """The operations table's corrected figures' intervals: JSON
+    `intervals.operations`, the HTML's operations data and the text's
+    "+-95% *" rows agree (k6.1/s17-mixed-ops with the s13 calibration); the
+    JSON is the independent reference's (tests/helpers/jsonref.py) with them."""
+    from conftest import fixture
+    from helpers import jsonref
+    from ftflame.correct.calibration import calibrate_from_traces, for_profile
+
+    d = "k6.1/s13-calib-null/"
+    doc = calibrate_from_traces(*(profile_of(fixture(d + n)) for n in (
+        "trace-null.dat", "trace-dispatch-root.dat", "trace-dispatch-full.dat")))
+    cal = Calibration(doc["o_in_ns"], doc["o_out_ns"], "file:test", doc["method"], doc)
+    p = profile_of(fixture("k6.1/s17-mixed-ops/trace.dat"))
+    q = attach(correct(p, for_profile(cal, p)))
+    rendered = jsonout.render(q)
+    assert rendered == jsonref.render(q, jsonref.head_of(rendered))
+    j = json.loads(rendered)
+    ops = j["intervals"]["operations"]
+    assert len(ops) == len(j["operations"]) > 3
+    assert [o["dur_corr_pm_ns"] for o in html.report_data(q)["operations"]] == ops
+    rows = [ln for ln in text.render(q).splitlines() if ln.startswith("  +-95% *")]
+    assert len(rows) == len(ops)
+    for line, want in zip(rows, ops):
+        for tok, k in zip(line[len("  +-95% *"):].split(), ("p50", "p90", "p99", "max", "mean")):
+            dec = len(tok.split(".")[1]) if "." in tok else 0
+            assert close(float(tok.replace(",", "")), want[k], dec), (tok, want[k])

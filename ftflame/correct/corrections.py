@@ -378,16 +378,17 @@ def scaled_stats(sums, calls, mins, maxs, pcts, corr, corr_calls, exact: dict,
     return cols, approx, ex, vals
 
 
-def exact_values(p: Profile):
+def exact_values(p: Profile, per_call: Optional[np.ndarray] = None):
     """Per-call corrected inclusive times where they are known: the root
     calls. Returns (per node row, per function index of p.functions), each
-    a dict row -> array of the clean calls' corrected durations."""
+    a dict row -> array of the clean calls' corrected durations (or of
+    per_call, one value per root call, grouped the same way)."""
     c = p.corrected
     if c is None or len(p.samples) == 0:
         return {}, {}
     ok = (p.scol("flags") & SAMPLE_GAP) == 0
     node = p.scol("node")[ok]
-    dur = c.sample_dur[ok]
+    dur = (c.sample_dur if per_call is None else per_call)[ok]
     if not len(node):
         return {}, {}
     # grouped by node, then by function: slices of two sorted copies, no

@@ -26,7 +26,11 @@ fewer than MIN_LEAVES leaves, or whose shortest leaf is more than
 MAX_FRACTION above the calibration's (no trivial leaf: its floor is the
 function's body, not the hook), nor with a calibration without
 ``hook_level`` (older files, the in-trace estimate, values given on the
-command line).
+command line). A shortest leaf *below* the calibration's is no lower hook
+level either: the calibration's calls are all at the low level, so a
+shorter leaf is a body shorter than the NULL procedure's (one leaf, not
+every commit of the call); charging its 1-3 ns to each of the call's ~500
+commits raised such calls by up to 1.4 us (docs/overhead.md "Accuracy").
 """
 from __future__ import annotations
 
@@ -70,12 +74,12 @@ def reference(cal: Calibration) -> Optional[float]:
 
 def sample_shift(p: Profile, ref: float) -> np.ndarray:
     """Per root call, its hook level above the calibration's, ns per
-    commit (0 where it cannot be read)."""
+    commit (0 where it cannot be read, and never below 0: see above)."""
     if not len(p.samples):
         return np.zeros(0)
     lm = p.scol("leaf_min").astype(np.float64)
     readable = (p.scol("leaves") >= MIN_LEAVES) & (lm > 0) & (lm <= ref * (1 + MAX_FRACTION))
-    return np.where(readable, lm - ref, 0.0)
+    return np.where(readable, np.maximum(lm - ref, 0.0), 0.0)
 
 
 def commits(desc: np.ndarray, calls: np.ndarray) -> np.ndarray:

@@ -57,6 +57,16 @@ def _nearest_rank(sorted_vals: np.ndarray) -> dict:
     return out
 
 
+def spread_of(vals: np.ndarray, half_widths: np.ndarray) -> dict:
+    """_nearest_rank's figures' 95% half-widths when every value may move by
+    its own half-width, all in the same direction (the calibration's costs
+    move together): half the distance between the figures of the values
+    all moved up and all moved down (ftflame/correct/uncertainty.py)."""
+    up = _nearest_rank(np.sort(vals + half_widths))
+    down = _nearest_rank(np.sort(np.maximum(vals - half_widths, 0.0)))
+    return {k: (up[k] - down[k]) / 2.0 for k in up}
+
+
 def sample_roots(p: Profile) -> np.ndarray:
     """The root function's name index (p.funcs) of every root call."""
     return p.col("func")[p.scol("node")] if len(p.samples) else np.zeros(0, np.int64)

@@ -19,7 +19,7 @@ from typing import Optional
 
 import numpy as np
 
-from ftflame.model.profile import Calibration, Profile
+from ftflame.model.profile import SAMPLE_GAP, Calibration, Profile
 
 
 def _half_width(details: dict, key: str) -> Optional[float]:
@@ -60,3 +60,121 @@ def root_half_widths(p: Profile) -> Optional[np.ndarray]:
     if c.irqs == "include":
         return h_in + (desc + p.scol("irq_calls")) * h_sum
     return h_in + desc * h_sum + p.scol("irq_roots") * h_out
+
+
+# ---- every corrected figure's interval, computed once beside the Profile ----
+_CACHE = "_corrected_intervals"
+
+
+def node_half_widths(p: Profile) -> Optional[np.ndarray]:
+    """Per node row: the 95% half-width of its corrected inclusive sum over
+    its clean calls (what correct() takes out, with each cost replaced by
+    its half-width), None without calibration intervals."""
+    from ftflame.correct.corrections import clean, irq_roots_inside
+    from ftflame.model.profile import NODE_IRQ
+
+    c = p.corrected
+    hw = cost_half_widths(p.calibration) if c is not None else None
+    if hw is None:
+        return None
+    h_in, h_sum, h_out = hw
+    calls, desc = clean(p, "calls"), clean(p, "desc")
+    own = calls * h_in + desc * h_sum
+    if c.irqs == "exclude":
+        task = own + irq_roots_inside(p) * h_out
+    else:
+        task = own + clean(p, "irq_calls") * h_sum
+    return np.where((p.col("flags") & NODE_IRQ) != 0, own, task)
+
+
+def stat_half_widths(p: Profile) -> Optional[dict]:
+    """{(level, kind): 7 arrays, corrections.STAT_NAMES order}, level
+    "nodes" or "functions", kind "incl" or "excl": the 95% half-width of
+    each corrected statistic, aligned with corrected_stats(p)[level, kind];
+    None without intervals.
+
+    Sums and means are linear in the hook costs: the half-width of the sum
+    (node_half_widths; a path's self time: its own minus its counted
+    children's, calls x O_in + n x O_out + its own R x O_out), and that
+    over the clean calls. Exact rows (root calls, every call's corrected
+    time known): each statistic computed again from the calls' values moved
+    by their own half-widths, all down and all up (the costs move together),
+    half the distance between the two. Estimated rows (the raw ones scaled
+    by corrected mean / raw mean): the mean's relative half-width, which the
+    scale carries."""
+    if _CACHE in p.__dict__:
+        return p.__dict__[_CACHE]
+    p.__dict__[_CACHE] = out = _stat_half_widths(p)
+    return out
+
+
+def _stat_half_widths(p: Profile) -> Optional[dict]:
+    from ftflame.correct import corrections
+
+    hw_incl = node_half_widths(p)
+    stats = corrections.corrected_stats(p)
+    if hw_incl is None or stats is None:
+        return None
+    c = p.corrected
+    parent = p.col("parent")
+    counted = corrections.counted_children(p, c.irqs)
+    kids = np.bincount(parent[counted], weights=hw_incl[counted], minlength=p.nrows)
+    hw_excl = np.maximum(hw_incl - kids, 0.0)
+    hw_call = root_half_widths(p)
+    ft = p.functions
+
+    def per_function(hw):
+        return np.bincount(p.col("func"), weights=hw, minlength=len(p.funcs))[ft.func_ids]
+
+    ex_v = corrections.exact_values(p) if hw_call is not None else ({}, {})
+    ex_h = corrections.exact_values(p, hw_call) if hw_call is not None else ({}, {})
+    out = {}
+    for level, calls, k in (("nodes", c.calls, 0), ("functions", ft.calls_corr, 1)):
+        for kind, hw in (("incl", hw_incl), ("excl", hw_excl)):
+            hw_sum = hw if level == "nodes" else per_function(hw)
+            out[level, kind] = _half_widths(stats[level, kind], hw_sum, calls, ex_v[k], ex_h[k])
+    return out
+
+
+def _half_widths(stats, hw_sum, calls, ex_vals: dict, ex_hws: dict) -> list:
+    """stat_half_widths for one table (see there)."""
+    from ftflame.correct import corrections
+
+    cols, _, ex, _ = stats
+    n = np.asarray(calls, dtype=np.float64)
+    hw_mean = np.divide(hw_sum, n, out=np.zeros(len(n)), where=n > 0)
+    rel = np.divide(hw_mean, cols[3], out=np.zeros(len(n)), where=cols[3] > 0)
+    half = [hw_sum] + [cols[j] * rel for j in (1, 2)] + [hw_mean] + [cols[j] * rel for j in (4, 5, 6)]
+    if ex and ex_vals:
+        corr = np.asarray(cols[0], dtype=np.float64)
+        up = corrections._exact_stats(corr + hw_sum, calls, {r: ex_vals[r] + ex_hws[r] for r in ex})
+        down = corrections._exact_stats(np.maximum(corr - hw_sum, 0.0), calls,
+                                        {r: np.maximum(ex_vals[r] - ex_hws[r], 0.0) for r in ex})
+        rows = np.fromiter(up, dtype=np.int64, count=len(up))
+        if len(rows):
+            spread = (np.array(list(up.values())) - np.array([down[r] for r in up])) / 2.0
+            for j in (1, 2, 4, 5, 6):  # min, max, percentiles; sum and mean are linear
+                half[j] = half[j].copy()
+                half[j][rows] = spread[:, j]
+    return [np.asarray(h, dtype=np.float64) for h in half]
+
+
+def operation_half_widths(p: Profile) -> Optional[list]:
+    """Per row of operations.operation_table(p): {"mean", "p50", "p90",
+    "p99", "max"} 95% half-widths over its clean calls (as stat_half_widths
+    does for exact rows), None without intervals or operations."""
+    from ftflame.correct.operations import operation_table, sample_roots, spread_of
+
+    rows = operation_table(p)
+    hw = root_half_widths(p) if len(p.samples) else None
+    if rows is None or hw is None:
+        return None
+    clean = (p.scol("flags") & SAMPLE_GAP) == 0
+    root, op = sample_roots(p), p.scol("op")
+    corr = p.corrected.sample_dur
+    index = {name: i for i, name in enumerate(p.funcs)}
+    out = []
+    for r in rows:
+        m = clean & (root == index[r.root]) & (op == r.op)
+        out.append(spread_of(corr[m], hw[m]))
+    return out

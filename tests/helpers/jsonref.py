@@ -261,6 +261,8 @@ def document(p: Profile, head: dict) -> dict:
         # printed by Python from ftflame/correct/operations.py and hotlists.py (tests/test_operations.py)
         "operations": head["operations"], "slowest": head["slowest"], "hot": head["hot"],
         "balance": list(p.balance),
+        # printed by Python from ftflame/correct/uncertainty.py (tests/test_accuracy.py)
+        **({"intervals": head["intervals"]} if "intervals" in head else {}),
     }
 
 
@@ -295,6 +297,9 @@ def head_of(doc: str) -> dict:
     for key in ("trace", "calibration", "operations", "slowest", "hot"):
         pos = doc.index('"%s":' % key, pos) + len(key) + 3
         out[key], pos = dec.raw_decode(doc, pos)
+    if '"intervals":' in doc[pos:]:
+        pos = doc.index('"intervals":', pos) + len("intervals") + 3
+        out["intervals"], pos = dec.raw_decode(doc, pos)
     return out
 
 
