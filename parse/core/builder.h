@@ -76,10 +76,15 @@ uint64_t ftf_hist_lower(uint32_t bucket);
 /* Sparse until it holds FTF_HIST_SPARSE_MAX distinct buckets, then dense:
  * most call paths see few calls, and memory must stay O(call paths). */
 #define FTF_HIST_SPARSE_MAX 32
+/* A sparse bucket and its count side by side: one cache line holds
+ * several, where separate key and count arrays cost two misses per call. */
+typedef struct {
+	uint16_t bucket;
+	uint32_t count;
+} ftf_hist_entry;
 typedef struct {
 	uint32_t *dense;
-	uint16_t *keys;
-	uint32_t *vals;
+	ftf_hist_entry *entries; /* sparse: most frequent first */
 	uint16_t n, cap;
 } ftf_hist;
 int ftf_hist_add(ftf_hist *h, uint32_t bucket);
@@ -110,6 +115,12 @@ typedef struct {
 	uint32_t parent; /* FTF_NONE for a root */
 	uint32_t func;
 	uint32_t flags;
+	/* Child lookup hints (node_child): the child path entered first under
+	 * this path's last call, and the sibling entered after this path's last
+	 * call under the same parent; FTF_NONE: none yet. Calls under a path
+	 * mostly repeat the same sequence, so the next child is usually the
+	 * hint and the node map (a cache miss or two) is not searched. */
+	uint32_t first_child_hint, next_sibling_hint;
 	ftf_sums all;    /* every completed call */
 	ftf_sums gap;    /* the subset left out of corrected statistics: calls that span a
 			  * lost-event gap, overrun or lost exit, or whose root call does

@@ -108,13 +108,13 @@ static int hists_csr(const ftf_builder *b, int excl, PyObject **offs, PyObject *
 			uint64_t s0 = pos;
 			for (uint16_t k = 0; k < h->n; k++) {
 				uint64_t j = pos++;
-				while (j > s0 && bk[j - 1] > h->keys[k]) {
+				while (j > s0 && bk[j - 1] > h->entries[k].bucket) {
 					bk[j] = bk[j - 1];
 					ct[j] = ct[j - 1];
 					j--;
 				}
-				bk[j] = h->keys[k];
-				ct[j] = h->vals[k];
+				bk[j] = h->entries[k].bucket;
+				ct[j] = h->entries[k].count;
 			}
 		}
 	}
@@ -222,34 +222,116 @@ static PyObject *funcs_list(const ftf_builder *b)
 	return funcs;
 }
 
-/* The node table: NODE_COLS int64 per call path, in node order. */
-static PyObject *nodes_table(const ftf_builder *b)
+/* A block from malloc, read through the buffer protocol (np.frombuffer) and
+ * freed with the object: the node table reaches numpy where the builder
+ * wrote it, without a copy (a copy was 29 MB more peak for 125k paths). */
+typedef struct {
+	PyObject_HEAD
+	void *data;
+	Py_ssize_t len;
+} ftf_block;
+
+static int block_getbuffer(PyObject *o, Py_buffer *view, int flags)
 {
-	PyObject *nodes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)b->nnodes * NODE_COLS * 8);
-	if (!nodes)
+	ftf_block *blk = (ftf_block *)o;
+	return PyBuffer_FillInfo(view, o, blk->data, blk->len, 1, flags);
+}
+
+static void block_dealloc(PyObject *o)
+{
+	free(((ftf_block *)o)->data);
+	Py_TYPE(o)->tp_free(o);
+}
+
+static PyBufferProcs block_as_buffer = { block_getbuffer, NULL };
+
+static Py_ssize_t block_length(PyObject *o)
+{
+	return ((ftf_block *)o)->len;
+}
+
+static PySequenceMethods block_as_sequence = { .sq_length = block_length };
+
+/* == and != by content against any bytes-like object, as for bytes: two
+ * reads of a trace are compared table by table (the reader parity test). */
+static PyObject *block_richcompare(PyObject *a, PyObject *other, int op)
+{
+	if ((op != Py_EQ && op != Py_NE) || !PyObject_CheckBuffer(other))
+		Py_RETURN_NOTIMPLEMENTED;
+	Py_buffer view;
+	if (PyObject_GetBuffer(other, &view, PyBUF_SIMPLE) < 0)
 		return NULL;
-	int64_t *row = (int64_t *)PyBytes_AS_STRING(nodes);
-	for (uint32_t i = 0; i < b->nnodes; i++, row += NODE_COLS) {
-		const ftf_node *n = &b->nodes[i];
-		row[COL_PARENT] = n->parent == FTF_NONE ? -1 : (int64_t)n->parent;
-		row[COL_FUNC] = n->func;
-		row[COL_FLAGS] = n->flags;
-		sums_put(row + COL_SUMS, &n->all);
-		sums_put(row + COL_GAP_SUMS, &n->gap);
-		row[COL_INCL_MIN] = n->all.calls ? (int64_t)n->incl_min : 0;
-		row[COL_INCL_MAX] = (int64_t)n->incl_max;
-		row[COL_EXCL_MIN] = n->all.calls ? n->excl_min : 0;
-		row[COL_EXCL_MAX] = n->all.calls ? n->excl_max : 0;
-		row[COL_MIGRATED] = (int64_t)n->migrated;
-		row[COL_OPEN_END] = (int64_t)n->open_end;
-		row[COL_UNTERMINATED] = (int64_t)n->unterminated;
-		row[COL_UNOWNED_CHILD_INCL] = (int64_t)n->unowned_child_incl;
-		row[COL_IRQ_EARLY] = (int64_t)n->irq_early;
-		/* parents come before their children: one pass */
-		row[COL_DEPTH] = n->parent == FTF_NONE ? 0 :
-			((int64_t *)PyBytes_AS_STRING(nodes))[(int64_t)n->parent * NODE_COLS + COL_DEPTH] + 1;
+	const ftf_block *blk = (const ftf_block *)a;
+	int same = view.len == blk->len && (blk->len == 0 || memcmp(view.buf, blk->data, (size_t)blk->len) == 0);
+	PyBuffer_Release(&view);
+	return PyBool_FromLong(op == Py_EQ ? same : !same);
+}
+
+static PyTypeObject block_type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "ftflame.parse._core.Block",
+	.tp_basicsize = sizeof(ftf_block),
+	.tp_dealloc = block_dealloc,
+	.tp_as_buffer = &block_as_buffer,
+	.tp_as_sequence = &block_as_sequence,
+	.tp_richcompare = block_richcompare,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "a read-only block of memory from the C core (a table), freed with the object",
+};
+
+/* A node turned into its row fits in the node's own place: the rows are
+ * written over the node array, front to back. */
+_Static_assert(sizeof(ftf_node) >= NODE_COLS * sizeof(int64_t), "a node row fits in its node");
+
+/* The node table: NODE_COLS int64 per call path, in node order, written
+ * over the builder's node array (row i covers no node after i, and node i
+ * is read before its row is written) and handed over without a copy: the
+ * builder keeps no nodes after this, so it comes after everything else that
+ * reads them (the histograms, whose memory it frees). */
+static PyObject *nodes_table(ftf_builder *b)
+{
+	ftf_block *blk = PyObject_New(ftf_block, &block_type);
+	if (!blk)
+		return NULL;
+	char *base = (char *)b->nodes;
+	int64_t row[NODE_COLS];
+	for (uint32_t i = 0; i < b->nnodes; i++) {
+		ftf_node n;
+		memcpy(&n, base + (size_t)i * sizeof(ftf_node), sizeof(n));
+		ftf_hist_free(&n.hist_incl);
+		ftf_hist_free(&n.hist_excl);
+		row[COL_PARENT] = n.parent == FTF_NONE ? -1 : (int64_t)n.parent;
+		row[COL_FUNC] = n.func;
+		row[COL_FLAGS] = n.flags;
+		sums_put(row + COL_SUMS, &n.all);
+		sums_put(row + COL_GAP_SUMS, &n.gap);
+		row[COL_INCL_MIN] = n.all.calls ? (int64_t)n.incl_min : 0;
+		row[COL_INCL_MAX] = (int64_t)n.incl_max;
+		row[COL_EXCL_MIN] = n.all.calls ? n.excl_min : 0;
+		row[COL_EXCL_MAX] = n.all.calls ? n.excl_max : 0;
+		row[COL_MIGRATED] = (int64_t)n.migrated;
+		row[COL_OPEN_END] = (int64_t)n.open_end;
+		row[COL_UNTERMINATED] = (int64_t)n.unterminated;
+		row[COL_UNOWNED_CHILD_INCL] = (int64_t)n.unowned_child_incl;
+		row[COL_IRQ_EARLY] = (int64_t)n.irq_early;
+		/* parents come before their children: their rows are written */
+		row[COL_DEPTH] = 0;
+		if (n.parent != FTF_NONE) {
+			memcpy(&row[COL_DEPTH], base + ((size_t)n.parent * NODE_COLS + COL_DEPTH) * sizeof(int64_t),
+			       sizeof(int64_t));
+			row[COL_DEPTH]++;
+		}
+		memcpy(base + (size_t)i * sizeof(row), row, sizeof(row));
 	}
-	return nodes;
+	size_t len = (size_t)b->nnodes * sizeof(row);
+	void *shrunk = len ? realloc(base, len) : NULL;
+	if (!len)
+		free(base);
+	blk->data = shrunk ? shrunk : (len ? base : NULL); /* a failed shrink keeps the block */
+	blk->len = (Py_ssize_t)len;
+	b->nodes = NULL;
+	b->nnodes = b->capnodes = 0;
+	return (PyObject *)blk;
 }
 
 /* One histogram set (inclusive or exclusive times) as (offsets, buckets, counts). */
@@ -381,7 +463,6 @@ static PyObject *builder_result(ftf_builder *b)
 	if (!res)
 		return NULL;
 	SET(res, "funcs", funcs_list(b));
-	SET(res, "nodes", nodes_table(b));
 	SET(res, "hist_incl", hists_tuple(b, 0));
 	SET(res, "hist_excl", hists_tuple(b, 1));
 	SET(res, "samples", samples_table(b));
@@ -390,6 +471,7 @@ static PyObject *builder_result(ftf_builder *b)
 	SET(res, "estimates", estimates_list(b));
 	SET(res, "counters", counters_dict(b));
 	SET(res, "lost_per_cpu", lost_per_cpu_dict(b));
+	SET(res, "nodes", nodes_table(b)); /* last: it takes the builder's nodes */
 	return res;
 fail:
 	Py_DECREF(res);
@@ -832,6 +914,8 @@ static int add_names(PyObject *m, const char *name, const char *const *names, in
 
 PyMODINIT_FUNC PyInit__core(void)
 {
+	if (PyType_Ready(&block_type) < 0)
+		return NULL;
 	PyObject *m = PyModule_Create(&moduledef);
 	if (!m)
 		return NULL;
