@@ -14,6 +14,22 @@
 #include "ftf.h"
 #include "dat.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+/* After a read: the builder's memory, freed, back to the system. The
+ * builder ran on a thread of its own, so glibc kept its blocks in that
+ * thread's arena, where the main thread's later allocations (the Profile's
+ * columns, the renderers') never reuse them: 15-30 MB of peak RSS for
+ * nothing on a 3 M-event trace. A few ms. */
+static void give_back_freed_memory(void)
+{
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+}
+
 /* The node and sample tables: one int64 per column, written by position.
  * Their names, in column order, are exported as NODE_COLUMNS and
  * SAMPLE_COLUMNS; ftflame/model/profile.py names the columns the same way and
@@ -583,6 +599,7 @@ static PyObject *py_read_dat(PyObject *self, PyObject *args, PyObject *kw)
 	Py_END_ALLOW_THREADS
 	free(b);
 	free(meta);
+	give_back_freed_memory();
 	return res;
 }
 
@@ -642,6 +659,7 @@ static PyObject *py_read_dat_builtin(PyObject *self, PyObject *args, PyObject *k
 	free(b);
 	free(meta);
 	free(dmg);
+	give_back_freed_memory();
 	return res;
 }
 
@@ -861,6 +879,7 @@ out:
 	ftf_builder_free(b);
 	free(b);
 	free(log.rows);
+	give_back_freed_memory();
 	return res;
 }
 
