@@ -320,11 +320,15 @@ static int tasks_grow(ftf_builder *b)
 
 static ftf_task *task_find(ftf_builder *b, uint64_t key, int create)
 {
+	/* runs of events come from one task: its slot need not be searched */
+	if (b->last_task && b->last_task->key == key)
+		return b->last_task;
+	ftf_task *t = NULL;
 	if (b->ntask_slots) {
 		uint32_t s = ftf_mix64(key) & (b->ntask_slots - 1);
 		while (b->tasks[s]) {
 			if (b->tasks[s]->key == key)
-				return b->tasks[s];
+				return b->last_task = b->tasks[s];
 			s = (s + 1) & (b->ntask_slots - 1);
 		}
 	}
@@ -332,7 +336,7 @@ static ftf_task *task_find(ftf_builder *b, uint64_t key, int create)
 		return NULL;
 	if ((b->ntasks + 1) * 2 > b->ntask_slots && tasks_grow(b) < 0)
 		return NULL;
-	ftf_task *t = calloc(1, sizeof(*t));
+	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
 	t->key = key;
@@ -341,7 +345,7 @@ static ftf_task *task_find(ftf_builder *b, uint64_t key, int create)
 		s = (s + 1) & (b->ntask_slots - 1);
 	b->tasks[s] = t;
 	b->ntasks++;
-	return t;
+	return b->last_task = t;
 }
 
 int ftf_builder_rename_task(ftf_builder *b, int32_t old_pid, int32_t new_pid, int32_t cpu)

@@ -111,6 +111,9 @@ enum ftf_node_flags {
 	FTF_NODE_PARTIAL = 4,  /* under the (partial) root: ancestors unknown */
 };
 
+/* Fields in the order a completed call touches them: what node_add writes
+ * for every call first (a few cache lines per call over a table of 30+ MB),
+ * what only some calls touch after. */
 typedef struct {
 	uint32_t parent; /* FTF_NONE for a root */
 	uint32_t func;
@@ -122,11 +125,13 @@ typedef struct {
 	 * hint and the node map (a cache miss or two) is not searched. */
 	uint32_t first_child_hint, next_sibling_hint;
 	ftf_sums all;    /* every completed call */
+	uint64_t incl_min, incl_max;
+	int64_t excl_min, excl_max;
+	ftf_hist hist_incl;     /* inclusive time of every call */
+	ftf_hist hist_excl;     /* exclusive time (negative values in bucket 0) */
 	ftf_sums gap;    /* the subset left out of corrected statistics: calls that span a
 			  * lost-event gap, overrun or lost exit, or whose root call does
 			  * or never completes (see the root journal in builder.c) */
-	uint64_t incl_min, incl_max;
-	int64_t excl_min, excl_max;
 	uint64_t migrated;      /* calls that ended on another CPU than they began */
 	uint64_t open_end;      /* entries still open when the trace ended */
 	uint64_t unterminated;  /* entries whose exit never came (lost) */
@@ -136,8 +141,6 @@ typedef struct {
 	 * incl + unowned_child_incl == excl + sum of children's incl. */
 	int64_t unowned_child_incl;
 	uint64_t irq_early;     /* irqs in a child's push window that could not be moved into it */
-	ftf_hist hist_incl;     /* inclusive time of every call */
-	ftf_hist hist_excl;     /* exclusive time (negative values in bucket 0) */
 } ftf_node;
 
 #define FTF_NONE UINT32_MAX
@@ -293,6 +296,7 @@ typedef struct {
 	uint64_t dur_total; /* all durations fed so far (FTF_DURATION_BUDGET_NS) */
 	uint32_t nfunc_irq;
 	ftf_task *cur_task; /* the task of the event being fed */
+	ftf_task *last_task; /* the task task_find found last (compared by key) */
 	/* per CPU: the task whose sched_switch-out came last and which may
 	 * still record the tail of __schedule() before the switch happens */
 	ftf_task *cpu_tail[FTF_MAX_CPUS];
