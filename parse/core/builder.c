@@ -134,7 +134,7 @@ int ftf_hist_add(ftf_hist *h, uint32_t bucket)
 		h->dense[bucket]++;
 		return 0;
 	}
-	ftf_hist_entry *e = h->entries;
+	ftf_hist_entry *e = h->entries ? h->entries : h->first;
 	for (uint16_t i = 0; i < h->n; i++) {
 		if (e[i].bucket == bucket) {
 			e[i].count++;
@@ -147,8 +147,9 @@ int ftf_hist_add(ftf_hist *h, uint32_t bucket)
 			return 0;
 		}
 	}
-	if (h->n == h->cap) {
-		if (h->cap >= FTF_HIST_SPARSE_MAX) {
+	uint16_t cap = h->entries ? h->cap : FTF_HIST_INLINE;
+	if (h->n == cap) {
+		if (cap >= FTF_HIST_SPARSE_MAX) {
 			uint32_t *d = calloc(FTF_HIST_BUCKETS, sizeof(*d));
 			if (!d)
 				return -1;
@@ -160,11 +161,13 @@ int ftf_hist_add(ftf_hist *h, uint32_t bucket)
 			h->dense = d;
 			return 0;
 		}
-		uint16_t cap = h->cap ? h->cap * 2 : 4;
-		e = realloc(h->entries, cap * sizeof(*e));
-		if (!e)
+		cap *= 2;
+		ftf_hist_entry *grown = realloc(h->entries, cap * sizeof(*grown));
+		if (!grown)
 			return -1;
-		h->entries = e;
+		if (!h->entries) /* out of the histogram itself */
+			memcpy(grown, h->first, h->n * sizeof(*grown));
+		h->entries = e = grown;
 		h->cap = cap;
 	}
 	e[h->n].bucket = (uint16_t)bucket;
@@ -176,9 +179,10 @@ uint32_t ftf_hist_count(const ftf_hist *h, uint32_t bucket)
 {
 	if (h->dense)
 		return h->dense[bucket];
+	const ftf_hist_entry *e = ftf_hist_sparse(h);
 	for (uint16_t i = 0; i < h->n; i++)
-		if (h->entries[i].bucket == bucket)
-			return h->entries[i].count;
+		if (e[i].bucket == bucket)
+			return e[i].count;
 	return 0;
 }
 

@@ -82,11 +82,22 @@ typedef struct {
 	uint16_t bucket;
 	uint32_t count;
 } ftf_hist_entry;
+/* The first few buckets are kept in the histogram itself (inside the node):
+ * most call paths see a handful of distinct durations, and a separate block
+ * cost a cache miss per call on each of them. */
+#define FTF_HIST_INLINE 4
 typedef struct {
 	uint32_t *dense;
-	ftf_hist_entry *entries; /* sparse: most frequent first */
-	uint16_t n, cap;
+	ftf_hist_entry *entries; /* sparse beyond FTF_HIST_INLINE buckets, NULL: in `first` */
+	uint16_t n, cap;         /* cap: of entries */
+	ftf_hist_entry first[FTF_HIST_INLINE]; /* sparse up to FTF_HIST_INLINE: most frequent first */
 } ftf_hist;
+
+/* The sparse buckets (n of them) of a histogram that is not dense. */
+static inline const ftf_hist_entry *ftf_hist_sparse(const ftf_hist *h)
+{
+	return h->entries ? h->entries : h->first;
+}
 int ftf_hist_add(ftf_hist *h, uint32_t bucket);
 uint32_t ftf_hist_count(const ftf_hist *h, uint32_t bucket);
 void ftf_hist_free(ftf_hist *h);

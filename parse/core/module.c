@@ -125,15 +125,16 @@ static int hists_csr(const ftf_builder *b, int excl, PyObject **offs, PyObject *
 		} else {
 			/* sparse entries are in arrival order: sort by bucket (n <= 32) */
 			uint64_t s0 = pos;
+			const ftf_hist_entry *e = ftf_hist_sparse(h);
 			for (uint16_t k = 0; k < h->n; k++) {
 				uint64_t j = pos++;
-				while (j > s0 && bk[j - 1] > h->entries[k].bucket) {
+				while (j > s0 && bk[j - 1] > e[k].bucket) {
 					bk[j] = bk[j - 1];
 					ct[j] = ct[j - 1];
 					j--;
 				}
-				bk[j] = h->entries[k].bucket;
-				ct[j] = h->entries[k].count;
+				bk[j] = e[k].bucket;
+				ct[j] = e[k].count;
 			}
 		}
 	}
