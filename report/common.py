@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ftflame.model.depthcut import depth_cut
 from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL, Profile
 
 
@@ -194,10 +195,10 @@ def context_lines(p: Profile) -> list:
 
 
 def max_depth_hint(p: Profile):
-    """A trace cut by max_graph_depth has every leaf at one shallow depth
-    (only said of traces big enough for that to be telling)."""
-    d = p.counters.get("max_depth", -1)
-    if 0 <= d < 8 and p.counters.get("exits", 0) >= 1000:
-        return (f"deepest call at depth {d}: if max_graph_depth was {d + 1}, deeper calls were "
-                "hooked but not recorded; their time is in their callers' self time")
-    return None
+    """A trace that seems cut by max_graph_depth, said only when the shape of
+    its tree shows it (ftflame/model/depthcut.py; ftflame diff says the same)."""
+    cut = depth_cut(p)
+    if cut is None:
+        return None
+    return (f"seems cut at max_graph_depth {cut.limit}: {cut.evidence()}; deeper calls were "
+            "hooked but not recorded, their time is in their callers' self time")

@@ -24,13 +24,14 @@ frame. `drawn_corrected` says which paths are drawn.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from ftflame.correct.corrections import irq_kind
 from ftflame.model.profile import NODE_IRQ, Profile
 
-KIND_ROOT, KIND_FRAME, KIND_SMALL, KIND_OFFCPU = 0, 1, 2, 3
+KIND_ROOT, KIND_FRAME, KIND_SMALL, KIND_OFFCPU, KIND_CONTEXT = 0, 1, 2, 3, 4
 DEFAULT_MIN_FRACTION = 1e-4  # 0.01% of the whole graph: 0.15 px at 1500 px, visible once zoomed
 DEFAULT_MAX_FRAMES = 6000  # keeps the HTML of a 124k-path trace well under 1 MB
 
@@ -63,6 +64,7 @@ class FlameTree:
     threshold_ns: float
     paths_total: int  # call paths in the Profile
     paths_shown: int  # of which drawn as their own frame
+    context: dict = field(default_factory=dict)  # KIND_CONTEXT frame -> "[irq]" / "[softirq]"
 
     def __len__(self) -> int:
         return len(self.parent)
@@ -80,11 +82,26 @@ class FlameTree:
             return f"[{self.nmerged[i]} small frames]"
         if k == KIND_OFFCPU:
             return "[off-CPU]"
+        if k == KIND_CONTEXT:
+            return self.context[i]
         return funcs[self.func[i]]
 
 
 _FIELDS = ("parent", "kind", "func", "node", "nmerged", "width", "width_corr", "calls", "incl",
            "incl_corr", "excl", "excl_corr", "flags")
+
+
+def context_frames(p: Profile) -> dict:
+    """Root paths that ran in interrupt context -> the frame they are shown
+    under, "[irq]" or "[softirq]" (the name the corrected folded stacks give
+    interrupt subtrees): a function entered both in a task and in an
+    interrupt is two roots, and folded stacks, flame graphs and speedscope
+    name frames by function, so without it the two would look like one."""
+    if p.nrows == 0:
+        return {}
+    top = np.flatnonzero((p.col("parent") < 0) & ((p.col("flags") & NODE_IRQ) != 0))
+    func = p.col("func")
+    return {int(r): irq_kind(p.funcs[func[r]]) for r in top}
 
 
 def depths(parent: np.ndarray) -> np.ndarray:
@@ -234,8 +251,16 @@ def build(p: Profile, min_fraction: float = DEFAULT_MIN_FRACTION,
         ("func", func), ("flags", flags), ("calls", calls), ("w", w), ("wc", wc), ("incl", incl),
         ("incl_c", incl_c), ("excl", excl), ("excl_c", excl_c), ("off", off_x), ("off_c", off_c),
         ("drawn", drawn), ("pseudo", calls == 0))}
-    # depth-first pre-order: a frame's subtree follows it directly
-    stack = [(KIND_FRAME, r, 0) for r in reversed(kids.get(n, ()))]
+    # depth-first pre-order: a frame's subtree follows it directly; roots
+    # in interrupt context go under their [irq] / [softirq] frame
+    ctx = context_frames(p)
+    tops = [r for r in kids.get(n, ()) if r not in ctx]
+    groups = {}
+    for r in kids.get(n, ()):
+        if r in ctx:
+            groups.setdefault(ctx[r], []).append(r)
+    stack = [(KIND_CONTEXT, label, 0) for label in sorted(groups, reverse=True)]
+    stack += [(KIND_FRAME, r, 0) for r in reversed(tops)]
     if sm_w[n] > 0 or sm_wc[n] > 0:
         stack.insert(0, (KIND_SMALL, n, 0))
     while stack:
@@ -244,6 +269,13 @@ def build(p: Profile, min_fraction: float = DEFAULT_MIN_FRACTION,
             t.add(par, KIND_SMALL, -1, -1, int(sm_n[row]), float(sm_w[row]), float(sm_wc[row]),
                   int(sm_calls[row]), float(sm_w[row]), float(sm_wc[row]), float(sm_w[row]),
                   float(sm_wc[row]), int(sm_flags[row]) if sm_n[row] else 0)
+            continue
+        if kind == KIND_CONTEXT:
+            rows = groups[row]
+            i = t.add(par, KIND_CONTEXT, -1, -1, 0, *(sum(L[k][r] for r in rows) for k in (
+                "w", "wc", "calls", "w", "wc")), 0.0, 0.0, NODE_IRQ)
+            t.context[i] = row
+            stack.extend((KIND_FRAME, r, i) for r in reversed(rows))
             continue
         if kind == KIND_OFFCPU:
             x, xc = L["off"][row], L["off_c"][row]

@@ -5,7 +5,9 @@ is zero or negative (clock skew, documented in anomalies) are left out, so
 the total is the sum of positive exclusive times. Raw exclusive time by
 default; --folded-weights corrected writes the corrected one (the same paths
 as the corrected flame graph: interrupt subtrees apart under [irq]/[softirq]
-when irqs are excluded).
+when irqs are excluded). A root that ran in interrupt context stands under
+an [irq] / [softirq] frame in both modes, so a function entered both in a task
+and in an interrupt gives two stacks that read as two.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from ftflame.correct.corrections import irq_kind
 from ftflame.model.errors import InputError
 from ftflame.model.profile import NODE_IRQ_ROOT, Profile
 
+from .flametree import context_frames
 from .options import DEFAULT, RenderOptions
 
 
@@ -27,11 +30,15 @@ def folded_lines(p: Profile, corrected: bool = False):
     # interrupted path's time; they stand apart under [irq] / [softirq]
     reroot = corrected and p.corrected is not None and p.corrected.irqs == "exclude"
     flags = p.col("flags").tolist()
+    # roots in interrupt context stand under [irq] / [softirq], as the flame graphs draw them
+    context = context_frames(p)
     paths = [None] * p.nrows
     for r in range(p.nrows):  # parents get lower row numbers than children
         name = p.funcs[func[r]].replace(";", ":").replace(" ", "_")
         if reroot and flags[r] & NODE_IRQ_ROOT:
             paths[r] = irq_kind(name) + ";" + name
+        elif r in context:
+            paths[r] = context[r] + ";" + name
         else:
             paths[r] = name if parent[r] < 0 else paths[parent[r]] + ";" + name
     merged = {}

@@ -24,6 +24,7 @@ from typing import Optional
 import numpy as np
 
 from ftflame import __version__
+from ftflame.correct.calibration import provenance
 from ftflame.correct.corrections import corrected_stats
 from ftflame.correct.operations import NO_OPERATION, operation_nodes, operation_table, slowest_calls
 from ftflame.model.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
@@ -312,11 +313,13 @@ def flame_data(p: Profile, tree: flametree.FlameTree) -> dict:
     depth = [0] * len(tree)
     for i in range(1, len(tree)):
         depth[i] = depth[tree.parent[i]] + 1
-    # func: a function id, or -1 for a synthetic frame ("all", small, off-CPU)
+    # func: a function id, or -1 for a synthetic frame ("all", small, off-CPU, context)
     d = {
         "depth": depth, "func": tree.func,
         "small": [[i, tree.nmerged[i]] for i, k in enumerate(tree.kind) if k == flametree.KIND_SMALL],
         "offcpu": [i for i, k in enumerate(tree.kind) if k == flametree.KIND_OFFCPU],
+        # [irq] / [softirq] above the roots that ran in interrupt context
+        "context": [[i, label] for i, label in sorted(tree.context.items())],
         "calls": tree.calls, "incl": _ints(tree.incl), "excl": _ints(tree.excl),
         # layout widths in ns (report/flametree.py): the page draws them as they are
         "w": _round1(tree.width),
@@ -397,6 +400,7 @@ def header_data(p: Profile) -> dict:
         "root_calls": len(p.samples), "paths": p.nrows, "max_depth": int(c.get("max_depth", -1)),
         "span_ns": max(span, 0),
         "calibration": {"applied": cal.applied, "source": cal.source, "method": cal.method,
+                        "provenance": provenance(cal),
                         "o_in_ns": cal.o_in_ns, "o_out_ns": cal.o_out_ns,
                         "details": _jsonable(dict(cal.details)),
                         "notes": list(p.corrected.notes) if p.corrected is not None else []},
@@ -439,6 +443,46 @@ def report_data(p: Profile, tree: Optional[flametree.FlameTree] = None) -> dict:
     }
 
 
+# ---- the page's copy of the data ----------------------------------------------
+# report_data is what the page shows; the page ships it smaller (templates/core.js
+# FT.unpack undoes this before anything reads it): a frame's layout width is its
+# inclusive time but where they differ (the (partial) pseudo-root, clock skew,
+# frames not drawn in corrected mode), and the corrected widths and percentiles
+# go at the precision the page shows (whole ns: FT.time never shows less).
+def _same_as(values: list, base: str, base_values: list) -> dict:
+    """values as {base, zero: runs of indices where 0, except: [[index, value], ...]}
+    where they differ from base otherwise."""
+    zero = [i for i, (v, b) in enumerate(zip(values, base_values)) if v == 0 and b != 0]
+    return {"base": base, "zero": _runs(zero),
+            "except": [[i, v] for i, (v, b) in enumerate(zip(values, base_values)) if v != b and v != 0]}
+
+
+def _runs(indices: list) -> list:
+    """Sorted indices as [[first, count], ...] runs."""
+    out = []
+    for i in indices:
+        if out and out[-1][0] + out[-1][1] == i:
+            out[-1][1] += 1
+        else:
+            out.append([i, 1])
+    return out
+
+
+def page_flame(fl: dict) -> dict:
+    out = dict(fl)
+    out["w"] = _same_as([int(x) if x == int(x) else x for x in fl["w"]], "incl", fl["incl"])
+    if "wc" in fl:
+        out["wc"] = _same_as(_ints(fl["wc"]), "inclc", fl["inclc"])
+    if "corr" in fl:
+        c = fl["corr"]
+        out["corr"] = {"p50": _ints(c["p50"]), "p99": _ints(c["p99"]), "approx": {"runs": _runs(c["approx"])}}
+    return out
+
+
+def page_data(data: dict) -> dict:
+    return {**data, "flame": page_flame(data["flame"])}
+
+
 def data_json(data: dict) -> str:
     """JSON safe inside <script>: no "</", no "<!--" can end or confuse it."""
     text = json.dumps(data, separators=(",", ":"), allow_nan=False)
@@ -460,4 +504,4 @@ def environment():
 def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
     data = report_data(p)
     tpl = environment().get_template("report.html")
-    return tpl.render(h=data["header"], data_json=data_json(data))
+    return tpl.render(h=data["header"], data_json=data_json(page_data(data)))

@@ -33,19 +33,24 @@ import json
 import numpy as np
 
 from ftflame import __version__
+from ftflame.correct.calibration import provenance
 from ftflame.model.profile import SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
+from .flametree import context_frames
 from .options import DEFAULT, RenderOptions
 
 SCHEMA_URL = "https://www.speedscope.app/file-format-schema.json"
 
 
-def _tree_events(p: Profile, roots: list, incl: np.ndarray, frame_of: list, drawn=None) -> tuple:
+def _tree_events(p: Profile, roots: list, incl: np.ndarray, frame_of: list, drawn=None,
+                 context=None) -> tuple:
     """O/C events laying out the subtrees of `roots` one after the other.
     A frame lasts max(its time, its children's total) so children always
     nest inside it (the "(partial)" pseudo-root has no time of its own).
     drawn: paths to show (corrected: the rule of the flame graphs,
-    report/flametree.drawn_corrected); the others and their time are left out."""
+    report/flametree.drawn_corrected); the others and their time are left out.
+    context: root row -> frame index of its [irq] / [softirq] frame, opened
+    around a root that ran in interrupt context."""
     full = p.children
     if drawn is None:
         kids = full
@@ -66,6 +71,9 @@ def _tree_events(p: Profile, roots: list, incl: np.ndarray, frame_of: list, draw
     for root in sorted(roots, key=lambda r: (-dur[r], r)):
         if dur[root] <= 0:
             continue
+        wrap = (context or {}).get(root)
+        if wrap is not None:
+            events.append({"type": "O", "frame": wrap, "at": t})
         stack = [(root, t, False)]
         while stack:
             r, at, closing = stack.pop()
@@ -81,6 +89,8 @@ def _tree_events(p: Profile, roots: list, incl: np.ndarray, frame_of: list, draw
                     placed.append((k, start, False))
                     start += dur[k]
             stack.extend(reversed(placed))
+        if wrap is not None:
+            events.append({"type": "C", "frame": wrap, "at": t + dur[root]})
         t += dur[root]
     return events, t
 
@@ -97,6 +107,12 @@ def _subtree_rows(kids, roots) -> list:
 def document(p: Profile) -> dict:
     frames = [{"name": n} for n in p.funcs]
     frame_of = p.col("func").tolist()
+    # [irq] / [softirq] frames above the roots that ran in interrupt context
+    context = {}
+    for r, label in context_frames(p).items():
+        if not any(f["name"] == label for f in frames[len(p.funcs):]):
+            frames.append({"name": label})
+        context[r] = next(i for i in range(len(p.funcs), len(frames)) if frames[i]["name"] == label)
     profiles = []
     roots_by_func = {}
     for r in p.roots:
@@ -113,7 +129,7 @@ def document(p: Profile) -> dict:
     # busiest root function first: speedscope opens on profile 0
     for name in sorted(roots_by_func, key=lambda n: (n == "(partial)", -busy[n], n)):
         for label, values, drawn in variants:
-            events, end = _tree_events(p, roots_by_func[name], values, frame_of, drawn)
+            events, end = _tree_events(p, roots_by_func[name], values, frame_of, drawn, context)
             if events:
                 profiles.append({"type": "evented", "name": f"{name} (call tree, {label} ns)",
                                  "unit": "nanoseconds", "startValue": 0, "endValue": end,
@@ -122,7 +138,8 @@ def document(p: Profile) -> dict:
     source = p.trace.source
     return {
         "$schema": SCHEMA_URL,
-        "name": f"ftflame: {source}",
+        # the corrected profiles' hook cost and where each value came from
+        "name": f"ftflame: {source}" + (f" (corrected: {provenance(p.calibration)})" if applied else ""),
         "exporter": f"ftflame {__version__}",
         "activeProfileIndex": 0,
         "shared": {"frames": frames},

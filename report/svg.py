@@ -7,6 +7,7 @@ the HTML report, with a coarser cut to keep the file small.
 """
 from __future__ import annotations
 
+from ftflame.correct.calibration import provenance
 from ftflame.model.profile import NODE_IRQ, NODE_PARTIAL, Profile
 
 from . import flametree
@@ -131,8 +132,7 @@ def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
         f["label"] = "" if chars < 3 else (f["name"] if len(f["name"]) <= chars else f["name"][: chars - 2] + "..")
     anomalies = report_notes(p)
     title = f"ftflame: {p.trace.source}"
-    sub = ("corrected times: tracer overhead subtracted "
-           f"(O_in {p.calibration.o_in_ns:.1f} ns, O_out {p.calibration.o_out_ns:.1f} ns, {p.calibration.source})"
+    sub = (f"corrected times: tracer overhead subtracted: {provenance(p.calibration)}"
            if corrected else "RAW times: no calibration, tracer hook cost included")
     if anomalies:
         sub += f" | {plural(len(anomalies), 'anomaly', 'anomalies')} (see the HTML or text report)"

@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from ftflame.correct import corrections
+from ftflame.correct import calibration, corrections
 from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
 
 from . import textcalls
@@ -109,7 +109,7 @@ def calibration_lines(p: Profile) -> list:
     c = p.corrected
     if c is None:
         if cal.applied:
-            return [f"calibration: O_in {cal.o_in_ns:.1f} ns, O_out {cal.o_out_ns:.1f} ns ({cal.source})"]
+            return [f"calibration: {calibration.provenance(cal)}"]
         return ["calibration: none - figures are raw (tracer overhead included)"]
     out = []
     if cal.applied:
@@ -126,6 +126,8 @@ def calibration_lines(p: Profile) -> list:
         where = "" if src == "in-trace" else f", {src}"
         text = (f"calibration: O_in {cal.o_in_ns:.1f} ns, O_out {cal.o_out_ns:.1f} ns per traced "
                 f"call ({how}{where}{spread})")
+        if "command_line" in d:  # values given on the command line: where each one came from
+            text = f"calibration: {calibration.provenance(cal)} per traced call"
         if d.get("applied_o_in"):
             text += "; root-only trace: O_in of the NULL procedure hooked alone"
         out.extend(_wrap(text, "  "))
@@ -296,6 +298,9 @@ def balance_lines(p: Profile) -> list:
                      f"+- {us(pm)} (95%)" if pm is not None else ""))
         for comp in b["components"]:
             rows.append(("    " + comp["name"], comp["mean_ns"], ""))
+        if b.get("children_scaled_mean_ns"):
+            rows.append(("    (children scaled down by)", b["children_scaled_mean_ns"],
+                         "to fit the root; no term"))
         rows.append(("+ tracer hook cost removed", b["overhead_mean_ns"], ""))
         irq_note = f"{b['irq_per_call']:.2f}/call"
         if p.corrected.irqs == "include":
@@ -307,7 +312,7 @@ def balance_lines(p: Profile) -> list:
                     "unknown": "unknown: no sched_switch"}.get(corrections.offcpu_state(p.corrected), "")
         rows.append(("+ off-CPU (sched_switch)", b["offcpu_mean_ns"], off_note))
         if b["clamped_mean_ns"]:
-            rows.append(("- clamped", b["clamped_mean_ns"], ""))
+            rows.append(("- clamped", b["clamped_mean_ns"], "root below 0, set to 0"))
         rows.append(("+ unaccounted", b["unaccounted_mean_ns"], ""))
         for label, v, note in rows:
             line = f"  {_clip(label, 36):<36} {us(v, 12) if v is not None else UNKNOWN.rjust(12)}"

@@ -2,7 +2,27 @@
  * no library, no network. Everything hangs off one object, window.ftflame. */
 var FT = (window.ftflame = {});
 
-FT.data = JSON.parse(document.getElementById("ftflame-data").textContent);
+/* the data as report/html.py's page_data ships it: undo its packing first */
+FT.unpack = function (d) {
+  var fl = d.flame;
+  function undup(key) {
+    var v = fl[key];
+    if (!v || !v.base) return;
+    var a = fl[v.base].slice();
+    v.zero.forEach(function (r) { for (var k = 0; k < r[1]; k++) a[r[0] + k] = 0; });
+    v.except.forEach(function (e) { a[e[0]] = e[1]; });
+    fl[key] = a;
+  }
+  undup("w");
+  undup("wc");
+  if (fl.corr && fl.corr.approx.runs) {
+    var list = [];
+    fl.corr.approx.runs.forEach(function (r) { for (var k = 0; k < r[1]; k++) list.push(r[0] + k); });
+    fl.corr.approx = list;
+  }
+  return d;
+};
+FT.data = FT.unpack(JSON.parse(document.getElementById("ftflame-data").textContent));
 FT.calibrated = !!FT.data.header.calibration.applied;
 FT.mode = FT.calibrated ? "corr" : "raw"; /* "raw" | "corr" */
 FT.listeners = [];

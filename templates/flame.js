@@ -15,6 +15,8 @@ FT.flame = (function () {
   }
   D.small.forEach(function (s) { kind[s[0]] = 2; nsmall[s[0]] = s[1]; });
   D.offcpu.forEach(function (j) { kind[j] = 3; });
+  var ctxName = {};
+  (D.context || []).forEach(function (c) { kind[c[0]] = 4; ctxName[c[0]] = c[1]; });
   for (i = 0; i < N; i++) end[i] = i + 1;
   for (i = N - 1; i > 0; i--) if (end[i] > end[parent[i]]) end[parent[i]] = end[i];
   var kids = [];
@@ -25,6 +27,7 @@ FT.flame = (function () {
     if (kind[j] === 0) return "all";
     if (kind[j] === 2) return "[" + FT.count(nsmall[j]) + " small frames]";
     if (kind[j] === 3) return "[off-CPU]";
+    if (kind[j] === 4) return ctxName[j];
     return funcs[D.func[j]];
   }
   var names = [];
@@ -216,6 +219,7 @@ FT.flame = (function () {
       var note = "";
       if (kind[j] === 2) note = FT.count(nsmall[j]) + " call paths, each under " + FT.time(D.threshold_ns) + ", merged here";
       else if (kind[j] === 3) note = "time the task was switched out (sched_switch) inside " + names[parent[j]];
+      else if (kind[j] === 4) note = "interrupt context: the root calls it holds ran in an interrupt, not in a task";
       else if (kind[j] === 1 && (D.flags[j] & 1)) note = "[irq] interrupt context" + ((D.flags[j] & 2) ? " (an interrupt starts here)" : "");
       else if (kind[j] === 1 && (D.flags[j] & PARTIAL)) note = "(partial): callers unknown (trace began mid-call or entries lost)";
       if (kind[j] === 1 && D.wc && D.wc[j] === 0 && D.w[j] > 0)
@@ -226,7 +230,7 @@ FT.flame = (function () {
       var rows = [];
       if (both) rows.push(["", "raw", "corrected"]);
       function row(label, raw, corr, fmt) { rows.push(both ? [label, fmt(raw), fmt(corr)] : [label, fmt(raw)]); }
-      if (kind[j] !== 3) row("calls", D.calls[j], D.callsc ? D.callsc[j] : D.calls[j], FT.count);
+      if (kind[j] !== 3 && kind[j] !== 4) row("calls", D.calls[j], D.callsc ? D.callsc[j] : D.calls[j], FT.count);
       row("inclusive", D.incl[j], D.inclc ? D.inclc[j] : D.incl[j], FT.time);
       if (kind[j] === 1) row("self", D.excl[j], D.exclc ? D.exclc[j] : D.excl[j], FT.time);
       if (kind[j] === 1 && D.calls[j]) {

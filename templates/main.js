@@ -23,11 +23,13 @@ FT.balance = (function () {
       (b.corrected_mean_pm_ns !== null && b.corrected_mean_pm_ns !== undefined ?
         ", \u00b1 " + FT.us(b.corrected_mean_pm_ns) + " (95%, the calibration\u2019s intervals)" : ""), "sub");
     b.components.forEach(function (c) { row(t, "\u2003" + c.name, c.mean_ns, "", "comp"); });
+    if (b.children_scaled_mean_ns) row(t, "\u2003(children scaled down by)", b.children_scaled_mean_ns,
+      "to fit inside the root: already out of the components, not a term", "comp");
     row(t, "+ tracer hook cost removed", b.overhead_mean_ns, "");
     row(t, "+ interrupt subtrees", b.irq_mean_ns, b.irq_per_call.toFixed(2) + "/call" +
       (b.irq_corrected_mean_ns !== null && b.irq_mean_ns ? ", own work " + FT.us(b.irq_corrected_mean_ns) : ""));
     row(t, "+ off-CPU (sched_switch)", b.offcpu_mean_ns, b.offcpu_mean_ns === null ? "unknown: no sched_switch events" : "");
-    if (b.clamped_mean_ns) row(t, "\u2212 clamped", b.clamped_mean_ns, "added back by the clamps");
+    if (b.clamped_mean_ns) row(t, "\u2212 clamped", b.clamped_mean_ns, "the root\u2019s corrected time was below 0: set to 0");
     row(t, "+ unaccounted", b.unaccounted_mean_ns, "");
     var e = b.external;
     if (e) {

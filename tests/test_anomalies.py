@@ -1,6 +1,8 @@
 """One hand-made input per named situation, and how each is counted."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from helpers.events import load
@@ -107,13 +109,17 @@ def test_exit_only_tracing_thresh():
 
 
 def test_max_graph_depth_hint():
+    from helpers.events import HERE, parse_events
+    from ftflame.parse import build_events
     from ftflame.report.common import max_depth_hint
 
     p = load("max-depth")
     assert p.counters["max_depth"] == 1
     assert max_depth_hint(p) is None  # too small a trace to tell
-    big = p.replace(counters={**p.counters, "exits": 5000})
-    assert "max_graph_depth was 2" in max_depth_hint(big)
+    # the same root call 100 times: its cut level holds 200 calls and 70% of the time
+    with open(os.path.join(HERE, "max-depth.events")) as f:
+        big = build_events(parse_events(f.read() * 100), source="max-depth x100")
+    assert "seems cut at max_graph_depth 2: no call deeper than depth 1" in max_depth_hint(big)
     assert val(p, "excl", "top") == 100 - 40 - 30
 
 

@@ -17,7 +17,7 @@ import pytest
 from conftest import DATA, FIXTURE_DATS, fixture_id, profile_of
 from ftflame.correct.balance import attach
 from ftflame.correct.calibration import estimate_in_trace
-from ftflame.correct.corrections import HOW_CORRECTED, correct
+from ftflame.correct.corrections import HOW_CORRECTED, correct, irq_kind
 from ftflame.model.profile import Calibration
 from ftflame.report import folded, html, jsonout, speedscope, svg, text
 
@@ -265,7 +265,10 @@ def folded_paths(doc) -> dict:
     stack = [("", n) for n in doc["tree"]]
     while stack:
         prefix, n = stack.pop()
-        path = (prefix + ";" if prefix else "") + n["name"].replace(";", ":").replace(" ", "_")
+        name = n["name"].replace(";", ":").replace(" ", "_")
+        if not prefix and "irq" in n["flags"]:  # a root in interrupt context, under its frame
+            prefix = irq_kind(n["name"])
+        path = (prefix + ";" if prefix else "") + name
         if n["excl_ns"]["sum"] > 0:
             out[path] = out.get(path, 0) + n["excl_ns"]["sum"]
         stack.extend((path, k) for k in n["children"])

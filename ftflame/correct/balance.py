@@ -6,7 +6,9 @@ Per root (graph) function, over its clean calls, as means per call:
                         children's corrected inclusive times)
                       + tracer overhead removed
                       + irq subtrees + off-CPU time
-                      - clamped (ns the clamps took from the children)
+                      - clamped (ns that raised the root's corrected time
+                        from below 0 to 0; what its children were scaled
+                        down by to fit is inside the components, no term)
                       + unaccounted
 
 Against the trace itself this balances by construction; it shows where the
@@ -104,6 +106,11 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
     irq = c.irq_removed if c.irq_removed is not None else zero
     off = c.offcpu_removed if c.offcpu_removed is not None else zero
     clamp = c.clamp_ns if c.clamp_ns is not None else zero
+    # a clamp at a root is two amounts (corrections._clamp_top_down): the ns
+    # that raised the root's own corrected time from below 0 to 0, a term of
+    # the sheet, and the ns its children were scaled down by to fit inside
+    # it, already out of the components and no term of the sheet
+    own_clamp = np.maximum(over + irq + off - incl, 0.0)
     from ftflame.correct.corrections import counted_children
 
     counted = counted_children(p, c.irqs) if p.nrows else np.zeros(0, bool)
@@ -121,7 +128,7 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
     # function in the loop costs a numpy call each, 100k roots made it seconds
     per_func = _summer(rows_by_func)
     incl_f, calls_f, corr_f, excl_f = (per_func(v) for v in (incl, c.calls, c.incl, c.excl))
-    over_f, irq_f, off_f, clamp_f = (per_func(v) for v in (over, irq, off, clamp))
+    over_f, irq_f, off_f, clamp_f, own_f = (per_func(v) for v in (over, irq, off, clamp, own_clamp))
     irq_incl_f, irq_calls_f, gap_calls_f = (per_func(v) for v in (irq_incl_at_top, irq_calls_at_top,
                                                                     gap_calls))
     pm_f = per_func(pm_at) if pm_at is not None else None
@@ -159,7 +166,8 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
         i = irq_f[g] / n
         i_corr = irq_incl_f[g] / n if c.irqs == "exclude" else None
         f = off_f[g] / n
-        cl = clamp_f[g] / n
+        cl = own_f[g] / n
+        scaled = max(clamp_f[g] - own_f[g], 0.0) / n
         unacc = raw - (corr + o + i + f - cl)
         unacc = 0.0 if abs(unacc) < 0.05 else unacc  # float rounding, not time
         entry = {
@@ -177,6 +185,7 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
             # unknown without sched_switch events, not 0
             "offcpu_mean_ns": round(f, 1) if offcpu_known else None,
             "clamped_mean_ns": round(cl, 1),
+            "children_scaled_mean_ns": round(scaled, 1),
             "unaccounted_mean_ns": round(unacc, 1),
             # against an independent total only (external), else None and why
             "accounted_pct": None,

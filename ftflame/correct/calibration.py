@@ -520,7 +520,40 @@ def choose(p: Profile, trace_path: str, cal_file: Optional[str] = None,
     src = "command line" if not base.applied or len(given) == 2 else f"command line + {base.source}"
     details = dict(base.details) if isinstance(base.details, dict) else {}
     details["command_line"] = given
-    return Calibration(float(new_in), float(new_out), src, base.method or "given", details)
+    details["value_sources"] = {k: "command line" if k in given else _base_label(base)
+                                for k in ("o_in", "o_out")}
+    # NO_CALIBRATION's method says "not corrected": never carry it onto given values
+    method = base.method if base.applied else "given on the command line"
+    return Calibration(float(new_in), float(new_out), src, method, details)
+
+
+def _base_label(base: Calibration) -> str:
+    """Where a value not given on the command line came from."""
+    if not base.applied:
+        return "not given, and no calibration file or in-trace estimate"
+    if base.source.startswith("file:"):
+        return "file " + os.path.basename(base.source[5:])
+    return {"in-trace": "in-trace estimate"}.get(base.source, base.source)
+
+
+def value_sources(cal: Calibration) -> dict:
+    """Where O_in and O_out each came from: the calibration's source, or per
+    value when some were given on the command line (``choose``)."""
+    d = cal.details if isinstance(cal.details, dict) else {}
+    if isinstance(d.get("value_sources"), dict):
+        return dict(d["value_sources"])
+    return {k: _base_label(cal) if cal.applied else "none" for k in ("o_in", "o_out")}
+
+
+def provenance(cal: Calibration) -> str:
+    """One line every output prints: the hook cost used and where each value
+    came from."""
+    if not cal.applied:
+        return "no calibration: raw figures, tracer hook cost included"
+    vs = value_sources(cal)
+    if vs["o_in"] == vs["o_out"]:
+        return f"O_in {cal.o_in_ns:.1f} ns, O_out {cal.o_out_ns:.1f} ns ({vs['o_in']})"
+    return f"O_in {cal.o_in_ns:.1f} ns ({vs['o_in']}), O_out {cal.o_out_ns:.1f} ns ({vs['o_out']})"
 
 
 def summary(doc: dict) -> str:

@@ -2,6 +2,7 @@
 sides with nothing in common refused."""
 from __future__ import annotations
 
+from ftflame.model.depthcut import depth_cut
 from ftflame.model.errors import InputError
 
 from .model import SideInfo, root_call_count
@@ -49,6 +50,7 @@ def warnings(before, after, info_b: SideInfo, info_a: SideInfo) -> list:
         for side, vals in (("before", vb), ("after", va)):
             if len(vals) > 1:
                 out.append(f"runs of {side} differ in {what}: {_say(show(v) for v in vals)}")
+    out += depth_warnings(before, after)
     cb, ca = info_b.calibrations, info_a.calibrations
     if cb != ca:
         def cal(c):
@@ -64,6 +66,29 @@ def warnings(before, after, info_b: SideInfo, info_a: SideInfo) -> list:
             if root_call_count(run.profile) == 0:
                 out.append(f"{run.label} ({side}): no complete root call: nothing to compare per root call")
     return out
+
+
+def depth_warnings(before, after) -> list:
+    """A run that seems cut by max_graph_depth (ftflame/model/depthcut.py:
+    said only when the trace's shape shows it), and sides cut differently."""
+    out = []
+    limits = {}
+    for side, runs in (("before", before), ("after", after)):
+        for run in runs:
+            cut = depth_cut(run.profile)
+            limits.setdefault(side, []).append(cut.limit if cut else None)
+            if cut:
+                out.append(f"{run.label} ({side}) seems cut at max_graph_depth {cut.limit}: {cut.evidence()}; "
+                           "deeper calls were not recorded, their time is in their callers' self time")
+    vb, va = _distinct(limits.get("before", [])), _distinct(limits.get("after", []))
+    if vb != va:
+        out.append(f"different graph depth: before {_say_depths(vb)}; after {_say_depths(va)} (paths below "
+                   "the cut are missing on one side: compare the cut side's paths above it only)")
+    return out
+
+
+def _say_depths(limits) -> str:
+    return _say(f"seems cut at max_graph_depth {v}" if v else "no sign of a depth limit" for v in limits)
 
 
 def refuse_disjoint(before, after, tables) -> None:
