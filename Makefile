@@ -135,20 +135,21 @@ mutate: setup  ## make each listed mistake in turn (tests/mutate.py), run the su
 setup-fuzz:  ## install clang and libFuzzer (Debian packages) for make fuzz
 	@$(call apt_install,setup-fuzz,$(FUZZ_PKGS))
 
-$(FUZZ_DIR)/fuzz_text: $(FUZZ_SRC) parse/core/builder.h parse/core/reader_text.h parse/core/u64map.h
+$(FUZZ_DIR)/fuzz_text: $(FUZZ_SRC) parse/core/fuzz_common.h parse/core/builder.h parse/core/reader_text.h parse/core/u64map.h
 	@mkdir -p $(FUZZ_DIR)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -fno-omit-frame-pointer -Iparse/core $(FUZZ_SRC) -o $@
 
-$(FUZZ_DIR)/fuzz_dat: $(FUZZ_DAT_SRC) parse/core/dat.h parse/core/ftf.h parse/core/u64map.h
+$(FUZZ_DIR)/fuzz_dat: $(FUZZ_DAT_SRC) parse/core/fuzz_common.h parse/core/dat.h parse/core/ftf.h parse/core/u64map.h
 	@mkdir -p $(FUZZ_DIR)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -fno-omit-frame-pointer -Iparse/core $(FUZZ_DAT_SRC) -lzstd -lz -o $@
 
-# trace.dat seeds: small hand-made files, v6, v7 and v7 zstd (tests/helpers/datcorners.py)
-$(FUZZ_DIR)/dat-seeds/.stamp: tests/helpers/datcorners.py
+# trace.dat seeds: small hand-made files, v6 and v7, uncompressed, zstd and zlib, big-endian
+# and 32-bit (tests/helpers/datwriter.py)
+$(FUZZ_DIR)/dat-seeds/.stamp: tests/helpers/datwriter.py
 	@rm -rf $(FUZZ_DIR)/dat-seeds
-	$(PY) tests/helpers/datcorners.py $(FUZZ_DIR)/dat-seeds
+	$(PY) tests/helpers/datwriter.py $(FUZZ_DIR)/dat-seeds
 	@touch $@
 
 # Seeds: each file is one control byte (bit 0: mail mode; bits 1-3: chunk

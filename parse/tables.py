@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ftflame.model.profile import CALL_COLUMNS, NODE_COLUMNS, SAMPLE_COLUMNS, Histograms, Profile, TraceInfo, check_core_columns
+from ftflame.model.profile import (CALL_EXTRA_DTYPE, CALL_RECORD_DTYPE, NODE_COLUMNS, SAMPLE_COLUMNS, Histograms,
+                                   KeptTree, Profile, TraceInfo, check_core_columns)
 
 from . import _core
 
@@ -35,9 +36,10 @@ def from_core_result(res: dict, info: TraceInfo) -> Profile:
         warnings=tuple(warnings),
         overhead_samples=_overhead_samples(res.get("estimates", ())),
         operations=tuple(res.get("ops", ())), op_how=tuple(res.get("op_how", ())),
-        slowest_trees=tuple((int(i), None if t is None else
-                             np.frombuffer(t, dtype=np.int64).reshape(-1, len(CALL_COLUMNS)))
-                            for i, t in res.get("slowest", ())))
+        slowest_trees=tuple((int(i), None if recs is None else
+                             KeptTree(int(base), int(cpu), np.frombuffer(recs, dtype=CALL_RECORD_DTYPE),
+                                      np.frombuffer(extras, dtype=CALL_EXTRA_DTYPE)))
+                            for i, base, cpu, recs, extras in res.get("slowest", ())))
 
 
 _EST_KIND = ("leaf", "gap")

@@ -2,14 +2,22 @@
 the figures of ftflame/correct/operations.py, printed."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
-from ftflame.correct.operations import operation_nodes, operation_table, slowest_calls
+from ftflame.correct.operations import operation_nodes, operation_table, slow_call_tree, slowest_calls
 from ftflame.model.profile import Profile
 
+from ._rowfmt import format_rows
 
-def _r1(x: float) -> float:
-    return round(float(x), 1)
+# "%.1f" % x == repr(round(x, 1)) below this (report/jsonout.py, REPR_SAFE)
+_F1_SAFE = 1e14
+
+
+def _r1(x: float):
+    """ns to one decimal; None (null) for NaN: a figure the trace does not give."""
+    return None if x != x else round(float(x), 1)
 
 
 def _stats(d: dict) -> dict:
@@ -49,26 +57,95 @@ def operation_flame_json(p: Profile, op: int):
             "incl_ns": n.incl, "incl_corr_ns": _r1(n.incl_corr), "shared": n.shared}
 
 
-def call_tree_json(p: Profile, calls: dict) -> dict:
-    """The nested call tree of one kept root call (row 0 is the root)."""
+def _r1_list(a) -> list:
+    return [None if x != x else round(x, 1) for x in np.asarray(a, dtype=np.float64).tolist()]
+
+
+def call_tree_json(p: Profile, calls: dict, start_ns: int):
+    """One kept root call's tree as columns, one value per call in entry
+    order (row 0 is the root; a call's children follow it in call order):
+    no key repeated per call, function names once per tree (`funcs`, indexed
+    by `func`), start times relative to the root call's (`at_ns`)."""
     n = len(calls["parent"])
-    known = p.offcpu_known
-    nodes = [{"name": p.funcs[int(calls["func"][i])], "start_ns": int(calls["calltime"][i]),
-              "cpu": int(calls["cpu"][i]), "incl_ns": int(calls["incl"][i]), "excl_ns": int(calls["excl"][i]),
-              "incl_corr_ns": _r1(calls["corr_incl"][i]), "excl_corr_ns": _r1(calls["corr_excl"][i]),
-              "irq_ns": int(calls["irq"][i]), "offcpu_ns": int(calls["offcpu"][i]) if known else None,
-              "irq": bool(calls["is_irq"][i]), "gap": bool(calls["gap"][i]), "children": []}
-             for i in range(n)]
-    for i in range(1, n):  # entry order: children after their parent, in call order
-        nodes[int(calls["parent"][i])]["children"].append(nodes[i])
-    return nodes[0] if n else None
+    if not n:
+        return None
+    ids, func = np.unique(calls["func"], return_inverse=True)
+    first = np.full(len(ids), n, dtype=np.int64)
+    np.minimum.at(first, func, np.arange(n))
+    order = np.argsort(first, kind="stable")  # names in order of first appearance
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[order] = np.arange(len(ids))
+    return {"calls": n, "funcs": [p.funcs[int(f)] for f in ids[order].tolist()],
+            "func": rank[func].tolist(), "parent": calls["parent"].tolist(),
+            "at_ns": (calls["calltime"] - start_ns).tolist(), "cpu": calls["cpu"].tolist(),
+            "incl_ns": calls["incl"].tolist(), "excl_ns": calls["excl"].tolist(),
+            "incl_corr_ns": _r1_list(calls["corr_incl"]), "excl_corr_ns": _r1_list(calls["corr_excl"]),
+            "irq_ns": calls["irq"].tolist(), "offcpu_ns": calls["offcpu"].tolist() if p.offcpu_known else None,
+            "irq": calls["is_irq"].astype(np.int64).tolist(), "gap": calls["gap"].astype(np.int64).tolist()}
 
 
 def slowest_json(p: Profile) -> list:
-    return [{"root": s.root, "operation": s.operation, "start_ns": s.start_ns, "pid": s.pid, "cpu": s.cpu,
-             "dur_ns": s.dur, "dur_corr_ns": _r1(s.corr), "gap": s.gap, "dominant_path": list(s.dominant),
-             "tree": call_tree_json(p, s.calls) if s.calls is not None else None}
-            for s in slowest_calls(p)]
+    return [_slow_call_json(p, s) for s in slowest_calls(p)]
+
+
+def _slow_call_json(p: Profile, s, tree: bool = True) -> dict:
+    out = {"root": s.root, "operation": s.operation, "start_ns": s.start_ns, "pid": s.pid, "cpu": s.cpu,
+           "dur_ns": s.dur, "dur_corr_ns": _r1(s.corr), "gap": s.gap, "dominant_path": list(s.dominant)}
+    if tree:
+        out["tree"] = call_tree_json(p, slow_call_tree(p, s), s.start_ns) if s.tree is not None else None
+    return out
+
+
+def _ints_text(a) -> str:
+    """json.dumps(list(a)) (compact) of an integer column, formatted in C."""
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    return "[" + format_rows([",", ("i", a)], len(a))[1:] + "]" if len(a) else "[]"
+
+
+def _r1_text(a) -> str:
+    """json.dumps(_r1_list(a)) (compact), in C where "%.1f" is the same text."""
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    if len(a) and np.abs(a).max() < _F1_SAFE:  # NaN fails this too
+        return "[" + format_rows([",", ("f1", a)], len(a))[1:] + "]"
+    return json.dumps(_r1_list(a), separators=(",", ":"))
+
+
+def _tree_text(p: Profile, calls: dict, start_ns: int) -> str:
+    """json.dumps(call_tree_json(...)) (compact), its columns formatted in C:
+    a tree's columns as Python numbers take 10 times their text and leave
+    the heap fragmented (20 MB more peak RSS for the 66k calls of
+    k6.1/s14-v3-write-big's trees)."""
+    n = len(calls["parent"])
+    if not n:
+        return "null"
+    ids, func = np.unique(calls["func"], return_inverse=True)
+    first = np.full(len(ids), n, dtype=np.int64)
+    np.minimum.at(first, func, np.arange(n))
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[order] = np.arange(len(ids))
+    cols = [("func", _ints_text(rank[func])), ("parent", _ints_text(calls["parent"])),
+            ("at_ns", _ints_text(calls["calltime"] - start_ns)), ("cpu", _ints_text(calls["cpu"])),
+            ("incl_ns", _ints_text(calls["incl"])), ("excl_ns", _ints_text(calls["excl"])),
+            ("incl_corr_ns", _r1_text(calls["corr_incl"])), ("excl_corr_ns", _r1_text(calls["corr_excl"])),
+            ("irq_ns", _ints_text(calls["irq"])),
+            ("offcpu_ns", _ints_text(calls["offcpu"]) if p.offcpu_known else "null"),
+            ("irq", _ints_text(calls["is_irq"])), ("gap", _ints_text(calls["gap"]))]
+    names = json.dumps([p.funcs[int(f)] for f in ids[order].tolist()], separators=(",", ":"))
+    return '{"calls":%d,"funcs":%s,' % (n, names) + ",".join('"%s":%s' % c for c in cols) + "}"
+
+
+def slowest_json_parts(p: Profile):
+    """The pieces of json.dumps(slowest_json(p)) (compact), made one call at
+    a time as they are asked for, each tree's columns formatted in C
+    (_tree_text)."""
+    yield "["
+    for i, s in enumerate(slowest_calls(p)):
+        head = json.dumps({**_slow_call_json(p, s, tree=False), "tree": None}, separators=(",", ":"))
+        calls = slow_call_tree(p, s) if s.tree is not None else None
+        yield ("," if i else "") + head[:-len("null}")] + \
+            (_tree_text(p, calls, s.start_ns) if calls is not None else "null") + "}"
+    yield "]"
 
 
 def hot_json(p: Profile) -> dict:

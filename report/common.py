@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ftflame.model.depthcut import depth_cut
-from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL, Profile
+from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL, TREE_MAX_CALLS, Profile
 
 
 def exact_corrected_values(p: Profile):
@@ -148,6 +148,9 @@ def anomaly_lines(p: Profile) -> list:
     if c.get("duration_cut"):
         out.append(f"{plural(c['duration_cut'], 'duration')} too long to sum (over 2^53 ns, or all calls "
                    "together over 2^61 ns): cut to fit, so sums are lower bounds")
+    if c.get("slowest_without_tree"):
+        out.append(f"{plural(c['slowest_without_tree'], 'slowest call')} kept without its call tree (more than "
+                   f"{TREE_MAX_CALLS:,} calls: too big to keep)")
     if c.get("long_names"):
         out.append(f"{plural(c['long_names'], 'function name')} longer than 4096 bytes: cut, ending in '...'")
     out.extend(p.warnings)

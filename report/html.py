@@ -26,7 +26,7 @@ import numpy as np
 from ftflame import __version__
 from ftflame.correct.calibration import provenance
 from ftflame.correct.corrections import corrected_stats
-from ftflame.correct.operations import NO_OPERATION, operation_nodes, operation_table, slowest_calls
+from ftflame.correct.operations import NO_OPERATION, operation_nodes, operation_table, slow_call_tree, slowest_calls
 from ftflame.model.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
 
 from . import flametree
@@ -39,6 +39,12 @@ HIST_PER_OCTAVE = 4  # coarse buckets per power of two in the shipped histograms
 
 def _ints(a) -> list:
     return [int(round(x)) for x in (a.tolist() if hasattr(a, "tolist") else a)]
+
+
+def _ints_or_none(a) -> list:
+    """_ints, None (null) for NaN: a figure the trace does not give (a gap
+    root call's corrected duration)."""
+    return [None if x != x else int(round(x)) for x in a.tolist()]
 
 
 # ---- histograms -------------------------------------------------------------
@@ -166,7 +172,7 @@ def samples_data(p: Profile) -> dict:
         "root_stats": root_stats,
         "total": n, "shown": len(idx), "roots": names, "root_calls": counts.tolist(),
         "root": group[idx].tolist(), "t": _ints(start[idx] - t0), "dur": _ints(dur[idx]),
-        "durc": _ints(durc[idx]) if p.calibration.applied else None,
+        "durc": _ints_or_none(durc[idx]) if p.calibration.applied else None,
         "flags": flags[idx].tolist(), "pid": p.scol("pid")[idx].tolist(),
         "cpu": p.scol("cpu")[idx].tolist(), "sample": idx.tolist(),
     }
@@ -206,9 +212,9 @@ def slowest_data(p: Profile) -> list:
     out = []
     budget = CALL_TREE_BUDGET
     for s in slowest_calls(p):
-        c = s.calls
+        c = slow_call_tree(p, s) if s.tree is not None and budget > 0 else None
         tree = None
-        if c is not None and budget > 0:
+        if c is not None:
             keep = np.flatnonzero(c["incl"] >= c["incl"][0] * CALL_TREE_MIN_FRACTION) if len(c["incl"]) else []
             row = np.full(len(c["incl"]), -1, dtype=np.int64)
             row[keep] = np.arange(len(keep))
@@ -216,14 +222,15 @@ def slowest_data(p: Profile) -> list:
             tree = {
                 "func": c["func"][keep].tolist(), "parent": np.where(par >= 0, row[np.maximum(par, 0)], -1).tolist(),
                 "t": (c["calltime"][keep] - s.start_ns).tolist(), "incl": c["incl"][keep].tolist(),
-                "excl": c["excl"][keep].tolist(), "incl_corr": _round1(c["corr_incl"][keep]),
+                "excl": c["excl"][keep].tolist(),
+                "incl_corr": None if s.corr != s.corr else _round1(c["corr_incl"][keep]),  # a gap call: none
                 "irq": c["is_irq"][keep].astype(int).tolist(),
                 "offcpu": c["offcpu"][keep].tolist() if p.offcpu_known else None,
                 "calls": int(len(c["incl"]))}
             budget -= len(keep)
-        out.append({"sample": s.sample, "root": s.root, "kept_tree": c is not None, "operation": s.operation,
-                    "start_ns": s.start_ns, "pid": s.pid, "cpu": s.cpu, "dur": s.dur, "durc": round(s.corr, 1), "gap": s.gap,
-                    "tree": tree})
+        out.append({"sample": s.sample, "root": s.root, "kept_tree": s.tree is not None, "operation": s.operation,
+                    "start_ns": s.start_ns, "pid": s.pid, "cpu": s.cpu, "dur": s.dur,
+                    "durc": None if s.corr != s.corr else round(s.corr, 1), "gap": s.gap, "tree": tree})
     return out
 
 

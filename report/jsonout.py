@@ -16,7 +16,7 @@ from ftflame.correct import corrections
 from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
 from ._rowfmt import format_rows
-from .callsjson import hot_json, operations_json, slowest_json
+from .callsjson import hot_json, operations_json, slowest_json_parts
 from .common import context_lines, node_flags, report_notes
 from .options import DEFAULT, RenderOptions
 
@@ -35,7 +35,7 @@ def document(p: Profile) -> dict:
         "tree": PLACEHOLDERS["tree"],
         "root_calls": PLACEHOLDERS["root_calls"],
         "operations": operations_json(p),
-        "slowest": slowest_json(p),
+        "slowest": PLACEHOLDERS["slowest"],  # written by _head_tail, a tree at a time
         "hot": hot_json(p),
         "balance": list(p.balance),
         # a collect.sh run directory's totals measured outside the tracer
@@ -355,7 +355,12 @@ def root_calls_json(p: Profile) -> str:
         t.lit(',"%s":' % key)
         t.col("i", p.scol(name))
     t.lit(',"dur_corr_ns":')
-    _repr_round(t, np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64))
+    gap = (p.scol("flags") & SAMPLE_GAP) != 0
+    corr = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)
+    if gap.any():  # left out of the correction: no figure (null)
+        t.text(["null" if g else json.dumps(round(x, 1)) for x, g in zip(corr.tolist(), gap.tolist())])
+    else:
+        _repr_round(t, corr)
     t.lit(',"operation":')
     t.col("e", p.scol("op") + 1, ["null"] + [json.dumps(name) for name in p.operations])
     for key, name in (("descendants", "desc"), ("irq_ns", "irq"), ("offcpu_ns", "offcpu")):
@@ -370,11 +375,18 @@ def root_calls_json(p: Profile) -> str:
     return _rows_json(t.items, len(s))
 
 
-PLACEHOLDERS = {k: "@@FTFLAME_%s@@" % k.upper() for k in ("functions", "tree", "root_calls")}
+PLACEHOLDERS = {k: "@@FTFLAME_%s@@" % k.upper() for k in ("functions", "tree", "root_calls", "slowest")}
 
 
 def _head_tail(p: Profile) -> tuple:
     """The document's text before and after the `tree` array."""
+    head, tail, after = _head_tail_parts(p)
+    return head, "".join([tail, *slowest_json_parts(p), after])
+
+
+def _head_tail_parts(p: Profile) -> tuple:
+    """The document's text before the `tree` array, after it up to the
+    `slowest` array's, and after that."""
     text = json.dumps(document(p), separators=(",", ":"))
     # the row arrays are written apart (format_rows), the tree around the rest
     parts = []
@@ -382,7 +394,10 @@ def _head_tail(p: Profile) -> tuple:
         mark = '"%s":%s' % (key, json.dumps(PLACEHOLDERS[key]))
         before, _, text = text.partition(mark)
         parts.append(before + mark[:len(key) + 3])
-    return parts[0] + functions_json(p) + parts[1], parts[2] + root_calls_json(p) + text + "\n"
+    mark = '"slowest":%s' % json.dumps(PLACEHOLDERS["slowest"])
+    before, _, after = text.partition(mark)
+    return (parts[0] + functions_json(p) + parts[1],
+            parts[2] + root_calls_json(p) + before + mark[:len("slowest") + 3], after + "\n")
 
 
 def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
@@ -395,10 +410,16 @@ def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
 def write(p: Profile, opts: RenderOptions, f) -> None:
     """render() into f, a binary file with a file descriptor: the text
     (75 MB for 125k call paths) goes to the file in chunks, formatted on
-    this thread and written on another, never whole in memory."""
-    head, tail = _head_tail(p)
+    this thread and written on another, never whole in memory. The
+    slowest calls' trees (MBs of text) are written after the rows, a call at
+    a time: made before, their freed memory would sit under the rows' buffers
+    (the command keeps freed memory, ftflame._alloc), 15 MB more peak RSS."""
+    head, tail, after = _head_tail_parts(p)
     if p.nrows == 0:
         f.write((head + "[]" + tail).encode("utf-8"))
-        return
-    f.flush()
-    format_rows(tree_template(p, head, tail), p.nrows, f.fileno())
+    else:
+        f.flush()
+        format_rows(tree_template(p, head, tail), p.nrows, f.fileno())
+    for piece in slowest_json_parts(p):
+        f.write(piece.encode("utf-8"))
+    f.write(after.encode("utf-8"))

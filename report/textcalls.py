@@ -74,7 +74,7 @@ def slowest_lines(p: Profile, top: int = SLOWEST_TOP) -> list:
         return []
     shown = calls[:top]
     corrected = p.corrected is not None
-    dec = fit_decimals([s.dur for s in shown] + [s.corr for s in shown], 10)
+    dec = fit_decimals([s.dur for s in shown] + [s.corr for s in shown if s.corr == s.corr], 10)
     out = _wrap(f"Slowest root calls (the {len(shown)} slowest of {len(calls)} kept: the slowest "
                 "per root function and operation; us"
                 + ("; * = corrected)" if corrected else ")")) + [
@@ -86,7 +86,7 @@ def slowest_lines(p: Profile, top: int = SLOWEST_TOP) -> list:
             f"{s.root} {s.operation}" if s.operation == NO_OPERATION else s.operation
         if s.gap:
             what += " (gap)"
-        corr = us(s.corr, 10, dec) if corrected else ""
+        corr = ("-" if s.corr != s.corr else us(s.corr, 10, dec)) if corrected else ""  # NaN: a gap call
         fits = len(what) <= WIDTH - 50
         out.append(f"{us(s.dur, 10, dec)} {corr:>10} {s.start_ns / 1e9:14.6f} {s.pid:7d} {s.cpu:3d}  "
                    f"{what if fits else ''}")
@@ -94,12 +94,15 @@ def slowest_lines(p: Profile, top: int = SLOWEST_TOP) -> list:
             out.append("  " + _clip(what, WIDTH - 2))
         if s.dominant:
             out.extend(_wrap("path: " + " > ".join(_clip(n, WIDTH - 10) for n in s.dominant), "    ", "  "))
-        elif s.calls is None:
+        elif s.tree is None:
             out.append("  (its call tree was too big to keep)")
     out.append("")
+    gap = (" (gap): the call spans a lost-event gap, an overrun or a lost exit; its descendants may be "
+           "incomplete, so corrected figures leave it out" + (" (-)." if corrected else ".")
+           if any(s.gap for s in shown) else "")
     out.extend(_wrap("path: the dominant path, from the root down the child that took most of the "
                      "time while it took at least half of its caller's. Each call's whole tree is "
-                     "in the JSON (slowest[]) and the HTML report."))
+                     "in the JSON (slowest[]) and the HTML report." + gap))
     return out
 
 

@@ -120,7 +120,7 @@ FT.calls = (function () {
     FT.showTip(ev, function (t) {
       t.appendChild(FT.el("b", null, funcs[T.func[hit]]));
       var rows = [["inclusive (raw)", FT.time(T.incl[hit])], ["self (raw)", FT.time(T.excl[hit])],
-                  ["inclusive (corrected)", FT.time(T.incl_corr[hit])], ["starts", FT.time(T.t[hit]) + " into the call"]];
+                  ["inclusive (corrected)", FT.time(T.incl_corr ? T.incl_corr[hit] : null)], ["starts", FT.time(T.t[hit]) + " into the call"]];
       if (T.offcpu) rows.push(["off-CPU", FT.time(T.offcpu[hit])]);
       if (T.irq[hit]) rows.push(["", "interrupt context"]);
       t.appendChild(FT.tipTable(rows));

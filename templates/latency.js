@@ -19,6 +19,7 @@ FT.latency = (function () {
   function fullView(idx) {
     var d = durs(), x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
     idx.forEach(function (k) {
+      if (d[k] === null) return;  /* a gap call: no corrected duration */
       if (S.t[k] < x0) x0 = S.t[k];
       if (S.t[k] > x1) x1 = S.t[k];
       var v = logY ? Math.max(d[k], 1) : d[k];
@@ -82,7 +83,7 @@ FT.latency = (function () {
     var colors = {}, vals = [];
     idx.forEach(function (k) {
       var v = d[k];
-      if (S.t[k] < view.x0 || S.t[k] > view.x1) return;
+      if (v === null || S.t[k] < view.x0 || S.t[k] > view.x1) return;  /* null: a gap call, corrected view */
       vals.push(v);
       if (v < view.y0 || v > view.y1) return;
       var x = sx(S.t[k]), y = sy(v), c = colors[S.root[k]] || (colors[S.root[k]] = root < 0 ? FT.color(S.roots[S.root[k]], "irq") : "#2f5d8a");

@@ -17,14 +17,17 @@ from ftflame.parse import _core
 def test_core_and_profile_name_the_same_columns():
     assert _core.NODE_COLUMNS == profile.NODE_COLUMNS
     assert _core.SAMPLE_COLUMNS == profile.SAMPLE_COLUMNS
-    assert _core.CALL_COLUMNS == profile.CALL_COLUMNS
+    assert _core.CALL_RECORD == profile.CALL_RECORD
+    assert _core.CALL_EXTRAS == profile.CALL_EXTRAS
     assert len(_core.NODE_COLUMNS) == _core.NODE_COLS
+    assert _core.TREE_MAX_CALLS == profile.TREE_MAX_CALLS
     profile.check_core_columns(_core)
 
 
-# incl_min/incl_max (row[19], row[20] in C) and calltime/dur
+# incl_min/incl_max (row[19], row[20] in C), calltime/dur, a kept call's
+# start/dur and its irq/offcpu extras
 @pytest.mark.parametrize("table,i,j", [("NODE_COLUMNS", 19, 20), ("SAMPLE_COLUMNS", 4, 5),
-                                       ("CALL_COLUMNS", 4, 5)])
+                                       ("CALL_RECORD", 2, 3), ("CALL_EXTRAS", 3, 4)])
 def test_two_swapped_names_fail_the_import(table, i, j):
     # a fresh interpreter: the core's names with two swapped, then the
     # import of the module that reads the core's tables
@@ -41,6 +44,7 @@ def test_two_swapped_names_fail_the_import(table, i, j):
 
 def test_a_column_more_on_one_side_fails():
     core = SimpleNamespace(NODE_COLUMNS=profile.NODE_COLUMNS + ("new",),
-                           SAMPLE_COLUMNS=profile.SAMPLE_COLUMNS, CALL_COLUMNS=profile.CALL_COLUMNS)
+                           SAMPLE_COLUMNS=profile.SAMPLE_COLUMNS, CALL_RECORD=profile.CALL_RECORD,
+                           CALL_EXTRAS=profile.CALL_EXTRAS)
     with pytest.raises(ImportError, match="30 columns in C, 29 in profile.py"):
         profile.check_core_columns(core)

@@ -57,12 +57,18 @@ def test_the_n_slowest_calls_are_kept_per_operation():
     assert len(operations.slowest_calls(build_events(events))) == 6
 
 
-def _check_sums(node):
-    kids = node["children"]
-    assert node["incl_ns"] == node["excl_ns"] + sum(k["incl_ns"] for k in kids), node["name"]
-    n = 1
-    for k in kids:
-        n += _check_sums(k)
+def _check_sums(tree):
+    """A JSON slowest[] tree (columns, entry order): every call's incl is its
+    excl plus its children's incl, exactly; callers come before their calls.
+    Returns the number of calls."""
+    n, parent, incl = tree["calls"], tree["parent"], tree["incl_ns"]
+    assert all(len(v) == n for v in tree.values() if isinstance(v, list) and v is not tree["funcs"])
+    assert parent[0] == -1 and all(0 <= parent[i] < i for i in range(1, n))
+    kids = [0] * n
+    for i in range(1, n):
+        kids[parent[i]] += incl[i]
+    for i in range(n):
+        assert incl[i] == tree["excl_ns"][i] + kids[i], tree["funcs"][tree["func"][i]]
     return n
 
 
@@ -71,7 +77,7 @@ def test_slowest_json_trees_sum_exactly_and_the_slowest_is_the_latency_maximum()
     doc = json.loads(RENDERERS["json"].render(p))
     slow = doc["slowest"]
     for s in slow:
-        assert s["tree"]["incl_ns"] == s["dur_ns"]
+        assert s["tree"]["incl_ns"][0] == s["dur_ns"] and s["tree"]["at_ns"][0] == 0
         _check_sums(s["tree"])
     top = max(slow, key=lambda s: s["dur_ns"])
     assert top["dur_ns"] == max(r["dur_ns"] for r in doc["root_calls"]) == 10000
@@ -277,3 +283,146 @@ def test_operations_json_carries_each_operations_paths():
         last = {x["path"][-1] for x in f["paths"]}
         assert last == set(operations.naming_functions(r["recognised_by"])[0])
         assert all(x["path"][0] == r["root"] for x in f["paths"])
+
+
+def _kept_tree_events():
+    """One root call whose calls need every escape of the core's 20-byte
+    records (parse/core/builder.h, ftf_rec): a root that began 3 s before
+    the tree's base (its first completed call), a call of 5 s (over 32
+    bits), one that ended on CPU 1, an interrupt subtree (irq time and count
+    on its callers), off-CPU time, and a call whose exit never came."""
+    r = 10_000
+    b = r + 3_000_000_000
+    def entry(cpu, func, depth, ts, flags=0):
+        return ("entry", cpu, 100, flags, func, depth, ts, 0, 0, 0, 0, 0)
+
+    def exit_(cpu, func, depth, ts, calltime, rettime, flags=0):
+        return ("exit", cpu, 100, flags, func, depth, ts, calltime, rettime, 0, 0, 0)
+
+    return [entry(0, "outer", 0, 1), entry(0, "first", 1, 2), exit_(0, "first", 1, 3, b, b + 100),
+            entry(0, "long", 1, 4), entry(0, "lost", 2, 5), entry(0, "inner", 3, 6),
+            entry(0, "handler", 4, 7, 0x08), exit_(0, "handler", 4, 8, b + 2_000, b + 2_300, 0x08),
+            ("switch", 0, 100, 0, "", 0, 9, 0, 0, 0, 0, 0), ("switch", 0, 0, 0, "", 0, 2_009, 0, 0, 0, 100, 0),
+            exit_(0, "inner", 3, 2_010, b + 1_500, b + 3_000),
+            entry(1, "moved", 3, 2_011), exit_(1, "moved", 3, 2_012, b + 4_000, b + 4_500),
+            exit_(1, "long", 1, 2_013, b + 1_000, b + 5_000_001_000),  # "lost" never exited
+            exit_(1, "outer", 0, 2_014, r, r + 9_000_000_000)]
+
+
+def test_kept_trees_keep_every_figure_through_the_compact_records():
+    p = build_events(_kept_tree_events(), source="escapes")
+    (s,) = operations.slowest_calls(p)
+    t = s.tree
+    assert t.recs.itemsize == 20 and t.extras.itemsize == 16
+    cols = operations.call_columns(t)
+    C = {n: i for i, n in enumerate(operations.CALL_COLUMNS)}
+    got = {p.funcs[int(c[C["func"]])]: {n: int(c[C[n]]) for n in ("calltime", "dur", "cpu", "irq", "offcpu",
+                                                                   "irq_roots", "desc", "flags")}
+           for c in cols}
+    b = 10_000 + 3_000_000_000
+    assert got["outer"] == {"calltime": 10_000, "dur": 9_000_000_000, "cpu": 1, "irq": 300, "offcpu": 2_000,
+                            "irq_roots": 1, "desc": 4, "flags": 5}
+    assert got["long"] == {"calltime": b + 1_000, "dur": 5_000_000_000, "cpu": 1, "irq": 300, "offcpu": 2_000,
+                           "irq_roots": 1, "desc": 2, "flags": 5}
+    # "lost" never completed: left out of the tree, its children go to its
+    # caller; the calls open when it was found out span a gap (CALL_GAP)
+    assert got["lost"]["flags"] == 0
+    assert got["inner"] == {"calltime": b + 1_500, "dur": 1_500, "cpu": 0, "irq": 300, "offcpu": 2_000,
+                            "irq_roots": 1, "desc": 0, "flags": 1}
+    assert got["handler"] == {"calltime": b + 2_000, "dur": 300, "cpu": 0, "irq": 0, "offcpu": 0, "irq_roots": 0,
+                              "desc": 0, "flags": 3}
+    assert got["moved"]["cpu"] == 1 and got["first"]["calltime"] == b
+    doc = json.loads(RENDERERS["json"].render(p))
+    tree = doc["slowest"][0]["tree"]
+    assert tree["incl_ns"][0] == 9_000_000_000 and _check_sums(tree) == 6
+    names = [tree["funcs"][f] for f in tree["func"]]
+    assert names == ["outer", "first", "long", "inner", "handler", "moved"]
+    assert [names[i] for i in range(6) if tree["parent"][i] == 2] == ["inner", "moved"]  # lost's, to long
+    assert tree["at_ns"][names.index("long")] == 3_000_001_000 and tree["cpu"] == [1, 0, 1, 0, 0, 1]
+    assert tree["irq"] == [0, 0, 0, 0, 1, 0] and tree["gap"] == [1, 0, 1, 0, 0, 0]
+
+
+def test_a_tree_past_the_cap_is_not_kept_but_counted_and_shown():
+    """A root call of TREE_MAX_CALLS + 1 calls (the root and its leaves):
+    among the slowest with its figures, without its tree; counted
+    (slowest_without_tree) and said in every output."""
+    from ftflame.model.profile import TREE_MAX_CALLS
+
+    n = TREE_MAX_CALLS
+    events = [("entry", 0, 100, 0, "root", 0, 1, 0, 0, 0, 0, 0)]
+    for i in range(n):
+        events += [("entry", 0, 100, 0, "leaf", 1, 2 + 2 * i, 0, 0, 0, 0, 0),
+                   ("exit", 0, 100, 0, "leaf", 1, 3 + 2 * i, 10 + 10 * i, 15 + 10 * i, 0, 0, 0)]
+    events.append(("exit", 0, 100, 0, "root", 0, 3 + 2 * n, 5, 20 + 10 * n, 0, 0, 0))
+    events += [("entry", 0, 100, 0, "root", 0, 4 + 2 * n, 0, 0, 0, 0, 0),
+               ("exit", 0, 100, 0, "root", 0, 5 + 2 * n, 30 + 10 * n, 40 + 10 * n, 0, 0, 0)]
+    p = build_events(events, source="big")
+    big, small = operations.slowest_calls(p)
+    assert big.dur == 15 + 10 * n and big.tree is None and small.tree is not None
+    assert p.counters["slowest_without_tree"] == 1
+    note = f"1 slowest call kept without its call tree (more than {n:,} calls: too big to keep)"
+    text = RENDERERS["txt"].render(p)
+    assert note in " ".join(text.split()) and "(its call tree was too big to keep)" in text
+    doc = json.loads(RENDERERS["json"].render(p))
+    assert doc["slowest"][0]["tree"] is None and note in doc["trace"]["notes"]
+
+
+def test_a_gap_root_call_has_no_corrected_duration_in_any_output():
+    """lost-events.events: `outer` spans lost events (a gap call, left out of
+    corrected figures). Its corrected duration is no figure: null in the
+    JSON (root_calls, slowest and every call of its tree), "-" in the text's
+    slowest table, null in the HTML's data (the page prints "–"); never 0."""
+    from ftflame.correct.corrections import correct
+    from ftflame.model.profile import Calibration
+    from ftflame.report.html import report_data
+
+    raw = load("lost-events")
+    for p in (raw, correct(raw, Calibration(100.0, 50.0, "command line"))):
+        (s,) = operations.slowest_calls(p)
+        assert s.gap and np.isnan(s.corr)
+        doc = json.loads(RENDERERS["json"].render(p))
+        assert doc["root_calls"][0]["gap"] and doc["root_calls"][0]["dur_corr_ns"] is None
+        slow = doc["slowest"][0]
+        assert slow["dur_corr_ns"] is None and slow["tree"]["incl_ns"][0] == 2100
+        assert set(slow["tree"]["incl_corr_ns"] + slow["tree"]["excl_corr_ns"]) == {None}
+        data = report_data(p)
+        assert data["slowest"][0]["durc"] is None and data["slowest"][0]["tree"]["incl_corr"] is None
+        if p.corrected is not None:
+            assert data["samples"]["durc"] == [None]
+            row = [line for line in RENDERERS["txt"].render(p).splitlines() if line.endswith("outer (gap)")]
+            assert row and row[0].split()[:2] == ["2.100", "-"]
+
+
+@pytest.mark.parametrize("name", ["k6.1/s17-mixed-ops/trace.dat", "k6.1/s10-lost/trace.dat"])
+def test_real_slowest_trees_sum_exactly_and_the_slowest_is_the_latency_maximum(name):
+    """Issue 16's acceptance on recorded traces: every kept tree in the
+    JSON sums exactly (incl = excl + children, per call), holds every
+    recorded call of its root call (its descendants, interrupt calls
+    included), and the slowest kept call is the latency data's maximum."""
+    from conftest import fixture, profile_of
+
+    p = profile_of(fixture(name))
+    doc = json.loads(RENDERERS["json"].render(p))
+    calls = {(r["pid"], r["start_ns"]): r for r in doc["root_calls"]}
+    assert doc["slowest"] and all(s["tree"] is not None for s in doc["slowest"])
+    for s in doc["slowest"]:
+        root = calls[(s["pid"], s["start_ns"])]
+        assert s["tree"]["incl_ns"][0] == s["dur_ns"] == root["dur_ns"]
+        n = _check_sums(s["tree"])
+        assert n - 1 - sum(s["tree"]["irq"]) == root["descendants"] or s["gap"]
+    assert doc["slowest"][0]["dur_ns"] == max(r["dur_ns"] for r in doc["root_calls"])
+
+
+@pytest.mark.parametrize("name", ["k6.1/s17-mixed-ops/trace.dat", "k6.1/s10-lost/trace.dat"])
+def test_slowest_text_formatted_in_c_is_the_json_of_the_objects(name):
+    """jsonout writes slowest[] with each tree's columns formatted in C
+    (callsjson.slowest_json_parts): the same text as json.dumps of the
+    objects (callsjson.slowest_json), corrected or not."""
+    from conftest import fixture, profile_of
+    from ftflame.correct.corrections import correct
+    from ftflame.model.profile import Calibration
+    from ftflame.report import callsjson
+
+    raw = profile_of(fixture(name))
+    for p in (raw, correct(raw, Calibration(700.0, 300.0, "command line"))):
+        assert "".join(callsjson.slowest_json_parts(p)) == json.dumps(callsjson.slowest_json(p), separators=(",", ":"))

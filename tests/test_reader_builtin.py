@@ -1,18 +1,21 @@
 """The builtin trace.dat reader, one named situation per test: hand-made
-files (tests/helpers/datcorners.py) for the page format's corners, and damage that
+files (tests/helpers/datwriter.py) for the page format's corners, and damage that
 must end as one line naming the section and byte offset, or as a report
 whose anomalies say what was skipped."""
 from __future__ import annotations
 
 import os
+import re
+import signal
 import struct
 import subprocess
 import sys
+import time
 
 import pytest
 
-from helpers import datcorners as dw
-from conftest import FIXTURE_DATS, fixture, fixture_id
+from helpers import datwriter as dw
+from conftest import FIXTURE_DATS, fixture, fixture_id, holds_open
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
 T0 = 1_000_000
@@ -96,6 +99,67 @@ def test_time_extend_and_discarded_record_move_the_clock(tmp_path):
     assert (c["exits"], c["first_ts"], c["last_ts"]) == (2, T0, T0 + far + 9)
 
 
+def trace_cmd_stamps(path) -> list:
+    """(cpu, ts ns, event) of every event `trace-cmd report` prints."""
+    out = subprocess.run(["trace-cmd", "report", "-N", "-t", "-R", str(path)], capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    lines = [re.match(r"^\s*\S+-\d+\s+\[(\d+)\]\s+(\d+)\.(\d{9}): (\w+):", ln) for ln in out.splitlines()]
+    return [(int(m[1]), int(m[2]) * 10**9 + int(m[3]), m[4]) for m in lines if m]
+
+
+def test_absolute_time_stamp_sets_the_clock(tmp_path):
+    """A type 31 record sets the clock to (word << 27) + delta, whatever it
+    was; the deltas after it count from there. trace-cmd prints the same
+    stamps."""
+    stamp = (5 << 27) + 12_345
+    body = (dw.record(0, dw.entry(100, "svc_process", 0)) + dw.time_stamp(stamp) +
+            dw.record(3, dw.entry(100, "nfsd_dispatch", 1)) +
+            dw.record(4, dw.exit_(100, "nfsd_dispatch", 1, stamp + 3, stamp + 7)) +
+            dw.record(2, dw.exit_(100, "svc_process", 0, T0, stamp + 9)))
+    path = tmp_path / "t.dat"
+    dw.write_v6(str(path), [[dw.page(T0, body)]])
+    assert [ts for _cpu, ts, _e in trace_cmd_stamps(path)] == [T0, stamp + 3, stamp + 7, stamp + 9]
+    c = same_in_both(path)["counters"]
+    assert (c["entries"], c["exits"], c["first_ts"], c["last_ts"]) == (2, 2, T0, stamp + 9)
+
+
+OTHER_FORMS = [dw.Form(v, comp, big, long) for v, comp in ((6, "none"), (7, "zstd"))
+               for big, long in ((True, 8), (False, 4), (True, 4))]
+
+
+@pytest.mark.parametrize("form", OTHER_FORMS, ids=lambda f: f.name)
+def test_big_endian_and_32_bit_files_read_as_libtracecmd_reads_them(tmp_path, form):
+    """The file header says the byte order and the long size: every number,
+    the record header's bitfields (type_len at the top on big-endian), the
+    page's commit word and the missed-events count stored after the records
+    (a long), the `unsigned long` fields and the kallsyms addresses follow
+    them. trace-cmd reads the file as written; both readers agree."""
+    far = (2 << 27) + 9
+    pages = [dw.page(T0, dw.record(0, dw.entry(100, "svc_process", 0, form), form) +
+                     dw.time_extend(far, form) +
+                     dw.record(0, dw.exit_(100, "svc_process", 0, T0, T0 + far, form=form), form),
+                     form=form),
+             dw.page(T0 + far + 100, dw.record(0, dw.entry(100, "nfsd_dispatch", 0, form), form) +
+                     dw.record(50, dw.exit_(100, "nfsd_dispatch", 0, T0 + far + 100, T0 + far + 150,
+                                            form=form), form), missed=77, form=form)]
+    path = tmp_path / "t.dat"
+    dw.write_file(str(path), dw.corner_contents(form), [pages, dw.nested_call_pages(200, form=form)], form)
+    with open(path, "rb") as f:
+        assert f.read(14)[12:] == bytes([form.big_endian, form.long_size])
+    assert sorted(trace_cmd_stamps(path)) == sorted(
+        [(0, T0, "funcgraph_entry"), (0, T0 + far, "funcgraph_exit"),
+         (0, T0 + far + 100, "funcgraph_entry"), (0, T0 + far + 150, "funcgraph_exit")] +
+        [(1, T0 + t, e) for t, e in ((0, "funcgraph_entry"), (100, "funcgraph_entry"),
+                                     (200, "funcgraph_entry"), (500, "funcgraph_exit"),
+                                     (600, "funcgraph_exit"), (700, "funcgraph_exit"))])
+    res = same_in_both(path)
+    c = res["counters"]
+    assert (c["entries"], c["exits"], c["lost_events"]) == (5, 5, 77)
+    assert {"svc_process", "nfsd_dispatch", "nfsd3_proc_write"} <= set(res["funcs"])
+    proc = report(path, "-F", "txt")
+    assert proc.returncode == 0 and "nfsd3_proc_write" in proc.stdout, proc.stderr
+
+
 @pytest.mark.parametrize("missed,known,unknown", [(123, 123, 0), (-1, 0, 1)])
 def test_missed_events_mark_on_a_page(tmp_path, missed, known, unknown):
     """The page's commit word says events were missed before it, with the
@@ -147,7 +211,7 @@ def test_chunk_that_does_not_decompress_is_skipped_and_counted(tmp_path):
     good = core(path)["counters"]["exits"]
     data = bytearray(path.read_bytes())
     # the second chunk's compressed bytes: flip one in its middle
-    first = data.find(b"\x28\xb5\x2f\xfd")
+    first = data.find(b"\x28\xb5\x2f\xfd", dw.cpu_data(str(path))[0][1])
     second = data.find(b"\x28\xb5\x2f\xfd", first + 4)
     data[second + 40] ^= 0xFF
     path.write_bytes(bytes(data))
@@ -164,7 +228,7 @@ def test_file_bytes_quoted_in_a_message_stay_one_line(tmp_path):
     path = tmp_path / "t.dat"
     dw.write_v6(str(path), [dw.nested_call_pages()])
     data = bytearray(path.read_bytes())
-    at = data.index(b"name: funcgraph_entry") + len(dw.FORMATS[1])
+    at = data.index(b"name: funcgraph_entry") + len(dw.corner_formats()[0].text())
     # the event systems count: 1, a name with a newline and a UTF-8-breaking byte, 2^31 formats
     data[at:at + 4] = struct.pack("<I", 1) + b"bad\n\xff\0" + struct.pack("<I", 1 << 31)
     path.write_bytes(bytes(data))
@@ -249,6 +313,66 @@ def test_progress_callback_can_stop_the_builtin_read(threads, monkeypatch):
     assert seen == [1 << 16]
 
 
+def zero_chunks_file(path, chunks: int) -> None:
+    """One CPU: the nested calls' page, then `chunks` zstd chunks of 16,384
+    pages of zeros each: 64 MiB to decode per chunk, a few KB of file, and
+    not one record in them (damage the reader counts as zero pages)."""
+    per = 16_384
+    zeros = dw.compress("zstd", bytes(dw.PAGE * per))
+    first = dw.nested_call_pages(100)[0] + bytes(dw.PAGE * (per - 1))
+    cpu = dw.Compressed([(dw.compress("zstd", first), len(first))] + [(zeros, len(first))] * chunks)
+    dw.write_file(str(path), dw.corner_contents(), [cpu], dw.Form(7, "zstd"))
+
+
+@pytest.mark.parametrize("threads", ["1", ""])
+def test_progress_comes_through_pages_without_records(tmp_path, threads, monkeypatch):
+    """Pages without records (zeros, damage) gave the progress callback, and
+    so Ctrl-C, no turn until a record came: a small file of compressed zeros
+    kept Ctrl-C waiting for seconds. Streams now ask every 4,096 pages."""
+    from ftflame.parse import _core
+
+    monkeypatch.setenv("FTFLAME_THREADS", threads)
+    path = tmp_path / "zeros.dat"
+    zero_chunks_file(path, 3)
+    assert core(path)["meta"]["damage"]["zero_pages"] == 4 * 16_384 - 1
+    seen = []
+
+    def progress(events):
+        seen.append(events)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _core.read_dat_builtin(os.fsencode(str(path)), progress=progress)
+    assert len(seen) == 1 and seen[0] <= 6
+
+
+def test_ctrl_c_stops_a_read_of_pages_without_records(tmp_path):
+    """SIGINT while the builtin reader decodes gigabytes of zero pages (a
+    2 MB file; the reader needs 10-30 s for it): exit 130 within 5 s, one
+    line, nothing written."""
+    path = tmp_path / "zeros.dat"
+    zero_chunks_file(path, 1000)
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.Popen([*FTFLAME, "report", str(path), "--reader", "builtin", "-q", "-o",
+                             str(out / "r.txt")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 30
+    while proc.poll() is None and time.monotonic() < deadline and not holds_open(proc.pid, path):
+        time.sleep(0.005)
+    time.sleep(0.5)
+    assert proc.poll() is None, proc.communicate()[1]
+    proc.send_signal(signal.SIGINT)
+    try:
+        err = proc.communicate(timeout=5)[1]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("still reading 5 s after SIGINT")
+    assert proc.returncode == 130 and err == "ftflame: interrupted\n", (proc.returncode, err)
+    assert os.listdir(out) == []
+
+
 def test_a_curated_fixture_reads_in_one_go():
     assert core(fixture("k6.1/s10-lost/trace.dat"))["meta"]["damage"]["bad_pages"] == 0
 
@@ -260,7 +384,7 @@ def test_chunk_count_short_of_the_data_is_counted(tmp_path):
     dw.write_v7(str(path), [[calls_page(100, T0 + i * 10_000) for i in range(30)]], "zstd",
                 pages_per_chunk=10)
     data = bytearray(path.read_bytes())
-    at = data.find(b"\x28\xb5\x2f\xfd") - 12  # the chunk count, before the first chunk's sizes
+    at = dw.cpu_data(str(path))[0][1]  # the chunk count, before the first chunk's sizes
     assert struct.unpack_from("<I", data, at)[0] == 3
     struct.pack_into("<I", data, at, 2)
     path.write_bytes(bytes(data))

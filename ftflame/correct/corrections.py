@@ -173,8 +173,11 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         s_corr = np.where(s_irq, sc["dur"] - s_off - o_in - sc["desc"] * o_sum, s_task)
         if level is not None:
             s_corr = s_corr - level[1]
-        s_neg = (s_corr < 0) & ((p.scol("flags") & SAMPLE_GAP) == 0)
-        sample_dur = np.maximum(s_corr, 0.0)
+        s_gap = (p.scol("flags") & SAMPLE_GAP) != 0
+        s_neg = (s_corr < 0) & ~s_gap
+        # a gap root call's descendants are incomplete: it has no corrected
+        # duration (NaN: every output prints "no figure", never 0)
+        sample_dur = np.where(s_gap, np.nan, np.maximum(s_corr, 0.0))
         sample_clamped = int(s_neg.sum())
     else:
         sample_dur = np.zeros(0)

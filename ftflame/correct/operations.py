@@ -15,19 +15,22 @@ of children that took most of the time).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
-from ftflame.model.profile import (CALL_COLUMNS, CALL_DONE, CALL_GAP, CALL_IRQ, SAMPLE_GAP, SAMPLE_IRQ,
-                             SAMPLE_PARTIAL, Profile)
+from ftflame.model.profile import (CALL_COLUMNS, CALL_DONE, CALL_EXTRAS, CALL_GAP, CALL_IRQ, SAMPLE_GAP, SAMPLE_IRQ,
+                                   SAMPLE_PARTIAL, KeptTree, Profile)
 
 NO_OPERATION = "(no procedure)"
 QUANTILES = (50, 90, 99)
 _CACHE = "_operations"
 _SLOW_CACHE = "_slowest"
 _C = {n: i for i, n in enumerate(CALL_COLUMNS)}
+_DESC_ESC = 0xFFFFFF  # parse/core/builder.h: FTF_REC_DESC_ESC, FTF_REC_FLAGS_SHIFT
+_FLAGS_SHIFT = 24
 
 
 @dataclass(frozen=True)
@@ -107,9 +110,9 @@ class SlowCall:
     pid: int
     cpu: int
     dur: int           # raw duration (ns)
-    corr: float        # corrected duration (ns), as the latency data says
+    corr: float        # corrected duration (ns), as the latency data says; NaN for a gap call (left out)
     gap: bool
-    calls: Optional[dict]  # columns of its tree (entry order), None: tree too big to keep
+    tree: Optional[KeptTree]  # its calls as the core kept them, None: tree too big to keep
     dominant: tuple    # names along the chain of children that took most of the time
 
 
@@ -129,23 +132,55 @@ def _slowest_calls(p: Profile) -> tuple:
     dur = p.scol("dur")
     corr = p.corrected_or_raw.sample_dur
     flags = p.scol("flags")
-    cal = p.calibration if p.corrected is not None else None
-    irqs = p.corrected.irqs if p.corrected is not None else "exclude"
-    offcpu_removed = p.corrected is None or p.corrected.offcpu.startswith("removed")
     op_roots = {r.root for r in operation_table(p) or ()}
     out = []
     for i, tree in p.slowest_trees:
         name = p.funcs[int(root[i])] + (" (partial)" if flags[i] & SAMPLE_PARTIAL else "") + \
             (" [irq]" if flags[i] & SAMPLE_IRQ else "")
-        calls = call_tree(tree, cal, irqs, offcpu_removed, float(corr[i])) if tree is not None else None
-        out.append(SlowCall(
+        s = SlowCall(
             sample=int(i), root=name,
             operation=p.operations[op[i]] if op[i] >= 0 else NO_OPERATION if name in op_roots else None,
             start_ns=int(p.scol("calltime")[i]), pid=int(p.scol("pid")[i]), cpu=int(p.scol("cpu")[i]),
-            dur=int(dur[i]), corr=float(corr[i]), gap=bool(flags[i] & SAMPLE_GAP), calls=calls,
-            dominant=tuple(p.funcs[f] for f in dominant_path(calls)) if calls else ()))
+            dur=int(dur[i]), corr=float(corr[i]), gap=bool(flags[i] & SAMPLE_GAP), tree=tree, dominant=())
+        calls = slow_call_tree(p, s)  # decoded for its dominant path, then let go
+        out.append(s if calls is None else
+                   dataclasses.replace(s, dominant=tuple(p.funcs[f] for f in dominant_path(calls))))
     out.sort(key=lambda s: (-s.dur, s.sample))
     return tuple(out)
+
+
+def call_columns(t: KeptTree) -> np.ndarray:
+    """A kept tree's calls as int64 columns (CALL_COLUMNS, entry order): the
+    core's 20-byte records with their extras put back in place."""
+    r = t.recs
+    out = np.zeros((len(r), len(CALL_COLUMNS)), dtype=np.int64)
+    out[:, _C["func"]] = r["func"]
+    out[:, _C["parent"]] = np.where(r["parent"] == 0xFFFFFFFF, -1, r["parent"].astype(np.int64))
+    out[:, _C["flags"]] = r["desc_flags"] >> _FLAGS_SHIFT
+    out[:, _C["cpu"]] = t.cpu
+    out[:, _C["calltime"]] = t.base + r["start"].astype(np.int64)
+    out[:, _C["dur"]] = r["dur"]
+    out[:, _C["desc"]] = r["desc_flags"] & _DESC_ESC
+    e = t.extras
+    for fid, name in enumerate(CALL_EXTRAS):
+        sel = e["field"] == fid
+        if sel.any():
+            v = e["value"][sel]
+            out[e["rec"][sel], _C["calltime" if name == "start" else name]] = \
+                v.astype(np.uint32).astype(np.int32) if name == "cpu" else v.astype(np.int64)
+    return out
+
+
+def slow_call_tree(p: Profile, s: SlowCall) -> Optional[dict]:
+    """The columns of slowest call s's tree (call_tree), None when it was too
+    big to keep: decoded from the core's records each time an output asks,
+    never kept (a tree's columns take 4 to 6 times its records' bytes)."""
+    if s.tree is None:
+        return None
+    cal = p.calibration if p.corrected is not None else None
+    irqs = p.corrected.irqs if p.corrected is not None else "exclude"
+    offcpu_removed = p.corrected is None or p.corrected.offcpu.startswith("removed")
+    return call_tree(call_columns(s.tree), cal, irqs, offcpu_removed, s.corr)
 
 
 def call_tree(tree: np.ndarray, cal, irqs: str, offcpu_removed: bool, root_corr: float) -> dict:
@@ -153,8 +188,9 @@ def call_tree(tree: np.ndarray, cal, irqs: str, offcpu_removed: bool, root_corr:
     exit never came is left out, its children hung under its caller):
     func, parent (row, -1 root), incl, excl = incl - children's incl
     (exact), corr_incl and corr_excl (the per-call model of corrections.py;
-    the root's corr_incl is the root call's corrected duration), irq (ns in
-    interrupt subtrees), offcpu, flags, calltime, cpu."""
+    the root's corr_incl is the root call's corrected duration; NaN for
+    every call of a gap root call, which the correction leaves out), irq
+    (ns in interrupt subtrees), offcpu, flags, calltime, cpu."""
     done = (tree[:, _C["flags"]] & CALL_DONE) != 0
     keep = np.flatnonzero(done)
     new_row = np.full(len(tree), -1, dtype=np.int64)
@@ -185,6 +221,8 @@ def call_tree(tree: np.ndarray, cal, irqs: str, offcpu_removed: bool, root_corr:
     ci = np.maximum(np.where(is_irq, incl - off - o_in - desc * (o_in + o_out), task), 0.0)
     if n:
         ci[0] = root_corr
+    if np.isnan(root_corr):  # a gap root call: none of its calls has a corrected figure
+        ci = np.full(n, np.nan)
     # a child counts in its caller's corrected time unless it is an irq
     # subtree taken out of it (irqs="exclude")
     counted = has & ~(is_irq & ~is_irq[np.maximum(par, 0)] if irqs == "exclude" else np.zeros(n, bool))

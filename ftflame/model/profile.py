@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
+from typing import Mapping, NamedTuple, Optional
 
 import numpy as np
 
@@ -36,8 +36,19 @@ NODE_COLUMNS = (
 )
 SAMPLE_COLUMNS = ("node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu",
                   "irq_calls", "irq_roots", "leaf_min", "leaves", "op")
-# The calls of a kept slowest root call (parse/core/calls.c), entry order.
+# The calls of a kept slowest root call (parse/core/calls.c), entry order:
+# they cross from the core as 20-byte records of these 32-bit fields
+# (ftf_rec) and, for the figures a record does not hold, extras (record,
+# field id, value; ftf_rec_extra) whose field ids name these; decoded into
+# CALL_COLUMNS (ftflame/correct/operations.py, call_columns) only for the
+# trees an output prints.
+CALL_RECORD = ("func", "parent", "start", "dur", "desc_flags")
+CALL_EXTRAS = ("start", "dur", "desc", "irq", "offcpu", "irq_roots", "cpu")
 CALL_COLUMNS = ("func", "parent", "flags", "cpu", "calltime", "dur", "desc", "irq", "offcpu", "irq_roots")
+# A root call with more calls (or more extras) keeps no tree: it stays among
+# the slowest with its figures, counted (counter slowest_without_tree) and
+# shown (parse/core/builder.h, FTF_TREE_MAX_RECS; the core's TREE_MAX_CALLS).
+TREE_MAX_CALLS = 1 << 18
 
 
 def check_core_columns(core) -> None:
@@ -46,7 +57,8 @@ def check_core_columns(core) -> None:
     one side only would silently read one figure as another."""
     for table, ours, theirs in (("node", NODE_COLUMNS, core.NODE_COLUMNS),
                                 ("sample", SAMPLE_COLUMNS, core.SAMPLE_COLUMNS),
-                                ("call", CALL_COLUMNS, core.CALL_COLUMNS)):
+                                ("call record", CALL_RECORD, core.CALL_RECORD),
+                                ("call extra", CALL_EXTRAS, core.CALL_EXTRAS)):
         if tuple(theirs) != ours:
             diff = [f"{i}: {a!r} in C, {b!r} in profile.py"
                     for i, (a, b) in enumerate(zip(theirs, ours)) if a != b]
@@ -66,6 +78,20 @@ SAMPLE_IRQ = 4
 CALL_DONE = 1  # CALL_COLUMNS flags (parse/core/ftf.h ftf_rec_flags)
 CALL_IRQ = 2
 CALL_GAP = 4
+CALL_RECORD_DTYPE = np.dtype([(n, "<i4" if n == "start" else "<u4") for n in CALL_RECORD])
+CALL_EXTRA_DTYPE = np.dtype([("rec", "<u4"), ("field", "<u4"), ("value", "<u8")])
+
+
+class KeptTree(NamedTuple):
+    """One kept slowest root call's tree as the core holds it (CALL_RECORD)."""
+    base: int            # the calltime each record's start is relative to
+    cpu: int             # the CPU of every call without a "cpu" extra
+    recs: np.ndarray     # CALL_RECORD_DTYPE, entry order
+    extras: np.ndarray   # CALL_EXTRA_DTYPE
+
+    @property
+    def nbytes(self) -> int:
+        return self.recs.nbytes + self.extras.nbytes
 
 # Histogram geometry (parse/core/ftf.h): values below HIST_SUB ns are exact;
 # above, each power of two is split into HIST_SUB equal buckets.
@@ -230,7 +256,7 @@ class Corrected:
     excl: np.ndarray
     calls: np.ndarray  # calls the corrected sums cover (gap calls left out)
     clamped: np.ndarray  # per node: 1 when a corrected sum was clamped at 0
-    sample_dur: np.ndarray  # corrected duration per root sample
+    sample_dur: np.ndarray  # corrected duration per root sample, NaN for a gap root call (left out)
     notes: tuple = ()
     # What was taken out of the clean calls' raw inclusive sums, per node
     # (ftflame/correct/corrections.py): hook cost, irq subtrees, off-CPU time; the
@@ -271,8 +297,8 @@ class Profile:
     # labels (-1: none), op_how says which function(s) named each.
     operations: tuple = ()
     op_how: tuple = ()
-    # The slowest root calls kept by the core: (sample row, int64 array
-    # (calls, len(CALL_COLUMNS)) in entry order, or None when too big).
+    # The slowest root calls kept by the core: (sample row, KeptTree, or
+    # None when too big to keep).
     slowest_trees: tuple = ()
 
     # ---- columns -------------------------------------------------------
@@ -352,7 +378,8 @@ class Profile:
         return Corrected(
             incl=self.col("incl").astype(np.float64), excl=self.col("excl").astype(np.float64),
             calls=self.col("calls"), clamped=np.zeros(self.nrows, dtype=np.int64),
-            sample_dur=self.scol("dur").astype(np.float64),
+            # a gap root call has no corrected figure, raw or not (NaN)
+            sample_dur=np.where(self.scol("flags") & SAMPLE_GAP, np.nan, self.scol("dur").astype(np.float64)),
             notes=("no calibration: corrected figures equal raw ones",))
 
     @functools.cached_property

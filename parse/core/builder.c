@@ -655,7 +655,7 @@ void ftf_builder_free(ftf_builder *b)
 			free(b->tasks[i]->jent);
 			free(b->tasks[i]->jslots);
 			free(b->tasks[i]->stack);
-			ftf_task_calls_free(&b->tasks[i]->tc);
+			ftf_task_calls_free(b, &b->tasks[i]->tc);
 			free(b->tasks[i]);
 		}
 	}
@@ -876,7 +876,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 	uint64_t irq = t->irq_ns - f.irq_at;
 	uint64_t off = t->off_ns - f.off_at;
 	int64_t excl = (int64_t)dur - (int64_t)f.child_incl;
-	ftf_calls_exit(&t->tc, f.rec, f.gap, f.irq, cpu, calltime, dur, desc, irq, off,
+	ftf_calls_exit(b, &t->tc, f.rec, f.gap, f.irq, cpu, calltime, dur, desc, irq, off,
 		       t->irq_roots - f.irq_roots_at);
 
 	t->calls++;

@@ -244,13 +244,41 @@ typedef struct ftf_task ftf_task;
 #define FTF_SLOWEST_DEFAULT 20 /* slowest root calls kept per (root path, operation) */
 #define FTF_TREE_MAX_RECS (1u << 18) /* calls kept for one open root call */
 
+/* One call of an open or kept tree, 20 bytes: the figures that fit 32 bits
+ * are here, the rest (and every irq, off-CPU, irq-subtree count and CPU
+ * other than the tree's) is an ftf_rec_extra beside it. Most calls are
+ * leaves in task context on one CPU: 20 B, where the full figures took 64. */
 typedef struct {
 	uint32_t func;
-	uint32_t parent;  /* record index, FTF_NONE for the root */
-	uint32_t flags;   /* FTF_REC_* */
-	int32_t cpu;      /* where the call ended */
-	uint64_t calltime, dur, desc, irq, offcpu, irq_roots;
+	uint32_t parent;     /* record index, FTF_NONE for the root */
+	int32_t start;       /* calltime - the tree's base (ns); FTF_REC_START_ESC: an extra */
+	uint32_t dur;        /* ns; FTF_REC_U32_ESC: an extra */
+	uint32_t desc_flags; /* recorded descendants (low 24 bits; FTF_REC_DESC_ESC: an extra) | FTF_REC_* << 24 */
 } ftf_rec;
+
+#define FTF_REC_START_ESC INT32_MIN
+#define FTF_REC_U32_ESC UINT32_MAX
+#define FTF_REC_DESC_ESC 0xffffffu
+#define FTF_REC_FLAGS_SHIFT 24
+
+/* A figure of a call that is not in its ftf_rec (rare: a value too big for
+ * it, or a non-zero irq/off-CPU figure, or another CPU than the tree's). */
+typedef struct {
+	uint32_t rec;   /* record index */
+	uint32_t field; /* FTF_EX_* */
+	uint64_t value;
+} ftf_rec_extra;
+
+enum ftf_rec_extra_field {
+	FTF_EX_START,     /* calltime (absolute ns) */
+	FTF_EX_DUR,
+	FTF_EX_DESC,
+	FTF_EX_IRQ,       /* ns in interrupt subtrees */
+	FTF_EX_OFFCPU,
+	FTF_EX_IRQ_ROOTS,
+	FTF_EX_CPU,       /* where the call ended (int32) */
+	FTF_EX_FIELDS
+};
 
 enum ftf_rec_flags {
 	FTF_REC_DONE = 1, /* the call completed (else: its exit never came) */
@@ -264,14 +292,24 @@ typedef struct {
 	uint32_t op_compound; /* stack index of nfsd4_proc_compound, FTF_NONE */
 	ftf_rec *recs;        /* the open root call's calls, entry order */
 	uint32_t nrecs, caprecs;
-	uint8_t recs_cut;     /* the open root call has more calls than FTF_TREE_MAX_RECS */
+	ftf_rec_extra *extras; /* their figures that do not fit a ftf_rec, exit order */
+	uint32_t nextras, capextras;
+	uint64_t base;        /* the tree's base calltime: its first completed call's */
+	int32_t cpu;          /* the tree's CPU: where its first completed call ended */
+	uint32_t retained;    /* bytes of recs and extras kept while no root call is open (ftf_builder.calls_retained) */
+	uint8_t has_base;
+	uint8_t recs_cut;     /* the open root call has more calls (or extras) than FTF_TREE_MAX_RECS */
 } ftf_task_calls;
 
 typedef struct {
 	uint64_t sample; /* index in ftf_builder.samples */
 	uint64_t dur;
 	ftf_rec *recs;   /* NULL when the tree was too big to keep */
-	uint32_t nrecs;
+	ftf_rec_extra *extras;
+	uint32_t nrecs, nextras;
+	uint32_t caprecs, capextras; /* the buffers came from a task (swapped, not copied) */
+	uint64_t base;
+	int32_t cpu;
 } ftf_kept;
 
 typedef struct {
@@ -323,18 +361,20 @@ typedef struct {
 	uint32_t nslow, capslow;
 	ftf_u64map slow_map; /* (node, op) -> group idx+1 */
 	uint64_t slow_cut;   /* root calls too big to keep their tree */
+	uint64_t calls_retained; /* bytes of the tasks' idle tree buffers (calls.c) */
 } ftf_builder;
 
 /* calls.c: hooks of the builder */
 void ftf_calls_root_start(ftf_builder *b, ftf_task_calls *tc);
 uint32_t ftf_calls_entry(ftf_builder *b, ftf_task_calls *tc, uint32_t func, uint32_t stack_idx,
 			 uint32_t lparent, uint32_t parent_rec, int in_irq);
-void ftf_calls_exit(ftf_task_calls *tc, uint32_t rec, int gap, int irq, int32_t cpu, uint64_t calltime,
-		    uint64_t dur, uint64_t desc, uint64_t irq_ns, uint64_t off, uint64_t irq_roots);
+void ftf_calls_exit(ftf_builder *b, ftf_task_calls *tc, uint32_t rec, int gap, int irq, int32_t cpu,
+		    uint64_t calltime, uint64_t dur, uint64_t desc, uint64_t irq_ns, uint64_t off,
+		    uint64_t irq_roots);
 int32_t ftf_calls_root_op(ftf_builder *b, ftf_task_calls *tc);
 void ftf_calls_root_end(ftf_builder *b, ftf_task_calls *tc, uint64_t sample);
 void ftf_calls_free(ftf_builder *b);
-void ftf_task_calls_free(ftf_task_calls *tc);
+void ftf_task_calls_free(ftf_builder *b, ftf_task_calls *tc);
 
 int ftf_builder_init(ftf_builder *b);
 void ftf_builder_free(ftf_builder *b);

@@ -216,10 +216,20 @@ typedef struct {
 	uint32_t rsize;
 	int64_t rmissed;         /* 0, a count, or -1 unknown */
 	dat_stream_stats st;
+	/* Asked every DAT_POLL_PAGES pages or chunks read: a run of pages with
+	 * no record (zeros, damage: gigabytes from a small compressed file)
+	 * must not keep Ctrl-C waiting. Nonzero stops the stream (stopped). */
+	int (*poll)(void *ctx);
+	void *poll_ctx;
+	uint32_t since_poll;
+	int stopped;
 } dat_stream;
 
+#define DAT_POLL_PAGES 4096u
+
 int dat_stream_open(dat_stream *s, dat_file *f, const dat_cpu *c);
-/* 1: a record in rts/rdata/rsize/rmissed; 0: the stream ended. */
+/* 1: a record in rts/rdata/rsize/rmissed; 0: the stream ended (or its
+ * poll stopped it: stopped). */
 int dat_stream_next(dat_stream *s);
 void dat_stream_free(dat_stream *s);
 

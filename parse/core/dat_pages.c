@@ -93,6 +93,18 @@ static int grow(uint8_t **p, size_t *cap, size_t want)
 	return 0;
 }
 
+/* Whether the reader asks to stop (Ctrl-C), asked every DAT_POLL_PAGES
+ * pages or chunks; a stopped stream ends. */
+static int stop_asked(dat_stream *s)
+{
+	if (!s->poll || ++s->since_poll < DAT_POLL_PAGES)
+		return 0;
+	s->since_poll = 0;
+	if (s->poll(s->poll_ctx))
+		s->stopped = 1;
+	return s->stopped;
+}
+
 /* The next chunk into buf: 1 loaded, 0 no more data, -1 fatal. A chunk
  * that does not decompress is skipped (its pages lost, counted); a chunk
  * table that runs past the CPU's data ends the stream (counted). */
@@ -100,6 +112,8 @@ static int load_chunk(dat_stream *s)
 {
 	dat_file *f = s->f;
 	while (s->chunks_left) {
+		if (stop_asked(s))
+			return 0;
 		if (s->end - s->pos < 8) {
 			s->st.cut++;
 			s->st.lost_bytes += s->end - s->pos;
@@ -176,6 +190,8 @@ static int next_page(dat_stream *s)
 	dat_file *f = s->f;
 	uint32_t ps = f->page_size;
 	for (;;) {
+		if (stop_asked(s))
+			return 0;
 		if (s->len - s->at < ps) {
 			if (s->len > s->at)
 				s->st.partial_page += s->len - s->at; /* a chunk not made of whole pages */

@@ -332,27 +332,44 @@ static void finish(pipeline *p, pthread_t th, batch *cur, int stopped)
 	pthread_join(th, NULL);
 }
 
-/* The progress callback runs every this many events: it is also where
- * Ctrl-C reaches the read (Python's handler runs in it), within a few ms. */
+/* The progress callback runs every this many events, and every
+ * DAT_POLL_PAGES pages a stream reads without one (dat_pages.c): it is also
+ * where Ctrl-C reaches the read (Python's handler runs in it), within a few
+ * ms. */
 #define PROGRESS_EVERY (1u << 16)
 
+typedef struct {
+	ftf_progress_fn fn;
+	void *ctx;
+	uint64_t events; /* records decoded so far */
+} progress;
+
+/* A stream's poll: the progress callback, with the events so far. */
+static int poll_progress(void *ctx)
+{
+	progress *pr = ctx;
+	return pr->fn(pr->ctx, pr->events);
+}
+
 /* The merge and decode loop; nonzero when the progress callback stopped it. */
-static int decode_all(pipeline *p, dat_stream *s, merge *m, batch *cur, ftf_progress_fn progress,
-		      void *progress_ctx)
+static int decode_all(pipeline *p, dat_stream *s, merge *m, batch *cur, progress *pr)
 {
 	dat_file *f = p->d->f;
-	uint64_t events = 0, next_progress = PROGRESS_EVERY;
+	uint64_t next_progress = PROGRESS_EVERY;
 	while (m->n && cur && !f->src.failed) {
 		dat_stream *st = &s[m->h[0]];
 		decode_record(p->d, st, cur);
-		if (dat_stream_next(st) <= 0)
+		if (dat_stream_next(st) <= 0) {
+			if (st->stopped)
+				return 1;
 			m->h[0] = m->h[--m->n];
+		}
 		sift_down(m, 0);
 		if (cur->n + 2 > BATCH_EVENTS) /* room for a LOST event and a record */
 			cur = hand_over(p, cur);
-		if (++events >= next_progress && progress) {
-			next_progress = events + PROGRESS_EVERY;
-			if (progress(progress_ctx, events))
+		if (++pr->events >= next_progress && pr->fn) {
+			next_progress = pr->events + PROGRESS_EVERY;
+			if (pr->fn(pr->ctx, pr->events))
 				return 1;
 		}
 	}
@@ -360,7 +377,7 @@ static int decode_all(pipeline *p, dat_stream *s, merge *m, batch *cur, ftf_prog
 }
 
 static int read_streams(dat_file *f, ftf_builder *b, ftf_dat_meta *meta, ftf_dat_damage *dmg,
-			ftf_progress_fn progress, void *progress_ctx, char *err, size_t errlen)
+			ftf_progress_fn progress_fn, void *progress_ctx, char *err, size_t errlen)
 {
 	const char *decode_only = getenv("FTFLAME_BENCH_DECODE_ONLY");
 	decoder d = { .f = f, .b = b, .meta = meta, .swap = f->swap,
@@ -383,12 +400,18 @@ static int read_streams(dat_file *f, ftf_builder *b, ftf_dat_meta *meta, ftf_dat
 		rc = -1;
 		goto out;
 	}
+	progress pr = { .fn = progress_fn, .ctx = progress_ctx };
 	uint32_t nlive = 0;
-	for (uint32_t i = 0; i < n && !f->src.failed; i++) {
+	for (uint32_t i = 0; i < n && !f->src.failed && !stopped; i++) {
 		if (dat_stream_open(&s[i], f, &f->cpu[i]) < 0)
 			break;
+		if (progress_fn) {
+			s[i].poll = poll_progress;
+			s[i].poll_ctx = &pr;
+		}
 		if (dat_stream_next(&s[i]) > 0)
 			live[nlive++] = i;
+		stopped = s[i].stopped;
 	}
 	merge m = { .s = s, .h = live, .n = nlive };
 	heapify(&m);
@@ -400,7 +423,8 @@ static int read_streams(dat_file *f, ftf_builder *b, ftf_dat_meta *meta, ftf_dat
 	p.threaded = !(threads && strcmp(threads, "1") == 0) &&
 		     pthread_create(&th, NULL, builder_main, &p) == 0;
 	batch *cur = p.slots[0];
-	stopped = decode_all(&p, s, &m, cur, progress, progress_ctx);
+	if (!stopped)
+		stopped = decode_all(&p, s, &m, cur, &pr);
 	/* the batch being filled: the one after the last handed over */
 	cur = p.threaded ? (p.stop ? NULL : p.slots[p.head % NBATCHES]) : p.slots[0];
 	finish(&p, th, cur, stopped || f->src.failed);

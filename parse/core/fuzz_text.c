@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_common.h"
 #include "reader_text.h"
 
 static uint64_t sink_events;
@@ -36,14 +37,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const size_t chunks[8] = { 1, 3, 7, 64, 509, 4096, 65536, SIZE_MAX };
 	size_t chunk = chunks[(ctl >> 1) & 7];
 
-	ftf_builder *b = malloc(sizeof(*b));
+	ftf_builder *b = fuzz_builder_new();
 	if (!b)
 		return 0;
-	ftf_builder_init(b);
 	ftf_text *t = ftf_text_new(b, (ctl & 1) ? FTF_TEXT_MAIL : FTF_TEXT_LINES);
 	if (!t) {
-		ftf_builder_free(b);
-		free(b);
+		fuzz_builder_free(b);
 		return 0;
 	}
 	sink_events = 0;
@@ -51,11 +50,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t off = 0; off < size;) {
 		size_t n = size - off < chunk ? size - off : chunk;
 		/* a private copy, so reads past the chunk are caught by ASan */
-		char *copy = malloc(n ? n : 1);
+		uint8_t *copy = fuzz_copy(data + off, n);
 		if (!copy)
 			break;
-		memcpy(copy, data + off, n);
-		ftf_text_feed(t, copy, n);
+		ftf_text_feed(t, (const char *)copy, n);
 		free(copy);
 		off += n;
 	}
@@ -67,21 +65,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (b->c.events != sink_events - b->c.lost_records)
 		abort();
-	uint64_t calls = 0;
-	for (uint32_t i = 0; i < b->nnodes; i++) {
-		const ftf_node *n = &b->nodes[i];
-		if (n->parent != FTF_NONE && n->parent >= i)
-			abort(); /* parents come first */
-		if (n->func >= b->funcs.n)
-			abort();
-		if (n->all.calls && (n->incl_min > n->incl_max || n->gap.calls > n->all.calls))
-			abort();
-		calls += n->all.calls;
-	}
-	if (calls != b->c.exits)
-		abort();
+	fuzz_check_tree(b);
 	ftf_text_free(t);
-	ftf_builder_free(b);
-	free(b);
+	fuzz_builder_free(b);
 	return 0;
 }

@@ -66,17 +66,15 @@ static const char *const sample_columns[] = {
 };
 _Static_assert(sizeof(sample_columns) / sizeof(sample_columns[0]) == SAMPLE_COLS, "a name per sample column");
 
-/* The calls of a kept slowest root call (calls.c), entry order: parent is a
- * row index (-1 for the root). */
-enum {
-	RCOL_FUNC, RCOL_PARENT, RCOL_FLAGS, RCOL_CPU, RCOL_CALLTIME, RCOL_DUR, RCOL_DESC, RCOL_IRQ,
-	RCOL_OFFCPU, RCOL_IRQ_ROOTS,
-	REC_COLS
-};
-static const char *const rec_columns[] = {
-	"func", "parent", "flags", "cpu", "calltime", "dur", "desc", "irq", "offcpu", "irq_roots",
-};
-_Static_assert(sizeof(rec_columns) / sizeof(rec_columns[0]) == REC_COLS, "a name per call column");
+/* The calls of a kept slowest root call (calls.c), entry order, cross as
+ * their compact records (ftf_rec: 32-bit fields, these names) and the extra
+ * figures beside them (ftf_rec_extra: record, field id, value; the field ids
+ * name these figures). */
+static const char *const rec_fields[] = { "func", "parent", "start", "dur", "desc_flags" };
+_Static_assert(sizeof(rec_fields) / sizeof(rec_fields[0]) * 4 == sizeof(ftf_rec), "a name per record field");
+static const char *const rec_extra_fields[] = { "start", "dur", "desc", "irq", "offcpu", "irq_roots", "cpu" };
+_Static_assert(sizeof(rec_extra_fields) / sizeof(rec_extra_fields[0]) == FTF_EX_FIELDS, "a name per extra field");
+_Static_assert(sizeof(ftf_rec_extra) == 16, "extras cross as 16-byte rows");
 
 static void sums_put(int64_t *row, const ftf_sums *s)
 {
@@ -168,7 +166,8 @@ static PyObject *str_list(char *const *names, uint32_t n)
 }
 
 /* Operations (labels, how each was recognised) and the slowest root calls:
- * [(sample index, bytes of REC_COLS int64 per call, or None: too big)]. */
+ * [(sample index, base calltime, base CPU, ftf_rec bytes, ftf_rec_extra
+ * bytes)], the last four None when the tree was too big to keep. */
 static int calls_result(ftf_builder *b, PyObject *res)
 {
 	PyObject *ops = str_list(b->ops.names, b->ops.n);
@@ -192,29 +191,17 @@ static int calls_result(ftf_builder *b, PyObject *res)
 	for (uint32_t g = 0; g < b->nslow; g++) {
 		for (uint32_t k = 0; k < b->slow[g].n; k++) {
 			const ftf_kept *kp = &b->slow[g].heap[k];
-			PyObject *tree = Py_None;
-			Py_INCREF(tree);
-			if (kp->recs) {
-				Py_DECREF(tree);
-				tree = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)kp->nrecs * REC_COLS * 8);
-				if (!tree)
-					return -1;
-				int64_t *r = (int64_t *)PyBytes_AS_STRING(tree);
-				for (uint32_t i = 0; i < kp->nrecs; i++, r += REC_COLS) {
-					const ftf_rec *c = &kp->recs[i];
-					r[RCOL_FUNC] = c->func;
-					r[RCOL_PARENT] = c->parent == FTF_NONE ? -1 : (int64_t)c->parent;
-					r[RCOL_FLAGS] = c->flags;
-					r[RCOL_CPU] = c->cpu;
-					r[RCOL_CALLTIME] = (int64_t)c->calltime;
-					r[RCOL_DUR] = (int64_t)c->dur;
-					r[RCOL_DESC] = (int64_t)c->desc;
-					r[RCOL_IRQ] = (int64_t)c->irq;
-					r[RCOL_OFFCPU] = (int64_t)c->offcpu;
-					r[RCOL_IRQ_ROOTS] = (int64_t)c->irq_roots;
-				}
-			}
-			PyObject *item = Py_BuildValue("(KN)", (unsigned long long)kp->sample, tree);
+			PyObject *item;
+			if (kp->recs)
+				item = Py_BuildValue("(KKiy#y#)", (unsigned long long)kp->sample,
+						     (unsigned long long)kp->base, (int)kp->cpu, (const char *)kp->recs,
+						     (Py_ssize_t)kp->nrecs * (Py_ssize_t)sizeof(ftf_rec),
+						     (const char *)(kp->extras ? (void *)kp->extras : (void *)""),
+						     (Py_ssize_t)kp->nextras * (Py_ssize_t)sizeof(ftf_rec_extra));
+			else
+				item = Py_BuildValue("(KOOOO)", (unsigned long long)kp->sample, Py_None, Py_None,
+						     Py_None, Py_None);
+
 			if (!item || PyList_Append(slow, item) < 0) {
 				Py_XDECREF(item);
 				return -1;
@@ -962,9 +949,11 @@ PyMODINIT_FUNC PyInit__core(void)
 		return NULL;
 	PyModule_AddIntConstant(m, "HIST_BUCKETS", FTF_HIST_BUCKETS);
 	PyModule_AddIntConstant(m, "NODE_COLS", NODE_COLS);
+	PyModule_AddIntConstant(m, "TREE_MAX_CALLS", FTF_TREE_MAX_RECS);
 	if (add_names(m, "NODE_COLUMNS", node_columns, NODE_COLS) < 0 ||
 	    add_names(m, "SAMPLE_COLUMNS", sample_columns, SAMPLE_COLS) < 0 ||
-	    add_names(m, "CALL_COLUMNS", rec_columns, REC_COLS) < 0) {
+	    add_names(m, "CALL_RECORD", rec_fields, (int)(sizeof(rec_fields) / sizeof(rec_fields[0]))) < 0 ||
+	    add_names(m, "CALL_EXTRAS", rec_extra_fields, FTF_EX_FIELDS) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

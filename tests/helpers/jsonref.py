@@ -275,7 +275,8 @@ def root_call_objects(p: Profile) -> list:
     for i, row in enumerate(s.tolist()):
         node, pid, cpu, flags, calltime, dur, desc, irq, off = row[:9]
         out.append({"name": names[i], "pid": pid, "cpu": cpu, "start_ns": calltime, "dur_ns": dur,
-                    "dur_corr_ns": round(float(cr.sample_dur[i]), 1),
+                    # a gap root call is left out of corrected figures: none
+                    "dur_corr_ns": None if flags & SAMPLE_GAP else round(float(cr.sample_dur[i]), 1),
                     "operation": p.operations[ops[i]] if ops[i] >= 0 else None, "descendants": desc,
                     "irq_ns": irq, "offcpu_ns": off if _offcpu_known(p) else None, "gap": bool(flags & SAMPLE_GAP),
                     "partial": bool(flags & SAMPLE_PARTIAL), "irq": bool(flags & SAMPLE_IRQ)})
