@@ -8,6 +8,10 @@ and peak RSS of
   * ftflame parse only                      (read + call builder, no rendering)
   * both again with --slowest 0             (no slowest calls' trees kept: their cost)
   * trace-cmd report > /dev/null            (what users run today)
+  * the read taken apart (builtin reader)   (decoding alone, FTFLAME_BENCH_DECODE_ONLY=1;
+                                             decoding + builder on one thread; both threads;
+                                             the builder alone is the difference)
+  * zstd -d of the file's chunks            (bench/zstd_floor.py: the machine's floor, both cores)
   * bench/bare_iter                         (bare libtracecmd iteration + decode:
                                              the floor for any libtracecmd reader)
 Runs are interleaved and repeated; the table shows the best run and the
@@ -17,9 +21,10 @@ A second table times `ftflame report` on a generated text trace with many
 distinct root functions (--roots, 100k by default; 0: none), the shape that
 once made the balance sheet quadratic; the budget is 5 s.
 
-A third table: each reader's peak RSS and time on the first trace and on
-it made --lengths times as long (bench/longer.py: its pages repeated later
-in time), beside trace-cmd report's: flat memory means the same peak.
+A third table: each reader's JSON report and the default reader's text
+report, peak RSS, wall and CPU time and the ratio to trace-cmd report's, on
+the first trace and on it made --lengths times as long (bench/longer.py: its
+pages repeated later in time): flat memory means the same peak.
 
 A fourth compares `ftflame diff` of 2 x 3 curated fixture runs with reporting
 the six one after the other (--no-diff: none); the target is under 1.5x.
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -61,9 +67,13 @@ def build_bare() -> None:
 
 
 def measure(cmd, stdout=subprocess.DEVNULL):
-    """(wall seconds, peak RSS MiB, CPU seconds user+sys) of one run of cmd."""
+    """(wall seconds, peak RSS MiB, CPU seconds user+sys) of one run of cmd;
+    a cmd of the form ({VAR: value}, [argv]) runs with those variables set."""
+    env = None
+    if isinstance(cmd, tuple):
+        env, cmd = {**os.environ, **cmd[0]}, cmd[1]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, env=env)
     _, status, ru = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     err = proc.stderr.read().decode(errors="replace")
@@ -122,12 +132,14 @@ def length_rows(trace: str, times: int, tmp: str, reps: int) -> list:
     subprocess.run([PY, os.path.join(ROOT, "bench", "longer.py"), trace, str(times), long_trace, "--zstd"],
                    check=True, stdout=subprocess.DEVNULL)
     rows = []
-    for name, opt in [*((f"ftflame report --format json ({r})", o) for r, o in readers().items()),
-                      ("trace-cmd report > /dev/null", None)]:
+    default_reader, default_opt = next(iter(readers().items()))
+    for name, opt, fmt in [*((f"ftflame report --format json ({r})", o, "json") for r, o in readers().items()),
+                           (f"ftflame report --format txt ({default_reader})", default_opt, "txt"),
+                           ("trace-cmd report > /dev/null", None, None)]:
         runs = []
         for path in (trace, long_trace):
             cmd = ["trace-cmd", "report", path] if opt is None else \
-                [PY, "-m", "ftflame.cli", "report", "-q", path, *opt, "-o", os.path.join(tmp, "l.json")]
+                [PY, "-m", "ftflame.cli", "report", "-q", path, *opt, "-o", os.path.join(tmp, f"l.{fmt}")]
             runs.append(min(measure(cmd) for _ in range(reps)))
         rows.append((name, runs[0], runs[1]))
     os.unlink(long_trace)
@@ -186,6 +198,25 @@ def main() -> int:
             "trace-cmd report > /dev/null": ["trace-cmd", "report", trace],
             "bare libtracecmd iteration": [BARE, trace],
         })
+        if default_reader == "builtin":
+            # the read taken apart: the builtin reader's decoding alone (the
+            # builder fed nothing), and decoding + builder on one thread (the
+            # builder alone is the difference); and the machine's floor: the
+            # file's zstd chunks decompressed by zstd, a process per CPU
+            # stream, both cores
+            raw = [PY, "-c", "import os, sys; from ftflame.parse import _core; "
+                   "_core.read_dat_builtin(os.fsencode(sys.argv[1]))", trace]
+            cmds["read: decoding alone (builtin, no builder)"] = ({"FTFLAME_BENCH_DECODE_ONLY": "1"}, raw)
+            cmds["read: decoding + builder on one thread"] = ({"FTFLAME_THREADS": "1"}, raw)
+            cmds["read: decoding + builder, two threads"] = raw
+            if shutil.which("zstd"):
+                # split in a child: a child's peak RSS (wait4) starts from its
+                # parent's at fork, so the bench process must stay small
+                zdir = tempfile.mkdtemp(dir=tmp)
+                floor = subprocess.run([PY, os.path.join(ROOT, "bench", "zstd_floor.py"), trace, zdir],
+                                       check=True, capture_output=True, text=True).stdout.strip()
+                if floor != "not zstd":
+                    cmds["zstd -d of its chunks alone (both cores)"] = shlex.split(floor)
         best = {k: (float("inf"), 0.0, 0.0) for k in cmds}
         for _ in range(args.reps):
             for name, cmd in cmds.items():
@@ -210,15 +241,27 @@ def main() -> int:
     for trace, size, name, wall, cpu, rss, vs_bare, speedup, speedup_cpu in rows:
         print(f"| {trace} | {size} | {name} | {wall:.2f} | {cpu:.2f} | {rss:.0f} | {vs_bare:.2f} | "
               f"{speedup:.1f} | {speedup_cpu:.1f} |")
+    for trace, _, best in slow:
+        dec, one = best.get("read: decoding alone (builtin, no builder)"), best.get("read: decoding + builder on one thread")
+        if dec and one:
+            # CPU time: the two stages' own cost, whatever the load does to wall times
+            print(f"\n{trace}: the read's stages alone, CPU s: decoding {dec[2]:.2f}, builder "
+                  f"{one[2] - dec[2]:.2f} (decoding + builder on one thread {one[2]:.2f}, minus decoding; "
+                  "both include the interpreter's start)")
     if args.lengths:
         trace = args.traces[0]
         print()
-        print(f"| {os.path.basename(os.path.dirname(trace))} | wall s (1x) | peak RSS MiB (1x) | "
-              f"wall s ({args.lengths}x) | peak RSS MiB ({args.lengths}x) | RSS {args.lengths}x / 1x |")
-        print("|---|---:|---:|---:|---:|---:|")
-        for name, one, more in length_rows(trace, args.lengths, tmp, min(args.reps, 3)):
-            print(f"| {name} | {one[0]:.2f} | {one[1]:.0f} | {more[0]:.2f} | {more[1]:.0f} | "
-                  f"{more[1] / one[1]:.2f} |")
+        lrows = length_rows(trace, args.lengths, tmp, min(args.reps, 3))
+        tcr1, tcrn = lrows[-1][1], lrows[-1][2]
+        print(f"| {os.path.basename(os.path.dirname(trace))} | wall s (1x) | CPU s (1x) | peak RSS MiB (1x) | "
+              f"trace-cmd / this, wall (CPU) (1x) | wall s ({args.lengths}x) | CPU s ({args.lengths}x) | "
+              f"peak RSS MiB ({args.lengths}x) | trace-cmd / this, wall (CPU) ({args.lengths}x) | "
+              f"RSS {args.lengths}x / 1x |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for name, one, more in lrows:
+            print(f"| {name} | {one[0]:.2f} | {one[2]:.2f} | {one[1]:.0f} | "
+                  f"{tcr1[0] / one[0]:.1f} ({tcr1[2] / one[2]:.1f}) | {more[0]:.2f} | {more[2]:.2f} | "
+                  f"{more[1]:.0f} | {tcrn[0] / more[0]:.1f} ({tcrn[2] / more[2]:.1f}) | {more[1] / one[1]:.2f} |")
     print()
     # the target (issue 16): under +20 MiB of peak RSS and +10% of time on
     # the big trace; CPU time is the figure a loaded machine moves least

@@ -19,7 +19,8 @@ check_core_columns(_core)  # the core's tables are read by these names
 
 
 def from_core_result(res: dict, info: TraceInfo) -> Profile:
-    nodes = np.frombuffer(res["nodes"], dtype=np.int64).reshape(-1, len(NODE_COLUMNS))
+    # column after column in C: (rows, columns) in Fortran order, each column contiguous
+    nodes = np.frombuffer(res["nodes"], dtype=np.int64).reshape(len(NODE_COLUMNS), -1).T
     samples = np.frombuffer(res["samples"], dtype=np.int64).reshape(-1, len(SAMPLE_COLUMNS))
     counters = dict(res["counters"])
     warnings = []

@@ -13,7 +13,7 @@ import numpy as np
 
 from ftflame import __version__, _model
 from ftflame.correct import corrections, uncertainty
-from ftflame.model.profile import NODE_COLUMNS, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
+from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
 from ._rowfmt import format_rows
 from .callsjson import hot_json, operations_json, slowest_json_parts
@@ -242,10 +242,8 @@ def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
     sorted by inclusive time, then name) and tail, for p.nrows > 0 rows."""
     pre, depth = tree_order(p)
     n = p.nrows
-    nodes = np.take(p.nodes, pre, axis=0)  # the node table in pre-order
-
-    def col(name):  # read in place by format_rows
-        return nodes[:, NODE_COLUMNS.index(name)]
+    def col(name):  # in pre-order, one column at a time: not the whole node table copied
+        return p.col(name)[pre]
 
     calls = col("calls")
     incl_pct, excl_pct = (x[pre] for x in p.node_percentiles)

@@ -261,8 +261,9 @@ def test_json_streamed_to_a_file_equals_stdout(tmp_path):
 
 
 def test_command_entry_point_tunes_malloc_and_exits_cleanly(tmp_path):
-    """`ftflame` is cli.run: main() after keep_freed_memory(), then
-    os._exit with the streams flushed: output complete, exit code kept."""
+    """`ftflame` is cli.run: main(), then os._exit with the streams
+    flushed: output complete, exit code kept. keep_freed_memory() (no longer
+    called by the command) still takes effect under glibc."""
     from ftflame import _alloc
 
     # glibc takes the setting; an interposed allocator (ASan's, preloaded by

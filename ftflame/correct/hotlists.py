@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ftflame.model.profile import Profile
+from ftflame.model.profile import Profile, top_rows
 
 HOT_TOP = 10
 
@@ -42,7 +42,7 @@ def hot_paths(p: Profile, top: int = HOT_TOP) -> list:
     c = p.corrected_or_raw
     self_ns = np.asarray(c.excl, dtype=np.float64)
     total = float(np.maximum(self_ns, 0).sum()) or 1.0
-    rows = np.argsort(-self_ns, kind="stable")[:top]
+    rows = top_rows(self_ns, top)
     return [HotRow(int(r), _path_name(p, int(r)), int(c.calls[r]), float(self_ns[r]), float(self_ns[r]) / total,
                    tuple(p.path(int(r)))) for r in rows.tolist() if self_ns[r] > 0]
 
@@ -59,6 +59,6 @@ def offcpu_paths(p: Profile, top: int = HOT_TOP):
     has = parent >= 0
     own = off - np.bincount(parent[has], weights=off[has], minlength=p.nrows)
     total = float(np.maximum(own, 0).sum()) or 1.0
-    rows = np.argsort(-own, kind="stable")[:top]
+    rows = top_rows(own, top)
     return [HotRow(int(r), _path_name(p, int(r)), int(p.col("calls")[r]), float(own[r]), float(own[r]) / total,
                    tuple(p.path(int(r)))) for r in rows.tolist() if own[r] > 0]

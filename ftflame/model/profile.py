@@ -99,6 +99,26 @@ HIST_SUB = 16
 HIST_RESOLUTION = 1.0 / HIST_SUB  # worst-case bucket width relative to its value
 
 
+def stable_order(keys: np.ndarray) -> np.ndarray:
+    """np.argsort(keys, kind="stable") of integer keys, the same order: keys
+    that fit 16 bits (depths, function ids) are sorted as such, by radix in
+    numpy (125k rows: 2 ms against 12 ms)."""
+    if len(keys) and keys.min() >= 0 and keys.max() < 1 << 16:
+        keys = keys.astype(np.uint16)
+    return np.argsort(keys, kind="stable")
+
+
+def top_rows(values: np.ndarray, top: int) -> np.ndarray:
+    """np.argsort(-values, kind="stable")[:top], the same rows in the same
+    order, without sorting every value: only those not below the top-th
+    largest are sorted (hot lists of 125k call paths)."""
+    if top <= 0 or len(values) <= top or np.isnan(values).any():
+        return np.argsort(-values, kind="stable")[:max(top, 0)]
+    floor = np.partition(values, len(values) - top)[len(values) - top]
+    cand = np.flatnonzero(values >= floor)  # row order: ties stay in it
+    return cand[np.argsort(-values[cand], kind="stable")[:top]]
+
+
 def hist_lower(bucket: np.ndarray) -> np.ndarray:
     """Lower bound in ns of histogram buckets (vectorised ftf_hist_lower)."""
     b = np.asarray(bucket, dtype=np.int64)
@@ -321,7 +341,7 @@ class Profile:
         """Rows grouped by depth (roots first): a top-down or bottom-up pass
         over the tree is one vectorised step per level."""
         depth = self.col("depth")
-        order = np.argsort(depth, kind="stable")
+        order = stable_order(depth)
         bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2 if self.nrows else 0))
         return tuple(order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1))
 
@@ -458,7 +478,7 @@ class Children:
     def __init__(self, parent: np.ndarray):
         n = len(parent)
         key = np.where(parent < 0, n, parent)
-        self._order = np.argsort(key, kind="stable")
+        self._order = stable_order(key)
         self._start = np.concatenate(([0], np.cumsum(np.bincount(key, minlength=n + 1))))
         self._n = n
 
@@ -476,7 +496,7 @@ class Grouping:
     integers: sort once, then reduceat (np.add.at is ten times slower)."""
 
     def __init__(self, keys: np.ndarray, ngroups: int):
-        self.order = np.argsort(keys, kind="stable")
+        self.order = stable_order(keys)
         sk = keys[self.order]
         lo = np.searchsorted(sk, np.arange(ngroups), side="left")
         hi = np.searchsorted(sk, np.arange(ngroups), side="right")

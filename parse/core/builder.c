@@ -134,49 +134,44 @@ int ftf_hist_add(ftf_hist *h, uint32_t bucket)
 		h->dense[bucket]++;
 		return 0;
 	}
+	ftf_hist_entry *e = h->entries ? h->entries : h->first;
 	for (uint16_t i = 0; i < h->n; i++) {
-		if (h->keys[i] == bucket) {
-			h->vals[i]++;
-			if (i > 0 && h->vals[i] > h->vals[i - 1]) {
+		if (e[i].bucket == bucket) {
+			e[i].count++;
+			if (i > 0 && e[i].count > e[i - 1].count) {
 				/* keep frequent buckets first: most searches end early */
-				uint16_t k = h->keys[i - 1];
-				uint32_t v = h->vals[i - 1];
-				h->keys[i - 1] = h->keys[i];
-				h->vals[i - 1] = h->vals[i];
-				h->keys[i] = k;
-				h->vals[i] = v;
+				ftf_hist_entry x = e[i - 1];
+				e[i - 1] = e[i];
+				e[i] = x;
 			}
 			return 0;
 		}
 	}
-	if (h->n == h->cap) {
-		if (h->cap >= FTF_HIST_SPARSE_MAX) {
+	uint16_t cap = h->entries ? h->cap : FTF_HIST_INLINE;
+	if (h->n == cap) {
+		if (cap >= FTF_HIST_SPARSE_MAX) {
 			uint32_t *d = calloc(FTF_HIST_BUCKETS, sizeof(*d));
 			if (!d)
 				return -1;
 			for (uint16_t i = 0; i < h->n; i++)
-				d[h->keys[i]] = h->vals[i];
+				d[e[i].bucket] = e[i].count;
 			d[bucket]++;
-			free(h->keys);
-			free(h->vals);
-			h->keys = NULL;
-			h->vals = NULL;
+			free(h->entries);
+			h->entries = NULL;
 			h->dense = d;
 			return 0;
 		}
-		uint16_t cap = h->cap ? h->cap * 2 : 4;
-		uint16_t *k = realloc(h->keys, cap * sizeof(*k));
-		if (!k)
+		cap *= 2;
+		ftf_hist_entry *grown = realloc(h->entries, cap * sizeof(*grown));
+		if (!grown)
 			return -1;
-		h->keys = k;
-		uint32_t *v = realloc(h->vals, cap * sizeof(*v));
-		if (!v)
-			return -1;
-		h->vals = v;
+		if (!h->entries) /* out of the histogram itself */
+			memcpy(grown, h->first, h->n * sizeof(*grown));
+		h->entries = e = grown;
 		h->cap = cap;
 	}
-	h->keys[h->n] = (uint16_t)bucket;
-	h->vals[h->n++] = 1;
+	e[h->n].bucket = (uint16_t)bucket;
+	e[h->n++].count = 1;
 	return 0;
 }
 
@@ -184,17 +179,17 @@ uint32_t ftf_hist_count(const ftf_hist *h, uint32_t bucket)
 {
 	if (h->dense)
 		return h->dense[bucket];
+	const ftf_hist_entry *e = ftf_hist_sparse(h);
 	for (uint16_t i = 0; i < h->n; i++)
-		if (h->keys[i] == bucket)
-			return h->vals[i];
+		if (e[i].bucket == bucket)
+			return e[i].count;
 	return 0;
 }
 
 void ftf_hist_free(ftf_hist *h)
 {
 	free(h->dense);
-	free(h->keys);
-	free(h->vals);
+	free(h->entries);
 	memset(h, 0, sizeof(*h));
 }
 
@@ -250,6 +245,7 @@ typedef struct {
 
 typedef struct {
 	uint32_t node, func;
+	uint32_t last_child; /* the node of the call entered last under this one, FTF_NONE */
 	int64_t depth;
 	uint64_t child_incl;  /* raw inclusive time of completed children */
 	uint64_t calls_at;    /* task counters when the frame was pushed */
@@ -328,11 +324,15 @@ static int tasks_grow(ftf_builder *b)
 
 static ftf_task *task_find(ftf_builder *b, uint64_t key, int create)
 {
+	/* runs of events come from one task: its slot need not be searched */
+	if (b->last_task && b->last_task->key == key)
+		return b->last_task;
+	ftf_task *t = NULL;
 	if (b->ntask_slots) {
 		uint32_t s = ftf_mix64(key) & (b->ntask_slots - 1);
 		while (b->tasks[s]) {
 			if (b->tasks[s]->key == key)
-				return b->tasks[s];
+				return b->last_task = b->tasks[s];
 			s = (s + 1) & (b->ntask_slots - 1);
 		}
 	}
@@ -340,7 +340,7 @@ static ftf_task *task_find(ftf_builder *b, uint64_t key, int create)
 		return NULL;
 	if ((b->ntasks + 1) * 2 > b->ntask_slots && tasks_grow(b) < 0)
 		return NULL;
-	ftf_task *t = calloc(1, sizeof(*t));
+	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
 	t->key = key;
@@ -349,7 +349,7 @@ static ftf_task *task_find(ftf_builder *b, uint64_t key, int create)
 		s = (s + 1) & (b->ntask_slots - 1);
 	b->tasks[s] = t;
 	b->ntasks++;
-	return t;
+	return b->last_task = t;
 }
 
 int ftf_builder_rename_task(ftf_builder *b, int32_t old_pid, int32_t new_pid, int32_t cpu)
@@ -438,6 +438,7 @@ static uint32_t node_child(ftf_builder *b, uint32_t parent, uint32_t func, int i
 	memset(n, 0, sizeof(*n));
 	n->parent = parent;
 	n->func = func;
+	n->first_child_hint = n->next_sibling_hint = FTF_NONE;
 	sums_init_minmax(n);
 	if (parent != FTF_NONE && (b->nodes[parent].flags & FTF_NODE_PARTIAL))
 		n->flags |= FTF_NODE_PARTIAL;
@@ -447,6 +448,30 @@ static uint32_t node_child(ftf_builder *b, uint32_t parent, uint32_t func, int i
 oom:
 	b->oom = 1;
 	return FTF_NONE;
+}
+
+/* node_child for a call entered under the open frame pf, looked up through
+ * the hints first (ftf_node: the child that followed the frame's last child
+ * the last time); the hints learn the answer. */
+static uint32_t frame_child(ftf_builder *b, ftf_frame *pf, uint32_t func, int irq)
+{
+	uint32_t parent = pf->node;
+	if (parent == FTF_NONE)
+		return node_child(b, parent, func, irq);
+	uint32_t c = pf->last_child == FTF_NONE ? b->nodes[parent].first_child_hint
+						: b->nodes[pf->last_child].next_sibling_hint;
+	if (c == FTF_NONE || b->nodes[c].func != func || !(b->nodes[c].flags & FTF_NODE_IRQ) != !irq) {
+		c = node_child(b, parent, func, irq);
+		if (c == FTF_NONE)
+			return c;
+		/* after node_child: it may have moved b->nodes */
+		if (pf->last_child == FTF_NONE)
+			b->nodes[parent].first_child_hint = c;
+		else
+			b->nodes[pf->last_child].next_sibling_hint = c;
+	}
+	pf->last_child = c;
+	return c;
 }
 
 static uint32_t partial_root(ftf_builder *b)
@@ -737,16 +762,15 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	int in_irq = own_irq || parent_irq;
 	irq_root = in_irq && !parent_irq;
 
-	uint32_t parent;
+	uint32_t node;
 	if (lparent != FTF_NONE) {
-		parent = t->stack[lparent].node;
+		node = frame_child(b, &t->stack[lparent], ev->func, in_irq);
 	} else if (ev->depth > 0) {
 		b->c.partial_entries++;
-		parent = partial_root(b);
+		node = node_child(b, partial_root(b), ev->func, in_irq);
 	} else {
-		parent = FTF_NONE;
+		node = node_child(b, FTF_NONE, ev->func, in_irq);
 	}
-	uint32_t node = node_child(b, parent, ev->func, in_irq);
 	if (node != FTF_NONE && irq_root && lparent != FTF_NONE)
 		b->nodes[node].flags |= FTF_NODE_IRQ_ROOT;
 	ftf_frame *f = task_push(t);
@@ -755,6 +779,7 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 		return;
 	}
 	f->node = node;
+	f->last_child = FTF_NONE;
 	f->func = ev->func;
 	f->depth = ev->depth;
 	f->child_incl = 0;

@@ -76,12 +76,28 @@ uint64_t ftf_hist_lower(uint32_t bucket);
 /* Sparse until it holds FTF_HIST_SPARSE_MAX distinct buckets, then dense:
  * most call paths see few calls, and memory must stay O(call paths). */
 #define FTF_HIST_SPARSE_MAX 32
+/* A sparse bucket and its count side by side: one cache line holds
+ * several, where separate key and count arrays cost two misses per call. */
+typedef struct {
+	uint16_t bucket;
+	uint32_t count;
+} ftf_hist_entry;
+/* The first few buckets are kept in the histogram itself (inside the node):
+ * most call paths see a handful of distinct durations, and a separate block
+ * cost a cache miss per call on each of them. */
+#define FTF_HIST_INLINE 4
 typedef struct {
 	uint32_t *dense;
-	uint16_t *keys;
-	uint32_t *vals;
-	uint16_t n, cap;
+	ftf_hist_entry *entries; /* sparse beyond FTF_HIST_INLINE buckets, NULL: in `first` */
+	uint16_t n, cap;         /* cap: of entries */
+	ftf_hist_entry first[FTF_HIST_INLINE]; /* sparse up to FTF_HIST_INLINE: most frequent first */
 } ftf_hist;
+
+/* The sparse buckets (n of them) of a histogram that is not dense. */
+static inline const ftf_hist_entry *ftf_hist_sparse(const ftf_hist *h)
+{
+	return h->entries ? h->entries : h->first;
+}
 int ftf_hist_add(ftf_hist *h, uint32_t bucket);
 uint32_t ftf_hist_count(const ftf_hist *h, uint32_t bucket);
 void ftf_hist_free(ftf_hist *h);
@@ -106,16 +122,27 @@ enum ftf_node_flags {
 	FTF_NODE_PARTIAL = 4,  /* under the (partial) root: ancestors unknown */
 };
 
+/* Fields in the order a completed call touches them: what node_add writes
+ * for every call first (a few cache lines per call over a table of 30+ MB),
+ * what only some calls touch after. */
 typedef struct {
 	uint32_t parent; /* FTF_NONE for a root */
 	uint32_t func;
 	uint32_t flags;
+	/* Child lookup hints (node_child): the child path entered first under
+	 * this path's last call, and the sibling entered after this path's last
+	 * call under the same parent; FTF_NONE: none yet. Calls under a path
+	 * mostly repeat the same sequence, so the next child is usually the
+	 * hint and the node map (a cache miss or two) is not searched. */
+	uint32_t first_child_hint, next_sibling_hint;
 	ftf_sums all;    /* every completed call */
+	uint64_t incl_min, incl_max;
+	int64_t excl_min, excl_max;
+	ftf_hist hist_incl;     /* inclusive time of every call */
+	ftf_hist hist_excl;     /* exclusive time (negative values in bucket 0) */
 	ftf_sums gap;    /* the subset left out of corrected statistics: calls that span a
 			  * lost-event gap, overrun or lost exit, or whose root call does
 			  * or never completes (see the root journal in builder.c) */
-	uint64_t incl_min, incl_max;
-	int64_t excl_min, excl_max;
 	uint64_t migrated;      /* calls that ended on another CPU than they began */
 	uint64_t open_end;      /* entries still open when the trace ended */
 	uint64_t unterminated;  /* entries whose exit never came (lost) */
@@ -125,8 +152,6 @@ typedef struct {
 	 * incl + unowned_child_incl == excl + sum of children's incl. */
 	int64_t unowned_child_incl;
 	uint64_t irq_early;     /* irqs in a child's push window that could not be moved into it */
-	ftf_hist hist_incl;     /* inclusive time of every call */
-	ftf_hist hist_excl;     /* exclusive time (negative values in bucket 0) */
 } ftf_node;
 
 #define FTF_NONE UINT32_MAX
@@ -320,6 +345,7 @@ typedef struct {
 	uint64_t dur_total; /* all durations fed so far (FTF_DURATION_BUDGET_NS) */
 	uint32_t nfunc_irq;
 	ftf_task *cur_task; /* the task of the event being fed */
+	ftf_task *last_task; /* the task task_find found last (compared by key) */
 	/* per CPU: the task whose sched_switch-out came last and which may
 	 * still record the tail of __schedule() before the switch happens */
 	ftf_task *cpu_tail[FTF_MAX_CPUS];

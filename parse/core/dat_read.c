@@ -18,6 +18,8 @@ typedef struct {
 	ftf_dat_meta *meta;
 	ftf_u64map addr_ids; /* function address -> function id + 1 */
 	int swap;
+	int decode_only; /* FTFLAME_BENCH_DECODE_ONLY=1: batches dropped unbuilt (bench/run.py
+			  * times the decoding alone, and the builder as the rest) */
 } decoder;
 
 static inline uint64_t field(const decoder *d, const dat_field *fl, const uint8_t *data, uint32_t size)
@@ -133,7 +135,7 @@ static void decode_record(decoder *d, const dat_stream *s, batch *out)
 /* The builder's side: a batch's function ids, then the builder. */
 static void build_batch(decoder *d, batch *bt)
 {
-	for (uint32_t i = 0; i < bt->n; i++) {
+	for (uint32_t i = 0; i < bt->n && !d->decode_only; i++) {
 		ftf_event *ev = &bt->ev[i];
 		if (ev->kind == FTF_EV_ENTRY || ev->kind == FTF_EV_EXIT)
 			ev->func = func_id(d, bt->addr[i]);
@@ -377,7 +379,9 @@ static int decode_all(pipeline *p, dat_stream *s, merge *m, batch *cur, progress
 static int read_streams(dat_file *f, ftf_builder *b, ftf_dat_meta *meta, ftf_dat_damage *dmg,
 			ftf_progress_fn progress_fn, void *progress_ctx, char *err, size_t errlen)
 {
-	decoder d = { .f = f, .b = b, .meta = meta, .swap = f->swap };
+	const char *decode_only = getenv("FTFLAME_BENCH_DECODE_ONLY");
+	decoder d = { .f = f, .b = b, .meta = meta, .swap = f->swap,
+		      .decode_only = decode_only && strcmp(decode_only, "1") == 0 };
 	uint32_t n = f->ncpu;
 	dat_stream *s = calloc(n ? n : 1, sizeof(*s));
 	uint32_t *live = calloc(n ? n : 1, sizeof(*live)); /* streams with a record waiting */

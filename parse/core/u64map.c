@@ -3,32 +3,26 @@
 
 #include "u64map.h"
 
-static void place(uint64_t *keys, uint64_t *vals, uint32_t nslots, uint64_t key, uint64_t val)
+static void place(ftf_u64slot *slots, uint32_t nslots, uint64_t key, uint64_t val)
 {
 	uint32_t s = (uint32_t)ftf_mix64(key) & (nslots - 1);
-	while (vals[s])
+	while (slots[s].val)
 		s = (s + 1) & (nslots - 1);
-	keys[s] = key;
-	vals[s] = val;
+	slots[s].key = key;
+	slots[s].val = val;
 }
 
 static int grow(ftf_u64map *m)
 {
 	uint32_t nslots = m->nslots ? m->nslots * 2 : 1024;
-	uint64_t *keys = malloc(nslots * sizeof(*keys));
-	uint64_t *vals = calloc(nslots, sizeof(*vals));
-	if (!keys || !vals) {
-		free(keys);
-		free(vals);
+	ftf_u64slot *slots = calloc(nslots, sizeof(*slots));
+	if (!slots)
 		return -1;
-	}
 	for (uint32_t i = 0; i < m->nslots; i++)
-		if (m->vals[i])
-			place(keys, vals, nslots, m->keys[i], m->vals[i]);
-	free(m->keys);
-	free(m->vals);
-	m->keys = keys;
-	m->vals = vals;
+		if (m->slots[i].val)
+			place(slots, nslots, m->slots[i].key, m->slots[i].val);
+	free(m->slots);
+	m->slots = slots;
 	m->nslots = nslots;
 	return 0;
 }
@@ -38,24 +32,22 @@ int ftf_u64map_put(ftf_u64map *m, uint64_t key, uint64_t val)
 	if ((m->n + 1) * 2 > m->nslots && grow(m) < 0)
 		return -1;
 	uint32_t s = (uint32_t)ftf_mix64(key) & (m->nslots - 1);
-	while (m->vals[s]) {
-		if (m->keys[s] == key) {
-			m->vals[s] = val;
+	while (m->slots[s].val) {
+		if (m->slots[s].key == key) {
+			m->slots[s].val = val;
 			return 0;
 		}
 		s = (s + 1) & (m->nslots - 1);
 	}
-	m->keys[s] = key;
-	m->vals[s] = val;
+	m->slots[s].key = key;
+	m->slots[s].val = val;
 	m->n++;
 	return 0;
 }
 
 void ftf_u64map_free(ftf_u64map *m)
 {
-	free(m->keys);
-	free(m->vals);
-	m->keys = NULL;
-	m->vals = NULL;
+	free(m->slots);
+	m->slots = NULL;
 	m->n = m->nslots = 0;
 }

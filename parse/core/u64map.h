@@ -7,9 +7,14 @@
 
 #include <stdint.h>
 
+/* A key beside its value: a probe touches one cache line, not two. */
 typedef struct {
-	uint64_t *keys;
-	uint64_t *vals;
+	uint64_t key;
+	uint64_t val; /* 0: empty slot */
+} ftf_u64slot;
+
+typedef struct {
+	ftf_u64slot *slots;
 	uint32_t n, nslots; /* nslots: 0 or a power of two */
 } ftf_u64map;
 
@@ -28,9 +33,9 @@ static inline uint64_t ftf_u64map_get(const ftf_u64map *m, uint64_t key)
 	if (!m->nslots)
 		return 0;
 	uint32_t s = (uint32_t)ftf_mix64(key) & (m->nslots - 1);
-	while (m->vals[s]) {
-		if (m->keys[s] == key)
-			return m->vals[s];
+	while (m->slots[s].val) {
+		if (m->slots[s].key == key)
+			return m->slots[s].val;
 		s = (s + 1) & (m->nslots - 1);
 	}
 	return 0;
