@@ -29,7 +29,7 @@ def func(p, name):
 
 ALL = ["lost-events", "orphan-exit-at-start", "open-at-end", "nested-hardirq", "migration",
        "exit-only", "max-depth", "off-cpu", "lost-exit", "idle-pid0", "irq-after-return",
-       "irq-before-entry"]
+       "irq-before-entry", "irq-in-pop-window"]
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -153,6 +153,24 @@ def test_irq_after_return_belongs_to_caller():
     assert val(p, "irq", "parent") == 50
     assert val(p, "excl", "parent") == 300 - 90 - 50
     assert val(p, "calls", "parent", "__sysvec_apic_timer_interrupt") == 1
+
+
+def test_irq_in_pop_window_before_rettime_moves_into_the_call():
+    """The irq's events have child's depth (the depth was lowered at the pop)
+    but came before child's exit, and began before child's rettime: child's
+    duration holds it, so it is child's, not a second child of parent's."""
+    p = load("irq-in-pop-window")
+    irq = 10 + 48 + 8  # irq_enter_rcu, __sysvec_apic_timer_interrupt, irq_exit_rcu
+    assert val(p, "incl", "parent", "child") == 130
+    assert val(p, "irq", "parent", "child") == irq
+    assert val(p, "irq_calls", "parent", "child") == 4
+    assert val(p, "excl", "parent", "child") == 130 - 20 - irq
+    assert val(p, "excl", "parent") == 150 - 130  # was 150 - 130 - 66: the irq twice
+    assert val(p, "irq", "parent") == irq
+    # the irq nodes stay where the events put them; the tree still adds up
+    assert val(p, "unowned_child_incl", "parent") == irq
+    assert val(p, "unowned_child_incl", "parent", "child") == -irq
+    assert p.counters["irq_outside_window"] == 3  # one per irq subtree, as before
 
 
 def test_irq_before_entry_moves_into_the_call():

@@ -265,6 +265,11 @@ typedef struct {
 	 * this call's window (known at the exit, from calltime) */
 	uint8_t adopt_valid;
 	uint64_t adopt_calltime, adopt_dur, adopt_calls;
+	/* irqs taken after this call's return popped the shadow stack but before
+	 * its exit event (written at this call's depth, so placed under the
+	 * caller): moved here at the exit if they ran before its rettime */
+	uint8_t popwin_valid;
+	uint64_t popwin_start, popwin_end, popwin_dur, popwin_calls;
 	uint64_t last_ret; /* rettime of the last child, 0: none (sibling gaps) */
 	uint32_t rec;          /* the call's record in the task's open tree (calls.c) */
 	uint64_t irq_roots_at; /* task's irq_roots when the frame was pushed */
@@ -796,6 +801,7 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	f->has_last_irq = 0;
 
 	f->adopt_valid = 0;
+	f->popwin_valid = 0;
 
 	if (!in_irq && t->n >= 2 && t->stack[t->n - 2].has_last_irq) {
 		/* Interrupts completed just before this entry may have run inside
@@ -834,6 +840,28 @@ static uint64_t bounded_dur(ftf_builder *b, uint64_t dur)
 	return d;
 }
 
+/* An irq subtree completed in the pop window of the frame `f` (the one frame
+ * above the irq's caller): hold it on `f` until f's exit tells whether it ran
+ * before f's rettime. One interrupt often shows as several subtrees. */
+static void popwin_hold(ftf_frame *f, uint64_t calltime, uint64_t dur, uint64_t calls)
+{
+	if (f->irq)
+		return;
+	if (!f->popwin_valid) {
+		f->popwin_valid = 1;
+		f->popwin_start = calltime;
+		f->popwin_end = calltime + dur;
+		f->popwin_dur = 0;
+		f->popwin_calls = 0;
+	}
+	if (calltime < f->popwin_start)
+		f->popwin_start = calltime;
+	if (calltime + dur > f->popwin_end)
+		f->popwin_end = calltime + dur;
+	f->popwin_dur += dur;
+	f->popwin_calls += calls;
+}
+
 /* Pop the top frame as a completed call of duration dur. */
 static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu, uint64_t calltime)
 {
@@ -855,6 +883,23 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 		} else if (pf && pf->node != FTF_NONE && pf->last_irq_early) {
 			b->nodes[pf->node].irq_early++;
 		}
+	}
+	if (f.popwin_valid && !b->text_order && f.popwin_start >= calltime &&
+	    f.popwin_end <= calltime + dur) {
+		/* The irqs placed under the caller from this call's pop window ran
+		 * before its rettime was read (6.1 lowers the depth first): this
+		 * call's duration holds them. Move them here, or the caller counts
+		 * them twice. Their nodes stay under the caller's path (unowned). */
+		ftf_frame *pf = &t->stack[t->n - 1];
+		pf->child_incl -= f.popwin_dur;
+		f.child_incl += f.popwin_dur;
+		f.irq_at -= f.popwin_dur;
+		f.calls_at -= f.popwin_calls;
+		f.irq_calls_at -= f.popwin_calls;
+		if (pf->node != FTF_NONE)
+			b->nodes[pf->node].unowned_child_incl += (int64_t)f.popwin_dur;
+		if (f.node != FTF_NONE)
+			b->nodes[f.node].unowned_child_incl -= (int64_t)f.popwin_dur;
 	}
 	if (f.has_last_irq && !f.irq && !b->text_order && f.last_irq_calltime >= calltime + dur) {
 		/* The last irq under this call began after the call had returned
@@ -891,6 +936,8 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 			t->stack[k].irq_calls_at += dcalls + 1;
 			t->stack[k].irq_at += dur;
 		}
+		if (f.lparent == t->n - 2)
+			popwin_hold(&t->stack[t->n - 1], calltime, dur, dcalls + 1);
 		parent = &t->stack[f.lparent];
 	}
 	if (parent) {
