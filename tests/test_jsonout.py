@@ -232,3 +232,30 @@ def test_tree_order_hand_made_forest():
         tree_preorder(np.array([5], dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
     empty = np.zeros(0, dtype=np.int64)
     assert tree_preorder(empty, empty, empty) == (b"", b"")
+
+
+@pytest.mark.parametrize("rel", [None] + SMALL_FIXTURES)
+def test_tree_written_in_chunks_is_the_whole_document(rel, monkeypatch):
+    """jsonout.write formats the `tree` rows a chunk at a time (its gathered
+    columns bounded, not 50 per call path): with chunks of 3 rows the file
+    is byte for byte the document render() makes at once, including the
+    per-column choices (means, exact rows past the fast paths) that a
+    chunk must make as the whole column does."""
+    path = SAMPLE if rel is None else fixture(rel)
+    p = corrected(profile_of(path), path)
+    chunks = []
+    real = jsonout.format_rows
+
+    def counting(template, nrows, *fd):
+        if fd:
+            chunks.append(nrows)
+        return real(template, nrows, *fd)
+
+    monkeypatch.setattr(jsonout, "format_rows", counting)
+    monkeypatch.setattr(jsonout, "TREE_CHUNK_ROWS", 3)
+    for q in ([p, extreme(p)] if rel is None else [p, profile_of(path)]):
+        chunks.clear()
+        assert written(q) == RENDERERS["json"].render(q)
+        assert sum(chunks) == q.nrows and max(chunks) <= 3
+        if q.nrows > 3:
+            assert len(chunks) > 1
