@@ -182,8 +182,11 @@ def _mean_text(sums: list, calls: list) -> list:
     return ["%r" % (round(s / c, 1) if c else 0.0) for s, c in zip(sums, calls)]
 
 
-def _raw_stats(t: _Template, sums, calls, mins, maxs, pcts):
-    """{sum,min,max,mean,p50,p90,p99} of stats_objects(), in row order."""
+def _raw_stats(t: _Template, sums, calls, mins, maxs, pcts, exact_mean=None):
+    """{sum,min,max,mean,p50,p90,p99} of stats_objects(), in row order.
+    exact_mean: whether every mean of the whole column (these rows may be
+    a chunk of it) prints as "%.1f" (_means_fit), decided once per column
+    so that a chunk writes its means as the whole column would."""
     has = calls != 0
     t.lit('{"sum":')
     t.col("i", sums)
@@ -193,8 +196,7 @@ def _raw_stats(t: _Template, sums, calls, mins, maxs, pcts):
     t.col("i", np.where(has, maxs, 0))
     t.lit(',"mean":')
     mean = np.divide(sums, calls, out=np.zeros(len(sums)), where=has)
-    if len(sums) and (sums.max() >= EXACT_INT or sums.min() <= -EXACT_INT or
-                      max(mean.max(), -mean.min()) >= REPR_SAFE):
+    if not (_means_fit(sums, calls, mean) if exact_mean is None else exact_mean):
         t.text(_mean_text(sums.tolist(), calls.tolist()))
     else:
         t.col("f1", mean)
@@ -204,23 +206,35 @@ def _raw_stats(t: _Template, sums, calls, mins, maxs, pcts):
     t.lit("}")
 
 
+def _means_fit(sums, calls, mean=None) -> bool:
+    """Whether the means sums / calls all print exactly as "%.1f" (the
+    sums below 2**53, the means below REPR_SAFE)."""
+    if not len(sums):
+        return True
+    if mean is None:
+        mean = np.divide(sums, calls, out=np.zeros(len(sums)), where=calls != 0)
+    return not (sums.max() >= EXACT_INT or sums.min() <= -EXACT_INT or
+                max(mean.max(), -mean.min()) >= REPR_SAFE)
+
+
 def _corr_stats(t: _Template, stats, calls, pre=None, repr_round: bool = False):
     """The corrected statistics objects of ftflame.correct.corrections.scaled_stats
     (computed once beside the Profile; calls: the clean calls they cover),
     in row order or in the order `pre`. repr_round: every value as
     json.dumps(round(x, 1)) (the functions' rows)."""
     cols, approx, ex, vals = stats
-    if pre is not None:
-        rank = np.empty(len(pre), dtype=np.int64)  # row -> position in pre-order
-        rank[pre] = np.arange(len(pre))
-        cols = [c[pre] for c in cols]
-        approx = approx[pre]
-        ex = {int(rank[r]): v for r, v in ex.items()}
     if ex:
         # exact rows were json.dumps(round(x, 1)): "%.1f" only when safe
+        # (decided over every row, a chunk of them writes as the whole would)
         unsafe = ~(np.abs(vals) < REPR_SAFE).all(axis=0)
     else:
         unsafe = np.zeros(len(cols), dtype=bool)
+    if pre is not None:
+        rank = np.full(len(approx), -1, dtype=np.int64)  # row -> position in pre
+        rank[pre] = np.arange(len(pre))
+        cols = [c[pre] for c in cols]
+        approx = approx[pre]
+        ex = {int(rank[r]): v for r, v in ex.items() if rank[r] >= 0}
     for k, name in enumerate(corrections.STAT_NAMES):
         t.lit(('{"%s":' if k == 0 else ',"%s":') % name)
         if repr_round:
@@ -233,15 +247,50 @@ def _corr_stats(t: _Template, stats, calls, pre=None, repr_round: bool = False):
             t.col("f1", cols[k])
     t.lit(',"calls":')
     t.col("i", np.asarray(calls).astype(np.int64))
-    t.enum(approx, ["", ',"approx":true'] if ex else [',"approx":true'])
+    t.enum(approx, ["", ',"approx":true'])
     t.lit("}")
 
 
-def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
-    """The format_rows template writing head, the `tree` array (children
-    sorted by inclusive time, then name) and tail, for p.nrows > 0 rows."""
+# Rows of the `tree` array formatted at a time when written to a file: the
+# template's columns (about 50 of them) then cost 50 x 8 bytes a row for
+# these rows only, not for every call path (40 MB for 125k).
+TREE_CHUNK_ROWS = 16384
+
+
+def tree_templates(p: Profile, head: str = "", tail: str = "", chunk: int = 0):
+    """The format_rows templates writing head, the `tree` array (children
+    sorted by inclusive time, then name) and tail, for p.nrows > 0 rows:
+    (template, rows) for each chunk of `chunk` rows in pre-order (all at
+    once if 0), their text in a row the whole array's."""
     pre, depth = tree_order(p)
     n = p.nrows
+    chunk = chunk or n
+    # what each row writes depends on its own columns, on the next row's
+    # depth (the brackets it closes) and on per-column choices made once
+    d = depth[pre]
+    closes = np.empty(n, dtype=np.int64)
+    closes[:-1] = np.maximum(d[:-1] - d[1:] + 1, 0)
+    closes[-1] = d[-1] + 1
+    del d
+    calls_all = p.col("calls")
+    means_fit = {kind: _means_fit(p.col(kind), calls_all) for kind in ("incl", "excl")}
+    names = [json.dumps(name) for name in p.funcs]
+    for lo in range(0, n, chunk):
+        hi = min(lo + chunk, n)
+        yield _tree_rows(p, pre[lo:hi], closes[lo:hi], lo == 0, hi == n, head, tail, names,
+                         means_fit), hi - lo
+
+
+def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
+    """The one format_rows template of the whole `tree` array (tree_templates)."""
+    return next(tree_templates(p, head, tail))[0]
+
+
+def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, head: str, tail: str,
+               names: list, means_fit: dict) -> list:
+    """The template of the tree rows `pre` (a run of the pre-order)."""
+    n = len(pre)
+
     def col(name):  # in pre-order, one column at a time: not the whole node table copied
         return p.col(name)[pre]
 
@@ -249,17 +298,17 @@ def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
     incl_pct, excl_pct = (x[pre] for x in p.node_percentiles)
     t = _Template()
     first = np.zeros(n, dtype=np.int64)
-    first[0] = 1
+    first[0] = first_chunk
     t.enum(first, ["", head + "["])
     t.lit('{"name":')
-    t.col("e", col("func"), [json.dumps(name) for name in p.funcs])
+    t.col("e", col("func"), names)
     t.lit(',"calls":')
     t.col("i", calls)
     parts = {}
     for kind in ("incl", "excl"):
         pct = incl_pct if kind == "incl" else excl_pct
         raw = _Template()
-        _raw_stats(raw, col(kind), calls, col(kind + "_min"), col(kind + "_max"), pct)
+        _raw_stats(raw, col(kind), calls, col(kind + "_min"), col(kind + "_max"), pct, means_fit[kind])
         parts[kind] = raw.items
         if p.corrected is not None:
             corr = _Template()
@@ -291,13 +340,10 @@ def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
     t.lit(',"children":[')
     # after a row: close the rows the next one is not inside, then a comma;
     # after the last one, close them all and the array
-    d = depth[pre]
-    closes = np.empty(n, dtype=np.int64)
-    closes[:-1] = np.maximum(d[:-1] - d[1:] + 1, 0)
-    closes[-1] = d[-1] + 1
     t.col("rep", closes, "]}")
     after = (closes > 0).astype(np.int64)
-    after[-1] = 2
+    if last_chunk:
+        after[-1] = 2
     t.col("e", after, ["", ",", "]" + tail])
     return t.items
 
@@ -454,7 +500,8 @@ def write(p: Profile, opts: RenderOptions, f) -> None:
         f.write((head + "[]" + tail).encode("utf-8"))
     else:
         f.flush()
-        format_rows(tree_template(p, head, tail), p.nrows, f.fileno())
+        for template, rows in tree_templates(p, head, tail, TREE_CHUNK_ROWS):
+            format_rows(template, rows, f.fileno())
     for piece in slowest_json_parts(p):
         f.write(piece.encode("utf-8"))
     f.write(after.encode("utf-8"))

@@ -122,3 +122,26 @@ def test_measured_values(icount):
     proc = subprocess.run(FTFLAME + ["report", fixture(ICOUNT + "trace-full.dat"), "--measured", "nfsd_write=3us"],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_sheet_holds_few_whole_tree_temporaries():
+    """The sheet's per-node columns are made in place (clean sums, the own
+    clamp) and the irq calls only at the irq roots: its peak is about five
+    per-node float columns, not seven."""
+    import tracemalloc
+
+    from conftest import SAMPLE
+    from ftflame.correct import balance
+    from ftflame.model.profile import Calibration
+    from ftflame.parse import read
+
+    p = correct(read(SAMPLE), Calibration(o_in_ns=150.0, o_out_ns=90.0, source="test"))
+    want = balance.attach(p).balance  # the Profile's cached views made before
+    tracemalloc.start()
+    try:
+        got = balance.attach(p).balance
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got == want
+    assert peak / (8 * p.nrows) < 6

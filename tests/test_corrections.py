@@ -277,3 +277,23 @@ def test_corrected_text_fits_80_columns_and_a_mail(path):
     assert [line for line in text.splitlines() if len(line) > 80] == []
     assert len(text.encode()) < 60_000 and text.isascii()
     assert "calibration:" in text and ("Balance sheet" in text or not q.balance)
+
+
+def test_correct_holds_few_whole_tree_temporaries():
+    """correct() frees the formula's columns before the clamp makes its own
+    and clamps in place: its peak is a dozen per-node float columns (9 of
+    them the result), not 20 (s14: 125k call paths, 1 MB a column)."""
+    import tracemalloc
+
+    from ftflame.parse import read
+
+    p = read(SAMPLE)
+    cal = Calibration(o_in_ns=150.0, o_out_ns=90.0, source="test")
+    correct(p, cal)  # the Profile's cached views (levels, children) made before
+    tracemalloc.start()
+    try:
+        correct(p, cal)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak / (8 * p.nrows) < 14

@@ -232,3 +232,58 @@ def test_tree_order_hand_made_forest():
         tree_preorder(np.array([5], dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
     empty = np.zeros(0, dtype=np.int64)
     assert tree_preorder(empty, empty, empty) == (b"", b"")
+
+
+@pytest.mark.parametrize("rel", [None] + SMALL_FIXTURES)
+def test_tree_written_in_chunks_is_the_whole_document(rel, monkeypatch):
+    """jsonout.write formats the `tree` rows a chunk at a time (its gathered
+    columns bounded, not 50 per call path): with chunks of 3 rows the file
+    is byte for byte the document render() makes at once, including the
+    per-column choices (means, exact rows past the fast paths) that a
+    chunk must make as the whole column does."""
+    path = SAMPLE if rel is None else fixture(rel)
+    p = corrected(profile_of(path), path)
+    chunks = []
+    real = jsonout.format_rows
+
+    def counting(template, nrows, *fd):
+        if fd:
+            chunks.append(nrows)
+        return real(template, nrows, *fd)
+
+    monkeypatch.setattr(jsonout, "format_rows", counting)
+    monkeypatch.setattr(jsonout, "TREE_CHUNK_ROWS", 3)
+    for q in ([p, extreme(p)] if rel is None else [p, profile_of(path)]):
+        chunks.clear()
+        assert written(q) == RENDERERS["json"].render(q)
+        assert sum(chunks) == q.nrows and max(chunks) <= 3
+        if q.nrows > 3:
+            assert len(chunks) > 1
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_histogram_group_makes_one_entry_long_column(dense, monkeypatch):
+    """Histograms.group keys each entry in place, one 8-byte column per
+    entry, not the row index and the temporaries of a whole-column
+    expression beside it (s14: 338k entries, 2.6 MB a column)."""
+    import tracemalloc
+
+    rows, per_row, nb = 20000, 16, 16
+    h = profile_mod.Histograms(np.arange(rows + 1, dtype=np.int64) * per_row,
+                               np.tile(np.arange(nb, dtype=np.int32), rows),
+                               np.ones(rows * per_row, dtype=np.uint32))
+    keys = np.arange(rows, dtype=np.int64) % 4
+    if not dense:
+        monkeypatch.setattr(profile_mod, "DENSE_GROUP_CELLS", -1)
+    want = h.group(keys, 4)
+    tracemalloc.start()
+    try:
+        got = h.group(keys, 4)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert all(np.array_equal(getattr(want, k), getattr(got, k)) for k in ("offsets", "buckets", "counts"))
+    assert int(got.counts.sum()) == rows * per_row
+    # bytes per entry: 16 dense (the keys, bincount's float weights), 49
+    # sorted (np.unique's); 8 more each before
+    assert peak / (rows * per_row) < (20 if dense else 53)

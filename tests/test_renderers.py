@@ -82,3 +82,22 @@ def test_format_for_path():
     assert format_for_path("a.TXT") == "txt"
     assert format_for_path("a.folded") == "folded"
     assert format_for_path("a.zzz") is None
+
+
+def test_text_report_computes_no_call_path_statistics():
+    """The text report prints functions, not call paths: the node table's
+    corrected statistics and percentiles (22 MB for 125k call paths) are
+    computed only when an output asks for them, and then the same."""
+    from ftflame.cli import build_parser, correction_options
+    from ftflame.correct import corrections
+    from ftflame.correct.stage import correct_for_report
+    from ftflame.parse import read
+
+    args = build_parser().parse_args(["report", SAMPLE])
+    # read afresh: profile_of's shared Profile may hold views other tests made
+    p = correct_for_report(read(SAMPLE), SAMPLE, correction_options(args))
+    assert p.corrected is not None
+    RENDERERS["txt"].render(p)
+    assert "node_percentiles" not in p.__dict__
+    nodes = corrections.corrected_stats(p)["nodes", "incl"]  # asked for: computed now
+    assert len(nodes[0][0]) == p.nrows and "node_percentiles" in p.__dict__

@@ -61,8 +61,12 @@ def parse_measured(spec: str) -> tuple:
     return m.group(1), float(m.group(2)) * _UNITS[m.group(3) or "us"]
 
 
-def _clean(p: Profile, name: str) -> np.ndarray:
-    return p.col(name).astype(np.float64) - p.col("gap_" + name).astype(np.float64)
+def _clean(p: Profile, name: str, rows=slice(None)) -> np.ndarray:
+    """The clean calls' sum (all minus gap calls) per row, in place: one
+    whole-tree column at a time, not three."""
+    out = p.col(name)[rows].astype(np.float64)
+    out -= p.col("gap_" + name)[rows]
+    return out
 
 
 def root_rows(p: Profile) -> dict:
@@ -101,7 +105,8 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
     base = root_means(baseline) if baseline is not None else {}
     incl = _clean(p, "incl")
     kids = p.children
-    zero = np.zeros(p.nrows)
+    removed = (c.overhead, c.irq_removed, c.offcpu_removed, c.clamp_ns)
+    zero = np.zeros(p.nrows) if any(x is None for x in removed) else None  # raw: nothing removed
     over = c.overhead if c.overhead is not None else zero
     irq = c.irq_removed if c.irq_removed is not None else zero
     off = c.offcpu_removed if c.offcpu_removed is not None else zero
@@ -110,7 +115,10 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
     # that raised the root's own corrected time from below 0 to 0, a term of
     # the sheet, and the ns its children were scaled down by to fit inside
     # it, already out of the components and no term of the sheet
-    own_clamp = np.maximum(over + irq + off - incl, 0.0)
+    own_clamp = over + irq  # (over + irq + off - incl) clipped at 0, in place
+    own_clamp += off
+    own_clamp -= incl
+    np.maximum(own_clamp, 0.0, out=own_clamp)
     from ftflame.correct.corrections import counted_children
 
     counted = counted_children(p, c.irqs) if p.nrows else np.zeros(0, bool)
@@ -120,7 +128,7 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
     # interrupt subtrees summed onto the top row of the tree they interrupted,
     # once: per root function a lookup, not a scan of every irq root (O(paths))
     irq_incl_at_top = np.bincount(top[irq_root], weights=c.incl[irq_root], minlength=p.nrows)
-    irq_calls_at_top = np.bincount(top[irq_root], weights=_clean(p, "calls")[irq_root],
+    irq_calls_at_top = np.bincount(top[irq_root], weights=_clean(p, "calls", irq_root),
                                    minlength=p.nrows)
     gap_calls = p.col("gap_calls")
     pm_at = _pm_per_row(p)

@@ -154,8 +154,14 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         over = over + level[0]
     irq_removed = np.where(is_irq, 0.0, task_irq)
     ci_formula = incl - off - irq_removed - over
+    # the columns only the formula needed go before the clamp's own (the
+    # stage's peak: 125k call paths, 1 MB a column)
+    del desc, irq_t, irq_calls, R, task_over, task_irq
+    level_samples = None if level is None else level[1]
+    del level
 
     ci, cx, clamp_ns = _clamp_top_down(p, ci_formula, counted_children(p, irqs))
+    del ci_formula
     clamped = (clamp_ns > 0.5).astype(np.int64)
     unreliable = ((over > UNRELIABLE_FRACTION * incl) & (calls > 0)).astype(np.int64)
 
@@ -171,8 +177,8 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         else:
             s_task = sc["dur"] - s_off - o_in - (sc["desc"] + sc["irq_calls"]) * o_sum
         s_corr = np.where(s_irq, sc["dur"] - s_off - o_in - sc["desc"] * o_sum, s_task)
-        if level is not None:
-            s_corr = s_corr - level[1]
+        if level_samples is not None:
+            s_corr = s_corr - level_samples
         s_gap = (p.scol("flags") & SAMPLE_GAP) != 0
         s_neg = (s_corr < 0) & ~s_gap
         # a gap root call's descendants are incomplete: it has no corrected
@@ -226,11 +232,16 @@ def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray):
         over = (kid_want[rows] > ci[rows]) & (kid_want[rows] > 0)
         scale[rows] = np.where(over, ci[rows] / np.where(over, kid_want[rows], 1.0), 1.0)
         clamp_ns[rows] += np.where(over, kid_want[rows] - ci[rows], 0.0)
+    del want, kid_want, scale
     kids = np.bincount(parent[has_parent], weights=ci[has_parent], minlength=p.nrows)
-    cx = np.where(pseudo, 0.0, np.maximum(ci - kids, 0.0))
+    cx = ci - kids  # in place from here: no whole-tree temporaries
+    neg = cx < 0
+    np.maximum(cx, 0.0, out=cx)
+    cx[pseudo] = 0.0
     # where scaling made ci - kids a hair negative, the identity must still
     # hold exactly: take the rounding from the exclusive time's 0
-    ci = np.where(pseudo, kids, np.where(ci - kids < 0, kids, ci))
+    ci[neg] = kids[neg]
+    ci[pseudo] = kids[pseudo]
     return ci, cx, clamp_ns
 
 
@@ -434,20 +445,48 @@ def corrected_stats(p: Profile) -> dict:
 _STATS_KEY = "_corrected_stats"  # where corrected_stats keeps its result in the Profile
 
 
-def _compute_corrected_stats(p: Profile) -> dict:
-    c = p.corrected
-    if c is None:
+def _compute_corrected_stats(p: Profile):
+    if p.corrected is None:
         return None
-    by_node, by_func = exact_values(p)
-    ft = p.functions
-    ipct, xpct = p.node_percentiles
-    out = {}
-    for kind, pct in (("incl", ipct), ("excl", xpct)):
-        out["nodes", kind] = scaled_stats(
-            p.col(kind), p.col("calls"), p.col(kind + "_min"), p.col(kind + "_max"), pct,
-            np.asarray(getattr(c, kind), dtype=np.float64), c.calls, by_node if kind == "incl" else {})
-        out["functions", kind] = scaled_stats(
-            getattr(ft, kind), ft.calls, getattr(ft, kind + "_min"), getattr(ft, kind + "_max"),
-            getattr(ft, kind + "_pct"), getattr(ft, kind + "_corr"), ft.calls_corr,
-            by_func if kind == "incl" else {}, rounded_mean=True)
-    return out
+    return _CorrectedStats(p)
+
+
+class _CorrectedStats:
+    """corrected_stats' mapping, each level's tables computed on its first
+    look-up: the node table's (16 MB of columns and 6 MB of percentiles for
+    125k call paths) only for the outputs that print call paths (the text
+    report prints functions only)."""
+
+    def __init__(self, p: Profile):
+        self._p = p
+        self._exact = None
+        self._levels = {}
+
+    def __getitem__(self, key):
+        level, kind = key
+        if level not in self._levels:
+            self._levels[level] = self._level(level)
+        return self._levels[level][kind]
+
+    def _level(self, level: str) -> dict:
+        p, c = self._p, self._p.corrected
+        if self._exact is None:
+            self._exact = exact_values(p)
+        by_node, by_func = self._exact
+        out = {}
+        if level == "nodes":
+            ipct, xpct = p.node_percentiles
+            for kind, pct in (("incl", ipct), ("excl", xpct)):
+                out[kind] = scaled_stats(
+                    p.col(kind), p.col("calls"), p.col(kind + "_min"), p.col(kind + "_max"), pct,
+                    np.asarray(getattr(c, kind), dtype=np.float64), c.calls, by_node if kind == "incl" else {})
+        elif level == "functions":
+            ft = p.functions
+            for kind in ("incl", "excl"):
+                out[kind] = scaled_stats(
+                    getattr(ft, kind), ft.calls, getattr(ft, kind + "_min"), getattr(ft, kind + "_max"),
+                    getattr(ft, kind + "_pct"), getattr(ft, kind + "_corr"), ft.calls_corr,
+                    by_func if kind == "incl" else {}, rounded_mean=True)
+        else:
+            raise KeyError(level)
+        return out
