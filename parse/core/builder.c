@@ -862,6 +862,23 @@ static void popwin_hold(ftf_frame *f, uint64_t calltime, uint64_t dur, uint64_t 
 	f->popwin_calls += calls;
 }
 
+/* An irq that the caller pf counted as its child ran inside the returning
+ * call f (its duration holds it): move its time and calls from pf's children
+ * into f's irq figures. Its nodes stay under the caller's path, so the
+ * difference is kept as unowned child time on both nodes. */
+static void irq_into_call(ftf_builder *b, ftf_frame *pf, ftf_frame *f, uint64_t dur, uint64_t calls)
+{
+	pf->child_incl -= dur;
+	f->child_incl += dur;
+	f->irq_at -= dur;
+	f->calls_at -= calls;
+	f->irq_calls_at -= calls;
+	if (pf->node != FTF_NONE)
+		b->nodes[pf->node].unowned_child_incl += (int64_t)dur;
+	if (f->node != FTF_NONE)
+		b->nodes[f->node].unowned_child_incl -= (int64_t)dur;
+}
+
 /* Pop the top frame as a completed call of duration dur. */
 static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu, uint64_t calltime)
 {
@@ -871,15 +888,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 		ftf_frame *pf = t->n ? &t->stack[t->n - 1] : NULL;
 		if (pf && f.adopt_calltime >= calltime && f.adopt_calltime <= calltime + dur) {
 			/* the early irq ran inside this call: move it here from the caller */
-			pf->child_incl -= f.adopt_dur;
-			f.child_incl += f.adopt_dur;
-			f.irq_at -= f.adopt_dur;
-			f.calls_at -= f.adopt_calls;
-			f.irq_calls_at -= f.adopt_calls;
-			if (pf->node != FTF_NONE)
-				b->nodes[pf->node].unowned_child_incl += (int64_t)f.adopt_dur;
-			if (f.node != FTF_NONE)
-				b->nodes[f.node].unowned_child_incl -= (int64_t)f.adopt_dur;
+			irq_into_call(b, pf, &f, f.adopt_dur, f.adopt_calls);
 		} else if (pf && pf->node != FTF_NONE && pf->last_irq_early) {
 			b->nodes[pf->node].irq_early++;
 		}
@@ -890,16 +899,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 		 * before its rettime was read (6.1 lowers the depth first): this
 		 * call's duration holds them. Move them here, or the caller counts
 		 * them twice. Their nodes stay under the caller's path (unowned). */
-		ftf_frame *pf = &t->stack[t->n - 1];
-		pf->child_incl -= f.popwin_dur;
-		f.child_incl += f.popwin_dur;
-		f.irq_at -= f.popwin_dur;
-		f.calls_at -= f.popwin_calls;
-		f.irq_calls_at -= f.popwin_calls;
-		if (pf->node != FTF_NONE)
-			b->nodes[pf->node].unowned_child_incl += (int64_t)f.popwin_dur;
-		if (f.node != FTF_NONE)
-			b->nodes[f.node].unowned_child_incl -= (int64_t)f.popwin_dur;
+		irq_into_call(b, &t->stack[t->n - 1], &f, f.popwin_dur, f.popwin_calls);
 	}
 	if (f.has_last_irq && !f.irq && !b->text_order && f.last_irq_calltime >= calltime + dur) {
 		/* The last irq under this call began after the call had returned
