@@ -43,12 +43,19 @@ def figures(v: np.ndarray) -> dict:
     return {"mean": float(v.mean()), "p50": nearest_rank(v, 50), "p90": nearest_rank(v, 90)}
 
 
+def icount_recording(d: str):
+    """(calibration, truth, full, corrected profile) of an icount recording
+    folder: nfsd3_proc_write's corrected durations root-only and in the whole
+    graph, both from the folder's own empty-call calibration."""
+    cal = calibration_of(d)
+    truth, _ = corrected_calls(fixture(d + "trace-root.dat"), "nfsd3_proc_write", cal)
+    full, q = corrected_calls(fixture(d + "trace-full.dat"), "nfsd3_proc_write", cal)
+    return cal, truth, full, q
+
+
 @pytest.fixture(scope="module")
 def s15():
-    cal = calibration_of(S15)
-    truth, _ = corrected_calls(fixture(S15 + "trace-root.dat"), "nfsd3_proc_write", cal)
-    full, q = corrected_calls(fixture(S15 + "trace-full.dat"), "nfsd3_proc_write", cal)
-    return cal, truth, full, q
+    return icount_recording(S15)
 
 
 def test_calibration_records_the_hook_level(s15):
@@ -159,10 +166,7 @@ S16_612 = "k6.12/s16-icount-calib/"
 
 @pytest.fixture(scope="module")
 def s16_612():
-    cal = calibration_of(S16_612)
-    truth, _ = corrected_calls(fixture(S16_612 + "trace-root.dat"), "nfsd3_proc_write", cal)
-    full, q = corrected_calls(fixture(S16_612 + "trace-full.dat"), "nfsd3_proc_write", cal)
-    return cal, truth, full, q
+    return icount_recording(S16_612)
 
 
 def test_612_corrected_root_against_the_truth(s16_612):
