@@ -12,7 +12,7 @@ SAMPLE     := tests/data/sample/trace.dat
 OUT        ?= out
 # The C extensions' folders (setup.py): the reader and call builder
 # (parse._core), the JSON row formatter (report._rowfmt), the model's
-# percentiles and tree order and the allocator tuning (ftflame._model, _alloc).
+# percentiles and tree order (ftflame._model).
 NATIVE_DIRS := parse/core report/native ftflame/native
 NATIVE_SRC := $(foreach d,$(NATIVE_DIRS),$(wildcard $(d)/*.c $(d)/*.h))
 ASAN       ?= 0

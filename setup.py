@@ -4,7 +4,6 @@
                                           (libtracecmd; zstd and zlib for the builtin reader)
   ftflame.report._rowfmt  report/native   the JSON renderer's row formatter
   ftflame._model          ftflame/native  the Profile's percentiles and tree order
-  ftflame._alloc          ftflame/native  allocator tuning for the ftflame command
 
 Everything else lives in pyproject.toml; this file exists only because the
 extensions need compile flags (and the reader pkg-config flags for
@@ -57,6 +56,5 @@ setup(
                   libs=pkg_config("--libs") + ["-lzstd", "-lz"]),  # -lzstd -lz: the builtin reader
         extension("ftflame.report._rowfmt", os.path.join("report", "native")),
         extension("ftflame._model", model_native, {"model_module.c", "percentiles.c", "tree_order.c"}),
-        extension("ftflame._alloc", model_native, {"alloc_module.c"}),
     ]
 )

@@ -384,9 +384,9 @@ def run() -> None:
     interpreter down. Freeing a 3 M-event read's objects one by one takes
     30-50 ms that nobody waits for; the reports are written and closed by
     then, and only the standard streams need a flush. (glibc's default
-    malloc settings: keeping freed big blocks on the heap,
-    ftflame._alloc.keep_freed_memory, saved no time once the core stopped
-    copying its tables, and cost 15 MB of peak RSS on s14's text report.)"""
+    malloc settings: keeping freed big blocks on the heap saved no time
+    once the core stopped copying its tables, and cost 15 MB of peak RSS
+    on s14's text report.)"""
     try:
         rc = main()
     except KeyboardInterrupt:  # Ctrl-C outside main()'s own try (this import, the parser)

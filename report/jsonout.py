@@ -493,8 +493,7 @@ def write(p: Profile, opts: RenderOptions, f) -> None:
     (75 MB for 125k call paths) goes to the file in chunks, formatted on
     this thread and written on another, never whole in memory. The
     slowest calls' trees (MBs of text) are written after the rows, a call at
-    a time: made before, their freed memory would sit under the rows' buffers
-    (the command keeps freed memory, ftflame._alloc), 15 MB more peak RSS."""
+    a time: made before, their freed memory would sit under the rows' buffers."""
     head, tail, after = _head_tail_parts(p)
     if p.nrows == 0:
         f.write((head + "[]" + tail).encode("utf-8"))

@@ -207,7 +207,7 @@ def _imports_ftflame(pid: int) -> bool:
             maps = f.read()
     except OSError:
         return False
-    return any(so in maps for so in ("numpy", "_core.cpython", "_alloc.cpython", "_model.cpython"))
+    return any(so in maps for so in ("numpy", "_core.cpython", "_model.cpython"))
 
 
 @pytest.mark.parametrize("point", ["importing", "opened", "opened+0.3s", "opened+1s"])

@@ -7,8 +7,6 @@ from __future__ import annotations
 import importlib
 import os
 import re
-import subprocess
-import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -17,7 +15,6 @@ EXTENSIONS = {
     "ftflame.parse._core": {"read_dat", "read_dat_builtin", "read_text_chunks", "build_events", "hist_lower"},
     "ftflame.report._rowfmt": {"format_rows"},
     "ftflame._model": {"hist_percentiles", "tree_preorder"},
-    "ftflame._alloc": {"keep_freed_memory"},
 }
 
 
@@ -26,15 +23,6 @@ def test_each_extension_holds_only_its_own_functions():
         mod = importlib.import_module(name)
         exported = {k for k, v in vars(mod).items() if callable(v) and not k.startswith("_")}
         assert exported == functions, name
-
-
-def test_the_command_tunes_malloc_without_loading_the_reader():
-    """ftflame._alloc is an extension of its own: importing it (as cli.run
-    does first) loads neither the trace reader nor numpy."""
-    code = ("import sys, ftflame._alloc\n"
-            "print(sorted(m for m in sys.modules if m.endswith('_core') or m == 'numpy'))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
 
 
 def c_folders() -> set:

@@ -6,7 +6,7 @@
  *
  * Only the reader and the call builder live here; the JSON row formatter is
  * report._rowfmt (report/native), the Profile's percentiles and tree order
- * ftflame._model and the allocator tuning ftflame._alloc (ftflame/native).
+ * ftflame._model (ftflame/native).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
