@@ -61,6 +61,19 @@ def _r1_list(a) -> list:
     return [None if x != x else round(x, 1) for x in np.asarray(a, dtype=np.float64).tolist()]
 
 
+def _tree_funcs(p: Profile, calls: dict):
+    """A kept tree's function table: (names in order of first appearance,
+    each call's index into them)."""
+    n = len(calls["func"])
+    ids, func = np.unique(calls["func"], return_inverse=True)
+    first = np.full(len(ids), n, dtype=np.int64)
+    np.minimum.at(first, func, np.arange(n))
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[order] = np.arange(len(ids))
+    return [p.funcs[int(f)] for f in ids[order].tolist()], rank[func]
+
+
 def call_tree_json(p: Profile, calls: dict, start_ns: int):
     """One kept root call's tree as columns, one value per call in entry
     order (row 0 is the root; a call's children follow it in call order):
@@ -69,14 +82,8 @@ def call_tree_json(p: Profile, calls: dict, start_ns: int):
     n = len(calls["parent"])
     if not n:
         return None
-    ids, func = np.unique(calls["func"], return_inverse=True)
-    first = np.full(len(ids), n, dtype=np.int64)
-    np.minimum.at(first, func, np.arange(n))
-    order = np.argsort(first, kind="stable")  # names in order of first appearance
-    rank = np.empty(len(ids), dtype=np.int64)
-    rank[order] = np.arange(len(ids))
-    return {"calls": n, "funcs": [p.funcs[int(f)] for f in ids[order].tolist()],
-            "func": rank[func].tolist(), "parent": calls["parent"].tolist(),
+    names, func = _tree_funcs(p, calls)
+    return {"calls": n, "funcs": names, "func": func.tolist(), "parent": calls["parent"].tolist(),
             "at_ns": (calls["calltime"] - start_ns).tolist(), "cpu": calls["cpu"].tolist(),
             "incl_ns": calls["incl"].tolist(), "excl_ns": calls["excl"].tolist(),
             "incl_corr_ns": _r1_list(calls["corr_incl"]), "excl_corr_ns": _r1_list(calls["corr_excl"]),
@@ -118,21 +125,15 @@ def _tree_text(p: Profile, calls: dict, start_ns: int) -> str:
     n = len(calls["parent"])
     if not n:
         return "null"
-    ids, func = np.unique(calls["func"], return_inverse=True)
-    first = np.full(len(ids), n, dtype=np.int64)
-    np.minimum.at(first, func, np.arange(n))
-    order = np.argsort(first, kind="stable")
-    rank = np.empty(len(ids), dtype=np.int64)
-    rank[order] = np.arange(len(ids))
-    cols = [("func", _ints_text(rank[func])), ("parent", _ints_text(calls["parent"])),
+    names, func = _tree_funcs(p, calls)
+    cols = [("func", _ints_text(func)), ("parent", _ints_text(calls["parent"])),
             ("at_ns", _ints_text(calls["calltime"] - start_ns)), ("cpu", _ints_text(calls["cpu"])),
             ("incl_ns", _ints_text(calls["incl"])), ("excl_ns", _ints_text(calls["excl"])),
             ("incl_corr_ns", _r1_text(calls["corr_incl"])), ("excl_corr_ns", _r1_text(calls["corr_excl"])),
             ("irq_ns", _ints_text(calls["irq"])),
             ("offcpu_ns", _ints_text(calls["offcpu"]) if p.offcpu_known else "null"),
             ("irq", _ints_text(calls["is_irq"])), ("gap", _ints_text(calls["gap"]))]
-    names = json.dumps([p.funcs[int(f)] for f in ids[order].tolist()], separators=(",", ":"))
-    return '{"calls":%d,"funcs":%s,' % (n, names) + ",".join('"%s":%s' % c for c in cols) + "}"
+    return '{"calls":%d,"funcs":%s,' % (n, json.dumps(names, separators=(",", ":"))) + ",".join('"%s":%s' % c for c in cols) + "}"
 
 
 def slowest_json_parts(p: Profile):
