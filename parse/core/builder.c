@@ -653,7 +653,9 @@ int ftf_builder_init(ftf_builder *b)
 	return 0;
 }
 
-void ftf_builder_free(ftf_builder *b)
+/* What only feeding needs: the tasks (stacks, root journals, idle tree
+ * buffers) and the node map. */
+static void free_feeding_state(ftf_builder *b)
 {
 	for (uint32_t i = 0; i < b->ntask_slots; i++) {
 		if (b->tasks[i]) {
@@ -665,12 +667,26 @@ void ftf_builder_free(ftf_builder *b)
 		}
 	}
 	free(b->tasks);
+	b->tasks = NULL;
+	b->ntasks = b->ntask_slots = 0;
+	b->cur_task = b->last_task = NULL;
+	memset(b->cpu_tail, 0, sizeof(b->cpu_tail));
+	ftf_u64map_free(&b->node_map);
+}
+
+void ftf_builder_shed(ftf_builder *b)
+{
+	free_feeding_state(b);
+}
+
+void ftf_builder_free(ftf_builder *b)
+{
+	free_feeding_state(b);
 	for (uint32_t i = 0; i < b->nnodes; i++) {
 		ftf_hist_free(&b->nodes[i].hist_incl);
 		ftf_hist_free(&b->nodes[i].hist_excl);
 	}
 	free(b->nodes);
-	ftf_u64map_free(&b->node_map);
 	free(b->samples);
 	free(b->func_irq);
 	ftf_calls_free(b);

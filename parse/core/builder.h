@@ -381,6 +381,11 @@ void ftf_builder_free(ftf_builder *b);
 void ftf_builder_feed(ftf_builder *b, const ftf_event *ev);
 /* Close the trace: count frames still open. */
 void ftf_builder_finish(ftf_builder *b);
+/* After finish, before the result is taken: free what only feeding needs
+ * (the tasks' stacks, journals and idle tree buffers, the node map: up to
+ * 15 MB on a 3 M-event trace), so that the result's tables do not add to
+ * it at the peak. Nothing can be fed afterwards. */
+void ftf_builder_shed(ftf_builder *b);
 /* Text: a task known so far only as "the first task of CPU n" got its pid
  * (from a task-switch separator). If new_pid has a task already, only an
  * empty stack can be merged into it (its samples relabelled); else -1. */

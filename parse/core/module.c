@@ -484,6 +484,8 @@ static PyObject *lost_per_cpu_dict(const ftf_builder *b)
  * objects one by one would cost more than reading the trace. */
 static PyObject *builder_result(ftf_builder *b)
 {
+	ftf_builder_shed(b);
+	give_back_freed_memory();
 	PyObject *res = PyDict_New();
 	if (!res)
 		return NULL;
