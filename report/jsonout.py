@@ -217,24 +217,25 @@ def _means_fit(sums, calls, mean=None) -> bool:
                 max(mean.max(), -mean.min()) >= REPR_SAFE)
 
 
-def _corr_stats(t: _Template, stats, calls, pre=None, repr_round: bool = False):
-    """The corrected statistics objects of ftflame.correct.corrections.scaled_stats
-    (computed once beside the Profile; calls: the clean calls they cover),
-    in row order or in the order `pre`. repr_round: every value as
-    json.dumps(round(x, 1)) (the functions' rows)."""
-    cols, approx, ex, vals = stats
+def _exact_unsafe(stats) -> np.ndarray:
+    """Per statistic: whether an exact row's value may not print as "%.1f"
+    (exact rows were json.dumps(round(x, 1))), from scaled_stats' result
+    over every exact row."""
+    cols, _, ex, vals = stats
     if ex:
-        # exact rows were json.dumps(round(x, 1)): "%.1f" only when safe
-        # (decided over every row, a chunk of them writes as the whole would)
-        unsafe = ~(np.abs(vals) < REPR_SAFE).all(axis=0)
-    else:
-        unsafe = np.zeros(len(cols), dtype=bool)
-    if pre is not None:
-        rank = np.full(len(approx), -1, dtype=np.int64)  # row -> position in pre
-        rank[pre] = np.arange(len(pre))
-        cols = [c[pre] for c in cols]
-        approx = approx[pre]
-        ex = {int(rank[r]): v for r, v in ex.items() if rank[r] >= 0}
+        return ~(np.abs(vals) < REPR_SAFE).all(axis=0)
+    return np.zeros(len(cols), dtype=bool)
+
+
+def _corr_stats(t: _Template, stats, calls, repr_round: bool = False, unsafe=None):
+    """The corrected statistics objects of ftflame.correct.corrections.scaled_stats
+    (computed beside the Profile; calls: the clean calls they cover), in
+    their row order. repr_round: every value as json.dumps(round(x, 1))
+    (the functions' rows). unsafe: _exact_unsafe over the whole column when
+    these rows are a chunk of it (a chunk then writes as the whole would)."""
+    cols, approx, ex, vals = stats
+    if unsafe is None:
+        unsafe = _exact_unsafe(stats)
     for k, name in enumerate(corrections.STAT_NAMES):
         t.lit(('{"%s":' if k == 0 else ',"%s":') % name)
         if repr_round:
@@ -254,7 +255,7 @@ def _corr_stats(t: _Template, stats, calls, pre=None, repr_round: bool = False):
 # Rows of the `tree` array formatted at a time when written to a file: the
 # template's columns (about 50 of them) then cost 50 x 8 bytes a row for
 # these rows only, not for every call path (40 MB for 125k).
-TREE_CHUNK_ROWS = 16384
+TREE_CHUNK_ROWS = 4096
 
 
 def tree_templates(p: Profile, head: str = "", tail: str = "", chunk: int = 0):
@@ -275,10 +276,18 @@ def tree_templates(p: Profile, head: str = "", tail: str = "", chunk: int = 0):
     calls_all = p.col("calls")
     means_fit = {kind: _means_fit(p.col(kind), calls_all) for kind in ("incl", "excl")}
     names = [json.dumps(name) for name in p.funcs]
+    corr = None
+    if p.corrected is not None:
+        # the corrected statistics a chunk at a time (corrections.node_stats),
+        # the choices that depend on the whole column made over its exact rows
+        by_node = corrections.exact_values(p)[0]
+        exact_rows = np.fromiter(sorted(by_node), dtype=np.int64, count=len(by_node))
+        corr = (by_node, {kind: _exact_unsafe(corrections.node_stats(p, kind, exact_rows, by_node))
+                          for kind in ("incl", "excl")})
     for lo in range(0, n, chunk):
         hi = min(lo + chunk, n)
         yield _tree_rows(p, pre[lo:hi], closes[lo:hi], lo == 0, hi == n, head, tail, names,
-                         means_fit), hi - lo
+                         means_fit, corr), hi - lo
 
 
 def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
@@ -287,8 +296,9 @@ def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
 
 
 def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, head: str, tail: str,
-               names: list, means_fit: dict) -> list:
-    """The template of the tree rows `pre` (a run of the pre-order)."""
+               names: list, means_fit: dict, corr) -> list:
+    """The template of the tree rows `pre` (a run of the pre-order); corr:
+    (exact values by node, _exact_unsafe by kind) when corrected."""
     n = len(pre)
 
     def col(name):  # in pre-order, one column at a time: not the whole node table copied
@@ -310,10 +320,12 @@ def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, hea
         raw = _Template()
         _raw_stats(raw, col(kind), calls, col(kind + "_min"), col(kind + "_max"), pct, means_fit[kind])
         parts[kind] = raw.items
-        if p.corrected is not None:
-            corr = _Template()
-            _corr_stats(corr, corrections.corrected_stats(p)["nodes", kind], p.corrected.calls[pre], pre)
-            parts[kind + "_corr"] = corr.items
+        if corr is not None:
+            by_node, unsafe = corr
+            tc = _Template()
+            _corr_stats(tc, corrections.node_stats(p, kind, pre, by_node), p.corrected.calls[pre],
+                        unsafe=unsafe[kind])
+            parts[kind + "_corr"] = tc.items
         else:
             parts[kind + "_corr"] = raw.items
     for key in ("incl", "excl", "incl_corr", "excl_corr"):

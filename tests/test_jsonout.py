@@ -261,6 +261,38 @@ def test_tree_written_in_chunks_is_the_whole_document(rel, monkeypatch):
             assert len(chunks) > 1
 
 
+@pytest.mark.parametrize("rel", SMALL_FIXTURES)
+def test_tree_corrected_stats_are_made_a_chunk_at_a_time(rel, monkeypatch):
+    """The tree's corrected statistics (7 float columns per kind: 14 MB for
+    125k call paths) are computed for each chunk's rows as it is written,
+    never for the whole node table at once; each chunk's are the whole
+    table's rows (corrections.node_stats against corrected_stats)."""
+    from ftflame.correct import corrections
+
+    path = fixture(rel)
+    p = corrected(profile_of(path), path)
+    whole = {kind: corrections.corrected_stats(p)["nodes", kind] for kind in ("incl", "excl")}
+    rows = np.random.default_rng(1).permutation(p.nrows)[: max(p.nrows // 2, 1)]
+    for kind, (cols, approx, ex, _) in whole.items():
+        part, part_approx, part_ex, _ = corrections.node_stats(p, kind, rows)
+        for a, b in zip(part, cols):
+            assert np.array_equal(a, b[rows], equal_nan=True)
+        assert np.array_equal(part_approx, approx[rows])
+        at = {int(r): i for i, r in enumerate(rows)}
+        assert part_ex == {at[r]: v for r, v in ex.items() if r in at}
+
+    q = corrected(profile_of(path), path)
+
+    def whole_table(self, level):
+        raise AssertionError(f"the {level} level's corrected statistics computed whole")
+
+    monkeypatch.setattr(jsonout, "TREE_CHUNK_ROWS", 3)
+    monkeypatch.setattr(corrections._CorrectedStats, "_level",
+                        lambda self, level, real=corrections._CorrectedStats._level:
+                        whole_table(self, level) if level == "nodes" else real(self, level))
+    assert written(q) == written(p)
+
+
 @pytest.mark.parametrize("dense", [True, False])
 def test_histogram_group_makes_one_entry_long_column(dense, monkeypatch):
     """Histograms.group keys each entry in place, one 8-byte column per
