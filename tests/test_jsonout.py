@@ -101,12 +101,11 @@ def extreme(p):
     """Sums past 2**53, means past REPR_SAFE, NaN and infinite corrected
     figures and root call durations: what the C formatter cannot write
     like Python."""
-    nodes = p.nodes.copy()
-    cols = {n: i for i, n in enumerate(profile_mod.NODE_COLUMNS)}
-    nodes[0, cols["incl"]] = 2**60 + 12345
-    nodes[0, cols["excl"]] = -(2**55) - 3
-    nodes[-1, cols["incl"]] = 10**15 * max(int(nodes[-1, cols["calls"]]), 1)
-    q = p.replace(nodes=nodes)
+    incl, excl = p.col("incl").copy(), p.col("excl").copy()
+    incl[0] = 2**60 + 12345
+    excl[0] = -(2**55) - 3
+    incl[-1] = 10**15 * max(int(p.col("calls")[-1]), 1)
+    q = p.replace(nodes=p.nodes.replaced(incl=incl, excl=excl))
     c = p.corrected
     incl = c.incl.copy()
     incl[0] = np.nan

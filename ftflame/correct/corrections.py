@@ -51,7 +51,9 @@ NOSLEEP_SLACK = 1.01
 
 def clean(p: Profile, name: str) -> np.ndarray:
     """Per-node sum over the clean calls (all calls minus gap calls)."""
-    return p.col(name).astype(np.float64) - p.col("gap_" + name).astype(np.float64)
+    out = p.col(name, dtype=np.float64)
+    out -= p.col("gap_" + name, dtype=np.float64)
+    return out
 
 
 def pseudo_roots(p: Profile) -> np.ndarray:
@@ -456,11 +458,11 @@ def node_stats(p: Profile, kind: str, rows: Optional[np.ndarray] = None, by_node
     if by_node is None:
         by_node = exact_values(p)[0] if kind == "incl" else {}
     pct = p.node_percentiles[0 if kind == "incl" else 1]
-    columns = [p.col(kind), p.col("calls"), p.col(kind + "_min"), p.col(kind + "_max"), pct,
-               np.asarray(getattr(c, kind), dtype=np.float64), c.calls]
+    columns = [p.col(kind, rows), p.col("calls", rows), p.col(kind + "_min", rows), p.col(kind + "_max", rows)]
+    more = [pct, np.asarray(getattr(c, kind), dtype=np.float64), c.calls]
+    columns += more if rows is None else [x[rows] for x in more]
     exact = by_node if kind == "incl" else {}
     if rows is not None:
-        columns = [x[rows] for x in columns]
         if exact:
             pos = {r: i for i, r in enumerate(rows.tolist()) if r in exact}
             exact = {i: exact[r] for r, i in pos.items()}
@@ -491,7 +493,7 @@ class _CorrectedStats:
         return self._levels[level][kind]
 
     def _level(self, level: str) -> dict:
-        p, c = self._p, self._p.corrected
+        p = self._p
         if self._exact is None:
             self._exact = exact_values(p)
         by_node, by_func = self._exact
