@@ -71,6 +71,7 @@ def check_core_columns(core) -> None:
     one side only would silently read one figure as another."""
     for table, ours, theirs in (("node", NODE_COLUMNS, core.NODE_COLUMNS),
                                 ("node dtype", tuple(d.str for d in NODE_DTYPES), core.NODE_DTYPES),
+                                ("sparse node", tuple(c for c in NODE_COLUMNS if c in NODE_SPARSE), core.NODE_SPARSE),
                                 ("sample", SAMPLE_COLUMNS, core.SAMPLE_COLUMNS),
                                 ("call record", CALL_RECORD, core.CALL_RECORD),
                                 ("call extra", CALL_EXTRAS, core.CALL_EXTRAS)):
@@ -129,14 +130,21 @@ class NodeTable:
 
     @classmethod
     def from_block(cls, block, nrows: int) -> "NodeTable":
-        """The core's table: the columns one after another in its block,
-        each 8-byte aligned (parse/core/module.c, nodes_table). Copied out
-        of it, the sparse ones compacted, so that the block is freed."""
+        """The core's table (parse/core/module.c, nodes_table): the columns
+        one after another in its block, each 8-byte aligned, the NODE_SPARSE
+        ones last. The others are views of the block (no copy); the sparse
+        ones are kept as their non-zero rows when that is smaller, and
+        their pages given back to the system."""
         cols, off = {}, 0
-        for c, d in zip(NODE_COLUMNS, NODE_DTYPES):
-            v = np.frombuffer(block, dtype=d, count=nrows, offset=off)
-            cols[c] = _Sparse.of(v) if c in NODE_SPARSE else v.copy()
-            off += (nrows * d.itemsize + 7) & ~7
+        for sparse in (False, True):
+            if sparse:
+                dense_end = off
+            for c, d in zip(NODE_COLUMNS, NODE_DTYPES):
+                if (c in NODE_SPARSE) == sparse:
+                    v = np.frombuffer(block, dtype=d, count=nrows, offset=off)
+                    cols[c] = _Sparse.of(v) if sparse else v
+                    off += (nrows * d.itemsize + 7) & ~7
+        block.release_from(dense_end)  # kept sparse or copied: nothing reads them there
         return cls(cols)
 
     @classmethod
@@ -216,6 +224,8 @@ class _Sparse(NamedTuple):
 def _narrowed(name: str, values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """values as dtype; ValueError when one does not fit."""
     values = np.asarray(values)
+    if values.dtype == dtype:
+        return np.ascontiguousarray(values)
     if len(values) and dtype.kind == "i":
         info = np.iinfo(dtype)
         if values.min() < info.min or values.max() > info.max:

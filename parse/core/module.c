@@ -272,6 +272,31 @@ static void block_dealloc(PyObject *o)
 
 static PyBufferProcs block_as_buffer = { block_getbuffer, NULL };
 
+static void release_pages(char *from, char *to);
+
+/* release_from(offset): the block's pages from offset on given back to the
+ * system; what was there reads as zeros afterwards. The caller has copied
+ * what it needs from there (the node table's sparse columns). */
+static PyObject *block_release_from(PyObject *o, PyObject *arg)
+{
+	ftf_block *blk = (ftf_block *)o;
+	Py_ssize_t from = PyLong_AsSsize_t(arg);
+	if (from < 0 && PyErr_Occurred())
+		return NULL;
+	if (from < 0 || from > blk->len)
+		return PyErr_Format(PyExc_ValueError, "release_from: offset %zd outside the block (%zd bytes)", from,
+				    blk->len);
+	if (blk->data)
+		release_pages((char *)blk->data + from, (char *)blk->data + blk->len);
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef block_methods[] = {
+	{ "release_from", block_release_from, METH_O,
+	  "release_from(offset): give the pages from offset to the end back (they read as zeros after)" },
+	{ NULL, NULL, 0, NULL },
+};
+
 static Py_ssize_t block_length(PyObject *o)
 {
 	return ((ftf_block *)o)->len;
@@ -302,6 +327,7 @@ static PyTypeObject block_type = {
 	.tp_as_buffer = &block_as_buffer,
 	.tp_as_sequence = &block_as_sequence,
 	.tp_richcompare = block_richcompare,
+	.tp_methods = block_methods,
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_doc = "a read-only block of memory from the C core (a table), freed with the object",
 };
@@ -316,14 +342,33 @@ static void release_pages(char *from, char *to)
 		madvise((void *)a, e - a, MADV_DONTNEED);
 }
 
-/* Where column c starts in the node table of n rows (bytes): the columns
- * one after another, each 8-byte aligned. */
-static size_t node_col_offset(size_t n, int c)
+/* The columns mostly zero on real traces (interrupts, off-CPU time,
+ * anomalies), exported as NODE_SPARSE: they come last in the table, so that
+ * once the Profile has kept their non-zero rows (ftflame/model/profile.py,
+ * NodeTable) their pages are given back (Block.release_from) and the rest
+ * stays where it is, not copied. */
+static const unsigned char node_sparse[NODE_COLS] = {
+	[COL_SUMS + 5] = 1, [COL_SUMS + 6] = 1, [COL_SUMS + 7] = 1,
+	[COL_GAP_SUMS + 5] = 1, [COL_GAP_SUMS + 6] = 1, [COL_GAP_SUMS + 7] = 1,
+	[COL_MIGRATED] = 1, [COL_OPEN_END] = 1, [COL_UNTERMINATED] = 1, [COL_UNOWNED_CHILD_INCL] = 1,
+	[COL_IRQ_EARLY] = 1,
+};
+
+/* Where each column starts in the node table of n rows (bytes): the
+ * columns one after another, each 8-byte aligned, the NODE_SPARSE ones
+ * last; returns the table's length. */
+static size_t node_offsets(size_t n, size_t off[NODE_COLS])
 {
-	size_t off = 0;
-	for (int k = 0; k < c; k++)
-		off += (n * node_width[k] + 7) & ~(size_t)7;
-	return off;
+	size_t pos = 0;
+	for (int sparse = 0; sparse < 2; sparse++) {
+		for (int c = 0; c < NODE_COLS; c++) {
+			if (node_sparse[c] == sparse) {
+				off[c] = pos;
+				pos += (n * node_width[c] + 7) & ~(size_t)7;
+			}
+		}
+	}
+	return pos;
 }
 
 /* The node table: NODE_COLS columns of one value per call path (node
@@ -339,15 +384,16 @@ static size_t node_col_offset(size_t n, int c)
  * everything else that reads them. */
 static PyObject *nodes_table(ftf_builder *b)
 {
-	size_t n = b->nnodes, len = node_col_offset(n, NODE_COLS);
+	size_t off[NODE_COLS], n = b->nnodes, len = node_offsets(n, off);
 	char *cols = len ? malloc(len) : NULL;
 	if (len && !cols)
 		return PyErr_NoMemory();
 	char *col[NODE_COLS];
 	for (int c = 0; c < NODE_COLS; c++) {
-		col[c] = cols + node_col_offset(n, c);
+		col[c] = cols + off[c];
 		/* the alignment padding after a column: zeros (the table compares by content) */
-		memset(col[c] + n * node_width[c], 0, node_col_offset(n, c + 1) - node_col_offset(n, c) - n * node_width[c]);
+		size_t used = n * node_width[c];
+		memset(col[c] + used, 0, ((used + 7) & ~(size_t)7) - used);
 	}
 	size_t bad_row = 0;
 	int bad_col = -1;
@@ -1044,11 +1090,16 @@ PyMODINIT_FUNC PyInit__core(void)
 	PyModule_AddIntConstant(m, "HIST_BUCKETS", FTF_HIST_BUCKETS);
 	PyModule_AddIntConstant(m, "NODE_COLS", NODE_COLS);
 	PyModule_AddIntConstant(m, "TREE_MAX_CALLS", FTF_TREE_MAX_RECS);
-	const char *node_dtypes[NODE_COLS];
-	for (int c = 0; c < NODE_COLS; c++)
+	const char *node_dtypes[NODE_COLS], *sparse[NODE_COLS];
+	int nsparse = 0;
+	for (int c = 0; c < NODE_COLS; c++) {
 		node_dtypes[c] = node_width[c] == 4 ? "<i4" : "<i8";
+		if (node_sparse[c])
+			sparse[nsparse++] = node_columns[c];
+	}
 	if (add_names(m, "NODE_COLUMNS", node_columns, NODE_COLS) < 0 ||
 	    add_names(m, "NODE_DTYPES", node_dtypes, NODE_COLS) < 0 ||
+	    add_names(m, "NODE_SPARSE", sparse, nsparse) < 0 ||
 	    add_names(m, "SAMPLE_COLUMNS", sample_columns, SAMPLE_COLS) < 0 ||
 	    add_names(m, "CALL_RECORD", rec_fields, (int)(sizeof(rec_fields) / sizeof(rec_fields[0]))) < 0 ||
 	    add_names(m, "CALL_EXTRAS", rec_extra_fields, FTF_EX_FIELDS) < 0) {
