@@ -388,8 +388,8 @@ static PyObject *nodes_table(ftf_builder *b)
 	char *cols = len ? malloc(len) : NULL;
 	if (len && !cols)
 		return PyErr_NoMemory();
-	char *col[NODE_COLS];
-	for (int c = 0; c < NODE_COLS; c++) {
+	char *col[NODE_COLS] = { 0 };
+	for (int c = 0; cols && c < NODE_COLS; c++) {
 		col[c] = cols + off[c];
 		/* the alignment padding after a column: zeros (the table compares by content) */
 		size_t used = n * node_width[c];
