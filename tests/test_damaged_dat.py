@@ -33,7 +33,7 @@ import pytest
 
 from helpers import damage
 from helpers import readers
-from conftest import fixture, holds_open
+from conftest import SAMPLE, fixture, holds_open
 
 SOURCES = ["k6.1/s04-null/trace.dat", "k6.1/s10-lost/trace.dat"]
 PER_FORM = 45
@@ -230,6 +230,26 @@ def _imports_ftflame(pid: int) -> bool:
     except OSError:
         return False
     return any(so in maps for so in ("numpy", "_core.cpython", "_model.cpython"))
+
+
+def test_sigint_ignored_at_start_stays_ignored(tmp_path):
+    """Started with SIGINT ignored (`cmd &` in a script; Python keeps it so,
+    as ftflame keeps SIGTERM and SIGHUP): SIGINTs every 5 ms from the start
+    do not stop the report. (cli.py installed its handler over SIG_IGN: the
+    first SIGINT after its imports ended the run with exit 130.)"""
+    out = tmp_path / "r.txt"
+    proc = subprocess.Popen([*readers.FTFLAME, "report", SAMPLE, "-o", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            cwd=readers.ROOT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    sent, deadline = 0, time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        proc.send_signal(signal.SIGINT)
+        sent += 1
+        time.sleep(0.005)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and out.exists(), err
+    assert sent > 10
 
 
 @pytest.mark.parametrize("point", ["importing", "opened", "opened+0.3s", "opened+1s"])
