@@ -1,8 +1,8 @@
 """The long bench recording (make fixture-long: tests/vm/fixtures/k6.12/s18-long,
 never committed) holds what its scenario promises: 8-10 M events and none
 lost, by the kernel's own count (trace.dat.stat) and by the reader's. Written
-into the 9p share under TCG it lost 6.1 of 8.4 M events; the bench rows made
-on such a trace would time a different, thinner trace than they claim.
+into the 9p share under TCG it kept 2.3-3.4 M events and lost 6.1-6.9 M: bench
+rows made on such a trace time a thinner trace than they claim.
 
 Runs when the recording is there (FTFLAME_LONG_TRACE, else
 build/fixtures/k6.12/s18-long/trace.dat, make fixture-long's place);
