@@ -442,9 +442,19 @@ def _repr_round(t: _Template, values: np.ndarray):
 
 def root_calls_json(p: Profile) -> str:
     """The `root_calls` array: one object per root call."""
-    s = p.samples
-    if len(s) == 0:
-        return "[]"
+    n = len(p.samples)
+    return _rows_json(_root_calls_template(p), n) if n else "[]"
+
+
+# Root calls formatted at a time when written to a file (jsonout.write): a
+# trace's root calls grow with its length (70,932 in a 5 GB one), and their
+# text (about 250 bytes each) is not held whole.
+ROOT_CALLS_CHUNK_ROWS = 16384
+
+
+def _root_calls_template(p: Profile) -> list:
+    """The format_rows template of the `root_calls` rows, each with a
+    leading comma (p has root calls)."""
     t = _Template()
     t.lit(',{"name":')
     t.col("e", p.col("func")[p.scol("node")], [json.dumps(name) for name in p.funcs])
@@ -469,7 +479,23 @@ def root_calls_json(p: Profile) -> str:
     flags = p.scol("flags")
     idx, triples = _bools(flags & SAMPLE_GAP, flags & SAMPLE_PARTIAL, flags & SAMPLE_IRQ)
     t.col("e", idx, [',"gap":%s,"partial":%s,"irq":%s}' % tr for tr in triples])
-    return _rows_json(t.items, len(s))
+    return t.items
+
+
+def _write_rows(f, template: list, n: int, chunk: int) -> None:
+    """A JSON array of the template's n rows (each with a leading comma)
+    into f, `chunk` rows at a time: each column item's values sliced."""
+    f.write(b"[")
+    for lo in range(0, n, chunk):
+        hi = min(lo + chunk, n)
+        items = [it if isinstance(it, str) else (it[0], it[1][lo:hi], *it[2:]) for it in template]
+        if lo == 0:  # the array's first row: no comma before it
+            first = np.zeros(hi - lo, dtype=np.int64)
+            first[0] = 1
+            items[:1] = [("e", first, [",", ""]), items[0][1:]]
+        f.flush()
+        format_rows(items, hi - lo, f.fileno())
+    f.write(b"]")
 
 
 PLACEHOLDERS = {k: "@@FTFLAME_%s@@" % k.upper() for k in ("functions", "tree", "root_calls", "slowest")}
@@ -484,6 +510,14 @@ def _head_tail(p: Profile) -> tuple:
 def _head_tail_parts(p: Profile) -> tuple:
     """The document's text before the `tree` array, after it up to the
     `slowest` array's, and after that."""
+    head, before_rc, after_rc, after = _parts(p)
+    return head, before_rc + root_calls_json(p) + after_rc, after
+
+
+def _parts(p: Profile) -> tuple:
+    """The document's text before the `tree` array, after it up to the
+    `root_calls` array's, after that up to the `slowest` array's, and
+    after that."""
     text = json.dumps(document(p), separators=(",", ":"))
     # the row arrays are written apart (format_rows), the tree around the rest
     parts = []
@@ -493,8 +527,8 @@ def _head_tail_parts(p: Profile) -> tuple:
         parts.append(before + mark[:len(key) + 3])
     mark = '"slowest":%s' % json.dumps(PLACEHOLDERS["slowest"])
     before, _, after = text.partition(mark)
-    return (parts[0] + functions_json(p) + parts[1],
-            parts[2] + root_calls_json(p) + before + mark[:len("slowest") + 3], after + "\n")
+    return (parts[0] + functions_json(p) + parts[1], parts[2], before + mark[:len("slowest") + 3],
+            after + "\n")
 
 
 def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
@@ -509,17 +543,23 @@ def write(p: Profile, opts: RenderOptions, f) -> None:
     (75 MB for 125k call paths) goes to the file in chunks, formatted on
     this thread and written on another, never whole in memory. The
     slowest calls' trees (MBs of text) are written after the rows, a call at
-    a time: made before, their freed memory would sit under the rows' buffers."""
-    head, tail, after = _head_tail_parts(p)
+    a time: made before, their freed memory would sit under the rows' buffers.
+    The root calls too are written after the tree's rows, in chunks."""
+    head, before_rc, after_rc, after = _parts(p)
     # the head's temporaries (the function table's, the document's) freed:
     # their pages back before the rows' own (9 MiB of s14's peak)
     give_back_freed_memory()
     if p.nrows == 0:
-        f.write((head + "[]" + tail).encode("utf-8"))
+        f.write((head + "[]" + before_rc).encode("utf-8"))
     else:
         f.flush()
-        for template, rows in tree_templates(p, head, tail, TREE_CHUNK_ROWS):
+        for template, rows in tree_templates(p, head, before_rc, TREE_CHUNK_ROWS):
             format_rows(template, rows, f.fileno())
+    if len(p.samples):
+        _write_rows(f, _root_calls_template(p), len(p.samples), ROOT_CALLS_CHUNK_ROWS)
+    else:
+        f.write(b"[]")
+    f.write(after_rc.encode("utf-8"))
     for piece in slowest_json_parts(p):
         f.write(piece.encode("utf-8"))
     f.write(after.encode("utf-8"))

@@ -252,10 +252,14 @@ def test_tree_written_in_chunks_is_the_whole_document(rel, monkeypatch):
 
     monkeypatch.setattr(jsonout, "format_rows", counting)
     monkeypatch.setattr(jsonout, "TREE_CHUNK_ROWS", 3)
+    monkeypatch.setattr(jsonout, "ROOT_CALLS_CHUNK_ROWS", 2)
     for q in ([p, extreme(p)] if rel is None else [p, profile_of(path)]):
         chunks.clear()
         assert written(q) == RENDERERS["json"].render(q)
-        assert sum(chunks) == q.nrows and max(chunks) <= 3
+        # the tree's rows 3 at a time, then the root calls' 2 at a time
+        assert sum(chunks) == q.nrows + len(q.samples) and max(chunks) <= 3
+        if len(q.samples) > 2:
+            assert chunks[-1] <= 2 and chunks.count(2) >= len(q.samples) // 2
         if q.nrows > 3:
             assert len(chunks) > 1
 
