@@ -87,8 +87,8 @@ def test_s15_corrected_root_against_the_truth(s15):
     5% of it without the truth's largest call (68 us), which has no
     counterpart among the full trace's clean calls (its two gap calls,
     events lost inside, are left out). p90 (-12%) is pinned and explained
-    there: the truth's RCU callback group, interrupt subtrees in the full
-    trace."""
+    there: the truth's slow group, task work the whole-graph recording does
+    not run (not interrupts: s19 below)."""
     _, truth, full, _ = s15
     t, f = figures(truth), figures(full)
     assert len(truth) == 128 and len(full) == 116
@@ -173,7 +173,8 @@ def test_612_corrected_root_against_the_truth(s16_612):
     """Issue 17's acceptance on the 6.12 kernel: the corrected mean of the
     root within 5% of the root-only recording, p50 within 10%; with one hook
     cost for every call they were +10.4% and +16.4%. p90 (-16.7%) is pinned
-    and explained in docs/overhead.md ("Accuracy, call by call")."""
+    and explained in docs/overhead.md ("Accuracy, call by call"; against a
+    truth with its interrupts split off: s19 below)."""
     cal, truth, full, _ = s16_612
     assert "6.12" in cal.details["kernel"] and cal.details["hook_level"]["leaf_min_ns"] == 707.0
     t, f = figures(truth), figures(full)
