@@ -18,7 +18,15 @@ def _interrupted_while_starting(signum, frame):
     os._exit(130)
 
 
+# SIGINT ignored when we started (a command run with `&` from a script, or
+# by a parent that wants it to ignore Ctrl-C): leave it ignored, as Python
+# itself does and as ftflame does for SIGTERM and SIGHUP (output.py).
+_SIGINT_IGNORED = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
 def _on_sigint(handler) -> None:
+    if _SIGINT_IGNORED:
+        return
     try:
         signal.signal(signal.SIGINT, handler)
     except ValueError:  # imported off the main thread (a library use): leave it

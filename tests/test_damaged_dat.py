@@ -33,7 +33,7 @@ import pytest
 
 from helpers import damage
 from helpers import readers
-from conftest import fixture, holds_open
+from conftest import SAMPLE, fixture, holds_open
 
 SOURCES = ["k6.1/s04-null/trace.dat", "k6.1/s10-lost/trace.dat"]
 PER_FORM = 45
@@ -160,6 +160,28 @@ def test_damaged_files_end_cleanly(damaged, reader, tmp_path):
     assert not failures, verdict(failures, len(files))
 
 
+@pytest.mark.parametrize("reader", readers.params())
+def test_a_read_that_stops_before_the_data_ends_is_never_silent(damaged, reader, tmp_path):
+    """One flipped byte in CPU 0's second zstd chunk: libtracecmd's iteration
+    ends CPU 0 there and said nothing (exit 0, 2,393 of the CPU's events,
+    "anomalies: none"; the same silence ends a 5 GB uncompressed trace after
+    5% of its events, once its page mappings run out). Its last record, read
+    directly, is later: exit 2 naming the CPU and where it stopped. The
+    builtin reader skips the chunk and counts the gap."""
+    entry, = (d for d in damaged if os.path.basename(d["path"]) == "s04-null-v7-zstd-013-flip-cpu0data.dat")
+    damage.write_damaged(entry)
+    out = str(tmp_path / "out.txt")
+    proc = readers.report(entry["path"], reader, "-q", "-o", out)
+    if reader == "libtracecmd":
+        assert proc.returncode == 2 and not os.path.exists(out), proc.stderr
+        line, = proc.stderr.splitlines()
+        assert "libtracecmd stopped reading CPU 0 after 2393 events, at 18.789599 s; " \
+               "its data goes on to 19.129918 s" in line and "builtin reader" in line
+    else:
+        assert proc.returncode == 0, proc.stderr
+        assert "compressed chunks that do not decompress" in open(out).read()
+
+
 def test_corpus_covers_every_section_form_and_kind(damaged):
     """The corpus hits every section of the file in each form, with each
     kind of damage, and the sample keeps the named cases."""
@@ -208,6 +230,26 @@ def _imports_ftflame(pid: int) -> bool:
     except OSError:
         return False
     return any(so in maps for so in ("numpy", "_core.cpython", "_model.cpython"))
+
+
+def test_sigint_ignored_at_start_stays_ignored(tmp_path):
+    """Started with SIGINT ignored (`cmd &` in a script; Python keeps it so,
+    as ftflame keeps SIGTERM and SIGHUP): SIGINTs every 5 ms from the start
+    do not stop the report. (cli.py installed its handler over SIG_IGN: the
+    first SIGINT after its imports ended the run with exit 130.)"""
+    out = tmp_path / "r.txt"
+    proc = subprocess.Popen([*readers.FTFLAME, "report", SAMPLE, "-o", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            cwd=readers.ROOT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    sent, deadline = 0, time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        proc.send_signal(signal.SIGINT)
+        sent += 1
+        time.sleep(0.005)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and out.exists(), err
+    assert sent > 10
 
 
 @pytest.mark.parametrize("point", ["importing", "opened", "opened+0.3s", "opened+1s"])

@@ -27,6 +27,7 @@ const char *tracecmd_get_version(struct tracecmd_input *handle);
 unsigned long tracecmd_get_in_file_version(struct tracecmd_input *handle);
 int tracecmd_get_file_compress_proto(struct tracecmd_input *handle,
 				     const char **name, const char **version);
+struct tep_record *tracecmd_read_cpu_last(struct tracecmd_input *handle, int cpu);
 
 typedef struct {
 	int offset, size;
@@ -54,6 +55,8 @@ typedef struct {
 	int stopped;
 	ftf_dat_meta *meta;
 	quiet_stderr *quiet; /* fd 2 while libtracecmd runs */
+	/* the last time stamp read per CPU, for the end-of-data check */
+	unsigned long long last_ts[sizeof(((ftf_dat_meta *)0)->per_cpu_events) / sizeof(uint64_t)];
 } dat_ctx;
 
 static void bind(struct tep_event *ev, const char *name, bound_field *out)
@@ -173,8 +176,10 @@ static void decode(dat_ctx *c, struct tep_record *rec, batch *out)
 	int type = (int)rd(c, &(bound_field){ .offset = 0, .size = 2, .present = 1 }, d, sz);
 	ev->flags = (uint8_t)rd(c, &c->common_flags, d, sz);
 	ev->pid = (int32_t)rd(c, &c->common_pid, d, sz);
-	if (rec->cpu >= 0 && rec->cpu < 512)
+	if (rec->cpu >= 0 && rec->cpu < 512) {
 		c->meta->per_cpu_events[rec->cpu]++;
+		c->last_ts[rec->cpu] = rec->ts;
+	}
 
 	if (type == c->exit.id) {
 		ev->kind = FTF_EV_EXIT;
@@ -464,6 +469,43 @@ static int event_id(struct tep_handle *tep, const char *sys, const char *name, s
 	return e ? e->id : -1;
 }
 
+/* libtracecmd's iteration can end before a CPU's data does, and say
+ * nothing: trace-cmd 3.1.6 keeps a mapping per page of a big uncompressed
+ * file, and once mmap fails (vm.max_map_count, 65530 by default: 2.4 copies
+ * into a 5 GB file, 5 % of its events) the CPU simply ends; some damaged
+ * pages end it too. So after the iteration each CPU's last record is read
+ * directly: if it is later than the last one the iteration gave, or cannot
+ * be read although the CPU had events, the read is incomplete. 0: complete;
+ * otherwise err says which CPU and where it stopped. */
+static int check_read_to_the_end(dat_ctx *c, struct tracecmd_input *h, char *err, size_t errlen)
+{
+	int cpus = tracecmd_cpus(h);
+	int n = (int)(sizeof(c->last_ts) / sizeof(c->last_ts[0]));
+	for (int cpu = 0; cpu < cpus && cpu < n; cpu++) {
+		struct tep_record *last = tracecmd_read_cpu_last(h, cpu);
+		uint64_t seen = c->meta->per_cpu_events[cpu];
+		unsigned long long end = last ? last->ts : 0;
+		if (last)
+			tracecmd_free_record(last);
+		if ((last && (!seen || end > c->last_ts[cpu])) || (!last && seen)) {
+			if (last)
+				snprintf(err, errlen, "libtracecmd stopped reading CPU %d after %llu events, "
+					 "at %llu.%06llu s; its data goes on to %llu.%06llu s (a damaged page, "
+					 "or a file too big for libtracecmd's page mappings): read it with the "
+					 "builtin reader (the default)", cpu, (unsigned long long)seen,
+					 c->last_ts[cpu] / 1000000000ull, c->last_ts[cpu] % 1000000000ull / 1000,
+					 end / 1000000000ull, end % 1000000000ull / 1000);
+			else
+				snprintf(err, errlen, "libtracecmd cannot read CPU %d's last record after "
+					 "%llu events (a damaged page, or a file too big for libtracecmd's "
+					 "page mappings): read it with the builtin reader (the default)",
+					 cpu, (unsigned long long)seen);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 struct ftf_closing {
 	pthread_t thread;
 	struct tracecmd_input *h;
@@ -602,11 +644,12 @@ static int read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
 	int piped = !(threads && strcmp(threads, "1") == 0);
 	if ((piped ? iterate_piped(&c, h) : -1) < 0 && iterate_inline(&c, h) < 0)
 		b->oom = 1;
+	int short_read = !b->oom && !c.stopped && check_read_to_the_end(&c, h, err, errlen) < 0;
 	ftf_builder_finish(b);
 	/* (closing on a detached thread that outlives the export would keep the
 	 * decompressed streams alive while Python builds the Profile: +35 MB
 	 * of peak RSS on a 3 M-event trace; the export only overlaps it) */
-	if (closing && !b->oom && !c.stopped)
+	if (closing && !b->oom && !c.stopped && !short_read)
 		*closing = close_async(h);
 	else
 		tracecmd_close(h);
@@ -619,7 +662,7 @@ static int read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
 		snprintf(err, errlen, "interrupted");
 		return -1;
 	}
-	return 0;
+	return short_read ? -1 : 0;
 }
 
 int ftf_read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
