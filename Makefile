@@ -32,7 +32,7 @@ INFERNO_ROOT       ?= $(HOME)/.cache/ftflame/inferno-$(INFERNO_VERSION)
 CARGO              ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 SPEEDSCOPE_SCHEMA  := $(NPM_CACHE_DIR)/node_modules/speedscope/dist/release/file-format-schema.json
 
-.PHONY: help setup build demo test test-damage lint test-vm bench golden mutate clean setup-render-tools setup-fuzz fuzz setup-vm fixtures fixture-long
+.PHONY: help setup build demo test test-damage lint test-vm bench golden mutate clean setup-render-tools setup-fuzz fuzz setup-vm fixtures fixture-long bench-long
 
 # $(call apt_install,TARGET,PACKAGES[,APT-GET OPTIONS]): install the Debian
 # packages not installed yet, saying which (one shell command line).
@@ -225,9 +225,15 @@ fixtures: setup setup-vm  ## record the full fixture corpus in qemu into FIXTURE
 	tests/vm/fixtures.sh $(FIXTURES_OUT) $(SCENARIOS)
 
 # An 8-10 M-event trace.dat recorded in qemu (6.12, tests/vm/fixtures/k6.12/s18-long)
-# for the reader's bench rows: CPU-heavy (TCG) for 10-20 min; never committed.
-fixture-long: setup setup-vm  ## record the long bench trace into FIXTURES_OUT/k6.12/s18-long (long)
+# for the reader's bench rows: one VM, CPU-heavy (TCG) for about 3 min; never committed.
+# bench-long times the reports on it (bench/run.py; about 10 min).
+LONG_TRACE := $(FIXTURES_OUT)/k6.12/s18-long/trace.dat
+fixture-long: setup setup-vm  ## record the long bench trace (8.4 M events, 86 MiB) into FIXTURES_OUT/k6.12/s18-long (3 min)
 	tests/vm/fixtures.sh $(FIXTURES_OUT) k6.12/s18-long
+
+bench-long: setup  ## make bench's tables on the long trace, and on it twice as long (make fixture-long first)
+	@test -f $(LONG_TRACE) || { echo "bench-long: $(LONG_TRACE) is missing: run make fixture-long first" >&2; exit 2; }
+	$(PY) bench/run.py --reps 3 --roots 0 --no-diff $(LONG_TRACE)
 
 bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop
 	$(PY) bench/run.py
