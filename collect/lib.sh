@@ -104,6 +104,22 @@ missing_functions() {
 	' "$T/available_filter_functions"
 }
 
+# irq_entry_functions: print the interrupt entry functions this kernel can
+# hook, once each: the irq entry/exit glue, the hardirq handlers' entries
+# (__sysvec_*, __common_interrupt) and every softirq action (6.1 and 6.12
+# names). Hooked beside root-only functions (the baseline), they make the
+# interrupts that land inside a root call show as interrupt subtrees there,
+# as they do in a whole-graph trace, which the report takes out of both.
+IRQ_ENTRY_FUNCS="irq_enter_rcu irq_exit_rcu irq_enter irq_exit __common_interrupt do_softirq
+	rcu_core_si run_timer_softirq net_rx_action net_tx_action tasklet_action tasklet_hi_action
+	run_rebalance_domains sched_balance_softirq hrtimer_run_softirq blk_done_softirq irq_poll_softirq"
+irq_entry_functions() {
+	awk -v want="$IRQ_ENTRY_FUNCS" '
+		BEGIN { n = split(want, w, "[ \t\n]+"); for (i = 1; i <= n; i++) need[w[i]] = 1 }
+		($1 in need || $1 ~ /^__sysvec_/) && !seen[$1]++ { print $1 }
+	' "$T/available_filter_functions"
+}
+
 # Where the nfsd module is not loaded, its functions are not traceable yet.
 nfsd_hint() {
 	if ! grep -q '^nfsd ' /proc/modules 2>/dev/null && [ ! -d /sys/module/nfsd ]; then

@@ -87,8 +87,8 @@ def test_s15_corrected_root_against_the_truth(s15):
     5% of it without the truth's largest call (68 us), which has no
     counterpart among the full trace's clean calls (its two gap calls,
     events lost inside, are left out). p90 (-12%) is pinned and explained
-    there: the truth's RCU callback group, interrupt subtrees in the full
-    trace."""
+    there: the truth's slow group, task work the whole-graph recording does
+    not run (not interrupts: s19 below)."""
     _, truth, full, _ = s15
     t, f = figures(truth), figures(full)
     assert len(truth) == 128 and len(full) == 116
@@ -173,7 +173,8 @@ def test_612_corrected_root_against_the_truth(s16_612):
     """Issue 17's acceptance on the 6.12 kernel: the corrected mean of the
     root within 5% of the root-only recording, p50 within 10%; with one hook
     cost for every call they were +10.4% and +16.4%. p90 (-16.7%) is pinned
-    and explained in docs/overhead.md ("Accuracy, call by call")."""
+    and explained in docs/overhead.md ("Accuracy, call by call"; against a
+    truth with its interrupts split off: s19 below)."""
     cal, truth, full, _ = s16_612
     assert "6.12" in cal.details["kernel"] and cal.details["hook_level"]["leaf_min_ns"] == 707.0
     t, f = figures(truth), figures(full)
@@ -305,3 +306,140 @@ def test_self_times_carry_their_intervals_too(s15):
     assert excl[r] == pytest.approx(want) and 0 < excl[r] < incl[r]
     leaves = np.bincount(parent[parent >= 0], minlength=q.nrows) == 0
     assert np.allclose(excl[leaves], incl[leaves])
+
+
+# ---- s19-icount-irq: the truth recorded again with the interrupt entry
+# functions hooked beside the root (irq_enter_rcu, __sysvec_*, irq_exit_rcu, the
+# softirq actions: what collect.sh --baseline hooks), all in one boot
+# (tests/vm/fixtures/k*/s19-icount-irq; docs/overhead.md "Figures: the truth
+# with its interrupts split off")
+S19_612 = "k6.12/s19-icount-irq/"
+S19_61 = "k6.1/s19-icount-irq/"
+
+
+@pytest.mark.parametrize("d, cal_dir", [(S19_612, S19_612), (S19_61, S15)])
+def test_an_interrupt_in_a_root_only_truth_is_split_off(d, cal_dir):
+    """A tick inside a root-only nfsd_vfs_write call records as
+    irq_enter_rcu, __sysvec_apic_timer_interrupt and irq_exit_rcu (with the
+    softirqs nested in it): three interrupt subtrees, which the correction
+    takes out as in a whole-graph trace; the call then corrects to within
+    0.15 us of the quiet calls' median (19-25 us raw, 12-13 us of
+    interrupts). With them kept in (--irqs include: the subtrees' calls
+    then count as descendants, their hook cost taken out) it is 2.4-5.5 us
+    above. 6.1's calibration is s15's (the same kernel in another boot: its
+    root-only hook cost differs by 0.1 ns)."""
+    cal = calibration_of(cal_dir)
+    p = profile_of(fixture(d + "trace-vfs-root-irq.dat"))
+    for irqs, lo, hi in (("exclude", 0, 150), ("include", 2000, 13000)):
+        q = correct(p, for_profile(cal, p), irqs=irqs)
+        roots, c = q.scol("irq_roots"), q.corrected.sample_dur
+        quiet = np.median(c[(roots == 0) & (q.scol("offcpu") == 0)])
+        hit = c[roots > 0] - quiet
+        assert len(hit) >= 1 and (roots[roots > 0] == 3).all()
+        assert ((hit > lo) & (hit < hi)).all(), (irqs, hit)
+
+
+@pytest.fixture(scope="module")
+def s19_612():
+    """(plain truth, split truth, full: sorted corrected durations of the
+    clean root calls; the three corrected profiles), the folder's own
+    calibration."""
+    cal = calibration_of(S19_612)
+    got = [corrected_calls(fixture(S19_612 + n), "nfsd3_proc_write", cal)
+           for n in ("trace-root.dat", "trace-root-irq.dat", "trace-full.dat")]
+    return [v for v, _ in got], [q for _, q in got]
+
+
+def test_612_the_truths_slow_group_is_no_interrupt(s19_612):
+    """With the interrupt entries hooked, none of the truth's 128 calls holds
+    an interrupt (a tick every 4 ms, 14 us of each 125 us write cycle in the
+    root call), and the plain truth's slow group (20.45-20.50 us raw: 6.0 us
+    above the plain calls, the same to the ns) is still there, once instead
+    of 7 times (1 and 8 in a second boot): task work whose frequency varies between recordings, not
+    the interrupts the last round took it for."""
+    _, (plain, split, _) = s19_612
+    assert (split.scol("irq_roots") == 0).all() and (plain.scol("irq_roots") == 0).all()
+
+    def slow(q):
+        return int(((q.scol("dur") >= 20_440) & (q.scol("dur") <= 20_510)).sum())
+    assert (slow(plain), slow(split)) == (7, 1)
+
+
+def test_612_corrected_root_against_the_split_truth(s19_612):
+    """Issue 17's acceptance against the truth with its interrupts split off
+    (docs/overhead.md "Figures: the truth with its interrupts split off"):
+    p50 within 10% (+4.8%); the mean +5.0% and p90 +17.6% miss it, pinned.
+    What p90 falls on: the full trace's calls that hold a switch (the
+    scheduler's work in the task stays in) or a tracer wake-up (the ring
+    buffer's irq_work); its 96 quiet calls (no interrupt subtree, no switch)
+    are within 5% of the split truth at the mean, p50 and p90 (+3.3, +4.7,
+    +4.6%), and their p90 is 26% below the plain truth's, whose p90 is its
+    slow group."""
+    (plain, split, full), (_, _, q) = s19_612
+    t, p, f = figures(split), figures(plain), figures(full)
+    assert len(split) == len(plain) == len(full) == 128
+    assert (round(p["mean"]), round(p["p50"]), round(p["p90"])) == (14878, 13682, 19680)
+    assert (round(t["mean"]), round(t["p50"]), round(t["p90"])) == (14296, 13682, 13919)
+    assert (round(f["mean"]), round(f["p50"]), round(f["p90"])) == (15013, 14340, 16365)
+    assert abs(f["p50"] / t["p50"] - 1) < 0.10
+    clean = (q.scol("flags") & SAMPLE_GAP) == 0
+    quiet = np.sort(q.corrected.sample_dur[clean & (q.scol("irq_roots") == 0) & (q.scol("offcpu") == 0)])
+    fq = figures(quiet)
+    assert len(quiet) == 96
+    for k in ("mean", "p50", "p90"):
+        assert abs(fq[k] / t[k] - 1) < 0.05, k
+    assert fq["p90"] / p["p90"] - 1 < -0.25
+
+
+def test_612_nested_function_against_its_split_truth(s19_612):
+    """nfsd_vfs_write hooked alone with the interrupt entries: its truth
+    (one call holds a tick, split off) against its corrected mean in the
+    same boot's full graph: within 10% (+2.8%)."""
+    from ftflame.correct.corrections import corrected_stats
+
+    _, (_, _, q) = s19_612
+    truth, _ = corrected_calls(fixture(S19_612 + "trace-vfs-root-irq.dat"), "nfsd_vfs_write",
+                               calibration_of(S19_612))
+    cols, _, _, _ = corrected_stats(q)["functions", "incl"]
+    mean = cols[3][q.functions.index("nfsd_vfs_write")]
+    assert abs(mean / truth.mean() - 1) < 0.10
+    assert (round(truth.mean()), round(mean)) == (10035, 10318)
+
+
+def test_61_s19_against_the_split_truth_when_recorded():
+    """k6.1/s19-icount-irq's comparison (the full trace and calibration only
+    in a corpus that has them; skipped otherwise): mean and p50 within 5%
+    of the split truth (-1.2%, -0.1%), p90 -10.9% (the truth's slow group,
+    3 calls, which the whole-graph recording does not run)."""
+    from conftest import corpus_fixture
+
+    paths = {n: corpus_fixture(S19_61 + "trace-" + n + ".dat")
+             for n in ("null", "dispatch-root", "dispatch-full", "root-irq", "full")}
+    doc = calibrate_from_traces(*(profile_of(paths[n]) for n in ("null", "dispatch-root", "dispatch-full")))
+    cal = Calibration(doc["o_in_ns"], doc["o_out_ns"], "file:test", doc["method"], doc)
+    truth, _ = corrected_calls(paths["root-irq"], "nfsd3_proc_write", cal)
+    full, _ = corrected_calls(paths["full"], "nfsd3_proc_write", cal)
+    t, f = figures(truth), figures(full)
+    assert abs(f["mean"] / t["mean"] - 1) < 0.05 and abs(f["p50"] / t["p50"] - 1) < 0.05
+    assert -0.12 < f["p90"] / t["p90"] - 1 < -0.09
+
+
+def test_612_reader_asleep_against_the_split_truth_when_recorded():
+    """k6.12/s19-icount-irq's trace-full-quiet.dat (a corpus that has it;
+    skipped otherwise): the whole graph recorded with trace-cmd's reader left
+    asleep (buffer_percent 100, 32 MB buffer): no ring-buffer wake-up inside
+    the calls, every call at the calibration's hook level; against the
+    same boot's split truth issue 17's acceptance holds: mean -3.7%, p50
+    -4.0%, p90 +2.1%."""
+    from conftest import corpus_fixture
+
+    paths = {n: corpus_fixture(S19_612 + "trace-" + n + ".dat")
+             for n in ("null", "dispatch-root", "dispatch-full", "root-irq", "full-quiet")}
+    doc = calibrate_from_traces(*(profile_of(paths[n]) for n in ("null", "dispatch-root", "dispatch-full")))
+    cal = Calibration(doc["o_in_ns"], doc["o_out_ns"], "file:test", doc["method"], doc)
+    truth, _ = corrected_calls(paths["root-irq"], "nfsd3_proc_write", cal)
+    full, q = corrected_calls(paths["full-quiet"], "nfsd3_proc_write", cal)
+    t, f = figures(truth), figures(full)
+    assert (q.scol("leaf_min") <= doc["hook_level"]["leaf_min_ns"]).all()
+    assert abs(f["mean"] / t["mean"] - 1) < 0.05 and abs(f["p50"] / t["p50"] - 1) < 0.05
+    assert abs(f["p90"] / t["p90"] - 1) < 0.10
