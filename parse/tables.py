@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ftflame.model.profile import (CALL_EXTRA_DTYPE, CALL_RECORD_DTYPE, NODE_COLUMNS, SAMPLE_COLUMNS, Histograms,
-                                   KeptTree, Profile, TraceInfo, check_core_columns)
+from ftflame.model.profile import (CALL_EXTRA_DTYPE, CALL_RECORD_DTYPE, SAMPLE_COLUMNS, Histograms, KeptTree,
+                                   NodeTable, Profile, TraceInfo, check_core_columns)
 
 from . import _core
 
@@ -19,8 +19,8 @@ check_core_columns(_core)  # the core's tables are read by these names
 
 
 def from_core_result(res: dict, info: TraceInfo) -> Profile:
-    # column after column in C: (rows, columns) in Fortran order, each column contiguous
-    nodes = np.frombuffer(res["nodes"], dtype=np.int64).reshape(len(NODE_COLUMNS), -1).T
+    # column after column in C, each in its width: views of the core's block
+    nodes = NodeTable.from_block(res["nodes"], res["nrows"])
     samples = np.frombuffer(res["samples"], dtype=np.int64).reshape(-1, len(SAMPLE_COLUMNS))
     counters = dict(res["counters"])
     warnings = []

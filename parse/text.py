@@ -265,6 +265,8 @@ def read_text(src: Source, dialect: str, progress: Optional[Callable[[int], None
     mode = _core.TEXT_MAIL if dialect == "mail" else _core.TEXT_LINES
     try:
         return _core.read_text_chunks(src.chunks(), mode=mode, progress=progress, events=events, slowest=slowest)
+    except ValueError as e:  # the core's refusal (a count too big for the node table)
+        raise InputError(src.name, str(e)) from None
     finally:
         src.close()
 

@@ -15,6 +15,8 @@ from ftflame import __version__, _model
 from ftflame.correct import corrections, uncertainty
 from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
+from ftflame.parse._core import give_back_freed_memory
+
 from ._rowfmt import format_rows
 from .callsjson import hot_json, operations_json, slowest_json_parts
 from .common import context_lines, node_flags, report_notes
@@ -217,24 +219,25 @@ def _means_fit(sums, calls, mean=None) -> bool:
                 max(mean.max(), -mean.min()) >= REPR_SAFE)
 
 
-def _corr_stats(t: _Template, stats, calls, pre=None, repr_round: bool = False):
-    """The corrected statistics objects of ftflame.correct.corrections.scaled_stats
-    (computed once beside the Profile; calls: the clean calls they cover),
-    in row order or in the order `pre`. repr_round: every value as
-    json.dumps(round(x, 1)) (the functions' rows)."""
-    cols, approx, ex, vals = stats
+def _exact_unsafe(stats) -> np.ndarray:
+    """Per statistic: whether an exact row's value may not print as "%.1f"
+    (exact rows were json.dumps(round(x, 1))), from scaled_stats' result
+    over every exact row."""
+    cols, _, ex, vals = stats
     if ex:
-        # exact rows were json.dumps(round(x, 1)): "%.1f" only when safe
-        # (decided over every row, a chunk of them writes as the whole would)
-        unsafe = ~(np.abs(vals) < REPR_SAFE).all(axis=0)
-    else:
-        unsafe = np.zeros(len(cols), dtype=bool)
-    if pre is not None:
-        rank = np.full(len(approx), -1, dtype=np.int64)  # row -> position in pre
-        rank[pre] = np.arange(len(pre))
-        cols = [c[pre] for c in cols]
-        approx = approx[pre]
-        ex = {int(rank[r]): v for r, v in ex.items() if rank[r] >= 0}
+        return ~(np.abs(vals) < REPR_SAFE).all(axis=0)
+    return np.zeros(len(cols), dtype=bool)
+
+
+def _corr_stats(t: _Template, stats, calls, repr_round: bool = False, unsafe=None):
+    """The corrected statistics objects of ftflame.correct.corrections.scaled_stats
+    (computed beside the Profile; calls: the clean calls they cover), in
+    their row order. repr_round: every value as json.dumps(round(x, 1))
+    (the functions' rows). unsafe: _exact_unsafe over the whole column when
+    these rows are a chunk of it (a chunk then writes as the whole would)."""
+    cols, approx, ex, vals = stats
+    if unsafe is None:
+        unsafe = _exact_unsafe(stats)
     for k, name in enumerate(corrections.STAT_NAMES):
         t.lit(('{"%s":' if k == 0 else ',"%s":') % name)
         if repr_round:
@@ -254,7 +257,7 @@ def _corr_stats(t: _Template, stats, calls, pre=None, repr_round: bool = False):
 # Rows of the `tree` array formatted at a time when written to a file: the
 # template's columns (about 50 of them) then cost 50 x 8 bytes a row for
 # these rows only, not for every call path (40 MB for 125k).
-TREE_CHUNK_ROWS = 16384
+TREE_CHUNK_ROWS = 4096
 
 
 def tree_templates(p: Profile, head: str = "", tail: str = "", chunk: int = 0):
@@ -268,17 +271,27 @@ def tree_templates(p: Profile, head: str = "", tail: str = "", chunk: int = 0):
     # what each row writes depends on its own columns, on the next row's
     # depth (the brackets it closes) and on per-column choices made once
     d = depth[pre]
+    del depth  # kept while the rows are written: only what they need
     closes = np.empty(n, dtype=np.int64)
     closes[:-1] = np.maximum(d[:-1] - d[1:] + 1, 0)
     closes[-1] = d[-1] + 1
     del d
     calls_all = p.col("calls")
     means_fit = {kind: _means_fit(p.col(kind), calls_all) for kind in ("incl", "excl")}
+    del calls_all
     names = [json.dumps(name) for name in p.funcs]
+    corr = None
+    if p.corrected is not None:
+        # the corrected statistics a chunk at a time (corrections.node_stats),
+        # the choices that depend on the whole column made over its exact rows
+        by_node = corrections.exact_values(p)[0]
+        exact_rows = np.fromiter(sorted(by_node), dtype=np.int64, count=len(by_node))
+        corr = (by_node, {kind: _exact_unsafe(corrections.node_stats(p, kind, exact_rows, by_node))
+                          for kind in ("incl", "excl")})
     for lo in range(0, n, chunk):
         hi = min(lo + chunk, n)
         yield _tree_rows(p, pre[lo:hi], closes[lo:hi], lo == 0, hi == n, head, tail, names,
-                         means_fit), hi - lo
+                         means_fit, corr), hi - lo
 
 
 def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
@@ -287,12 +300,13 @@ def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
 
 
 def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, head: str, tail: str,
-               names: list, means_fit: dict) -> list:
-    """The template of the tree rows `pre` (a run of the pre-order)."""
+               names: list, means_fit: dict, corr) -> list:
+    """The template of the tree rows `pre` (a run of the pre-order); corr:
+    (exact values by node, _exact_unsafe by kind) when corrected."""
     n = len(pre)
 
     def col(name):  # in pre-order, one column at a time: not the whole node table copied
-        return p.col(name)[pre]
+        return p.col(name, pre)
 
     calls = col("calls")
     incl_pct, excl_pct = (x[pre] for x in p.node_percentiles)
@@ -310,10 +324,12 @@ def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, hea
         raw = _Template()
         _raw_stats(raw, col(kind), calls, col(kind + "_min"), col(kind + "_max"), pct, means_fit[kind])
         parts[kind] = raw.items
-        if p.corrected is not None:
-            corr = _Template()
-            _corr_stats(corr, corrections.corrected_stats(p)["nodes", kind], p.corrected.calls[pre], pre)
-            parts[kind + "_corr"] = corr.items
+        if corr is not None:
+            by_node, unsafe = corr
+            tc = _Template()
+            _corr_stats(tc, corrections.node_stats(p, kind, pre, by_node), p.corrected.calls[pre],
+                        unsafe=unsafe[kind])
+            parts[kind + "_corr"] = tc.items
         else:
             parts[kind + "_corr"] = raw.items
     for key in ("incl", "excl", "incl_corr", "excl_corr"):
@@ -426,9 +442,19 @@ def _repr_round(t: _Template, values: np.ndarray):
 
 def root_calls_json(p: Profile) -> str:
     """The `root_calls` array: one object per root call."""
-    s = p.samples
-    if len(s) == 0:
-        return "[]"
+    n = len(p.samples)
+    return _rows_json(_root_calls_template(p), n) if n else "[]"
+
+
+# Root calls formatted at a time when written to a file (jsonout.write): a
+# trace's root calls grow with its length (70,932 in a 5 GB one), and their
+# text (about 250 bytes each) is not held whole.
+ROOT_CALLS_CHUNK_ROWS = 16384
+
+
+def _root_calls_template(p: Profile) -> list:
+    """The format_rows template of the `root_calls` rows, each with a
+    leading comma (p has root calls)."""
     t = _Template()
     t.lit(',{"name":')
     t.col("e", p.col("func")[p.scol("node")], [json.dumps(name) for name in p.funcs])
@@ -453,7 +479,23 @@ def root_calls_json(p: Profile) -> str:
     flags = p.scol("flags")
     idx, triples = _bools(flags & SAMPLE_GAP, flags & SAMPLE_PARTIAL, flags & SAMPLE_IRQ)
     t.col("e", idx, [',"gap":%s,"partial":%s,"irq":%s}' % tr for tr in triples])
-    return _rows_json(t.items, len(s))
+    return t.items
+
+
+def _write_rows(f, template: list, n: int, chunk: int) -> None:
+    """A JSON array of the template's n rows (each with a leading comma)
+    into f, `chunk` rows at a time: each column item's values sliced."""
+    f.write(b"[")
+    for lo in range(0, n, chunk):
+        hi = min(lo + chunk, n)
+        items = [it if isinstance(it, str) else (it[0], it[1][lo:hi], *it[2:]) for it in template]
+        if lo == 0:  # the array's first row: no comma before it
+            first = np.zeros(hi - lo, dtype=np.int64)
+            first[0] = 1
+            items[:1] = [("e", first, [",", ""]), items[0][1:]]
+        f.flush()
+        format_rows(items, hi - lo, f.fileno())
+    f.write(b"]")
 
 
 PLACEHOLDERS = {k: "@@FTFLAME_%s@@" % k.upper() for k in ("functions", "tree", "root_calls", "slowest")}
@@ -468,6 +510,14 @@ def _head_tail(p: Profile) -> tuple:
 def _head_tail_parts(p: Profile) -> tuple:
     """The document's text before the `tree` array, after it up to the
     `slowest` array's, and after that."""
+    head, before_rc, after_rc, after = _parts(p)
+    return head, before_rc + root_calls_json(p) + after_rc, after
+
+
+def _parts(p: Profile) -> tuple:
+    """The document's text before the `tree` array, after it up to the
+    `root_calls` array's, after that up to the `slowest` array's, and
+    after that."""
     text = json.dumps(document(p), separators=(",", ":"))
     # the row arrays are written apart (format_rows), the tree around the rest
     parts = []
@@ -477,8 +527,8 @@ def _head_tail_parts(p: Profile) -> tuple:
         parts.append(before + mark[:len(key) + 3])
     mark = '"slowest":%s' % json.dumps(PLACEHOLDERS["slowest"])
     before, _, after = text.partition(mark)
-    return (parts[0] + functions_json(p) + parts[1],
-            parts[2] + root_calls_json(p) + before + mark[:len("slowest") + 3], after + "\n")
+    return (parts[0] + functions_json(p) + parts[1], parts[2], before + mark[:len("slowest") + 3],
+            after + "\n")
 
 
 def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
@@ -493,14 +543,23 @@ def write(p: Profile, opts: RenderOptions, f) -> None:
     (75 MB for 125k call paths) goes to the file in chunks, formatted on
     this thread and written on another, never whole in memory. The
     slowest calls' trees (MBs of text) are written after the rows, a call at
-    a time: made before, their freed memory would sit under the rows' buffers."""
-    head, tail, after = _head_tail_parts(p)
+    a time: made before, their freed memory would sit under the rows' buffers.
+    The root calls too are written after the tree's rows, in chunks."""
+    head, before_rc, after_rc, after = _parts(p)
+    # the head's temporaries (the function table's, the document's) freed:
+    # their pages back before the rows' own (9 MiB of s14's peak)
+    give_back_freed_memory()
     if p.nrows == 0:
-        f.write((head + "[]" + tail).encode("utf-8"))
+        f.write((head + "[]" + before_rc).encode("utf-8"))
     else:
         f.flush()
-        for template, rows in tree_templates(p, head, tail, TREE_CHUNK_ROWS):
+        for template, rows in tree_templates(p, head, before_rc, TREE_CHUNK_ROWS):
             format_rows(template, rows, f.fileno())
+    if len(p.samples):
+        _write_rows(f, _root_calls_template(p), len(p.samples), ROOT_CALLS_CHUNK_ROWS)
+    else:
+        f.write(b"[]")
+    f.write(after_rc.encode("utf-8"))
     for piece in slowest_json_parts(p):
         f.write(piece.encode("utf-8"))
     f.write(after.encode("utf-8"))

@@ -84,7 +84,7 @@ def _tree_events(p: Profile, roots: list, incl: np.ndarray, frame_of: list, draw
             stack.append((r, at, True))
             start = at
             placed = []
-            for k in sorted(kids[r], key=lambda k: (-dur[k], p.funcs[int(p.nodes[k, 1])], k)):
+            for k in sorted(kids[r], key=lambda k: (-dur[k], p.name(k), k)):
                 if dur[k] > 0:
                     placed.append((k, start, False))
                     start += dur[k]

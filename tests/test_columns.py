@@ -42,9 +42,28 @@ def test_two_swapped_names_fail_the_import(table, i, j):
     assert "make build" in r.stderr
 
 
+def _fake_core(**changed):
+    same = {"NODE_COLUMNS": profile.NODE_COLUMNS, "NODE_DTYPES": tuple(d.str for d in profile.NODE_DTYPES),
+            "NODE_SPARSE": tuple(c for c in profile.NODE_COLUMNS if c in profile.NODE_SPARSE),
+            "SAMPLE_COLUMNS": profile.SAMPLE_COLUMNS, "CALL_RECORD": profile.CALL_RECORD,
+            "CALL_EXTRAS": profile.CALL_EXTRAS}
+    return SimpleNamespace(**{**same, **changed})
+
+
 def test_a_column_more_on_one_side_fails():
-    core = SimpleNamespace(NODE_COLUMNS=profile.NODE_COLUMNS + ("new",),
-                           SAMPLE_COLUMNS=profile.SAMPLE_COLUMNS, CALL_RECORD=profile.CALL_RECORD,
-                           CALL_EXTRAS=profile.CALL_EXTRAS)
+    profile.check_core_columns(_fake_core())
     with pytest.raises(ImportError, match="30 columns in C, 29 in profile.py"):
-        profile.check_core_columns(core)
+        profile.check_core_columns(_fake_core(NODE_COLUMNS=profile.NODE_COLUMNS + ("new",)))
+
+
+def test_a_column_of_another_width_on_one_side_fails():
+    """The node columns' widths (int32 or int64) and the mostly-zero set
+    are checked like their names: a column read at the wrong width would be
+    every figure wrong."""
+    widths = [d.str for d in profile.NODE_DTYPES]
+    calls = profile.NODE_COLUMNS.index("calls")
+    widths[calls] = "<i8"
+    with pytest.raises(ImportError, match="node dtype columns differ.*'<i8' in C, '<i4' in profile.py"):
+        profile.check_core_columns(_fake_core(NODE_DTYPES=tuple(widths)))
+    with pytest.raises(ImportError, match="sparse node columns differ"):
+        profile.check_core_columns(_fake_core(NODE_SPARSE=("irq",)))

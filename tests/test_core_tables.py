@@ -5,9 +5,11 @@ in the situations where a hint could mislead it."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from ftflame.model.profile import NODE_COLUMNS, NODE_IRQ
 from ftflame.parse import _core
+from conftest import fixture
 from helpers.events import parse_events
 from ftflame.parse import build_events
 
@@ -68,10 +70,10 @@ def test_node_table_arrives_column_after_column():
     """Each column a contiguous array (numpy gathers a strided column of a
     125k-row table over the whole table: 0.1 s of a report)."""
     p = build_events(parse_events(SIBLINGS), source="siblings")
-    assert p.nodes.shape == (6, len(NODE_COLUMNS))
-    assert p.nodes.flags.f_contiguous
+    assert len(p.nodes) == 6
     for name in NODE_COLUMNS:
-        assert p.col(name).flags.c_contiguous, name
+        assert p.nodes.stored(name).flags.c_contiguous, name
+        assert p.col(name).flags.c_contiguous and p.col(name).dtype == np.int64, name
     # depth, the last column, is filled from the parents after the rest
     assert sorted(p.col("depth").tolist()) == [0, 1, 1, 1, 2, 2]
 
@@ -82,10 +84,77 @@ def test_node_table_block_reads_like_bytes():
     events = parse_events(SIBLINGS)
     one, two = _core.build_events(events, 20)["nodes"], _core.build_events(events, 20)["nodes"]
     assert not isinstance(one, bytes)
-    assert len(one) == 6 * len(NODE_COLUMNS) * 8
+    # 6 rows: a 32-bit column 24 bytes, padded to 8-byte alignment
+    assert len(one) == sum((6 * np.dtype(d).itemsize + 7) // 8 * 8 for d in _core.NODE_DTYPES)
     assert one == two and one == bytes(two) and not (one != two)
     view = memoryview(one)
     assert view.readonly and view.nbytes == len(one)
-    assert np.frombuffer(one, dtype=np.int64).sum() == np.frombuffer(bytes(two), dtype=np.int64).sum()
+    assert np.frombuffer(one, dtype=np.uint8).sum() == np.frombuffer(bytes(two), dtype=np.uint8).sum()
     empty = _core.build_events([], 20)["nodes"]
     assert len(empty) == 0 and empty == b""
+    # its pages given back from an offset on: they read as zeros, the rest unchanged
+    with pytest.raises(ValueError, match="outside the block"):
+        one.release_from(len(one) + 1)
+    one.release_from(len(one))
+    assert one == two
+
+
+@pytest.mark.parametrize("rel", ["k6.1/s09-depth3/trace.dat", "k6.1/s07-tracefs-text/trace-default.txt.gz"])
+def test_count_too_big_for_its_32_bit_column_is_refused(rel):
+    """Counts and identifiers are 32-bit node columns (NODE_DTYPES): a value
+    that does not fit is an error naming the path and the column, never a
+    wrapped figure. Shown with the limit lowered to 3 (2^31 calls are not
+    made in a test): every trace with a path called more often is refused."""
+    from ftflame import parse
+    from ftflame.model.errors import InputError
+
+    assert set(_core.NODE_DTYPES) == {"<i4", "<i8"}
+    before = _core._set_narrow_max(3)
+    try:
+        with pytest.raises(InputError, match=r"call path \d+: \w+ = \d+ does not fit the node table's 32-bit column"):
+            parse.read(fixture(rel))
+        with pytest.raises(ValueError, match="calls = 4 does not fit"):
+            _core.build_events([("leaf", 0, 1, 0, "f", 0, 10 * i, 10 * i, 10 * i + 5, 0, 0, 0) for i in range(4)])
+    finally:
+        assert _core._set_narrow_max(before) == 3
+    assert parse.read(fixture(rel)).nrows > 0
+
+
+def test_node_table_refuses_narrow_values_that_do_not_fit():
+    """A node table made in Python (NodeTable) checks its 32-bit columns too."""
+    from ftflame.model.profile import NodeTable
+
+    p = build_events(parse_events(SIBLINGS), source="siblings")
+    calls = p.col("calls")
+    calls[0] = 2**31
+    with pytest.raises(ValueError, match="node column calls"):
+        p.nodes.replaced(calls=calls)
+    assert NodeTable.from_array(p.nodes.as_array()).equals(p.nodes)
+
+
+def test_mostly_zero_node_columns_are_kept_sparse():
+    """The node columns that are mostly zeros on real traces (NODE_SPARSE:
+    interrupts, off-CPU time, anomalies) are kept as their non-zero rows
+    when that is smaller, and read back the same; the table is read-only."""
+    from ftflame import parse
+    from ftflame.model.profile import NODE_SPARSE, NodeTable
+
+    p = parse.read(fixture("k6.1/s10-lost/trace.dat"))
+    t = p.nodes
+    dense_bytes = sum(len(t) * np.dtype(d).itemsize for d in _core.NODE_DTYPES)
+    assert t.is_sparse("open_end") and t.is_sparse("irq_early")
+    assert t.nbytes < dense_bytes
+    whole = NodeTable.from_array(t.as_array())
+    assert whole.equals(t) and whole == t
+    for name in NODE_SPARSE:
+        v = t.col(name)
+        assert v.dtype == np.int64 and len(v) == len(t)
+        rows = np.arange(0, len(t), 3)
+        assert np.array_equal(t.col(name, rows), v[rows])
+        assert np.array_equal(t.col(name, dtype=np.float64), v.astype(np.float64))
+    # a column with as many non-zero rows as zeros is kept dense
+    busy = np.arange(len(t)) % 2
+    assert not t.replaced(irq=busy).is_sparse("irq")
+    assert np.array_equal(t.replaced(irq=busy).col("irq"), busy)
+    with pytest.raises(ValueError):
+        t.stored("calls")[0] = 1

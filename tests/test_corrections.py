@@ -62,7 +62,7 @@ def test_design_formulas_on_a_small_tree():
     assert summary(q)["overhead_removed_ns"] == 550.0
     # raw figures untouched
     p = build(TREE)
-    assert np.array_equal(q.nodes, p.nodes) and np.array_equal(q.samples, p.samples)
+    assert q.nodes.equals(p.nodes) and np.array_equal(q.samples, p.samples)
 
 
 IRQ = """
@@ -229,7 +229,7 @@ def assert_exact_algebra(q, p):
     ft = q.functions
     assert np.allclose(ft.incl_corr, f_in[ft.func_ids], rtol=1e-12, atol=1e-6)
     # raw figures unchanged by the transform
-    assert np.array_equal(q.nodes, p.nodes) and np.array_equal(q.samples, p.samples)
+    assert q.nodes.equals(p.nodes) and np.array_equal(q.samples, p.samples)
     rf = p.functions
     assert ft.names == rf.names and np.array_equal(ft.incl, rf.incl)
     assert np.array_equal(ft.excl, rf.excl) and np.array_equal(ft.calls, rf.calls)

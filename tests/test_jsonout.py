@@ -101,12 +101,11 @@ def extreme(p):
     """Sums past 2**53, means past REPR_SAFE, NaN and infinite corrected
     figures and root call durations: what the C formatter cannot write
     like Python."""
-    nodes = p.nodes.copy()
-    cols = {n: i for i, n in enumerate(profile_mod.NODE_COLUMNS)}
-    nodes[0, cols["incl"]] = 2**60 + 12345
-    nodes[0, cols["excl"]] = -(2**55) - 3
-    nodes[-1, cols["incl"]] = 10**15 * max(int(nodes[-1, cols["calls"]]), 1)
-    q = p.replace(nodes=nodes)
+    incl, excl = p.col("incl").copy(), p.col("excl").copy()
+    incl[0] = 2**60 + 12345
+    excl[0] = -(2**55) - 3
+    incl[-1] = 10**15 * max(int(p.col("calls")[-1]), 1)
+    q = p.replace(nodes=p.nodes.replaced(incl=incl, excl=excl))
     c = p.corrected
     incl = c.incl.copy()
     incl[0] = np.nan
@@ -253,12 +252,48 @@ def test_tree_written_in_chunks_is_the_whole_document(rel, monkeypatch):
 
     monkeypatch.setattr(jsonout, "format_rows", counting)
     monkeypatch.setattr(jsonout, "TREE_CHUNK_ROWS", 3)
+    monkeypatch.setattr(jsonout, "ROOT_CALLS_CHUNK_ROWS", 2)
     for q in ([p, extreme(p)] if rel is None else [p, profile_of(path)]):
         chunks.clear()
         assert written(q) == RENDERERS["json"].render(q)
-        assert sum(chunks) == q.nrows and max(chunks) <= 3
+        # the tree's rows 3 at a time, then the root calls' 2 at a time
+        assert sum(chunks) == q.nrows + len(q.samples) and max(chunks) <= 3
+        if len(q.samples) > 2:
+            assert chunks[-1] <= 2 and chunks.count(2) >= len(q.samples) // 2
         if q.nrows > 3:
             assert len(chunks) > 1
+
+
+@pytest.mark.parametrize("rel", SMALL_FIXTURES)
+def test_tree_corrected_stats_are_made_a_chunk_at_a_time(rel, monkeypatch):
+    """The tree's corrected statistics (7 float columns per kind: 14 MB for
+    125k call paths) are computed for each chunk's rows as it is written,
+    never for the whole node table at once; each chunk's are the whole
+    table's rows (corrections.node_stats against corrected_stats)."""
+    from ftflame.correct import corrections
+
+    path = fixture(rel)
+    p = corrected(profile_of(path), path)
+    whole = {kind: corrections.corrected_stats(p)["nodes", kind] for kind in ("incl", "excl")}
+    rows = np.random.default_rng(1).permutation(p.nrows)[: max(p.nrows // 2, 1)]
+    for kind, (cols, approx, ex, _) in whole.items():
+        part, part_approx, part_ex, _ = corrections.node_stats(p, kind, rows)
+        for a, b in zip(part, cols):
+            assert np.array_equal(a, b[rows], equal_nan=True)
+        assert np.array_equal(part_approx, approx[rows])
+        at = {int(r): i for i, r in enumerate(rows)}
+        assert part_ex == {at[r]: v for r, v in ex.items() if r in at}
+
+    q = corrected(profile_of(path), path)
+
+    def whole_table(self, level):
+        raise AssertionError(f"the {level} level's corrected statistics computed whole")
+
+    monkeypatch.setattr(jsonout, "TREE_CHUNK_ROWS", 3)
+    monkeypatch.setattr(corrections._CorrectedStats, "_level",
+                        lambda self, level, real=corrections._CorrectedStats._level:
+                        whole_table(self, level) if level == "nodes" else real(self, level))
+    assert written(q) == written(p)
 
 
 @pytest.mark.parametrize("dense", [True, False])

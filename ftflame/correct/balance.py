@@ -64,8 +64,8 @@ def parse_measured(spec: str) -> tuple:
 def _clean(p: Profile, name: str, rows=slice(None)) -> np.ndarray:
     """The clean calls' sum (all minus gap calls) per row, in place: one
     whole-tree column at a time, not three."""
-    out = p.col(name)[rows].astype(np.float64)
-    out -= p.col("gap_" + name)[rows]
+    out = p.col(name, rows, np.float64)
+    out -= p.col("gap_" + name, rows, np.float64)
     return out
 
 
@@ -124,13 +124,13 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
     counted = counted_children(p, c.irqs) if p.nrows else np.zeros(0, bool)
     rows_by_func = root_rows(p)
     top = _tree_tops(p)
-    irq_root = np.nonzero((p.col("flags") & NODE_IRQ_ROOT) != 0)[0]
+    irq_root = np.nonzero((p.nodes.stored("flags") & NODE_IRQ_ROOT) != 0)[0]
     # interrupt subtrees summed onto the top row of the tree they interrupted,
     # once: per root function a lookup, not a scan of every irq root (O(paths))
     irq_incl_at_top = np.bincount(top[irq_root], weights=c.incl[irq_root], minlength=p.nrows)
     irq_calls_at_top = np.bincount(top[irq_root], weights=_clean(p, "calls", irq_root),
                                    minlength=p.nrows)
-    gap_calls = p.col("gap_calls")
+    gap_calls = p.nodes.stored("gap_calls")  # 32-bit, as stored: only summed as weights
     pm_at = _pm_per_row(p)
     # every per-function sum at once (one bincount per column): a sum per root
     # function in the loop costs a numpy call each, 100k roots made it seconds

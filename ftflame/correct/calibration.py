@@ -125,7 +125,7 @@ def _root_values(p: Profile, what: str):
         raise InputError(p.trace.source, f"no completed root calls ({what})",
                          "was the calibration workload running while recording?")
     ok = ((p.scol("flags") & (SAMPLE_GAP | SAMPLE_IRQ)) == 0)
-    funcs = [p.funcs[int(p.nodes[n, 1])] for n in p.scol("node").tolist()]
+    funcs = [p.funcs[f] for f in p.col("func")[p.scol("node")].tolist()]
     counts = Counter(f for f, k in zip(funcs, ok.tolist()) if k)
     if not counts:
         raise InputError(p.trace.source, f"every root call spans lost events ({what})",
@@ -247,7 +247,7 @@ def _dispatcher_with_graph(pf: Profile, disp: str, root_source: str):
     s = pf.samples
     if len(s) == 0:
         raise InputError(pf.trace.source, "no completed root calls (dispatcher full-graph trace)")
-    funcs = [pf.funcs[int(pf.nodes[n, 1])] for n in pf.scol("node").tolist()]
+    funcs = [pf.funcs[f] for f in pf.col("func")[pf.scol("node")].tolist()]
     sel = ((pf.scol("flags") & (SAMPLE_GAP | SAMPLE_IRQ)) == 0) & np.array([f == disp for f in funcs])
     sel &= pf.scol("desc") > 0
     if not sel.any():

@@ -51,7 +51,9 @@ NOSLEEP_SLACK = 1.01
 
 def clean(p: Profile, name: str) -> np.ndarray:
     """Per-node sum over the clean calls (all calls minus gap calls)."""
-    return p.col(name).astype(np.float64) - p.col("gap_" + name).astype(np.float64)
+    out = p.col(name, dtype=np.float64)
+    out -= p.col("gap_" + name, dtype=np.float64)
+    return out
 
 
 def pseudo_roots(p: Profile) -> np.ndarray:
@@ -445,6 +447,28 @@ def corrected_stats(p: Profile) -> dict:
 _STATS_KEY = "_corrected_stats"  # where corrected_stats keeps its result in the Profile
 
 
+def node_stats(p: Profile, kind: str, rows: Optional[np.ndarray] = None, by_node: Optional[dict] = None):
+    """scaled_stats of the node table's rows `rows` (all when None), in
+    that order: corrected_stats(p)["nodes", kind] of those rows, the same
+    figures row by row (every one depends on its own row only), with the
+    exact rows' stats keyed by position in `rows`. The JSON writer takes
+    them a chunk of the tree at a time: the whole table's are 14 MB for
+    125k call paths. by_node: exact_values(p)[0], when known."""
+    c = p.corrected
+    if by_node is None:
+        by_node = exact_values(p)[0] if kind == "incl" else {}
+    pct = p.node_percentiles[0 if kind == "incl" else 1]
+    columns = [p.col(kind, rows), p.col("calls", rows), p.col(kind + "_min", rows), p.col(kind + "_max", rows)]
+    more = [pct, np.asarray(getattr(c, kind), dtype=np.float64), c.calls]
+    columns += more if rows is None else [x[rows] for x in more]
+    exact = by_node if kind == "incl" else {}
+    if rows is not None:
+        if exact:
+            pos = {r: i for i, r in enumerate(rows.tolist()) if r in exact}
+            exact = {i: exact[r] for r, i in pos.items()}
+    return scaled_stats(*columns, exact)
+
+
 def _compute_corrected_stats(p: Profile):
     if p.corrected is None:
         return None
@@ -469,17 +493,14 @@ class _CorrectedStats:
         return self._levels[level][kind]
 
     def _level(self, level: str) -> dict:
-        p, c = self._p, self._p.corrected
+        p = self._p
         if self._exact is None:
             self._exact = exact_values(p)
         by_node, by_func = self._exact
         out = {}
         if level == "nodes":
-            ipct, xpct = p.node_percentiles
-            for kind, pct in (("incl", ipct), ("excl", xpct)):
-                out[kind] = scaled_stats(
-                    p.col(kind), p.col("calls"), p.col(kind + "_min"), p.col(kind + "_max"), pct,
-                    np.asarray(getattr(c, kind), dtype=np.float64), c.calls, by_node if kind == "incl" else {})
+            for kind in ("incl", "excl"):
+                out[kind] = node_stats(p, kind, by_node=by_node)
         elif level == "functions":
             ft = p.functions
             for kind in ("incl", "excl"):

@@ -493,13 +493,13 @@ static uint32_t partial_root(ftf_builder *b)
 static void sums_add(ftf_sums *s, uint64_t dur, int64_t excl, uint64_t desc, uint64_t nchild,
 		     uint64_t irq, uint64_t irq_calls, uint64_t off)
 {
-	s->calls++;
+	s->calls = ftf_count_add(s->calls, 1);
 	s->incl += dur;
 	s->excl += excl;
-	s->desc += desc;
-	s->nchild += nchild;
+	s->desc = ftf_count_add(s->desc, desc);
+	s->nchild = ftf_count_add(s->nchild, nchild);
 	s->irq += irq;
-	s->irq_calls += irq_calls;
+	s->irq_calls = ftf_count_add(s->irq_calls, irq_calls);
 	s->offcpu += off;
 }
 
@@ -516,13 +516,13 @@ static void sums_add(ftf_sums *s, uint64_t dur, int64_t excl, uint64_t desc, uin
  * distinct call path under the open root. */
 static void sums_merge(ftf_sums *d, const ftf_sums *s)
 {
-	d->calls += s->calls;
+	d->calls = ftf_count_add(d->calls, s->calls);
 	d->incl += s->incl;
 	d->excl += s->excl;
-	d->desc += s->desc;
-	d->nchild += s->nchild;
+	d->desc = ftf_count_add(d->desc, s->desc);
+	d->nchild = ftf_count_add(d->nchild, s->nchild);
 	d->irq += s->irq;
-	d->irq_calls += s->irq_calls;
+	d->irq_calls = ftf_count_add(d->irq_calls, s->irq_calls);
 	d->offcpu += s->offcpu;
 }
 
@@ -653,7 +653,9 @@ int ftf_builder_init(ftf_builder *b)
 	return 0;
 }
 
-void ftf_builder_free(ftf_builder *b)
+/* What only feeding needs: the tasks (stacks, root journals, idle tree
+ * buffers) and the node map. */
+static void free_feeding_state(ftf_builder *b)
 {
 	for (uint32_t i = 0; i < b->ntask_slots; i++) {
 		if (b->tasks[i]) {
@@ -665,12 +667,26 @@ void ftf_builder_free(ftf_builder *b)
 		}
 	}
 	free(b->tasks);
+	b->tasks = NULL;
+	b->ntasks = b->ntask_slots = 0;
+	b->cur_task = b->last_task = NULL;
+	memset(b->cpu_tail, 0, sizeof(b->cpu_tail));
+	ftf_u64map_free(&b->node_map);
+}
+
+void ftf_builder_shed(ftf_builder *b)
+{
+	free_feeding_state(b);
+}
+
+void ftf_builder_free(ftf_builder *b)
+{
+	free_feeding_state(b);
 	for (uint32_t i = 0; i < b->nnodes; i++) {
 		ftf_hist_free(&b->nodes[i].hist_incl);
 		ftf_hist_free(&b->nodes[i].hist_excl);
 	}
 	free(b->nodes);
-	ftf_u64map_free(&b->node_map);
 	free(b->samples);
 	free(b->func_irq);
 	ftf_calls_free(b);
@@ -697,7 +713,7 @@ static void drop_unterminated(ftf_builder *b, ftf_task *t, uint32_t keep)
 	for (uint32_t i = keep; i < t->n; i++) {
 		uint32_t node = t->stack[i].node;
 		if (node != FTF_NONE) {
-			b->nodes[node].unterminated++;
+			b->nodes[node].unterminated = ftf_count_add(b->nodes[node].unterminated, 1);
 			b->nodes[node].unowned_child_incl += t->stack[i].child_incl;
 		}
 	}
@@ -890,7 +906,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 			/* the early irq ran inside this call: move it here from the caller */
 			irq_into_call(b, pf, &f, f.adopt_dur, f.adopt_calls);
 		} else if (pf && pf->node != FTF_NONE && pf->last_irq_early) {
-			b->nodes[pf->node].irq_early++;
+			b->nodes[pf->node].irq_early = ftf_count_add(b->nodes[pf->node].irq_early, 1);
 		}
 	}
 	if (f.popwin_valid && !b->text_order && f.popwin_start >= calltime &&
@@ -975,7 +991,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 	if (f.cpu != cpu && cpu >= 0) {
 		b->c.migrations++;
 		if (f.node != FTF_NONE)
-			b->nodes[f.node].migrated++;
+			b->nodes[f.node].migrated = ftf_count_add(b->nodes[f.node].migrated, 1);
 	}
 	node_add(b, f.node, f.gap, dur, excl, desc, f.nchild, irq, irq_calls, off);
 	if (parent && !f.irq && dcalls == 0) {
@@ -1221,7 +1237,7 @@ void ftf_builder_finish(ftf_builder *b)
 		for (uint32_t k = 0; k < t->n; k++) {
 			uint32_t node = t->stack[k].node;
 			if (node != FTF_NONE) {
-				b->nodes[node].open_end++;
+				b->nodes[node].open_end = ftf_count_add(b->nodes[node].open_end, 1);
 				b->nodes[node].unowned_child_incl += t->stack[k].child_incl;
 			}
 		}

@@ -104,16 +104,28 @@ void ftf_hist_free(ftf_hist *h);
 
 /* ---- the aggregate ----------------------------------------------------- */
 
+/* Counts of a call path are 32 bits, saturated at FTF_COUNT_MAX (never
+ * wrapped): the node table's 32-bit columns refuse a count past INT32_MAX
+ * (module.c), so a saturated one is an error, not a figure. 48 bytes of
+ * each node less than 64-bit counts (6 MB of the read's peak for 125k
+ * call paths). */
+#define FTF_COUNT_MAX UINT32_MAX
+static inline uint32_t ftf_count_add(uint32_t count, uint64_t more)
+{
+	uint64_t sum = (uint64_t)count + more;
+	return sum > FTF_COUNT_MAX ? FTF_COUNT_MAX : (uint32_t)sum;
+}
+
 /* Linear sums over a set of completed calls. */
 typedef struct {
-	uint64_t calls;
 	uint64_t incl;   /* sum of rettime - calltime */
 	int64_t excl;    /* sum of incl - children's incl (can be < 0 on clock skew) */
-	uint64_t desc;   /* sum of recorded descendants D (irq subtrees excluded) */
-	uint64_t nchild; /* sum of direct children n (irq subtrees excluded) */
 	uint64_t irq;    /* sum of time in irq subtrees nested inside the call */
-	uint64_t irq_calls; /* sum of calls recorded inside those irq subtrees */
 	uint64_t offcpu; /* sum of time the task was switched out during the call */
+	uint32_t calls;
+	uint32_t desc;   /* sum of recorded descendants D (irq subtrees excluded) */
+	uint32_t nchild; /* sum of direct children n (irq subtrees excluded) */
+	uint32_t irq_calls; /* sum of calls recorded inside those irq subtrees */
 } ftf_sums;
 
 enum ftf_node_flags {
@@ -143,15 +155,15 @@ typedef struct {
 	ftf_sums gap;    /* the subset left out of corrected statistics: calls that span a
 			  * lost-event gap, overrun or lost exit, or whose root call does
 			  * or never completes (see the root journal in builder.c) */
-	uint64_t migrated;      /* calls that ended on another CPU than they began */
-	uint64_t open_end;      /* entries still open when the trace ended */
-	uint64_t unterminated;  /* entries whose exit never came (lost) */
+	uint32_t migrated;      /* calls that ended on another CPU than they began */
+	uint32_t open_end;      /* entries still open when the trace ended */
+	uint32_t unterminated;  /* entries whose exit never came (lost) */
+	uint32_t irq_early;     /* irqs in a child's push window that could not be moved into it */
 	/* Time of child paths that this path's calls do not own (+): children of
 	 * calls that never completed, irqs moved to the caller; or own time no
 	 * child path shows (-): irqs moved in. Makes the tree add up exactly:
 	 * incl + unowned_child_incl == excl + sum of children's incl. */
 	int64_t unowned_child_incl;
-	uint64_t irq_early;     /* irqs in a child's push window that could not be moved into it */
 } ftf_node;
 
 #define FTF_NONE UINT32_MAX
@@ -381,6 +393,11 @@ void ftf_builder_free(ftf_builder *b);
 void ftf_builder_feed(ftf_builder *b, const ftf_event *ev);
 /* Close the trace: count frames still open. */
 void ftf_builder_finish(ftf_builder *b);
+/* After finish, before the result is taken: free what only feeding needs
+ * (the tasks' stacks, journals and idle tree buffers, the node map: up to
+ * 15 MB on a 3 M-event trace), so that the result's tables do not add to
+ * it at the peak. Nothing can be fed afterwards. */
+void ftf_builder_shed(ftf_builder *b);
 /* Text: a task known so far only as "the first task of CPU n" got its pid
  * (from a task-switch separator). If new_pid has a task already, only an
  * empty stack can be merged into it (its samples relabelled); else -1. */

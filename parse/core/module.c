@@ -33,9 +33,10 @@ static void give_back_freed_memory(void)
 #endif
 }
 
-/* The node and sample tables: one int64 per column, written by position.
+/* The node and sample tables, written by position: the sample table one
+ * int64 per column, the node table each column in its width (node_width).
  * Their names, in column order, are exported as NODE_COLUMNS and
- * SAMPLE_COLUMNS; ftflame/model/profile.py names the columns the same way and
+ * SAMPLE_COLUMNS (the node columns' dtypes as NODE_DTYPES); ftflame/model/profile.py names the columns the same way and
  * checks both against these when ftflame.parse.reading is imported. */
 #define SUM_COLS 8 /* the ftf_sums fields, in sums_put's order */
 enum {
@@ -54,6 +55,25 @@ static const char *const node_columns[] = {
 	"migrated", "open_end", "unterminated", "unowned_child_incl", "irq_early", "depth",
 };
 _Static_assert(sizeof(node_columns) / sizeof(node_columns[0]) == NODE_COLS, "a name per node column");
+
+/* Each node column's width in bytes (exported as NODE_DTYPES, "<i4" or
+ * "<i8"): identifiers and counts in 32 bits (a count is at most the trace's
+ * calls, checked as the table is written), nanoseconds in 64. The 16
+ * narrow columns are 8 MB less for 125k call paths. */
+static const unsigned char node_width[NODE_COLS] = {
+	[COL_PARENT] = 4, [COL_FUNC] = 4, [COL_FLAGS] = 4,
+	[COL_SUMS + 0] = 4, [COL_SUMS + 1] = 8, [COL_SUMS + 2] = 8, [COL_SUMS + 3] = 4, [COL_SUMS + 4] = 4,
+	[COL_SUMS + 5] = 8, [COL_SUMS + 6] = 4, [COL_SUMS + 7] = 8,
+	[COL_GAP_SUMS + 0] = 4, [COL_GAP_SUMS + 1] = 8, [COL_GAP_SUMS + 2] = 8, [COL_GAP_SUMS + 3] = 4,
+	[COL_GAP_SUMS + 4] = 4, [COL_GAP_SUMS + 5] = 8, [COL_GAP_SUMS + 6] = 4, [COL_GAP_SUMS + 7] = 8,
+	[COL_INCL_MIN] = 8, [COL_INCL_MAX] = 8, [COL_EXCL_MIN] = 8, [COL_EXCL_MAX] = 8,
+	[COL_MIGRATED] = 4, [COL_OPEN_END] = 4, [COL_UNTERMINATED] = 4, [COL_UNOWNED_CHILD_INCL] = 8,
+	[COL_IRQ_EARLY] = 4, [COL_DEPTH] = 4,
+};
+
+/* The largest value a 32-bit node column takes: INT32_MAX, lowered by
+ * tests (_core._set_narrow_max) to show the check without 2^31 calls. */
+static int64_t narrow_max = INT32_MAX;
 
 enum {
 	SCOL_NODE, SCOL_PID, SCOL_CPU, SCOL_FLAGS, SCOL_CALLTIME, SCOL_DUR, SCOL_DESC, SCOL_IRQ,
@@ -252,6 +272,31 @@ static void block_dealloc(PyObject *o)
 
 static PyBufferProcs block_as_buffer = { block_getbuffer, NULL };
 
+static void release_pages(char *from, char *to);
+
+/* release_from(offset): the block's pages from offset on given back to the
+ * system; what was there reads as zeros afterwards. The caller has copied
+ * what it needs from there (the node table's sparse columns). */
+static PyObject *block_release_from(PyObject *o, PyObject *arg)
+{
+	ftf_block *blk = (ftf_block *)o;
+	Py_ssize_t from = PyLong_AsSsize_t(arg);
+	if (from < 0 && PyErr_Occurred())
+		return NULL;
+	if (from < 0 || from > blk->len)
+		return PyErr_Format(PyExc_ValueError, "release_from: offset %zd outside the block (%zd bytes)", from,
+				    blk->len);
+	if (blk->data)
+		release_pages((char *)blk->data + from, (char *)blk->data + blk->len);
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef block_methods[] = {
+	{ "release_from", block_release_from, METH_O,
+	  "release_from(offset): give the pages from offset to the end back (they read as zeros after)" },
+	{ NULL, NULL, 0, NULL },
+};
+
 static Py_ssize_t block_length(PyObject *o)
 {
 	return ((ftf_block *)o)->len;
@@ -282,6 +327,7 @@ static PyTypeObject block_type = {
 	.tp_as_buffer = &block_as_buffer,
 	.tp_as_sequence = &block_as_sequence,
 	.tp_richcompare = block_richcompare,
+	.tp_methods = block_methods,
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_doc = "a read-only block of memory from the C core (a table), freed with the object",
 };
@@ -296,28 +342,77 @@ static void release_pages(char *from, char *to)
 		madvise((void *)a, e - a, MADV_DONTNEED);
 }
 
-/* The node table: NODE_COLS int64 columns of one value per call path (node
- * order), column after column: numpy reads each column as a contiguous
- * array (a column of a row-major table is strided over the whole table: 0.1 s
- * of a 125k-path report went to gathering them). Handed over without a
- * copy. The nodes are read from the last to the first and the pages of those
- * read are given back as the columns fill, so the table costs no more peak
- * memory than the nodes it replaces (a node is bigger than its row). The
- * builder has no nodes afterwards (their histograms are freed here too): this
- * comes after everything else that reads them. */
+/* The columns mostly zero on real traces (interrupts, off-CPU time,
+ * anomalies), exported as NODE_SPARSE: they come last in the table, so that
+ * once the Profile has kept their non-zero rows (ftflame/model/profile.py,
+ * NodeTable) their pages are given back (Block.release_from) and the rest
+ * stays where it is, not copied. */
+static const unsigned char node_sparse[NODE_COLS] = {
+	[COL_SUMS + 5] = 1, [COL_SUMS + 6] = 1, [COL_SUMS + 7] = 1,
+	[COL_GAP_SUMS + 5] = 1, [COL_GAP_SUMS + 6] = 1, [COL_GAP_SUMS + 7] = 1,
+	[COL_MIGRATED] = 1, [COL_OPEN_END] = 1, [COL_UNTERMINATED] = 1, [COL_UNOWNED_CHILD_INCL] = 1,
+	[COL_IRQ_EARLY] = 1,
+};
+
+/* Where each column starts in the node table of n rows (bytes): the
+ * columns one after another, each 8-byte aligned, the NODE_SPARSE ones
+ * last; returns the table's length. */
+static size_t node_offsets(size_t n, size_t off[NODE_COLS])
+{
+	size_t pos = 0;
+	for (int sparse = 0; sparse < 2; sparse++) {
+		for (int c = 0; c < NODE_COLS; c++) {
+			if (node_sparse[c] == sparse) {
+				off[c] = pos;
+				pos += (n * node_width[c] + 7) & ~(size_t)7;
+			}
+		}
+	}
+	return pos;
+}
+
+/* The node table: NODE_COLS columns of one value per call path (node
+ * order), each node_width[] bytes a value, column after column: numpy
+ * reads each column as a contiguous array (a column of a row-major table is
+ * strided over the whole table: 0.1 s of a 125k-path report went to
+ * gathering them). Handed over without a copy. The nodes are read from the
+ * last to the first and the pages of those read are given back as the
+ * columns fill, so the table costs no more peak memory than the nodes it
+ * replaces (a node is bigger than its row). A value too big for its 32-bit
+ * column is an error naming it, never a wrapped figure. The builder has no
+ * nodes afterwards (their histograms are freed here too): this comes after
+ * everything else that reads them. */
 static PyObject *nodes_table(ftf_builder *b)
 {
-	size_t n = b->nnodes, len = n * NODE_COLS * sizeof(int64_t);
-	int64_t *cols = len ? malloc(len) : NULL;
+	size_t off[NODE_COLS], n = b->nnodes, len = node_offsets(n, off);
+	char *cols = len ? malloc(len) : NULL;
 	if (len && !cols)
 		return PyErr_NoMemory();
-	ftf_block *blk = PyObject_New(ftf_block, &block_type);
-	if (!blk) {
-		free(cols);
-		return NULL;
+	char *col[NODE_COLS] = { 0 };
+	for (int c = 0; cols && c < NODE_COLS; c++) {
+		col[c] = cols + off[c];
+		/* the alignment padding after a column: zeros (the table compares by content) */
+		size_t used = n * node_width[c];
+		memset(col[c] + used, 0, ((used + 7) & ~(size_t)7) - used);
 	}
+	size_t bad_row = 0;
+	int bad_col = -1;
+	int64_t bad_value = 0;
 	char *done = (char *)(b->nodes + n); /* nodes from here on are read and released */
-#define PUT(col, v) (cols[(size_t)(col) * n + i] = (int64_t)(v))
+#define PUT(c, v)                                                                          \
+	do {                                                                               \
+		int64_t _v = (int64_t)(v);                                                 \
+		if (node_width[c] == 8) {                                                  \
+			((int64_t *)col[c])[i] = _v;                                       \
+		} else {                                                                   \
+			if ((_v > narrow_max || _v < -narrow_max - 1) && bad_col < 0) {    \
+				bad_col = (c);                                             \
+				bad_row = i;                                               \
+				bad_value = _v;                                            \
+			}                                                                  \
+			((int32_t *)col[c])[i] = (int32_t)_v;                              \
+		}                                                                          \
+	} while (0)
 	for (size_t i = n; i-- > 0;) {
 		ftf_node *nd = &b->nodes[i];
 		ftf_hist_free(&nd->hist_incl);
@@ -346,14 +441,27 @@ static PyObject *nodes_table(ftf_builder *b)
 			done = (char *)nd;
 		}
 	}
-#undef PUT
 	/* depth: parents come before their children */
-	int64_t *parent = cols + (size_t)COL_PARENT * n, *depth = cols + (size_t)COL_DEPTH * n;
+	const int32_t *parent = (const int32_t *)col[COL_PARENT];
+	int32_t *depth = (int32_t *)col[COL_DEPTH];
 	for (size_t i = 0; i < n; i++)
-		depth[i] = parent[i] < 0 ? 0 : depth[parent[i]] + 1;
+		PUT(COL_DEPTH, parent[i] < 0 ? 0 : (int64_t)depth[parent[i]] + 1);
+#undef PUT
 	free(b->nodes);
 	b->nodes = NULL;
 	b->nnodes = b->capnodes = 0;
+	if (bad_col >= 0) {
+		free(cols);
+		return PyErr_Format(PyExc_ValueError,
+				    "call path %zu: %s = %lld does not fit the node table's 32-bit column "
+				    "(at most %lld): more calls on one path than ftflame can count",
+				    bad_row, node_columns[bad_col], (long long)bad_value, (long long)narrow_max);
+	}
+	ftf_block *blk = PyObject_New(ftf_block, &block_type);
+	if (!blk) {
+		free(cols);
+		return NULL;
+	}
 	blk->data = cols;
 	blk->len = (Py_ssize_t)len;
 	return (PyObject *)blk;
@@ -484,6 +592,8 @@ static PyObject *lost_per_cpu_dict(const ftf_builder *b)
  * objects one by one would cost more than reading the trace. */
 static PyObject *builder_result(ftf_builder *b)
 {
+	ftf_builder_shed(b);
+	give_back_freed_memory();
 	PyObject *res = PyDict_New();
 	if (!res)
 		return NULL;
@@ -496,6 +606,7 @@ static PyObject *builder_result(ftf_builder *b)
 	SET(res, "estimates", estimates_list(b));
 	SET(res, "counters", counters_dict(b));
 	SET(res, "lost_per_cpu", lost_per_cpu_dict(b));
+	SET(res, "nrows", PyLong_FromUnsignedLong(b->nnodes));
 	SET(res, "nodes", nodes_table(b)); /* last: it takes the builder's nodes */
 	return res;
 fail:
@@ -900,7 +1011,36 @@ static PyObject *py_hist_lower(PyObject *self, PyObject *args)
 	return PyLong_FromUnsignedLongLong(ftf_hist_lower(bucket));
 }
 
+/* give_back_freed_memory(): between the stages of a report, the heap's
+ * freed pages back to the system (a stage's temporaries would otherwise
+ * stay in the RSS under the next stage's peak). */
+static PyObject *py_give_back_freed_memory(PyObject *self, PyObject *unused)
+{
+	Py_BEGIN_ALLOW_THREADS
+	give_back_freed_memory();
+	Py_END_ALLOW_THREADS
+	Py_RETURN_NONE;
+}
+
+/* _set_narrow_max(v) -> the previous value: the largest value a 32-bit
+ * node column may take (tests show the check with a small one). */
+static PyObject *py_set_narrow_max(PyObject *self, PyObject *args)
+{
+	long long v;
+	if (!PyArg_ParseTuple(args, "L", &v))
+		return NULL;
+	if (v < 0 || v > INT32_MAX)
+		return PyErr_Format(PyExc_ValueError, "_set_narrow_max: 0..%d", INT32_MAX);
+	long long before = narrow_max;
+	narrow_max = v;
+	return PyLong_FromLongLong(before);
+}
+
 static PyMethodDef methods[] = {
+	{ "give_back_freed_memory", py_give_back_freed_memory, METH_NOARGS,
+	  "give_back_freed_memory(): the heap's freed pages back to the system (malloc_trim), between stages" },
+	{ "_set_narrow_max", py_set_narrow_max, METH_VARARGS,
+	  "_set_narrow_max(v) -> previous: the largest value a 32-bit node column takes (tests)" },
 	{ "read_dat", (PyCFunction)(void (*)(void))py_read_dat, METH_VARARGS | METH_KEYWORDS,
 	  "read_dat(path, progress=None, slowest=20) -> dict: read a trace.dat (libtracecmd) into the call-path aggregate" },
 	{ "read_dat_builtin", (PyCFunction)(void (*)(void))py_read_dat_builtin, METH_VARARGS | METH_KEYWORDS,
@@ -950,7 +1090,16 @@ PyMODINIT_FUNC PyInit__core(void)
 	PyModule_AddIntConstant(m, "HIST_BUCKETS", FTF_HIST_BUCKETS);
 	PyModule_AddIntConstant(m, "NODE_COLS", NODE_COLS);
 	PyModule_AddIntConstant(m, "TREE_MAX_CALLS", FTF_TREE_MAX_RECS);
+	const char *node_dtypes[NODE_COLS], *sparse[NODE_COLS];
+	int nsparse = 0;
+	for (int c = 0; c < NODE_COLS; c++) {
+		node_dtypes[c] = node_width[c] == 4 ? "<i4" : "<i8";
+		if (node_sparse[c])
+			sparse[nsparse++] = node_columns[c];
+	}
 	if (add_names(m, "NODE_COLUMNS", node_columns, NODE_COLS) < 0 ||
+	    add_names(m, "NODE_DTYPES", node_dtypes, NODE_COLS) < 0 ||
+	    add_names(m, "NODE_SPARSE", sparse, nsparse) < 0 ||
 	    add_names(m, "SAMPLE_COLUMNS", sample_columns, SAMPLE_COLS) < 0 ||
 	    add_names(m, "CALL_RECORD", rec_fields, (int)(sizeof(rec_fields) / sizeof(rec_fields[0]))) < 0 ||
 	    add_names(m, "CALL_EXTRAS", rec_extra_fields, FTF_EX_FIELDS) < 0) {

@@ -271,7 +271,7 @@ def root_call_objects(p: Profile) -> list:
     if len(s) == 0:
         return []
     cr = p.corrected_or_raw
-    names = [p.funcs[int(p.nodes[n, 1])] for n in s[:, 0].tolist()]
+    names = [p.funcs[f] for f in p.col("func")[s[:, 0]].tolist()]
     ops = p.scol("op").tolist()
     out = []
     for i, row in enumerate(s.tolist()):
