@@ -209,14 +209,7 @@ def test_612_nested_function_against_its_truth(s16_612):
 def test_61_s16_against_the_truth_when_recorded():
     """k6.1/s16-icount-calib (make fixtures; not in the repository): the same
     figures on 6.1, from a corpus that has it (skipped otherwise)."""
-    from conftest import corpus_fixture
-
-    paths = {n: corpus_fixture("k6.1/s16-icount-calib/trace-" + n + ".dat")
-             for n in ("null", "dispatch-root", "dispatch-full", "root", "full", "vfs-root")}
-    doc = calibrate_from_traces(*(profile_of(paths[n]) for n in ("null", "dispatch-root", "dispatch-full")))
-    cal = Calibration(doc["o_in_ns"], doc["o_out_ns"], "file:test", doc["method"], doc)
-    truth, _ = corrected_calls(paths["root"], "nfsd3_proc_write", cal)
-    full, _ = corrected_calls(paths["full"], "nfsd3_proc_write", cal)
+    _, truth, full, _ = corpus_comparison("k6.1/s16-icount-calib/", "root", "full")
     t, f = figures(truth), figures(full)
     assert abs(f["mean"] / t["mean"] - 1) < 0.05 and abs(f["p50"] / t["p50"] - 1) < 0.10
 
@@ -406,19 +399,28 @@ def test_612_nested_function_against_its_split_truth(s19_612):
     assert (round(truth.mean()), round(mean)) == (10035, 10318)
 
 
+def corpus_comparison(d: str, truth_name: str, full_name: str):
+    """(calibration document, truth, full, corrected full profile) of a
+    recording folder of the corpus (skipped when absent): nfsd3_proc_write's
+    corrected durations in trace-TRUTH_NAME.dat and trace-FULL_NAME.dat,
+    both from the folder's own empty-call calibration."""
+    from conftest import corpus_fixture
+
+    paths = {n: corpus_fixture(d + "trace-" + n + ".dat")
+             for n in ("null", "dispatch-root", "dispatch-full", truth_name, full_name)}
+    doc = calibrate_from_traces(*(profile_of(paths[n]) for n in ("null", "dispatch-root", "dispatch-full")))
+    cal = Calibration(doc["o_in_ns"], doc["o_out_ns"], "file:test", doc["method"], doc)
+    truth, _ = corrected_calls(paths[truth_name], "nfsd3_proc_write", cal)
+    full, q = corrected_calls(paths[full_name], "nfsd3_proc_write", cal)
+    return doc, truth, full, q
+
+
 def test_61_s19_against_the_split_truth_when_recorded():
     """k6.1/s19-icount-irq's comparison (the full trace and calibration only
     in a corpus that has them; skipped otherwise): mean and p50 within 5%
     of the split truth (-1.2%, -0.1%), p90 -10.9% (the truth's slow group,
     3 calls, which the whole-graph recording does not run)."""
-    from conftest import corpus_fixture
-
-    paths = {n: corpus_fixture(S19_61 + "trace-" + n + ".dat")
-             for n in ("null", "dispatch-root", "dispatch-full", "root-irq", "full")}
-    doc = calibrate_from_traces(*(profile_of(paths[n]) for n in ("null", "dispatch-root", "dispatch-full")))
-    cal = Calibration(doc["o_in_ns"], doc["o_out_ns"], "file:test", doc["method"], doc)
-    truth, _ = corrected_calls(paths["root-irq"], "nfsd3_proc_write", cal)
-    full, _ = corrected_calls(paths["full"], "nfsd3_proc_write", cal)
+    _, truth, full, _ = corpus_comparison(S19_61, "root-irq", "full")
     t, f = figures(truth), figures(full)
     assert abs(f["mean"] / t["mean"] - 1) < 0.05 and abs(f["p50"] / t["p50"] - 1) < 0.05
     assert -0.12 < f["p90"] / t["p90"] - 1 < -0.09
@@ -431,14 +433,7 @@ def test_612_reader_asleep_against_the_split_truth_when_recorded():
     the calls, every call at the calibration's hook level; against the
     same boot's split truth issue 17's acceptance holds: mean -3.7%, p50
     -4.0%, p90 +2.1%."""
-    from conftest import corpus_fixture
-
-    paths = {n: corpus_fixture(S19_612 + "trace-" + n + ".dat")
-             for n in ("null", "dispatch-root", "dispatch-full", "root-irq", "full-quiet")}
-    doc = calibrate_from_traces(*(profile_of(paths[n]) for n in ("null", "dispatch-root", "dispatch-full")))
-    cal = Calibration(doc["o_in_ns"], doc["o_out_ns"], "file:test", doc["method"], doc)
-    truth, _ = corrected_calls(paths["root-irq"], "nfsd3_proc_write", cal)
-    full, q = corrected_calls(paths["full-quiet"], "nfsd3_proc_write", cal)
+    doc, truth, full, q = corpus_comparison(S19_612, "root-irq", "full-quiet")
     t, f = figures(truth), figures(full)
     assert (q.scol("leaf_min") <= doc["hook_level"]["leaf_min_ns"]).all()
     assert abs(f["mean"] / t["mean"] - 1) < 0.05 and abs(f["p50"] / t["p50"] - 1) < 0.05
