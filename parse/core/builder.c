@@ -655,7 +655,7 @@ int ftf_builder_init(ftf_builder *b)
 
 /* What only feeding needs: the tasks (stacks, root journals, idle tree
  * buffers) and the node map. */
-static void free_feeding_state(ftf_builder *b)
+void ftf_builder_shed(ftf_builder *b)
 {
 	for (uint32_t i = 0; i < b->ntask_slots; i++) {
 		if (b->tasks[i]) {
@@ -674,14 +674,9 @@ static void free_feeding_state(ftf_builder *b)
 	ftf_u64map_free(&b->node_map);
 }
 
-void ftf_builder_shed(ftf_builder *b)
-{
-	free_feeding_state(b);
-}
-
 void ftf_builder_free(ftf_builder *b)
 {
-	free_feeding_state(b);
+	ftf_builder_shed(b);
 	for (uint32_t i = 0; i < b->nnodes; i++) {
 		ftf_hist_free(&b->nodes[i].hist_incl);
 		ftf_hist_free(&b->nodes[i].hist_excl);
