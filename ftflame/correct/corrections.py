@@ -462,10 +462,8 @@ def node_stats(p: Profile, kind: str, rows: Optional[np.ndarray] = None, by_node
     more = [pct, np.asarray(getattr(c, kind), dtype=np.float64), c.calls]
     columns += more if rows is None else [x[rows] for x in more]
     exact = by_node if kind == "incl" else {}
-    if rows is not None:
-        if exact:
-            pos = {r: i for i, r in enumerate(rows.tolist()) if r in exact}
-            exact = {i: exact[r] for r, i in pos.items()}
+    if rows is not None and exact:  # keyed by position in rows
+        exact = {i: exact[r] for i, r in enumerate(rows.tolist()) if r in exact}
     return scaled_stats(*columns, exact)
 
 
