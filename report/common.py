@@ -117,10 +117,14 @@ def anomaly_lines(p: Profile) -> list:
         out.append(f"shadow-stack overrun grew {plural(c['overrun_growth'], 'time')} (frames dropped by the tracer)")
     if c.get("gap_calls"):
         tree = c.get("gap_tree_calls", 0)
+        own = c["gap_calls"] - tree
+        def verb(n, v):  # "1 spans", "2 span"
+            return f"{n:,} {v}s" if n == 1 else f"{n:,} {v}"
+        why = ([f"{verb(own, 'span')} {p.gap_causes or 'a gap'}"] if own else []) + \
+              ([f"{tree:,} more belong to a root call that spans one or never completed" if own else
+                f"{verb(tree, 'belong')} to a root call that never completed"] if tree else [])
         out.append(f"{plural(c['gap_calls'], 'call')} left out of corrected figures (raw sums include "
-                   f"them): {c['gap_calls'] - tree:,} span a lost-event gap, overrun or lost exit"
-                   + (f", {tree:,} more belong to a root call that spans a gap or never completed"
-                      if tree else ""))
+                   f"them): {', '.join(why)}")
     if c.get("orphan_exits"):
         out.append(f"{plural(c['orphan_exits'], 'exit')} without an entry (trace began mid-call or entries "
                    "lost): complete calls, shown under their parent or (partial)")
@@ -131,7 +135,11 @@ def anomaly_lines(p: Profile) -> list:
     if c.get("partial_entries"):
         out.append(f"{plural(c['partial_entries'], 'call')} began with their callers unknown: under (partial)")
     if c.get("depth_mismatch"):
-        out.append(f"{plural(c['depth_mismatch'], 'depth mismatch', 'depth mismatches')} between events and the rebuilt stack")
+        missing = c.get("missing_entries", 0)
+        out.append(f"{plural(c['depth_mismatch'], 'depth mismatch', 'depth mismatches')} between events and the "
+                   "rebuilt stack" + (f" ({missing:,} an entry deeper than its parent + 1: entries missing"
+                                      + (")" if c.get("lost_records") else " with no lost-event mark)")
+                                      if missing else ""))
     if c.get("migrations"):
         # say what the builder did: per-task stacks follow a task anywhere; a
         # text's per-CPU stacks only move where a task-switch separator names

@@ -423,6 +423,7 @@ def header_data(p: Profile) -> dict:
                         "details": _jsonable(dict(cal.details)),
                         "notes": list(p.corrected.notes) if p.corrected is not None else []},
         "clamped": clamped, "anomalies": notes, "version": __version__,
+        "gap_causes": p.gap_causes,
     }
 
 

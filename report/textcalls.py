@@ -105,7 +105,7 @@ def slowest_lines(p: Profile, top: int = SLOWEST_TOP) -> list:
         elif s.tree is None:
             out.append("  (its call tree was too big to keep)")
     out.append("")
-    gap = (" (gap): the call spans a lost-event gap, an overrun or a lost exit; its descendants may be "
+    gap = (f" (gap): the call spans {p.gap_causes or 'a gap'}; its descendants may be "
            "incomplete, so corrected figures leave it out" + (" (-)." if corrected else ".")
            if any(s.gap for s in shown) else "")
     out.extend(_wrap("path: the dominant path, from the root down the child that took most of the "

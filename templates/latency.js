@@ -128,7 +128,7 @@ FT.latency = (function () {
       var rows = [["start", FT.time(S.t[k]) + " after the first event"], ["duration (raw)", FT.time(S.dur[k])]];
       if (S.durc) rows.push(["duration (corrected)", FT.time(S.durc[k])]);
       rows.push(["pid / cpu", S.pid[k] + " / " + S.cpu[k]]);
-      if (S.flags[k] & GAP) rows.push(["", "spans a lost-event gap"]);
+      if (S.flags[k] & GAP) rows.push(["", "spans " + (FT.data.header.gap_causes || "a gap")]);
       if (FT.calls && S.sample && FT.data.slowest.some(function (c) { return c.sample === S.sample[k]; })) rows.push(["", "click: its call tree"]);
       t.appendChild(FT.tipTable(rows));
     });

@@ -29,7 +29,7 @@ def func(p, name):
 
 ALL = ["lost-events", "orphan-exit-at-start", "open-at-end", "nested-hardirq", "migration",
        "exit-only", "max-depth", "off-cpu", "lost-exit", "idle-pid0", "irq-after-return",
-       "irq-before-entry", "irq-in-pop-window"]
+       "irq-before-entry", "irq-in-pop-window", "missing-entry"]
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -137,6 +137,27 @@ def test_lost_exit():
     assert val(p, "unterminated", "outer", "a") == 1
     assert val(p, "gap_calls", "outer") == 1  # its children are incomplete
     assert func(p, "b")["calls"] == 1
+
+
+def test_missing_entry_without_a_lost_event_mark():
+    """A depth jump is the only sign: the gap call is counted as such, and
+    nothing says events were lost."""
+    p = load("missing-entry")
+    c = p.counters
+    assert c["missing_entries"] == 1 and c["depth_mismatch"] == 1
+    assert c["lost_records"] == 0 and c["unterminated"] == 0 and c["orphan_exits"] == 0
+    assert val(p, "gap_calls", "outer") == 1
+    assert p.gap_causes == "a missing entry (a depth jump with no lost-event mark)"
+
+
+@pytest.mark.parametrize("name, causes", [
+    ("lost-events", "a lost-event gap"),
+    ("lost-exit", "a lost exit"),
+    ("orphan-exit-at-start", "an exit without its entry"),
+    ("migration", ""),
+])
+def test_gap_causes_name_only_what_the_trace_shows(name, causes):
+    assert load(name).gap_causes == causes
 
 
 def test_pid0_is_per_cpu():

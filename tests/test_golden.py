@@ -66,6 +66,21 @@ def test_golden(case, fmt, variant):
                     "UPDATE_GOLDEN=1 make test to accept)")
 
 
+@pytest.mark.parametrize("fmt", ["txt", "html"])
+@pytest.mark.parametrize("case", CASES)
+def test_lost_events_are_claimed_only_where_the_trace_has_them(case, fmt):
+    """Gap calls have several causes (a lost-event gap, an overrun, a missing
+    entry or exit): no output may say events were lost of a trace whose
+    counters show none."""
+    p = profile(case, "corr")
+    out = " ".join(RENDERERS[fmt].render(p).split())
+    claims = [w for w in ("lost-event gap", "LOST EVENTS", "lost events on") if w in out]
+    if p.counters.get("lost_records"):
+        assert claims, f"{case}: the lost events are not said"
+    else:
+        assert not claims, f"{case}: {claims} of a trace without lost events"
+
+
 @pytest.mark.parametrize("case", REFERENCE_CASES)
 def test_golden_figures_equal_reference(case):
     """Every figure of the golden JSON, raw and corrected, is the reference's."""

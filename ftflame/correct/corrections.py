@@ -194,7 +194,7 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
     gap = p.counters.get("gap_calls", 0)
     if gap:
         notes.append(f"{gap:,} calls left out of corrected figures (they, or their root call, "
-                     "span a lost-event gap, overrun or lost exit, or never completed)")
+                     f"span {p.gap_causes or 'a gap'}, or never completed)")
     if clamped.any():
         notes.append(f"{int(clamped.sum()):,} call paths clamped at zero corrected self time "
                      f"({clamp_ns.sum() / 1e3:,.1f} us added back)")

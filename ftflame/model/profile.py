@@ -429,6 +429,28 @@ class Corrected:
     offcpu: str = "removed"  # or "kept: ..." (nosleep-time), "unknown: ..." (no sched_switch)
 
 
+def gap_causes(counters: Mapping[str, int]) -> str:
+    """The events that make a call a gap call (parse/core/builder.c marks
+    the frames open at each), those this trace's counters show, joined with
+    "or"; "" when none."""
+    c = counters
+    causes = []
+    if c.get("lost_records"):
+        causes.append("a lost-event gap")
+    if c.get("overrun_growth"):
+        causes.append("a shadow-stack overrun")
+    if c.get("missing_entries"):
+        causes.append("a missing entry (a depth jump" +
+                      (")" if c.get("lost_records") else " with no lost-event mark)"))
+    if c.get("unterminated"):
+        causes.append("a lost exit")
+    if c.get("orphan_exits"):
+        causes.append("an exit without its entry")
+    if len(causes) > 1:
+        return ", ".join(causes[:-1]) + " or " + causes[-1]
+    return causes[0] if causes else ""
+
+
 @dataclass(frozen=True)
 class Profile:
     trace: TraceInfo
@@ -472,6 +494,13 @@ class Profile:
         """Whether off-CPU time was measured: sched_switch events were seen
         (an event format in the file without one event says nothing)."""
         return int(self.counters.get("switches", 0)) > 0
+
+    @property
+    def gap_causes(self) -> str:
+        """What this trace's gap calls span, named from the counters that
+        made them ("a lost-event gap or a lost exit"): an output that says
+        "lost events" of a trace without any would claim what it does not show."""
+        return gap_causes(self.counters)
 
     @property
     def nrows(self) -> int:

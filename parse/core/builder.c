@@ -769,6 +769,7 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 		} else if (ev->depth > top->depth + 1) {
 			/* entries were lost between the top and this one */
 			b->c.depth_mismatch++;
+			b->c.missing_entries++;
 			taint_all(t);
 		}
 	}

@@ -214,6 +214,7 @@ typedef struct {
 	uint64_t open_at_end;    /* frames still open when the trace ended */
 	uint64_t overrun_growth; /* times a task's overrun counter grew */
 	uint64_t depth_mismatch; /* entry/exit depth not what the stack says */
+	uint64_t missing_entries; /* ...an entry deeper than its parent + 1: those between never written */
 	uint64_t migrations;     /* calls that ended on a different CPU */
 	uint64_t gap_calls;      /* completed calls left out of corrected statistics */
 	uint64_t gap_tree_calls; /* ...of which only because their root call spans a gap or never completed */

@@ -547,7 +547,7 @@ static PyObject *counters_dict(const ftf_builder *b)
 #define C(name) SET(cnt, #name, PyLong_FromUnsignedLongLong(b->c.name))
 	C(events); C(entries); C(exits); C(switches); C(other_events); C(lost_records);
 	C(lost_events); C(lost_unknown); C(orphan_exits); C(unterminated); C(open_at_end);
-	C(overrun_growth); C(depth_mismatch); C(migrations); C(gap_calls); C(gap_tree_calls); C(partial_entries);
+	C(overrun_growth); C(depth_mismatch); C(missing_entries); C(migrations); C(gap_calls); C(gap_tree_calls); C(partial_entries);
 	C(irq_roots); C(leaf_events); C(irq_outside_window); C(first_ts); C(last_ts);
 #undef C
 	if (b->slow_cut) /* kept slowest root calls whose tree was too big to keep */
