@@ -499,6 +499,31 @@ static ftf_node_more *node_more(ftf_builder *b, uint32_t idx)
 	return m;
 }
 
+static uint32_t node_hash(uint32_t parent, uint32_t func, int irq)
+{
+	return (uint32_t)ftf_mix64(((uint64_t)(uint32_t)(parent + 1) << 32) | func | (irq ? FTF_NODE_KEY_IRQ : 0));
+}
+
+/* Index every node again in twice the slots (load at most 1/2). */
+static int node_slots_grow(ftf_builder *b)
+{
+	uint32_t nslots = b->nnode_slots ? b->nnode_slots * 2 : 1024;
+	uint32_t *slots = calloc(nslots, sizeof(*slots));
+	if (!slots)
+		return -1;
+	for (uint32_t i = 0; i < b->nnodes; i++) {
+		const ftf_node *n = &b->nodes[i];
+		uint32_t s = node_hash(n->parent, n->func, n->flags & FTF_NODE_IRQ) & (nslots - 1);
+		while (slots[s])
+			s = (s + 1) & (nslots - 1);
+		slots[s] = i + 1;
+	}
+	free(b->node_slots);
+	b->node_slots = slots;
+	b->nnode_slots = nslots;
+	return 0;
+}
+
 /* The child path of `parent` for calls of `func` in task (irq 0) or interrupt
  * context (irq 1). The context is part of the path: a function entered both
  * ways is two paths, so an interrupt never marks a task path as irq work. */
@@ -506,10 +531,15 @@ static uint32_t node_child(ftf_builder *b, uint32_t parent, uint32_t func, int i
 {
 	if (func & FTF_NODE_KEY_IRQ)
 		goto oom; /* 2^31 distinct names: the key has no room for them */
-	uint64_t key = ((uint64_t)(uint32_t)(parent + 1) << 32) | func | (irq ? FTF_NODE_KEY_IRQ : 0);
-	uint64_t found = ftf_u64map_get(&b->node_map, key);
-	if (found)
-		return (uint32_t)(found - 1);
+	if ((b->nnodes + 1) * 2 > b->nnode_slots && node_slots_grow(b) < 0)
+		goto oom;
+	uint32_t mask = b->nnode_slots - 1, s = node_hash(parent, func, irq) & mask;
+	for (; b->node_slots[s]; s = (s + 1) & mask) {
+		uint32_t idx = b->node_slots[s] - 1;
+		const ftf_node *n = &b->nodes[idx];
+		if (n->parent == parent && n->func == func && !(n->flags & FTF_NODE_IRQ) == !irq)
+			return idx;
+	}
 	if (b->nnodes == b->capnodes) {
 		uint32_t cap = b->capnodes ? b->capnodes * 2 : 1024;
 		ftf_node *nodes = realloc(b->nodes, cap * sizeof(*nodes));
@@ -518,9 +548,8 @@ static uint32_t node_child(ftf_builder *b, uint32_t parent, uint32_t func, int i
 		b->nodes = nodes;
 		b->capnodes = cap;
 	}
-	if (ftf_u64map_put(&b->node_map, key, (uint64_t)b->nnodes + 1) < 0)
-		goto oom;
 	uint32_t idx = b->nnodes++;
+	b->node_slots[s] = idx + 1;
 	ftf_node *n = &b->nodes[idx];
 	memset(n, 0, sizeof(*n));
 	n->parent = parent;
@@ -766,7 +795,9 @@ void ftf_builder_shed(ftf_builder *b)
 	b->ntasks = b->ntask_slots = 0;
 	b->cur_task = b->last_task = NULL;
 	memset(b->cpu_tail, 0, sizeof(b->cpu_tail));
-	ftf_u64map_free(&b->node_map);
+	free(b->node_slots);
+	b->node_slots = NULL;
+	b->nnode_slots = 0;
 }
 
 void ftf_builder_free(ftf_builder *b)

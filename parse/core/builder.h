@@ -208,7 +208,7 @@ typedef struct {
 } ftf_node_more;
 
 #define FTF_NONE UINT32_MAX
-/* node_map keys: (parent+1) << 32 | func, this bit set for irq context */
+/* node_slots hash keys: (parent+1) << 32 | func, this bit set for irq context */
 #define FTF_NODE_KEY_IRQ 0x80000000u
 
 /* Durations the int64 sums can hold: one call at most 2^53 ns (104 days,
@@ -376,7 +376,10 @@ typedef struct {
 	uint32_t nnodes, capnodes;
 	ftf_node_more *more; /* ftf_node.more indexes them */
 	uint32_t nmore, capmore;
-	ftf_u64map node_map; /* (parent+1, func) -> node idx+1 */
+	/* the nodes by (parent, func, context): open addressing, idx+1 (0: free);
+	 * a slot holds no key (compared on the node): 4 bytes, not 16 */
+	uint32_t *node_slots;
+	uint32_t nnode_slots;
 	uint32_t partial_root; /* the (partial) pseudo-root node, FTF_NONE until needed */
 	uint32_t partial_func;
 
