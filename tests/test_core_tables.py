@@ -158,3 +158,22 @@ def test_mostly_zero_node_columns_are_kept_sparse():
     assert np.array_equal(t.replaced(irq=busy).col("irq"), busy)
     with pytest.raises(ValueError):
         t.stored("calls")[0] = 1
+
+
+@pytest.mark.parametrize("inline_max", [1, 2, 3, (1 << 22) - 1])
+def test_histogram_counts_survive_moving_out_of_the_node(inline_max):
+    """A node keeps its first 4 histogram buckets inside itself, each count
+    in 22 bits (ftf_hist): a fifth bucket, or a count reaching the word's
+    limit, moves them out. Shown with the limit lowered (4 M calls of one
+    path are not made in a test): the counts are the same either way."""
+    durations = [3] * 5 + [7] * 3 + [1, 2, 4, 9] + [3] * 2 + list(range(16)) * 3
+    events = [("leaf", 0, 1, 0, "f", 0, 100 * i, 100 * i, 100 * i + d, 0, 0, 0) for i, d in enumerate(durations)]
+    before = _core._set_hist_inline_max(inline_max)
+    try:
+        p = build_events(events, source="buckets")
+    finally:
+        assert _core._set_hist_inline_max(before) == inline_max
+    buckets, counts = p.hist_incl.row(0)
+    expected = {d: durations.count(d) for d in set(durations)}  # durations under 16 ns have exact buckets
+    assert dict(zip(buckets.tolist(), counts.tolist())) == expected
+    assert p.col("calls")[0] == len(durations)

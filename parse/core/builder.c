@@ -128,18 +128,69 @@ uint64_t ftf_hist_lower(uint32_t b)
 	return (1ULL << k) + ((uint64_t)sub << (k - 4));
 }
 
-int ftf_hist_add(ftf_hist *h, uint32_t bucket)
+uint32_t ftf_hist_inline_max = FTF_HIST_COUNT_MASK;
+
+/* Move the inline buckets out into cap sparse entries (a fifth bucket, or a
+ * count too big for its word). */
+static int hist_spill(ftf_hist *h, uint16_t cap)
 {
-	if (h->dense) {
-		h->dense[bucket]++;
+	ftf_hist_entry *e = malloc(cap * sizeof(*e));
+	if (!e)
+		return -1;
+	uint16_t n = 0;
+	for (; n < FTF_HIST_INLINE && h->first[n]; n++) {
+		e[n].bucket = (uint16_t)(h->first[n] >> FTF_HIST_COUNT_BITS);
+		e[n].count = h->first[n] & FTF_HIST_COUNT_MASK;
+	}
+	h->out.p = e;
+	h->out.n = n;
+	h->out.cap = cap;
+	h->out.tag = FTF_HIST_SPILLED;
+	return 0;
+}
+
+/* Inline: the bucket's word, most frequent first; 1: not inline (spill). */
+static int hist_add_inline(ftf_hist *h, uint32_t bucket)
+{
+	uint32_t *w = h->first;
+	for (int i = 0; i < FTF_HIST_INLINE; i++) {
+		if (!w[i]) {
+			w[i] = bucket << FTF_HIST_COUNT_BITS | 1;
+			return 0;
+		}
+		if (w[i] >> FTF_HIST_COUNT_BITS != bucket)
+			continue;
+		if ((w[i] & FTF_HIST_COUNT_MASK) >= ftf_hist_inline_max)
+			return 1;
+		w[i]++;
+		if (i > 0 && (w[i] & FTF_HIST_COUNT_MASK) > (w[i - 1] & FTF_HIST_COUNT_MASK)) {
+			/* keep frequent buckets first: most searches end early */
+			uint32_t x = w[i - 1];
+			w[i - 1] = w[i];
+			w[i] = x;
+		}
 		return 0;
 	}
-	ftf_hist_entry *e = h->entries ? h->entries : h->first;
-	for (uint16_t i = 0; i < h->n; i++) {
+	return 1;
+}
+
+int ftf_hist_add(ftf_hist *h, uint32_t bucket)
+{
+	if (!ftf_hist_spilled(h)) {
+		if (!hist_add_inline(h, bucket))
+			return 0;
+		if (hist_spill(h, 2 * FTF_HIST_INLINE) < 0)
+			return -1;
+	}
+	if (h->out.cap == FTF_HIST_DENSE) {
+		((uint32_t *)h->out.p)[bucket]++;
+		return 0;
+	}
+	ftf_hist_entry *e = h->out.p;
+	for (uint16_t i = 0; i < h->out.n; i++) {
 		if (e[i].bucket == bucket) {
 			e[i].count++;
 			if (i > 0 && e[i].count > e[i - 1].count) {
-				/* keep frequent buckets first: most searches end early */
 				ftf_hist_entry x = e[i - 1];
 				e[i - 1] = e[i];
 				e[i] = x;
@@ -147,49 +198,57 @@ int ftf_hist_add(ftf_hist *h, uint32_t bucket)
 			return 0;
 		}
 	}
-	uint16_t cap = h->entries ? h->cap : FTF_HIST_INLINE;
-	if (h->n == cap) {
-		if (cap >= FTF_HIST_SPARSE_MAX) {
+	if (h->out.n == h->out.cap) {
+		if (h->out.cap >= FTF_HIST_SPARSE_MAX) {
 			uint32_t *d = calloc(FTF_HIST_BUCKETS, sizeof(*d));
 			if (!d)
 				return -1;
-			for (uint16_t i = 0; i < h->n; i++)
+			for (uint16_t i = 0; i < h->out.n; i++)
 				d[e[i].bucket] = e[i].count;
 			d[bucket]++;
-			free(h->entries);
-			h->entries = NULL;
-			h->dense = d;
+			free(e);
+			h->out.p = d;
+			h->out.cap = FTF_HIST_DENSE;
 			return 0;
 		}
-		cap *= 2;
-		ftf_hist_entry *grown = realloc(h->entries, cap * sizeof(*grown));
+		uint16_t cap = h->out.cap * 2;
+		ftf_hist_entry *grown = realloc(e, cap * sizeof(*grown));
 		if (!grown)
 			return -1;
-		if (!h->entries) /* out of the histogram itself */
-			memcpy(grown, h->first, h->n * sizeof(*grown));
-		h->entries = e = grown;
-		h->cap = cap;
+		h->out.p = e = grown;
+		h->out.cap = cap;
 	}
-	e[h->n].bucket = (uint16_t)bucket;
-	e[h->n++].count = 1;
+	e[h->out.n].bucket = (uint16_t)bucket;
+	e[h->out.n++].count = 1;
 	return 0;
 }
 
-uint32_t ftf_hist_count(const ftf_hist *h, uint32_t bucket)
+uint32_t ftf_hist_nsparse(const ftf_hist *h)
 {
-	if (h->dense)
-		return h->dense[bucket];
-	const ftf_hist_entry *e = ftf_hist_sparse(h);
-	for (uint16_t i = 0; i < h->n; i++)
-		if (e[i].bucket == bucket)
-			return e[i].count;
-	return 0;
+	if (ftf_hist_spilled(h))
+		return h->out.cap == FTF_HIST_DENSE ? 0 : h->out.n;
+	uint32_t n = 0;
+	while (n < FTF_HIST_INLINE && h->first[n])
+		n++;
+	return n;
+}
+
+void ftf_hist_sparse_at(const ftf_hist *h, uint32_t k, uint32_t *bucket, uint32_t *count)
+{
+	if (ftf_hist_spilled(h)) {
+		const ftf_hist_entry *e = (const ftf_hist_entry *)h->out.p + k;
+		*bucket = e->bucket;
+		*count = e->count;
+	} else {
+		*bucket = h->first[k] >> FTF_HIST_COUNT_BITS;
+		*count = h->first[k] & FTF_HIST_COUNT_MASK;
+	}
 }
 
 void ftf_hist_free(ftf_hist *h)
 {
-	free(h->dense);
-	free(h->entries);
+	if (ftf_hist_spilled(h))
+		free(h->out.p);
 	memset(h, 0, sizeof(*h));
 }
 
@@ -417,6 +476,54 @@ static void sums_init_minmax(ftf_node *n)
 	n->excl_max = INT64_MIN;
 }
 
+/* A node's rare figures, made on first use (ftf_node_more). The pointer
+ * holds until the next node_more: it may move them. */
+static ftf_node_more *node_more(ftf_builder *b, uint32_t idx)
+{
+	ftf_node *n = &b->nodes[idx];
+	if (n->more != FTF_NONE)
+		return &b->more[n->more];
+	if (b->nmore == b->capmore) {
+		uint32_t cap = b->capmore ? b->capmore * 2 : 1024;
+		ftf_node_more *more = realloc(b->more, cap * sizeof(*more));
+		if (!more) {
+			b->oom = 1;
+			return NULL;
+		}
+		b->more = more;
+		b->capmore = cap;
+	}
+	n->more = b->nmore++;
+	ftf_node_more *m = &b->more[n->more];
+	memset(m, 0, sizeof(*m));
+	return m;
+}
+
+static uint32_t node_hash(uint32_t parent, uint32_t func, int irq)
+{
+	return (uint32_t)ftf_mix64(((uint64_t)(uint32_t)(parent + 1) << 32) | func | (irq ? FTF_NODE_KEY_IRQ : 0));
+}
+
+/* Index every node again in twice the slots (load at most 1/2). */
+static int node_slots_grow(ftf_builder *b)
+{
+	uint32_t nslots = b->nnode_slots ? b->nnode_slots * 2 : 1024;
+	uint32_t *slots = calloc(nslots, sizeof(*slots));
+	if (!slots)
+		return -1;
+	for (uint32_t i = 0; i < b->nnodes; i++) {
+		const ftf_node *n = &b->nodes[i];
+		uint32_t s = node_hash(n->parent, n->func, n->flags & FTF_NODE_IRQ) & (nslots - 1);
+		while (slots[s])
+			s = (s + 1) & (nslots - 1);
+		slots[s] = i + 1;
+	}
+	free(b->node_slots);
+	b->node_slots = slots;
+	b->nnode_slots = nslots;
+	return 0;
+}
+
 /* The child path of `parent` for calls of `func` in task (irq 0) or interrupt
  * context (irq 1). The context is part of the path: a function entered both
  * ways is two paths, so an interrupt never marks a task path as irq work. */
@@ -424,10 +531,15 @@ static uint32_t node_child(ftf_builder *b, uint32_t parent, uint32_t func, int i
 {
 	if (func & FTF_NODE_KEY_IRQ)
 		goto oom; /* 2^31 distinct names: the key has no room for them */
-	uint64_t key = ((uint64_t)(uint32_t)(parent + 1) << 32) | func | (irq ? FTF_NODE_KEY_IRQ : 0);
-	uint64_t found = ftf_u64map_get(&b->node_map, key);
-	if (found)
-		return (uint32_t)(found - 1);
+	if ((b->nnodes + 1) * 2 > b->nnode_slots && node_slots_grow(b) < 0)
+		goto oom;
+	uint32_t mask = b->nnode_slots - 1, s = node_hash(parent, func, irq) & mask;
+	for (; b->node_slots[s]; s = (s + 1) & mask) {
+		uint32_t idx = b->node_slots[s] - 1;
+		const ftf_node *n = &b->nodes[idx];
+		if (n->parent == parent && n->func == func && !(n->flags & FTF_NODE_IRQ) == !irq)
+			return idx;
+	}
 	if (b->nnodes == b->capnodes) {
 		uint32_t cap = b->capnodes ? b->capnodes * 2 : 1024;
 		ftf_node *nodes = realloc(b->nodes, cap * sizeof(*nodes));
@@ -436,14 +548,13 @@ static uint32_t node_child(ftf_builder *b, uint32_t parent, uint32_t func, int i
 		b->nodes = nodes;
 		b->capnodes = cap;
 	}
-	if (ftf_u64map_put(&b->node_map, key, (uint64_t)b->nnodes + 1) < 0)
-		goto oom;
 	uint32_t idx = b->nnodes++;
+	b->node_slots[s] = idx + 1;
 	ftf_node *n = &b->nodes[idx];
 	memset(n, 0, sizeof(*n));
 	n->parent = parent;
 	n->func = func;
-	n->first_child_hint = n->next_sibling_hint = FTF_NONE;
+	n->first_child_hint = n->next_sibling_hint = n->more = FTF_NONE;
 	sums_init_minmax(n);
 	if (parent != FTF_NONE && (b->nodes[parent].flags & FTF_NODE_PARTIAL))
 		n->flags |= FTF_NODE_PARTIAL;
@@ -579,8 +690,9 @@ static void journal_end(ftf_builder *b, ftf_task *t, int gap)
 {
 	for (uint32_t i = 0; i < t->jn; i++) {
 		ftf_jentry *e = &t->jent[i];
-		if (gap) {
-			sums_merge(&b->nodes[e->node].gap, &e->s);
+		ftf_node_more *m = gap ? node_more(b, e->node) : NULL;
+		if (m) {
+			sums_merge(&m->gap, &e->s);
 			b->c.gap_calls += e->s.calls;
 			b->c.gap_tree_calls += e->s.calls;
 		}
@@ -594,18 +706,30 @@ static void node_add(ftf_builder *b, uint32_t idx, int gap, uint64_t dur, int64_
 {
 	if (idx == FTF_NONE)
 		return;
-	ftf_node *n = &b->nodes[idx];
 	ftf_task *t = b->cur_task;
-	sums_add(&n->all, dur, excl, desc, nchild, irq, irq_calls, off);
-	if (gap) {
-		sums_add(&n->gap, dur, excl, desc, nchild, irq, irq_calls, off);
-		b->c.gap_calls++;
-	} else if (t && t->n && t->stack[0].gap) {
-		/* the root already spans a gap: the whole tree is left out */
-		sums_add(&n->gap, dur, excl, desc, nchild, irq, irq_calls, off);
-		b->c.gap_calls++;
-		b->c.gap_tree_calls++;
-	} else if (t && t->n) {
+	/* the root already spans a gap: the whole tree is left out */
+	int tree_gap = !gap && t && t->n && t->stack[0].gap;
+	if (irq || irq_calls || off || gap || tree_gap) {
+		ftf_node_more *m = node_more(b, idx);
+		if (m) {
+			m->irq += irq;
+			m->irq_calls = ftf_count_add(m->irq_calls, irq_calls);
+			m->offcpu += off;
+			if (gap || tree_gap)
+				sums_add(&m->gap, dur, excl, desc, nchild, irq, irq_calls, off);
+		}
+		if (gap || tree_gap)
+			b->c.gap_calls++;
+		if (tree_gap)
+			b->c.gap_tree_calls++;
+	}
+	ftf_node *n = &b->nodes[idx];
+	n->calls = ftf_count_add(n->calls, 1);
+	n->incl += dur;
+	n->excl += excl;
+	n->desc = ftf_count_add(n->desc, desc);
+	n->nchild = ftf_count_add(n->nchild, nchild);
+	if (!gap && !tree_gap && t && t->n) {
 		ftf_sums one = { 0 };
 		sums_add(&one, dur, excl, desc, nchild, irq, irq_calls, off);
 		journal_add(b, t, idx, &one);
@@ -671,7 +795,9 @@ void ftf_builder_shed(ftf_builder *b)
 	b->ntasks = b->ntask_slots = 0;
 	b->cur_task = b->last_task = NULL;
 	memset(b->cpu_tail, 0, sizeof(b->cpu_tail));
-	ftf_u64map_free(&b->node_map);
+	free(b->node_slots);
+	b->node_slots = NULL;
+	b->nnode_slots = 0;
 }
 
 void ftf_builder_free(ftf_builder *b)
@@ -682,6 +808,7 @@ void ftf_builder_free(ftf_builder *b)
 		ftf_hist_free(&b->nodes[i].hist_excl);
 	}
 	free(b->nodes);
+	free(b->more);
 	free(b->samples);
 	free(b->func_irq);
 	ftf_calls_free(b);
@@ -706,10 +833,10 @@ static void drop_unterminated(ftf_builder *b, ftf_task *t, uint32_t keep)
 	if (t->n <= keep)
 		return;
 	for (uint32_t i = keep; i < t->n; i++) {
-		uint32_t node = t->stack[i].node;
-		if (node != FTF_NONE) {
-			b->nodes[node].unterminated = ftf_count_add(b->nodes[node].unterminated, 1);
-			b->nodes[node].unowned_child_incl += t->stack[i].child_incl;
+		ftf_node_more *m = t->stack[i].node != FTF_NONE ? node_more(b, t->stack[i].node) : NULL;
+		if (m) {
+			m->unterminated = ftf_count_add(m->unterminated, 1);
+			m->unowned_child_incl += t->stack[i].child_incl;
 		}
 	}
 	b->c.unterminated += t->n - keep;
@@ -874,6 +1001,14 @@ static void popwin_hold(ftf_frame *f, uint64_t calltime, uint64_t dur, uint64_t 
 	f->popwin_calls += calls;
 }
 
+/* unowned_child_incl += v (ftf_node_more), on a node when there is one. */
+static void node_unowned_add(ftf_builder *b, uint32_t node, int64_t v)
+{
+	ftf_node_more *m = node != FTF_NONE && v ? node_more(b, node) : NULL;
+	if (m)
+		m->unowned_child_incl += v;
+}
+
 /* An irq that the caller pf counted as its child ran inside the returning
  * call f (its duration holds it): move its time and calls from pf's children
  * into f's irq figures. Its nodes stay under the caller's path, so the
@@ -885,10 +1020,8 @@ static void irq_into_call(ftf_builder *b, ftf_frame *pf, ftf_frame *f, uint64_t 
 	f->irq_at -= dur;
 	f->calls_at -= calls;
 	f->irq_calls_at -= calls;
-	if (pf->node != FTF_NONE)
-		b->nodes[pf->node].unowned_child_incl += (int64_t)dur;
-	if (f->node != FTF_NONE)
-		b->nodes[f->node].unowned_child_incl -= (int64_t)dur;
+	node_unowned_add(b, pf->node, (int64_t)dur);
+	node_unowned_add(b, f->node, -(int64_t)dur);
 }
 
 /* Pop the top frame as a completed call of duration dur. */
@@ -902,7 +1035,9 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 			/* the early irq ran inside this call: move it here from the caller */
 			irq_into_call(b, pf, &f, f.adopt_dur, f.adopt_calls);
 		} else if (pf && pf->node != FTF_NONE && pf->last_irq_early) {
-			b->nodes[pf->node].irq_early = ftf_count_add(b->nodes[pf->node].irq_early, 1);
+			ftf_node_more *m = node_more(b, pf->node);
+			if (m)
+				m->irq_early = ftf_count_add(m->irq_early, 1);
 		}
 	}
 	if (f.popwin_valid && !b->text_order && f.popwin_start >= calltime &&
@@ -922,8 +1057,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 		f.irq_at += moved;
 		f.calls_at += f.last_irq_calls;
 		f.irq_calls_at += f.last_irq_calls;
-		if (f.node != FTF_NONE)
-			b->nodes[f.node].unowned_child_incl += (int64_t)moved;
+		node_unowned_add(b, f.node, (int64_t)moved);
 		b->c.irq_outside_window++;
 	}
 	uint64_t dcalls = t->calls - f.calls_at;
@@ -960,8 +1094,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 			parent->gap = 1;
 		if (moved) {
 			parent->child_incl += moved;
-			if (parent->node != FTF_NONE)
-				b->nodes[parent->node].unowned_child_incl -= (int64_t)moved;
+			node_unowned_add(b, parent->node, -(int64_t)moved);
 		}
 		if (f.irq && !parent->irq) {
 			if (!parent->has_last_irq) {
@@ -986,8 +1119,9 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 	}
 	if (f.cpu != cpu && cpu >= 0) {
 		b->c.migrations++;
-		if (f.node != FTF_NONE)
-			b->nodes[f.node].migrated = ftf_count_add(b->nodes[f.node].migrated, 1);
+		ftf_node_more *m = f.node != FTF_NONE ? node_more(b, f.node) : NULL;
+		if (m)
+			m->migrated = ftf_count_add(m->migrated, 1);
 	}
 	node_add(b, f.node, f.gap, dur, excl, desc, f.nchild, irq, irq_calls, off);
 	if (parent && !f.irq && dcalls == 0) {
@@ -1231,10 +1365,10 @@ void ftf_builder_finish(ftf_builder *b)
 		if (!t)
 			continue;
 		for (uint32_t k = 0; k < t->n; k++) {
-			uint32_t node = t->stack[k].node;
-			if (node != FTF_NONE) {
-				b->nodes[node].open_end = ftf_count_add(b->nodes[node].open_end, 1);
-				b->nodes[node].unowned_child_incl += t->stack[k].child_incl;
+			ftf_node_more *m = t->stack[k].node != FTF_NONE ? node_more(b, t->stack[k].node) : NULL;
+			if (m) {
+				m->open_end = ftf_count_add(m->open_end, 1);
+				m->unowned_child_incl += t->stack[k].child_incl;
 			}
 		}
 		b->c.open_at_end += t->n;
@@ -1243,3 +1377,4 @@ void ftf_builder_finish(ftf_builder *b)
 		t->n = 0;
 	}
 }
+

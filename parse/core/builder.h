@@ -82,25 +82,48 @@ typedef struct {
 	uint16_t bucket;
 	uint32_t count;
 } ftf_hist_entry;
-/* The first few buckets are kept in the histogram itself (inside the node):
- * most call paths see a handful of distinct durations, and a separate block
- * cost a cache miss per call on each of them. */
+/* A histogram in 16 bytes, inside its node. Most call paths see a handful of
+ * distinct durations (at most 4 on 82-87% of the nfsd fixtures' paths): their
+ * buckets stay in the histogram itself, each a 32-bit word, bucket << 22 |
+ * count, 0 when free, most frequent first (a separate block cost a cache miss
+ * per call). A fifth bucket, or a count reaching 2^22 - 1, moves them out
+ * ("spilled"): then the words hold a pointer to the sparse entries (cap of
+ * them, n used) or to the dense counts (cap FTF_HIST_DENSE), and the last
+ * word is FTF_HIST_SPILLED, a bucket no duration reaches (< FTF_HIST_BUCKETS). */
 #define FTF_HIST_INLINE 4
-typedef struct {
-	uint32_t *dense;
-	ftf_hist_entry *entries; /* sparse beyond FTF_HIST_INLINE buckets, NULL: in `first` */
-	uint16_t n, cap;         /* cap: of entries */
-	ftf_hist_entry first[FTF_HIST_INLINE]; /* sparse up to FTF_HIST_INLINE: most frequent first */
+#define FTF_HIST_COUNT_BITS 22
+#define FTF_HIST_COUNT_MASK ((1u << FTF_HIST_COUNT_BITS) - 1)
+#define FTF_HIST_SPILLED UINT32_MAX
+#define FTF_HIST_DENSE UINT16_MAX
+typedef union {
+	uint32_t first[FTF_HIST_INLINE];
+	struct {
+		void *p;          /* ftf_hist_entry[cap], or uint32_t[FTF_HIST_BUCKETS] when dense */
+		uint16_t n, cap;
+		uint32_t tag;     /* FTF_HIST_SPILLED, over first[FTF_HIST_INLINE - 1] */
+	} out;
 } ftf_hist;
+_Static_assert(sizeof(ftf_hist) == 16, "a histogram is 16 bytes of its node");
+_Static_assert(((FTF_HIST_BUCKETS - 1) << FTF_HIST_COUNT_BITS | FTF_HIST_COUNT_MASK) < FTF_HIST_SPILLED,
+	       "no inline bucket looks like the spilled tag");
 
-/* The sparse buckets (n of them) of a histogram that is not dense. */
-static inline const ftf_hist_entry *ftf_hist_sparse(const ftf_hist *h)
+static inline int ftf_hist_spilled(const ftf_hist *h)
 {
-	return h->entries ? h->entries : h->first;
+	return h->out.tag == FTF_HIST_SPILLED;
 }
+/* The dense counts (FTF_HIST_BUCKETS of them), NULL while sparse. */
+static inline const uint32_t *ftf_hist_dense(const ftf_hist *h)
+{
+	return ftf_hist_spilled(h) && h->out.cap == FTF_HIST_DENSE ? (const uint32_t *)h->out.p : NULL;
+}
+/* Of a sparse histogram: how many buckets, and the k-th (any order). */
+uint32_t ftf_hist_nsparse(const ftf_hist *h);
+void ftf_hist_sparse_at(const ftf_hist *h, uint32_t k, uint32_t *bucket, uint32_t *count);
 int ftf_hist_add(ftf_hist *h, uint32_t bucket);
-uint32_t ftf_hist_count(const ftf_hist *h, uint32_t bucket);
 void ftf_hist_free(ftf_hist *h);
+/* Tests: inline counts spill from this value on (FTF_HIST_COUNT_MASK), so
+ * that a test need not make 4 M calls of one path. */
+extern uint32_t ftf_hist_inline_max;
 
 /* ---- the aggregate ----------------------------------------------------- */
 
@@ -134,9 +157,14 @@ enum ftf_node_flags {
 	FTF_NODE_PARTIAL = 4,  /* under the (partial) root: ancestors unknown */
 };
 
-/* Fields in the order a completed call touches them: what node_add writes
- * for every call first (a few cache lines per call over a table of 30+ MB),
- * what only some calls touch after. */
+/* A call path, 128 bytes: what every call reads or writes, in two cache
+ * lines (the table is 20+ MB, so each is a miss): the first holds what the
+ * child lookup reads (func, flags, hints) and the counts and sums, the
+ * second the extremes and the two histograms. The figures that are zero on
+ * almost every path (the gap set: 34-51% of the nfsd fixtures' paths;
+ * interrupts, off-CPU time, anomalies: under 1%) are in an ftf_node_more
+ * of its own, made on first use. Was 288 bytes with them all inside (51 MB
+ * of the read's peak for 179k paths). */
 typedef struct {
 	uint32_t parent; /* FTF_NONE for a root */
 	uint32_t func;
@@ -147,14 +175,27 @@ typedef struct {
 	 * mostly repeat the same sequence, so the next child is usually the
 	 * hint and the node map (a cache miss or two) is not searched. */
 	uint32_t first_child_hint, next_sibling_hint;
-	ftf_sums all;    /* every completed call */
+	uint32_t more;   /* index in ftf_builder.more, FTF_NONE: all its figures zero */
+	/* of every completed call: ftf_sums but irq, irq_calls, offcpu (in more) */
+	uint32_t calls, desc, nchild;
+	uint32_t pad0;
+	uint64_t incl;
+	int64_t excl;
 	uint64_t incl_min, incl_max;
 	int64_t excl_min, excl_max;
 	ftf_hist hist_incl;     /* inclusive time of every call */
 	ftf_hist hist_excl;     /* exclusive time (negative values in bucket 0) */
+	uint64_t pad1;          /* to 128 bytes: a node is two whole cache lines */
+} ftf_node;
+_Static_assert(sizeof(ftf_node) == 128, "a node is two cache lines");
+
+/* The figures of a call path that are zero on most paths. */
+typedef struct {
 	ftf_sums gap;    /* the subset left out of corrected statistics: calls that span a
 			  * lost-event gap, overrun or lost exit, or whose root call does
 			  * or never completes (see the root journal in builder.c) */
+	uint64_t irq, offcpu;   /* of every completed call (ftf_sums.irq, .offcpu) */
+	uint32_t irq_calls;     /* (ftf_sums.irq_calls) */
 	uint32_t migrated;      /* calls that ended on another CPU than they began */
 	uint32_t open_end;      /* entries still open when the trace ended */
 	uint32_t unterminated;  /* entries whose exit never came (lost) */
@@ -164,10 +205,10 @@ typedef struct {
 	 * child path shows (-): irqs moved in. Makes the tree add up exactly:
 	 * incl + unowned_child_incl == excl + sum of children's incl. */
 	int64_t unowned_child_incl;
-} ftf_node;
+} ftf_node_more;
 
 #define FTF_NONE UINT32_MAX
-/* node_map keys: (parent+1) << 32 | func, this bit set for irq context */
+/* node_slots hash keys: (parent+1) << 32 | func, this bit set for irq context */
 #define FTF_NODE_KEY_IRQ 0x80000000u
 
 /* Durations the int64 sums can hold: one call at most 2^53 ns (104 days,
@@ -334,7 +375,12 @@ typedef struct {
 	ftf_funcs funcs;
 	ftf_node *nodes;
 	uint32_t nnodes, capnodes;
-	ftf_u64map node_map; /* (parent+1, func) -> node idx+1 */
+	ftf_node_more *more; /* ftf_node.more indexes them */
+	uint32_t nmore, capmore;
+	/* the nodes by (parent, func, context): open addressing, idx+1 (0: free);
+	 * a slot holds no key (compared on the node): 4 bytes, not 16 */
+	uint32_t *node_slots;
+	uint32_t nnode_slots;
 	uint32_t partial_root; /* the (partial) pseudo-root node, FTF_NONE until needed */
 	uint32_t partial_func;
 
@@ -376,6 +422,25 @@ typedef struct {
 	uint64_t slow_cut;   /* root calls too big to keep their tree */
 	uint64_t calls_retained; /* bytes of the tasks' idle tree buffers (calls.c) */
 } ftf_builder;
+
+/* A node's rare figures, NULL when they are all zero. */
+static inline const ftf_node_more *ftf_node_more_of(const ftf_builder *b, const ftf_node *n)
+{
+	return n->more == FTF_NONE ? NULL : &b->more[n->more];
+}
+/* The sums over every completed call of a node, whole (ftf_sums). */
+static inline ftf_sums ftf_node_all(const ftf_builder *b, const ftf_node *n)
+{
+	const ftf_node_more *m = ftf_node_more_of(b, n);
+	ftf_sums s = { .incl = n->incl, .excl = n->excl, .calls = n->calls, .desc = n->desc,
+		       .nchild = n->nchild };
+	if (m) {
+		s.irq = m->irq;
+		s.offcpu = m->offcpu;
+		s.irq_calls = m->irq_calls;
+	}
+	return s;
+}
 
 /* calls.c: hooks of the builder */
 void ftf_calls_root_start(ftf_builder *b, ftf_task_calls *tc);

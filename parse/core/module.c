@@ -114,11 +114,12 @@ static int hists_csr(const ftf_builder *b, int excl, PyObject **offs, PyObject *
 	uint64_t total = 0;
 	for (uint32_t i = 0; i < b->nnodes; i++) {
 		const ftf_hist *h = excl ? &b->nodes[i].hist_excl : &b->nodes[i].hist_incl;
-		if (h->dense) {
+		const uint32_t *dense = ftf_hist_dense(h);
+		if (dense) {
 			for (uint32_t k = 0; k < FTF_HIST_BUCKETS; k++)
-				total += h->dense[k] != 0;
+				total += dense[k] != 0;
 		} else {
-			total += h->n;
+			total += ftf_hist_nsparse(h);
 		}
 	}
 	*offs = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(b->nnodes + 1) * 8);
@@ -133,26 +134,28 @@ static int hists_csr(const ftf_builder *b, int excl, PyObject **offs, PyObject *
 	for (uint32_t i = 0; i < b->nnodes; i++) {
 		const ftf_hist *h = excl ? &b->nodes[i].hist_excl : &b->nodes[i].hist_incl;
 		o[i] = (int64_t)pos;
-		if (h->dense) {
+		const uint32_t *dense = ftf_hist_dense(h);
+		if (dense) {
 			for (uint32_t k = 0; k < FTF_HIST_BUCKETS; k++) {
-				if (h->dense[k]) {
+				if (dense[k]) {
 					bk[pos] = (int32_t)k;
-					ct[pos++] = h->dense[k];
+					ct[pos++] = dense[k];
 				}
 			}
 		} else {
-			/* sparse entries are in arrival order: sort by bucket (n <= 32) */
+			/* sparse entries are in frequency order: sort by bucket (n <= 32) */
 			uint64_t s0 = pos;
-			const ftf_hist_entry *e = ftf_hist_sparse(h);
-			for (uint16_t k = 0; k < h->n; k++) {
+			for (uint32_t k = 0, n = ftf_hist_nsparse(h); k < n; k++) {
+				uint32_t bucket, count;
+				ftf_hist_sparse_at(h, k, &bucket, &count);
 				uint64_t j = pos++;
-				while (j > s0 && bk[j - 1] > e[k].bucket) {
+				while (j > s0 && (uint32_t)bk[j - 1] > bucket) {
 					bk[j] = bk[j - 1];
 					ct[j] = ct[j - 1];
 					j--;
 				}
-				bk[j] = e[k].bucket;
-				ct[j] = e[k].count;
+				bk[j] = (int32_t)bucket;
+				ct[j] = count;
 			}
 		}
 	}
@@ -420,22 +423,25 @@ static PyObject *nodes_table(ftf_builder *b)
 		PUT(COL_PARENT, nd->parent == FTF_NONE ? -1 : (int64_t)nd->parent);
 		PUT(COL_FUNC, nd->func);
 		PUT(COL_FLAGS, nd->flags);
-		const ftf_sums *sums[2] = { &nd->all, &nd->gap };
+		const ftf_node_more *more = ftf_node_more_of(b, nd), none = { 0 };
+		const ftf_node_more *m = more ? more : &none;
+		const ftf_sums all = ftf_node_all(b, nd);
+		const ftf_sums *sums[2] = { &all, &m->gap };
 		for (int k = 0; k < 2; k++) {
 			int64_t row[SUM_COLS];
 			sums_put(row, sums[k]);
 			for (int c = 0; c < SUM_COLS; c++)
 				PUT((k ? COL_GAP_SUMS : COL_SUMS) + c, row[c]);
 		}
-		PUT(COL_INCL_MIN, nd->all.calls ? (int64_t)nd->incl_min : 0);
+		PUT(COL_INCL_MIN, nd->calls ? (int64_t)nd->incl_min : 0);
 		PUT(COL_INCL_MAX, nd->incl_max);
-		PUT(COL_EXCL_MIN, nd->all.calls ? nd->excl_min : 0);
-		PUT(COL_EXCL_MAX, nd->all.calls ? nd->excl_max : 0);
-		PUT(COL_MIGRATED, nd->migrated);
-		PUT(COL_OPEN_END, nd->open_end);
-		PUT(COL_UNTERMINATED, nd->unterminated);
-		PUT(COL_UNOWNED_CHILD_INCL, nd->unowned_child_incl);
-		PUT(COL_IRQ_EARLY, nd->irq_early);
+		PUT(COL_EXCL_MIN, nd->calls ? nd->excl_min : 0);
+		PUT(COL_EXCL_MAX, nd->calls ? nd->excl_max : 0);
+		PUT(COL_MIGRATED, m->migrated);
+		PUT(COL_OPEN_END, m->open_end);
+		PUT(COL_UNTERMINATED, m->unterminated);
+		PUT(COL_UNOWNED_CHILD_INCL, m->unowned_child_incl);
+		PUT(COL_IRQ_EARLY, m->irq_early);
 		if (done - (char *)nd >= (1 << 20)) {
 			release_pages((char *)nd, done);
 			done = (char *)nd;
@@ -450,6 +456,9 @@ static PyObject *nodes_table(ftf_builder *b)
 	free(b->nodes);
 	b->nodes = NULL;
 	b->nnodes = b->capnodes = 0;
+	free(b->more);
+	b->more = NULL;
+	b->nmore = b->capmore = 0;
 	if (bad_col >= 0) {
 		free(cols);
 		return PyErr_Format(PyExc_ValueError,
@@ -1036,11 +1045,27 @@ static PyObject *py_set_narrow_max(PyObject *self, PyObject *args)
 	return PyLong_FromLongLong(before);
 }
 
+/* _set_hist_inline_max(v) -> the previous value: the count from which a
+ * histogram's inline bucket moves out (tests show it without 4 M calls). */
+static PyObject *py_set_hist_inline_max(PyObject *self, PyObject *args)
+{
+	long long v;
+	if (!PyArg_ParseTuple(args, "L", &v))
+		return NULL;
+	if (v < 1 || v > FTF_HIST_COUNT_MASK)
+		return PyErr_Format(PyExc_ValueError, "_set_hist_inline_max: 1..%u", FTF_HIST_COUNT_MASK);
+	long long before = ftf_hist_inline_max;
+	ftf_hist_inline_max = (uint32_t)v;
+	return PyLong_FromLongLong(before);
+}
+
 static PyMethodDef methods[] = {
 	{ "give_back_freed_memory", py_give_back_freed_memory, METH_NOARGS,
 	  "give_back_freed_memory(): the heap's freed pages back to the system (malloc_trim), between stages" },
 	{ "_set_narrow_max", py_set_narrow_max, METH_VARARGS,
 	  "_set_narrow_max(v) -> previous: the largest value a 32-bit node column takes (tests)" },
+	{ "_set_hist_inline_max", py_set_hist_inline_max, METH_VARARGS,
+	  "_set_hist_inline_max(v) -> previous: tests only, the count from which a histogram's inline bucket moves out" },
 	{ "read_dat", (PyCFunction)(void (*)(void))py_read_dat, METH_VARARGS | METH_KEYWORDS,
 	  "read_dat(path, progress=None, slowest=20) -> dict: read a trace.dat (libtracecmd) into the call-path aggregate" },
 	{ "read_dat_builtin", (PyCFunction)(void (*)(void))py_read_dat_builtin, METH_VARARGS | METH_KEYWORDS,
