@@ -497,15 +497,13 @@ def test_s20_corrected_root_against_the_split_truth_at_volume(s20):
         assert 0.10 < f["p90"] / t["p90"] - 1 < 0.12
 
 
-def test_s20_612_p90_falls_on_the_switched_calls(s20):
+def test_s20_612_p90_falls_on_the_switched_calls():
     """Where 6.12's p90 falls (docs/overhead.md, call by call): the calls
     that hold a switch (their off-CPU time is taken out, the scheduler's
     work in the task around it stays in: +1.3 us median over the quiet ones)
     are 11% of the whole graph's calls even with the reader asleep; without
     them mean, p50 and p90 are within 5% of the split truth."""
-    kernel, (truth, _, qs) = s20
-    if kernel != "6.12":
-        pytest.skip("6.1 meets p90")
+    truth, _, qs = pooled_comparison(S20["6.12"], S20_FULL)
     t = figures(truth)
     quiet, switched = [], 0
     for q in qs:
