@@ -26,7 +26,12 @@
 #
 # Tracer options (give the main run's, see collect.sh --help):
 #   --depth N  --buffer KB  --cpus LIST  --irqs on|off  --sleep-time on|off
-#   --clock CLOCK  --no-sched
+#   --clock CLOCK  --no-sched  --buffer-percent N
+#   A trace recorded with --buffer-percent 100 (trace-cmd's reader left
+#   asleep: no wake-up of it inside the traced calls) needs a calibration
+#   recorded the same way: each ring-buffer commit costs a few ns more while
+#   the reader is to be woken, and the calibration carries that cost into
+#   every corrected call (docs/overhead.md). collect.sh passes it on.
 # Other options:
 #   --count N    NULL RPCs per recording (default 300)
 #   --host HOST  the NFS server to call; it must be this machine (default 127.0.0.1)

@@ -37,6 +37,17 @@
 # Tracer options (calibration uses the same ones):
 #   --depth N            max graph depth (default 0: unlimited)
 #   --buffer KB          ring buffer per CPU in KB (default: the kernel's)
+#   --buffer-percent N   tracefs buffer_percent while recording: trace-cmd's
+#                        reader sleeps until a CPU's buffer is N% full
+#                        (default: the kernel's, usually 50). For accuracy
+#                        runs: --buffer-percent 100 with a --buffer that
+#                        holds the whole run (e.g. --buffer 32768 for a few
+#                        hundred writes with their whole graph): no wake-up
+#                        of the reader (an irq_work interrupt, often a switch
+#                        to trace-cmd) lands inside the traced calls, and the
+#                        calibration is recorded in the same mode, as it must
+#                        be (docs/overhead.md). What does not fit the buffer
+#                        is lost, and counted in meta.json
 #   --cpus LIST          trace only these CPUs, e.g. 0-3,6
 #   --irqs on|off        graph interrupts inside traced calls (default on)
 #   --sleep-time on|off  count time switched out in a call (default on)
@@ -297,6 +308,9 @@ WARNINGS=()
 
 snapshot_tracefs
 BUFFER_KB=$(effective_buffer_kb)
+if [ -n "$OPT_BUFFER_PCT" ]; then
+	say "buffer_percent $OPT_BUFFER_PCT: trace-cmd's reader sleeps until a CPU's buffer is $OPT_BUFFER_PCT% full; the whole run must fit $BUFFER_KB KB per CPU (--buffer), else events are lost (counted)"
+fi
 
 say "graph functions: ${FUNCS[*]}"
 GFLAGS=()

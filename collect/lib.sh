@@ -209,6 +209,7 @@ OPT_IRQS=on       # funcgraph-irqs
 OPT_SLEEP=on      # sleep-time
 OPT_CLOCK=""      # trace clock ("": leave the kernel's)
 OPT_SCHED=1       # record sched:sched_switch
+OPT_BUFFER_PCT="" # tracefs buffer_percent while recording ("": leave the kernel's)
 
 # parse_tracer_opt ARG [VALUE]: when ARG is a tracer option, apply it and set
 # FT_SHIFT to the number of words it used (1 or 2); else FT_SHIFT=0.
@@ -216,11 +217,11 @@ parse_tracer_opt() {
 	FT_SHIFT=0
 	local opt=$1 val=${2-} has_val=$(($# > 1))
 	case $opt in
-	--depth=* | --buffer=* | --cpus=* | --irqs=* | --sleep-time=* | --clock=*)
+	--depth=* | --buffer=* | --cpus=* | --irqs=* | --sleep-time=* | --clock=* | --buffer-percent=*)
 		val=${opt#*=}; opt=${opt%%=*}; has_val=1; FT_SHIFT=-1 ;;
 	esac
 	case $opt in
-	--depth | --buffer | --cpus | --irqs | --sleep-time | --clock)
+	--depth | --buffer | --cpus | --irqs | --sleep-time | --clock | --buffer-percent)
 		((has_val)) || usage_error "$opt needs a value"
 		if ((FT_SHIFT == -1)); then FT_SHIFT=1; else FT_SHIFT=2; fi ;;
 	--no-sched) OPT_SCHED=0; FT_SHIFT=1; return 0 ;;
@@ -246,6 +247,9 @@ parse_tracer_opt() {
 	--clock)
 		[[ $val =~ ^[a-z0-9_-]+$ ]] || usage_error "--clock wants a clock name, not '$val'"
 		OPT_CLOCK=$val ;;
+	--buffer-percent)
+		[[ $val =~ ^(0|[1-9][0-9]?|100)$ ]] || usage_error "--buffer-percent wants a number from 0 to 100, not '$val'"
+		OPT_BUFFER_PCT=$val ;;
 	esac
 }
 
@@ -255,6 +259,7 @@ tracer_opts_cli() {
 	[ -n "$OPT_BUFFER" ] && FT_CLI+=(--buffer "$OPT_BUFFER")
 	[ -n "$OPT_CPUS" ] && FT_CLI+=(--cpus "$OPT_CPUS")
 	[ -n "$OPT_CLOCK" ] && FT_CLI+=(--clock "$OPT_CLOCK")
+	[ -n "$OPT_BUFFER_PCT" ] && FT_CLI+=(--buffer-percent "$OPT_BUFFER_PCT")
 	((OPT_SCHED)) || FT_CLI+=(--no-sched)
 	return 0
 }
@@ -284,6 +289,9 @@ cpulist_to_mask() {
 # trace-cmd record words for them, and FT_EFFECTIVE_CLOCK.
 tracer_args() {
 	local o
+	if [ -n "$OPT_BUFFER_PCT" ] && [ ! -w "$T/buffer_percent" ]; then
+		refuse "this kernel has no tracefs buffer_percent ($T/buffer_percent: Linux 5.1 and later): record without --buffer-percent"
+	fi
 	for o in funcgraph-irqs sleep-time; do
 		[ -e "$T/options/$o" ] || warn "this kernel has no '$o' tracer option; --${o#funcgraph-} is ignored"
 	done
@@ -326,11 +334,20 @@ effective_buffer_kb() {
 	else rd "$T/per_cpu/cpu0/buffer_size_kb" b; printf '%s' "${b:-1408}"; fi
 }
 
+# tracefs buffer_percent a recording runs with: how full the ring buffer gets
+# before trace-cmd's reader is woken ("": this kernel has no such knob).
+effective_buffer_percent() {
+	if [ -n "$OPT_BUFFER_PCT" ]; then printf '%s' "$OPT_BUFFER_PCT"; return; fi
+	local v=""
+	rd "$T/buffer_percent" v
+	printf '%s' "$v"
+}
+
 # JSON object of the tracer options that matter for calibration.
 tracer_options_json() {
-	printf '{"sleep_time": %s, "irqs": %s, "max_graph_depth": %s, "buffer_kb_per_cpu": %s, "cpus": %s, "clock": %s, "sched_switch": %s}' \
+	printf '{"sleep_time": %s, "irqs": %s, "max_graph_depth": %s, "buffer_kb_per_cpu": %s, "buffer_percent": %s, "cpus": %s, "clock": %s, "sched_switch": %s}' \
 		"$(json_bool "$OPT_SLEEP")" "$(json_bool "$OPT_IRQS")" "$OPT_DEPTH" \
-		"$(json_num "$(effective_buffer_kb)")" \
+		"$(json_num "$(effective_buffer_kb)")" "$(json_num "$(effective_buffer_percent)")" \
 		"$(if [ -n "$OPT_CPUS" ]; then json_str "$OPT_CPUS"; else printf null; fi)" \
 		"$(json_str "$FT_EFFECTIVE_CLOCK")" "$(json_bool "$OPT_SCHED")"
 }
@@ -542,6 +559,12 @@ record() {
 	status=$(mktemp "${TMPDIR:-/tmp}/ftflame-rec.XXXXXX")
 	FT_TMPFILES+=("$status")
 	rm -f -- "$part"
+	# --buffer-percent: trace-cmd does not set it; written before each
+	# recording (restore_tracefs puts the old value back after each one)
+	if [ -n "$OPT_BUFFER_PCT" ] && ! printf '%s\n' "$OPT_BUFFER_PCT" >"$T/buffer_percent" 2>/dev/null; then
+		REC_ERROR="cannot write $OPT_BUFFER_PCT to $T/buffer_percent (--buffer-percent)"
+		return 1
+	fi
 	# The wrapper trace-cmd runs: the workload, its output teed to the log and
 	# to our stdout (fd 3, which the workload does not get: a process it
 	# leaves behind must not hold our stdout open), then its exit code and

@@ -438,3 +438,115 @@ def test_612_reader_asleep_against_the_split_truth_when_recorded():
     assert (q.scol("leaf_min") <= doc["hook_level"]["leaf_min_ns"]).all()
     assert abs(f["mean"] / t["mean"] - 1) < 0.05 and abs(f["p50"] / t["p50"] - 1) < 0.05
     assert abs(f["p90"] / t["p90"] - 1) < 0.10
+
+
+# ---- s20-icount-volume: like for like at volume, in the mode a user should
+# record for accuracy (collect.sh --buffer-percent 100): one boot per kernel,
+# every recording with trace-cmd's reader asleep (buffer_percent 100, 32 MB
+# buffer, nothing lost): the calibration, the split truths over 4,096 writes
+# and 8 whole-graph recordings of 128 writes, of which the repository keeps
+# the first 2 (docs/overhead.md "Figures: like for like at volume")
+S20 = {"6.1": "k6.1/s20-icount-volume/", "6.12": "k6.12/s20-icount-volume/"}
+S20_FULL = ("full-1", "full-2")
+
+
+def pooled_comparison(d: str, full_names, locate=fixture):
+    """(truth, pooled full, the full traces' corrected profiles): nfsd3_proc_write's
+    corrected durations in the split truth over 4,096 writes and in the whole-graph
+    recordings pooled, all from the folder's own empty-call calibration; locate:
+    fixture (the curated copies) or corpus_fixture (skips when absent)."""
+    doc = calibrate_from_traces(*(profile_of(locate(d + "trace-" + n + ".dat"))
+                                  for n in ("null", "dispatch-root", "dispatch-full")))
+    cal = Calibration(doc["o_in_ns"], doc["o_out_ns"], "file:test", doc["method"], doc)
+    truth, _ = corrected_calls(locate(d + "trace-root-irq-long.dat"), "nfsd3_proc_write", cal)
+    got = [corrected_calls(locate(d + "trace-" + n + ".dat"), "nfsd3_proc_write", cal) for n in full_names]
+    return truth, np.sort(np.concatenate([v for v, _ in got])), [q for _, q in got]
+
+
+@pytest.fixture(scope="module", params=sorted(S20))
+def s20(request):
+    return request.param, pooled_comparison(S20[request.param], S20_FULL)
+
+
+# (mean, p50, p90) of the split truth and of the 2 whole-graph recordings pooled, ns
+S20_FIGURES = {
+    "6.1": ((16986, 16448, 16727), (16571, 16276, 16744)),
+    "6.12": ((14325, 13743, 13895), (14692, 14095, 15437)),
+}
+
+
+def test_s20_corrected_root_against_the_split_truth_at_volume(s20):
+    """Issue 17's acceptance like for like at volume: every call of the split
+    truth and of the whole graph recorded with trace-cmd's reader asleep. On
+    6.1 mean, p50 and p90 hold (-2.4%, -1.0%, +0.1%; all 8 recordings pooled
+    -2.4%, -1.1%, -0.2%). On 6.12 mean and p50 hold (+2.6%, +2.6%) and p90 is
+    +11.1% (all 8 pooled +10.0%, one 128-call recording alone +3.6 to
+    +11.7%): 11% of the whole graph's calls hold a switch (the truth's 0.4%),
+    whose scheduler work in the task stays in; its quiet calls are within 3%
+    (the next test)."""
+    kernel, (truth, full, _) = s20
+    t, f = figures(truth), figures(full)
+    assert (len(truth), len(full)) == (4096, 256)
+    want_t, want_f = S20_FIGURES[kernel]
+    assert tuple(round(t[k]) for k in ("mean", "p50", "p90")) == want_t
+    assert tuple(round(f[k]) for k in ("mean", "p50", "p90")) == want_f
+    assert abs(f["mean"] / t["mean"] - 1) < 0.05 and abs(f["p50"] / t["p50"] - 1) < 0.05
+    if kernel == "6.1":
+        assert abs(f["p90"] / t["p90"] - 1) < 0.10
+    else:
+        assert 0.10 < f["p90"] / t["p90"] - 1 < 0.12
+
+
+def test_s20_612_p90_falls_on_the_switched_calls():
+    """Where 6.12's p90 falls (docs/overhead.md, call by call): the calls
+    that hold a switch (their off-CPU time is taken out, the scheduler's
+    work in the task around it stays in: +1.3 us median over the quiet ones)
+    are 11% of the whole graph's calls even with the reader asleep; without
+    them mean, p50 and p90 are within 5% of the split truth."""
+    truth, _, qs = pooled_comparison(S20["6.12"], S20_FULL)
+    t = figures(truth)
+    quiet, switched = [], 0
+    for q in qs:
+        clean = (q.scol("flags") & SAMPLE_GAP) == 0
+        off = q.scol("offcpu") > 0
+        switched += int((clean & off).sum())
+        quiet.append(q.corrected.sample_dur[clean & ~off & (q.scol("irq_roots") == 0)])
+    fq = figures(np.sort(np.concatenate(quiet)))
+    assert switched / 256 > 0.09
+    for k in ("mean", "p50", "p90"):
+        assert abs(fq[k] / t[k] - 1) < 0.05, k
+
+
+@pytest.mark.parametrize("kernel", sorted(S20))
+def test_s20_nested_function_against_its_split_truth_at_volume(kernel):
+    """nfsd_vfs_write hooked alone with the interrupt entries over 4,096
+    writes against its corrected mean inside the whole graph (the 2
+    recordings' calls together): within 10% (6.1 -3.0%, 6.12 +0.8%)."""
+    from ftflame.correct.corrections import corrected_stats
+
+    d = S20[kernel]
+    cal = calibration_of(d)
+    truth, _ = corrected_calls(fixture(d + "trace-vfs-root-irq-long.dat"), "nfsd_vfs_write", cal)
+    total = calls = 0.0
+    for n in S20_FULL:
+        _, q = corrected_calls(fixture(d + "trace-" + n + ".dat"), "nfsd3_proc_write", cal)
+        cols, _, _, _ = corrected_stats(q)["functions", "incl"]
+        i = q.functions.index("nfsd_vfs_write")
+        total += cols[0][i]
+        calls += cols[0][i] / cols[3][i]
+    assert abs(total / calls / truth.mean() - 1) < 0.10
+
+
+@pytest.mark.parametrize("kernel", sorted(S20))
+def test_s20_all_eight_recordings_pooled_when_recorded(kernel):
+    """The 8 whole-graph recordings of s20 pooled (1,024 calls; a corpus
+    that has them, skipped otherwise): 6.1 -2.4%, -1.1%, -0.2%; 6.12 +2.2%,
+    +2.6%, +10.0% (p90 on the limit: 10.0 to 10.5% for any 3 to 7 of them
+    pooled in order)."""
+    from conftest import corpus_fixture
+
+    truth, full, _ = pooled_comparison(S20[kernel], [f"full-{k}" for k in range(1, 9)], corpus_fixture)
+    t, f = figures(truth), figures(full)
+    assert len(full) == 1024
+    assert abs(f["mean"] / t["mean"] - 1) < 0.05 and abs(f["p50"] / t["p50"] - 1) < 0.05
+    assert abs(f["p90"] / t["p90"] - 1) < 0.10

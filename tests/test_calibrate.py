@@ -176,6 +176,25 @@ def test_calibration_json_beside_the_trace_is_picked_up(tmp_path, icount_cal):
     assert json.loads(proc.stdout)["calibration"]["applied"] is False
 
 
+@pytest.mark.parametrize("cal_pct, trace_pct, noted", [(50, 100, True), (100, 100, False), (None, 100, False)])
+def test_a_calibration_recorded_in_another_buffer_percent_mode_is_noted(tmp_path, icount_cal, cal_pct, trace_pct,
+                                                                        noted):
+    """collect.sh --buffer-percent: meta.json and the calibration (from
+    calib-meta.json) each record tracefs buffer_percent; when both say and
+    they differ, the report says the hook cost was measured in another mode
+    (a commit costs a few ns more while trace-cmd's reader is to be woken)."""
+    os.symlink(fixture(ICOUNT + "trace-full.dat"), tmp_path / "trace.dat")
+    doc = dict(icount_cal, tracer_options=dict(icount_cal["tracer_options"]))
+    if cal_pct is not None:
+        doc["tracer_options"]["buffer_percent"] = cal_pct
+    calibration.write(str(tmp_path / "calibration.json"), doc)
+    (tmp_path / "meta.json").write_text(json.dumps({"tracer_options": {"buffer_percent": trace_pct}}))
+    proc = run("report", str(tmp_path), "-F", "txt", "-q")
+    assert proc.returncode == 0, proc.stderr
+    said = "the calibration was recorded with buffer_percent 50, the trace with 100" in " ".join(proc.stdout.split())
+    assert said == noted
+
+
 def test_root_only_trace_gets_the_root_only_o_in(icount_cal):
     p = profile_of(fixture(ICOUNT + "trace-root.dat"))
     assert for_profile(as_calibration(icount_cal), p).o_in_ns == pytest.approx(709.4)

@@ -527,6 +527,24 @@ def choose(p: Profile, trace_path: str, cal_file: Optional[str] = None,
     return Calibration(float(new_in), float(new_out), src, method, details)
 
 
+def buffer_percent_note(cal: Calibration, meta: Optional[dict]) -> Optional[str]:
+    """A note when the calibration's recordings and the trace ran with
+    different tracefs buffer_percent values (collect.sh --buffer-percent):
+    while trace-cmd's reader is to be woken every ring-buffer commit costs a
+    few ns more, so the hook cost measured in one mode is off in the other
+    (docs/overhead.md "Figures: like for like at volume"). None unless both
+    the calibration (its calib-meta.json) and the trace's meta.json say."""
+    opts = cal.details.get("tracer_options") if cal.applied and isinstance(cal.details, dict) else None
+    trace_opts = (meta or {}).get("tracer_options")
+    pcts = [o.get("buffer_percent") if isinstance(o, dict) else None for o in (opts, trace_opts)]
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in pcts) or pcts[0] == pcts[1]:
+        return None
+    return (f"the calibration was recorded with buffer_percent {pcts[0]}, the trace with {pcts[1]}: "
+            "ring-buffer commits cost a few ns more while trace-cmd's reader is to be woken, so the "
+            "corrected times can be off by a few percent; calibrate in the trace's mode "
+            "(collect.sh --buffer-percent passes it on to calibrate.sh)")
+
+
 def _base_label(base: Calibration) -> str:
     """Where a value not given on the command line came from."""
     if not base.applied:

@@ -44,6 +44,9 @@ def correct_for_report(profile: Profile, path: str, opts: CorrectionOptions) -> 
                              hook_cost_ns("--overhead-in", opts.overhead_in),
                              hook_cost_ns("--overhead-out", opts.overhead_out))
     profile = corrections.correct(profile, cal, irqs=opts.irqs)
+    note = calibration.buffer_percent_note(cal, measured.load_meta(path)[0])
+    if note:
+        profile = profile.replace(warnings=profile.warnings + (note,))
     means = [balance.parse_measured(m) for m in opts.measured]
     base = None
     if opts.baseline:

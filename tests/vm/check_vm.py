@@ -116,6 +116,7 @@ def test_meta_json_is_complete(res):
                                 "boot", "tai", "x86-tsc")
     opts = m["tracer_options"]
     assert opts == {"sleep_time": True, "irqs": True, "max_graph_depth": 0, "buffer_kb_per_cpu": 8192,
+                    "buffer_percent": 50,  # the kernel's default, left as it is
                     "cpus": None, "clock": m["trace_clock"], "sched_switch": True}
     assert m["cpu"]["count"] == 2 and m["cpu"]["model"]
     assert m["nfsd"]["threads"] == 8
