@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ftflame.model.depthcut import depth_cut
-from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL, TREE_MAX_CALLS, Profile
+from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL, TREE_MAX_CALLS, Profile, missing_entries_unmarked
 
 
 def exact_corrected_values(p: Profile):
@@ -118,11 +118,9 @@ def anomaly_lines(p: Profile) -> list:
     if c.get("gap_calls"):
         tree = c.get("gap_tree_calls", 0)
         own = c["gap_calls"] - tree
-        def verb(n, v):  # "1 spans", "2 span"
-            return f"{n:,} {v}s" if n == 1 else f"{n:,} {v}"
-        why = ([f"{verb(own, 'span')} {p.gap_causes or 'a gap'}"] if own else []) + \
+        why = ([f"{plural(own, 'spans', 'span')} {p.gap_causes or 'a gap'}"] if own else []) + \
               ([f"{tree:,} more belong to a root call that spans one or never completed" if own else
-                f"{verb(tree, 'belong')} to a root call that never completed"] if tree else [])
+                f"{plural(tree, 'belongs', 'belong')} to a root call that never completed"] if tree else [])
         out.append(f"{plural(c['gap_calls'], 'call')} left out of corrected figures (raw sums include "
                    f"them): {', '.join(why)}")
     if c.get("orphan_exits"):
@@ -138,8 +136,7 @@ def anomaly_lines(p: Profile) -> list:
         missing = c.get("missing_entries", 0)
         out.append(f"{plural(c['depth_mismatch'], 'depth mismatch', 'depth mismatches')} between events and the "
                    "rebuilt stack" + (f" ({missing:,} an entry deeper than its parent + 1: entries missing"
-                                      + (")" if c.get("lost_records") else " with no lost-event mark)")
-                                      if missing else ""))
+                                      f"{missing_entries_unmarked(c)})" if missing else ""))
     if c.get("migrations"):
         # say what the builder did: per-task stacks follow a task anywhere; a
         # text's per-CPU stacks only move where a task-switch separator names

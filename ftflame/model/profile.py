@@ -429,6 +429,12 @@ class Corrected:
     offcpu: str = "removed"  # or "kept: ..." (nosleep-time), "unknown: ..." (no sched_switch)
 
 
+def missing_entries_unmarked(counters: Mapping[str, int]) -> str:
+    """" with no lost-event mark" when the trace has none: its missing
+    entries were dropped without the ring buffer saying so."""
+    return "" if counters.get("lost_records") else " with no lost-event mark"
+
+
 def gap_causes(counters: Mapping[str, int]) -> str:
     """The events that make a call a gap call (parse/core/builder.c marks
     the frames open at each), those this trace's counters show, joined with
@@ -440,8 +446,7 @@ def gap_causes(counters: Mapping[str, int]) -> str:
     if c.get("overrun_growth"):
         causes.append("a shadow-stack overrun")
     if c.get("missing_entries"):
-        causes.append("a missing entry (a depth jump" +
-                      (")" if c.get("lost_records") else " with no lost-event mark)"))
+        causes.append(f"a missing entry (a depth jump{missing_entries_unmarked(c)})")
     if c.get("unterminated"):
         causes.append("a lost exit")
     if c.get("orphan_exits"):
