@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +79,15 @@ def corpus_param(rel: str, *more, id: str | None = None):  # noqa: A002 (pytest.
     path = corpus.in_corpus(rel)
     return pytest.param(path or rel, *more, id=id or "corpus/" + rel,
                         marks=pytest.mark.skipif(path is None, reason=corpus.missing_reason(rel)))
+
+
+@pytest.fixture
+def work(request):
+    """A world-readable scratch folder for the collectors' tests (pytest's
+    tmp_path is 0700 under root, which the unprivileged user of the not-root
+    test could not enter), named after the test module."""
+    name = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_collect_")
+    d = Path(tempfile.mkdtemp(prefix=f"ftflame-{name}-", dir="/tmp"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)

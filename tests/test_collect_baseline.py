@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -33,14 +30,6 @@ KERNEL_IRQ_FUNCS = ("irq_enter_rcu", "irq_exit_rcu", "__common_interrupt", "__sy
 HOOKED = ["__common_interrupt", "__sysvec_apic_timer_interrupt", "__sysvec_call_function_single",
           "__sysvec_irq_work", "irq_enter_rcu", "irq_exit_rcu", "net_rx_action", "rcu_core_si",
           "run_timer_softirq", "sched_balance_softirq", "tasklet_action"]
-
-
-@pytest.fixture
-def work():
-    d = Path(tempfile.mkdtemp(prefix="ftflame-baseline-", dir="/tmp"))
-    d.chmod(0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def record_commands(work, *opts):

@@ -14,9 +14,7 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
@@ -27,14 +25,6 @@ from test_collect_safety import live_signals, nfs_null_server, wait_for
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the collectors refuse to run but as root")
 
 KERNEL_DEFAULT = "50"
-
-
-@pytest.fixture
-def work():
-    d = Path(tempfile.mkdtemp(prefix="ftflame-bufpct-", dir="/tmp"))
-    d.chmod(0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def env_noting_the_knob(work, **extra):

@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -46,14 +45,6 @@ if [ -n "$FAKE_IOZONE_LATENCY" ]; then  # (iozone appends to them)
 fi
 cat "$FAKE_IOZONE_OUT"
 """
-
-
-@pytest.fixture
-def work():
-    d = Path(tempfile.mkdtemp(prefix="ftflame-measured-", dir="/tmp"))
-    d.chmod(0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def run_collect(work, workload, output="iozone-i0-i1.txt", latency=False, stats=True, opts=(), old_files=()):

@@ -14,8 +14,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import tempfile
-from pathlib import Path
 
 from helpers import corpus
 import pytest
@@ -25,16 +23,6 @@ from helpers.collectfake import (CALIBRATE, COLLECT, LOST_STAT, NFSD_FUNCS, REPO
 
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root: the root check comes first")
-
-
-@pytest.fixture
-def work():
-    """A world-readable scratch folder (pytest's tmp_path is 0700 under root,
-    which the unprivileged user of the not-root test could not enter)."""
-    d = Path(tempfile.mkdtemp(prefix="ftflame-refusals-", dir="/tmp"))
-    d.chmod(0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def run(script, args, work, tracefs=None, user=None, extra_env=None, bin_dir=None):

@@ -15,7 +15,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -25,14 +24,6 @@ from conftest import holds_open
 from helpers.collectfake import COLLECT, LOST_STAT, NFSD_FUNCS, fake_tracefs, script_env
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="collect.sh refuses to run but as root")
-
-
-@pytest.fixture
-def work():
-    d = Path(tempfile.mkdtemp(prefix="ftflame-safety-", dir="/tmp"))
-    d.chmod(0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def collect_env(work, **fake):
