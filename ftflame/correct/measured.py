@@ -240,7 +240,8 @@ def with_client_totals(balance: tuple, m: Optional[dict]) -> tuple:
     return tuple(out)
 
 
-def attach(p: Profile, trace_path: str) -> Profile:
-    meta, warning = load_meta(trace_path)
+def attach(p: Profile, trace_path: str, loaded_meta: tuple) -> Profile:
+    """The measured totals of meta.json (loaded_meta: load_meta(trace_path))."""
+    meta, warning = loaded_meta
     m = measured(p, trace_path, meta, warning)
     return p.replace(measured=m, balance=with_client_totals(p.balance, m))

@@ -44,7 +44,8 @@ def correct_for_report(profile: Profile, path: str, opts: CorrectionOptions) -> 
                              hook_cost_ns("--overhead-in", opts.overhead_in),
                              hook_cost_ns("--overhead-out", opts.overhead_out))
     profile = corrections.correct(profile, cal, irqs=opts.irqs)
-    note = calibration.buffer_percent_note(cal, measured.load_meta(path)[0])
+    meta = measured.load_meta(path)  # (meta.json beside a collect.sh trace, a warning)
+    note = calibration.buffer_percent_note(cal, meta[0])
     if note:
         profile = profile.replace(warnings=profile.warnings + (note,))
     means = [balance.parse_measured(m) for m in opts.measured]
@@ -53,5 +54,4 @@ def correct_for_report(profile: Profile, path: str, opts: CorrectionOptions) -> 
         base = parse.read(resolve_input(opts.baseline))
         # the same calibration (its root-only O_in where it has one)
         base = corrections.correct(base, calibration.for_profile(cal, base), irqs=opts.irqs)
-    # meta.json beside a collect.sh trace
-    return measured.attach(balance.attach(profile, base, means), path)
+    return measured.attach(balance.attach(profile, base, means), path, meta)
