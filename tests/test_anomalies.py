@@ -29,7 +29,7 @@ def func(p, name):
 
 ALL = ["lost-events", "orphan-exit-at-start", "open-at-end", "nested-hardirq", "migration",
        "exit-only", "max-depth", "off-cpu", "lost-exit", "idle-pid0", "irq-after-return",
-       "irq-before-entry", "irq-in-pop-window", "missing-entry"]
+       "irq-before-entry", "irq-in-pop-window", "missing-entry", "nested-irq-in-hook-window"]
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -148,6 +148,27 @@ def test_missing_entry_without_a_lost_event_mark():
     assert c["lost_records"] == 0 and c["unterminated"] == 0 and c["orphan_exits"] == 0
     assert val(p, "gap_calls", "outer") == 1
     assert p.gap_causes == "a missing entry (a depth jump with no lost-event mark)"
+
+
+def test_nested_hardirq_in_a_hook_window_is_not_a_missing_entry():
+    """6.12 on deep stacks (k6.12/s18-long: all 1,770 of its depth jumps): a
+    hardirq nested in a softirq shows two levels under the softirq's top
+    frame, the hook window of a call pushed and not yet written (or written
+    and not yet popped). The call tree is whole: no gap, and the irq that
+    began inside tcp_ack's call is tcp_ack's, the other net_rx_action's."""
+    p = load("nested-irq-in-hook-window")
+    c = p.counters
+    assert c["missing_entries"] == 0 and c["depth_mismatch"] == 0 and c["gap_calls"] == 0
+    assert c["irq_outside_window"] == 6  # one per irq subtree
+    assert p.gap_causes == ""
+    rx = ("task_fn", "__do_softirq", "net_rx_action")
+    irq_b = 2 + 16 + 2
+    assert val(p, "excl", *rx, "tcp_ack") == 40 - irq_b
+    assert val(p, "unowned_child_incl", *rx, "tcp_ack") == -irq_b
+    assert val(p, "excl", *rx) == 100 - (4 + 4 + 24 + 40)  # irq A is net_rx_action's child
+    assert val(p, "unowned_child_incl", *rx) == irq_b
+    assert val(p, "irq_early", *rx) == 1  # irq A: early, but not inside the next call
+    assert val(p, "irq", "task_fn") == 106  # the whole softirq, once
 
 
 @pytest.mark.parametrize("name, causes", [

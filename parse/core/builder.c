@@ -893,6 +893,14 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 			b->c.depth_mismatch++;
 			drop_unterminated(b, t, keep);
 			lparent = t->n ? t->n - 1 : FTF_NONE;
+		} else if (ev->depth == top->depth + 2 && top->irq && func_is_irq_entry(b, ev->func)) {
+			/* A hardirq nested in an irq frame (a softirq) hit the same
+			 * push or pop window as above, one level deeper than the
+			 * events say: under the top, moved into the next child at its
+			 * exit when it began inside that child's call. No entry is
+			 * missing (6.12's deep stacks show it thousands of times). */
+			b->c.irq_outside_window++;
+			early = 1;
 		} else if (ev->depth > top->depth + 1) {
 			/* entries were lost between the top and this one */
 			b->c.depth_mismatch++;
@@ -942,11 +950,13 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	f->adopt_valid = 0;
 	f->popwin_valid = 0;
 
-	if (!in_irq && t->n >= 2 && t->stack[t->n - 2].has_last_irq) {
+	if (t->n >= 2 && t->stack[t->n - 2].has_last_irq && (!in_irq || (t->stack[t->n - 2].irq && !early))) {
 		/* Interrupts completed just before this entry may have run inside
 		 * this call's window: taken after its calltime was read but before
 		 * its shadow-stack push or its entry event. Decide at the exit,
-		 * when this call's calltime is known. */
+		 * when this call's calltime is known. (Under an irq frame only a
+		 * nested hardirq seen in the window sets has_last_irq, and its
+		 * own sibling subtrees are not candidates.) */
 		ftf_frame *pf = &t->stack[t->n - 2];
 		f->adopt_valid = 1;
 		f->adopt_calltime = pf->last_irq_calltime;
@@ -1017,7 +1027,8 @@ static void irq_into_call(ftf_builder *b, ftf_frame *pf, ftf_frame *f, uint64_t 
 {
 	pf->child_incl -= dur;
 	f->child_incl += dur;
-	f->irq_at -= dur;
+	if (!f->irq) /* an irq frame's nested hardirq is its descendant, not irq time */
+		f->irq_at -= dur;
 	f->calls_at -= calls;
 	f->irq_calls_at -= calls;
 	node_unowned_add(b, pf->node, (int64_t)dur);
@@ -1096,7 +1107,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 			parent->child_incl += moved;
 			node_unowned_add(b, parent->node, -(int64_t)moved);
 		}
-		if (f.irq && !parent->irq) {
+		if (f.irq && (!parent->irq || f.early)) {
 			if (!parent->has_last_irq) {
 				parent->has_last_irq = 1;
 				parent->last_irq_calltime = calltime;
