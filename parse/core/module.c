@@ -684,56 +684,7 @@ static int dict_put(PyObject *d, const char *key, PyObject *v)
 	return rc;
 }
 
-static PyObject *py_read_dat(PyObject *self, PyObject *args, PyObject *kw)
-{
-	static char *kwlist[] = { "path", "progress", "slowest", NULL };
-	PyObject *path_obj, *progress = Py_None;
-	unsigned int slowest = FTF_SLOWEST_DEFAULT;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|OI", kwlist, PyUnicode_FSConverter, &path_obj,
-					 &progress, &slowest))
-		return NULL;
-	const char *path = PyBytes_AS_STRING(path_obj);
-	ftf_builder *b = malloc(sizeof(*b));
-	ftf_dat_meta *meta = malloc(sizeof(*meta));
-	if (!b || !meta) {
-		free(b);
-		free(meta);
-		Py_DECREF(path_obj);
-		return PyErr_NoMemory();
-	}
-	ftf_builder_init(b);
-	b->slowest_n = slowest;
-	char err[512] = "";
-	progress_ctx pc = { progress, 0 };
-	int rc;
-	ftf_closing *closing = NULL;
-	Py_BEGIN_ALLOW_THREADS
-	rc = ftf_read_dat(path, b, meta, progress == Py_None ? NULL : progress_trampoline, &pc, err,
-			  sizeof(err), &closing);
-	Py_END_ALLOW_THREADS
-	Py_DECREF(path_obj);
-	PyObject *res = NULL;
-	if (pc.failed) {
-		/* the progress callback raised (e.g. KeyboardInterrupt): keep its exception */
-	} else if (rc < 0) {
-		PyErr_SetString(PyExc_ValueError, err);
-	} else {
-		res = builder_result(b);
-		if (res && dict_put(res, "meta", dat_meta_dict(meta)) < 0)
-			Py_CLEAR(res);
-	}
-	ftf_builder_free(b);
-	Py_BEGIN_ALLOW_THREADS
-	ftf_close_wait(closing);
-	Py_END_ALLOW_THREADS
-	free(b);
-	free(meta);
-	give_back_freed_memory();
-	return res;
-}
-
-/* read_dat_builtin(path, progress=None): read_dat's dict from the builtin
- * reader (dat_*.c), with meta["damage"]: what it skipped, counted. */
+/* What the builtin reader skipped, counted (meta["damage"]). */
 static PyObject *dat_damage_dict(const ftf_dat_damage *d)
 {
 	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:s}", "bad_pages",
@@ -745,7 +696,10 @@ static PyObject *dat_damage_dict(const ftf_dat_damage *d)
 			     (unsigned long long)d->kallsyms_bad_lines, "first", d->first);
 }
 
-static PyObject *py_read_dat_builtin(PyObject *self, PyObject *args, PyObject *kw)
+/* read_dat(path, progress=None, slowest=N) through libtracecmd, and
+ * read_dat_builtin(...) through the builtin reader (dat_*.c): the builder's
+ * dict with "meta", and for the builtin reader meta["damage"]. */
+static PyObject *read_dat_with(PyObject *args, PyObject *kw, int builtin)
 {
 	static char *kwlist[] = { "path", "progress", "slowest", NULL };
 	PyObject *path_obj, *progress = Py_None;
@@ -755,8 +709,8 @@ static PyObject *py_read_dat_builtin(PyObject *self, PyObject *args, PyObject *k
 		return NULL;
 	ftf_builder *b = malloc(sizeof(*b));
 	ftf_dat_meta *meta = malloc(sizeof(*meta));
-	ftf_dat_damage *dmg = malloc(sizeof(*dmg));
-	if (!b || !meta || !dmg) {
+	ftf_dat_damage *dmg = builtin ? malloc(sizeof(*dmg)) : NULL;
+	if (!b || !meta || (builtin && !dmg)) {
 		free(b);
 		free(meta);
 		free(dmg);
@@ -767,10 +721,16 @@ static PyObject *py_read_dat_builtin(PyObject *self, PyObject *args, PyObject *k
 	b->slowest_n = slowest;
 	char err[512] = "";
 	progress_ctx pc = { progress, 0 };
+	ftf_progress_fn progress_fn = progress == Py_None ? NULL : progress_trampoline;
 	int rc;
+	ftf_closing *closing = NULL;
 	Py_BEGIN_ALLOW_THREADS
-	rc = ftf_read_dat_builtin(PyBytes_AS_STRING(path_obj), b, meta, dmg,
-				  progress == Py_None ? NULL : progress_trampoline, &pc, err, sizeof(err));
+	if (builtin)
+		rc = ftf_read_dat_builtin(PyBytes_AS_STRING(path_obj), b, meta, dmg, progress_fn, &pc,
+					  err, sizeof(err));
+	else
+		rc = ftf_read_dat(PyBytes_AS_STRING(path_obj), b, meta, progress_fn, &pc, err,
+				  sizeof(err), &closing);
 	Py_END_ALLOW_THREADS
 	Py_DECREF(path_obj);
 	PyObject *res = NULL, *m = NULL;
@@ -778,18 +738,35 @@ static PyObject *py_read_dat_builtin(PyObject *self, PyObject *args, PyObject *k
 		/* the progress callback raised (e.g. KeyboardInterrupt): keep its exception */
 	} else if (rc < 0) {
 		PyErr_SetString(PyExc_ValueError, err);
-	} else if ((res = builder_result(b)) && (!(m = dat_meta_dict(meta)) ||
-						 dict_put(m, "damage", dat_damage_dict(dmg)) < 0 ||
-						 PyDict_SetItemString(res, "meta", m) < 0)) {
+	} else if ((res = builder_result(b)) &&
+		   (!(m = dat_meta_dict(meta)) ||
+		    (builtin && dict_put(m, "damage", dat_damage_dict(dmg)) < 0) ||
+		    PyDict_SetItemString(res, "meta", m) < 0)) {
 		Py_CLEAR(res);
 	}
 	Py_XDECREF(m);
 	ftf_builder_free(b);
+	if (closing) {
+		/* libtracecmd's handle is closed on its own thread: wait for it */
+		Py_BEGIN_ALLOW_THREADS
+		ftf_close_wait(closing);
+		Py_END_ALLOW_THREADS
+	}
 	free(b);
 	free(meta);
 	free(dmg);
 	give_back_freed_memory();
 	return res;
+}
+
+static PyObject *py_read_dat(PyObject *self, PyObject *args, PyObject *kw)
+{
+	return read_dat_with(args, kw, 0);
+}
+
+static PyObject *py_read_dat_builtin(PyObject *self, PyObject *args, PyObject *kw)
+{
+	return read_dat_with(args, kw, 1);
 }
 
 /* build_events(events): feed hand-made events straight to the builder.
