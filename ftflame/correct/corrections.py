@@ -56,6 +56,12 @@ def clean(p: Profile, name: str) -> np.ndarray:
     return out
 
 
+def _zeros(n: int) -> np.ndarray:
+    """n zeros as a read-only float64 array that holds one value: a column
+    the correction removes nothing in, costing no memory per row."""
+    return np.broadcast_to(np.float64(0.0), (n,))
+
+
 def pseudo_roots(p: Profile) -> np.ndarray:
     """The '(partial)' pseudo-root: a node that is no call (ancestors unknown)."""
     return p.pseudo_roots
@@ -72,12 +78,13 @@ def counted_children(p: Profile, irqs: str) -> np.ndarray:
     return counted
 
 
-def irq_roots_inside(p: Profile) -> np.ndarray:
+def irq_roots_inside(p: Profile, calls: Optional[np.ndarray] = None) -> np.ndarray:
     """R per node: interrupt subtrees inside its clean calls (the tree's
-    irq-root children, summed up through task-context descendants)."""
+    irq-root children, summed up through task-context descendants). calls:
+    clean(p, "calls"), when the caller has it (not made twice)."""
     parent = p.col("parent")
     flags = p.col("flags")
-    calls = clean(p, "calls")
+    calls = clean(p, "calls") if calls is None else calls
     is_root = (flags & NODE_IRQ_ROOT) != 0
     is_irq = (flags & NODE_IRQ) != 0
     R = np.zeros(p.nrows)
@@ -118,13 +125,10 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
     o_in, o_out = float(cal.o_in_ns), float(cal.o_out_ns)
     o_sum = o_in + o_out
     notes = []
-    flags = p.col("flags")
-    is_irq = (flags & NODE_IRQ) != 0
+    is_irq = (p.nodes.stored("flags") & NODE_IRQ) != 0
     calls = clean(p, "calls")
     incl = clean(p, "incl")
     desc = clean(p, "desc")
-    irq_t = clean(p, "irq")
-    irq_calls = clean(p, "irq_calls")
     off = clean(p, "offcpu")
 
     off_mode = "removed"
@@ -135,37 +139,51 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         if why:
             off_mode = "kept: " + why
             notes.append(why)
-    if off_mode != "removed":
-        off = np.zeros_like(off)
-    elif not p.counters.get("switches"):
+    if off_mode != "removed" or not off.any():
+        # nothing removed (kept, or no off-CPU time on any path): one zero
+        # for every row, not a column of them (1 MB a column per 125k paths)
+        off = _zeros(p.nrows)
+    if off_mode == "removed" and not p.counters.get("switches"):
         off_mode = "unknown: no sched_switch events"
         notes.append("no sched_switch events: time switched out stays in the durations "
                      "(record with -e sched:sched_switch to split it off)")
 
+    # over: the hook cost per node, in place (each whole-tree temporary is a
+    # column of the stage's peak); the same operations in the same order as
+    # calls * o_in + desc * o_sum + R * o_out, so the same doubles
+    over = calls * o_in
     if irqs == "exclude":
-        R = irq_roots_inside(p)
-        task_over = calls * o_in + desc * o_sum + R * o_out
-        task_irq = irq_t
+        over += desc * o_sum
+        R = irq_roots_inside(p, calls)
+        R *= o_out
+        np.add(over, R, out=over, where=~is_irq)  # an irq path's own subtree is no R
+        del R
+        irq_removed = clean(p, "irq")
+        irq_removed[is_irq] = 0.0
     else:
-        R = np.zeros(p.nrows)
-        task_over = calls * o_in + (desc + irq_calls) * o_sum
-        task_irq = np.zeros(p.nrows)
-    over = np.where(is_irq, calls * o_in + desc * o_sum, task_over)
+        task = desc + clean(p, "irq_calls")
+        task *= o_sum
+        task += over
+        over += desc * o_sum
+        over[~is_irq] = task[~is_irq]
+        del task
+        irq_removed = _zeros(p.nrows)
     level = hooklevel.adjustments(p, cal, desc, calls)
+    del desc
     if level is not None:
-        over = over + level[0]
-    irq_removed = np.where(is_irq, 0.0, task_irq)
-    ci_formula = incl - off - irq_removed - over
-    # the columns only the formula needed go before the clamp's own (the
-    # stage's peak: 125k call paths, 1 MB a column)
-    del desc, irq_t, irq_calls, R, task_over, task_irq
+        over += level[0]
+    unreliable = (over > UNRELIABLE_FRACTION * incl) & (calls > 0)
+    ci_formula = incl  # incl - off - irq_removed - over, in place
+    ci_formula -= off
+    ci_formula -= irq_removed
+    ci_formula -= over
+    del incl
     level_samples = None if level is None else level[1]
     del level
 
     ci, cx, clamp_ns = _clamp_top_down(p, ci_formula, counted_children(p, irqs))
     del ci_formula
-    clamped = (clamp_ns > 0.5).astype(np.int64)
-    unreliable = ((over > UNRELIABLE_FRACTION * incl) & (calls > 0)).astype(np.int64)
+    clamped = clamp_ns > 0.5
 
     # per root call
     s = p.samples
@@ -198,8 +216,9 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
     if clamped.any():
         notes.append(f"{int(clamped.sum()):,} call paths clamped at zero corrected self time "
                      f"({clamp_ns.sum() / 1e3:,.1f} us added back)")
+    calls = calls.astype(np.int64)  # (the float column freed)
     corrected = Corrected(
-        incl=ci, excl=cx, calls=calls.astype(np.int64), clamped=clamped, sample_dur=sample_dur,
+        incl=ci, excl=cx, calls=calls, clamped=clamped, sample_dur=sample_dur,
         notes=tuple(notes), overhead=over, irq_removed=irq_removed, offcpu_removed=off,
         clamp_ns=clamp_ns, unreliable=unreliable, sample_clamped=sample_clamped, irqs=irqs,
         offcpu=off_mode)
@@ -212,6 +231,7 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
 
 def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray):
     """corr_excl = corr_incl - sum of counted children's corr_incl, >= 0.
+    ci_formula is overwritten (its memory becomes the wanted values).
 
     A path keeps its own formula value (its measured time minus what the
     model removes), clamped at 0; where its children's corrected times add
@@ -221,8 +241,9 @@ def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray):
     children is the clamp amount. Parents first: they have lower rows."""
     parent = p.col("parent")
     pseudo = pseudo_roots(p)
-    want = np.where(pseudo, 0.0, np.maximum(ci_formula, 0.0))
     clamp_ns = np.where(pseudo, 0.0, np.maximum(-ci_formula, 0.0))  # leaves below 0
+    want = np.maximum(ci_formula, 0.0, out=ci_formula)  # ci_formula is used up
+    want[pseudo] = 0.0
     has_parent = counted
     kid_want = np.bincount(parent[has_parent], weights=want[has_parent], minlength=p.nrows)
     ci = want.copy()
