@@ -309,7 +309,7 @@ def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, hea
         return p.col(name, pre)
 
     calls = col("calls")
-    incl_pct, excl_pct = (x[pre] for x in p.node_percentiles)
+    incl_pct, excl_pct = p.node_percentiles_at(pre)
     t = _Template()
     first = np.zeros(n, dtype=np.int64)
     first[0] = first_chunk
@@ -327,7 +327,7 @@ def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, hea
         if corr is not None:
             by_node, unsafe = corr
             tc = _Template()
-            _corr_stats(tc, corrections.node_stats(p, kind, pre, by_node), p.corrected.calls[pre],
+            _corr_stats(tc, corrections.node_stats(p, kind, pre, by_node, pct), p.corrected.calls[pre],
                         unsafe=unsafe[kind])
             parts[kind + "_corr"] = tc.items
         else:

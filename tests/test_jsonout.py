@@ -332,3 +332,21 @@ def test_histogram_group_keeps_no_entry_long_column():
     assert int(got.counts.sum()) == rows * per_row
     # the rows' order: 8 bytes a row, half a byte an entry here
     assert peak / (rows * per_row) < 1
+
+
+@pytest.mark.parametrize("rel", SMALL_FIXTURES)
+def test_tree_percentiles_are_made_a_chunk_at_a_time(rel):
+    """The tree's percentiles (6 int64 columns: 8 MiB for 178k call paths)
+    are computed for each chunk's rows as it is written, not for the whole
+    node table; a chunk's are the whole table's rows."""
+    path = fixture(rel)
+    q = corrected(profile_of(path), path)
+    written(q)
+    assert "node_percentiles" not in q.__dict__
+    rows = np.random.default_rng(2).permutation(q.nrows)[: max(q.nrows // 2, 1)]
+    part = q.node_percentiles_at(rows)
+    assert "node_percentiles" not in q.__dict__
+    for a, b in zip(part, q.node_percentiles):
+        assert np.array_equal(a, b[rows])
+    for a, b in zip(q.node_percentiles_at(rows, ("excl",)), (q.node_percentiles[1],)):
+        assert np.array_equal(a, b[rows])

@@ -468,19 +468,22 @@ def corrected_stats(p: Profile) -> dict:
 _STATS_KEY = "_corrected_stats"  # where corrected_stats keeps its result in the Profile
 
 
-def node_stats(p: Profile, kind: str, rows: Optional[np.ndarray] = None, by_node: Optional[dict] = None):
+def node_stats(p: Profile, kind: str, rows: Optional[np.ndarray] = None, by_node: Optional[dict] = None,
+               pct: Optional[np.ndarray] = None):
     """scaled_stats of the node table's rows `rows` (all when None), in
     that order: corrected_stats(p)["nodes", kind] of those rows, the same
     figures row by row (every one depends on its own row only), with the
     exact rows' stats keyed by position in `rows`. The JSON writer takes
     them a chunk of the tree at a time: the whole table's are 14 MB for
-    125k call paths. by_node: exact_values(p)[0], when known."""
+    125k call paths. by_node: exact_values(p)[0], when known; pct: the
+    rows' percentiles (Profile.node_percentiles_at), when known."""
     c = p.corrected
     if by_node is None:
         by_node = exact_values(p)[0] if kind == "incl" else {}
-    pct = p.node_percentiles[0 if kind == "incl" else 1]
-    columns = [p.col(kind, rows), p.col("calls", rows), p.col(kind + "_min", rows), p.col(kind + "_max", rows)]
-    more = [pct, np.asarray(getattr(c, kind), dtype=np.float64), c.calls]
+    if pct is None:
+        pct = p.node_percentiles_at(rows, (kind,))[0]
+    columns = [p.col(kind, rows), p.col("calls", rows), p.col(kind + "_min", rows), p.col(kind + "_max", rows), pct]
+    more = [np.asarray(getattr(c, kind), dtype=np.float64), c.calls]
     columns += more if rows is None else [x[rows] for x in more]
     exact = by_node if kind == "incl" else {}
     if rows is not None and exact:  # keyed by position in rows
