@@ -514,9 +514,11 @@ class Profile:
     @functools.cached_property
     def levels(self) -> tuple:
         """Rows grouped by depth (roots first): a top-down or bottom-up pass
-        over the tree is one vectorised step per level."""
+        over the tree is one vectorised step per level. Rows in 32 bits, as
+        the core's parent column: kept with the Profile (the tree's shape
+        views are 8 bytes a call path in all, not 16)."""
         depth = self.col("depth")
-        order = stable_order(depth)
+        order = _rows32(stable_order(depth))
         bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2 if self.nrows else 0))
         return tuple(order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1))
 
@@ -529,7 +531,7 @@ class Profile:
     def tree_tops(self) -> np.ndarray:
         """The top row (root) of every node's tree."""
         parent = self.col("parent")
-        top = np.arange(self.nrows, dtype=np.int64)
+        top = _rows32(np.arange(self.nrows, dtype=np.int64))
         for rows in self.levels[1:]:
             top[rows] = top[parent[rows]]
         return top
@@ -671,8 +673,8 @@ class Children:
     def __init__(self, parent: np.ndarray):
         n = len(parent)
         key = np.where(parent < 0, n, parent)
-        self._order = stable_order(key)
-        self._start = np.concatenate(([0], np.cumsum(np.bincount(key, minlength=n + 1))))
+        self._order = _rows32(stable_order(key))
+        self._start = _rows32(np.concatenate(([0], np.cumsum(np.bincount(key, minlength=n + 1)))))
         self._n = n
 
     def __len__(self) -> int:
@@ -705,6 +707,12 @@ class Grouping:
 
     def sum(self, values: np.ndarray) -> np.ndarray:
         return self.reduce(np.add, values)
+
+
+def _rows32(rows: np.ndarray) -> np.ndarray:
+    """Row numbers kept with the Profile in 32 bits (the node table's own
+    parent column is 32-bit: its rows fit)."""
+    return rows.astype(np.int32) if len(rows) < 1 << 31 else rows
 
 
 def _take_rows(h: Histograms, rows: np.ndarray):
