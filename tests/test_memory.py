@@ -63,3 +63,14 @@ def test_balance_sheet_reads_the_root_rows_only(profile):
     kept, peak = columns_of(lambda: balance.attach(p), p.nrows)
     assert kept < 1.0, f"the balance sheet keeps {kept:.1f} columns"
     assert peak < 4.0, f"the balance sheet peaks at {peak:.1f} columns"
+
+
+def test_the_report_does_not_keep_the_corrections_own_views():
+    """levels and tree_tops (a whole-tree column each) serve the correction
+    only: the renderers' peak comes after it, without them."""
+    from ftflame.correct.stage import CorrectionOptions, correct_for_report
+
+    path = curated(TRACE)
+    p = correct_for_report(parse.read(path), path, CorrectionOptions())
+    assert not {"levels", "tree_tops"} & p.__dict__.keys()
+    assert len(p.levels) > 1  # made again when a renderer asks (the flame graph's tree)
