@@ -24,10 +24,15 @@ TRACE = "k6.1/s10-lost/trace.dat"  # 6,142 call paths, lost events, irq subtrees
 def profile():
     path = curated(TRACE)
     p = parse.read(path)
-    # the tree's shape views are the Profile's, made once and shared by
-    # every stage: made before, so that only the stage's own columns count
-    p.levels, p.children, p.tree_tops, p.pseudo_roots
+    make_shape_views(p)
     return p, calibration.choose(p, path, None, None, None)
+
+
+def make_shape_views(p) -> None:
+    """The tree's shape views are the Profile's, made once and shared by
+    every stage: made before, so that only a stage's own columns count."""
+    for view in ("levels", "children", "tree_tops", "pseudo_roots"):
+        getattr(p, view)
 
 
 def columns_of(fn, nrows: int) -> tuple:
@@ -59,7 +64,7 @@ def test_correct_keeps_its_columns_only(profile, irqs):
 def test_balance_sheet_reads_the_root_rows_only(profile):
     p, cal = profile
     p = corrections.correct(p, cal)
-    p.levels, p.children, p.tree_tops, p.pseudo_roots
+    make_shape_views(p)
     kept, peak = columns_of(lambda: balance.attach(p), p.nrows)
     assert kept < 1.0, f"the balance sheet keeps {kept:.1f} columns"
     assert peak < 4.0, f"the balance sheet peaks at {peak:.1f} columns"
