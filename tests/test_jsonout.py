@@ -341,6 +341,7 @@ def test_tree_percentiles_are_made_a_chunk_at_a_time(rel):
     node table; a chunk's are the whole table's rows."""
     path = fixture(rel)
     q = corrected(profile_of(path), path)
+    q.__dict__.pop("node_percentiles", None)  # the session's shared Profile may hold them
     written(q)
     assert "node_percentiles" not in q.__dict__
     rows = np.random.default_rng(2).permutation(q.nrows)[: max(q.nrows // 2, 1)]
@@ -350,3 +351,22 @@ def test_tree_percentiles_are_made_a_chunk_at_a_time(rel):
         assert np.array_equal(a, b[rows])
     for a, b in zip(q.node_percentiles_at(rows, ("excl",)), (q.node_percentiles[1],)):
         assert np.array_equal(a, b[rows])
+
+
+def test_tree_rows_kept_while_written_are_32_bit(monkeypatch):
+    """What the tree writer keeps for every row while its chunks are
+    written (the pre-order and the brackets each row closes) is 4 bytes a
+    call path each, not 8, and the text the same."""
+    path = fixture(SMALL_FIXTURES[0])
+    p = corrected(profile_of(path), path)
+    want = written(p)
+    seen = []
+    real = jsonout._tree_rows
+
+    def spy(p, pre, closes, *args):
+        seen.append((pre.dtype, closes.dtype))
+        return real(p, pre, closes, *args)
+
+    monkeypatch.setattr(jsonout, "_tree_rows", spy)
+    assert written(p) == want
+    assert seen and set(seen) == {(np.dtype(np.int32), np.dtype(np.int32))}
