@@ -149,6 +149,25 @@ def test_histogram_group_in_c_equals_numpy(path):
                 assert a.dtype == b.dtype and np.array_equal(a, b)
 
 
+@pytest.mark.parametrize("groups", [3, 50000])
+def test_histogram_group_table_and_keyed_passes_equal_numpy(groups):
+    """Both ways of Histograms.group, a (key x bucket) table when it is
+    small (up to 2**19 cells) and a key at a time beyond, give what the sort
+    gives, with counts of 0 and wide counts."""
+    rng = np.random.default_rng(groups)
+    rows = 60000
+    lens = rng.integers(0, 6, rows)
+    offsets = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
+    buckets = np.concatenate([np.sort(rng.choice(np.arange(40, 200), k, replace=False)) for k in lens])
+    counts = rng.integers(0, 1000, int(offsets[-1]))
+    keys = rng.integers(0, groups, rows)
+    for cnt in (counts.astype(np.uint32), counts.astype(np.uint64) << 33):
+        h = profile_mod.Histograms(offsets, buckets.astype(np.int32), cnt)
+        got, want = h.group(keys, groups), jsonref.group_np(h, keys, groups)
+        for a, b in zip((got.offsets, got.buckets, got.counts), (want.offsets, want.buckets, want.counts)):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
 def test_histogram_group_keeps_zero_counts_and_refuses_bad_keys():
     """A bucket a key's rows have with a count of 0 stays an entry (as the
     sort did); a key outside 0..ngroups-1 is refused, not written past."""

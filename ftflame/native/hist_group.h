@@ -23,4 +23,13 @@ void ftf_hist_group(const int64_t *offs, size_t rows, const int32_t *bks, const 
 		    const int64_t *keys, size_t ngroups, size_t nb, int64_t *out_offs, int32_t *out_bks,
 		    uint64_t *out_cnts, int64_t *order, int64_t *starts, uint64_t *sums, int64_t *seen);
 
+/* The same merge when a (group x bucket) table is small (the caller
+ * decides): one pass over the entries in row order, the table
+ * cells[ngroups * nbr] (zeroed before the first call) holding 1 + the sum
+ * of each bucket b0 .. b0 + nbr - 1 a group has (0: none). Called twice
+ * like ftf_hist_group: out_offs, then the entries. */
+void ftf_hist_group_dense(const int64_t *offs, size_t rows, const int32_t *bks, const void *counts, int wide,
+			  const int64_t *keys, size_t ngroups, int32_t b0, size_t nbr, int64_t *out_offs,
+			  int32_t *out_bks, uint64_t *out_cnts, uint64_t *cells);
+
 #endif
