@@ -208,6 +208,9 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         sample_dur = np.zeros(0)
         sample_clamped = 0
 
+    sched_note = switch_work_words(p, sw, sample_switches(p))
+    if sched_note:
+        notes.append(sched_note)
     gap = p.counters.get("gap_calls", 0)
     if gap:
         notes.append(f"{gap:,} calls left out of corrected figures (they, or their root call, "
@@ -234,6 +237,30 @@ def switch_work(p: Profile, o_in: float, o_out: float) -> np.ndarray:
     if not p.counters.get("switches"):
         return np.zeros(p.nrows)
     return clean(p, "sched") - clean(p, "sched_calls") * o_in - clean(p, "sched_outs") * o_out
+
+
+def sample_switches(p: Profile) -> int:
+    """Switches with a scheduler frame inside the clean root calls."""
+    if not len(p.samples):
+        return 0
+    return int(p.scol("switches")[(p.scol("flags") & SAMPLE_GAP) == 0].sum())
+
+
+def _tops(p: Profile) -> np.ndarray:
+    """The rows at the top of each tree (nested paths are inside them)."""
+    parent = p.col("parent")
+    top = (parent < 0) | pseudo_roots(p)[np.maximum(parent, 0)]
+    return top & ~pseudo_roots(p)
+
+
+def switch_work_words(p: Profile, sw: np.ndarray, switches: int) -> str:
+    """What the correction says of the switch work, only where the trace has
+    switch frames: the same words in every output."""
+    if not switches or not sw.any():
+        return ""
+    total = float(sw[_tops(p)].sum())
+    return (f"the scheduler's work around {switches:,} switch{'es' if switches != 1 else ''}, "
+            f"{total / 1e3:,.1f} us, taken out with the off-CPU time")
 
 
 def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray,
@@ -321,15 +348,18 @@ def summary(p: Profile) -> Optional[dict]:
     if c is None or c.overhead is None:
         return None
     # totals over the top of each tree (nested paths are inside them)
-    parent = p.col("parent")
-    top = (parent < 0) | pseudo_roots(p)[np.maximum(parent, 0)]
-    top &= ~pseudo_roots(p)
+    top = _tops(p)
+    sched = {}
+    if c.sched_removed is not None:
+        sched = {"switch_work_removed_ns": round(float(c.sched_removed[top].sum()), 1),
+                 "switches": sample_switches(p)}
     return {
         "irqs": c.irqs, "offcpu": c.offcpu,
         "clean_calls": int(c.calls.sum()), "gap_calls": int(p.counters.get("gap_calls", 0)),
         "overhead_removed_ns": round(float(c.overhead[top].sum()), 1),
         "irq_removed_ns": round(float(c.irq_removed[top].sum()), 1),
         "offcpu_removed_ns": round(float(c.offcpu_removed[top].sum()), 1),
+        **sched,
         "clamped_paths": int(c.clamped.sum()), "clamped_ns": round(float(c.clamp_ns.sum()), 1),
         "clamped_root_calls": int(c.sample_clamped),
         "unreliable_paths": int(c.unreliable.sum()),

@@ -63,8 +63,10 @@ SAMPLE_COLUMNS = ("node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq
 # CALL_COLUMNS (ftflame/correct/operations.py, call_columns) only for the
 # trees an output prints.
 CALL_RECORD = ("func", "parent", "start", "dur", "desc_flags")
-CALL_EXTRAS = ("start", "dur", "desc", "irq", "offcpu", "irq_roots", "cpu")
-CALL_COLUMNS = ("func", "parent", "flags", "cpu", "calltime", "dur", "desc", "irq", "offcpu", "irq_roots")
+CALL_EXTRAS = ("start", "dur", "desc", "irq", "offcpu", "irq_roots", "cpu", "sched", "sched_calls", "sched_outs",
+               "offcpu_calls")
+CALL_COLUMNS = ("func", "parent", "flags", "cpu", "calltime", "dur", "desc", "irq", "offcpu", "irq_roots",
+                "sched", "sched_calls", "sched_outs", "offcpu_calls")
 # A root call with more calls (or more extras) keeps no tree: it stays among
 # the slowest with its figures, counted (counter slowest_without_tree) and
 # shown (parse/core/builder.h, FTF_TREE_MAX_RECS; the core's TREE_MAX_CALLS).

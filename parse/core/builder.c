@@ -331,12 +331,6 @@ static int func_is_sched_entry(ftf_builder *b, uint32_t func)
 
 /* ---- tasks ------------------------------------------------------------- */
 
-/* A completed call's switch work (ftf_sums.sched, .sched_calls, .sched_outs). */
-typedef struct {
-	uint64_t ns, calls, outs;
-	uint64_t offcpu_calls; /* calls recorded while switched out (ftf_sums.offcpu_calls) */
-} ftf_schedw;
-
 
 typedef struct {
 	uint32_t node;
@@ -1167,7 +1161,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 			  t->sched.outs - f.sched_at.outs, t->sched.offcpu_calls - f.sched_at.offcpu_calls };
 	int64_t excl = (int64_t)dur - (int64_t)f.child_incl;
 	ftf_calls_exit(b, &t->tc, f.rec, f.gap, f.irq, cpu, calltime, dur, desc, irq, off,
-		       t->irq_roots - f.irq_roots_at);
+		       t->irq_roots - f.irq_roots_at, &sw);
 
 	t->calls++;
 	if (f.irq)

@@ -352,6 +352,10 @@ enum ftf_rec_extra_field {
 	FTF_EX_OFFCPU,
 	FTF_EX_IRQ_ROOTS,
 	FTF_EX_CPU,       /* where the call ended (int32) */
+	FTF_EX_SCHED,     /* switch work inside the call (ftf_sums.sched) */
+	FTF_EX_SCHED_CALLS,
+	FTF_EX_SCHED_OUTS,
+	FTF_EX_OFFCPU_CALLS,
 	FTF_EX_FIELDS
 };
 
@@ -471,9 +475,14 @@ static inline ftf_sums ftf_node_all(const ftf_builder *b, const ftf_node *n)
 void ftf_calls_root_start(ftf_builder *b, ftf_task_calls *tc);
 uint32_t ftf_calls_entry(ftf_builder *b, ftf_task_calls *tc, uint32_t func, uint32_t stack_idx,
 			 uint32_t lparent, uint32_t parent_rec, int in_irq);
+/* A completed call's switch work (ftf_sums.sched, .sched_calls, .sched_outs, .offcpu_calls). */
+typedef struct {
+	uint64_t ns, calls, outs;
+	uint64_t offcpu_calls; /* calls recorded while switched out (ftf_sums.offcpu_calls) */
+} ftf_schedw;
 void ftf_calls_exit(ftf_builder *b, ftf_task_calls *tc, uint32_t rec, int gap, int irq, int32_t cpu,
 		    uint64_t calltime, uint64_t dur, uint64_t desc, uint64_t irq_ns, uint64_t off,
-		    uint64_t irq_roots);
+		    uint64_t irq_roots, const ftf_schedw *sw);
 int32_t ftf_calls_root_op(ftf_builder *b, ftf_task_calls *tc);
 void ftf_calls_root_end(ftf_builder *b, ftf_task_calls *tc, uint64_t sample);
 void ftf_calls_free(ftf_builder *b);

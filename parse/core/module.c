@@ -96,7 +96,8 @@ _Static_assert(sizeof(sample_columns) / sizeof(sample_columns[0]) == SAMPLE_COLS
  * name these figures). */
 static const char *const rec_fields[] = { "func", "parent", "start", "dur", "desc_flags" };
 _Static_assert(sizeof(rec_fields) / sizeof(rec_fields[0]) * 4 == sizeof(ftf_rec), "a name per record field");
-static const char *const rec_extra_fields[] = { "start", "dur", "desc", "irq", "offcpu", "irq_roots", "cpu" };
+static const char *const rec_extra_fields[] = { "start", "dur", "desc", "irq", "offcpu", "irq_roots", "cpu",
+						 "sched", "sched_calls", "sched_outs", "offcpu_calls" };
 _Static_assert(sizeof(rec_extra_fields) / sizeof(rec_extra_fields[0]) == FTF_EX_FIELDS, "a name per extra field");
 _Static_assert(sizeof(ftf_rec_extra) == 16, "extras cross as 16-byte rows");
 
