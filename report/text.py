@@ -346,7 +346,7 @@ def balance_lines(p: Profile) -> list:
         rows.append(("+ off-CPU (sched_switch)", b["offcpu_mean_ns"], off_note))
         if "switch_work_mean_ns" in b:
             rows.append(("+ scheduler's work around switches", b["switch_work_mean_ns"],
-                         f"{plural(b['switches'], 'switch', 'switches')}, out with off-CPU"))
+                         plural(b["switches"], "switch", "switches")))
         if b["clamped_mean_ns"]:
             rows.append(("- clamped", b["clamped_mean_ns"], "root below 0, set to 0"))
         rows.append(("+ unaccounted", b["unaccounted_mean_ns"], ""))

@@ -62,7 +62,7 @@ FT.balance = (function () {
     var wrap = FT.el("div", { id: "balance-table" });
     B.forEach(function (b) { wrap.appendChild(sheet(b)); });
     body.appendChild(wrap);
-    body.appendChild(FT.el("p", { class: "note" }, "measured raw mean = corrected components + tracer hook cost removed + interrupt subtrees + off-CPU \u2212 clamped + unaccounted. " +
+    body.appendChild(FT.el("p", { class: "note" }, "measured raw mean = corrected components + tracer hook cost removed + interrupt subtrees + off-CPU (+ the scheduler\u2019s work around switches, where the calls hold any) \u2212 clamped + unaccounted. " +
       "Against the trace itself this holds by construction; the accounted % compares the corrected mean with a total measured some other way."));
   }
   return { render: render, init: render };
