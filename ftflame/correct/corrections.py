@@ -150,7 +150,7 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         notes.append("no sched_switch events: time switched out stays in the durations "
                      "(record with -e sched:sched_switch to split it off)")
 
-    sw = switch_work(p, o_in, o_out) if off_mode == "removed" else np.zeros(p.nrows)
+    sw = switch_work(p, o_in, o_out) if off_mode == "removed" else None
 
     if irqs == "exclude":
         R = irq_roots_inside(p)
@@ -161,22 +161,27 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         task_over = calls * o_in + (desc + irq_calls) * o_sum
         task_irq = np.zeros(p.nrows)
     over = np.where(is_irq, calls * o_in + desc * o_sum, task_over)
-    if off_mode == "removed":
+    if sw is not None:
         # the calls recorded while the task was switched out (the tail of
         # __schedule()) ran inside the off-CPU time, their hooks too
-        over = over - clean(p, "offcpu_calls") * o_sum
+        tail = clean(p, "offcpu_calls")
+        tail *= o_sum
+        over -= tail
+        del tail
     level = hooklevel.adjustments(p, cal, desc, calls)
     if level is not None:
         over = over + level[0]
     irq_removed = np.where(is_irq, 0.0, task_irq)
-    ci_formula = incl - off - sw - irq_removed - over
+    ci_formula = incl - off - irq_removed - over
+    if sw is not None:
+        ci_formula -= sw
     # the columns only the formula needed go before the clamp's own (the
     # stage's peak: 125k call paths, 1 MB a column)
     del desc, irq_t, irq_calls, R, task_over, task_irq
     level_samples = None if level is None else level[1]
     del level
 
-    ci, cx, clamp_ns = _clamp_top_down(p, ci_formula, counted_children(p, irqs), np.maximum(sw, 0.0))
+    ci, cx, clamp_ns = _clamp_top_down(p, ci_formula, counted_children(p, irqs), sw)
     del ci_formula
     clamped = (clamp_ns > 0.5).astype(np.int64)
     unreliable = ((over > UNRELIABLE_FRACTION * incl) & (calls > 0)).astype(np.int64)
@@ -208,7 +213,8 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         sample_dur = np.zeros(0)
         sample_clamped = 0
 
-    sched_note = switch_work_words(p, sw, sample_switches(p))
+    sched_note = switch_work_words(p, sw, sample_switches(p)) if sw is not None else ""
+
     if sched_note:
         notes.append(sched_note)
     gap = p.counters.get("gap_calls", 0)
@@ -222,7 +228,7 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         incl=ci, excl=cx, calls=calls.astype(np.int64), clamped=clamped, sample_dur=sample_dur,
         notes=tuple(notes), overhead=over, irq_removed=irq_removed, offcpu_removed=off,
         clamp_ns=clamp_ns, unreliable=unreliable, sample_clamped=sample_clamped, irqs=irqs,
-        offcpu=off_mode, sched_removed=sw if sw.any() else None)
+        offcpu=off_mode, sched_removed=sw)
     out = p.replace(calibration=cal, corrected=corrected)
     # cached views of the old profile must not leak into the new one
     for k in ("functions", "corrected_or_raw", _STATS_KEY):
@@ -233,10 +239,14 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
 def switch_work(p: Profile, o_in: float, o_out: float) -> np.ndarray:
     """Per node: the scheduler's work around the switches inside its clean
     calls (the switch frames' on-CPU time), their hook cost taken out
-    (docs/overhead.md "Switch work")."""
-    if not p.counters.get("switches"):
-        return np.zeros(p.nrows)
-    return clean(p, "sched") - clean(p, "sched_calls") * o_in - clean(p, "sched_outs") * o_out
+    (docs/overhead.md "Switch work"); None when the trace has no switch
+    frame (no column made: most traces)."""
+    if not p.counters.get("switches") or not (p.col("sched_calls") - p.col("gap_sched_calls")).any():
+        return None
+    sw = clean(p, "sched")
+    sw -= clean(p, "sched_calls") * o_in
+    sw -= clean(p, "sched_outs") * o_out
+    return sw
 
 
 def sample_switches(p: Profile) -> int:
@@ -291,7 +301,7 @@ def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray,
         scale[rows] = np.where(over, ci[rows] / np.where(over, kid_want[rows], 1.0), 1.0)
         excess = kid_want[rows] - ci[rows]
         if switch_ns is not None:
-            excess = excess - switch_ns[rows]
+            excess -= np.maximum(switch_ns[rows], 0.0)
         clamp_ns[rows] += np.where(over, np.maximum(excess, 0.0), 0.0)
     del want, kid_want, scale
     kids = np.bincount(parent[has_parent], weights=ci[has_parent], minlength=p.nrows)

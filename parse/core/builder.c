@@ -331,7 +331,6 @@ static int func_is_sched_entry(ftf_builder *b, uint32_t func)
 
 /* ---- tasks ------------------------------------------------------------- */
 
-
 typedef struct {
 	uint32_t node;
 	uint32_t slot;
@@ -1107,7 +1106,8 @@ static void sched_frame_done(ftf_task *t, const ftf_frame *f, uint64_t dur, uint
 {
 	uint64_t out = off + irq;
 	/* the calls recorded while switched out are in off: not the scheduler's on-CPU work */
-	uint64_t on = desc - (t->sched.offcpu_calls - f->sched_at.offcpu_calls);
+	uint64_t tail = t->sched.offcpu_calls - f->sched_at.offcpu_calls;
+	uint64_t on = desc > tail ? desc - tail : 0; /* a tail call whose exit was lost is in no desc */
 	t->sched.ns = f->sched_at.ns + (dur > out ? dur - out : 0);
 	t->sched.calls = f->sched_at.calls + 1 + on;
 	t->sched.outs = f->sched_at.outs + on + (t->irq_roots - f->irq_roots_at);
