@@ -8,7 +8,6 @@ the comment beside it."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from helpers.events import load
 from ftflame.correct import balance
