@@ -141,6 +141,9 @@ def calibration_lines(p: Profile) -> list:
            "kept": "off-CPU time kept (" + ("asked for" if "asked" in c.offcpu else
                                            "the durations exclude it: nosleep-time") + ")",
            "unknown": "off-CPU time unknown (no sched_switch events)"}[corrections.offcpu_state(c)]
+    if "switches" in sm:  # only where the trace has switch frames
+        off += (f", with the scheduler's work around {plural(sm['switches'], 'switch', 'switches')} "
+                f"({sm['switch_work_removed_ns'] / 1e3:,.1f} us)")
     bits = [f"corrected (*): {irq}; {off}"]
     if sm["gap_calls"]:
         bits.append(f"{plural(sm['gap_calls'], 'gap call')} left out")
@@ -365,6 +368,9 @@ def balance_lines(p: Profile) -> list:
         off_note = {"kept": "already out (nosleep-time)",
                     "unknown": "unknown: no sched_switch"}.get(corrections.offcpu_state(p.corrected), "")
         rows.append(("+ off-CPU (sched_switch)", b["offcpu_mean_ns"], off_note))
+        if "switch_work_mean_ns" in b:
+            rows.append(("+ scheduler's work around switches", b["switch_work_mean_ns"],
+                         plural(b["switches"], "switch", "switches")))
         if b["clamped_mean_ns"]:
             rows.append(("- clamped", b["clamped_mean_ns"], "root below 0, set to 0"))
         rows.append(("+ unaccounted", b["unaccounted_mean_ns"], ""))

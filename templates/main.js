@@ -29,6 +29,8 @@ FT.balance = (function () {
     row(t, "+ interrupt subtrees", b.irq_mean_ns, b.irq_per_call.toFixed(2) + "/call" +
       (b.irq_corrected_mean_ns !== null && b.irq_mean_ns ? ", own work " + FT.us(b.irq_corrected_mean_ns) : ""));
     row(t, "+ off-CPU (sched_switch)", b.offcpu_mean_ns, b.offcpu_mean_ns === null ? "unknown: no sched_switch events" : "");
+    if (b.switch_work_mean_ns !== undefined) row(t, "+ scheduler\u2019s work around switches", b.switch_work_mean_ns,
+      "around " + FT.count(b.switches) + (b.switches === 1 ? " switch" : " switches") + ", taken out with the off-CPU time");
     if (b.clamped_mean_ns) row(t, "\u2212 clamped", b.clamped_mean_ns, "the root\u2019s corrected time was below 0: set to 0");
     row(t, "+ unaccounted", b.unaccounted_mean_ns, "");
     var e = b.external;
@@ -60,7 +62,7 @@ FT.balance = (function () {
     var wrap = FT.el("div", { id: "balance-table" });
     B.forEach(function (b) { wrap.appendChild(sheet(b)); });
     body.appendChild(wrap);
-    body.appendChild(FT.el("p", { class: "note" }, "measured raw mean = corrected components + tracer hook cost removed + interrupt subtrees + off-CPU \u2212 clamped + unaccounted. " +
+    body.appendChild(FT.el("p", { class: "note" }, "measured raw mean = corrected components + tracer hook cost removed + interrupt subtrees + off-CPU (+ the scheduler\u2019s work around switches, where the calls hold any) \u2212 clamped + unaccounted. " +
       "Against the trace itself this holds by construction; the accounted % compares the corrected mean with a total measured some other way."));
   }
   return { render: render, init: render };

@@ -86,9 +86,11 @@ def test_s15_corrected_root_against_the_truth(s15):
     "Accuracy, call by call"): p50 within 10% of the truth, the mean within
     5% of it without the truth's largest call (68 us), which has no
     counterpart among the full trace's clean calls (its two gap calls,
-    events lost inside, are left out). p90 (-12%) is pinned and explained
-    there: the truth's slow group, task work the whole-graph recording does
-    not run (not interrupts: s19 below)."""
+    events lost inside, are left out). p90 (-14.9%; -12.0% before the switch
+    work was taken out, which brought the switched calls down from where the
+    truth's slow group sits) is pinned and explained there: the truth's slow
+    group, task work the whole-graph recording does not run (not
+    interrupts: s19 below)."""
     _, truth, full, _ = s15
     t, f = figures(truth), figures(full)
     assert len(truth) == 128 and len(full) == 116
@@ -97,7 +99,7 @@ def test_s15_corrected_root_against_the_truth(s15):
     assert abs(f["mean"] / truth[:-1].mean() - 1) < 0.05
     # the figures quoted in docs/overhead.md
     assert (round(t["mean"]), round(t["p50"]), round(t["p90"])) == (10207, 8909, 12571)
-    assert (round(f["mean"]), round(f["p50"]), round(f["p90"])) == (9482, 8824, 11064)
+    assert (round(f["mean"]), round(f["p50"]), round(f["p90"])) == (9469, 8830, 10703)
 
 
 def test_old_calibration_files_keep_the_single_cost(s15):
@@ -107,7 +109,7 @@ def test_old_calibration_files_keep_the_single_cost(s15):
     assert hooklevel.reference(cal) is None
     full, _ = corrected_calls(fixture(S15 + "trace-full.dat"), "nfsd3_proc_write", cal)
     f = figures(full)
-    assert (round(f["mean"]), round(f["p50"]), round(f["p90"])) == (11083, 11089, 12531)
+    assert (round(f["mean"]), round(f["p50"]), round(f["p90"])) == (11070, 11089, 11804)
 
 
 def test_no_level_from_a_floor_that_is_a_body():
@@ -144,12 +146,13 @@ def test_a_leaf_below_the_floor_is_no_lower_level(s15):
 def test_corrected_mean_carries_the_calibration_interval(s15):
     """The balance sheet's corrected mean has a 95% half-width propagated
     from the calibration's intervals (ftflame/correct/uncertainty.py): on s15,
-    9.482 +- 0.434 us (254 descendants x 1.7 ns); none without intervals."""
+    9.469 +- 0.424 us (about 250 descendants x 1.7 ns, less the switch work's
+    hooks, which go with the off-CPU time); none without intervals."""
     from ftflame.correct.balance import sheet
 
     cal, _, _, q = s15
     b, = sheet(q)
-    assert b["corrected_mean_pm_ns"] == pytest.approx(434.0, abs=1.0)
+    assert b["corrected_mean_pm_ns"] == pytest.approx(424.0, abs=1.0)
     h_in, h_sum, h_out = (cal.details[k]["ci95_ns"][1] - cal.details[k]["ci95_ns"][0]
                           for k in ("o_in", "o_in_plus_o_out", "o_out"))
     assert h_in == 0 and 0 < h_sum < 5
@@ -172,7 +175,9 @@ def s16_612():
 def test_612_corrected_root_against_the_truth(s16_612):
     """Issue 17's acceptance on the 6.12 kernel: the corrected mean of the
     root within 5% of the root-only recording, p50 within 10%; with one hook
-    cost for every call they were +10.4% and +16.4%. p90 (-16.7%) is pinned
+    cost for every call they are +7.9% and +16.4% (+10.4% and +16.4% before
+    the switch work was taken out). p90 (-22.9%; -16.7%
+    before the switch work was taken out) is pinned
     and explained in docs/overhead.md ("Accuracy, call by call"; against a
     truth with its interrupts split off: s19 below)."""
     cal, truth, full, _ = s16_612
@@ -182,17 +187,17 @@ def test_612_corrected_root_against_the_truth(s16_612):
     assert abs(f["mean"] / t["mean"] - 1) < 0.05
     assert abs(f["p50"] / t["p50"] - 1) < 0.10
     assert (round(t["mean"]), round(t["p50"]), round(t["p90"])) == (14913, 13687, 19690)
-    assert (round(f["mean"]), round(f["p50"]), round(f["p90"])) == (14959, 14202, 16406)
+    assert (round(f["mean"]), round(f["p50"]), round(f["p90"])) == (14573, 14050, 15190)
     old, _ = corrected_calls(fixture(S16_612 + "trace-full.dat"), "nfsd3_proc_write",
                              calibration_of(S16_612, drop_level=True))
     o = figures(old)
-    assert o["mean"] / t["mean"] - 1 > 0.10 and o["p50"] / t["p50"] - 1 > 0.16
+    assert o["mean"] / t["mean"] - 1 > 0.07 and o["p50"] / t["p50"] - 1 > 0.16
 
 
 def test_612_nested_function_against_its_truth(s16_612):
     """nfsd_vfs_write hooked alone (the truth for a nested function) against
-    its corrected mean inside the full graph: within 10% (+2.5%; +9.7% with
-    one hook cost). Its percentiles inside the graph are approximations
+    its corrected mean inside the full graph: within 10% (+0.8%; +2.5%
+    before the switch work was taken out, +9.7% with one hook cost). Its percentiles inside the graph are approximations
     (marked approx), not compared."""
     from ftflame.correct.corrections import corrected_stats
 
@@ -203,7 +208,7 @@ def test_612_nested_function_against_its_truth(s16_612):
     mean = cols[3][i]
     assert approx[i] == 1 and q.functions.calls_corr[i] == 128
     assert abs(mean / truth.mean() - 1) < 0.10
-    assert (round(truth.mean()), round(mean)) == (10040, 10290)
+    assert (round(truth.mean()), round(mean)) == (10040, 10117)
 
 
 def test_61_s16_against_the_truth_when_recorded():
@@ -267,7 +272,7 @@ def test_every_corrected_figure_carries_an_interval(s15):
         want = (nearest_rank(np.sort(v + w), pct) - nearest_rank(np.sort(v - w), pct)) / 2
         assert h[k][i] == pytest.approx(want)
     assert h[3][i] == pytest.approx(w.mean()) and h[0][i] == pytest.approx(w.sum())
-    assert round(h[3][i]) == 434 and round(h[4][i]) == 404 and round(h[5][i]) == 495
+    assert round(h[3][i]) == 424 and round(h[4][i]) == 403 and round(h[5][i]) == 427
     j = q.functions.index("nfsd_vfs_write")
     assert approx[j] == 1
     rel = h[3][j] / cols[3][j]
@@ -361,10 +366,11 @@ def test_612_the_truths_slow_group_is_no_interrupt(s19_612):
 def test_612_corrected_root_against_the_split_truth(s19_612):
     """Issue 17's acceptance against the truth with its interrupts split off
     (docs/overhead.md "Figures: the truth with its interrupts split off"):
-    p50 within 10% (+4.8%); the mean +5.0% and p90 +17.6% miss it, pinned.
-    What p90 falls on: the full trace's calls that hold a switch (the
-    scheduler's work in the task stays in) or a tracer wake-up (the ring
-    buffer's irq_work); its 96 quiet calls (no interrupt subtree, no switch)
+    the mean within 5% (+3.6%), p50 and p90 within 10% (+4.8%, +5.7%). Before
+    the switch work was taken out with the off-CPU time the mean (+5.0%) and
+    p90 (+17.6%) missed it: p90 fell on the calls that hold a switch, the
+    scheduler's work in the task left in; what remains above the quiet calls
+    is the tracer's wake-ups (the ring buffer's irq_work). Its 96 quiet calls (no interrupt subtree, no switch)
     are within 5% of the split truth at the mean, p50 and p90 (+3.3, +4.7,
     +4.6%), and their p90 is 26% below the plain truth's, whose p90 is its
     slow group."""
@@ -373,8 +379,9 @@ def test_612_corrected_root_against_the_split_truth(s19_612):
     assert len(split) == len(plain) == len(full) == 128
     assert (round(p["mean"]), round(p["p50"]), round(p["p90"])) == (14878, 13682, 19680)
     assert (round(t["mean"]), round(t["p50"]), round(t["p90"])) == (14296, 13682, 13919)
-    assert (round(f["mean"]), round(f["p50"]), round(f["p90"])) == (15013, 14340, 16365)
-    assert abs(f["p50"] / t["p50"] - 1) < 0.10
+    assert (round(f["mean"]), round(f["p50"]), round(f["p90"])) == (14804, 14340, 14719)
+    assert abs(f["mean"] / t["mean"] - 1) < 0.05
+    assert abs(f["p50"] / t["p50"] - 1) < 0.10 and abs(f["p90"] / t["p90"] - 1) < 0.10
     clean = (q.scol("flags") & SAMPLE_GAP) == 0
     quiet = np.sort(q.corrected.sample_dur[clean & (q.scol("irq_roots") == 0) & (q.scol("offcpu") == 0)])
     fq = figures(quiet)
@@ -387,7 +394,8 @@ def test_612_corrected_root_against_the_split_truth(s19_612):
 def test_612_nested_function_against_its_split_truth(s19_612):
     """nfsd_vfs_write hooked alone with the interrupt entries: its truth
     (one call holds a tick, split off) against its corrected mean in the
-    same boot's full graph: within 10% (+2.8%)."""
+    same boot's full graph: within 10% (+1.8%; +2.8% before the switch work
+    was taken out)."""
     from ftflame.correct.corrections import corrected_stats
 
     _, (_, _, q) = s19_612
@@ -396,7 +404,7 @@ def test_612_nested_function_against_its_split_truth(s19_612):
     cols, _, _, _ = corrected_stats(q)["functions", "incl"]
     mean = cols[3][q.functions.index("nfsd_vfs_write")]
     assert abs(mean / truth.mean() - 1) < 0.10
-    assert (round(truth.mean()), round(mean)) == (10035, 10318)
+    assert (round(truth.mean()), round(mean)) == (10035, 10214)
 
 
 def corpus_comparison(d: str, truth_name: str, full_name: str):
@@ -470,20 +478,20 @@ def s20(request):
 
 # (mean, p50, p90) of the split truth and of the 2 whole-graph recordings pooled, ns
 S20_FIGURES = {
-    "6.1": ((16986, 16448, 16727), (16571, 16276, 16744)),
-    "6.12": ((14325, 13743, 13895), (14692, 14095, 15437)),
+    "6.1": ((16986, 16448, 16727), (16616, 16276, 16715)),
+    "6.12": ((14325, 13743, 13895), (14574, 14095, 14446)),
 }
 
 
 def test_s20_corrected_root_against_the_split_truth_at_volume(s20):
     """Issue 17's acceptance like for like at volume: every call of the split
-    truth and of the whole graph recorded with trace-cmd's reader asleep. On
-    6.1 mean, p50 and p90 hold (-2.4%, -1.0%, +0.1%; all 8 recordings pooled
-    -2.4%, -1.1%, -0.2%). On 6.12 mean and p50 hold (+2.6%, +2.6%) and p90 is
-    +11.1% (all 8 pooled +10.0%, one 128-call recording alone +3.6 to
-    +11.7%): 11% of the whole graph's calls hold a switch (the truth's 0.4%),
-    whose scheduler work in the task stays in; its quiet calls are within 3%
-    (the next test)."""
+    truth and of the whole graph recorded with trace-cmd's reader asleep, the
+    switch work taken out with the off-CPU time. On 6.1 mean, p50 and p90 hold
+    (-2.2%, -1.0%, -0.1%; all 8 recordings pooled -2.2%, -1.1%, -0.9%). On
+    6.12 too, with a margin: +1.7%, +2.6%, +4.0% (all 8 pooled +1.5%, +2.6%,
+    +3.6%); before the switch work was taken out its p90 was +11.1% (+10.0%
+    pooled): 11% of the whole graph's calls hold a switch (the truth's 0.4%),
+    and p90 fell on them (the next test)."""
     kernel, (truth, full, _) = s20
     t, f = figures(truth), figures(full)
     assert (len(truth), len(full)) == (4096, 256)
@@ -491,28 +499,34 @@ def test_s20_corrected_root_against_the_split_truth_at_volume(s20):
     assert tuple(round(t[k]) for k in ("mean", "p50", "p90")) == want_t
     assert tuple(round(f[k]) for k in ("mean", "p50", "p90")) == want_f
     assert abs(f["mean"] / t["mean"] - 1) < 0.05 and abs(f["p50"] / t["p50"] - 1) < 0.05
-    if kernel == "6.1":
-        assert abs(f["p90"] / t["p90"] - 1) < 0.10
-    else:
-        assert 0.10 < f["p90"] / t["p90"] - 1 < 0.12
+    assert abs(f["p90"] / t["p90"] - 1) < 0.10
+    assert abs(f["p90"] / t["p90"] - 1) < 0.05  # the margin
 
 
-def test_s20_612_p90_falls_on_the_switched_calls():
-    """Where 6.12's p90 falls (docs/overhead.md, call by call): the calls
-    that hold a switch (their off-CPU time is taken out, the scheduler's
-    work in the task around it stays in: +1.3 us median over the quiet ones)
-    are 11% of the whole graph's calls even with the reader asleep; without
-    them mean, p50 and p90 are within 5% of the split truth."""
+def test_s20_612_switched_calls_join_the_quiet_ones():
+    """Where 6.12's p90 fell before (docs/overhead.md "Switch work"): the calls
+    that hold a switch are 11% of the whole graph's calls even with the reader
+    asleep. With only their off-CPU time taken out they corrected 1.3 us
+    above the quiet ones (8 recordings pooled: 15.40 against 14.08 us median;
+    p90 fell among them); with the scheduler's work around each switch taken
+    out too, 0.38 us (14.47 against 14.08 in the 2 kept here; 14.42 pooled),
+    and the quiet calls alone stay within 5% of the split truth."""
     truth, _, qs = pooled_comparison(S20["6.12"], S20_FULL)
     t = figures(truth)
-    quiet, switched = [], 0
+    quiet, switched, work = [], [], []
     for q in qs:
         clean = (q.scol("flags") & SAMPLE_GAP) == 0
-        off = q.scol("offcpu") > 0
-        switched += int((clean & off).sum())
-        quiet.append(q.corrected.sample_dur[clean & ~off & (q.scol("irq_roots") == 0)])
-    fq = figures(np.sort(np.concatenate(quiet)))
-    assert switched / 256 > 0.09
+        sw = clean & (q.scol("switches") > 0)
+        switched.append(q.corrected.sample_dur[sw])
+        work.append(q.scol("sched")[sw])
+        assert ((q.scol("offcpu") > 0) == (q.scol("switches") > 0)).all()  # every switch in a scheduler frame
+        quiet.append(q.corrected.sample_dur[clean & ~sw & (q.scol("irq_roots") == 0)])
+    quiet, switched = np.concatenate(quiet), np.concatenate(switched)
+    assert len(switched) / 256 > 0.09
+    assert round(float(np.median(switched))) == 14468 and round(float(np.median(quiet))) == 14084
+    assert np.median(switched) / np.median(quiet) - 1 < 0.03
+    assert (np.concatenate(work) > 0).all()
+    fq = figures(np.sort(quiet))
     for k in ("mean", "p50", "p90"):
         assert abs(fq[k] / t[k] - 1) < 0.05, k
 
@@ -540,13 +554,13 @@ def test_s20_nested_function_against_its_split_truth_at_volume(kernel):
 @pytest.mark.parametrize("kernel", sorted(S20))
 def test_s20_all_eight_recordings_pooled_when_recorded(kernel):
     """The 8 whole-graph recordings of s20 pooled (1,024 calls; a corpus
-    that has them, skipped otherwise): 6.1 -2.4%, -1.1%, -0.2%; 6.12 +2.2%,
-    +2.6%, +10.0% (p90 on the limit: 10.0 to 10.5% for any 3 to 7 of them
-    pooled in order)."""
+    that has them, skipped otherwise), the switch work taken out: 6.1 -2.2%,
+    -1.1%, -0.9%; 6.12 +1.5%, +2.6%, +3.6% (before: +2.2%, +2.6%, +10.0%, p90
+    on the limit)."""
     from conftest import corpus_fixture
 
     truth, full, _ = pooled_comparison(S20[kernel], [f"full-{k}" for k in range(1, 9)], corpus_fixture)
     t, f = figures(truth), figures(full)
     assert len(full) == 1024
     assert abs(f["mean"] / t["mean"] - 1) < 0.05 and abs(f["p50"] / t["p50"] - 1) < 0.05
-    assert abs(f["p90"] / t["p90"] - 1) < 0.10
+    assert abs(f["p90"] / t["p90"] - 1) < 0.05

@@ -113,12 +113,15 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
     removed = (c.overhead, c.irq_removed, c.offcpu_removed, c.clamp_ns)
     zero = np.zeros(len(flat)) if any(x is None for x in removed) else None  # raw: nothing removed
     over, irq, off, clamp = (zero if x is None else np.asarray(x)[flat] for x in removed)
+    sw = getattr(c, "sched_removed", None)
+    sw = np.zeros(len(flat)) if sw is None else np.asarray(sw)[flat]
     # a clamp at a root is two amounts (corrections._clamp_top_down): the ns
     # that raised the root's own corrected time from below 0 to 0, a term of
     # the sheet, and the ns its children were scaled down by to fit inside
     # it, already out of the components and no term of the sheet
     own_clamp = over + irq  # (over + irq + off - incl) clipped at 0, in place
     own_clamp += off
+    own_clamp += sw
     own_clamp -= incl
     np.maximum(own_clamp, 0.0, out=own_clamp)
     from ftflame.correct.corrections import counted_children
@@ -137,8 +140,10 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
     pm_at = _pm_per_row(p)
     # every per-function sum at once (one bincount per column): a sum per root
     # function in the loop costs a numpy call each, 100k roots made it seconds
-    incl_f, own_f, over_f, irq_f, off_f, clamp_f = (sum_at(v) for v in (incl, own_clamp, over, irq, off, clamp))
+    incl_f, own_f, over_f, irq_f, off_f, clamp_f, sw_f = (sum_at(v) for v in (incl, own_clamp, over, irq, off,
+                                                                              clamp, sw))
     calls_f, corr_f, excl_f = (sum_at(np.asarray(v)[flat]) for v in (c.calls, c.incl, c.excl))
+    switches_f = sum_at(_switches_per_row(p)[flat])
     irq_incl_f, irq_calls_f, gap_calls_f = (sum_at(v) for v in (irq_incl_at_top, irq_calls_at_top, gap_calls))
     pm_f = sum_at(pm_at[flat]) if pm_at is not None else None
     names = list(rows_by_func)
@@ -175,9 +180,10 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
         i = irq_f[g] / n
         i_corr = irq_incl_f[g] / n if c.irqs == "exclude" else None
         f = off_f[g] / n
+        w = sw_f[g] / n
         cl = own_f[g] / n
         scaled = max(clamp_f[g] - own_f[g], 0.0) / n
-        unacc = raw - (corr + o + i + f - cl)
+        unacc = raw - (corr + o + i + f + w - cl)
         unacc = 0.0 if abs(unacc) < 0.05 else unacc  # float rounding, not time
         entry = {
             "function": name, "calls": int(n),
@@ -193,6 +199,9 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
             "irq_per_call": round(irq_calls_f[g] / n, 3),
             # unknown without sched_switch events, not 0
             "offcpu_mean_ns": round(f, 1) if offcpu_known else None,
+            # the scheduler's work around the switches, taken out with the
+            # off-CPU time (only where the calls hold switch frames)
+            **({"switch_work_mean_ns": round(w, 1), "switches": int(switches_f[g])} if switches_f[g] else {}),
             "clamped_mean_ns": round(cl, 1),
             "children_scaled_mean_ns": round(scaled, 1),
             "unaccounted_mean_ns": round(unacc, 1),
@@ -221,6 +230,14 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
             raise InputError("--measured", f"{name} is not a root function of {p.trace.source}",
                              "roots: " + ", ".join(sorted(rows_by_func)[:8]))
     return tuple(out), tuple(not_shown)
+
+
+def _switches_per_row(p: Profile) -> np.ndarray:
+    """Per node row: the switches with a scheduler frame inside its clean root calls."""
+    if not len(p.samples):
+        return np.zeros(p.nrows)
+    clean = (p.scol("flags") & SAMPLE_GAP) == 0
+    return np.bincount(p.scol("node")[clean], weights=p.scol("switches")[clean], minlength=p.nrows)
 
 
 def _pm_per_row(p: Profile):

@@ -9,7 +9,7 @@ descendants, n direct children, R interrupt subtrees inside it, I its
 measured inclusive time, irq the time of those subtrees and off the time the
 task was switched out:
 
-    corr_incl(c) = I - off - irq - O_in - D*(O_in + O_out) - R*O_out
+    corr_incl(c) = I - off - sw - irq - O_in - D*(O_in + O_out) - R*O_out
     corr_excl(c) = corr_incl(c) - sum of corr_incl(children)
 
 (with ``irqs="include"`` the irq subtrees stay in: their calls count in D and
@@ -19,6 +19,14 @@ the identity corr_incl = corr_excl + sum corr_incl(children) holds exactly
 per call path and, summed, per function. A negative corrected exclusive time
 is clamped at zero by raising the path's corrected inclusive time to its
 children's total; every clamp is counted with the ns it added.
+
+sw is the switch work inside c: the on-CPU time of the scheduler's frames a
+switched-out task came back in (``sched``), less their hook cost
+(``sched_calls`` x O_in + ``sched_outs`` x O_out), taken out whenever the
+off-CPU time is (docs/overhead.md "Switch work"). The calls the task records
+while switched out (``offcpu_calls``: the tail of __schedule(), after its
+sched_switch event) ran inside the off-CPU time, hooks and all: their
+O_in + O_out is not taken out a second time.
 
 An interrupt subtree's own O_out lands in the interrupted call (the hook of
 its first function runs before its calltime is read): with irqs excluded,
@@ -148,6 +156,8 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         notes.append("no sched_switch events: time switched out stays in the durations "
                      "(record with -e sched:sched_switch to split it off)")
 
+    sw = switch_work(p, o_in, o_out) if off_mode == "removed" else None
+
     # over: the hook cost per node, in place (each whole-tree temporary is a
     # column of the stage's peak); the same operations in the same order as
     # calls * o_in + desc * o_sum + R * o_out, so the same doubles
@@ -168,20 +178,29 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         over[~is_irq] = task[~is_irq]
         del task
         irq_removed = _zeros(p.nrows)
+    if sw is not None:
+        # the calls recorded while the task was switched out (the tail of
+        # __schedule()) ran inside the off-CPU time, their hooks too
+        tail = clean(p, "offcpu_calls")
+        tail *= o_sum
+        over -= tail
+        del tail
     level = hooklevel.adjustments(p, cal, desc, calls)
     del desc
     if level is not None:
         over += level[0]
     unreliable = (over > UNRELIABLE_FRACTION * incl) & (calls > 0)
-    ci_formula = incl  # incl - off - irq_removed - over, in place
+    ci_formula = incl  # incl - off - irq_removed - over (- switch work), in place
     ci_formula -= off
     ci_formula -= irq_removed
     ci_formula -= over
+    if sw is not None:
+        ci_formula -= sw
     del incl
     level_samples = None if level is None else level[1]
     del level
 
-    ci, cx, clamp_ns = _clamp_top_down(p, ci_formula, counted_children(p, irqs))
+    ci, cx, clamp_ns = _clamp_top_down(p, ci_formula, counted_children(p, irqs), sw)
     del ci_formula
     clamped = clamp_ns > 0.5
 
@@ -189,9 +208,12 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
     s = p.samples
     if len(s):
         sc = {name: p.scol(name).astype(np.float64) for name in
-              ("dur", "desc", "irq", "offcpu", "irq_calls", "irq_roots")}
+              ("dur", "desc", "irq", "offcpu", "irq_calls", "irq_roots", "sched", "sched_calls", "sched_outs")}
         s_irq = (p.scol("flags") & SAMPLE_IRQ) != 0
         s_off = sc["offcpu"] if off_mode == "removed" else np.zeros(len(s))
+        if off_mode == "removed":  # the switch work and the calls switched out go with the off-CPU time
+            s_off = (s_off + sc["sched"] - sc["sched_calls"] * o_in - sc["sched_outs"] * o_out
+                     - p.scol("offcpu_calls") * o_sum)
         if irqs == "exclude":
             s_task = sc["dur"] - s_off - sc["irq"] - o_in - sc["desc"] * o_sum - sc["irq_roots"] * o_out
         else:
@@ -209,6 +231,10 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         sample_dur = np.zeros(0)
         sample_clamped = 0
 
+    sched_note = switch_work_words(p, sw, sample_switches(p)) if sw is not None else ""
+
+    if sched_note:
+        notes.append(sched_note)
     gap = p.counters.get("gap_calls", 0)
     if gap:
         notes.append(f"{gap:,} calls left out of corrected figures (they, or their root call, "
@@ -221,7 +247,7 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         incl=ci, excl=cx, calls=calls, clamped=clamped, sample_dur=sample_dur,
         notes=tuple(notes), overhead=over, irq_removed=irq_removed, offcpu_removed=off,
         clamp_ns=clamp_ns, unreliable=unreliable, sample_clamped=sample_clamped, irqs=irqs,
-        offcpu=off_mode)
+        offcpu=off_mode, sched_removed=sw)
     out = p.replace(calibration=cal, corrected=corrected)
     # cached views of the old profile must not leak into the new one
     for k in ("functions", "corrected_or_raw", _STATS_KEY):
@@ -229,7 +255,45 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
     return out
 
 
-def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray):
+def switch_work(p: Profile, o_in: float, o_out: float) -> np.ndarray:
+    """Per node: the scheduler's work around the switches inside its clean
+    calls (the switch frames' on-CPU time), their hook cost taken out
+    (docs/overhead.md "Switch work"); None when the trace has no switch
+    frame (no column made: most traces)."""
+    if not p.counters.get("switches") or not (p.col("sched_calls") - p.col("gap_sched_calls")).any():
+        return None
+    sw = clean(p, "sched")
+    sw -= clean(p, "sched_calls") * o_in
+    sw -= clean(p, "sched_outs") * o_out
+    return sw
+
+
+def sample_switches(p: Profile) -> int:
+    """Switches with a scheduler frame inside the clean root calls."""
+    if not len(p.samples):
+        return 0
+    return int(p.scol("switches")[(p.scol("flags") & SAMPLE_GAP) == 0].sum())
+
+
+def _tops(p: Profile) -> np.ndarray:
+    """The rows at the top of each tree (nested paths are inside them)."""
+    parent = p.col("parent")
+    top = (parent < 0) | pseudo_roots(p)[np.maximum(parent, 0)]
+    return top & ~pseudo_roots(p)
+
+
+def switch_work_words(p: Profile, sw: np.ndarray, switches: int) -> str:
+    """What the correction says of the switch work, only where the trace has
+    switch frames: the same words in every output."""
+    if not switches or not sw.any():
+        return ""
+    total = float(sw[_tops(p)].sum())
+    return (f"the scheduler's work around {switches:,} switch{'es' if switches != 1 else ''}, "
+            f"{total / 1e3:,.1f} us, taken out with the off-CPU time")
+
+
+def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray,
+                    switch_ns: Optional[np.ndarray] = None):
     """corr_excl = corr_incl - sum of counted children's corr_incl, >= 0.
     ci_formula is overwritten (its memory becomes the wanted values).
 
@@ -238,7 +302,9 @@ def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray):
     up to more than that, they are scaled down to fit, so the exclusive
     time is 0 and nothing above changes. The roots' figures thus equal the
     per-call formula (and the corrected root samples); the ns taken from the
-    children is the clamp amount. Parents first: they have lower rows."""
+    children is the clamp amount, less the switch work taken out of the path
+    (switch_ns): a switch frame's children are the scheduler's work, taken out
+    with it, not a clamp. Parents first: they have lower rows."""
     parent = p.col("parent")
     pseudo = pseudo_roots(p)
     clamp_ns = np.where(pseudo, 0.0, np.maximum(-ci_formula, 0.0))  # leaves below 0
@@ -254,7 +320,10 @@ def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray):
         ci[r_c] = want[r_c] * scale[parent[r_c]]
         over = (kid_want[rows] > ci[rows]) & (kid_want[rows] > 0)
         scale[rows] = np.where(over, ci[rows] / np.where(over, kid_want[rows], 1.0), 1.0)
-        clamp_ns[rows] += np.where(over, kid_want[rows] - ci[rows], 0.0)
+        excess = kid_want[rows] - ci[rows]
+        if switch_ns is not None:
+            excess -= np.maximum(switch_ns[rows], 0.0)
+        clamp_ns[rows] += np.where(over, np.maximum(excess, 0.0), 0.0)
     del want, kid_want, scale
     kids = np.bincount(parent[has_parent], weights=ci[has_parent], minlength=p.nrows)
     cx = ci - kids  # in place from here: no whole-tree temporaries
@@ -310,15 +379,18 @@ def summary(p: Profile) -> Optional[dict]:
     if c is None or c.overhead is None:
         return None
     # totals over the top of each tree (nested paths are inside them)
-    parent = p.col("parent")
-    top = (parent < 0) | pseudo_roots(p)[np.maximum(parent, 0)]
-    top &= ~pseudo_roots(p)
+    top = _tops(p)
+    sched = {}
+    if c.sched_removed is not None:
+        sched = {"switch_work_removed_ns": round(float(c.sched_removed[top].sum()), 1),
+                 "switches": sample_switches(p)}
     return {
         "irqs": c.irqs, "offcpu": c.offcpu,
         "clean_calls": int(c.calls.sum()), "gap_calls": int(p.counters.get("gap_calls", 0)),
         "overhead_removed_ns": round(float(c.overhead[top].sum()), 1),
         "irq_removed_ns": round(float(c.irq_removed[top].sum()), 1),
         "offcpu_removed_ns": round(float(c.offcpu_removed[top].sum()), 1),
+        **sched,
         "clamped_paths": int(c.clamped.sum()), "clamped_ns": round(float(c.clamp_ns.sum()), 1),
         "clamped_root_calls": int(c.sample_clamped),
         "unreliable_paths": int(c.unreliable.sum()),

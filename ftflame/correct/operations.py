@@ -224,11 +224,15 @@ def call_tree(tree: np.ndarray, cal, irqs: str, offcpu_removed: bool, root_corr:
     o_out = float(cal.o_out_ns) if cal is not None else 0.0
     off = t[:, _C["offcpu"]].astype(np.float64) if offcpu_removed else np.zeros(n)
     desc = t[:, _C["desc"]].astype(np.float64)
+    inside_sw = np.zeros(n, bool)
+    if offcpu_removed and t[:, _C["sched"]].any():
+        off, desc, inside_sw = _switch_work_per_call(t, par, incl, off, desc, o_in, o_out)
     if irqs == "exclude":
         task = incl - off - t[:, _C["irq"]] - o_in - desc * (o_in + o_out) - t[:, _C["irq_roots"]] * o_out
     else:
         task = incl - off - o_in - desc * (o_in + o_out)
     ci = np.maximum(np.where(is_irq, incl - off - o_in - desc * (o_in + o_out), task), 0.0)
+    ci[inside_sw] = 0.0  # the scheduler's work, taken out with its switch frame's
     if n:
         ci[0] = root_corr
     if np.isnan(root_corr):  # a gap root call: none of its calls has a corrected figure
@@ -242,6 +246,25 @@ def call_tree(tree: np.ndarray, cal, irqs: str, offcpu_removed: bool, root_corr:
             "corr_excl": cx, "irq": t[:, _C["irq"]], "offcpu": t[:, _C["offcpu"]],
             "flags": t[:, _C["flags"]], "calltime": t[:, _C["calltime"]], "cpu": t[:, _C["cpu"]],
             "gap": (t[:, _C["flags"]] & CALL_GAP) != 0, "is_irq": is_irq}
+
+
+def _switch_work_per_call(t, par, incl, off, desc, o_in: float, o_out: float):
+    """The per-call model's share of corrections.switch_work: (off-CPU time
+    plus switch work, the descendants charged a hook cost, the calls inside
+    a switch frame). A switch frame's switch work is all its on-CPU time;
+    the calls under it are the scheduler's work, taken out with it."""
+    sched = t[:, _C["sched"]].astype(np.float64)
+    on_cpu = np.maximum(incl - t[:, _C["offcpu"]] - t[:, _C["irq"]], 0)
+    is_sw = (sched > 0) & (sched == on_cpu)
+    inside = np.zeros(len(par), bool)
+    has = par >= 0
+    while True:  # one vectorised step per level of calls below a switch frame
+        nxt = has & (is_sw | inside)[np.maximum(par, 0)]
+        if (nxt == inside).all():
+            break
+        inside = nxt
+    gone = off + sched - t[:, _C["sched_calls"]] * o_in - t[:, _C["sched_outs"]] * o_out
+    return gone, desc - t[:, _C["offcpu_calls"]], inside
 
 
 def dominant_path(calls: dict) -> list:

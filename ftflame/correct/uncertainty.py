@@ -3,7 +3,8 @@
 
 A corrected inclusive sum is linear in the hook costs: a call path's clean
 calls, D recorded descendants and R interrupt subtrees take out
-calls*O_in + D*(O_in + O_out) + R*O_out. Each cost has a 95% interval in
+calls*O_in + D*(O_in + O_out) + R*O_out (less what the switch work and the
+calls recorded while switched out give back: they go with the off-CPU time). Each cost has a 95% interval in
 calibration.json (bootstrap over the calibration's calls); its half-width,
 times what it multiplies, summed, is the half-width of the corrected sum's
 interval (added, not in quadrature: the three estimates share their samples,
@@ -57,9 +58,25 @@ def root_half_widths(p: Profile) -> Optional[np.ndarray]:
         return None
     h_in, h_sum, h_out = hw
     desc = p.scol("desc").astype(np.float64)
+    ones = np.ones(len(desc))
+    ones, desc = _less_switch_hooks(c, ones, desc, *(p.scol(k) for k in ("sched_calls", "sched_outs", "offcpu_calls")))
     if c.irqs == "include":
-        return h_in + (desc + p.scol("irq_calls")) * h_sum
-    return h_in + desc * h_sum + p.scol("irq_roots") * h_out
+        return np.abs(ones) * h_in + (desc + p.scol("irq_calls")) * h_sum
+    return np.abs(ones) * h_in + desc * h_sum + p.scol("irq_roots") * h_out
+
+
+def _less_switch_hooks(c, calls, desc, sched_calls, sched_outs, offcpu_calls):
+    """(the calls charged O_in alone, the descendants charged O_in + O_out)
+    once the switch work and the calls recorded while switched out are out
+    with the off-CPU time (corrections.switch_work): the switch work gives
+    back sched_calls x O_in + sched_outs x O_out = sched_outs x (O_in + O_out)
+    + (sched_calls - sched_outs) x O_in, the switched-out calls their O_in + O_out."""
+    from ftflame.correct.corrections import offcpu_state
+
+    if offcpu_state(c) != "removed":
+        return calls, desc
+    sc, so, oc = (np.asarray(x, dtype=np.float64) for x in (sched_calls, sched_outs, offcpu_calls))
+    return calls - (sc - so), desc - so - oc
 
 
 # ---- every corrected figure's interval, computed once beside the Profile ----
@@ -79,7 +96,9 @@ def node_half_widths(p: Profile) -> Optional[np.ndarray]:
         return None
     h_in, h_sum, h_out = hw
     calls, desc = clean(p, "calls"), clean(p, "desc")
-    own = calls * h_in + desc * h_sum
+    calls, desc = _less_switch_hooks(c, calls, desc, *(clean(p, k) for k in ("sched_calls", "sched_outs",
+                                                                             "offcpu_calls")))
+    own = np.abs(calls) * h_in + desc * h_sum
     if c.irqs == "exclude":
         task = own + irq_roots_inside(p) * h_out
     else:

@@ -26,7 +26,8 @@ import numpy as np
 # Column layout of the node and sample tables exported by the C core
 # (parse/core/module.c), which writes them by position: check_core_columns
 # compares these names with the ones the core exports.
-SUM_FIELDS = ("calls", "incl", "excl", "desc", "nchild", "irq", "irq_calls", "offcpu")
+SUM_FIELDS = ("calls", "incl", "excl", "desc", "nchild", "irq", "irq_calls", "offcpu",
+              "sched", "sched_calls", "sched_outs", "offcpu_calls")
 NODE_COLUMNS = (
     ("parent", "func", "flags")
     + SUM_FIELDS
@@ -42,14 +43,19 @@ NODE_COLUMNS = (
 # 32-bit counts may well pass 2^31). 8 MB less for 125k call paths.
 NODE_NARROW = frozenset(("parent", "func", "flags", "calls", "desc", "nchild", "irq_calls", "gap_calls",
                          "gap_desc", "gap_nchild", "gap_irq_calls", "migrated", "open_end", "unterminated",
+                         "sched_calls", "sched_outs", "gap_sched_calls", "gap_sched_outs", "offcpu_calls",
+                         "gap_offcpu_calls",
                          "irq_early", "depth"))
 # Node columns mostly zero on real traces (interrupts, off-CPU time,
 # anomalies): kept sparse when that is smaller (NodeTable).
 NODE_SPARSE = frozenset(("irq", "irq_calls", "offcpu", "gap_irq", "gap_irq_calls", "gap_offcpu", "migrated",
+                         "sched", "sched_calls", "sched_outs", "gap_sched", "gap_sched_calls", "gap_sched_outs",
+                         "offcpu_calls", "gap_offcpu_calls",
                          "open_end", "unterminated", "unowned_child_incl", "irq_early"))
 NODE_DTYPES = tuple(np.dtype("<i4") if c in NODE_NARROW else np.dtype("<i8") for c in NODE_COLUMNS)
 SAMPLE_COLUMNS = ("node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu",
-                  "irq_calls", "irq_roots", "leaf_min", "leaves", "op")
+                  "irq_calls", "irq_roots", "leaf_min", "leaves", "op", "sched", "sched_calls", "sched_outs",
+                  "offcpu_calls", "switches")
 # The calls of a kept slowest root call (parse/core/calls.c), entry order:
 # they cross from the core as 20-byte records of these 32-bit fields
 # (ftf_rec) and, for the figures a record does not hold, extras (record,
@@ -57,8 +63,10 @@ SAMPLE_COLUMNS = ("node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq
 # CALL_COLUMNS (ftflame/correct/operations.py, call_columns) only for the
 # trees an output prints.
 CALL_RECORD = ("func", "parent", "start", "dur", "desc_flags")
-CALL_EXTRAS = ("start", "dur", "desc", "irq", "offcpu", "irq_roots", "cpu")
-CALL_COLUMNS = ("func", "parent", "flags", "cpu", "calltime", "dur", "desc", "irq", "offcpu", "irq_roots")
+CALL_EXTRAS = ("start", "dur", "desc", "irq", "offcpu", "irq_roots", "cpu", "sched", "sched_calls", "sched_outs",
+               "offcpu_calls")
+CALL_COLUMNS = ("func", "parent", "flags", "cpu", "calltime", "dur", "desc", "irq", "offcpu", "irq_roots",
+                "sched", "sched_calls", "sched_outs", "offcpu_calls")
 # A root call with more calls (or more extras) keeps no tree: it stays among
 # the slowest with its figures, counted (counter slowest_without_tree) and
 # shown (parse/core/builder.h, FTF_TREE_MAX_RECS; the core's TREE_MAX_CALLS).
@@ -409,6 +417,10 @@ class Corrected:
     sample_clamped: int = 0
     irqs: str = "exclude"  # irq subtrees left out of the interrupted calls, or "include"
     offcpu: str = "removed"  # or "kept: ..." (nosleep-time), "unknown: ..." (no sched_switch)
+    # Per node: the scheduler's work around the switches inside the clean
+    # calls (the switch frames' on-CPU time less their hook cost), taken out
+    # with the off-CPU time (docs/overhead.md "Switch work"); None: none.
+    sched_removed: Optional[np.ndarray] = None
 
 
 def missing_entries_unmarked(counters: Mapping[str, int]) -> str:

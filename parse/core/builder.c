@@ -275,6 +275,35 @@ int ftf_func_name_is_irq_entry(const char *name)
 	return 0;
 }
 
+/* The scheduler's entry points, which call __schedule() (untraced): a task
+ * switched back in with one of them on top was switched out inside it, and
+ * its traced work around the switch is switch work. On the nfsd fixtures
+ * the frame is __cond_resched() (6.1 and 6.12); schedule() where a task
+ * sleeps. Any other function on top (a root-only trace's root, a graph cut
+ * by depth) holds work of its own besides the scheduler's: no switch frame. */
+static const char *const sched_exact[] = {
+	"schedule", "__schedule", "__cond_resched", "_cond_resched", "schedule_idle", "yield",
+	"do_sched_yield", "io_schedule", "schedule_preempt_disabled", "schedule_rtlock",
+};
+static const char *const sched_prefix[] = { "preempt_schedule" };
+
+int ftf_func_name_is_sched_entry(const char *name)
+{
+	for (size_t i = 0; i < sizeof(sched_exact) / sizeof(sched_exact[0]); i++)
+		if (!strcmp(name, sched_exact[i]))
+			return 1;
+	for (size_t i = 0; i < sizeof(sched_prefix) / sizeof(sched_prefix[0]); i++)
+		if (!strncmp(name, sched_prefix[i], strlen(sched_prefix[i])))
+			return 1;
+	return 0;
+}
+
+/* 1: none of the two, 2: an irq entry function, 3: a scheduler entry. */
+static uint8_t func_class_of(const char *name)
+{
+	return ftf_func_name_is_irq_entry(name) ? 2 : ftf_func_name_is_sched_entry(name) ? 3 : 1;
+}
+
 static int func_is_irq_entry(ftf_builder *b, uint32_t func)
 {
 	if (func >= b->nfunc_irq) {
@@ -285,13 +314,19 @@ static int func_is_irq_entry(ftf_builder *b, uint32_t func)
 			return 0;
 		}
 		for (uint32_t i = b->nfunc_irq; i < n; i++)
-			a[i] = i < b->funcs.n ? 1 + ftf_func_name_is_irq_entry(b->funcs.names[i]) : 0;
+			a[i] = i < b->funcs.n ? func_class_of(b->funcs.names[i]) : 0;
 		b->func_irq = a;
 		b->nfunc_irq = n;
 	}
 	if (!b->func_irq[func] && func < b->funcs.n)
-		b->func_irq[func] = 1 + ftf_func_name_is_irq_entry(b->funcs.names[func]);
+		b->func_irq[func] = func_class_of(b->funcs.names[func]);
 	return b->func_irq[func] == 2;
+}
+
+static int func_is_sched_entry(ftf_builder *b, uint32_t func)
+{
+	func_is_irq_entry(b, func); /* classifies it */
+	return func < b->nfunc_irq && b->func_irq[func] == 3;
 }
 
 /* ---- tasks ------------------------------------------------------------- */
@@ -310,10 +345,13 @@ typedef struct {
 	uint64_t calls_at;    /* task counters when the frame was pushed */
 	uint64_t irq_calls_at;
 	uint64_t irq_at, off_at;
+	ftf_schedw sched_at;  /* the task's switch work when the frame was pushed */
+	uint64_t switch_ins_at;
 	uint64_t nchild;
 	int32_t cpu;
 	uint8_t irq; /* frame runs in irq context */
 	uint8_t gap; /* frame spans something that makes its sums incomplete */
+	uint8_t sw;  /* the task was switched back in with this frame on top: a switch frame */
 	uint32_t lparent; /* stack index of the frame this call belongs to */
 	uint8_t early;    /* irq root that hit the push window of a child not yet entered */
 	/* the children completed last were irq subtrees (one interrupt often
@@ -342,6 +380,8 @@ struct ftf_task {
 	uint64_t irq_calls; /* ...of which in irq context */
 	uint64_t irq_ns;    /* time of completed irq subtrees under task frames */
 	uint64_t off_ns;    /* time switched out while frames were open */
+	ftf_schedw sched;   /* switch work of completed switch frames (running totals) */
+	uint64_t switch_ins; /* switch-ins with a scheduler frame on top (switch frames) */
 	uint64_t out_ts;
 	uint64_t overrun;
 	uint8_t switched_out, have_overrun;
@@ -602,8 +642,12 @@ static uint32_t partial_root(ftf_builder *b)
 }
 
 static void sums_add(ftf_sums *s, uint64_t dur, int64_t excl, uint64_t desc, uint64_t nchild,
-		     uint64_t irq, uint64_t irq_calls, uint64_t off)
+		     uint64_t irq, uint64_t irq_calls, uint64_t off, const ftf_schedw *sw)
 {
+	s->sched += sw->ns;
+	s->sched_calls = ftf_count_add(s->sched_calls, sw->calls);
+	s->sched_outs = ftf_count_add(s->sched_outs, sw->outs);
+	s->offcpu_calls = ftf_count_add(s->offcpu_calls, sw->offcpu_calls);
 	s->calls = ftf_count_add(s->calls, 1);
 	s->incl += dur;
 	s->excl += excl;
@@ -635,6 +679,10 @@ static void sums_merge(ftf_sums *d, const ftf_sums *s)
 	d->irq += s->irq;
 	d->irq_calls = ftf_count_add(d->irq_calls, s->irq_calls);
 	d->offcpu += s->offcpu;
+	d->sched += s->sched;
+	d->sched_calls = ftf_count_add(d->sched_calls, s->sched_calls);
+	d->sched_outs = ftf_count_add(d->sched_outs, s->sched_outs);
+	d->offcpu_calls = ftf_count_add(d->offcpu_calls, s->offcpu_calls);
 }
 
 static int journal_grow(ftf_task *t)
@@ -702,21 +750,26 @@ static void journal_end(ftf_builder *b, ftf_task *t, int gap)
 }
 
 static void node_add(ftf_builder *b, uint32_t idx, int gap, uint64_t dur, int64_t excl,
-		     uint64_t desc, uint64_t nchild, uint64_t irq, uint64_t irq_calls, uint64_t off)
+		     uint64_t desc, uint64_t nchild, uint64_t irq, uint64_t irq_calls, uint64_t off,
+		     const ftf_schedw *sw)
 {
 	if (idx == FTF_NONE)
 		return;
 	ftf_task *t = b->cur_task;
 	/* the root already spans a gap: the whole tree is left out */
 	int tree_gap = !gap && t && t->n && t->stack[0].gap;
-	if (irq || irq_calls || off || gap || tree_gap) {
+	if (irq || irq_calls || off || sw->ns || sw->calls || sw->offcpu_calls || gap || tree_gap) {
 		ftf_node_more *m = node_more(b, idx);
 		if (m) {
 			m->irq += irq;
 			m->irq_calls = ftf_count_add(m->irq_calls, irq_calls);
 			m->offcpu += off;
+			m->sched += sw->ns;
+			m->sched_calls = ftf_count_add(m->sched_calls, sw->calls);
+			m->sched_outs = ftf_count_add(m->sched_outs, sw->outs);
+			m->offcpu_calls = ftf_count_add(m->offcpu_calls, sw->offcpu_calls);
 			if (gap || tree_gap)
-				sums_add(&m->gap, dur, excl, desc, nchild, irq, irq_calls, off);
+				sums_add(&m->gap, dur, excl, desc, nchild, irq, irq_calls, off, sw);
 		}
 		if (gap || tree_gap)
 			b->c.gap_calls++;
@@ -731,7 +784,7 @@ static void node_add(ftf_builder *b, uint32_t idx, int gap, uint64_t dur, int64_
 	n->nchild = ftf_count_add(n->nchild, nchild);
 	if (!gap && !tree_gap && t && t->n) {
 		ftf_sums one = { 0 };
-		sums_add(&one, dur, excl, desc, nchild, irq, irq_calls, off);
+		sums_add(&one, dur, excl, desc, nchild, irq, irq_calls, off, sw);
 		journal_add(b, t, idx, &one);
 	}
 	if (t && !t->n && t->jn)
@@ -939,6 +992,11 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	f->irq_calls_at = t->irq_calls;
 	f->irq_at = t->irq_ns;
 	f->off_at = t->off_ns;
+	if (t->switched_out && !in_irq)
+		t->sched.offcpu_calls++; /* the tail of __schedule(), inside the off-CPU time: its callers' */
+	f->sched_at = t->sched;
+	f->switch_ins_at = t->switch_ins;
+	f->sw = 0;
 	f->nchild = 0;
 	f->cpu = ev->cpu;
 	f->irq = in_irq;
@@ -1035,6 +1093,26 @@ static void irq_into_call(ftf_builder *b, ftf_frame *pf, ftf_frame *f, uint64_t 
 	node_unowned_add(b, f->node, -(int64_t)dur);
 }
 
+/* A switch frame (the task was switched back in with it on top: the
+ * scheduler's frame open across the switch, __cond_resched() or schedule())
+ * completed: all its on-CPU time, its duration less its off-CPU and
+ * interrupt time, is switch work, with its descendants (the scheduler's
+ * traced work before and after the switch) and its irq subtrees for the
+ * hook costs. Set, not added: a switch frame nested in it (a second switch)
+ * is inside this one's time, and counts once. In irq context no frame is a
+ * switch frame: the interrupt subtree leaves the interrupted call whole. */
+static void sched_frame_done(ftf_task *t, const ftf_frame *f, uint64_t dur, uint64_t desc, uint64_t irq,
+			     uint64_t off)
+{
+	uint64_t out = off + irq;
+	/* the calls recorded while switched out are in off: not the scheduler's on-CPU work */
+	uint64_t tail = t->sched.offcpu_calls - f->sched_at.offcpu_calls;
+	uint64_t on = desc > tail ? desc - tail : 0; /* a tail call whose exit was lost is in no desc */
+	t->sched.ns = f->sched_at.ns + (dur > out ? dur - out : 0);
+	t->sched.calls = f->sched_at.calls + 1 + on;
+	t->sched.outs = f->sched_at.outs + on + (t->irq_roots - f->irq_roots_at);
+}
+
 /* Pop the top frame as a completed call of duration dur. */
 static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu, uint64_t calltime)
 {
@@ -1077,9 +1155,13 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 	uint64_t irq_calls = f.irq ? 0 : dirq_calls;
 	uint64_t irq = t->irq_ns - f.irq_at;
 	uint64_t off = t->off_ns - f.off_at;
+	if (f.sw && !f.irq)
+		sched_frame_done(t, &f, dur, desc, irq, off);
+	ftf_schedw sw = { t->sched.ns - f.sched_at.ns, t->sched.calls - f.sched_at.calls,
+			  t->sched.outs - f.sched_at.outs, t->sched.offcpu_calls - f.sched_at.offcpu_calls };
 	int64_t excl = (int64_t)dur - (int64_t)f.child_incl;
 	ftf_calls_exit(b, &t->tc, f.rec, f.gap, f.irq, cpu, calltime, dur, desc, irq, off,
-		       t->irq_roots - f.irq_roots_at);
+		       t->irq_roots - f.irq_roots_at, &sw);
 
 	t->calls++;
 	if (f.irq)
@@ -1123,8 +1205,10 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 		}
 	}
 	if (f.irq && (!parent || !parent->irq)) {
-		/* an irq subtree ends: its whole time is irq time for the frames below */
-		t->irq_ns += dur;
+		/* an irq subtree ends: its time is irq time for the frames below,
+		 * but for what it spent switched out, which they take out as
+		 * off-CPU time already (not twice) */
+		t->irq_ns += dur > off ? dur - off : 0;
 		b->c.irq_roots++;
 		t->irq_roots++;
 	}
@@ -1134,7 +1218,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 		if (m)
 			m->migrated = ftf_count_add(m->migrated, 1);
 	}
-	node_add(b, f.node, f.gap, dur, excl, desc, f.nchild, irq, irq_calls, off);
+	node_add(b, f.node, f.gap, dur, excl, desc, f.nchild, irq, irq_calls, off, &sw);
 	if (parent && !f.irq && dcalls == 0) {
 		t->root_leaves++;
 		if (dur < t->root_leaf_min)
@@ -1151,6 +1235,9 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 			.leaf_min = t->root_leaf_min == UINT64_MAX ? 0 : t->root_leaf_min,
 			.leaves = t->root_leaves,
 			.op = ftf_calls_root_op(b, &t->tc),
+			.sched = sw.ns, .sched_calls = sw.calls, .sched_outs = sw.outs,
+			.offcpu_calls = sw.offcpu_calls,
+			.switches = t->switch_ins - f.switch_ins_at,
 		};
 		uint64_t before = b->nsamples;
 		add_sample(b, &s);
@@ -1255,7 +1342,8 @@ static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	if (t->n)
 		t->stack[t->n - 1].gap = 1;
 	t->calls++;
-	node_add(b, node, 1, dur, (int64_t)dur, 0, 0, 0, 0, 0);
+	static const ftf_schedw none = { 0 };
+	node_add(b, node, 1, dur, (int64_t)dur, 0, 0, 0, 0, 0, &none);
 }
 
 static void on_lost(ftf_builder *b, const ftf_event *ev)
@@ -1298,8 +1386,16 @@ static void on_switch(ftf_builder *b, const ftf_event *ev)
 	if (ev->next_pid != 0) {
 		ftf_task *next = task_find(b, task_key(ev->next_pid, ev->cpu), 0);
 		if (next && next->switched_out) {
-			if (ev->ts >= next->out_ts)
+			if (ev->ts >= next->out_ts) {
 				next->off_ns += ev->ts - next->out_ts;
+				/* the scheduler's frame open across the switch: its work
+				 * around the switch is the scheduler's */
+				ftf_frame *top = next->n ? &next->stack[next->n - 1] : NULL;
+				if (top && !top->irq && func_is_sched_entry(b, top->func)) {
+					top->sw = 1;
+					next->switch_ins++;
+				}
+			}
 			next->switched_out = 0;
 		}
 	}

@@ -63,6 +63,7 @@ void ftf_funcs_init(ftf_funcs *f);
 void ftf_funcs_free(ftf_funcs *f);
 uint32_t ftf_funcs_intern(ftf_funcs *f, const char *name, size_t len);
 int ftf_func_name_is_irq_entry(const char *name);
+int ftf_func_name_is_sched_entry(const char *name);
 
 /* ---- histogram: log2 buckets with 16 linear sub-buckets -----------------
  * Values 0..15 ns have exact buckets; above, each power of two is split in
@@ -149,6 +150,20 @@ typedef struct {
 	uint32_t desc;   /* sum of recorded descendants D (irq subtrees excluded) */
 	uint32_t nchild; /* sum of direct children n (irq subtrees excluded) */
 	uint32_t irq_calls; /* sum of calls recorded inside those irq subtrees */
+	/* Switch work: the on-CPU time (inclusive, less its own off-CPU and
+	 * interrupt time) of the task-context frames a switched-out task came
+	 * back in (the scheduler's frame open across the switch: __cond_resched,
+	 * schedule...), inside the call; charged like offcpu to the frame and
+	 * every frame open around it. The calls the correction charges O_in
+	 * (those frames and their descendants) and O_out (their descendants and
+	 * irq subtrees) for, so its hook cost is taken out of it once. */
+	uint64_t sched;
+	uint32_t sched_calls, sched_outs;
+	/* Calls the task recorded while switched out (after its sched_switch
+	 * event, before its switch-in: the tail of __schedule(), such as
+	 * switch_mm_irqs_off()) inside the call, not in sched_calls/outs: their
+	 * time and hook cost are inside the off-CPU time. */
+	uint32_t offcpu_calls;
 } ftf_sums;
 
 enum ftf_node_flags {
@@ -196,6 +211,8 @@ typedef struct {
 			  * or never completes (see the root journal in builder.c) */
 	uint64_t irq, offcpu;   /* of every completed call (ftf_sums.irq, .offcpu) */
 	uint32_t irq_calls;     /* (ftf_sums.irq_calls) */
+	uint64_t sched;         /* (ftf_sums.sched, .sched_calls, .sched_outs, .offcpu_calls) */
+	uint32_t sched_calls, sched_outs, offcpu_calls;
 	uint32_t migrated;      /* calls that ended on another CPU than they began */
 	uint32_t open_end;      /* entries still open when the trace ended */
 	uint32_t unterminated;  /* entries whose exit never came (lost) */
@@ -235,6 +252,10 @@ typedef struct {
 	                     * call's hook-cost level (docs/overhead.md "hook level") */
 	uint64_t leaves;    /* task-context leaf descendants (no recorded children) */
 	int32_t op;         /* operation id (ftf_builder.ops, calls.c), FTF_OP_NONE */
+	uint64_t sched;     /* switch work inside the call (ftf_sums.sched), ns */
+	uint64_t sched_calls, sched_outs; /* its hook counts (ftf_sums) */
+	uint64_t offcpu_calls; /* (ftf_sums.offcpu_calls) */
+	uint64_t switches;  /* switch-ins inside the call with a scheduler frame on top */
 } ftf_sample;
 
 enum ftf_sample_flags {
@@ -331,6 +352,10 @@ enum ftf_rec_extra_field {
 	FTF_EX_OFFCPU,
 	FTF_EX_IRQ_ROOTS,
 	FTF_EX_CPU,       /* where the call ended (int32) */
+	FTF_EX_SCHED,     /* switch work inside the call (ftf_sums.sched) */
+	FTF_EX_SCHED_CALLS,
+	FTF_EX_SCHED_OUTS,
+	FTF_EX_OFFCPU_CALLS,
 	FTF_EX_FIELDS
 };
 
@@ -438,6 +463,10 @@ static inline ftf_sums ftf_node_all(const ftf_builder *b, const ftf_node *n)
 		s.irq = m->irq;
 		s.offcpu = m->offcpu;
 		s.irq_calls = m->irq_calls;
+		s.sched = m->sched;
+		s.sched_calls = m->sched_calls;
+		s.sched_outs = m->sched_outs;
+		s.offcpu_calls = m->offcpu_calls;
 	}
 	return s;
 }
@@ -446,9 +475,14 @@ static inline ftf_sums ftf_node_all(const ftf_builder *b, const ftf_node *n)
 void ftf_calls_root_start(ftf_builder *b, ftf_task_calls *tc);
 uint32_t ftf_calls_entry(ftf_builder *b, ftf_task_calls *tc, uint32_t func, uint32_t stack_idx,
 			 uint32_t lparent, uint32_t parent_rec, int in_irq);
+/* A completed call's switch work (ftf_sums.sched, .sched_calls, .sched_outs, .offcpu_calls). */
+typedef struct {
+	uint64_t ns, calls, outs;
+	uint64_t offcpu_calls; /* calls recorded while switched out (ftf_sums.offcpu_calls) */
+} ftf_schedw;
 void ftf_calls_exit(ftf_builder *b, ftf_task_calls *tc, uint32_t rec, int gap, int irq, int32_t cpu,
 		    uint64_t calltime, uint64_t dur, uint64_t desc, uint64_t irq_ns, uint64_t off,
-		    uint64_t irq_roots);
+		    uint64_t irq_roots, const ftf_schedw *sw);
 int32_t ftf_calls_root_op(ftf_builder *b, ftf_task_calls *tc);
 void ftf_calls_root_end(ftf_builder *b, ftf_task_calls *tc, uint64_t sample);
 void ftf_calls_free(ftf_builder *b);

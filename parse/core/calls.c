@@ -299,7 +299,7 @@ static void extra_add(ftf_builder *b, ftf_task_calls *tc, uint32_t rec, uint32_t
 
 void ftf_calls_exit(ftf_builder *b, ftf_task_calls *tc, uint32_t rec, int gap, int irq, int32_t cpu,
 		    uint64_t calltime, uint64_t dur, uint64_t desc, uint64_t irq_ns, uint64_t off,
-		    uint64_t irq_roots)
+		    uint64_t irq_roots, const ftf_schedw *sw)
 {
 	if (rec >= tc->nrecs || tc->recs_cut)
 		return;
@@ -332,6 +332,15 @@ void ftf_calls_exit(ftf_builder *b, ftf_task_calls *tc, uint32_t rec, int gap, i
 		extra_add(b, tc, rec, FTF_EX_IRQ_ROOTS, irq_roots);
 	if (cpu != tc->cpu)
 		extra_add(b, tc, rec, FTF_EX_CPU, (uint64_t)(uint32_t)cpu);
+	/* switch work: only around a switch, rare like off-CPU time */
+	if (sw->ns)
+		extra_add(b, tc, rec, FTF_EX_SCHED, sw->ns);
+	if (sw->calls)
+		extra_add(b, tc, rec, FTF_EX_SCHED_CALLS, sw->calls);
+	if (sw->outs)
+		extra_add(b, tc, rec, FTF_EX_SCHED_OUTS, sw->outs);
+	if (sw->offcpu_calls)
+		extra_add(b, tc, rec, FTF_EX_OFFCPU_CALLS, sw->offcpu_calls);
 }
 
 /* "PUTFH" from "nfsd4_putfh": the function name past `skip` bytes, upper case */

@@ -38,7 +38,7 @@ static void give_back_freed_memory(void)
  * Their names, in column order, are exported as NODE_COLUMNS and
  * SAMPLE_COLUMNS (the node columns' dtypes as NODE_DTYPES); ftflame/model/profile.py names the columns the same way and
  * checks both against these when ftflame.parse.reading is imported. */
-#define SUM_COLS 8 /* the ftf_sums fields, in sums_put's order */
+#define SUM_COLS 12 /* the ftf_sums fields, in sums_put's order */
 enum {
 	COL_PARENT, COL_FUNC, COL_FLAGS,
 	COL_SUMS,                      /* over all completed calls */
@@ -48,7 +48,8 @@ enum {
 	NODE_COLS
 };
 #define SUM_NAMES(prefix) prefix "calls", prefix "incl", prefix "excl", prefix "desc", prefix "nchild", \
-	prefix "irq", prefix "irq_calls", prefix "offcpu"
+	prefix "irq", prefix "irq_calls", prefix "offcpu", prefix "sched", prefix "sched_calls", prefix "sched_outs", \
+	prefix "offcpu_calls"
 static const char *const node_columns[] = {
 	"parent", "func", "flags", SUM_NAMES(""), SUM_NAMES("gap_"),
 	"incl_min", "incl_max", "excl_min", "excl_max",
@@ -63,9 +64,11 @@ _Static_assert(sizeof(node_columns) / sizeof(node_columns[0]) == NODE_COLS, "a n
 static const unsigned char node_width[NODE_COLS] = {
 	[COL_PARENT] = 4, [COL_FUNC] = 4, [COL_FLAGS] = 4,
 	[COL_SUMS + 0] = 4, [COL_SUMS + 1] = 8, [COL_SUMS + 2] = 8, [COL_SUMS + 3] = 4, [COL_SUMS + 4] = 4,
-	[COL_SUMS + 5] = 8, [COL_SUMS + 6] = 4, [COL_SUMS + 7] = 8,
+	[COL_SUMS + 5] = 8, [COL_SUMS + 6] = 4, [COL_SUMS + 7] = 8, [COL_SUMS + 8] = 8, [COL_SUMS + 9] = 4,
+	[COL_SUMS + 10] = 4, [COL_SUMS + 11] = 4,
 	[COL_GAP_SUMS + 0] = 4, [COL_GAP_SUMS + 1] = 8, [COL_GAP_SUMS + 2] = 8, [COL_GAP_SUMS + 3] = 4,
 	[COL_GAP_SUMS + 4] = 4, [COL_GAP_SUMS + 5] = 8, [COL_GAP_SUMS + 6] = 4, [COL_GAP_SUMS + 7] = 8,
+	[COL_GAP_SUMS + 8] = 8, [COL_GAP_SUMS + 9] = 4, [COL_GAP_SUMS + 10] = 4, [COL_GAP_SUMS + 11] = 4,
 	[COL_INCL_MIN] = 8, [COL_INCL_MAX] = 8, [COL_EXCL_MIN] = 8, [COL_EXCL_MAX] = 8,
 	[COL_MIGRATED] = 4, [COL_OPEN_END] = 4, [COL_UNTERMINATED] = 4, [COL_UNOWNED_CHILD_INCL] = 8,
 	[COL_IRQ_EARLY] = 4, [COL_DEPTH] = 4,
@@ -78,11 +81,12 @@ static int64_t narrow_max = INT32_MAX;
 enum {
 	SCOL_NODE, SCOL_PID, SCOL_CPU, SCOL_FLAGS, SCOL_CALLTIME, SCOL_DUR, SCOL_DESC, SCOL_IRQ,
 	SCOL_OFFCPU, SCOL_IRQ_CALLS, SCOL_IRQ_ROOTS, SCOL_LEAF_MIN, SCOL_LEAVES, SCOL_OP,
+	SCOL_SCHED, SCOL_SCHED_CALLS, SCOL_SCHED_OUTS, SCOL_OFFCPU_CALLS, SCOL_SWITCHES,
 	SAMPLE_COLS
 };
 static const char *const sample_columns[] = {
 	"node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu", "irq_calls", "irq_roots",
-	"leaf_min", "leaves", "op",
+	"leaf_min", "leaves", "op", "sched", "sched_calls", "sched_outs", "offcpu_calls", "switches",
 };
 _Static_assert(sizeof(sample_columns) / sizeof(sample_columns[0]) == SAMPLE_COLS, "a name per sample column");
 
@@ -92,7 +96,8 @@ _Static_assert(sizeof(sample_columns) / sizeof(sample_columns[0]) == SAMPLE_COLS
  * name these figures). */
 static const char *const rec_fields[] = { "func", "parent", "start", "dur", "desc_flags" };
 _Static_assert(sizeof(rec_fields) / sizeof(rec_fields[0]) * 4 == sizeof(ftf_rec), "a name per record field");
-static const char *const rec_extra_fields[] = { "start", "dur", "desc", "irq", "offcpu", "irq_roots", "cpu" };
+static const char *const rec_extra_fields[] = { "start", "dur", "desc", "irq", "offcpu", "irq_roots", "cpu",
+						 "sched", "sched_calls", "sched_outs", "offcpu_calls" };
 _Static_assert(sizeof(rec_extra_fields) / sizeof(rec_extra_fields[0]) == FTF_EX_FIELDS, "a name per extra field");
 _Static_assert(sizeof(ftf_rec_extra) == 16, "extras cross as 16-byte rows");
 
@@ -106,6 +111,10 @@ static void sums_put(int64_t *row, const ftf_sums *s)
 	row[5] = (int64_t)s->irq;
 	row[6] = (int64_t)s->irq_calls;
 	row[7] = (int64_t)s->offcpu;
+	row[8] = (int64_t)s->sched;
+	row[9] = (int64_t)s->sched_calls;
+	row[10] = (int64_t)s->sched_outs;
+	row[11] = (int64_t)s->offcpu_calls;
 }
 
 /* A histogram set in CSR form: offsets[n+1], buckets[], counts[]. */
@@ -352,7 +361,9 @@ static void release_pages(char *from, char *to)
  * stays where it is, not copied. */
 static const unsigned char node_sparse[NODE_COLS] = {
 	[COL_SUMS + 5] = 1, [COL_SUMS + 6] = 1, [COL_SUMS + 7] = 1,
+	[COL_SUMS + 8] = 1, [COL_SUMS + 9] = 1, [COL_SUMS + 10] = 1, [COL_SUMS + 11] = 1,
 	[COL_GAP_SUMS + 5] = 1, [COL_GAP_SUMS + 6] = 1, [COL_GAP_SUMS + 7] = 1,
+	[COL_GAP_SUMS + 8] = 1, [COL_GAP_SUMS + 9] = 1, [COL_GAP_SUMS + 10] = 1, [COL_GAP_SUMS + 11] = 1,
 	[COL_MIGRATED] = 1, [COL_OPEN_END] = 1, [COL_UNTERMINATED] = 1, [COL_UNOWNED_CHILD_INCL] = 1,
 	[COL_IRQ_EARLY] = 1,
 };
@@ -512,6 +523,11 @@ static PyObject *samples_table(const ftf_builder *b)
 		sr[SCOL_LEAF_MIN] = (int64_t)s->leaf_min;
 		sr[SCOL_LEAVES] = (int64_t)s->leaves;
 		sr[SCOL_OP] = s->op;
+		sr[SCOL_SCHED] = (int64_t)s->sched;
+		sr[SCOL_SCHED_CALLS] = (int64_t)s->sched_calls;
+		sr[SCOL_SCHED_OUTS] = (int64_t)s->sched_outs;
+		sr[SCOL_OFFCPU_CALLS] = (int64_t)s->offcpu_calls;
+		sr[SCOL_SWITCHES] = (int64_t)s->switches;
 	}
 	return samples;
 }
