@@ -55,6 +55,6 @@ setup(
                   cflags=pkg_config("--cflags"),
                   libs=pkg_config("--libs") + ["-lzstd", "-lz"]),  # -lzstd -lz: the builtin reader
         extension("ftflame.report._rowfmt", os.path.join("report", "native")),
-        extension("ftflame._model", model_native, {"model_module.c", "percentiles.c", "tree_order.c"}),
+        extension("ftflame._model", model_native, {"model_module.c", "hist_group.c", "percentiles.c", "tree_order.c"}),
     ]
 )

@@ -271,12 +271,13 @@ def tree_templates(p: Profile, head: str = "", tail: str = "", chunk: int = 0):
     # what each row writes depends on its own columns, on the next row's
     # depth (the brackets it closes) and on per-column choices made once
     d = depth[pre]
-    del depth  # kept while the rows are written: only what they need
-    closes = np.empty(n, dtype=np.int64)
+    del depth  # kept while the rows are written: only what they need, in 32 bits
+    pre = pre.astype(np.int32)
+    closes = np.empty(n, dtype=np.int32)
     closes[:-1] = np.maximum(d[:-1] - d[1:] + 1, 0)
     closes[-1] = d[-1] + 1
     del d
-    calls_all = p.col("calls")
+    calls_all = p.nodes.stored("calls")  # as stored: no int64 copy
     means_fit = {kind: _means_fit(p.col(kind), calls_all) for kind in ("incl", "excl")}
     del calls_all
     names = [json.dumps(name) for name in p.funcs]
@@ -309,7 +310,7 @@ def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, hea
         return p.col(name, pre)
 
     calls = col("calls")
-    incl_pct, excl_pct = (x[pre] for x in p.node_percentiles)
+    incl_pct, excl_pct = p.node_percentiles_at(pre)
     t = _Template()
     first = np.zeros(n, dtype=np.int64)
     first[0] = first_chunk
@@ -327,7 +328,7 @@ def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, hea
         if corr is not None:
             by_node, unsafe = corr
             tc = _Template()
-            _corr_stats(tc, corrections.node_stats(p, kind, pre, by_node), p.corrected.calls[pre],
+            _corr_stats(tc, corrections.node_stats(p, kind, pre, by_node, pct), p.corrected.calls[pre],
                         unsafe=unsafe[kind])
             parts[kind + "_corr"] = tc.items
         else:

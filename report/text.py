@@ -172,6 +172,30 @@ def _means(sums, calls) -> np.ndarray:
     return np.divide(s, c, out=np.zeros(len(s)), where=c != 0)
 
 
+# Rows of a per-path column taken at a time where a table needs a figure of
+# the whole column (its extremes for fit_decimals): not a whole-tree
+# temporary per column (1.4 MiB each for 178k call paths).
+EXTREMES_CHUNK_ROWS = 16384
+
+
+def _mean_extremes(sums, calls) -> np.ndarray:
+    """The smallest and largest of _means(sums, calls), a chunk at a time:
+    all that fit_decimals reads of the column."""
+    n = len(sums)
+    if not n:
+        return np.zeros(0)
+    parts = [_means(sums[a:a + EXTREMES_CHUNK_ROWS], calls[a:a + EXTREMES_CHUNK_ROWS])
+             for a in range(0, n, EXTREMES_CHUNK_ROWS)]
+    # np.min of the parts' extremes: a NaN stays NaN, as in the whole column
+    return np.array([np.min([m.min() for m in parts]), np.max([m.max() for m in parts])])
+
+
+def _mean_at(sums, calls, r: int) -> float:
+    """_means(sums, calls)[r], the same float (one IEEE division)."""
+    c = calls[r]
+    return float(sums[r]) / float(c) if c != 0 else 0.0
+
+
 def _flag(unreliable, clamped) -> str:
     return "?" if unreliable else ("~" if clamped else " ")
 
@@ -273,14 +297,14 @@ def corrected_call_tree(p: Profile) -> list:
              "",
              f"{'Calls':>7} {'Calls*':>7} {'Avg':>9} {'Avg*':>9} {'Self*':>9}  Function",
              f"{'=' * 7} {'=' * 7} {'=' * 9} {'=' * 9} {'=' * 9}  {'=' * 23}"]
-    # numpy columns indexed per shown row: the walk shows ~100 of 100k paths
-    calls, incl, flags = (p.col(k) for k in ("calls", "incl", "flags"))
+    # numpy columns indexed per shown row: the walk shows ~100 of 100k paths;
+    # the columns as stored and the means per shown row, no whole-tree copies
+    calls, incl, flags = (p.nodes.stored(k) for k in ("calls", "incl", "flags"))
     ci, cx, cc = c.incl, c.excl, c.calls
     unrel = c.unreliable if c.unreliable is not None else np.zeros(p.nrows, dtype=np.int64)
     clamped = c.clamped
     label_w = WIDTH - 48
-    avg, avg_c, self_c = _means(incl, calls), _means(ci, cc), _means(cx, cc)
-    d = _decimals([(avg, 9), (avg_c, 9), (self_c, 9)])
+    d = _decimals([(_mean_extremes(incl, calls), 9), (_mean_extremes(ci, cc), 9), (_mean_extremes(cx, cc), 9)])
 
     irq_start = _irq_starts(p)
     marks = set()
@@ -294,8 +318,8 @@ def corrected_call_tree(p: Profile) -> list:
         label = tree_label(branch, name, label_w - 1, marks, suffix)
         flag = _flag(unrel[r], clamped[r])
         marks.add({"?": "unreliable", "~": "clamped"}.get(flag, ""))
-        return (f"{count(calls[r], 7)} {count(cc[r], 7)} {us(avg[r], 9, d[0])} {us(avg_c[r], 9, d[1])} "
-                f"{us(self_c[r], 9, d[2])} {flag}{label}")
+        return (f"{count(calls[r], 7)} {count(cc[r], 7)} {us(_mean_at(incl, calls, r), 9, d[0])} "
+                f"{us(_mean_at(ci, cc, r), 9, d[1])} {us(_mean_at(cx, cc, r), 9, d[2])} {flag}{label}")
 
     tree = _walk_tree(p, lambda r: (-ci[r], -incl[r], p.name(r)),
                               lambda k, root: ci[k] >= TREE_MIN_FRACTION * ci[root] and ci[k] > 0,
@@ -312,8 +336,8 @@ def _irq_starts(p: Profile) -> np.ndarray:
     """Paths where interrupt context starts (marked [irq]): under a task
     path, or at the bottom of the stack. A function entered in task and in
     irq context is two paths; the mark tells them apart."""
-    irq = (p.col("flags") & NODE_IRQ) != 0
-    parent = p.col("parent")
+    irq = (p.nodes.stored("flags") & NODE_IRQ) != 0  # as stored: no int64 copies
+    parent = p.nodes.stored("parent")
     return irq & ((parent < 0) | ~irq[np.maximum(parent, 0)])
 
 

@@ -135,16 +135,48 @@ def test_python_fallback_columns(monkeypatch):
 
 
 @pytest.mark.parametrize("path", [SAMPLE] + [fixture(r) for r in SMALL_FIXTURES])
-def test_histogram_group_dense_equals_sorted(path, monkeypatch):
+def test_histogram_group_in_c_equals_numpy(path):
+    """Histograms.group (C) gives what a sort of every entry gives, for the
+    node histograms (uint32 counts) and for groups of groups (uint64)."""
     p = profile_of(path)
     for h in (p.hist_incl, p.hist_excl):
-        dense = h.group(p.col("func"), len(p.funcs))
-        monkeypatch.setattr(profile_mod, "DENSE_GROUP_CELLS", -1)
-        general = h.group(p.col("func"), len(p.funcs))
-        monkeypatch.undo()
-        for a, b in zip((dense.offsets, dense.buckets, dense.counts),
-                        (general.offsets, general.buckets, general.counts)):
+        func = p.col("func")
+        got = h.group(func, len(p.funcs))
+        want = jsonref.group_np(h, func, len(p.funcs))
+        regroup = got.group(np.arange(len(p.funcs)) % 3, 3)
+        for g, w in ((got, want), (regroup, jsonref.group_np(want, np.arange(len(p.funcs)) % 3, 3))):
+            for a, b in zip((g.offsets, g.buckets, g.counts), (w.offsets, w.buckets, w.counts)):
+                assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("groups", [3, 50000])
+def test_histogram_group_table_and_keyed_passes_equal_numpy(groups):
+    """Both ways of Histograms.group, a (key x bucket) table when it is
+    small (up to 2**19 cells) and a key at a time beyond, give what the sort
+    gives, with counts of 0 and wide counts."""
+    rng = np.random.default_rng(groups)
+    rows = 60000
+    lens = rng.integers(0, 6, rows)
+    offsets = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
+    buckets = np.concatenate([np.sort(rng.choice(np.arange(40, 200), k, replace=False)) for k in lens])
+    counts = rng.integers(0, 1000, int(offsets[-1]))
+    keys = rng.integers(0, groups, rows)
+    for cnt in (counts.astype(np.uint32), counts.astype(np.uint64) << 33):
+        h = profile_mod.Histograms(offsets, buckets.astype(np.int32), cnt)
+        got, want = h.group(keys, groups), jsonref.group_np(h, keys, groups)
+        for a, b in zip((got.offsets, got.buckets, got.counts), (want.offsets, want.buckets, want.counts)):
             assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
+def test_histogram_group_keeps_zero_counts_and_refuses_bad_keys():
+    """A bucket a key's rows have with a count of 0 stays an entry (as the
+    sort did); a key outside 0..ngroups-1 is refused, not written past."""
+    h = profile_mod.Histograms(np.array([0, 2, 3, 3], dtype=np.int64), np.array([5, 9, 5], dtype=np.int32),
+                               np.array([0, 4, 7], dtype=np.uint32))
+    g = h.group(np.array([1, 1, 0]), 2)
+    assert g.offsets.tolist() == [0, 0, 2] and g.buckets.tolist() == [5, 9] and g.counts.tolist() == [7, 4]
+    with pytest.raises(ValueError, match="key"):
+        h.group(np.array([0, 2, 0]), 2)
 
 
 def test_bucket_midpoints_table():
@@ -296,11 +328,11 @@ def test_tree_corrected_stats_are_made_a_chunk_at_a_time(rel, monkeypatch):
     assert written(q) == written(p)
 
 
-@pytest.mark.parametrize("dense", [True, False])
-def test_histogram_group_makes_one_entry_long_column(dense, monkeypatch):
-    """Histograms.group keys each entry in place, one 8-byte column per
-    entry, not the row index and the temporaries of a whole-column
-    expression beside it (s14: 338k entries, 2.6 MB a column)."""
+def test_histogram_group_keeps_no_entry_long_column():
+    """Histograms.group merges a key at a time (C): beside its result only
+    the rows' order, no entry-long column (the numpy version's keyed
+    entries and float weights were 16 bytes an entry: 11 MiB for 178k call
+    paths) and no (key x bucket) table."""
     import tracemalloc
 
     rows, per_row, nb = 20000, 16, 16
@@ -308,9 +340,7 @@ def test_histogram_group_makes_one_entry_long_column(dense, monkeypatch):
                                np.tile(np.arange(nb, dtype=np.int32), rows),
                                np.ones(rows * per_row, dtype=np.uint32))
     keys = np.arange(rows, dtype=np.int64) % 4
-    if not dense:
-        monkeypatch.setattr(profile_mod, "DENSE_GROUP_CELLS", -1)
-    want = h.group(keys, 4)
+    want = jsonref.group_np(h, keys, 4)
     tracemalloc.start()
     try:
         got = h.group(keys, 4)
@@ -319,6 +349,43 @@ def test_histogram_group_makes_one_entry_long_column(dense, monkeypatch):
         tracemalloc.stop()
     assert all(np.array_equal(getattr(want, k), getattr(got, k)) for k in ("offsets", "buckets", "counts"))
     assert int(got.counts.sum()) == rows * per_row
-    # bytes per entry: 16 dense (the keys, bincount's float weights), 49
-    # sorted (np.unique's); 8 more each before
-    assert peak / (rows * per_row) < (20 if dense else 53)
+    # the rows' order: 8 bytes a row, half a byte an entry here
+    assert peak / (rows * per_row) < 1
+
+
+@pytest.mark.parametrize("rel", SMALL_FIXTURES)
+def test_tree_percentiles_are_made_a_chunk_at_a_time(rel):
+    """The tree's percentiles (6 int64 columns: 8 MiB for 178k call paths)
+    are computed for each chunk's rows as it is written, not for the whole
+    node table; a chunk's are the whole table's rows."""
+    path = fixture(rel)
+    q = corrected(profile_of(path), path)
+    q.__dict__.pop("node_percentiles", None)  # the session's shared Profile may hold them
+    written(q)
+    assert "node_percentiles" not in q.__dict__
+    rows = np.random.default_rng(2).permutation(q.nrows)[: max(q.nrows // 2, 1)]
+    part = q.node_percentiles_at(rows)
+    assert "node_percentiles" not in q.__dict__
+    for a, b in zip(part, q.node_percentiles):
+        assert np.array_equal(a, b[rows])
+    for a, b in zip(q.node_percentiles_at(rows, ("excl",)), (q.node_percentiles[1],)):
+        assert np.array_equal(a, b[rows])
+
+
+def test_tree_rows_kept_while_written_are_32_bit(monkeypatch):
+    """What the tree writer keeps for every row while its chunks are
+    written (the pre-order and the brackets each row closes) is 4 bytes a
+    call path each, not 8, and the text the same."""
+    path = fixture(SMALL_FIXTURES[0])
+    p = corrected(profile_of(path), path)
+    want = written(p)
+    seen = []
+    real = jsonout._tree_rows
+
+    def spy(p, pre, closes, *args):
+        seen.append((pre.dtype, closes.dtype))
+        return real(p, pre, closes, *args)
+
+    monkeypatch.setattr(jsonout, "_tree_rows", spy)
+    assert written(p) == want
+    assert seen and set(seen) == {(np.dtype(np.int32), np.dtype(np.int32))}

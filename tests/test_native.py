@@ -1,6 +1,6 @@
 """The C extensions are named for what they do: the reader extension
 (parse._core) only reads and builds, the JSON row formatter sits beside the
-JSON renderer, the Profile's percentiles and tree order beside the model,
+JSON renderer, the Profile's percentiles, groups and tree order beside the model,
 the allocator tuning apart; and every folder of C is built and linted."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ EXTENSIONS = {
     "ftflame.parse._core": {"read_dat", "read_dat_builtin", "read_text_chunks", "build_events", "hist_lower",
                             "give_back_freed_memory"},
     "ftflame.report._rowfmt": {"format_rows"},
-    "ftflame._model": {"hist_percentiles", "tree_preorder"},
+    "ftflame._model": {"hist_group", "hist_percentiles", "tree_preorder"},
 }
 
 

@@ -33,3 +33,24 @@ def test_stable_order_is_the_stable_sort(high):
         assert stable_order(keys).tolist() == np.argsort(keys, kind="stable").tolist()
     keys = np.array([3, -1, 2, -1, 3], dtype=np.int64)  # negative keys: the plain sort
     assert stable_order(keys).tolist() == np.argsort(keys, kind="stable").tolist()
+
+
+def test_shape_views_are_32_bit_rows_in_the_same_order():
+    """The tree's shape views the Profile keeps (levels, children, tree_tops)
+    hold rows in 32 bits, as the core's parent column does (4 bytes a call
+    path each, not 8: they live until the report is written), and the same
+    rows as the int64 sorts they come from."""
+    from conftest import SAMPLE, profile_of
+
+    p = profile_of(SAMPLE)
+    parent, depth = p.col("parent"), p.col("depth")
+    order = np.argsort(depth, kind="stable")
+    assert all(rows.dtype == np.int32 for rows in p.levels)
+    assert np.concatenate(p.levels).tolist() == order.tolist()
+    kids = p.children
+    assert kids._order.dtype == np.int32 and kids._start.dtype == np.int32
+    assert kids[-1] == np.flatnonzero(parent < 0).tolist()
+    assert all(kids[r] == np.flatnonzero(parent == r).tolist() for r in range(0, p.nrows, 97))
+    top = p.tree_tops
+    assert top.dtype == np.int32
+    assert all(parent[top] < 0) and all(depth[top] == 0)

@@ -71,10 +71,10 @@ def _clean(p: Profile, name: str, rows=slice(None)) -> np.ndarray:
 
 def root_rows(p: Profile) -> dict:
     """Function name -> its task-context root rows (real roots, not '(partial)')."""
-    parent = p.col("parent")
-    flags = p.col("flags")
+    stored = p.nodes.stored  # as stored (32-bit): no whole-tree int64 copies
+    parent, flags, calls = stored("parent"), stored("flags"), stored("calls")
     out = {}
-    for r in np.nonzero((parent < 0) & ((flags & NODE_IRQ) == 0) & (p.col("calls") > 0))[0].tolist():
+    for r in np.nonzero((parent < 0) & ((flags & NODE_IRQ) == 0) & (calls > 0))[0].tolist():
         out.setdefault(p.name(r), []).append(r)
     return out
 
@@ -103,15 +103,18 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
         return (), (0, 0, 0.0)
     measured = dict(measured)
     base = root_means(baseline) if baseline is not None else {}
-    incl = _clean(p, "incl")
     kids = p.children
+    rows_by_func = root_rows(p)
+    # the sheet reads the root rows only: its columns are taken there, not
+    # made whole-tree (1.4 MB a column for 178k call paths) and then summed
+    # over a few hundred rows
+    flat, sum_at = _summer(rows_by_func)
+    incl = _clean(p, "incl", flat)
     removed = (c.overhead, c.irq_removed, c.offcpu_removed, c.clamp_ns)
-    zero = np.zeros(p.nrows) if any(x is None for x in removed) else None  # raw: nothing removed
-    over = c.overhead if c.overhead is not None else zero
-    irq = c.irq_removed if c.irq_removed is not None else zero
-    off = c.offcpu_removed if c.offcpu_removed is not None else zero
-    clamp = c.clamp_ns if c.clamp_ns is not None else zero
-    sw = c.sched_removed if getattr(c, "sched_removed", None) is not None else np.zeros(p.nrows)
+    zero = np.zeros(len(flat)) if any(x is None for x in removed) else None  # raw: nothing removed
+    over, irq, off, clamp = (zero if x is None else np.asarray(x)[flat] for x in removed)
+    sw = getattr(c, "sched_removed", None)
+    sw = np.zeros(len(flat)) if sw is None else np.asarray(sw)[flat]
     # a clamp at a root is two amounts (corrections._clamp_top_down): the ns
     # that raised the root's own corrected time from below 0 to 0, a term of
     # the sheet, and the ns its children were scaled down by to fit inside
@@ -124,25 +127,25 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
     from ftflame.correct.corrections import counted_children
 
     counted = counted_children(p, c.irqs) if p.nrows else np.zeros(0, bool)
-    rows_by_func = root_rows(p)
     top = _tree_tops(p)
     irq_root = np.nonzero((p.nodes.stored("flags") & NODE_IRQ_ROOT) != 0)[0]
-    # interrupt subtrees summed onto the top row of the tree they interrupted,
-    # once: per root function a lookup, not a scan of every irq root (O(paths))
-    irq_incl_at_top = np.bincount(top[irq_root], weights=c.incl[irq_root], minlength=p.nrows)
-    irq_calls_at_top = np.bincount(top[irq_root], weights=_clean(p, "calls", irq_root),
-                                   minlength=p.nrows)
-    gap_calls = p.nodes.stored("gap_calls")  # 32-bit, as stored: only summed as weights
+    # interrupt subtrees summed onto the top row of the tree they interrupted
+    # (a root row), once: per root function a lookup, not a scan of every
+    # irq root (O(paths)); in irq-root order per row, as a whole-tree bincount
+    at, hit = _positions(flat, top[irq_root])
+    irq_root = irq_root[hit]
+    irq_incl_at_top = np.bincount(at, weights=c.incl[irq_root], minlength=len(flat))
+    irq_calls_at_top = np.bincount(at, weights=_clean(p, "calls", irq_root), minlength=len(flat))
+    gap_calls = p.nodes.stored("gap_calls")[flat]  # 32-bit, as stored: only summed as weights
     pm_at = _pm_per_row(p)
     # every per-function sum at once (one bincount per column): a sum per root
     # function in the loop costs a numpy call each, 100k roots made it seconds
-    per_func = _summer(rows_by_func)
-    incl_f, calls_f, corr_f, excl_f = (per_func(v) for v in (incl, c.calls, c.incl, c.excl))
-    over_f, irq_f, off_f, clamp_f, own_f, sw_f = (per_func(v) for v in (over, irq, off, clamp, own_clamp, sw))
-    switches_f = per_func(_switches_per_row(p))
-    irq_incl_f, irq_calls_f, gap_calls_f = (per_func(v) for v in (irq_incl_at_top, irq_calls_at_top,
-                                                                    gap_calls))
-    pm_f = per_func(pm_at) if pm_at is not None else None
+    incl_f, own_f, over_f, irq_f, off_f, clamp_f, sw_f = (sum_at(v) for v in (incl, own_clamp, over, irq, off,
+                                                                              clamp, sw))
+    calls_f, corr_f, excl_f = (sum_at(np.asarray(v)[flat]) for v in (c.calls, c.incl, c.excl))
+    switches_f = sum_at(_switches_per_row(p)[flat])
+    irq_incl_f, irq_calls_f, gap_calls_f = (sum_at(v) for v in (irq_incl_at_top, irq_calls_at_top, gap_calls))
+    pm_f = sum_at(pm_at[flat]) if pm_at is not None else None
     names = list(rows_by_func)
     offcpu_known = p.offcpu_known
     out = []
@@ -250,13 +253,24 @@ def _pm_per_row(p: Profile):
 
 
 def _summer(rows_by_func: dict):
-    """A function summing a per-row column over each root function's rows,
-    as Python floats in rows_by_func's order."""
+    """(the rows of rows_by_func, flat in its order; a function summing a
+    column of values at those rows over each root function's rows, as
+    Python floats in rows_by_func's order)."""
     sizes = [len(rows) for rows in rows_by_func.values()]
     group = np.repeat(np.arange(len(sizes)), sizes)
     flat = np.fromiter((r for rows in rows_by_func.values() for r in rows), np.int64, len(group))
-    return lambda col: np.bincount(group, weights=np.asarray(col, np.float64)[flat],
-                                   minlength=len(sizes)).tolist()
+    return flat, lambda at: np.bincount(group, weights=np.asarray(at, np.float64),
+                                        minlength=len(sizes)).tolist()
+
+
+def _positions(rows: np.ndarray, wanted: np.ndarray) -> tuple:
+    """(positions in rows of the wanted rows found there, which were found);
+    rows are distinct."""
+    order = np.argsort(rows, kind="stable")
+    j = np.searchsorted(rows[order], wanted)
+    hit = j < len(rows)
+    hit[hit] = rows[order][j[hit]] == wanted[hit]
+    return order[j[hit]], hit
 
 
 def _tree_tops(p: Profile) -> np.ndarray:

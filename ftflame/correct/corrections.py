@@ -64,6 +64,12 @@ def clean(p: Profile, name: str) -> np.ndarray:
     return out
 
 
+def _zeros(n: int) -> np.ndarray:
+    """n zeros as a read-only float64 array that holds one value: a column
+    the correction removes nothing in, costing no memory per row."""
+    return np.broadcast_to(np.float64(0.0), (n,))
+
+
 def pseudo_roots(p: Profile) -> np.ndarray:
     """The '(partial)' pseudo-root: a node that is no call (ancestors unknown)."""
     return p.pseudo_roots
@@ -80,12 +86,13 @@ def counted_children(p: Profile, irqs: str) -> np.ndarray:
     return counted
 
 
-def irq_roots_inside(p: Profile) -> np.ndarray:
+def irq_roots_inside(p: Profile, calls: Optional[np.ndarray] = None) -> np.ndarray:
     """R per node: interrupt subtrees inside its clean calls (the tree's
-    irq-root children, summed up through task-context descendants)."""
+    irq-root children, summed up through task-context descendants). calls:
+    clean(p, "calls"), when the caller has it (not made twice)."""
     parent = p.col("parent")
     flags = p.col("flags")
-    calls = clean(p, "calls")
+    calls = clean(p, "calls") if calls is None else calls
     is_root = (flags & NODE_IRQ_ROOT) != 0
     is_irq = (flags & NODE_IRQ) != 0
     R = np.zeros(p.nrows)
@@ -126,13 +133,10 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
     o_in, o_out = float(cal.o_in_ns), float(cal.o_out_ns)
     o_sum = o_in + o_out
     notes = []
-    flags = p.col("flags")
-    is_irq = (flags & NODE_IRQ) != 0
+    is_irq = (p.nodes.stored("flags") & NODE_IRQ) != 0
     calls = clean(p, "calls")
     incl = clean(p, "incl")
     desc = clean(p, "desc")
-    irq_t = clean(p, "irq")
-    irq_calls = clean(p, "irq_calls")
     off = clean(p, "offcpu")
 
     off_mode = "removed"
@@ -143,24 +147,37 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         if why:
             off_mode = "kept: " + why
             notes.append(why)
-    if off_mode != "removed":
-        off = np.zeros_like(off)
-    elif not p.counters.get("switches"):
+    if off_mode != "removed" or not off.any():
+        # nothing removed (kept, or no off-CPU time on any path): one zero
+        # for every row, not a column of them (1 MB a column per 125k paths)
+        off = _zeros(p.nrows)
+    if off_mode == "removed" and not p.counters.get("switches"):
         off_mode = "unknown: no sched_switch events"
         notes.append("no sched_switch events: time switched out stays in the durations "
                      "(record with -e sched:sched_switch to split it off)")
 
     sw = switch_work(p, o_in, o_out) if off_mode == "removed" else None
 
+    # over: the hook cost per node, in place (each whole-tree temporary is a
+    # column of the stage's peak); the same operations in the same order as
+    # calls * o_in + desc * o_sum + R * o_out, so the same doubles
+    over = calls * o_in
     if irqs == "exclude":
-        R = irq_roots_inside(p)
-        task_over = calls * o_in + desc * o_sum + R * o_out
-        task_irq = irq_t
+        over += desc * o_sum
+        R = irq_roots_inside(p, calls)
+        R *= o_out
+        np.add(over, R, out=over, where=~is_irq)  # an irq path's own subtree is no R
+        del R
+        irq_removed = clean(p, "irq")
+        irq_removed[is_irq] = 0.0
     else:
-        R = np.zeros(p.nrows)
-        task_over = calls * o_in + (desc + irq_calls) * o_sum
-        task_irq = np.zeros(p.nrows)
-    over = np.where(is_irq, calls * o_in + desc * o_sum, task_over)
+        task = desc + clean(p, "irq_calls")
+        task *= o_sum
+        task += over
+        over += desc * o_sum
+        over[~is_irq] = task[~is_irq]
+        del task
+        irq_removed = _zeros(p.nrows)
     if sw is not None:
         # the calls recorded while the task was switched out (the tail of
         # __schedule()) ran inside the off-CPU time, their hooks too
@@ -169,22 +186,23 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         over -= tail
         del tail
     level = hooklevel.adjustments(p, cal, desc, calls)
+    del desc
     if level is not None:
-        over = over + level[0]
-    irq_removed = np.where(is_irq, 0.0, task_irq)
-    ci_formula = incl - off - irq_removed - over
+        over += level[0]
+    unreliable = (over > UNRELIABLE_FRACTION * incl) & (calls > 0)
+    ci_formula = incl  # incl - off - irq_removed - over (- switch work), in place
+    ci_formula -= off
+    ci_formula -= irq_removed
+    ci_formula -= over
     if sw is not None:
         ci_formula -= sw
-    # the columns only the formula needed go before the clamp's own (the
-    # stage's peak: 125k call paths, 1 MB a column)
-    del desc, irq_t, irq_calls, R, task_over, task_irq
+    del incl
     level_samples = None if level is None else level[1]
     del level
 
     ci, cx, clamp_ns = _clamp_top_down(p, ci_formula, counted_children(p, irqs), sw)
     del ci_formula
-    clamped = (clamp_ns > 0.5).astype(np.int64)
-    unreliable = ((over > UNRELIABLE_FRACTION * incl) & (calls > 0)).astype(np.int64)
+    clamped = clamp_ns > 0.5
 
     # per root call
     s = p.samples
@@ -224,8 +242,9 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
     if clamped.any():
         notes.append(f"{int(clamped.sum()):,} call paths clamped at zero corrected self time "
                      f"({clamp_ns.sum() / 1e3:,.1f} us added back)")
+    calls = calls.astype(np.int64)  # (the float column freed)
     corrected = Corrected(
-        incl=ci, excl=cx, calls=calls.astype(np.int64), clamped=clamped, sample_dur=sample_dur,
+        incl=ci, excl=cx, calls=calls, clamped=clamped, sample_dur=sample_dur,
         notes=tuple(notes), overhead=over, irq_removed=irq_removed, offcpu_removed=off,
         clamp_ns=clamp_ns, unreliable=unreliable, sample_clamped=sample_clamped, irqs=irqs,
         offcpu=off_mode, sched_removed=sw)
@@ -276,6 +295,7 @@ def switch_work_words(p: Profile, sw: np.ndarray, switches: int) -> str:
 def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray,
                     switch_ns: Optional[np.ndarray] = None):
     """corr_excl = corr_incl - sum of counted children's corr_incl, >= 0.
+    ci_formula is overwritten (its memory becomes the wanted values).
 
     A path keeps its own formula value (its measured time minus what the
     model removes), clamped at 0; where its children's corrected times add
@@ -287,8 +307,9 @@ def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray,
     with it, not a clamp. Parents first: they have lower rows."""
     parent = p.col("parent")
     pseudo = pseudo_roots(p)
-    want = np.where(pseudo, 0.0, np.maximum(ci_formula, 0.0))
     clamp_ns = np.where(pseudo, 0.0, np.maximum(-ci_formula, 0.0))  # leaves below 0
+    want = np.maximum(ci_formula, 0.0, out=ci_formula)  # ci_formula is used up
+    want[pseudo] = 0.0
     has_parent = counted
     kid_want = np.bincount(parent[has_parent], weights=want[has_parent], minlength=p.nrows)
     ci = want.copy()
@@ -519,19 +540,22 @@ def corrected_stats(p: Profile) -> dict:
 _STATS_KEY = "_corrected_stats"  # where corrected_stats keeps its result in the Profile
 
 
-def node_stats(p: Profile, kind: str, rows: Optional[np.ndarray] = None, by_node: Optional[dict] = None):
+def node_stats(p: Profile, kind: str, rows: Optional[np.ndarray] = None, by_node: Optional[dict] = None,
+               pct: Optional[np.ndarray] = None):
     """scaled_stats of the node table's rows `rows` (all when None), in
     that order: corrected_stats(p)["nodes", kind] of those rows, the same
     figures row by row (every one depends on its own row only), with the
     exact rows' stats keyed by position in `rows`. The JSON writer takes
     them a chunk of the tree at a time: the whole table's are 14 MB for
-    125k call paths. by_node: exact_values(p)[0], when known."""
+    125k call paths. by_node: exact_values(p)[0], when known; pct: the
+    rows' percentiles (Profile.node_percentiles_at), when known."""
     c = p.corrected
     if by_node is None:
         by_node = exact_values(p)[0] if kind == "incl" else {}
-    pct = p.node_percentiles[0 if kind == "incl" else 1]
-    columns = [p.col(kind, rows), p.col("calls", rows), p.col(kind + "_min", rows), p.col(kind + "_max", rows)]
-    more = [pct, np.asarray(getattr(c, kind), dtype=np.float64), c.calls]
+    if pct is None:
+        pct = p.node_percentiles_at(rows, (kind,))[0]
+    columns = [p.col(kind, rows), p.col("calls", rows), p.col(kind + "_min", rows), p.col(kind + "_max", rows), pct]
+    more = [np.asarray(getattr(c, kind), dtype=np.float64), c.calls]
     columns += more if rows is None else [x[rows] for x in more]
     exact = by_node if kind == "incl" else {}
     if rows is not None and exact:  # keyed by position in rows

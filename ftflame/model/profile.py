@@ -303,11 +303,6 @@ def _bucket_mids(nbuckets: int) -> np.ndarray:
     return mids
 
 
-# Histograms.group merges through a dense (group x bucket) table up to this
-# many cells (32 MB), through a sort beyond.
-DENSE_GROUP_CELLS = 1 << 22
-
-
 @dataclass(frozen=True)
 class Histograms:
     """Per-row histograms in CSR form: row i owns entries offsets[i]:offsets[i+1]."""
@@ -331,30 +326,17 @@ class Histograms:
         return self.buckets[s:e], self.counts[s:e]
 
     def group(self, keys: np.ndarray, ngroups: int) -> "Histograms":
-        """Merge rows that share a key (e.g. all paths of one function)."""
-        # each entry's key, made in place: an entry-long column is 2.6 MB for
-        # s14's 125k call paths, and each temporary of an expression one more
-        entry_key = np.repeat(keys.astype(np.int64, copy=False), np.diff(self.offsets))
-        nb = int(self.buckets.max()) + 1 if len(self.buckets) else 0
-        if ngroups * nb <= DENSE_GROUP_CELLS and (self.counts > 0).all() and \
-                int(self.counts.sum(dtype=np.uint64)) < 2 ** 53:
-            # a dense (group, bucket) table: no sort; float sums exact here
-            cell = entry_key
-            cell *= nb
-            cell += self.buckets
-            dense = np.bincount(cell, weights=self.counts, minlength=ngroups * nb)
-            nz = np.flatnonzero(dense)
-            offsets = np.searchsorted(nz // nb, np.arange(ngroups + 1), side="left").astype(np.int64)
-            return Histograms(offsets, (nz % nb).astype(np.int32), dense[nz].astype(np.uint64))
-        gkey = entry_key
-        gkey *= 1 << 16
-        gkey += self.buckets
-        uniq, inv = np.unique(gkey, return_inverse=True)
-        # bincount sums in float64: exact below 2**53 calls
-        counts = np.bincount(inv.ravel(), weights=self.counts, minlength=len(uniq)).astype(np.uint64)
-        grp = uniq >> 16
-        offsets = np.searchsorted(grp, np.arange(ngroups + 1), side="left").astype(np.int64)
-        return Histograms(offsets, (uniq & 0xFFFF).astype(np.int32), counts)
+        """Merge rows that share a key (e.g. all paths of one function): one
+        entry per bucket any of a key's rows has, buckets ascending, counts
+        summed (uint64). In C, a key at a time (_model.hist_group): beside
+        the result only the rows' order, not an entry-long key column and a
+        (key x bucket) table (11 MiB for 178k call paths in numpy)."""
+        from ftflame import _model
+
+        offsets, buckets, counts = _model.hist_group(self.offsets, self.buckets, self.counts,
+                                                     np.ascontiguousarray(keys, dtype=np.int64), ngroups)
+        return Histograms(np.frombuffer(offsets, dtype=np.int64), np.frombuffer(buckets, dtype=np.int32),
+                          np.frombuffer(counts, dtype=np.uint64))
 
     def percentiles(self, qs, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Percentiles (0..100) per row from the buckets, as bucket midpoints
@@ -544,9 +526,11 @@ class Profile:
     @functools.cached_property
     def levels(self) -> tuple:
         """Rows grouped by depth (roots first): a top-down or bottom-up pass
-        over the tree is one vectorised step per level."""
+        over the tree is one vectorised step per level. Rows in 32 bits, as
+        the core's parent column: kept with the Profile (the tree's shape
+        views are 8 bytes a call path in all, not 16)."""
         depth = self.col("depth")
-        order = stable_order(depth)
+        order = _rows32(stable_order(depth))
         bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2 if self.nrows else 0))
         return tuple(order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1))
 
@@ -559,7 +543,7 @@ class Profile:
     def tree_tops(self) -> np.ndarray:
         """The top row (root) of every node's tree."""
         parent = self.col("parent")
-        top = np.arange(self.nrows, dtype=np.int64)
+        top = _rows32(np.arange(self.nrows, dtype=np.int64))
         for rows in self.levels[1:]:
             top[rows] = top[parent[rows]]
         return top
@@ -571,9 +555,27 @@ class Profile:
     @functools.cached_property
     def node_percentiles(self) -> tuple:
         """(incl, excl) percentiles p50/p90/p99 per node."""
-        return (self.hist_incl.percentiles(PERCENTILES, self.col("incl_min"), self.col("incl_max")),
-                self.hist_excl.percentiles(PERCENTILES, np.maximum(self.col("excl_min"), 0),
-                                           np.maximum(self.col("excl_max"), 0)))
+        return tuple(self._percentiles_of(kind, None) for kind in ("incl", "excl"))
+
+    def node_percentiles_at(self, rows, kinds=("incl", "excl")) -> tuple:
+        """node_percentiles of the rows `rows` (all when None), of each of
+        kinds, computed for those rows only unless the whole table's are
+        made: the JSON writer takes them a chunk of the tree at a time (the
+        whole table's are 8 MiB for 178k call paths)."""
+        if rows is None or "node_percentiles" in self.__dict__:
+            whole = self.node_percentiles
+            return tuple(whole[("incl", "excl").index(k)][slice(None) if rows is None else rows]
+                         for k in kinds)
+        return tuple(self._percentiles_of(kind, rows) for kind in kinds)
+
+    def _percentiles_of(self, kind: str, rows) -> np.ndarray:
+        h = self.hist_incl if kind == "incl" else self.hist_excl
+        if rows is not None:
+            h = Histograms(*_take_rows(h, rows))
+        lo, hi = self.col(kind + "_min", rows), self.col(kind + "_max", rows)
+        if kind == "excl":
+            lo, hi = np.maximum(lo, 0), np.maximum(hi, 0)
+        return h.percentiles(PERCENTILES, lo, hi)
 
     @functools.cached_property
     def corrected_or_raw(self) -> Corrected:
@@ -683,8 +685,8 @@ class Children:
     def __init__(self, parent: np.ndarray):
         n = len(parent)
         key = np.where(parent < 0, n, parent)
-        self._order = stable_order(key)
-        self._start = np.concatenate(([0], np.cumsum(np.bincount(key, minlength=n + 1))))
+        self._order = _rows32(stable_order(key))
+        self._start = _rows32(np.concatenate(([0], np.cumsum(np.bincount(key, minlength=n + 1)))))
         self._n = n
 
     def __len__(self) -> int:
@@ -717,6 +719,12 @@ class Grouping:
 
     def sum(self, values: np.ndarray) -> np.ndarray:
         return self.reduce(np.add, values)
+
+
+def _rows32(rows: np.ndarray) -> np.ndarray:
+    """Row numbers kept with the Profile in 32 bits (the node table's own
+    parent column is 32-bit: its rows fit)."""
+    return rows.astype(np.int32) if len(rows) < 1 << 31 else rows
 
 
 def _take_rows(h: Histograms, rows: np.ndarray):

@@ -1,7 +1,7 @@
 /* CPython binding of the model's native parts: ftflame._model.
  *
  * hist_percentiles (percentiles.c): the Profile's per-call-path percentiles;
- * tree_preorder (tree_order.c): the call tree's canonical order. Both are
+ * hist_group (hist_group.c): its per-function histograms; tree_preorder (tree_order.c): the call tree's canonical order. Both are
  * figures of the Profile, computed once beside it (ftflame/model/profile.py) and
  * read by every renderer, so they live with the model, not with the trace
  * reader (parse._core) nor with one renderer. The arguments are checked
@@ -10,6 +10,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "hist_group.h"
 #include "percentiles.h"
 #include "tree_order.h"
 
@@ -183,10 +184,153 @@ done:
 	return out;
 }
 
+/* hist_group through a (group x bucket) table up to this many cells (4 MiB:
+ * under the keyed passes' row order for 500k call paths and more). */
+#define HIST_GROUP_DENSE_CELLS ((size_t)1 << 19)
+
+/* hist_group's result by ftf_hist_group_dense; offs_b made, v as checked. */
+static PyObject *group_dense(Py_buffer *v, Py_ssize_t rows, int wide, const int64_t *keys, Py_ssize_t ngroups,
+			     int32_t b0, size_t nbr, PyObject *offs_b)
+{
+	PyObject *bks_b = NULL, *cnts_b = NULL, *out = NULL;
+	uint64_t *cells = PyMem_Calloc((size_t)ngroups * nbr + 1, 8);
+	if (!cells)
+		return PyErr_NoMemory();
+	int64_t *offs = (int64_t *)PyBytes_AS_STRING(offs_b);
+	Py_BEGIN_ALLOW_THREADS
+	ftf_hist_group_dense(v[0].buf, (size_t)rows, v[1].buf, v[2].buf, wide, keys, (size_t)ngroups, b0, nbr, offs,
+			     NULL, NULL, cells);
+	Py_END_ALLOW_THREADS
+	Py_ssize_t entries = (Py_ssize_t)offs[ngroups];
+	bks_b = PyBytes_FromStringAndSize(NULL, entries * 4);
+	cnts_b = PyBytes_FromStringAndSize(NULL, entries * 8);
+	if (bks_b && cnts_b) {
+		int32_t *out_bks = (int32_t *)PyBytes_AS_STRING(bks_b);
+		uint64_t *out_cnts = (uint64_t *)PyBytes_AS_STRING(cnts_b);
+		Py_BEGIN_ALLOW_THREADS
+		ftf_hist_group_dense(v[0].buf, (size_t)rows, v[1].buf, v[2].buf, wide, keys, (size_t)ngroups, b0, nbr,
+				     offs, out_bks, out_cnts, cells);
+		Py_END_ALLOW_THREADS
+		out = Py_BuildValue("(OOO)", offs_b, bks_b, cnts_b);
+	}
+	Py_XDECREF(bks_b);
+	Py_XDECREF(cnts_b);
+	PyMem_Free(cells);
+	return out;
+}
+
+static PyObject *py_hist_group(PyObject *self, PyObject *args)
+{
+	PyObject *o_offs, *o_bks, *o_cnts, *o_keys;
+	Py_ssize_t ngroups;
+	if (!PyArg_ParseTuple(args, "OOOOn", &o_offs, &o_bks, &o_cnts, &o_keys, &ngroups))
+		return NULL;
+	Py_buffer v[4];
+	int nv = 0;
+	PyObject *offs_b = NULL, *bks_b = NULL, *cnts_b = NULL, *out = NULL;
+	int64_t *order = NULL, *starts = NULL, *seen = NULL;
+	uint64_t *sums = NULL;
+	if (ngroups < 0) {
+		PyErr_SetString(PyExc_ValueError, "hist_group: ngroups < 0");
+		goto done;
+	}
+	if (take_flat(o_offs, v, &nv, "ql", 8, -1, "hist_group: offsets") < 0)
+		goto done;
+	Py_ssize_t rows = v[0].shape[0] - 1;
+	if (rows < 0) {
+		PyErr_SetString(PyExc_ValueError, "hist_group: offsets: empty");
+		goto done;
+	}
+	if (take_flat(o_bks, v, &nv, "i", 4, -1, "hist_group: buckets") < 0)
+		goto done;
+	int wide = 0;
+	if (take_flat(o_cnts, v, &nv, "I", 4, v[1].shape[0], "hist_group: counts") < 0) {
+		PyErr_Clear();
+		if (take_flat(o_cnts, v, &nv, "QL", 8, v[1].shape[0], "hist_group: counts (uint32 or uint64)") < 0)
+			goto done;
+		wide = 1;
+	}
+	if (take_flat(o_keys, v, &nv, "ql", 8, rows, "hist_group: keys") < 0)
+		goto done;
+	const int32_t *bks = v[1].buf;
+	Py_ssize_t nb = 0;
+	int32_t b0 = 1 << 16;
+	for (Py_ssize_t e = 0; e < v[1].shape[0]; e++) {
+		if (bks[e] < 0 || bks[e] >= 1 << 16) { /* the histograms' geometry has about 1,000 */
+			PyErr_SetString(PyExc_ValueError, "hist_group: a bucket outside 0..65535");
+			goto done;
+		}
+		if (bks[e] >= nb)
+			nb = (Py_ssize_t)bks[e] + 1;
+		if (bks[e] < b0)
+			b0 = bks[e];
+	}
+	if (b0 > nb)
+		b0 = 0;
+	if (check_csr(v[0].buf, rows, v[1].shape[0], bks, nb) < 0)
+		goto done;
+	const int64_t *keys = v[3].buf;
+	for (Py_ssize_t r = 0; r < rows; r++) {
+		if (keys[r] < 0 || keys[r] >= ngroups) {
+			PyErr_Format(PyExc_ValueError, "hist_group: row %zd: key %lld not in 0..%zd", r,
+				     (long long)keys[r], ngroups - 1);
+			goto done;
+		}
+	}
+	offs_b = PyBytes_FromStringAndSize(NULL, (ngroups + 1) * 8);
+	if (!offs_b)
+		goto done;
+	size_t nbr = (size_t)(nb - b0);
+	if ((size_t)ngroups * nbr <= HIST_GROUP_DENSE_CELLS) {
+		out = group_dense(v, rows, wide, keys, ngroups, b0, nbr, offs_b);
+		goto done;
+	}
+	order = PyMem_Malloc((size_t)(rows ? rows : 1) * 8);
+	starts = PyMem_Malloc((size_t)(ngroups + 1) * 8);
+	sums = PyMem_Malloc((size_t)(nb ? nb : 1) * 8);
+	seen = PyMem_Calloc((size_t)(nb ? nb : 1), 8);
+	if (!offs_b || !order || !starts || !sums || !seen) {
+		PyErr_NoMemory();
+		goto done;
+	}
+	int64_t *offs = (int64_t *)PyBytes_AS_STRING(offs_b);
+	Py_BEGIN_ALLOW_THREADS
+	ftf_hist_group(v[0].buf, (size_t)rows, bks, v[2].buf, wide, keys, (size_t)ngroups, (size_t)nb, offs, NULL,
+		       NULL, order, starts, sums, seen);
+	Py_END_ALLOW_THREADS
+	Py_ssize_t entries = (Py_ssize_t)offs[ngroups];
+	bks_b = PyBytes_FromStringAndSize(NULL, entries * 4);
+	cnts_b = PyBytes_FromStringAndSize(NULL, entries * 8);
+	if (!bks_b || !cnts_b)
+		goto done;
+	int32_t *out_bks = (int32_t *)PyBytes_AS_STRING(bks_b);
+	uint64_t *out_cnts = (uint64_t *)PyBytes_AS_STRING(cnts_b);
+	Py_BEGIN_ALLOW_THREADS
+	ftf_hist_group(v[0].buf, (size_t)rows, bks, v[2].buf, wide, keys, (size_t)ngroups, (size_t)nb, offs,
+		       out_bks, out_cnts, order, starts, sums, seen);
+	Py_END_ALLOW_THREADS
+	out = Py_BuildValue("(OOO)", offs_b, bks_b, cnts_b);
+done:
+	for (int i = 0; i < nv; i++)
+		PyBuffer_Release(&v[i]);
+	Py_XDECREF(offs_b);
+	Py_XDECREF(bks_b);
+	Py_XDECREF(cnts_b);
+	PyMem_Free(order);
+	PyMem_Free(starts);
+	PyMem_Free(sums);
+	PyMem_Free(seen);
+	return out;
+}
+
 static PyMethodDef methods[] = {
 	{ "tree_preorder", py_tree_preorder, METH_VARARGS,
 	  "tree_preorder(parent, incl, name_rank) -> (pre, depth) as bytes of int64: the rows in "
 	  "pre-order, siblings by inclusive time descending, then name rank, then row; each row's depth" },
+	{ "hist_group", py_hist_group, METH_VARARGS,
+	  "hist_group(offsets, buckets, counts, keys, ngroups) -> (offsets, buckets, counts) as bytes of "
+	  "int64, int32, uint64: the CSR rows merged per key (0..ngroups-1), one entry per bucket any of "
+	  "a group's rows has, buckets ascending, counts summed" },
 	{ "hist_percentiles", py_hist_percentiles, METH_VARARGS,
 	  "hist_percentiles(offsets, buckets, counts, mids, lo, hi, qs) -> bytes of rows x len(qs) int64: "
 	  "per CSR row, each percentile q (0..100) as mids[bucket] of the first bucket whose running "
@@ -195,7 +339,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef moduledef = {
-	PyModuleDef_HEAD_INIT, "_model", "ftflame's model, native parts: histogram percentiles, the tree order", -1,
+	PyModuleDef_HEAD_INIT, "_model", "ftflame's model, native parts: histogram percentiles and groups, the tree order", -1,
 	methods, NULL, NULL, NULL, NULL,
 };
 

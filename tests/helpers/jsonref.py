@@ -329,6 +329,17 @@ def percentiles_np(h: Histograms, qs, lo: np.ndarray, hi: np.ndarray) -> np.ndar
     return out
 
 
+def group_np(h: Histograms, keys: np.ndarray, ngroups: int) -> Histograms:
+    """Histograms.group (C, _model.hist_group) in numpy, the way it was
+    computed before: a sort of every entry by (key, bucket)."""
+    gkey = np.repeat(np.asarray(keys, dtype=np.int64), np.diff(h.offsets)) * (1 << 16) + h.buckets
+    uniq, inv = np.unique(gkey, return_inverse=True)
+    counts = np.zeros(len(uniq), dtype=np.uint64)
+    np.add.at(counts, inv.ravel(), h.counts.astype(np.uint64))
+    offsets = np.searchsorted(uniq >> 16, np.arange(ngroups + 1), side="left").astype(np.int64)
+    return Histograms(offsets, (uniq & 0xFFFF).astype(np.int32), counts)
+
+
 def sibling_order(p: Profile) -> np.ndarray:
     """Rows sorted by parent, then siblings by inclusive time (desc), then
     name, then row: np.lexsort((name rank, -incl, parent)), in two int64

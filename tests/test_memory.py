@@ -1,0 +1,81 @@
+"""The correction stage's memory, in whole-tree columns (8 bytes a call path):
+what correct() and the balance sheet keep and their peaks, measured with
+tracemalloc (numpy reports its arrays to it) on a curated fixture. Peak RSS
+of a report is O(call paths), and these stages' columns are most of what
+comes after the read (docs/performance.md, "Where the memory goes"): a
+temporary added back to them fails here, not only on a long trace nobody
+reports in `make test`. The bounds leave about one column of room; before
+the columns were made in place, correct() kept 9 and peaked at 13.6, the
+balance sheet peaked at 5.4 (now 2-3.2 on the fixtures and on s14)."""
+from __future__ import annotations
+
+import tracemalloc
+
+import pytest
+
+from ftflame import parse
+from ftflame.correct import balance, calibration, corrections
+from helpers.corpus import curated
+
+TRACE = "k6.1/s10-lost/trace.dat"  # 6,142 call paths, lost events, irq subtrees
+
+
+@pytest.fixture(scope="module")
+def profile():
+    path = curated(TRACE)
+    p = parse.read(path)
+    make_shape_views(p)
+    return p, calibration.choose(p, path, None, None, None)
+
+
+def make_shape_views(p) -> None:
+    """The tree's shape views are the Profile's, made once and shared by
+    every stage: made before, so that only a stage's own columns count."""
+    for view in ("levels", "children", "tree_tops", "pseudo_roots"):
+        getattr(p, view)
+
+
+def columns_of(fn, nrows: int) -> tuple:
+    """(kept, peak) of fn() in whole-tree float64 columns, the second time
+    (the first imports modules and fills caches the Profile keeps)."""
+    fn()
+    tracemalloc.start()
+    try:
+        result = fn()
+        kept, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    del result
+    return kept / (8 * nrows), peak / (8 * nrows)
+
+
+@pytest.mark.parametrize("irqs", corrections.IRQ_MODES)
+def test_correct_keeps_its_columns_only(profile, irqs):
+    p, cal = profile
+    assert p.nrows > 5000  # columns big enough to dwarf the stage's small objects
+    kept, peak = columns_of(lambda: corrections.correct(p, cal, irqs=irqs), p.nrows)
+    # kept: corrected incl and excl, calls, hook cost, irq removed, clamp
+    # ns (6.3 with the flags and small objects); off-CPU removed is one
+    # shared zero when nothing is removed
+    assert kept < 7.5, f"correct() keeps {kept:.1f} columns"
+    assert peak < 11.5, f"correct() peaks at {peak:.1f} columns"
+
+
+def test_balance_sheet_reads_the_root_rows_only(profile):
+    p, cal = profile
+    p = corrections.correct(p, cal)
+    make_shape_views(p)
+    kept, peak = columns_of(lambda: balance.attach(p), p.nrows)
+    assert kept < 1.0, f"the balance sheet keeps {kept:.1f} columns"
+    assert peak < 4.0, f"the balance sheet peaks at {peak:.1f} columns"
+
+
+def test_the_report_does_not_keep_the_corrections_own_views():
+    """levels and tree_tops (a whole-tree column each) serve the correction
+    only: the renderers' peak comes after it, without them."""
+    from ftflame.correct.stage import CorrectionOptions, correct_for_report
+
+    path = curated(TRACE)
+    p = correct_for_report(parse.read(path), path, CorrectionOptions())
+    assert not {"levels", "tree_tops"} & p.__dict__.keys()
+    assert len(p.levels) > 1  # made again when a renderer asks (the flame graph's tree)
