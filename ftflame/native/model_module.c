@@ -36,6 +36,37 @@ static int take_flat(PyObject *obj, Py_buffer *views, int *nv, const char *forma
 	return 0;
 }
 
+/* A histogram table as three flat buffers pushed on views: offsets (int64,
+ * rows + 1 of them), buckets (int32) and counts (uint32, or uint64: *wide
+ * set), one count per bucket entry. Sets *rows; -1 with an exception set. */
+static int take_hists(PyObject *o_offs, PyObject *o_bks, PyObject *o_cnts, Py_buffer *v, int *nv,
+		      Py_ssize_t *rows, int *wide, const char *who)
+{
+	char what[96];
+	snprintf(what, sizeof(what), "%s: offsets", who);
+	if (take_flat(o_offs, v, nv, "ql", 8, -1, what) < 0)
+		return -1;
+	*rows = v[*nv - 1].shape[0] - 1;
+	if (*rows < 0) {
+		PyErr_Format(PyExc_ValueError, "%s: offsets: empty", who);
+		return -1;
+	}
+	snprintf(what, sizeof(what), "%s: buckets", who);
+	if (take_flat(o_bks, v, nv, "i", 4, -1, what) < 0)
+		return -1;
+	Py_ssize_t nbuckets = v[*nv - 1].shape[0];
+	*wide = 0;
+	snprintf(what, sizeof(what), "%s: counts", who);
+	if (take_flat(o_cnts, v, nv, "I", 4, nbuckets, what) < 0) {
+		PyErr_Clear();
+		snprintf(what, sizeof(what), "%s: counts (uint32 or uint64)", who);
+		if (take_flat(o_cnts, v, nv, "QL", 8, nbuckets, what) < 0)
+			return -1;
+		*wide = 1;
+	}
+	return 0;
+}
+
 /* The percentiles qs (0..100) as fractions; NULL with an exception set. */
 static double *fractions_of(PyObject *qs, Py_ssize_t nq)
 {
@@ -92,23 +123,10 @@ static PyObject *py_hist_percentiles(PyObject *self, PyObject *args)
 	PyObject *out = NULL;
 	if (!frac)
 		goto done;
-	if (take_flat(o_offs, v, &nv, "ql", 8, -1, "hist_percentiles: offsets") < 0)
+	Py_ssize_t rows;
+	int wide;
+	if (take_hists(o_offs, o_bks, o_cnts, v, &nv, &rows, &wide, "hist_percentiles") < 0)
 		goto done;
-	Py_ssize_t rows = v[0].shape[0] - 1;
-	if (rows < 0) {
-		PyErr_SetString(PyExc_ValueError, "hist_percentiles: offsets: empty");
-		goto done;
-	}
-	if (take_flat(o_bks, v, &nv, "i", 4, -1, "hist_percentiles: buckets") < 0)
-		goto done;
-	int wide = 0;
-	if (take_flat(o_cnts, v, &nv, "I", 4, v[1].shape[0], "hist_percentiles: counts") < 0) {
-		PyErr_Clear();
-		if (take_flat(o_cnts, v, &nv, "QL", 8, v[1].shape[0],
-			      "hist_percentiles: counts (uint32 or uint64)") < 0)
-			goto done;
-		wide = 1;
-	}
 	if (take_flat(o_mids, v, &nv, "ql", 8, -1, "hist_percentiles: mids") < 0 ||
 	    take_flat(o_lo, v, &nv, "ql", 8, rows, "hist_percentiles: lo") < 0 ||
 	    take_flat(o_hi, v, &nv, "ql", 8, rows, "hist_percentiles: hi") < 0)
@@ -234,22 +252,10 @@ static PyObject *py_hist_group(PyObject *self, PyObject *args)
 		PyErr_SetString(PyExc_ValueError, "hist_group: ngroups < 0");
 		goto done;
 	}
-	if (take_flat(o_offs, v, &nv, "ql", 8, -1, "hist_group: offsets") < 0)
+	Py_ssize_t rows;
+	int wide;
+	if (take_hists(o_offs, o_bks, o_cnts, v, &nv, &rows, &wide, "hist_group") < 0)
 		goto done;
-	Py_ssize_t rows = v[0].shape[0] - 1;
-	if (rows < 0) {
-		PyErr_SetString(PyExc_ValueError, "hist_group: offsets: empty");
-		goto done;
-	}
-	if (take_flat(o_bks, v, &nv, "i", 4, -1, "hist_group: buckets") < 0)
-		goto done;
-	int wide = 0;
-	if (take_flat(o_cnts, v, &nv, "I", 4, v[1].shape[0], "hist_group: counts") < 0) {
-		PyErr_Clear();
-		if (take_flat(o_cnts, v, &nv, "QL", 8, v[1].shape[0], "hist_group: counts (uint32 or uint64)") < 0)
-			goto done;
-		wide = 1;
-	}
 	if (take_flat(o_keys, v, &nv, "ql", 8, rows, "hist_group: keys") < 0)
 		goto done;
 	const int32_t *bks = v[1].buf;

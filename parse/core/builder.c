@@ -264,15 +264,25 @@ static const char *const irq_exact[] = {
 };
 static const char *const irq_prefix[] = { "__sysvec_", "sysvec_", "asm_sysvec_", "smp_irq_work_interrupt" };
 
-int ftf_func_name_is_irq_entry(const char *name)
+/* name is one of exact[], or begins with one of prefix[] */
+static int name_in(const char *name, const char *const *exact, size_t nexact, const char *const *prefix,
+		   size_t nprefix)
 {
-	for (size_t i = 0; i < sizeof(irq_exact) / sizeof(irq_exact[0]); i++)
-		if (!strcmp(name, irq_exact[i]))
+	for (size_t i = 0; i < nexact; i++)
+		if (!strcmp(name, exact[i]))
 			return 1;
-	for (size_t i = 0; i < sizeof(irq_prefix) / sizeof(irq_prefix[0]); i++)
-		if (!strncmp(name, irq_prefix[i], strlen(irq_prefix[i])))
+	for (size_t i = 0; i < nprefix; i++)
+		if (!strncmp(name, prefix[i], strlen(prefix[i])))
 			return 1;
 	return 0;
+}
+
+#define NAME_IN(name, exact, prefix) \
+	name_in(name, exact, sizeof(exact) / sizeof(exact[0]), prefix, sizeof(prefix) / sizeof(prefix[0]))
+
+int ftf_func_name_is_irq_entry(const char *name)
+{
+	return NAME_IN(name, irq_exact, irq_prefix);
 }
 
 /* The scheduler's entry points, which call __schedule() (untraced): a task
@@ -289,13 +299,7 @@ static const char *const sched_prefix[] = { "preempt_schedule" };
 
 int ftf_func_name_is_sched_entry(const char *name)
 {
-	for (size_t i = 0; i < sizeof(sched_exact) / sizeof(sched_exact[0]); i++)
-		if (!strcmp(name, sched_exact[i]))
-			return 1;
-	for (size_t i = 0; i < sizeof(sched_prefix) / sizeof(sched_prefix[0]); i++)
-		if (!strncmp(name, sched_prefix[i], strlen(sched_prefix[i])))
-			return 1;
-	return 0;
+	return NAME_IN(name, sched_exact, sched_prefix);
 }
 
 /* 1: none of the two, 2: an irq entry function, 3: a scheduler entry. */
