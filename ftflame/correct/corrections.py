@@ -212,7 +212,7 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         s_irq = (p.scol("flags") & SAMPLE_IRQ) != 0
         s_off = sc["offcpu"] if off_mode == "removed" else np.zeros(len(s))
         if off_mode == "removed":  # the switch work and the calls switched out go with the off-CPU time
-            s_off = (s_off + sc["sched"] - sc["sched_calls"] * o_in - sc["sched_outs"] * o_out
+            s_off = (s_off + net_switch_work(sc["sched"], sc["sched_calls"], sc["sched_outs"], o_in, o_out)
                      - p.scol("offcpu_calls") * o_sum)
         if irqs == "exclude":
             s_task = sc["dur"] - s_off - sc["irq"] - o_in - sc["desc"] * o_sum - sc["irq_roots"] * o_out
@@ -262,10 +262,16 @@ def switch_work(p: Profile, o_in: float, o_out: float) -> np.ndarray:
     frame (no column made: most traces)."""
     if not p.counters.get("switches") or not (p.col("sched_calls") - p.col("gap_sched_calls")).any():
         return None
-    sw = clean(p, "sched")
-    sw -= clean(p, "sched_calls") * o_in
-    sw -= clean(p, "sched_outs") * o_out
-    return sw
+    return net_switch_work(clean(p, "sched"), clean(p, "sched_calls"), clean(p, "sched_outs"), o_in, o_out)
+
+
+def net_switch_work(sched: np.ndarray, sched_calls, sched_outs, o_in: float, o_out: float) -> np.ndarray:
+    """The switch frames' on-CPU time less their own hook cost: the one
+    formula of switch work, per node, per root call and per call. sched (a
+    float64 array the caller owns) becomes the result."""
+    sched -= sched_calls * o_in
+    sched -= sched_outs * o_out
+    return sched
 
 
 def sample_switches(p: Profile) -> int:

@@ -21,6 +21,7 @@ from typing import Optional
 
 import numpy as np
 
+from ftflame.correct.corrections import net_switch_work
 from ftflame.model.profile import (CALL_COLUMNS, CALL_DONE, CALL_EXTRAS, CALL_GAP, CALL_IRQ, SAMPLE_GAP, SAMPLE_IRQ,
                                    SAMPLE_PARTIAL, KeptTree, Profile)
 
@@ -263,7 +264,7 @@ def _switch_work_per_call(t, par, incl, off, desc, o_in: float, o_out: float):
         if (nxt == inside).all():
             break
         inside = nxt
-    gone = off + sched - t[:, _C["sched_calls"]] * o_in - t[:, _C["sched_outs"]] * o_out
+    gone = off + net_switch_work(sched.copy(), t[:, _C["sched_calls"]], t[:, _C["sched_outs"]], o_in, o_out)
     return gone, desc - t[:, _C["offcpu_calls"]], inside
 
 
