@@ -287,3 +287,53 @@ def test_out_of_memory_is_one_line_and_exit_1():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stderr
     assert "out of memory" in one_line(proc.stderr) and "internal error" not in proc.stderr
+
+
+# ---- 7: a trace's strings never reach a terminal raw ---------------------------------------
+
+EVIL = "\x1b[2J\x1b]0;owned\x07\x1b]8;;http://x/\x1b\\\u009b2J\x7f"
+
+
+def evil_trace(path):
+    """A trace.dat whose kallsyms name one function with escape sequences
+    (clear the screen, a window title, an OSC 8 link, a C1 CSI) and whose
+    uname carries one too."""
+    from helpers import datwriter as dw
+
+    c = dw.corner_contents()
+    addr = dw.func_address("nfsd_dispatch")
+    c.kallsyms[addr] = "nfsd_dispatch" + EVIL
+    c.uname = "Linux evil 6.1.0" + EVIL + " x86_64"
+    dw.write_file(str(path), c, [dw.nested_call_pages()], dw.Form(7))
+
+
+def raw_controls(text: str) -> list:
+    return sorted({hex(ord(ch)) for ch in text if ord(ch) < 0x20 and ch not in "\n\t" or 0x7f <= ord(ch) < 0xa0})
+
+
+@pytest.mark.parametrize("fmt", ["txt", "json", "folded", "html", "speedscope"])
+def test_escape_sequences_from_a_trace_are_shown_not_sent(tmp_path, fmt):
+    trace = tmp_path / "evil.dat"
+    evil_trace(trace)
+    proc = run("report", str(trace), "-F", fmt)
+    assert proc.returncode == 0, proc.stderr
+    assert raw_controls(proc.stdout) == [] and raw_controls(proc.stderr) == []
+    assert "nfsd_dispatch\\x1b[2J" in proc.stdout.replace("\\\\", "\\")
+
+
+def test_escape_sequences_never_reach_the_diff(tmp_path):
+    before, after = tmp_path / "b.dat", tmp_path / "a.dat"
+    evil_trace(before)
+    evil_trace(after)
+    proc = run("diff", str(before), str(after))
+    assert proc.returncode == 0, proc.stderr
+    assert raw_controls(proc.stdout) == [] and raw_controls(proc.stderr) == []
+    assert "nfsd_dispatch\\x1b[2J" in proc.stdout
+
+
+def test_printable_names_are_left_as_they_are():
+    from ftflame.model.names import printable
+
+    for name in ("nfsd3_proc_write", "__x64_sys_write.cold", "ext4_écrire", "[irq]"):
+        assert printable(name) == name
+    assert printable("a\x1bb\u009bc\u202ed") == "a\\x1bb\\x9bc\\u202ed"
