@@ -280,7 +280,7 @@ def cmd_report(args) -> int:
     if path == "-" and 0 in CLOSED_STREAMS:
         raise InputError("-", "stdin is closed", "give the trace's file name, or redirect stdin from it")
     baseline = args.baseline and resolve_input(args.baseline)
-    refuse_input_as_output(output, (path, args.calibration, baseline, *read_beside(path)))
+    refuse_input_as_output(output, (path, args.calibration, baseline), read_beside(path))
     progress = Progress(f"reading {path}", not args.quiet, path)
     try:
         def imports():  # about 0.1-0.2 s, numpy mostly: while the core reads
@@ -321,7 +321,7 @@ def cmd_calibrate(args) -> int:
     from ftflame.rundir import calibration_inputs, read_beside
 
     traces, out = calibration_inputs(args.rundir, args.from_traces, args.output)
-    refuse_input_as_output(out, traces + [m for t in traces for m in read_beside(t, calibrating=True)])
+    refuse_input_as_output(out, traces, [m for t in traces for m in read_beside(t, calibrating=True)])
     doc = calibration.calibrate_from_traces(*traces)
     text = json.dumps(doc, indent=2) + "\n"
     if out == "-":

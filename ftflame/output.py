@@ -88,15 +88,19 @@ def _place(path: str) -> str:
     return os.path.join(os.path.realpath(os.path.dirname(a)), os.path.basename(a))
 
 
-def refuse_input_as_output(output: Optional[str], inputs: Iterable[Optional[str]]) -> None:
-    """InputError when writing `output` would destroy one of `inputs`: the
-    files the command reads, named or implied (calibration.json beside a
-    trace, whether it exists yet or not), and stdin ('-') when it is a
-    file. The same file by device and inode (another name, a hard link) or
-    by place. An output that is a symbolic link is replaced, not written
+def refuse_input_as_output(output: Optional[str], inputs: Iterable[Optional[str]],
+                           beside: Iterable[str] = ()) -> None:
+    """InputError when writing `output` would destroy one of `inputs` (the
+    files named, stdin's file for '-') or of `beside` (the files read beside
+    a trace when there: calibration.json, whether it exists yet or not).
+    The same file by device and inode (another name, a hard link) or by
+    place. An output that is a symbolic link is replaced, not written
     through, so a link to an input is no danger; a link into /proc (an open
-    file's descriptor) is refused here, before anything is read."""
+    file's descriptor) is refused here, before anything is read, and so is
+    a report for a closed stdout."""
     if output in (None, "-"):
+        if 1 in CLOSED_STREAMS:
+            raise _stdout_closed()
         return
     try:
         out = os.lstat(output)
@@ -107,11 +111,13 @@ def refuse_input_as_output(output: Optional[str], inputs: Iterable[Optional[str]
         return
     place = _place(output)
     for path in inputs:
-        if path is None:
-            continue
-        if _same_input(path, out, place):
+        if path is not None and _same_input(path, out, place):
             what = "the input on stdin" if path == "-" else f"the input {path}"
             raise InputError(output, f"is {what}: writing would destroy it", "give another output file")
+    for path in beside:
+        if _same_input(path, out, place):
+            raise InputError(output, f"is {path}, which this command reads beside the trace: writing "
+                             "it would change what every later command reads there", "give another output file")
 
 
 def _same_input(path: str, out: Optional[os.stat_result], place: str) -> bool:
@@ -301,12 +307,16 @@ def guard_standard_streams() -> None:
             setattr(sys, name, open(fd, mode, closefd=False))
 
 
+def _stdout_closed() -> InputError:
+    return InputError("stdout", "is closed: nowhere to write the report",
+                      "give -o FILE, or redirect stdout to a file")
+
+
 def write_stdout(text: str) -> None:
     """The report on stdout, as bytes (text mode costs 4x on big reports);
     a failed write (a full disk) is bad output, not an ftflame bug."""
     if 1 in CLOSED_STREAMS:
-        raise InputError("stdout", "is closed: nowhere to write the report",
-                         "give -o FILE, or redirect stdout to a file")
+        raise _stdout_closed()
     try:
         out = getattr(sys.stdout, "buffer", None)
         if out is not None:

@@ -125,7 +125,7 @@ def test_report_into_its_run_directorys_files_is_refused(tmp_path, name):
     before = {f: (d / f).read_bytes() for f in os.listdir(d)}
     proc = run("report", str(d), "-o", str(d / name), "-F", "json")
     assert proc.returncode == 2, proc.stderr
-    assert "is the input" in one_line(proc.stderr) and name in proc.stderr
+    assert "reads beside the trace" in one_line(proc.stderr) and name in proc.stderr
     assert {f: (d / f).read_bytes() for f in os.listdir(d)} == before
     assert run("report", str(d), "-q").returncode == 0
 
@@ -133,7 +133,7 @@ def test_report_into_its_run_directorys_files_is_refused(tmp_path, name):
 def test_diff_into_a_sides_run_directory_is_refused(tmp_path):
     a, b = run_dir(tmp_path, "a"), run_dir(tmp_path, "b")
     proc = run("diff", str(a), str(b), "-o", str(b / "calibration.json"), "-F", "json")
-    assert proc.returncode == 2 and "is the input" in one_line(proc.stderr), proc.stderr
+    assert proc.returncode == 2 and "reads beside the trace" in one_line(proc.stderr), proc.stderr
     assert not (b / "calibration.json").exists()
 
 
@@ -147,7 +147,7 @@ def test_calibrate_into_the_calibration_record_is_refused(tmp_path):
     meta = tmp_path / "calib-meta.json"
     meta.write_text('{"tracer_options": {}}\n')
     proc = run("calibrate", "--from-traces", *traces, "-o", str(meta))
-    assert proc.returncode == 2 and "is the input" in one_line(proc.stderr), proc.stderr
+    assert proc.returncode == 2 and "reads beside the trace" in one_line(proc.stderr), proc.stderr
     assert meta.read_text() == '{"tracer_options": {}}\n'
 
 
@@ -235,8 +235,10 @@ def shell(redirect: str, *args):
     return subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=120)
 
 
-def test_closed_stdout_is_one_line_and_exit_2():
-    proc = shell(">&-", "report", SAMPLE)
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_closed_stdout_is_one_line_and_exit_2(tmp_path, command):
+    args = [a for a in COMMANDS[command](tmp_path) if a not in ("-F", "json")]
+    proc = shell(">&-", *args)
     assert proc.returncode == 2
     assert "stdout" in one_line(proc.stderr) and "closed" in proc.stderr
 

@@ -128,7 +128,7 @@ def cmd_diff(args) -> int:
     if "-" in before + after:
         raise InputError("-", "diff reads files, not stdin", "save the trace to a file")
     traces = [resolve_input(g) for g in before + after]
-    refuse_input_as_output(args.output, traces + [args.calibration] + [b for t in traces for b in read_beside(t)])
+    refuse_input_as_output(args.output, traces + [args.calibration], [b for t in traces for b in read_beside(t)])
     opts = argparse.Namespace(**vars(args))
     opts.min_change = args.min_change / 100.0
     d = compare(before, after, opts)
