@@ -339,3 +339,17 @@ def test_printable_names_are_left_as_they_are():
     for name in ("nfsd3_proc_write", "__x64_sys_write.cold", "ext4_écrire", "[irq]"):
         assert printable(name) == name
     assert printable("a\x1bb\u009bc\u202ed") == "a\\x1bb\\x9bc\\u202ed"
+
+
+def test_c1_controls_in_a_text_traces_names_are_shown_not_sent(tmp_path):
+    """The text reader ends a name at a C0 control but takes any byte from
+    0x80 up: a C1 CSI (U+009B, 0xc2 0x9b in UTF-8) is escaped like the
+    trace.dat's names."""
+    trace = tmp_path / "t.txt"
+    trace.write_bytes(b"# tracer: function_graph\n"
+                      b" 0)               |  nfsd3_proc_write() {\n"
+                      b" 0)   1.000 us    |    fh_\xc2\x9b2Jverify();\n"
+                      b" 0)   4.000 us    |  }\n")
+    proc = run("report", str(trace))
+    assert proc.returncode == 0, proc.stderr
+    assert raw_controls(proc.stdout) == [] and "fh_\\x9b2Jverify" in proc.stdout
