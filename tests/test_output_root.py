@@ -353,3 +353,18 @@ def test_c1_controls_in_a_text_traces_names_are_shown_not_sent(tmp_path):
     proc = run("report", str(trace))
     assert proc.returncode == 0, proc.stderr
     assert raw_controls(proc.stdout) == [] and "fh_\\x9b2Jverify" in proc.stdout
+
+
+def test_a_uname_in_another_encoding_is_read_not_refused(tmp_path):
+    """A uname that is not UTF-8 (Latin-1 bytes, or a C1 control's single
+    byte): its bytes are replaced, the trace is read."""
+    from helpers import datwriter as dw
+
+    c = dw.corner_contents()
+    c.uname = "Linux host 6.1.0-QQQQ x86_64"
+    path = tmp_path / "latin1.dat"
+    dw.write_file(str(path), c, [dw.nested_call_pages()], dw.Form(7))
+    path.write_bytes(path.read_bytes().replace(b"QQQQ", b"f\xe9\x9bx"))
+    proc = run("report", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert "kernel 6.1.0-f\ufffdx," in proc.stdout and raw_controls(proc.stdout) == []
