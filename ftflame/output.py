@@ -216,8 +216,8 @@ def _refuse_link_into_proc(path: str) -> None:
     /proc/self/fd/1) names an open file, not a place: replacing it breaks
     the system's link, and what the descriptor is cannot be told from
     here."""
-    try:
-        proc = os.stat("/proc").st_dev
+    try:  # /proc/self is there only when procfs is mounted (not /proc's empty directory)
+        proc = os.lstat("/proc/self").st_dev
     except OSError:
         return
     p = path
