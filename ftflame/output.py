@@ -167,7 +167,8 @@ def write_atomic(path: str, data: Data) -> Optional[int]:
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise InputError(path, "output directory does not exist")
-    mode = stat.S_IMODE(st.st_mode) if st is not None and stat.S_ISREG(st.st_mode) else 0o666 & ~_umask()
+    replaced = st if st is not None and stat.S_ISREG(st.st_mode) else None  # not a link's owner or mode
+    mode = stat.S_IMODE(replaced.st_mode) if replaced else 0o666 & ~_umask()
     # signals held from the temporary file's creation to the `try` that
     # removes it: a SIGTERM in between would leave it behind
     held = signal.pthread_sigmask(signal.SIG_BLOCK, (*TERMINATING, signal.SIGINT))
@@ -181,7 +182,7 @@ def write_atomic(path: str, data: Data) -> Optional[int]:
         with os.fdopen(fd, "wb") as f:
             _fill(f, data)
             f.flush()
-            if st is not None and not _keep_owner(f.fileno(), st):
+            if replaced and not _keep_owner(f.fileno(), replaced):
                 mode &= ~(stat.S_ISUID | stat.S_ISGID)
             os.fchmod(f.fileno(), mode)
             size = os.fstat(f.fileno()).st_size

@@ -368,3 +368,16 @@ def test_a_uname_in_another_encoding_is_read_not_refused(tmp_path):
     proc = run("report", str(path))
     assert proc.returncode == 0, proc.stderr
     assert "kernel 6.1.0-f\ufffdx," in proc.stdout and raw_controls(proc.stdout) == []
+
+
+def test_a_replaced_link_gives_the_report_no_owner_of_its_own(tmp_path):
+    """Another user's link is replaced by a report of root's: the owner
+    kept is a replaced file's, never a link's (whoever planted it)."""
+    out = tmp_path / "r.txt"
+    out.symlink_to(tmp_path / "elsewhere")
+    if os.geteuid() != 0:
+        pytest.skip("giving a link to another user needs root")
+    os.lchown(out, pwd.getpwnam("nobody").pw_uid, grp.getgrnam("nogroup").gr_gid)
+    proc = run("report", SAMPLE, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert not os.path.islink(out) and os.stat(out).st_uid == 0
