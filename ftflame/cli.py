@@ -389,8 +389,8 @@ def main(argv=None) -> int:
     except BrokenPipeError:
         return 0
     except MemoryError:  # a resource, not a bug: exit 1 with one line all the same
-        print("ftflame: out of memory (the trace needs more than this machine or its limits give: "
-              "ulimit -v, the cgroup's memory.max; try --slowest 0, or a smaller trace)", file=sys.stderr)
+        print("ftflame: out of memory (more than this machine or its limits give: ulimit -v, the "
+              "cgroup's memory.max; `report --slowest 0` keeps no call trees)", file=sys.stderr)
         return 1
     except Exception as e:  # an ftflame bug, not bad input
         if os.environ.get("FTFLAME_DEBUG"):
