@@ -1,7 +1,9 @@
 """ftflame command line: `ftflame report`, `ftflame diff`, `ftflame collect`, `ftflame calibrate`.
 
 Exit codes: 0 success; 2 bad input or usage (one line on stderr naming the
-file and the problem); 130 interrupted; 1 internal error.
+file and the problem); 130 interrupted; 1 internal error or out of memory
+(one line too). Closed standard streams are opened on /dev/null first: a
+report for a closed stdout, or stdin read when closed, is bad input.
 """
 from __future__ import annotations
 
@@ -45,7 +47,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from ftflame import __version__  # noqa: E402
 from ftflame.model.errors import InputError  # noqa: E402
-from ftflame.output import (Progress, Terminated, refuse_input_as_output,  # noqa: E402
+from ftflame.output import (CLOSED_STREAMS, Progress, Terminated,  # noqa: E402
+                            guard_standard_streams, refuse_input_as_output,
                             terminating_signals_raise, write_atomic, write_stdout)
 
 _on_sigint(signal.default_int_handler)  # main() turns KeyboardInterrupt into exit 130
@@ -89,10 +92,13 @@ the JSON).
   ftflame report run1/ --baseline base.dat   balance sheet against a root-only recording
 
 output (-o OUT): a regular file is written beside OUT, then renamed over it (never
-half-written; a new file gets 0666 minus the umask, a replaced one keeps its mode);
-a device, FIFO or terminal is written in place; a symbolic link is replaced by the
-report, never written through (a link to a device, FIFO or terminal, e.g. /dev/stdout,
-is refused: use '-'); an OUT that is one of the inputs is refused.
+half-written; a new file gets 0666 minus the umask, a replaced one keeps its mode and
+owner, or loses its set-id bits when the owner cannot be kept); a device, FIFO or
+terminal is written in place (a FIFO without a reader is waited for, and stderr says
+so); a symbolic link is replaced by the report, never written through (a link to a
+device, FIFO, terminal or open file descriptor, e.g. /dev/stdout, is refused: use
+'-'); an OUT that is one of the inputs is refused: a file named, stdin's file, or a
+file read beside the trace (a run directory's calibration.json, meta.json).
 """
 
 
@@ -266,12 +272,15 @@ def cmd_report(args) -> int:
     from ftflame.output import open_in_browser
     from ftflame.report import RENDERERS, output_and_format
     from ftflame.report.options import render_options
-    from ftflame.rundir import resolve_input
+    from ftflame.rundir import read_beside, resolve_input
 
     output, fmt = output_and_format(args.output, args.format, args.open, args.input)
     opts = render_options(fmt, args.folded_weights, args.top, args.sections)
     path = resolve_input(args.input)
-    refuse_input_as_output(output, (path, args.calibration, args.baseline and resolve_input(args.baseline)))
+    if path == "-" and 0 in CLOSED_STREAMS:
+        raise InputError("-", "stdin is closed", "give the trace's file name, or redirect stdin from it")
+    baseline = args.baseline and resolve_input(args.baseline)
+    refuse_input_as_output(output, (path, args.calibration, baseline), read_beside(path))
     progress = Progress(f"reading {path}", not args.quiet, path)
     try:
         def imports():  # about 0.1-0.2 s, numpy mostly: while the core reads
@@ -309,10 +318,10 @@ def cmd_calibrate(args) -> int:
     import json
 
     from ftflame.correct import calibration
-    from ftflame.rundir import calibration_inputs
+    from ftflame.rundir import calibration_inputs, read_beside
 
     traces, out = calibration_inputs(args.rundir, args.from_traces, args.output)
-    refuse_input_as_output(out, traces)
+    refuse_input_as_output(out, traces, [m for t in traces for m in read_beside(t, calibrating=True)])
     doc = calibration.calibrate_from_traces(*traces)
     text = json.dumps(doc, indent=2) + "\n"
     if out == "-":
@@ -379,6 +388,10 @@ def main(argv=None) -> int:
         return 128 + e.signum
     except BrokenPipeError:
         return 0
+    except MemoryError:  # a resource, not a bug: exit 1 with one line all the same
+        print("ftflame: out of memory (more than this machine or its limits give: ulimit -v, the "
+              "cgroup's memory.max; `report --slowest 0` keeps no call trees)", file=sys.stderr)
+        return 1
     except Exception as e:  # an ftflame bug, not bad input
         if os.environ.get("FTFLAME_DEBUG"):
             raise
@@ -395,6 +408,7 @@ def run() -> None:
     malloc settings: keeping freed big blocks on the heap saved no time
     once the core stopped copying its tables, and cost 15 MB of peak RSS
     on s14's text report.)"""
+    guard_standard_streams()
     try:
         rc = main()
     except KeyboardInterrupt:  # Ctrl-C outside main()'s own try (this import, the parser)

@@ -5,21 +5,28 @@ The rules for `-o OUT` (README "Outputs", `ftflame report --help`):
   * a new or regular file is written to a temporary file beside it, then
     renamed over it: a reader never sees half a report, a failure or a
     terminating signal leaves nothing behind. A new file gets 0666 minus the
-    umask; a replaced file keeps its mode.
+    umask; a replaced file keeps its mode and its owner and group (root
+    replacing a user's file), or, when they cannot be kept, loses its
+    set-user-ID and set-group-ID bits.
   * an existing file that is not a regular file (a device, a FIFO, a
     terminal) is written in place: renaming over it would replace the node.
+    A FIFO without a reader is waited for, and stderr says so.
   * a symbolic link is replaced by the report; what it points to is never
     written through (root following a link planted in a shared directory is
     the classic way to clobber a system file). A link to a device, FIFO or
-    terminal (/dev/stdout) is refused: replacing it would break the system's
-    link, following it could write onto a disk.
-  * an output that is one of the command's inputs is refused.
+    terminal, or to an open file descriptor (/dev/stdout ->
+    /proc/self/fd/1, whatever fd 1 is), is refused: replacing it would
+    break the system's link, following it could write onto a disk.
+  * an output that is one of the command's inputs is refused: a file named
+    on the command line, stdin's file ('-'), or one read beside a trace
+    (a run directory's calibration.json and meta.json), existing or not.
 Imported by the CLI and by calibration.py; it imports nothing of ftflame's
 but errors, so it sits below both.
 """
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import stat
@@ -74,28 +81,52 @@ def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
-def refuse_input_as_output(output: Optional[str], inputs: Iterable[Optional[str]]) -> None:
+def _place(path: str) -> str:
+    """Where writing `path` puts a file: its directory resolved, its own
+    name not (a link there is replaced, not followed)."""
+    a = os.path.abspath(path)
+    return os.path.join(os.path.realpath(os.path.dirname(a)), os.path.basename(a))
+
+
+def refuse_input_as_output(output: Optional[str], inputs: Iterable[Optional[str]],
+                           beside: Iterable[str] = ()) -> None:
     """InputError when writing `output` would destroy one of `inputs` (the
-    same file, by device and inode: another name or a hard link included).
-    An output that is a symbolic link is replaced, not written through, so
-    a link to an input is no danger."""
+    files named, stdin's file for '-') or of `beside` (the files read beside
+    a trace when there: calibration.json, whether it exists yet or not).
+    The same file by device and inode (another name, a hard link) or by
+    place. An output that is a symbolic link is replaced, not written
+    through, so a link to an input is no danger; a link into /proc (an open
+    file's descriptor) is refused here, before anything is read, and so is
+    a report for a closed stdout."""
     if output in (None, "-"):
+        if 1 in CLOSED_STREAMS:
+            raise _stdout_closed()
         return
     try:
         out = os.lstat(output)
     except OSError:
-        return  # not there yet (or unreadable: write_atomic says so)
-    if stat.S_ISLNK(out.st_mode):
+        out = None  # not there yet (or unreadable: write_atomic says so)
+    if out is not None and stat.S_ISLNK(out.st_mode):
+        _refuse_link_into_proc(output)
         return
+    place = _place(output)
     for path in inputs:
-        if path in (None, "-"):
-            continue
-        try:
-            if _same_file(os.stat(path), out):
-                raise InputError(output, f"is the input {path}: writing would destroy it",
-                                 "give another output file")
-        except OSError:
-            continue
+        if path is not None and _same_input(path, out, place):
+            what = "the input on stdin" if path == "-" else f"the input {path}"
+            raise InputError(output, f"is {what}: writing would destroy it", "give another output file")
+    for path in beside:
+        if _same_input(path, out, place):
+            raise InputError(output, f"is {path}, which this command reads beside the trace: writing "
+                             "it would change what every later command reads there", "give another output file")
+
+
+def _same_input(path: str, out: Optional[os.stat_result], place: str) -> bool:
+    if path != "-" and os.path.realpath(path) == place:
+        return True
+    try:
+        return out is not None and _same_file(os.fstat(0) if path == "-" else os.stat(path), out)
+    except OSError:  # not there, or stdin closed
+        return False
 
 
 def _umask() -> int:
@@ -128,6 +159,7 @@ def write_atomic(path: str, data: Data) -> Optional[int]:
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise InputError(path, "is a directory", "give a file name")
     if st is not None and stat.S_ISLNK(st.st_mode):
+        _refuse_link_into_proc(path)
         _refuse_link_to_a_node(path)
     elif st is not None and not stat.S_ISREG(st.st_mode):
         _write_in_place(path, st, data)
@@ -135,7 +167,8 @@ def write_atomic(path: str, data: Data) -> Optional[int]:
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise InputError(path, "output directory does not exist")
-    mode = stat.S_IMODE(st.st_mode) if st is not None and stat.S_ISREG(st.st_mode) else 0o666 & ~_umask()
+    replaced = st if st is not None and stat.S_ISREG(st.st_mode) else None  # not a link's owner or mode
+    mode = stat.S_IMODE(replaced.st_mode) if replaced else 0o666 & ~_umask()
     # signals held from the temporary file's creation to the `try` that
     # removes it: a SIGTERM in between would leave it behind
     held = signal.pthread_sigmask(signal.SIG_BLOCK, (*TERMINATING, signal.SIGINT))
@@ -149,6 +182,8 @@ def write_atomic(path: str, data: Data) -> Optional[int]:
         with os.fdopen(fd, "wb") as f:
             _fill(f, data)
             f.flush()
+            if replaced and not _keep_owner(f.fileno(), replaced):
+                mode &= ~(stat.S_ISUID | stat.S_ISGID)
             os.fchmod(f.fileno(), mode)
             size = os.fstat(f.fileno()).st_size
         os.replace(tmp, path)
@@ -159,6 +194,47 @@ def write_atomic(path: str, data: Data) -> Optional[int]:
         if isinstance(e, OSError) and not isinstance(e, BrokenPipeError):
             raise _cannot_write(path, e) from None
         raise
+
+
+def _keep_owner(fd: int, st: os.stat_result) -> bool:
+    """The replacement owned as the file it replaces (root replacing a
+    user's file would otherwise hand it to root); False when that cannot
+    be done, and its set-id bits must go."""
+    mine = os.fstat(fd)
+    if (mine.st_uid, mine.st_gid) == (st.st_uid, st.st_gid):
+        return True
+    try:
+        os.fchown(fd, st.st_uid, st.st_gid)
+        return True
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.fchown(fd, -1, st.st_gid)  # the group at least, when we are in it
+        return False
+
+
+def _refuse_link_into_proc(path: str) -> None:
+    """A link whose chain reaches a link in /proc (/dev/stdout ->
+    /proc/self/fd/1) names an open file, not a place: replacing it breaks
+    the system's link, and what the descriptor is cannot be told from
+    here."""
+    try:  # /proc/self is there only when procfs is mounted (not /proc's empty directory)
+        proc = os.lstat("/proc/self").st_dev
+    except OSError:
+        return
+    p = path
+    for _ in range(40):  # the kernel's own limit on a chain
+        try:
+            st = os.lstat(p)
+            if not stat.S_ISLNK(st.st_mode):
+                return
+            target = os.readlink(p)
+        except OSError:
+            return
+        if st.st_dev == proc:
+            raise InputError(path, f"is a symbolic link to an open file descriptor ({p} -> {target}): "
+                             "not written through, not replaced",
+                             "give '-' for stdout, or a file name")
+        p = os.path.join(os.path.dirname(p), target)
 
 
 def _refuse_link_to_a_node(path: str) -> None:
@@ -174,8 +250,9 @@ def _refuse_link_to_a_node(path: str) -> None:
 def _write_in_place(path: str, st: os.stat_result, data: Data) -> None:
     """A device, FIFO or terminal: opened as it is (never created, never
     truncated, never through a link), checked to be the node looked at."""
+    flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC)
+        fd = _open_fifo(path, flags) if stat.S_ISFIFO(st.st_mode) else os.open(path, flags)
     except OSError as e:
         raise InputError(path, f"cannot write: {e.strerror}",
                          "it is not a regular file: ftflame writes into devices, FIFOs "
@@ -193,9 +270,54 @@ def _write_in_place(path: str, st: os.stat_result, data: Data) -> None:
         os.close(fd)
 
 
+def _open_fifo(path: str, flags: int) -> int:
+    """A FIFO's write end. Opening it waits for a reader: said on stderr
+    first, or the command would hang without a word."""
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK)
+    except OSError as e:
+        if e.errno != errno.ENXIO:  # ENXIO: no reader yet
+            raise
+        print(f"ftflame: {path}: a FIFO with no reader: waiting for one to open it "
+              "(Ctrl-C to stop)", file=sys.stderr, flush=True)
+        return os.open(path, flags)
+    os.set_blocking(fd, True)
+    return fd
+
+
+# the standard streams (0, 1, 2) closed when ftflame started (`>&-`)
+CLOSED_STREAMS: set = set()
+
+
+def guard_standard_streams() -> None:
+    """Each closed standard stream opened on /dev/null and noted in
+    CLOSED_STREAMS: a file ftflame opens never takes number 1 or 2 (where
+    a report or an error line would land in it), sys.stdout and friends
+    are never None, and a report meant for a closed stdout is refused."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            CLOSED_STREAMS.add(fd)
+            null = os.open(os.devnull, os.O_RDWR)  # the lowest free number: fd
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, mode, closefd=False))
+
+
+def _stdout_closed() -> InputError:
+    return InputError("stdout", "is closed: nowhere to write the report",
+                      "give -o FILE, or redirect stdout to a file")
+
+
 def write_stdout(text: str) -> None:
     """The report on stdout, as bytes (text mode costs 4x on big reports);
     a failed write (a full disk) is bad output, not an ftflame bug."""
+    if 1 in CLOSED_STREAMS:
+        raise _stdout_closed()
     try:
         out = getattr(sys.stdout, "buffer", None)
         if out is not None:

@@ -11,6 +11,8 @@ from typing import Optional, Sequence, Tuple
 from ftflame.model.errors import InputError
 
 CALIBRATION_FILE = "calibration.json"
+META_FILE = "meta.json"
+CALIB_META_FILE = "calib-meta.json"
 # calibrate.sh's three recordings: the NULL procedure alone, then the
 # dispatcher hooked alone and with its whole graph
 CALIBRATION_TRACES = ("calib-null.dat", "calib-dispatch-root.dat", "calib-dispatch-full.dat")
@@ -25,6 +27,17 @@ def resolve_input(path: str) -> str:
         raise InputError(path, "directory has no trace.dat",
                          "give a trace.dat or a collect.sh output directory")
     return path
+
+
+def read_beside(trace: str, calibrating: bool = False) -> list:
+    """The files a command reads beside a trace when they are there (a run
+    directory's): inputs as much as the trace, never to be written over.
+    `ftflame calibrate` writes calibration.json and reads calib-meta.json."""
+    if trace in (None, "-"):
+        return []
+    d = os.path.dirname(os.path.abspath(trace))
+    names = (CALIB_META_FILE,) if calibrating else (CALIBRATION_FILE, META_FILE)
+    return [os.path.join(d, n) for n in names]
 
 
 def calibration_inputs(rundir: Optional[str], from_traces: Optional[Sequence[str]],

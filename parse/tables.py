@@ -6,16 +6,23 @@ Importing this module checks the core's column names against the Profile's
 here, not as a wrong figure."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ftflame.model.profile import (CALL_EXTRA_DTYPE, CALL_RECORD_DTYPE, SAMPLE_COLUMNS, Histograms, KeptTree,
                                    NodeTable, Profile, TraceInfo, check_core_columns)
+
+from ftflame.model.names import printable
 
 from . import _core
 
 __all__ = ["from_core_result", "build_events"]
 
 check_core_columns(_core)  # the core's tables are read by these names
+# TraceInfo's strings that come from the trace itself (printable(): a
+# trace's bytes never reach a terminal raw)
+TRACE_STRINGS = ("kernel", "clock", "tracer_version", "compression")
 
 
 def from_core_result(res: dict, info: TraceInfo) -> Profile:
@@ -27,15 +34,16 @@ def from_core_result(res: dict, info: TraceInfo) -> Profile:
     if counters.get("entries", 0) == 0 and counters.get("exits", 0) > 0:
         warnings.append("exit-only trace (tracing_thresh?): no call tree, every call is a "
                         "(partial) root; per-function figures are exact")
+    info = dataclasses.replace(info, **{k: printable(getattr(info, k)) for k in TRACE_STRINGS})
     return Profile(
-        trace=info, funcs=tuple(res["funcs"]), nodes=nodes,
+        trace=info, funcs=tuple(map(printable, res["funcs"])), nodes=nodes,
         hist_incl=Histograms.from_core(res["hist_incl"]),
         hist_excl=Histograms.from_core(res["hist_excl"]), samples=samples, counters=counters,
         lost_per_cpu={cpu: n for cpu, (n, _) in res["lost_per_cpu"].items()},
         lost_gaps_unknown_per_cpu={cpu: u for cpu, (_, u) in res["lost_per_cpu"].items() if u},
         warnings=tuple(warnings),
         overhead_samples=_overhead_samples(res.get("estimates", ())),
-        operations=tuple(res.get("ops", ())), op_how=tuple(res.get("op_how", ())),
+        operations=tuple(map(printable, res.get("ops", ()))), op_how=tuple(map(printable, res.get("op_how", ()))),
         slowest_trees=tuple((int(i), None if recs is None else
                              KeptTree(int(base), int(cpu), np.frombuffer(recs, dtype=CALL_RECORD_DTYPE),
                                       np.frombuffer(extras, dtype=CALL_EXTRA_DTYPE)))

@@ -32,7 +32,7 @@ import numpy as np
 from ftflame.correct import hooklevel
 from ftflame.model.errors import InputError
 from ftflame.output import write_atomic
-from ftflame.rundir import CALIBRATION_FILE
+from ftflame.rundir import CALIB_META_FILE, CALIBRATION_FILE
 from ftflame.model.profile import NODE_IRQ, SAMPLE_GAP, SAMPLE_IRQ, Calibration, Profile, hist_lower, hist_upper
 
 SCHEMA = "ftflame-calibration/1"
@@ -393,7 +393,7 @@ def _recorded_options(pf: Profile) -> dict:
 
 def _calib_meta(trace_path: str) -> dict:
     """calib-meta.json that collect/calibrate.sh writes beside the traces."""
-    path = os.path.join(os.path.dirname(os.path.abspath(trace_path)), "calib-meta.json")
+    path = os.path.join(os.path.dirname(os.path.abspath(trace_path)), CALIB_META_FILE)
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)

@@ -29,8 +29,8 @@ from typing import Optional
 
 from ftflame.correct.balance import independent_total
 from ftflame.model.profile import Profile
+from ftflame.rundir import META_FILE
 
-META_FILE = "meta.json"
 # a trace's recording in meta.json's "measured" object
 RUN_OF_TRACE = {"trace.dat": "main", "baseline.dat": "baseline"}
 

@@ -113,7 +113,7 @@ def choose_format(output, fmt) -> str:
 def cmd_diff(args) -> int:
     import importlib
 
-    from ftflame.rundir import resolve_input
+    from ftflame.rundir import read_beside, resolve_input
     from ftflame.output import refuse_input_as_output, write_atomic, write_stdout
 
     from . import compare
@@ -127,7 +127,8 @@ def cmd_diff(args) -> int:
             raise InputError(given, "no such file or directory")
     if "-" in before + after:
         raise InputError("-", "diff reads files, not stdin", "save the trace to a file")
-    refuse_input_as_output(args.output, [resolve_input(g) for g in before + after] + [args.calibration])
+    traces = [resolve_input(g) for g in before + after]
+    refuse_input_as_output(args.output, traces + [args.calibration], [b for t in traces for b in read_beside(t)])
     opts = argparse.Namespace(**vars(args))
     opts.min_change = args.min_change / 100.0
     d = compare(before, after, opts)

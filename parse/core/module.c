@@ -660,15 +660,22 @@ static int progress_trampoline(void *ctx, uint64_t events)
 	return stop;
 }
 
+/* A string the file brings, as text whatever its bytes (a uname in
+ * Latin-1 is no reason to refuse a trace). */
+static PyObject *file_text(const char *c)
+{
+	return PyUnicode_DecodeUTF8(c, (Py_ssize_t)strlen(c), "replace");
+}
+
 /* What a trace.dat says about itself: kernel, clock, tracer, CPUs, the
  * events and fields it has, and the records per CPU. */
 static PyObject *dat_meta_dict(const ftf_dat_meta *meta)
 {
 	PyObject *m = Py_BuildValue(
-		"{s:s,s:s,s:s,s:i,s:i,s:s,s:O,s:O,s:O,s:O,s:O,s:O}", "kernel", meta->kernel,
-		"clock", meta->clock, "tracer_version", meta->tracer_version, "cpus",
+		"{s:N,s:N,s:N,s:i,s:i,s:N,s:O,s:O,s:O,s:O,s:O,s:O}", "kernel", file_text(meta->kernel),
+		"clock", file_text(meta->clock), "tracer_version", file_text(meta->tracer_version), "cpus",
 		meta->cpus, "file_version", meta->file_version, "compression",
-		meta->compression, "has_entry_event",
+		file_text(meta->compression), "has_entry_event",
 		meta->has_entry_event ? Py_True : Py_False, "has_exit_event",
 		meta->has_exit_event ? Py_True : Py_False, "has_retaddr_event",
 		meta->has_retaddr_event ? Py_True : Py_False, "has_switch_event",
