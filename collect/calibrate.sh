@@ -37,7 +37,8 @@
 #   --host HOST  the NFS server to call; it must be this machine (default 127.0.0.1)
 #   --vers 3|4   NFS version of the NULL RPCs (default 3)
 #   --port N     nfsd's TCP port (default 2049)
-#   -o DIR       output folder (default: .)
+#   -o DIR       output folder (default: .): created when missing; an
+#                existing one must be owned by root and writable by no one else
 #   -h, --help   this text
 #
 # EXAMPLE:
@@ -108,6 +109,7 @@ rpcinfo -T tcp "$HOST" nfs "$VERS" >/dev/null 2>&1 ||
 
 take_lock
 busy_check
+use_out_dir "$OUT"
 tracer_args
 
 INTERRUPTED=""
@@ -133,8 +135,6 @@ trap 'on_signal INT' INT
 trap 'on_signal TERM' TERM
 trap 'on_signal HUP' HUP
 
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
 snapshot_tracefs
 
 # The workload of every recording: COUNT NULL RPCs over TCP. A small perl
@@ -157,7 +157,8 @@ fi
 NFLAGS=()
 for f in "${NULL_FUNCS[@]}"; do NFLAGS+=(-g "$f" -l "$f"); done
 STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-: >"$OUT/calib-rpc.log"
+rm -f -- "$OUT/calib-rpc.log"
+new_file "$OUT/calib-rpc.log"
 for run in null dispatch-root dispatch-full; do
 	case $run in
 	null)          flags=("${NFLAGS[@]}") ;;

@@ -199,6 +199,51 @@ take_lock() {
 	export FT_LOCK_FD
 }
 
+# root_owned_safe PATH: PATH (not followed) is owned by root and writable by
+# no one else.
+root_owned_safe() {
+	local owner_mode
+	owner_mode=$(stat -c '%u %a' -- "$1" 2>/dev/null) || return 1
+	[ "${owner_mode%% *}" = 0 ] && (((8#${owner_mode#* } & 8#022) == 0))
+}
+
+# ------------------------------------------------------------ the output folder
+
+# use_out_dir DIR: make DIR the output folder, OUT its physical path. DIR is
+# created (0755) when missing; an existing one must be a directory, not a
+# symlink, owned by root and writable by no one else, under folders that no
+# other user can rename (not world-writable, or sticky): then no file in it
+# can have been planted by another user (a link to follow, a file to reuse).
+use_out_dir() {
+	local d=$1 p mode made=0
+	if [ ! -e "$d" ] && [ ! -L "$d" ]; then
+		if ! mkdir -p -- "$(dirname -- "$d")" 2>/dev/null || ! mkdir -m 0755 -- "$d" 2>/dev/null; then
+			refuse "cannot create the output folder $d (-o)"
+		fi
+		made=1
+	fi
+	[ ! -L "$d" ] || refuse "unsafe output folder $d: it is a symlink (give the folder it points to, or a new one)"
+	[ -d "$d" ] || refuse "output folder $d is not a directory (-o)"
+	OUT=$(cd -P -- "$d" && pwd) || refuse "cannot enter the output folder $d (-o)"
+	# (mkdir made it, empty and root's, or failed: on a share that shows
+	# another owner, such as a VM's 9p folder, it is still ours)
+	((made)) || root_owned_safe "$OUT" ||
+		refuse "unsafe output folder $OUT: $(stat -c 'owned by %U, mode %a' -- "$OUT"); another user could plant links in it: choose a new folder ($FT_PROG creates it) or one only root can write to"
+	p=$OUT
+	while p=${p%/*}; [ -n "$p" ]; do
+		mode=$(stat -c %a -- "$p") || break
+		if (((8#$mode & 8#1002) == 8#0002)); then
+			refuse "unsafe output folder $OUT: $p is writable by everyone (mode $mode, not sticky): another user could swap the folder; choose one elsewhere"
+		fi
+	done
+}
+
+# new_file PATH: create PATH empty, never following or reusing what is there.
+new_file() {
+	local err
+	err=$( (set -C; : >"$1") 2>&1) || die "cannot create $1: ${err##*: }"
+}
+
 # ----------------------------------------------------- tracer options (shared)
 
 # Defaults; parse_tracer_opt changes them.

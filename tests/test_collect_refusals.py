@@ -174,7 +174,7 @@ def test_refuses_to_overwrite_a_trace(work):
     (work / "run1").mkdir()
     (work / "run1" / "trace.dat").write_bytes(b"x")
     r = run(COLLECT, ["-g", "nfsd3_proc_write", "-o", "run1", "--", "true"], work, tracefs=t)
-    assert_refused(r, "run1/trace.dat already exists")
+    assert_refused(r, "run1 holds a previous run (trace.dat)", "--force")
 
 
 # ------------------------------------------------------------- usage

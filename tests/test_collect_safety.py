@@ -49,8 +49,8 @@ def live_signals():
         signal.signal(s, signal.SIG_DFL)
 
 
-def start_collect(work, out, workload, env):
-    return subprocess.Popen(["bash", str(COLLECT), "-g", "nfsd3_proc_write", "--no-calibrate",
+def start_collect(work, out, workload, env, *opts):
+    return subprocess.Popen(["bash", str(COLLECT), "-g", "nfsd3_proc_write", "--no-calibrate", *opts,
                              "-o", str(out), "--", *workload],
                             cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=live_signals)
@@ -375,3 +375,108 @@ def test_calibrate_stops_its_recording_on_sigterm(work):
     assert not alive(tc)
     assert_tracefs_restored(work)
     assert not (work / "cal" / "calib-null.dat").exists()
+
+
+# ------------------------------------- the output folder: nothing planted is used
+
+@pytest.mark.parametrize("owner", ["world-writable", "another user's"])
+def test_links_planted_in_the_output_folder_are_never_followed(work, owner):
+    """-o into a folder another user can write to, where links wait at the
+    names of the run's files: refused, and what they point to is untouched."""
+    pub = work / "pub"
+    pub.mkdir()
+    if owner == "world-writable":
+        pub.chmod(0o1777)
+    else:
+        os.chown(pub, 65534, 65534)
+    victim = work / "victim"
+    victim.write_text("precious\n")
+    for name in ("workload.log", "record.log", "meta.json"):
+        (pub / name).symlink_to(victim)
+    r = collect(work, pub, ["echo", "written through the link"], collect_env(work))
+    assert r.returncode == 2, r.stderr
+    lines = one_line(r).strip().splitlines()
+    assert len(lines) == 1 and f"unsafe output folder {pub}" in lines[0], r.stderr
+    assert victim.read_text() == "precious\n"
+
+
+@pytest.mark.skipif(shutil.which("perl") is None, reason="perl is not installed")
+def test_calibrate_refuses_a_folder_others_can_write_to(work):
+    from helpers.collectfake import CALIBRATE
+    pub = work / "pub"
+    pub.mkdir()
+    pub.chmod(0o1777)
+    victim = work / "victim"
+    victim.write_text("precious\n")
+    for name in ("calib-rpc.log", "record.log"):
+        (pub / name).symlink_to(victim)
+    r = subprocess.run(["bash", str(CALIBRATE), "--port", str(nfs_null_server()), "--count", "3",
+                        "-o", str(pub)], cwd=work,
+                       env=collect_env(work), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    lines = one_line(r).strip().splitlines()
+    assert len(lines) == 1 and f"unsafe output folder {pub}" in lines[0], r.stderr
+    assert victim.read_text() == "precious\n"
+
+
+def test_default_folder_taken_by_another_user_is_not_used(work):
+    """The default ./ftflame-DATE is predictable: in a world-writable folder a
+    user can make it first, with links in it. collect.sh then makes a new
+    folder beside it, root's own."""
+    pub = work / "pub"
+    pub.mkdir()
+    pub.chmod(0o1777)
+    victim = work / "victim"
+    victim.write_text("precious\n")
+    now = time.time()
+    for s in range(-1, 30):
+        d = pub / time.strftime("ftflame-%Y%m%d-%H%M%S", time.localtime(now + s))
+        d.mkdir()
+        (d / "workload.log").symlink_to(victim)
+        (d / "record.log").symlink_to(victim)
+        os.chown(d, 65534, 65534, follow_symlinks=False)
+        d.chmod(0o777)
+    r = subprocess.run(["bash", str(COLLECT), "-g", "nfsd3_proc_write", "--no-calibrate", "--",
+                        "echo", "written through the link"],
+                       cwd=pub, env=collect_env(work), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert victim.read_text() == "precious\n"
+    runs = [d for d in pub.iterdir() if (d / "meta.json").exists()]
+    assert len(runs) == 1, r.stderr
+    st = runs[0].lstat()
+    assert st.st_uid == 0 and (st.st_mode & 0o777) == 0o755
+    assert (runs[0] / "workload.log").read_text() == "written through the link\n"
+
+
+# ------------------------------------------ one run per folder, or --force
+
+def test_refuses_a_folder_holding_a_previous_run(work):
+    """A run that failed leaves no trace.dat, only trace.dat.partial and a
+    meta.json saying so: a second run there is refused, the first kept as is."""
+    out = work / "run"
+    r1 = collect(work, out, ["true"], collect_env(work, fail=1, bytes=1000))
+    assert r1.returncode == 1 and (out / "trace.dat.partial").exists(), r1.stderr
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    r2 = collect(work, out, ["echo", "second"], collect_env(work))
+    assert r2.returncode == 2, r2.stderr
+    lines = one_line(r2).strip().splitlines()
+    assert len(lines) == 1 and f"{out} holds a previous run" in lines[0] and "--force" in lines[0]
+    assert "trace.dat.partial" in lines[0] and "meta.json" in lines[0]
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_force_replaces_a_previous_run_whole(work):
+    """--force into a run's folder: nothing of the old run stays beside the
+    new one (its baseline.dat would contradict the new meta.json)."""
+    out = work / "run"
+    env = collect_env(work)
+    r1 = collect(work, out, ["echo", "first"], env, "--baseline")
+    assert r1.returncode == 0, r1.stderr
+    assert (out / "baseline.dat").exists()
+    r2 = collect(work, out, ["echo", "second"], env, "--force")
+    assert r2.returncode == 0, r2.stderr
+    assert "--force: removed the previous run's files" in r2.stderr
+    assert not (out / "baseline.dat").exists() and not (out / "baseline-workload.log").exists()
+    assert (out / "workload.log").read_text() == "second\n"
+    assert meta(out)["baseline"] is None and meta(out)["complete"] is True
+
