@@ -108,6 +108,9 @@ rpcinfo -T tcp "$HOST" nfs "$VERS" >/dev/null 2>&1 ||
 	refuse "no NFSv$VERS server answers a NULL RPC at $HOST (rpcinfo -T tcp $HOST nfs $VERS failed): start nfsd, or pass --host/--vers"
 
 take_lock
+if ((FT_LOCK_INHERITED)); then :; elif recover_tracefs; then :; elif (($? == 2)); then
+	refuse "the tracefs settings a collector left changed could not all be put back (see above): fix them by hand, then remove $FT_LOCK_DIR/$FT_STATE_NAME"
+fi
 busy_check
 use_out_dir "$OUT"
 tracer_args
@@ -117,7 +120,7 @@ INTERRUPTED=""
 on_exit() {
 	local rc=$?
 	trap - EXIT INT TERM HUP
-	restore_tracefs || rc=1
+	finish_tracefs || rc=1
 	remove_tmpfiles
 	[ -z "$INTERRUPTED" ] ||
 		say "interrupted by SIG$INTERRUPTED: tracefs restored, the NULL RPCs and trace-cmd stopped"

@@ -70,6 +70,9 @@
 #   --force              trace even when another tracer seems active, and
 #                        replace the run an -o folder holds (all of its
 #                        files are removed first: never a mix of two runs)
+#   --restore            put back the tracefs settings a collector killed
+#                        with SIGKILL left changed, then exit (the next run
+#                        does it too)
 #   -h, --help           this text
 #
 # EXAMPLE (NFS server with a client mount of itself on /mnt/nfs):
@@ -104,7 +107,11 @@
 # directory only root can write to; the refusal names the holder), on an -o
 # folder another user could write to (or that holds a previous run, unless
 # --force). A trap puts back every tracefs setting it changed, also on
-# Ctrl-C, SIGTERM, SIGHUP and on errors; tracing is never left on. A signal stops the workload (its whole process group) and trace-cmd
+# Ctrl-C, SIGTERM, SIGHUP and on errors; tracing is never left on. The
+# settings to put back are also saved beside the lock until then: when
+# collect.sh is killed with SIGKILL, a watchdog stops trace-cmd and the
+# workload and puts them back, and failing that the next run (or --restore)
+# does. A signal stops the workload (its whole process group) and trace-cmd
 # within about 2 s; when trace-cmd dies, the workload is stopped too. The
 # run's files are created afresh in a folder only root can write to. A
 # trace is written as NAME.dat.partial,
@@ -144,6 +151,7 @@ CALIB_COUNT=300
 CALIB_HOST=127.0.0.1
 CALIB_VERS=3
 FT_FORCE=0
+RESTORE=0
 WORKLOAD=()
 
 while [ $# -gt 0 ]; do
@@ -169,11 +177,24 @@ while [ $# -gt 0 ]; do
 	--calib-vers) [[ ${2-} == 3 || ${2-} == 4 ]] || usage_error "--calib-vers wants 3 or 4"
 		CALIB_VERS=$2; shift 2 ;;
 	--force) FT_FORCE=1; shift ;;
+	--restore) RESTORE=1; shift ;;
 	--) shift; WORKLOAD=("$@"); break ;;
 	*) usage_error "unknown option '$1' (the workload goes after --)" ;;
 	esac
 done
 
+if ((RESTORE)); then
+	require_root
+	take_lock
+	recover_tracefs && rc=0 || rc=$?
+	case $rc in
+	0) say "tracefs settings put back" ;;
+	1) say "nothing to put back: no collector left tracefs changed" ;;
+	*) printf '%s: error: some tracefs settings could not be put back (see above); they stay in %s\n' \
+		"$FT_PROG" "$FT_LOCK_DIR/$FT_STATE_NAME" >&2; exit 1 ;;
+	esac
+	exit 0
+fi
 ((${#WORKLOAD[@]})) || usage_error "no workload: give the command to run after --"
 ((${#GRAPH_FUNCS[@]} + ${#PRESET_FUNCS[@]})) || usage_error "no graph functions: give -g FUNC or -p PRESET"
 
@@ -203,6 +224,9 @@ if ((${#PRESET_FUNCS[@]})); then
 fi
 
 take_lock
+if recover_tracefs; then :; elif (($? == 2)); then
+	refuse "the tracefs settings a collector left changed could not all be put back (see above): fix them by hand, then remove $FT_LOCK_DIR/$FT_STATE_NAME"
+fi
 busy_check
 
 # The output folder: only root can write to it (no link or file another user
@@ -308,7 +332,7 @@ CALIB_PID=""
 on_exit() {
 	local rc=$?
 	trap - EXIT INT TERM HUP
-	restore_tracefs || rc=1
+	finish_tracefs || rc=1
 	# A run that did not end well says so in meta.json, when it can.
 	if ((!META_WRITTEN)) && ((FT_SNAPPED)); then
 		local why=${FT_FAILED:-"collect.sh failed (exit $rc)"}
@@ -470,8 +494,10 @@ if ((CALIBRATE)); then
 	"$HERE/calibrate.sh" "${FT_CLI[@]}" --count "$CALIB_COUNT" --host "$CALIB_HOST" \
 		--vers "$CALIB_VERS" -o "$OUT" <&0 &
 	CALIB_PID=$!
+	start_guard script "$CALIB_PID"
 	wait "$CALIB_PID" || crc=$?
 	CALIB_PID=""
+	stop_guard
 	if [ -s "$OUT/calibration.json" ]; then
 		CALIB_STATUS=ok
 	elif ((crc == 0)); then

@@ -480,3 +480,95 @@ def test_force_replaces_a_previous_run_whole(work):
     assert (out / "workload.log").read_text() == "second\n"
     assert meta(out)["baseline"] is None and meta(out)["complete"] is True
 
+
+# ------------------------------------------------- killed with SIGKILL
+
+def children(pid: int) -> list:
+    """(pid, command name) of the processes whose parent is pid."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        comm = text[text.index("(") + 1:text.rindex(")")]
+        if int(text.rsplit(")", 1)[1].split()[1]) == pid:
+            out.append((int(stat.parent.name), comm))
+    return out
+
+
+def knob_env(work, **fake):
+    env = collect_env(work, **fake)
+    (work / "tracefs" / "buffer_percent").write_text("50\n")
+    return env
+
+
+def buffer_percent(work) -> str:
+    return (work / "tracefs" / "buffer_percent").read_text().strip()
+
+
+def wait_until(cond, seconds=8.0) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return cond()
+
+
+def test_sigkill_of_the_collector_stops_trace_cmd_and_the_workload_and_restores(work):
+    """No trap runs on SIGKILL: trace-cmd and the workload still die with
+    the collector, and the tracefs settings it changed are put back."""
+    env = knob_env(work, pidfile=work / "tc.pid")
+    proc = start_collect(work, work / "run", WORKLOAD, env, "--buffer-percent", "100")
+    tc = int(wait_for(work / "tc.pid", proc))
+    workload = int(wait_for(work / "workload.pid", proc))
+    try:
+        assert buffer_percent(work) == "100"
+        proc.kill()
+        proc.wait()
+        assert wait_until(lambda: not alive(tc) and not alive(workload)), "left running"
+        assert wait_until(lambda: list((work / "lock").iterdir()) == [])
+        assert buffer_percent(work) == "50"
+        assert_tracefs_restored(work)
+        _, err = proc.communicate(timeout=15)
+        assert "was killed: stopping what it recorded, putting tracefs back" in err
+    finally:
+        for pid in (tc, workload):
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("how", ["--restore", "the next run"])
+def test_what_a_killed_collector_left_is_put_back(work, how):
+    """The collector and its watchdog both killed (as by the OOM killer): the
+    settings to put back wait beside the lock, and collect.sh --restore, or
+    the next run (--force, as tracefs looks busy), puts back those, not the
+    leftovers."""
+    env = knob_env(work, pidfile=work / "tc.pid")
+    proc = start_collect(work, work / "run", WORKLOAD, env, "--buffer-percent", "100")
+    tc = int(wait_for(work / "tc.pid", proc))
+    workload = int(wait_for(work / "workload.pid", proc))
+    try:
+        for pid, comm in children(proc.pid):
+            if comm == "bash":
+                os.kill(pid, signal.SIGKILL)
+        proc.kill()
+        proc.wait()
+        assert alive(tc) and alive(workload)
+    finally:
+        os.killpg(tc, signal.SIGKILL)  # (trace-cmd leads the recording's group)
+    proc.communicate(timeout=15)
+    assert buffer_percent(work) == "100"   # left changed
+    if how == "--restore":
+        r = subprocess.run(["bash", str(COLLECT), "--restore"], cwd=work, env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert "left tracefs changed: putting back the settings it saved" in r.stderr
+    else:
+        r = collect(work, work / "run2", ["true"], env, "--force")
+        assert r.returncode == 0, r.stderr
+        assert meta(work / "run2")["tracer_options"]["buffer_percent"] == 50
+    assert buffer_percent(work) == "50"
+    assert_tracefs_restored(work)
+    assert list((work / "lock").iterdir()) == []
