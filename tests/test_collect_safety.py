@@ -539,6 +539,31 @@ def test_sigkill_of_the_collector_stops_trace_cmd_and_the_workload_and_restores(
                 os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.skipif(shutil.which("perl") is None, reason="perl is not installed")
+def test_sigkill_of_calibrate_stops_its_recording_and_restores(work):
+    """calibrate.sh alone, killed with SIGKILL while the NULL RPCs run under
+    trace-cmd: they stop, and tracefs is put back from what it saved."""
+    from helpers.collectfake import CALIBRATE
+    env = knob_env(work, pidfile=work / "tc.pid")
+    proc = subprocess.Popen(["bash", str(CALIBRATE), "--port", str(nfs_null_server()), "--count", "100000000",
+                             "--buffer-percent", "100", "-o", str(work / "cal")],
+                            cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=live_signals)
+    tc = int(wait_for(work / "tc.pid", proc))
+    try:
+        assert buffer_percent(work) == "100"
+        proc.kill()
+        proc.wait()
+        assert wait_until(lambda: not alive(tc)), "trace-cmd left running"
+        assert wait_until(lambda: list((work / "lock").iterdir()) == [])
+        assert buffer_percent(work) == "50"
+        assert_tracefs_restored(work)
+    finally:
+        if alive(tc):
+            os.killpg(tc, signal.SIGKILL)
+    proc.communicate(timeout=15)
+
+
 @pytest.mark.parametrize("how", ["--restore", "the next run"])
 def test_what_a_killed_collector_left_is_put_back(work, how):
     """The collector and its watchdog both killed (as by the OOM killer): the
