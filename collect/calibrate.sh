@@ -112,7 +112,11 @@ if ((FT_LOCK_INHERITED)); then :; elif recover_tracefs; then :; elif (($? == 2))
 	refuse "the tracefs settings a collector left changed could not all be put back (see above): fix them by hand, then remove $FT_LOCK_DIR/$FT_STATE_NAME"
 fi
 busy_check
-use_out_dir "$OUT"
+if ((FT_LOCK_INHERITED)); then  # collect.sh's own folder, which it checked
+	OUT=$(cd -P -- "$OUT" && pwd) || refuse "cannot enter the output folder $OUT (-o)"
+else
+	use_out_dir "$OUT"
+fi
 tracer_args
 
 INTERRUPTED=""
