@@ -37,7 +37,8 @@
 #   --host HOST  the NFS server to call; it must be this machine (default 127.0.0.1)
 #   --vers 3|4   NFS version of the NULL RPCs (default 3)
 #   --port N     nfsd's TCP port (default 2049)
-#   -o DIR       output folder (default: .)
+#   -o DIR       output folder (default: .): created when missing; an
+#                existing one must be owned by root and writable by no one else
 #   -h, --help   this text
 #
 # EXAMPLE:
@@ -107,7 +108,15 @@ rpcinfo -T tcp "$HOST" nfs "$VERS" >/dev/null 2>&1 ||
 	refuse "no NFSv$VERS server answers a NULL RPC at $HOST (rpcinfo -T tcp $HOST nfs $VERS failed): start nfsd, or pass --host/--vers"
 
 take_lock
+if ((FT_LOCK_INHERITED)); then :; elif recover_tracefs; then :; elif (($? == 2)); then
+	refuse "the tracefs settings a collector left changed could not all be put back (see above): fix them by hand, then remove $FT_LOCK_DIR/$FT_STATE_NAME"
+fi
 busy_check
+if ((FT_LOCK_INHERITED)); then  # collect.sh's own folder, which it checked
+	OUT=$(cd -P -- "$OUT" && pwd) || refuse "cannot enter the output folder $OUT (-o)"
+else
+	use_out_dir "$OUT"
+fi
 tracer_args
 
 INTERRUPTED=""
@@ -115,7 +124,7 @@ INTERRUPTED=""
 on_exit() {
 	local rc=$?
 	trap - EXIT INT TERM HUP
-	restore_tracefs || rc=1
+	finish_tracefs || rc=1
 	remove_tmpfiles
 	[ -z "$INTERRUPTED" ] ||
 		say "interrupted by SIG$INTERRUPTED: tracefs restored, the NULL RPCs and trace-cmd stopped"
@@ -133,8 +142,6 @@ trap 'on_signal INT' INT
 trap 'on_signal TERM' TERM
 trap 'on_signal HUP' HUP
 
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
 snapshot_tracefs
 
 # The workload of every recording: COUNT NULL RPCs over TCP. A small perl
@@ -157,7 +164,8 @@ fi
 NFLAGS=()
 for f in "${NULL_FUNCS[@]}"; do NFLAGS+=(-g "$f" -l "$f"); done
 STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-: >"$OUT/calib-rpc.log"
+rm -f -- "$OUT/calib-rpc.log"
+new_file "$OUT/calib-rpc.log"
 for run in null dispatch-root dispatch-full; do
 	case $run in
 	null)          flags=("${NFLAGS[@]}") ;;

@@ -64,8 +64,15 @@
 #   --calib-count N      NULL RPCs per calibration recording (default 300)
 #   --calib-host HOST    NFS server to send them to (default 127.0.0.1)
 #   --calib-vers 3|4     NFS version of the NULL RPCs (default 3)
-#   -o DIR               output folder (default ./ftflame-YYYYmmdd-HHMMSS)
-#   --force              trace even when another tracer seems active
+#   -o DIR               output folder (default ./ftflame-YYYYmmdd-HHMMSS):
+#                        a new one, or an existing one that holds no run,
+#                        owned by root and writable by no one else
+#   --force              trace even when another tracer seems active, and
+#                        replace the run an -o folder holds (all of its
+#                        files are removed first: never a mix of two runs)
+#   --restore            put back the tracefs settings a collector killed
+#                        with SIGKILL left changed, then exit (the next run
+#                        does it too)
 #   -h, --help           this text
 #
 # EXAMPLE (NFS server with a client mount of itself on /mnt/nfs):
@@ -95,13 +102,19 @@
 # with a buffer size to try.
 #
 # Safety: refuses (exit 2, one line on stderr) when not root, without tracefs,
-# without the function_graph tracer, on a function that does not exist, or
+# without the function_graph tracer, on a function that does not exist,
 # while another collector holds the lock (a flock on /run/ftflame, a
-# directory only root can write to; the refusal names the holder). A trap
-# puts back every tracefs setting it changed, also on Ctrl-C, SIGTERM, SIGHUP
-# and on errors; tracing is never left on. A signal stops the workload (its
-# whole process group) and trace-cmd within about 2 s; when trace-cmd
-# dies, the workload is stopped too. A trace is written as NAME.dat.partial,
+# directory only root can write to; the refusal names the holder), on an -o
+# folder another user could write to (or that holds a previous run, unless
+# --force). A trap puts back every tracefs setting it changed, also on
+# Ctrl-C, SIGTERM, SIGHUP and on errors; tracing is never left on. The
+# settings to put back are also saved beside the lock until then: when
+# collect.sh is killed with SIGKILL, a watchdog stops trace-cmd and the
+# workload and puts them back, and failing that the next run (or --restore)
+# does. A signal stops the workload (its whole process group) and trace-cmd
+# within about 2 s; when trace-cmd dies, the workload is stopped too. The
+# run's files are created afresh in a folder only root can write to. A
+# trace is written as NAME.dat.partial,
 # renamed only when trace-cmd ended well; a run that did not end well gets a
 # meta.json with "complete": false and the reason, when the disk has room.
 # Exit: 0 done, 1 failed while running (or the workload failed), 2 refused,
@@ -138,6 +151,7 @@ CALIB_COUNT=300
 CALIB_HOST=127.0.0.1
 CALIB_VERS=3
 FT_FORCE=0
+RESTORE=0
 WORKLOAD=()
 
 while [ $# -gt 0 ]; do
@@ -163,14 +177,26 @@ while [ $# -gt 0 ]; do
 	--calib-vers) [[ ${2-} == 3 || ${2-} == 4 ]] || usage_error "--calib-vers wants 3 or 4"
 		CALIB_VERS=$2; shift 2 ;;
 	--force) FT_FORCE=1; shift ;;
+	--restore) RESTORE=1; shift ;;
 	--) shift; WORKLOAD=("$@"); break ;;
 	*) usage_error "unknown option '$1' (the workload goes after --)" ;;
 	esac
 done
 
+if ((RESTORE)); then
+	require_root
+	take_lock
+	recover_tracefs && rc=0 || rc=$?
+	case $rc in
+	0) say "tracefs settings put back" ;;
+	1) say "nothing to put back: no collector left tracefs changed" ;;
+	*) printf '%s: error: some tracefs settings could not be put back (see above); they stay in %s\n' \
+		"$FT_PROG" "$FT_LOCK_DIR/$FT_STATE_NAME" >&2; exit 1 ;;
+	esac
+	exit 0
+fi
 ((${#WORKLOAD[@]})) || usage_error "no workload: give the command to run after --"
 ((${#GRAPH_FUNCS[@]} + ${#PRESET_FUNCS[@]})) || usage_error "no graph functions: give -g FUNC or -p PRESET"
-[ -n "$OUT" ] || OUT=ftflame-$(date +%Y%m%d-%H%M%S)
 
 # ------------------------------------------------------------------- checks
 require_root
@@ -197,13 +223,52 @@ if ((${#PRESET_FUNCS[@]})); then
 	((${#pmissing[@]} == 0)) || warn "skipping functions this kernel does not have: ${pmissing[*]}"
 fi
 
-if [ -e "$OUT/trace.dat" ]; then
-	refuse "$OUT/trace.dat already exists: choose another -o folder or remove it"
+take_lock
+if recover_tracefs; then :; elif (($? == 2)); then
+	refuse "the tracefs settings a collector left changed could not all be put back (see above): fix them by hand, then remove $FT_LOCK_DIR/$FT_STATE_NAME"
+fi
+busy_check
+
+# The output folder: only root can write to it (no link or file another user
+# planted), and it holds one run only. Checked before the tracer options
+# (whose warnings would come before a refusal), made after them.
+RUN_FILES=(meta.json trace.dat baseline.dat workload.log baseline-workload.log record.log
+	calibration.json calib-meta.json calib-rpc.log calib-null.dat calib-dispatch-root.dat calib-dispatch-full.dat)
+previous_run() {  # -> PREVIOUS: the files of a run in OUT
+	local f g names
+	PREVIOUS=()
+	for f in "${RUN_FILES[@]}"; do
+		names=("$f")
+		case $f in *.dat) names+=("$f.partial") ;; *.json) names+=(".$f.tmp") ;; esac
+		for g in "${names[@]}"; do
+			if [ -e "$OUT/$g" ] || [ -L "$OUT/$g" ]; then PREVIOUS+=("$g"); fi
+		done
+	done
+	((${#PREVIOUS[@]} == 0 || FT_FORCE)) ||
+		refuse "$OUT holds a previous run (${PREVIOUS[*]}): choose another -o folder, or pass --force to replace that run"
+}
+if [ -n "$OUT" ] && { [ -e "$OUT" ] || [ -L "$OUT" ]; }; then
+	use_out_dir "$OUT"
+	previous_run
 fi
 
-take_lock
-busy_check
 tracer_args
+
+# The default name anyone can predict: when it is taken, a new one beside it.
+if [ -z "$OUT" ]; then
+	OUT=ftflame-$(date +%Y%m%d-%H%M%S)
+	if [ -e "$OUT" ] || [ -L "$OUT" ] || ! mkdir -m 0755 -- "$OUT" 2>/dev/null; then
+		if ! OUT=$(mktemp -d -- "$OUT.XXXXXX") || ! chmod 0755 -- "$OUT"; then
+			refuse "cannot create an output folder in $PWD (give one with -o)"
+		fi
+	fi
+fi
+use_out_dir "$OUT"
+previous_run
+if ((${#PREVIOUS[@]})); then  # --force: the old run goes whole
+	(cd -- "$OUT" && rm -f -- "${PREVIOUS[@]}") || refuse "cannot remove the previous run's files in $OUT"
+	say "--force: removed the previous run's files from $OUT: ${PREVIOUS[*]}"
+fi
 
 # ------------------------------------------------------ meta.json (functions)
 # meta_json COMPLETE(1|0) WHY: the text of meta.json.
@@ -267,7 +332,7 @@ CALIB_PID=""
 on_exit() {
 	local rc=$?
 	trap - EXIT INT TERM HUP
-	restore_tracefs || rc=1
+	finish_tracefs || rc=1
 	# A run that did not end well says so in meta.json, when it can.
 	if ((!META_WRITTEN)) && ((FT_SNAPPED)); then
 		local why=${FT_FAILED:-"collect.sh failed (exit $rc)"}
@@ -296,8 +361,7 @@ trap 'on_signal INT' INT
 trap 'on_signal TERM' TERM
 trap 'on_signal HUP' HUP
 
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
+new_file "$OUT/record.log"
 
 # What meta.json says of the parts that have not run (yet).
 MAIN_RC="" MAIN_START="" MAIN_END="" MAIN_LOST_TOTAL=null MAIN_LOST_JSON=null
@@ -345,7 +409,7 @@ measure_end() {  # LOG
 
 # ----------------------------------------------------------- main recording
 say "recording $OUT/trace.dat around: ${WORKLOAD[*]}"
-: >"$OUT/workload.log"
+new_file "$OUT/workload.log"
 measure_begin
 record "$OUT/trace.dat" "$OUT" "$OUT/workload.log" -- "${GFLAGS[@]}" -- "${WORKLOAD[@]}" ||
 	die "$REC_ERROR"
@@ -407,7 +471,7 @@ if ((BASELINE)); then
 	# functions they record nothing.
 	mapfile -t IRQ_FUNCS < <(irq_entry_functions)
 	for f in "${IRQ_FUNCS[@]}"; do LFLAGS+=(-l "$f"); done
-	: >"$OUT/baseline-workload.log"
+	new_file "$OUT/baseline-workload.log"
 	measure_begin
 	record "$OUT/baseline.dat" "$OUT" "$OUT/baseline-workload.log" -- "${LFLAGS[@]}" -- "${WORKLOAD[@]}" ||
 		die "$REC_ERROR"
@@ -430,8 +494,10 @@ if ((CALIBRATE)); then
 	"$HERE/calibrate.sh" "${FT_CLI[@]}" --count "$CALIB_COUNT" --host "$CALIB_HOST" \
 		--vers "$CALIB_VERS" -o "$OUT" <&0 &
 	CALIB_PID=$!
+	start_guard script "$CALIB_PID"
 	wait "$CALIB_PID" || crc=$?
 	CALIB_PID=""
+	stop_guard
 	if [ -s "$OUT/calibration.json" ]; then
 		CALIB_STATUS=ok
 	elif ((crc == 0)); then

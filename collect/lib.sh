@@ -139,6 +139,12 @@ nfsd_hint() {
 # exception is calibrate.sh run by collect.sh, which takes the lock again
 # through the fd it inherited (FT_LOCK_FD): flock succeeds on that same open
 # file and fails on anyone else's.
+#
+# The one file in the directory, FT_STATE_NAME, holds the tracefs settings to
+# put back while a run has them changed (save_tracefs_state): a collector
+# killed with SIGKILL cannot restore them itself, and the next one to take
+# the lock (or collect.sh --restore) finds the file and does it
+# (recover_tracefs). Only root can write there, so the file is trusted.
 
 # root_only_dir PATH: PATH (links followed) is a directory owned by root
 # that only root can write to.
@@ -182,6 +188,7 @@ take_lock() {
 	FT_LOCK_DIR=$(cd -P -- "$FT_LOCK_DIR" && pwd)
 	if [[ ${FT_LOCK_FD:-} =~ ^[0-9]+$ ]] && same_file "/proc/$$/fd/$FT_LOCK_FD" "$FT_LOCK_DIR" &&
 		flock -n "$FT_LOCK_FD" 2>/dev/null; then
+		FT_LOCK_INHERITED=1
 		return 0  # collect.sh's lock, inherited
 	fi
 	# "DIR/." opens only a directory (never a FIFO or a device someone swapped
@@ -197,6 +204,111 @@ take_lock() {
 		refuse "another ftflame collector is running: $(lock_holders "$FT_LOCK_DIR") holds the lock $FT_LOCK_DIR; wait for it to end"
 	fi
 	export FT_LOCK_FD
+}
+
+# root_owned_safe PATH: PATH (not followed) is owned by root and writable by
+# no one else.
+root_owned_safe() {
+	local owner_mode
+	owner_mode=$(stat -c '%u %a' -- "$1" 2>/dev/null) || return 1
+	[ "${owner_mode%% *}" = 0 ] && (((8#${owner_mode#* } & 8#022) == 0))
+}
+
+FT_STATE_NAME=tracefs-restore
+FT_LOCK_INHERITED=0
+FT_STATE_OWNER=0
+
+# save_tracefs_state: write the snapshot (FT_SNAP, T) beside the lock, whole,
+# before anything is changed; a run that ends well removes it
+# (drop_tracefs_state). calibrate.sh under collect.sh leaves it to collect.sh.
+save_tracefs_state() {
+	# (no lock, no file: only the tests snapshot without one)
+	((FT_LOCK_INHERITED)) || [ -z "${FT_LOCK_DIR:-}" ] && return 0
+	local k line text
+	printf -v text '# tracefs settings to put back: collect.sh --restore\nFT_SAVED_T=%q\nFT_SAVED_BY=%q' \
+		"$T" "$FT_PROG, pid $$, at $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	for k in "${!FT_SNAP[@]}"; do
+		printf -v line 'FT_SNAP[%q]=%q' "$k" "${FT_SNAP[$k]}"
+		text+=$'\n'$line
+	done
+	write_whole "$FT_LOCK_DIR/$FT_STATE_NAME" "$text" || return 1
+	FT_STATE_OWNER=1
+}
+
+drop_tracefs_state() {
+	((FT_STATE_OWNER)) || return 0
+	rm -f -- "$FT_LOCK_DIR/$FT_STATE_NAME"
+	FT_STATE_OWNER=0
+}
+
+# recover_tracefs: called with the lock held. When a collector that could not
+# clean up (killed with SIGKILL) left its saved settings beside the lock, put
+# them back, on the tracefs they were read from, and remove the file.
+# Returns 1 when there was nothing to do, 2 when some could not be put back.
+recover_tracefs() {
+	local f=$FT_LOCK_DIR/$FT_STATE_NAME t_now=${T-} FT_SAVED_T="" FT_SAVED_BY=""
+	[ -e "$f" ] || [ -L "$f" ] || return 1
+	if [ -L "$f" ] || [ ! -f "$f" ] || ! root_owned_safe "$f"; then
+		refuse "unsafe $f: it must be a file owned by root and writable only by root (remove it)"
+	fi
+	FT_SNAP=()
+	# shellcheck source=/dev/null  # (written by save_tracefs_state, in a root-only directory)
+	. "$f"
+	T=$FT_SAVED_T FT_SNAPPED=1
+	say "a collector that could not clean up ($FT_SAVED_BY) left tracefs changed: putting back the settings it saved in $f"
+	local rc=0
+	if restore_tracefs; then rm -f -- "$f"; else rc=2; fi
+	FT_SNAP=() FT_SNAPPED=0 T=$t_now
+	return "$rc"
+}
+
+# finish_tracefs: at exit: the guard stopped, tracefs put back, the saved
+# settings removed (kept when they could not all be put back).
+finish_tracefs() {
+	stop_guard
+	if restore_tracefs; then
+		drop_tracefs_state
+		return 0
+	fi
+	((FT_STATE_OWNER)) && warn "the settings to put back stay in $FT_LOCK_DIR/$FT_STATE_NAME: collect.sh --restore tries again"
+	return 1
+}
+
+# ------------------------------------------------------------ the output folder
+
+# use_out_dir DIR: make DIR the output folder, OUT its physical path. DIR is
+# created (0755) when missing; an existing one must be a directory, not a
+# symlink, owned by root and writable by no one else, under folders that no
+# other user can rename (not world-writable, or sticky): then no file in it
+# can have been planted by another user (a link to follow, a file to reuse).
+use_out_dir() {
+	local d=$1 p mode made=0
+	if [ ! -e "$d" ] && [ ! -L "$d" ]; then
+		if ! mkdir -p -- "$(dirname -- "$d")" 2>/dev/null || ! mkdir -m 0755 -- "$d" 2>/dev/null; then
+			refuse "cannot create the output folder $d (-o)"
+		fi
+		made=1
+	fi
+	[ ! -L "$d" ] || refuse "unsafe output folder $d: it is a symlink (give the folder it points to, or a new one)"
+	[ -d "$d" ] || refuse "output folder $d is not a directory (-o)"
+	OUT=$(cd -P -- "$d" && pwd) || refuse "cannot enter the output folder $d (-o)"
+	# (mkdir made it, empty and root's, or failed: on a share that shows
+	# another owner, such as a VM's 9p folder, it is still ours)
+	((made)) || root_owned_safe "$OUT" ||
+		refuse "unsafe output folder $OUT: $(stat -c 'owned by %U, mode %a' -- "$OUT"); another user could plant links in it: choose a new folder ($FT_PROG creates it) or one only root can write to"
+	p=$OUT
+	while p=${p%/*}; [ -n "$p" ]; do
+		mode=$(stat -c %a -- "$p") || break
+		if (((8#$mode & 8#1002) == 8#0002)); then
+			refuse "unsafe output folder $OUT: $p is writable by everyone (mode $mode, not sticky): another user could swap the folder; choose one elsewhere"
+		fi
+	done
+}
+
+# new_file PATH: create PATH empty, never following or reusing what is there.
+new_file() {
+	local err
+	err=$( (set -C; : >"$1") 2>&1) || die "cannot create $1: ${err##*: }"
 }
 
 # ----------------------------------------------------- tracer options (shared)
@@ -413,6 +525,7 @@ snapshot_tracefs() {
 		done
 	fi
 	FT_SNAPPED=1
+	save_tracefs_state || die "cannot save the tracefs settings to put back in $FT_LOCK_DIR"
 }
 
 # write_tf FILE VALUE: write one tracefs setting; count failures.
@@ -524,6 +637,62 @@ stop_recording() {
 	for pg in $(jobs -p); do stop_group "$pg"; done
 }
 
+# start_guard group PGID | start_guard script PID: a watchdog beside a
+# recording (a process group: trace-cmd and the workload) or beside a script
+# of ours that records (calibrate.sh). A SIGKILL runs no trap: when this
+# script dies so, the guard (its parent is then no longer this script) stops
+# the group as stop_group does, or sends the script SIGTERM (it then stops
+# its own recording and restores) and waits for it, puts tracefs back and
+# removes the saved settings. It keeps the lock (the fd it inherited) until
+# that is done. Between those moments it only waits: a read with a timeout
+# on a pipe nobody writes, no process started. Sets FT_GUARD_PID.
+FT_GUARD_PID=""
+start_guard() {
+	local what=$1 id=$2
+	(
+		set +e
+		trap - EXIT
+		# (read times out with a status above 128; should it end at once
+		# instead, sleep keeps this from spinning)
+		exec {idle}<> <(:)
+		pause() { read -rt 0.2 -u "$idle" _ || (($? > 128)) || sleep 0.2; }
+		st=""
+		while :; do
+			pause
+			# (a group is gone once its leader is reaped and no member is
+			# left; the leader may not have made it a group yet)
+			if [ "$what" = group ]; then
+				kill -0 -- "-$id" 2>/dev/null || kill -0 "$id" 2>/dev/null || exit 0
+			elif ! kill -0 "$id" 2>/dev/null || is_zombie "$id"; then
+				exit 0
+			fi
+			rd "/proc/$BASHPID/stat" st
+			st=${st##*) }; st=${st#* }
+			[ "${st%% *}" = "$$" ] || break
+		done
+		say "$FT_PROG (pid $$) was killed: stopping what it recorded, putting tracefs back"
+		if [ "$what" = group ]; then
+			stop_group "$id"
+		else
+			kill -TERM "$id" 2>/dev/null
+			for ((i = 0; i < 50; i++)); do
+				if ! kill -0 "$id" 2>/dev/null || is_zombie "$id"; then break; fi
+				pause
+			done
+		fi
+		if restore_tracefs; then drop_tracefs_state; fi
+	) >/dev/null &
+	FT_GUARD_PID=$!
+}
+
+# stop_guard: the recording ended while this script lives: its guard goes.
+stop_guard() {
+	[ -n "$FT_GUARD_PID" ] || return 0
+	kill -KILL "$FT_GUARD_PID" 2>/dev/null || true
+	wait "$FT_GUARD_PID" 2>/dev/null || true
+	FT_GUARD_PID=""
+}
+
 # disk_full_hint PATH: a note when the file system of PATH is (nearly) full.
 disk_full_hint() {
 	local avail
@@ -579,6 +748,7 @@ record() {
 		bash -c "$wrap" ftflame-workload "$status" "$worklog" "$@" \
 		<&0 3>&1 >>"$logdir/record.log" 2>&1 {FT_LOCK_FD}<&- &
 	FT_REC_PID=$! pg=$!
+	start_guard group "$pg"
 	wait "$pg" || trc=$?
 	FT_REC_PID=""
 	if ((trc != 0)); then
@@ -586,6 +756,7 @@ record() {
 		kill -0 -- "-$pg" 2>/dev/null && say "stopping what is left of the workload (process group $pg)"
 		stop_group "$pg"
 	fi
+	stop_guard
 	restore_tracefs || true
 	if ((trc != 0)) || [ ! -s "$part" ]; then
 		tail -n 5 "$logdir/record.log" >&2 2>/dev/null || true

@@ -20,16 +20,17 @@ import pytest
 
 from helpers.collectfake import (CALIBRATE, COLLECT, LOST_STAT, NFSD_FUNCS, REPO, fake_bin, fake_tracefs,
                          script_env)
+from helpers.unprivileged import AS_NOBODY, require_reachable
 
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root: the root check comes first")
 
 
-def run(script, args, work, tracefs=None, user=None, extra_env=None, bin_dir=None):
+def run(script, args, work, tracefs=None, nobody=False, extra_env=None, bin_dir=None):
     env = script_env(work, tracefs=tracefs, bin_dir=bin_dir, extra=extra_env)
     cmd = ["bash", str(script), *args]
-    if user is not None:
-        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+    if nobody:
+        cmd = [*AS_NOBODY, *cmd]
     return subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=60)
 
 
@@ -53,8 +54,11 @@ def test_refuses_when_not_root(work, script):
         shutil.copy(f, work / "collect" / f.name)
     copy = work / "collect" / script.name
     t = fake_tracefs(work, functions=NFSD_FUNCS)
+    env = script_env(work, tracefs=t)
+    if IS_ROOT:
+        require_reachable(copy, *env["PATH"].split(":"))
     args = ["-p", "nfsd-write", "--", "true"] if script == COLLECT else []
-    r = run(copy, args, work, tracefs=t, user=65534 if IS_ROOT else None)
+    r = run(copy, args, work, tracefs=t, nobody=IS_ROOT)
     assert_refused(r, "must run as root")
 
 
@@ -170,7 +174,7 @@ def test_refuses_to_overwrite_a_trace(work):
     (work / "run1").mkdir()
     (work / "run1" / "trace.dat").write_bytes(b"x")
     r = run(COLLECT, ["-g", "nfsd3_proc_write", "-o", "run1", "--", "true"], work, tracefs=t)
-    assert_refused(r, "run1/trace.dat already exists")
+    assert_refused(r, "run1 holds a previous run (trace.dat)", "--force")
 
 
 # ------------------------------------------------------------- usage

@@ -49,8 +49,8 @@ def live_signals():
         signal.signal(s, signal.SIG_DFL)
 
 
-def start_collect(work, out, workload, env):
-    return subprocess.Popen(["bash", str(COLLECT), "-g", "nfsd3_proc_write", "--no-calibrate",
+def start_collect(work, out, workload, env, *opts):
+    return subprocess.Popen(["bash", str(COLLECT), "-g", "nfsd3_proc_write", "--no-calibrate", *opts,
                              "-o", str(out), "--", *workload],
                             cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=live_signals)
@@ -375,3 +375,225 @@ def test_calibrate_stops_its_recording_on_sigterm(work):
     assert not alive(tc)
     assert_tracefs_restored(work)
     assert not (work / "cal" / "calib-null.dat").exists()
+
+
+# ------------------------------------- the output folder: nothing planted is used
+
+@pytest.mark.parametrize("owner", ["world-writable", "another user's"])
+def test_links_planted_in_the_output_folder_are_never_followed(work, owner):
+    """-o into a folder another user can write to, where links wait at the
+    names of the run's files: refused, and what they point to is untouched."""
+    pub = work / "pub"
+    pub.mkdir()
+    if owner == "world-writable":
+        pub.chmod(0o1777)
+    else:
+        os.chown(pub, 65534, 65534)
+    victim = work / "victim"
+    victim.write_text("precious\n")
+    for name in ("workload.log", "record.log", "meta.json"):
+        (pub / name).symlink_to(victim)
+    r = collect(work, pub, ["echo", "written through the link"], collect_env(work))
+    assert r.returncode == 2, r.stderr
+    lines = one_line(r).strip().splitlines()
+    assert len(lines) == 1 and f"unsafe output folder {pub}" in lines[0], r.stderr
+    assert victim.read_text() == "precious\n"
+
+
+@pytest.mark.skipif(shutil.which("perl") is None, reason="perl is not installed")
+def test_calibrate_refuses_a_folder_others_can_write_to(work):
+    from helpers.collectfake import CALIBRATE
+    pub = work / "pub"
+    pub.mkdir()
+    pub.chmod(0o1777)
+    victim = work / "victim"
+    victim.write_text("precious\n")
+    for name in ("calib-rpc.log", "record.log"):
+        (pub / name).symlink_to(victim)
+    r = subprocess.run(["bash", str(CALIBRATE), "--port", str(nfs_null_server()), "--count", "3",
+                        "-o", str(pub)], cwd=work,
+                       env=collect_env(work), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    lines = one_line(r).strip().splitlines()
+    assert len(lines) == 1 and f"unsafe output folder {pub}" in lines[0], r.stderr
+    assert victim.read_text() == "precious\n"
+
+
+def test_default_folder_taken_by_another_user_is_not_used(work):
+    """The default ./ftflame-DATE is predictable: in a world-writable folder a
+    user can make it first, with links in it. collect.sh then makes a new
+    folder beside it, root's own."""
+    pub = work / "pub"
+    pub.mkdir()
+    pub.chmod(0o1777)
+    victim = work / "victim"
+    victim.write_text("precious\n")
+    now = time.time()
+    for s in range(-1, 30):
+        d = pub / time.strftime("ftflame-%Y%m%d-%H%M%S", time.localtime(now + s))
+        d.mkdir()
+        (d / "workload.log").symlink_to(victim)
+        (d / "record.log").symlink_to(victim)
+        os.chown(d, 65534, 65534, follow_symlinks=False)
+        d.chmod(0o777)
+    r = subprocess.run(["bash", str(COLLECT), "-g", "nfsd3_proc_write", "--no-calibrate", "--",
+                        "echo", "written through the link"],
+                       cwd=pub, env=collect_env(work), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert victim.read_text() == "precious\n"
+    runs = [d for d in pub.iterdir() if (d / "meta.json").exists()]
+    assert len(runs) == 1, r.stderr
+    st = runs[0].lstat()
+    assert st.st_uid == 0 and (st.st_mode & 0o777) == 0o755
+    assert (runs[0] / "workload.log").read_text() == "written through the link\n"
+
+
+# ------------------------------------------ one run per folder, or --force
+
+def test_refuses_a_folder_holding_a_previous_run(work):
+    """A run that failed leaves no trace.dat, only trace.dat.partial and a
+    meta.json saying so: a second run there is refused, the first kept as is."""
+    out = work / "run"
+    r1 = collect(work, out, ["true"], collect_env(work, fail=1, bytes=1000))
+    assert r1.returncode == 1 and (out / "trace.dat.partial").exists(), r1.stderr
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    r2 = collect(work, out, ["echo", "second"], collect_env(work))
+    assert r2.returncode == 2, r2.stderr
+    lines = one_line(r2).strip().splitlines()
+    assert len(lines) == 1 and f"{out} holds a previous run" in lines[0] and "--force" in lines[0]
+    assert "trace.dat.partial" in lines[0] and "meta.json" in lines[0]
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_force_replaces_a_previous_run_whole(work):
+    """--force into a run's folder: nothing of the old run stays beside the
+    new one (its baseline.dat would contradict the new meta.json)."""
+    out = work / "run"
+    env = collect_env(work)
+    r1 = collect(work, out, ["echo", "first"], env, "--baseline")
+    assert r1.returncode == 0, r1.stderr
+    assert (out / "baseline.dat").exists()
+    r2 = collect(work, out, ["echo", "second"], env, "--force")
+    assert r2.returncode == 0, r2.stderr
+    assert "--force: removed the previous run's files" in r2.stderr
+    assert not (out / "baseline.dat").exists() and not (out / "baseline-workload.log").exists()
+    assert (out / "workload.log").read_text() == "second\n"
+    assert meta(out)["baseline"] is None and meta(out)["complete"] is True
+
+
+# ------------------------------------------------- killed with SIGKILL
+
+def children(pid: int) -> list:
+    """(pid, command name) of the processes whose parent is pid."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        comm = text[text.index("(") + 1:text.rindex(")")]
+        if int(text.rsplit(")", 1)[1].split()[1]) == pid:
+            out.append((int(stat.parent.name), comm))
+    return out
+
+
+def knob_env(work, **fake):
+    env = collect_env(work, **fake)
+    (work / "tracefs" / "buffer_percent").write_text("50\n")
+    return env
+
+
+def buffer_percent(work) -> str:
+    return (work / "tracefs" / "buffer_percent").read_text().strip()
+
+
+def wait_until(cond, seconds=8.0) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return cond()
+
+
+def test_sigkill_of_the_collector_stops_trace_cmd_and_the_workload_and_restores(work):
+    """No trap runs on SIGKILL: trace-cmd and the workload still die with
+    the collector, and the tracefs settings it changed are put back."""
+    env = knob_env(work, pidfile=work / "tc.pid")
+    proc = start_collect(work, work / "run", WORKLOAD, env, "--buffer-percent", "100")
+    tc = int(wait_for(work / "tc.pid", proc))
+    workload = int(wait_for(work / "workload.pid", proc))
+    try:
+        assert buffer_percent(work) == "100"
+        proc.kill()
+        proc.wait()
+        assert wait_until(lambda: not alive(tc) and not alive(workload)), "left running"
+        assert wait_until(lambda: list((work / "lock").iterdir()) == [])
+        assert buffer_percent(work) == "50"
+        assert_tracefs_restored(work)
+        _, err = proc.communicate(timeout=15)
+        assert "was killed: stopping what it recorded, putting tracefs back" in err
+    finally:
+        for pid in (tc, workload):
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(shutil.which("perl") is None, reason="perl is not installed")
+def test_sigkill_of_calibrate_stops_its_recording_and_restores(work):
+    """calibrate.sh alone, killed with SIGKILL while the NULL RPCs run under
+    trace-cmd: they stop, and tracefs is put back from what it saved."""
+    from helpers.collectfake import CALIBRATE
+    env = knob_env(work, pidfile=work / "tc.pid")
+    proc = subprocess.Popen(["bash", str(CALIBRATE), "--port", str(nfs_null_server()), "--count", "100000000",
+                             "--buffer-percent", "100", "-o", str(work / "cal")],
+                            cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=live_signals)
+    tc = int(wait_for(work / "tc.pid", proc))
+    try:
+        assert buffer_percent(work) == "100"
+        proc.kill()
+        proc.wait()
+        assert wait_until(lambda: not alive(tc)), "trace-cmd left running"
+        assert wait_until(lambda: list((work / "lock").iterdir()) == [])
+        assert buffer_percent(work) == "50"
+        assert_tracefs_restored(work)
+    finally:
+        if alive(tc):
+            os.killpg(tc, signal.SIGKILL)
+    proc.communicate(timeout=15)
+
+
+@pytest.mark.parametrize("how", ["--restore", "the next run"])
+def test_what_a_killed_collector_left_is_put_back(work, how):
+    """The collector and its watchdog both killed (as by the OOM killer): the
+    settings to put back wait beside the lock, and collect.sh --restore, or
+    the next run (--force, as tracefs looks busy), puts back those, not the
+    leftovers."""
+    env = knob_env(work, pidfile=work / "tc.pid")
+    proc = start_collect(work, work / "run", WORKLOAD, env, "--buffer-percent", "100")
+    tc = int(wait_for(work / "tc.pid", proc))
+    workload = int(wait_for(work / "workload.pid", proc))
+    try:
+        for pid, comm in children(proc.pid):
+            if comm == "bash":
+                os.kill(pid, signal.SIGKILL)
+        proc.kill()
+        proc.wait()
+        assert alive(tc) and alive(workload)
+    finally:
+        os.killpg(tc, signal.SIGKILL)  # (trace-cmd leads the recording's group)
+    proc.communicate(timeout=15)
+    assert buffer_percent(work) == "100"   # left changed
+    if how == "--restore":
+        r = subprocess.run(["bash", str(COLLECT), "--restore"], cwd=work, env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert "left tracefs changed: putting back the settings it saved" in r.stderr
+    else:
+        r = collect(work, work / "run2", ["true"], env, "--force")
+        assert r.returncode == 0, r.stderr
+        assert meta(work / "run2")["tracer_options"]["buffer_percent"] == 50
+    assert buffer_percent(work) == "50"
+    assert_tracefs_restored(work)
+    assert list((work / "lock").iterdir()) == []

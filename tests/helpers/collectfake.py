@@ -25,8 +25,9 @@ import atexit
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
+
+from helpers.unprivileged import reachable_dir
 
 REPO = Path(__file__).resolve().parents[2]
 COLLECT = REPO / "collect" / "collect.sh"
@@ -211,9 +212,8 @@ def bare_path() -> str:
     packages is installed."""
     global _BARE
     if _BARE is None:
-        d = Path(tempfile.mkdtemp(prefix="ftflame-bare-path-"))
+        d = reachable_dir("ftflame-bare-path-")  # (the not-root test runs as nobody)
         atexit.register(shutil.rmtree, d, True)
-        d.chmod(0o755)  # (the not-root test runs as nobody)
         for tool in BASIC_TOOLS:
             found = shutil.which(tool)
             if found:
