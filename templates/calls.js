@@ -108,8 +108,10 @@ FT.calls = (function () {
   function open(sample) {
     if (!(sample in bySample)) return false;
     cur = bySample[sample];
-    document.getElementById("calls-section").scrollIntoView({ block: "start" });
     draw();
+    /* the tree itself, its note and root on top, in view (not the section's
+     * head, a table or two above it) */
+    document.getElementById("call-tree").scrollIntoView({ block: "start" });
     return true;
   }
 
