@@ -112,6 +112,71 @@ def call_edges(p: Profile) -> list:
     return [list(r) for r in zip(*cols)]
 
 
+# ---- sandwich: a function's callers and callees, merged ---------------------------
+# Functions with a sandwich in the page: the busiest by self time and by
+# inclusive time, in turn; merged calls under 1% of the function's time are
+# not drawn (their time stays in their caller's box), and each side keeps at
+# most SANDWICH_ROWS rows, the page SANDWICH_BUDGET in all.
+SANDWICH_FUNCTIONS = 60
+SANDWICH_MIN_FRACTION = 1 / 100
+SANDWICH_ROWS = 80
+SANDWICH_BUDGET = 1000
+SANDWICH_NEAR_ROOT = 0.5  # share of the call paths under a function's calls
+
+
+def sandwich_data(p: Profile) -> list:
+    """[{func, callers, callees}] (ftflame/model/sandwich.py): each side's
+    rows parents first, row 0 the function itself, as columns up (distance
+    back to the caller row; 0 for row 0), func, incl, calls (and inclc),
+    with `undrawn`, the merged rows left out."""
+    from ftflame.model.sandwich import Sandwiches
+
+    ft = p.functions
+    if p.nrows == 0 or not len(ft):
+        return []
+    # a root function's sandwich is the flame graph itself: none
+    roots = set(p.col("func")[p.col("parent") < 0].tolist())
+    has = np.array([i for i in np.flatnonzero(ft.calls > 0).tolist() if int(ft.func_ids[i]) not in roots], dtype=np.int64)
+    by_self = has[np.argsort(-ft.excl[has], kind="stable")].tolist()
+    by_incl = has[np.argsort(-ft.incl[has], kind="stable")].tolist()
+    chosen, seen = [], set()
+    for a, b in zip(by_self, by_incl):
+        for i in (a, b):
+            if i not in seen and len(chosen) < SANDWICH_FUNCTIONS:
+                seen.add(i)
+                chosen.append(int(ft.func_ids[i]))
+    sw = Sandwiches(p)
+    out, budget = [], SANDWICH_BUDGET
+    for f in chosen:
+        if budget <= 0:
+            break
+        tops = sw.outermost(f)
+        if sw.subtree_rows(tops) > SANDWICH_NEAR_ROOT * p.nrows:
+            continue  # near the root: its callees are most of the flame graph, drawn above
+        both = {"callers": sw.callers(f, tops), "callees": sw.callees(f, tops)}
+        entry = {"func": f}
+        for side in ("callers", "callees"):
+            t = both[side]
+            incl = t["incl"]
+            ok = np.flatnonzero(incl >= incl[0] * SANDWICH_MIN_FRACTION)
+            # the largest first (a row's caller is as large: kept before it)
+            keep = np.sort(ok[np.lexsort((ok, -incl[ok]))][:SANDWICH_ROWS])
+            row = np.full(len(incl), -1, dtype=np.int64)
+            row[keep] = np.arange(len(keep))
+            par = t["parent"][keep]
+            newpar = np.where(par >= 0, row[np.maximum(par, 0)], -1)
+            cols = {"up": (np.arange(len(keep)) - np.where(newpar >= 0, newpar, 0)).tolist(),
+                    "func": t["func"][keep].tolist(),
+                    "incl": _ints(incl[keep]), "calls": _ints(t["calls"][keep]),
+                    "undrawn": int(len(incl) - len(keep))}
+            if "inclc" in t:
+                cols["inclc"] = _ints(t["inclc"][keep])
+            entry[side] = cols
+            budget -= len(keep)
+        out.append(entry)
+    return out
+
+
 # ---- root calls over time -----------------------------------------------------
 def thin_samples(start: np.ndarray, dur: np.ndarray, group: np.ndarray, limit: int) -> np.ndarray:
     """Indices of root calls to plot: all when there are at most `limit`;
@@ -526,6 +591,7 @@ def report_data(p: Profile, tree: Optional[flametree.FlameTree] = None) -> dict:
         "flame": flame_data(p, tree),
         "functions": functions_data(p),
         "edges": call_edges(p),
+        "sandwich": sandwich_data(p),
         "samples": samples_data(p, {c["sample"]: k for k, c in enumerate(slowest) if c["tree"] is not None}),
         "operations": operations_data(p),
         "slowest": slowest,

@@ -163,3 +163,43 @@ def test_no_operation_box_without_operations(browser_page, pages):
     assert page.locator("#flame-op-box").is_visible()
     bp.assert_clean()
 
+
+def test_sandwich_draws_the_merged_callers_and_callees(browser_page, pages):
+    """A function's detail draws its sandwich: its callers above it and its
+    callees below, each box's tooltip the merged figure computed beside the
+    Profile (report_data's sandwich); a click on a callee opens its detail."""
+    bp, page = open_page(browser_page, pages, "write4k-corr")
+    S = page.evaluate("FT.data.sandwich")
+    assert S
+    e = max(S, key=lambda x: len(x["callees"]["func"]))
+    page.evaluate(f"FT.functions.open({e['func']})")
+    canvas = page.locator("#sandwich-canvas")
+    assert canvas.get_attribute("data-func") == str(e["func"])
+    n = len(e["callers"]["func"]) + len(e["callees"]["func"]) - 1
+    assert int(canvas.get_attribute("data-rows")) == n
+    # the callee box of the largest callee: below the function's row, as wide as its share
+    ce = e["callees"]
+    k = max(range(1, len(ce["func"])), key=lambda i: (ce["incl"][i], -i) if ce["up"][i] == i else (-1, 0))
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    up = e["callers"]["up"]  # the callers' rows above the function's
+    d = [0]
+    for i in range(1, len(up)):
+        d.append(d[i - up[i]] + 1)
+    up_rows = max(d)
+    y = box["y"] + 2 + (up_rows + 1) * 17 + 8
+    x = box["x"] + 3
+    page.mouse.move(x, y)
+    tip = page.locator("#tip")
+    assert tip.is_visible()
+    text = tip.inner_text()
+    name = page.evaluate(f"FT.data.funcs[{ce['func'][k]}]")
+    assert name in text
+    assert page.evaluate(f"FT.time({ce['incl'][k]})") in text and page.evaluate(f"FT.time({ce['inclc'][k]})") in text
+    page.mouse.click(x, y)
+    assert page.locator("#detail").get_attribute("data-func") == str(ce["func"][k])
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.evaluate(f"FT.functions.open({e['func']})")
+    page.evaluate("document.getElementById('sandwich-canvas').scrollIntoView({block: 'center'})")
+    page.screenshot(path=str(SHOTS / "sandwich.png"))
+    bp.assert_clean()
