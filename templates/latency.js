@@ -152,6 +152,11 @@ FT.latency = (function () {
       /* a click on a point: that call's own tree, when it was kept */
       var k = nearest(d.x0, d.y0);
       if (k in tree && FT.calls) { draw(); FT.calls.open(S.sample[k]); return; }
+      if (k >= 0) {  /* a click that opens nothing says why, where the reader looks */
+        document.getElementById("lat-click").textContent = "No call tree for that point in this page: ringed points open theirs. " +
+          "The trace keeps the trees of the slowest root calls by raw duration (ftflame --slowest N per root function and operation); the JSON report's slowest[] has them all.";
+        return;
+      }
     }
     if (d.x1 !== undefined && Math.abs(d.x1 - d.x0) > 4) {
       var nx0 = ix(Math.min(d.x0, d.x1)), nx1 = ix(Math.max(d.x0, d.x1));
