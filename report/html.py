@@ -112,6 +112,71 @@ def call_edges(p: Profile) -> list:
     return [list(r) for r in zip(*cols)]
 
 
+# ---- sandwich: a function's callers and callees, merged ---------------------------
+# Functions with a sandwich in the page: the busiest by self time and by
+# inclusive time, in turn; merged calls under 1% of the function's time are
+# not drawn (their time stays in their caller's box), and each side keeps at
+# most SANDWICH_ROWS rows, the page SANDWICH_BUDGET in all.
+SANDWICH_FUNCTIONS = 60
+SANDWICH_MIN_FRACTION = 1 / 100
+SANDWICH_ROWS = 80
+SANDWICH_BUDGET = 1000
+SANDWICH_NEAR_ROOT = 0.5  # share of the call paths under a function's calls
+
+
+def sandwich_data(p: Profile) -> list:
+    """[{func, callers, callees}] (ftflame/model/sandwich.py): each side's
+    rows parents first, row 0 the function itself, as columns up (distance
+    back to the caller row; 0 for row 0), func, incl, calls (and inclc),
+    with `undrawn`, the merged rows left out."""
+    from ftflame.model.sandwich import Sandwiches
+
+    ft = p.functions
+    if p.nrows == 0 or not len(ft):
+        return []
+    # a root function's sandwich is the flame graph itself: none
+    roots = set(p.col("func")[p.col("parent") < 0].tolist())
+    has = np.array([i for i in np.flatnonzero(ft.calls > 0).tolist() if int(ft.func_ids[i]) not in roots], dtype=np.int64)
+    by_self = has[np.argsort(-ft.excl[has], kind="stable")].tolist()
+    by_incl = has[np.argsort(-ft.incl[has], kind="stable")].tolist()
+    chosen, seen = [], set()
+    for a, b in zip(by_self, by_incl):
+        for i in (a, b):
+            if i not in seen and len(chosen) < SANDWICH_FUNCTIONS:
+                seen.add(i)
+                chosen.append(int(ft.func_ids[i]))
+    sw = Sandwiches(p)
+    out, budget = [], SANDWICH_BUDGET
+    for f in chosen:
+        if budget <= 0:
+            break
+        tops = sw.outermost(f)
+        if sw.subtree_rows(tops) > SANDWICH_NEAR_ROOT * p.nrows:
+            continue  # near the root: its callees are most of the flame graph, drawn above
+        both = {"callers": sw.callers(f, tops), "callees": sw.callees(f, tops)}
+        entry = {"func": f}
+        for side in ("callers", "callees"):
+            t = both[side]
+            incl = t["incl"]
+            ok = np.flatnonzero(incl >= incl[0] * SANDWICH_MIN_FRACTION)
+            # the largest first (a row's caller is as large: kept before it)
+            keep = np.sort(ok[np.lexsort((ok, -incl[ok]))][:SANDWICH_ROWS])
+            row = np.full(len(incl), -1, dtype=np.int64)
+            row[keep] = np.arange(len(keep))
+            par = t["parent"][keep]
+            newpar = np.where(par >= 0, row[np.maximum(par, 0)], -1)
+            cols = {"up": (np.arange(len(keep)) - np.where(newpar >= 0, newpar, 0)).tolist(),
+                    "func": t["func"][keep].tolist(),
+                    "incl": _ints(incl[keep]), "calls": _ints(t["calls"][keep]),
+                    "undrawn": int(len(incl) - len(keep))}
+            if "inclc" in t:
+                cols["inclc"] = _ints(t["inclc"][keep])
+            entry[side] = cols
+            budget -= len(keep)
+        out.append(entry)
+    return out
+
+
 # ---- root calls over time -----------------------------------------------------
 def thin_samples(start: np.ndarray, dur: np.ndarray, group: np.ndarray, limit: int) -> np.ndarray:
     """Indices of root calls to plot: all when there are at most `limit`;
@@ -136,22 +201,18 @@ def thin_samples(start: np.ndarray, dur: np.ndarray, group: np.ndarray, limit: i
     return np.flatnonzero(keep)
 
 
-def samples_data(p: Profile) -> dict:
-    s = p.samples
-    n = len(s)
-    if n == 0:
-        return {"total": 0, "shown": 0, "roots": [], "root_stats": [], "root": [], "t": [], "dur": [], "durc": [],
-                "flags": [], "pid": [], "cpu": []}
-    node = p.scol("node")
-    names = []
-    labels = {}
+def sample_groups(p: Profile) -> tuple:
+    """The latency plot's groups: (labels, each root call's group). A root
+    function is one group, a dispatcher's operations each one of their own."""
+    n = len(p.samples)
+    names, labels = [], {}
     group = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return names, group
+    func = p.col("func")[p.scol("node")]
     flags = p.scol("flags")
-    func = p.col("func")[node]
-    ops = operation_table(p)
-    op_col = p.scol("op")
-    op_roots = {r.root for r in ops or ()}
-    for i, (f, fl, o) in enumerate(zip(func.tolist(), flags.tolist(), op_col.tolist())):
+    op_roots = {r.root for r in operation_table(p) or ()}
+    for i, (f, fl, o) in enumerate(zip(func.tolist(), flags.tolist(), p.scol("op").tolist())):
         label = p.funcs[f] + (" (partial)" if fl & SAMPLE_PARTIAL else "") + (" [irq]" if fl & SAMPLE_IRQ else "")
         if p.funcs[f] in op_roots:  # a dispatcher: one group per operation
             label += ": " + (p.operations[o] if o >= 0 else NO_OPERATION)
@@ -159,10 +220,28 @@ def samples_data(p: Profile) -> dict:
             labels[label] = len(names)
             names.append(label)
         group[i] = labels[label]
+    return names, group
+
+
+def samples_data(p: Profile, trees: Optional[dict] = None) -> dict:
+    """Root calls over time; `trees` (sample row -> index into slowest[]) the
+    calls whose tree the page carries: the plot marks those points
+    clickable, and no other."""
+    s = p.samples
+    n = len(s)
+    if n == 0:
+        return {"total": 0, "shown": 0, "roots": [], "root_stats": [], "root": [], "t": [], "dur": [], "durc": [],
+                "flags": [], "pid": [], "cpu": [], "trees": []}
+    node = p.scol("node")
+    flags = p.scol("flags")
+    ops = operation_table(p)
+    names, group = sample_groups(p)
     start = p.scol("calltime")
     dur = p.scol("dur")
     durc = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)
     idx = thin_samples(start, dur, group, MAX_SAMPLES)
+    if trees:  # a point that opens a tree is always drawn
+        idx = np.union1d(idx, np.fromiter(trees, dtype=np.int64))
     idx = idx[np.argsort(start[idx], kind="stable")]
     t0 = int(p.counters.get("first_ts", 0)) or int(start.min())
     counts = np.bincount(group, minlength=len(names))
@@ -176,6 +255,8 @@ def samples_data(p: Profile) -> dict:
         "durc": _ints_or_none(durc[idx]) if p.calibration.applied else None,
         "flags": flags[idx].tolist(), "pid": p.scol("pid")[idx].tolist(),
         "cpu": p.scol("cpu")[idx].tolist(), "sample": idx.tolist(),
+        # [point, slowest[] index]: the points a click opens a tree for
+        "trees": [[k, trees[i]] for k, i in enumerate(idx.tolist()) if i in (trees or {})],
     }
 
 
@@ -184,8 +265,9 @@ def operation_figures(p: Profile, r) -> dict:
     exact nearest-rank figures over its calls, corrected over the clean ones."""
     out = {"calls": r.calls, "p50": round(r.raw["p50"]), "p99": round(r.raw["p99"]), "max": round(r.raw["max"])}
     if p.calibration.applied:
-        out.update({"callsc": r.calls - r.gap_calls, "p50c": round(r.corr["p50"], 1),
-                    "p99c": round(r.corr["p99"], 1), "maxc": round(r.corr["max"], 1), "approx": False})
+        clean = r.calls - r.gap_calls  # none: no corrected figure ("–")
+        out.update({"callsc": clean, "approx": False,
+                    **{k + "c": round(r.corr[k], 1) if clean else None for k in ("p50", "p99", "max")}})
     return out
 
 
@@ -194,6 +276,11 @@ def operations_data(p: Profile) -> list:
     from .callsjson import operations_json
 
     ops = operations_json(p)
+    for o in ops:  # an operation without (clean) calls has no figure: "–", not 0
+        if not o["calls"]:
+            o["dur_ns"] = dict.fromkeys(o["dur_ns"])
+        if not o["calls"] - o["gap_calls"]:
+            o["dur_corr_ns"] = dict.fromkeys(o["dur_corr_ns"])
     # the corrected figures' 95% half-widths, as the JSON's intervals.operations
     pm = uncertainty.operation_half_widths(p)
     for o, h in zip(ops, pm or ()):
@@ -211,33 +298,82 @@ CALL_TREE_MIN_FRACTION = 1 / 250
 CALL_TREE_BUDGET = 1500
 
 
+# The latency plot's highest points in the views it opens on (every root
+# function, and the busiest group, which it shows first), raw and corrected:
+# their trees are always in the page, over any budget.
+TREES_ALWAYS = 5
+
+
+def tree_order(p: Profile, calls: tuple) -> tuple:
+    """(positions in `calls`, the kept slowest root calls, in the order their
+    trees go into the page; how many of them go in whatever the budget).
+    The highest points of every view of the latency plot (all root
+    functions, each group; raw and corrected) come first, then each view's
+    second highest, and so on: the points a reader clicks, those drawn above
+    the bulk in whatever view is on screen."""
+    if not calls:
+        return [], 0
+    names, group = sample_groups(p)
+    busiest = int(np.argmax(np.bincount(group, minlength=len(names))))  # the plot's first view (latency.js)
+    by_group: dict = {busiest: []}
+    for k, s in enumerate(calls):
+        by_group.setdefault(int(group[s.sample]), []).append(k)
+    views = [list(range(len(calls)))] + [by_group[g] for g in by_group]
+
+    def ranked(v: list) -> list:
+        out = [sorted(v, key=lambda k: (-calls[k].dur, calls[k].sample))]
+        if p.calibration.applied:  # a gap call has no corrected point
+            out.append(sorted((k for k in v if calls[k].corr == calls[k].corr),
+                              key=lambda k: (-calls[k].corr, calls[k].sample)))
+        return out
+
+    order, seen = [], set()
+
+    def take(lists: list, ranks: int) -> None:
+        for r in range(ranks):
+            for x in lists:
+                if r < len(x) and x[r] not in seen:
+                    seen.add(x[r])
+                    order.append(x[r])
+
+    take(ranked(views[0]) + ranked(views[1]), TREES_ALWAYS)
+    always = len(order)
+    rest = [x for v in views for x in ranked(v)]
+    take(rest, max(len(x) for x in rest))
+    return order, always
+
+
 def slowest_data(p: Profile) -> list:
-    """The kept slowest root calls, each with its call tree as columns
-    (entry order; parent -1 for the root): the page draws a call's tree as a
+    """The kept slowest root calls, slowest first, each with its call tree as
+    columns (entry order; parent -1 for the root) while the page's budget
+    lasts (tree_order says which first): the page draws a call's tree as a
     flame chart of its own when its row or its latency point is clicked."""
-    out = []
+    calls = slowest_calls(p)
+    trees: dict = {}
     budget = CALL_TREE_BUDGET
-    for s in slowest_calls(p):
-        c = slow_call_tree(p, s) if s.tree is not None and budget > 0 else None
-        tree = None
-        if c is not None:
-            keep = np.flatnonzero(c["incl"] >= c["incl"][0] * CALL_TREE_MIN_FRACTION) if len(c["incl"]) else []
-            row = np.full(len(c["incl"]), -1, dtype=np.int64)
-            row[keep] = np.arange(len(keep))
-            par = c["parent"][keep]  # a kept call's caller is kept: it lasted longer
-            tree = {
-                "func": c["func"][keep].tolist(), "parent": np.where(par >= 0, row[np.maximum(par, 0)], -1).tolist(),
-                "t": (c["calltime"][keep] - s.start_ns).tolist(), "incl": c["incl"][keep].tolist(),
-                "excl": c["excl"][keep].tolist(),
-                "incl_corr": None if s.corr != s.corr else _round1(c["corr_incl"][keep]),  # a gap call: none
-                "irq": c["is_irq"][keep].astype(int).tolist(),
-                "offcpu": c["offcpu"][keep].tolist() if p.offcpu_known else None,
-                "calls": int(len(c["incl"]))}
-            budget -= len(keep)
-        out.append({"sample": s.sample, "root": s.root, "kept_tree": s.tree is not None, "operation": s.operation,
-                    "start_ns": s.start_ns, "pid": s.pid, "cpu": s.cpu, "dur": s.dur,
-                    "durc": None if s.corr != s.corr else round(s.corr, 1), "gap": s.gap, "tree": tree})
-    return out
+    order, always = tree_order(p, calls)
+    for n, k in enumerate(order):
+        s = calls[k]
+        c = slow_call_tree(p, s) if s.tree is not None and (budget > 0 or n < always) else None
+        if c is None:
+            continue
+        keep = np.flatnonzero(c["incl"] >= c["incl"][0] * CALL_TREE_MIN_FRACTION) if len(c["incl"]) else []
+        row = np.full(len(c["incl"]), -1, dtype=np.int64)
+        row[keep] = np.arange(len(keep))
+        par = c["parent"][keep]  # a kept call's caller is kept: it lasted longer
+        trees[k] = {
+            "func": c["func"][keep].tolist(), "parent": np.where(par >= 0, row[np.maximum(par, 0)], -1).tolist(),
+            "t": (c["calltime"][keep] - s.start_ns).tolist(), "incl": c["incl"][keep].tolist(),
+            "excl": c["excl"][keep].tolist(),
+            "incl_corr": None if s.corr != s.corr else _round1(c["corr_incl"][keep]),  # a gap call: none
+            "irq": c["is_irq"][keep].astype(int).tolist(),
+            "offcpu": c["offcpu"][keep].tolist() if p.offcpu_known else None,
+            "calls": int(len(c["incl"]))}
+        budget -= len(keep)
+    return [{"sample": s.sample, "root": s.root, "kept_tree": s.tree is not None, "operation": s.operation,
+             "start_ns": s.start_ns, "pid": s.pid, "cpu": s.cpu, "dur": s.dur,
+             "durc": None if s.corr != s.corr else round(s.corr, 1), "gap": s.gap, "tree": trees.get(k)}
+            for k, s in enumerate(calls)]
 
 
 def root_figures(p: Profile, rows: np.ndarray):
@@ -446,6 +582,7 @@ def _jsonable(x):
 
 def report_data(p: Profile, tree: Optional[flametree.FlameTree] = None) -> dict:
     tree = tree or flametree.build(p, flametree.DEFAULT_MIN_FRACTION)
+    slowest = slowest_data(p)
     return {
         "schema": "ftflame-html/1",
         "header": header_data(p),
@@ -454,9 +591,10 @@ def report_data(p: Profile, tree: Optional[flametree.FlameTree] = None) -> dict:
         "flame": flame_data(p, tree),
         "functions": functions_data(p),
         "edges": call_edges(p),
-        "samples": samples_data(p),
+        "sandwich": sandwich_data(p),
+        "samples": samples_data(p, {c["sample"]: k for k, c in enumerate(slowest) if c["tree"] is not None}),
         "operations": operations_data(p),
-        "slowest": slowest_data(p),
+        "slowest": slowest,
         "sample_flags": {"gap": SAMPLE_GAP, "partial": SAMPLE_PARTIAL, "irq": SAMPLE_IRQ},
         "balance": _jsonable(list(p.balance)),
     }
@@ -498,8 +636,26 @@ def page_flame(fl: dict) -> dict:
     return out
 
 
+def page_tree(tree: Optional[dict]) -> Optional[dict]:
+    """A slowest call's tree as the page ships it: each call's caller as the
+    distance back to it ("up"), its start from its caller's ("dt"), the
+    corrected time in whole ns (what the page shows), the interrupt calls as
+    runs of indices, off-CPU time where not 0."""
+    if tree is None:
+        return None
+    par, t = tree["parent"], tree["t"]
+    out = {k: v for k, v in tree.items() if k not in ("parent", "t", "irq", "offcpu", "incl_corr")}
+    out["up"] = [i - q for i, q in enumerate(par)]
+    out["dt"] = [v - (t[q] if q >= 0 else 0) for v, q in zip(t, par)]
+    out["incl_corr"] = None if tree["incl_corr"] is None else _ints(tree["incl_corr"])
+    out["irq"] = _runs([i for i, v in enumerate(tree["irq"]) if v])
+    out["offcpu"] = None if tree["offcpu"] is None else [[i, v] for i, v in enumerate(tree["offcpu"]) if v]
+    return out
+
+
 def page_data(data: dict) -> dict:
-    return {**data, "flame": page_flame(data["flame"])}
+    return {**data, "flame": page_flame(data["flame"]),
+            "slowest": [{**c, "tree": page_tree(c["tree"])} for c in data["slowest"]]}
 
 
 def data_json(data: dict) -> str:

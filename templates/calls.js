@@ -75,7 +75,7 @@ FT.calls = (function () {
     var c = L[cur], T = c.tree, RH = 16;
     if (!T) {
       FT.fitCanvas(canvas, 20);
-      note.textContent = c.kept_tree ? "This call's tree is not in this page (the page draws the slowest calls' trees up to 1,500 calls in all): see slowest[] in the JSON report."
+      note.textContent = c.kept_tree ? "This call's tree is not in this page (it carries the trees of the latency plot's highest points first, then more up to 1,500 drawn calls; their points are ringed): see slowest[] in the JSON report."
         : "This call's tree was too big to keep (more than 262,144 calls).";
       return;
     }
@@ -102,14 +102,17 @@ FT.calls = (function () {
       (T.calls > T.func.length ? " (" + FT.count(T.calls - T.func.length) + " under 0.4% of the call not drawn: their time is in their caller's box)" : "") +
       ". Each call at its own start time; hover for its figures.";
     canvas.setAttribute("data-sample", c.sample);
+    document.querySelectorAll("#slowest tbody tr").forEach(function (tr) { tr.classList.toggle("sel", +tr.getAttribute("data-sample") === c.sample); });
     canvas.setAttribute("data-calls", T.func.length);
   }
 
   function open(sample) {
     if (!(sample in bySample)) return false;
     cur = bySample[sample];
-    document.getElementById("calls-section").scrollIntoView({ block: "start" });
     draw();
+    /* the tree itself, its note and root on top, in view (not the section's
+     * head, a table or two above it) */
+    document.getElementById("call-tree").scrollIntoView({ block: "start" });
     return true;
   }
 

@@ -20,6 +20,20 @@ FT.unpack = function (d) {
     fl.corr.approx.runs.forEach(function (r) { for (var k = 0; k < r[1]; k++) list.push(r[0] + k); });
     fl.corr.approx = list;
   }
+  (d.slowest || []).forEach(function (c) {
+    var T = c.tree, n, i, k, irq, off;
+    if (!T || !T.up) return;
+    n = T.up.length;
+    T.parent = new Array(n); T.t = new Array(n); irq = new Array(n).fill(0); off = T.offcpu ? new Array(n).fill(0) : null;
+    for (i = 0; i < n; i++) {
+      T.parent[i] = i - T.up[i];
+      T.t[i] = T.dt[i] + (T.parent[i] >= 0 ? T.t[T.parent[i]] : 0);
+    }
+    T.irq.forEach(function (r) { for (k = 0; k < r[1]; k++) irq[r[0] + k] = 1; });
+    if (off) T.offcpu.forEach(function (e) { off[e[0]] = e[1]; });
+    T.irq = irq; T.offcpu = off;
+    delete T.up; delete T.dt;
+  });
   return d;
 };
 FT.data = FT.unpack(JSON.parse(document.getElementById("ftflame-data").textContent));

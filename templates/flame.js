@@ -66,11 +66,23 @@ FT.flame = (function () {
   }
 
   var canvas = document.getElementById("flame-canvas"), box = document.getElementById("flame-box");
-  var zoom = 0, orient = "flame", matched = null, hits = [], lastFit = null, hatch = null;
+  var zoom = 0, orient = "flame", matched = null, hits = [], lastFit = null, hatch = null, shown = maxDepth;
   var stats = { frames: 0, functions: 0, percent: 0 };
 
-  function rowY(d) { return orient === "icicle" ? PAD + d * ROW : PAD + (maxDepth - d) * ROW; }
-  function height() { return (maxDepth + 1) * ROW + 2 * PAD; }
+  /* rows up to the deepest frame drawn (`shown`), not the deepest of the
+   * tree: frames too narrow to draw, or of width 0 in this mode or
+   * operation (corrected: removed time), take no row */
+  function rowY(d) { return orient === "icicle" ? PAD + d * ROW : PAD + (shown - d) * ROW; }
+  function height() { return (shown + 1) * ROW + 2 * PAD; }
+  function deepestDrawn(W, scale) {
+    var top = depth[zoom];
+    for (var j = zoom; j < end[zoom];) {
+      if (!(W[j] * scale >= MINPX)) { j = end[j]; continue; }
+      if (depth[j] > top) top = depth[j];
+      j++;
+    }
+    return top;
+  }
   function fill(ctx, j) {
     if (matched && matched[j]) return FT.MATCH;
     if (kind[j] === 0) return "#c3c8cf";
@@ -91,7 +103,13 @@ FT.flame = (function () {
   }
 
   function draw() {
-    var fit = FT.fitCanvas(canvas, height()), ctx = fit.ctx, L = layout(FT.mode);
+    var L = layout(FT.mode), cw = box.clientWidth || 800;
+    shown = deepestDrawn(L.W, L.W[zoom] > 0 ? cw / L.W[zoom] : 0);
+    /* a graph taller than its box scrolls inside it; flame orientation keeps
+     * the bottom (the root) where it was, in view when first drawn */
+    var fromBottom = box.scrollHeight - box.scrollTop;
+    var fit = FT.fitCanvas(canvas, height()), ctx = fit.ctx;
+    if (orient === "flame") box.scrollTop = box.scrollHeight - (lastFit ? fromBottom : box.clientHeight);
     lastFit = fit;
     if (!hatch) hatch = makeHatch(ctx);
     ctx.clearRect(0, 0, fit.w, fit.h);
@@ -132,8 +150,8 @@ FT.flame = (function () {
   }
 
   function frameAt(x, y) {
-    var d = orient === "icicle" ? Math.floor((y - PAD) / ROW) : maxDepth - Math.floor((y - PAD) / ROW);
-    if (d < 0 || d > maxDepth) return -1;
+    var d = orient === "icicle" ? Math.floor((y - PAD) / ROW) : shown - Math.floor((y - PAD) / ROW);
+    if (d < 0 || d > shown) return -1;
     var row = hits[d], lo = 0, hi = row.length - 1;
     while (lo <= hi) {
       var m = (lo + hi) >> 1, r = row[m];
@@ -264,6 +282,8 @@ FT.flame = (function () {
   document.getElementById("flame-reset").addEventListener("click", function () { zoomTo(0); });
   function setOrient(o) {
     orient = o;
+    box.scrollTop = o === "flame" ? box.scrollHeight : 0;  /* the root in view */
+    lastFit = null;
     document.getElementById("orient-flame").classList.toggle("on", o === "flame");
     document.getElementById("orient-icicle").classList.toggle("on", o === "icicle");
     draw();

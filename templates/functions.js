@@ -213,6 +213,7 @@ FT.functions = (function () {
     box.appendChild(cv);
     panel.appendChild(box);
 
+    var sw = sandwich(f);
     /* callers and callees */
     var callers = [], callees = [], k;
     for (k = 0; k < edges.length; k++) {
@@ -225,6 +226,98 @@ FT.functions = (function () {
     panel.appendChild(cols);
     panel.classList.add("open");
     drawHist(cv, r);
+    if (sw) sw();
+  }
+
+  /* ---- sandwich: the function's callers (above it) and callees (below),
+   * each merged over every call path it is on (FT.data.sandwich, computed
+   * beside the Profile: ftflame/model/sandwich.py); drawn, never summed here */
+  var SW = {};
+  (FT.data.sandwich || []).forEach(function (e) {
+    ["callers", "callees"].forEach(function (side) {
+      var T = e[side];
+      T.parent = T.up.map(function (u, i) { return i ? i - u : -1; });
+    });
+    SW[e.func] = e;
+  });
+  function sandwich(f) {
+    var e = SW[f], RH = 17;
+    panel.appendChild(FT.el("h3", null, "Sandwich: callers above, callees below, merged over every call path"));
+    if (!e) {
+      panel.appendChild(FT.el("div", { class: "note", id: "sandwich-none" }, "Not in this page: the page carries the sandwiches of the busiest functions by self and inclusive time (not of root functions, whose callees are the flame graph)."));
+      return null;
+    }
+    var box = FT.el("div", { class: "plotbox" }), cv = FT.el("canvas", { id: "sandwich-canvas", "data-func": f });
+    box.appendChild(cv);
+    panel.appendChild(box);
+    var undrawn = e.callers.undrawn + e.callees.undrawn;
+    panel.appendChild(FT.el("div", { class: "note" }, "Widths: raw time (hover for corrected), the function’s whole time across; a recursive function counts at its outermost call." +
+      (undrawn ? " " + FT.count(undrawn) + " merged calls under 1% of its time not drawn (their time stays in their caller’s box)." : "") + " Click a box for that function."));
+    var boxes = [];
+    function layout(T, dir, base, w, top) {
+      /* x of each row: its caller's start plus the rows before it among its siblings (largest first) */
+      var n = T.func.length, x = new Float64Array(n), d = new Int32Array(n), next = new Float64Array(n), i, kids = [];
+      for (i = 0; i < n; i++) kids.push([]);
+      for (i = 1; i < n; i++) kids[T.parent[i]].push(i);
+      var scale = T.incl[0] > 0 ? w / T.incl[0] : 0, order = [0];
+      for (var q = 0; q < order.length; q++) {
+        var j = order[q];
+        kids[j].sort(function (a, b) { return T.incl[b] - T.incl[a] || a - b; });
+        next[j] = x[j];
+        kids[j].forEach(function (k) { x[k] = next[j]; next[j] += T.incl[k] * scale; d[k] = d[j] + 1; order.push(k); });
+      }
+      for (i = top ? 0 : 1; i < n; i++) boxes.push({ T: T, i: i, x: x[i], y: base + dir * d[i] * RH, w: T.incl[i] * scale });
+    }
+    function depthOf(T) {
+      var d = [0], m = 0;
+      for (var i = 1; i < T.func.length; i++) { d.push(d[T.parent[i]] + 1); if (d[i] > m) m = d[i]; }
+      return m;
+    }
+    return function () {
+      var up = depthOf(e.callers), down = depthOf(e.callees), h = (up + down + 1) * RH + 4;
+      var fit = FT.fitCanvas(cv, h), ctx = fit.ctx, mid = up * RH + 2;
+      boxes = [];
+      layout(e.callers, -1, mid, fit.w, true);
+      layout(e.callees, 1, mid, fit.w, false);
+      ctx.clearRect(0, 0, fit.w, fit.h);
+      ctx.font = "11px " + getComputedStyle(document.body).getPropertyValue("--mono");
+      ctx.textBaseline = "middle";
+      boxes.forEach(function (b) {
+        if (b.w < 0.3) return;
+        var name = funcs[b.T.func[b.i]];
+        ctx.fillStyle = b.i === 0 ? "#c3c8cf" : FT.color(name, "task");
+        ctx.fillRect(b.x, b.y, Math.max(b.w - 0.5, 0.3), RH - 1);
+        if (b.w > 30) {
+          ctx.save(); ctx.beginPath(); ctx.rect(b.x, b.y, b.w, RH); ctx.clip();
+          ctx.fillStyle = "#111"; ctx.fillText(name, b.x + 3, b.y + RH / 2); ctx.restore();
+        }
+      });
+      cv.setAttribute("data-rows", boxes.length);
+      function hit(ev) {
+        var r = cv.getBoundingClientRect(), px = ev.clientX - r.left, py = ev.clientY - r.top;
+        for (var k = boxes.length - 1; k >= 0; k--) {
+          var b = boxes[k];
+          if (px >= b.x && px <= b.x + Math.max(b.w, 1) && py >= b.y && py < b.y + RH) return b;
+        }
+        return null;
+      }
+      cv.onmousemove = function (ev) {
+        var b = hit(ev);
+        if (!b) { FT.hideTip(); return; }
+        FT.showTip(ev, function (t) {
+          var T = b.T, i = b.i, side = T === e.callers ? "caller" : "callee";
+          t.appendChild(FT.el("b", null, funcs[T.func[i]]));
+          var rows = [["calls", FT.count(T.calls[i])], ["inclusive (raw)", FT.time(T.incl[i])]];
+          if (T.inclc) rows.push(["inclusive (corrected)", FT.time(T.inclc[i])]);
+          rows.push(["share of " + funcs[f], FT.pct(100 * T.incl[i] / (T.incl[0] || 1))]);
+          t.appendChild(FT.tipTable(rows));
+          if (i) t.appendChild(FT.el("div", { class: "hint" }, side === "caller" ?
+            "the time of " + funcs[f] + " called through this chain" : "the time in this callee, under " + funcs[f] + ", on every path"));
+        });
+      };
+      cv.onmouseleave = FT.hideTip;
+      cv.onclick = function (ev) { var b = hit(ev); if (b && b.i) { FT.hideTip(); open(b.T.func[b.i]); } };
+    };
   }
   function edgeTable(title, list, other, r) {
     var div = FT.el("div"), useCorr = FT.mode === "corr" && list.length && list[0].length > 4;

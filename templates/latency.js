@@ -4,6 +4,10 @@ FT.latency = (function () {
   var S = FT.data.samples, GAP = FT.data.sample_flags.gap;
   var canvas = document.getElementById("lat-canvas"), sel = document.getElementById("lat-root");
   var root = -1, logY = true, view = null, drag = null, pts = [], M = { l: 64, r: 14, t: 10, b: 34 }, fit = null;
+  /* the points whose call's tree the page carries (chosen beside the Profile,
+   * the highest of every view first): only these are clickable */
+  var tree = {};
+  (S.trees || []).forEach(function (e) { tree[e[0]] = e[1]; });
   var order = S.roots.map(function (_, k) { return k; }).sort(function (a, b) { return S.root_calls[b] - S.root_calls[a] || a - b; });
   if (S.roots.length > 1) sel.appendChild(FT.el("option", { value: -1 }, "all root functions (" + FT.count(S.total) + " calls)"));
   order.forEach(function (k) { sel.appendChild(FT.el("option", { value: k }, S.roots[k] + " (" + FT.count(S.root_calls[k]) + " calls)")); });
@@ -92,6 +96,10 @@ FT.latency = (function () {
       if (S.flags[k] & GAP) { ctx.strokeStyle = "#d62828"; ctx.beginPath(); ctx.arc(x, y, 4, 0, 6.3); ctx.stroke(); }
       pts.push([x, y, k]);
     });
+    /* clickable points on top, ringed, so the bulk never hides them */
+    ctx.strokeStyle = "#1d232b"; ctx.lineWidth = 1.5;
+    pts.forEach(function (q) { if (q[2] in tree) { ctx.beginPath(); ctx.arc(q[0], q[1], 4.5, 0, 6.3); ctx.stroke(); } });
+    ctx.lineWidth = 1;
     ctx.restore();
     if (drag && drag.x1 !== undefined) {
       ctx.fillStyle = "rgba(11,92,173,.12)"; ctx.strokeStyle = "#0b5cad";
@@ -108,13 +116,15 @@ FT.latency = (function () {
     canvas.setAttribute("data-points", pts.length);
   }
 
+  /* the point under the pointer; a clickable one wins within its ring's reach */
   function nearest(px, py) {
-    var best = -1, bd = 64;
+    var best = -1, bd = 64, tb = -1, td = 81;
     for (var k = 0; k < pts.length; k++) {
       var dx = pts[k][0] - px, dy = pts[k][1] - py, dd = dx * dx + dy * dy;
       if (dd < bd) { bd = dd; best = pts[k][2]; }
+      if (dd < td && pts[k][2] in tree) { td = dd; tb = pts[k][2]; }
     }
-    return best;
+    return tb >= 0 ? tb : best;
   }
   function pos(ev) { var r = canvas.getBoundingClientRect(); return [ev.clientX - r.left, ev.clientY - r.top]; }
   canvas.addEventListener("mousedown", function (ev) { var p = pos(ev); drag = { x0: p[0], y0: p[1] }; });
@@ -129,7 +139,8 @@ FT.latency = (function () {
       if (S.durc) rows.push(["duration (corrected)", FT.time(S.durc[k])]);
       rows.push(["pid / cpu", S.pid[k] + " / " + S.cpu[k]]);
       if (S.flags[k] & GAP) rows.push(["", "spans " + (FT.data.header.gap_causes || "a gap")]);
-      if (FT.calls && S.sample && FT.data.slowest.some(function (c) { return c.sample === S.sample[k]; })) rows.push(["", "click: its call tree"]);
+      if (k in tree) rows.push(["", "click: its call tree"]);
+      else if (FT.data.slowest.some(function (c) { return c.sample === S.sample[k]; })) rows.push(["", "among the slowest: its tree is in the JSON report, not in this page"]);
       t.appendChild(FT.tipTable(rows));
     });
   });
@@ -140,7 +151,12 @@ FT.latency = (function () {
     if (d.x1 === undefined || (Math.abs(d.x1 - d.x0) <= 4 && Math.abs(d.y1 - d.y0) <= 4)) {
       /* a click on a point: that call's own tree, when it was kept */
       var k = nearest(d.x0, d.y0);
-      if (k >= 0 && FT.calls && FT.calls.open(S.sample[k])) { draw(); return; }
+      if (k in tree && FT.calls) { draw(); FT.calls.open(S.sample[k]); return; }
+      if (k >= 0) {  /* a click that opens nothing says why, where the reader looks */
+        document.getElementById("lat-click").textContent = "No call tree for that point in this page: ringed points open theirs. " +
+          "The trace keeps the trees of the slowest root calls by raw duration (ftflame --slowest N per root function and operation); the JSON report's slowest[] has them all.";
+        return;
+      }
     }
     if (d.x1 !== undefined && Math.abs(d.x1 - d.x0) > 4) {
       var nx0 = ix(Math.min(d.x0, d.x1)), nx1 = ix(Math.max(d.x0, d.x1));
@@ -171,5 +187,5 @@ FT.latency = (function () {
     " root calls: per root function and time bin the slowest and the fastest call are kept, and the slowest calls overall, so stalls and outliers stay visible.";
   else note.textContent = FT.count(S.total) + " root calls. A root call is an outermost traced call of a task (set_graph_function).";
 
-  return { draw: draw, view: function () { return view; }, points: function () { return pts; }, setRoot: function (k) { root = k; sel.value = k; view = null; draw(); }, init: draw };
+  return { draw: draw, view: function () { return view; }, points: function () { return pts; }, clickable: function (k) { return k in tree; }, setRoot: function (k) { root = k; sel.value = k; view = null; draw(); }, init: draw };
 })();

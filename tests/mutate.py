@@ -150,6 +150,10 @@ MUTATIONS = [
       "C: every irq-context call is an irq root"),
     M("c-pct-no-clamp", "ftflame/native/percentiles.c", "if (val > hi[i])\n\t\t\t\t\tval = hi[i];", "",
       "C percentiles not clamped to the row's max"),
+    # ---- the HTML page's own script -------------------------------------------------
+    M("html-slowest-fastest-first", "templates/calls.js", "rows.sort(function (a, b) { return L[b].dur - L[a].dur || a - b; });",
+      "rows.sort(function (a, b) { return L[a].dur - L[b].dur || a - b; });",
+      "HTML slowest-calls table sorted fastest first"),
     M("c-pct-rank-floor", "ftflame/native/percentiles.c", "int64_t rank = (int64_t)ceil((double)total * frac[j]);",
       "int64_t rank = (int64_t)((double)total * frac[j]);", "C percentile rank floored instead of ceiled"),
 ]
@@ -180,7 +184,7 @@ def build() -> None:
 def pytest_args(m: Mutation, quick: bool) -> list:
     """Figure-checking files first (HTML ones first for HTML mutations), then
     the rest of the suite unless quick (pytest collects each file once)."""
-    html = m.path in ("report/html.py", "report/flametree.py", "report/svg.py")
+    html = m.path in ("report/html.py", "report/flametree.py", "report/svg.py") or m.path.startswith("templates/")
     first = HTML_FIRST + ["tests/browser"] + FIRST if html else FIRST + HTML_FIRST
     return first if quick else first + ["tests"]
 

@@ -253,3 +253,37 @@ def test_largest_fixture_under_1mb_and_fast(big):
     d = page_data(text)
     assert d["flame"]["paths_total"] == big.nrows
     assert len(d["flame"]["depth"]) <= 2 * flametree.DEFAULT_MAX_FRAMES + 10
+
+
+def test_an_operation_without_clean_calls_has_no_corrected_figures():
+    """svc_process's GETATTR spans lost events (a gap call, left out of the
+    corrected figures): the page's operation row and latency summary carry
+    no corrected figure for it (null, printed "–"), never 0."""
+    from ftflame.parse import build_events
+
+    from helpers.events import parse_events
+
+    p = build_events(parse_events("""
+entry 0 100 svc_process 0
+entry 0 100 nfsd_dispatch 1
+entry 0 100 nfsd3_proc_write 2
+exit 0 100 nfsd3_proc_write 2 1000400 1003000
+exit 0 100 nfsd_dispatch 1 1000300 1003500
+exit 0 100 svc_process 0 1000000 1004000
+entry 0 100 svc_process 0
+entry 0 100 nfsd_dispatch 1
+entry 0 100 nfsd3_proc_getattr 2
+lost 0 7
+exit 0 100 nfsd3_proc_getattr 2 2000400 2000900
+exit 0 100 nfsd_dispatch 1 2000300 2001000
+exit 0 100 svc_process 0 2000000 2001500
+"""), source="gap-op.events")
+    data = html.report_data(corrected(p, 100.0, 50.0))
+    ops = {o["operation"]: o for o in data["operations"]}
+    assert ops["v3 GETATTR"]["calls"] == ops["v3 GETATTR"]["gap_calls"] == 1
+    assert set(ops["v3 GETATTR"]["dur_corr_ns"].values()) == {None}
+    assert ops["v3 GETATTR"]["dur_ns"]["max"] == 1500  # the root call's raw duration
+    assert None not in ops["v3 WRITE"]["dur_corr_ns"].values()
+    S = data["samples"]
+    st = S["root_stats"][S["roots"].index("svc_process: v3 GETATTR")]
+    assert st["callsc"] == 0 and st["p50c"] is None and st["maxc"] is None and st["max"] == 1500

@@ -31,6 +31,33 @@ def test_unpacked_flame_data_is_report_data(browser_page, tmp_path, trace):
     assert got["corr"]["approx"] == want["corr"]["approx"]
 
 
+@pytest.mark.parametrize("trace", [WRITE4K, ICOUNT], ids=["write4k", "icount"])
+def test_unpacked_slowest_trees_are_report_data(browser_page, tmp_path, trace):
+    """The slowest calls' trees ship packed (callers as distances, starts from
+    the caller's, interrupt calls as runs, off-CPU where not 0): unpacked,
+    every column is report_data's (the corrected time to the whole ns)."""
+    p = corrected(load(trace), 700.0, 300.0)
+    want = [c["tree"] for c in html.report_data(p)["slowest"]]
+    assert any(t is not None for t in want)
+    page_file = tmp_path / "r.html"
+    page_file.write_text(html.render(p), encoding="utf-8")
+    bp = browser_page()
+    page = bp.open(page_file)
+    got = page.evaluate("FT.data.slowest.map(function (c) { return c.tree; })")
+    bp.assert_clean()
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        if w is None:
+            assert g is None
+            continue
+        assert {k: g[k] for k in w if k != "incl_corr"} == {k: v for k, v in w.items() if k != "incl_corr"}
+        if w["incl_corr"] is None:  # a gap call: no corrected time
+            assert g["incl_corr"] is None
+        else:
+            assert len(g["incl_corr"]) == len(w["incl_corr"])
+            assert all(abs(a - b) <= 0.5 for a, b in zip(g["incl_corr"], w["incl_corr"]))
+
+
 def test_irq_context_root_is_drawn_under_its_frame(browser_page, tmp_path):
     """tests/data/events/irq-root-both-ways: svc_process in a task and in an
     interrupt; the page draws the interrupt one under an [irq] frame, as the
