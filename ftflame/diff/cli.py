@@ -88,13 +88,53 @@ def split_sides(inputs: list, after: list | None):
     return [inputs[0]], [inputs[1]]
 
 
+def _option_arity() -> dict:
+    """{option string: takes a value} of the diff subcommand, from its parser."""
+    sub = argparse.ArgumentParser(add_help=False).add_subparsers()
+    add_parser(sub)
+    return {s: a.nargs != 0 for a in sub.choices["diff"]._actions for s in a.option_strings}
+
+
+def _option_at(token: str, arity: dict):
+    """(takes a value, value attached) when `token` is an option of diff
+    (`-o`, `-oFILE`, `--output=FILE`, an unambiguous `--out`), else None."""
+    if token in ("-", "--") or not token.startswith("-"):
+        return None
+    if token.startswith("--"):
+        name, eq, _ = token.partition("=")
+        hits = [o for o in arity if o.startswith("--") and o.startswith(name)]
+        match = name if name in arity else hits[0] if len(hits) == 1 else None
+        return None if match is None else (arity[match], bool(eq))
+    short = token[:2]
+    if short not in arity:
+        return None
+    return arity[short], len(token) > 2
+
+
 def pre_split(argv: list):
     """argv of `diff` with the traces after '--' taken out (argparse would
-    mix both sides into one list): (argv, after or None)."""
+    mix both sides into one list): (argv, after or None). Options written
+    after the AFTER traces (`... -- a1 a2 -o d.html`) stay options: they
+    go back before the '--'; a trace whose name starts with '-' is given
+    as ./-name."""
     if "--" not in argv:
         return argv, None
     at = argv.index("--")
-    return argv[:at], argv[at + 1:]
+    arity = _option_arity()
+    head, after = list(argv[:at]), []
+    rest = argv[at + 1:]
+    i = 0
+    while i < len(rest):
+        opt = _option_at(rest[i], arity)
+        if opt is None:
+            after.append(rest[i])
+            i += 1
+            continue
+        takes_value, attached = opt
+        take = 2 if takes_value and not attached and i + 1 < len(rest) else 1
+        head += rest[i:i + take]
+        i += take
+    return head, after
 
 
 def choose_format(output, fmt) -> str:
