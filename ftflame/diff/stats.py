@@ -49,6 +49,17 @@ METHOD = ("change = Hodges-Lehmann ratio of time per call AFTER / BEFORE - 1 (me
 MIN_TIME_NS = 100.0
 UNRESOLVED = "under 0.1 us per call (within the calibration's error)"
 LOG_FLOOR_NS = 1.0  # a corrected time of 0 (clamped) compares as 1 ns
+# Global drift (ftflame.diff.model.global_drift): the median change of the
+# functions with at least DRIFT_MIN_CALLS independent calls a side, when at
+# least DRIFT_MIN_FUNCTIONS are compared, is a drift when at least DRIFT_MIN
+# away from 0 with DRIFT_SHARE of the functions moving its way.
+DRIFT_MIN = 0.01
+DRIFT_SHARE = 2.0 / 3.0
+DRIFT_MIN_FUNCTIONS = 20
+DRIFT_MIN_CALLS = 10
+# The mean and the typical call disagree when they move in opposite
+# directions, each by at least this much.
+MEAN_MEDIAN_APART = 0.01
 PAIR_CAP = 400  # values per side beyond this are merged into 1/256-wide log bins
 
 
