@@ -102,6 +102,7 @@ def _verdict_row(t, i) -> dict:
         "mean": f"{us(t.before.mean[i], 0, 1)} \u2192 {us(t.after.mean[i], 0, 1)} ({pct(t.mean_change[i])})"
         if both else "",
         "disagree": bool(t.disagree[i]),
+        "raw_why": t.raw_why[i] if t.raw_why else "",
         "delta": us(t.delta_per_root[i], 0, 1),
     }
 

@@ -41,6 +41,8 @@ def rows(t) -> list:
             "change": _num(t.change[i], 4), "ci95": [_num(t.ci_lo[i], 4), _num(t.ci_hi[i], 4)],
             "change_vs_drift": _num(t.vs_drift[i], 4), "mean_change": _num(t.mean_change[i], 4),
             "mean_median_disagree": bool(t.disagree[i]),
+            **({"raw_change": _num(t.raw_change[i], 4), "raw_vs_corrected": t.raw_why[i] or None}
+               if t.raw_change is not None else {}),
             "p": _num(t.p[i], 6), "p_adjusted": _num(t.q[i], 6),
             "delta_ns_per_root_call": _num(t.delta_per_root[i]),
             "before": _side(t.before, i), "after": _side(t.after, i),

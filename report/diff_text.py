@@ -100,6 +100,8 @@ def headline(d) -> list:
     for i in order[:HEAD_ROOTS]:
         lines += _wrap(f"{t.keys[i]}: {_verdict(t, i)}")
         lines += [x for m in _mean_median(t, i) for x in _wrap(m.strip(), "  ")]
+        if t.raw_why and t.raw_why[i]:
+            lines += _wrap("note: " + t.raw_why[i], "  ")
     if len(order) > HEAD_ROOTS:
         lines.append(f"  ... and {len(order) - HEAD_ROOTS:,} more root functions (below)")
     o = d.table("operations")

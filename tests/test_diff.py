@@ -294,6 +294,42 @@ def typical_up_mean_down(tmp_path_factory):
             diffsynth.write(str(d / "a.txt.gz"), header, after))
 
 
+@pytest.fixture(scope="module")
+def slower_but_less_interrupted(tmp_path_factory):
+    """BEFORE: the fixture's root calls, each with a 150 us timer interrupt
+    taken inside it (an irq entry function: out of the corrected time);
+    AFTER: the same root calls 10% slower (the root's own time), no
+    interrupt."""
+    d = tmp_path_factory.mktemp("rawcorr")
+    header, calls = diffsynth.root_calls(diffsynth.read_lines(fixture(TEXT)))
+    rng = __import__("random").Random(7)
+    before = [diffsynth.with_burst(c, "__sysvec_apic_timer_interrupt", 1, 150e3, rng) for c in calls]
+    after = [diffsynth.scale_function(c, "nfsd3_proc_write", 1.1) for c in calls]
+    return (diffsynth.write(str(d / "b.txt.gz"), header, before),
+            diffsynth.write(str(d / "a.txt.gz"), header, after))
+
+
+def test_raw_and_corrected_going_opposite_ways_is_explained(slower_but_less_interrupted):
+    """Raw: faster (the interrupts are gone); corrected: slower. The
+    corrected verdict says the raw one went the other way and names what
+    the correction took out that changed: interrupt time."""
+    from ftflame.report import diff_json, diff_text
+
+    sides = [[x] for x in slower_but_less_interrupted]
+    d = compare(*sides)
+    t = d.table("roots")
+    i = t.keys.index("nfsd3_proc_write")
+    assert t.verdict[i] == "slower" and t.raw_change[i] < -0.1
+    assert "interrupt time -1" in t.raw_why[i] and t.raw_why[i].startswith("raw time per call -")
+    assert compare(*sides, raw=True).table("roots").verdict[i] == "faster"
+    head = " ".join(x.strip() for x in diff_text.render(d).splitlines()[:15])
+    assert "the correction took out what changed: interrupt time" in head
+    row = json.loads(diff_json.render(d))["roots"][0]
+    assert row["raw_change"] < -0.1 and "interrupt time" in row["raw_vs_corrected"]
+    same = compare(sides[0], sides[0]).table("roots")
+    assert same.raw_why == ("",)
+
+
 def test_mean_and_median_in_opposite_directions_are_flagged(typical_up_mean_down):
     from ftflame.report import diff_json, diff_text
 

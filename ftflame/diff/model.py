@@ -241,6 +241,11 @@ class Table:
     # the change relative to the global drift, (1 + change) / (1 + drift) - 1
     # (the change itself when there is no drift)
     vs_drift: np.ndarray
+    # root functions of a corrected diff: the raw change of the typical
+    # call, and where raw and corrected changes go opposite ways, what the
+    # correction took out that changed (else "")
+    raw_change: np.ndarray = None
+    raw_why: tuple = ()
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -421,9 +426,78 @@ def build(before_runs, after_runs, corrected: bool = True,
         at += len(tested)
         tables[level] = _table(level, keys, fb, fa, change, lo, hi, p, q, min_change,
                                drift.change if drift else 0.0, (len(items_b), len(items_a)))
+    if corrected:
+        t = tables["roots"]
+        raw_change, raw_why = raw_against_corrected(before_runs, after_runs, t.keys, t.change)
+        tables["roots"] = t.__class__(**{**t.__dict__, "raw_change": raw_change, "raw_why": raw_why})
     return Diff(before=info_b, after=info_a, tables=tables, warnings=tuple(warnings),
                 corrected=corrected, method=stats.method_text(min_change), min_change=min_change,
                 irqs=irqs if corrected else "include", drift=drift)
+
+
+REMOVED = (("overhead", "hook cost"), ("irq_removed", "interrupt time"), ("offcpu_removed", "off-CPU time"),
+           ("sched_removed", "scheduler switch work"))
+
+
+def _root_raw(runs, keys) -> tuple:
+    """Per root function of `keys`, a side's raw durations of its clean
+    root calls (item, ns, weight entries) and, per call, the ns the
+    correction took out of them, by kind (REMOVED)."""
+    index = {k: i for i, k in enumerate(keys)}
+    m = len(keys)
+    items, durs = [], []
+    calls = np.zeros(m)
+    removed = {name: np.zeros(m) for name, _ in REMOVED}
+    for run in runs:
+        p = run.profile
+        c = p.corrected
+        if c is None:
+            continue
+        flags = p.scol("flags")
+        ok = (flags & (SAMPLE_GAP | SAMPLE_IRQ | SAMPLE_PARTIAL)) == 0
+        node = p.scol("node")[ok]
+        names = [p.funcs[f] for f in p.col("func")[node].tolist()]
+        it = np.array([index.get(n, -1) for n in names], dtype=np.int64)
+        keep = it >= 0
+        items.append(it[keep])
+        durs.append(p.scol("dur")[ok][keep].astype(np.float64))
+        tops = np.flatnonzero((p.col("parent") < 0) & ~p.pseudo_roots)
+        at = np.array([index.get(p.funcs[f], -1) for f in p.col("func")[tops].tolist()], dtype=np.int64)
+        sel = at >= 0
+        np.add.at(calls, at[sel], np.asarray(c.calls, dtype=np.float64)[tops][sel])
+        for name, _ in REMOVED:
+            col = getattr(c, name)
+            if col is not None:
+                np.add.at(removed[name], at[sel], np.asarray(col, dtype=np.float64)[tops][sel])
+    item = np.concatenate(items) if items else np.zeros(0, np.int64)
+    dur = np.concatenate(durs) if durs else np.zeros(0)
+    per_call = {name: np.divide(v, calls, out=np.zeros(m), where=calls > 0) for name, v in removed.items()}
+    return (item, dur, np.ones(len(dur))), np.bincount(item, minlength=m).astype(np.float64), per_call
+
+
+def raw_against_corrected(before_runs, after_runs, keys, change) -> tuple:
+    """Per root function: the raw change of the typical call (Hodges-
+    Lehmann on the raw durations of the same root calls), and, where raw
+    and corrected changes go opposite ways (each by at least
+    MEAN_MEDIAN_APART), a sentence naming what the correction took out
+    that changed most between the sides, per call."""
+    eb, nb, rb = _root_raw(before_runs, keys)
+    ea, na, ra = _root_raw(after_runs, keys)
+    raw_change = stats.rank_tests(eb, ea, nb, na, len(keys))[0]
+    apart = stats.MEAN_MEDIAN_APART
+    why = []
+    for i in range(len(keys)):
+        r, c = raw_change[i], change[i]
+        if not (np.isfinite(r) and np.isfinite(c) and abs(r) >= apart and abs(c) >= apart and np.sign(r) != np.sign(c)):
+            why.append("")
+            continue
+        moved = sorted(((ra[name][i] - rb[name][i], what) for name, what in REMOVED), key=lambda x: -abs(x[0]))
+        moved = [(ns, what) for ns, what in moved if ns * r > 0 and abs(ns) >= 1.0][:2]
+        named = " and ".join(f"{what} {ns / 1000.0:+,.1f} us per call" for ns, what in moved) or \
+            "no one kind of time (the removed time per call hardly changed)"
+        why.append(f"raw time per call {r * 100:+.1f}% (typical call), corrected {c * 100:+.1f}%: the correction "
+                   f"took out what changed: {named} on AFTER")
+    return raw_change, tuple(why)
 
 
 def global_drift(fb, fa, change, tested):
