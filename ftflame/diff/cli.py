@@ -24,6 +24,7 @@ EPILOG = """\
 examples:
   ftflame diff before.dat after.dat              text for a mail, on stdout
   ftflame diff b1/ b2/ b3/ -- a1/ a2/ a3/        three runs per side (run dirs)
+  ftflame diff b1 b2 -- a1 a2 -o d.html          options may follow the AFTER traces
   ftflame diff before.dat after.dat -o d.json    JSON, schema "ftflame-diff/1"
   ftflame diff before.dat after.dat -o d.html    differential flame graph, delta table
   ftflame diff before.dat after.dat -o d.folded  difffolded lines: path BEFORE AFTER
@@ -37,15 +38,20 @@ statistics (docs/diff.md):
               outlier 50x the average counts as one call, not 50)
   interval    95%, from the same pairs, at the ranks the Mann-Whitney test
               leaves open; p-value: Mann-Whitney rank-sum test; calls inside
-              one root call are not independent, so each side counts as at
-              most one observation per root call
+              one root call are not independent: an item's observations are
+              the root calls that called it
   verdict     p-values adjusted for the number of items compared
               (Benjamini-Hochberg, false discovery rate 5%); faster/slower
               needs adjusted p < 0.05, |change| >= --min-change, medians
               of at least 0.1 us per call on both sides (smaller corrected
               times are within the calibration's error), and, when a
-              side has several runs, every AFTER run's median beyond every
-              BEFORE run's (a single noisy run cannot pass as a change)
+              side has several runs, the item called in two of them and
+              every AFTER run's median beyond every BEFORE run's (a single
+              noisy run cannot pass as a change)
+  drift       when most functions moved the same way (the machine, not
+              the code), the drift is said and items are judged against it
+  on          the typical call (the change above), not the mean: items
+              whose mean moved the other way are flagged
   new/gone    functions and paths on one side only, with their time
 
 Warnings (one line each) when the sides differ in kernel, clock, graph
