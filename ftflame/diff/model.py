@@ -455,14 +455,13 @@ def _root_raw(runs, keys) -> tuple:
             continue
         flags = p.scol("flags")
         ok = (flags & (SAMPLE_GAP | SAMPLE_IRQ | SAMPLE_PARTIAL)) == 0
-        node = p.scol("node")[ok]
-        names = [p.funcs[f] for f in p.col("func")[node].tolist()]
-        it = np.array([index.get(n, -1) for n in names], dtype=np.int64)
+        item_of_func = np.array([index.get(name, -1) for name in p.funcs], dtype=np.int64)
+        it = item_of_func[p.col("func")[p.scol("node")[ok]]] if ok.any() else np.zeros(0, np.int64)
         keep = it >= 0
         items.append(it[keep])
         durs.append(p.scol("dur")[ok][keep].astype(np.float64))
         tops = np.flatnonzero((p.col("parent") < 0) & ~p.pseudo_roots)
-        at = np.array([index.get(p.funcs[f], -1) for f in p.col("func")[tops].tolist()], dtype=np.int64)
+        at = item_of_func[p.col("func")[tops]]
         sel = at >= 0
         np.add.at(calls, at[sel], np.asarray(c.calls, dtype=np.float64)[tops][sel])
         for name, _ in REMOVED:
