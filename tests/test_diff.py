@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -265,6 +266,8 @@ def test_a_global_drift_is_named_not_taken_for_regressions(synth):
     text = diff_text.render(d)
     assert "global drift" in " ".join(text.splitlines()[:15])
     assert json.loads(diff_json.render(d))["drift"]["change"] == pytest.approx(d.drift.change, abs=1e-4)
+    proc = run("diff", *synth["drift"][0], "--", *synth["drift"][1], "-o", str(Path(synth["same"]).parent / "d.json"))
+    assert proc.returncode == 0 and "ftflame: note: global drift: the typical function is " in proc.stderr
 
 
 def test_a_change_on_top_of_a_drift_is_found_against_it(synth):

@@ -189,4 +189,6 @@ def cmd_diff(args) -> int:
     if not args.quiet and args.output not in (None, "-"):
         for w in d.warnings:
             print(f"ftflame: warning: {w}", file=sys.stderr)
+        if d.drift is not None:  # the first thing to know before reading any verdict
+            print(f"ftflame: note: {d.drift.sentence()}", file=sys.stderr)
     return 0
