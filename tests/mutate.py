@@ -164,6 +164,8 @@ MUTATIONS = [
       "diff: an item called in one run of several judged as the side's"),
     M("diff-no-drift", "ftflame/diff/model.py", "if abs(mid) < stats.DRIFT_MIN or", "if True or",
       "diff: a global drift never detected (every function judged against 0)"),
+    M("c-func-roots-per-path", "parse/core/builder.c", "if (stamp && *stamp != serial) {", "if (stamp) {",
+      "C: a function's root calls counted once per path, not once per root call"),
 ]
 
 
