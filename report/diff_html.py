@@ -79,6 +79,7 @@ def table_data(d) -> dict:
         "prb": cat(lambda t: t.before.per_root, 4), "pra": cat(lambda t: t.after.per_root, 4),
         "delta": cat(lambda t: t.delta_per_root, 1),
         "disagree": cat(lambda t: [bool(x) for x in t.disagree]),
+        "vsd": cat(lambda t: t.vs_drift, 4), "drift": d.drift is not None,
     }
 
 
@@ -96,7 +97,9 @@ def _verdict_row(t, i) -> dict:
     both = bool(t.before.calls[i] and t.after.calls[i])
     return {
         "name": t.keys[i], "verdict": t.verdict[i], "why": t.why[i],
-        "change": f"{pct(t.change[i])} {interval(t.ci_lo[i], t.ci_hi[i])}" if judged else "",
+        "change": f"{pct(t.change[i])} {interval(t.ci_lo[i], t.ci_hi[i])}" + (
+            f" ({pct(t.vs_drift[i])} against the drift)" if abs(t.vs_drift[i] - t.change[i]) > 1e-9 else "")
+        if judged else "",
         "q": f"{t.q[i]:.2g}" if judged else "",
         "median": f"{us(t.before.median[i], 0, 1)} \u2192 {us(t.after.median[i], 0, 1)}" if both else "",
         "mean": f"{us(t.before.mean[i], 0, 1)} \u2192 {us(t.after.mean[i], 0, 1)} ({pct(t.mean_change[i])})"

@@ -62,6 +62,8 @@ def _verdict(t, i) -> str:
     if v in ("new", "gone"):
         return v
     out = f"{v} {pct(t.change[i])} {interval(t.ci_lo[i], t.ci_hi[i])}"
+    if v in ("slower", "faster") and abs(t.vs_drift[i] - t.change[i]) > 1e-9:
+        out += f" ({pct(t.vs_drift[i])} against the drift)"
     return out + (f" ({t.why[i]})" if t.why[i] else "")
 
 

@@ -279,6 +279,9 @@ def test_a_change_on_top_of_a_drift_is_found_against_it(synth):
     i = t.keys.index(SCALED)
     assert t.verdict[i] == "slower"
     assert t.vs_drift[i] == pytest.approx(0.5, abs=0.07)
+    from ftflame.report import diff_text
+
+    assert f"({t.vs_drift[i] * 100:+.1f}% against the drift)" in " ".join(diff_text.render(d).split())
     assert flagged(d, "functions") <= {SCALED, *ANCESTORS}
     for pair in (synth["split"], (synth["runs"][:3], synth["runs"][3:]), ([synth["h1"]], [synth["h2"]]),
                  ([synth["same"]], [synth["scaled"]])):
