@@ -9,6 +9,7 @@ import numpy as np
 
 from ftflame import __version__
 
+from .common import us
 from .html import data_json, environment
 
 MAX_FRAMES = 20000
@@ -54,6 +55,11 @@ def flame_data(d) -> dict:
     }
 
 
+def _called(side, values):
+    """values where the side called the item, NaN (shown as a dash) where not."""
+    return np.where(side.calls > 0, values, np.nan)
+
+
 def table_data(d) -> dict:
     """The functions, then the operations of the dispatchers (kind says
     which: the page shows the kind column only when there are operations)."""
@@ -66,10 +72,58 @@ def table_data(d) -> dict:
         "name": cat(lambda t: list(t.keys)), "kind": [k for k, t in parts for _ in t.keys],
         "verdict": cat(lambda t: [VERDICT_CODE[v] for v in t.verdict]), "why": cat(lambda t: list(t.why)),
         "change": cat(lambda t: t.change, 4), "lo": cat(lambda t: t.ci_lo, 4), "hi": cat(lambda t: t.ci_hi, 4),
-        "q": cat(lambda t: t.q, 6), "mb": cat(lambda t: t.before.median, 1), "ma": cat(lambda t: t.after.median, 1),
-        "meanb": cat(lambda t: t.before.mean, 1), "meana": cat(lambda t: t.after.mean, 1),
+        "q": cat(lambda t: t.q, 6), "mb": cat(lambda t: _called(t.before, t.before.median), 1),
+        "ma": cat(lambda t: _called(t.after, t.after.median), 1),
+        "meanb": cat(lambda t: _called(t.before, t.before.mean), 1),
+        "meana": cat(lambda t: _called(t.after, t.after.mean), 1),
         "prb": cat(lambda t: t.before.per_root, 4), "pra": cat(lambda t: t.after.per_root, 4),
         "delta": cat(lambda t: t.delta_per_root, 1),
+        "disagree": cat(lambda t: [bool(x) for x in t.disagree]),
+        "vsd": cat(lambda t: t.vs_drift, 4), "drift": d.drift is not None,
+    }
+
+
+HEAD_ROOTS = 6
+HEAD_OPS = 6
+HEAD_CHANGES = 5
+
+
+def _verdict_row(t, i) -> dict:
+    """One item of the headline: its verdict, change and interval (only
+    where there is a verdict), medians and means, the mean/median flag."""
+    from .diff_text import interval, pct
+
+    judged = t.verdict[i] in ("slower", "faster")
+    both = bool(t.before.calls[i] and t.after.calls[i])
+    return {
+        "name": t.keys[i], "verdict": t.verdict[i], "why": t.why[i],
+        "change": f"{pct(t.change[i])} {interval(t.ci_lo[i], t.ci_hi[i])}" + (
+            f" ({pct(t.vs_drift[i])} against the drift)" if abs(t.vs_drift[i] - t.change[i]) > 1e-9 else "")
+        if judged else "",
+        "q": f"{t.q[i]:.2g}" if judged else "",
+        "median": f"{us(t.before.median[i], 0, 1)} \u2192 {us(t.after.median[i], 0, 1)}" if both else "",
+        "mean": f"{us(t.before.mean[i], 0, 1)} \u2192 {us(t.after.mean[i], 0, 1)} ({pct(t.mean_change[i])})"
+        if both else "",
+        "disagree": bool(t.disagree[i]),
+        "raw_why": t.raw_why[i] if t.raw_why else "",
+        "delta": us(t.delta_per_root[i], 0, 1),
+    }
+
+
+def headline(d) -> dict:
+    """The page's first section: the root functions' and the busiest
+    operations' verdicts, the drift, the biggest changes."""
+    def busiest(t):
+        return np.argsort(-np.maximum(t.before.per_root_time, t.after.per_root_time), kind="stable")
+
+    r, o, f = d.table("roots"), d.table("operations"), d.table("functions")
+    changed = np.flatnonzero(np.isin(np.array(f.verdict, dtype=object), ("slower", "faster")))
+    changed = changed[np.argsort(-np.abs(f.delta_per_root[changed]), kind="stable")]
+    return {
+        "drift": d.drift.sentence() if d.drift is not None else "",
+        "roots": [_verdict_row(r, i) for i in busiest(r)[:HEAD_ROOTS]], "roots_more": max(len(r) - HEAD_ROOTS, 0),
+        "ops": [_verdict_row(o, i) for i in busiest(o)[:HEAD_OPS]], "ops_more": max(len(o) - HEAD_OPS, 0),
+        "changes": [_verdict_row(f, i) for i in changed[:HEAD_CHANGES]], "changed": len(changed),
     }
 
 
@@ -106,4 +160,4 @@ def page_data(d) -> dict:
 def render(d, opts=None) -> str:
     data = page_data(d)
     tpl = environment().get_template("diff.html")
-    return tpl.render(d=d, version=__version__, data_json=data_json(data))
+    return tpl.render(d=d, head=headline(d), version=__version__, data_json=data_json(data))

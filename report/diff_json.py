@@ -39,6 +39,10 @@ def rows(t) -> list:
         row.update({
             "verdict": t.verdict[i], "why": t.why[i] or None,
             "change": _num(t.change[i], 4), "ci95": [_num(t.ci_lo[i], 4), _num(t.ci_hi[i], 4)],
+            "change_vs_drift": _num(t.vs_drift[i], 4), "mean_change": _num(t.mean_change[i], 4),
+            "mean_median_disagree": bool(t.disagree[i]),
+            **({"raw_change": _num(t.raw_change[i], 4), "raw_vs_corrected": t.raw_why[i] or None}
+               if t.raw_change is not None else {}),
             "p": _num(t.p[i], 6), "p_adjusted": _num(t.q[i], 6),
             "delta_ns_per_root_call": _num(t.delta_per_root[i]),
             "before": _side(t.before, i), "after": _side(t.after, i),
@@ -57,6 +61,9 @@ def document(d) -> dict:
         "schema": SCHEMA, "tool": f"ftflame {__version__}",
         "figures": "corrected" if d.corrected else "raw",
         "method": d.method, "alpha": d.alpha, "min_change": d.min_change,
+        "verdict_on": "the typical call: the Hodges-Lehmann change of the time per call",
+        "drift": None if d.drift is None else {"change": _num(d.drift.change, 4), "functions": d.drift.functions,
+                                               "along": d.drift.along, "text": d.drift.sentence()},
         "before": side(d.before), "after": side(d.after), "warnings": list(d.warnings),
         "roots": rows(d.table("roots")), "operations": rows(d.table("operations")),
         "functions": rows(d.table("functions")),

@@ -1,6 +1,9 @@
-"""`ftflame diff` as text for a mail: under 80 columns, the significant
-changes first, then the root functions with their intervals and the
-operations of the dispatchers, then the rest collapsed. Prints the figures of ftflame.diff.model; computes none."""
+"""`ftflame diff` as text for a mail: under 80 columns, the verdict first
+(each root function's and the busiest operations', what the verdict is on,
+a global drift, the biggest changes), then the sides and warnings, the
+significant changes, the root functions with their intervals and the
+operations of the dispatchers, the rest collapsed, and the method last.
+Prints the figures of ftflame.diff.model; computes none."""
 from __future__ import annotations
 
 import math
@@ -15,6 +18,9 @@ CUT = "..."
 TOP_SIGNIFICANT = 30
 TOP_OTHER = 12
 TOP_PATHS = 10
+HEAD_ROOTS = 4  # root functions in the headline (the busiest); the rest below
+HEAD_OPS = 4
+HEAD_CHANGES = 3
 
 
 def pct(x: float) -> str:
@@ -50,9 +56,82 @@ def _wrap(text: str, indent: str = "") -> list:
                          break_on_hyphens=False, break_long_words=True)
 
 
+def _verdict(t, i) -> str:
+    """`slower +13.3% [+8, +17]%`, `no change (below 5%)`, `new`."""
+    v = t.verdict[i]
+    if v in ("new", "gone"):
+        return v
+    out = f"{v} {pct(t.change[i])} {interval(t.ci_lo[i], t.ci_hi[i])}"
+    if v in ("slower", "faster") and abs(t.vs_drift[i] - t.change[i]) > 1e-9:
+        out += f" ({pct(t.vs_drift[i])} against the drift)"
+    return out + (f" ({t.why[i]})" if t.why[i] else "")
+
+
+def _busiest(t) -> np.ndarray:
+    return np.argsort(-np.maximum(t.before.per_root_time, t.after.per_root_time), kind="stable")
+
+
+def _mean_median(t, i) -> list:
+    """The medians and means of an item on both sides, and a flag when the
+    mean moved the other way."""
+    if not (t.before.calls[i] and t.after.calls[i]):
+        return []
+    out = [f"  median {us(t.before.median[i], 0, 1)} -> {us(t.after.median[i], 0, 1)} us, "
+           f"mean {us(t.before.mean[i], 0, 1)} -> {us(t.after.mean[i], 0, 1)} us ({pct(t.mean_change[i])})"]
+    if t.disagree[i]:
+        out.append(f"  note: mean and typical call moved in opposite directions (mean {pct(t.mean_change[i])}, "
+                   f"typical call {pct(t.change[i])}): a few long calls came or went; the verdict is on "
+                   "the typical call")
+    return out
+
+
+def headline(d) -> list:
+    """The verdict first: what it is on, a drift, each root function's and
+    the busiest operations' verdicts, the biggest changes."""
+    b, a = d.before, d.after
+    lines = [f"ftflame diff: {'corrected' if d.corrected else 'raw'} time per call, BEFORE "
+             f"({len(b.runs)} run{'s' if len(b.runs) != 1 else ''}, {b.root_calls:,} root calls) vs AFTER "
+             f"({len(a.runs)} run{'s' if len(a.runs) != 1 else ''}, {a.root_calls:,} root calls)"]
+    lines += _wrap("Verdicts are on the typical call: the Hodges-Lehmann change of the time per call (the "
+                   "median of the AFTER/BEFORE ratios of all pairs of calls) with its 95% interval; the mean "
+                   "is shown beside it.")
+    if d.drift is not None:
+        lines += _wrap("Drift: " + d.drift.sentence() + ".")
+    t = d.table("roots")
+    order = _busiest(t)
+    for i in order[:HEAD_ROOTS]:
+        lines += _wrap(f"{t.keys[i]}: {_verdict(t, i)}")
+        lines += [x for m in _mean_median(t, i) for x in _wrap(m.strip(), "  ")]
+        if t.raw_why and t.raw_why[i]:
+            lines += _wrap("note: " + t.raw_why[i], "  ")
+    if len(order) > HEAD_ROOTS:
+        lines.append(f"  ... and {len(order) - HEAD_ROOTS:,} more root functions (below)")
+    o = d.table("operations")
+    if len(o):
+        ops = _busiest(o)
+        lines.append("Operations (busiest first):")
+        for i in ops[:HEAD_OPS]:
+            lines += _wrap(f"{o.keys[i]}: {_verdict(o, i)}", "  ")
+        if len(ops) > HEAD_OPS:
+            lines.append(f"  ... and {len(ops) - HEAD_OPS:,} more (below)")
+    f = d.table("functions")
+    changed = _ordered(f, np.isin(np.array(f.verdict), ("slower", "faster")))
+    if len(changed):
+        lines.append(f"Biggest changes ({len(changed):,} function{'s' if len(changed) != 1 else ''} "
+                     "faster or slower; largest time per root call first):")
+        for i in changed[:HEAD_CHANGES]:
+            lines += _wrap(f"{f.keys[i]}: {_verdict(f, i)}, {us(f.delta_per_root[i], 0, 1)} us per root call",
+                           "  ")
+    else:
+        lines.append("No function faster or slower.")
+    if d.warnings:
+        lines.append(f"{len(d.warnings)} warning{'s' if len(d.warnings) != 1 else ''} about the comparison "
+                     "below.")
+    return lines
+
+
 def header(d) -> list:
-    lines = [f"ftflame diff: {'corrected' if d.corrected else 'raw'} time per call, "
-             f"BEFORE vs AFTER"]
+    lines = ["", "Sides"]
     for side in (d.before, d.after):
         runs = len(side.runs)
         lines += _wrap(f"{side.label.upper()}: {runs} run{'s' if runs != 1 else ''}, "
@@ -65,8 +144,11 @@ def header(d) -> list:
                            f"(O_in {c['o_in_ns']:g} ns, O_out {c['o_out_ns']:g} ns)", "  ")
     for w in d.warnings:
         lines += _wrap("warning: " + w)
-    lines += _wrap("method: " + d.method)
     return lines
+
+
+def method(d) -> list:
+    return [""] + _wrap("Method: " + d.method + ".")
 
 
 def _ordered(t, mask) -> np.ndarray:
@@ -111,7 +193,7 @@ def roots(d) -> list:
     lines = ["", "Root functions (us per call: mean, median; run-to-run range of the medians)"]
     if not len(t):
         return lines + ["  none"]
-    for i in np.argsort(-np.maximum(t.before.per_root_time, t.after.per_root_time), kind="stable"):
+    for i in _busiest(t):
         lines.append(f"{t.keys[i]}: {t.verdict[i]}" + (f" ({t.why[i]})" if t.why[i] else ""))
         for side, f in (("before", t.before), ("after", t.after)):
             if f.calls[i] == 0:
@@ -122,8 +204,10 @@ def roots(d) -> list:
             lines.append(f"  {side:<6} {int(f.calls[i]):>7,} calls  mean {us(f.mean[i], 10, 1)}  "
                          f"median {us(f.median[i], 10, 1)}{spread}")
         if t.before.calls[i] and t.after.calls[i]:
-            lines.append(f"  change {pct(t.change[i])}, 95% interval {interval(t.ci_lo[i], t.ci_hi[i])}, "
-                         f"adjusted p {t.q[i]:.2g}")
+            lines.append(f"  change {pct(t.change[i])} (typical call), 95% interval "
+                         f"{interval(t.ci_lo[i], t.ci_hi[i])}, adjusted p {t.q[i]:.2g}")
+            if t.disagree[i]:
+                lines.append(f"  the mean moved the other way ({pct(t.mean_change[i])}): a few long calls")
     return lines
 
 
@@ -207,5 +291,5 @@ def fit(lines: list) -> list:
 
 
 def render(d, opts=None) -> str:
-    lines = header(d) + significant(d) + roots(d) + operations(d) + new_gone(d) + rest(d)
+    lines = headline(d) + header(d) + significant(d) + roots(d) + operations(d) + new_gone(d) + rest(d) + method(d)
     return "\n".join(fit(lines)) + "\n"

@@ -10,6 +10,7 @@ function nfmt(d) { return new Intl.NumberFormat("en-US", { minimumFractionDigits
 var NF1 = nfmt(1), NF0 = nfmt(0), NF2 = nfmt(2);
 FTD.us = function (ns) { return ns === null || ns === undefined ? "\u2013" : NF1.format(ns / 1000); };
 FTD.pct = function (x) { return x === null || x === undefined ? "\u2013" : (x >= 0 ? "+" : "") + NF1.format(100 * x) + "%"; };
+FTD.p = function (q) { return q < 0.001 ? q.toExponential(1) : q.toPrecision(2); };
 FTD.ci = function (lo, hi) { return lo === null || hi === null ? "\u2013" : "[" + FTD.pct(lo) + ", " + FTD.pct(hi) + "]"; };
 
 /* the verdict's colour: red slower, blue faster, near-white within noise;
@@ -115,7 +116,8 @@ FTD.flame = (function () {
   function describe(j) {
     if (j === N) return "all: " + FTD.us(W[N]) + " \u00b5s per root call (AFTER)";
     return F.path[j].split(";").join(" \u2192 ") + "\n" + VNAME[F.verdict[j]] +
-      (F.verdict[j] === V.NEW ? " (BEFORE has no such frame)" : ": " + FTD.pct(F.change[j]) + " " + FTD.ci(F.lo[j], F.hi[j]) +
+      (F.verdict[j] === V.NEW ? " (BEFORE has no such frame)" : F.verdict[j] === V.SAME ? "" :
+        ": " + FTD.pct(F.change[j]) + " " + FTD.ci(F.lo[j], F.hi[j]) +
         ", adjusted p " + (F.q[j] === null ? "\u2013" : F.q[j].toPrecision(2))) +
       "\nmedian per call: " + FTD.us(F.mb[j]) + " \u2192 " + FTD.us(F.ma[j]) + " \u00b5s" +
       "\nper root call: " + FTD.us(F.wb[j]) + " \u2192 " + FTD.us(F.w[j]) + " \u00b5s";
@@ -160,32 +162,40 @@ FTD.flame = (function () {
   };
 })();
 
-/* ---- sortable delta table (functions) ---- */
+/* ---- sortable delta table (functions and operations), paged ---- */
 FTD.table = (function () {
-  var T = FTD.data.table, n = T.name.length;
+  var T = FTD.data.table, n = T.name.length, PAGE = 50;
+  /* a verdict's change, interval and p are shown only where there is a
+   * verdict: a "no change" row's percent (a tiny time per call can move
+   * by x600) or p-value would read as a finding */
+  function judged(i) { return T.verdict[i] === V.SLOWER || T.verdict[i] === V.FASTER; }
+  function both(a, b, f) { return f(a) + " \u2192 " + f(b); }
+  var hasOps = T.kind.indexOf("operation") >= 0;
   var cols = [
-    ["function", function (i) { return T.name[i]; }, function (i) { return T.name[i]; }],
-    ["verdict", function (i) { return VNAME[T.verdict[i]] + (T.why[i] ? " (" + T.why[i] + ")" : ""); }, function (i) { return T.verdict[i]; }],
-    ["change", function (i) { return FTD.pct(T.change[i]); }, function (i) { return T.change[i]; }],
-    ["95% interval", function (i) { return FTD.ci(T.lo[i], T.hi[i]); }, function (i) { return T.lo[i]; }],
-    ["adj. p", function (i) { return T.q[i] === null ? "\u2013" : T.q[i].toPrecision(2); }, function (i) { return T.q[i]; }],
-    ["median before", function (i) { return FTD.us(T.mb[i]); }, function (i) { return T.mb[i]; }],
-    ["median after", function (i) { return FTD.us(T.ma[i]); }, function (i) { return T.ma[i]; }],
-    ["mean before", function (i) { return FTD.us(T.meanb[i]); }, function (i) { return T.meanb[i]; }],
-    ["mean after", function (i) { return FTD.us(T.meana[i]); }, function (i) { return T.meana[i]; }],
-    ["calls/root before", function (i) { return NF2.format(T.prb[i]); }, function (i) { return T.prb[i]; }],
-    ["calls/root after", function (i) { return NF2.format(T.pra[i]); }, function (i) { return T.pra[i]; }],
-    ["\u0394 \u00b5s/root call", function (i) { return FTD.us(T.delta[i]); }, function (i) { return Math.abs(T.delta[i] || 0); }],
+    [hasOps ? "function / operation" : "function", function (i) { return T.name[i]; }, function (i) { return T.name[i]; }, "name"],
+    ["verdict", function (i) { return VNAME[T.verdict[i]]; }, function (i) { return T.verdict[i]; }, "verdict"],
+    ["change [95% interval]", function (i) { return judged(i) ? FTD.pct(T.change[i]) + " " + FTD.ci(T.lo[i], T.hi[i]) : "\u2013"; },
+      function (i) { return judged(i) ? T.change[i] : null; }, "num"],
+    ["adj. p", function (i) { return judged(i) && T.q[i] !== null ? FTD.p(T.q[i]) : "\u2013"; }, function (i) { return judged(i) ? T.q[i] : null; }, "num"],
+    ["median \u00b5s (before \u2192 after)", function (i) { return both(T.mb[i], T.ma[i], FTD.us); }, function (i) { return T.ma[i]; }, "num"],
+    ["mean \u00b5s (before \u2192 after)", function (i) { return both(T.meanb[i], T.meana[i], FTD.us) + (T.disagree[i] ? " \u26a0" : ""); },
+      function (i) { return T.meana[i]; }, "num"],
+    ["calls per root call", function (i) { return both(T.prb[i], T.pra[i], function (x) { return NF2.format(x); }); },
+      function (i) { return T.pra[i]; }, "num"],
+    ["\u0394 \u00b5s/root call", function (i) { return FTD.us(T.delta[i]); }, function (i) { return Math.abs(T.delta[i] || 0); }, "num"],
   ];
   // the kind column (function / operation) only when the dispatchers' operations are listed
-  if (T.kind.indexOf("operation") >= 0) cols.push(["kind", function (i) { return T.kind[i]; }, function (i) { return T.kind[i]; }]);
-  var table = document.getElementById("fn-table"), sortCol = 11, desc = true, filter = "";
+  if (hasOps) cols.push(["kind", function (i) { return T.kind[i]; }, function (i) { return T.kind[i]; }, "kind"]);
+  var DELTA = 7;
+  var table = document.getElementById("fn-table"), sortCol = DELTA, desc = true, filter = "", shown = PAGE;
+  var more = document.getElementById("fn-more"), all = document.getElementById("fn-all");
   function order() {
     var idx = [];
     for (var i = 0; i < n; i++) if (!filter || T.name[i].indexOf(filter) >= 0) idx.push(i);
     var key = cols[sortCol][2];
     idx.sort(function (a, b) {
       var x = key(a), y = key(b);
+      if (x === null && y === null) return a - b;
       if (x === null) return 1; if (y === null) return -1;
       var c = x < y ? -1 : x > y ? 1 : 0;
       return (desc ? -c : c) || a - b;
@@ -199,26 +209,42 @@ FTD.table = (function () {
     cols.forEach(function (c, k) {
       var th = document.createElement("th");
       th.textContent = c[0] + (k === sortCol ? (desc ? " \u25bc" : " \u25b2") : "");
-      th.className = k && k !== 12 ? "num sortable" : "sortable";
-      th.addEventListener("click", function () { if (sortCol === k) desc = !desc; else { sortCol = k; desc = k !== 0 && k !== 12; } render(); });
+      th.className = c[3] + " sortable";
+      th.addEventListener("click", function () {
+        if (sortCol === k) desc = !desc; else { sortCol = k; desc = c[3] === "num"; }
+        render();
+      });
       tr.appendChild(th);
     });
-    var idx = order();
-    idx.forEach(function (i) {
-      var row = body.insertRow();
+    var idx = order(), upto = Math.min(idx.length, shown);
+    for (var r = 0; r < upto; r++) {
+      var i = idx[r], row = body.insertRow();
       cols.forEach(function (c, k) {
         var td = row.insertCell();
         td.textContent = c[1](i);
-        if (k) td.className = k === 12 ? "" : "num";
-        if (k === 1) td.className = "v-" + VNAME[T.verdict[i]].replace(" ", "-");
-        if (k === 0) td.className = "mono";
+        td.className = k === 1 ? "verdict v-" + VNAME[T.verdict[i]].replace(" ", "-") : c[3];
+        if (k === 2 && T.drift && judged(i)) {  /* the change the verdict was judged on */
+          var rel = document.createElement("span"); rel.className = "why"; rel.textContent = FTD.pct(T.vsd[i]) + " against the drift"; td.appendChild(rel);
+        }
+        if (k === 1 && T.why[i]) {  /* what held a p-value back: under the verdict */
+          var why = document.createElement("span"); why.className = "why"; why.textContent = T.why[i]; td.appendChild(why);
+        }
+        if (k === 5 && T.disagree[i]) td.title = "mean and typical call moved in opposite directions: a few long calls came or went; the verdict is on the typical call";
       });
-    });
-    document.getElementById("fn-count").textContent = idx.length + " of " + n + (T.kind.indexOf("operation") >= 0 ? " functions and operations" : " functions");
+    }
+    var what = hasOps ? " functions and operations" : " functions";
+    document.getElementById("fn-count").textContent = (upto < idx.length ? "showing " + upto + " of " : "") +
+      idx.length + (idx.length < n ? " of " + n : "") + what;
+    more.hidden = all.hidden = upto >= idx.length;
+    more.textContent = "show " + Math.min(PAGE, idx.length - upto) + " more";
+    all.textContent = "show all " + idx.length;
   }
-  document.getElementById("fn-filter").addEventListener("input", function (ev) { filter = ev.target.value; render(); });
+  document.getElementById("fn-filter").addEventListener("input", function (ev) { filter = ev.target.value; shown = PAGE; render(); });
+  more.addEventListener("click", function () { shown += PAGE; render(); });
+  all.addEventListener("click", function () { shown = Infinity; render(); });
   render();
-  return { sortBy: function (k, d) { sortCol = k; desc = d; render(); }, order: order };
+  return { sortBy: function (k, d) { sortCol = k; desc = d; render(); }, order: order, page: PAGE,
+           showAll: function () { shown = Infinity; render(); } };
 })();
 
 /* ---- latency over time, both sides overlaid ---- */

@@ -156,6 +156,20 @@ MUTATIONS = [
       "HTML slowest-calls table sorted fastest first"),
     M("c-pct-rank-floor", "ftflame/native/percentiles.c", "int64_t rank = (int64_t)ceil((double)total * frac[j]);",
       "int64_t rank = (int64_t)((double)total * frac[j]);", "C percentile rank floored instead of ceiled"),
+    # ---- ftflame diff's verdicts ------------------------------------------------
+    M("diff-runs-one-side", "ftflame/diff/stats.py", "return np.where((nb > 1) | (na > 1), apart, True)",
+      "return np.where((nb > 1) & (na > 1), apart, True)",
+      "diff: the run-separation rule skipped when only one side has several runs"),
+    M("diff-neff-all-roots", "ftflame/diff/model.py", "    neff = np.minimum(n, indep)\n",
+      "    neff = np.minimum(n, root_calls)\n",
+      "diff: independent calls = all root calls of the side, not the ones that called the item"),
+    M("diff-run-presence", "ftflame/diff/model.py",
+      "seen = (fb.runs_present >= need_b) & (fa.runs_present >= need_a)", "seen = fb.runs_present >= 0",
+      "diff: an item called in one run of several judged as the side's"),
+    M("diff-no-drift", "ftflame/diff/model.py", "if abs(mid) < stats.DRIFT_MIN or", "if True or",
+      "diff: a global drift never detected (every function judged against 0)"),
+    M("c-func-roots-per-path", "parse/core/builder.c", "if (stamp && *stamp != serial) {", "if (stamp) {",
+      "C: a function's root calls counted once per path, not once per root call"),
 ]
 
 
@@ -186,6 +200,8 @@ def pytest_args(m: Mutation, quick: bool) -> list:
     the rest of the suite unless quick (pytest collects each file once)."""
     html = m.path in ("report/html.py", "report/flametree.py", "report/svg.py") or m.path.startswith("templates/")
     first = HTML_FIRST + ["tests/browser"] + FIRST if html else FIRST + HTML_FIRST
+    if m.path.startswith(("ftflame/diff/", "report/diff_")):
+        first = ["tests/test_diff.py"] + first
     return first if quick else first + ["tests"]
 
 

@@ -177,3 +177,34 @@ def test_histogram_counts_survive_moving_out_of_the_node(inline_max):
     expected = {d: durations.count(d) for d in set(durations)}  # durations under 16 ns have exact buckets
     assert dict(zip(buckets.tolist(), counts.tolist())) == expected
     assert p.col("calls")[0] == len(durations)
+
+
+def test_root_calls_per_path_and_per_function():
+    """`roots`: the root calls in which a path was called (each once,
+    however often); `func_roots`: summed over a function's paths, the root
+    calls that called the function (c under a and under b in one root call
+    counts one). Root paths: 0 (their calls are their root calls)."""
+    p = build_events(parse_events(SIBLINGS + """
+entry 0 100 parent 0
+entry 0 100 b 1
+entry 0 100 c 2
+exit 0 100 c 2 705 710
+entry 0 100 c 2
+exit 0 100 c 2 715 720
+exit 0 100 b 1 700 730
+entry 0 100 a 1
+entry 0 100 c 2
+exit 0 100 c 2 745 750
+exit 0 100 a 1 740 760
+exit 0 100 parent 0 700 800
+"""), source="siblings")
+    flags, roots, froots = p.col("flags"), p.col("roots"), p.col("func_roots")
+    got = {(tuple(p.path(r)), bool(flags[r] & NODE_IRQ)): int(roots[r]) for r in range(p.nrows)}
+    assert got == {(("parent",), False): 0, (("parent", "a"), False): 4, (("parent", "b"), False): 3,
+                   (("parent", "b", "c"), False): 2, (("parent", "a", "c"), False): 2,
+                   (("parent", "a"), True): 1}
+    per_func = {}
+    for r in range(p.nrows):
+        per_func[p.name(r)] = per_func.get(p.name(r), 0) + int(froots[r])
+    # c: root calls 1, 2 and 4 (twice under b and once under a in the 4th)
+    assert per_func == {"parent": 0, "a": 4, "b": 3, "c": 3}

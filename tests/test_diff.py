@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +23,8 @@ ANCESTORS = ("nfsd3_proc_write", "nfsd_write", "nfsd_vfs_write", "vfs_iter_write
              "do_iter_readv_writev", "generic_file_write_iter", "__generic_file_write_iter",
              "generic_perform_write")
 CHANGED = ("slower", "faster")
+BURST = "rcu_cb_burst"  # a function the fixture never calls
+DRIFT = 1.04
 
 
 def opts(**kw):
@@ -75,6 +78,24 @@ def synth(tmp_path_factory):
     out["runs"] = [diffsynth.resampled(src, str(d / f"r{i}.txt.gz"), i) for i in range(6)]
     out["scaled_runs"] = [diffsynth.resampled(src, str(d / f"s{i}.txt.gz"), i, SCALED, 1.5)
                           for i in range(3, 6)]
+    # the same six runs, one root call of one run per side with a burst of
+    # BURST calls (16 before, 32 after, 42% slower): an RCU callback batch
+    out["burst_runs"] = [diffsynth.resampled(src, str(d / f"b{i}.txt.gz"), i,
+                                             burst=(BURST, 16, 2000.0) if i == 0 else
+                                             (BURST, 32, 2840.0) if i == 3 else ()) for i in range(6)]
+    # one run per side with 2 calls of BURST in every root call (42% slower
+    # after): called in one of three runs a side
+    out["one_run_each"] = [diffsynth.resampled(src, str(d / f"o{i}.txt.gz"), i,
+                                               burst=(BURST, 2, 2000.0) if i == 0 else
+                                               (BURST, 2, 2840.0) if i == 3 else (), burst_every=True)
+                           for i in range(6)]
+    # the root calls dealt into six disjoint runs: 0, 2, 4 BEFORE, 1, 3, 5
+    # AFTER, as they are, on a machine 4% slower everywhere, and with SCALED
+    # x1.5 too
+    for name, kw in (("split", {}), ("drift", {"drift": DRIFT}), ("drift_scaled", {"drift": DRIFT, "func": SCALED,
+                                                                                  "factor": 1.5})):
+        runs = diffsynth.split(src, [str(d / f"{name}{i}.txt.gz") for i in range(6)], which=(1, 3, 5), **kw)
+        out[name] = (runs[0::2], runs[1::2])
     return out
 
 
@@ -176,6 +197,163 @@ def test_runs_that_disagree_give_no_verdict(synth):
     assert flagged(d, "functions") == set()
 
 
+def test_a_burst_in_one_root_call_per_side_gets_no_verdict(synth):
+    """16 calls in one root call of one BEFORE run, 32 in one of one AFTER
+    run, 42% slower: one independent observation a side (the root call
+    that made them), seen in one run of three: no verdict."""
+    d = compare(synth["burst_runs"][:3], synth["burst_runs"][3:])
+    for level in ("functions", "paths"):
+        t = d.table(level)
+        i = next(k for k, key in enumerate(t.keys) if key.split(";")[-1] == BURST)
+        assert (t.before.calls[i], t.after.calls[i]) == (16, 32)
+        assert (t.before.neff[i], t.after.neff[i]) == (1, 1)
+        assert t.verdict[i] == "no change", (level, t.change[i], t.q[i])
+    assert_nothing_flagged(d)
+
+
+def test_an_item_in_one_run_of_three_per_side_gets_no_verdict(synth):
+    """BURST in every root call of one run of three a side (42% slower
+    after, hundreds of independent calls): that run's, not the side's."""
+    d = compare(synth["one_run_each"][:3], synth["one_run_each"][3:])
+    t = d.table("functions")
+    i = t.keys.index(BURST)
+    assert t.before.neff[i] > 50 and t.q[i] < 0.05 and t.change[i] > 0.3
+    assert t.verdict[i] == "no change" and t.why[i] == "called in 1 of 3 BEFORE runs only"
+    assert flagged(d, "functions") == set()
+
+
+def test_independent_calls_are_the_root_calls_that_made_them(synth):
+    """n per side: the root calls in which the item was called (a path
+    counted once per root call, a function once whatever its paths)."""
+    d = compare([synth["same"]], [synth["same"]])
+    from ftflame import parse
+
+    p = parse.read(synth["same"])
+    t = d.table("paths")
+    for key, neff, calls in zip(t.keys, t.before.neff, t.before.calls):
+        assert 1 <= neff <= min(calls, d.before.root_calls), key
+    f = d.table("functions")
+    i = f.keys.index("__rcu_read_lock")
+    assert f.before.neff[i] == d.before.root_calls  # every request takes the RCU lock
+    assert p.col("roots").max() <= d.before.root_calls
+
+
+def test_one_before_run_against_three_after_runs_one_among_them(synth):
+    """1 BEFORE run against 3 AFTER runs, two with SCALED x1.5 and one the
+    BEFORE run itself: the pooled calls differ, but one AFTER run sits on
+    the BEFORE figures: within run-to-run spread, no verdict."""
+    before = synth["runs"][:1]
+    d = compare(before, synth["scaled_runs"][:2] + before)
+    t = d.table("functions")
+    i = t.keys.index(SCALED)
+    assert t.q[i] < 0.05 and t.change[i] > 0.05
+    assert t.verdict[i] == "no change" and t.why[i] == "within run-to-run spread"
+    d = compare(before, synth["scaled_runs"])
+    assert d.table("functions").verdict[i] == "slower"
+
+
+def test_a_global_drift_is_named_not_taken_for_regressions(synth):
+    """AFTER's runs 4% slower in every call: one drift, said, and no
+    function called slower for it."""
+    d = compare(*synth["drift"])
+    assert d.drift is not None and d.drift.change == pytest.approx(DRIFT - 1, abs=0.015)
+    assert d.drift.along > 0.8 * d.drift.functions
+    assert_nothing_flagged(d)
+    t = d.table("functions")
+    assert any(w.startswith("within the global drift (+") for w in t.why)
+    from ftflame.report import diff_json, diff_text
+
+    text = diff_text.render(d)
+    assert "global drift" in " ".join(text.splitlines()[:15])
+    assert json.loads(diff_json.render(d))["drift"]["change"] == pytest.approx(d.drift.change, abs=1e-4)
+    proc = run("diff", *synth["drift"][0], "--", *synth["drift"][1], "-o", str(Path(synth["same"]).parent / "d.json"))
+    assert proc.returncode == 0 and "ftflame: note: global drift: the typical function is " in proc.stderr
+
+
+def test_a_change_on_top_of_a_drift_is_found_against_it(synth):
+    """SCALED x1.5 on a machine 4% slower: SCALED slower, its change
+    against the drift +50%; no drift between unchanged runs."""
+    d = compare(*synth["drift_scaled"])
+    assert d.drift is not None
+    t = d.table("functions")
+    i = t.keys.index(SCALED)
+    assert t.verdict[i] == "slower"
+    assert t.vs_drift[i] == pytest.approx(0.5, abs=0.07)
+    from ftflame.report import diff_text
+
+    assert f"({t.vs_drift[i] * 100:+.1f}% against the drift)" in " ".join(diff_text.render(d).split())
+    assert flagged(d, "functions") <= {SCALED, *ANCESTORS}
+    for pair in (synth["split"], (synth["runs"][:3], synth["runs"][3:]), ([synth["h1"]], [synth["h2"]]),
+                 ([synth["same"]], [synth["scaled"]])):
+        assert compare(*pair).drift is None
+
+
+@pytest.fixture(scope="module")
+def typical_up_mean_down(tmp_path_factory):
+    """BEFORE: the fixture's root calls; AFTER: each 12% slower (the root's
+    own time), without the eight slowest (over 0.9 ms, one of 4.4 ms)."""
+    d = tmp_path_factory.mktemp("meanmedian")
+    header, calls = diffsynth.root_calls(diffsynth.read_lines(fixture(TEXT)))
+    ns = [float(diffsynth.LINE.match(c[-1]).group(3)) for c in calls]
+    after = [diffsynth.scale_function(c, "nfsd3_proc_write", 1.12) for c, x in zip(calls, ns) if x < 900]
+    return (diffsynth.write(str(d / "b.txt.gz"), header, calls),
+            diffsynth.write(str(d / "a.txt.gz"), header, after))
+
+
+@pytest.fixture(scope="module")
+def slower_but_less_interrupted(tmp_path_factory):
+    """BEFORE: the fixture's root calls, each with a 150 us timer interrupt
+    taken inside it (an irq entry function: out of the corrected time);
+    AFTER: the same root calls 10% slower (the root's own time), no
+    interrupt."""
+    d = tmp_path_factory.mktemp("rawcorr")
+    header, calls = diffsynth.root_calls(diffsynth.read_lines(fixture(TEXT)))
+    rng = __import__("random").Random(7)
+    before = [diffsynth.with_burst(c, "__sysvec_apic_timer_interrupt", 1, 150e3, rng) for c in calls]
+    after = [diffsynth.scale_function(c, "nfsd3_proc_write", 1.1) for c in calls]
+    return (diffsynth.write(str(d / "b.txt.gz"), header, before),
+            diffsynth.write(str(d / "a.txt.gz"), header, after))
+
+
+def test_raw_and_corrected_going_opposite_ways_is_explained(slower_but_less_interrupted):
+    """Raw: faster (the interrupts are gone); corrected: slower. The
+    corrected verdict says the raw one went the other way and names what
+    the correction took out that changed: interrupt time."""
+    from ftflame.report import diff_json, diff_text
+
+    sides = [[x] for x in slower_but_less_interrupted]
+    d = compare(*sides)
+    t = d.table("roots")
+    i = t.keys.index("nfsd3_proc_write")
+    assert t.verdict[i] == "slower" and t.raw_change[i] < -0.1
+    assert "interrupt time -1" in t.raw_why[i] and t.raw_why[i].startswith("raw time per call -")
+    assert compare(*sides, raw=True).table("roots").verdict[i] == "faster"
+    head = " ".join(x.strip() for x in diff_text.render(d).splitlines()[:15])
+    assert "the correction took out what changed: interrupt time" in head
+    row = json.loads(diff_json.render(d))["roots"][0]
+    assert row["raw_change"] < -0.1 and "interrupt time" in row["raw_vs_corrected"]
+    same = compare(sides[0], sides[0]).table("roots")
+    assert same.raw_why == ("",)
+
+
+def test_mean_and_median_in_opposite_directions_are_flagged(typical_up_mean_down):
+    from ftflame.report import diff_json, diff_text
+
+    d = compare([typical_up_mean_down[0]], [typical_up_mean_down[1]])
+    t = d.table("roots")
+    i = t.keys.index("nfsd3_proc_write")
+    assert t.verdict[i] == "slower" and t.change[i] > 0.05
+    assert t.mean_change[i] < -0.01 and t.disagree[i]
+    text = diff_text.render(d)
+    head = " ".join(x.strip() for x in text.splitlines()[:15])
+    assert "nfsd3_proc_write: slower" in head and "typical call" in head
+    assert "mean" in head and "opposite" in head
+    row = json.loads(diff_json.render(d))["roots"][0]
+    assert row["mean_change"] < 0 and row["mean_median_disagree"] is True
+    same = typical_up_mean_down[0]
+    assert not compare([same], [same]).table("roots").disagree.any()
+
+
 @pytest.mark.parametrize("before,after,warned", [
     ("k6.1/s01-v3-write4k/trace.dat", "k6.12/s01-v3-write4k/trace.dat", ("different kernel", "different clock")),
     ("k6.1/s06-calib-pair/trace-root.dat", "k6.1/s06-calib-pair/trace-full.dat",
@@ -259,6 +437,35 @@ def test_bad_command_lines(args, word):
     proc = run("diff", *args)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and word in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_options_after_the_after_traces_still_work(tmp_path):
+    """README's example: `ftflame diff b1 b2 b3 -- a1 a2 a3 -o diff.html`
+    writes diff.html (the options after '--' are options, not traces)."""
+    before = [fixture("k6.1/s01-v3-write4k/trace.dat")] * 3
+    after = [fixture("k6.12/s01-v3-write4k/trace.dat")] * 3
+    out = tmp_path / "diff.html"
+    proc = run("diff", *before, "--", *after, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    for args in (("--output=" + str(tmp_path / "d.json"), "-q"), ("-o" + str(tmp_path / "d.json"), "--raw"),
+                 ("--min-change", "10", "-o", str(tmp_path / "d.json"))):
+        proc = run("diff", before[0], "--", after[0], *args)
+        assert proc.returncode == 0, (args, proc.stderr)
+        doc = json.loads((tmp_path / "d.json").read_text())
+        assert len(doc["after"]["runs"]) == 1
+    assert doc["min_change"] == 0.1
+
+
+def test_the_verdict_leads_the_text():
+    """The root function's verdict in the first 15 lines; the method last."""
+    proc = run("diff", fixture("k6.1/s01-v3-write4k/trace.dat"), fixture("k6.12/s01-v3-write4k/trace.dat"))
+    lines = proc.stdout.splitlines()
+    assert any(x.startswith("nfsd3_proc_write: ") for x in lines[:15]), lines[:15]
+    assert "typical call" in " ".join(lines[:15])
+    method = [k for k, x in enumerate(lines) if x.startswith("Method:")]
+    assert method and method[0] > max(k for k, x in enumerate(lines) if not x.startswith(" ") and k < method[0])
+    assert method[0] > lines.index(next(x for x in lines if x.startswith("No significant change")))
 
 
 def test_each_trace_is_read_once_in_parallel(monkeypatch, synth):

@@ -24,6 +24,7 @@ EPILOG = """\
 examples:
   ftflame diff before.dat after.dat              text for a mail, on stdout
   ftflame diff b1/ b2/ b3/ -- a1/ a2/ a3/        three runs per side (run dirs)
+  ftflame diff b1 b2 -- a1 a2 -o d.html          options may follow the AFTER traces
   ftflame diff before.dat after.dat -o d.json    JSON, schema "ftflame-diff/1"
   ftflame diff before.dat after.dat -o d.html    differential flame graph, delta table
   ftflame diff before.dat after.dat -o d.folded  difffolded lines: path BEFORE AFTER
@@ -37,15 +38,20 @@ statistics (docs/diff.md):
               outlier 50x the average counts as one call, not 50)
   interval    95%, from the same pairs, at the ranks the Mann-Whitney test
               leaves open; p-value: Mann-Whitney rank-sum test; calls inside
-              one root call are not independent, so each side counts as at
-              most one observation per root call
+              one root call are not independent: an item's observations are
+              the root calls that called it
   verdict     p-values adjusted for the number of items compared
               (Benjamini-Hochberg, false discovery rate 5%); faster/slower
               needs adjusted p < 0.05, |change| >= --min-change, medians
               of at least 0.1 us per call on both sides (smaller corrected
               times are within the calibration's error), and, when a
-              side has several runs, every AFTER run's median beyond every
-              BEFORE run's (a single noisy run cannot pass as a change)
+              side has several runs, the item called in two of them and
+              every AFTER run's median beyond every BEFORE run's (a single
+              noisy run cannot pass as a change)
+  drift       when most functions moved the same way (the machine, not
+              the code), the drift is said and items are judged against it
+  on          the typical call (the change above), not the mean: items
+              whose mean moved the other way are flagged
   new/gone    functions and paths on one side only, with their time
 
 Warnings (one line each) when the sides differ in kernel, clock, graph
@@ -88,13 +94,53 @@ def split_sides(inputs: list, after: list | None):
     return [inputs[0]], [inputs[1]]
 
 
+def _option_arity() -> dict:
+    """{option string: takes a value} of the diff subcommand, from its parser."""
+    sub = argparse.ArgumentParser(add_help=False).add_subparsers()
+    add_parser(sub)
+    return {s: a.nargs != 0 for a in sub.choices["diff"]._actions for s in a.option_strings}
+
+
+def _option_at(token: str, arity: dict):
+    """(takes a value, value attached) when `token` is an option of diff
+    (`-o`, `-oFILE`, `--output=FILE`, an unambiguous `--out`), else None."""
+    if token in ("-", "--") or not token.startswith("-"):
+        return None
+    if token.startswith("--"):
+        name, eq, _ = token.partition("=")
+        hits = [o for o in arity if o.startswith("--") and o.startswith(name)]
+        match = name if name in arity else hits[0] if len(hits) == 1 else None
+        return None if match is None else (arity[match], bool(eq))
+    short = token[:2]
+    if short not in arity:
+        return None
+    return arity[short], len(token) > 2
+
+
 def pre_split(argv: list):
     """argv of `diff` with the traces after '--' taken out (argparse would
-    mix both sides into one list): (argv, after or None)."""
+    mix both sides into one list): (argv, after or None). Options written
+    after the AFTER traces (`... -- a1 a2 -o d.html`) stay options: they
+    go back before the '--'; a trace whose name starts with '-' is given
+    as ./-name."""
     if "--" not in argv:
         return argv, None
     at = argv.index("--")
-    return argv[:at], argv[at + 1:]
+    arity = _option_arity()
+    head, after = list(argv[:at]), []
+    rest = argv[at + 1:]
+    i = 0
+    while i < len(rest):
+        opt = _option_at(rest[i], arity)
+        if opt is None:
+            after.append(rest[i])
+            i += 1
+            continue
+        takes_value, attached = opt
+        take = 2 if takes_value and not attached and i + 1 < len(rest) else 1
+        head += rest[i:i + take]
+        i += take
+    return head, after
 
 
 def choose_format(output, fmt) -> str:
@@ -144,4 +190,6 @@ def cmd_diff(args) -> int:
     if not args.quiet and args.output not in (None, "-"):
         for w in d.warnings:
             print(f"ftflame: warning: {w}", file=sys.stderr)
+        if d.drift is not None:  # the first thing to know before reading any verdict
+            print(f"ftflame: note: {d.drift.sentence()}", file=sys.stderr)
     return 0

@@ -43,6 +43,10 @@ class RunItems:
     exact: np.ndarray  # bool per item: every call's value known (root calls)
     excl: np.ndarray  # corrected exclusive time, summed
     irq_root: np.ndarray  # bool per item: an interrupt subtree's top (NODE_IRQ_ROOT)
+    # independent observations: the complete root calls that called the
+    # item (calls inside one root call move together: one slow request makes
+    # its 30 __rcu_read_lock calls slow at once); a root item's calls
+    indep: np.ndarray
 
 
 def path_keys(p: Profile) -> list:
@@ -116,8 +120,15 @@ def run_items(p: Profile) -> dict:
     pseudo = p.pseudo_roots
     func = p.col("func")
     irq_top = (p.col("flags") & NODE_IRQ_ROOT) != 0
+    # root calls containing each path (the core's journal: a path once per
+    # root call), and per function its paths' first-of-the-function counts,
+    # which add up to the root calls that called the function; a root path's
+    # own calls are its root calls
+    top = parent < 0
+    in_roots_path = np.where(top, n, p.col("roots").astype(np.float64))
+    in_roots_func = np.where(top, n, p.col("func_roots").astype(np.float64))
 
-    def grouped(keys_of_row, rows):
+    def grouped(keys_of_row, rows, indep_of_row):
         names = sorted({keys_of_row[r] for r in rows.tolist()})
         index = {k: i for i, k in enumerate(names)}
         item_of_row = np.full(p.nrows, -1, dtype=np.int64)
@@ -133,13 +144,14 @@ def run_items(p: Profile) -> dict:
             s1=np.bincount(it, weights=s1[sel], minlength=m), s2=np.bincount(it, weights=s2[sel], minlength=m),
             entry_item=item_of_row[erow][ent], entry_value=evalue[ent], entry_weight=ecount[ent],
             exact=all_exact, excl=np.bincount(it, weights=excl[sel], minlength=m),
-            irq_root=np.bincount(it, weights=irq_top[sel].astype(float), minlength=m) > 0)
+            irq_root=np.bincount(it, weights=irq_top[sel].astype(float), minlength=m) > 0,
+            indep=np.bincount(it, weights=indep_of_row[sel], minlength=m))
 
     rows = np.flatnonzero(live)
-    out["paths"] = grouped(pkeys, rows)
+    out["paths"] = grouped(pkeys, rows, in_roots_path)
     names = [p.funcs[i] for i in func.tolist()]
-    out["functions"] = grouped(names, rows)
-    out["roots"] = grouped(names, np.flatnonzero(live & (parent < 0) & ~pseudo))
+    out["functions"] = grouped(names, rows, in_roots_func)
+    out["roots"] = grouped(names, np.flatnonzero(live & (parent < 0) & ~pseudo), n)
     out["operations"] = operation_items(p)
     return out
 
@@ -180,7 +192,8 @@ def operation_items(p: Profile) -> RunItems:
         keys=tuple(names), n=np.bincount(item, minlength=m).astype(np.float64),
         s1=np.bincount(item, weights=dur, minlength=m), s2=np.bincount(item, weights=dur * dur, minlength=m),
         entry_item=item, entry_value=dur, entry_weight=np.ones(len(dur)),
-        exact=np.ones(m, dtype=bool), excl=np.zeros(m), irq_root=np.zeros(m, dtype=bool))
+        exact=np.ones(m, dtype=bool), excl=np.zeros(m), irq_root=np.zeros(m, dtype=bool),
+        indep=np.bincount(item, minlength=m).astype(np.float64))
 
 
 # ---- a side: its runs pooled -----------------------------------------------
@@ -195,7 +208,8 @@ class SideFigures:
     median: np.ndarray  # ns per call (exact where `exact`, else from histograms)
     exact: np.ndarray  # bool: every call's value known
     sd: np.ndarray  # standard deviation of the time per call
-    neff: np.ndarray  # effective sample: min(calls, root calls)
+    neff: np.ndarray  # independent observations: root calls that called the item (at most its calls)
+    runs_present: np.ndarray  # runs of the side that called the item
     per_root_time: np.ndarray  # corrected ns per root call
     run_medians: np.ndarray  # (runs, items) median ns per call per run, NaN where absent
     run_lo: np.ndarray
@@ -218,6 +232,20 @@ class Table:
     verdict: tuple  # one of VERDICTS per item
     why: tuple  # for "no change" of a significant p: what held it back, else ""
     delta_per_root: np.ndarray  # ns per root call, after - before (the impact)
+    # mean after / mean before - 1: the verdict is on the typical call (the
+    # Hodges-Lehmann change), the mean moves with a few long calls too
+    mean_change: np.ndarray
+    # the mean and the typical call moved in opposite directions (each by
+    # at least MEAN_MEDIAN_APART): a few long calls came or went
+    disagree: np.ndarray
+    # the change relative to the global drift, (1 + change) / (1 + drift) - 1
+    # (the change itself when there is no drift)
+    vs_drift: np.ndarray
+    # root functions of a corrected diff: the raw change of the typical
+    # call, and where raw and corrected changes go opposite ways, what the
+    # correction took out that changed (else "")
+    raw_change: np.ndarray = None
+    raw_why: tuple = ()
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -240,6 +268,25 @@ class SideInfo:
 
 
 @dataclass(frozen=True)
+class Drift:
+    """Every function a little slower (or faster) on AFTER: the machine,
+    not the code (frequency, thermal state, other load). The typical
+    function's change, how many functions were compared and how many moved
+    its way. Items are judged against it."""
+
+    change: float  # the median of the functions' changes
+    functions: int  # functions compared
+    along: int  # of those, moved in the drift's direction
+
+    def sentence(self) -> str:
+        way = "slower" if self.change > 0 else "faster"
+        return (f"global drift: the typical function is {abs(self.change) * 100:.1f}% {way} on AFTER "
+                f"({self.along:,} of {self.functions:,} functions compared moved that way): the whole "
+                "system changed (machine, frequency, thermal state, load, kernel build), not one function; items are "
+                "judged against it, a change within it is no change")
+
+
+@dataclass(frozen=True)
 class Diff:
     before: SideInfo
     after: SideInfo
@@ -251,6 +298,7 @@ class Diff:
     min_change: float
     alpha: float = stats.ALPHA
     notes: tuple = field(default_factory=tuple)
+    drift: "Drift | None" = None
 
     def table(self, level: str) -> Table:
         return self.tables[level]
@@ -275,7 +323,7 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
     (SideFigures, the calls' (item, value, weight) entries)."""
     m = len(keys)
     index = {k: i for i, k in enumerate(keys)}
-    n, s1, s2, excl = np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m)
+    n, s1, s2, excl, indep = np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m)
     run_medians = np.full((len(runs_items), m), np.nan)
     exact = np.ones(m, dtype=bool)
     irq_root = np.zeros(m, dtype=bool)
@@ -286,6 +334,7 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
         s1[at] += ri.s1
         s2[at] += ri.s2
         excl[at] += ri.excl
+        indep[at] += ri.indep
         irq_root[at] |= ri.irq_root
         exact[at] &= ri.exact
         med = stats.weighted_medians(ri.entry_item, ri.entry_value, ri.entry_weight, len(at))
@@ -298,7 +347,7 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
                np.concatenate(e_val) if e_val else np.zeros(0),
                np.concatenate(e_w) if e_w else np.zeros(0))
     median = stats.weighted_medians(*entries, m)
-    neff = n if level in ("roots", "operations") else np.minimum(n, root_calls)
+    neff = np.minimum(n, indep)
     with np.errstate(all="ignore"):
         lo = np.where(np.isfinite(run_medians).any(axis=0),
                       np.nanmin(np.where(np.isfinite(run_medians), run_medians, np.inf), axis=0), np.nan)
@@ -307,6 +356,7 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
     rc = max(root_calls, 1)
     fig = SideFigures(calls=n, per_root=n / rc, mean=mean, median=median, exact=exact & (n > 0),
                       sd=np.sqrt(np.where(np.isfinite(var), var, np.nan)), neff=neff,
+                      runs_present=np.isfinite(run_medians).sum(axis=0),
                       per_root_time=s1 / rc, run_medians=run_medians, run_lo=lo, run_hi=hi,
                       excl_per_root_time=excl / rc, irq_root=irq_root)
     return fig, entries
@@ -366,38 +416,152 @@ def build(before_runs, after_runs, corrected: bool = True,
         pooled[level] = (keys, fb, fa, change, lo, hi, p, tested)
     # one correction for every item compared (calls on both sides), all levels together
     allq = stats.benjamini_hochberg(np.concatenate([pooled[lv][6][pooled[lv][7]] for lv in LEVELS]))
+    keys, fb, fa, change = pooled["functions"][:4]
+    drift = global_drift(fb, fa, change, pooled["functions"][7])
     at = 0
     for level in LEVELS:
         keys, fb, fa, change, lo, hi, p, tested = pooled[level]
         q = np.ones(len(keys))
         q[tested] = allq[at:at + len(tested)]
         at += len(tested)
-        tables[level] = _table(level, keys, fb, fa, change, lo, hi, p, q, min_change)
+        tables[level] = _table(level, keys, fb, fa, change, lo, hi, p, q, min_change,
+                               drift.change if drift else 0.0, (len(items_b), len(items_a)))
+    if corrected:
+        t = tables["roots"]
+        raw_change, raw_why = raw_against_corrected(before_runs, after_runs, t.keys, t.change)
+        tables["roots"] = t.__class__(**{**t.__dict__, "raw_change": raw_change, "raw_why": raw_why})
     return Diff(before=info_b, after=info_a, tables=tables, warnings=tuple(warnings),
                 corrected=corrected, method=stats.method_text(min_change), min_change=min_change,
-                irqs=irqs if corrected else "include")
+                irqs=irqs if corrected else "include", drift=drift)
 
 
-def _table(level, keys, fb, fa, change, lo, hi, p, q, min_change) -> Table:
+REMOVED = (("overhead", "hook cost"), ("irq_removed", "interrupt time"), ("offcpu_removed", "off-CPU time"),
+           ("sched_removed", "scheduler switch work"))
+
+
+def _root_raw(runs, keys) -> tuple:
+    """Per root function of `keys`, a side's raw durations of its clean
+    root calls (item, ns, weight entries) and, per call, the ns the
+    correction took out of them, by kind (REMOVED)."""
+    index = {k: i for i, k in enumerate(keys)}
+    m = len(keys)
+    items, durs = [], []
+    calls = np.zeros(m)
+    removed = {name: np.zeros(m) for name, _ in REMOVED}
+    for run in runs:
+        p = run.profile
+        c = p.corrected
+        if c is None:
+            continue
+        flags = p.scol("flags")
+        ok = (flags & (SAMPLE_GAP | SAMPLE_IRQ | SAMPLE_PARTIAL)) == 0
+        item_of_func = np.array([index.get(name, -1) for name in p.funcs], dtype=np.int64)
+        it = item_of_func[p.col("func")[p.scol("node")[ok]]] if ok.any() else np.zeros(0, np.int64)
+        keep = it >= 0
+        items.append(it[keep])
+        durs.append(p.scol("dur")[ok][keep].astype(np.float64))
+        tops = np.flatnonzero((p.col("parent") < 0) & ~p.pseudo_roots)
+        at = item_of_func[p.col("func")[tops]]
+        sel = at >= 0
+        np.add.at(calls, at[sel], np.asarray(c.calls, dtype=np.float64)[tops][sel])
+        for name, _ in REMOVED:
+            col = getattr(c, name)
+            if col is not None:
+                np.add.at(removed[name], at[sel], np.asarray(col, dtype=np.float64)[tops][sel])
+    item = np.concatenate(items) if items else np.zeros(0, np.int64)
+    dur = np.concatenate(durs) if durs else np.zeros(0)
+    per_call = {name: np.divide(v, calls, out=np.zeros(m), where=calls > 0) for name, v in removed.items()}
+    return (item, dur, np.ones(len(dur))), np.bincount(item, minlength=m).astype(np.float64), per_call
+
+
+def raw_against_corrected(before_runs, after_runs, keys, change) -> tuple:
+    """Per root function: the raw change of the typical call (Hodges-
+    Lehmann on the raw durations of the same root calls), and, where raw
+    and corrected changes go opposite ways (each by at least
+    MEAN_MEDIAN_APART), a sentence naming what the correction took out
+    that changed most between the sides, per call."""
+    eb, nb, rb = _root_raw(before_runs, keys)
+    ea, na, ra = _root_raw(after_runs, keys)
+    raw_change = stats.rank_tests(eb, ea, nb, na, len(keys))[0]
+    apart = stats.MEAN_MEDIAN_APART
+    why = []
+    for i in range(len(keys)):
+        r, c = raw_change[i], change[i]
+        if not (np.isfinite(r) and np.isfinite(c) and abs(r) >= apart and abs(c) >= apart and np.sign(r) != np.sign(c)):
+            why.append("")
+            continue
+        moved = sorted(((ra[name][i] - rb[name][i], what) for name, what in REMOVED), key=lambda x: -abs(x[0]))
+        moved = [(ns, what) for ns, what in moved if ns * r > 0 and abs(ns) >= 1.0][:2]
+        named = " and ".join(f"{what} {ns / 1000.0:+,.1f} us per call" for ns, what in moved) or \
+            "no one kind of time (the removed time per call hardly changed)"
+        why.append(f"raw time per call {r * 100:+.1f}% (typical call), corrected {c * 100:+.1f}%: the correction "
+                   f"took out what changed: {named} on AFTER")
+    return raw_change, tuple(why)
+
+
+def global_drift(fb, fa, change, tested):
+    """The Drift when the functions moved together, else None: the median
+    of the changes of the functions compared (at least DRIFT_MIN_CALLS
+    independent calls a side, medians resolved) is at least DRIFT_MIN away
+    from 0 and at least DRIFT_SHARE of them moved its way. A change of one
+    function moves its callers by the same nanoseconds, a smaller share of
+    theirs: a handful of functions, never most of them."""
+    ok = np.zeros(len(change), dtype=bool)
+    ok[tested] = True
+    ok &= (np.minimum(fb.neff, fa.neff) >= stats.DRIFT_MIN_CALLS) & np.isfinite(change)
+    ok &= np.minimum(fb.median, fa.median) >= stats.MIN_TIME_NS
+    ch = change[ok]
+    if len(ch) < stats.DRIFT_MIN_FUNCTIONS:
+        return None
+    mid = float(np.median(ch))
+    along = int(np.count_nonzero(np.sign(ch) == np.sign(mid)))
+    if abs(mid) < stats.DRIFT_MIN or along < stats.DRIFT_SHARE * len(ch):
+        return None
+    return Drift(change=mid, functions=len(ch), along=along)
+
+
+def _table(level, keys, fb, fa, change, lo, hi, p, q, min_change, drift=0.0, nruns=(1, 1)) -> Table:
     present_b, present_a = fb.calls > 0, fa.calls > 0
-    slower = change > 0
+    with np.errstate(all="ignore"):
+        rel, rel_lo, rel_hi = ((1.0 + x) / (1.0 + drift) - 1.0 for x in (change, lo, hi))
+        mean_change = np.where(present_b & present_a & (fb.mean > 0), fa.mean / fb.mean - 1.0, np.nan)
+    slower = rel > 0
     significant = (q <= stats.ALPHA) & present_b & present_a
-    big = np.abs(np.nan_to_num(change)) >= min_change
+    # against a drift, the interval has to leave the drift out, not only 0
+    beyond_drift = (rel_lo > 0) | (rel_hi < 0) if drift else np.ones(len(keys), dtype=bool)
+    big = np.abs(np.nan_to_num(rel)) >= min_change
     resolved = np.minimum(fb.median, fa.median) >= stats.MIN_TIME_NS
     apart = stats.runs_separated(fb.run_medians, fa.run_medians, slower)
+    # a side of several runs: the item called in at least two of them (a
+    # burst in one run is that run's, not the side's)
+    need_b, need_a = min(2, nruns[0]), min(2, nruns[1])
+    seen = (fb.runs_present >= need_b) & (fa.runs_present >= need_a)
     verdict, why = [], []
     for i in range(len(keys)):
         if not present_b[i]:
             verdict.append("new"), why.append("")
         elif not present_a[i]:
             verdict.append("gone"), why.append("")
-        elif significant[i] and big[i] and apart[i] and resolved[i]:
+        elif significant[i] and beyond_drift[i] and big[i] and apart[i] and resolved[i] and seen[i]:
             verdict.append("slower" if slower[i] else "faster"), why.append("")
         else:
             verdict.append("no change")
             why.append("" if not significant[i] else
+                       f"within the global drift ({drift * 100:+.1f}%)" if not (beyond_drift[i] and big[i]) and drift else
                        f"below {min_change * 100:g}%" if not big[i] else
-                       stats.UNRESOLVED if not resolved[i] else "within run-to-run spread")
+                       stats.UNRESOLVED if not resolved[i] else
+                       _few_runs(fb.runs_present[i], fa.runs_present[i], nruns) if not seen[i] else
+                       "within run-to-run spread")
+    apart_mm = stats.MEAN_MEDIAN_APART
+    disagree = (np.abs(np.nan_to_num(mean_change)) >= apart_mm) & (np.abs(np.nan_to_num(change)) >= apart_mm) & \
+        (np.sign(np.nan_to_num(mean_change)) != np.sign(np.nan_to_num(change)))
     return Table(level=level, keys=keys, before=fb, after=fa, change=change, ci_lo=lo, ci_hi=hi,
                  p=p, q=q, verdict=tuple(verdict), why=tuple(why),
-                 delta_per_root=fa.per_root_time - fb.per_root_time)
+                 delta_per_root=fa.per_root_time - fb.per_root_time,
+                 mean_change=mean_change, disagree=disagree, vs_drift=rel)
+
+
+def _few_runs(runs_b, runs_a, nruns) -> str:
+    """Why an item seen in too few runs has no verdict."""
+    side, seen, of = ("BEFORE", runs_b, nruns[0]) if nruns[0] > 1 and runs_b < 2 else ("AFTER", runs_a, nruns[1])
+    return f"called in {int(seen)} of {of} {side} runs only"

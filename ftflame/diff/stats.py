@@ -14,17 +14,21 @@ The method (docs/diff.md says the same, and every output names it):
   p-value is the Mann-Whitney rank-sum test's (normal approximation) of the
   same comparison: the interval excludes 0 when p < 0.05. Ranks make one
   outlier count as one call, not as its 50x duration.
-* Calls inside one root call are not independent: each side counts as at
-  most one observation per root call (n = min(calls, root calls)).
+* Calls inside one root call are not independent: an item's observations
+  on a side are the root calls that called it (n = min(calls, those root
+  calls); ftflame.diff.model).
 * The p-values are adjusted for the number of items compared
   (Benjamini-Hochberg, false discovery rate 5%, over every item with calls
   on both sides).
 * A verdict (faster/slower) needs: the adjusted p-value under 5%, a change
   of at least MIN_CHANGE, medians of at least MIN_TIME_NS per call on both
   sides (below, the corrected time is within the calibration's error), and,
-  when a side has several runs, every run of
-  AFTER beyond every run of BEFORE (its median time per call): a single noisy
-  run cannot pass as a change.
+  when a side has several runs, the item called in at least two of them
+  and every run of AFTER beyond every run of BEFORE (its median time per
+  call): a single noisy run cannot pass as a change. When most functions
+  moved together (a global drift, ftflame.diff.model.global_drift) the
+  interval has to leave the drift out and the change against it pass
+  MIN_CHANGE.
 """
 from __future__ import annotations
 
@@ -38,17 +42,30 @@ MIN_CHANGE = 0.05  # changes smaller than this are not called, whatever their p-
 
 METHOD = ("change = Hodges-Lehmann ratio of time per call AFTER / BEFORE - 1 (median "
           "of the ratios of all pairs of calls), 95% interval from the same pairs; p-value "
-          "from the Mann-Whitney rank-sum test, at most one call per root call counted as "
-          "independent; p-values adjusted by Benjamini-Hochberg (FDR 5%) over every item "
-          "compared; faster/slower needs adjusted p < 0.05, |change| >= {min:g}% and, with "
-          "several runs on a side, no overlap of the runs' median times per call; medians "
-          "under 0.1 us per call are not judged")
+          "from the Mann-Whitney rank-sum test, the root calls that called an item counted as "
+          "its independent observations; p-values adjusted by Benjamini-Hochberg (FDR 5%) over "
+          "every item compared; faster/slower needs adjusted p < 0.05, |change| >= {min:g}% and, "
+          "with several runs on a side, the item in two of them and no overlap of the runs' "
+          "median times per call; medians under 0.1 us per call are not judged; when most "
+          "functions moved together (a global drift), items are judged against the drift; the "
+          "verdict is on the typical call, not the mean")
 # A median per call under this, on either side, is not judged: corrected
 # times that small are what is left after subtracting a hook cost of about
 # 1 us per call, and are within the calibration's own error.
 MIN_TIME_NS = 100.0
 UNRESOLVED = "under 0.1 us per call (within the calibration's error)"
 LOG_FLOOR_NS = 1.0  # a corrected time of 0 (clamped) compares as 1 ns
+# Global drift (ftflame.diff.model.global_drift): the median change of the
+# functions with at least DRIFT_MIN_CALLS independent calls a side, when at
+# least DRIFT_MIN_FUNCTIONS are compared, is a drift when at least DRIFT_MIN
+# away from 0 with DRIFT_SHARE of the functions moving its way.
+DRIFT_MIN = 0.01
+DRIFT_SHARE = 2.0 / 3.0
+DRIFT_MIN_FUNCTIONS = 20
+DRIFT_MIN_CALLS = 10
+# The mean and the typical call disagree when they move in opposite
+# directions, each by at least this much.
+MEAN_MEDIAN_APART = 0.01
 PAIR_CAP = 400  # values per side beyond this are merged into 1/256-wide log bins
 
 

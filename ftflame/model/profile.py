@@ -33,7 +33,7 @@ NODE_COLUMNS = (
     + SUM_FIELDS
     + tuple("gap_" + f for f in SUM_FIELDS)
     + ("incl_min", "incl_max", "excl_min", "excl_max", "migrated", "open_end", "unterminated",
-       "unowned_child_incl", "irq_early", "depth")
+       "unowned_child_incl", "irq_early", "roots", "func_roots", "depth")
 )
 # Node columns stored in 32 bits (the rest in 64): identifiers and counts.
 # A count is at most the trace's calls, and the core refuses a trace whose
@@ -45,7 +45,7 @@ NODE_NARROW = frozenset(("parent", "func", "flags", "calls", "desc", "nchild", "
                          "gap_desc", "gap_nchild", "gap_irq_calls", "migrated", "open_end", "unterminated",
                          "sched_calls", "sched_outs", "gap_sched_calls", "gap_sched_outs", "offcpu_calls",
                          "gap_offcpu_calls",
-                         "irq_early", "depth"))
+                         "irq_early", "roots", "func_roots", "depth"))
 # Node columns mostly zero on real traces (interrupts, off-CPU time,
 # anomalies): kept sparse when that is smaller (NodeTable).
 NODE_SPARSE = frozenset(("irq", "irq_calls", "offcpu", "gap_irq", "gap_irq_calls", "gap_offcpu", "migrated",

@@ -737,9 +737,28 @@ static void journal_add(ftf_builder *b, ftf_task *t, uint32_t node, const ftf_su
 	t->jslots[s] = ++t->jn;
 }
 
+/* The per-function stamp of func (ftf_builder.func_stamp), grown as
+ * functions appear; NULL when out of memory. */
+static uint32_t *func_stamp(ftf_builder *b, uint32_t func)
+{
+	if (func >= b->nfunc_stamp) {
+		uint32_t n = func + 1 > 2 * b->nfunc_stamp ? func + 1 : 2 * b->nfunc_stamp;
+		uint32_t *a = realloc(b->func_stamp, (size_t)n * sizeof(*a));
+		if (!a) {
+			b->oom = 1;
+			return NULL;
+		}
+		memset(a + b->nfunc_stamp, 0, (size_t)(n - b->nfunc_stamp) * sizeof(*a));
+		b->func_stamp = a;
+		b->nfunc_stamp = n;
+	}
+	return &b->func_stamp[func];
+}
+
 /* The task's root call ended (gap: it spans a gap or never completed). */
 static void journal_end(ftf_builder *b, ftf_task *t, int gap)
 {
+	uint32_t serial = gap ? 0 : ++b->root_serial;
 	for (uint32_t i = 0; i < t->jn; i++) {
 		ftf_jentry *e = &t->jent[i];
 		ftf_node_more *m = gap ? node_more(b, e->node) : NULL;
@@ -747,6 +766,15 @@ static void journal_end(ftf_builder *b, ftf_task *t, int gap)
 			sums_merge(&m->gap, &e->s);
 			b->c.gap_calls += e->s.calls;
 			b->c.gap_tree_calls += e->s.calls;
+		}
+		if (!gap) { /* the journal holds each path once per root call */
+			ftf_node *n = &b->nodes[e->node];
+			uint32_t *stamp = func_stamp(b, n->func);
+			n->roots = ftf_count_add(n->roots, 1);
+			if (stamp && *stamp != serial) {
+				*stamp = serial;
+				n->func_roots = ftf_count_add(n->func_roots, 1);
+			}
 		}
 		t->jslots[e->slot] = 0;
 	}
@@ -868,6 +896,7 @@ void ftf_builder_free(ftf_builder *b)
 	free(b->more);
 	free(b->samples);
 	free(b->func_irq);
+	free(b->func_stamp);
 	ftf_calls_free(b);
 	for (int k = 0; k < 2; k++)
 		for (int x = 0; x < FTF_NCTX; x++)

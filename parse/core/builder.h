@@ -193,14 +193,21 @@ typedef struct {
 	uint32_t more;   /* index in ftf_builder.more, FTF_NONE: all its figures zero */
 	/* of every completed call: ftf_sums but irq, irq_calls, offcpu (in more) */
 	uint32_t calls, desc, nchild;
-	uint32_t pad0;
+	/* complete root calls (none spanning a gap) in which this path was
+	 * called at least once: its calls' independent observations (calls
+	 * inside one root call move together); 0 for a root path itself */
+	uint32_t roots;
 	uint64_t incl;
 	int64_t excl;
 	uint64_t incl_min, incl_max;
 	int64_t excl_min, excl_max;
 	ftf_hist hist_incl;     /* inclusive time of every call */
 	ftf_hist hist_excl;     /* exclusive time (negative values in bucket 0) */
-	uint64_t pad1;          /* to 128 bytes: a node is two whole cache lines */
+	/* of those root calls, the ones where this path was the first path of
+	 * its function: summed over a function's paths, the root calls that
+	 * called the function (a root call counted once, whatever its paths) */
+	uint32_t func_roots;
+	uint32_t pad1;          /* to 128 bytes: a node is two whole cache lines */
 } ftf_node;
 _Static_assert(sizeof(ftf_node) == 128, "a node is two cache lines");
 
@@ -428,6 +435,10 @@ typedef struct {
 	int text_order;
 	uint64_t dur_total; /* all durations fed so far (FTF_DURATION_BUDGET_NS) */
 	uint32_t nfunc_irq;
+	/* per func: the serial of the last root call that counted it
+	 * (ftf_node.func_roots); root_serial counts the complete root calls */
+	uint32_t *func_stamp;
+	uint32_t nfunc_stamp, root_serial;
 	ftf_task *cur_task; /* the task of the event being fed */
 	ftf_task *last_task; /* the task task_find found last (compared by key) */
 	/* per CPU: the task whose sched_switch-out came last and which may

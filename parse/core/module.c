@@ -44,7 +44,7 @@ enum {
 	COL_SUMS,                      /* over all completed calls */
 	COL_GAP_SUMS = COL_SUMS + SUM_COLS, /* over the gap calls among them */
 	COL_INCL_MIN = COL_GAP_SUMS + SUM_COLS, COL_INCL_MAX, COL_EXCL_MIN, COL_EXCL_MAX,
-	COL_MIGRATED, COL_OPEN_END, COL_UNTERMINATED, COL_UNOWNED_CHILD_INCL, COL_IRQ_EARLY, COL_DEPTH,
+	COL_MIGRATED, COL_OPEN_END, COL_UNTERMINATED, COL_UNOWNED_CHILD_INCL, COL_IRQ_EARLY, COL_ROOTS, COL_FUNC_ROOTS, COL_DEPTH,
 	NODE_COLS
 };
 #define SUM_NAMES(prefix) prefix "calls", prefix "incl", prefix "excl", prefix "desc", prefix "nchild", \
@@ -53,14 +53,14 @@ enum {
 static const char *const node_columns[] = {
 	"parent", "func", "flags", SUM_NAMES(""), SUM_NAMES("gap_"),
 	"incl_min", "incl_max", "excl_min", "excl_max",
-	"migrated", "open_end", "unterminated", "unowned_child_incl", "irq_early", "depth",
+	"migrated", "open_end", "unterminated", "unowned_child_incl", "irq_early", "roots", "func_roots", "depth",
 };
 _Static_assert(sizeof(node_columns) / sizeof(node_columns[0]) == NODE_COLS, "a name per node column");
 
 /* Each node column's width in bytes (exported as NODE_DTYPES, "<i4" or
  * "<i8"): identifiers and counts in 32 bits (a count is at most the trace's
- * calls, checked as the table is written), nanoseconds in 64. The 16
- * narrow columns are 8 MB less for 125k call paths. */
+ * calls, checked as the table is written), nanoseconds in 64. The narrow
+ * columns are 8 MB less for 125k call paths. */
 static const unsigned char node_width[NODE_COLS] = {
 	[COL_PARENT] = 4, [COL_FUNC] = 4, [COL_FLAGS] = 4,
 	[COL_SUMS + 0] = 4, [COL_SUMS + 1] = 8, [COL_SUMS + 2] = 8, [COL_SUMS + 3] = 4, [COL_SUMS + 4] = 4,
@@ -71,7 +71,7 @@ static const unsigned char node_width[NODE_COLS] = {
 	[COL_GAP_SUMS + 8] = 8, [COL_GAP_SUMS + 9] = 4, [COL_GAP_SUMS + 10] = 4, [COL_GAP_SUMS + 11] = 4,
 	[COL_INCL_MIN] = 8, [COL_INCL_MAX] = 8, [COL_EXCL_MIN] = 8, [COL_EXCL_MAX] = 8,
 	[COL_MIGRATED] = 4, [COL_OPEN_END] = 4, [COL_UNTERMINATED] = 4, [COL_UNOWNED_CHILD_INCL] = 8,
-	[COL_IRQ_EARLY] = 4, [COL_DEPTH] = 4,
+	[COL_IRQ_EARLY] = 4, [COL_ROOTS] = 4, [COL_FUNC_ROOTS] = 4, [COL_DEPTH] = 4,
 };
 
 /* The largest value a 32-bit node column takes: INT32_MAX, lowered by
@@ -453,6 +453,8 @@ static PyObject *nodes_table(ftf_builder *b)
 		PUT(COL_UNTERMINATED, m->unterminated);
 		PUT(COL_UNOWNED_CHILD_INCL, m->unowned_child_incl);
 		PUT(COL_IRQ_EARLY, m->irq_early);
+		PUT(COL_ROOTS, nd->roots);
+		PUT(COL_FUNC_ROOTS, nd->func_roots);
 		if (done - (char *)nd >= (1 << 20)) {
 			release_pages((char *)nd, done);
 			done = (char *)nd;

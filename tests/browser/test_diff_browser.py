@@ -6,6 +6,7 @@ change (one function scaled x1.5: tests/helpers/diffsynth.py)."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 from helpers import diffsynth
@@ -15,6 +16,7 @@ from ftflame.diff import compare
 from ftflame.report import diff_html
 
 pytestmark = pytest.mark.browser
+BUILD = Path(__file__).resolve().parents[2] / "build"
 
 OPTS = argparse.Namespace(raw=False, calibration=None, irqs="exclude", min_change=0.05)
 TEXT = "k6.1/s07-tracefs-text/trace-default.txt.gz"
@@ -143,9 +145,50 @@ def test_diff_page_lists_the_operations_with_their_kind(browser_page, tmp_path):
     page.locator("#fn-table th", has_text="kind").first.click()  # ascending: functions first
     page.locator("#fn-table th", has_text="kind").first.click()  # descending: operations first
     cells = [page.locator("#fn-table tbody tr").nth(r).locator("td") for r in range(3)]
-    rows = {c.nth(0).inner_text(): (c.nth(1).inner_text(), c.nth(12).inner_text()) for c in cells}
+    rows = {c.nth(0).inner_text(): (c.nth(1).inner_text(), c.nth(8).inner_text()) for c in cells}
     assert rows == {"svc_process: v3 WRITE": ("slower", "operation"),
                     "svc_process: v3 GETATTR": ("no change", "operation"),
                     "svc_process: v3 READ": ("no change", "operation")}
     assert "functions and operations" in page.locator("#fn-count").inner_text()
+    pg.assert_clean()
+
+
+def test_diff_page_fits_1400_px_leads_with_the_verdict_and_pages_its_rows(browser_page, pages):
+    """At 1400 px (6.1 against 6.12: 486 functions): no element wider than
+    the viewport, the root function's verdict near the top, names
+    left-aligned, 50 rows and a way to see all, and "no change" rows
+    without a percent or p-value. The screenshot: build/diff-page-1400.png."""
+    pg = browser_page(width=1400, height=1000)
+    page = pg.open(pages["kernels"])
+    wide = page.evaluate("""() => {
+        const W = document.documentElement.clientWidth, out = [];
+        for (const e of document.querySelectorAll('body *')) {
+            const r = e.getBoundingClientRect();
+            if (r.width && (r.right > W + 0.5 || r.left < -0.5)) out.push(e.tagName + '#' + e.id + ' ' + Math.round(r.right));
+        }
+        return [document.documentElement.scrollWidth, W, out.slice(0, 5)];
+    }""")
+    assert wide[0] <= 1400 and wide[2] == [], wide
+    first = page.locator("#root-verdicts tbody tr").first
+    assert first.locator("td").nth(0).inner_text() == "nfsd3_proc_write"
+    assert first.locator("td").nth(1).inner_text().startswith(("faster", "slower", "no change"))
+    assert first.bounding_box()["y"] < 400  # above the fold, before the sides and warnings
+    assert page.locator("#verdict").bounding_box()["y"] < page.locator("#sides").bounding_box()["y"]
+    assert page.locator("#method").bounding_box()["y"] > page.locator("#fn-table").bounding_box()["y"]
+    rows = page.locator("#fn-table tbody tr")
+    n = page.evaluate("ftdiff.data.table.name.length")
+    assert n > 100 and rows.count() == 50
+    assert page.evaluate("getComputedStyle(document.querySelector('#fn-table tbody td')).textAlign") == "left"
+    pg.shot("diff-page-1400")
+    page.screenshot(path=str(BUILD / "diff-page-1400.png"))
+    page.click("#fn-more")
+    assert rows.count() == 100
+    page.click("#fn-all")
+    assert rows.count() == n and not page.locator("#fn-all").is_visible()
+    cells = page.evaluate("""() => Array.from(document.querySelectorAll('#fn-table tbody tr')).map(
+        r => Array.from(r.cells).slice(1, 4).map(c => c.firstChild.textContent))""")
+    same = [c for c in cells if c[0] == "no change"]
+    assert same and all(c[1] == "\u2013" and c[2] == "\u2013" for c in same), same[:3]
+    judged = [c for c in cells if c[0] in ("slower", "faster")]
+    assert judged and all(c[1].endswith("]") and c[2] != "\u2013" for c in judged)
     pg.assert_clean()

@@ -11,7 +11,9 @@ calls, whole and in order, with:
   plus its own time (the text has no timestamps to move);
 * ``halves``: the first and second half of the root calls;
 * ``resampled``: root calls drawn with replacement (a seeded run of the
-  same workload).
+  same workload), optionally with every duration times a drift (the whole
+  machine a little slower) or a burst of calls in one root call;
+* ``scale_all``, ``with_burst``: one root call's lines changed so.
 """
 from __future__ import annotations
 
@@ -100,6 +102,29 @@ def scale_function(call: list, func: str, factor: float) -> list:
     return out
 
 
+def scale_all(call: list, factor: float) -> list:
+    """A root call's lines with every duration times `factor` (children
+    still add up: each call and its children scale alike)."""
+    out = []
+    for x in call:
+        m = LINE.match(x)
+        out.append(_with_duration(x, float(m.group(3)) * 1000.0 * factor) if m.group(3) else x)
+    return out
+
+
+def with_burst(call: list, func: str, count: int, ns: float, rng: random.Random) -> list:
+    """A root call with `count` more leaf calls of `func` (about `ns` each,
+    +-10%, seeded) just under the root, before its closing line; the root
+    grown by their time (an RCU callback batch run inside one request)."""
+    cpu = LINE.match(call[0]).group(1)
+    durs = [ns * rng.uniform(0.9, 1.1) for _ in range(count)]
+    leaves = [f"{cpu}  {d / 1000.0:.3f} us    |    {func}();" for d in durs]
+    last = LINE.match(call[-1])
+    root = float(last.group(3)) * 1000.0
+    return call[:-1] + [_with_duration(x, d) for x, d in zip(leaves, durs)] + \
+        [_with_duration(call[-1], root + sum(durs))]
+
+
 def write(path: str, header: list, calls: list) -> str:
     with gzip.open(path, "wt") as f:
         f.write("\n".join(header + [x for c in calls for x in c]) + "\n")
@@ -111,20 +136,45 @@ def scaled(src: str, dst: str, func: str, factor: float = 1.5) -> str:
     return write(dst, header, [scale_function(c, func, factor) for c in calls])
 
 
+def split(src: str, dsts: list, func: str = "", factor: float = 1.0, drift: float = 1.0,
+          which: tuple = ()) -> list:
+    """The root calls dealt in turn into len(dsts) runs (disjoint: runs of
+    one workload, no root call twice); the runs numbered in `which` (all
+    when empty) with `func` scaled and every duration times `drift`."""
+    header, calls = root_calls(read_lines(src))
+    out = []
+    for k, dst in enumerate(dsts):
+        mine = calls[k::len(dsts)]
+        if not which or k in which:
+            if func:
+                mine = [scale_function(c, func, factor) for c in mine]
+            if drift != 1.0:
+                mine = [scale_all(c, drift) for c in mine]
+        out.append(write(dst, header, mine))
+    return out
+
+
 def halves(src: str, first: str, second: str) -> tuple:
     header, calls = root_calls(read_lines(src))
     mid = len(calls) // 2
     return write(first, header, calls[:mid]), write(second, header, calls[mid:])
 
 
-def resampled(src: str, dst: str, seed: int, func: str = "", factor: float = 1.0) -> str:
+def resampled(src: str, dst: str, seed: int, func: str = "", factor: float = 1.0, drift: float = 1.0,
+              burst: tuple = (), burst_every: bool = False) -> str:
     """Root calls drawn with replacement (as many as the trace has), then
-    optionally one function scaled."""
+    optionally one function scaled, every duration times `drift`, and
+    `burst` = (function, calls, ns) added to the first root call (to every
+    one with burst_every)."""
     header, calls = root_calls(read_lines(src))
     rng = random.Random(seed)
     pick = [calls[rng.randrange(len(calls))] for _ in calls]
     if func:
         pick = [scale_function(c, func, factor) for c in pick]
+    if drift != 1.0:
+        pick = [scale_all(c, drift) for c in pick]
+    for k in range(len(pick) if burst_every else 1) if burst else ():
+        pick[k] = with_burst(pick[k], *burst, rng)
     return write(dst, header, pick)
 
 
