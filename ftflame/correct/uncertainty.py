@@ -178,13 +178,14 @@ def _half_widths(stats, hw_sum, calls, ex_vals: dict, ex_hws: dict) -> list:
     return [np.asarray(h, dtype=np.float64) for h in half]
 
 
-def operation_half_widths(p: Profile) -> Optional[list]:
-    """Per row of operations.operation_table(p): {"mean", "p50", "p90",
-    "p99", "max"} 95% half-widths over its clean calls (as stat_half_widths
-    does for exact rows), None without intervals or operations."""
+def operation_half_widths(p: Profile, rows=None) -> Optional[list]:
+    """Per row of operations.operation_table(p) (or of rows, e.g.
+    operations.root_table(p)): {"mean", "p50", "p90", "p99", "max"} 95%
+    half-widths over its clean calls (as stat_half_widths does for exact
+    rows), None without intervals or rows."""
     from ftflame.correct.operations import operation_table, sample_roots, spread_of
 
-    rows = operation_table(p)
+    rows = operation_table(p) if rows is None else (rows or None)
     hw = root_half_widths(p) if len(p.samples) else None
     if rows is None or hw is None:
         return None
