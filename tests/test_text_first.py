@@ -115,6 +115,16 @@ def test_irq_context_is_marked_in_every_table():
     assert "[irq]: every call in interrupt context" in " ".join(out.split())
 
 
+def test_root_calls_in_interrupt_context_have_their_own_row():
+    """svc_process entered by a task twice and from an interrupt once: a
+    handler's latency is not the task's, so two rows, the irq one marked."""
+    out = text.render(load("irq-root-both-ways"), RenderOptions(sections=("operations",)))
+    rows = {line.split()[0] + (" [irq]" if "[irq]" in line else ""): line.split()
+            for line in out.splitlines() if line.startswith("svc_process")}
+    assert rows["svc_process"][1] == "2" and rows["svc_process [irq]"][2] == "1"
+    assert rows["svc_process [irq]"][-1] == "0.500"  # its one call's duration, us
+
+
 def test_irq_context_is_marked_in_the_raw_function_table():
     out = text.render(profile_of(fixture("k6.1/s01-v3-write4k/trace.dat")))
     funcs = out.split("Functions by", 1)[1].split("\n\n")[1]

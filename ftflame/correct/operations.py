@@ -105,27 +105,30 @@ def root_table(p: Profile) -> tuple:
         root = sample_roots(p)
         dispatchers = set(np.unique(root[p.scol("op") >= 0]).tolist()) if p.operations else set()
         plain = set(np.unique(root).tolist()) - dispatchers
-        out = _latency_rows(p, np.ones(len(root), dtype=bool), plain)
+        out = _latency_rows(p, np.ones(len(root), dtype=bool), plain, split_irq=True)
     p.__dict__[_ROOTS_CACHE] = out
     return out
 
 
-def _latency_rows(p: Profile, sel: np.ndarray, plain: set) -> tuple:
+def _latency_rows(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = False) -> tuple:
     """OperationRows of the root calls in sel, per (root function,
     operation), busiest first; a root function id in plain is no dispatcher
-    (one row, operation "")."""
+    (one row, operation ""). split_irq: the root calls entered in interrupt
+    context and the others of a function in rows of their own (a handler's
+    latency is not the task's)."""
     op = p.scol("op")
     root = sample_roots(p)
     dur = p.scol("dur").astype(np.float64)
     corr = p.corrected_or_raw.sample_dur
     flags = p.scol("flags")
     clean = (flags & SAMPLE_GAP) == 0
+    irq = ((flags & SAMPLE_IRQ) != 0).astype(np.int64) if split_irq else np.zeros(len(root), np.int64)
     total = float(dur[sel].sum()) or 1.0
     corr_total = float(corr[sel & clean].sum()) or 1.0
     rows = []
-    keys = np.unique(np.stack([root[sel], op[sel]], axis=1), axis=0)
-    for r, o in keys.tolist():
-        m = sel & (root == r) & (op == o)
+    keys = np.unique(np.stack([root[sel], op[sel], irq[sel]], axis=1), axis=0)
+    for r, o, i in keys.tolist():
+        m = sel & (root == r) & (op == o) & (irq == i)
         mc = m & clean
         d, c = np.sort(dur[m]), np.sort(corr[mc])
         if r in plain:
@@ -139,7 +142,7 @@ def _latency_rows(p: Profile, sel: np.ndarray, plain: set) -> tuple:
             raw=_nearest_rank(d), corr=_nearest_rank(c),
             share=float(d.sum()) / total, corr_share=float(c.sum()) / corr_total,
             irq_calls=int(np.count_nonzero(flags[m] & SAMPLE_IRQ))))
-    rows.sort(key=lambda x: (-x.raw["mean"] * x.calls, x.root, x.operation))
+    rows.sort(key=lambda x: (-x.raw["mean"] * x.calls, x.root, x.operation, x.irq_calls))
     return tuple(rows)
 
 

@@ -20,7 +20,7 @@ from typing import Optional
 
 import numpy as np
 
-from ftflame.model.profile import SAMPLE_GAP, Calibration, Profile
+from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, Calibration, Profile
 
 
 def _half_width(details: dict, key: str) -> Optional[float]:
@@ -193,8 +193,13 @@ def operation_half_widths(p: Profile, rows=None) -> Optional[list]:
     root, op = sample_roots(p), p.scol("op")
     corr = p.corrected.sample_dur
     index = {name: i for i, name in enumerate(p.funcs)}
+    irq = (p.scol("flags") & SAMPLE_IRQ) != 0
     out = []
     for r in rows:
         m = clean & (root == index[r.root]) & (op == r.op)
+        if r.irq_calls and r.irq_calls == r.calls:  # a row of irq root calls alone (root_table)
+            m &= irq
+        elif r.irq_calls == 0 and (m & irq).any():  # the task calls of a root also entered in irq context
+            m &= ~irq
         out.append(spread_of(corr[m], hw[m]))
     return out
