@@ -45,11 +45,13 @@ def operations_lines(p: Profile) -> list:
     roots = sorted({r.root for r in rows})
     ops = [r for r in rows if r.how]  # a dispatcher's rows
     vals = [v for r in rows for d in (r.raw, r.corr) for v in (d["p50"], d["max"], d["mean"])]
-    dec = fit_decimals(vals, 8)
+    # in ms where a figure would not fit its 8 columns in us (calls of seconds)
+    div, unit = (1000.0, "ms") if any(len(f"{v / 1e3:,.0f}") > 8 for v in vals) else (1.0, "us")
+    dec = fit_decimals([v / div for v in vals], 8)
     star = "; * = corrected, over the clean calls)" if corrected else ")"
     only_ops = len(ops) == len(rows) and len(roots) == 1
-    title = (f"Operations under {roots[0]} (latency per root call, us" if only_ops else
-             "Latency per root call (us") + star
+    title = (f"Operations under {roots[0]} (latency per root call, {unit}" if only_ops else
+             f"Latency per root call ({unit}") + star
     out = _wrap(title) + ["",
                           f"{'Operation' if only_ops else 'Root call':<{NAME_W}} {'Calls':>6} {'Share':>6} "
                           f"{'p50':>8} {'p90':>8} {'p99':>8} {'max':>8} {'mean':>8}",
@@ -57,7 +59,7 @@ def operations_lines(p: Profile) -> list:
 
     def figures(calls, share, d):
         return (f"{count(calls, 6)} {share * 100:5.1f}% " +
-                " ".join(us(d[k], 8, dec) for k in ("p50", "p90", "p99", "max", "mean")))
+                " ".join(us(d[k] / div, 8, dec) for k in ("p50", "p90", "p99", "max", "mean")))
 
     pm = operation_half_widths(p, rows) if corrected else None
     irq = False
@@ -88,7 +90,7 @@ def operations_lines(p: Profile) -> list:
             out.append(f"{sub + '  corrected *':<{NAME_W}} {figures(r.calls - r.gap_calls, r.corr_share, r.corr)}")
         if pm is not None:
             out.append(f"{sub + '  +-95% *':<{NAME_W}} {'':6} {'':6} "
-                       + " ".join(us(pm[i][k], 8, dec) for k in ("p50", "p90", "p99", "max", "mean")))
+                       + " ".join(us(pm[i][k] / div, 8, dec) for k in ("p50", "p90", "p99", "max", "mean")))
     if hidden:
         out.extend(_wrap(f"({plural(len(hidden), 'more root function')}, "
                          f"{plural(sum(r.calls for r in hidden), 'call')}, {sum(r.share for r in hidden) * 100:.1f}% "

@@ -55,6 +55,25 @@ def test_corrected_text_report_fits_80_columns(path):
     assert [line for line in out.splitlines() if len(line) > 80] == []
 
 
+TEXT_INPUTS = sorted(glob.glob(os.path.join(DATA, "text", "*.txt")))
+
+
+@pytest.mark.parametrize("path", TEXT_INPUTS, ids=os.path.basename)
+def test_text_inputs_report_within_80_columns(path):
+    """The hand-made text traces, durations of seconds among them: a figure
+    too wide for its column in us is written in ms, the line never longer."""
+    for q in (profile_of(path), corrected(path)):
+        out = text.render(q)
+        assert [line for line in out.splitlines() if len(line) > 80] == []
+
+
+def test_root_latency_of_seconds_in_ms():
+    out = text.render(profile_of(os.path.join(DATA, "text", "units.txt")), RenderOptions(sections=("operations",)))
+    assert out.startswith("Latency per root call (ms")
+    row = next(line for line in out.splitlines() if line.startswith("outer "))
+    assert row.split()[3] == "2,000.00"  # its one call: 2.000001 s
+
+
 def test_goldens_are_there():
     assert len(GOLDEN_TEXT) > 40
 
