@@ -44,7 +44,11 @@ apt_install = missing=""; for p in $(2); do dpkg -s $$p >/dev/null 2>&1 || missi
 
 help:  ## list the targets
 	@echo "ftflame make targets:"
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 22
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /\1\t/' | \
+	  awk -F'\t' '{ pre = sprintf("  make %-19s ", $$1); ind = sprintf("%27s", ""); line = pre; \
+	    n = split($$2, w, " "); for (i = 1; i <= n; i++) { \
+	      if (length(line) + length(w[i]) > 79 && line != pre && line != ind) { sub(/ +$$/, "", line); print line; line = ind } \
+	      line = line w[i] " " } sub(/ +$$/, "", line); print line }'
 	@echo "knobs: ASAN=1 (sanitized C core)  PYTEST_ARGS='-k name'  OUT=dir (demo output)"
 
 setup: .setup-stamp build  ## install Debian packages, the venv and ftflame (idempotent, quick when done)
@@ -83,6 +87,7 @@ demo: setup  ## write reports of the bundled sample trace into out/
 	$(FTFLAME) report $(SAMPLE) -o $(OUT)/sample.folded
 	$(FTFLAME) report $(SAMPLE) -o $(OUT)/sample.html
 	@echo; head -n 40 $(OUT)/sample.txt; echo "..."; echo "demo: reports written to $(OUT)/"
+	@echo "ftflame is in .venv/bin: '. .venv/bin/activate' puts it on PATH (then: ftflame report --help)"
 
 # ASAN=1: libasan is preloaded into python and so into every child process;
 # chromium does not start under it, and the browser tests do not exercise the
@@ -209,7 +214,7 @@ setup-vm:  ## install what make test-vm needs: qemu, NFS server, fio, iozone3 (n
 	@test -x $(PY) || python3 -m venv $(VENV)
 	@$(PY) -c 'import virtme_ng, pytest' 2>/dev/null || $(PY) -m pip install -q "virtme-ng>=1.30,<2" "pytest>=7,<10"
 
-test-vm: setup setup-vm  ## boot Debian 6.1 + 6.12 kernels in qemu, test collect.sh on an NFS server inside (15-35 min)
+test-vm: setup setup-vm  ## boot Debian 6.1 + 6.12 kernels in qemu, test collect.sh on an NFS server inside (9-11 min, kernels cached)
 	tests/vm/run.sh $(VM_KERNELS)
 
 # The full fixture corpus, recorded again in qemu (tests/vm/fixtures.sh: one VM

@@ -55,50 +55,54 @@ _on_sigint(signal.default_int_handler)  # main() turns KeyboardInterrupt into ex
 
 REPORT_EPILOG = """\
 examples:
-  ftflame report trace.dat                   text summary on stdout (paste it into a mail)
-  ftflame report trace.dat -o nfsd.json      JSON, schema "ftflame/1"
-  ftflame report trace.dat -o nfsd.folded    folded stacks for flamegraph.pl or inferno
-  ftflame report trace.dat -o nfsd.folded --folded-weights corrected
-                                             the same with corrected exclusive times
-  ftflame report trace.dat -o nfsd.html      one self-contained interactive page (no network)
-  ftflame report trace.dat --open            the HTML report in a temporary file, opened in a browser
-  ftflame report trace.dat -o nfsd.svg       a standalone interactive flame graph
-  ftflame report trace.dat -o x.speedscope.json   for speedscope (one profile per root function)
-  ftflame report run1/                       a collect.sh output directory (uses run1/trace.dat)
+  ftflame report trace.dat                 text on stdout, 80 columns
+  ftflame report trace.dat -o nfsd.json    JSON, schema "ftflame/1"
+  ftflame report trace.dat -o nfsd.html    one self-contained page
+  ftflame report trace.dat --open          that page, opened in a browser
+  ftflame report trace.dat -o nfsd.svg     an interactive flame graph
+  ftflame report trace.dat -o nfsd.folded  for flamegraph.pl or inferno
+  ftflame report trace.dat -o x.speedscope.json
+                                           for speedscope
+  ftflame report run1/                     a collect.sh output directory
+  ftflame report run1/ --baseline b.dat    a balance sheet against a
+                                           root-only recording
 
-input: a trace.dat recorded by trace-cmd 3.x with the function_graph tracer, e.g.
-  trace-cmd record -p function_graph -g nfsd3_proc_write -e sched:sched_switch
-  (sched_switch events let the report split off-CPU time from on-CPU time)
-or any text form of a function_graph trace, detected by its content: the tracefs
-  `trace` file (any funcgraph-* options), `perf ftrace` output, `trace-cmd report`
-  output (-O fgraph:tailprint names every return), or a trace pasted into a mail
-  (even re-flowed onto one line); gzip/xz/zstd-compressed or on stdin (-).
-  Text has no task or irq flags: without a task column (funcgraph-proc) stacks
-  are per CPU, switched at task-switch separators; the report says so.
+input: a trace.dat recorded by trace-cmd 3.x with the function_graph
+  tracer, e.g.
+    trace-cmd record -p function_graph -g nfsd3_proc_write \\
+        -e sched:sched_switch
+  (sched_switch events split off-CPU time from on-CPU time), or any text
+  form of a function_graph trace, told apart by its content: the tracefs
+  `trace` file, `perf ftrace` or `trace-cmd report` output, a trace pasted
+  into a mail; gzip/xz/zstd-compressed, or on stdin (-). Text has no task
+  or irq flags: without a task column (funcgraph-proc) stacks are per CPU;
+  the report says so.
 
 what the numbers mean:
-  Total/incl   inclusive time: rettime - calltime of each completed call, summed
-  Self/excl    inclusive time minus the inclusive time of the call's children
-  calls        completed calls (the exit was seen); calls still open at the end,
-               lost exits, orphan exits and lost events are counted and reported
-Raw figures include the tracer's own hook cost (about 1 us per traced call on a VM);
-corrected ones (*, *_corr_ns) take it out, with interrupt subtrees and off-CPU time,
-using calibration.json (ftflame calibrate) or an in-trace estimate: docs/overhead.md.
-How corrected figures are computed: sums and means are exact, the corrected sums over the
-clean calls (gap calls left out) and their count; min, max and percentiles are exact where
-every clean call's corrected time is known (root calls), elsewhere estimates: the raw ones
-scaled by corrected mean / raw mean, marked approx (≈ in the HTML, "approx": true in
-the JSON).
-  ftflame report run1/ --baseline base.dat   balance sheet against a root-only recording
+  Total/incl  inclusive time: rettime - calltime of each completed call
+  Self/excl   inclusive time minus its children's inclusive time
+  calls       completed calls (the exit was seen); open calls, lost exits,
+              orphan exits and lost events are counted and reported
+  *           corrected: the tracer's hook cost (about 1 us per traced call
+              on a VM), interrupt subtrees and off-CPU time taken out, with
+              calibration.json (ftflame calibrate) or an in-trace estimate
+              (docs/overhead.md)
+How corrected figures are computed: sums and means are exact, the corrected
+sums over the clean calls (gap calls left out) and their count; min, max and
+percentiles are exact where every clean call's corrected time is known (root
+calls), elsewhere estimates: the raw ones scaled by corrected mean / raw mean,
+marked approx (≈ in the HTML, "approx": true in the JSON).
 
-output (-o OUT): a regular file is written beside OUT, then renamed over it (never
-half-written; a new file gets 0666 minus the umask, a replaced one keeps its mode and
-owner, or loses its set-id bits when the owner cannot be kept); a device, FIFO or
-terminal is written in place (a FIFO without a reader is waited for, and stderr says
-so); a symbolic link is replaced by the report, never written through (a link to a
-device, FIFO, terminal or open file descriptor, e.g. /dev/stdout, is refused: use
-'-'); an OUT that is one of the inputs is refused: a file named, stdin's file, or a
-file read beside the trace (a run directory's calibration.json, meta.json).
+output (-o OUT): a regular file is written beside OUT, then renamed over
+  it (never half-written; a new file gets 0666 minus the umask, a replaced
+  one keeps its mode and owner, or loses its set-id bits when the owner
+  cannot be kept); a device, FIFO or terminal is written in place (a FIFO
+  without a reader is waited for, and stderr says so); a symbolic link is
+  replaced by the report, never written through (a link to a device, FIFO,
+  terminal or open file descriptor, e.g. /dev/stdout, is refused: use '-');
+  an OUT that is one of the inputs is refused: a file named, stdin's file,
+  or a file read beside the trace (a run directory's calibration.json,
+  meta.json).
 """
 
 
@@ -111,6 +115,38 @@ examples:
 ftflame report picks up calibration.json beside the trace by itself, or take
 one with: ftflame report trace.dat --calibration calibration.json
 """
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """--help at the terminal's width (COLUMNS, else the terminal's): the
+    options' help is wrapped by argparse; descriptions and epilogs keep their
+    line breaks and indentation, and a line wider than the terminal wraps
+    under its own text ("  command      what it does" under "what")."""
+
+    def __init__(self, prog, **kw):
+        kw.setdefault("width", max(shutil.get_terminal_size().columns - 2, 40))
+        super().__init__(prog, **kw)
+
+    def _fill_text(self, text, width, indent):
+        import re
+        import textwrap
+
+        out = []
+        for line in text.splitlines():
+            if len(indent) + len(line) <= width:
+                out.append(indent + line)
+                continue
+            lead = len(line) - len(line.lstrip())
+            m = re.match(r"(\s*\S.*?\s{2,})\S", line)
+            hang = lead
+            if m and width - len(indent) - len(m.group(1)) >= 24:
+                hang = len(m.group(1))
+            elif m:  # too narrow for two columns: the command, then what it does below it
+                out.append(indent + m.group(1).rstrip())
+                line, hang = " " * (lead + 4) + line[len(m.group(1)):], lead + 4
+            out.extend(textwrap.wrap(line, width, initial_indent=indent, subsequent_indent=indent + " " * hang,
+                                     break_long_words=False, break_on_hyphens=False))
+        return "\n".join(out)
 
 
 def _calib_names():
@@ -166,17 +202,17 @@ def reader_of(args):
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog="ftflame",
+        prog="ftflame", formatter_class=HelpFormatter,
         description="Turn ftrace function_graph traces into call trees, latency figures "
                     "and flame graphs you can trust.")
     ap.add_argument("--version", action="version", version=f"ftflame {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
     rep = sub.add_parser(
-        "report", help="report a trace (text, JSON, folded stacks)",
+        "report", help="report a trace (text, JSON, HTML, SVG, folded stacks, speedscope)",
         description="Rebuild per-task call trees from a function_graph trace and report "
                     "per-function and per-call-path times.",
-        epilog=REPORT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=REPORT_EPILOG, formatter_class=HelpFormatter)
     rep.add_argument("input", metavar="INPUT",
                      help="trace.dat, function_graph text (tracefs, perf ftrace, trace-cmd report, "
                           "a mail; .gz/.xz/.zst read as is), '-' for stdin, or a collect.sh "
@@ -184,8 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("-o", "--output", metavar="OUT",
                      help="output file (format from its extension: .txt .json .folded .html "
                           ".svg .speedscope.json); default: text on stdout; '-' for stdout")
-    rep.add_argument("-F", "--format", choices=sorted(_formats()),
-                     help="output format (overrides the extension)")
+    rep.add_argument("-F", "--format", choices=sorted(_formats()), metavar="FMT",
+                     help="output format (overrides the extension): " + ", ".join(sorted(_formats())))
     rep.add_argument("--folded-weights", choices=("raw", "corrected"),
                      help="folded output: weigh each stack by its raw exclusive ns (default) or its "
                           "corrected ones (tracer overhead out, interrupt subtrees apart under [irq]; "
@@ -203,7 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="text: rows per table (default: 40 functions, 10 hot paths)")
     sel.add_argument("--sections", metavar="A,B,...", type=_sections_arg, default=None,
                      help="text: the sections to print, in order (default: all): "
-                          "header, operations, functions, hot, offcpu, slowest, tree")
+                          "header, operations (the root calls' latency), functions, hot, offcpu, "
+                          "slowest, tree, balance, measured")
     cor = rep.add_argument_group(
         "overhead correction (see docs/overhead.md)",
         "Corrected figures take the tracer's hook cost (O_in inside each call, O_out in its "
@@ -233,7 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Compute the tracer's hook cost (O_in, O_out) from the three NFS NULL RPC "
                     "recordings of collect/calibrate.sh: the NULL procedure alone, the dispatcher "
                     "alone, the dispatcher with its whole graph.",
-        epilog=CALIBRATE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=CALIBRATE_EPILOG, formatter_class=HelpFormatter)
     cal.add_argument("rundir", nargs="?", metavar="RUNDIR",
                      help="a collect.sh/calibrate.sh output directory holding "
                           + ", ".join(_calib_names()))

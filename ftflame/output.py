@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import signal
 import stat
 import sys
@@ -360,15 +361,29 @@ class Progress:
             bar = f"[{'#' * fill}{'.' * (self.WIDTH - fill)}] ~{frac * 100:3.0f}% "
         else:
             bar = ""
-        sys.stderr.write(f"\r\033[K{self.label} {bar}{rate}")
+        sys.stderr.write(f"\r\033[K{self._fit(self.label, bar, rate)}")
         sys.stderr.flush()
         self.shown = True
+
+    @staticmethod
+    def _fit(label: str, bar: str, rate: str) -> str:
+        """The line within the terminal's width (a longer one wraps, and
+        each update then leaves a line behind): the label (a path) gives
+        way first, cut at its start, then the bar."""
+        room = shutil.get_terminal_size().columns - 1
+        rest = f" {bar}{rate}"
+        if len(label) + len(rest) > room:
+            keep = room - len(rest)
+            if keep < 16 and bar:
+                rest, keep = f" {rate}", room - len(rate) - 1
+            label = label if len(label) <= keep else "..." + label[len(label) - max(keep, 4) + 3:]
+        return (label + rest)[:room]
 
     def stage(self, text: str) -> None:
         """A one-line note for a later stage (e.g. rendering), same rules."""
         if not self.enabled:
             return
-        sys.stderr.write(f"\r\033[K{text}")
+        sys.stderr.write(f"\r\033[K{text[:shutil.get_terminal_size().columns - 1]}")
         sys.stderr.flush()
         self.shown = True
 

@@ -91,8 +91,11 @@ def report_notes(p: Profile) -> list:
     if p.corrected is not None:
         clamped = int(np.count_nonzero(p.corrected.clamped))
         if clamped:
+            why = ("the calibration overestimates their hook cost" if p.calibration.applied else
+                   "no hook cost was subtracted: the interrupt, off-CPU or switch time taken out "
+                   "exceeds their measured time")
             notes.append(f"{plural(clamped, 'call path')} had a corrected time below zero, clamped at 0 "
-                         "(the calibration overestimates their hook cost)")
+                         f"({why})")
     if p.calibration.applied:
         ft = p.functions
         big = int(np.count_nonzero((ft.incl - ft.incl_corr) > CORRECTION_WARN_FRACTION * np.maximum(ft.incl, 1)))

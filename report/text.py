@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from ftflame.correct import calibration, corrections, uncertainty
+from ftflame.correct import calibration, corrections, hotlists, uncertainty
 from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
 
 from . import textcalls
@@ -81,7 +81,8 @@ def header(p: Profile) -> list:
     bits.append(f"{count(c.get('events', 0))} events")
     if t.tracer_version:
         bits.append(f"trace-cmd {t.tracer_version.split()[0]}")
-    lines.extend(_wrap(", ".join(bits), ""))
+    # a bit is never broken across lines ("trace-cmd" above "3.1.6")
+    lines.extend(line.replace("\0", " ") for line in _wrap(", ".join(b.replace(" ", "\0") for b in bits), ""))
     lines.append(f"calls: {count(c.get('exits', 0))} completed, {len(p.samples):,} root calls, "
                  f"{p.nrows:,} call paths, max depth {c.get('max_depth', -1)}")
     for line in context_lines(p):
@@ -150,8 +151,9 @@ def calibration_lines(p: Profile) -> list:
     bits.append(f"{plural(sm['clamped_paths'], 'path')} clamped ({sm['clamped_ns'] / 1e3:,.1f} us)")
     if sm["clamped_root_calls"]:
         bits.append(f"{plural(sm['clamped_root_calls'], 'root call')} clamped at 0")
-    bits.append(f"{sm['unreliable_paths']:,} of {p.nrows:,} paths unreliable (?: hook cost over "
-                "half the measured time)")
+    if cal.applied:  # no hook cost subtracted: none can be over half the time
+        bits.append(f"{sm['unreliable_paths']:,} of {p.nrows:,} paths unreliable (?: hook cost over "
+                    "half the measured time)")
     if uncertainty.stat_half_widths(p) is not None:
         bits.append("95% intervals from the calibration's: the table \"Corrected figures with "
                     "their 95% intervals\", the balance sheet, the JSON's \"intervals\", the HTML's "
@@ -200,33 +202,77 @@ def _flag(unreliable, clamped) -> str:
     return "?" if unreliable else ("~" if clamped else " ")
 
 
+IRQ_MARKS = textcalls.IRQ_MARKS
+
+
+def _irq_mark(kinds, i: int) -> str:
+    return IRQ_MARKS.get(str(kinds[i]), "")
+
+
+def irq_legend(used: set) -> str:
+    out = []
+    if "irq" in used:
+        out.append("[irq]: every call in interrupt context (hard or soft irq).")
+    if "mixed" in used:
+        out.append("[irq+task]: some calls in interrupt context, some in task context.")
+    return " ".join(out)
+
+
+def named_row(figures: str, name: str, width: int = WIDTH) -> list:
+    """A table row whose last column is a name: a name too long for the
+    row goes on its own line above the figures, ending at the last column
+    (cut only when it is wider than the whole line)."""
+    if len(figures) + len(name) <= width:
+        return [figures + name]
+    name = _clip(name, width)
+    return [" " * (width - len(name)) + name, figures]
+
+
+def calls_cell(calls: int, clean: int, width: int) -> str:
+    """Completed calls, as "clean+gap" where gap calls were left out of the
+    corrected figures (which are over the clean ones)."""
+    calls, clean = int(calls), int(clean)
+    return (count(calls) if clean == calls else f"{clean:,}+{calls - clean:,}").rjust(width)
+
+
+CALLS_LEGEND = ("Calls: completed calls; N+G: N clean calls, which the corrected figures cover, "
+                "and G gap calls left out of them.")
+
+
 def corrected_function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
-    """Corrected figures with their percentiles, busiest (corrected) first."""
+    """Corrected figures with their percentiles, busiest (corrected) first;
+    self time has its own table (hot)."""
     ft = p.functions
     ex = corrections.function_extras(p)
+    kinds = hotlists.irq_context(p)
     cols, approx, _, _ = corrections.corrected_stats(p)["functions", "incl"]
     p50, p99 = cols[4], cols[6]
     order = sorted(range(len(ft)), key=lambda i: (-ft.incl_corr[i], ft.names[i]))[:top]
+    cw = max([7] + [len(calls_cell(ft.calls[i], ft.calls_corr[i], 0)) for i in order])
     lines = [f"Functions by corrected inclusive time (top {len(order)} of {len(ft)}; us; "
              "* = corrected)",
              "",
-             f"{'Calls':>7} {'Calls*':>7} {'p50*':>9} {'p99*':>9} {'Total*':>10} {'Self*':>9}  Function",
-             f"{'=' * 7} {'=' * 7} {'=' * 9} {'=' * 9} {'=' * 10} {'=' * 9}  {'=' * 21}"]
-    d = _decimals([(p50[order], 9), (p99[order], 9), (ft.incl_corr[order], 10), (ft.excl_corr[order], 9)])
+             f"{'Calls':>{cw}} {'p50*':>9} {'p99*':>9} {'Total*':>10}  Function",
+             f"{'=' * cw} {'=' * 9} {'=' * 9} {'=' * 10}  {'=' * (47 - cw)}"]
+    d = _decimals([(p50[order], 9), (p99[order], 9), (ft.incl_corr[order], 10)])
+    marks, used = set(), set()
+    gaps = False
     for i in order:
         flag = _flag(ex["unreliable"][i], ex["clamped"][i]) if ex else " "
-        lines.append(f"{count(ft.calls[i], 7)} {count(ft.calls_corr[i], 7)} {us(p50[i], 9, d[0])} "
-                     f"{us(p99[i], 9, d[1])} {us(ft.incl_corr[i], 10, d[2])} {us(ft.excl_corr[i], 9, d[3])} "
-                     f"{flag}{_clip(ft.names[i], 22)}")
+        marks.add({"?": "unreliable", "~": "clamped"}.get(flag, ""))
+        used.add(str(kinds[i]))
+        gaps |= int(ft.calls[i]) != int(ft.calls_corr[i])
+        lines.extend(named_row(f"{calls_cell(ft.calls[i], ft.calls_corr[i], cw)} {us(p50[i], 9, d[0])} "
+                               f"{us(p99[i], 9, d[1])} {us(ft.incl_corr[i], 10, d[2])} {flag}",
+                               ft.names[i] + _irq_mark(kinds, i)))
     lines.append("")
-    cut = {"cut"} if any(len(ft.names[i]) > 22 for i in order) else set()
     est = " p50*, p99*: exact for root functions (every call's corrected time is known), " \
           "elsewhere estimates (the raw ones scaled by corrected mean / raw mean)." if approx[order].any() else ""
-    lines.extend(_wrap("Calls: every completed call. Calls*: the clean calls the corrected figures "
-                       "cover (gap calls left out); p50*, p99*, Total*, Self*: corrected, over them "
-                       "(means: Total* / Calls*; raw figures: the JSON, the HTML's Raw switch)." + est +
-                       " ?: the hook-cost correction exceeds half the measured time (unreliable). "
-                       "~: clamped at zero self time. " + mark_legend(cut), ""))
+    lines.extend(_wrap(" ".join(filter(None, (
+        CALLS_LEGEND if gaps else "",
+        "p50*, p99*, Total*: corrected, over the clean calls (means: Total* / Calls; self time: the "
+        "hot lists below; raw figures: the JSON, the HTML's Raw switch)." + est,
+        mark_legend(marks), irq_legend(used)))), ""))
     return lines
 
 
@@ -245,14 +291,15 @@ def interval_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
              "     Mean*   +-95%      p50*   +-95%      p90*   +-95%  Function",
              f"{'=' * 10} {'=' * 7} {'=' * 9} {'=' * 7} {'=' * 9} {'=' * 7}  {'=' * 22}"]
     d = _decimals([(cols[k][order], w) for k, w in picks] + [(hw[k][order], 7) for k, _ in picks])
+    kinds = hotlists.irq_context(p)
     for i in order:
         cells = [f"{us(cols[k][i], w, d[j])} {us(hw[k][i], 7, d[3 + j])}" for j, (k, w) in enumerate(picks)]
-        lines.append(" ".join(cells) + "  " + _clip(ft.names[i], 22))
+        lines.extend(named_row(" ".join(cells) + "  ", ft.names[i] + _irq_mark(kinds, i)))
     lines.append("")
     lines.extend(_wrap("+-95%: half-width of the 95% interval that the calibration's own intervals "
                        "(O_in, O_in + O_out, O_out) give each figure (docs/overhead.md "
                        "\"Uncertainty\"); p99 and every call path's in the JSON (\"intervals\") and "
-                       "the HTML.", ""))
+                       "the HTML. " + irq_legend({str(kinds[i]) for i in order}), ""))
     return lines
 
 
@@ -292,18 +339,21 @@ def _walk_tree(p: Profile, order_key, keep, row_line) -> tuple:
 
 def corrected_call_tree(p: Profile) -> list:
     c = p.corrected
-    lines = [f"Call tree per path (us; * = corrected; paths under {TREE_MIN_FRACTION:.0%} of "
-             "their root not shown)",
-             "",
-             f"{'Calls':>7} {'Calls*':>7} {'Avg':>9} {'Avg*':>9} {'Self*':>9}  Function",
-             f"{'=' * 7} {'=' * 7} {'=' * 9} {'=' * 9} {'=' * 9}  {'=' * 23}"]
     # numpy columns indexed per shown row: the walk shows ~100 of 100k paths;
     # the columns as stored and the means per shown row, no whole-tree copies
     calls, incl, flags = (p.nodes.stored(k) for k in ("calls", "incl", "flags"))
     ci, cx, cc = c.incl, c.excl, c.calls
+    gap = int(np.max(calls - cc)) if p.nrows else 0
+    # the widest Calls cell a row can have: "N+G" where gap calls were left out
+    cw = max(7, len(count(int(calls.max()) if p.nrows else 0)) + (len(f"+{gap:,}") if gap else 0))
+    lines = [f"Call tree per path (us; * = corrected; paths under {TREE_MIN_FRACTION:.0%} of "
+             "their root not shown)",
+             "",
+             f"{'Calls':>{cw}} {'Avg':>9} {'Avg*':>9} {'Self*':>9}  Function",
+             f"{'=' * cw} {'=' * 9} {'=' * 9} {'=' * 9}  {'=' * (46 - cw)}"]
     unrel = c.unreliable if c.unreliable is not None else np.zeros(p.nrows, dtype=np.int64)
     clamped = c.clamped
-    label_w = WIDTH - 48
+    label_w = WIDTH - cw - 32  # the figures, the flag
     d = _decimals([(_mean_extremes(incl, calls), 9), (_mean_extremes(ci, cc), 9), (_mean_extremes(cx, cc), 9)])
 
     irq_start = _irq_starts(p)
@@ -315,17 +365,18 @@ def corrected_call_tree(p: Profile) -> list:
             name = corrections.irq_kind(name) + " " + name
         elif irq_start[r]:
             suffix = " [irq]"
-        label = tree_label(branch, name, label_w - 1, marks, suffix)
+        label = tree_label(branch, name, label_w, marks, suffix)
         flag = _flag(unrel[r], clamped[r])
         marks.add({"?": "unreliable", "~": "clamped"}.get(flag, ""))
-        return (f"{count(calls[r], 7)} {count(cc[r], 7)} {us(_mean_at(incl, calls, r), 9, d[0])} "
+        return (f"{calls_cell(calls[r], cc[r], cw)} {us(_mean_at(incl, calls, r), 9, d[0])} "
                 f"{us(_mean_at(ci, cc, r), 9, d[1])} {us(_mean_at(cx, cc, r), 9, d[2])} {flag}{label}")
 
     tree = _walk_tree(p, lambda r: (-ci[r], -incl[r], p.name(r)),
                               lambda k, root: ci[k] >= TREE_MIN_FRACTION * ci[root] and ci[k] > 0,
                               row_line)
     lines += tree
-    legend = ("Avg: raw mean over all Calls. Avg*, Self*: corrected means over the Calls* clean calls."
+    legend = ((CALLS_LEGEND + " " if gap else "") +
+              "Avg: raw mean over all calls. Avg*, Self*: corrected means over the clean calls."
               + (" [irq]/[softirq]: interrupt subtrees, not counted in the interrupted path's "
                  "corrected time." if c.irqs == "exclude" else ""))
     lines.extend(_wrap(" ".join(filter(None, (legend, mark_legend(marks)))), ""))
@@ -346,6 +397,9 @@ def balance_lines(p: Profile) -> list:
     if not p.balance:
         return []
     out = ["Balance sheet per root function (mean per clean call, us)", ""]
+    notes = {b["accounted_note"] for b in p.balance if not b.get("external")}
+    # the same note under every root says it once, under the last
+    same_note = len(p.balance) > 1 and len(notes) == 1 and not any(b.get("external") for b in p.balance)
     for b in p.balance:
         out.append(f"{_clip(b['function'], 44)} ({plural(b['calls'], 'call')}"
                    + (f", {plural(b['gap_calls'], 'gap call')} left out)" if b["gap_calls"] else ")"))
@@ -391,7 +445,7 @@ def balance_lines(p: Profile) -> list:
                                    ("difference (corrected - measured)",
                                     ("+" if diff >= 0 else "-") + us(abs(diff)), f"accounted {acc}")):
                 out.append(_clip(f"  {label:<36} {v:>12}  {note}", WIDTH))
-        else:
+        elif not same_note:
             out.extend(_wrap("  accounted %: " + b["accounted_note"], "    "))
         client = [t for t in b.get("independent", ()) if not (e and t["source"] == e["source"])]
         for t in client:  # totals measured outside the tracer (a collect.sh run's meta.json)
@@ -400,6 +454,8 @@ def balance_lines(p: Profile) -> list:
                              f"{'+' if t['difference_ns'] >= 0 else '-'}{us(abs(t['difference_ns']))} ({pct})",
                              "    "))
         out.append("")
+    if same_note:
+        out.extend(_wrap("accounted % (every root function): " + notes.pop(), "  "))
     return out
 
 
@@ -445,18 +501,18 @@ def function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
     n = min(top, len(ft))
     lines = [f"Functions by total inclusive time (top {n} of {len(ft)}; times in us)",
              "",
-             f"{'Calls':>7} {'Total':>11} {'Self':>10} {'Avg':>9} {'p50':>9} {'p99':>9}  Function",
-             f"{'=' * 7} {'=' * 11} {'=' * 10} {'=' * 9} {'=' * 9} {'=' * 9}  {'=' * 17}"]
-    avg = _means(ft.incl, ft.calls)
-    d = _decimals([(ft.incl[:n], 11), (ft.excl[:n], 10), (avg[:n], 9), (ft.incl_pct[:n, 2], 9),
-                   (ft.incl_pct[:n, 0], 9)])
+             f"{'Calls':>7} {'p50':>9} {'p99':>9} {'Total':>10}  Function",
+             f"{'=' * 7} {'=' * 9} {'=' * 9} {'=' * 10}  {'=' * 40}"]
+    d = _decimals([(ft.incl[:n], 10), (ft.incl_pct[:n, 2], 9), (ft.incl_pct[:n, 0], 9)])
+    kinds = hotlists.irq_context(p)
     for i in range(n):
-        lines.append(f"{count(ft.calls[i], 7)} {us(ft.incl[i], 11, d[0])} {us(ft.excl[i], 10, d[1])} "
-                     f"{us(avg[i], 9, d[2])} {us(ft.incl_pct[i][0], 9, d[4])} {us(ft.incl_pct[i][2], 9, d[3])}  "
-                     f"{_clip(ft.names[i], 18)}")
-    if any(len(ft.names[i]) > 18 for i in range(n)):
-        lines.append("")  # the legend is not a row of the table
-        lines.extend(_wrap(mark_legend({"cut"}), ""))
+        lines.extend(named_row(f"{count(ft.calls[i], 7)} {us(ft.incl_pct[i][0], 9, d[2])} "
+                               f"{us(ft.incl_pct[i][2], 9, d[1])} {us(ft.incl[i], 10, d[0])}  ",
+                               ft.names[i] + _irq_mark(kinds, i)))
+    lines.append("")  # the legend is not a row of the table
+    lines.extend(_wrap(" ".join(filter(None, (
+        "Self time: the hot lists below; means and every figure: the JSON.",
+        irq_legend({str(kinds[i]) for i in range(n)})))), ""))
     return lines
 
 
@@ -466,17 +522,17 @@ def call_tree(p: Profile) -> list:
     lines = ["Call tree, aggregated per path (us; paths under "
              f"{TREE_MIN_FRACTION:.0%} of their root not shown)",
              "",
-             f"{'Calls':>9} {'Total':>12} {'Self':>11} {'Avg':>9}  Function",
-             f"{'=' * 9} {'=' * 12} {'=' * 11} {'=' * 9}  {'=' * 23}"]
+             f"{'Calls':>7} {'Total':>10} {'Self':>9} {'Avg':>9}  Function",
+             f"{'=' * 7} {'=' * 10} {'=' * 9} {'=' * 9}  {'=' * 40}"]
     calls, incl, excl = (p.col(c) for c in ("calls", "incl", "excl"))
     avg = _means(incl, calls)
-    d = _decimals([(incl, 12), (excl, 11), (avg, 9)])
+    d = _decimals([(incl, 10), (excl, 9), (avg, 9)])
     irq_start = _irq_starts(p)
     marks = set()
 
     def row_line(r, branch):
-        label = tree_label(branch, p.name(r), WIDTH - 46, marks, " [irq]" if irq_start[r] else "")
-        return (f"{count(calls[r], 9)} {us(incl[r], 12, d[0])} {us(excl[r], 11, d[1])} "
+        label = tree_label(branch, p.name(r), WIDTH - 40, marks, " [irq]" if irq_start[r] else "")
+        return (f"{count(calls[r], 7)} {us(incl[r], 10, d[0])} {us(excl[r], 9, d[1])} "
                 f"{us(avg[r], 9, d[2])}  {label}")
 
     tree = _walk_tree(p, lambda r: (-incl[r], p.name(r)),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ftflame.correct import hotlists
 from ftflame.correct.uncertainty import operation_half_widths
-from ftflame.correct.operations import NO_OPERATION, operation_table, slowest_calls
+from ftflame.correct.operations import NO_OPERATION, root_table, slowest_calls
 from ftflame.model.profile import Profile
 
 from .common import count, fit_decimals, plural, us, wrap
@@ -14,6 +14,7 @@ from .common import count, fit_decimals, plural, us, wrap
 WIDTH = 80
 NAME_W = 20
 SLOWEST_TOP = 10
+ROOT_MIN_SHARE = 0.01  # of the root calls' raw time: a smaller plain root is summed up in one line
 HOW = ("Operations: the NFS procedure each root call reached below it (nfsd3_proc_*, "
        "nfsd_proc_*, nfsd4_proc_null, NFSACL, NLM), or the NFSv4 operations "
        "nfsd4_proc_compound called, in order: COMPOUND(PUTFH,WRITE). "
@@ -35,44 +36,78 @@ def _cut_left(text: str, width: int) -> str:
 
 
 def operations_lines(p: Profile) -> list:
-    rows = operation_table(p)
+    """The latency of the root calls, the report's first table: per root
+    function, split by operation under a dispatcher."""
+    rows = root_table(p)
     if not rows:
         return []
     corrected = p.corrected is not None
     roots = sorted({r.root for r in rows})
+    ops = [r for r in rows if r.how]  # a dispatcher's rows
     vals = [v for r in rows for d in (r.raw, r.corr) for v in (d["p50"], d["max"], d["mean"])]
-    dec = fit_decimals(vals, 8)
-    title = (f"Operations under {', '.join(roots)} (latency per root call, us"
-             + ("; * = corrected, over the clean calls)" if corrected else ")"))
+    # in ms where a figure would not fit its 8 columns in us (calls of seconds)
+    div, unit = (1000.0, "ms") if any(len(f"{v / 1e3:,.0f}") > 8 for v in vals) else (1.0, "us")
+    dec = fit_decimals([v / div for v in vals], 8)
+    star = "; * = corrected, over the clean calls)" if corrected else ")"
+    only_ops = len(ops) == len(rows) and len(roots) == 1
+    title = (f"Operations under {roots[0]} (latency per root call, {unit}" if only_ops else
+             f"Latency per root call ({unit}") + star
     out = _wrap(title) + ["",
-                          f"{'Operation':<{NAME_W}} {'Calls':>6} {'Share':>6} {'p50':>8} {'p90':>8} "
-                          f"{'p99':>8} {'max':>8} {'mean':>8}",
+                          f"{'Operation' if only_ops else 'Root call':<{NAME_W}} {'Calls':>6} {'Share':>6} "
+                          f"{'p50':>8} {'p90':>8} {'p99':>8} {'max':>8} {'mean':>8}",
                           f"{'=' * NAME_W} {'=' * 6} {'=' * 6} {'=' * 8} {'=' * 8} {'=' * 8} {'=' * 8} {'=' * 8}"]
 
     def figures(calls, share, d):
         return (f"{count(calls, 6)} {share * 100:5.1f}% " +
-                " ".join(us(d[k], 8, dec) for k in ("p50", "p90", "p99", "max", "mean")))
+                " ".join(us(d[k] / div, 8, dec) for k in ("p50", "p90", "p99", "max", "mean")))
 
-    pm = operation_half_widths(p) if corrected else None
-    for i, r in enumerate(rows):
-        name = r.operation if len(roots) == 1 else f"{r.root}: {r.operation}"
+    pm = operation_half_widths(p, rows) if corrected else None
+    irq = False
+    # a plain root under ROOT_MIN_SHARE of the time is left out (a lost-event
+    # gap leaves dozens of one-call roots); a dispatcher's operations never are
+    shown = [i for i, r in enumerate(rows) if r.how or r.share >= ROOT_MIN_SHARE or i == 0]
+    hidden = [r for i, r in enumerate(rows) if i not in set(shown)]
+    # a dispatcher's operations together under its name, where the busiest of them stood
+    first = {}
+    for i in shown:
+        first.setdefault(rows[i].root, i)
+    shown.sort(key=lambda i: (first[rows[i].root], i))
+    indent = "" if only_ops else "  "
+    for i in shown:
+        r = rows[i]
+        if r.how and not only_ops and first[r.root] == i:
+            out.append(f"{r.root}, per operation:")
+        name = (indent + r.operation) if r.how else r.root
+        if r.irq_calls:
+            name += " [irq]"
+            irq = True
         if len(name) > NAME_W:
             out.append(_clip(name, WIDTH))
             name = ""
+        sub = indent if r.how else ""
         out.append(f"{name:<{NAME_W}} {figures(r.calls, r.share, r.raw)}")
         if corrected:
-            out.append(f"{'  corrected *':<{NAME_W}} {figures(r.calls - r.gap_calls, r.corr_share, r.corr)}")
+            out.append(f"{sub + '  corrected *':<{NAME_W}} {figures(r.calls - r.gap_calls, r.corr_share, r.corr)}")
         if pm is not None:
-            out.append(f"{'  +-95% *':<{NAME_W}} {'':6} {'':6} "
-                       + " ".join(us(pm[i][k], 8, dec) for k in ("p50", "p90", "p99", "max", "mean")))
+            out.append(f"{sub + '  +-95% *':<{NAME_W}} {'':6} {'':6} "
+                       + " ".join(us(pm[i][k] / div, 8, dec) for k in ("p50", "p90", "p99", "max", "mean")))
+    if hidden:
+        out.extend(_wrap(f"({plural(len(hidden), 'more root function')}, "
+                         f"{plural(sum(r.calls for r in hidden), 'call')}, {sum(r.share for r in hidden) * 100:.1f}% "
+                         "of the time, not shown)"))
     out.append("")
     if pm is not None:
         out.extend(_wrap("+-95% *: the corrected figures' 95% half-widths from the calibration's "
                          "intervals (docs/overhead.md \"Uncertainty\")."))
-    none = sum(r.calls for r in rows if r.operation == NO_OPERATION)
     total = sum(r.calls for r in rows)
-    out.extend(_wrap(f"{plural(total, 'root call')}, {none:,} with no operation. Share: of the root calls' "
-                     "time. Percentiles by nearest rank over the calls' own durations (exact). " + HOW))
+    text = f"{plural(total, 'root call')}"
+    if ops:
+        text += f", {sum(r.calls for r in ops if r.operation == NO_OPERATION):,} with no operation"
+    text += (". Share: of the root calls' time. Percentiles by nearest rank over the calls' own "
+             "durations (exact).")
+    if irq:
+        text += " [irq]: root calls entered in interrupt context."
+    out.extend(_wrap(text + (" " + HOW if ops else "")))
     return out
 
 
@@ -114,25 +149,46 @@ def slowest_lines(p: Profile, top: int = SLOWEST_TOP) -> list:
     return out
 
 
-def _hot_table(title: str, rows: list, what: str, calls_head: str) -> list:
+def _hot_table(title: str, rows: list, what: str, calls_head: str, marks=None) -> list:
+    """marks: per row, a suffix for its name (" [irq]")."""
     dec = fit_decimals([r.ns for r in rows], 10)
     out = _wrap(title) + ["",
                           f"{what:>10} {'Share':>6} {calls_head:>8}  Where",
                           f"{'=' * 10} {'=' * 6} {'=' * 8}  {'=' * 52}"]
-    for r in rows:
-        out.append(f"{us(r.ns, 10, dec)} {r.share * 100:5.1f}% {count(r.calls, 8)}  {_cut_left(r.name, WIDTH - 28)}")
+    for i, r in enumerate(rows):
+        mark = marks[i] if marks else ""
+        out.append(f"{us(r.ns, 10, dec)} {r.share * 100:5.1f}% {count(r.calls, 8)}  "
+                   f"{_cut_left(r.name, WIDTH - 28 - len(mark))}{mark}")
     return out
+
+
+IRQ_MARKS = {"irq": " [irq]", "mixed": " [irq+task]"}
+
+
+def _path_marks(p: Profile, rows: list) -> list:
+    return [" [irq]" if hotlists.path_in_irq(p, r.row) else "" for r in rows]
 
 
 def hot_lines(p: Profile, top: int = hotlists.HOT_TOP) -> list:
     star = " *" if p.corrected is not None else ""
     fn = hotlists.hot_functions(p, top)
     paths = hotlists.hot_paths(p, top)
+    kinds = hotlists.irq_context(p)
+    fmarks = [IRQ_MARKS.get(str(kinds[r.row]), "") for r in fn]
+    pmarks = _path_marks(p, paths)
     out = _hot_table(f"Hot functions by{' corrected' if star else ''} self time (top {len(fn)}; us)",
-                     fn, "Self" + star, "Calls" + star)
+                     fn, "Self" + star, "Calls" + star, fmarks)
     out.append("")
     out += _hot_table(f"Hot call paths by{' corrected' if star else ''} self time (top {len(paths)}; us; "
-                      "long paths cut at their start)", paths, "Self" + star, "Calls" + star)
+                      "long paths cut at their start)", paths, "Self" + star, "Calls" + star, pmarks)
+    used = set(fmarks) | set(pmarks)
+    if used - {""}:
+        out.append("")
+        out.extend(_wrap(" ".join(filter(None, (
+            "[irq]: in interrupt context (hard or soft irq): every call of the function, or the path."
+            if " [irq]" in used else "",
+            "[irq+task]: some calls in interrupt context, some in task context."
+            if " [irq+task]" in used else "")))))
     return out
 
 
@@ -143,7 +199,7 @@ def offcpu_lines(p: Profile, top: int = hotlists.HOT_TOP) -> list:
     if not rows:
         return ["Off-CPU: none (no traced call was switched out)"]
     out = _hot_table(f"Where the tasks were switched out (off-CPU time per call path, top {len(rows)}; us)",
-                     rows, "Off-CPU", "Calls")
+                     rows, "Off-CPU", "Calls", _path_marks(p, rows))
     out.append("")
     out.extend(_wrap("Off-CPU: time switched out (sched_switch) while this path was the deepest "
                      "open call; Calls: the path's calls (raw), how often it ran."))

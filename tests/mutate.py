@@ -56,7 +56,7 @@ class Mutation:
 M = Mutation
 MUTATIONS = [
     # ---- issue 18's table ---------------------------------------------------
-    M("text-raw-p99", "report/text.py", "us(ft.incl_pct[i][2], 9, d[3])", "us(ft.incl_pct[i][1], 9, d[3])",
+    M("text-raw-p99", "report/text.py", "us(ft.incl_pct[i][2], 9, d[1])", "us(ft.incl_pct[i][1], 9, d[1])",
       "text report's raw p99 column prints p90"),
     M("html-func-p99", "report/html.py", '"p99": ft.incl_pct[:, 2].tolist(),',
       '"p99": ft.incl_pct[:, 1].tolist(),', "HTML function table p99 = p90"),
@@ -118,7 +118,7 @@ MUTATIONS = [
     M("text-avgc-raw", "report/text.py", "{us(_mean_at(ci, cc, r), 9, d[1])}",
       "{us(_mean_at(incl, calls, r), 9, d[1])}",
       "text corrected tree: Avg* prints Avg"),
-    M("text-self-incl", "report/text.py", "{us(excl[r], 11, d[1])}", "{us(incl[r], 11, d[1])}",
+    M("text-self-incl", "report/text.py", "{us(excl[r], 9, d[1])}", "{us(incl[r], 9, d[1])}",
       "text raw tree: Self prints Total"),
     M("json-no-exact", "ftflame/correct/corrections.py", '    exact = by_node if kind == "incl" else {}\n',
       "    exact = {}\n",
@@ -170,6 +170,12 @@ MUTATIONS = [
       "diff: a global drift never detected (every function judged against 0)"),
     M("c-func-roots-per-path", "parse/core/builder.c", "if (stamp && *stamp != serial) {", "if (stamp) {",
       "C: a function's root calls counted once per path, not once per root call"),
+    M("c-text-ms-as-us", "parse/core/reader_text.c",
+      "else if (ul == 2 && q[0] == 'm' && q[1] == 's')\n\t\tunit = 1000000;",
+      "else if (ul == 2 && q[0] == 'm' && q[1] == 's')\n\t\tunit = 1000;",
+      "C text reader: durations printed in ms read as us"),
+    M("c-text-s-as-ms", "parse/core/reader_text.c", "unit = 1000000000ULL;", "unit = 1000000;",
+      "C text reader: durations printed in s read as ms"),
 ]
 
 

@@ -94,7 +94,8 @@ def test_text_sections_and_top_choose_what_is_printed():
 
     opts = RenderOptions(sections=("operations", "slowest"), top=1)
     text = RENDERERS["txt"].render(p, opts)
-    assert text.startswith("Operations under svc_process")
+    assert text.startswith("Latency per root call")
+    assert "svc_process, per operation:" in text
     assert "Functions by" not in text and "ftflame report:" not in text
     assert "the 1 slowest of 6 kept" in text
     assert "path: svc_process > nfsd_dispatch > nfsd3_proc_write > nfsd_write" in text

@@ -332,6 +332,18 @@ def test_duration_markers():
     assert t["outer"][1] == 3800000000
 
 
+def test_duration_units():
+    """ns, us, ms and s durations, each read in its own unit (no fixture has
+    an ms, s or ns duration: one read as us would pass everything else)."""
+    p = read(data("units.txt"))
+    t = paths_of(p)
+    assert t["outer/in_ns"][1] == 850
+    assert t["outer/in_us"][1] == 2_500
+    assert t["outer/in_ms"][1] == 1_250_000
+    assert t["outer/in_s"][1] == 1_500_000_000
+    assert t["outer"][1] == 2_000_001_000
+
+
 def test_tail_comments_and_orphans():
     p = read(data("tail.txt"))
     t = paths_of(p)

@@ -53,8 +53,8 @@ def test_corrected_tree_clamp_and_cut_marks_are_distinct():
     out = text.render(p)
     rows = check_names_kept(out, marks="~")
     # clamped rows carry "~" in the flag column, before the label, only there:
-    # Calls, Calls*, Avg, Avg*, Self* (7, 7, 9, 9, 9 wide) then the flag
-    flag = 7 + 1 + 7 + 1 + 9 + 1 + 9 + 1 + 9 + 1
+    # Calls, Avg, Avg*, Self* (7, 9, 9, 9 wide) then the flag
+    flag = 7 + 1 + 9 + 1 + 9 + 1 + 9 + 1
     clamped = [r for r in rows if r[flag] == "~"]
     assert clamped, "the chain's corrected self times should clamp"
     assert all("~" not in r[flag + 1:] for r in rows)

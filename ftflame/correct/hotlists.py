@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ftflame.model.profile import Profile, top_rows
+from ftflame.model.profile import NODE_IRQ, Profile, top_rows
 
 HOT_TOP = 10
 
@@ -31,6 +31,23 @@ def hot_functions(p: Profile, top: int = HOT_TOP) -> list:
     order = sorted(range(len(ft)), key=lambda i: (-self_ns[i], ft.names[i]))[:top]
     return [HotRow(i, ft.names[i], int(ft.calls_corr[i]), float(self_ns[i]), float(self_ns[i]) / total)
             for i in order if self_ns[i] > 0]
+
+
+def irq_context(p: Profile) -> np.ndarray:
+    """Per row of p.functions: "irq" when every call ran in interrupt
+    context (hard or soft), "mixed" when some did, "" when none: the tables
+    mark them, an interrupt handler is not work of the traced task."""
+    ft = p.functions
+    calls = p.col("calls").astype(np.int64)
+    in_irq = (p.nodes.stored("flags") & NODE_IRQ) != 0
+    irq_calls = np.bincount(p.col("func"), weights=np.where(in_irq, calls, 0),
+                            minlength=len(p.funcs))[ft.func_ids] if p.nrows else np.zeros(len(ft))
+    return np.where(irq_calls <= 0, "", np.where(irq_calls >= ft.calls, "irq", "mixed"))
+
+
+def path_in_irq(p: Profile, row: int) -> bool:
+    """A call path that runs in interrupt context."""
+    return bool(p.nodes.stored("flags")[row] & NODE_IRQ)
 
 
 def _path_name(p: Profile, row: int) -> str:

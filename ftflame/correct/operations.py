@@ -5,7 +5,9 @@ Operations: the C core labels each root call of a dispatcher (svc_process,
 nfsd_dispatch, nfsd4_proc_compound, ...) by the NFS procedure it reached
 below it (parse/core/calls.c says how); a root call that reached none is
 "(no procedure)", counted. A trace whose roots never reach a procedure below
-them (rooted at one procedure) has no operation table.
+them (rooted at one procedure) has no operation table. Root latency: the
+same figures per root function (split by operation for a dispatcher), for
+every trace: what a report leads with.
 
 Slowest calls: the core keeps the N slowest root calls per (root path,
 operation) with their whole call trees. Here each call of such a tree gets
@@ -29,6 +31,7 @@ NO_OPERATION = "(no procedure)"
 QUANTILES = (50, 90, 99)
 _CACHE = "_operations"
 _SLOW_CACHE = "_slowest"
+_ROOTS_CACHE = "_root_table"
 _C = {n: i for i, n in enumerate(CALL_COLUMNS)}
 _DESC_ESC = 0xFFFFFF  # parse/core/builder.h: FTF_REC_DESC_ESC, FTF_REC_FLAGS_SHIFT
 _FLAGS_SHIFT = 24
@@ -46,6 +49,7 @@ class OperationRow:
     corr: dict        # the same over the clean calls' corrected durations
     share: float      # of the raw time of every root call in the table
     corr_share: float
+    irq_calls: int = 0  # of the calls, those entered in interrupt context
 
 
 def _nearest_rank(sorted_vals: np.ndarray) -> dict:
@@ -87,26 +91,58 @@ def _operation_table(p: Profile) -> Optional[tuple]:
         return None
     op = p.scol("op")
     root = sample_roots(p)
-    labelled_roots = np.unique(root[op >= 0])
-    sel = np.isin(root, labelled_roots)
+    return _latency_rows(p, np.isin(root, np.unique(root[op >= 0])), set())
+
+
+def root_table(p: Profile) -> tuple:
+    """Latency of every root call, one row per root function, split by
+    operation for a dispatcher (the rows of operation_table): what every
+    report leads with. A plain root's row has operation "" (and how "")."""
+    if _ROOTS_CACHE in p.__dict__:
+        return p.__dict__[_ROOTS_CACHE]
+    out = ()
+    if len(p.samples):
+        root = sample_roots(p)
+        dispatchers = set(np.unique(root[p.scol("op") >= 0]).tolist()) if p.operations else set()
+        plain = set(np.unique(root).tolist()) - dispatchers
+        out = _latency_rows(p, np.ones(len(root), dtype=bool), plain, split_irq=True)
+    p.__dict__[_ROOTS_CACHE] = out
+    return out
+
+
+def _latency_rows(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = False) -> tuple:
+    """OperationRows of the root calls in sel, per (root function,
+    operation), busiest first; a root function id in plain is no dispatcher
+    (one row, operation ""). split_irq: the root calls entered in interrupt
+    context and the others of a function in rows of their own (a handler's
+    latency is not the task's)."""
+    op = p.scol("op")
+    root = sample_roots(p)
     dur = p.scol("dur").astype(np.float64)
     corr = p.corrected_or_raw.sample_dur
-    clean = (p.scol("flags") & SAMPLE_GAP) == 0
+    flags = p.scol("flags")
+    clean = (flags & SAMPLE_GAP) == 0
+    irq = ((flags & SAMPLE_IRQ) != 0).astype(np.int64) if split_irq else np.zeros(len(root), np.int64)
     total = float(dur[sel].sum()) or 1.0
     corr_total = float(corr[sel & clean].sum()) or 1.0
     rows = []
-    keys = np.unique(np.stack([root[sel], op[sel]], axis=1), axis=0)
-    for r, o in keys.tolist():
-        m = sel & (root == r) & (op == o)
+    keys = np.unique(np.stack([root[sel], op[sel], irq[sel]], axis=1), axis=0)
+    for r, o, i in keys.tolist():
+        m = sel & (root == r) & (op == o) & (irq == i)
         mc = m & clean
         d, c = np.sort(dur[m]), np.sort(corr[mc])
+        if r in plain:
+            name, how = "", ""
+        else:
+            name = p.operations[o] if o >= 0 else NO_OPERATION
+            how = p.op_how[o] if 0 <= o < len(p.op_how) else "no nfsd3_proc_*/nfsd4 operation below the root"
         rows.append(OperationRow(
-            root=p.funcs[r], operation=p.operations[o] if o >= 0 else NO_OPERATION,
-            how=p.op_how[o] if 0 <= o < len(p.op_how) else "no nfsd3_proc_*/nfsd4 operation below the root",
+            root=p.funcs[r], operation=name, how=how,
             op=int(o), calls=int(m.sum()), gap_calls=int(m.sum() - mc.sum()),
             raw=_nearest_rank(d), corr=_nearest_rank(c),
-            share=float(d.sum()) / total, corr_share=float(c.sum()) / corr_total))
-    rows.sort(key=lambda x: (-x.raw["mean"] * x.calls, x.root, x.operation))
+            share=float(d.sum()) / total, corr_share=float(c.sum()) / corr_total,
+            irq_calls=int(np.count_nonzero(flags[m] & SAMPLE_IRQ))))
+    rows.sort(key=lambda x: (-x.raw["mean"] * x.calls, x.root, x.operation, x.irq_calls))
     return tuple(rows)
 
 

@@ -20,7 +20,7 @@ from typing import Optional
 
 import numpy as np
 
-from ftflame.model.profile import SAMPLE_GAP, Calibration, Profile
+from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, Calibration, Profile
 
 
 def _half_width(details: dict, key: str) -> Optional[float]:
@@ -178,13 +178,14 @@ def _half_widths(stats, hw_sum, calls, ex_vals: dict, ex_hws: dict) -> list:
     return [np.asarray(h, dtype=np.float64) for h in half]
 
 
-def operation_half_widths(p: Profile) -> Optional[list]:
-    """Per row of operations.operation_table(p): {"mean", "p50", "p90",
-    "p99", "max"} 95% half-widths over its clean calls (as stat_half_widths
-    does for exact rows), None without intervals or operations."""
+def operation_half_widths(p: Profile, rows=None) -> Optional[list]:
+    """Per row of operations.operation_table(p) (or of rows, e.g.
+    operations.root_table(p)): {"mean", "p50", "p90", "p99", "max"} 95%
+    half-widths over its clean calls (as stat_half_widths does for exact
+    rows), None without intervals or rows."""
     from ftflame.correct.operations import operation_table, sample_roots, spread_of
 
-    rows = operation_table(p)
+    rows = operation_table(p) if rows is None else (rows or None)
     hw = root_half_widths(p) if len(p.samples) else None
     if rows is None or hw is None:
         return None
@@ -192,8 +193,13 @@ def operation_half_widths(p: Profile) -> Optional[list]:
     root, op = sample_roots(p), p.scol("op")
     corr = p.corrected.sample_dur
     index = {name: i for i, name in enumerate(p.funcs)}
+    irq = (p.scol("flags") & SAMPLE_IRQ) != 0
     out = []
     for r in rows:
         m = clean & (root == index[r.root]) & (op == r.op)
+        if r.irq_calls and r.irq_calls == r.calls:  # a row of irq root calls alone (root_table)
+            m &= irq
+        elif r.irq_calls == 0 and (m & irq).any():  # the task calls of a root also entered in irq context
+            m &= ~irq
         out.append(spread_of(corr[m], hw[m]))
     return out
