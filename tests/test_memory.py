@@ -145,3 +145,44 @@ def test_correct_per_root_call_makes_no_whole_column_temporaries(tmp_path):
     n = len(p.samples)
     assert kept / n < 12, f"correct() keeps {kept / n:.0f} bytes a root call"
     assert peak / n < 48, f"correct() peaks at {peak / n:.0f} bytes a root call"
+
+
+def test_a_400_mb_text_trace_is_read_in_flat_memory(tmp_path):
+    """Text is tokenized a chunk at a time and a call path is kept once,
+    however often it repeats: 400 MB of a real tracefs trace (the bundled
+    fixture's records 290 times over, streamed through a pipe, never on disk)
+    peak where the fixture alone does (about 40 MiB), far under 300 MiB."""
+    import subprocess
+    import sys
+    import threading
+
+    from helpers.corpus import ROOT
+    from helpers.longtext import repeated
+
+    src = os.path.join(ROOT, "tests", "data", "fixtures", "k6.1", "s07-tracefs-text", "trace-default.txt.gz")
+    out = tmp_path / "report.txt"
+    proc = subprocess.Popen([sys.executable, "-m", "ftflame.cli", "report", "-q", "-", "-o", str(out)],
+                            stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    size = 0
+
+    def feed():
+        nonlocal size
+        try:
+            for chunk in repeated(src, 400 << 20):
+                proc.stdin.write(chunk)
+                size += len(chunk)
+        finally:
+            proc.stdin.close()
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    writer.join()
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert os.waitstatus_to_exitcode(status) == 0, err
+    assert size >= 400 << 20
+    head = out.read_text().splitlines()[1]
+    assert int(head.split()[2].replace(",", "")) > 7_000_000, head  # "2 CPUs, N events": all of it read
+    peak_mib = usage.ru_maxrss / 1024
+    assert peak_mib < 150, f"{size >> 20} MiB of text peaked at {peak_mib:.0f} MiB"
