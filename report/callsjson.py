@@ -6,7 +6,8 @@ import json
 
 import numpy as np
 
-from ftflame.correct.operations import operation_nodes, operation_table, slow_call_tree, slowest_calls
+from ftflame.correct.operations import (operation_nodes, operation_table, slow_call_tree, slow_call_trees,
+                                       slowest_calls)
 from ftflame.model.profile import Profile
 
 from ._rowfmt import format_rows
@@ -141,9 +142,8 @@ def slowest_json_parts(p: Profile):
     a time as they are asked for, each tree's columns formatted in C
     (_tree_text)."""
     yield "["
-    for i, s in enumerate(slowest_calls(p)):
+    for i, (s, calls) in enumerate(slow_call_trees(p, slowest_calls(p))):
         head = json.dumps({**_slow_call_json(p, s, tree=False), "tree": None}, separators=(",", ":"))
-        calls = slow_call_tree(p, s) if s.tree is not None else None
         yield ("," if i else "") + head[:-len("null}")] + \
             (_tree_text(p, calls, s.start_ns) if calls is not None else "null") + "}"
     yield "]"
