@@ -466,3 +466,32 @@ def test_a_tree_within_the_nesting_is_not_cut(tmp_path):
     p = parse.read(str(path))
     assert "tree_continued" not in json.loads(RENDERERS["json"].render(p))
     same_tree(p)
+
+
+def test_many_small_kept_trees_are_decoded_and_written_in_batches(tmp_path, monkeypatch):
+    """100k distinct root functions keep 100k one-call trees: each decoded
+    and formatted on its own (a dozen numpy calls each, twice) took most of
+    the report's time (docs/performance.md). Counted in np.unique calls, two
+    per tree before (its dominant path, its function table), now two per
+    batch of BATCH_CALLS calls: a count, not a time, so that load does not
+    move it."""
+    from ftflame import parse
+    from ftflame.correct import operations
+
+    n = 5000
+    path = tmp_path / "roots.txt"
+    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
+                    "# |     |   |                     |   |   |   |\n" +
+                    "".join(f" 0)   {1 + i % 997}.000 us    |  f_{i}();\n" for i in range(n)))
+    p = corrected(parse.read(str(path)), str(path))
+    calls = {"n": 0}
+    unique = np.unique
+
+    def counted(*a, **k):
+        calls["n"] += 1
+        return unique(*a, **k)
+
+    monkeypatch.setattr(np, "unique", counted)
+    doc = json.loads(written(p))
+    assert len(doc["slowest"]) == n and doc["slowest"][0]["tree"]["calls"] == 1
+    assert calls["n"] <= 2 * (n // operations.BATCH_CALLS + 1) + 10, f"{calls['n']} np.unique calls for {n} trees"

@@ -15,7 +15,6 @@ of children that took most of the time).
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
@@ -144,18 +143,24 @@ def _slowest_calls(p: Profile) -> tuple:
     corr = p.corrected_or_raw.sample_dur
     flags = p.scol("flags")
     op_roots = {r.root for r in operation_table(p) or ()}
+    rows = np.array([i for i, _ in p.slowest_trees], dtype=np.int64)
+    calltime, pid, cpu = (p.scol(c)[rows].tolist() for c in ("calltime", "pid", "cpu"))
     out = []
-    for i, tree in p.slowest_trees:
+    for k, (i, tree) in enumerate(p.slowest_trees):
         name = p.funcs[int(root[i])] + (" (partial)" if flags[i] & SAMPLE_PARTIAL else "") + \
             (" [irq]" if flags[i] & SAMPLE_IRQ else "")
         out.append(SlowCall(
             sample=int(i), root=name,
             operation=p.operations[op[i]] if op[i] >= 0 else NO_OPERATION if name in op_roots else None,
-            start_ns=int(p.scol("calltime")[i]), pid=int(p.scol("pid")[i]), cpu=int(p.scol("cpu")[i]),
+            start_ns=calltime[k], pid=pid[k], cpu=cpu[k],
             dur=int(dur[i]), corr=float(corr[i]), gap=bool(flags[i] & SAMPLE_GAP), tree=tree, dominant=()))
     # each tree decoded for its dominant path, then let go
-    out = [s if calls is None else dataclasses.replace(s, dominant=tuple(p.funcs[f] for f in dominant_path(calls)))
-           for s, calls in slow_call_trees(p, out)]
+    done = []
+    for batch, cols, first, kept in slow_call_batches(p, out):
+        paths = iter(dominant_paths(cols, first, kept) if cols is not None else ())
+        done += [s if s.tree is None else SlowCall(**{**s.__dict__, "dominant": tuple(p.funcs[f] for f in next(paths))})
+                 for s in batch]
+    out = done
     out.sort(key=lambda s: (-s.dur, s.sample))
     return tuple(out)
 
@@ -166,13 +171,21 @@ def call_columns(t: KeptTree) -> np.ndarray:
     return call_columns_of([t])
 
 
+def _joined(parts: list) -> np.ndarray:
+    """Structured arrays of one dtype end to end (np.concatenate compares
+    their fields pair by pair: slower than the decoding for small trees)."""
+    if len(parts) == 1:
+        return parts[0]
+    return np.frombuffer(b"".join([x.tobytes() for x in parts]), dtype=parts[0].dtype)
+
+
 def call_columns_of(trees: list) -> np.ndarray:
     """call_columns of several kept trees, one after the other (each tree's
     parents moved to the rows it takes)."""
     sizes = np.array([len(t.recs) for t in trees], dtype=np.int64)
     first = np.zeros(len(trees), dtype=np.int64)
     np.cumsum(sizes[:-1], out=first[1:])
-    r = np.concatenate([t.recs for t in trees]) if len(trees) > 1 else trees[0].recs
+    r = _joined([t.recs for t in trees])
     at = np.repeat(first, sizes)
     out = np.zeros((len(r), len(CALL_COLUMNS)), dtype=np.int64)
     out[:, _C["func"]] = r["func"]
@@ -187,7 +200,7 @@ def call_columns_of(trees: list) -> np.ndarray:
     nex = [len(t.extras) for t in trees]
     if not any(nex):
         return out
-    e = np.concatenate([t.extras for t in trees]) if len(trees) > 1 else trees[0].extras
+    e = _joined([t.extras for t in trees])
     rec = e["rec"].astype(np.int64) + np.repeat(first, nex)
     for fid, name in enumerate(CALL_EXTRAS):
         sel = e["field"] == fid
@@ -215,30 +228,38 @@ def slow_call_trees(p: Profile, calls: list):
     """(s, slow_call_tree(p, s)) for each slowest call s of `calls`, in
     order, decoded a batch of trees at a time (up to BATCH_CALLS calls, or
     one bigger tree)."""
+    for batch, cols, first, kept in slow_call_batches(p, calls):
+        rows = zip(first.tolist(), kept.tolist())
+        for s in batch:
+            yield (s, None) if s.tree is None else (s, tree_slice(cols, *next(rows)))
+
+
+def slow_call_batches(p: Profile, calls: list):
+    """The slowest calls `calls` in batches, in order: (batch, call_trees'
+    columns of the batch's kept trees (None when none is kept), each kept
+    tree's first row in them, its rows)."""
     cal = p.calibration if p.corrected is not None else None
     irqs = p.corrected.irqs if p.corrected is not None else "exclude"
     offcpu_removed = p.corrected is None or p.corrected.offcpu.startswith("removed")
 
     def decoded(batch: list):
         trees = [s.tree for s in batch if s.tree is not None]
-        if trees:
-            cols, first, kept = call_trees(call_columns_of(trees), np.array([len(t.recs) for t in trees]),
-                                           cal, irqs, offcpu_removed,
-                                           np.array([s.corr for s in batch if s.tree is not None]))
-            rows = zip(first.tolist(), kept.tolist())
-        for s in batch:
-            yield (s, None) if s.tree is None else (s, tree_slice(cols, *next(rows)))
+        if not trees:
+            return batch, None, np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return (batch, *call_trees(call_columns_of(trees), np.array([len(t.recs) for t in trees]),
+                                   cal, irqs, offcpu_removed,
+                                   np.array([s.corr for s in batch if s.tree is not None])))
 
     batch, size = [], 0
     for s in calls:
         n = len(s.tree.recs) if s.tree is not None else 0
         if batch and size + n > BATCH_CALLS:
-            yield from decoded(batch)
+            yield decoded(batch)
             batch, size = [], 0
         batch.append(s)
         size += n
     if batch:
-        yield from decoded(batch)
+        yield decoded(batch)
 
 
 def call_tree(tree: np.ndarray, cal, irqs: str, offcpu_removed: bool, root_corr: float) -> dict:
@@ -346,17 +367,30 @@ def dominant_path(calls: dict) -> list:
     """Function ids from the root down the child with the most inclusive
     time at each level, while that child holds at least half its caller's
     time (below that no single chain dominates)."""
+    return dominant_paths(calls, np.zeros(1, np.int64), np.array([len(calls["parent"])]))[0]
+
+
+def dominant_paths(calls: dict, first: np.ndarray, kept: np.ndarray) -> list:
+    """dominant_path of each tree of call_trees' columns (first: each tree's
+    first row, kept: its rows)."""
     par, incl = calls["parent"], calls["incl"]
     if not len(par):
-        return []
+        return [[] for _ in kept]
     order = np.lexsort((-incl, par))  # children grouped by parent, biggest first
     parents, at = np.unique(par[order], return_index=True)
-    first = dict(zip(parents.tolist(), order[at].tolist()))
-    path, row = [0], 0
-    while row in first and incl[first[row]] * 2 >= incl[row] and incl[row] > 0:
-        row = first[row]
-        path.append(row)
-    return [int(calls["func"][r]) for r in path]
+    child = dict(zip(parents.tolist(), order[at].tolist()))
+    incl, func = incl.tolist(), calls["func"].tolist()
+    out = []
+    for row, n in zip(first.tolist(), kept.tolist()):
+        if not n:
+            out.append([])
+            continue
+        path = [row]
+        while row in child and incl[child[row]] * 2 >= incl[row] and incl[row] > 0:
+            row = child[row]
+            path.append(row)
+        out.append([int(func[r]) for r in path])
+    return out
 
 
 # ---- the call paths of each operation ------------------------------------
