@@ -522,22 +522,30 @@ def exact_values(p: Profile, per_call: Optional[np.ndarray] = None):
     if c is None or len(p.samples) == 0:
         return {}, {}
     ok = (p.scol("flags") & SAMPLE_GAP) == 0
-    node = p.scol("node")[ok]
+    node = p.scol("node")[ok].astype(np.int32)  # node ids fit (the core checks)
     dur = (c.sample_dur if per_call is None else per_call)[ok]
+    del ok
     if not len(node):
         return {}, {}
     # grouped by node, then by function: slices of two sorted copies, no
-    # per-group numpy call (a trace may have 100k distinct root functions)
+    # per-group numpy call (a trace may have 100k distinct root functions);
+    # temporaries let go as soon as used (a row per root call: a trace of
+    # many short root calls has millions)
     order = np.argsort(node, kind="stable")
-    node, dur = node[order], dur[order]
+    node = node[order]
+    dur = dur[order]
+    del order
     by_node = _groups(node, dur)
     ft = p.functions
     ids = np.asarray(ft.func_ids, dtype=np.int64)
     pos = np.argsort(ids, kind="stable")
     func = p.col("func")[node].astype(np.int64)
+    del node
     j = np.minimum(np.searchsorted(ids[pos], func), max(len(ids) - 1, 0))
     known = (ids[pos][j] == func) if len(ids) else np.zeros(len(func), bool)
+    del func
     fi = pos[j][known]
+    del j
     order = np.argsort(fi, kind="stable")
     by_func = _groups(fi[order], dur[known][order])
     return by_node, by_func
