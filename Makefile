@@ -242,6 +242,7 @@ bench-long: setup  ## make bench's tables on the long trace, and on it twice as 
 
 bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop
 	$(PY) bench/run.py
+	$(PY) bench/text_long.py
 
 clean:  ## remove build products (keeps the venv)
 	rm -rf build *.egg-info parse/*.so .build-stamp-* $(OUT)

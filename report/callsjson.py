@@ -6,7 +6,8 @@ import json
 
 import numpy as np
 
-from ftflame.correct.operations import operation_nodes, operation_table, slow_call_tree, slowest_calls
+from ftflame.correct.operations import (operation_nodes, operation_table, slow_call_batches, slow_call_tree,
+                                       slowest_calls)
 from ftflame.model.profile import Profile
 
 from ._rowfmt import format_rows
@@ -117,36 +118,87 @@ def _r1_text(a) -> str:
     return json.dumps(_r1_list(a), separators=(",", ":"))
 
 
-def _tree_text(p: Profile, calls: dict, start_ns: int) -> str:
-    """json.dumps(call_tree_json(...)) (compact), its columns formatted in C:
-    a tree's columns as Python numbers take 10 times their text and leave
-    the heap fragmented (20 MB more peak RSS for the 66k calls of
-    k6.1/s14-v3-write-big's trees)."""
-    n = len(calls["parent"])
-    if not n:
-        return "null"
-    names, func = _tree_funcs(p, calls)
-    cols = [("func", _ints_text(func)), ("parent", _ints_text(calls["parent"])),
-            ("at_ns", _ints_text(calls["calltime"] - start_ns)), ("cpu", _ints_text(calls["cpu"])),
-            ("incl_ns", _ints_text(calls["incl"])), ("excl_ns", _ints_text(calls["excl"])),
-            ("incl_corr_ns", _r1_text(calls["corr_incl"])), ("excl_corr_ns", _r1_text(calls["corr_excl"])),
-            ("irq_ns", _ints_text(calls["irq"])),
-            ("offcpu_ns", _ints_text(calls["offcpu"]) if p.offcpu_known else "null"),
-            ("irq", _ints_text(calls["is_irq"])), ("gap", _ints_text(calls["gap"]))]
-    return '{"calls":%d,"funcs":%s,' % (n, json.dumps(names, separators=(",", ":"))) + ",".join('"%s":%s' % c for c in cols) + "}"
-
-
 def slowest_json_parts(p: Profile):
     """The pieces of json.dumps(slowest_json(p)) (compact), made one call at
     a time as they are asked for, each tree's columns formatted in C
-    (_tree_text)."""
+    (_trees_text: a batch of trees at once)."""
     yield "["
-    for i, s in enumerate(slowest_calls(p)):
-        head = json.dumps({**_slow_call_json(p, s, tree=False), "tree": None}, separators=(",", ":"))
-        calls = slow_call_tree(p, s) if s.tree is not None else None
-        yield ("," if i else "") + head[:-len("null}")] + \
-            (_tree_text(p, calls, s.start_ns) if calls is not None else "null") + "}"
+    i = 0
+    for batch, cols, first, kept in slow_call_batches(p, slowest_calls(p)):
+        trees = iter(_trees_text(p, batch, cols, first, kept))
+        for s in batch:
+            head = json.dumps({**_slow_call_json(p, s, tree=False), "tree": None}, separators=(",", ":"))
+            yield ("," if i else "") + head[:-len("null}")] + (next(trees) if s.tree is not None else "null") + "}"
+            i += 1
     yield "]"
+
+
+def _trees_text(p: Profile, batch: list, cols, first, kept) -> list:
+    """json.dumps(call_tree_json(...)) (compact) of each kept tree of a
+    batch (slow_call_batches), each column formatted in C for the whole batch
+    in one call and cut at the trees' first rows: a tree's columns as Python
+    numbers take 10 times their text and leave the heap fragmented (20 MB more
+    peak RSS for the 66k calls of k6.1/s14-v3-write-big's trees), and a trace
+    may keep 100k trees of a call or two."""
+    done = [s for s in batch if s.tree is not None]
+    if not done:
+        return []
+    n = len(cols["parent"])
+    some = kept > 0
+    tree_of = np.repeat(np.arange(len(kept)), kept)
+    # each call's function: its rank in its tree's functions by first call
+    nf = max(len(p.funcs), 1)
+    key = tree_of * nf + cols["func"].astype(np.int64)
+    ukey, at, inv = np.unique(key, return_index=True, return_inverse=True)
+    order = np.lexsort((at, ukey // nf))
+    pos = np.empty(len(ukey), dtype=np.int64)
+    pos[order] = np.arange(len(ukey))
+    per_tree = np.bincount(ukey // nf, minlength=len(kept))
+    ustart = np.zeros(len(kept), dtype=np.int64)
+    np.cumsum(per_tree[:-1], out=ustart[1:])
+    func = (pos - ustart[ukey // nf])[inv.reshape(-1)]
+    funcs = (ukey[order] % nf).tolist()
+    starts = np.array([s.start_ns for s in done], dtype=np.int64)
+    par = cols["parent"]
+    begin = np.zeros(n, dtype=np.int64)
+    begin[first[some]] = 1
+
+    def ints(a) -> list:
+        text = format_rows([("e", begin, [",", "\x00["]), ("i", np.ascontiguousarray(a, dtype=np.int64))], n)
+        return [piece + "]" for piece in text.split("\x00")[1:]]
+
+    def r1(a) -> list:
+        a = orig = np.asarray(a, dtype=np.float64)
+        big = np.maximum.reduceat(np.abs(a), first[some]) if n else np.zeros(0)
+        safe = big < _F1_SAFE  # NaN fails this too: printed by _r1_text's fallback
+        if not safe.all():  # those trees' text comes from the fallback: 0 in their place here
+            safe_tree = np.ones(len(kept), bool)
+            safe_tree[some] = safe
+            a = np.where(safe_tree[tree_of], a, 0.0)
+        text = format_rows([("e", begin, [",", "\x00["]), ("f1", a)], n)
+        out = [piece + "]" for piece in text.split("\x00")[1:]]
+        for k in np.flatnonzero(~safe).tolist():
+            j = int(np.flatnonzero(some)[k])
+            out[k] = _r1_text(orig[first[j]:first[j] + kept[j]])
+        return out
+
+    columns = [("func", ints(func)), ("parent", ints(np.where(par >= 0, par - first[tree_of], -1))),
+               ("at_ns", ints(cols["calltime"] - starts[tree_of])), ("cpu", ints(cols["cpu"])),
+               ("incl_ns", ints(cols["incl"])), ("excl_ns", ints(cols["excl"])),
+               ("incl_corr_ns", r1(cols["corr_incl"])), ("excl_corr_ns", r1(cols["corr_excl"])),
+               ("irq_ns", ints(cols["irq"])),
+               ("offcpu_ns", ints(cols["offcpu"]) if p.offcpu_known else None),
+               ("irq", ints(cols["is_irq"])), ("gap", ints(cols["gap"]))]
+    out, c = [], 0
+    for j, n_j in enumerate(kept.tolist()):
+        if not n_j:
+            out.append("null")
+            continue
+        names = [p.funcs[f] for f in funcs[ustart[j]:ustart[j] + per_tree[j]]]
+        out.append('{"calls":%d,"funcs":%s,' % (n_j, json.dumps(names, separators=(",", ":"))) +
+                   ",".join('"%s":%s' % (key, "null" if col is None else col[c]) for key, col in columns) + "}")
+        c += 1
+    return out
 
 
 def hot_json(p: Profile) -> dict:

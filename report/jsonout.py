@@ -258,13 +258,20 @@ def _corr_stats(t: _Template, stats, calls, repr_round: bool = False, unsafe=Non
 # template's columns (about 50 of them) then cost 50 x 8 bytes a row for
 # these rows only, not for every call path (40 MB for 125k).
 TREE_CHUNK_ROWS = 4096
+# levels of call paths nested in one JSON array before the rest continues
+# by reference (`tree_continued`): a level is an object and an array, and jq
+# 1.6 reads at most 256 levels, counting an object as two (85 call paths);
+# Python's json stops at its recursion limit (1000 by default)
+TREE_NEST_LEVELS = 64
 
 
 def tree_templates(p: Profile, head: str = "", tail: str = "", chunk: int = 0):
     """The format_rows templates writing head, the `tree` array (children
     sorted by inclusive time, then name) and tail, for p.nrows > 0 rows:
     (template, rows) for each chunk of `chunk` rows in pre-order (all at
-    once if 0), their text in a row the whole array's."""
+    once if 0), their text in a row the whole array's. A tree deeper than
+    TREE_NEST_LEVELS is cut there (_nest_cuts): `tree_continued` follows
+    the `tree` array."""
     pre, depth = tree_order(p)
     n = p.nrows
     chunk = chunk or n
@@ -272,10 +279,14 @@ def tree_templates(p: Profile, head: str = "", tail: str = "", chunk: int = 0):
     # depth (the brackets it closes) and on per-column choices made once
     d = depth[pre]
     del depth  # kept while the rows are written: only what they need, in 32 bits
-    pre = pre.astype(np.int32)
-    closes = np.empty(n, dtype=np.int32)
-    closes[:-1] = np.maximum(d[:-1] - d[1:] + 1, 0)
-    closes[-1] = d[-1] + 1
+    cuts = None
+    if d.max() >= TREE_NEST_LEVELS:
+        pre, closes, cuts = _nest_cuts(p, pre, d)
+    else:
+        pre = pre.astype(np.int32)
+        closes = np.empty(n, dtype=np.int32)
+        closes[:-1] = np.maximum(d[:-1] - d[1:] + 1, 0)
+        closes[-1] = d[-1] + 1
     del d
     calls_all = p.nodes.stored("calls")  # as stored: no int64 copy
     means_fit = {kind: _means_fit(p.col(kind), calls_all) for kind in ("incl", "excl")}
@@ -291,8 +302,45 @@ def tree_templates(p: Profile, head: str = "", tail: str = "", chunk: int = 0):
                           for kind in ("incl", "excl")})
     for lo in range(0, n, chunk):
         hi = min(lo + chunk, n)
+        cut = None if cuts is None else (cuts[0][lo:hi], cuts[1][lo:hi], cuts[2])
         yield _tree_rows(p, pre[lo:hi], closes[lo:hi], lo == 0, hi == n, head, tail, names,
-                         means_fit, corr), hi - lo
+                         means_fit, corr, cut), hi - lo
+
+
+def _nest_cuts(p: Profile, pre: np.ndarray, d: np.ndarray) -> tuple:
+    """A tree deeper than TREE_NEST_LEVELS as nested arrays of at most that
+    many levels: the rows of depth below it in pre-order (the `tree` array),
+    then, band after band of TREE_NEST_LEVELS levels, the children of each
+    path at the last level of the band before (a `tree_continued` entry each,
+    in that order: the path says `"children":null,"continued":k`).
+    Returns (rows in that order, the brackets each closes, (continuation
+    code per row: 0 none, k + 1 for `continued` k; what follows each row:
+    an index into the fragments of _tree_rows; their count))."""
+    n = len(pre)
+    band = d // TREE_NEST_LEVELS
+    rel = d - band * TREE_NEST_LEVELS
+    has_kids = np.zeros(n, bool)
+    has_kids[:-1] = d[1:] > d[:-1]
+    cut = (rel == TREE_NEST_LEVELS - 1) & has_kids
+    order = np.argsort(band, kind="stable")  # band after band, each in pre-order
+    seq, band, rel, cut = pre[order], band[order], rel[order], cut[order]
+    del order
+    # a band's rows are grouped by the path they continue (their top rows' caller)
+    last_top = np.maximum.accumulate(np.where(rel == 0, np.arange(n), 0))
+    key = np.where(band > 0, p.col("parent")[seq[last_top]], -1)
+    end = np.ones(n, bool)
+    end[:-1] = key[1:] != key[:-1]
+    closes = np.where(end, rel + 1, 0)
+    closes[:-1] = np.where(end[:-1], closes[:-1], np.maximum(rel[:-1] - rel[1:] + 1, 0))
+    code = np.where(cut, np.cumsum(cut), 0)
+    # after a row: "" (its children follow), "," (a row of the same array),
+    # "],[" (the next continued array), the end of `tree` and the first
+    # continued array, the end of both
+    after = np.where(closes > 0, 1, 0)
+    after[end & (key >= 0)] = 2
+    after[end & (key < 0)] = 3
+    after[-1] = 4
+    return seq.astype(np.int32), closes.astype(np.int32), (code.astype(np.int32), after, int(cut.sum()))
 
 
 def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
@@ -301,9 +349,11 @@ def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
 
 
 def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, head: str, tail: str,
-               names: list, means_fit: dict, corr) -> list:
+               names: list, means_fit: dict, corr, cut=None) -> list:
     """The template of the tree rows `pre` (a run of the pre-order); corr:
-    (exact values by node, _exact_unsafe by kind) when corrected."""
+    (exact values by node, _exact_unsafe by kind) when corrected; cut: the
+    rows' (continuation codes, what follows each, continuations) of a tree
+    cut by _nest_cuts."""
     n = len(pre)
 
     def col(name):  # in pre-order, one column at a time: not the whole node table copied
@@ -354,6 +404,14 @@ def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, hea
               ['"clamped":%s,"unreliable":%s,' % (a, b) for a in bools for b in bools])
     t.lit('"flags":')
     t.col("e", col("flags") & 7, [json.dumps(node_flags(f)) for f in range(8)])
+    if cut is not None:
+        code, after, ncut = cut
+        t.col("e", code, [',"children":['] + [',"children":null,"continued":%d' % k for k in range(ncut)])
+        # a continued path has no children array of its own to close
+        t.col("e", (code > 0).astype(np.int64), ["", "}"])
+        t.col("rep", closes - (code > 0), "]}")
+        t.col("e", after, ["", ",", "],[", '],"tree_continued":[[', "]]" + tail])
+        return t.items
     t.lit(',"children":[')
     # after a row: close the rows the next one is not inside, then a comma;
     # after the last one, close them all and the array

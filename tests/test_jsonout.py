@@ -389,3 +389,109 @@ def test_tree_rows_kept_while_written_are_32_bit(monkeypatch):
     monkeypatch.setattr(jsonout, "_tree_rows", spy)
     assert written(p) == want
     assert seen and set(seen) == {(np.dtype(np.int32), np.dtype(np.int32))}
+
+
+# ---- trees deeper than the JSON readers' nesting ------------------------
+
+def deep_text(depth: int, branches: bool = True) -> str:
+    """A function_graph text trace whose tree is `depth` calls deep along
+    two chains that part at depth 70 (two `tree_continued` arrays from one
+    band) and meet a branching path at each band's last level."""
+    lines = ["# tracer: function_graph", "#", "# CPU  DURATION                  FUNCTION CALLS",
+             "# |     |   |                     |   |   |   |"]
+
+    def call(names: list, level: int) -> None:
+        """The lines of a chain of calls from `level` down, a leaf at its end."""
+        for i, name in enumerate(names):
+            lines.append(" 0)               |  " + "  " * (level + i) + name + "() {")
+        lines.append(" 0)   0.250 us    |  " + "  " * (level + len(names)) + "leaf();")
+        for i in reversed(range(len(names))):
+            lines.append(" 0) %8.3f us  |  %s}" % (len(names) - i + 0.25, "  " * (level + i)))
+
+    chain = [f"f_{i}" for i in range(depth)]
+    call(chain, 0)
+    if not branches:
+        return "\n".join(lines) + "\n"
+    call(chain[:70] + [f"g_{i}" for i in range(70, depth - 10)], 0)
+    call(chain[:64] + ["h_64", "h_65"], 0)  # a second child of the first cut path
+    return "\n".join(lines) + "\n"
+
+
+def test_a_deep_tree_reads_back(tmp_path):
+    """4,096 levels of call paths as nested JSON were more than jq and
+    Python's json read: the tree is cut every TREE_NEST_LEVELS levels and
+    continues by reference; joined back it is the nested tree."""
+    import shutil
+    import subprocess
+    import sys
+
+    from ftflame import parse
+
+    path = tmp_path / "deep.txt"
+    path.write_text(deep_text(4090))
+    p = corrected(parse.read(str(path)), str(path))
+    text = written(p)
+    assert text == RENDERERS["json"].render(p)
+    doc = json.loads(text)  # at the default recursion limit
+    # a continued array per path at each band's last level with children:
+    # f's 63 (depth 63 to 4031) and g's 62 (from 127)
+    assert jsonout.TREE_NEST_LEVELS == 64 and len(doc["tree_continued"]) == 63 + 62
+    assert [c["name"] for c in doc["tree_continued"][0]] in (["f_64", "h_64"], ["h_64", "f_64"])
+    assert list(doc)[list(doc).index("tree") + 1] == "tree_continued"
+    if shutil.which("jq"):
+        out = subprocess.run(["jq", "-c", "[(.tree | length), (.tree_continued | length)]"], input=text,
+                             capture_output=True, text=True, check=True).stdout
+        assert json.loads(out) == [1, len(doc["tree_continued"])]
+    # joined back, the tree is what the nested writer gives
+    todo = list(doc["tree"])
+    while todo:
+        node = todo.pop()
+        if "continued" in node:
+            assert node["children"] is None
+            node["children"] = doc["tree_continued"][node.pop("continued")]
+        todo.extend(node["children"])
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)
+    try:
+        assert doc["tree"] == json.loads(jsonref.tree_json(p))
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def test_a_tree_within_the_nesting_is_not_cut(tmp_path):
+    from ftflame import parse
+
+    path = tmp_path / "deep.txt"
+    path.write_text(deep_text(jsonout.TREE_NEST_LEVELS - 1, branches=False))  # its leaf on the last level
+    p = parse.read(str(path))
+    assert "tree_continued" not in json.loads(RENDERERS["json"].render(p))
+    same_tree(p)
+
+
+def test_many_small_kept_trees_are_decoded_and_written_in_batches(tmp_path, monkeypatch):
+    """100k distinct root functions keep 100k one-call trees: each decoded
+    and formatted on its own (a dozen numpy calls each, twice) took most of
+    the report's time (docs/performance.md). Counted in np.unique calls, two
+    per tree before (its dominant path, its function table), now two per
+    batch of BATCH_CALLS calls: a count, not a time, so that load does not
+    move it."""
+    from ftflame import parse
+    from ftflame.correct import operations
+
+    n = 5000
+    path = tmp_path / "roots.txt"
+    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
+                    "# |     |   |                     |   |   |   |\n" +
+                    "".join(f" 0)   {1 + i % 997}.000 us    |  f_{i}();\n" for i in range(n)))
+    p = corrected(parse.read(str(path)), str(path))
+    calls = {"n": 0}
+    unique = np.unique
+
+    def counted(*a, **k):
+        calls["n"] += 1
+        return unique(*a, **k)
+
+    monkeypatch.setattr(np, "unique", counted)
+    doc = json.loads(written(p))
+    assert len(doc["slowest"]) == n and doc["slowest"][0]["tree"]["calls"] == 1
+    assert calls["n"] <= 2 * (n // operations.BATCH_CALLS + 1) + 10, f"{calls['n']} np.unique calls for {n} trees"

@@ -9,6 +9,7 @@ the columns were made in place, correct() kept 9 and peaked at 13.6, the
 balance sheet peaked at 5.4 (now 2-3.2 on the fixtures and on s14)."""
 from __future__ import annotations
 
+import os
 import tracemalloc
 
 import pytest
@@ -79,3 +80,121 @@ def test_the_report_does_not_keep_the_corrections_own_views():
     p = correct_for_report(parse.read(path), path, CorrectionOptions())
     assert not {"levels", "tree_tops"} & p.__dict__.keys()
     assert len(p.levels) > 1  # made again when a renderer asks (the flame graph's tree)
+
+
+# ---- text traces of many root calls, and long text traces ------------------
+
+def roots_text(n: int) -> bytes:
+    """A function_graph text trace of n short root calls (leaves at depth 0,
+    50 functions on 2 CPUs): a row per root call is all the memory that grows
+    with it."""
+    head = ("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
+            "# |     |   |                     |   |   |   |\n")
+    return (head + "".join(f" {i % 2})   {1 + i % 97}.000 us    |  f_{i % 50}();\n"
+                           for i in range(n))).encode()
+
+
+_READ_HIGH_WATER = r"""
+import sys
+from ftflame import parse
+from ftflame.correct import corrections  # noqa: F401  (imports before the mark)
+def status(key):
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith(key + ":"))
+before = status("VmRSS")
+open("/proc/self/clear_refs", "w").write("5")  # the high-water mark from here
+p = parse.read(sys.argv[1])
+print(len(p.samples), (status("VmHWM") - before) * 1024)
+"""
+
+
+def test_the_read_of_many_root_calls_holds_one_row_each(tmp_path):
+    """The read's high-water mark per root call: the exported table's row
+    (152 bytes) and the builder's (136) were both whole at its end; the
+    builder's are now given back as they are copied."""
+    import subprocess
+    import sys
+
+    if not os.access("/proc/self/clear_refs", os.W_OK):
+        pytest.skip("no /proc/self/clear_refs here: the high-water mark cannot be reset")
+    trace = tmp_path / "roots.txt"
+    trace.write_bytes(roots_text(400_000))
+    out = subprocess.run([sys.executable, "-c", _READ_HIGH_WATER, str(trace)], check=True,
+                         capture_output=True, text=True).stdout.split()
+    roots, grew = int(out[0]), int(out[1])
+    assert roots == 400_000
+    assert grew / roots < 210, f"the read peaks at {grew / roots:.0f} bytes a root call"
+
+
+def test_correct_per_root_call_makes_no_whole_column_temporaries(tmp_path):
+    """The corrected durations of the root calls, computed in place: before,
+    nine float columns and the formula's temporaries (over 100 bytes a root
+    call at the peak); now the result and about three columns at a time."""
+    trace = tmp_path / "roots.txt"
+    trace.write_bytes(roots_text(200_000))
+    p = parse.read(str(trace))
+    make_shape_views(p)
+    cal = calibration.choose(p, str(trace), None, None, None)
+    corrections.correct(p, cal)
+    tracemalloc.start()
+    try:
+        result = corrections.correct(p, cal)
+        kept, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    del result
+    n = len(p.samples)
+    assert kept / n < 12, f"correct() keeps {kept / n:.0f} bytes a root call"
+    assert peak / n < 48, f"correct() peaks at {peak / n:.0f} bytes a root call"
+
+
+_REPORT_HIGH_WATER = r"""
+import sys
+from ftflame.cli import main
+rc = main(["report", "-q", sys.argv[1], "-o", sys.argv[2]])
+print(next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")))
+sys.exit(rc)
+"""
+
+
+def test_a_400_mb_text_trace_is_read_in_flat_memory(tmp_path):
+    """Text is tokenized a chunk at a time and a call path is kept once,
+    however often it repeats: 400 MB of a real tracefs trace (the bundled
+    fixture's records 290 times over, streamed through a pipe, never on disk)
+    peak where the fixture alone does (about 40 MiB), far under 300 MiB."""
+    import subprocess
+    import sys
+    import threading
+
+    from helpers.corpus import ROOT
+    from helpers.longtext import repeated
+
+    src = os.path.join(ROOT, "tests", "data", "fixtures", "k6.1", "s07-tracefs-text", "trace-default.txt.gz")
+    out = tmp_path / "report.txt"
+    # the peak read by the command itself (VmHWM, its own memory since exec):
+    # a child's ru_maxrss counts the forking process's pages too
+    proc = subprocess.Popen([sys.executable, "-c", _REPORT_HIGH_WATER, "-", str(out)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    size = 0
+
+    def feed():
+        nonlocal size
+        try:
+            for chunk in repeated(src, 400 << 20):
+                proc.stdin.write(chunk)
+                size += len(chunk)
+        finally:
+            proc.stdin.close()
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    peak = proc.stdout.read()  # the child's one line, at its end
+    writer.join()
+    err = proc.stderr.read()
+    proc.stdout.close()
+    proc.stderr.close()
+    assert proc.wait() == 0, err.decode()
+    assert size >= 400 << 20
+    head = out.read_text().splitlines()[1]
+    assert int(head.split()[2].replace(",", "")) > 7_000_000, head  # "2 CPUs, N events": all of it read
+    peak_mib = int(peak) / 1024
+    assert peak_mib < 150, f"{size >> 20} MiB of text peaked at {peak_mib:.0f} MiB"

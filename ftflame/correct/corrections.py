@@ -204,29 +204,12 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
     del ci_formula
     clamped = clamp_ns > 0.5
 
-    # per root call
-    s = p.samples
-    if len(s):
-        sc = {name: p.scol(name).astype(np.float64) for name in
-              ("dur", "desc", "irq", "offcpu", "irq_calls", "irq_roots", "sched", "sched_calls", "sched_outs")}
-        s_irq = (p.scol("flags") & SAMPLE_IRQ) != 0
-        s_off = sc["offcpu"] if off_mode == "removed" else np.zeros(len(s))
-        if off_mode == "removed":  # the switch work and the calls switched out go with the off-CPU time
-            s_off = (s_off + net_switch_work(sc["sched"], sc["sched_calls"], sc["sched_outs"], o_in, o_out)
-                     - p.scol("offcpu_calls") * o_sum)
-        if irqs == "exclude":
-            s_task = sc["dur"] - s_off - sc["irq"] - o_in - sc["desc"] * o_sum - sc["irq_roots"] * o_out
-        else:
-            s_task = sc["dur"] - s_off - o_in - (sc["desc"] + sc["irq_calls"]) * o_sum
-        s_corr = np.where(s_irq, sc["dur"] - s_off - o_in - sc["desc"] * o_sum, s_task)
-        if level_samples is not None:
-            s_corr = s_corr - level_samples
-        s_gap = (p.scol("flags") & SAMPLE_GAP) != 0
-        s_neg = (s_corr < 0) & ~s_gap
-        # a gap root call's descendants are incomplete: it has no corrected
-        # duration (NaN: every output prints "no figure", never 0)
-        sample_dur = np.where(s_gap, np.nan, np.maximum(s_corr, 0.0))
-        sample_clamped = int(s_neg.sum())
+    # per root call, in place: a root call's figures are its row's, and a
+    # trace of many short root calls has as many rows as lines (whole-column
+    # temporaries were most of the correction's peak there); the same
+    # operations in the same order as the formula written out, so the same doubles
+    if len(p.samples):
+        sample_dur, sample_clamped = _sample_corrected(p, irqs, off_mode, o_in, o_out, o_sum, level_samples)
     else:
         sample_dur = np.zeros(0)
         sample_clamped = 0
@@ -253,6 +236,46 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
     for k in ("functions", "corrected_or_raw", _STATS_KEY):
         out.__dict__.pop(k, None)
     return out
+
+
+def _sample_corrected(p: Profile, irqs: str, off_mode: str, o_in: float, o_out: float, o_sum: float,
+                      level_samples) -> tuple:
+    """(corrected duration per root call, NaN for a gap one; how many were
+    clamped at 0): dur - off-CPU - irq - hook cost, an irq root call's
+    without the irq term (its own time is interrupt time)."""
+    dur = p.scol("dur").astype(np.float64)
+    n = len(dur)
+    if off_mode == "removed":  # the switch work and the calls switched out go with the off-CPU time
+        s_off = p.scol("offcpu").astype(np.float64)
+        sw = net_switch_work(p.scol("sched").astype(np.float64), p.scol("sched_calls"), p.scol("sched_outs"),
+                             o_in, o_out)
+        s_off += sw
+        del sw
+        s_off -= p.scol("offcpu_calls") * o_sum
+    else:
+        s_off = np.zeros(n)
+    corr = dur - s_off
+    if irqs == "exclude":
+        corr -= p.scol("irq")
+        corr -= o_in
+        corr -= p.scol("desc") * o_sum
+        corr -= p.scol("irq_roots") * o_out
+    else:
+        corr -= o_in
+        corr -= (p.scol("desc").astype(np.float64) + p.scol("irq_calls")) * o_sum
+    s_irq = np.flatnonzero(p.scol("flags") & SAMPLE_IRQ)
+    if len(s_irq):  # an irq root call: its own time is interrupt time
+        corr[s_irq] = dur[s_irq] - s_off[s_irq] - o_in - p.scol("desc")[s_irq] * o_sum
+    del dur, s_off
+    if level_samples is not None:
+        corr -= level_samples
+    s_gap = (p.scol("flags") & SAMPLE_GAP) != 0
+    clamped = int(np.count_nonzero((corr < 0) & ~s_gap))
+    # a gap root call's descendants are incomplete: it has no corrected
+    # duration (NaN: every output prints "no figure", never 0)
+    np.maximum(corr, 0.0, out=corr)
+    corr[s_gap] = np.nan
+    return corr, clamped
 
 
 def switch_work(p: Profile, o_in: float, o_out: float) -> np.ndarray:
@@ -499,22 +522,30 @@ def exact_values(p: Profile, per_call: Optional[np.ndarray] = None):
     if c is None or len(p.samples) == 0:
         return {}, {}
     ok = (p.scol("flags") & SAMPLE_GAP) == 0
-    node = p.scol("node")[ok]
+    node = p.scol("node")[ok].astype(np.int32)  # node ids fit (the core checks)
     dur = (c.sample_dur if per_call is None else per_call)[ok]
+    del ok
     if not len(node):
         return {}, {}
     # grouped by node, then by function: slices of two sorted copies, no
-    # per-group numpy call (a trace may have 100k distinct root functions)
+    # per-group numpy call (a trace may have 100k distinct root functions);
+    # temporaries let go as soon as used (a row per root call: a trace of
+    # many short root calls has millions)
     order = np.argsort(node, kind="stable")
-    node, dur = node[order], dur[order]
+    node = node[order]
+    dur = dur[order]
+    del order
     by_node = _groups(node, dur)
     ft = p.functions
     ids = np.asarray(ft.func_ids, dtype=np.int64)
     pos = np.argsort(ids, kind="stable")
     func = p.col("func")[node].astype(np.int64)
+    del node
     j = np.minimum(np.searchsorted(ids[pos], func), max(len(ids) - 1, 0))
     known = (ids[pos][j] == func) if len(ids) else np.zeros(len(func), bool)
+    del func
     fi = pos[j][known]
+    del j
     order = np.argsort(fi, kind="stable")
     by_func = _groups(fi[order], dur[known][order])
     return by_node, by_func

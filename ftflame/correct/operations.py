@@ -17,7 +17,6 @@ of children that took most of the time).
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
@@ -180,18 +179,24 @@ def _slowest_calls(p: Profile) -> tuple:
     corr = p.corrected_or_raw.sample_dur
     flags = p.scol("flags")
     op_roots = {r.root for r in operation_table(p) or ()}
+    rows = np.array([i for i, _ in p.slowest_trees], dtype=np.int64)
+    calltime, pid, cpu = (p.scol(c)[rows].tolist() for c in ("calltime", "pid", "cpu"))
     out = []
-    for i, tree in p.slowest_trees:
+    for k, (i, tree) in enumerate(p.slowest_trees):
         name = p.funcs[int(root[i])] + (" (partial)" if flags[i] & SAMPLE_PARTIAL else "") + \
             (" [irq]" if flags[i] & SAMPLE_IRQ else "")
-        s = SlowCall(
+        out.append(SlowCall(
             sample=int(i), root=name,
             operation=p.operations[op[i]] if op[i] >= 0 else NO_OPERATION if name in op_roots else None,
-            start_ns=int(p.scol("calltime")[i]), pid=int(p.scol("pid")[i]), cpu=int(p.scol("cpu")[i]),
-            dur=int(dur[i]), corr=float(corr[i]), gap=bool(flags[i] & SAMPLE_GAP), tree=tree, dominant=())
-        calls = slow_call_tree(p, s)  # decoded for its dominant path, then let go
-        out.append(s if calls is None else
-                   dataclasses.replace(s, dominant=tuple(p.funcs[f] for f in dominant_path(calls))))
+            start_ns=calltime[k], pid=pid[k], cpu=cpu[k],
+            dur=int(dur[i]), corr=float(corr[i]), gap=bool(flags[i] & SAMPLE_GAP), tree=tree, dominant=()))
+    # each tree decoded for its dominant path, then let go
+    done = []
+    for batch, cols, first, kept in slow_call_batches(p, out):
+        paths = iter(dominant_paths(cols, first, kept) if cols is not None else ())
+        done += [s if s.tree is None else SlowCall(**{**s.__dict__, "dominant": tuple(p.funcs[f] for f in next(paths))})
+                 for s in batch]
+    out = done
     out.sort(key=lambda s: (-s.dur, s.sample))
     return tuple(out)
 
@@ -199,21 +204,45 @@ def _slowest_calls(p: Profile) -> tuple:
 def call_columns(t: KeptTree) -> np.ndarray:
     """A kept tree's calls as int64 columns (CALL_COLUMNS, entry order): the
     core's 20-byte records with their extras put back in place."""
-    r = t.recs
+    return call_columns_of([t])
+
+
+def _joined(parts: list) -> np.ndarray:
+    """Structured arrays of one dtype end to end (np.concatenate compares
+    their fields pair by pair: slower than the decoding for small trees)."""
+    if len(parts) == 1:
+        return parts[0]
+    return np.frombuffer(b"".join([x.tobytes() for x in parts]), dtype=parts[0].dtype)
+
+
+def call_columns_of(trees: list) -> np.ndarray:
+    """call_columns of several kept trees, one after the other (each tree's
+    parents moved to the rows it takes)."""
+    sizes = np.array([len(t.recs) for t in trees], dtype=np.int64)
+    first = np.zeros(len(trees), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=first[1:])
+    r = _joined([t.recs for t in trees])
+    at = np.repeat(first, sizes)
     out = np.zeros((len(r), len(CALL_COLUMNS)), dtype=np.int64)
     out[:, _C["func"]] = r["func"]
-    out[:, _C["parent"]] = np.where(r["parent"] == 0xFFFFFFFF, -1, r["parent"].astype(np.int64))
+    out[:, _C["parent"]] = np.where(r["parent"] == 0xFFFFFFFF, -1, r["parent"].astype(np.int64) + at)
     out[:, _C["flags"]] = r["desc_flags"] >> _FLAGS_SHIFT
-    out[:, _C["cpu"]] = t.cpu
-    out[:, _C["calltime"]] = t.base + r["start"].astype(np.int64)
+    out[:, _C["cpu"]] = np.repeat(np.array([t.cpu for t in trees], dtype=np.int64), sizes)
+    out[:, _C["calltime"]] = np.repeat(np.array([t.base for t in trees], dtype=np.int64), sizes) + \
+        r["start"].astype(np.int64)
     out[:, _C["dur"]] = r["dur"]
     out[:, _C["desc"]] = r["desc_flags"] & _DESC_ESC
-    e = t.extras
+    del at
+    nex = [len(t.extras) for t in trees]
+    if not any(nex):
+        return out
+    e = _joined([t.extras for t in trees])
+    rec = e["rec"].astype(np.int64) + np.repeat(first, nex)
     for fid, name in enumerate(CALL_EXTRAS):
         sel = e["field"] == fid
         if sel.any():
             v = e["value"][sel]
-            out[e["rec"][sel], _C["calltime" if name == "start" else name]] = \
+            out[rec[sel], _C["calltime" if name == "start" else name]] = \
                 v.astype(np.uint32).astype(np.int32) if name == "cpu" else v.astype(np.int64)
     return out
 
@@ -222,12 +251,51 @@ def slow_call_tree(p: Profile, s: SlowCall) -> Optional[dict]:
     """The columns of slowest call s's tree (call_tree), None when it was too
     big to keep: decoded from the core's records each time an output asks,
     never kept (a tree's columns take 4 to 6 times its records' bytes)."""
-    if s.tree is None:
-        return None
+    return next(slow_call_trees(p, [s]))[1]
+
+
+# calls decoded at once by slow_call_trees: a trace may keep 100k small trees
+# (as many distinct root functions), and decoding them one by one cost more
+# than the whole report; this many calls' columns are 0.7 MB
+BATCH_CALLS = 1 << 13
+
+
+def slow_call_trees(p: Profile, calls: list):
+    """(s, slow_call_tree(p, s)) for each slowest call s of `calls`, in
+    order, decoded a batch of trees at a time (up to BATCH_CALLS calls, or
+    one bigger tree)."""
+    for batch, cols, first, kept in slow_call_batches(p, calls):
+        rows = zip(first.tolist(), kept.tolist())
+        for s in batch:
+            yield (s, None) if s.tree is None else (s, tree_slice(cols, *next(rows)))
+
+
+def slow_call_batches(p: Profile, calls: list):
+    """The slowest calls `calls` in batches, in order: (batch, call_trees'
+    columns of the batch's kept trees (None when none is kept), each kept
+    tree's first row in them, its rows)."""
     cal = p.calibration if p.corrected is not None else None
     irqs = p.corrected.irqs if p.corrected is not None else "exclude"
     offcpu_removed = p.corrected is None or p.corrected.offcpu.startswith("removed")
-    return call_tree(call_columns(s.tree), cal, irqs, offcpu_removed, s.corr)
+
+    def decoded(batch: list):
+        trees = [s.tree for s in batch if s.tree is not None]
+        if not trees:
+            return batch, None, np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return (batch, *call_trees(call_columns_of(trees), np.array([len(t.recs) for t in trees]),
+                                   cal, irqs, offcpu_removed,
+                                   np.array([s.corr for s in batch if s.tree is not None])))
+
+    batch, size = [], 0
+    for s in calls:
+        n = len(s.tree.recs) if s.tree is not None else 0
+        if batch and size + n > BATCH_CALLS:
+            yield decoded(batch)
+            batch, size = [], 0
+        batch.append(s)
+        size += n
+    if batch:
+        yield decoded(batch)
 
 
 def call_tree(tree: np.ndarray, cal, irqs: str, offcpu_removed: bool, root_corr: float) -> dict:
@@ -238,6 +306,17 @@ def call_tree(tree: np.ndarray, cal, irqs: str, offcpu_removed: bool, root_corr:
     the root's corr_incl is the root call's corrected duration; NaN for
     every call of a gap root call, which the correction leaves out), irq
     (ns in interrupt subtrees), offcpu, flags, calltime, cpu."""
+    return call_trees(tree, np.array([len(tree)]), cal, irqs, offcpu_removed, np.array([root_corr]))[0]
+
+
+def call_trees(tree: np.ndarray, sizes: np.ndarray, cal, irqs: str, offcpu_removed: bool,
+               root_corr: np.ndarray) -> tuple:
+    """call_tree of several trees at once, their calls one after the other
+    (call_columns_of; sizes: each tree's calls, root_corr: each root call's
+    corrected duration): (the columns of all their completed calls, each
+    tree's first row in them, each tree's rows). Every figure is its own
+    call's or its tree's: the same numbers as one tree at a time."""
+    tree_of = np.repeat(np.arange(len(sizes)), sizes)
     done = (tree[:, _C["flags"]] & CALL_DONE) != 0
     keep = np.flatnonzero(done)
     new_row = np.full(len(tree), -1, dtype=np.int64)
@@ -251,6 +330,10 @@ def call_tree(tree: np.ndarray, cal, irqs: str, offcpu_removed: bool, root_corr:
         parent[bad] = parent[parent[bad]]
     par = np.where(parent[keep] >= 0, new_row[np.maximum(parent[keep], 0)], -1)
     t = tree[keep]
+    tree_of = tree_of[keep]
+    kept = np.bincount(tree_of, minlength=len(sizes))
+    first = np.zeros(len(sizes), dtype=np.int64)
+    np.cumsum(kept[:-1], out=first[1:])
     incl = t[:, _C["dur"]].astype(np.int64)
     n = len(keep)
     has = par >= 0
@@ -262,27 +345,39 @@ def call_tree(tree: np.ndarray, cal, irqs: str, offcpu_removed: bool, root_corr:
     off = t[:, _C["offcpu"]].astype(np.float64) if offcpu_removed else np.zeros(n)
     desc = t[:, _C["desc"]].astype(np.float64)
     inside_sw = np.zeros(n, bool)
-    if offcpu_removed and t[:, _C["sched"]].any():
-        off, desc, inside_sw = _switch_work_per_call(t, par, incl, off, desc, o_in, o_out)
+    sched = np.bincount(tree_of, weights=t[:, _C["sched"]] != 0, minlength=len(sizes)) > 0 \
+        if offcpu_removed and n else np.zeros(len(sizes), bool)
+    if sched.any():  # only in the trees with switch work
+        in_sw = sched[tree_of]
+        sw_off, sw_desc, inside_sw = _switch_work_per_call(t, par, incl, off, desc, o_in, o_out)
+        off, desc, inside_sw = np.where(in_sw, sw_off, off), np.where(in_sw, sw_desc, desc), inside_sw & in_sw
     if irqs == "exclude":
         task = incl - off - t[:, _C["irq"]] - o_in - desc * (o_in + o_out) - t[:, _C["irq_roots"]] * o_out
     else:
         task = incl - off - o_in - desc * (o_in + o_out)
     ci = np.maximum(np.where(is_irq, incl - off - o_in - desc * (o_in + o_out), task), 0.0)
     ci[inside_sw] = 0.0  # the scheduler's work, taken out with its switch frame's
-    if n:
-        ci[0] = root_corr
-    if np.isnan(root_corr):  # a gap root call: none of its calls has a corrected figure
-        ci = np.full(n, np.nan)
+    roots = kept > 0
+    ci[first[roots]] = root_corr[roots]
+    # a gap root call: none of its calls has a corrected figure
+    ci[np.isnan(root_corr)[tree_of]] = np.nan
     # a child counts in its caller's corrected time unless it is an irq
     # subtree taken out of it (irqs="exclude")
     counted = has & ~(is_irq & ~is_irq[np.maximum(par, 0)] if irqs == "exclude" else np.zeros(n, bool))
     ckids = np.bincount(par[counted], weights=ci[counted], minlength=n) if n else ci
     cx = ci - ckids
-    return {"func": t[:, _C["func"]], "parent": par, "incl": incl, "excl": excl, "corr_incl": ci,
-            "corr_excl": cx, "irq": t[:, _C["irq"]], "offcpu": t[:, _C["offcpu"]],
-            "flags": t[:, _C["flags"]], "calltime": t[:, _C["calltime"]], "cpu": t[:, _C["cpu"]],
-            "gap": (t[:, _C["flags"]] & CALL_GAP) != 0, "is_irq": is_irq}
+    return ({"func": t[:, _C["func"]], "parent": par, "incl": incl, "excl": excl, "corr_incl": ci,
+             "corr_excl": cx, "irq": t[:, _C["irq"]], "offcpu": t[:, _C["offcpu"]],
+             "flags": t[:, _C["flags"]], "calltime": t[:, _C["calltime"]], "cpu": t[:, _C["cpu"]],
+             "gap": (t[:, _C["flags"]] & CALL_GAP) != 0, "is_irq": is_irq}, first, kept)
+
+
+def tree_slice(calls: dict, first: int, n: int) -> dict:
+    """One tree's columns out of call_trees' (its parents as its own rows)."""
+    out = {k: v[first:first + n] for k, v in calls.items()}
+    par = out["parent"]
+    out["parent"] = np.where(par >= 0, par - first, -1)
+    return out
 
 
 def _switch_work_per_call(t, par, incl, off, desc, o_in: float, o_out: float):
@@ -308,17 +403,30 @@ def dominant_path(calls: dict) -> list:
     """Function ids from the root down the child with the most inclusive
     time at each level, while that child holds at least half its caller's
     time (below that no single chain dominates)."""
+    return dominant_paths(calls, np.zeros(1, np.int64), np.array([len(calls["parent"])]))[0]
+
+
+def dominant_paths(calls: dict, first: np.ndarray, kept: np.ndarray) -> list:
+    """dominant_path of each tree of call_trees' columns (first: each tree's
+    first row, kept: its rows)."""
     par, incl = calls["parent"], calls["incl"]
     if not len(par):
-        return []
+        return [[] for _ in kept]
     order = np.lexsort((-incl, par))  # children grouped by parent, biggest first
     parents, at = np.unique(par[order], return_index=True)
-    first = dict(zip(parents.tolist(), order[at].tolist()))
-    path, row = [0], 0
-    while row in first and incl[first[row]] * 2 >= incl[row] and incl[row] > 0:
-        row = first[row]
-        path.append(row)
-    return [int(calls["func"][r]) for r in path]
+    child = dict(zip(parents.tolist(), order[at].tolist()))
+    incl, func = incl.tolist(), calls["func"].tolist()
+    out = []
+    for row, n in zip(first.tolist(), kept.tolist()):
+        if not n:
+            out.append([])
+            continue
+        path = [row]
+        while row in child and incl[child[row]] * 2 >= incl[row] and incl[row] > 0:
+            row = child[row]
+            path.append(row)
+        out.append([int(func[r]) for r in path])
+    return out
 
 
 # ---- the call paths of each operation ------------------------------------

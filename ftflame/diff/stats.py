@@ -134,14 +134,18 @@ def _pairs_batch(items, side_b, side_a, se, change, lo, hi, p) -> None:
     """rank_tests for these items, written into change, lo, hi, p."""
     lb, wb, ob, kb = side_b
     la, wa, oa, ka = side_a
+    # a value per pair, and a batch may have millions of pairs: positions in
+    # 32 bits, each temporary let go once used (they set diff's peak)
     npairs = ka[items] * kb[items]
-    local = np.repeat(np.arange(len(items)), npairs)  # pair -> position in items
+    local = np.repeat(np.arange(len(items), dtype=np.int32), npairs)  # pair -> position in items
     t = np.arange(int(npairs.sum())) - np.repeat(np.cumsum(npairs) - npairs, npairs)
     kbi = kb[items][local]
     a_idx = oa[items][local] + t // kbi
     b_idx = ob[items][local] + t % kbi
+    del t, kbi
     d = la[a_idx] - lb[b_idx]
     w = wa[a_idx] * wb[b_idx]
+    del a_idx, b_idx
     w /= np.bincount(local, weights=w, minlength=len(items))[local]
     auc = (np.bincount(local, weights=w * (d > 0), minlength=len(items))
            + 0.5 * np.bincount(local, weights=w * (d == 0), minlength=len(items)))
@@ -153,9 +157,12 @@ def _pairs_batch(items, side_b, side_a, se, change, lo, hi, p) -> None:
     # searchsorted finds every item's ranks
     order = np.lexsort((d, local))
     d, w, local = d[order], w[order], local[order]
+    del order
     cw = np.cumsum(w)
+    del w
     start = np.r_[0.0, cw][np.searchsorted(local, np.arange(len(items)))]
     key = local + np.minimum(cw - start[local], 1.0)
+    del cw
     first = np.searchsorted(local, np.arange(len(items)), side="left")
     last = np.searchsorted(local, np.arange(len(items)), side="right") - 1
 

@@ -502,15 +502,21 @@ static PyObject *hists_tuple(const ftf_builder *b, int excl)
 	return Py_BuildValue("(NNN)", ho, hb, hc);
 }
 
-/* The sample table: SAMPLE_COLS int64 per completed root call. */
-static PyObject *samples_table(const ftf_builder *b)
+/* The sample table: SAMPLE_COLS int64 per completed root call. The
+ * builder's rows are given back as they are copied, last first, a block at a
+ * time (a shrinking realloc of a mapped block unmaps its tail): the table and
+ * the rows are not both whole at once, which on a trace of many short root
+ * calls was most of the read's peak. The builder keeps nsamples, not the rows. */
+#define SAMPLE_GIVE_BACK (1u << 16)
+static PyObject *samples_table(ftf_builder *b)
 {
 	PyObject *samples = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)b->nsamples * SAMPLE_COLS * 8);
 	if (!samples)
 		return NULL;
-	int64_t *sr = (int64_t *)PyBytes_AS_STRING(samples);
-	for (uint64_t i = 0; i < b->nsamples; i++, sr += SAMPLE_COLS) {
+	int64_t *rows = (int64_t *)PyBytes_AS_STRING(samples);
+	for (uint64_t i = b->nsamples; i-- > 0;) {
 		const ftf_sample *s = &b->samples[i];
+		int64_t *sr = rows + i * SAMPLE_COLS;
 		sr[SCOL_NODE] = s->node;
 		sr[SCOL_PID] = s->pid;
 		sr[SCOL_CPU] = s->cpu;
@@ -530,7 +536,15 @@ static PyObject *samples_table(const ftf_builder *b)
 		sr[SCOL_SCHED_OUTS] = (int64_t)s->sched_outs;
 		sr[SCOL_OFFCPU_CALLS] = (int64_t)s->offcpu_calls;
 		sr[SCOL_SWITCHES] = (int64_t)s->switches;
+		if (i && i % SAMPLE_GIVE_BACK == 0) {
+			ftf_sample *less = realloc(b->samples, i * sizeof(*less));
+			if (less) /* a failed shrink leaves the block as it was */
+				b->samples = less;
+		}
 	}
+	free(b->samples);
+	b->samples = NULL;
+	b->capsamples = 0;
 	return samples;
 }
 

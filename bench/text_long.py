@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Peak RSS of `ftflame report` on long text traces (make bench's text table).
+
+    bench/text_long.py [--mb N] [--roots N] [--reps N]
+
+* a real tracefs trace made --mb MB long (tests/helpers/longtext.py: the
+  bundled fixture's records repeated, each copy later in time by the trace's
+  span), written under /tmp and removed after: text and JSON reports, peak RSS
+  against the 300 MiB target (memory must not grow with the text);
+* a generated trace of --roots short root calls (one leaf per line at depth
+  0): the one shape whose memory grows with the text, a row per root call
+  (docs/design.md, "Root calls"); its bytes per root call above the run on
+  the real trace.
+Best of --reps runs each.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from helpers.longtext import repeated  # noqa: E402
+from run import PY, measure  # noqa: E402
+
+SOURCE = os.path.join(ROOT, "tests", "data", "fixtures", "k6.1", "s07-tracefs-text",
+                      "trace-proc-abstime-tail.txt.gz")
+TARGET_MIB = 300
+
+
+def roots_text(path: str, n: int) -> None:
+    with open(path, "w") as f:
+        f.write("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
+                "# |     |   |                     |   |   |   |\n")
+        for lo in range(0, n, 100_000):
+            f.writelines(f" {i % 2})   {1 + i % 97}.000 us    |  f_{i % 50}();\n"
+                         for i in range(lo, min(lo + 100_000, n)))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mb", type=int, default=1024, help="MB of real text (0: no such rows)")
+    ap.add_argument("--roots", type=int, default=1_000_000, help="short root calls (0: no such rows)")
+    ap.add_argument("--reps", type=int, default=2)
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="ftflame-bench-text-")
+    try:
+        print("| text trace | size MB | command | wall s | CPU s | peak RSS MiB | under %d MiB |" % TARGET_MIB)
+        print("|---|---:|---|---:|---:|---:|---|")
+        base = None
+        if args.mb:
+            path = os.path.join(tmp, "long.txt")
+            with open(path, "wb") as f:
+                for chunk in repeated(SOURCE, args.mb * 1_000_000):
+                    f.write(chunk)
+            size = os.path.getsize(path) / 1e6
+            for fmt in ("txt", "json"):
+                cmd = [PY, "-m", "ftflame.cli", "report", "-q", path, "-o", os.path.join(tmp, "r." + fmt)]
+                wall, rss, cpu = min(measure(cmd) for _ in range(args.reps))
+                base = rss if fmt == "txt" else base
+                print(f"| s07 trace-proc-abstime-tail repeated | {size:,.0f} | ftflame report --format {fmt} | "
+                      f"{wall:.1f} | {cpu:.1f} | {rss:.0f} | {'yes' if rss < TARGET_MIB else 'NO'} |")
+            os.unlink(path)
+        if args.roots:
+            path = os.path.join(tmp, "roots.txt")
+            roots_text(path, args.roots)
+            size = os.path.getsize(path) / 1e6
+            for fmt in ("txt", "json"):
+                cmd = [PY, "-m", "ftflame.cli", "report", "-q", path, "-o", os.path.join(tmp, "r." + fmt)]
+                wall, rss, cpu = min(measure(cmd) for _ in range(args.reps))
+                per = f" ({(rss - base) * 1048576 / args.roots:.0f} B a root call)" if base else ""
+                print(f"| {args.roots:,} root calls, one line each | {size:,.0f} | ftflame report --format {fmt} | "
+                      f"{wall:.1f} | {cpu:.1f} | {rss:.0f}{per} | {'yes' if rss < TARGET_MIB else 'NO'} |")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
