@@ -65,7 +65,7 @@ def test_calibration_from_another_boot_is_a_misfit_and_gives_way(s13_file):
 def test_misfit_said_at_the_top_of_every_output(s13_file, tmp_path):
     path = fixture(OTHER_BOOT)
     outs = {}
-    for ext in ("txt", "json", "html"):
+    for ext in ("txt", "json", "html", "svg"):
         out = tmp_path / f"r.{ext}"
         r = subprocess.run([*FTFLAME, "report", path, "--calibration", s13_file, "-o", str(out)],
                            capture_output=True, text=True)
@@ -79,6 +79,18 @@ def test_misfit_said_at_the_top_of_every_output(s13_file, tmp_path):
     assert doc["calibration"]["fit"]["o_in_max_ns"] == pytest.approx(977.6)
     assert 'id="calibration-fit" role="alert"' in outs["html"]
     assert outs["html"].index("calibration-fit") < outs["html"].index('id="calibration"')
+    assert "MISFIT: file calibration.json does not fit this trace" in outs["svg"]
+
+
+def test_calibration_json_copied_beside_a_trace_of_another_boot(s13_file, tmp_path):
+    """A run directory's calibration.json is checked too; copied there from
+    another session, its own recordings say it was made elsewhere."""
+    trace = tmp_path / "trace.dat"
+    trace.write_bytes(open(fixture(OTHER_BOOT), "rb").read())
+    (tmp_path / "calibration.json").write_text(open(s13_file).read())
+    p = correct_for_report(profile_of(str(trace)), str(trace), CorrectionOptions())
+    assert p.calibration.fit["ok"] is False and p.calibration.fit["carried"] is True
+    assert p.calibration.source == "in-trace"
 
 
 def test_strict_calibration_keeps_the_misfit_and_says_so(s13_file):

@@ -171,18 +171,16 @@ def _scaled_to_fit(p: Profile, o_in: float, o_out: float, irqs: str) -> float:
 
 
 def same_session(cal: Calibration, trace_path: Optional[str]) -> bool:
-    """Was the calibration made in the trace's recording session? A
-    calibration.json in the trace's folder, or made from recordings there."""
+    """Was the calibration made in the trace's recording session? Made from
+    recordings in the trace's folder (the folder of its own file where it
+    does not say, or names them relative to where it was made)."""
     if not cal.source.startswith("file:") or not trace_path:
         return True  # measured on this trace, or given: nothing carried
     folder = os.path.dirname(os.path.abspath(trace_path))
-    if os.path.dirname(os.path.abspath(cal.source[5:])) == folder:
-        return True
     traces = cal.details.get("traces") if isinstance(cal.details, dict) else None
-    if isinstance(traces, dict):
-        dirs = {os.path.dirname(os.path.abspath(str(t))) for t in traces.values()}
-        return dirs == {folder}
-    return False
+    if isinstance(traces, dict) and traces and all(os.path.isabs(str(t)) for t in traces.values()):
+        return {os.path.dirname(str(t)) for t in traces.values()} == {folder}
+    return os.path.dirname(os.path.abspath(cal.source[5:])) == folder
 
 
 def fitted(p: Profile, cal: Calibration, trace_path: Optional[str] = None, strict: bool = False,
