@@ -250,6 +250,10 @@ def build_parser() -> argparse.ArgumentParser:
         "replace the matching value.")
     cor.add_argument("--calibration", metavar="FILE",
                      help="calibration.json from 'ftflame calibrate' ('none': no hook-cost correction)")
+    cor.add_argument("--strict-calibration", action="store_true",
+                     help="keep the calibration given even where the trace contradicts it (a "
+                          "misfit: docs/overhead.md \"Fit check\"); every corrected figure then "
+                          "rests on it. Default: a misfit gives way to one that fits")
     cor.add_argument("--overhead-in", metavar="NS",
                      help="O_in: hook cost inside a traced call's own window, ns")
     cor.add_argument("--overhead-out", metavar="NS",
@@ -301,7 +305,8 @@ def correction_options(args):
 
     return CorrectionOptions(calibration=args.calibration, overhead_in=args.overhead_in,
                              overhead_out=args.overhead_out, irqs=args.irqs, baseline=args.baseline,
-                             measured=tuple(args.measured))
+                             measured=tuple(args.measured),
+                             strict_calibration=args.strict_calibration)
 
 
 def cmd_report(args) -> int:

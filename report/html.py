@@ -24,7 +24,7 @@ from typing import Optional
 import numpy as np
 
 from ftflame import __version__
-from ftflame.correct import uncertainty
+from ftflame.correct import fit, uncertainty
 from ftflame.correct.calibration import provenance
 from ftflame.correct.corrections import STAT_NAMES, corrected_stats
 from ftflame.correct.operations import NO_OPERATION, operation_nodes, operation_table, slow_call_tree, slowest_calls
@@ -557,6 +557,7 @@ def header_data(p: Profile) -> dict:
                         "provenance": provenance(cal),
                         "o_in_ns": cal.o_in_ns, "o_out_ns": cal.o_out_ns,
                         "details": _jsonable(dict(cal.details)),
+                        "fit": _jsonable(dict(cal.fit)) if cal.fit else None, "fit_words": fit.words(cal),
                         "notes": list(p.corrected.notes) if p.corrected is not None else []},
         "clamped": clamped, "anomalies": notes, "version": __version__,
         "gap_causes": p.gap_causes,

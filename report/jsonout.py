@@ -115,6 +115,7 @@ def calibration_object(p: Profile) -> dict:
             spread[k] = {"p1_p5_ns": [obj["p1_ns"], obj.get("p5_ns")], "samples": obj.get("samples")}
     return {"source": cal.source, "applied": cal.applied, "o_in_ns": cal.o_in_ns,
             "o_out_ns": cal.o_out_ns, "method": cal.method, "spread": spread,
+            "fit": dict(cal.fit) if cal.fit else None,
             "corrections": corrections.summary(p), "details": d}
 
 

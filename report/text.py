@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from ftflame.correct import calibration, corrections, hotlists, uncertainty
+from ftflame.correct import calibration, corrections, fit, hotlists, uncertainty
 from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
 
 from . import textcalls
@@ -131,7 +131,12 @@ def calibration_lines(p: Profile) -> list:
             text = f"calibration: {calibration.provenance(cal)} per traced call"
         if d.get("applied_o_in"):
             text += "; root-only trace: O_in of the NULL procedure hooked alone"
+        misfit = fit.words(cal)
+        if misfit and not cal.fit["ok"]:  # first: every corrected figure depends on it
+            out.extend(_wrap(misfit, "  "))
         out.extend(_wrap(text, "  "))
+        if misfit and cal.fit["ok"]:
+            out.extend(_wrap(misfit, "  "))
     else:
         out.extend(_wrap("calibration: none - hook cost not subtracted (no calibration.json, no "
                          "in-trace estimate: give --calibration or --overhead-in/--overhead-out)", "  "))

@@ -497,11 +497,21 @@ def for_profile(cal: Calibration, p: Profile) -> Calibration:
 
 
 def choose(p: Profile, trace_path: str, cal_file: Optional[str] = None,
-           o_in: Optional[float] = None, o_out: Optional[float] = None) -> Calibration:
+           o_in: Optional[float] = None, o_out: Optional[float] = None, strict: bool = False,
+           irqs: str = "exclude") -> Calibration:
     """The calibration, best first: --calibration FILE ('none': raw), else
     calibration.json beside the trace, else the in-trace estimate; values
     given on the command line replace the matching value (and are the only
-    source when nothing else exists)."""
+    source when nothing else exists). Checked against the trace's own
+    bounds (ftflame/correct/fit.py): a misfit gives way to a calibration
+    that fits, unless strict."""
+    from ftflame.correct import fit
+
+    return fit.fitted(p, _chosen(p, trace_path, cal_file, o_in, o_out), trace_path, strict, irqs)
+
+
+def _chosen(p: Profile, trace_path: str, cal_file: Optional[str], o_in: Optional[float],
+            o_out: Optional[float]) -> Calibration:
     from ftflame.model.profile import NO_CALIBRATION
 
     if cal_file == "none":
@@ -570,8 +580,13 @@ def provenance(cal: Calibration) -> str:
         return "no calibration: raw figures, tracer hook cost included"
     vs = value_sources(cal)
     if vs["o_in"] == vs["o_out"]:
-        return f"O_in {cal.o_in_ns:.1f} ns, O_out {cal.o_out_ns:.1f} ns ({vs['o_in']})"
-    return f"O_in {cal.o_in_ns:.1f} ns ({vs['o_in']}), O_out {cal.o_out_ns:.1f} ns ({vs['o_out']})"
+        text = f"O_in {cal.o_in_ns:.1f} ns, O_out {cal.o_out_ns:.1f} ns ({vs['o_in']})"
+    else:
+        text = f"O_in {cal.o_in_ns:.1f} ns ({vs['o_in']}), O_out {cal.o_out_ns:.1f} ns ({vs['o_out']})"
+    f = cal.fit if isinstance(cal.fit, dict) else None
+    if f is not None and not f["ok"]:
+        text += f"; MISFIT: {f['checked']} does not fit this trace, used: {f['used']}"
+    return text
 
 
 def summary(doc: dict) -> str:

@@ -23,6 +23,7 @@ class CorrectionOptions:
     irqs: str = "exclude"
     baseline: Optional[str] = None  # a root-only recording (trace.dat or run directory)
     measured: Tuple[str, ...] = ()  # FUNC=TIME
+    strict_calibration: bool = False  # keep a calibration the trace contradicts
 
 
 def hook_cost_ns(option: str, text: Optional[str]) -> Optional[float]:
@@ -42,7 +43,8 @@ def correct_for_report(profile: Profile, path: str, opts: CorrectionOptions) -> 
     """Calibration, corrections and the balance sheet of the trace at path."""
     cal = calibration.choose(profile, path, opts.calibration,
                              hook_cost_ns("--overhead-in", opts.overhead_in),
-                             hook_cost_ns("--overhead-out", opts.overhead_out))
+                             hook_cost_ns("--overhead-out", opts.overhead_out),
+                             strict=opts.strict_calibration, irqs=opts.irqs)
     profile = corrections.correct(profile, cal, irqs=opts.irqs)
     meta = measured.load_meta(path)  # (meta.json beside a collect.sh trace, a warning)
     note = calibration.buffer_percent_note(cal, meta[0])

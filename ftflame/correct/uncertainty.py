@@ -46,6 +46,13 @@ def cost_half_widths(cal: Calibration) -> Optional[tuple]:
     h_sum, h_out = _half_width(d, "o_in_plus_o_out"), _half_width(d, "o_out")
     if h_in is None or h_sum is None or h_out is None:
         return None
+    fit = cal.fit if isinstance(cal.fit, dict) else {}
+    if fit.get("carried"):
+        # made in another recording session: the hook cost moves between
+        # sessions by up to this share of itself (ftflame/correct/fit.py)
+        k = float(fit.get("carry_fraction", 0.0))
+        h_in, h_out = h_in + k * cal.o_in_ns, h_out + k * cal.o_out_ns
+        h_sum += k * (cal.o_in_ns + cal.o_out_ns)
     return h_in, h_sum, h_out
 
 

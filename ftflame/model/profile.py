@@ -386,6 +386,9 @@ class Calibration:
     source: str  # "none", "file:PATH", "in-trace", "command line"
     method: str = ""
     details: Mapping = field(default_factory=dict)
+    # How the trace's own bounds judged the calibration (ftflame/correct/fit.py):
+    # None where it was not checked
+    fit: Optional[Mapping] = None
 
     @property
     def applied(self) -> bool:
