@@ -128,7 +128,7 @@ def calibration_lines(p: Profile) -> list:
         text = (f"calibration: O_in {cal.o_in_ns:.1f} ns, O_out {cal.o_out_ns:.1f} ns per traced "
                 f"call ({how}{where}{spread})")
         if "command_line" in d:  # values given on the command line: where each one came from
-            text = f"calibration: {calibration.provenance(cal)} per traced call"
+            text = f"calibration: {calibration.provenance(cal, misfit=False)} per traced call"  # MISFIT said above
         if d.get("applied_o_in"):
             text += "; root-only trace: O_in of the NULL procedure hooked alone"
         misfit = fit.words(cal)

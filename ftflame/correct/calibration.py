@@ -573,9 +573,10 @@ def value_sources(cal: Calibration) -> dict:
     return {k: _base_label(cal) if cal.applied else "none" for k in ("o_in", "o_out")}
 
 
-def provenance(cal: Calibration) -> str:
+def provenance(cal: Calibration, misfit: bool = True) -> str:
     """One line every output prints: the hook cost used and where each value
-    came from."""
+    came from; with ``misfit``, what the fit check found against it (False for
+    an output that says the misfit on a line of its own)."""
     if not cal.applied:
         return "no calibration: raw figures, tracer hook cost included"
     vs = value_sources(cal)
@@ -584,7 +585,7 @@ def provenance(cal: Calibration) -> str:
     else:
         text = f"O_in {cal.o_in_ns:.1f} ns ({vs['o_in']}), O_out {cal.o_out_ns:.1f} ns ({vs['o_out']})"
     f = cal.fit if isinstance(cal.fit, dict) else None
-    if f is not None and not f["ok"]:
+    if misfit and f is not None and not f["ok"]:
         text += f"; MISFIT: {f['checked']} does not fit this trace, used: {f['used']}"
     return text
 
