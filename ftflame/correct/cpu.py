@@ -230,6 +230,10 @@ def accounting(p: Profile, main: dict, base: Optional[dict], files: dict) -> dic
             "unexplained_ns": None if gap is None else round(gap, 1),
             "unexplained_pct": None if gap is None else _pct(gap, per_rpc),
         }
+        ratio = out["per_rpc"]["root_calls_per_rpc"]
+        if ratio is not None and not 0.9 <= ratio <= 1.1:
+            warnings.append(f"{ratio:.3f} root calls per server RPC: the RPCs are not one root call each, so "
+                            "the per-RPC time and the time per root call do not measure the same path")
         if not brpc:
             warnings.append("the server counted no RPC during the baseline run: no on-CPU time per RPC")
     return out
