@@ -60,6 +60,15 @@ mapfile -t TIDS < <(nfsd_tids)
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ftflame-cpu.XXXXXX") || exit 1
 trap 'rm -rf -- "$TMP"' EXIT
 
+# (before perf starts: its window lies inside the one of the copies)
+{
+	printf 'ftflame-cpu/1\n'
+	printf 'clk_tck %s\n' "$(getconf CLK_TCK 2>/dev/null || echo 100)"
+	printf 'cpus %s\n' "$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 0)"
+	printf 'threads %s\n' "${TIDS[*]}"
+	snap before
+} >"$TMP/cpu"
+
 PERF_STATE=absent PPID_PERF=""
 if [ -n "${FTFLAME_NO_PERF-}" ]; then
 	PERF_STATE="not used (FTFLAME_NO_PERF)"
@@ -88,14 +97,6 @@ elif command -v perf >/dev/null 2>&1; then
 		((ready)) || PERF_STATE="not ready: its counters were not open after 5 s"
 	fi
 fi
-
-{
-	printf 'ftflame-cpu/1\n'
-	printf 'clk_tck %s\n' "$(getconf CLK_TCK 2>/dev/null || echo 100)"
-	printf 'cpus %s\n' "$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 0)"
-	printf 'threads %s\n' "${TIDS[*]}"
-	snap before
-} >"$TMP/cpu"
 
 set +e
 "$@"
