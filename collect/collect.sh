@@ -21,6 +21,10 @@
 #                     measured: the server's /proc/net/rpc/nfsd and the
 #                     client's /proc/self/mountstats before and after each
 #                     recording, iozone's result table (collect/README.md)
+#   cpu-main.txt      the server's CPU time around the workload, measured
+#                     without ftrace: /proc/stat, /proc/net/rpc/nfsd, the nfsd
+#                     threads' schedstat and perf task-clock (cpusnap.sh);
+#                     cpu-baseline.txt for --baseline
 #   workload.log      the workload's output (baseline-workload.log for --baseline)
 #   record.log        trace-cmd's own output
 #
