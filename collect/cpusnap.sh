@@ -36,7 +36,7 @@ nfsd_tids() {
 	local c name t
 	for c in "$PROC"/[0-9]*/comm; do
 		name=""
-		read -r name <"$c" 2>/dev/null || true
+		read -r name 2>/dev/null <"$c" || true
 		[ "$name" = nfsd ] || continue
 		t=${c%/comm}
 		printf '%s\n' "${t##*/}"
@@ -51,7 +51,7 @@ snap() {  # WHEN
 	printf '=== %s schedstat\n' "$1"
 	for t in $(nfsd_tids); do
 		a="" b="" n=""
-		read -r a b n <"$PROC/$t/schedstat" 2>/dev/null || continue
+		read -r a b n 2>/dev/null <"$PROC/$t/schedstat" || continue
 		printf '%s %s %s %s\n' "$t" "$a" "$b" "$n"
 	done
 }

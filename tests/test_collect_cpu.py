@@ -6,7 +6,7 @@ cpu-main.txt and cpu-baseline.txt, which `ftflame report` reads
 (ftflame/correct/cpu.py).
 
 The collector runs on the fakes of tests/helpers/collectfake.py, with a fake
-/proc folder (FTFLAME_PROC): two nfsd threads and one other task, /proc/stat
+/proc folder (FTFLAME_PROC): two nfsd threads, one other task and one gone, /proc/stat
 and /proc/net/rpc/nfsd; the workload moves them to their "after" contents.
 A fake `perf` on PATH opens a file named like perf's event fds, waits for
 SIGINT and prints `perf stat -x, --per-thread` lines as perf 6.1 does.
@@ -90,6 +90,10 @@ def fake_proc(work) -> Path:
         (p / str(tid)).mkdir()
         (p / str(tid) / "comm").write_text(comm + "\n")
         (p / str(tid) / "schedstat").write_text(sched + "\n")
+    # a task that ended between the listing and the read: no message of it
+    # in the workload's log
+    (p / "300").mkdir()
+    (p / "300" / "comm").symlink_to(p / "300" / "gone")
     return p
 
 
