@@ -110,3 +110,13 @@ def test_a_cut_cpu_file_is_a_warning_not_a_failure(tmp_path):
         in " ".join(text.split())  # (a note of the report, wrapped)
     with pytest.raises(CpuFileError):
         parse_cpu_file(d / "cpu-main.txt")
+
+
+def test_the_cpu_file_is_an_input_never_written_over(tmp_path):
+    d = run_dir(tmp_path, baseline=False)
+    before = (d / "cpu-main.txt").read_bytes()
+    r = subprocess.run([*FTFLAME, "report", str(d), "-o", str(d / "cpu-main.txt"), "-F", "txt"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "cpu-main.txt" in r.stderr
+    assert (d / "cpu-main.txt").read_bytes() == before
