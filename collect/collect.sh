@@ -401,7 +401,7 @@ measure_begin() {
 	iozone_latency_lines "$PWD" >"$SNAP_DIR/ol-lines"
 	# the server's CPU time, around the workload itself (cpusnap.sh)
 	rm -f -- "$SNAP_DIR/cpu"
-	FT_WORK_WRAP=("$HERE/cpusnap.sh" "$SNAP_DIR/cpu" --)
+	FT_WORK_WRAP=(bash "$HERE/cpusnap.sh" "$SNAP_DIR/cpu" --)  # (bash: an installed copy may have lost its x bit)
 }
 measure_end() {  # LOG CPU-FILE
 	local ioz=null lat=null

@@ -83,18 +83,20 @@ elif command -v perf >/dev/null 2>&1; then
 			</dev/null >/dev/null 2>"$TMP/perf-err" &
 		PPID_PERF=$!
 		# counting once its counters are open (an fd per thread), for at
-		# most 5 s: the workload's first calls must not pass uncounted
-		ready=0
-		for ((i = 0; i < 100; i++)); do
-			for fd in /proc/"$PPID_PERF"/fd/*; do
-				if [[ $(readlink "$fd" 2>/dev/null) == *"[perf_event]" ]]; then ready=1; break; fi
-			done
-			((ready)) && break
+		# most 30 s (a fork takes 0.1 s under emulation): the workload's
+		# first calls must not pass uncounted
+		ready=0 t0=$SECONDS
+		while ((SECONDS - t0 < 30)); do
+			if [[ $(ls -l /proc/"$PPID_PERF"/fd/ 2>/dev/null) == *"[perf_event]"* ]]; then
+				ready=1
+				sleep 0.2  # (perf enables its counters just after it opens them)
+				break
+			fi
 			kill -0 "$PPID_PERF" 2>/dev/null || break
 			sleep 0.05
 		done
 		PERF_STATE=ok
-		((ready)) || PERF_STATE="not ready: its counters were not open after 5 s"
+		((ready)) || PERF_STATE="not ready: its counters were not open after $((SECONDS - t0)) s"
 	fi
 fi
 
