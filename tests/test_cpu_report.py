@@ -120,3 +120,20 @@ def test_the_cpu_file_is_an_input_never_written_over(tmp_path):
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "cpu-main.txt" in r.stderr
     assert (d / "cpu-main.txt").read_bytes() == before
+
+
+def test_perf_stat_csv_as_perf_prints_it(tmp_path):
+    """`perf stat -e task-clock --per-thread -t TIDS -x,` lines as perf 6.1
+    wrote them on this project's build host: a thread that ran (with the
+    CPUs-utilized metric) and one that did not (<not counted>)."""
+    d = run_dir(tmp_path, baseline=False)
+    text = (d / "cpu-main.txt").read_text()
+    perf = ("=== perf ok\n# started on Fri Nov 27 08:52:16 2026\n\n"
+            "nfsd-101,231.53,msec,task-clock,231525110,100.00,0.161,CPUs utilized\n"
+            "nfsd-102,<not counted>,msec,task-clock,0,100.00,,\n")
+    (d / "cpu-main.txt").write_text(text.replace("=== perf not used (FTFLAME_NO_PERF)\n", perf))
+    c = parse_cpu_file(d / "cpu-main.txt")
+    assert c["source"] == "perf task-clock" and c["threads"] == 2
+    assert c["nfsd_on_cpu_ns"] == 231_530_000 and c["schedstat_on_cpu_ns"] == 400_000_000
+    _, doc = report(d, "json")
+    assert doc["cpu"]["nfsd_on_cpu_ns"] == 231_530_000 and doc["cpu"]["source"] == "perf task-clock"
