@@ -188,7 +188,7 @@ fuzz: $(FUZZ_DIR)/fuzz_text $(FUZZ_DIR)/seeds/.stamp $(FUZZ_DIR)/fuzz_dat $(FUZZ
 # The VM tests (tests/vm, collect/README.md): qemu boots Debian's kernels over
 # the host's root filesystem with virtme-ng; the guest runs these tools.
 VM_APT_PKGS := qemu-system-x86 busybox-static cpio kmod nfs-kernel-server rpcbind fio \
-               trace-cmd iproute2 procps util-linux xz-utils
+               trace-cmd iproute2 procps util-linux xz-utils linux-perf
 VM_KERNELS  ?= 6.1 6.12
 # iozone3 is in Debian's non-free component: setup-vm enables it in a sources
 # file of its own (same URIs and suites as the machine's Debian entry), for

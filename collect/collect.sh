@@ -21,6 +21,10 @@
 #                     measured: the server's /proc/net/rpc/nfsd and the
 #                     client's /proc/self/mountstats before and after each
 #                     recording, iozone's result table (collect/README.md)
+#   cpu-main.txt      the server's CPU time around the workload, measured
+#                     without ftrace: /proc/stat, /proc/net/rpc/nfsd, the nfsd
+#                     threads' schedstat and perf task-clock (cpusnap.sh);
+#                     cpu-baseline.txt for --baseline
 #   workload.log      the workload's output (baseline-workload.log for --baseline)
 #   record.log        trace-cmd's own output
 #
@@ -233,13 +237,13 @@ busy_check
 # planted), and it holds one run only. Checked before the tracer options
 # (whose warnings would come before a refusal), made after them.
 RUN_FILES=(meta.json trace.dat baseline.dat workload.log baseline-workload.log record.log
-	calibration.json calib-meta.json calib-rpc.log calib-null.dat calib-dispatch-root.dat calib-dispatch-full.dat)
+	cpu-main.txt cpu-baseline.txt calibration.json calib-meta.json calib-rpc.log calib-null.dat calib-dispatch-root.dat calib-dispatch-full.dat)
 previous_run() {  # -> PREVIOUS: the files of a run in OUT
 	local f g names
 	PREVIOUS=()
 	for f in "${RUN_FILES[@]}"; do
 		names=("$f")
-		case $f in *.dat) names+=("$f.partial") ;; *.json) names+=(".$f.tmp") ;; esac
+		case $f in *.dat) names+=("$f.partial") ;; *.json | cpu-*.txt) names+=(".$f.tmp") ;; esac
 		for g in "${names[@]}"; do
 			if [ -e "$OUT/$g" ] || [ -L "$OUT/$g" ]; then PREVIOUS+=("$g"); fi
 		done
@@ -310,12 +314,14 @@ meta_json() {
   "lost_events_total": $MAIN_LOST_TOTAL,
   "lost_events": $MAIN_LOST_JSON,
   "baseline": $BASE_JSON,
-  "measured": {"nfsd_stats": $(json_str "$NFSD_STATS"), "mountstats": $(json_str "$MOUNTSTATS"), "main": $MAIN_MEASURED_JSON, "baseline": $BASE_MEASURED_JSON},
+  "measured": {"nfsd_stats": $(json_str "$NFSD_STATS"), "mountstats": $(json_str "$MOUNTSTATS"), "main": $MAIN_MEASURED_JSON, "baseline": $BASE_MEASURED_JSON, "cpu": {"main": $(cpu_file cpu-main.txt), "baseline": $(cpu_file cpu-baseline.txt)}},
   "calibration": {"status": $(json_str "$CALIB_STATUS"), "file": $calib_file, "null_rpcs": $CALIB_COUNT, "host": $(json_str "$CALIB_HOST"), "nfs_version": $CALIB_VERS},
   "warnings": $(json_str_array "${WARNINGS[@]}")
 }
 EOF
 }
+
+cpu_file() { if [ -s "$OUT/$1" ]; then json_str "$1"; else printf 'null'; fi; }
 
 # write_meta COMPLETE(1|0) WHY: meta.json, whole or not at all.
 write_meta() {
@@ -393,10 +399,19 @@ measure_begin() {
 	# they had (iozone appends)
 	touch "$SNAP_DIR/since"
 	iozone_latency_lines "$PWD" >"$SNAP_DIR/ol-lines"
+	# the server's CPU time, around the workload itself (cpusnap.sh)
+	rm -f -- "$SNAP_DIR/cpu"
+	FT_WORK_WRAP=(bash "$HERE/cpusnap.sh" "$SNAP_DIR/cpu" --)  # (bash: an installed copy may have lost its x bit)
 }
-measure_end() {  # LOG
+measure_end() {  # LOG CPU-FILE
 	local ioz=null lat=null
+	FT_WORK_WRAP=()
 	snapshot_stats "$SNAP_DIR/after"
+	if [ -s "$SNAP_DIR/cpu" ]; then
+		write_whole "$OUT/$2" "$(<"$SNAP_DIR/cpu")" || die "cannot write $OUT/$2"
+	else
+		warn "the server's CPU time was not recorded for ${1##*/}'s run (no $2)"
+	fi
 	if is_iozone "${WORKLOAD[@]}"; then
 		ioz=$(iozone_json "$1")
 		lat=$(iozone_latency_json "$PWD" "$SNAP_DIR/since" "$SNAP_DIR/ol-lines")
@@ -413,7 +428,7 @@ new_file "$OUT/workload.log"
 measure_begin
 record "$OUT/trace.dat" "$OUT" "$OUT/workload.log" -- "${GFLAGS[@]}" -- "${WORKLOAD[@]}" ||
 	die "$REC_ERROR"
-measure_end "$OUT/workload.log"
+measure_end "$OUT/workload.log" cpu-main.txt
 MAIN_MEASURED_JSON=$MEASURED_JSON
 MAIN_RC=$REC_RC MAIN_START=$REC_START MAIN_END=$REC_END
 ((MAIN_RC == 0)) || warn "the workload exited with status $MAIN_RC (see $OUT/workload.log)"
@@ -475,7 +490,7 @@ if ((BASELINE)); then
 	measure_begin
 	record "$OUT/baseline.dat" "$OUT" "$OUT/baseline-workload.log" -- "${LFLAGS[@]}" -- "${WORKLOAD[@]}" ||
 		die "$REC_ERROR"
-	measure_end "$OUT/baseline-workload.log"
+	measure_end "$OUT/baseline-workload.log" cpu-baseline.txt
 	BASE_MEASURED_JSON=$MEASURED_JSON
 	((REC_RC == 0)) || warn "the baseline workload exited with status $REC_RC (see $OUT/baseline-workload.log)"
 	check_lost "$OUT/baseline.dat" baseline.dat

@@ -718,6 +718,7 @@ disk_full_hint() {
 # job control is not a group leader, so FT_REC_PID is also the group id.)
 # The lock fd is closed for them: nothing they leave behind holds the lock.
 FT_REC_PID=""
+FT_WORK_WRAP=()  # words run before the workload's (collect.sh: cpusnap.sh FILE --)
 record() {
 	local out=$1 logdir=$2 worklog=$3 status part=$1.partial
 	shift 3
@@ -745,7 +746,7 @@ record() {
 		printf "%s %s %s\n" "$rc" "$s" "$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)" >"$st"'
 	local trc=0 pg
 	setsid trace-cmd record "${FT_TC[@]}" "${tc[@]}" -o "$part" \
-		bash -c "$wrap" ftflame-workload "$status" "$worklog" "$@" \
+		bash -c "$wrap" ftflame-workload "$status" "$worklog" "${FT_WORK_WRAP[@]}" "$@" \
 		<&0 3>&1 >>"$logdir/record.log" 2>&1 {FT_LOCK_FD}<&- &
 	FT_REC_PID=$! pg=$!
 	start_guard group "$pg"

@@ -13,6 +13,8 @@ from ftflame.model.errors import InputError
 CALIBRATION_FILE = "calibration.json"
 META_FILE = "meta.json"
 CALIB_META_FILE = "calib-meta.json"
+# the server's CPU time around each recording's workload (collect/cpusnap.sh)
+CPU_FILES = {"main": "cpu-main.txt", "baseline": "cpu-baseline.txt"}
 # calibrate.sh's three recordings: the NULL procedure alone, then the
 # dispatcher hooked alone and with its whole graph
 CALIBRATION_TRACES = ("calib-null.dat", "calib-dispatch-root.dat", "calib-dispatch-full.dat")
@@ -36,7 +38,7 @@ def read_beside(trace: str, calibrating: bool = False) -> list:
     if trace in (None, "-"):
         return []
     d = os.path.dirname(os.path.abspath(trace))
-    names = (CALIB_META_FILE,) if calibrating else (CALIBRATION_FILE, META_FILE)
+    names = (CALIB_META_FILE,) if calibrating else (CALIBRATION_FILE, META_FILE, *CPU_FILES.values())
     return [os.path.join(d, n) for n in names]
 
 

@@ -598,6 +598,8 @@ def report_data(p: Profile, tree: Optional[flametree.FlameTree] = None) -> dict:
         "slowest": slowest,
         "sample_flags": {"gap": SAMPLE_GAP, "partial": SAMPLE_PARTIAL, "irq": SAMPLE_IRQ},
         "balance": _jsonable(list(p.balance)),
+        # the nfsd threads' CPU time measured outside the tracer, when the run has it
+        **({"cpu": _jsonable(p.cpu)} if p.cpu is not None else {}),
     }
 
 

@@ -42,6 +42,8 @@ def document(p: Profile) -> dict:
         "balance": list(p.balance),
         # a collect.sh run directory's totals measured outside the tracer
         **({"measured": p.measured} if p.measured is not None else {}),
+        # the server's CPU time measured outside the tracer (cpu-main.txt)
+        **({"cpu": p.cpu} if p.cpu is not None else {}),
         # 95% half-widths of the corrected figures, when the calibration has intervals
         **({"intervals": iv} if (iv := intervals_object(p)) is not None else {}),
     }

@@ -13,7 +13,7 @@ import numpy as np
 from ftflame.correct import calibration, corrections, fit, hotlists, uncertainty
 from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
 
-from . import textcalls
+from . import textcalls, textcpu
 from .common import context_lines, count, fit_decimals, plural, report_notes, us, wrap
 from .options import DEFAULT, RenderOptions
 
@@ -570,7 +570,7 @@ def section_lines(p: Profile, name: str, top=None) -> list:
     if name == "tree":
         return call_tree(p)
     if name == "balance":
-        return balance_lines(p)
+        return balance_lines(p) + textcpu.cpu_lines(p)
     if name == "measured":
         return measured_lines(p)
     raise ValueError(f"unknown section {name!r}")

@@ -65,7 +65,32 @@ FT.balance = (function () {
     body.appendChild(FT.el("p", { class: "note" }, "measured raw mean = corrected components + tracer hook cost removed + interrupt subtrees + off-CPU (+ the scheduler\u2019s work around switches, where the calls hold any) \u2212 clamped + unaccounted. " +
       "Against the trace itself this holds by construction; the accounted % compares the corrected mean with a total measured some other way."));
   }
-  return { render: render, init: render };
+  /* the nfsd threads' CPU time measured outside the tracer (ftflame/correct/cpu.py) */
+  function cpuBox(C) {
+    var box = FT.el("div", { id: "balance-cpu" }), ms = function (ns) { return (ns / 1e6).toFixed(3) + " ms"; };
+    box.appendChild(FT.el("h3", null, "CPU time of the nfsd threads, measured outside the tracer"));
+    box.appendChild(FT.el("div", { class: "note" }, C.file + ": " + C.source + ", " + C.threads + " nfsd threads" +
+      (C.server_rpc_calls === null ? "" : ", " + FT.count(C.server_rpc_calls) + " server RPCs") + ", " + FT.count(C.root_calls) + " root calls in the trace"));
+    var t = FT.el("table", { class: "plain balance" });
+    row(t, "on-CPU during the workload", ms(C.nfsd_on_cpu_ns), "100%", "total");
+    C.parts.forEach(function (x) { row(t, "\u2003" + x.label, ms(x.ns), x.pct === null ? "" : FT.pct(x.pct), "comp"); });
+    C.machine.forEach(function (m) { row(t, "machine: " + m.kind, ms(m.ns), (m.pct === null ? "" : FT.pct(m.pct)) + " of " + C.machine_cpus + " CPUs (/proc/stat)", "ext"); });
+    var r = C.per_rpc;
+    if (r) {
+      row(t, "on-CPU per RPC (baseline), \u00b5s", r.baseline_on_cpu_per_rpc_ns, r.file + ", " + FT.count(r.baseline_rpc_calls) + " server RPCs", "ext");
+      row(t, "corrected on-CPU per root call, \u00b5s", r.corrected_per_root_call_ns, r.root_calls_per_rpc === null ? "" : r.root_calls_per_rpc.toFixed(3) + " root calls per RPC");
+      row(t, "not explained by the correction, \u00b5s", r.unexplained_ns, r.unexplained_pct === null ? "" : FT.pct(r.unexplained_pct) + " of the on-CPU time per RPC", "acc");
+      row(t, "on-CPU per RPC while traced, \u00b5s", r.main_on_cpu_per_rpc_ns, "");
+    }
+    box.appendChild(t);
+    C.warnings.forEach(function (w) { box.appendChild(FT.el("p", { class: "note warn" }, "WARNING: " + w)); });
+    return box;
+  }
+  function renderAll() {
+    render();
+    if (FT.data.cpu) body.appendChild(cpuBox(FT.data.cpu));
+  }
+  return { render: renderAll, init: renderAll };
 })();
 
 (function () {

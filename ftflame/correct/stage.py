@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from ftflame import parse
-from ftflame.correct import balance, calibration, corrections, measured
+from ftflame.correct import balance, calibration, corrections, cpu, measured
 from ftflame.model.errors import InputError
 from ftflame.model.profile import Profile
 from ftflame.rundir import resolve_input
@@ -57,6 +57,7 @@ def correct_for_report(profile: Profile, path: str, opts: CorrectionOptions) -> 
         # the same calibration (its root-only O_in where it has one)
         base = corrections.correct(base, calibration.for_profile(cal, base), irqs=opts.irqs)
     out = measured.attach(balance.attach(profile, base, means), path, meta)
+    out = cpu.attach(out, path)
     return _without_views_of_the_correction(out)
 
 

@@ -470,6 +470,8 @@ class Profile:
     warnings: tuple = ()
     # totals measured outside the tracer (ftflame/correct/measured.py), or None
     measured: Optional[dict] = None
+    # the server's CPU time measured outside the tracer (ftflame/correct/cpu.py), or None
+    cpu: Optional[dict] = None
     # In-trace overhead estimate (ftflame/correct/calibration.py): {(kind, context,
     # cpu): (1-ns histogram, count over range)}, kind "leaf" or "gap",
     # context "task", "softirq" or "hardirq".

@@ -282,6 +282,65 @@ def test_report_client_latency_and_balance_against_baseline(res):
           f"({cl['server_share_pct']:.1f}%), baseline {e['mean_ns'] / 1000:.1f} us ({e['accounted_pct']:.1f}%)")
 
 
+# ------------------------------------ the server's CPU time, outside ftrace
+# collect/cpusnap.sh around each recording's workload: the fio run (run/) from
+# /proc only (guest.sh sets FTFLAME_NO_PERF), the iozone run (ioz/) with perf
+# task-clock where the host has perf (the guest runs the host's: linux-perf)
+HAS_PERF = shutil.which("perf") is not None
+
+
+@pytest.mark.parametrize("run", ["run", "ioz"])
+def test_cpu_time_recorded_around_both_recordings(res, run):
+    from ftflame.correct.cpu import parse_cpu_file
+
+    m = meta(res, run)
+    assert m["measured"]["cpu"] == {"main": "cpu-main.txt", "baseline": "cpu-baseline.txt"}
+    writes = FIO_WRITES if run == "run" else IOZONE_WRITES
+    for name in ("cpu-main.txt", "cpu-baseline.txt"):
+        c = parse_cpu_file(res / run / name)
+        assert c["threads"] == m["nfsd"]["threads"] and not c["threads_started"] and not c["threads_ended"]
+        assert c["server_rpc_calls"] >= writes  # (the server's own count of this workload's RPCs)
+        assert c["nfsd_on_cpu_ns"] > 0 and c["schedstat_on_cpu_ns"] > 0
+        assert c["machine"] and sum(v for k, v in c["machine"].items() if k.endswith("_ticks")) > 0
+        if run == "run" or not HAS_PERF:
+            assert c["source"] == "/proc/<tid>/schedstat" and c["nfsd_on_cpu_ns"] == c["schedstat_on_cpu_ns"]
+        else:
+            assert c["source"] == "perf task-clock", c["perf"]
+            # the same clock (the threads' sum_exec_runtime), perf's window
+            # inside the copies' (perf prints ms with 2 decimals per thread)
+            assert c["nfsd_on_cpu_ns"] <= c["schedstat_on_cpu_ns"] + 10_000 * c["threads"]
+        print(f"{res.name}: {run}/{name}: {c['source']}, {c['nfsd_on_cpu_ns'] / 1e6:.3f} ms on-CPU "
+              f"(schedstat {c['schedstat_on_cpu_ns'] / 1e6:.3f} ms), {c['server_rpc_calls']} RPCs")
+
+
+@pytest.mark.parametrize("run", ["run", "ioz"])
+def test_report_accounts_for_the_cpu_time(res, run):
+    r = json.loads(text(res / run / "report.json"))
+    c = r["cpu"]
+    assert [p["key"] for p in c["parts"]] == ["roots_corrected", "roots_overhead", "roots_irq", "roots_rest",
+                                              "outside_roots"]
+    # the parts are the whole, in ns and in % (within rounding)
+    assert sum(p["ns"] for p in c["parts"]) == pytest.approx(c["nfsd_on_cpu_ns"], abs=1.0)
+    assert sum(p["pct"] for p in c["parts"]) == pytest.approx(100.0, abs=0.05)
+    assert sum(m["pct"] for m in c["machine"]) == pytest.approx(100.0, abs=0.1)
+    b, = [b for b in r["balance"] if b["function"] == "nfsd3_proc_write"]
+    assert c["root_calls"] >= b["calls"] and c["parts"][0]["ns"] >= (b["corrected_mean_ns"] - 0.05) * b["calls"] - 1
+    p = c["per_rpc"]  # the baseline's on-CPU time per RPC against the corrected time per root call
+    assert p["baseline_on_cpu_per_rpc_ns"] > 0 and p["corrected_per_root_call_ns"] > 0
+    assert p["unexplained_ns"] == pytest.approx(p["baseline_on_cpu_per_rpc_ns"] - p["corrected_per_root_call_ns"],
+                                                abs=0.2)
+    assert p["unexplained_pct"] == pytest.approx(100 * p["unexplained_ns"] / p["baseline_on_cpu_per_rpc_ns"],
+                                                 abs=0.05)
+    if run == "ioz":
+        rep = text(res / "ioz" / "report.txt")
+        assert "CPU time of the nfsd threads, measured outside the tracer" in rep
+        assert "not explained by the correction" in rep
+    parts = ", ".join(f"{q['key']} {q['pct']:.1f}%" for q in c["parts"])
+    print(f"{res.name}: {run}: {c['source']}, nfsd on-CPU {c['nfsd_on_cpu_ns'] / 1e6:.3f} ms: {parts}; per RPC "
+          f"{p['baseline_on_cpu_per_rpc_ns'] / 1e3:.1f} us (baseline) vs corrected root "
+          f"{p['corrected_per_root_call_ns'] / 1e3:.1f} us: {p['unexplained_pct']:.1f}% unexplained")
+
+
 # ----------------------------------------------------------- lost events
 
 def test_tiny_buffer_reports_lost_events_loudly(res):

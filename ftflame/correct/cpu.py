@@ -1,0 +1,260 @@
+"""The server's CPU time, measured outside the tracer, against the trace.
+
+collect.sh (collect/cpusnap.sh) writes, per recording, cpu-main.txt and
+cpu-baseline.txt: /proc/stat, /proc/net/rpc/nfsd and every nfsd thread's
+/proc/TID/schedstat just before and just after the workload, and, where perf
+runs, `perf stat -e task-clock --per-thread -t TIDS -x,` over it
+(collect/README.md "CPU time measured outside the tracer"). Beside a Profile
+corrected and balanced, this module makes the report's `cpu` object:
+
+- the nfsd threads' on-CPU time during the main run (task-clock, else the
+  schedstat deltas), split into what the trace explains: the root calls'
+  corrected on-CPU time, the tracer's overhead and the interrupts removed
+  inside them, the rest inside them, and what the threads did outside the
+  root calls; the parts add up to the whole;
+- the machine's time by kind (/proc/stat: user, system, irq, softirq,
+  idle...), where softirq and irq work shows whichever task it ran on;
+- from the baseline run (only the roots hooked): on-CPU time per RPC the
+  server counted, next to the corrected on-CPU time per root call of the
+  main trace: the difference, in % of the former, is what the correction
+  does not explain (docs/overhead.md "CPU time per RPC").
+
+Pure functions of the Profile and the files; renderers print the result.
+"""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+import numpy as np
+
+from ftflame.model.profile import Profile
+from ftflame.rundir import CPU_FILES
+
+# /proc/stat's cpu line, in this order (proc(5)); guest time is already in user
+STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+PERF_UNITS_NS = {"msec": 1e6, "usec": 1e3, "nsec": 1.0, "sec": 1e9}
+
+
+class CpuFileError(ValueError):
+    pass
+
+
+def _sections(text: str) -> tuple:
+    head, secs, cur = {}, {}, None
+    for line in text.splitlines():
+        if line.startswith("=== "):
+            cur = line[4:]
+            secs[cur] = []
+        elif cur is None:
+            k, _, v = line.partition(" ")
+            head[k] = v
+        else:
+            secs[cur].append(line)
+    return head, secs
+
+
+def _stat(lines) -> Optional[dict]:
+    for line in lines:
+        f = line.split()
+        if f and f[0] == "cpu":
+            return {k: int(v) for k, v in zip(STAT_FIELDS, f[1:])}
+    return None
+
+
+def _rpc_calls(lines) -> Optional[int]:
+    for line in lines:
+        f = line.split()
+        if len(f) > 1 and f[0] == "rpc":
+            return int(f[1])
+    return None
+
+
+def _schedstat(lines) -> dict:
+    out = {}
+    for line in lines:
+        f = line.split()
+        if len(f) >= 2:
+            out[f[0]] = int(f[1])  # on-CPU ns (Documentation/scheduler/sched-stats.rst)
+    return out
+
+
+def _perf(lines) -> tuple:
+    """(threads counted, on-CPU ns) of `perf stat -x, --per-thread` lines:
+    THREAD-TID,VALUE,UNIT,task-clock,RUN_NS,PCT,METRIC,METRIC_UNIT."""
+    n, ns = 0, 0.0
+    for line in lines:
+        if not line or line.startswith("#"):
+            continue
+        f = line.split(",")
+        if "task-clock" not in f:
+            continue
+        i = f.index("task-clock")
+        if i < 2:
+            raise CpuFileError(f"perf line without a value: {line!r}")
+        value, unit = f[i - 2], f[i - 1]
+        n += 1
+        if value == "<not counted>":  # the thread did not run while counted
+            continue
+        if unit not in PERF_UNITS_NS:
+            raise CpuFileError(f"perf line with {value!r} {unit!r}: not a task-clock count")
+        ns += float(value) * PERF_UNITS_NS[unit]
+    return n, ns
+
+
+def parse_cpu_file(path) -> dict:
+    """The figures of one cpu-*.txt; CpuFileError when it is not one."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    if not text.startswith("ftflame-cpu/1\n"):
+        raise CpuFileError("not an ftflame-cpu/1 file")
+    head, secs = _sections(text)
+    if "end" not in secs:
+        raise CpuFileError("cut short (no '=== end' line)")
+    try:
+        before, after = _schedstat(secs.get("before schedstat", ())), _schedstat(secs.get("after schedstat", ()))
+        sched_ns = sum(v - before.get(t, 0) for t, v in after.items())
+        perf_state = next((k[5:] for k in secs if k.startswith("perf ")), "absent")
+        perf_threads, perf_ns = _perf(secs["perf ok"]) if perf_state == "ok" else (0, 0.0)
+        s0, s1 = _stat(secs.get("before stat", ())), _stat(secs.get("after stat", ()))
+        r0, r1 = _rpc_calls(secs.get("before nfsd", ())), _rpc_calls(secs.get("after nfsd", ()))
+        clk = int(head.get("clk_tck") or 100)
+        cpus = int(head.get("cpus") or 0)
+    except (ValueError, KeyError) as e:
+        raise CpuFileError(str(e)) from None
+    use_perf = perf_state == "ok" and perf_threads > 0
+    machine = None
+    if s0 and s1:
+        machine = {"cpus": cpus, "clk_tck": clk,
+                   **{f"{k}_ticks": s1.get(k, 0) - s0.get(k, 0) for k in STAT_FIELDS}}
+    return {
+        "source": "perf task-clock" if use_perf else "/proc/<tid>/schedstat",
+        "perf": perf_state,
+        "threads": perf_threads if use_perf else len(after),
+        "threads_started": sorted(set(after) - set(before)),
+        "threads_ended": sorted(set(before) - set(after)),
+        "nfsd_on_cpu_ns": int(round(perf_ns)) if use_perf else sched_ns,
+        "schedstat_on_cpu_ns": sched_ns,
+        "server_rpc_calls": r1 - r0 if r0 is not None and r1 is not None else None,
+        "machine": machine,
+    }
+
+
+def root_totals(p: Profile) -> dict:
+    """The trace's root calls summed, as the balance sheet splits each."""
+    from ftflame.correct.balance import _clean, root_rows
+
+    rows = root_rows(p)
+    flat = np.asarray(sorted(r for rs in rows.values() for r in rs), dtype=np.int64)
+    c = p.corrected_or_raw
+
+    def total(x):
+        return 0.0 if x is None or not len(flat) else float(np.asarray(x)[flat].sum())
+
+    return {
+        "calls": int(total(c.calls)),
+        "raw_ns": float(_clean(p, "incl", flat).sum()) if len(flat) else 0.0,
+        "corrected_ns": total(c.incl),
+        "overhead_ns": total(getattr(c, "overhead", None)),
+        "irq_ns": total(getattr(c, "irq_removed", None)),
+        "offcpu_ns": total(getattr(c, "offcpu_removed", None)),
+    }
+
+
+def _pct(x: float, whole: float) -> Optional[float]:
+    return round(100.0 * x / whole, 2) if whole else None
+
+
+def machine_rows(m: Optional[dict]) -> list:
+    if not m:
+        return []
+    total = sum(m[f"{k}_ticks"] for k in STAT_FIELDS)
+    return [{"kind": k, "ns": round(m[f"{k}_ticks"] * 1e9 / m["clk_tck"]), "pct": _pct(m[f"{k}_ticks"], total)}
+            for k in STAT_FIELDS]
+
+
+def accounting(p: Profile, main: dict, base: Optional[dict], files: dict) -> dict:
+    """The report's `cpu` object from the parsed cpu files."""
+    t = root_totals(p)
+    warnings = []
+    total = float(main["nfsd_on_cpu_ns"])
+    corrected = p.corrected is not None
+    off = t["offcpu_ns"] if p.offcpu_known else 0.0
+    if not p.offcpu_known:
+        warnings.append("the trace has no sched_switch events: time the root calls spent switched out "
+                        "counts as inside them, and the outside part is too small")
+    inside = t["raw_ns"] - off
+    parts = [
+        ("roots_corrected", "inside the root calls, corrected" if corrected else
+         "inside the root calls (raw: no calibration)", t["corrected_ns"]),
+        ("roots_overhead", "tracer overhead inside the root calls", t["overhead_ns"]),
+        ("roots_irq", "interrupts inside the root calls", t["irq_ns"]),
+        ("roots_rest", "rest inside the root calls (switch work, clamps)",
+         inside - t["corrected_ns"] - t["overhead_ns"] - t["irq_ns"]),
+        ("outside_roots", "outside the root calls (receive, decode, reply...)", total - inside),
+    ]
+    if total and inside > total:
+        warnings.append(f"the root calls' on-CPU time in the trace ({inside / 1e6:,.3f} ms) is more than "
+                        f"the nfsd threads had ({total / 1e6:,.3f} ms): calls outside the counted window, "
+                        "or another server instance?")
+    if main["threads_started"] or main["threads_ended"]:
+        warnings.append(f"nfsd threads came or went during the run (started {len(main['threads_started'])}, "
+                        f"ended {len(main['threads_ended'])}): those that ended are not counted")
+    rpc = main["server_rpc_calls"]
+    out = {
+        "file": files["main"], "source": main["source"], "perf": main["perf"], "threads": main["threads"],
+        "corrected": corrected,
+        "nfsd_on_cpu_ns": round(total),
+        "schedstat_on_cpu_ns": main["schedstat_on_cpu_ns"],
+        "server_rpc_calls": rpc,
+        "root_calls": t["calls"],
+        "parts": [{"key": k, "label": lab, "ns": round(v, 1), "pct": _pct(v, total)} for k, lab, v in parts],
+        "machine": machine_rows(main["machine"]),
+        "machine_cpus": (main["machine"] or {}).get("cpus"),
+        "per_rpc": None,
+        "warnings": warnings,
+    }
+    if base is not None:
+        brpc = base["server_rpc_calls"]
+        per_rpc = base["nfsd_on_cpu_ns"] / brpc if brpc else None
+        per_root = t["corrected_ns"] / t["calls"] if t["calls"] else None
+        main_per_rpc = total / rpc if rpc else None
+        gap = per_rpc - per_root if per_rpc is not None and per_root is not None else None
+        out["per_rpc"] = {
+            "file": files["baseline"], "source": base["source"],
+            "baseline_on_cpu_ns": base["nfsd_on_cpu_ns"], "baseline_rpc_calls": brpc,
+            "baseline_on_cpu_per_rpc_ns": None if per_rpc is None else round(per_rpc, 1),
+            "main_on_cpu_per_rpc_ns": None if main_per_rpc is None else round(main_per_rpc, 1),
+            "corrected_per_root_call_ns": None if per_root is None else round(per_root, 1),
+            "root_calls_per_rpc": round(t["calls"] / rpc, 3) if rpc else None,
+            "unexplained_ns": None if gap is None else round(gap, 1),
+            "unexplained_pct": None if gap is None else _pct(gap, per_rpc),
+        }
+        ratio = out["per_rpc"]["root_calls_per_rpc"]
+        if ratio is not None and not 0.9 <= ratio <= 1.1:
+            warnings.append(f"{ratio:.3f} root calls per server RPC: the RPCs are not one root call each, so "
+                            "the per-RPC time and the time per root call do not measure the same path")
+        if not brpc:
+            warnings.append("the server counted no RPC during the baseline run: no on-CPU time per RPC")
+    return out
+
+
+def attach(p: Profile, trace_path: str) -> Profile:
+    """The CPU accounting of the run directory the trace is in: only for a
+    run's trace.dat with its cpu-main.txt (nothing otherwise)."""
+    if trace_path in (None, "-") or os.path.basename(trace_path) != "trace.dat":
+        return p
+    d = os.path.dirname(os.path.abspath(trace_path))
+    parsed = {}
+    for run, name in CPU_FILES.items():
+        path = os.path.join(d, name)
+        if not os.path.isfile(path):
+            continue
+        try:
+            parsed[run] = parse_cpu_file(path)
+        except (OSError, CpuFileError) as e:
+            return p.replace(warnings=tuple(p.warnings) + (
+                f"{path}: unreadable ({e}): the CPU accounting is left out",))
+    if "main" not in parsed:
+        return p
+    return p.replace(cpu=accounting(p, parsed["main"], parsed.get("baseline"), CPU_FILES))
