@@ -47,3 +47,15 @@ def test_calls_left_out_are_the_reference_gap_calls(path):
     assert core == {k: (v[0], v[2]) for k, v in ref.items()}
     own = p.counters["gap_calls"] - p.counters.get("gap_tree_calls", 0)
     assert own == sum(v[1] for v in ref.values()) > 0
+
+
+def test_reference_says_which_calls_span_the_gap():
+    """data/text/lost.txt: outer() is open when 12 events are lost (its
+    interval holds the gap), lost_entry's entry is among them (an exit
+    without its entry); first() returned before the gap: complete, but its
+    caller's call is left out, so its time is in no kept caller's; again()
+    began after it, a root call of its own."""
+    calls = callref.gap_calls_of(os.path.join(HERE, "data", "text", "lost.txt"))
+    flags = {c.path[-1]: (c.gap, c.in_gap_root, not c.gap and c.parent_out) for c in calls}
+    assert flags == {"first": (False, True, True), "lost_entry": (True, False, False),
+                     "outer": (True, False, False), "again": (False, False, False)}

@@ -89,13 +89,16 @@ def gap_calls_of(path: str) -> list:
 
 
 def gap_counts(calls: list) -> dict:
-    """{path: [calls, own gap, own gap or in a gap root call]}."""
-    out = collections.defaultdict(lambda: [0, 0, 0])
+    """{path: [calls, own gap, own gap or in a gap root call, detached]}:
+    detached, kept calls (no gap of their own) whose caller's call spans a
+    gap or never completed."""
+    out = collections.defaultdict(lambda: [0, 0, 0, 0])
     for c in calls:
         e = out[c.path]
         e[0] += 1
         e[1] += c.gap
         e[2] += c.gap or c.in_gap_root
+        e[3] += not c.gap and c.parent_out
     return dict(out)
 
 

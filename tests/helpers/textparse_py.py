@@ -413,13 +413,14 @@ class Frame:
         self.irq_roots = 0  # interrupt subtrees inside (through same-context calls)
         self.irq_time = 0  # their time
         self.gap = False  # its interval holds something the trace does not show
+        self.kids = []  # its completed direct children (Calls)
 
 
 class Call:
     """One completed call, as the reference for per-call figures needs it
     (tests/helpers/callref.py): the overhead model works per call from these."""
     __slots__ = ("path", "dur", "excl", "desc", "irq_roots", "irq_time", "irq", "irq_root", "gap",
-                 "in_gap_root")
+                 "in_gap_root", "parent_out")
 
     def __init__(self, path, dur, excl, desc, irq_roots, irq_time, irq, irq_root, gap=False):
         self.path, self.dur, self.excl, self.desc = path, dur, excl, desc
@@ -427,7 +428,10 @@ class Call:
         # gap: the call's own interval holds a gap (lost events on the CPU
         # its task last ran on, an overrun, a lost exit or entry below it);
         # in_gap_root: it is under a root call that has one or never ended
-        self.gap, self.in_gap_root = gap, False
+        # parent_out: its caller's call spans a gap or never completed (a
+        # kept call under it is a tree of its own: its time is in no kept
+        # caller's)
+        self.gap, self.in_gap_root, self.parent_out = gap, False, False
 
 
 class TaskStack(list):
@@ -445,6 +449,14 @@ def taint(stack) -> None:
     open: it is inside each of their intervals."""
     for f in stack:
         f.gap = True
+
+
+def frames_out(frames) -> None:
+    """These frames never complete: their completed children have no caller
+    in the statistics."""
+    for f in frames:
+        for k in f.kids:
+            k.parent_out = True
 
 
 def root_over(stack, gap: bool) -> None:
@@ -469,7 +481,7 @@ def build(events, calls=None, overruns=None):
         lost exits are inside the intervals of the frames that stay."""
         popped = False
         while stack and stack[-1].depth >= depth:
-            stack.pop()
+            frames_out([stack.pop()])
             popped = True
         if popped:
             taint(stack)
@@ -504,6 +516,10 @@ def build(events, calls=None, overruns=None):
                 parent.irq_time += f.irq_time
         add(f.path, f.func, dur, dur - f.child_incl)
         call = Call(f.path, dur, dur - f.child_incl, f.desc, f.irq_roots, f.irq_time, f.irq, irq_root, f.gap)
+        for k in f.kids:
+            k.parent_out = f.gap
+        if parent:
+            parent.kids.append(call)
         if calls is not None:
             calls.append(call)
         if stack:
@@ -582,6 +598,7 @@ def build(events, calls=None, overruns=None):
                 i -= 1
             if i > 0:
                 if i < len(stack):  # exits lost above the matching frame
+                    frames_out(stack[i:])
                     del stack[i:]
                     taint(stack)
                 complete_top(stack, dur)
@@ -597,5 +614,6 @@ def build(events, calls=None, overruns=None):
                     calls.append(Call(path, dur, dur, 0, 0, 0, bool(irq) or is_irq_name(func), False, True))
     for stack in tasks.values():  # root calls open at the end never complete
         if stack:
+            frames_out(stack)
             root_over(stack, True)
     return dict(paths), dict(funcs)
