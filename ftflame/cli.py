@@ -187,7 +187,8 @@ def _formats():
 
 
 def add_reader_option(p) -> None:
-    p.add_argument("--reader", choices=("builtin", "libtracecmd"), default="builtin",
+    # default None, not "builtin": a --reader given for a text input is noted
+    p.add_argument("--reader", choices=("builtin", "libtracecmd"), default=None,
                    help="how a trace.dat is read: ftflame's own reader (builtin, default) or "
                         "trace-cmd's libtracecmd (the reference; docs/trace-formats.md)")
 
@@ -198,6 +199,34 @@ def reader_of(args):
     from ftflame.parse import dat
 
     return dat.reader_used(getattr(args, "reader", None) or dat.default_reader())
+
+
+def reader_note(args, name: str, fmt: str) -> None:
+    """One line on stderr when --reader was given for an input it does not
+    apply to (a text trace): the option is not silently ignored."""
+    if getattr(args, "reader", None) and fmt != "trace.dat" and not args.quiet:
+        print(f"ftflame: note: --reader {args.reader} does not apply to {name} (function_graph text, "
+              "not a trace.dat): it chooses how trace.dat files are read", file=sys.stderr)
+
+
+def input_format(path: str) -> str:
+    """'trace.dat' or 'text' for a file, from its first bytes (compressed
+    too), without reading it whole; '' when it is neither (the read says why)."""
+    from ftflame.parse import dat, text
+    from ftflame.parse.detect import classify
+
+    if dat.is_plain_dat(path):
+        return "trace.dat"
+    try:
+        src = text.open_input(path)
+    except InputError:
+        return ""
+    try:
+        return classify(src.head, src.name, src.compression).kind
+    except InputError:
+        return ""
+    finally:
+        src.close()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -333,6 +362,7 @@ def cmd_report(args) -> int:
         progress.stage("correcting...")
         from ftflame.correct.stage import correct_for_report
 
+        reader_note(args, profile.trace.source, profile.trace.format)
         profile = correct_for_report(profile, path, correction_options(args))
         progress.stage(f"rendering {fmt}...")
         if output in (None, "-"):
@@ -364,6 +394,8 @@ def cmd_calibrate(args) -> int:
 
     traces, out = calibration_inputs(args.rundir, args.from_traces, args.output)
     refuse_input_as_output(out, traces, [m for t in traces for m in read_beside(t, calibrating=True)])
+    for t in traces if args.reader else ():
+        reader_note(args, t, input_format(t))
     doc = calibration.calibrate_from_traces(*traces)
     text = json.dumps(doc, indent=2) + "\n"
     if out == "-":

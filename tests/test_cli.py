@@ -265,3 +265,20 @@ def test_command_entry_point_exits_cleanly(tmp_path):
     bad = subprocess.run([sys.executable, "-c", code, "report", str(tmp_path / "none.dat")],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "none.dat" in bad.stderr
+
+
+def test_reader_given_for_a_text_input_is_noted(tmp_path):
+    """--reader chooses how a trace.dat is read: given for a text trace it
+    does not apply, and one note on stderr says so (not an error: exit 0,
+    the report written); none for a trace.dat, none with -q."""
+    text = os.path.join(os.path.dirname(__file__), "data", "text", "lost.txt")
+    proc = run("report", text, "--reader", "libtracecmd", "-o", str(tmp_path / "r.txt"))
+    assert proc.returncode == 0, proc.stderr
+    notes = [ln for ln in proc.stderr.splitlines() if "--reader" in ln]
+    assert notes == [f"ftflame: note: --reader libtracecmd does not apply to {text} (function_graph text, "
+                     "not a trace.dat): it chooses how trace.dat files are read"]
+    assert (tmp_path / "r.txt").exists()
+    quiet = run("report", text, "--reader", "builtin", "-q", "-o", str(tmp_path / "q.txt"))
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    dat = run("report", fixture("k6.1/s10-lost/trace.dat"), "--reader", "builtin", "-o", str(tmp_path / "d.txt"))
+    assert dat.returncode == 0 and "--reader" not in dat.stderr, dat.stderr

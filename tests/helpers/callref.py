@@ -75,6 +75,33 @@ def calls_of(events: list) -> list:
     return calls
 
 
+def gap_calls_of(path: str) -> list:
+    """Every completed call of a trace, each saying whether its own interval
+    holds a gap (Call.gap) and whether it is under a root call that has one
+    or never completed (Call.in_gap_root): the builder's gap rules of
+    docs/design.md ("Anomalies") applied by the twin, overrun counters
+    included."""
+    events, unparsed, overruns = tp.parse_events_overruns(trace_text(path))
+    assert not unparsed, f"{path}: lines the Python parser does not read: {unparsed[:5]}"
+    calls = []
+    tp.build(events, calls, overruns)
+    return calls
+
+
+def gap_counts(calls: list) -> dict:
+    """{path: [calls, own gap, own gap or in a gap root call, detached]}:
+    detached, kept calls (no gap of their own) whose caller's call spans a
+    gap or never completed."""
+    out = collections.defaultdict(lambda: [0, 0, 0, 0])
+    for c in calls:
+        e = out[c.path]
+        e[0] += 1
+        e[1] += c.gap
+        e[2] += c.gap or c.in_gap_root
+        e[3] += not c.gap and c.parent_out
+    return dict(out)
+
+
 # ---- statistics ----------------------------------------------------------
 
 def bucket_mid(v: int) -> int:

@@ -128,6 +128,7 @@ class Parser:
         self.counts = collections.Counter()
         self.pending = None  # (line, number): not understood, may be continued
         self.join = None  # mail: the line being rebuilt from wrapped lines
+        self.overruns = {}  # index in events -> overrun= of a trace-cmd -R exit
 
     # ---- stacks ---------------------------------------------------------
     @staticmethod
@@ -288,6 +289,8 @@ class Parser:
                 else:
                     ct, rt = int(r.group("ct"), 16), int(r.group("rt"), 16)
                     del st.funcs[depth:]
+                    if r.groupdict().get("ov") is not None:
+                        self.overruns[len(self.events)] = int(r.group("ov"))
                     self.events.append((EXIT, cpu, st.pid, name, depth, ct, rt, flags))
                 return True
             g = GRAPH.match(payload)
@@ -375,11 +378,19 @@ class Parser:
 
 def parse_events(text: str, mail: bool = False):
     """All events of a text trace, and the line numbers not understood."""
+    events, unparsed, _ = parse_events_overruns(text, mail)
+    return events, unparsed
+
+
+def parse_events_overruns(text: str, mail: bool = False):
+    """parse_events(), and {index of an exit event: its overrun counter}
+    (trace-cmd report -R prints it on every exit; the builder's gap rules
+    read it, the tokenizer parity does not)."""
     p = Parser(mail)
     for i, line in enumerate(text.split("\n"), 1):
         p.line(line, i)
     p.finish()
-    return p.events, p.unparsed
+    return p.events, p.unparsed, p.overruns
 
 
 # ---- the call builder, as the C one does it for text --------------------
@@ -401,25 +412,81 @@ class Frame:
         self.desc = 0  # completed calls inside, same context (irq subtrees apart)
         self.irq_roots = 0  # interrupt subtrees inside (through same-context calls)
         self.irq_time = 0  # their time
+        self.gap = False  # its interval holds something the trace does not show
+        self.kids = []  # its completed direct children (Calls)
 
 
 class Call:
     """One completed call, as the reference for per-call figures needs it
     (tests/helpers/callref.py): the overhead model works per call from these."""
-    __slots__ = ("path", "dur", "excl", "desc", "irq_roots", "irq_time", "irq", "irq_root")
+    __slots__ = ("path", "dur", "excl", "desc", "irq_roots", "irq_time", "irq", "irq_root", "gap",
+                 "in_gap_root", "parent_out")
 
-    def __init__(self, path, dur, excl, desc, irq_roots, irq_time, irq, irq_root):
+    def __init__(self, path, dur, excl, desc, irq_roots, irq_time, irq, irq_root, gap=False):
         self.path, self.dur, self.excl, self.desc = path, dur, excl, desc
         self.irq_roots, self.irq_time, self.irq, self.irq_root = irq_roots, irq_time, irq, irq_root
+        # gap: the call's own interval holds a gap (lost events on the CPU
+        # its task last ran on, an overrun, a lost exit or entry below it);
+        # in_gap_root: it is under a root call that has one or never ended
+        # parent_out: its caller's call spans a gap or never completed (a
+        # kept call under it is a tree of its own: its time is in no kept
+        # caller's)
+        self.gap, self.in_gap_root, self.parent_out = gap, False, False
 
 
-def build(events, calls=None):
+class TaskStack(list):
+    """A task's open frames, and what the gap rules read of the task."""
+
+    def __init__(self):
+        super().__init__()
+        self.cpu = None  # the CPU of its last call event
+        self.overrun = None  # the overrun counter of its last exit
+        self.root_calls = []  # the calls completed under its open root call
+
+
+def taint(stack) -> None:
+    """Something the trace does not show happened while these frames were
+    open: it is inside each of their intervals."""
+    for f in stack:
+        f.gap = True
+
+
+def frames_out(frames) -> None:
+    """These frames never complete: their completed children have no caller
+    in the statistics."""
+    for f in frames:
+        for k in f.kids:
+            k.parent_out = True
+
+
+def root_over(stack, gap: bool) -> None:
+    """The task's root call ended (gap: it spans a gap, or never completed)."""
+    for c in stack.root_calls:
+        c.in_gap_root = gap
+    stack.root_calls = []
+
+
+def build(events, calls=None, overruns=None):
     """{path tuple: [calls, incl, excl]} and {function: [calls, incl]}.
     With a list as `calls`, every completed call is appended to it as a Call
-    (orphan exits too, as one-call '(partial)' paths), in completion order."""
+    (orphan exits too, as one-call '(partial)' paths), in completion order,
+    with whether its interval holds a gap (overruns: parse_events_overruns())."""
     paths = collections.defaultdict(lambda: [0, 0, 0])
     funcs = collections.defaultdict(lambda: [0, 0])
-    tasks = collections.defaultdict(list)
+    tasks = collections.defaultdict(TaskStack)
+    overruns = overruns or {}
+
+    def pop_lost(stack, depth):
+        """Pop the frames at or below `depth` whose exits never came: the
+        lost exits are inside the intervals of the frames that stay."""
+        popped = False
+        while stack and stack[-1].depth >= depth:
+            frames_out([stack.pop()])
+            popped = True
+        if popped:
+            taint(stack)
+            if not stack:
+                root_over(stack, True)
 
     def add(path, func, dur, excl):
         paths[path][0] += 1
@@ -438,6 +505,8 @@ def build(events, calls=None):
         irq_root = bool(f.irq and parent and not parent.irq)
         if parent:
             parent.child_incl += dur
+            if f.gap:  # its interval is inside its caller's
+                parent.gap = True
             if f.irq and not parent.irq:  # an interrupt subtree inside parent
                 parent.irq_roots += 1
                 parent.irq_time += dur
@@ -446,9 +515,17 @@ def build(events, calls=None):
                 parent.irq_roots += f.irq_roots
                 parent.irq_time += f.irq_time
         add(f.path, f.func, dur, dur - f.child_incl)
+        call = Call(f.path, dur, dur - f.child_incl, f.desc, f.irq_roots, f.irq_time, f.irq, irq_root, f.gap)
+        for k in f.kids:
+            k.parent_out = f.gap
+        if parent:
+            parent.kids.append(call)
         if calls is not None:
-            calls.append(Call(f.path, dur, dur - f.child_incl, f.desc, f.irq_roots, f.irq_time,
-                              f.irq, irq_root))
+            calls.append(call)
+        if stack:
+            stack.root_calls.append(call)
+        else:
+            root_over(stack, f.gap)
 
     def entry(stack, func, depth, flags):
         top = stack[-1] if stack else None
@@ -462,9 +539,10 @@ def build(events, calls=None):
                 if i > 0:
                     lparent = i - 1
         elif top and depth <= top.depth:
-            while stack and stack[-1].depth >= depth:
-                stack.pop()
+            pop_lost(stack, depth)
             lparent = len(stack) - 1
+        elif top and depth > top.depth + 1 and not (depth == top.depth + 2 and top.irq and is_irq_name(func)):
+            taint(stack)  # the entries between were never written
         # context: own, or inherited from the frame the call is placed under
         parent_irq = lparent >= 0 and stack[lparent].irq
         irq = own_irq or parent_irq
@@ -479,11 +557,16 @@ def build(events, calls=None):
             path = (name,)
         stack.append(Frame(path, func, depth, irq, lparent))
 
-    for ev in events:
+    for index, ev in enumerate(events):
         kind = ev[0]
+        if kind == LOST:  # the tasks last seen on that CPU may have lost events
+            for stack in tasks.values():
+                if stack.cpu == ev[1]:
+                    taint(stack)
+            continue
         if kind == RENAME:
             _, cpu, old, new = ev
-            old_stack = tasks.pop(("idle", cpu) if old == 0 else old, [])
+            old_stack = tasks.pop(("idle", cpu) if old == 0 else old, TaskStack())
             new_key = ("idle", cpu) if new == 0 else new
             if new_key not in tasks or not tasks[new_key]:
                 tasks[new_key] = old_stack
@@ -492,7 +575,12 @@ def build(events, calls=None):
             continue
         _, cpu, pid, func, depth, calltime, rettime, flags = ev
         stack = tasks[("idle", cpu) if pid == 0 else pid]
+        stack.cpu = cpu
         dur = max(rettime - calltime, 0)
+        if index in overruns:
+            if stack.overrun is not None and overruns[index] > stack.overrun:
+                taint(stack)  # the shadow stack was full: frames dropped unseen
+            stack.overrun = overruns[index]
         if kind == ENTRY:
             entry(stack, func, depth, flags)
         elif kind == LEAF:
@@ -509,14 +597,23 @@ def build(events, calls=None):
                     break
                 i -= 1
             if i > 0:
-                del stack[i:]
+                if i < len(stack):  # exits lost above the matching frame
+                    frames_out(stack[i:])
+                    del stack[i:]
+                    taint(stack)
                 complete_top(stack, dur)
             else:
-                while stack and stack[-1].depth >= depth:
-                    stack.pop()
+                # an exit without its entry: the entry was lost while the
+                # frames left open were open
+                pop_lost(stack, depth)
+                taint(stack)
                 irq = flags & (HARDIRQ | SOFTIRQ | NMI)
                 path = ("(partial)", func + " [irq]" if irq else func)
                 add(path, func, dur, dur)
                 if calls is not None:
-                    calls.append(Call(path, dur, dur, 0, 0, 0, bool(irq) or is_irq_name(func), False))
+                    calls.append(Call(path, dur, dur, 0, 0, 0, bool(irq) or is_irq_name(func), False, True))
+    for stack in tasks.values():  # root calls open at the end never complete
+        if stack:
+            frames_out(stack)
+            root_over(stack, True)
     return dict(paths), dict(funcs)

@@ -1,0 +1,61 @@
+"""Which calls the corrected figures leave out on traces that lost events,
+against the independent reference (tests/helpers/callref.py: the twin
+builder applies the gap rules of docs/design.md to the events itself):
+per call path, the calls the core sums in its gap set, and in total the
+calls whose own interval holds a gap (`gap_calls - gap_tree_calls`)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import fixture, profile_of
+from ftflame.model.profile import NODE_IRQ
+from helpers import callref
+
+HERE = os.path.dirname(__file__)
+LOST = [fixture("k6.1/s15-icount-calib/trace-full.dat"),
+        fixture("k6.1/s15-icount-calib/trace-full-nosleep.dat"),
+        os.path.join(HERE, "data", "text", "lost.txt")]
+
+
+def context_path(p, row, irq, parent) -> tuple:
+    """The twin's name of a path: " [irq]" where interrupt context starts."""
+    names = []
+    while row >= 0:
+        starts = irq[row] and (parent[row] < 0 or not irq[parent[row]])
+        names.append(p.name(row) + (" [irq]" if starts else ""))
+        row = int(parent[row])
+    return tuple(names[::-1])
+
+
+@pytest.mark.parametrize("path", LOST, ids=[os.path.basename(os.path.dirname(x)) + "/" + os.path.basename(x)
+                                            for x in LOST])
+def test_calls_left_out_are_the_reference_gap_calls(path):
+    """Per path, the calls left out of the corrected figures are the calls
+    whose own interval holds a gap and the calls of a root call that has
+    one or never completed; the first alone are gap_calls - gap_tree_calls."""
+    p = profile_of(path)
+    ref = callref.gap_counts(callref.gap_calls_of(path))
+    assert p.counters.get("lost_records"), "the trace must have lost events"
+    irq, parent = (p.col("flags") & NODE_IRQ) != 0, p.col("parent")
+    calls, gap = p.col("calls"), p.col("gap_calls")
+    core = {}
+    for r in range(p.nrows):
+        if calls[r]:
+            core[context_path(p, r, irq, parent)] = (int(calls[r]), int(gap[r]))
+    assert core == {k: (v[0], v[2]) for k, v in ref.items()}
+    own = p.counters["gap_calls"] - p.counters.get("gap_tree_calls", 0)
+    assert own == sum(v[1] for v in ref.values()) > 0
+
+
+def test_reference_says_which_calls_span_the_gap():
+    """data/text/lost.txt: outer() is open when 12 events are lost (its
+    interval holds the gap), lost_entry's entry is among them (an exit
+    without its entry); first() returned before the gap: complete, but its
+    caller's call is left out, so its time is in no kept caller's; again()
+    began after it, a root call of its own."""
+    calls = callref.gap_calls_of(os.path.join(HERE, "data", "text", "lost.txt"))
+    flags = {c.path[-1]: (c.gap, c.in_gap_root, not c.gap and c.parent_out) for c in calls}
+    assert flags == {"first": (False, True, True), "lost_entry": (True, False, False),
+                     "outer": (True, False, False), "again": (False, False, False)}
