@@ -2,7 +2,6 @@
 made, readable real comparisons, the outputs' formats, refusals."""
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -28,9 +27,9 @@ DRIFT = 1.04
 
 
 def opts(**kw):
-    base = {"raw": False, "calibration": None, "irqs": "exclude", "min_change": 0.05}
-    base.update(kw)
-    return argparse.Namespace(**base)
+    from ftflame.diff import DiffOptions
+
+    return DiffOptions(**kw)
 
 
 def compare(before, after, **kw):
@@ -518,6 +517,71 @@ def test_help_teaches_the_method():
     for words in ("Hodges-Lehmann", "Mann-Whitney", "Benjamini-Hochberg", "BEFORE... -- AFTER...",
                   "examples:", "root call"):
         assert words in proc.stdout
+
+
+def diff_flags() -> dict:
+    """dest -> argparse action of every `ftflame diff` option."""
+    from ftflame.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    return {a.dest: a for a in sub.choices["diff"]._actions}
+
+
+def test_every_diff_option_is_set_from_a_diff_flag():
+    """diff reads its knobs from one typed object (DiffOptions), every field
+    of it set from a flag of `ftflame diff`, the defaults when none is given."""
+    import dataclasses
+
+    from ftflame.cli import build_parser
+    from ftflame.diff import DiffOptions
+    from ftflame.diff.cli import diff_options
+
+    examples = {"raw": (["--raw"], True), "min_change": (["--min-change", "2"], 0.02),
+                "calibration": (["--calibration", "none"], "none"), "irqs": (["--irqs", "include"], "include")}
+    flags = diff_flags()
+    for field in dataclasses.fields(DiffOptions):
+        assert field.name in flags, f"DiffOptions.{field.name} has no flag of its own"
+        argv, want = examples[field.name]
+        args = build_parser().parse_args(["diff", "b.dat", "a.dat", *argv])
+        assert getattr(diff_options(args), field.name) == want
+    assert diff_options(build_parser().parse_args(["diff", "b.dat", "a.dat"])) == DiffOptions()
+
+
+def test_diff_formats_come_from_the_report_registry(monkeypatch, tmp_path, synth):
+    """diff keeps no format table of its own: a renderer registered in
+    ftflame.report.DIFF_RENDERERS is a -F choice and an output extension."""
+    from ftflame.cli import main
+    from ftflame.report import DIFF_RENDERERS, Renderer
+
+    assert sorted(diff_flags()["format"].choices) == sorted(DIFF_RENDERERS) == ["folded", "html", "json", "txt"]
+    monkeypatch.setitem(DIFF_RENDERERS, "probe", Renderer("probe", "diff_folded", (".dprobe",), "a test's"))
+    assert diff_flags()["format"].choices == sorted(DIFF_RENDERERS)
+    out = tmp_path / "d.dprobe"
+    assert main(["diff", synth["same"], synth["scaled"], "-q", "-o", str(out)]) == 0
+    assert main(["diff", synth["same"], synth["scaled"], "-q", "-F", "folded", "-o", str(tmp_path / "d.f")]) == 0
+    assert out.read_text() == (tmp_path / "d.f").read_text() != ""
+
+
+def test_diff_uses_no_private_name_of_another_module():
+    """diff and its renderers use the model's and the correction stage's
+    public names only: a private one may change under them unannounced."""
+    import ast
+
+    root = Path(__file__).resolve().parent.parent
+    found = []
+    for f in sorted((root / "ftflame" / "diff").glob("*.py")) + sorted((root / "report").glob("diff_*.py")):
+        tree = ast.parse(f.read_text())
+        modules = set()
+        for node in ast.walk(tree):
+            names = node.names if isinstance(node, (ast.Import, ast.ImportFrom)) else ()
+            for a in names:
+                if isinstance(node, ast.ImportFrom) and a.name.startswith("_") and not a.name.startswith("__"):
+                    found.append(f"{f.name}: from {node.module} import {a.name}")
+                modules.add((a.asname or a.name).split(".")[0])
+        found += [f"{f.name}: {node.value.id}.{node.attr}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                  and node.value.id in modules and node.attr.startswith("_") and not node.attr.startswith("__")]
+    assert not found
 
 
 def test_raw_compares_the_raw_times():

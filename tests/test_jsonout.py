@@ -183,7 +183,7 @@ def test_bucket_midpoints_table():
     b = np.arange(profile_mod.HIST_SUB + 44 * profile_mod.HIST_SUB)
     lower = profile_mod.hist_lower(b)
     want = np.where(b < profile_mod.HIST_SUB, lower, (lower + profile_mod.hist_upper(b) - 1) // 2)
-    assert np.array_equal(profile_mod._bucket_mids(len(b)), want)
+    assert np.array_equal(profile_mod.bucket_mids(len(b)), want)
 
 
 QS = (0, 1, 50, 90, 99, 99.9, 100)

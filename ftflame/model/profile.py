@@ -293,7 +293,7 @@ def hist_upper(bucket: np.ndarray) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=None)
-def _bucket_mids(nbuckets: int) -> np.ndarray:
+def bucket_mids(nbuckets: int) -> np.ndarray:
     """The value a percentile in each bucket is taken as: the bucket's
     midpoint (exact below HIST_SUB). A table: buckets are few, entries many."""
     b = np.arange(nbuckets, dtype=np.int64)
@@ -350,7 +350,7 @@ class Histograms:
         n = self.rows
         if n == 0 or len(self.counts) == 0:
             return np.zeros((n, len(qs)), dtype=np.int64)
-        mids = _bucket_mids(int(self.buckets.max()) + 1)
+        mids = bucket_mids(int(self.buckets.max()) + 1)
         out = _model.hist_percentiles(self.offsets, self.buckets, self.counts, mids,
                                       np.ascontiguousarray(lo, dtype=np.int64),
                                      np.ascontiguousarray(hi, dtype=np.int64), tuple(qs))
