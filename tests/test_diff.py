@@ -655,7 +655,7 @@ def test_one_slower_operation_is_flagged_alone():
 
 
 def test_an_operation_on_one_side_only_is_new_or_gone(tmp_path):
-    from report import diff_json, diff_text
+    from ftflame.report import diff_json, diff_text
 
     before = [_dispatcher_run("b", 1, {"v3 WRITE": 40, "v3 GETATTR": 40})]
     after = [_dispatcher_run("a", 2, {"v3 WRITE": 40, "v3 READ": 40})]
@@ -672,7 +672,7 @@ def test_an_operation_on_one_side_only_is_new_or_gone(tmp_path):
 
 
 def test_a_trace_rooted_at_one_procedure_has_no_operations(synth):
-    from report import diff_html, diff_json, diff_text
+    from ftflame.report import diff_html, diff_json, diff_text
 
     d = compare([synth["same"]], [synth["scaled"]])
     assert len(d.table("operations")) == 0
