@@ -600,7 +600,7 @@ def test_benjamini_hochberg_known_values():
 
 
 def test_pair_test_direction_and_interval():
-    from ftflame.diff.stats import pair_test
+    from helpers.pairtest import pair_test
 
     rng = np.random.default_rng(1)
     b = rng.lognormal(np.log(1000), 0.1, 200)

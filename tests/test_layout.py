@@ -7,6 +7,8 @@ would check another RenderOptions than the one `ftflame.report.text` reads."""
 from __future__ import annotations
 
 import ast
+import collections
+import re
 import importlib.util
 from pathlib import Path
 
@@ -58,3 +60,26 @@ def test_make_clean_removes_every_built_extension():
     missed = [f for f in built if not any(fnmatch.fnmatch(f, pattern) for pattern in rm[1:])]
     assert not missed, f"make clean leaves {missed}"
 
+
+PRODUCTION = ("ftflame", "parse", "report", "collect", "templates")
+
+
+def used_by_tests_only(root: Path) -> list:
+    """The public top-level functions and classes of the production modules
+    that no production code (nor bench/) names beyond their definition: a
+    test's helper living in production belongs in tests/helpers."""
+    sources = {p: p.read_text() for d in PRODUCTION for p in sorted((root / d).rglob("*.py"))}
+    users = "\n".join(sources.values()) + "\n".join(p.read_text() for p in sorted((root / "bench").rglob("*.py")))
+    named = collections.Counter(re.findall(r"\w+", users))
+    found = []
+    for path, text in sources.items():
+        for node in ast.parse(text, str(path)).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+                if named[node.name] <= 1:
+                    found.append(f"{path.relative_to(root)}: {node.name}")
+    return found
+
+
+def test_production_holds_no_helper_of_the_tests_alone():
+    found = used_by_tests_only(REPO)
+    assert not found, "used by no production code (a test's helper? move it to tests/helpers):\n" + "\n".join(found)

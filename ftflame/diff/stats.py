@@ -170,14 +170,6 @@ def _pairs_batch(items, side_b, side_a, se, change, lo, hi, p) -> None:
     hi[items] = np.expm1(at(0.5 + Z95 * s))
 
 
-def pair_test(lv_b, w_b, neff_b, lv_a, w_a, neff_a):
-    """rank_tests of one item given its log values: (change, lo, hi, p)."""
-    def side(lv, w):
-        return np.zeros(len(lv), np.int64), np.exp(np.asarray(lv, dtype=np.float64)), w
-    out = rank_tests(side(lv_b, w_b), side(lv_a, w_a), [neff_b], [neff_a], 1)
-    return tuple(float(x[0]) for x in out[:4])
-
-
 def benjamini_hochberg(p) -> np.ndarray:
     """Adjusted p-values (q-values) of the Benjamini-Hochberg step-up
     procedure: item i is a discovery at FDR alpha when q[i] <= alpha."""
