@@ -99,7 +99,7 @@ NODE_PARTIAL = 4
 SAMPLE_GAP = 1
 SAMPLE_PARTIAL = 2
 SAMPLE_IRQ = 4
-CALL_DONE = 1  # CALL_COLUMNS flags (parse/core/ftf.h ftf_rec_flags)
+CALL_DONE = 1  # CALL_COLUMNS flags (parse/core/builder.h ftf_rec_flags)
 CALL_IRQ = 2
 CALL_GAP = 4
 CALL_RECORD_DTYPE = np.dtype([(n, "<i4" if n == "start" else "<u4") for n in CALL_RECORD])
@@ -252,7 +252,7 @@ class KeptTree(NamedTuple):
     def nbytes(self) -> int:
         return self.recs.nbytes + self.extras.nbytes
 
-# Histogram geometry (parse/core/ftf.h): values below HIST_SUB ns are exact;
+# Histogram geometry (parse/core/builder.h): values below HIST_SUB ns are exact;
 # above, each power of two is split into HIST_SUB equal buckets.
 HIST_SUB = 16
 HIST_RESOLUTION = 1.0 / HIST_SUB  # worst-case bucket width relative to its value

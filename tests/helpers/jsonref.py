@@ -21,7 +21,7 @@ from ftflame.model import profile as profile_mod
 from ftflame.model.profile import Histograms
 from ftflame.report import jsonout
 
-# bits of the node and sample flag columns (parse/core/ftf.h)
+# bits of the node and sample flag columns (parse/core/builder.h)
 NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL = 1, 2, 4
 SAMPLE_GAP, SAMPLE_PARTIAL, SAMPLE_IRQ = 1, 2, 4
 SCHEMA = "ftflame/1"
