@@ -14,6 +14,8 @@ OUT        ?= out
 # (parse._core), the JSON row formatter (report._rowfmt), the model's
 # percentiles and tree order (ftflame._model).
 NATIVE_DIRS := parse/core report/native ftflame/native
+# where `make build` puts them: each in the package of its folder's parent
+NATIVE_SO  := $(addsuffix /*.so,$(patsubst %/,%,$(dir $(NATIVE_DIRS))))
 NATIVE_SRC := $(foreach d,$(NATIVE_DIRS),$(wildcard $(d)/*.c $(d)/*.h))
 ASAN       ?= 0
 FUZZ_SECONDS ?= 60
@@ -245,4 +247,4 @@ bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop
 	$(PY) bench/text_long.py
 
 clean:  ## remove build products (keeps the venv)
-	rm -rf build *.egg-info parse/*.so .build-stamp-* $(OUT)
+	rm -rf build *.egg-info $(NATIVE_SO) .build-stamp-* $(OUT)

@@ -4,8 +4,10 @@ Each renderer is a function ``render(profile, opts) -> str`` in a module of
 this package, registered in RENDERERS with the file extensions that select
 it; a module may also have ``write(profile, opts, binary_file)``, which
 streams the same text into a file (the CLI uses it when there is one).
-Modules are imported on first use: choosing a format costs nothing, and the
-CLI imports the renderer while the C core reads the trace.
+`ftflame diff`'s renderers, ``render(diff, opts)`` of an ftflame.diff Diff,
+are registered the same way in DIFF_RENDERERS. Modules are imported on first
+use: choosing a format costs nothing, and the CLI imports the renderer while
+the C core reads the trace.
 """
 from __future__ import annotations
 
@@ -37,11 +39,12 @@ class Renderer:
         return lambda profile, opts, f: f.write(module.render(profile, opts).encode("utf-8"))
 
 
-RENDERERS: Dict[str, Renderer] = {}
+RENDERERS: Dict[str, Renderer] = {}  # ftflame report's formats
+DIFF_RENDERERS: Dict[str, Renderer] = {}  # ftflame diff's
 
 
-def register(r: Renderer) -> None:
-    RENDERERS[r.name] = r
+def register(r: Renderer, registry: Optional[Dict[str, Renderer]] = None) -> None:
+    (RENDERERS if registry is None else registry)[r.name] = r
 
 
 register(Renderer("txt", "text", (".txt",), "plain text for mail: function table and call tree"))
@@ -54,29 +57,40 @@ register(Renderer("svg", "svg", (".svg",), "standalone interactive flame graph (
 register(Renderer("speedscope", "speedscope", (".speedscope.json",),
                   "speedscope evented profile, one per root function (speedscope.app)"))
 
+register(Renderer("txt", "diff_text", (".txt",), "plain text for mail: verdicts, then the tables"),
+         DIFF_RENDERERS)
+register(Renderer("json", "diff_json", (".json",), 'machine-readable, schema "ftflame-diff/1"'), DIFF_RENDERERS)
+register(Renderer("folded", "diff_folded", (".folded", ".difffolded"),
+                  "difffolded lines, path BEFORE AFTER (flamegraph.pl, inferno-flamegraph)"), DIFF_RENDERERS)
+register(Renderer("html", "diff_html", (".html", ".htm"), "differential flame graph and delta table"),
+         DIFF_RENDERERS)
 
-def format_for_path(path: str):
-    """The format an output file name asks for, or None. Longest suffix wins
-    (x.speedscope.json is speedscope, not json)."""
+
+def format_for_path(path: str, registry: Optional[Dict[str, Renderer]] = None):
+    """The format an output file name asks for (of report's formats, or of
+    the registry given), or None. Longest suffix wins (x.speedscope.json is
+    speedscope, not json)."""
     low = path.lower()
     best = None
-    for r in RENDERERS.values():
+    for r in (RENDERERS if registry is None else registry).values():
         for ext in r.extensions:
             if low.endswith(ext) and (best is None or len(ext) > len(best[1])):
                 best = (r.name, ext)
     return best[0] if best else None
 
 
-def choose_format(output: Optional[str], fmt: Optional[str]) -> str:
+def choose_format(output: Optional[str], fmt: Optional[str],
+                  registry: Optional[Dict[str, Renderer]] = None) -> str:
     """The format asked for: --format, else the output's extension; text on stdout."""
     if fmt:
         return fmt
     if output in (None, "-"):
         return "txt"
-    found = format_for_path(output)
+    found = format_for_path(output, registry)
     if not found:
+        exts = [r.extensions[0] for r in (RENDERERS if registry is None else registry).values()]
         raise InputError(output, "cannot tell the output format from the extension",
-                         "use .txt .json .folded .html .svg or .speedscope.json, or --format")
+                         f"use {' '.join(exts[:-1])} or {exts[-1]}, or --format")
     return found
 
 

@@ -1,18 +1,10 @@
-"""Helpers shared by renderers: exact corrected values, node flags, number formatting."""
+"""Helpers shared by renderers: node flags, number formatting."""
 from __future__ import annotations
 
 import numpy as np
 
 from ftflame.model.depthcut import depth_cut
 from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL, TREE_MAX_CALLS, Profile, missing_entries_unmarked
-
-
-def exact_corrected_values(p: Profile):
-    """Per-call corrected inclusive times where they are known (root calls):
-    ftflame.correct.corrections.exact_values."""
-    from ftflame.correct.corrections import exact_values
-
-    return exact_values(p)
 
 
 def node_flags(flags: int) -> list:

@@ -426,13 +426,6 @@ def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, hea
     return t.items
 
 
-def tree_json(p: Profile) -> str:
-    """The `tree` array as JSON text, children sorted by inclusive time."""
-    if p.nrows == 0:
-        return "[]"
-    return format_rows(tree_template(p), p.nrows)
-
-
 def _rows_json(template: list, n: int) -> str:
     """A JSON array of n objects, each row of the template one, written
     with a leading comma."""

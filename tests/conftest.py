@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -16,6 +17,13 @@ from helpers import corpus
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data")
+
+# `python -m pytest` run from the repository puts it first on sys.path, and its
+# top-level folders become importable under their bare names (`report`,
+# `parse`) beside the installed ftflame.report and ftflame.parse: a second
+# copy of each module, with classes of its own (two RenderOptions). Out with
+# it: the tests import the package only (tests/test_layout.py).
+sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != os.path.realpath(ROOT)]
 
 CORPUS = corpus.CORPUS
 # every trace.dat: the curated copies, and the full corpus's when it is here

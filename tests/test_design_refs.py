@@ -1,9 +1,13 @@
 """The repository is read without anything beside it: code, comments and
 docs cite the design in docs/ (design.md, trace-formats.md), never design
 files that live outside the repository (the original plan and the reference
-notes it was written from)."""
+notes it was written from); the files, modules and extensions docs/design.md
+names are the code's."""
 from __future__ import annotations
 
+import fnmatch
+import importlib
+import importlib.util
 import os
 import re
 from pathlib import Path
@@ -86,3 +90,56 @@ def named_files_missing(root: Path) -> list:
 def test_files_named_in_the_repository_exist():
     found = named_files_missing(REPO)
     assert not found, "files named but not in the repository (moved? name the new place):\n" + "\n".join(found)
+
+
+# docs/design.md describes the code as it is: every file it names, by its path
+# or by its bare name (`builder.h`, the `dat_*.c` units), is in the
+# repository; every module it names imports; the C extensions it lists are the
+# ones setup.py builds, from the C units it lists.
+DESIGN = REPO / "docs" / "design.md"
+BARE_FILE = re.compile(r"(?<![\w/.*-])([\w*-]+\.(?:py|c|h|sh|md|js|css))\b")
+NOT_OURS = {"Python.h"}  # CPython's
+MODULE = re.compile(r"\bftflame(?:\.[A-Za-z_]\w*)+")
+EXTENSION_ROW = re.compile(r"^\| `(ftflame\.[\w.]+)` \| `([\w/]+)/`: (.*?) \|", re.M)
+NUMBERS = ("one", "two", "three", "four", "five", "six")
+
+
+def design_names_missing(root: Path, doc: Path) -> list:
+    """The file names doc gives (bare or in a path) that no file of root has."""
+    have = {Path(rel).name for rel, _ in text_files(root)} | {p.name for p in root.rglob("*.so")}
+    names = set(BARE_FILE.findall(doc.read_text())) - NOT_OURS
+    return sorted(n for n in names if not any(fnmatch.fnmatch(h, n) for h in have))
+
+
+def test_every_file_design_md_names_exists():
+    missing = design_names_missing(REPO, DESIGN)
+    assert not missing, f"docs/design.md names files the repository does not have: {missing}"
+
+
+def test_the_design_check_finds_a_file_that_is_gone(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "d.md").write_text("`here.c` and `dat_*.c` beside `gone.h` and Python.h\n")
+    (tmp_path / "here.c").write_text("int x;\n")
+    (tmp_path / "dat_a.c").write_text("int y;\n")
+    assert design_names_missing(tmp_path, tmp_path / "docs" / "d.md") == ["gone.h"]
+
+
+def test_every_module_design_md_names_imports():
+    for name in sorted(set(MODULE.findall(DESIGN.read_text()))):
+        assert importlib.util.find_spec(name) is not None, f"docs/design.md names {name}, which is no module"
+
+
+def test_the_extensions_design_md_lists_are_the_ones_built():
+    text = DESIGN.read_text()
+    rows = EXTENSION_ROW.findall(text)
+    built = re.findall(r'extension\("(ftflame\.[\w.]+)"', (REPO / "setup.py").read_text())
+    assert sorted(name for name, _, _ in rows) == sorted(built)
+    count = re.search(r"(\w+) CPython extensions", text).group(1).lower()
+    assert NUMBERS.index(count) + 1 == len(built), f"docs/design.md says {count} extensions, setup.py builds {len(built)}"
+    for name, folder, sources in rows:
+        importlib.import_module(name)  # built (make build)
+        listed = re.findall(r"`([\w*]+\.c)`", sources)
+        units = sorted(p.name for p in (REPO / folder).glob("*.c") if not p.name.startswith("fuzz_"))
+        assert all(fnmatch.filter(units, f) for f in listed), f"{name}: {listed} against {folder}: {units}"
+        assert [u for u in units if not any(fnmatch.fnmatch(u, f) for f in listed)] == [], \
+            f"{name}: docs/design.md leaves out C units of {folder}"

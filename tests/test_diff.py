@@ -2,7 +2,6 @@
 made, readable real comparisons, the outputs' formats, refusals."""
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -28,9 +27,9 @@ DRIFT = 1.04
 
 
 def opts(**kw):
-    base = {"raw": False, "calibration": None, "irqs": "exclude", "min_change": 0.05}
-    base.update(kw)
-    return argparse.Namespace(**base)
+    from ftflame.diff import DiffOptions
+
+    return DiffOptions(**kw)
 
 
 def compare(before, after, **kw):
@@ -520,6 +519,71 @@ def test_help_teaches_the_method():
         assert words in proc.stdout
 
 
+def diff_flags() -> dict:
+    """dest -> argparse action of every `ftflame diff` option."""
+    from ftflame.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    return {a.dest: a for a in sub.choices["diff"]._actions}
+
+
+def test_every_diff_option_is_set_from_a_diff_flag():
+    """diff reads its knobs from one typed object (DiffOptions), every field
+    of it set from a flag of `ftflame diff`, the defaults when none is given."""
+    import dataclasses
+
+    from ftflame.cli import build_parser
+    from ftflame.diff import DiffOptions
+    from ftflame.diff.cli import diff_options
+
+    examples = {"raw": (["--raw"], True), "min_change": (["--min-change", "2"], 0.02),
+                "calibration": (["--calibration", "none"], "none"), "irqs": (["--irqs", "include"], "include")}
+    flags = diff_flags()
+    for field in dataclasses.fields(DiffOptions):
+        assert field.name in flags, f"DiffOptions.{field.name} has no flag of its own"
+        argv, want = examples[field.name]
+        args = build_parser().parse_args(["diff", "b.dat", "a.dat", *argv])
+        assert getattr(diff_options(args), field.name) == want
+    assert diff_options(build_parser().parse_args(["diff", "b.dat", "a.dat"])) == DiffOptions()
+
+
+def test_diff_formats_come_from_the_report_registry(monkeypatch, tmp_path, synth):
+    """diff keeps no format table of its own: a renderer registered in
+    ftflame.report.DIFF_RENDERERS is a -F choice and an output extension."""
+    from ftflame.cli import main
+    from ftflame.report import DIFF_RENDERERS, Renderer
+
+    assert sorted(diff_flags()["format"].choices) == sorted(DIFF_RENDERERS) == ["folded", "html", "json", "txt"]
+    monkeypatch.setitem(DIFF_RENDERERS, "probe", Renderer("probe", "diff_folded", (".dprobe",), "a test's"))
+    assert diff_flags()["format"].choices == sorted(DIFF_RENDERERS)
+    out = tmp_path / "d.dprobe"
+    assert main(["diff", synth["same"], synth["scaled"], "-q", "-o", str(out)]) == 0
+    assert main(["diff", synth["same"], synth["scaled"], "-q", "-F", "folded", "-o", str(tmp_path / "d.f")]) == 0
+    assert out.read_text() == (tmp_path / "d.f").read_text() != ""
+
+
+def test_diff_uses_no_private_name_of_another_module():
+    """diff and its renderers use the model's and the correction stage's
+    public names only: a private one may change under them unannounced."""
+    import ast
+
+    root = Path(__file__).resolve().parent.parent
+    found = []
+    for f in sorted((root / "ftflame" / "diff").glob("*.py")) + sorted((root / "report").glob("diff_*.py")):
+        tree = ast.parse(f.read_text())
+        modules = set()
+        for node in ast.walk(tree):
+            names = node.names if isinstance(node, (ast.Import, ast.ImportFrom)) else ()
+            for a in names:
+                if isinstance(node, ast.ImportFrom) and a.name.startswith("_") and not a.name.startswith("__"):
+                    found.append(f"{f.name}: from {node.module} import {a.name}")
+                modules.add((a.asname or a.name).split(".")[0])
+        found += [f"{f.name}: {node.value.id}.{node.attr}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                  and node.value.id in modules and node.attr.startswith("_") and not node.attr.startswith("__")]
+    assert not found
+
+
 def test_raw_compares_the_raw_times():
     rel = "k6.1/s01-v3-write4k/trace.dat"
     d = compare([fixture(rel)], [fixture(rel)], raw=True)
@@ -536,7 +600,7 @@ def test_benjamini_hochberg_known_values():
 
 
 def test_pair_test_direction_and_interval():
-    from ftflame.diff.stats import pair_test
+    from helpers.pairtest import pair_test
 
     rng = np.random.default_rng(1)
     b = rng.lognormal(np.log(1000), 0.1, 200)
@@ -591,7 +655,7 @@ def test_one_slower_operation_is_flagged_alone():
 
 
 def test_an_operation_on_one_side_only_is_new_or_gone(tmp_path):
-    from report import diff_json, diff_text
+    from ftflame.report import diff_json, diff_text
 
     before = [_dispatcher_run("b", 1, {"v3 WRITE": 40, "v3 GETATTR": 40})]
     after = [_dispatcher_run("a", 2, {"v3 WRITE": 40, "v3 READ": 40})]
@@ -608,7 +672,7 @@ def test_an_operation_on_one_side_only_is_new_or_gone(tmp_path):
 
 
 def test_a_trace_rooted_at_one_procedure_has_no_operations(synth):
-    from report import diff_html, diff_json, diff_text
+    from ftflame.report import diff_html, diff_json, diff_text
 
     d = compare([synth["same"]], [synth["scaled"]])
     assert len(d.table("operations")) == 0

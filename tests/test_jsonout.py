@@ -12,7 +12,7 @@ import tempfile
 import numpy as np
 import pytest
 
-from helpers import jsonref
+from helpers import jsonref, jsontree
 from conftest import SAMPLE, fixture, profile_of
 from helpers.events import HERE, load
 from ftflame.model import profile as profile_mod
@@ -46,7 +46,7 @@ def written(p) -> str:
 def same_tree(p):
     """The tree and the whole document as the reference writes them, as a
     string and streamed into a file."""
-    fast = jsonout.tree_json(p)
+    fast = jsontree.tree_json(p)
     assert fast == jsonref.tree_json(p)
     doc = RENDERERS["json"].render(p)
     assert doc == jsonref.render(p, jsonref.head_of(doc))  # trace, calibration: test_binding.py
@@ -86,7 +86,7 @@ def test_whole_document_parses_and_keeps_its_members():
     doc = json.loads(text)
     assert list(doc) == ["schema", "tool", "trace", "calibration", "functions", "tree", "root_calls",
                          "operations", "slowest", "hot", "balance"]
-    assert doc["tree"] == json.loads(jsonout.tree_json(p))
+    assert doc["tree"] == json.loads(jsontree.tree_json(p))
 
 
 def test_empty_profile():
@@ -131,7 +131,7 @@ def test_python_fallback_columns(monkeypatch):
     p = corrected(profile_of(SAMPLE), SAMPLE)
     want = same_tree(p), RENDERERS["json"].render(p)
     monkeypatch.setattr(jsonout, "REPR_SAFE", 0.0)
-    assert (jsonout.tree_json(p), RENDERERS["json"].render(p)) == want
+    assert (jsontree.tree_json(p), RENDERERS["json"].render(p)) == want
 
 
 @pytest.mark.parametrize("path", [SAMPLE] + [fixture(r) for r in SMALL_FIXTURES])
@@ -183,7 +183,7 @@ def test_bucket_midpoints_table():
     b = np.arange(profile_mod.HIST_SUB + 44 * profile_mod.HIST_SUB)
     lower = profile_mod.hist_lower(b)
     want = np.where(b < profile_mod.HIST_SUB, lower, (lower + profile_mod.hist_upper(b) - 1) // 2)
-    assert np.array_equal(profile_mod._bucket_mids(len(b)), want)
+    assert np.array_equal(profile_mod.bucket_mids(len(b)), want)
 
 
 QS = (0, 1, 50, 90, 99, 99.9, 100)

@@ -595,7 +595,7 @@ def test_migration_note_says_what_was_done():
     """Issue 11 item 10: on per-CPU stacks (no task column) a call that ends
     on another CPU was followed through the task-switch separators; the note
     must not claim per-task stacks."""
-    from report.common import anomaly_lines
+    from ftflame.report.common import anomaly_lines
     p = read(data("migrate.txt"))
     assert not p.trace.per_task and p.counters["migrations"] == 3
     note = [n for n in anomaly_lines(p) if "migrated" in n]

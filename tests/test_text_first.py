@@ -20,8 +20,8 @@ from ftflame.correct.operations import root_table
 from ftflame.correct.stage import correct_for_report
 from ftflame.model.profile import SAMPLE_GAP
 from ftflame.parse import build_events
-from report import text
-from report.options import RenderOptions
+from ftflame.report import text
+from ftflame.report.options import RenderOptions
 
 GOLDEN_TEXT = sorted(glob.glob(os.path.join(DATA, "*", "expected", "*.txt")))
 
@@ -253,7 +253,7 @@ def test_help_fits_the_terminal(command, columns):
 
 
 def test_help_names_every_section_and_output():
-    from report.text import SECTIONS
+    from ftflame.report.text import SECTIONS
 
     out = " ".join(help_text("report").split())
     listed = out.split("--sections A,B,...", 1)[1].split("(default: all):", 1)[1]

@@ -6,7 +6,7 @@ from helpers.events import parse_events
 from ftflame.correct.corrections import correct
 from ftflame.parse import build_events
 from ftflame.model.profile import Calibration
-from report import text
+from ftflame.report import text
 
 CUT = "..."  # report.text.CUT
 
@@ -62,7 +62,7 @@ def test_corrected_tree_clamp_and_cut_marks_are_distinct():
 
 
 def test_tree_label_marks():
-    from report.text import CUT as cut, tree_label
+    from ftflame.report.text import CUT as cut, tree_label
     assert cut == CUT
     marks = set()
     assert tree_label("| " * 3 + "`-", "short", 40, marks) == "| | | `-short"

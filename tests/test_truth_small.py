@@ -163,13 +163,10 @@ def test_4_depth_cut_is_detected_only_where_the_trace_shows_it():
 
 
 def test_4_diff_warns_of_a_side_cut_by_max_graph_depth():
-    import argparse
-
     from ftflame.diff import compare
     from ftflame.report import diff_html, diff_json, diff_text
 
-    opts = argparse.Namespace(raw=False, calibration=None, irqs="exclude", min_change=0.05)
-    d = compare([fixture_path("k6.1/s10-lost/trace.dat")], [fixture_path("k6.1/s09-depth3/trace.dat")], opts)
+    d = compare([fixture_path("k6.1/s10-lost/trace.dat")], [fixture_path("k6.1/s09-depth3/trace.dat")])
     cut = [w for w in d.warnings if "seems cut at max_graph_depth 3:" in w]
     assert len(cut) == 1 and cut[0].startswith(fixture_path("k6.1/s09-depth3/trace.dat") + " (after)")
     assert any(w.startswith("different graph depth: before no sign of a depth limit; after seems cut at "
@@ -179,8 +176,7 @@ def test_4_diff_warns_of_a_side_cut_by_max_graph_depth():
     assert cut[0] in json.loads(diff_json.render(d))["warnings"]
     assert "seems cut at max_graph_depth 3" in diff_html.render(d)
     # two full graphs: nothing said of depth
-    d = compare([fixture_path("k6.1/s01-v3-write4k/trace.dat")], [fixture_path("k6.12/s01-v3-write4k/trace.dat")],
-                opts)
+    d = compare([fixture_path("k6.1/s01-v3-write4k/trace.dat")], [fixture_path("k6.12/s01-v3-write4k/trace.dat")])
     assert not [w for w in d.warnings if "depth" in w]
 
 

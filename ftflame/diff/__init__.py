@@ -2,24 +2,24 @@
 
 ``compare(before, after, opts)`` reads every trace once (``load``), pools
 each side's runs and computes every figure once (``model``: statistics in
-``stats``), with the warnings of ``checks``; the renderers in
-report/diff_*.py print the resulting ``Diff``.
+``stats``), with the warnings of ``checks``; the options are a
+``DiffOptions`` (``options``); the renderers in report/diff_*.py
+(ftflame.report.DIFF_RENDERERS) print the resulting ``Diff``.
 """
 from __future__ import annotations
 
+from .options import DEFAULT, DiffOptions
 
-def compare(before, after, opts):
+
+def compare(before, after, opts: DiffOptions = DEFAULT):
     """The Diff of two lists of traces (paths or run directories)."""
-    from . import checks, load, model, stats
+    from . import checks, load, model
 
     runs_b, runs_a = load.load_sides(before, after, opts)
-    min_change = getattr(opts, "min_change", None)
-    d = model.build(runs_b, runs_a, corrected=not getattr(opts, "raw", False),
-                    min_change=stats.MIN_CHANGE if min_change is None else min_change,
-                    irqs=getattr(opts, "irqs", None) or "exclude")
+    d = model.build(runs_b, runs_a, corrected=not opts.raw, min_change=opts.min_change, irqs=opts.irqs)
     checks.refuse_disjoint(runs_b, runs_a, d.tables)
     warn = checks.warnings(runs_b, runs_a, d.before, d.after)
     return d.__class__(**{**d.__dict__, "warnings": tuple(warn)})
 
 
-__all__ = ["compare"]
+__all__ = ["DiffOptions", "compare"]

@@ -6,10 +6,9 @@ import os
 import sys
 
 from ftflame.model.errors import InputError
+from ftflame.report import DIFF_RENDERERS, choose_format
 
-FORMATS = {"txt": (".txt",), "json": (".json",), "folded": (".folded", ".difffolded"),
-           "html": (".html", ".htm")}
-RENDERER = {"txt": "diff_text", "json": "diff_json", "folded": "diff_folded", "html": "diff_html"}
+from .options import MIN_CHANGE, DiffOptions
 
 DESCRIPTION = """\
 Compare BEFORE with AFTER: per root function, per function and per call
@@ -67,13 +66,13 @@ def add_parser(sub) -> None:
     d.add_argument("inputs", nargs="*", metavar="TRACE",
                    help="BEFORE AFTER, or BEFORE... -- AFTER... (trace.dat, text trace, run directory)")
     d.add_argument("-o", "--output", metavar="OUT",
-                   help="output file (format from its extension: .txt .json .folded .html); "
+                   help=f"output file (format from its extension: {' '.join(r.extensions[0] for r in DIFF_RENDERERS.values())}); "
                         "default: text on stdout")
-    d.add_argument("-F", "--format", choices=sorted(FORMATS), help="output format (overrides the extension)")
+    d.add_argument("-F", "--format", choices=sorted(DIFF_RENDERERS), help="output format (overrides the extension)")
     d.add_argument("-q", "--quiet", action="store_true", help="no notes on stderr")
     d.add_argument("--raw", action="store_true", help="compare raw times (no overhead correction)")
-    d.add_argument("--min-change", metavar="PCT", type=float, default=5.0,
-                   help="smallest change called faster/slower, in %% (default 5)")
+    d.add_argument("--min-change", metavar="PCT", type=float,
+                   help=f"smallest change called faster/slower, in %% (default {MIN_CHANGE * 100:g})")
     d.add_argument("--calibration", metavar="FILE",
                    help="calibration.json for both sides ('none': no hook-cost correction); "
                         "default: each trace's own, as ftflame report chooses it")
@@ -143,31 +142,23 @@ def pre_split(argv: list):
     return head, after
 
 
-def choose_format(output, fmt) -> str:
-    if fmt:
-        return fmt
-    if output in (None, "-"):
-        return "txt"
-    low = output.lower()
-    for name, exts in FORMATS.items():
-        if low.endswith(exts):
-            return name
-    raise InputError(output, "cannot tell the output format from the extension",
-                     "use .txt .json .folded .html, or --format")
+def diff_options(args: argparse.Namespace) -> DiffOptions:
+    """The options of `ftflame diff`, from its parsed arguments."""
+    if args.min_change is not None and not 0 <= args.min_change < 1000:
+        raise InputError("--min-change", f"must be a percentage from 0 to 1000, not {args.min_change:g}")
+    return DiffOptions(raw=args.raw, min_change=MIN_CHANGE if args.min_change is None else args.min_change / 100.0,
+                       calibration=args.calibration, irqs=args.irqs)
 
 
 def cmd_diff(args) -> int:
-    import importlib
-
     from ftflame.rundir import read_beside, resolve_input
     from ftflame.output import refuse_input_as_output, write_atomic, write_stdout
 
     from . import compare
 
-    before, after = split_sides(args.inputs, getattr(args, "after_side", None))
-    fmt = choose_format(args.output, args.format)
-    if not 0 <= args.min_change < 1000:
-        raise InputError("--min-change", f"must be a percentage from 0 to 1000, not {args.min_change:g}")
+    before, after = split_sides(args.inputs, args.after_side)
+    fmt = choose_format(args.output, args.format, DIFF_RENDERERS)
+    opts = diff_options(args)
     for given in before + after:
         if not os.path.exists(given) and given != "-":
             raise InputError(given, "no such file or directory")
@@ -175,11 +166,8 @@ def cmd_diff(args) -> int:
         raise InputError("-", "diff reads files, not stdin", "save the trace to a file")
     traces = [resolve_input(g) for g in before + after]
     refuse_input_as_output(args.output, traces + [args.calibration], [b for t in traces for b in read_beside(t)])
-    opts = argparse.Namespace(**vars(args))
-    opts.min_change = args.min_change / 100.0
     d = compare(before, after, opts)
-    render = importlib.import_module(f"ftflame.report.{RENDERER[fmt]}").render
-    text = render(d, opts)
+    text = DIFF_RENDERERS[fmt].render(d, opts)
     if args.output in (None, "-"):
         write_stdout(text)
     else:

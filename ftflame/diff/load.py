@@ -15,6 +15,8 @@ from typing import Sequence
 
 from ftflame.model.profile import Profile
 
+from .options import DiffOptions
+
 
 @dataclass(frozen=True)
 class Run:
@@ -25,7 +27,7 @@ class Run:
     profile: Profile
 
 
-def load_run(given: str, opts) -> Run:
+def load_run(given: str, opts: DiffOptions) -> Run:
     """One trace through report's pipeline: read, calibration, corrections
     (raw figures with opts.raw: nothing taken out)."""
     from ftflame import parse
@@ -34,9 +36,8 @@ def load_run(given: str, opts) -> Run:
 
     path = resolve_input(given)
     profile = parse.read(path)
-    if not getattr(opts, "raw", False):
-        profile = correct_for_report(profile, path, CorrectionOptions(
-            calibration=getattr(opts, "calibration", None), irqs=getattr(opts, "irqs", None) or "exclude"))
+    if not opts.raw:
+        profile = correct_for_report(profile, path, CorrectionOptions(calibration=opts.calibration, irqs=opts.irqs))
     return Run(given, path, profile)
 
 
@@ -49,7 +50,7 @@ def workers(n: int) -> int:
     return max(1, min(n, cores))
 
 
-def load_sides(before: Sequence[str], after: Sequence[str], opts):
+def load_sides(before: Sequence[str], after: Sequence[str], opts: DiffOptions):
     """(runs before, runs after): each trace read once, all at once on the
     machine's cores. A bad input raises its InputError (the first given)."""
     given = list(before) + list(after)

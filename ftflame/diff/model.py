@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ftflame.model.profile import NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, _bucket_mids
+from ftflame.model.profile import NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, bucket_mids
 
 from ftflame.correct import operations
 
 from . import stats
+from .options import MIN_CHANGE
 
 LEVELS = ("roots", "operations", "functions", "paths")
 SEP = ";"  # between the functions of a call path, as in folded stacks
@@ -83,7 +84,7 @@ def _node_sums(p: Profile):
         hook = np.divide(np.asarray(c.overhead, dtype=np.float64), n, out=hook, where=n > 0)
     h = p.hist_incl
     row_of_entry = np.repeat(np.arange(h.rows), np.diff(h.offsets))
-    mids = _bucket_mids(int(h.buckets.max()) + 1)[h.buckets].astype(np.float64) if len(h.buckets) \
+    mids = bucket_mids(int(h.buckets.max()) + 1)[h.buckets].astype(np.float64) if len(h.buckets) \
         else np.zeros(0)
     cnt = h.counts.astype(np.float64)
     values = np.maximum(mids - hook[row_of_entry], 0.0)
@@ -401,7 +402,7 @@ def _side_info(label: str, runs) -> SideInfo:
 
 
 def build(before_runs, after_runs, corrected: bool = True,
-          min_change: float = stats.MIN_CHANGE, warnings: tuple = (), irqs: str = "exclude") -> Diff:
+          min_change: float = MIN_CHANGE, warnings: tuple = (), irqs: str = "exclude") -> Diff:
     """The diff of two sides (tuples of ftflame.diff.load.Run)."""
     items_b = [run_items(r.profile) for r in before_runs]
     items_a = [run_items(r.profile) for r in after_runs]

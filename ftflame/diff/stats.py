@@ -21,14 +21,15 @@ The method (docs/diff.md says the same, and every output names it):
   (Benjamini-Hochberg, false discovery rate 5%, over every item with calls
   on both sides).
 * A verdict (faster/slower) needs: the adjusted p-value under 5%, a change
-  of at least MIN_CHANGE, medians of at least MIN_TIME_NS per call on both
-  sides (below, the corrected time is within the calibration's error), and,
+  of at least the minimum change (--min-change, options.MIN_CHANGE by
+  default), medians of at least MIN_TIME_NS per call on both sides
+  (below, the corrected time is within the calibration's error), and,
   when a side has several runs, the item called in at least two of them
   and every run of AFTER beyond every run of BEFORE (its median time per
   call): a single noisy run cannot pass as a change. When most functions
   moved together (a global drift, ftflame.diff.model.global_drift) the
   interval has to leave the drift out and the change against it pass
-  MIN_CHANGE.
+  the minimum change.
 """
 from __future__ import annotations
 
@@ -38,7 +39,6 @@ import numpy as np
 
 ALPHA = 0.05  # false discovery rate and interval level (95%)
 Z95 = 1.959963984540054
-MIN_CHANGE = 0.05  # changes smaller than this are not called, whatever their p-value
 
 METHOD = ("change = Hodges-Lehmann ratio of time per call AFTER / BEFORE - 1 (median "
           "of the ratios of all pairs of calls), 95% interval from the same pairs; p-value "
@@ -175,14 +175,6 @@ def _pairs_batch(items, side_b, side_a, se, change, lo, hi, p) -> None:
     change[items] = np.expm1(at(np.full(len(items), 0.5)))
     lo[items] = np.expm1(at(0.5 - Z95 * s))
     hi[items] = np.expm1(at(0.5 + Z95 * s))
-
-
-def pair_test(lv_b, w_b, neff_b, lv_a, w_a, neff_a):
-    """rank_tests of one item given its log values: (change, lo, hi, p)."""
-    def side(lv, w):
-        return np.zeros(len(lv), np.int64), np.exp(np.asarray(lv, dtype=np.float64)), w
-    out = rank_tests(side(lv_b, w_b), side(lv_a, w_a), [neff_b], [neff_a], 1)
-    return tuple(float(x[0]) for x in out[:4])
 
 
 def benjamini_hochberg(p) -> np.ndarray:

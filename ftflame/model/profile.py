@@ -99,7 +99,7 @@ NODE_PARTIAL = 4
 SAMPLE_GAP = 1
 SAMPLE_PARTIAL = 2
 SAMPLE_IRQ = 4
-CALL_DONE = 1  # CALL_COLUMNS flags (parse/core/ftf.h ftf_rec_flags)
+CALL_DONE = 1  # CALL_COLUMNS flags (parse/core/builder.h ftf_rec_flags)
 CALL_IRQ = 2
 CALL_GAP = 4
 CALL_RECORD_DTYPE = np.dtype([(n, "<i4" if n == "start" else "<u4") for n in CALL_RECORD])
@@ -252,7 +252,7 @@ class KeptTree(NamedTuple):
     def nbytes(self) -> int:
         return self.recs.nbytes + self.extras.nbytes
 
-# Histogram geometry (parse/core/ftf.h): values below HIST_SUB ns are exact;
+# Histogram geometry (parse/core/builder.h): values below HIST_SUB ns are exact;
 # above, each power of two is split into HIST_SUB equal buckets.
 HIST_SUB = 16
 HIST_RESOLUTION = 1.0 / HIST_SUB  # worst-case bucket width relative to its value
@@ -293,7 +293,7 @@ def hist_upper(bucket: np.ndarray) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=None)
-def _bucket_mids(nbuckets: int) -> np.ndarray:
+def bucket_mids(nbuckets: int) -> np.ndarray:
     """The value a percentile in each bucket is taken as: the bucket's
     midpoint (exact below HIST_SUB). A table: buckets are few, entries many."""
     b = np.arange(nbuckets, dtype=np.int64)
@@ -350,7 +350,7 @@ class Histograms:
         n = self.rows
         if n == 0 or len(self.counts) == 0:
             return np.zeros((n, len(qs)), dtype=np.int64)
-        mids = _bucket_mids(int(self.buckets.max()) + 1)
+        mids = bucket_mids(int(self.buckets.max()) + 1)
         out = _model.hist_percentiles(self.offsets, self.buckets, self.counts, mids,
                                       np.ascontiguousarray(lo, dtype=np.int64),
                                      np.ascontiguousarray(hi, dtype=np.int64), tuple(qs))

@@ -1,5 +1,5 @@
 /* Per root call: the NFS operation it executed, and its call tree while it
- * is open, kept when it is among the slowest (see ftf.h, "operations and
+ * is open, kept when it is among the slowest (see builder.h, "operations and
  * the slowest calls"). Called by the builder (builder.c) at each entry, each
  * completed call and each completed root call; O(1) per event but for the
  * copy of a tree that enters the slowest set.

@@ -36,8 +36,8 @@ static void give_back_freed_memory(void)
 /* The node and sample tables, written by position: the sample table one
  * int64 per column, the node table each column in its width (node_width).
  * Their names, in column order, are exported as NODE_COLUMNS and
- * SAMPLE_COLUMNS (the node columns' dtypes as NODE_DTYPES); ftflame/model/profile.py names the columns the same way and
- * checks both against these when ftflame.parse.reading is imported. */
+ * SAMPLE_COLUMNS (the node columns' dtypes as NODE_DTYPES); ftflame/model/profile.py names the columns the same way, and
+ * parse/tables.py checks both against these when it is imported. */
 #define SUM_COLS 12 /* the ftf_sums fields, in sums_put's order */
 enum {
 	COL_PARENT, COL_FUNC, COL_FLAGS,

@@ -5,20 +5,19 @@ comparisons (two kernels; root-only vs full graph) and of a synthetic
 change (one function scaled x1.5: tests/helpers/diffsynth.py)."""
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 from helpers import diffsynth
 from helpers.corpus import curated as fixture
 
-from ftflame.diff import compare
+from ftflame.diff import DiffOptions, compare
 from ftflame.report import diff_html
 
 pytestmark = pytest.mark.browser
 BUILD = Path(__file__).resolve().parents[2] / "build"
 
-OPTS = argparse.Namespace(raw=False, calibration=None, irqs="exclude", min_change=0.05)
+OPTS = DiffOptions()
 TEXT = "k6.1/s07-tracefs-text/trace-default.txt.gz"
 
 

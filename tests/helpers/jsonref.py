@@ -21,7 +21,7 @@ from ftflame.model import profile as profile_mod
 from ftflame.model.profile import Histograms
 from ftflame.report import jsonout
 
-# bits of the node and sample flag columns (parse/core/ftf.h)
+# bits of the node and sample flag columns (parse/core/builder.h)
 NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL = 1, 2, 4
 SAMPLE_GAP, SAMPLE_PARTIAL, SAMPLE_IRQ = 1, 2, 4
 SCHEMA = "ftflame/1"
@@ -319,7 +319,7 @@ def percentiles_np(h: Histograms, qs, lo: np.ndarray, hi: np.ndarray) -> np.ndar
     cum = np.cumsum(h.counts.astype(np.int64))
     before = np.concatenate(([0], cum))[h.offsets[:-1]]
     total = np.concatenate(([0], cum))[h.offsets[1:]] - before
-    mid = profile_mod._bucket_mids(int(h.buckets.max()) + 1)[h.buckets]
+    mid = profile_mod.bucket_mids(int(h.buckets.max()) + 1)[h.buckets]
     for j, q in enumerate(qs):
         rank = np.maximum(np.ceil(total * (q / 100.0)).astype(np.int64), 1)
         idx = np.searchsorted(cum, before + rank, side="left")

@@ -1,0 +1,27 @@
+"""What `ftflame diff` is told besides its traces: exactly the knobs the
+reading and the comparison read, each one set from a flag of `ftflame diff`
+(ftflame/diff/cli.py builds it once from the arguments)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+# Changes smaller than this are not called, whatever their p-value. Here,
+# not in stats.py, so that the command line's parser imports no numpy.
+MIN_CHANGE = 0.05
+
+
+@dataclass(frozen=True)
+class DiffOptions:
+    # --raw: compare the raw times, nothing taken out
+    raw: bool = False
+    # --min-change PCT: the smallest change called faster/slower, as a fraction
+    min_change: float = MIN_CHANGE
+    # --calibration FILE|none: the hook cost of both sides (None: each
+    # trace's own, as `ftflame report` chooses it)
+    calibration: Optional[str] = None
+    # --irqs: interrupt subtrees out of the interrupted calls' time or in
+    irqs: str = "exclude"
+
+
+DEFAULT = DiffOptions()
