@@ -207,6 +207,87 @@ def test_corpus_covers_every_section_form_and_kind(damaged):
         [(d["offset"], d["action"], d["detail"]) for d in damaged[:5]]
 
 
+# ---- damaged call times (issue 31) ----------------------------------------------
+
+# s04-null's first funcgraph_exit (CPU 1, __rcu_read_lock at depth 3, the
+# first call of the first root call's kept tree; trace-cmd report -R):
+# calltime 0x44d57e508, rettime 0x44d584595
+FIRST_CALLTIME = 0x44D57E508
+
+
+@pytest.fixture(scope="module")
+def s04_forms(tmp_path_factory) -> dict:
+    """s04-null in each form, as bytes (the zstd form is made from v7 after damage)."""
+    out = tmp_path_factory.mktemp("s04")
+    src = fixture("k6.1/s04-null/trace.dat")
+    return {form: open(damage.convert(src, form, str(out / f"{form}.dat")), "rb").read()
+            for form in ("v6", "v7")}
+
+
+def damaged_copy(data: bytes, form: str, tmp_path) -> str:
+    """`data` (v6 or v7 uncompressed) written in `form`: v7-zstd is v7
+    recompressed, the damage carried over."""
+    path = tmp_path / f"damaged-{form}.dat"
+    path.write_bytes(data)
+    if form == "v7-zstd":
+        return damage.convert(str(path), form, str(tmp_path / "damaged-zstd.dat"))
+    return str(path)
+
+
+def json_report(path: str, reader: str, tmp_path) -> dict:
+    out = str(tmp_path / "r.json")
+    proc = readers.report(path, reader, "-q", "--format", "json", "-o", out, timeout=120)
+    assert proc.returncode == 0 and proc.stderr == "", (proc.returncode, proc.stderr)
+    return json.load(open(out))["trace"]
+
+
+@pytest.mark.parametrize("form", list(damage.FORMS))
+@pytest.mark.parametrize("reader", readers.params())
+def test_an_exit_with_a_huge_calltime_is_counted_not_an_internal_error(s04_forms, form, reader, tmp_path):
+    """The first exit of the first kept call tree with its calltime's top
+    byte set (2^64 - 2^56 + ...): its tree's calltime base overflowed
+    int64 in call_columns ("internal error: OverflowError", exit 1). The
+    exit refutes itself (calltime after rettime): a 0 ns call, counted."""
+    data = s04_forms["v6" if form == "v6" else "v7"]
+    bad = damage.exit_calltime(data, FIRST_CALLTIME, FIRST_CALLTIME | 0xFF << 56)
+    trace = json_report(damaged_copy(bad, form, tmp_path), reader, tmp_path)
+    assert trace["counters"]["backwards_calls"] == 1
+    assert any(n.startswith("1 exit with a calltime after its rettime") for n in trace["notes"]), trace["notes"]
+
+
+@pytest.mark.parametrize("reader", readers.params())
+def test_a_format_with_calltime_and_rettime_swapped_says_so(s04_forms, reader, tmp_path):
+    """The exit format's calltime and rettime offsets swapped: every call's
+    calltime is after its rettime. They were all 0 ns with no note."""
+    bad = damage.exit_format(s04_forms["v6"], "calltime;\toffset:24;=>calltime;\toffset:32;",
+                             "rettime;\toffset:32;=>rettime;\toffset:24;")
+    trace = json_report(damaged_copy(bad, "v6", tmp_path), reader, tmp_path)
+    assert trace["counters"]["backwards_calls"] == trace["counters"]["exits"] == 3978
+    assert any(n.startswith("3,978 exits with a calltime after its rettime") for n in trace["notes"]), trace["notes"]
+
+
+@pytest.mark.parametrize("reader", readers.params())
+def test_a_duration_the_record_timestamps_refute_is_counted(s04_forms, reader, tmp_path):
+    """The first exit's calltime 2^34 ns (17.2 s) earlier: a 3 us call that
+    reads as 17.2 s, in a trace of 0.6 s. Its entry and exit records are 3 us
+    apart: counted as refuted, named in the notes."""
+    bad = damage.exit_calltime(s04_forms["v6"], FIRST_CALLTIME, FIRST_CALLTIME - (1 << 34))
+    trace = json_report(damaged_copy(bad, "v6", tmp_path), reader, tmp_path)
+    assert trace["counters"]["times_refuted"] == 1
+    assert "backwards_calls" not in trace["counters"]
+    assert any(n.startswith("1 call whose rettime - calltime the entry and exit records") for n in trace["notes"])
+
+
+def test_undamaged_times_are_never_refuted(tmp_path):
+    """No fixture (lost events, migrations, irqs, both readers' parity) has
+    a call the checks refute: the counters are absent."""
+    from helpers import corpus
+
+    for path in corpus.files(corpus.CURATED, "*.dat"):
+        trace = json_report(path, "builtin", tmp_path)
+        assert not {"backwards_calls", "times_refuted"} & set(trace["counters"]), path
+
+
 # ---- Ctrl-C -------------------------------------------------------------------
 
 def big_trace(tmp_path_factory) -> str:

@@ -169,7 +169,9 @@ def call_columns(t: KeptTree) -> np.ndarray:
     out[:, _C["parent"]] = np.where(r["parent"] == 0xFFFFFFFF, -1, r["parent"].astype(np.int64))
     out[:, _C["flags"]] = r["desc_flags"] >> _FLAGS_SHIFT
     out[:, _C["cpu"]] = t.cpu
-    out[:, _C["calltime"]] = t.base + r["start"].astype(np.int64)
+    # the base as int64 bits (a damaged calltime may be over 2^63: wraps as the core's do)
+    base = np.array(t.base, dtype=np.uint64).astype(np.int64)
+    out[:, _C["calltime"]] = base + r["start"].astype(np.int64)
     out[:, _C["dur"]] = r["dur"]
     out[:, _C["desc"]] = r["desc_flags"] & _DESC_ESC
     e = t.extras

@@ -470,6 +470,7 @@ static int read_opened(dat_file *f, int opened, ftf_builder *b, ftf_dat_meta *me
 	if (check_events(f, err, errlen) < 0)
 		return -1;
 	fill_meta(f, meta);
+	ftf_builder_set_clock(b, meta->clock);
 	return read_streams(f, b, meta, dmg, progress, progress_ctx, err, errlen);
 }
 

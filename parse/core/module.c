@@ -579,6 +579,10 @@ static PyObject *counters_dict(const ftf_builder *b)
 		SET(cnt, "slowest_without_tree", PyLong_FromUnsignedLongLong(b->slow_cut));
 	if (b->c.duration_cut)
 		SET(cnt, "duration_cut", PyLong_FromUnsignedLongLong(b->c.duration_cut));
+	if (b->c.backwards_calls)
+		SET(cnt, "backwards_calls", PyLong_FromUnsignedLongLong(b->c.backwards_calls));
+	if (b->c.times_refuted)
+		SET(cnt, "times_refuted", PyLong_FromUnsignedLongLong(b->c.times_refuted));
 	if (b->funcs.long_names)
 		SET(cnt, "long_names", PyLong_FromUnsignedLongLong(b->funcs.long_names));
 	SET(cnt, "max_depth", PyLong_FromLongLong(b->c.max_depth));

@@ -743,6 +743,7 @@ static int read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
 			 cver ? " " : "", cver ? cver : "");
 	meta->cpus = tracecmd_cpus(h);
 	meta->file_version = (int)tracecmd_get_in_file_version(h);
+	ftf_builder_set_clock(b, meta->clock);
 
 	const char *threads = getenv("FTFLAME_THREADS");
 	int piped = !(threads && strcmp(threads, "1") == 0);
