@@ -25,6 +25,7 @@ import json
 import os
 import re
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -90,12 +91,37 @@ def outcome(d: dict, reader: str, baseline: dict, out_dir: str) -> str | None:
     if proc.returncode != 0:
         return f"exit {proc.returncode}: {err.strip()!r}"
     with open(out) as f:
-        trace = json.load(f)["trace"]
+        doc = json.load(f)
     os.unlink(out)
-    if (trace["events"] != baseline["events"] or d["must_count"]) and not said(trace, baseline):
-        return (f"silent: exit 0, {trace['events']:,} events (undamaged: {baseline['events']:,}) "
-                "and no anomaly the undamaged file lacks")
+    trace = doc["trace"]
+    differs = figures(doc) != baseline["figures"]
+    if (differs or d["must_count"]) and not said(trace, baseline):
+        what = (f"{trace['events']:,} events (undamaged: {baseline['events']:,})"
+                if trace["events"] != baseline["events"] else
+                f"figures differ ({figure_change(doc, baseline)})" if differs else "a loss by construction")
+        return f"silent: exit 0, {what} and no anomaly the undamaged file lacks"
     return None
+
+
+def figures(doc: dict) -> tuple:
+    """What a report says the trace measured: its event counts and each
+    function's calls and raw inclusive times (sum, min, max)."""
+    t = doc["trace"]
+    return (t["events"], t["entries"], t["exits"],
+            tuple(sorted((f["name"], f["calls"], f["incl_ns"]["sum"], f["incl_ns"]["min"], f["incl_ns"]["max"])
+                         for f in doc["functions"])))
+
+
+def figure_change(doc: dict, baseline: dict) -> str:
+    """The first function whose figures differ from the undamaged file's, in words."""
+    now, before = figures(doc), baseline["figures"]
+    if now[:3] != before[:3]:
+        return f"events/entries/exits {now[:3]} (undamaged: {before[:3]})"
+    was = {f[0]: f[1:] for f in before[3]}
+    for f in now[3]:
+        if was.get(f[0]) != f[1:]:
+            return f"{f[0]}: calls, sum, min, max {f[1:]} (undamaged: {was.get(f[0])})"
+    return "a function of the undamaged file is gone"
 
 
 def note_kinds(trace: dict) -> set[str]:
@@ -124,7 +150,8 @@ def baselines(manifest: list[dict], reader: str, out_dir: str) -> dict:
         path = os.path.join(out_dir, os.path.basename(clean) + ".json")
         proc = readers.report(clean, reader, "-q", "--format", "json", "-o", path, timeout=120)
         assert proc.returncode == 0, (clean, proc.stderr)
-        out[clean] = json.load(open(path))["trace"]
+        doc = json.load(open(path))
+        out[clean] = {**doc["trace"], "figures": figures(doc)}
     return out
 
 
@@ -165,9 +192,11 @@ def test_a_read_that_stops_before_the_data_ends_is_never_silent(damaged, reader,
     """One flipped byte in CPU 0's second zstd chunk: libtracecmd's iteration
     ends CPU 0 there and said nothing (exit 0, 2,393 of the CPU's events,
     "anomalies: none"; the same silence ends a 5 GB uncompressed trace after
-    5% of its events, once its page mappings run out). Its last record, read
-    directly, is later: exit 2 naming the CPU and where it stopped. The
-    builtin reader skips the chunk and counts the gap."""
+    5% of its events, once its page mappings run out). The builtin reader,
+    which checks every file before libtracecmd reads it, finds the chunk
+    damaged: exit 2 naming the damage (for an undamaged file that
+    libtracecmd stops reading early, its last record, read directly, says
+    where it stopped). The builtin reader skips the chunk and counts the gap."""
     entry, = (d for d in damaged if os.path.basename(d["path"]) == "s04-null-v7-zstd-013-flip-cpu0data.dat")
     damage.write_damaged(entry)
     out = str(tmp_path / "out.txt")
@@ -175,8 +204,8 @@ def test_a_read_that_stops_before_the_data_ends_is_never_silent(damaged, reader,
     if reader == "libtracecmd":
         assert proc.returncode == 2 and not os.path.exists(out), proc.stderr
         line, = proc.stderr.splitlines()
-        assert "libtracecmd stopped reading CPU 0 after 2393 events, at 18.789599 s; " \
-               "its data goes on to 19.129918 s" in line and "builtin reader" in line
+        assert "damaged trace.dat, not given to libtracecmd: 1 compressed chunk" in line \
+               and "builtin reader" in line
     else:
         assert proc.returncode == 0, proc.stderr
         assert "compressed chunks that do not decompress" in open(out).read()
@@ -286,6 +315,70 @@ def test_undamaged_times_are_never_refuted(tmp_path):
     for path in corpus.files(corpus.CURATED, "*.dat"):
         trace = json_report(path, "builtin", tmp_path)
         assert not {"backwards_calls", "times_refuted"} & set(trace["counters"]), path
+
+
+# ---- libtracecmd, guarded (issue 31) ----------------------------------------------
+
+def v6_with_cpu_count(data: bytes, cpus: int) -> bytes:
+    """A v6 file whose header claims `cpus` CPUs (the CPU table after it is
+    read from the file's following bytes: garbage offsets and sizes)."""
+    cpu_count = next(r for r in damage.layout(data)[1] if r.what == "cpu count")
+    return data[:cpu_count.offset] + struct.pack("<I", cpus) + data[cpu_count.offset + 4:]
+
+
+def core_read(fn: str, path: str, kwargs: str = "") -> subprocess.CompletedProcess:
+    """_core.<fn>(path, ...) in a Python of its own: a signal ends only it."""
+    code = (f"import os, sys; from ftflame.parse import _core; "
+            f"print(_core.{fn}(os.fsencode(sys.argv[1]){kwargs})['counters']['events'])")
+    return subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True,
+                          timeout=60, cwd=readers.ROOT)
+
+
+@pytest.mark.parametrize("reader", readers.params())
+def test_a_header_claiming_1000_cpus_is_one_line_with_libtracecmd_too(s04_forms, reader, tmp_path):
+    """A v6 header claiming 1,000 CPUs: libtracecmd read the two CPUs' data,
+    then the end-of-data check looked up each claimed CPU's last record
+    (SIGSEGV). The builtin reader checks the file first and refuses it,
+    for either reader: exit 2, one line."""
+    path = tmp_path / "cpus1000.dat"
+    path.write_bytes(v6_with_cpu_count(s04_forms["v6"], 1000))
+    proc = readers.report(str(path), reader, "-q", "-o", str(tmp_path / "r.txt"))
+    assert proc.returncode == 2 and not (tmp_path / "r.txt").exists(), (proc.returncode, proc.stderr)
+    line, = proc.stderr.splitlines()
+    assert str(path) in line and "CPU" in line
+
+
+def test_libtracecmd_end_of_data_check_walks_only_cpus_with_data(s04_forms, tmp_path):
+    """The same file read by the core's libtracecmd reader directly, told the
+    events the builtin reader found per CPU: the check looks at those CPUs
+    only (all 8,000 events, no crash)."""
+    path = tmp_path / "cpus1000.dat"
+    path.write_bytes(v6_with_cpu_count(s04_forms["v6"], 1000))
+    proc = core_read("read_dat", str(path), ", known_events={0: 5000, 1: 3000}")
+    assert proc.returncode == 0 and proc.stdout.strip() == "8000", (proc.returncode, proc.stderr[-300:])
+
+
+def test_libtracecmd_reader_bounds_a_field_offset_near_int_max(damaged):
+    """funcgraph_entry's func field at offset 2147483647: rd()'s bounds check
+    (offset + size > record size) wrapped int and read 2 GB past the record
+    (SIGSEGV). Read directly, without the builtin reader's check first."""
+    entry, = (d for d in damaged if d["action"] == "format-offset" and d["undamaged"].endswith("s04-null-v6.dat"))
+    damage.write_damaged(entry)
+    proc = core_read("read_dat", entry["path"])
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-300:])
+
+
+def test_a_libtracecmd_crash_is_one_line_and_exit_2(tmp_path):
+    """libtracecmd runs in a forked child: a signal that ends it is an
+    InputError naming the file and the signal, never the user's crash."""
+    from ftflame.model.errors import InputError
+    from ftflame.parse import dat
+
+    with pytest.raises(InputError) as e:
+        dat._in_child(lambda: os.kill(os.getpid(), signal.SIGSEGV), "damaged.dat")
+    assert "damaged.dat" in str(e.value) and "SIGSEGV" in str(e.value)
+    assert dat._in_child(lambda: {"events": 3, "b": b"x" * 100_000}, "ok.dat") == \
+        {"events": 3, "b": b"x" * 100_000}
 
 
 # ---- Ctrl-C -------------------------------------------------------------------

@@ -1450,6 +1450,8 @@ static void on_switch(ftf_builder *b, const ftf_event *ev)
 void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
 {
 	b->c.events++;
+	if (b->check_only)
+		return;
 	if (!b->c.first_ts || ev->ts < b->c.first_ts)
 		b->c.first_ts = ev->ts;
 	if (ev->ts > b->c.last_ts)

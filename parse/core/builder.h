@@ -432,6 +432,8 @@ typedef struct {
 	/* the records' timestamps are nanoseconds (ftf_builder_set_clock): a
 	 * call's entry-to-exit record interval can refute its duration */
 	int ts_ns;
+	/* count the events only (a reader's check of a file: module.c) */
+	int check_only;
 	uint32_t nfunc_irq;
 	ftf_task *cur_task; /* the task of the event being fed */
 	ftf_task *last_task; /* the task task_find found last (compared by key) */

@@ -721,12 +721,34 @@ static PyObject *dat_damage_dict(const ftf_dat_damage *d)
  * dict with "meta", and for the builtin reader meta["damage"]. */
 static PyObject *read_dat_with(PyObject *args, PyObject *kw, int builtin)
 {
-	static char *kwlist[] = { "path", "progress", "slowest", NULL };
-	PyObject *path_obj, *progress = Py_None;
+	static char *kwlist[] = { "path", "progress", "slowest", "known_events", "check_only", NULL };
+	PyObject *path_obj, *progress = Py_None, *known = Py_None;
 	unsigned int slowest = FTF_SLOWEST_DEFAULT;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|OI", kwlist, PyUnicode_FSConverter, &path_obj,
-					 &progress, &slowest))
+	int check_only = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|OIOp", kwlist, PyUnicode_FSConverter, &path_obj,
+					 &progress, &slowest, &known, &check_only))
 		return NULL;
+	/* known_events: {cpu: events} another reader found (libtracecmd only) */
+	uint64_t known_events[sizeof(((ftf_dat_meta *)0)->per_cpu_events) / sizeof(uint64_t)] = { 0 };
+	if (known != Py_None) {
+		PyObject *key, *value;
+		Py_ssize_t pos = 0;
+		if (builtin || !PyDict_Check(known)) {
+			Py_DECREF(path_obj);
+			PyErr_SetString(PyExc_TypeError, "known_events: a dict {cpu: events}, libtracecmd only");
+			return NULL;
+		}
+		while (PyDict_Next(known, &pos, &key, &value)) {
+			long cpu = PyLong_AsLong(key);
+			unsigned long long n = PyLong_AsUnsignedLongLong(value);
+			if (PyErr_Occurred()) {
+				Py_DECREF(path_obj);
+				return NULL;
+			}
+			if (cpu >= 0 && (size_t)cpu < sizeof(known_events) / sizeof(known_events[0]))
+				known_events[cpu] = n;
+		}
+	}
 	ftf_builder *b = malloc(sizeof(*b));
 	ftf_dat_meta *meta = malloc(sizeof(*meta));
 	ftf_dat_damage *dmg = builtin ? malloc(sizeof(*dmg)) : NULL;
@@ -739,6 +761,7 @@ static PyObject *read_dat_with(PyObject *args, PyObject *kw, int builtin)
 	}
 	ftf_builder_init(b);
 	b->slowest_n = slowest;
+	b->check_only = check_only; /* the events read and counted, no calls built */
 	char err[512] = "";
 	progress_ctx pc = { progress, 0 };
 	ftf_progress_fn progress_fn = progress == Py_None ? NULL : progress_trampoline;
@@ -749,7 +772,8 @@ static PyObject *read_dat_with(PyObject *args, PyObject *kw, int builtin)
 		rc = ftf_read_dat_builtin(PyBytes_AS_STRING(path_obj), b, meta, dmg, progress_fn, &pc,
 					  err, sizeof(err));
 	else
-		rc = ftf_read_dat(PyBytes_AS_STRING(path_obj), b, meta, progress_fn, &pc, err,
+		rc = ftf_read_dat(PyBytes_AS_STRING(path_obj), b, meta, known == Py_None ? NULL : known_events,
+				  progress_fn, &pc, err,
 				  sizeof(err), &closing);
 	Py_END_ALLOW_THREADS
 	Py_DECREF(path_obj);
