@@ -78,6 +78,12 @@ def read_libtracecmd(path: str, name: str, progress, slowest: int) -> dict:
     if damage:
         raise InputError(name, f"damaged trace.dat, not given to libtracecmd: {damage[0]}",
                          "read it with the builtin reader (the default), which counts the damage")
+    cpus, data_cpus = check["meta"]["damage"]["cpucount_option"], check["meta"]["damage"]["data_cpus"]
+    if cpus != -1 and cpus != data_cpus:  # (libtracecmd hangs on a CPU count option that is not the file's)
+        says = "CPU count options disagree" if cpus == -2 else f"CPU count option says {cpus:,} CPUs"
+        raise InputError(name, f"damaged trace.dat, not given to libtracecmd: its {says}, its data "
+                         f"sections are for {data_cpus:,}",
+                         "read it with the builtin reader (the default)")
     known = dict(check["meta"]["events_per_cpu"])
     del check
     return _in_child(lambda: _core.read_dat(os.fsencode(path), progress=progress, slowest=slowest,

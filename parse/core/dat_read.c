@@ -440,6 +440,8 @@ static int read_streams(dat_file *f, ftf_builder *b, ftf_dat_meta *meta, ftf_dat
 		dat_stream_free(&s[i]);
 	}
 	dmg->kallsyms_bad_lines = f->syms.bad_lines;
+	dmg->data_cpus = f->ncpu;
+	dmg->cpucount_option = f->cpucount_option;
 	if (f->src.failed) {
 		snprintf(err, errlen, "%s", f->src.err);
 		rc = -1;

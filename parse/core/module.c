@@ -707,13 +707,15 @@ static int dict_put(PyObject *d, const char *key, PyObject *v)
 /* What the builtin reader skipped, counted (meta["damage"]). */
 static PyObject *dat_damage_dict(const ftf_dat_damage *d)
 {
-	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:s}", "bad_pages",
+	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:L,s:s}", "bad_pages",
 			     (unsigned long long)d->bad_pages, "bad_chunks", (unsigned long long)d->bad_chunks,
 			     "lost_bytes", (unsigned long long)d->lost_bytes, "cut_streams",
 			     (unsigned long long)d->cut_streams, "partial_page_bytes",
 			     (unsigned long long)d->partial_page_bytes, "zero_pages",
 			     (unsigned long long)d->zero_pages, "kallsyms_bad_lines",
-			     (unsigned long long)d->kallsyms_bad_lines, "first", d->first);
+			     (unsigned long long)d->kallsyms_bad_lines, "data_cpus",
+			     (unsigned long long)d->data_cpus, "cpucount_option",
+			     (long long)d->cpucount_option, "first", d->first);
 }
 
 /* read_dat(path, progress=None, slowest=N) through libtracecmd, and
