@@ -55,11 +55,106 @@ def read_core(path: str, name: str, progress, reader: str | None = None, slowest
     from . import _core  # the extension alone: no numpy
 
     reader = reader or _default_reader
-    read = _core.read_dat_builtin if reader == "builtin" else _core.read_dat
     try:
-        return read(os.fsencode(path), progress=progress, slowest=slowest)
+        if reader == "builtin":
+            return _core.read_dat_builtin(os.fsencode(path), progress=progress, slowest=slowest)
+        return read_libtracecmd(path, name, progress, slowest)
     except ValueError as e:
         raise InputError(name, str(e)) from None
+
+
+def read_libtracecmd(path: str, name: str, progress, slowest: int) -> dict:
+    """libtracecmd's read, guarded: libtracecmd crashes (SIGSEGV, SIGABRT,
+    SIGFPE), hangs or reads silently wrong figures on damaged files. The
+    builtin reader checks the file first: what it refuses, or finds damaged,
+    is refused (one line). The rest is read in a forked child, so that a
+    crash is one line and exit 2 too, never the user's segfault."""
+    from . import _core
+
+    # a no-op progress still lets Ctrl-C through (the core calls it now and then)
+    check = _core.read_dat_builtin(os.fsencode(path), progress=None if progress is None else _quiet_progress, slowest=0,
+                                   check_only=True)
+    damage = damage_warnings(check["meta"])
+    if damage:
+        raise InputError(name, f"damaged trace.dat, not given to libtracecmd: {damage[0]}",
+                         "read it with the builtin reader (the default), which counts the damage")
+    cpus, data_cpus = check["meta"]["damage"]["cpucount_option"], check["meta"]["damage"]["data_cpus"]
+    if cpus != -1 and cpus != data_cpus:  # (libtracecmd hangs on a CPU count option that is not the file's)
+        says = "CPU count options disagree" if cpus == -2 else f"CPU count option says {cpus:,} CPUs"
+        raise InputError(name, f"damaged trace.dat, not given to libtracecmd: its {says}, its data "
+                         f"sections are for {data_cpus:,}",
+                         "read it with the builtin reader (the default)")
+    known = dict(check["meta"]["events_per_cpu"])
+    del check
+    return _in_child(lambda: _core.read_dat(os.fsencode(path), progress=progress, slowest=slowest,
+                                            known_events=known), name)
+
+
+def _quiet_progress(_events: int) -> None:
+    pass
+
+
+def _in_child(read, name: str) -> dict:
+    """read() in a forked child, its result (marshal: dicts, lists, bytes,
+    numbers) sent back through a pipe; a signal that ends the child is an
+    InputError naming it. The child dies with its parent (prctl), and is
+    killed when the parent is interrupted."""
+    import marshal
+    import signal
+
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 0
+        try:
+            os.close(rfd)
+            _child_signals()
+            try:
+                out = ("ok", read())
+            except ValueError as e:
+                out = ("error", str(e))
+            with os.fdopen(wfd, "wb") as f:
+                f.write(marshal.dumps(out))
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(wfd)
+    try:
+        with os.fdopen(rfd, "rb") as f:
+            data = f.read()
+        _, status = os.waitpid(pid, 0)
+        pid = 0
+    finally:
+        if pid:  # interrupted: the child goes too
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        raise InputError(name, f"libtracecmd crashed reading this file ({signal.Signals(sig).name})",
+                         "the file is probably damaged: read it with the builtin reader (the default)")
+    if os.WEXITSTATUS(status) != 0 or not data:
+        raise InputError(name, f"libtracecmd's read failed (exit {os.WEXITSTATUS(status)})",
+                         "read it with the builtin reader (the default)")
+    kind, res = marshal.loads(data)
+    if kind == "error":
+        raise ValueError(res)
+    return res
+
+
+def _child_signals() -> None:
+    """In the child: die of SIGINT, SIGTERM and SIGHUP (the parent reports
+    them), unless ignored; and of SIGKILL when the parent dies."""
+    import ctypes
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, signal.SIG_DFL)
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 # the name agreed for the reader's entry (issue 19)

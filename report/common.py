@@ -148,6 +148,12 @@ def anomaly_lines(p: Profile) -> list:
     if c.get("duration_cut"):
         out.append(f"{plural(c['duration_cut'], 'duration')} too long to sum (over 2^53 ns, or all calls "
                    "together over 2^61 ns): cut to fit, so sums are lower bounds")
+    if c.get("backwards_calls"):
+        out.append(f"{plural(c['backwards_calls'], 'exit')} with a calltime after its rettime (a damaged "
+                   "record or event format): taken as 0 ns calls, so figures that include them are wrong")
+    if c.get("times_refuted"):
+        out.append(f"{plural(c['times_refuted'], 'call')} whose rettime - calltime the entry and exit records' "
+                   "timestamps refute (by over 50 ms): damaged times; figures that include them are wrong")
     if c.get("slowest_without_tree"):
         out.append(f"{plural(c['slowest_without_tree'], 'slowest call')} kept without its call tree (more than "
                    f"{TREE_MAX_CALLS:,} calls: too big to keep)")

@@ -51,8 +51,18 @@ def test_zero_events_says_the_recording_is_empty(tmp_path, reader):
     ("past-the-end.dat", SECTION[0], SECTION[1] * 4, "(Invalid argument)"),
 ])
 def test_damaged_data_section_is_one_line_not_a_crash(tmp_path, name, offset, size, words):
-    line = one_line_error(with_section(tmp_path, name, offset, size), "libtracecmd")
-    assert words in line and "damaged or truncated trace.dat" in line
+    """The builtin reader checks a file before libtracecmd reads it: it
+    finds CPU 0's data cut short and says so. libtracecmd itself, read
+    directly, says it in its own terms: one ValueError, no crash."""
+    path = with_section(tmp_path, name, offset, size)
+    line = one_line_error(path, "libtracecmd")
+    assert "damaged trace.dat, not given to libtracecmd" in line and "cut short" in line
+    code = ("import os, sys; from ftflame.parse import _core\n"
+            "try: _core.read_dat(os.fsencode(sys.argv[1]))\n"
+            "except ValueError as e: print(e)")
+    proc = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert words in proc.stdout and "damaged or truncated trace.dat" in proc.stdout
 
 
 def test_builtin_reader_says_no_event_could_be_read_from_a_moved_section(tmp_path):

@@ -228,8 +228,9 @@ def call_columns_of(trees: list) -> np.ndarray:
     out[:, _C["parent"]] = np.where(r["parent"] == 0xFFFFFFFF, -1, r["parent"].astype(np.int64) + at)
     out[:, _C["flags"]] = r["desc_flags"] >> _FLAGS_SHIFT
     out[:, _C["cpu"]] = np.repeat(np.array([t.cpu for t in trees], dtype=np.int64), sizes)
-    out[:, _C["calltime"]] = np.repeat(np.array([t.base for t in trees], dtype=np.int64), sizes) + \
-        r["start"].astype(np.int64)
+    # the bases as int64 bits (a damaged calltime may be over 2^63: wraps as the core's do)
+    bases = np.array([t.base for t in trees], dtype=np.uint64).astype(np.int64)
+    out[:, _C["calltime"]] = np.repeat(bases, sizes) + r["start"].astype(np.int64)
     out[:, _C["dur"]] = r["dur"]
     out[:, _C["desc"]] = r["desc_flags"] & _DESC_ESC
     del at

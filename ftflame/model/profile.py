@@ -152,7 +152,8 @@ class NodeTable:
                     v = np.frombuffer(block, dtype=d, count=nrows, offset=off)
                     cols[c] = _Sparse.of(v) if sparse else v
                     off += (nrows * d.itemsize + 7) & ~7
-        block.release_from(dense_end)  # kept sparse or copied: nothing reads them there
+        if hasattr(block, "release_from"):  # (bytes when it came from libtracecmd's child)
+            block.release_from(dense_end)  # kept sparse or copied: nothing reads them there
         return cls(cols)
 
     @classmethod

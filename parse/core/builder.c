@@ -374,6 +374,7 @@ typedef struct {
 	uint64_t last_ret; /* rettime of the last child, 0: none (sibling gaps) */
 	uint32_t rec;          /* the call's record in the task's open tree (calls.c) */
 	uint64_t irq_roots_at; /* task's irq_roots when the frame was pushed */
+	uint64_t entry_ts;     /* the entry record's timestamp */
 } ftf_frame;
 
 struct ftf_task {
@@ -1062,6 +1063,7 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 		ftf_calls_root_start(b, &t->tc);
 	}
 	f->irq_roots_at = t->irq_roots;
+	f->entry_ts = ev->ts;
 	f->rec = ftf_calls_entry(b, &t->tc, ev->func, t->n - 1, lparent,
 				 lparent != FTF_NONE ? t->stack[lparent].rec : FTF_NONE, in_irq);
 }
@@ -1323,9 +1325,48 @@ static void est_exit(ftf_builder *b, ftf_task *t, const ftf_event *ev, uint64_t 
 	p->last_ret = ev->rettime;
 }
 
-static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *ev)
+/* The exit with its calltime as the builder takes it: a calltime after the
+ * rettime is refuted by the exit itself (a damaged record or format): the
+ * call is taken as ending at its rettime, 0 ns long, and counted. */
+static ftf_event checked_exit(ftf_builder *b, const ftf_event *ev)
 {
-	uint64_t dur = bounded_dur(b, ev->rettime >= ev->calltime ? ev->rettime - ev->calltime : 0);
+	ftf_event e = *ev;
+	if (e.calltime > e.rettime) {
+		b->c.backwards_calls++;
+		e.calltime = e.rettime;
+	}
+	return e;
+}
+
+/* Whether the interval between a call's entry and exit records (another
+ * clock, at the same rate when both are nanoseconds) refutes its rettime -
+ * calltime: the clocks' offsets differ by at most milliseconds, even across
+ * CPUs; a damaged calltime or rettime is usually off by far more. */
+#define FTF_TIMES_SLACK_NS 50000000ULL
+static void check_times(ftf_builder *b, const ftf_frame *f, const ftf_event *ev)
+{
+	if (!b->ts_ns || f->gap) /* a gap: the entry may be another call's */
+		return;
+	uint64_t dur = ev->rettime - ev->calltime;
+	uint64_t span = ev->ts >= f->entry_ts ? ev->ts - f->entry_ts : f->entry_ts - ev->ts;
+	uint64_t off = dur > span ? dur - span : span - dur;
+	if (ev->ts < f->entry_ts || off > FTF_TIMES_SLACK_NS + span / 100)
+		b->c.times_refuted++;
+}
+
+void ftf_builder_set_clock(ftf_builder *b, const char *clock)
+{
+	static const char *const ns_clocks[] = { "local", "global", "mono", "mono_raw", "boot", "perf", "tai" };
+	b->ts_ns = 0;
+	for (size_t i = 0; clock && i < sizeof(ns_clocks) / sizeof(ns_clocks[0]); i++)
+		if (!strcmp(clock, ns_clocks[i]))
+			b->ts_ns = 1;
+}
+
+static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *raw)
+{
+	const ftf_event checked = checked_exit(b, raw), *ev = &checked;
+	uint64_t dur = bounded_dur(b, ev->rettime - ev->calltime);
 	b->c.exits++;
 
 	if (t->have_overrun && ev->overrun > t->overrun) {
@@ -1353,6 +1394,7 @@ static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 			b->c.depth_mismatch++;
 			drop_unterminated(b, t, i);
 		}
+		check_times(b, &t->stack[t->n - 1], ev);
 		est_exit(b, t, ev, dur);
 		complete_top(b, t, dur, ev->cpu, ev->calltime);
 		return;
@@ -1437,6 +1479,8 @@ static void on_switch(ftf_builder *b, const ftf_event *ev)
 void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
 {
 	b->c.events++;
+	if (b->check_only)
+		return;
 	if (!b->c.first_ts || ev->ts < b->c.first_ts)
 		b->c.first_ts = ev->ts;
 	if (ev->ts > b->c.last_ts)
@@ -1478,9 +1522,10 @@ void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
 			on_entry(b, t, ev);
 			b->c.entries--;
 			b->c.exits++;
-			uint64_t dur = bounded_dur(b, ev->rettime >= ev->calltime ? ev->rettime - ev->calltime : 0);
+			const ftf_event leaf = checked_exit(b, ev);
+			uint64_t dur = bounded_dur(b, leaf.rettime - leaf.calltime);
 			if (t->n)
-				complete_top(b, t, dur, ev->cpu, ev->calltime);
+				complete_top(b, t, dur, leaf.cpu, leaf.calltime);
 		}
 		b->cur_task = NULL;
 		break;

@@ -292,6 +292,8 @@ typedef struct {
 	uint64_t leaf_events;    /* text leaf lines */
 	uint64_t irq_outside_window; /* irq depth says it hit a push/pop race window */
 	uint64_t duration_cut;   /* durations cut to fit the sums (FTF_MAX_DURATION_NS) */
+	uint64_t backwards_calls; /* exits whose calltime is after their rettime: duration 0 */
+	uint64_t times_refuted;  /* calls whose rettime - calltime the records' timestamps refute */
 	int64_t max_depth;
 	uint64_t first_ts, last_ts;
 } ftf_counters;
@@ -434,6 +436,11 @@ typedef struct {
 	 * the truth. Read at each exit. */
 	int text_order;
 	uint64_t dur_total; /* all durations fed so far (FTF_DURATION_BUDGET_NS) */
+	/* the records' timestamps are nanoseconds (ftf_builder_set_clock): a
+	 * call's entry-to-exit record interval can refute its duration */
+	int ts_ns;
+	/* count the events only (a reader's check of a file: module.c) */
+	int check_only;
 	uint32_t nfunc_irq;
 	/* per func: the serial of the last root call that counted it
 	 * (ftf_node.func_roots); root_serial counts the complete root calls */
@@ -502,6 +509,7 @@ void ftf_task_calls_free(ftf_builder *b, ftf_task_calls *tc);
 int ftf_builder_init(ftf_builder *b);
 void ftf_builder_free(ftf_builder *b);
 void ftf_builder_feed(ftf_builder *b, const ftf_event *ev);
+void ftf_builder_set_clock(ftf_builder *b, const char *clock);
 /* Close the trace: count frames still open. */
 void ftf_builder_finish(ftf_builder *b);
 /* After finish, before the result is taken: free what only feeding needs

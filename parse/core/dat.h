@@ -158,6 +158,7 @@ typedef struct {
 	uint32_t ncpu;
 	int latency;        /* a latency (text) trace: no per-CPU data */
 	int has_ts_offset;  /* OFFSET / TSC2NSEC / TIME_SHIFT: not applied, refused */
+	int64_t cpucount_option; /* the CPUCOUNT option's value, -1: none, -2: options disagree */
 	char uname[256], clock[64], version_str[64];
 } dat_file;
 
@@ -240,6 +241,8 @@ typedef struct {
 	uint64_t bad_pages, bad_chunks, lost_bytes, cut_streams, partial_page_bytes;
 	uint64_t zero_pages;         /* pages of zeros: no kernel writes one */
 	uint64_t kallsyms_bad_lines;
+	uint64_t data_cpus;          /* the CPUs the file has data sections for (not damage) */
+	int64_t cpucount_option;     /* as dat_file's (not damage in itself) */
 	char first[256];             /* the first damage, in words */
 } ftf_dat_damage;
 

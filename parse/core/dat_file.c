@@ -186,6 +186,15 @@ static void clock_from_list(const char *list, char *out, size_t outlen)
 
 /* ---- version 6 ------------------------------------------------------- */
 
+/* A CPUCOUNT option's value (a file may hold several): -2 when two disagree. */
+static void cpucount_seen(dat_file *f, uint32_t n)
+{
+	if (f->cpucount_option == -1)
+		f->cpucount_option = n;
+	else if (f->cpucount_option != (int64_t)n)
+		f->cpucount_option = -2;
+}
+
 static int v6_options(dat_file *f, dat_cur *c)
 {
 	for (int i = 0;; i++) {
@@ -210,6 +219,10 @@ static int v6_options(dat_file *f, dat_cur *c)
 			option_string((uint8_t *)data, size, f->version_str, sizeof(f->version_str));
 		} else if (id == OPT_OFFSET || id == OPT_TSC2NSEC || id == OPT_TIME_SHIFT) {
 			f->has_ts_offset = 1;
+		} else if (id == OPT_CPUCOUNT && size >= 4) {
+			uint32_t n;
+			memcpy(&n, data, 4);
+			cpucount_seen(f, f->swap ? __builtin_bswap32(n) : n);
 		}
 		free(data);
 	}
@@ -411,6 +424,7 @@ static int v7_option(dat_file *f, dat_cur *c, uint16_t id, uint32_t size, v7_ref
 			return cur_fail(c, "CPUCOUNT option of %u bytes (4 expected): a damaged trace.dat", size);
 		rc = cur_u32(c, &r->cpucount);
 		r->have_cpucount = 1;
+		cpucount_seen(f, r->cpucount);
 	} else if (id == OPT_TRACECLOCK || id == OPT_UNAME || id == OPT_VERSION) {
 		char *text = cur_blob(c, size, OPTION_MAX);
 		if (!text)
@@ -594,6 +608,7 @@ static int open_common(dat_file *f)
 int dat_file_open(dat_file *f, const char *path)
 {
 	memset(f, 0, sizeof(*f));
+	f->cpucount_option = -1;
 	if (dat_src_open(&f->src, path) < 0)
 		return -1;
 	return open_common(f) < 0 ? -1 : check_cpu_ranges(f);
@@ -602,6 +617,7 @@ int dat_file_open(dat_file *f, const char *path)
 int dat_file_open_mem(dat_file *f, const uint8_t *data, size_t size)
 {
 	memset(f, 0, sizeof(*f));
+	f->cpucount_option = -1;
 	dat_src_mem(&f->src, data, size);
 	return open_common(f) < 0 ? -1 : check_cpu_ranges(f);
 }

@@ -440,6 +440,8 @@ static int read_streams(dat_file *f, ftf_builder *b, ftf_dat_meta *meta, ftf_dat
 		dat_stream_free(&s[i]);
 	}
 	dmg->kallsyms_bad_lines = f->syms.bad_lines;
+	dmg->data_cpus = f->ncpu;
+	dmg->cpucount_option = f->cpucount_option;
 	if (f->src.failed) {
 		snprintf(err, errlen, "%s", f->src.err);
 		rc = -1;
@@ -470,6 +472,7 @@ static int read_opened(dat_file *f, int opened, ftf_builder *b, ftf_dat_meta *me
 	if (check_events(f, err, errlen) < 0)
 		return -1;
 	fill_meta(f, meta);
+	ftf_builder_set_clock(b, meta->clock);
 	return read_streams(f, b, meta, dmg, progress, progress_ctx, err, errlen);
 }
 

@@ -61,8 +61,11 @@ static int parse_line(const char *p, size_t n, uint64_t *addr, char *type, size_
 		return -1;
 	i++;
 	size_t s = i;
-	while (i < n && p[i] != ' ' && p[i] != '\t' && p[i] != '\r')
+	while (i < n && p[i] != ' ' && p[i] != '\t' && p[i] != '\r') {
+		if ((unsigned char)p[i] < 0x21 || (unsigned char)p[i] > 0x7e)
+			return -1; /* no kernel symbol has such a byte: a damaged name */
 		i++;
+	}
 	if (i == s)
 		return -1;
 	*addr = a;

@@ -595,6 +595,10 @@ static PyObject *counters_dict(const ftf_builder *b)
 		SET(cnt, "slowest_without_tree", PyLong_FromUnsignedLongLong(b->slow_cut));
 	if (b->c.duration_cut)
 		SET(cnt, "duration_cut", PyLong_FromUnsignedLongLong(b->c.duration_cut));
+	if (b->c.backwards_calls)
+		SET(cnt, "backwards_calls", PyLong_FromUnsignedLongLong(b->c.backwards_calls));
+	if (b->c.times_refuted)
+		SET(cnt, "times_refuted", PyLong_FromUnsignedLongLong(b->c.times_refuted));
 	if (b->funcs.long_names)
 		SET(cnt, "long_names", PyLong_FromUnsignedLongLong(b->funcs.long_names));
 	SET(cnt, "max_depth", PyLong_FromLongLong(b->c.max_depth));
@@ -726,13 +730,15 @@ static int dict_put(PyObject *d, const char *key, PyObject *v)
 /* What the builtin reader skipped, counted (meta["damage"]). */
 static PyObject *dat_damage_dict(const ftf_dat_damage *d)
 {
-	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:s}", "bad_pages",
+	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:L,s:s}", "bad_pages",
 			     (unsigned long long)d->bad_pages, "bad_chunks", (unsigned long long)d->bad_chunks,
 			     "lost_bytes", (unsigned long long)d->lost_bytes, "cut_streams",
 			     (unsigned long long)d->cut_streams, "partial_page_bytes",
 			     (unsigned long long)d->partial_page_bytes, "zero_pages",
 			     (unsigned long long)d->zero_pages, "kallsyms_bad_lines",
-			     (unsigned long long)d->kallsyms_bad_lines, "first", d->first);
+			     (unsigned long long)d->kallsyms_bad_lines, "data_cpus",
+			     (unsigned long long)d->data_cpus, "cpucount_option",
+			     (long long)d->cpucount_option, "first", d->first);
 }
 
 /* read_dat(path, progress=None, slowest=N) through libtracecmd, and
@@ -740,12 +746,34 @@ static PyObject *dat_damage_dict(const ftf_dat_damage *d)
  * dict with "meta", and for the builtin reader meta["damage"]. */
 static PyObject *read_dat_with(PyObject *args, PyObject *kw, int builtin)
 {
-	static char *kwlist[] = { "path", "progress", "slowest", NULL };
-	PyObject *path_obj, *progress = Py_None;
+	static char *kwlist[] = { "path", "progress", "slowest", "known_events", "check_only", NULL };
+	PyObject *path_obj, *progress = Py_None, *known = Py_None;
 	unsigned int slowest = FTF_SLOWEST_DEFAULT;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|OI", kwlist, PyUnicode_FSConverter, &path_obj,
-					 &progress, &slowest))
+	int check_only = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|OIOp", kwlist, PyUnicode_FSConverter, &path_obj,
+					 &progress, &slowest, &known, &check_only))
 		return NULL;
+	/* known_events: {cpu: events} another reader found (libtracecmd only) */
+	uint64_t known_events[sizeof(((ftf_dat_meta *)0)->per_cpu_events) / sizeof(uint64_t)] = { 0 };
+	if (known != Py_None) {
+		PyObject *key, *value;
+		Py_ssize_t pos = 0;
+		if (builtin || !PyDict_Check(known)) {
+			Py_DECREF(path_obj);
+			PyErr_SetString(PyExc_TypeError, "known_events: a dict {cpu: events}, libtracecmd only");
+			return NULL;
+		}
+		while (PyDict_Next(known, &pos, &key, &value)) {
+			long cpu = PyLong_AsLong(key);
+			unsigned long long n = PyLong_AsUnsignedLongLong(value);
+			if (PyErr_Occurred()) {
+				Py_DECREF(path_obj);
+				return NULL;
+			}
+			if (cpu >= 0 && (size_t)cpu < sizeof(known_events) / sizeof(known_events[0]))
+				known_events[cpu] = n;
+		}
+	}
 	ftf_builder *b = malloc(sizeof(*b));
 	ftf_dat_meta *meta = malloc(sizeof(*meta));
 	ftf_dat_damage *dmg = builtin ? malloc(sizeof(*dmg)) : NULL;
@@ -758,6 +786,7 @@ static PyObject *read_dat_with(PyObject *args, PyObject *kw, int builtin)
 	}
 	ftf_builder_init(b);
 	b->slowest_n = slowest;
+	b->check_only = check_only; /* the events read and counted, no calls built */
 	char err[512] = "";
 	progress_ctx pc = { progress, 0 };
 	ftf_progress_fn progress_fn = progress == Py_None ? NULL : progress_trampoline;
@@ -768,7 +797,8 @@ static PyObject *read_dat_with(PyObject *args, PyObject *kw, int builtin)
 		rc = ftf_read_dat_builtin(PyBytes_AS_STRING(path_obj), b, meta, dmg, progress_fn, &pc,
 					  err, sizeof(err));
 	else
-		rc = ftf_read_dat(PyBytes_AS_STRING(path_obj), b, meta, progress_fn, &pc, err,
+		rc = ftf_read_dat(PyBytes_AS_STRING(path_obj), b, meta, known == Py_None ? NULL : known_events,
+				  progress_fn, &pc, err,
 				  sizeof(err), &closing);
 	Py_END_ALLOW_THREADS
 	Py_DECREF(path_obj);

@@ -58,6 +58,7 @@ typedef struct {
 	quiet_stderr *quiet; /* fd 2 while libtracecmd runs */
 	/* the last time stamp read per CPU, for the end-of-data check */
 	unsigned long long last_ts[sizeof(((ftf_dat_meta *)0)->per_cpu_events) / sizeof(uint64_t)];
+	const uint64_t *known_events; /* per CPU, another reader's count; NULL: unknown */
 } dat_ctx;
 
 static void bind(struct tep_event *ev, const char *name, bound_field *out)
@@ -74,7 +75,8 @@ static void bind(struct tep_event *ev, const char *name, bound_field *out)
 
 static inline uint64_t rd(const dat_ctx *c, const bound_field *f, const void *data, int record_size)
 {
-	if (!f->present || f->offset + f->size > record_size)
+	/* (offset > size - width: a format's offset near INT_MAX must not wrap the sum) */
+	if (!f->present || f->offset < 0 || f->size < 0 || f->offset > record_size - f->size)
 		return 0;
 	const unsigned char *p = (const unsigned char *)data + f->offset;
 	uint64_t v = 0;
@@ -483,8 +485,13 @@ static int check_read_to_the_end(dat_ctx *c, struct tracecmd_input *h, char *err
 	int cpus = tracecmd_cpus(h);
 	int n = (int)(sizeof(c->last_ts) / sizeof(c->last_ts[0]));
 	for (int cpu = 0; cpu < cpus && cpu < n; cpu++) {
-		struct tep_record *last = tracecmd_read_cpu_last(h, cpu);
 		uint64_t seen = c->meta->per_cpu_events[cpu];
+		/* a CPU neither reader found data on: nothing to miss, and a damaged
+		 * header's CPU count (thousands) is no reason to make libtracecmd
+		 * look up that many CPUs' last pages */
+		if (!seen && c->known_events && !c->known_events[cpu])
+			continue;
+		struct tep_record *last = tracecmd_read_cpu_last(h, cpu);
 		unsigned long long end = last ? last->ts : 0;
 		if (last)
 			tracecmd_free_record(last);
@@ -667,8 +674,8 @@ static struct tracecmd_input *open_dat_interruptible(dat_ctx *c, const char *pat
 }
 
 static int read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
-		    ftf_progress_fn progress, void *progress_ctx, char *err, size_t errlen,
-		    ftf_closing **closing, quiet_stderr *quiet)
+		    const uint64_t *known_events, ftf_progress_fn progress, void *progress_ctx,
+		    char *err, size_t errlen, ftf_closing **closing, quiet_stderr *quiet)
 {
 	if (closing)
 		*closing = NULL;
@@ -677,6 +684,7 @@ static int read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
 	memset(meta, 0, sizeof(*meta));
 	c.b = b;
 	c.meta = meta;
+	c.known_events = known_events;
 	c.progress = progress;
 	c.progress_ctx = progress_ctx;
 	c.next_progress = 1u << 20;
@@ -743,6 +751,7 @@ static int read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
 			 cver ? " " : "", cver ? cver : "");
 	meta->cpus = tracecmd_cpus(h);
 	meta->file_version = (int)tracecmd_get_in_file_version(h);
+	ftf_builder_set_clock(b, meta->clock);
 
 	const char *threads = getenv("FTFLAME_THREADS");
 	int piped = !(threads && strcmp(threads, "1") == 0);
@@ -769,13 +778,13 @@ static int read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
 	return short_read ? -1 : 0;
 }
 
-int ftf_read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
+int ftf_read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta, const uint64_t *known_events,
 		 ftf_progress_fn progress, void *progress_ctx, char *err, size_t errlen,
 		 ftf_closing **closing)
 {
 	quiet_stderr quiet;
 	quiet_begin(&quiet);
-	int rc = read_dat(path, b, meta, progress, progress_ctx, err, errlen, closing, &quiet);
+	int rc = read_dat(path, b, meta, known_events, progress, progress_ctx, err, errlen, closing, &quiet);
 	quiet_end(&quiet);
 	return rc;
 }

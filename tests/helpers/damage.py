@@ -399,6 +399,33 @@ def damages(source: str, stem: str, form: str, data: bytes, n: int,
     return out
 
 
+# ---- damaged call times ----------------------------------------------------------
+# Damage the corpus's byte flips reach rarely: one exit's calltime, or the
+# exit format's calltime and rettime fields (issue 31). The exit is found by
+# its calltime's bytes, which occur once in the uncompressed CPU data.
+
+def patch_once(data: bytes, old: bytes, new: bytes) -> bytes:
+    """`data` with the one occurrence of `old` replaced by `new` (same length)."""
+    assert len(old) == len(new) and data.count(old) == 1, (old, data.count(old))
+    return data.replace(old, new)
+
+
+def exit_calltime(data: bytes, calltime: int, new: int, endian: str = "<") -> bytes:
+    """An uncompressed trace.dat whose exit with `calltime` has calltime `new`."""
+    return patch_once(data, struct.pack(endian + "Q", calltime), struct.pack(endian + "Q", new))
+
+
+def exit_format(data: bytes, *edits: str) -> bytes:
+    """A v6 trace.dat whose funcgraph_exit format has each `old=>new` applied
+    (_format_offset: every offset in the file still holds)."""
+    for edit in edits:
+        _summary, regions = layout(data)
+        text = next(r for r in regions if r.section == "ftrace_formats" and not r.field
+                    and b"name: funcgraph_exit\n" in data[r.offset:r.offset + r.size])
+        data = _format_offset(data, text.offset, edit, "<")
+    return data
+
+
 # ---- sources and the corpus ---------------------------------------------------
 
 FORMS = {"v6": ["--file-version", "6", "--compression", "none"],
