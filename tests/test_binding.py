@@ -198,7 +198,8 @@ def test_text_function_table_equals_reference(case):
     for line in rows:
         # Calls (N, or N+G with G gap calls), p50*, p99*, Total*, flag and name;
         # a name longer than its column stands on a line of its own above
-        m = re.match(r"^\s*([\d,]+)(?:\+([\d,]+))? +" + NUM + " +" + NUM + " +" + NUM + r" (.)(\S+)(?: \[irq(?:\+task)?\])?$", line)
+        m = re.match(r"^\s*([\d,]+)(?:\+([\d,]+))? +" + NUM + " +" + NUM + " +" + NUM
+                     + r" (.)(\S+)(?: \[irq(?:\+task)?\])?$", line)
         if m is None and line.strip() and " " not in line.strip():
             continue  # a long name's own line: its figures follow
         assert m, line

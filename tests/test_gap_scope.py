@@ -12,21 +12,12 @@ import pytest
 from conftest import fixture, profile_of
 from ftflame.model.profile import NODE_IRQ
 from helpers import callref
+from helpers.paths import context_path
 
 HERE = os.path.dirname(__file__)
 LOST = [fixture("k6.1/s15-icount-calib/trace-full.dat"),
         fixture("k6.1/s15-icount-calib/trace-full-nosleep.dat"),
         os.path.join(HERE, "data", "text", "lost.txt")]
-
-
-def context_path(p, row, irq, parent) -> tuple:
-    """The twin's name of a path: " [irq]" where interrupt context starts."""
-    names = []
-    while row >= 0:
-        starts = irq[row] and (parent[row] < 0 or not irq[parent[row]])
-        names.append(p.name(row) + (" [irq]" if starts else ""))
-        row = int(parent[row])
-    return tuple(names[::-1])
 
 
 @pytest.mark.parametrize("path", LOST, ids=[os.path.basename(os.path.dirname(x)) + "/" + os.path.basename(x)

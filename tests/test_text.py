@@ -21,6 +21,7 @@ from ftflame.parse.detect import classify
 from helpers import corpus
 from helpers import textparse_py as tp
 from helpers.invariants import check_irq_context
+from helpers.paths import context_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEXT_DATA = os.path.join(ROOT, "tests", "data", "text")
@@ -73,17 +74,6 @@ def tree(p):
     calls, incl, excl = p.col("calls"), p.col("incl"), p.col("excl")
     return {context_path(p, r): (int(calls[r]), int(incl[r]), int(excl[r]))
             for r in range(p.nrows) if calls[r]}
-
-
-def context_path(p, row):
-    irq = (p.col("flags") & NODE_IRQ) != 0
-    parent = p.col("parent")
-    names = []
-    while row >= 0:
-        starts = irq[row] and (parent[row] < 0 or not irq[parent[row]])
-        names.append(p.name(row) + (" [irq]" if starts else ""))
-        row = int(parent[row])
-    return tuple(names[::-1])
 
 
 def per_function(p):
