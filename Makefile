@@ -96,7 +96,9 @@ demo: setup  ## write reports of the bundled sample trace into out/
 # C core: they are left out of the sanitized run. So are the collector's tests
 # (tests/test_collect_*.py: shell scripts and fakes, no C of ours), whose
 # timing bounds (a signal stops a recording within 3.5 s) do not hold when
-# every bash, sleep and fake they start loads libasan.
+# every bash, sleep and fake they start loads libasan. allocator_may_return_null:
+# an allocation larger than ASan supports returns NULL, as libc's would, so
+# running out of memory stays the MemoryError the tests expect, not an abort.
 ASAN_PYTEST := -m "not browser" $(foreach f,$(wildcard tests/test_collect_*.py),--ignore=$(f))
 # The traces: tests/data/fixtures, and the full corpus when there is one
 # (FTFLAME_FIXTURES=DIR, else ../shared/fixtures): see tests/helpers/corpus.py. -rs
@@ -104,7 +106,7 @@ ASAN_PYTEST := -m "not browser" $(foreach f,$(wildcard tests/test_collect_*.py),
 # (no test selected, e.g. by PYTEST_ARGS) is not a failure.
 test: setup  ## run the test suite (unit, golden, invariants on every fixture, browser); lists what it skipped
 	@rc=0; FTFLAME_INFERNO_ROOT=$(INFERNO_ROOT) FTFLAME_SPEEDSCOPE_SCHEMA=$(abspath $(SPEEDSCOPE_SCHEMA)) \
-	$(if $(filter 1,$(ASAN)),LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1,) \
+	$(if $(filter 1,$(ASAN)),LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1,) \
 	  $(PY) -m pytest -q -rs $(if $(filter 1,$(ASAN)),$(ASAN_PYTEST),) $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc = 5 ]; then echo "make test: no test selected"; rc=0; fi; exit $$rc
 
