@@ -131,7 +131,8 @@ def test_calibration_from_the_same_session_fits_every_trace_there(folder, tmp_pa
     calibration.write(str(cal_file), calibrate_from_traces(*calib_paths(folder)))
     for path in sorted(glob.glob(os.path.join(folder, "*.dat"))):
         p = profile_of(path)
-        cal = fit.fitted(p, calibration.for_profile(calibration.load(str(cal_file)), p), path)
+        cal = fit.fitted(p, calibration.for_profile(calibration.load(str(cal_file)), p), path,
+                         estimate=calibration.estimate_in_trace)
         assert cal.fit["ok"], (path, cal.fit["reasons"])
         assert not cal.fit["carried"]
 

@@ -320,7 +320,11 @@ def test_escape_sequences_from_a_trace_are_shown_not_sent(tmp_path, fmt):
     proc = run("report", str(trace), "-F", fmt)
     assert proc.returncode == 0, proc.stderr
     assert raw_controls(proc.stdout) == [] and raw_controls(proc.stderr) == []
-    assert "nfsd_dispatch\\x1b[2J" in proc.stdout.replace("\\\\", "\\")
+    text = proc.stdout.replace("\\\\", "\\")
+    if fmt in ("txt", "json", "html"):  # the outputs that carry the kernel string: escaped
+        assert "6.1.0\\x1b[2J" in text
+    if fmt == "txt":  # no kernel symbol holds such bytes: the line is counted, not taken as a name
+        assert "1 kallsyms lines not understood" in text and "nfsd_dispatch" not in text
 
 
 def test_escape_sequences_never_reach_the_diff(tmp_path):
@@ -330,7 +334,7 @@ def test_escape_sequences_never_reach_the_diff(tmp_path):
     proc = run("diff", str(before), str(after))
     assert proc.returncode == 0, proc.stderr
     assert raw_controls(proc.stdout) == [] and raw_controls(proc.stderr) == []
-    assert "nfsd_dispatch\\x1b[2J" in proc.stdout
+    assert "6.1.0\\x1b[2J" in proc.stdout
 
 
 def test_printable_names_are_left_as_they_are():

@@ -507,7 +507,8 @@ def choose(p: Profile, trace_path: str, cal_file: Optional[str] = None,
     that fits, unless strict."""
     from ftflame.correct import fit
 
-    return fit.fitted(p, _chosen(p, trace_path, cal_file, o_in, o_out), trace_path, strict, irqs)
+    return fit.fitted(p, _chosen(p, trace_path, cal_file, o_in, o_out), trace_path, strict, irqs,
+                      estimate_in_trace)
 
 
 def _chosen(p: Profile, trace_path: str, cal_file: Optional[str], o_in: Optional[float],

@@ -29,7 +29,7 @@ misfit and says every corrected figure rests on it.
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -184,12 +184,13 @@ def same_session(cal: Calibration, trace_path: Optional[str]) -> bool:
 
 
 def fitted(p: Profile, cal: Calibration, trace_path: Optional[str] = None, strict: bool = False,
-           irqs: str = "exclude") -> Calibration:
+           irqs: str = "exclude",
+           estimate: Optional[Callable[[Profile], Optional[Calibration]]] = None) -> Calibration:
     """The calibration the report applies, with its fit (Calibration.fit):
-    cal when it fits the trace (or strict), else one that fits."""
+    cal when it fits the trace (or strict), else one that fits: the
+    in-trace estimate (``estimate``, given by calibration.choose, which
+    imports this module) when it fits, else cal scaled down."""
     from dataclasses import replace
-
-    from ftflame.correct.calibration import estimate_in_trace
 
     if not cal.applied:
         return cal
@@ -206,7 +207,7 @@ def fitted(p: Profile, cal: Calibration, trace_path: Optional[str] = None, stric
         fit["used"] = "the calibration checked, kept (--strict-calibration): every corrected figure rests on it"
         fit["kept"] = True
         return replace(cal, fit=fit)
-    est = estimate_in_trace(p)
+    est = estimate(p) if estimate is not None else None
     if est is not None and cal.source != "in-trace" and check(p, est.o_in_ns, est.o_out_ns, irqs)["ok"]:
         fit["used"] = "the in-trace estimate (measured on this trace; it fits)"
         return replace(est, fit=fit)
