@@ -222,7 +222,7 @@ def operations(d) -> list:
         return []
     lines = ["", "Operations (us per call, median; root calls before/after)",
              OP_ROW.format(v="", c="change", ci="95% interval", b="before", a="after", n="calls").rstrip()]
-    for i in np.argsort(-np.maximum(t.before.per_root_time, t.after.per_root_time), kind="stable"):
+    for i in _busiest(t):
         both = t.before.calls[i] and t.after.calls[i]
         lines.append(OP_ROW.format(
             v=t.verdict[i], c=pct(t.change[i]) if both else "-",
