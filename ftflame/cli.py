@@ -380,7 +380,7 @@ def cmd_report(args) -> int:
             print(f"ftflame: wrote {output} ({fmt}{wrote})", file=sys.stderr)
         if args.open:
             open_in_browser(output, args.quiet)
-    from ftflame.parse.text import loud_warnings
+    from ftflame.model.profile import loud_warnings
     for w in loud_warnings(profile.warnings) if not args.quiet else ():
         print(f"ftflame: warning: {w}", file=sys.stderr)
     return 0

@@ -193,7 +193,7 @@ def damage_warnings(meta: dict) -> list:
 def to_profile(res: dict, name: str, compression: str):
     """The Profile of the core's read of a trace.dat; an empty recording or
     one without function_graph calls is bad input."""
-    from ftflame.model.profile import TraceInfo
+    from ftflame.model.profile import TraceInfo, note_warning
 
     from .tables import from_core_result
 
@@ -207,7 +207,7 @@ def to_profile(res: dict, name: str, compression: str):
     prof = from_core_result(res, info)
     damage = damage_warnings(meta)
     if damage:
-        prof = prof.replace(warnings=prof.warnings + tuple(damage))
+        prof = prof.replace(warnings=prof.warnings + tuple(map(note_warning, damage)))
     if prof.counters["events"] == 0 and damage:
         raise InputError(name, f"no events could be read: {damage[0]}",
                          "the file is damaged or truncated: record it again, or copy it whole")

@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 
 from ftflame.model.profile import (CALL_EXTRA_DTYPE, CALL_RECORD_DTYPE, SAMPLE_COLUMNS, Histograms, KeptTree,
-                                   NodeTable, Profile, TraceInfo, check_core_columns)
+                                   NodeTable, Profile, TraceInfo, check_core_columns, note_warning)
 
 from ftflame.model.names import printable
 
@@ -32,8 +32,8 @@ def from_core_result(res: dict, info: TraceInfo) -> Profile:
     counters = dict(res["counters"])
     warnings = []
     if counters.get("entries", 0) == 0 and counters.get("exits", 0) > 0:
-        warnings.append("exit-only trace (tracing_thresh?): no call tree, every call is a "
-                        "(partial) root; per-function figures are exact")
+        warnings.append(note_warning("exit-only trace (tracing_thresh?): no call tree, every call is a "
+                                     "(partial) root; per-function figures are exact"))
     info = dataclasses.replace(info, **{k: printable(getattr(info, k)) for k in TRACE_STRINGS})
     return Profile(
         trace=info, funcs=tuple(map(printable, res["funcs"])), nodes=nodes,

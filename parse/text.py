@@ -314,15 +314,10 @@ TEXT_COUNTERS = ("lines", "records", "unparsed", "too_long", "too_deep", "no_dur
                  "ts_lines", "flag_lines", "other_lines", "rejoined", "broken_records")
 
 
-# begins the warnings that part of a text trace was passed over (the command
-# line repeats them on stderr: folded and speedscope files have no notes)
+# begins the warnings that part of a text trace was passed over; they are
+# WarningKind.NOT_UNDERSTOOD: the command line repeats them on stderr
+# (folded and speedscope files have no notes)
 NOT_UNDERSTOOD = "PART OF THE TEXT NOT UNDERSTOOD"
-
-
-def loud_warnings(warnings) -> list:
-    """The warnings said on stderr too: text not understood is loud in every
-    output, folded ones (which have no place for notes) included."""
-    return [w for w in warnings if w.startswith(NOT_UNDERSTOOD)]
 
 
 def _share(n: int, total: int) -> str:
@@ -336,41 +331,50 @@ def _share(n: int, total: int) -> str:
 
 
 def text_warnings(st: dict) -> list:
-    """What the tokenizer could not account for, as report sentences."""
+    """What the tokenizer could not account for, as warnings (TraceWarning)."""
+    from ftflame.model.profile import TraceWarning, WarningKind
+
     out = []
+
+    def say(text, kind=WarningKind.NOTE):
+        out.append(TraceWarning(kind, text))
+
+    def loud(text):
+        say(text, WarningKind.NOT_UNDERSTOOD)
+
     if st["rejoined"]:
         n = st["rejoined"]
-        out.append(f"{n:,} text line{'s' if n != 1 else ''} that begin{'s' if n == 1 else ''} no "
-                   "record of its own read as continuing the line before (re-joining what a mail "
-                   "client wrapped)")
+        say(f"{n:,} text line{'s' if n != 1 else ''} that begin{'s' if n == 1 else ''} no "
+            "record of its own read as continuing the line before (re-joining what a mail "
+            "client wrapped)")
     lines = max(int(st["lines"]), 1)
     if st["unparsed"]:
-        out.append(f"{NOT_UNDERSTOOD}: {st['unparsed']:,} of {st['lines']:,} lines "
-                   f"({_share(st['unparsed'], lines)}) passed over: any calls in them are missing (first, line "
-                   f"{st['first_unparsed_line']:,}: {st['first_unparsed'][:60].strip()!r})")
+        loud(f"{NOT_UNDERSTOOD}: {st['unparsed']:,} of {st['lines']:,} lines "
+             f"({_share(st['unparsed'], lines)}) passed over: any calls in them are missing (first, line "
+             f"{st['first_unparsed_line']:,}: {st['first_unparsed'][:60].strip()!r})")
     if st["broken_records"]:
         n = st["broken_records"]
-        out.append(f"{NOT_UNDERSTOOD}: {n:,} record{'s' if n != 1 else ''} cut apart beyond "
-                   "repair (a line broken inside a name or number?) passed over: "
-                   f"{'their calls are' if n != 1 else 'its call is'} missing")
+        loud(f"{NOT_UNDERSTOOD}: {n:,} record{'s' if n != 1 else ''} cut apart beyond "
+             "repair (a line broken inside a name or number?) passed over: "
+             f"{'their calls are' if n != 1 else 'its call is'} missing")
     if st["prose_lines"]:
-        out.append(f"{NOT_UNDERSTOOD}: {st['prose_lines']:,} of {st['lines']:,} lines "
-                   f"({_share(st['prose_lines'], lines)}) hold no trace record (prose, or records "
-                   "cut apart beyond repair) and were passed over: calls in them are missing")
+        loud(f"{NOT_UNDERSTOOD}: {st['prose_lines']:,} of {st['lines']:,} lines "
+             f"({_share(st['prose_lines'], lines)}) hold no trace record (prose, or records "
+             "cut apart beyond repair) and were passed over: calls in them are missing")
     if st["too_long"]:
-        out.append(f"{st['too_long']:,} text lines over 64 MiB passed over")
+        say(f"{st['too_long']:,} text lines over 64 MiB passed over")
     if st["too_deep"]:
-        out.append(f"{st['too_deep']:,} records deeper than 4096 levels passed over")
+        say(f"{st['too_deep']:,} records deeper than 4096 levels passed over")
     if st["no_duration"]:
-        out.append(f"{st['no_duration']:,} calls printed without a duration (funcgraph-duration "
-                   "off?): counted as 0 ns")
+        say(f"{st['no_duration']:,} calls printed without a duration (funcgraph-duration "
+            "off?): counted as 0 ns")
     if st["unknown_exits"]:
-        out.append(f"{st['unknown_exits']:,} '}}' lines of a call whose entry is not in the text "
-                   "and whose name is not printed: counted as (unknown)")
+        say(f"{st['unknown_exits']:,} '}}' lines of a call whose entry is not in the text "
+            "and whose name is not printed: counted as (unknown)")
     if st["tail_mismatch"]:
-        out.append(f"{st['tail_mismatch']:,} '}} /* func */' tails name another function than "
-                   "the open entry: the tail was trusted")
+        say(f"{st['tail_mismatch']:,} '}} /* func */' tails name another function than "
+            "the open entry: the tail was trusted")
     if st["separator_conflicts"]:
-        out.append(f"{st['separator_conflicts']:,} task-switch separators disagree with the "
-                   "rebuilt stacks")
+        say(f"{st['separator_conflicts']:,} task-switch separators disagree with the "
+            "rebuilt stacks")
     return out

@@ -159,7 +159,7 @@ def anomaly_lines(p: Profile) -> list:
                    f"{TREE_MAX_CALLS:,} calls: too big to keep)")
     if c.get("long_names"):
         out.append(f"{plural(c['long_names'], 'function name')} longer than 4096 bytes: cut, ending in '...'")
-    out.extend(p.warnings)
+    out.extend(w.text for w in p.warnings)
     return out
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ftflame.correct.corrections import irq_kind
-from ftflame.model.profile import NODE_IRQ, Profile
+from ftflame.model.profile import NODE_IRQ, OffCpu, Profile
 
 KIND_ROOT, KIND_FRAME, KIND_SMALL, KIND_OFFCPU, KIND_CONTEXT = 0, 1, 2, 3, 4
 DEFAULT_MIN_FRACTION = 1e-4  # 0.01% of the whole graph: 0.15 px at 1500 px, visible once zoomed
@@ -164,7 +164,7 @@ def corrected_offcpu(p: Profile, off_x: np.ndarray) -> np.ndarray:
     off-CPU time (or it is unknown), else at most the path's corrected self
     time (it is inside it)."""
     c = p.corrected
-    if c is None or not str(c.offcpu).startswith("kept (asked"):
+    if c is None or c.offcpu is not OffCpu.KEPT_ASKED:
         return np.zeros_like(off_x)
     return np.minimum(off_x, np.maximum(np.asarray(c.excl, dtype=np.float64), 0.0))
 

@@ -8,12 +8,13 @@ the corrections removed.
 from __future__ import annotations
 
 import json
+from typing import Optional
 
 import numpy as np
 
 from ftflame import __version__, _model
 from ftflame.correct import corrections, uncertainty
-from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
+from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, OffCpu, Profile
 
 from ftflame.parse._core import give_back_freed_memory
 
@@ -118,7 +119,29 @@ def calibration_object(p: Profile) -> dict:
     return {"source": cal.source, "applied": cal.applied, "o_in_ns": cal.o_in_ns,
             "o_out_ns": cal.o_out_ns, "method": cal.method, "spread": spread,
             "fit": dict(cal.fit) if cal.fit else None,
-            "corrections": corrections.summary(p), "details": d}
+            "corrections": corrections_object(corrections.summary(p)), "details": d}
+
+
+# The JSON's words for what the correction did with the off-CPU time.
+OFFCPU_WORDS = {OffCpu.REMOVED: "removed", OffCpu.KEPT_ASKED: "kept (asked for)", OffCpu.KEPT_NOSLEEP: "kept: ",
+                OffCpu.UNKNOWN: "unknown: no sched_switch events"}
+
+
+def corrections_object(sm: Optional[corrections.Summary]) -> Optional[dict]:
+    """The JSON `calibration.corrections` object: the totals of the corrections."""
+    if sm is None:
+        return None
+    sched = {}
+    if sm.switches is not None:
+        sched = {"switch_work_removed_ns": sm.switch_work_removed_ns, "switches": sm.switches}
+    return {
+        "irqs": sm.irqs, "offcpu": OFFCPU_WORDS[sm.offcpu] + sm.offcpu_reason,
+        "clean_calls": sm.clean_calls, "gap_calls": sm.gap_calls,
+        "overhead_removed_ns": sm.overhead_removed_ns, "irq_removed_ns": sm.irq_removed_ns,
+        "offcpu_removed_ns": sm.offcpu_removed_ns, **sched,
+        "clamped_paths": sm.clamped_paths, "clamped_ns": sm.clamped_ns,
+        "clamped_root_calls": sm.clamped_root_calls, "unreliable_paths": sm.unreliable_paths,
+    }
 
 
 # ---- the row arrays: tree, functions, root_calls ------------------------

@@ -11,7 +11,7 @@ import os
 import numpy as np
 
 from ftflame.correct import calibration, corrections, fit, hotlists, uncertainty
-from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, Profile
+from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, OffCpu, Profile
 
 from . import textcalls, textcpu
 from .common import context_lines, count, fit_decimals, plural, report_notes, us, wrap
@@ -143,21 +143,18 @@ def calibration_lines(p: Profile) -> list:
     sm = corrections.summary(p)
     irq = ("interrupt subtrees left out of the interrupted calls ([irq] frames)"
            if c.irqs == "exclude" else "interrupt subtrees kept in the interrupted calls")
-    off = {"removed": "off-CPU time removed",
-           "kept": "off-CPU time kept (" + ("asked for" if "asked" in c.offcpu else
-                                           "the durations exclude it: nosleep-time") + ")",
-           "unknown": "off-CPU time unknown (no sched_switch events)"}[corrections.offcpu_state(c)]
-    if "switches" in sm:  # only where the trace has switch frames
-        off += (f", with the scheduler's work around {plural(sm['switches'], 'switch', 'switches')} "
-                f"({sm['switch_work_removed_ns'] / 1e3:,.1f} us)")
+    off = OFFCPU_HEADER[c.offcpu]
+    if sm.switches is not None:  # only where the trace has switch frames
+        off += (f", with the scheduler's work around {plural(sm.switches, 'switch', 'switches')} "
+                f"({sm.switch_work_removed_ns / 1e3:,.1f} us)")
     bits = [f"corrected (*): {irq}; {off}"]
-    if sm["gap_calls"]:
-        bits.append(f"{plural(sm['gap_calls'], 'gap call')} left out")
-    bits.append(f"{plural(sm['clamped_paths'], 'path')} clamped ({sm['clamped_ns'] / 1e3:,.1f} us)")
-    if sm["clamped_root_calls"]:
-        bits.append(f"{plural(sm['clamped_root_calls'], 'root call')} clamped at 0")
+    if sm.gap_calls:
+        bits.append(f"{plural(sm.gap_calls, 'gap call')} left out")
+    bits.append(f"{plural(sm.clamped_paths, 'path')} clamped ({sm.clamped_ns / 1e3:,.1f} us)")
+    if sm.clamped_root_calls:
+        bits.append(f"{plural(sm.clamped_root_calls, 'root call')} clamped at 0")
     if cal.applied:  # no hook cost subtracted: none can be over half the time
-        bits.append(f"{sm['unreliable_paths']:,} of {p.nrows:,} paths unreliable (?: hook cost over "
+        bits.append(f"{sm.unreliable_paths:,} of {p.nrows:,} paths unreliable (?: hook cost over "
                     "half the measured time)")
     if uncertainty.stat_half_widths(p) is not None:
         bits.append("95% intervals from the calibration's: the table \"Corrected figures with "
@@ -165,6 +162,15 @@ def calibration_lines(p: Profile) -> list:
                     "tooltips")
     out.extend(_wrap("; ".join(bits), "  "))
     return out
+
+
+# The header's words for what the correction did with the off-CPU time, and
+# the balance sheet's note beside the off-CPU row.
+OFFCPU_HEADER = {OffCpu.REMOVED: "off-CPU time removed", OffCpu.KEPT_ASKED: "off-CPU time kept (asked for)",
+                 OffCpu.KEPT_NOSLEEP: "off-CPU time kept (the durations exclude it: nosleep-time)",
+                 OffCpu.UNKNOWN: "off-CPU time unknown (no sched_switch events)"}
+OFFCPU_BALANCE_NOTE = {OffCpu.KEPT_ASKED: "already out (nosleep-time)", OffCpu.KEPT_NOSLEEP: "already out (nosleep-time)",
+                       OffCpu.UNKNOWN: "unknown: no sched_switch"}
 
 
 def _decimals(columns) -> list:
@@ -424,8 +430,7 @@ def balance_lines(p: Profile) -> list:
         elif b.get("irq_corrected_mean_ns") is not None and b["irq_mean_ns"]:
             irq_note += f", own work {us(b['irq_corrected_mean_ns'])}"
         rows.append(("+ interrupt subtrees", b["irq_mean_ns"], irq_note))
-        off_note = {"kept": "already out (nosleep-time)",
-                    "unknown": "unknown: no sched_switch"}.get(corrections.offcpu_state(p.corrected), "")
+        off_note = OFFCPU_BALANCE_NOTE.get(p.corrected.offcpu, "")
         rows.append(("+ off-CPU (sched_switch)", b["offcpu_mean_ns"], off_note))
         if "switch_work_mean_ns" in b:
             rows.append(("+ scheduler's work around switches", b["switch_work_mean_ns"],

@@ -103,7 +103,7 @@ def test_migration_mid_call():
 def test_exit_only_tracing_thresh():
     p = load("exit-only")
     assert p.counters["entries"] == 0 and p.counters["exits"] == 3
-    assert any("exit-only" in w for w in p.warnings)
+    assert any("exit-only" in w.text for w in p.warnings)
     assert func(p, "slow_a") == {"calls": 2, "incl": 40000, "excl": 40000}
     assert func(p, "slow_b") == {"calls": 1, "incl": 30000, "excl": 30000}
 

@@ -40,7 +40,7 @@ def case(request):
     p = correct_for_report(read(path), path, correction_options(args))
     c = corrections.summary(p)
     # the conditions under which the reference is the whole model (as tests/test_binding.py)
-    assert c["gap_calls"] == 0 and c["clamped_paths"] == 0 and c["offcpu_removed_ns"] == 0
+    assert c.gap_calls == 0 and c.clamped_paths == 0 and c.offcpu_removed_ns == 0
     return {"p": p, "calls": calls, "ref": callref.Reference(calls, o_in, o_out)}
 
 

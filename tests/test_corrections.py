@@ -10,7 +10,7 @@ from helpers.events import parse_events
 from ftflame.correct.calibration import estimate_in_trace
 from ftflame.correct.corrections import correct, counted_children, detect_nosleep, function_extras, summary
 from ftflame.parse import build_events
-from ftflame.model.profile import NO_CALIBRATION, Calibration
+from ftflame.model.profile import NO_CALIBRATION, Calibration, OffCpu
 
 CAL = Calibration(100.0, 50.0, "command line")  # O_in 100 ns, O_out 50 ns
 
@@ -59,7 +59,7 @@ def test_design_formulas_on_a_small_tree():
     assert cx(q, "root") == ci(q, "root") - ci(q, "root", "a") - ci(q, "root", "b")
     # the root sample gets the same correction, per call
     assert q.corrected.sample_dur.tolist() == [650.0]
-    assert summary(q)["overhead_removed_ns"] == 550.0
+    assert summary(q).overhead_removed_ns == 550.0
     # raw figures untouched
     p = build(TREE)
     assert q.nodes.equals(p.nodes) and np.array_equal(q.samples, p.samples)
@@ -156,7 +156,7 @@ exit 0 100 root 0 99500 100300 ts=100010
 """)
     assert detect_nosleep(p)
     q = correct(p, NO_CALIBRATION)
-    assert q.corrected.offcpu.startswith("kept")
+    assert q.corrected.offcpu is OffCpu.KEPT_NOSLEEP and q.corrected.offcpu_reason == detect_nosleep(p)
     assert ci(q, "root") == 800
     assert detect_nosleep(build(OFFCPU)) is None
     # no sched_switch events (as in trace-full-nosleep.dat): nothing to subtract
@@ -186,7 +186,7 @@ exit 0 100 root 0 990 1520
     assert ci(q, "root") == 70 and cx(q, "root") == 0
     assert ci(q, "root", "b") == pytest.approx(70)
     assert c.clamp_ns[row(q, "root")] == pytest.approx(230)
-    assert summary(q)["clamped_paths"] == 2
+    assert summary(q).clamped_paths == 2
     ex = function_extras(q)
     unreliable = {n: bool(u) for n, u in zip(q.functions.names, ex["unreliable"])}
     assert unreliable == {"root": True, "tiny": True, "b": False}  # hook cost > half

@@ -121,7 +121,7 @@ def test_balance_sheet_itemises_the_busiest_roots_and_counts_the_rest(tmp_path):
     p = parse.read(str(trace))
     p = balance.attach(corrections.correct(p, calibration.choose(p, str(trace), None, None, None)))
     assert [b["function"] for b in p.balance] == [f"f_{i}" for i in range(n - 1, 6, -1)]  # busiest first
-    note, = [w for w in p.warnings if w.startswith("balance sheet:")]
+    note, = [w.text for w in p.warnings if w.text.startswith("balance sheet:")]
     assert f"the {balance.TOP_ROOTS} busiest root functions itemised; 7 more (7 clean calls, 28.0 us raw)" in note
     # a root named by --measured is itemised whatever its rank
     q = balance.attach(corrections.correct(parse.read(str(trace)), p.calibration), measured=[("f_0", 900.0)])

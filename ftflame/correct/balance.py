@@ -29,7 +29,7 @@ from typing import Iterable, Optional
 import numpy as np
 
 from ftflame.model.errors import InputError
-from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, SAMPLE_GAP, Profile
+from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, SAMPLE_GAP, Profile, note_warning
 
 TOP_COMPONENTS = 6
 # Root functions itemised: the busiest, by raw time (those named by a
@@ -284,4 +284,4 @@ def attach(p: Profile, baseline: Optional[Profile] = None, measured: Iterable = 
         return p.replace(balance=entries)
     note = (f"balance sheet: the {len(entries):,} busiest root functions itemised; {funcs:,} more "
             f"({calls:,} clean calls, {raw_ns / 1e3:,.1f} us raw) are in the function table")
-    return p.replace(balance=entries, warnings=tuple(p.warnings) + (note,))
+    return p.replace(balance=entries, warnings=tuple(p.warnings) + (note_warning(note),))

@@ -34,13 +34,14 @@ R*O_out removes it with the subtree.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
 from ftflame.correct import hooklevel
 from ftflame.model.profile import (NODE_IRQ, NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ,
-                             Calibration, Corrected, Profile)
+                             Calibration, Corrected, OffCpu, Profile)
 
 IRQ_MODES = ("exclude", "include")
 UNRELIABLE_FRACTION = 0.5  # hook-cost correction above this share of the measured time
@@ -139,24 +140,24 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
     desc = clean(p, "desc")
     off = clean(p, "offcpu")
 
-    off_mode = "removed"
+    off_mode, why = OffCpu.REMOVED, ""
     if offcpu == "keep":
-        off_mode = "kept (asked for)"
+        off_mode = OffCpu.KEPT_ASKED
     elif offcpu == "auto":
-        why = detect_nosleep(p)
+        why = detect_nosleep(p) or ""
         if why:
-            off_mode = "kept: " + why
+            off_mode = OffCpu.KEPT_NOSLEEP
             notes.append(why)
-    if off_mode != "removed" or not off.any():
+    if off_mode is not OffCpu.REMOVED or not off.any():
         # nothing removed (kept, or no off-CPU time on any path): one zero
         # for every row, not a column of them (1 MB a column per 125k paths)
         off = _zeros(p.nrows)
-    if off_mode == "removed" and not p.counters.get("switches"):
-        off_mode = "unknown: no sched_switch events"
+    if off_mode is OffCpu.REMOVED and not p.counters.get("switches"):
+        off_mode = OffCpu.UNKNOWN
         notes.append("no sched_switch events: time switched out stays in the durations "
                      "(record with -e sched:sched_switch to split it off)")
 
-    sw = switch_work(p, o_in, o_out) if off_mode == "removed" else None
+    sw = switch_work(p, o_in, o_out) if off_mode is OffCpu.REMOVED else None
 
     # over: the hook cost per node, in place (each whole-tree temporary is a
     # column of the stage's peak); the same operations in the same order as
@@ -230,7 +231,7 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         incl=ci, excl=cx, calls=calls, clamped=clamped, sample_dur=sample_dur,
         notes=tuple(notes), overhead=over, irq_removed=irq_removed, offcpu_removed=off,
         clamp_ns=clamp_ns, unreliable=unreliable, sample_clamped=sample_clamped, irqs=irqs,
-        offcpu=off_mode, sched_removed=sw)
+        offcpu=off_mode, offcpu_reason=why, sched_removed=sw)
     out = p.replace(calibration=cal, corrected=corrected)
     # cached views of the old profile must not leak into the new one
     for k in ("functions", "corrected_or_raw", _STATS_KEY):
@@ -238,14 +239,14 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
     return out
 
 
-def _sample_corrected(p: Profile, irqs: str, off_mode: str, o_in: float, o_out: float, o_sum: float,
+def _sample_corrected(p: Profile, irqs: str, off_mode: OffCpu, o_in: float, o_out: float, o_sum: float,
                       level_samples) -> tuple:
     """(corrected duration per root call, NaN for a gap one; how many were
     clamped at 0): dur - off-CPU - irq - hook cost, an irq root call's
     without the irq term (its own time is interrupt time)."""
     dur = p.scol("dur").astype(np.float64)
     n = len(dur)
-    if off_mode == "removed":  # the switch work and the calls switched out go with the off-CPU time
+    if off_mode is OffCpu.REMOVED:  # the switch work and the calls switched out go with the off-CPU time
         s_off = p.scol("offcpu").astype(np.float64)
         sw = net_switch_work(p.scol("sched").astype(np.float64), p.scol("sched_calls"), p.scol("sched_outs"),
                              o_in, o_out)
@@ -389,41 +390,54 @@ def function_extras(p: Profile) -> dict:
     }
 
 
-def offcpu_state(c: Corrected) -> str:
-    """'removed', 'kept' (nosleep-time, or asked) or 'unknown' (no sched_switch)."""
-    for state in ("removed", "kept", "unknown"):
-        if c.offcpu.startswith(state):
-            return state
-    return "unknown"
-
-
 def irq_kind(name: str) -> str:
     """'[softirq]' or '[irq]': the frame an irq subtree is shown under."""
     return "[softirq]" if name in SOFTIRQ_ROOTS else "[irq]"
 
 
-def summary(p: Profile) -> Optional[dict]:
-    """Totals of the corrections (JSON `calibration.applied_to`, txt header)."""
+@dataclass(frozen=True)
+class Summary:
+    """Totals of the corrections (JSON `calibration.corrections`, the text
+    header), over the top of each tree (nested paths are inside them)."""
+
+    irqs: str  # IRQ_MODES
+    offcpu: OffCpu
+    offcpu_reason: str  # Corrected.offcpu_reason
+    clean_calls: int
+    gap_calls: int
+    overhead_removed_ns: float
+    irq_removed_ns: float
+    offcpu_removed_ns: float
+    # the scheduler's work taken out with the off-CPU time and the switches
+    # it is around: None where the trace has no switch frame
+    switch_work_removed_ns: Optional[float]
+    switches: Optional[int]
+    clamped_paths: int
+    clamped_ns: float
+    clamped_root_calls: int
+    unreliable_paths: int
+
+
+def summary(p: Profile) -> Optional[Summary]:
+    """Totals of the corrections, None without them."""
     c = p.corrected
     if c is None or c.overhead is None:
         return None
-    # totals over the top of each tree (nested paths are inside them)
     top = _tops(p)
-    sched = {}
+    sched_ns, switches = None, None
     if c.sched_removed is not None:
-        sched = {"switch_work_removed_ns": round(float(c.sched_removed[top].sum()), 1),
-                 "switches": sample_switches(p)}
-    return {
-        "irqs": c.irqs, "offcpu": c.offcpu,
-        "clean_calls": int(c.calls.sum()), "gap_calls": int(p.counters.get("gap_calls", 0)),
-        "overhead_removed_ns": round(float(c.overhead[top].sum()), 1),
-        "irq_removed_ns": round(float(c.irq_removed[top].sum()), 1),
-        "offcpu_removed_ns": round(float(c.offcpu_removed[top].sum()), 1),
-        **sched,
-        "clamped_paths": int(c.clamped.sum()), "clamped_ns": round(float(c.clamp_ns.sum()), 1),
-        "clamped_root_calls": int(c.sample_clamped),
-        "unreliable_paths": int(c.unreliable.sum()),
-    }
+        sched_ns, switches = round(float(c.sched_removed[top].sum()), 1), sample_switches(p)
+    return Summary(
+        irqs=c.irqs, offcpu=c.offcpu, offcpu_reason=c.offcpu_reason,
+        clean_calls=int(c.calls.sum()), gap_calls=int(p.counters.get("gap_calls", 0)),
+        overhead_removed_ns=round(float(c.overhead[top].sum()), 1),
+        irq_removed_ns=round(float(c.irq_removed[top].sum()), 1),
+        offcpu_removed_ns=round(float(c.offcpu_removed[top].sum()), 1),
+        switch_work_removed_ns=sched_ns, switches=switches,
+        clamped_paths=int(c.clamped.sum()), clamped_ns=round(float(c.clamp_ns.sum()), 1),
+        clamped_root_calls=int(c.sample_clamped),
+        unreliable_paths=int(c.unreliable.sum()),
+    )
 
 
 # ---- corrected statistics: computed once, printed by every renderer ------

@@ -28,7 +28,7 @@ from typing import Optional
 
 import numpy as np
 
-from ftflame.model.profile import Profile
+from ftflame.model.profile import Profile, note_warning
 from ftflame.rundir import CPU_FILES
 
 # /proc/stat's cpu line, in this order (proc(5)); guest time is already in user
@@ -254,7 +254,7 @@ def attach(p: Profile, trace_path: str) -> Profile:
             parsed[run] = parse_cpu_file(path)
         except (OSError, CpuFileError) as e:
             return p.replace(warnings=tuple(p.warnings) + (
-                f"{path}: unreadable ({e}): the CPU accounting is left out",))
+                note_warning(f"{path}: unreadable ({e}): the CPU accounting is left out"),))
     if "main" not in parsed:
         return p
     return p.replace(cpu=accounting(p, parsed["main"], parsed.get("baseline"), CPU_FILES))

@@ -24,7 +24,7 @@ import numpy as np
 
 from ftflame.correct.corrections import net_switch_work
 from ftflame.model.profile import (CALL_COLUMNS, CALL_DONE, CALL_EXTRAS, CALL_GAP, CALL_IRQ, SAMPLE_GAP, SAMPLE_IRQ,
-                                   SAMPLE_PARTIAL, KeptTree, Profile)
+                                   SAMPLE_PARTIAL, KeptTree, OffCpu, Profile)
 
 NO_OPERATION = "(no procedure)"
 QUANTILES = (50, 90, 99)
@@ -277,7 +277,7 @@ def slow_call_batches(p: Profile, calls: list):
     tree's first row in them, its rows)."""
     cal = p.calibration if p.corrected is not None else None
     irqs = p.corrected.irqs if p.corrected is not None else "exclude"
-    offcpu_removed = p.corrected is None or p.corrected.offcpu.startswith("removed")
+    offcpu_removed = p.corrected is None or p.corrected.offcpu is OffCpu.REMOVED
 
     def decoded(batch: list):
         trees = [s.tree for s in batch if s.tree is not None]

@@ -10,7 +10,7 @@ from typing import Optional, Tuple
 from ftflame import parse
 from ftflame.correct import balance, calibration, corrections, cpu, measured
 from ftflame.model.errors import InputError
-from ftflame.model.profile import Profile
+from ftflame.model.profile import Profile, note_warning
 from ftflame.rundir import resolve_input
 
 
@@ -49,7 +49,7 @@ def correct_for_report(profile: Profile, path: str, opts: CorrectionOptions) -> 
     meta = measured.load_meta(path)  # (meta.json beside a collect.sh trace, a warning)
     note = calibration.buffer_percent_note(cal, meta[0])
     if note:
-        profile = profile.replace(warnings=profile.warnings + (note,))
+        profile = profile.replace(warnings=profile.warnings + (note_warning(note),))
     means = [balance.parse_measured(m) for m in opts.measured]
     base = None
     if opts.baseline:

@@ -20,7 +20,7 @@ from typing import Optional
 
 import numpy as np
 
-from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, Calibration, Profile
+from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, Calibration, OffCpu, Profile
 
 
 def _half_width(details: dict, key: str) -> Optional[float]:
@@ -78,9 +78,7 @@ def _less_switch_hooks(c, calls, desc, sched_calls, sched_outs, offcpu_calls):
     with the off-CPU time (corrections.switch_work): the switch work gives
     back sched_calls x O_in + sched_outs x O_out = sched_outs x (O_in + O_out)
     + (sched_calls - sched_outs) x O_in, the switched-out calls their O_in + O_out."""
-    from ftflame.correct.corrections import offcpu_state
-
-    if offcpu_state(c) != "removed":
+    if c.offcpu is not OffCpu.REMOVED:
         return calls, desc
     sc, so, oc = (np.asarray(x, dtype=np.float64) for x in (sched_calls, sched_outs, offcpu_calls))
     return calls - (sc - so), desc - so - oc

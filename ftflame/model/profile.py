@@ -17,6 +17,7 @@ computed from these sums afterwards, never from events.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 from dataclasses import dataclass, field
 from typing import Mapping, NamedTuple, Optional
@@ -399,6 +400,51 @@ class Calibration:
 NO_CALIBRATION = Calibration(0.0, 0.0, "none", "not corrected: corrected figures equal raw ones")
 
 
+class OffCpu(enum.Enum):
+    """What the correction did with the time the traced task was switched
+    out (sched_switch events): the state outputs print in their own words."""
+
+    REMOVED = "removed"
+    KEPT_ASKED = "kept-asked"  # correct(offcpu="keep")
+    KEPT_NOSLEEP = "kept-nosleep"  # durations already exclude it (nosleep-time): Corrected.offcpu_reason says why
+    UNKNOWN = "unknown"  # no sched_switch events: it stays in the durations
+
+    @property
+    def kept(self) -> bool:
+        return self in (OffCpu.KEPT_ASKED, OffCpu.KEPT_NOSLEEP)
+
+
+class WarningKind(enum.Enum):
+    """How loud a warning is: every one is printed in the outputs' notes;
+    NOT_UNDERSTOOD ones (part of the input passed over) are said on stderr
+    too, since folded and speedscope files have no place for notes."""
+
+    NOTE = "note"
+    NOT_UNDERSTOOD = "not-understood"
+
+
+@dataclass(frozen=True)
+class TraceWarning:
+    """One warning about the trace or its report: its kind, and its
+    sentence as every output prints it."""
+
+    kind: WarningKind
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def note_warning(text: str) -> TraceWarning:
+    """A warning printed in the outputs' notes only."""
+    return TraceWarning(WarningKind.NOTE, text)
+
+
+def loud_warnings(warnings) -> list:
+    """The warnings said on stderr too (WarningKind.NOT_UNDERSTOOD)."""
+    return [w for w in warnings if w.kind is WarningKind.NOT_UNDERSTOOD]
+
+
 @dataclass(frozen=True)
 class Corrected:
     """Corrected sums per node (same row order as the node table)."""
@@ -420,7 +466,8 @@ class Corrected:
     unreliable: Optional[np.ndarray] = None
     sample_clamped: int = 0
     irqs: str = "exclude"  # irq subtrees left out of the interrupted calls, or "include"
-    offcpu: str = "removed"  # or "kept: ..." (nosleep-time), "unknown: ..." (no sched_switch)
+    offcpu: OffCpu = OffCpu.REMOVED
+    offcpu_reason: str = ""  # OffCpu.KEPT_NOSLEEP: the evidence, as the notes say it
     # Per node: the scheduler's work around the switches inside the clean
     # calls (the switch frames' on-CPU time less their hook cost), taken out
     # with the off-CPU time (docs/overhead.md "Switch work"); None: none.
@@ -468,7 +515,7 @@ class Profile:
     calibration: Calibration = NO_CALIBRATION
     corrected: Optional[Corrected] = None
     balance: tuple = ()
-    warnings: tuple = ()
+    warnings: tuple = ()  # TraceWarning each
     # totals measured outside the tracer (ftflame/correct/measured.py), or None
     measured: Optional[dict] = None
     # the server's CPU time measured outside the tracer (ftflame/correct/cpu.py), or None
