@@ -28,6 +28,8 @@ def differences(a, b, where="profile") -> list:
     if dataclasses.is_dataclass(a) and dataclasses.is_dataclass(b):
         out = []
         for f in dataclasses.fields(a):
+            if not f.compare:  # what was derived (Profile.views), not the value
+                continue
             out += differences(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}")
         return out
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):

@@ -35,13 +35,11 @@ R*O_out removes it with the subtree.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
 from ftflame.correct import hooklevel
-from ftflame.model.profile import (NODE_IRQ, NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ,
-                             Calibration, Corrected, OffCpu, Profile)
+from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ, Calibration, Corrected, OffCpu, Profile
 
 IRQ_MODES = ("exclude", "include")
 UNRELIABLE_FRACTION = 0.5  # hook-cost correction above this share of the measured time
@@ -87,7 +85,7 @@ def counted_children(p: Profile, irqs: str) -> np.ndarray:
     return counted
 
 
-def irq_roots_inside(p: Profile, calls: Optional[np.ndarray] = None) -> np.ndarray:
+def irq_roots_inside(p: Profile, calls: np.ndarray | None = None) -> np.ndarray:
     """R per node: interrupt subtrees inside its clean calls (the tree's
     irq-root children, summed up through task-context descendants). calls:
     clean(p, "calls"), when the caller has it (not made twice)."""
@@ -232,11 +230,8 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         notes=tuple(notes), overhead=over, irq_removed=irq_removed, offcpu_removed=off,
         clamp_ns=clamp_ns, unreliable=unreliable, sample_clamped=sample_clamped, irqs=irqs,
         offcpu=off_mode, offcpu_reason=why, sched_removed=sw)
-    out = p.replace(calibration=cal, corrected=corrected)
-    # cached views of the old profile must not leak into the new one
-    for k in ("functions", "corrected_or_raw", _STATS_KEY):
-        out.__dict__.pop(k, None)
-    return out
+    # (the new Profile starts without the old one's views of its figures)
+    return p.replace(calibration=cal, corrected=corrected)
 
 
 def _sample_corrected(p: Profile, irqs: str, off_mode: OffCpu, o_in: float, o_out: float, o_sum: float,
@@ -323,7 +318,7 @@ def switch_work_words(p: Profile, sw: np.ndarray, switches: int) -> str:
 
 
 def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray,
-                    switch_ns: Optional[np.ndarray] = None):
+                    switch_ns: np.ndarray | None = None):
     """corr_excl = corr_incl - sum of counted children's corr_incl, >= 0.
     ci_formula is overwritten (its memory becomes the wanted values).
 
@@ -410,15 +405,15 @@ class Summary:
     offcpu_removed_ns: float
     # the scheduler's work taken out with the off-CPU time and the switches
     # it is around: None where the trace has no switch frame
-    switch_work_removed_ns: Optional[float]
-    switches: Optional[int]
+    switch_work_removed_ns: float | None
+    switches: int | None
     clamped_paths: int
     clamped_ns: float
     clamped_root_calls: int
     unreliable_paths: int
 
 
-def summary(p: Profile) -> Optional[Summary]:
+def summary(p: Profile) -> Summary | None:
     """Totals of the corrections, None without them."""
     c = p.corrected
     if c is None or c.overhead is None:
@@ -527,7 +522,7 @@ def scaled_stats(sums, calls, mins, maxs, pcts, corr, corr_calls, exact: dict,
     return cols, approx, ex, vals
 
 
-def exact_values(p: Profile, per_call: Optional[np.ndarray] = None):
+def exact_values(p: Profile, per_call: np.ndarray | None = None):
     """Per-call corrected inclusive times where they are known: the root
     calls. Returns (per node row, per function index of p.functions), each
     a dict row -> array of the clean calls' corrected durations (or of
@@ -582,17 +577,11 @@ def corrected_stats(p: Profile) -> dict:
     Computed once per Profile and kept with it, like its other cached views
     (every output prints these figures); kept here rather than as a Profile
     property so that the model does not import the correction stage."""
-    if _STATS_KEY in p.__dict__:
-        return p.__dict__[_STATS_KEY]
-    p.__dict__[_STATS_KEY] = out = _compute_corrected_stats(p)
-    return out
+    return p.views.get("corrected_stats", lambda: _compute_corrected_stats(p))
 
 
-_STATS_KEY = "_corrected_stats"  # where corrected_stats keeps its result in the Profile
-
-
-def node_stats(p: Profile, kind: str, rows: Optional[np.ndarray] = None, by_node: Optional[dict] = None,
-               pct: Optional[np.ndarray] = None):
+def node_stats(p: Profile, kind: str, rows: np.ndarray | None = None, by_node: dict | None = None,
+               pct: np.ndarray | None = None):
     """scaled_stats of the node table's rows `rows` (all when None), in
     that order: corrected_stats(p)["nodes", kind] of those rows, the same
     figures row by row (every one depends on its own row only), with the

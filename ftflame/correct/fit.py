@@ -29,7 +29,7 @@ misfit and says every corrected figure rests on it.
 from __future__ import annotations
 
 import os
-from typing import Callable, Optional
+from typing import Callable
 
 import numpy as np
 
@@ -43,7 +43,6 @@ MIN_SAMPLES = 50  # fewer leaves (gaps) than this: that bound is not checked
 # made in another session than the trace.
 CARRY_FRACTION = 0.05
 
-_CACHE = "_fit_bounds"
 
 
 def _median(kind: str, p: Profile):
@@ -76,9 +75,10 @@ def bounds(p: Profile, irqs: str = "exclude") -> dict:
     """The trace's bounds on the hook cost, computed once per Profile:
     leaf and gap medians and, per clean root call, its corrected duration
     as X - a*O_in - b*O_out."""
-    key = (_CACHE, irqs)
-    if key in p.__dict__:
-        return p.__dict__[key]
+    return p.views.get(("fit_bounds", irqs), lambda: _bounds(p, irqs))
+
+
+def _bounds(p: Profile, irqs: str) -> dict:
     from ftflame.correct.corrections import detect_nosleep
 
     leaf, n_leaf = _median("leaf", p)
@@ -111,10 +111,8 @@ def bounds(p: Profile, irqs: str = "exclude") -> dict:
                  np.where(s_irq, b + c["desc"], b_task))
     else:
         roots = (np.zeros(0), np.zeros(0), np.zeros(0))
-    out = {"leaf_median_ns": leaf, "leaves": n_leaf, "gap_median_ns": gap, "gaps": n_gap,
-           "roots": roots}
-    p.__dict__[key] = out
-    return out
+    return {"leaf_median_ns": leaf, "leaves": n_leaf, "gap_median_ns": gap, "gaps": n_gap,
+            "roots": roots}
 
 
 def _below_zero(b: dict, o_in: float, o_out: float) -> int:
@@ -170,7 +168,7 @@ def _scaled_to_fit(p: Profile, o_in: float, o_out: float, irqs: str) -> float:
     return lo
 
 
-def same_session(cal: Calibration, trace_path: Optional[str]) -> bool:
+def same_session(cal: Calibration, trace_path: str | None) -> bool:
     """Was the calibration made in the trace's recording session? Made from
     recordings in the trace's folder (the folder of its own file where it
     does not say, or names them relative to where it was made)."""
@@ -183,9 +181,9 @@ def same_session(cal: Calibration, trace_path: Optional[str]) -> bool:
     return os.path.dirname(os.path.abspath(cal.source[5:])) == folder
 
 
-def fitted(p: Profile, cal: Calibration, trace_path: Optional[str] = None, strict: bool = False,
+def fitted(p: Profile, cal: Calibration, trace_path: str | None = None, strict: bool = False,
            irqs: str = "exclude",
-           estimate: Optional[Callable[[Profile], Optional[Calibration]]] = None) -> Calibration:
+           estimate: Callable[[Profile], Calibration | None] | None = None) -> Calibration:
     """The calibration the report applies, with its fit (Calibration.fit):
     cal when it fits the trace (or strict), else one that fits: the
     in-trace estimate (``estimate``, given by calibration.choose, which
@@ -225,7 +223,7 @@ def _label(cal: Calibration) -> str:
     return {"in-trace": "in-trace estimate"}.get(cal.source, cal.source)
 
 
-def words(cal: Calibration) -> Optional[str]:
+def words(cal: Calibration) -> str | None:
     """The one line every output prints about the fit (None: not checked)."""
     f = cal.fit if isinstance(getattr(cal, "fit", None), dict) else None
     if f is None:

@@ -18,19 +18,26 @@ of children that took most of the time).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
 from ftflame.correct.corrections import net_switch_work
-from ftflame.model.profile import (CALL_COLUMNS, CALL_DONE, CALL_EXTRAS, CALL_GAP, CALL_IRQ, SAMPLE_GAP, SAMPLE_IRQ,
-                                   SAMPLE_PARTIAL, KeptTree, OffCpu, Profile)
+from ftflame.model.profile import (
+    CALL_COLUMNS,
+    CALL_DONE,
+    CALL_EXTRAS,
+    CALL_GAP,
+    CALL_IRQ,
+    SAMPLE_GAP,
+    SAMPLE_IRQ,
+    SAMPLE_PARTIAL,
+    KeptTree,
+    OffCpu,
+    Profile,
+)
 
 NO_OPERATION = "(no procedure)"
 QUANTILES = (50, 90, 99)
-_CACHE = "_operations"
-_SLOW_CACHE = "_slowest"
-_ROOTS_CACHE = "_root_table"
 _C = {n: i for i, n in enumerate(CALL_COLUMNS)}
 _DESC_ESC = 0xFFFFFF  # parse/core/builder.h: FTF_REC_DESC_ESC, FTF_REC_FLAGS_SHIFT
 _FLAGS_SHIFT = 24
@@ -76,16 +83,13 @@ def sample_roots(p: Profile) -> np.ndarray:
     return p.col("func")[p.scol("node")] if len(p.samples) else np.zeros(0, np.int64)
 
 
-def operation_table(p: Profile) -> Optional[tuple]:
+def operation_table(p: Profile) -> tuple | None:
     """OperationRows (busiest first) for the root functions whose calls were
     labelled, or None when no root call reached a procedure below it."""
-    if _CACHE in p.__dict__:
-        return p.__dict__[_CACHE]
-    p.__dict__[_CACHE] = out = _operation_table(p)
-    return out
+    return p.views.get("operation_table", lambda: _operation_table(p))
 
 
-def _operation_table(p: Profile) -> Optional[tuple]:
+def _operation_table(p: Profile) -> tuple | None:
     if not len(p.samples) or not p.operations:
         return None
     op = p.scol("op")
@@ -97,16 +101,16 @@ def root_table(p: Profile) -> tuple:
     """Latency of every root call, one row per root function, split by
     operation for a dispatcher (the rows of operation_table): what every
     report leads with. A plain root's row has operation "" (and how "")."""
-    if _ROOTS_CACHE in p.__dict__:
-        return p.__dict__[_ROOTS_CACHE]
-    out = ()
-    if len(p.samples):
-        root = sample_roots(p)
-        dispatchers = set(np.unique(root[p.scol("op") >= 0]).tolist()) if p.operations else set()
-        plain = set(np.unique(root).tolist()) - dispatchers
-        out = _latency_rows(p, np.ones(len(root), dtype=bool), plain, split_irq=True)
-    p.__dict__[_ROOTS_CACHE] = out
-    return out
+    return p.views.get("root_table", lambda: _root_table(p))
+
+
+def _root_table(p: Profile) -> tuple:
+    if not len(p.samples):
+        return ()
+    root = sample_roots(p)
+    dispatchers = set(np.unique(root[p.scol("op") >= 0]).tolist()) if p.operations else set()
+    plain = set(np.unique(root).tolist()) - dispatchers
+    return _latency_rows(p, np.ones(len(root), dtype=bool), plain, split_irq=True)
 
 
 def _latency_rows(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = False) -> tuple:
@@ -151,23 +155,20 @@ def _latency_rows(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = Fal
 class SlowCall:
     sample: int        # row of p.samples
     root: str
-    operation: Optional[str]  # None: its root function is no dispatcher (no operation table row)
+    operation: str | None  # None: its root function is no dispatcher (no operation table row)
     start_ns: int      # calltime (the tracer's clock)
     pid: int
     cpu: int
     dur: int           # raw duration (ns)
     corr: float        # corrected duration (ns), as the latency data says; NaN for a gap call (left out)
     gap: bool
-    tree: Optional[KeptTree]  # its calls as the core kept them, None: tree too big to keep
+    tree: KeptTree | None  # its calls as the core kept them, None: tree too big to keep
     dominant: tuple    # names along the chain of children that took most of the time
 
 
 def slowest_calls(p: Profile) -> tuple:
     """The kept slowest root calls, slowest first."""
-    if _SLOW_CACHE in p.__dict__:
-        return p.__dict__[_SLOW_CACHE]
-    p.__dict__[_SLOW_CACHE] = out = _slowest_calls(p)
-    return out
+    return p.views.get("slowest_calls", lambda: _slowest_calls(p))
 
 
 def _slowest_calls(p: Profile) -> tuple:
@@ -248,7 +249,7 @@ def call_columns_of(trees: list) -> np.ndarray:
     return out
 
 
-def slow_call_tree(p: Profile, s: SlowCall) -> Optional[dict]:
+def slow_call_tree(p: Profile, s: SlowCall) -> dict | None:
     """The columns of slowest call s's tree (call_tree), None when it was too
     big to keep: decoded from the core's records each time an output asks,
     never kept (a tree's columns take 4 to 6 times its records' bytes)."""
@@ -433,7 +434,6 @@ def dominant_paths(calls: dict, first: np.ndarray, kept: np.ndarray) -> list:
 # ---- the call paths of each operation ------------------------------------
 
 COMPOUND_FUNC = "nfsd4_proc_compound"
-_NODES_CACHE = "_operation_nodes"
 
 
 @dataclass(frozen=True)
@@ -480,10 +480,7 @@ def _root_rows(parent: np.ndarray) -> tuple:
 def operation_nodes(p: Profile) -> dict:
     """{op id: OperationNodes} for the operations of operation_table(p);
     {} when it has none."""
-    if _NODES_CACHE in p.__dict__:
-        return p.__dict__[_NODES_CACHE]
-    p.__dict__[_NODES_CACHE] = out = _operation_nodes(p)
-    return out
+    return p.views.get("operation_nodes", lambda: _operation_nodes(p))
 
 
 def _operation_nodes(p: Profile) -> dict:

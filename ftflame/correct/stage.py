@@ -5,7 +5,6 @@ collect.sh run measured outside the tracer (measured)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
 
 from ftflame import parse
 from ftflame.correct import balance, calibration, corrections, cpu, measured
@@ -17,16 +16,16 @@ from ftflame.rundir import resolve_input
 @dataclass(frozen=True)
 class CorrectionOptions:
     """The report's correction options, as given (`ftflame report --help`)."""
-    calibration: Optional[str] = None  # calibration.json, 'none', or None: look beside the trace
-    overhead_in: Optional[str] = None  # ns, as typed
-    overhead_out: Optional[str] = None
+    calibration: str | None = None  # calibration.json, 'none', or None: look beside the trace
+    overhead_in: str | None = None  # ns, as typed
+    overhead_out: str | None = None
     irqs: str = "exclude"
-    baseline: Optional[str] = None  # a root-only recording (trace.dat or run directory)
-    measured: Tuple[str, ...] = ()  # FUNC=TIME
+    baseline: str | None = None  # a root-only recording (trace.dat or run directory)
+    measured: tuple[str, ...] = ()  # FUNC=TIME
     strict_calibration: bool = False  # keep a calibration the trace contradicts
 
 
-def hook_cost_ns(option: str, text: Optional[str]) -> Optional[float]:
+def hook_cost_ns(option: str, text: str | None) -> float | None:
     """A hook cost given on the command line, in ns."""
     if text is None:
         return None
@@ -68,6 +67,5 @@ CORRECTION_VIEWS = ("levels", "tree_tops")
 
 
 def _without_views_of_the_correction(p: Profile) -> Profile:
-    for view in CORRECTION_VIEWS:
-        p.__dict__.pop(view, None)
+    p.forget(*CORRECTION_VIEWS)
     return p

@@ -16,14 +16,12 @@ no calibration) a figure has none: None, and the outputs print none.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 
 from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, Calibration, OffCpu, Profile
 
 
-def _half_width(details: dict, key: str) -> Optional[float]:
+def _half_width(details: dict, key: str) -> float | None:
     obj = details.get(key)
     ci = obj.get("ci95_ns") if isinstance(obj, dict) else None
     try:
@@ -33,7 +31,7 @@ def _half_width(details: dict, key: str) -> Optional[float]:
     return (hi - lo) / 2.0 if np.isfinite(lo) and np.isfinite(hi) and hi >= lo else None
 
 
-def cost_half_widths(cal: Calibration) -> Optional[tuple]:
+def cost_half_widths(cal: Calibration) -> tuple | None:
     """(O_in, O_in + O_out, O_out) 95% half-widths, ns, or None when the
     calibration has no intervals for them (or values were replaced)."""
     d = cal.details if isinstance(cal.details, dict) else {}
@@ -56,7 +54,7 @@ def cost_half_widths(cal: Calibration) -> Optional[tuple]:
     return h_in, h_sum, h_out
 
 
-def root_half_widths(p: Profile) -> Optional[np.ndarray]:
+def root_half_widths(p: Profile) -> np.ndarray | None:
     """Per root call (the sample table): the 95% half-width, ns, of its
     corrected duration; None without calibration intervals."""
     c = p.corrected
@@ -85,10 +83,9 @@ def _less_switch_hooks(c, calls, desc, sched_calls, sched_outs, offcpu_calls):
 
 
 # ---- every corrected figure's interval, computed once beside the Profile ----
-_CACHE = "_corrected_intervals"
 
 
-def node_half_widths(p: Profile) -> Optional[np.ndarray]:
+def node_half_widths(p: Profile) -> np.ndarray | None:
     """Per node row: the 95% half-width of its corrected inclusive sum over
     its clean calls (what correct() takes out, with each cost replaced by
     its half-width), None without calibration intervals."""
@@ -111,7 +108,7 @@ def node_half_widths(p: Profile) -> Optional[np.ndarray]:
     return np.where((p.col("flags") & NODE_IRQ) != 0, own, task)
 
 
-def stat_half_widths(p: Profile) -> Optional[dict]:
+def stat_half_widths(p: Profile) -> dict | None:
     """{(level, kind): 7 arrays, corrections.STAT_NAMES order}, level
     "nodes" or "functions", kind "incl" or "excl": the 95% half-width of
     each corrected statistic, aligned with corrected_stats(p)[level, kind];
@@ -126,13 +123,10 @@ def stat_half_widths(p: Profile) -> Optional[dict]:
     half the distance between the two. Estimated rows (the raw ones scaled
     by corrected mean / raw mean): the mean's relative half-width, which the
     scale carries."""
-    if _CACHE in p.__dict__:
-        return p.__dict__[_CACHE]
-    p.__dict__[_CACHE] = out = _stat_half_widths(p)
-    return out
+    return p.views.get("stat_half_widths", lambda: _stat_half_widths(p))
 
 
-def _stat_half_widths(p: Profile) -> Optional[dict]:
+def _stat_half_widths(p: Profile) -> dict | None:
     from ftflame.correct import corrections
 
     hw_incl = node_half_widths(p)
@@ -183,7 +177,7 @@ def _half_widths(stats, hw_sum, calls, ex_vals: dict, ex_hws: dict) -> list:
     return [np.asarray(h, dtype=np.float64) for h in half]
 
 
-def operation_half_widths(p: Profile, rows=None) -> Optional[list]:
+def operation_half_widths(p: Profile, rows=None) -> list | None:
     """Per row of operations.operation_table(p) (or of rows, e.g.
     operations.root_table(p)): {"mean", "p50", "p90", "p99", "max"} 95%
     half-widths over its clean calls (as stat_half_widths does for exact

@@ -19,8 +19,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, NamedTuple, Optional
+from typing import Callable, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -138,7 +139,7 @@ class NodeTable:
                 a.flags.writeable = False
 
     @classmethod
-    def from_block(cls, block, nrows: int) -> "NodeTable":
+    def from_block(cls, block, nrows: int) -> NodeTable:
         """The core's table (parse/core/module.c, nodes_table): the columns
         one after another in its block, each 8-byte aligned, the NODE_SPARSE
         ones last. The others are views of the block (no copy); the sparse
@@ -158,7 +159,7 @@ class NodeTable:
         return cls(cols)
 
     @classmethod
-    def from_array(cls, table: np.ndarray) -> "NodeTable":
+    def from_array(cls, table: np.ndarray) -> NodeTable:
         """From an int64 (rows, len(NODE_COLUMNS)) array; narrow columns
         checked to fit."""
         return cls({c: table[:, i] for i, c in enumerate(NODE_COLUMNS)})
@@ -188,11 +189,11 @@ class NodeTable:
         return np.stack([self.col(c) for c in NODE_COLUMNS], axis=1) if self._n else \
             np.zeros((0, len(NODE_COLUMNS)), dtype=np.int64)
 
-    def replaced(self, **columns) -> "NodeTable":
+    def replaced(self, **columns) -> NodeTable:
         """A table with these columns replaced (narrow ones checked to fit)."""
         return NodeTable({**self._cols, **columns})
 
-    def equals(self, other: "NodeTable") -> bool:
+    def equals(self, other: NodeTable) -> bool:
         return len(self) == len(other) and all(np.array_equal(self.stored(c), other.stored(c))
                                                for c in NODE_COLUMNS)
 
@@ -294,7 +295,7 @@ def hist_upper(bucket: np.ndarray) -> np.ndarray:
     return hist_lower(np.asarray(bucket, dtype=np.int64) + 1)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def bucket_mids(nbuckets: int) -> np.ndarray:
     """The value a percentile in each bucket is taken as: the bucket's
     midpoint (exact below HIST_SUB). A table: buckets are few, entries many."""
@@ -314,7 +315,7 @@ class Histograms:
     counts: np.ndarray  # uint32
 
     @classmethod
-    def from_core(cls, triple) -> "Histograms":
+    def from_core(cls, triple) -> Histograms:
         offs, bks, cnts = triple
         return cls(np.frombuffer(offs, dtype=np.int64), np.frombuffer(bks, dtype=np.int32),
                    np.frombuffer(cnts, dtype=np.uint32))
@@ -327,7 +328,7 @@ class Histograms:
         s, e = self.offsets[i], self.offsets[i + 1]
         return self.buckets[s:e], self.counts[s:e]
 
-    def group(self, keys: np.ndarray, ngroups: int) -> "Histograms":
+    def group(self, keys: np.ndarray, ngroups: int) -> Histograms:
         """Merge rows that share a key (e.g. all paths of one function): one
         entry per bucket any of a key's rows has, buckets ascending, counts
         summed (uint64). In C, a key at a time (_model.hist_group): beside
@@ -390,7 +391,7 @@ class Calibration:
     details: Mapping = field(default_factory=dict)
     # How the trace's own bounds judged the calibration (ftflame/correct/fit.py):
     # None where it was not checked
-    fit: Optional[Mapping] = None
+    fit: Mapping | None = None
 
     @property
     def applied(self) -> bool:
@@ -459,11 +460,11 @@ class Corrected:
     # (ftflame/correct/corrections.py): hook cost, irq subtrees, off-CPU time; the
     # ns added back by clamping; 1 where the hook-cost correction exceeds
     # half the measured time (unreliable).
-    overhead: Optional[np.ndarray] = None
-    irq_removed: Optional[np.ndarray] = None
-    offcpu_removed: Optional[np.ndarray] = None
-    clamp_ns: Optional[np.ndarray] = None
-    unreliable: Optional[np.ndarray] = None
+    overhead: np.ndarray | None = None
+    irq_removed: np.ndarray | None = None
+    offcpu_removed: np.ndarray | None = None
+    clamp_ns: np.ndarray | None = None
+    unreliable: np.ndarray | None = None
     sample_clamped: int = 0
     irqs: str = "exclude"  # irq subtrees left out of the interrupted calls, or "include"
     offcpu: OffCpu = OffCpu.REMOVED
@@ -471,7 +472,7 @@ class Corrected:
     # Per node: the scheduler's work around the switches inside the clean
     # calls (the switch frames' on-CPU time less their hook cost), taken out
     # with the off-CPU time (docs/overhead.md "Switch work"); None: none.
-    sched_removed: Optional[np.ndarray] = None
+    sched_removed: np.ndarray | None = None
 
 
 def missing_entries_unmarked(counters: Mapping[str, int]) -> str:
@@ -501,6 +502,32 @@ def gap_causes(counters: Mapping[str, int]) -> str:
     return causes[0] if causes else ""
 
 
+_T = TypeVar("_T")
+
+
+class Views:
+    """The derived views of one Profile that the later stages compute (the
+    corrected statistics, the operations' latency rows, the intervals, the
+    fit bounds): each computed once, on first use, and kept with the
+    Profile it was computed from. The one place a stage keeps what it
+    derives from an immutable Profile; a new Profile (Profile.replace)
+    starts with none, so a view of old figures never reaches new ones."""
+
+    __slots__ = ("_done",)
+
+    def __init__(self):
+        self._done: dict = {}
+
+    def get(self, key: Hashable, compute: Callable[[], _T]) -> _T:
+        """The view named key, computed by compute() the first time."""
+        if key not in self._done:
+            self._done[key] = compute()
+        return self._done[key]
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._done
+
+
 @dataclass(frozen=True)
 class Profile:
     trace: TraceInfo
@@ -513,13 +540,13 @@ class Profile:
     lost_per_cpu: Mapping[int, int]  # cpu -> lost events of known count
     lost_gaps_unknown_per_cpu: Mapping[int, int] = field(default_factory=dict)  # gaps of unknown size
     calibration: Calibration = NO_CALIBRATION
-    corrected: Optional[Corrected] = None
+    corrected: Corrected | None = None
     balance: tuple = ()
     warnings: tuple = ()  # TraceWarning each
     # totals measured outside the tracer (ftflame/correct/measured.py), or None
-    measured: Optional[dict] = None
+    measured: dict | None = None
     # the server's CPU time measured outside the tracer (ftflame/correct/cpu.py), or None
-    cpu: Optional[dict] = None
+    cpu: dict | None = None
     # In-trace overhead estimate (ftflame/correct/calibration.py): {(kind, context,
     # cpu): (1-ns histogram, count over range)}, kind "leaf" or "gap",
     # context "task", "softirq" or "hardirq".
@@ -531,6 +558,9 @@ class Profile:
     # The slowest root calls kept by the core: (sample row, KeptTree, or
     # None when too big to keep).
     slowest_trees: tuple = ()
+    # what the later stages derive from this Profile (Views); not copied
+    # by replace()
+    views: Views = field(default_factory=Views, init=False, repr=False, compare=False)
 
     # ---- columns -------------------------------------------------------
     def col(self, name: str, rows=None, dtype=np.int64) -> np.ndarray:
@@ -561,7 +591,7 @@ class Profile:
     def name(self, row: int) -> str:
         return self.funcs[int(self.nodes.stored("func")[row])]
 
-    def replace(self, **changes) -> "Profile":
+    def replace(self, **changes) -> Profile:
         out = dataclasses.replace(self, **changes)
         # views of the tree's shape stay valid while the nodes do
         if not {"nodes", "hist_incl", "hist_excl"} & changes.keys():
@@ -570,9 +600,16 @@ class Profile:
                     out.__dict__[k] = self.__dict__[k]
         return out
 
+    def forget(self, *views: str) -> None:
+        """Let go of the named cached views of the tree's shape (the
+        properties below): a whole-tree column each, that a later stage
+        makes again if it needs it."""
+        for view in views:
+            self.__dict__.pop(view, None)
+
     # ---- derived views (cached: the Profile is immutable) ---------------
     @functools.cached_property
-    def children(self) -> "Children":
+    def children(self) -> Children:
         """children[i] = rows whose parent is i; index -1 (last) = roots."""
         return Children(self.col("parent"))
 
@@ -643,7 +680,7 @@ class Profile:
             notes=("no calibration: corrected figures equal raw ones",))
 
     @functools.cached_property
-    def functions(self) -> "FunctionTable":
+    def functions(self) -> FunctionTable:
         return FunctionTable.build(self)
 
     def path(self, row: int) -> list:
@@ -685,7 +722,7 @@ class FunctionTable:
     hist_incl: Histograms
 
     @classmethod
-    def build(cls, p: Profile) -> "FunctionTable":
+    def build(cls, p: Profile) -> FunctionTable:
         nf = len(p.funcs)
         func = p.col("func")
         calls = p.col("calls")
