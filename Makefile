@@ -33,6 +33,14 @@ NPM_CACHE_DIR      := .cache/npm
 INFERNO_ROOT       ?= $(HOME)/.cache/ftflame/inferno-$(INFERNO_VERSION)
 CARGO              ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 SPEEDSCOPE_SCHEMA  := $(NPM_CACHE_DIR)/node_modules/speedscope/dist/release/file-format-schema.json
+# The page scripts' lint (make lint): ESLint from npm, pinned, installed by make setup.
+ESLINT_VERSION     := 10.15.0
+ESLINT_JS_VERSION  := 10.0.1
+ESLINT_GLOBALS_VERSION := 17.14.0
+ESLINT_DIR         := .cache/eslint
+ESLINT             := $(ESLINT_DIR)/node_modules/.bin/eslint
+# the pages whose inline <script> includes templates/*.js, in order
+JS_PAGES           := templates/report.html templates/diff.html templates/flamegraph.svg
 
 .PHONY: help setup build demo test test-damage lint test-vm bench golden mutate clean setup-render-tools setup-fuzz fuzz setup-vm fixtures fixture-long bench-long
 
@@ -53,7 +61,7 @@ help:  ## list the targets
 	      line = line w[i] " " } sub(/ +$$/, "", line); print line }'
 	@echo "knobs: ASAN=1 (sanitized C core)  PYTEST_ARGS='-k name'  OUT=dir (demo output)"
 
-setup: .setup-stamp build  ## install Debian packages, the venv and ftflame (idempotent, quick when done)
+setup: .setup-stamp build $(ESLINT)  ## install Debian packages, the venv and ftflame (idempotent, quick when done)
 
 .setup-stamp: pyproject.toml Makefile
 	@$(call apt_install,setup,$(APT_PKGS))
@@ -71,6 +79,12 @@ $(SPEEDSCOPE_SCHEMA):
 	npm install --prefix $(NPM_CACHE_DIR) --no-save --no-audit --no-fund --ignore-scripts --loglevel=error \
 	  speedscope@$(SPEEDSCOPE_VERSION) >/dev/null
 	@test -f $@ || { echo "setup-render-tools: $@ not in the speedscope package"; exit 1; }
+
+$(ESLINT):
+	@mkdir -p $(ESLINT_DIR)
+	npm install --prefix $(ESLINT_DIR) --no-save --no-audit --no-fund --ignore-scripts --loglevel=error \
+	  eslint@$(ESLINT_VERSION) @eslint/js@$(ESLINT_JS_VERSION) globals@$(ESLINT_GLOBALS_VERSION) >/dev/null
+	@test -x $@ || { echo "setup: $@ not installed (is npm installed?)"; exit 1; }
 
 $(INFERNO_ROOT)/bin/inferno-flamegraph:
 	$(CARGO) install --quiet --locked --root $(INFERNO_ROOT) --version $(INFERNO_VERSION) inferno
@@ -117,9 +131,16 @@ test: setup  ## run the test suite (unit, golden, invariants on every fixture, b
 SHELL_SCRIPTS := $(wildcard collect/*.sh tests/vm/*.sh) .ci/run
 CORE_WARNINGS := -Wall -Wextra -Wno-unused-parameter -Werror
 
-lint: .setup-stamp  ## ruff, shellcheck on the shell scripts, every C unit with -Werror
+lint: .setup-stamp $(ESLINT)  ## ruff, mypy, shellcheck, ESLint on the page scripts, every C unit with -Werror
 	$(VENV)/bin/ruff check --quiet .
+	$(VENV)/bin/mypy  # ftflame/model and ftflame/correct (pyproject.toml)
 	shellcheck $(SHELL_SCRIPTS)
+	@# each page's scripts joined as its inline <script> has them (eslint.config.cjs)
+	@rm -rf build/jslint && mkdir -p build/jslint && for page in $(JS_PAGES); do \
+	  { if grep -q '^"use strict";$$' $$page; then echo '"use strict";'; fi; \
+	    for f in $$(sed -n 's/^{% include "\(.*\.js\)" %}$$/\1/p' $$page); do cat templates/$$f; done; \
+	  } > build/jslint/$$(basename $$page).js; done
+	NODE_PATH=$(ESLINT_DIR)/node_modules $(ESLINT) --no-config-lookup -c templates/eslint.config.cjs build/jslint/
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	cflags="-std=gnu11 -O2 $(CORE_WARNINGS) $$(pkg-config --cflags libtracecmd libtraceevent libtracefs) \
 	  -I$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" && \

@@ -24,8 +24,9 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from helpers.longtext import repeated  # noqa: E402
 from run import PY, measure  # noqa: E402
+
+from helpers.longtext import repeated  # noqa: E402
 
 SOURCE = os.path.join(ROOT, "tests", "data", "fixtures", "k6.1", "s07-tracefs-text",
                       "trace-proc-abstime-tail.txt.gz")

@@ -47,9 +47,16 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from ftflame import __version__  # noqa: E402
 from ftflame.model.errors import InputError  # noqa: E402
-from ftflame.output import (CLOSED_STREAMS, Progress, Terminated,  # noqa: E402
-                            guard_standard_streams, refuse_input_as_output,
-                            terminating_signals_raise, write_atomic, write_stdout)
+from ftflame.output import (  # noqa: E402
+    CLOSED_STREAMS,
+    Progress,
+    Terminated,
+    guard_standard_streams,
+    refuse_input_as_output,
+    terminating_signals_raise,
+    write_atomic,
+    write_stdout,
+)
 
 _on_sigint(signal.default_int_handler)  # main() turns KeyboardInterrupt into exit 130
 

@@ -34,7 +34,8 @@ import stat
 import sys
 import tempfile
 import time
-from typing import Callable, Iterable, Optional, Union
+from collections.abc import Iterable
+from typing import Callable, Union
 
 from ftflame.model.errors import InputError
 
@@ -89,7 +90,7 @@ def _place(path: str) -> str:
     return os.path.join(os.path.realpath(os.path.dirname(a)), os.path.basename(a))
 
 
-def refuse_input_as_output(output: Optional[str], inputs: Iterable[Optional[str]],
+def refuse_input_as_output(output: str | None, inputs: Iterable[str | None],
                            beside: Iterable[str] = ()) -> None:
     """InputError when writing `output` would destroy one of `inputs` (the
     files named, stdin's file for '-') or of `beside` (the files read beside
@@ -121,7 +122,7 @@ def refuse_input_as_output(output: Optional[str], inputs: Iterable[Optional[str]
                              "it would change what every later command reads there", "give another output file")
 
 
-def _same_input(path: str, out: Optional[os.stat_result], place: str) -> bool:
+def _same_input(path: str, out: os.stat_result | None, place: str) -> bool:
     if path != "-" and os.path.realpath(path) == place:
         return True
     try:
@@ -147,7 +148,7 @@ def _cannot_write(path: str, e: OSError) -> InputError:
     return InputError(path, f"cannot write: {e.strerror or e}", "nothing was written")
 
 
-def write_atomic(path: str, data: Data) -> Optional[int]:
+def write_atomic(path: str, data: Data) -> int | None:
     """Write data (a str, or a function writing into a binary file) to path
     by the rules in this module's docstring. Returns the bytes written to a
     regular file, None for a node written in place."""

@@ -6,7 +6,7 @@ names them, does not import numpy."""
 from __future__ import annotations
 
 import os
-from typing import Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 from ftflame.model.errors import InputError
 
@@ -42,8 +42,8 @@ def read_beside(trace: str, calibrating: bool = False) -> list:
     return [os.path.join(d, n) for n in names]
 
 
-def calibration_inputs(rundir: Optional[str], from_traces: Optional[Sequence[str]],
-                       output: Optional[str]) -> Tuple[list, str]:
+def calibration_inputs(rundir: str | None, from_traces: Sequence[str] | None,
+                       output: str | None) -> tuple[list, str]:
     """The three recordings `ftflame calibrate` reads and where it writes
     calibration.json: a calibrate.sh run directory (its recordings, its
     calibration.json) or the three traces named (stdout)."""

@@ -12,13 +12,14 @@ import os
 import re
 import threading
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable
 
 from ftflame.model.errors import InputError
 
 from . import dat, text
 from .dat import TRACE_DAT_MAGIC
 from .text import COMPRESSED_MAGIC
+
 TRIED = ("trace.dat (magic \\x17\\x08Dtracing); gzip/xz/zstd (magic, then the same inside); "
          "header '# tracer: function_graph'; trace-cmd report lines 'funcgraph_entry:'; "
          "function_graph lines ' N) DURATION |  func() {'; the same re-flowed in a mail")
@@ -108,7 +109,7 @@ def classify(head: bytes, name: str, compression: str = "") -> Detected:
     raise InputError(name, "not a function_graph trace", f"tried: {TRIED}")
 
 
-def read(path: str, progress: Optional[Callable[[int], None]] = None, slowest: int = 20):
+def read(path: str, progress: Callable[[int], None] | None = None, slowest: int = 20):
     """Read a function_graph trace into a Profile: a trace.dat, or any text
     form (tracefs, perf ftrace, trace-cmd report, a mail), plain or gzip/xz/
     zstd-compressed; '-' reads stdin. slowest: root calls kept with their
@@ -136,7 +137,7 @@ def read(path: str, progress: Optional[Callable[[int], None]] = None, slowest: i
 
 
 def read_meanwhile(path: str, meanwhile: Callable[[], None],
-                   progress: Optional[Callable[[int], None]] = None, slowest: int = 20):
+                   progress: Callable[[int], None] | None = None, slowest: int = 20):
     """read(path), with meanwhile() run on another thread while the C core
     reads (the CLI imports numpy and the renderers then: 0.1-0.2 s that
     cost no wall time). A plain trace.dat is read on *this* thread, with
@@ -161,7 +162,7 @@ class _Meanwhile(threading.Thread):
     def __init__(self, work: Callable[[], None]):
         super().__init__(name="ftflame-meanwhile", daemon=True)
         self.work = work
-        self.exc: Optional[BaseException] = None
+        self.exc: BaseException | None = None
         self.start()
 
     def run(self) -> None:

@@ -10,10 +10,19 @@ import dataclasses
 
 import numpy as np
 
-from ftflame.model.profile import (CALL_EXTRA_DTYPE, CALL_RECORD_DTYPE, SAMPLE_COLUMNS, Histograms, KeptTree,
-                                   NodeTable, Profile, TraceInfo, check_core_columns, note_warning)
-
 from ftflame.model.names import printable
+from ftflame.model.profile import (
+    CALL_EXTRA_DTYPE,
+    CALL_RECORD_DTYPE,
+    SAMPLE_COLUMNS,
+    Histograms,
+    KeptTree,
+    NodeTable,
+    Profile,
+    TraceInfo,
+    check_core_columns,
+    note_warning,
+)
 
 from . import _core
 

@@ -16,8 +16,9 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional
+from typing import Callable
 
 from ftflame.model.errors import InputError
 
@@ -149,7 +150,7 @@ class Source:
         if not self.compression:
             yield from self._read_chunks()
             return
-        q: "queue.Queue" = queue.Queue(maxsize=4)
+        q: queue.Queue = queue.Queue(maxsize=4)
         stop = threading.Event()
 
         def produce():
@@ -257,7 +258,7 @@ DIALECT_NAMES = {
 }
 
 
-def read_text(src: Source, dialect: str, progress: Optional[Callable[[int], None]] = None,
+def read_text(src: Source, dialect: str, progress: Callable[[int], None] | None = None,
               events: bool = False, slowest: int = 20):
     """Tokenize a text trace in C; return the core's result dict."""
     from . import _core
@@ -271,7 +272,7 @@ def read_text(src: Source, dialect: str, progress: Optional[Callable[[int], None
         src.close()
 
 
-def read(src: Source, dialect: str, progress: Optional[Callable[[int], None]] = None, slowest: int = 20):
+def read(src: Source, dialect: str, progress: Callable[[int], None] | None = None, slowest: int = 20):
     """A text trace into a Profile, with what the tokenizer passed over
     counted (counters text_*) and said (warnings)."""
     from .tables import from_core_result

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable
 
 from ftflame.model.errors import InputError
 
@@ -39,11 +39,11 @@ class Renderer:
         return lambda profile, opts, f: f.write(module.render(profile, opts).encode("utf-8"))
 
 
-RENDERERS: Dict[str, Renderer] = {}  # ftflame report's formats
-DIFF_RENDERERS: Dict[str, Renderer] = {}  # ftflame diff's
+RENDERERS: dict[str, Renderer] = {}  # ftflame report's formats
+DIFF_RENDERERS: dict[str, Renderer] = {}  # ftflame diff's
 
 
-def register(r: Renderer, registry: Optional[Dict[str, Renderer]] = None) -> None:
+def register(r: Renderer, registry: dict[str, Renderer] | None = None) -> None:
     (RENDERERS if registry is None else registry)[r.name] = r
 
 
@@ -66,7 +66,7 @@ register(Renderer("html", "diff_html", (".html", ".htm"), "differential flame gr
          DIFF_RENDERERS)
 
 
-def format_for_path(path: str, registry: Optional[Dict[str, Renderer]] = None):
+def format_for_path(path: str, registry: dict[str, Renderer] | None = None):
     """The format an output file name asks for (of report's formats, or of
     the registry given), or None. Longest suffix wins (x.speedscope.json is
     speedscope, not json)."""
@@ -79,8 +79,8 @@ def format_for_path(path: str, registry: Optional[Dict[str, Renderer]] = None):
     return best[0] if best else None
 
 
-def choose_format(output: Optional[str], fmt: Optional[str],
-                  registry: Optional[Dict[str, Renderer]] = None) -> str:
+def choose_format(output: str | None, fmt: str | None,
+                  registry: dict[str, Renderer] | None = None) -> str:
     """The format asked for: --format, else the output's extension; text on stdout."""
     if fmt:
         return fmt
@@ -97,8 +97,8 @@ def choose_format(output: Optional[str], fmt: Optional[str],
 OPENABLE = ("html", "svg")  # what --open shows in a browser
 
 
-def output_and_format(output: Optional[str], fmt: Optional[str], open_it: bool,
-                      input_path: str) -> Tuple[Optional[str], str]:
+def output_and_format(output: str | None, fmt: str | None, open_it: bool,
+                      input_path: str) -> tuple[str | None, str]:
     """Where the report goes and in which format. --open without a file
     writes an HTML (or SVG) report into a new temporary directory."""
     if open_it and output in (None, "-"):

@@ -6,8 +6,7 @@ import json
 
 import numpy as np
 
-from ftflame.correct.operations import (operation_nodes, operation_table, slow_call_batches, slow_call_tree,
-                                       slowest_calls)
+from ftflame.correct.operations import operation_nodes, operation_table, slow_call_batches, slow_call_tree, slowest_calls
 from ftflame.model.profile import Profile
 
 from ._rowfmt import format_rows

@@ -267,9 +267,9 @@ def rest(d) -> list:
     lines.append("{:>8} {:>8} {:>9} {:>9} {:>7}  {}".format("before", "after", "before", "after", "change",
                                                            "function"))
     for i in idx[:TOP_OTHER]:
-        lines.append("{:>8.1f} {:>8.1f} {:>9} {:>9} {:>7}  {}".format(
-            t.before.per_root[i], t.after.per_root[i], us(t.before.median[i], 9, 1), us(t.after.median[i], 9, 1),
-            pct(t.change[i]), t.keys[i][:WIDTH - 49]))
+        lines.append(f"{t.before.per_root[i]:>8.1f} {t.after.per_root[i]:>8.1f} "
+                     f"{us(t.before.median[i], 9, 1):>9} {us(t.after.median[i], 9, 1):>9} "
+                     f"{pct(t.change[i]):>7}  {t.keys[i][:WIDTH - 49]}")
     if len(idx) > TOP_OTHER:
         lines.append(f"  ... and {len(idx) - TOP_OTHER:,} more (the JSON output lists every item)")
     return lines

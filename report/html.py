@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Optional
 
 import numpy as np
 
@@ -223,7 +222,7 @@ def sample_groups(p: Profile) -> tuple:
     return names, group
 
 
-def samples_data(p: Profile, trees: Optional[dict] = None) -> dict:
+def samples_data(p: Profile, trees: dict | None = None) -> dict:
     """Root calls over time; `trees` (sample row -> index into slowest[]) the
     calls whose tree the page carries: the plot marks those points
     clickable, and no other."""
@@ -581,7 +580,7 @@ def _jsonable(x):
         return json.loads(json.dumps(x, default=str))
 
 
-def report_data(p: Profile, tree: Optional[flametree.FlameTree] = None) -> dict:
+def report_data(p: Profile, tree: flametree.FlameTree | None = None) -> dict:
     tree = tree or flametree.build(p, flametree.DEFAULT_MIN_FRACTION)
     slowest = slowest_data(p)
     return {
@@ -639,7 +638,7 @@ def page_flame(fl: dict) -> dict:
     return out
 
 
-def page_tree(tree: Optional[dict]) -> Optional[dict]:
+def page_tree(tree: dict | None) -> dict | None:
     """A slowest call's tree as the page ships it: each call's caller as the
     distance back to it ("up"), its start from its caller's ("dt"), the
     corrected time in whole ns (what the page shows), the interrupt calls as

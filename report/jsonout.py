@@ -8,14 +8,12 @@ the corrections removed.
 from __future__ import annotations
 
 import json
-from typing import Optional
 
 import numpy as np
 
 from ftflame import __version__, _model
 from ftflame.correct import corrections, uncertainty
 from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, OffCpu, Profile
-
 from ftflame.parse._core import give_back_freed_memory
 
 from ._rowfmt import format_rows
@@ -127,7 +125,7 @@ OFFCPU_WORDS = {OffCpu.REMOVED: "removed", OffCpu.KEPT_ASKED: "kept (asked for)"
                 OffCpu.UNKNOWN: "unknown: no sched_switch events"}
 
 
-def corrections_object(sm: Optional[corrections.Summary]) -> Optional[dict]:
+def corrections_object(sm: corrections.Summary | None) -> dict | None:
     """The JSON `calibration.corrections` object: the totals of the corrections."""
     if sm is None:
         return None

@@ -4,7 +4,6 @@ it once from the arguments)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from ftflame.model.errors import InputError
 
@@ -18,15 +17,15 @@ class RenderOptions:
     folded_weights: str = "raw"
     # --top N: rows per text table (None: each table's default); --sections:
     # the text sections to print, in order (None: all, report/text.py SECTIONS)
-    top: Optional[int] = None
-    sections: Optional[tuple] = None
+    top: int | None = None
+    sections: tuple | None = None
 
 
 DEFAULT = RenderOptions()
 
 
-def render_options(fmt: str, folded_weights: Optional[str] = None, top: Optional[int] = None,
-                   sections: Optional[tuple] = None) -> RenderOptions:
+def render_options(fmt: str, folded_weights: str | None = None, top: int | None = None,
+                   sections: tuple | None = None) -> RenderOptions:
     """The options of a report in format fmt; a knob of another format is
     refused rather than silently ignored."""
     if folded_weights is not None and fmt != "folded":

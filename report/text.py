@@ -403,7 +403,9 @@ def _irq_starts(p: Profile) -> np.ndarray:
     return irq & ((parent < 0) | ~irq[np.maximum(parent, 0)])
 
 
-def balance_lines(p: Profile) -> list:
+# a row per term of the sheet, each shown only where the trace has it: the
+# sheet's layout reads top to bottom as the printed table does
+def balance_lines(p: Profile) -> list:  # noqa: C901
     """The balance sheet: where each root function's measured time went."""
     if not p.balance:
         return []

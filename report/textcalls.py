@@ -5,8 +5,8 @@ ftflame/correct/operations.py and ftflame/correct/hotlists.py; these only lay th
 from __future__ import annotations
 
 from ftflame.correct import hotlists
-from ftflame.correct.uncertainty import operation_half_widths
 from ftflame.correct.operations import NO_OPERATION, root_table, slowest_calls
+from ftflame.correct.uncertainty import operation_half_widths
 from ftflame.model.profile import Profile
 
 from .common import count, fit_decimals, plural, us, wrap

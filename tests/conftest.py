@@ -61,7 +61,7 @@ def holds_open(pid: int, path) -> bool:
     return False
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def profile_of(path: str):
     from ftflame.parse import read
 

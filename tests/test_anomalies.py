@@ -5,9 +5,9 @@ import os
 
 import pytest
 
+from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL
 from helpers.events import load
 from helpers.invariants import check_profile
-from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL
 
 
 def row(p, *path):
@@ -109,9 +109,9 @@ def test_exit_only_tracing_thresh():
 
 
 def test_max_graph_depth_hint():
-    from helpers.events import HERE, parse_events
     from ftflame.parse import build_events
     from ftflame.report.common import max_depth_hint
+    from helpers.events import HERE, parse_events
 
     p = load("max-depth")
     assert p.counters["max_depth"] == 1

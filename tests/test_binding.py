@@ -15,10 +15,8 @@ import sys
 
 import pytest
 
-from helpers import corpus
-
-from helpers import callref
 from conftest import fixture, require_fixtures
+from helpers import callref, corpus
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
 

@@ -5,14 +5,14 @@ and exclusive sums and flags (irq, irq root, partial)."""
 from __future__ import annotations
 
 import pytest
+from test_binding import TRACES, trace_path, twin_path
 
-from helpers import callref
 from conftest import require_fixtures
 from ftflame.cli import build_parser, correction_options
 from ftflame.correct.stage import correct_for_report
 from ftflame.parse import read
 from ftflame.report import flametree
-from test_binding import TRACES, trace_path, twin_path
+from helpers import callref
 
 IDS = [t[0].split("/")[1] for t in TRACES]
 IRQ, IRQ_ROOT, PARTIAL = 1, 2, 4  # the node flag bits (docs/design.md, JSON "flags")

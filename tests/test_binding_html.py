@@ -14,16 +14,15 @@ import os
 import re
 
 import pytest
+from test_binding import TRACES, trace_path
 
-from helpers import callref
-from helpers import events
 from conftest import require_fixtures
-from ftflame.correct import corrections
 from ftflame.cli import build_parser, correction_options
+from ftflame.correct import corrections
 from ftflame.correct.stage import correct_for_report
 from ftflame.parse import read
 from ftflame.report import html, svg
-from test_binding import TRACES, trace_path
+from helpers import callref, events
 
 IDS = [t[0].split("/")[1] for t in TRACES]
 IRQ_MARK = " [irq]"  # the twin's mark where interrupt context starts

@@ -258,8 +258,8 @@ def test_heavy_tail_interval_inside_the_samples_and_flagged(capsys):
     flags show it as an irq subtree; the leaf's histogram holds 79.7 us): the
     O_in interval stays inside the samples' range, the outlier is left out
     of the mean and said in `checks` (stderr: the next test)."""
-    from helpers.events import parse_events
     from ftflame.parse import build_events
+    from helpers.events import parse_events
 
     def build(name, text):
         return build_events(parse_events(text), source=name)

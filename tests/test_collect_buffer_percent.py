@@ -17,10 +17,10 @@ import subprocess
 import time
 
 import pytest
-
-from helpers.collectfake import CALIBRATE, COLLECT, NFSD_FUNCS, fake_bin, fake_tracefs, script_env
 from test_collect_refusals import assert_refused, lib
 from test_collect_safety import live_signals, nfs_null_server, wait_for
+
+from helpers.collectfake import CALIBRATE, COLLECT, NFSD_FUNCS, fake_bin, fake_tracefs, script_env
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the collectors refuse to run but as root")
 

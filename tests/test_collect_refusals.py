@@ -15,11 +15,10 @@ import shlex
 import shutil
 import subprocess
 
-from helpers import corpus
 import pytest
 
-from helpers.collectfake import (CALIBRATE, COLLECT, LOST_STAT, NFSD_FUNCS, REPO, fake_bin, fake_tracefs,
-                         script_env)
+from helpers import corpus
+from helpers.collectfake import CALIBRATE, COLLECT, LOST_STAT, NFSD_FUNCS, REPO, fake_bin, fake_tracefs, script_env
 from helpers.unprivileged import AS_NOBODY, require_reachable
 
 IS_ROOT = os.geteuid() == 0

@@ -432,8 +432,8 @@ def test_every_output_prints_the_same_operation_intervals():
     "+-95% *" rows agree (k6.1/s17-mixed-ops with the s13 calibration); the
     JSON is the independent reference's (tests/helpers/jsonref.py) with them."""
     from conftest import fixture
-    from helpers import jsonref
     from ftflame.correct.calibration import calibrate_from_traces, for_profile
+    from helpers import jsonref
 
     d = "k6.1/s13-calib-null/"
     doc = calibrate_from_traces(*(profile_of(fixture(d + n)) for n in (

@@ -7,11 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ftflame.model.profile import NODE_COLUMNS, NODE_IRQ
-from ftflame.parse import _core
 from conftest import fixture
+from ftflame.model.profile import NODE_COLUMNS, NODE_IRQ
+from ftflame.parse import _core, build_events
 from helpers.events import parse_events
-from ftflame.parse import build_events
 
 # Under one parent the children come in a different order each call, the
 # same function is entered in task and in interrupt context (two paths with

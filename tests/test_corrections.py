@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURE_DATS, SAMPLE, fixture, fixture_id, profile_of
-from helpers.events import parse_events
 from ftflame.correct.calibration import estimate_in_trace
 from ftflame.correct.corrections import correct, counted_children, detect_nosleep, function_extras, summary
-from ftflame.parse import build_events
 from ftflame.model.profile import NO_CALIBRATION, Calibration, OffCpu
+from ftflame.parse import build_events
+from helpers.events import parse_events
 
 CAL = Calibration(100.0, 50.0, "command line")  # O_in 100 ns, O_out 50 ns
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+
 import pytest
 
 from ftflame.correct.cpu import CpuFileError, parse_cpu_file

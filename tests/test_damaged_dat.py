@@ -34,9 +34,8 @@ import time
 
 import pytest
 
-from helpers import damage
-from helpers import readers
 from conftest import SAMPLE, fixture, holds_open
+from helpers import damage, readers
 
 SOURCES = ["k6.1/s04-null/trace.dat", "k6.1/s10-lost/trace.dat"]
 PER_FORM = 45

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import diffsynth
 from conftest import fixture
+from helpers import diffsynth
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
 TEXT = "k6.1/s07-tracefs-text/trace-default.txt.gz"

@@ -14,13 +14,13 @@ import json
 import os
 
 import pytest
+from test_binding import check_corr, check_raw, tree_nodes
 
-from helpers import callref
-from helpers.events import HERE, load, parse_events
 from ftflame.cli import build_parser, correction_options
 from ftflame.correct.stage import correct_for_report
 from ftflame.report import RENDERERS
-from test_binding import check_corr, check_raw, tree_nodes
+from helpers import callref
+from helpers.events import HERE, load, parse_events
 
 EXPECTED = os.path.join(HERE, "expected")
 CASES = sorted(f[: -len(".events")] for f in os.listdir(HERE) if f.endswith(".events"))

@@ -10,11 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers.htmlfix import BIG, ICOUNT, LOST, WRITE4K, corrected, load
-
-from helpers.rerender import render_in_fresh_process
-
 from ftflame.report import RENDERERS, flametree, format_for_path, html
+from helpers.htmlfix import BIG, ICOUNT, LOST, WRITE4K, corrected, load
+from helpers.rerender import render_in_fresh_process
 
 TEMPLATES = Path(html.__file__).resolve().parents[1] / "templates"
 ONE_MB = 1_000_000
@@ -260,7 +258,6 @@ def test_an_operation_without_clean_calls_has_no_corrected_figures():
     corrected figures): the page's operation row and latency summary carry
     no corrected figure for it (null, printed "–"), never 0."""
     from ftflame.parse import build_events
-
     from helpers.events import parse_events
 
     p = build_events(parse_events("""

@@ -8,9 +8,8 @@ import re
 
 import pytest
 
-from helpers.htmlfix import DEPTH3, fixture
-
 from ftflame import cli, output
+from helpers.htmlfix import DEPTH3, fixture
 
 
 @pytest.fixture

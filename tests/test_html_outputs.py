@@ -10,11 +10,9 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from helpers.htmlfix import DEPTH3, NULLCALLS, WRITE4K, corrected, inferno_flamegraph, load, speedscope_schema
-
-from helpers.rerender import render_in_fresh_process
-
 from ftflame.report import folded, speedscope, svg
+from helpers.htmlfix import DEPTH3, NULLCALLS, WRITE4K, corrected, inferno_flamegraph, load, speedscope_schema
+from helpers.rerender import render_in_fresh_process
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,8 @@ interrupt context (tests/data/events/irq-root-both-ways.events). The same
 invariant is checked on every fixture by invariants.check_irq_context."""
 from __future__ import annotations
 
-from helpers.events import load
 from ftflame.model.profile import NODE_IRQ
+from helpers.events import load
 from helpers.invariants import check_irq_context, check_profile
 
 

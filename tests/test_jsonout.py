@@ -12,15 +12,15 @@ import tempfile
 import numpy as np
 import pytest
 
-from helpers import jsonref, jsontree
 from conftest import SAMPLE, fixture, profile_of
-from helpers.events import HERE, load
-from ftflame.model import profile as profile_mod
-from ftflame.parse import build_events
 from ftflame.cli import build_parser, correction_options
 from ftflame.correct.stage import correct_for_report
+from ftflame.model import profile as profile_mod
 from ftflame.model.profile import Corrected
+from ftflame.parse import build_events
 from ftflame.report import RENDERERS, jsonout
+from helpers import jsonref, jsontree
+from helpers.events import HERE, load
 
 CASES = sorted(f[: -len(".events")] for f in os.listdir(HERE) if f.endswith(".events"))
 SMALL_FIXTURES = ["k6.1/s09-depth3/trace.dat", "k6.1/s13-calib-null/trace-dispatch-full.dat",

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import ast
 import collections
-import re
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest

@@ -4,9 +4,9 @@ longer than 4096 bytes are cut and counted."""
 from __future__ import annotations
 
 import json
-import time
 import subprocess
 import sys
+import time
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
 HEADER = ("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"

@@ -11,10 +11,10 @@ import sys
 import numpy as np
 import pytest
 
-from helpers.events import HERE, load, parse_events
 from ftflame.correct import operations
 from ftflame.parse import build_events
 from ftflame.report import RENDERERS
+from helpers.events import HERE, load, parse_events
 
 
 def _ops(p):

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from helpers import corpus
 from conftest import ROOT, SAMPLE
+from helpers import corpus
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
 BIG_REL = "k6.1/s14-v3-write-big/trace.dat"  # 75 MB of JSON: a write long enough to signal

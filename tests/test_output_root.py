@@ -4,10 +4,10 @@ own file, a file of the run directory it reads, another user's file or a
 FIFO nobody reads; closed standard streams and running out of memory."""
 from __future__ import annotations
 
+import grp
 import json
 import os
 import pwd
-import grp
 import shutil
 import stat
 import subprocess

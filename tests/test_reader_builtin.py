@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from helpers import datwriter as dw
 from conftest import FIXTURE_DATS, fixture, fixture_id, holds_open
+from helpers import datwriter as dw
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
 T0 = 1_000_000

@@ -65,6 +65,7 @@ def test_json_contract():
 def test_percentiles_within_stated_resolution():
     """Histogram percentiles are bucket midpoints: within 1/32 of the truth."""
     import numpy as np
+
     from ftflame.model.profile import HIST_RESOLUTION
 
     p = profile_of(SAMPLE)

@@ -8,10 +8,9 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from helpers.htmlfix import WRITE4K, corrected, load
-
 from ftflame.model.sandwich import Sandwiches, _preorder
 from ftflame.report import html
+from helpers.htmlfix import WRITE4K, corrected, load
 
 
 def reference(p, f: int) -> tuple:

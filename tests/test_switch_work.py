@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.events import load
 from ftflame.correct import balance
 from ftflame.correct.corrections import correct, function_extras
 from ftflame.model.profile import Calibration
+from helpers.events import load
 
 O_IN, O_OUT = 150.0, 90.0
 CAL = Calibration(O_IN, O_OUT, "command line")

@@ -13,8 +13,6 @@ import sys
 import pytest
 
 from conftest import DATA, fixture, profile_of
-from helpers import corpus
-from helpers.events import load, parse_events
 from ftflame.cli import build_parser, correction_options
 from ftflame.correct.operations import root_table
 from ftflame.correct.stage import correct_for_report
@@ -22,6 +20,8 @@ from ftflame.model.profile import SAMPLE_GAP
 from ftflame.parse import build_events
 from ftflame.report import text
 from ftflame.report.options import RenderOptions
+from helpers import corpus
+from helpers.events import load, parse_events
 
 GOLDEN_TEXT = sorted(glob.glob(os.path.join(DATA, "*", "expected", "*.txt")))
 

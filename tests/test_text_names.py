@@ -2,11 +2,11 @@
 a name cut to fit and a clamped figure have distinct, explained marks."""
 from __future__ import annotations
 
-from helpers.events import parse_events
 from ftflame.correct.corrections import correct
-from ftflame.parse import build_events
 from ftflame.model.profile import Calibration
+from ftflame.parse import build_events
 from ftflame.report import text
+from helpers.events import parse_events
 
 CUT = "..."  # report.text.CUT
 
@@ -62,7 +62,8 @@ def test_corrected_tree_clamp_and_cut_marks_are_distinct():
 
 
 def test_tree_label_marks():
-    from ftflame.report.text import CUT as cut, tree_label
+    from ftflame.report.text import CUT as cut
+    from ftflame.report.text import tree_label
     assert cut == CUT
     marks = set()
     assert tree_label("| " * 3 + "`-", "short", 40, marks) == "| | | `-short"

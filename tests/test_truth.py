@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, fixture, profile_of
-from helpers.events import load as load_events
 from ftflame.correct.balance import NO_TOTAL, attach
 from ftflame.correct.calibration import estimate_in_trace
 from ftflame.correct.corrections import correct
 from ftflame.model.profile import NODE_IRQ_ROOT, Calibration
 from ftflame.report import flametree, html, jsonout, speedscope, svg, text
+from helpers.events import load as load_events
 
 FIXED = Calibration(700.0, 300.0, "command line", "fixed values given on the command line (test)")
 WRITE4K = "k6.1/s01-v3-write4k/trace.dat"  # no sched_switch, gap calls, irqs
@@ -208,8 +208,8 @@ exit 0 100 z_busy 0 300 5300
 
 
 def test_12_speedscope_opens_on_the_busiest_root():
-    from helpers.events import parse_events
     from ftflame.parse import build_events
+    from helpers.events import parse_events
 
     p = build_events(parse_events(TWO_ROOTS), source="two-roots.events")
     doc = speedscope.document(p)

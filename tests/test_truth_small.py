@@ -70,11 +70,11 @@ def test_1_mixed_with_the_in_trace_estimate(tmp_path):
 
 # ---- 2: a root entered in task and in interrupt context reads as two ------------
 def test_2_irq_root_stands_under_its_context_frame_everywhere():
-    from helpers.events import load
     from ftflame.correct.corrections import correct
     from ftflame.model.profile import Calibration
     from ftflame.report import flametree, folded, html, speedscope, svg
     from ftflame.report.options import RenderOptions
+    from helpers.events import load
 
     # svc_process in a task and in an interrupt (softirq flags; the frame is named as irq_kind names it)
     p = load("irq-root-both-ways")
@@ -194,8 +194,8 @@ def test_5_s17_irq_in_pop_window_is_counted_once():
     holds it. The builder moves it inside (it was also counted beside it,
     and tcp_sock_set_cork's self time was -393.6 us)."""
     from conftest import fixture, profile_of
-    from helpers.invariants import negative_self_explained
     from ftflame.model.profile import NODE_IRQ_ROOT
+    from helpers.invariants import negative_self_explained
 
     p = profile_of(fixture("k6.1/s17-mixed-ops/trace.dat"))
     assert negative_self_explained(p) == []
@@ -221,8 +221,8 @@ def test_5_s17_irq_in_pop_window_is_counted_once():
 # ---- 6: the HTML page of the largest fixture, corrected, well under 1 MB ------------
 @pytest.mark.slow
 def test_6_big_corrected_page_ships_its_flame_data_packed():
-    from helpers.htmlfix import BIG, corrected, load
     from ftflame.report import html
+    from helpers.htmlfix import BIG, corrected, load
 
     q = corrected(load(BIG), 700.0, 300.0)  # skips without the full corpus
     full = html.report_data(q)["flame"]

@@ -24,7 +24,7 @@ since a percentage of the trace against itself cannot fail.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -73,7 +73,7 @@ def root_rows(p: Profile) -> dict:
     """Function name -> its task-context root rows (real roots, not '(partial)')."""
     stored = p.nodes.stored  # as stored (32-bit): no whole-tree int64 copies
     parent, flags, calls = stored("parent"), stored("flags"), stored("calls")
-    out = {}
+    out: dict = {}
     for r in np.nonzero((parent < 0) & ((flags & NODE_IRQ) == 0) & (calls > 0))[0].tolist():
         out.setdefault(p.name(r), []).append(r)
     return out
@@ -90,13 +90,13 @@ def root_means(p: Profile) -> dict:
     return out
 
 
-def sheet(p: Profile, baseline: Optional[Profile] = None, measured: Iterable = ()) -> tuple:
+def sheet(p: Profile, baseline: Profile | None = None, measured: Iterable = ()) -> tuple:
     """The balance sheet: one dict per root function (busiest first), the
     TOP_ROOTS busiest and those with an independent total."""
     return _sheet(p, baseline, measured)[0]
 
 
-def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple:
+def _sheet(p: Profile, baseline: Profile | None, measured: Iterable) -> tuple:
     """(the sheet, (root functions, clean calls, raw ns) not itemised)."""
     c = p.corrected_or_raw
     if c is None:
@@ -119,8 +119,9 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
     # that raised the root's own corrected time from below 0 to 0, a term of
     # the sheet, and the ns its children were scaled down by to fit inside
     # it, already out of the components and no term of the sheet
-    own_clamp = over + irq  # (over + irq + off - incl) clipped at 0, in place
-    own_clamp += off
+    # (each an array: None ones became zero above)
+    own_clamp = over + irq  # type: ignore[operator]  # (over + irq + off - incl) clipped at 0, in place
+    own_clamp += off  # type: ignore[operator]
     own_clamp += sw
     own_clamp -= incl
     np.maximum(own_clamp, 0.0, out=own_clamp)
@@ -148,7 +149,7 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
     pm_f = sum_at(pm_at[flat]) if pm_at is not None else None
     names = list(rows_by_func)
     offcpu_known = p.offcpu_known
-    out = []
+    out: list = []
     not_shown = [0, 0, 0.0]  # root functions, clean calls, raw ns
     for g in sorted(range(len(names)), key=lambda g: -incl_f[g]):
         name = names[g]
@@ -163,7 +164,7 @@ def _sheet(p: Profile, baseline: Optional[Profile], measured: Iterable) -> tuple
             continue
         raw = incl_f[g] / n
         corr = corr_f[g] / n
-        comp = {}
+        comp: dict = {}
         self_ns = excl_f[g] / n
         for r in rows:
             for k in kids[r]:
@@ -278,7 +279,7 @@ def _tree_tops(p: Profile) -> np.ndarray:
     return p.tree_tops
 
 
-def attach(p: Profile, baseline: Optional[Profile] = None, measured: Iterable = ()) -> Profile:
+def attach(p: Profile, baseline: Profile | None = None, measured: Iterable = ()) -> Profile:
     entries, (funcs, calls, raw_ns) = _sheet(p, baseline, measured)
     if not funcs:
         return p.replace(balance=entries)

@@ -25,15 +25,14 @@ import json
 import os
 from collections import Counter
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
 from ftflame.correct import hooklevel
 from ftflame.model.errors import InputError
+from ftflame.model.profile import NODE_IRQ, SAMPLE_GAP, SAMPLE_IRQ, Calibration, Profile, hist_lower, hist_upper
 from ftflame.output import write_atomic
 from ftflame.rundir import CALIB_META_FILE, CALIBRATION_FILE
-from ftflame.model.profile import NODE_IRQ, SAMPLE_GAP, SAMPLE_IRQ, Calibration, Profile, hist_lower, hist_upper
 
 SCHEMA = "ftflame-calibration/1"
 BOOTSTRAP = 2000
@@ -49,7 +48,7 @@ IN_TRACE_MIN_SAMPLES = 200
 def _read(trace) -> Profile:
     if isinstance(trace, Profile):
         return trace
-    from ftflame import parse
+    import ftflame.parse as parse
 
     return parse.read(trace)
 
@@ -411,7 +410,7 @@ def _percentile(hist: np.ndarray, q: float) -> int:
     return int(np.searchsorted(cum, max(1, int(np.ceil(cum[-1] * q / 100.0))), side="left"))
 
 
-def estimate_in_trace(p: Profile, context: str = "task") -> Optional[Calibration]:
+def estimate_in_trace(p: Profile, context: str = "task") -> Calibration | None:
     """O_in from the p1 of leaf durations, O_out from the p1 of sibling gaps,
     task context pooled over CPUs (per CPU and context in the details).
     None when the trace has too few of either (e.g. a root-only trace)."""
@@ -419,7 +418,7 @@ def estimate_in_trace(p: Profile, context: str = "task") -> Optional[Calibration
     if not est:
         return None
     per = {}
-    pooled = {}
+    pooled: dict = {}
     for (kind, ctx, cpu), (hist, over) in sorted(est.items()):
         n = int(hist.sum()) if len(hist) else 0
         if n:
@@ -478,7 +477,7 @@ def load(path: str) -> Calibration:
     return Calibration(o_in, o_out, f"file:{path}", str(doc.get("method", "")), doc)
 
 
-def beside(trace_path: str) -> Optional[str]:
+def beside(trace_path: str) -> str | None:
     """calibration.json next to the trace (a collect.sh run directory)."""
     cand = os.path.join(os.path.dirname(os.path.abspath(trace_path)), CALIBRATION_FILE)
     return cand if os.path.isfile(cand) else None
@@ -496,8 +495,8 @@ def for_profile(cal: Calibration, p: Profile) -> Calibration:
     return cal
 
 
-def choose(p: Profile, trace_path: str, cal_file: Optional[str] = None,
-           o_in: Optional[float] = None, o_out: Optional[float] = None, strict: bool = False,
+def choose(p: Profile, trace_path: str, cal_file: str | None = None,
+           o_in: float | None = None, o_out: float | None = None, strict: bool = False,
            irqs: str = "exclude") -> Calibration:
     """The calibration, best first: --calibration FILE ('none': raw), else
     calibration.json beside the trace, else the in-trace estimate; values
@@ -511,8 +510,8 @@ def choose(p: Profile, trace_path: str, cal_file: Optional[str] = None,
                       estimate_in_trace)
 
 
-def _chosen(p: Profile, trace_path: str, cal_file: Optional[str], o_in: Optional[float],
-            o_out: Optional[float]) -> Calibration:
+def _chosen(p: Profile, trace_path: str, cal_file: str | None, o_in: float | None,
+            o_out: float | None) -> Calibration:
     from ftflame.model.profile import NO_CALIBRATION
 
     if cal_file == "none":
@@ -538,7 +537,7 @@ def _chosen(p: Profile, trace_path: str, cal_file: Optional[str], o_in: Optional
     return Calibration(float(new_in), float(new_out), src, method, details)
 
 
-def buffer_percent_note(cal: Calibration, meta: Optional[dict]) -> Optional[str]:
+def buffer_percent_note(cal: Calibration, meta: dict | None) -> str | None:
     """A note when the calibration's recordings and the trace ran with
     different tracefs buffer_percent values (collect.sh --buffer-percent):
     while trace-cmd's reader is to be woken every ring-buffer commit costs a

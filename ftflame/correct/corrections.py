@@ -274,7 +274,7 @@ def _sample_corrected(p: Profile, irqs: str, off_mode: OffCpu, o_in: float, o_ou
     return corr, clamped
 
 
-def switch_work(p: Profile, o_in: float, o_out: float) -> np.ndarray:
+def switch_work(p: Profile, o_in: float, o_out: float) -> np.ndarray | None:
     """Per node: the scheduler's work around the switches inside its clean
     calls (the switch frames' on-CPU time), their hook cost taken out
     (docs/overhead.md "Switch work"); None when the trace has no switch
@@ -426,8 +426,9 @@ def summary(p: Profile) -> Summary | None:
         irqs=c.irqs, offcpu=c.offcpu, offcpu_reason=c.offcpu_reason,
         clean_calls=int(c.calls.sum()), gap_calls=int(p.counters.get("gap_calls", 0)),
         overhead_removed_ns=round(float(c.overhead[top].sum()), 1),
-        irq_removed_ns=round(float(c.irq_removed[top].sum()), 1),
-        offcpu_removed_ns=round(float(c.offcpu_removed[top].sum()), 1),
+        # (set with c.overhead, as every column of the correction)
+        irq_removed_ns=round(float(c.irq_removed[top].sum()), 1),  # type: ignore[index]
+        offcpu_removed_ns=round(float(c.offcpu_removed[top].sum()), 1),  # type: ignore[index]
         switch_work_removed_ns=sched_ns, switches=switches,
         clamped_paths=int(c.clamped.sum()), clamped_ns=round(float(c.clamp_ns.sum()), 1),
         clamped_root_calls=int(c.sample_clamped),
@@ -600,7 +601,7 @@ def node_stats(p: Profile, kind: str, rows: np.ndarray | None = None, by_node: d
     exact = by_node if kind == "incl" else {}
     if rows is not None and exact:  # keyed by position in rows
         exact = {i: exact[r] for i, r in enumerate(rows.tolist()) if r in exact}
-    return scaled_stats(*columns, exact)
+    return scaled_stats(*columns, exact)  # type: ignore[arg-type, call-arg]  # (the 7 columns, then exact)
 
 
 def _compute_corrected_stats(p: Profile):
@@ -617,8 +618,8 @@ class _CorrectedStats:
 
     def __init__(self, p: Profile):
         self._p = p
-        self._exact = None
-        self._levels = {}
+        self._exact: tuple | None = None
+        self._levels: dict = {}
 
     def __getitem__(self, key):
         level, kind = key
@@ -628,9 +629,7 @@ class _CorrectedStats:
 
     def _level(self, level: str) -> dict:
         p = self._p
-        if self._exact is None:
-            self._exact = exact_values(p)
-        by_node, by_func = self._exact
+        by_node, by_func = self._exact = self._exact or exact_values(p)
         out = {}
         if level == "nodes":
             for kind in ("incl", "excl"):

@@ -24,7 +24,6 @@ Pure functions of the Profile and the files; renderers print the result.
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 import numpy as np
 
@@ -41,7 +40,9 @@ class CpuFileError(ValueError):
 
 
 def _sections(text: str) -> tuple:
-    head, secs, cur = {}, {}, None
+    head: dict = {}
+    secs: dict = {}
+    cur = None
     for line in text.splitlines():
         if line.startswith("=== "):
             cur = line[4:]
@@ -54,7 +55,7 @@ def _sections(text: str) -> tuple:
     return head, secs
 
 
-def _stat(lines) -> Optional[dict]:
+def _stat(lines) -> dict | None:
     for line in lines:
         f = line.split()
         if f and f[0] == "cpu":
@@ -62,7 +63,7 @@ def _stat(lines) -> Optional[dict]:
     return None
 
 
-def _rpc_calls(lines) -> Optional[int]:
+def _rpc_calls(lines) -> int | None:
     for line in lines:
         f = line.split()
         if len(f) > 1 and f[0] == "rpc":
@@ -161,11 +162,11 @@ def root_totals(p: Profile) -> dict:
     }
 
 
-def _pct(x: float, whole: float) -> Optional[float]:
+def _pct(x: float, whole: float) -> float | None:
     return round(100.0 * x / whole, 2) if whole else None
 
 
-def machine_rows(m: Optional[dict]) -> list:
+def machine_rows(m: dict | None) -> list:
     if not m:
         return []
     total = sum(m[f"{k}_ticks"] for k in STAT_FIELDS)
@@ -173,7 +174,7 @@ def machine_rows(m: Optional[dict]) -> list:
             for k in STAT_FIELDS]
 
 
-def accounting(p: Profile, main: dict, base: Optional[dict], files: dict) -> dict:
+def accounting(p: Profile, main: dict, base: dict | None, files: dict) -> dict:
     """The report's `cpu` object from the parsed cpu files."""
     t = root_totals(p)
     warnings = []
@@ -228,7 +229,7 @@ def accounting(p: Profile, main: dict, base: Optional[dict], files: dict) -> dic
             "corrected_per_root_call_ns": None if per_root is None else round(per_root, 1),
             "root_calls_per_rpc": round(t["calls"] / rpc, 3) if rpc else None,
             "unexplained_ns": None if gap is None else round(gap, 1),
-            "unexplained_pct": None if gap is None else _pct(gap, per_rpc),
+            "unexplained_pct": None if gap is None or per_rpc is None else _pct(gap, per_rpc),
         }
         ratio = out["per_rpc"]["root_calls_per_rpc"]
         if ratio is not None and not 0.9 <= ratio <= 1.1:

@@ -62,7 +62,7 @@ def _median(kind: str, p: Profile):
                 acc[:len(h)] += h
             over += int(o)
     n = (int(acc.sum()) if acc is not None else 0) + over
-    if n < MIN_SAMPLES:
+    if acc is None or n < MIN_SAMPLES:
         return None, n
     cum = np.cumsum(acc)
     rank = int(np.ceil(n * 0.5))
@@ -131,7 +131,7 @@ def check(p: Profile, o_in: float, o_out: float, irqs: str = "exclude") -> dict:
     """The fit of hook costs (o_in, o_out) to p: ok, the reasons when not,
     and the bounds' figures."""
     b = bounds(p, irqs)
-    reasons = []
+    reasons: list = []
     out = {"ok": True, "reasons": reasons}
     for name, val, key, n_key, what in (
             ("O_in", o_in, "leaf_median_ns", "leaves", "leaf calls"),

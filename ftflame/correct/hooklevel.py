@@ -34,8 +34,6 @@ commits raised such calls by up to 1.4 us (docs/overhead.md "Accuracy").
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 
 from ftflame.model.profile import SAMPLE_GAP, Calibration, Profile
@@ -45,7 +43,7 @@ MIN_LEAVES = 10  # a floor over fewer leaves is a body's, not the hook's
 MAX_FRACTION = 0.05  # a floor this far above the calibration's: no trivial leaf
 
 
-def calibration_level(leaf_min: np.ndarray, leaves: np.ndarray, source: str) -> Optional[dict]:
+def calibration_level(leaf_min: np.ndarray, leaves: np.ndarray, source: str) -> dict | None:
     """calibration.json's ``hook_level``: the median shortest leaf of the
     dispatcher's full-graph calls (their leaves are as trivial as the NULL
     procedure), or None without enough leaves."""
@@ -59,7 +57,7 @@ def calibration_level(leaf_min: np.ndarray, leaves: np.ndarray, source: str) -> 
             "source": f"median over the dispatcher's calls of their shortest leaf ({source})"}
 
 
-def reference(cal: Calibration) -> Optional[float]:
+def reference(cal: Calibration) -> float | None:
     """The calibration's leaf floor, or None when no level applies."""
     d = cal.details if isinstance(cal.details, dict) else {}
     lvl = d.get("hook_level")
@@ -82,7 +80,7 @@ def sample_shift(p: Profile, ref: float) -> np.ndarray:
     return np.where(readable, np.maximum(lm - ref, 0.0), 0.0)
 
 
-def commits(desc: np.ndarray, calls: np.ndarray) -> np.ndarray:
+def commits(desc: np.ndarray, calls: np.ndarray | float) -> np.ndarray:
     """Ring-buffer commits inside the windows: 2 per descendant, 1 per call."""
     return COMMITS_PER_DESCENDANT * desc + calls
 

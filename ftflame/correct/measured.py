@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Optional
 
 from ftflame.correct.balance import independent_total
 from ftflame.model.profile import Profile
@@ -51,7 +50,7 @@ def load_meta(trace_path: str) -> tuple:
     return doc, None
 
 
-def server_counter(func: str, delta: dict) -> Optional[tuple]:
+def server_counter(func: str, delta: dict) -> tuple | None:
     """(counter label, calls) of the server counter that counts func's calls,
     from a /proc/net/rpc/nfsd delta; None when no counter counts them."""
     def group(name):
@@ -87,7 +86,7 @@ LAYOUTERROR LAYOUTSTATS OFFLOAD_CANCEL OFFLOAD_STATUS READ_PLUS SEEK WRITE_SAME 
 SETXATTR LISTXATTRS REMOVEXATTR""".split())
 
 
-def client_op(func: str) -> Optional[tuple]:
+def client_op(func: str) -> tuple | None:
     """(NFS version, client operation name) whose calls func serves."""
     m = re.fullmatch(r"nfsd3_proc_(\w+)", func)
     if m:
@@ -107,7 +106,7 @@ def trace_root_calls(p: Profile) -> dict:
     return {name: int(calls[rows].sum()) for name, rows in root_rows(p).items()}
 
 
-def count_check(func: str, counter: str, server: int, traced: int, lost: Optional[int]) -> dict:
+def count_check(func: str, counter: str, server: int, traced: int, lost: int | None) -> dict:
     """One server count against the trace's calls, with the verdict."""
     short = server - traced
     calls = "call" if abs(short) == 1 else "calls"
@@ -116,7 +115,7 @@ def count_check(func: str, counter: str, server: int, traced: int, lost: Optiona
     elif short > 0 and lost is None:
         status, note = "warning", (f"the trace has {short:,} {calls} fewer than the server counted; "
                                    "lost events are unknown (meta.json: null), so this is unexplained")
-    elif short > 0 and short <= lost:
+    elif short > 0 and lost is not None and short <= lost:
         status, note = "explained", f"{short:,} {calls} fewer: within the {lost:,} lost events"
     elif short > 0:
         status, note = "warning", (f"the trace has {short:,} {calls} fewer than the server counted, "
@@ -133,7 +132,7 @@ def _mount_version(mount: dict) -> int:
     return 4 if str(mount.get("fstype", "")).startswith("nfs4") else 3
 
 
-def client_rows(mounts: dict, funcs, balance: tuple) -> list:
+def client_rows(mounts: dict | None, funcs, balance: tuple) -> list:
     """The client's mean execute time per operation next to the server's
     corrected mean of the function serving it."""
     corrected = {b["function"]: b["corrected_mean_ns"] for b in balance}
@@ -164,7 +163,7 @@ def client_rows(mounts: dict, funcs, balance: tuple) -> list:
     return out
 
 
-def iozone_rows(ioz: Optional[dict]) -> list:
+def iozone_rows(ioz: dict | None) -> list:
     """Each iozone test's throughput as the time one record took."""
     if not ioz:
         return []
@@ -181,7 +180,7 @@ def iozone_rows(ioz: Optional[dict]) -> list:
     return out
 
 
-def measured(p: Profile, trace_path: str, meta: Optional[dict], warning: Optional[str] = None) -> Optional[dict]:
+def measured(p: Profile, trace_path: str, meta: dict | None, warning: str | None = None) -> dict | None:
     """The report's `measured` object, or None when the run directory has
     no measured totals for this trace."""
     warnings = [warning] if warning else []
@@ -223,7 +222,7 @@ def measured(p: Profile, trace_path: str, meta: Optional[dict], warning: Optiona
     }
 
 
-def with_client_totals(balance: tuple, m: Optional[dict]) -> tuple:
+def with_client_totals(balance: tuple, m: dict | None) -> tuple:
     """The balance sheet with the client's mean execute time per operation
     as one more independent total of the function that served it (the
     server's corrected time is part of it: the difference is what the client

@@ -288,7 +288,8 @@ def slow_call_batches(p: Profile, calls: list):
                                    cal, irqs, offcpu_removed,
                                    np.array([s.corr for s in batch if s.tree is not None])))
 
-    batch, size = [], 0
+    batch: list = []
+    size = 0
     for s in calls:
         n = len(s.tree.recs) if s.tree is not None else 0
         if batch and size + n > BATCH_CALLS:
@@ -418,7 +419,7 @@ def dominant_paths(calls: dict, first: np.ndarray, kept: np.ndarray) -> list:
     parents, at = np.unique(par[order], return_index=True)
     child = dict(zip(parents.tolist(), order[at].tolist()))
     incl, func = incl.tolist(), calls["func"].tolist()
-    out = []
+    out: list = []
     for row, n in zip(first.tolist(), kept.tolist()):
         if not n:
             out.append([])

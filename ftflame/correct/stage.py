@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ftflame import parse
+import ftflame.parse as parse
 from ftflame.correct import balance, calibration, corrections, cpu, measured
 from ftflame.model.errors import InputError
 from ftflame.model.profile import Profile, note_warning

@@ -25,7 +25,7 @@ def _half_width(details: dict, key: str) -> float | None:
     obj = details.get(key)
     ci = obj.get("ci95_ns") if isinstance(obj, dict) else None
     try:
-        lo, hi = float(ci[0]), float(ci[1])
+        lo, hi = float(ci[0]), float(ci[1])  # type: ignore[index]  # (None: the TypeError below)
     except (TypeError, ValueError, IndexError):
         return None
     return (hi - lo) / 2.0 if np.isfinite(lo) and np.isfinite(hi) and hi >= lo else None

@@ -151,8 +151,8 @@ def diff_options(args: argparse.Namespace) -> DiffOptions:
 
 
 def cmd_diff(args) -> int:
-    from ftflame.rundir import read_beside, resolve_input
     from ftflame.output import refuse_input_as_output, write_atomic, write_stdout
+    from ftflame.rundir import read_beside, resolve_input
 
     from . import compare
 

@@ -9,9 +9,9 @@ Python around each read is per call path, never per event.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Sequence
 
 from ftflame.model.profile import Profile
 

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ftflame.model.profile import NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, bucket_mids
-
 from ftflame.correct import operations
+from ftflame.model.profile import NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, bucket_mids
 
 from . import stats
 from .options import MIN_CHANGE
@@ -299,13 +298,13 @@ class Diff:
     min_change: float
     alpha: float = stats.ALPHA
     notes: tuple = field(default_factory=tuple)
-    drift: "Drift | None" = None
+    drift: Drift | None = None
 
     def table(self, level: str) -> Table:
         return self.tables[level]
 
     @property
-    def folded(self) -> "Folded":
+    def folded(self) -> Folded:
         t = self.tables["paths"]
         return Folded(t.keys, t.before.excl_per_root_time, t.after.excl_per_root_time)
 

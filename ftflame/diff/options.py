@@ -4,7 +4,6 @@ reading and the comparison read, each one set from a flag of `ftflame diff`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 # Changes smaller than this are not called, whatever their p-value. Here,
 # not in stats.py, so that the command line's parser imports no numpy.
@@ -19,7 +18,7 @@ class DiffOptions:
     min_change: float = MIN_CHANGE
     # --calibration FILE|none: the hook cost of both sides (None: each
     # trace's own, as `ftflame report` chooses it)
-    calibration: Optional[str] = None
+    calibration: str | None = None
     # --irqs: interrupt subtrees out of the interrupted calls' time or in
     irqs: str = "exclude"
 

@@ -15,7 +15,6 @@ time, with fewer calls than the level above).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
@@ -43,7 +42,7 @@ class DepthCut:
                 f"{100 * self.share:.0f}% of the root calls' time")
 
 
-def depth_cut(p: Profile) -> Optional[DepthCut]:
+def depth_cut(p: Profile) -> DepthCut | None:
     """The cut the trace shows, or None when the evidence does not hold."""
     if p.nrows == 0:
         return None

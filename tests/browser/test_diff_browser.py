@@ -8,11 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import diffsynth
-from helpers.corpus import curated as fixture
 
 from ftflame.diff import DiffOptions, compare
 from ftflame.report import diff_html
+from helpers import diffsynth
+from helpers.corpus import curated as fixture
 
 pytestmark = pytest.mark.browser
 BUILD = Path(__file__).resolve().parents[2] / "build"

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.htmlfix import LOST, MIXED_OPS, NULLCALLS, REPO, WRITE4K, WRITE4K_WHOLE, corrected, load
-
 from ftflame.report import html
+from helpers.htmlfix import LOST, MIXED_OPS, NULLCALLS, REPO, WRITE4K, WRITE4K_WHOLE, corrected, load
 
 pytestmark = pytest.mark.browser
 

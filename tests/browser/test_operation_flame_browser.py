@@ -9,9 +9,8 @@ import json
 
 import pytest
 
-from helpers.htmlfix import MIXED_OPS, corrected, load
-
 from ftflame.report import RENDERERS, html
+from helpers.htmlfix import MIXED_OPS, corrected, load
 
 pytestmark = pytest.mark.browser
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.htmlfix import ICOUNT, WRITE4K, corrected, load
-
 from ftflame.report import html
+from helpers.htmlfix import ICOUNT, WRITE4K, corrected, load
 
 pytestmark = pytest.mark.browser
 

@@ -13,9 +13,8 @@ try:
 except ImportError:  # conftest skips (or fails in CI) before any test runs
     expect = None
 
-from helpers.htmlfix import BIG, DEPTH3, ICOUNT, LOST, MIXED_OPS, WRITE4K, WRITE4K_WHOLE, corrected, load
-
 from ftflame.report import flametree, html, svg
+from helpers.htmlfix import BIG, DEPTH3, ICOUNT, LOST, MIXED_OPS, WRITE4K, WRITE4K_WHOLE, corrected, load
 
 pytestmark = pytest.mark.browser
 
@@ -413,9 +412,8 @@ def test_speedscope_app_opens_our_file(browser_page, tmp_path):
     """Beyond the schema: the speedscope app itself (the release build in its
     npm package, opened from file://, offline) imports the file and draws the
     call-tree profile."""
-    from helpers.htmlfix import speedscope_schema
-
     from ftflame.report import speedscope
+    from helpers.htmlfix import speedscope_schema
 
     app = speedscope_schema().parent / "index.html"
     out = tmp_path / "write4k.speedscope.json"

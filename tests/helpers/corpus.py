@@ -82,7 +82,7 @@ def missing_reason(rel: str) -> str:
         f"needs {rel}: not in the corpus at {CORPUS}"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sources() -> dict:
     """rel -> sha256 of the recording each curated copy was cut from (make.sh)."""
     with open(os.path.join(CURATED, "sources.sha256")) as f:

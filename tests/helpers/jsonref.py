@@ -16,9 +16,8 @@ import json
 import numpy as np
 
 from ftflame import __version__
-from ftflame.model.profile import Profile
 from ftflame.model import profile as profile_mod
-from ftflame.model.profile import Histograms
+from ftflame.model.profile import Histograms, Profile
 from ftflame.report import jsonout
 
 # bits of the node and sample flag columns (parse/core/builder.h)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gzip
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 # the absolute timestamp column of tracefs text (`funcgraph-abstime`):
 # leading spaces, seconds, '.', microseconds

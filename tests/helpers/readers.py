@@ -21,14 +21,14 @@ FTFLAME = [sys.executable, "-m", "ftflame.cli"]
 READERS = ("builtin", "libtracecmd")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def has_reader_option() -> bool:
     out = subprocess.run([*FTFLAME, "report", "--help"], capture_output=True, text=True,
                          timeout=60, cwd=ROOT).stdout
     return "--reader" in out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def core_has_builtin() -> bool:
     from ftflame.parse import _core
 

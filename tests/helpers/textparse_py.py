@@ -466,7 +466,9 @@ def root_over(stack, gap: bool) -> None:
     stack.root_calls = []
 
 
-def build(events, calls=None, overruns=None):
+# the reference tree builder, written as one state machine on purpose: it
+# must read as the independent check of parse/core/builder.c it is
+def build(events, calls=None, overruns=None):  # noqa: C901
     """{path tuple: [calls, incl, excl]} and {function: [calls, incl]}.
     With a list as `calls`, every completed call is appended to it as a Call
     (orphan exits too, as one-call '(partial)' paths), in completion order,
