@@ -129,11 +129,15 @@ test: setup  ## run the test suite (unit, golden, invariants on every fixture, b
 # errors (same warnings as setup.py), each with its own folder's headers, into
 # a throwaway directory, so the in-place build is left alone.
 SHELL_SCRIPTS := $(wildcard collect/*.sh tests/vm/*.sh) .ci/run
+PRODUCTION_DIRS := ftflame parse report collect templates
 CORE_WARNINGS := -Wall -Wextra -Wno-unused-parameter -Werror
 
 lint: .setup-stamp $(ESLINT)  ## ruff, mypy, shellcheck, ESLint on the page scripts, every C unit with -Werror
 	$(VENV)/bin/ruff check --quiet .
 	$(VENV)/bin/mypy  # ftflame/model and ftflame/correct (pyproject.toml)
+	@# a comment says the reason, not the number of a tracker the repository does not hold
+	@if grep -rnE "[Ii]ssues? #?[0-9]+" $(PRODUCTION_DIRS) --include='*.py' --include='*.c' --include='*.h' \
+	  --include='*.js' --include='*.sh' --include='*.html'; then echo "lint: cite the reason, not an issue number"; exit 1; fi
 	shellcheck $(SHELL_SCRIPTS)
 	@# each page's scripts joined as its inline <script> has them (eslint.config.cjs)
 	@rm -rf build/jslint && mkdir -p build/jslint && for page in $(JS_PAGES); do \

@@ -483,12 +483,12 @@ def main(argv=None) -> int:
 
 def run() -> None:
     """The `ftflame` command: main(), then an exit without tearing the
-    interpreter down. Freeing a 3 M-event read's objects one by one takes
-    30-50 ms that nobody waits for; the reports are written and closed by
-    then, and only the standard streams need a flush. (glibc's default
-    malloc settings: keeping freed big blocks on the heap saved no time
-    once the core stopped copying its tables, and cost 15 MB of peak RSS
-    on s14's text report.)"""
+    interpreter down. Freeing a big read's objects one by one takes time
+    that nobody waits for; the reports are written and closed by then, and
+    only the standard streams need a flush. (glibc's malloc settings stay
+    the default: keeping freed big blocks on the heap saved no time once
+    the core stopped copying its tables, and raised the peak RSS;
+    docs/performance.md.)"""
     guard_standard_streams()
     try:
         rc = main()

@@ -140,7 +140,7 @@ def _umask() -> int:
 def _fill(f, data: Data) -> None:
     if callable(data):
         data(f)
-    else:  # binary: a text-mode write of 75 MB of JSON costs 4x more
+    else:  # binary: a text-mode write of a big JSON costs several times more
         f.write(data.encode("utf-8"))
 
 

@@ -157,7 +157,7 @@ def _child_signals() -> None:
         pass
 
 
-# the name agreed for the reader's entry (issue 19)
+# the reader's entry under the name the other readers' entries follow (read_*)
 read_dat = read_core
 
 

@@ -136,9 +136,9 @@ def _trees_text(p: Profile, batch: list, cols, first, kept) -> list:
     """json.dumps(call_tree_json(...)) (compact) of each kept tree of a
     batch (slow_call_batches), each column formatted in C for the whole batch
     in one call and cut at the trees' first rows: a tree's columns as Python
-    numbers take 10 times their text and leave the heap fragmented (20 MB more
-    peak RSS for the 66k calls of k6.1/s14-v3-write-big's trees), and a trace
-    may keep 100k trees of a call or two."""
+    numbers take many times their text and leave the heap fragmented (a
+    higher peak RSS), and a trace may keep a tree of a call or two per
+    distinct root function."""
     done = [s for s in batch if s.tree is not None]
     if not done:
         return []

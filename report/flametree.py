@@ -33,7 +33,7 @@ from ftflame.model.profile import NODE_IRQ, OffCpu, Profile
 
 KIND_ROOT, KIND_FRAME, KIND_SMALL, KIND_OFFCPU, KIND_CONTEXT = 0, 1, 2, 3, 4
 DEFAULT_MIN_FRACTION = 1e-4  # 0.01% of the whole graph: 0.15 px at 1500 px, visible once zoomed
-DEFAULT_MAX_FRAMES = 6000  # keeps the HTML of a 124k-path trace well under 1 MB
+DEFAULT_MAX_FRAMES = 6000  # keeps the HTML of a trace of 100k+ call paths under a megabyte
 
 
 @dataclass

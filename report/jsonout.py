@@ -197,8 +197,8 @@ def _name_rank(p: Profile) -> np.ndarray:
 def tree_order(p: Profile):
     """(pre, depth): the rows in pre-order, siblings by inclusive time
     (descending), then name, then row; and each row's depth. In C
-    (_model.tree_preorder, 4 ms for 124k call paths, against 25 ms for the
-    numpy version in tests/helpers/jsonref.py it is compared with)."""
+    (_model.tree_preorder, faster than the numpy version in
+    tests/helpers/jsonref.py it is compared with)."""
     pre, depth = _model.tree_preorder(np.ascontiguousarray(p.col("parent")), np.ascontiguousarray(p.col("incl")),
                                      np.ascontiguousarray(_name_rank(p), dtype=np.int64))
     return np.frombuffer(pre, dtype=np.int64), np.frombuffer(depth, dtype=np.int64)
@@ -280,7 +280,7 @@ def _corr_stats(t: _Template, stats, calls, repr_round: bool = False, unsafe=Non
 
 # Rows of the `tree` array formatted at a time when written to a file: the
 # template's columns (about 50 of them) then cost 50 x 8 bytes a row for
-# these rows only, not for every call path (40 MB for 125k).
+# these rows only, not for every call path.
 TREE_CHUNK_ROWS = 4096
 # levels of call paths nested in one JSON array before the rest continues
 # by reference (`tree_continued`): a level is an object and an array, and jq
@@ -523,8 +523,8 @@ def root_calls_json(p: Profile) -> str:
 
 
 # Root calls formatted at a time when written to a file (jsonout.write): a
-# trace's root calls grow with its length (70,932 in a 5 GB one), and their
-# text (about 250 bytes each) is not held whole.
+# trace's root calls grow with its length, and their text (about 250 bytes
+# each) is not held whole.
 ROOT_CALLS_CHUNK_ROWS = 16384
 
 
@@ -616,14 +616,14 @@ def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
 
 def write(p: Profile, opts: RenderOptions, f) -> None:
     """render() into f, a binary file with a file descriptor: the text
-    (75 MB for 125k call paths) goes to the file in chunks, formatted on
+    (tens of MB for a big trace) goes to the file in chunks, formatted on
     this thread and written on another, never whole in memory. The
     slowest calls' trees (MBs of text) are written after the rows, a call at
     a time: made before, their freed memory would sit under the rows' buffers.
     The root calls too are written after the tree's rows, in chunks."""
     head, before_rc, after_rc, after = _parts(p)
     # the head's temporaries (the function table's, the document's) freed:
-    # their pages back before the rows' own (9 MiB of s14's peak)
+    # their pages back before the rows' own (lowers the peak RSS)
     give_back_freed_memory()
     if p.nrows == 0:
         f.write((head + "[]" + before_rc).encode("utf-8"))

@@ -187,7 +187,7 @@ def _means(sums, calls) -> np.ndarray:
 
 # Rows of a per-path column taken at a time where a table needs a figure of
 # the whole column (its extremes for fit_decimals): not a whole-tree
-# temporary per column (1.4 MiB each for 178k call paths).
+# temporary per column.
 EXTREMES_CHUNK_ROWS = 16384
 
 

@@ -106,8 +106,7 @@ def _sheet(p: Profile, baseline: Profile | None, measured: Iterable) -> tuple:
     kids = p.children
     rows_by_func = root_rows(p)
     # the sheet reads the root rows only: its columns are taken there, not
-    # made whole-tree (1.4 MB a column for 178k call paths) and then summed
-    # over a few hundred rows
+    # made whole-tree and then summed over a few hundred rows
     flat, sum_at = _summer(rows_by_func)
     incl = _clean(p, "incl", flat)
     removed = (c.overhead, c.irq_removed, c.offcpu_removed, c.clamp_ns)

@@ -148,7 +148,7 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
             notes.append(why)
     if off_mode is not OffCpu.REMOVED or not off.any():
         # nothing removed (kept, or no off-CPU time on any path): one zero
-        # for every row, not a column of them (1 MB a column per 125k paths)
+        # for every row, not a whole-tree column of them
         off = _zeros(p.nrows)
     if off_mode is OffCpu.REMOVED and not p.counters.get("switches"):
         off_mode = OffCpu.UNKNOWN
@@ -587,8 +587,8 @@ def node_stats(p: Profile, kind: str, rows: np.ndarray | None = None, by_node: d
     that order: corrected_stats(p)["nodes", kind] of those rows, the same
     figures row by row (every one depends on its own row only), with the
     exact rows' stats keyed by position in `rows`. The JSON writer takes
-    them a chunk of the tree at a time: the whole table's are 14 MB for
-    125k call paths. by_node: exact_values(p)[0], when known; pct: the
+    them a chunk of the tree at a time: the whole table's are 14 whole-tree
+    columns. by_node: exact_values(p)[0], when known; pct: the
     rows' percentiles (Profile.node_percentiles_at), when known."""
     c = p.corrected
     if by_node is None:
@@ -612,9 +612,9 @@ def _compute_corrected_stats(p: Profile):
 
 class _CorrectedStats:
     """corrected_stats' mapping, each level's tables computed on its first
-    look-up: the node table's (16 MB of columns and 6 MB of percentiles for
-    125k call paths) only for the outputs that print call paths (the text
-    report prints functions only)."""
+    look-up: the node table's (whole-tree columns and percentiles) only for
+    the outputs that print call paths (the text report prints functions
+    only)."""
 
     def __init__(self, p: Profile):
         self._p = p

@@ -256,9 +256,9 @@ def slow_call_tree(p: Profile, s: SlowCall) -> dict | None:
     return next(slow_call_trees(p, [s]))[1]
 
 
-# calls decoded at once by slow_call_trees: a trace may keep 100k small trees
-# (as many distinct root functions), and decoding them one by one cost more
-# than the whole report; this many calls' columns are 0.7 MB
+# calls decoded at once by slow_call_trees: a trace may keep a tree per
+# distinct root function, and decoding them one by one cost more than the
+# whole report; this many calls' columns stay small beside the report's peak
 BATCH_CALLS = 1 << 13
 
 

@@ -61,8 +61,8 @@ def correct_for_report(profile: Profile, path: str, opts: CorrectionOptions) -> 
 
 
 # Views of the tree's shape that only the correction stage reads (a
-# whole-tree column each: 1.4 MB for 178k call paths, under every renderer's
-# peak). The flame graph's tree (HTML, SVG) makes the levels again (ms).
+# whole-tree column each, under every renderer's peak). The flame graph's
+# tree (HTML, SVG) makes the levels again, quickly.
 CORRECTION_VIEWS = ("levels", "tree_tops")
 
 

@@ -8,9 +8,8 @@ the evidence is the shape a cut leaves: a call graph thins out towards its
 deepest level (few calls, little time: the leaves of real graphs are short
 helpers), while a cut stops every deep branch at the same level, which then
 holds at least as many calls as the level above and a large share of the
-time. Fixtures: k6.1/s09-depth3 (depth 3) and k6.1/s17-mixed-ops (depth 8)
-are cut; no full-graph fixture comes near (deepest level at most 19% of the
-time, with fewer calls than the level above).
+time. The depth-limited fixtures are cut and no full-graph fixture comes
+near (tests/test_truth_small.py, the depth-cut test, names them).
 """
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ NODE_COLUMNS = (
 # count would not fit (an error naming it, never a wrapped value); every
 # nanosecond figure keeps 64 bits. Profile.col reads each as int64, so the
 # arithmetic on them is the same as on 64-bit columns (a sum over paths of
-# 32-bit counts may well pass 2^31). 8 MB less for 125k call paths.
+# 32-bit counts may well pass 2^31). Half the memory for these columns.
 NODE_NARROW = frozenset(("parent", "func", "flags", "calls", "desc", "nchild", "irq_calls", "gap_calls",
                          "gap_desc", "gap_nchild", "gap_irq_calls", "migrated", "open_end", "unterminated",
                          "sched_calls", "sched_outs", "gap_sched_calls", "gap_sched_outs", "offcpu_calls",
@@ -112,9 +112,9 @@ class NodeTable:
     """The node table: one array per column (NODE_COLUMNS), in its own
     width (NODE_DTYPES), one row per call path. col() reads a column as
     int64 whatever its width. A column that is mostly zeros (NODE_SPARSE:
-    interrupts, off-CPU time, anomalies; 99% zeros on s14) is kept as its
-    non-zero rows and values when that is under a quarter of its dense
-    size: 7.6 MiB less for 125k call paths."""
+    interrupts, off-CPU time, anomalies: nearly all zeros on real traces)
+    is kept as its non-zero rows and values when that is under a quarter
+    of its dense size."""
 
     __slots__ = ("_cols", "_n")
 
@@ -264,7 +264,7 @@ HIST_RESOLUTION = 1.0 / HIST_SUB  # worst-case bucket width relative to its valu
 def stable_order(keys: np.ndarray) -> np.ndarray:
     """np.argsort(keys, kind="stable") of integer keys, the same order: keys
     that fit 16 bits (depths, function ids) are sorted as such, by radix in
-    numpy (125k rows: 2 ms against 12 ms)."""
+    numpy (several times faster than a 64-bit sort)."""
     if len(keys) and keys.min() >= 0 and keys.max() < 1 << 16:
         keys = keys.astype(np.uint16)
     return np.argsort(keys, kind="stable")
@@ -333,7 +333,7 @@ class Histograms:
         entry per bucket any of a key's rows has, buckets ascending, counts
         summed (uint64). In C, a key at a time (_model.hist_group): beside
         the result only the rows' order, not an entry-long key column and a
-        (key x bucket) table (11 MiB for 178k call paths in numpy)."""
+        (key x bucket) table as numpy would need."""
         import ftflame._model as _model
 
         offsets, buckets, counts = _model.hist_group(self.offsets, self.buckets, self.counts,
@@ -346,8 +346,8 @@ class Histograms:
         clamped to the row's exact [lo, hi]. Accurate to HIST_RESOLUTION/2.
         Each is the midpoint of the first bucket whose running count reaches
         ceil(total * q / 100) (at least 1); 0 for an empty row. In C (one
-        pass per row: 124k call paths in 5 ms, against 20 ms for the numpy
-        version in tests/helpers/jsonref.py it is compared with)."""
+        pass per row, faster than the numpy version in
+        tests/helpers/jsonref.py it is compared with)."""
         import ftflame._model as _model
 
         n = self.rows
@@ -651,7 +651,7 @@ class Profile:
         """node_percentiles of the rows `rows` (all when None), of each of
         kinds, computed for those rows only unless the whole table's are
         made: the JSON writer takes them a chunk of the tree at a time (the
-        whole table's are 8 MiB for 178k call paths)."""
+        whole table's would add a whole-tree array per percentile)."""
         if rows is None or "node_percentiles" in self.__dict__:
             whole = self.node_percentiles
             return tuple(whole[("incl", "excl").index(k)][slice(None) if rows is None else rows]
