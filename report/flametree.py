@@ -104,31 +104,17 @@ def context_frames(p: Profile) -> dict:
     return {int(r): irq_kind(p.funcs[func[r]]) for r in top}
 
 
-def depths(parent: np.ndarray) -> np.ndarray:
-    """Depth of every row (roots 0), one vectorised step per level."""
-    d = np.zeros(len(parent), dtype=np.int64)
-    has = parent >= 0
-    for _ in range(len(parent)):
-        nd = np.where(has, d[np.where(has, parent, 0)] + 1, 0)
-        if np.array_equal(nd, d):
-            break
-        d = nd
-    return d
-
-
-def _levels(parent: np.ndarray):
-    """Rows grouped by depth, deepest first (for bottom-up sums)."""
-    d = depths(parent)
-    order = np.argsort(-d, kind="stable")
-    bounds = np.flatnonzero(np.diff(d[order])) + 1
-    return np.split(order, bounds)
+def _levels(p: Profile) -> list:
+    """Rows grouped by depth, deepest first (for bottom-up sums): the node
+    table's depth column, as Profile.levels groups it."""
+    return list(reversed(p.levels))
 
 
 def layout_widths(p: Profile, value: np.ndarray, levels=None, base=None, drawn=None) -> np.ndarray:
     """max(value, sum of children's widths + own off-CPU frame), bottom-up;
     0 for paths not drawn."""
     parent = np.ascontiguousarray(p.col("parent"))
-    levels = _levels(parent) if levels is None else levels
+    levels = _levels(p) if levels is None else levels
     width = np.zeros(p.nrows)
     childsum = np.zeros(p.nrows + 1)
     base = exclusive_offcpu(p) if base is None else base
@@ -195,7 +181,7 @@ def build(p: Profile, min_fraction: float = DEFAULT_MIN_FRACTION,
     corr = p.corrected_or_raw
     applied = p.calibration.applied
     parent = np.ascontiguousarray(p.col("parent"))
-    levels = _levels(parent) if n else []
+    levels = _levels(p) if n else []
     incl = p.col("incl").astype(np.float64)
     incl_c = np.asarray(corr.incl, dtype=np.float64)
     off_x = exclusive_offcpu(p)

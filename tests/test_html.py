@@ -104,10 +104,20 @@ def test_flame_tree_corrected_widths(write4k):
     assert np.all(kids <= np.array(t.width_corr) * (1 + 1e-9) + 1e-6)
 
 
-def test_depths_and_subtree_sizes():
+def test_subtree_sizes():
     parent = np.array([-1, 0, 1, 1, -1, 4, 2])
-    assert flametree.depths(parent).tolist() == [0, 1, 2, 2, 0, 1, 3]
-    assert flametree.subtree_sizes(parent, flametree._levels(parent)).tolist() == [5, 4, 2, 1, 2, 1, 1]
+    deepest_first = [np.array([6]), np.array([2, 3]), np.array([1, 5]), np.array([0, 4])]
+    assert flametree.subtree_sizes(parent, deepest_first).tolist() == [5, 4, 2, 1, 2, 1, 1]
+
+
+def test_flame_levels_are_the_node_tables_depths():
+    """The flame graph's bottom-up passes take the node table's depth
+    column (Profile.levels), deepest first, not depths made again."""
+    p = load(WRITE4K)
+    levels = flametree._levels(p)
+    depth = p.col("depth")
+    assert [sorted(set(depth[rows].tolist())) for rows in levels] == [[d] for d in range(len(levels) - 1, -1, -1)]
+    assert sorted(np.concatenate(levels).tolist()) == list(range(p.nrows))
 
 
 # ---- the page ----------------------------------------------------------------------
