@@ -38,10 +38,10 @@ FIRST = ["tests/test_binding.py", "tests/test_binding_flame.py", "tests/test_gol
          "tests/test_balance.py", "tests/test_corrections.py", "tests/test_anomalies.py",
          "tests/test_renderers.py", "tests/test_text.py"]
 # test_binding_html.py: the HTML's callers/callees and latency plot and the SVG's
-# colours against the per-call reference; test_consistency.py: every output's
+# colours against the per-call reference; test_outputs_agree.py: every output's
 # figures against the JSON's, with the real correction
 HTML_FIRST = ["tests/test_binding_html.py", "tests/test_html.py", "tests/test_html_outputs.py",
-              "tests/test_html_cli.py", "tests/test_consistency.py"]
+              "tests/test_html_cli.py", "tests/test_outputs_agree.py"]
 
 
 @dataclass(frozen=True)

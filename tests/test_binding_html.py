@@ -2,7 +2,7 @@
 colours, against the independent per-call reference (tests/helpers/callref.py), raw
 and corrected (the real correction, a hook cost given on the command line).
 
-tests/test_consistency.py compares every output with the JSON; these parts
+tests/test_outputs_agree.py compares every output with the JSON; these parts
 of the HTML and SVG have no JSON counterpart, so they are checked against
 the events themselves (issue 18: the mutations html-edges-excl,
 html-latency-raw and svg-irq-colour survived every other test)."""

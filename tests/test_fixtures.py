@@ -35,7 +35,7 @@ def test_invariants(path):
 # what is seen, not a share of the paths (that allowed 62 where 0 occur).
 # s17's one (2026-11-23), an interrupt in lock_sock_nested's pop window before
 # its rettime counted twice in tcp_sock_set_cork, is gone: the builder moves
-# such an irq into the call (tests/test_truth_small.py test_5).
+# such an irq into the call (tests/test_output_cases.py test_5).
 UNEXPLAINED_NEGATIVE_SELF = {"corpus/k6.12/s01-v3-write4k/trace.dat": 2}  # the whole recording
 
 

@@ -3,8 +3,6 @@ FIFOs, links, the input itself, modes and a full stdout; terminating
 signals leave no temporary file; the package imports without cycles."""
 from __future__ import annotations
 
-import ast
-import importlib.util
 import os
 import signal
 import stat
@@ -21,8 +19,6 @@ from helpers import corpus
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
 BIG_REL = "k6.1/s14-v3-write-big/trace.dat"  # 75 MB of JSON: a write long enough to signal
 BIG = corpus.in_corpus(BIG_REL)
-# the package's folders and the module name each stands for (pyproject's package-dir)
-PACKAGES = {"ftflame": "ftflame", "parse": "ftflame.parse", "report": "ftflame.report"}
 
 
 def run(*args, **kw):
@@ -178,76 +174,3 @@ def test_signal_during_the_write_leaves_no_temporary_file(tmp_path, sig):
     assert proc.returncode == (130 if sig == signal.SIGINT else 128 + sig), err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert os.listdir(tmp_path) == []
-
-
-# ---- issue 12: no import cycle ---------------------------------------------------------------
-
-def _modules() -> dict:
-    """Module name -> its source file, for every module of the package."""
-    out = {}
-    for folder, package in PACKAGES.items():
-        for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, folder)):
-            dirnames[:] = [d for d in dirnames if os.path.isfile(os.path.join(dirpath, d, "__init__.py"))]
-            sub = os.path.relpath(dirpath, os.path.join(ROOT, folder))
-            prefix = package if sub == "." else f"{package}.{sub.replace(os.sep, '.')}"
-            for name in filenames:
-                if name.endswith(".py"):
-                    mod = prefix if name == "__init__.py" else f"{prefix}.{name[:-3]}"
-                    out[mod] = os.path.join(dirpath, name)
-    return out
-
-
-def _is_module(name: str) -> bool:
-    """`from package import name` names a module (the C core's _core
-    included), not something defined in the package's __init__."""
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ImportError:
-        return False
-
-
-def _imports(module: str, path: str, known: dict) -> set:
-    """The package's modules that `module` imports, at any level of its code."""
-    tree = ast.parse(open(path, encoding="utf-8").read(), path)
-    is_package = path.endswith("__init__.py")
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = module.split(".")[: len(module.split(".")) - node.level + (1 if is_package else 0)]
-                base = ".".join(parts + ([base] if base else []))
-            names = [f"{base}.{a.name}" if _is_module(f"{base}.{a.name}") else base for a in node.names]
-        else:
-            continue
-        found.update(n for n in names if n in known and n != module)
-    return found
-
-
-def test_no_import_cycle_in_the_package():
-    known = _modules()
-    graph = {m: _imports(m, p, known) for m, p in known.items()}
-    assert graph["ftflame.cli"], "the walk found no imports: it is broken"
-    # every module of the subpackages (model, correct, ...) is walked too
-    assert {"ftflame.model.profile", "ftflame.correct.corrections"} <= set(graph)
-    # the command line is the top: no stage reaches back up into it
-    assert not sorted(m for m, deps in graph.items() if "ftflame.cli" in deps)
-    state, stack = {}, []
-
-    def visit(m):
-        state[m] = "open"
-        stack.append(m)
-        for n in sorted(graph[m]):
-            if state.get(n) == "open":
-                cycle = stack[stack.index(n):] + [n]
-                pytest.fail("import cycle: " + " -> ".join(cycle))
-            if n not in state:
-                visit(n)
-        stack.pop()
-        state[m] = "done"
-
-    for m in sorted(graph):
-        if m not in state:
-            visit(m)

@@ -439,7 +439,7 @@ def summary(p: Profile) -> Summary | None:
 # ---- corrected statistics: computed once, printed by every renderer ------
 STAT_NAMES = ("sum", "min", "max", "mean", "p50", "p90", "p99")
 # The words docs/overhead.md, docs/html.md, `ftflame report --help` and the
-# HTML page use (tests/test_consistency.py checks they stay the same).
+# HTML page use (tests/test_outputs_agree.py checks they stay the same).
 HOW_CORRECTED = (
     "How corrected figures are computed: sums and means are exact, the corrected sums over the "
     "clean calls (gap calls left out) and their count; min, max and percentiles are exact where "

@@ -9,7 +9,7 @@ deepest level (few calls, little time: the leaves of real graphs are short
 helpers), while a cut stops every deep branch at the same level, which then
 holds at least as many calls as the level above and a large share of the
 time. The depth-limited fixtures are cut and no full-graph fixture comes
-near (tests/test_truth_small.py, the depth-cut test, names them).
+near (tests/test_output_cases.py, the depth-cut test, names them).
 """
 from __future__ import annotations
 

@@ -260,7 +260,7 @@ def document(p: Profile, head: dict) -> dict:
         # printed by Python from ftflame/correct/operations.py and hotlists.py (tests/test_operations.py)
         "operations": head["operations"], "slowest": head["slowest"], "hot": head["hot"],
         "balance": list(p.balance),
-        # printed by Python from ftflame/correct/uncertainty.py (tests/test_accuracy.py)
+        # printed by Python from ftflame/correct/uncertainty.py (tests/test_correction_accuracy.py)
         **({"intervals": head["intervals"]} if "intervals" in head else {}),
     }
 

@@ -1,6 +1,10 @@
-"""Issue 11 "One truth in every output": one test per numbered item (1, 2,
-3-4, 6, 8, 12), each failing before the fix. The cross-output checks on
-every trace are tests/test_consistency.py and tests/browser/."""
+"""What the outputs claim, each claim in one test (numbered by the
+situation it was found in): the page's corrected percentiles are the JSON's,
+corrected frames are as wide as their corrected time, the balance sheet
+agrees everywhere, unknown off-CPU time is said to be unknown, tables say
+which calls corrected figures cover, one precision per text column. The
+cross-output checks on every trace are tests/test_outputs_agree.py and
+tests/browser/."""
 from __future__ import annotations
 
 import dataclasses

@@ -1,4 +1,4 @@
-"""Corrected times against the truth (issue 17, docs/overhead.md "Hook level"
+"""Corrected times against the truth (docs/overhead.md "Hook level"
 and "Accuracy"): deterministic icount recordings where the same fio writes
 were recorded with only the root hooked (the truth) and with the whole graph,
 corrected with the empty-call calibration of the same recording alone.

@@ -1,4 +1,4 @@
-"""One truth in every output (issue 11): on every trace available (the small
+"""Every output agrees with the JSON: on every trace available (the small
 hand-made and sample ones in tests/data, every fixture in ../shared), raw
 and corrected with the REAL correction (ftflame.correct.corrections, the in-trace
 calibration estimate where the trace gives one), each figure of the HTML's

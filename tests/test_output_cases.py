@@ -1,5 +1,5 @@
-"""Small truth bugs (one test or more per numbered item, each failing before
-its fix): every output says where the hook cost came from (1), one name per
+"""Outputs in small cases (one test or more per numbered situation, each
+failing before its fix): every output says where the hook cost came from (1), one name per
 frame across the flame-graph outputs (2), the balance sheet sums with a
 clamped root (3), a depth-limited side in ftflame diff (4), the negative
 self times that stay explained (5), and the HTML page's size (6)."""
