@@ -13,7 +13,7 @@ from helpers.htmlfix import BIG, ICOUNT, LOST, WRITE4K, corrected, load
 
 from helpers.rerender import render_in_fresh_process
 
-from ftflame.report import RENDERERS, flametree, format_for_path, html
+from ftflame.report import RENDERERS, flametree, format_for_path, html, jsonout, text
 
 TEMPLATES = Path(html.__file__).resolve().parents[1] / "templates"
 ONE_MB = 1_000_000
@@ -285,3 +285,12 @@ exit 0 100 svc_process 0 2000000 2001500
     S = data["samples"]
     st = S["root_stats"][S["roots"].index("svc_process: v3 GETATTR")]
     assert st["callsc"] == 0 and st["p50c"] is None and st["maxc"] is None and st["max"] == 1500
+    # one truth: the JSON prints the same null (it printed 0 while the page said "–"),
+    # the text "-", and the intervals have none either
+    cp = corrected(p, 100.0, 50.0)
+    js = json.loads(jsonout.render(cp))
+    jops = {o["operation"]: o for o in js["operations"]}
+    assert jops["v3 GETATTR"]["dur_corr_ns"] == ops["v3 GETATTR"]["dur_corr_ns"]
+    lines = text.render(cp).splitlines()
+    at = [i for i, line in enumerate(lines) if line.startswith("v3 GETATTR")]
+    assert len(at) == 1 and lines[at[0] + 1].split() == ["corrected", "*", "0", "0.0%"] + ["-"] * 5
