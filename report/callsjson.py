@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from ftflame.correct.operations import (operation_nodes, operation_table, slow_call_batches, slow_call_tree,
+from ftflame.correct.operations import (operation_nodes, operation_table, root_table, slow_call_batches, slow_call_tree,
                                        slowest_calls)
 from ftflame.model.profile import Profile
 
@@ -33,6 +33,16 @@ def operations_json(p: Profile) -> list:
              "share": round(r.share, 6), "share_corr": round(r.corr_share, 6),
              "flame": operation_flame_json(p, r.op)}
             for r in operation_table(p) or ()]
+
+
+def root_latency_json(p: Profile) -> list:
+    """The latency of every root call, per root function (per operation
+    under a dispatcher, the root calls entered in interrupt context apart):
+    the rows of the text report's first table (operations.root_table)."""
+    return [{"root": r.root, "operation": r.operation or None, "irq": bool(r.irq_calls),
+             "calls": r.calls, "gap_calls": r.gap_calls, "dur_ns": _stats(r.raw), "dur_corr_ns": _stats(r.corr),
+             "share": round(r.share, 6), "share_corr": round(r.corr_share, 6)}
+            for r in root_table(p)]
 
 
 def _path(p: Profile, row: int) -> list:
