@@ -13,11 +13,12 @@ import numpy as np
 
 from ftflame import __version__, _model
 from ftflame.correct import corrections, uncertainty
+from ftflame.correct.operations import root_table
 from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, OffCpu, Profile
 from ftflame.parse._core import give_back_freed_memory
 
 from ._rowfmt import format_rows
-from .callsjson import hot_json, operations_json, slowest_json_parts
+from .callsjson import hot_json, ns_or_null, operations_json, root_latency_json, slowest_json_parts
 from .common import context_lines, node_flags, report_notes
 from .options import DEFAULT, RenderOptions
 
@@ -36,6 +37,7 @@ def document(p: Profile) -> dict:
         "tree": PLACEHOLDERS["tree"],
         "root_calls": PLACEHOLDERS["root_calls"],
         "operations": operations_json(p),
+        "root_latency": root_latency_json(p),
         "slowest": PLACEHOLDERS["slowest"],  # written by _head_tail, a tree at a time
         "hot": hot_json(p),
         "balance": list(p.balance),
@@ -59,6 +61,7 @@ def intervals_object(p: Profile):
     pre, _ = tree_order(p) if p.nrows else (np.zeros(0, dtype=np.int64), None)
     calls = uncertainty.root_half_widths(p) if len(p.samples) else np.zeros(0)
     ops = uncertainty.operation_half_widths(p) or []
+    roots = uncertainty.operation_half_widths(p, root_table(p)) or []
 
     def objs(cols, rows) -> list:
         picked = [np.round(np.asarray(c, dtype=np.float64)[rows], 1).tolist() for c in cols]
@@ -77,7 +80,8 @@ def intervals_object(p: Profile):
         # a gap root call has no corrected duration (null), so no interval either
         "root_calls": [None if g else v for g, v in zip(
             ((p.scol("flags") & SAMPLE_GAP) != 0).tolist(), np.round(calls, 1).tolist())],
-        "operations": [{k: round(v, 1) for k, v in o.items()} for o in ops],
+        "operations": [{k: ns_or_null(v) for k, v in o.items()} for o in ops],  # null: no clean call
+        "root_latency": [{k: ns_or_null(v) for k, v in o.items()} for o in roots],
     }
 
 

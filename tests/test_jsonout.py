@@ -85,8 +85,39 @@ def test_whole_document_parses_and_keeps_its_members():
     assert text.endswith("\n")
     doc = json.loads(text)
     assert list(doc) == ["schema", "tool", "trace", "calibration", "functions", "tree", "root_calls",
-                         "operations", "slowest", "hot", "balance"]
+                         "operations", "root_latency", "slowest", "hot", "balance"]
     assert doc["tree"] == json.loads(jsontree.tree_json(p))
+
+
+def _nearest_rank(values) -> dict:
+    v = sorted(values)
+    return {**{f"p{q}": v[max(-(-len(v) * q // 100) - 1, 0)] for q in (50, 90, 99)}, "max": v[-1]}
+
+
+@pytest.mark.parametrize("rel,opts", [("k6.1/s17-mixed-ops/trace.dat", ()),  # a dispatcher's operations
+                                      ("k6.1/s10-lost/trace.dat", ()),  # gap root calls
+                                      ("k6.1/s01-v3-write4k/trace.dat", ("--irqs", "include"))])
+def test_root_latency_rows_are_the_root_calls_grouped(rel, opts):
+    """The text report's first table (latency per root function, per operation under a
+    dispatcher) is in the JSON too (root_latency, once only in the text), and its rows are
+    root_calls[] grouped: calls, gap calls and the nearest-rank figures of the raw and the
+    corrected durations, recomputed here from the root calls alone."""
+    doc = json.loads(RENDERERS["json"].render(corrected(profile_of(fixture(rel)), fixture(rel), *opts)))
+    rows, calls = doc["root_latency"], doc["root_calls"]
+    assert rows and sum(r["calls"] for r in rows) == len(calls)
+    for r in rows:
+        mine = [c for c in calls if c["name"] == r["root"] and c["irq"] == r["irq"]
+                and (r["operation"] is None or c["operation"] == r["operation"]
+                     or (c["operation"] is None and r["operation"] == "(no procedure)"))]
+        assert len(mine) == r["calls"], r
+        assert sum(c["gap"] for c in mine) == r["gap_calls"]
+        assert {k: r["dur_ns"][k] for k in ("p50", "p90", "p99", "max")} == _nearest_rank(c["dur_ns"] for c in mine)
+        clean = [c["dur_corr_ns"] for c in mine if not c["gap"]]
+        if clean:
+            want = _nearest_rank(clean)
+            assert all(abs(r["dur_corr_ns"][k] - want[k]) <= 0.051 for k in want), (r, want)
+        else:
+            assert set(r["dur_corr_ns"].values()) == {None}
 
 
 def test_empty_profile():

@@ -38,6 +38,7 @@ from ftflame.model.profile import (
 
 NO_OPERATION = "(no procedure)"
 QUANTILES = (50, 90, 99)
+NAN = float("nan")
 _C = {n: i for i, n in enumerate(CALL_COLUMNS)}
 _DESC_ESC = 0xFFFFFF  # parse/core/builder.h: FTF_REC_DESC_ESC, FTF_REC_FLAGS_SHIFT
 _FLAGS_SHIFT = 24
@@ -60,8 +61,8 @@ class OperationRow:
 
 def _nearest_rank(sorted_vals: np.ndarray) -> dict:
     n = len(sorted_vals)
-    if not n:
-        return {"p50": 0.0, "p90": 0.0, "p99": 0.0, "max": 0.0, "mean": 0.0}
+    if not n:  # no call (e.g. every one spans a gap): no figure, not 0 (NaN, printed null / "-")
+        return {"p50": NAN, "p90": NAN, "p99": NAN, "max": NAN, "mean": NAN}
     out = {f"p{q}": float(sorted_vals[max(int(np.ceil(n * q / 100.0)) - 1, 0)]) for q in QUANTILES}
     out["max"] = float(sorted_vals[-1])
     out["mean"] = float(sorted_vals.sum() / n)

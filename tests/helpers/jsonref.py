@@ -257,8 +257,10 @@ def document(p: Profile, head: dict) -> dict:
         "functions": functions,
         "tree": TREE_PLACEHOLDER,
         "root_calls": root_call_objects(p),
-        # printed by Python from ftflame/correct/operations.py and hotlists.py (tests/test_operations.py)
-        "operations": head["operations"], "slowest": head["slowest"], "hot": head["hot"],
+        # printed by Python from ftflame/correct/operations.py and hotlists.py (tests/test_operations.py;
+        # root_latency: tests/test_jsonout.py recomputes it from root_calls)
+        "operations": head["operations"], "root_latency": head["root_latency"],
+        "slowest": head["slowest"], "hot": head["hot"],
         "balance": list(p.balance),
         # printed by Python from ftflame/correct/uncertainty.py (tests/test_correction_accuracy.py)
         **({"intervals": head["intervals"]} if "intervals" in head else {}),
@@ -290,10 +292,10 @@ TREE_PLACEHOLDER = "@@FTFLAME_TREE@@"
 def head_of(doc: str) -> dict:
     """The `trace` and `calibration` objects of a rendered document (they
     come before the rows, which need not be JSON a parser takes: values past
-    the fast paths), and `operations`, `slowest` and `hot` (after them)."""
+    the fast paths), and `operations`, `root_latency`, `slowest` and `hot` (after them)."""
     dec = json.JSONDecoder()
     out, pos = {}, 0
-    for key in ("trace", "calibration", "operations", "slowest", "hot"):
+    for key in ("trace", "calibration", "operations", "root_latency", "slowest", "hot"):
         pos = doc.index('"%s":' % key, pos) + len(key) + 3
         out[key], pos = dec.raw_decode(doc, pos)
     if '"intervals":' in doc[pos:]:
