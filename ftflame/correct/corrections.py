@@ -35,6 +35,7 @@ R*O_out removes it with the subtree.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -129,44 +130,101 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
     "remove" or "keep"."""
     if irqs not in IRQ_MODES:
         raise ValueError(f"irqs must be one of {IRQ_MODES}")
-    o_in, o_out = float(cal.o_in_ns), float(cal.o_out_ns)
-    o_sum = o_in + o_out
-    notes = []
-    is_irq = (p.nodes.stored("flags") & NODE_IRQ) != 0
-    calls = clean(p, "calls")
-    incl = clean(p, "incl")
-    desc = clean(p, "desc")
-    off = clean(p, "offcpu")
+    off_mode, why = offcpu_mode(p, offcpu)
+    nodes = _corrected_nodes(p, cal, irqs, off_mode)
+    # per root call: a root call's figures are its row's
+    if len(p.samples):
+        o_in, o_out = float(cal.o_in_ns), float(cal.o_out_ns)
+        sample_dur, sample_clamped = _sample_corrected(p, irqs, off_mode, o_in, o_out, o_in + o_out,
+                                                       nodes.level_samples)
+    else:
+        sample_dur = np.zeros(0)
+        sample_clamped = 0
+    corrected = Corrected(
+        incl=nodes.incl, excl=nodes.excl, calls=nodes.calls, clamped=nodes.clamped, sample_dur=sample_dur,
+        notes=correction_notes(p, off_mode, why, nodes), overhead=nodes.overhead,
+        irq_removed=nodes.irq_removed, offcpu_removed=nodes.offcpu_removed, clamp_ns=nodes.clamp_ns,
+        unreliable=nodes.unreliable, sample_clamped=sample_clamped, irqs=irqs, offcpu=off_mode,
+        offcpu_reason=why, sched_removed=nodes.sched_removed)
+    # (the new Profile starts without the old one's views of its figures)
+    return p.replace(calibration=cal, corrected=corrected)
 
-    off_mode, why = OffCpu.REMOVED, ""
+
+def offcpu_mode(p: Profile, offcpu: str) -> tuple:
+    """(OffCpu, the reason when the durations already exclude the off-CPU
+    time, else ""): what the correction does with the off-CPU time when
+    asked for `offcpu` ("auto", "remove" or "keep")."""
     if offcpu == "keep":
-        off_mode = OffCpu.KEPT_ASKED
-    elif offcpu == "auto":
-        why = detect_nosleep(p) or ""
-        if why:
-            off_mode = OffCpu.KEPT_NOSLEEP
-            notes.append(why)
-    if off_mode is not OffCpu.REMOVED or not off.any():
+        return OffCpu.KEPT_ASKED, ""
+    why = detect_nosleep(p) if offcpu == "auto" else None
+    if why:
+        return OffCpu.KEPT_NOSLEEP, why
+    if not p.counters.get("switches"):
+        return OffCpu.UNKNOWN, ""
+    return OffCpu.REMOVED, ""
+
+
+class _Nodes(NamedTuple):
+    """The per-node results of the correction (Corrected's columns)."""
+    incl: np.ndarray
+    excl: np.ndarray
+    calls: np.ndarray
+    clamped: np.ndarray
+    clamp_ns: np.ndarray
+    overhead: np.ndarray
+    irq_removed: np.ndarray
+    offcpu_removed: np.ndarray
+    sched_removed: np.ndarray | None
+    unreliable: np.ndarray
+    level_samples: np.ndarray | None  # the hook level's adjustment per root call, None without
+
+
+def _corrected_nodes(p: Profile, cal: Calibration, irqs: str, off_mode: OffCpu) -> _Nodes:
+    """The corrected inclusive and exclusive sums per node, with what was
+    taken out of them. Each whole-tree column lives only as long as it is
+    needed (a column of the stage's peak each): the formula's terms are
+    made in helpers and given up on their return."""
+    o_in, o_out = float(cal.o_in_ns), float(cal.o_out_ns)
+    calls = clean(p, "calls")
+    off = clean(p, "offcpu")
+    if off_mode.kept or not off.any():
         # nothing removed (kept, or no off-CPU time on any path): one zero
         # for every row, not a whole-tree column of them
         off = _zeros(p.nrows)
-    if off_mode is OffCpu.REMOVED and not p.counters.get("switches"):
-        off_mode = OffCpu.UNKNOWN
-        notes.append("no sched_switch events: time switched out stays in the durations "
-                     "(record with -e sched:sched_switch to split it off)")
-
     sw = switch_work(p, o_in, o_out) if off_mode is OffCpu.REMOVED else None
+    over, irq_removed, level_samples = _hook_cost(p, cal, irqs, calls, sw is not None)
+    incl = clean(p, "incl")
+    unreliable = (over > UNRELIABLE_FRACTION * incl) & (calls > 0)
+    ci_formula = incl  # incl - off - irq_removed - over (- switch work), in place
+    ci_formula -= off
+    ci_formula -= irq_removed
+    ci_formula -= over
+    if sw is not None:
+        ci_formula -= sw
+    ci, cx, clamp_ns = _clamp_top_down(p, ci_formula, counted_children(p, irqs), sw)
+    return _Nodes(incl=ci, excl=cx, calls=calls.astype(np.int64), clamped=clamp_ns > 0.5, clamp_ns=clamp_ns,
+                  overhead=over, irq_removed=irq_removed, offcpu_removed=off, sched_removed=sw,
+                  unreliable=unreliable, level_samples=level_samples)
 
-    # over: the hook cost per node, in place (each whole-tree temporary is a
-    # column of the stage's peak); the same operations in the same order as
-    # calls * o_in + desc * o_sum + R * o_out, so the same doubles
+
+def _hook_cost(p: Profile, cal: Calibration, irqs: str, calls: np.ndarray, switched: bool) -> tuple:
+    """(the hook cost per node, the irq time per node taken out with the
+    subtrees, the hook level's adjustment per root call or None).
+    switched: the off-CPU time goes out with the switch work (the calls
+    recorded while switched out ran inside it, their hooks too).
+
+    The hook cost is made in place: the same operations in the same order
+    as calls * o_in + desc * o_sum + R * o_out, so the same doubles."""
+    o_in, o_out = float(cal.o_in_ns), float(cal.o_out_ns)
+    o_sum = o_in + o_out
+    is_irq = (p.nodes.stored("flags") & NODE_IRQ) != 0
+    desc = clean(p, "desc")
     over = calls * o_in
     if irqs == "exclude":
         over += desc * o_sum
         R = irq_roots_inside(p, calls)
         R *= o_out
         np.add(over, R, out=over, where=~is_irq)  # an irq path's own subtree is no R
-        del R
         irq_removed = clean(p, "irq")
         irq_removed[is_irq] = 0.0
     else:
@@ -175,63 +233,38 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         task += over
         over += desc * o_sum
         over[~is_irq] = task[~is_irq]
-        del task
         irq_removed = _zeros(p.nrows)
-    if sw is not None:
-        # the calls recorded while the task was switched out (the tail of
-        # __schedule()) ran inside the off-CPU time, their hooks too
+    if switched:
         tail = clean(p, "offcpu_calls")
         tail *= o_sum
         over -= tail
-        del tail
     level = hooklevel.adjustments(p, cal, desc, calls)
-    del desc
-    if level is not None:
-        over += level[0]
-    unreliable = (over > UNRELIABLE_FRACTION * incl) & (calls > 0)
-    ci_formula = incl  # incl - off - irq_removed - over (- switch work), in place
-    ci_formula -= off
-    ci_formula -= irq_removed
-    ci_formula -= over
-    if sw is not None:
-        ci_formula -= sw
-    del incl
-    level_samples = None if level is None else level[1]
-    del level
+    if level is None:
+        return over, irq_removed, None
+    over += level[0]
+    return over, irq_removed, level[1]
 
-    ci, cx, clamp_ns = _clamp_top_down(p, ci_formula, counted_children(p, irqs), sw)
-    del ci_formula
-    clamped = clamp_ns > 0.5
 
-    # per root call, in place: a root call's figures are its row's, and a
-    # trace of many short root calls has as many rows as lines (whole-column
-    # temporaries were most of the correction's peak there); the same
-    # operations in the same order as the formula written out, so the same doubles
-    if len(p.samples):
-        sample_dur, sample_clamped = _sample_corrected(p, irqs, off_mode, o_in, o_out, o_sum, level_samples)
-    else:
-        sample_dur = np.zeros(0)
-        sample_clamped = 0
-
-    sched_note = switch_work_words(p, sw, sample_switches(p)) if sw is not None else ""
-
-    if sched_note:
-        notes.append(sched_note)
+def correction_notes(p: Profile, off_mode: OffCpu, why: str, nodes: _Nodes) -> tuple:
+    """What the correction says of itself, in every output's notes."""
+    notes = []
+    if off_mode is OffCpu.KEPT_NOSLEEP:
+        notes.append(why)
+    if off_mode is OffCpu.UNKNOWN:
+        notes.append("no sched_switch events: time switched out stays in the durations "
+                     "(record with -e sched:sched_switch to split it off)")
+    if nodes.sched_removed is not None:
+        sched_note = switch_work_words(p, nodes.sched_removed, sample_switches(p))
+        if sched_note:
+            notes.append(sched_note)
     gap = p.counters.get("gap_calls", 0)
     if gap:
         notes.append(f"{gap:,} calls left out of corrected figures (they, or their root call, "
                      f"span {p.gap_causes or 'a gap'}, or never completed)")
-    if clamped.any():
-        notes.append(f"{int(clamped.sum()):,} call paths clamped at zero corrected self time "
-                     f"({clamp_ns.sum() / 1e3:,.1f} us added back)")
-    calls = calls.astype(np.int64)  # (the float column freed)
-    corrected = Corrected(
-        incl=ci, excl=cx, calls=calls, clamped=clamped, sample_dur=sample_dur,
-        notes=tuple(notes), overhead=over, irq_removed=irq_removed, offcpu_removed=off,
-        clamp_ns=clamp_ns, unreliable=unreliable, sample_clamped=sample_clamped, irqs=irqs,
-        offcpu=off_mode, offcpu_reason=why, sched_removed=sw)
-    # (the new Profile starts without the old one's views of its figures)
-    return p.replace(calibration=cal, corrected=corrected)
+    if nodes.clamped.any():
+        notes.append(f"{int(nodes.clamped.sum()):,} call paths clamped at zero corrected self time "
+                     f"({nodes.clamp_ns.sum() / 1e3:,.1f} us added back)")
+    return tuple(notes)
 
 
 def _sample_corrected(p: Profile, irqs: str, off_mode: OffCpu, o_in: float, o_out: float, o_sum: float,
