@@ -22,7 +22,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_DIR   := build/fuzz
 FUZZ_PKGS  := clang libclang-rt-dev
 FUZZ_SRC   := parse/core/fuzz_text.c parse/core/reader_text.c parse/core/builder.c parse/core/calls.c parse/core/u64map.c
-FUZZ_DAT_SRC := parse/core/fuzz_dat.c $(wildcard parse/core/dat_*.c) parse/core/builder.c parse/core/calls.c parse/core/u64map.c
+FUZZ_DAT_SRC := parse/core/fuzz_dat.c $(wildcard parse/core/dat_*.c) parse/core/record_decode.c parse/core/builder.c parse/core/calls.c parse/core/u64map.c
 TEXT_FIXTURES := $(wildcard tests/data/fixtures/*/*/*.txt.gz)
 
 # Render checks (speedscope's JSON schema from its npm package, inferno for the
@@ -149,7 +149,7 @@ $(FUZZ_DIR)/fuzz_text: $(FUZZ_SRC) parse/core/fuzz_common.h parse/core/builder.h
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -fno-omit-frame-pointer -Iparse/core $(FUZZ_SRC) -o $@
 
-$(FUZZ_DIR)/fuzz_dat: $(FUZZ_DAT_SRC) parse/core/fuzz_common.h parse/core/dat.h parse/core/ftf.h parse/core/u64map.h
+$(FUZZ_DIR)/fuzz_dat: $(FUZZ_DAT_SRC) parse/core/fuzz_common.h parse/core/dat.h parse/core/record_decode.h parse/core/u64map.h
 	@mkdir -p $(FUZZ_DIR)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -fno-omit-frame-pointer -Iparse/core $(FUZZ_DAT_SRC) -lzstd -lz -o $@

@@ -741,6 +741,51 @@ static PyObject *dat_damage_dict(const ftf_dat_damage *d)
 			     (long long)d->cpucount_option, "first", d->first);
 }
 
+/* dat_decoder(path, reader) -> {(event, field): (offset, size)}: every
+ * field of record_decode.c's table the reader bound in the file, as a read
+ * would decode it (the reader parity tests compare the two readers'). */
+static PyObject *py_dat_decoder(PyObject *self, PyObject *args)
+{
+	PyObject *path_obj;
+	const char *reader;
+	if (!PyArg_ParseTuple(args, "O&s", PyUnicode_FSConverter, &path_obj, &reader))
+		return NULL;
+	int builtin = strcmp(reader, "builtin") == 0;
+	if (!builtin && strcmp(reader, "libtracecmd") != 0) {
+		Py_DECREF(path_obj);
+		PyErr_SetString(PyExc_ValueError, "reader: 'builtin' or 'libtracecmd'");
+		return NULL;
+	}
+	ftf_decoder dec;
+	char err[512] = "";
+	int rc;
+	Py_BEGIN_ALLOW_THREADS
+	rc = builtin ? ftf_read_dat_builtin_decoder(PyBytes_AS_STRING(path_obj), &dec, err, sizeof(err))
+		     : ftf_read_dat_decoder(PyBytes_AS_STRING(path_obj), &dec, err, sizeof(err));
+	Py_END_ALLOW_THREADS
+	Py_DECREF(path_obj);
+	if (rc < 0) {
+		PyErr_SetString(PyExc_ValueError, err);
+		return NULL;
+	}
+	PyObject *out = PyDict_New();
+	for (int e = 0; out && e < FTF_REC_NEVENTS; e++)
+		for (int k = 0; k < FTF_FLD_N; k++) {
+			const ftf_field *f = &dec.ev[e].field[k];
+			if (!f->present)
+				continue;
+			PyObject *key = Py_BuildValue("(ss)", ftf_rec_events[e].name, ftf_rec_fields[k]);
+			PyObject *val = Py_BuildValue("(II)", f->offset, f->size);
+			if (!key || !val || PyDict_SetItem(out, key, val) < 0)
+				Py_CLEAR(out);
+			Py_XDECREF(key);
+			Py_XDECREF(val);
+			if (!out)
+				break;
+		}
+	return out;
+}
+
 /* read_dat(path, progress=None, slowest=N) through libtracecmd, and
  * read_dat_builtin(...) through the builtin reader (dat_*.c): the builder's
  * dict with "meta", and for the builtin reader meta["damage"]. */
@@ -1116,6 +1161,9 @@ static PyMethodDef methods[] = {
 	  "read_dat(path, progress=None, slowest=20) -> dict: read a trace.dat (libtracecmd) into the call-path aggregate" },
 	{ "read_dat_builtin", (PyCFunction)(void (*)(void))py_read_dat_builtin, METH_VARARGS | METH_KEYWORDS,
 	  "read_dat_builtin(path, progress=None, slowest=20) -> dict: read_dat with the builtin reader (no libtracecmd)" },
+	{ "dat_decoder", py_dat_decoder, METH_VARARGS,
+	  "dat_decoder(path, reader) -> {(event, field): (offset, size)}: the fields a read of the trace.dat "
+	  "with that reader ('builtin', 'libtracecmd') decodes" },
 	{ "build_events", py_build_events, METH_VARARGS,
 	  "build_events(events, slowest=20) -> dict: feed hand-made events to the call builder" },
 	{ "read_text_chunks", (PyCFunction)(void (*)(void))py_read_text_chunks, METH_VARARGS | METH_KEYWORDS,
