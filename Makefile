@@ -110,14 +110,15 @@ test: setup  ## run the test suite (unit, golden, invariants on every fixture, b
 	  $(PY) -m pytest -q -rs $(if $(filter 1,$(ASAN)),$(ASAN_PYTEST),) $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc = 5 ]; then echo "make test: no test selected"; rc=0; fi; exit $$rc
 
-# Lint: ruff (rules in pyproject.toml), shellcheck on every shell script, and
+# Lint: ruff (rules in pyproject.toml), shellcheck on every shell script,
 # every C unit of every extension (NATIVE_DIRS) compiled with warnings as
 # errors (same warnings as setup.py), each with its own folder's headers, into
-# a throwaway directory, so the in-place build is left alone.
+# a throwaway directory, so the in-place build is left alone; and the C files'
+# style (tests/c_lint.py says its rules).
 SHELL_SCRIPTS := $(wildcard collect/*.sh tests/vm/*.sh) .ci/run
 CORE_WARNINGS := -Wall -Wextra -Wno-unused-parameter -Werror
 
-lint: .setup-stamp  ## ruff, shellcheck on the shell scripts, every C unit with -Werror
+lint: .setup-stamp  ## ruff, shellcheck on the shell scripts, every C unit with -Werror, C style
 	$(VENV)/bin/ruff check --quiet .
 	shellcheck $(SHELL_SCRIPTS)
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
@@ -126,6 +127,7 @@ lint: .setup-stamp  ## ruff, shellcheck on the shell scripts, every C unit with 
 	for d in $(NATIVE_DIRS); do for f in $$d/*.c; do \
 	  gcc $$cflags -I$$d -c $$f -o "$$tmp/$$(basename $$f .c).o" || exit 1; done; done && \
 	echo "lint: $(addsuffix /*.c,$(NATIVE_DIRS)) compile with $(CORE_WARNINGS)"
+	$(PY) tests/c_lint.py --style $(NATIVE_DIRS)
 
 # The damaged trace.dat corpus (tests/helpers/damage.py, made at test time from the
 # fixtures): make test runs a sample of it, this the whole (a few hundred files);

@@ -384,7 +384,8 @@ typedef struct {
 	uint32_t nextras, capextras;
 	uint64_t base;        /* the tree's base calltime: its first completed call's */
 	int32_t cpu;          /* the tree's CPU: where its first completed call ended */
-	uint32_t retained;    /* bytes of recs and extras kept while no root call is open (ftf_builder.calls_retained) */
+	uint32_t retained;    /* bytes of recs and extras kept while no root call is open
+			       * (ftf_builder.calls_retained) */
 	uint8_t has_base;
 	uint8_t recs_cut;     /* the open root call has more calls (or extras) than FTF_TREE_MAX_RECS */
 } ftf_task_calls;

@@ -36,15 +36,17 @@ static void give_back_freed_memory(void)
 /* The node and sample tables, written by position: the sample table one
  * int64 per column, the node table each column in its width (node_width).
  * Their names, in column order, are exported as NODE_COLUMNS and
- * SAMPLE_COLUMNS (the node columns' dtypes as NODE_DTYPES); ftflame/model/profile.py names the columns the same way, and
- * parse/tables.py checks both against these when it is imported. */
+ * SAMPLE_COLUMNS (the node columns' dtypes as NODE_DTYPES); ftflame/model/profile.py
+ * names the columns the same way, and parse/tables.py checks both against these when
+ * it is imported. */
 #define SUM_COLS 12 /* the ftf_sums fields, in sums_put's order */
 enum {
 	COL_PARENT, COL_FUNC, COL_FLAGS,
 	COL_SUMS,                      /* over all completed calls */
 	COL_GAP_SUMS = COL_SUMS + SUM_COLS, /* over the gap calls among them */
 	COL_INCL_MIN = COL_GAP_SUMS + SUM_COLS, COL_INCL_MAX, COL_EXCL_MIN, COL_EXCL_MAX,
-	COL_MIGRATED, COL_OPEN_END, COL_UNTERMINATED, COL_UNOWNED_CHILD_INCL, COL_IRQ_EARLY, COL_ROOTS, COL_FUNC_ROOTS, COL_DEPTH,
+	COL_MIGRATED, COL_OPEN_END, COL_UNTERMINATED, COL_UNOWNED_CHILD_INCL, COL_IRQ_EARLY, COL_ROOTS,
+	COL_FUNC_ROOTS, COL_DEPTH,
 	NODE_COLS
 };
 #define SUM_NAMES(prefix) prefix "calls", prefix "incl", prefix "excl", prefix "desc", prefix "nchild", \
@@ -562,7 +564,8 @@ static PyObject *estimates_list(const ftf_builder *b)
 				if (!e->hist && !e->over)
 					continue;
 				PyObject *counts = e->hist
-					? PyBytes_FromStringAndSize((const char *)e->hist, FTF_EST_MAX * sizeof(uint32_t))
+					? PyBytes_FromStringAndSize((const char *)e->hist,
+								    FTF_EST_MAX * sizeof(uint32_t))
 					: PyBytes_FromStringAndSize(NULL, 0);
 				PyObject *item = counts ? Py_BuildValue("(iiiNK)", k, x, c, counts,
 									(unsigned long long)e->over) : NULL;
@@ -588,7 +591,8 @@ static PyObject *counters_dict(const ftf_builder *b)
 #define C(name) SET(cnt, #name, PyLong_FromUnsignedLongLong(b->c.name))
 	C(events); C(entries); C(exits); C(switches); C(other_events); C(lost_records);
 	C(lost_events); C(lost_unknown); C(orphan_exits); C(unterminated); C(open_at_end);
-	C(overrun_growth); C(depth_mismatch); C(missing_entries); C(migrations); C(gap_calls); C(gap_tree_calls); C(partial_entries);
+	C(overrun_growth); C(depth_mismatch); C(missing_entries); C(migrations); C(gap_calls);
+	C(gap_tree_calls); C(partial_entries);
 	C(irq_roots); C(leaf_events); C(irq_outside_window); C(first_ts); C(last_ts);
 #undef C
 	if (b->slow_cut) /* kept slowest root calls whose tree was too big to keep */
@@ -1156,11 +1160,14 @@ static PyMethodDef methods[] = {
 	{ "_set_narrow_max", py_set_narrow_max, METH_VARARGS,
 	  "_set_narrow_max(v) -> previous: the largest value a 32-bit node column takes (tests)" },
 	{ "_set_hist_inline_max", py_set_hist_inline_max, METH_VARARGS,
-	  "_set_hist_inline_max(v) -> previous: tests only, the count from which a histogram's inline bucket moves out" },
+	  "_set_hist_inline_max(v) -> previous: tests only, the count from which a histogram's inline "
+	  "bucket moves out" },
 	{ "read_dat", (PyCFunction)(void (*)(void))py_read_dat, METH_VARARGS | METH_KEYWORDS,
-	  "read_dat(path, progress=None, slowest=20) -> dict: read a trace.dat (libtracecmd) into the call-path aggregate" },
+	  "read_dat(path, progress=None, slowest=20) -> dict: read a trace.dat (libtracecmd) into the "
+	  "call-path aggregate" },
 	{ "read_dat_builtin", (PyCFunction)(void (*)(void))py_read_dat_builtin, METH_VARARGS | METH_KEYWORDS,
-	  "read_dat_builtin(path, progress=None, slowest=20) -> dict: read_dat with the builtin reader (no libtracecmd)" },
+	  "read_dat_builtin(path, progress=None, slowest=20) -> dict: read_dat with the builtin reader "
+	  "(no libtracecmd)" },
 	{ "dat_decoder", py_dat_decoder, METH_VARARGS,
 	  "dat_decoder(path, reader) -> {(event, field): (offset, size)}: the fields a read of the trace.dat "
 	  "with that reader ('builtin', 'libtracecmd') decodes" },
@@ -1175,7 +1182,8 @@ static PyMethodDef methods[] = {
 
 
 static struct PyModuleDef moduledef = {
-	PyModuleDef_HEAD_INIT, "_core", "ftflame C core: trace readers and call builder", -1, methods, NULL, NULL, NULL, NULL,
+	PyModuleDef_HEAD_INIT, "_core", "ftflame C core: trace readers and call builder", -1, methods,
+	NULL, NULL, NULL, NULL,
 };
 
 /* module.NAME = a tuple of the n strings of names */
