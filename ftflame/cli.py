@@ -318,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from ftflame.diff.cli import add_parser as add_diff  # ftflame diff (ftflame/diff/)
 
-    add_diff(sub)
+    add_diff(sub, HelpFormatter)
 
     for name, script, text in (("collect", "collect.sh", "record a trace around a workload (collect/collect.sh)"),
                                ):

@@ -16,13 +16,13 @@ from ._rowfmt import format_rows
 _F1_SAFE = 1e14
 
 
-def _r1(x: float):
+def ns_or_null(x: float):
     """ns to one decimal; None (null) for NaN: a figure the trace does not give."""
     return None if x != x else round(float(x), 1)
 
 
 def _stats(d: dict) -> dict:
-    return {k: _r1(d[k]) for k in ("p50", "p90", "p99", "max", "mean")}
+    return {k: ns_or_null(d[k]) for k in ("p50", "p90", "p99", "max", "mean")}
 
 
 def operations_json(p: Profile) -> list:
@@ -54,8 +54,8 @@ def operation_flame_json(p: Profile, op: int):
         return None
     corr = np.asarray(p.corrected_or_raw.incl, dtype=np.float64)
     return {"paths": [{"path": _path(p, int(r)), "calls": int(p.col("calls")[r]), "incl_ns": int(p.col("incl")[r]),
-                       "incl_corr_ns": _r1(corr[r])} for r in n.tops.tolist()],
-            "incl_ns": n.incl, "incl_corr_ns": _r1(n.incl_corr), "shared": n.shared}
+                       "incl_corr_ns": ns_or_null(corr[r])} for r in n.tops.tolist()],
+            "incl_ns": n.incl, "incl_corr_ns": ns_or_null(n.incl_corr), "shared": n.shared}
 
 
 def _r1_list(a) -> list:
@@ -98,7 +98,7 @@ def slowest_json(p: Profile) -> list:
 
 def _slow_call_json(p: Profile, s, tree: bool = True) -> dict:
     out = {"root": s.root, "operation": s.operation, "start_ns": s.start_ns, "pid": s.pid, "cpu": s.cpu,
-           "dur_ns": s.dur, "dur_corr_ns": _r1(s.corr), "gap": s.gap, "dominant_path": list(s.dominant)}
+           "dur_ns": s.dur, "dur_corr_ns": ns_or_null(s.corr), "gap": s.gap, "dominant_path": list(s.dominant)}
     if tree:
         out["tree"] = call_tree_json(p, slow_call_tree(p, s), s.start_ns) if s.tree is not None else None
     return out
@@ -209,7 +209,7 @@ def hot_json(p: Profile) -> dict:
 
     def rows(items, key):
         return [{("path" if r.path else "name"): list(r.path) if r.path else r.name, "calls": r.calls,
-                 key: _r1(r.ns), "share": round(r.share, 6)} for r in items]
+                 key: ns_or_null(r.ns), "share": round(r.share, 6)} for r in items]
 
     off = hotlists.offcpu_paths(p)
     return {"functions": rows(hotlists.hot_functions(p), "self_corr_ns"),

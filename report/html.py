@@ -273,18 +273,14 @@ def operation_figures(p: Profile, r) -> dict:
 
 def operations_data(p: Profile) -> list:
     """The operation table as the JSON's operations[] has it."""
-    from .callsjson import operations_json
+    from .callsjson import ns_or_null, operations_json
 
     ops = operations_json(p)
-    for o in ops:  # an operation without (clean) calls has no figure: "–", not 0
-        if not o["calls"]:
-            o["dur_ns"] = dict.fromkeys(o["dur_ns"])
-        if not o["calls"] - o["gap_calls"]:
-            o["dur_corr_ns"] = dict.fromkeys(o["dur_corr_ns"])
     # the corrected figures' 95% half-widths, as the JSON's intervals.operations
+    # (null, printed "–", for an operation without clean calls)
     pm = uncertainty.operation_half_widths(p)
     for o, h in zip(ops, pm or ()):
-        o["dur_corr_pm_ns"] = {k: round(v, 1) for k, v in h.items()}
+        o["dur_corr_pm_ns"] = {k: ns_or_null(v) for k, v in h.items()}
     return ops
 
 

@@ -18,7 +18,7 @@ from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profil
 from ftflame.parse._core import give_back_freed_memory
 
 from ._rowfmt import format_rows
-from .callsjson import hot_json, operations_json, slowest_json_parts
+from .callsjson import hot_json, ns_or_null, operations_json, slowest_json_parts
 from .common import context_lines, node_flags, report_notes
 from .options import DEFAULT, RenderOptions
 
@@ -78,7 +78,7 @@ def intervals_object(p: Profile):
         # a gap root call has no corrected duration (null), so no interval either
         "root_calls": [None if g else v for g, v in zip(
             ((p.scol("flags") & SAMPLE_GAP) != 0).tolist(), np.round(calls, 1).tolist())],
-        "operations": [{k: round(v, 1) for k, v in o.items()} for o in ops],
+        "operations": [{k: ns_or_null(v) for k, v in o.items()} for o in ops],  # null: no clean call
     }
 
 

@@ -57,9 +57,10 @@ def operations_lines(p: Profile) -> list:
                           f"{'p50':>8} {'p90':>8} {'p99':>8} {'max':>8} {'mean':>8}",
                           f"{'=' * NAME_W} {'=' * 6} {'=' * 6} {'=' * 8} {'=' * 8} {'=' * 8} {'=' * 8} {'=' * 8}"]
 
-    def figures(calls, share, d):
+    def figures(calls, share, d):  # NaN: no call to give the figure ("-")
         return (f"{count(calls, 6)} {share * 100:5.1f}% " +
-                " ".join(us(d[k] / div, 8, dec) for k in ("p50", "p90", "p99", "max", "mean")))
+                " ".join("-".rjust(8) if d[k] != d[k] else us(d[k] / div, 8, dec)
+                         for k in ("p50", "p90", "p99", "max", "mean")))
 
     pm = operation_half_widths(p, rows) if corrected else None
     irq = False
@@ -90,7 +91,8 @@ def operations_lines(p: Profile) -> list:
             out.append(f"{sub + '  corrected *':<{NAME_W}} {figures(r.calls - r.gap_calls, r.corr_share, r.corr)}")
         if pm is not None:
             out.append(f"{sub + '  +-95% *':<{NAME_W}} {'':6} {'':6} "
-                       + " ".join(us(pm[i][k] / div, 8, dec) for k in ("p50", "p90", "p99", "max", "mean")))
+                       + " ".join("-".rjust(8) if pm[i][k] != pm[i][k] else us(pm[i][k] / div, 8, dec)
+                                  for k in ("p50", "p90", "p99", "max", "mean")))
     if hidden:
         out.extend(_wrap(f"({plural(len(hidden), 'more root function')}, "
                          f"{plural(sum(r.calls for r in hidden), 'call')}, {sum(r.share for r in hidden) * 100:.1f}% "

@@ -282,3 +282,13 @@ def test_reader_given_for_a_text_input_is_noted(tmp_path):
     assert quiet.returncode == 0 and quiet.stderr == ""
     dat = run("report", fixture("k6.1/s10-lost/trace.dat"), "--reader", "builtin", "-o", str(tmp_path / "d.txt"))
     assert dat.returncode == 0 and "--reader" not in dat.stderr, dat.stderr
+
+
+@pytest.mark.parametrize("command", ["report", "calibrate", "diff"])
+def test_help_fits_the_terminal(command):
+    # every subcommand's --help goes through ftflame's own formatter: at an 80-column
+    # terminal no line of it is wider (diff's once kept its 90-column prose)
+    proc = run(command, "--help", env={**os.environ, "COLUMNS": "80"})
+    assert proc.returncode == 0, proc.stderr
+    wide = [line for line in proc.stdout.splitlines() if len(line) > 80]
+    assert wide == []

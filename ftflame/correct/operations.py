@@ -28,6 +28,7 @@ from ftflame.model.profile import (CALL_COLUMNS, CALL_DONE, CALL_EXTRAS, CALL_GA
 
 NO_OPERATION = "(no procedure)"
 QUANTILES = (50, 90, 99)
+NAN = float("nan")
 _CACHE = "_operations"
 _SLOW_CACHE = "_slowest"
 _ROOTS_CACHE = "_root_table"
@@ -53,8 +54,8 @@ class OperationRow:
 
 def _nearest_rank(sorted_vals: np.ndarray) -> dict:
     n = len(sorted_vals)
-    if not n:
-        return {"p50": 0.0, "p90": 0.0, "p99": 0.0, "max": 0.0, "mean": 0.0}
+    if not n:  # no call (e.g. every one spans a gap): no figure, not 0 (NaN, printed null / "-")
+        return {"p50": NAN, "p90": NAN, "p99": NAN, "max": NAN, "mean": NAN}
     out = {f"p{q}": float(sorted_vals[max(int(np.ceil(n * q / 100.0)) - 1, 0)]) for q in QUANTILES}
     out["max"] = float(sorted_vals[-1])
     out["mean"] = float(sorted_vals.sum() / n)

@@ -59,10 +59,12 @@ sides with no function in common are refused (exit 2).
 """
 
 
-def add_parser(sub) -> None:
+def add_parser(sub, formatter_class: type = argparse.RawDescriptionHelpFormatter) -> None:
+    """The diff subcommand; formatter_class is ftflame's own (ftflame.cli.HelpFormatter:
+    the terminal's width), passed in because ftflame.cli imports this module."""
     d = sub.add_parser("diff", help="compare two sets of traces: what a patch changed, with error bars",
                        description=DESCRIPTION, epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       formatter_class=formatter_class)
     d.add_argument("inputs", nargs="*", metavar="TRACE",
                    help="BEFORE AFTER, or BEFORE... -- AFTER... (trace.dat, text trace, run directory)")
     d.add_argument("-o", "--output", metavar="OUT",
