@@ -21,8 +21,8 @@ ASAN       ?= 0
 FUZZ_SECONDS ?= 60
 FUZZ_DIR   := build/fuzz
 FUZZ_PKGS  := clang libclang-rt-dev
-FUZZ_SRC   := parse/core/fuzz_text.c parse/core/reader_text.c parse/core/builder.c parse/core/calls.c parse/core/u64map.c
-FUZZ_DAT_SRC := parse/core/fuzz_dat.c $(wildcard parse/core/dat_*.c) parse/core/record_decode.c parse/core/builder.c parse/core/calls.c parse/core/u64map.c
+FUZZ_SRC   := parse/core/fuzz_text.c parse/core/reader_text.c parse/core/builder.c parse/core/root_calls.c parse/core/funcs.c parse/core/u64map.c
+FUZZ_DAT_SRC := parse/core/fuzz_dat.c $(wildcard parse/core/dat_*.c) parse/core/record_decode.c parse/core/builder.c parse/core/root_calls.c parse/core/funcs.c parse/core/u64map.c
 TEXT_FIXTURES := $(wildcard tests/data/fixtures/*/*/*.txt.gz)
 
 # Render checks (speedscope's JSON schema from its npm package, inferno for the
@@ -127,7 +127,7 @@ lint: .setup-stamp  ## ruff, shellcheck on the shell scripts, every C unit with 
 	for d in $(NATIVE_DIRS); do for f in $$d/*.c; do \
 	  gcc $$cflags -I$$d -c $$f -o "$$tmp/$$(basename $$f .c).o" || exit 1; done; done && \
 	echo "lint: $(addsuffix /*.c,$(NATIVE_DIRS)) compile with $(CORE_WARNINGS)"
-	$(PY) tests/c_lint.py --style $(NATIVE_DIRS)
+	$(PY) tests/c_lint.py $(NATIVE_DIRS)
 
 # The damaged trace.dat corpus (tests/helpers/damage.py, made at test time from the
 # fixtures): make test runs a sample of it, this the whole (a few hundred files);

@@ -92,7 +92,7 @@ static const char *const sample_columns[] = {
 };
 _Static_assert(sizeof(sample_columns) / sizeof(sample_columns[0]) == SAMPLE_COLS, "a name per sample column");
 
-/* The calls of a kept slowest root call (calls.c), entry order, cross as
+/* The calls of a kept slowest root call (root_calls.c), entry order, cross as
  * their compact records (ftf_rec: 32-bit fields, these names) and the extra
  * figures beside them (ftf_rec_extra: record, field id, value; the field ids
  * name these figures). */
@@ -204,13 +204,13 @@ static PyObject *str_list(char *const *names, uint32_t n)
  * bytes)], the last four None when the tree was too big to keep. */
 static int calls_result(ftf_builder *b, PyObject *res)
 {
-	PyObject *ops = str_list(b->ops.names, b->ops.n);
+	PyObject *ops = str_list(b->root_calls.ops.names, b->root_calls.ops.n);
 	if (!ops || PyDict_SetItemString(res, "ops", ops) < 0) {
 		Py_XDECREF(ops);
 		return -1;
 	}
 	Py_DECREF(ops);
-	PyObject *how = str_list(b->op_how, b->op_how ? b->ops.n : 0);
+	PyObject *how = str_list(b->root_calls.op_how, b->root_calls.op_how ? b->root_calls.ops.n : 0);
 	if (!how || PyDict_SetItemString(res, "op_how", how) < 0) {
 		Py_XDECREF(how);
 		return -1;
@@ -222,9 +222,9 @@ static int calls_result(ftf_builder *b, PyObject *res)
 		return -1;
 	}
 	Py_DECREF(slow);
-	for (uint32_t g = 0; g < b->nslow; g++) {
-		for (uint32_t k = 0; k < b->slow[g].n; k++) {
-			const ftf_kept *kp = &b->slow[g].heap[k];
+	for (uint32_t g = 0; g < b->root_calls.nslow; g++) {
+		for (uint32_t k = 0; k < b->root_calls.slow[g].n; k++) {
+			const ftf_kept *kp = &b->root_calls.slow[g].heap[k];
 			PyObject *item;
 			if (kp->recs)
 				item = Py_BuildValue("(KKiy#y#)", (unsigned long long)kp->sample,
@@ -595,8 +595,8 @@ static PyObject *counters_dict(const ftf_builder *b)
 	C(gap_tree_calls); C(partial_entries);
 	C(irq_roots); C(leaf_events); C(irq_outside_window); C(first_ts); C(last_ts);
 #undef C
-	if (b->slow_cut) /* kept slowest root calls whose tree was too big to keep */
-		SET(cnt, "slowest_without_tree", PyLong_FromUnsignedLongLong(b->slow_cut));
+	if (b->root_calls.slow_cut) /* kept slowest root calls whose tree was too big to keep */
+		SET(cnt, "slowest_without_tree", PyLong_FromUnsignedLongLong(b->root_calls.slow_cut));
 	if (b->c.duration_cut)
 		SET(cnt, "duration_cut", PyLong_FromUnsignedLongLong(b->c.duration_cut));
 	if (b->c.backwards_calls)
@@ -834,7 +834,7 @@ static PyObject *read_dat_with(PyObject *args, PyObject *kw, int builtin)
 		return PyErr_NoMemory();
 	}
 	ftf_builder_init(b);
-	b->slowest_n = slowest;
+	b->root_calls.slowest_n = slowest;
 	b->check_only = check_only; /* the events read and counted, no calls built */
 	char err[512] = "";
 	progress_ctx pc = { progress, 0 };
@@ -907,7 +907,7 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 		return PyErr_NoMemory();
 	}
 	ftf_builder_init(b);
-	b->slowest_n = slowest;
+	b->root_calls.slowest_n = slowest;
 	Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
 	for (Py_ssize_t i = 0; i < n; i++) {
 		const char *kind, *func;
@@ -1039,7 +1039,7 @@ static PyObject *py_read_text_chunks(PyObject *self, PyObject *args, PyObject *k
 		return PyErr_NoMemory();
 	}
 	ftf_builder_init(b);
-	b->slowest_n = slowest;
+	b->root_calls.slowest_n = slowest;
 	ftf_text *t = ftf_text_new(b, mode);
 	event_log log = { NULL, 0, 0, 0 };
 	PyObject *res = NULL, *item;
