@@ -21,8 +21,8 @@ ASAN       ?= 0
 FUZZ_SECONDS ?= 60
 FUZZ_DIR   := build/fuzz
 FUZZ_PKGS  := clang libclang-rt-dev
-FUZZ_SRC   := parse/core/fuzz_text.c parse/core/reader_text.c parse/core/builder.c parse/core/calls.c parse/core/u64map.c
-FUZZ_DAT_SRC := parse/core/fuzz_dat.c $(wildcard parse/core/dat_*.c) parse/core/builder.c parse/core/calls.c parse/core/u64map.c
+FUZZ_SRC   := parse/core/fuzz_text.c parse/core/reader_text.c parse/core/builder.c parse/core/root_calls.c parse/core/funcs.c parse/core/u64map.c
+FUZZ_DAT_SRC := parse/core/fuzz_dat.c $(wildcard parse/core/dat_*.c) parse/core/record_decode.c parse/core/builder.c parse/core/root_calls.c parse/core/funcs.c parse/core/u64map.c
 TEXT_FIXTURES := $(wildcard tests/data/fixtures/*/*/*.txt.gz)
 
 # Render checks (speedscope's JSON schema from its npm package, inferno for the
@@ -124,15 +124,16 @@ test: setup  ## run the test suite (unit, golden, invariants on every fixture, b
 	  $(PY) -m pytest -q -rs $(if $(filter 1,$(ASAN)),$(ASAN_PYTEST),) $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc = 5 ]; then echo "make test: no test selected"; rc=0; fi; exit $$rc
 
-# Lint: ruff (rules in pyproject.toml), shellcheck on every shell script, and
+# Lint: ruff (rules in pyproject.toml), shellcheck on every shell script,
 # every C unit of every extension (NATIVE_DIRS) compiled with warnings as
 # errors (same warnings as setup.py), each with its own folder's headers, into
-# a throwaway directory, so the in-place build is left alone.
+# a throwaway directory, so the in-place build is left alone; and the C files'
+# style (tests/c_lint.py says its rules).
 SHELL_SCRIPTS := $(wildcard collect/*.sh tests/vm/*.sh) .ci/run
 PRODUCTION_DIRS := ftflame parse report collect templates
 CORE_WARNINGS := -Wall -Wextra -Wno-unused-parameter -Werror
 
-lint: .setup-stamp $(ESLINT)  ## ruff, mypy, shellcheck, ESLint on the page scripts, every C unit with -Werror
+lint: .setup-stamp $(ESLINT)  ## ruff, mypy, shellcheck, ESLint on the page scripts, every C unit with -Werror, C style
 	$(VENV)/bin/ruff check --quiet .
 	$(VENV)/bin/mypy  # ftflame/model and ftflame/correct (pyproject.toml)
 	@# a comment says the reason, not the number of a tracker the repository does not hold
@@ -151,6 +152,7 @@ lint: .setup-stamp $(ESLINT)  ## ruff, mypy, shellcheck, ESLint on the page scri
 	for d in $(NATIVE_DIRS); do for f in $$d/*.c; do \
 	  gcc $$cflags -I$$d -c $$f -o "$$tmp/$$(basename $$f .c).o" || exit 1; done; done && \
 	echo "lint: $(addsuffix /*.c,$(NATIVE_DIRS)) compile with $(CORE_WARNINGS)"
+	$(PY) tests/c_lint.py $(NATIVE_DIRS)
 
 # The damaged trace.dat corpus (tests/helpers/damage.py, made at test time from the
 # fixtures): make test runs a sample of it, this the whole (a few hundred files);
@@ -174,7 +176,7 @@ $(FUZZ_DIR)/fuzz_text: $(FUZZ_SRC) parse/core/fuzz_common.h parse/core/builder.h
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -fno-omit-frame-pointer -Iparse/core $(FUZZ_SRC) -o $@
 
-$(FUZZ_DIR)/fuzz_dat: $(FUZZ_DAT_SRC) parse/core/fuzz_common.h parse/core/dat.h parse/core/ftf.h parse/core/u64map.h
+$(FUZZ_DIR)/fuzz_dat: $(FUZZ_DAT_SRC) parse/core/fuzz_common.h parse/core/dat.h parse/core/record_decode.h parse/core/u64map.h
 	@mkdir -p $(FUZZ_DIR)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -fno-omit-frame-pointer -Iparse/core $(FUZZ_DAT_SRC) -lzstd -lz -o $@

@@ -1,5 +1,5 @@
 """Operations (root calls of a dispatcher labelled by the NFS procedure below
-them, parse/core/calls.c) and the slowest root calls kept with their trees
+them, parse/core/root_calls.c) and the slowest root calls kept with their trees
 (ftflame/correct/operations.py), in every output."""
 from __future__ import annotations
 
@@ -288,7 +288,7 @@ def test_operations_json_carries_each_operations_paths():
 
 def _kept_tree_events():
     """One root call whose calls need every escape of the core's 20-byte
-    records (parse/core/builder.h, ftf_rec): a root that began 3 s before
+    records (parse/core/root_calls.h, ftf_rec): a root that began 3 s before
     the tree's base (its first completed call), a call of 5 s (over 32
     bits), one that ended on CPU 1, an interrupt subtree (irq time and count
     on its callers), off-CPU time, and a call whose exit never came."""

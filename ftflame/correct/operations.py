@@ -3,7 +3,7 @@ Profile (as corrections.corrected_stats is): every renderer prints these.
 
 Operations: the C core labels each root call of a dispatcher (svc_process,
 nfsd_dispatch, nfsd4_proc_compound, ...) by the NFS procedure it reached
-below it (parse/core/calls.c says how); a root call that reached none is
+below it (parse/core/root_calls.c says how); a root call that reached none is
 "(no procedure)", counted. A trace whose roots never reach a procedure below
 them (rooted at one procedure) has no operation table. Root latency: the
 same figures per root function (split by operation for a dispatcher), for

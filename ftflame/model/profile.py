@@ -58,7 +58,7 @@ NODE_DTYPES = tuple(np.dtype("<i4") if c in NODE_NARROW else np.dtype("<i8") for
 SAMPLE_COLUMNS = ("node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu",
                   "irq_calls", "irq_roots", "leaf_min", "leaves", "op", "sched", "sched_calls", "sched_outs",
                   "offcpu_calls", "switches")
-# The calls of a kept slowest root call (parse/core/calls.c), entry order:
+# The calls of a kept slowest root call (parse/core/root_calls.c), entry order:
 # they cross from the core as 20-byte records of these 32-bit fields
 # (ftf_rec) and, for the figures a record does not hold, extras (record,
 # field id, value; ftf_rec_extra) whose field ids name these; decoded into
@@ -551,7 +551,7 @@ class Profile:
     # cpu): (1-ns histogram, count over range)}, kind "leaf" or "gap",
     # context "task", "softirq" or "hardirq".
     overhead_samples: Mapping = field(default_factory=dict)
-    # Operations (parse/core/calls.c): sample column "op" indexes these
+    # Operations (parse/core/root_calls.c): sample column "op" indexes these
     # labels (-1: none), op_how says which function(s) named each.
     operations: tuple = ()
     op_how: tuple = ()

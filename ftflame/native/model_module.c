@@ -1,7 +1,8 @@
 /* CPython binding of the model's native parts: ftflame._model.
  *
  * hist_percentiles (percentiles.c): the Profile's per-call-path percentiles;
- * hist_group (hist_group.c): its per-function histograms; tree_preorder (tree_order.c): the call tree's canonical order. Both are
+ * hist_group (hist_group.c): its per-function histograms; tree_preorder
+ * (tree_order.c): the call tree's canonical order. Both are
  * figures of the Profile, computed once beside it (ftflame/model/profile.py) and
  * read by every renderer, so they live with the model, not with the trace
  * reader (parse._core) nor with one renderer. The arguments are checked
@@ -345,7 +346,8 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef moduledef = {
-	PyModuleDef_HEAD_INIT, "_model", "ftflame's model, native parts: histogram percentiles and groups, the tree order", -1,
+	PyModuleDef_HEAD_INIT, "_model",
+	"ftflame's model, native parts: histogram percentiles and groups, the tree order", -1,
 	methods, NULL, NULL, NULL, NULL,
 };
 

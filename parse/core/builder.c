@@ -20,91 +20,12 @@
 
 #include "builder.h"
 
-/* ---- function names ---------------------------------------------------- */
-
-static uint64_t hash_bytes(const char *s, size_t len)
+/* The operations and slowest calls (root_calls.c) ran out of memory: so
+ * did the builder. */
+static inline void calls_oom(ftf_builder *b)
 {
-	uint64_t h = 1469598103934665603ULL;
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
-
-void ftf_funcs_init(ftf_funcs *f)
-{
-	memset(f, 0, sizeof(*f));
-}
-
-void ftf_funcs_free(ftf_funcs *f)
-{
-	for (uint32_t i = 0; i < f->n; i++)
-		free(f->names[i]);
-	free(f->names);
-	free(f->slots);
-	memset(f, 0, sizeof(*f));
-}
-
-static int funcs_grow(ftf_funcs *f)
-{
-	uint32_t nslots = f->nslots ? f->nslots * 2 : 1024;
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
-	if (!slots)
-		return -1;
-	for (uint32_t i = 0; i < f->n; i++) {
-		uint64_t h = hash_bytes(f->names[i], strlen(f->names[i]));
-		uint32_t s = h & (nslots - 1);
-		while (slots[s])
-			s = (s + 1) & (nslots - 1);
-		slots[s] = i + 1;
-	}
-	free(f->slots);
-	f->slots = slots;
-	f->nslots = nslots;
-	return 0;
-}
-
-uint32_t ftf_funcs_intern(ftf_funcs *f, const char *name, size_t len)
-{
-	char cut[FTF_MAX_NAME + 4];
-	if (len > FTF_MAX_NAME) {
-		/* cut on a UTF-8 character boundary, marked, counted */
-		size_t keep = FTF_MAX_NAME;
-		while (keep > 0 && ((unsigned char)name[keep] & 0xC0) == 0x80)
-			keep--;
-		memcpy(cut, name, keep);
-		memcpy(cut + keep, "...", 4);
-		name = cut;
-		len = keep + 3;
-		f->long_names++;
-	}
-	if ((f->n + 1) * 2 > f->nslots && funcs_grow(f) < 0)
-		return FTF_NONE;
-	uint64_t h = hash_bytes(name, len);
-	uint32_t s = h & (f->nslots - 1);
-	while (f->slots[s]) {
-		const char *cand = f->names[f->slots[s] - 1];
-		if (strncmp(cand, name, len) == 0 && cand[len] == '\0')
-			return f->slots[s] - 1;
-		s = (s + 1) & (f->nslots - 1);
-	}
-	if (f->n == f->cap) {
-		uint32_t cap = f->cap ? f->cap * 2 : 256;
-		char **names = realloc(f->names, cap * sizeof(*names));
-		if (!names)
-			return FTF_NONE;
-		f->names = names;
-		f->cap = cap;
-	}
-	char *copy = malloc(len + 1);
-	if (!copy)
-		return FTF_NONE;
-	memcpy(copy, name, len);
-	copy[len] = '\0';
-	f->names[f->n] = copy;
-	f->slots[s] = f->n + 1;
-	return f->n++;
+	if (b->root_calls.oom)
+		b->oom = 1;
 }
 
 /* ---- histogram --------------------------------------------------------- */
@@ -372,7 +293,7 @@ typedef struct {
 	uint8_t popwin_valid;
 	uint64_t popwin_start, popwin_end, popwin_dur, popwin_calls;
 	uint64_t last_ret; /* rettime of the last child, 0: none (sibling gaps) */
-	uint32_t rec;          /* the call's record in the task's open tree (calls.c) */
+	uint32_t rec;          /* the call's record in the task's open tree (root_calls.c) */
 	uint64_t irq_roots_at; /* task's irq_roots when the frame was pushed */
 	uint64_t entry_ts;     /* the entry record's timestamp */
 } ftf_frame;
@@ -399,7 +320,7 @@ struct ftf_task {
 	uint64_t root_irq_roots_at;
 	uint64_t root_leaf_min; /* shortest task-context leaf under the open root call */
 	uint64_t root_leaves;   /* task-context leaves under it */
-	ftf_task_calls tc; /* the open root call's operation and tree (calls.c) */
+	ftf_task_calls tc; /* the open root call's operation and tree (root_calls.c) */
 };
 
 static uint64_t task_key(int32_t pid, int32_t cpu)
@@ -872,7 +793,7 @@ void ftf_builder_shed(ftf_builder *b)
 			free(b->tasks[i]->jent);
 			free(b->tasks[i]->jslots);
 			free(b->tasks[i]->stack);
-			ftf_task_calls_free(b, &b->tasks[i]->tc);
+			ftf_task_calls_free(&b->root_calls, &b->tasks[i]->tc);
 			free(b->tasks[i]);
 		}
 	}
@@ -898,7 +819,7 @@ void ftf_builder_free(ftf_builder *b)
 	free(b->samples);
 	free(b->func_irq);
 	free(b->func_stamp);
-	ftf_calls_free(b);
+	ftf_calls_free(&b->root_calls);
 	for (int k = 0; k < 2; k++)
 		for (int x = 0; x < FTF_NCTX; x++)
 			for (int c = 0; c < FTF_EST_CPUS; c++)
@@ -1060,12 +981,13 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 		t->root_irq_roots_at = t->irq_roots;
 		t->root_leaf_min = UINT64_MAX;
 		t->root_leaves = 0;
-		ftf_calls_root_start(b, &t->tc);
+		ftf_calls_root_start(&b->root_calls, &t->tc);
 	}
 	f->irq_roots_at = t->irq_roots;
 	f->entry_ts = ev->ts;
-	f->rec = ftf_calls_entry(b, &t->tc, ev->func, t->n - 1, lparent,
+	f->rec = ftf_calls_entry(&b->root_calls, &t->tc, &b->funcs, ev->func, t->n - 1, lparent,
 				 lparent != FTF_NONE ? t->stack[lparent].rec : FTF_NONE, in_irq);
+	calls_oom(b);
 }
 
 /* A call's duration as the sums can hold it (FTF_MAX_DURATION_NS): a cut
@@ -1195,8 +1117,9 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 	ftf_schedw sw = { t->sched.ns - f.sched_at.ns, t->sched.calls - f.sched_at.calls,
 			  t->sched.outs - f.sched_at.outs, t->sched.offcpu_calls - f.sched_at.offcpu_calls };
 	int64_t excl = (int64_t)dur - (int64_t)f.child_incl;
-	ftf_calls_exit(b, &t->tc, f.rec, f.gap, f.irq, cpu, calltime, dur, desc, irq, off,
+	ftf_calls_exit(&b->root_calls, &t->tc, f.rec, f.gap, f.irq, cpu, calltime, dur, desc, irq, off,
 		       t->irq_roots - f.irq_roots_at, &sw);
+	calls_oom(b);
 
 	t->calls++;
 	if (f.irq)
@@ -1269,15 +1192,18 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 			.irq_calls = irq_calls, .irq_roots = t->irq_roots - t->root_irq_roots_at,
 			.leaf_min = t->root_leaf_min == UINT64_MAX ? 0 : t->root_leaf_min,
 			.leaves = t->root_leaves,
-			.op = ftf_calls_root_op(b, &t->tc),
+			.op = ftf_calls_root_op(&b->root_calls, &t->tc, &b->funcs),
 			.sched = sw.ns, .sched_calls = sw.calls, .sched_outs = sw.outs,
 			.offcpu_calls = sw.offcpu_calls,
 			.switches = t->switch_ins - f.switch_ins_at,
 		};
 		uint64_t before = b->nsamples;
 		add_sample(b, &s);
-		if (b->nsamples > before)
-			ftf_calls_root_end(b, &t->tc, before);
+		if (b->nsamples > before) {
+			const ftf_sample *kept = &b->samples[before];
+			ftf_calls_root_end(&b->root_calls, &t->tc, before, kept->node, kept->op, kept->dur);
+		}
+		calls_oom(b);
 	}
 }
 

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "funcs.h"
+#include "root_calls.h"
 #include "u64map.h"
 
 /* ---- events ------------------------------------------------------------ */
@@ -44,24 +46,8 @@ typedef struct {
 	int64_t lost;      /* LOST: count of lost events, -1 when unknown */
 } ftf_event;
 
-/* ---- function names ---------------------------------------------------- */
+/* ---- function names: funcs.h --------------------------------------------- */
 
-typedef struct {
-	char **names;
-	uint32_t n, cap;
-	/* open-addressing map name -> id */
-	uint32_t *slots; /* id+1, 0 = empty */
-	uint32_t nslots;
-	uint64_t long_names; /* names cut to FTF_MAX_NAME bytes */
-} ftf_funcs;
-
-/* A function name longer than this (bytes) is cut and marked "...": no
- * kernel symbol comes close, and a 50 MB one cost 1.2 GB in the JSON. */
-#define FTF_MAX_NAME 4096
-
-void ftf_funcs_init(ftf_funcs *f);
-void ftf_funcs_free(ftf_funcs *f);
-uint32_t ftf_funcs_intern(ftf_funcs *f, const char *name, size_t len);
 int ftf_func_name_is_irq_entry(const char *name);
 int ftf_func_name_is_sched_entry(const char *name);
 
@@ -231,7 +217,6 @@ typedef struct {
 	int64_t unowned_child_incl;
 } ftf_node_more;
 
-#define FTF_NONE UINT32_MAX
 /* node_slots hash keys: (parent+1) << 32 | func, this bit set for irq context */
 #define FTF_NODE_KEY_IRQ 0x80000000u
 
@@ -258,7 +243,7 @@ typedef struct {
 	uint64_t leaf_min;  /* shortest task-context leaf descendant, ns (0: none): the
 	                     * call's hook-cost level (docs/overhead.md "hook level") */
 	uint64_t leaves;    /* task-context leaf descendants (no recorded children) */
-	int32_t op;         /* operation id (ftf_builder.ops, calls.c), FTF_OP_NONE */
+	int32_t op;         /* operation id (ftf_root_calls.ops), FTF_OP_NONE */
 	uint64_t sched;     /* switch work inside the call (ftf_sums.sched), ns */
 	uint64_t sched_calls, sched_outs; /* its hook counts (ftf_sums) */
 	uint64_t offcpu_calls; /* (ftf_sums.offcpu_calls) */
@@ -316,95 +301,6 @@ typedef struct {
 
 typedef struct ftf_task ftf_task;
 
-/* ---- operations and the slowest calls (calls.c) -------------------------
- * Operations: a root call that is a dispatcher (svc_process, nfsd_dispatch,
- * ...) is labelled by the NFS procedure it reached below it (the first
- * nfsd3_proc_* / nfsd_proc_* / nfsd4_proc_null, or the operations an
- * nfsd4_proc_compound called, "COMPOUND(PUTFH,WRITE)"). Slowest calls: the
- * calls of the open root call are kept per task (entry order) and, when it
- * completes among the N slowest of its (root path, operation), copied. */
-#define FTF_OP_NONE (-1)
-#define FTF_OP_MAX_PARTS 16 /* COMPOUND operations named; more show as ",..." */
-#define FTF_SLOWEST_DEFAULT 20 /* slowest root calls kept per (root path, operation) */
-#define FTF_TREE_MAX_RECS (1u << 18) /* calls kept for one open root call */
-
-/* One call of an open or kept tree, 20 bytes: the figures that fit 32 bits
- * are here, the rest (and every irq, off-CPU, irq-subtree count and CPU
- * other than the tree's) is an ftf_rec_extra beside it. Most calls are
- * leaves in task context on one CPU: 20 B, where the full figures took 64. */
-typedef struct {
-	uint32_t func;
-	uint32_t parent;     /* record index, FTF_NONE for the root */
-	int32_t start;       /* calltime - the tree's base (ns); FTF_REC_START_ESC: an extra */
-	uint32_t dur;        /* ns; FTF_REC_U32_ESC: an extra */
-	uint32_t desc_flags; /* recorded descendants (low 24 bits; FTF_REC_DESC_ESC: an extra) | FTF_REC_* << 24 */
-} ftf_rec;
-
-#define FTF_REC_START_ESC INT32_MIN
-#define FTF_REC_U32_ESC UINT32_MAX
-#define FTF_REC_DESC_ESC 0xffffffu
-#define FTF_REC_FLAGS_SHIFT 24
-
-/* A figure of a call that is not in its ftf_rec (rare: a value too big for
- * it, or a non-zero irq/off-CPU figure, or another CPU than the tree's). */
-typedef struct {
-	uint32_t rec;   /* record index */
-	uint32_t field; /* FTF_EX_* */
-	uint64_t value;
-} ftf_rec_extra;
-
-enum ftf_rec_extra_field {
-	FTF_EX_START,     /* calltime (absolute ns) */
-	FTF_EX_DUR,
-	FTF_EX_DESC,
-	FTF_EX_IRQ,       /* ns in interrupt subtrees */
-	FTF_EX_OFFCPU,
-	FTF_EX_IRQ_ROOTS,
-	FTF_EX_CPU,       /* where the call ended (int32) */
-	FTF_EX_SCHED,     /* switch work inside the call (ftf_sums.sched) */
-	FTF_EX_SCHED_CALLS,
-	FTF_EX_SCHED_OUTS,
-	FTF_EX_OFFCPU_CALLS,
-	FTF_EX_FIELDS
-};
-
-enum ftf_rec_flags {
-	FTF_REC_DONE = 1, /* the call completed (else: its exit never came) */
-	FTF_REC_IRQ = 2,  /* ran in irq context */
-	FTF_REC_GAP = 4,  /* spans lost events / overrun / lost exits */
-};
-
-typedef struct {
-	uint32_t op_parts[FTF_OP_MAX_PARTS];
-	uint8_t op_n, op_kind, op_more;
-	uint32_t op_compound; /* stack index of nfsd4_proc_compound, FTF_NONE */
-	ftf_rec *recs;        /* the open root call's calls, entry order */
-	uint32_t nrecs, caprecs;
-	ftf_rec_extra *extras; /* their figures that do not fit a ftf_rec, exit order */
-	uint32_t nextras, capextras;
-	uint64_t base;        /* the tree's base calltime: its first completed call's */
-	int32_t cpu;          /* the tree's CPU: where its first completed call ended */
-	uint32_t retained;    /* bytes of recs and extras kept while no root call is open (ftf_builder.calls_retained) */
-	uint8_t has_base;
-	uint8_t recs_cut;     /* the open root call has more calls (or extras) than FTF_TREE_MAX_RECS */
-} ftf_task_calls;
-
-typedef struct {
-	uint64_t sample; /* index in ftf_builder.samples */
-	uint64_t dur;
-	ftf_rec *recs;   /* NULL when the tree was too big to keep */
-	ftf_rec_extra *extras;
-	uint32_t nrecs, nextras;
-	uint32_t caprecs, capextras; /* the buffers came from a task (swapped, not copied) */
-	uint64_t base;
-	int32_t cpu;
-} ftf_kept;
-
-typedef struct {
-	ftf_kept *heap; /* min-heap by dur, at most slowest_n */
-	uint32_t n;
-} ftf_slow_group;
-
 typedef struct {
 	ftf_funcs funcs;
 	ftf_node *nodes;
@@ -452,18 +348,7 @@ typedef struct {
 	 * still record the tail of __schedule() before the switch happens */
 	ftf_task *cpu_tail[FTF_MAX_CPUS];
 	ftf_est est[2][FTF_NCTX][FTF_EST_CPUS]; /* [kind][context][cpu] */
-	/* operations (calls.c) */
-	ftf_funcs ops;      /* operation labels; sample.op indexes them */
-	char **op_how;      /* per operation: the function(s) that named it */
-	uint8_t *func_op;   /* per func: 0 unknown, else FTF_OPK_* + 1 */
-	uint32_t nfunc_op;
-	/* the slowest root calls (calls.c): slowest_n per (root path, operation) */
-	uint32_t slowest_n; /* 0: none kept (set before feeding) */
-	ftf_slow_group *slow;
-	uint32_t nslow, capslow;
-	ftf_u64map slow_map; /* (node, op) -> group idx+1 */
-	uint64_t slow_cut;   /* root calls too big to keep their tree */
-	uint64_t calls_retained; /* bytes of the tasks' idle tree buffers (calls.c) */
+	ftf_root_calls root_calls; /* operations and the slowest root calls (root_calls.h) */
 } ftf_builder;
 
 /* A node's rare figures, NULL when they are all zero. */
@@ -488,23 +373,6 @@ static inline ftf_sums ftf_node_all(const ftf_builder *b, const ftf_node *n)
 	}
 	return s;
 }
-
-/* calls.c: hooks of the builder */
-void ftf_calls_root_start(ftf_builder *b, ftf_task_calls *tc);
-uint32_t ftf_calls_entry(ftf_builder *b, ftf_task_calls *tc, uint32_t func, uint32_t stack_idx,
-			 uint32_t lparent, uint32_t parent_rec, int in_irq);
-/* A completed call's switch work (ftf_sums.sched, .sched_calls, .sched_outs, .offcpu_calls). */
-typedef struct {
-	uint64_t ns, calls, outs;
-	uint64_t offcpu_calls; /* calls recorded while switched out (ftf_sums.offcpu_calls) */
-} ftf_schedw;
-void ftf_calls_exit(ftf_builder *b, ftf_task_calls *tc, uint32_t rec, int gap, int irq, int32_t cpu,
-		    uint64_t calltime, uint64_t dur, uint64_t desc, uint64_t irq_ns, uint64_t off,
-		    uint64_t irq_roots, const ftf_schedw *sw);
-int32_t ftf_calls_root_op(ftf_builder *b, ftf_task_calls *tc);
-void ftf_calls_root_end(ftf_builder *b, ftf_task_calls *tc, uint64_t sample);
-void ftf_calls_free(ftf_builder *b);
-void ftf_task_calls_free(ftf_builder *b, ftf_task_calls *tc);
 
 int ftf_builder_init(ftf_builder *b);
 void ftf_builder_free(ftf_builder *b);

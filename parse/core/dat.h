@@ -9,7 +9,8 @@
  *   dat_decomp.c  zlib / zstd chunks
  *   dat_pages.c   one CPU's stream: chunks -> pages -> records
  *   dat_syms.c    kallsyms -> function names, resolved once per address
- *   dat_read.c    the CPU merge, records -> ftf_events -> the builder
+ *   dat_merge.c   the CPUs' records merged by timestamp, decoded by
+ *                 record_decode.c (as the libtracecmd reader's are), built
  *
  * Every length and offset read from the file is checked before use, with
  * 64-bit arithmetic; damage to the metadata is an error naming the section
@@ -21,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ftf.h"
+#include "record_decode.h"
 
 #define DAT_ERRLEN 480
 
@@ -87,17 +88,11 @@ static inline uint64_t dat_get64(const uint8_t *p, int swap)
 
 /* ---- event formats (dat_format.c) ------------------------------------ */
 
-typedef struct {
-	int present;
-	uint32_t offset, size;
-} dat_field;
-
+/* An event's format: the fields of record_decode.c's table it has. */
 typedef struct {
 	int present;
 	int id;
-	dat_field func, depth, overrun, calltime, rettime, retval, args;
-	dat_field prev_pid, next_pid;
-	dat_field common_pid, common_flags;
+	ftf_field field[FTF_FLD_N];
 } dat_evfmt;
 
 /* header_page: where the page's timestamp, commit and data are */
@@ -151,7 +146,7 @@ typedef struct {
 	int comp;
 	char comp_name[64], comp_version[64];
 	dat_page_layout page;
-	dat_evfmt entry, retaddr_entry, exit, sched_switch;
+	dat_evfmt ev[FTF_REC_NEVENTS]; /* by record_decode.h's FTF_REC_* */
 	dat_syms syms;
 	int cpus;           /* CPUs the file says the system had */
 	dat_cpu *cpu;       /* the top instance's per-CPU data */
@@ -234,7 +229,7 @@ int dat_stream_open(dat_stream *s, dat_file *f, const dat_cpu *c);
 int dat_stream_next(dat_stream *s);
 void dat_stream_free(dat_stream *s);
 
-/* ---- the reader (dat_read.c) ----------------------------------------- */
+/* ---- the reader (dat_merge.c) ---------------------------------------- */
 
 /* What the builtin reader skipped or doubted, for the anomaly list. */
 typedef struct {
@@ -252,5 +247,7 @@ int ftf_read_dat_builtin(const char *path, ftf_builder *b, ftf_dat_meta *meta,
 /* The same from a buffer (the fuzzer). */
 int ftf_read_dat_builtin_mem(const uint8_t *data, size_t size, ftf_builder *b, ftf_dat_meta *meta,
 			     ftf_dat_damage *damage, char *err, size_t errlen);
+/* The decoder a read of the file would use (the reader parity tests). */
+int ftf_read_dat_builtin_decoder(const char *path, ftf_decoder *out, char *err, size_t errlen);
 
 #endif

@@ -34,23 +34,14 @@ enum {
 
 static int take_format(dat_file *f, dat_cur *c, const char *system, const char *text, size_t len)
 {
-	static const struct {
-		const char *system, *name;
-		size_t slot;
-	} wanted[] = {
-		{ "ftrace", "funcgraph_entry", offsetof(dat_file, entry) },
-		{ "ftrace", "fgraph_retaddr_entry", offsetof(dat_file, retaddr_entry) },
-		{ "ftrace", "funcgraph_exit", offsetof(dat_file, exit) },
-		{ "sched", "sched_switch", offsetof(dat_file, sched_switch) },
-	};
-	for (size_t i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++) {
-		if (strcmp(system, wanted[i].system) != 0)
+	for (int i = 0; i < FTF_REC_NEVENTS; i++) {
+		if (strcmp(system, ftf_rec_events[i].system) != 0)
 			continue;
-		dat_evfmt *slot = (dat_evfmt *)((char *)f + wanted[i].slot);
+		dat_evfmt *slot = &f->ev[i];
 		if (slot->present)
 			continue; /* the first definition counts */
 		char err[200];
-		int r = dat_format_parse(text, len, wanted[i].name, slot, err, sizeof(err));
+		int r = dat_format_parse(text, len, ftf_rec_events[i].name, slot, err, sizeof(err));
 		if (r < 0)
 			return cur_fail(c, "%s: a damaged trace.dat", err);
 		if (r > 0)
@@ -556,7 +547,8 @@ static int check_cpu_ranges(dat_file *f)
 
 static int open_common(dat_file *f)
 {
-	f->entry.id = f->retaddr_entry.id = f->exit.id = f->sched_switch.id = -1;
+	for (int i = 0; i < FTF_REC_NEVENTS; i++)
+		f->ev[i].id = -1;
 	dat_cur c = { .src = &f->src, .len = f->src.size, .what = "file header" };
 	uint8_t magic[10];
 	if (cur_bytes(&c, magic, 10) < 0)

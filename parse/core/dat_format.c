@@ -110,30 +110,6 @@ int dat_format_name(const char *text, size_t len, char *name, size_t namelen)
 	return -1;
 }
 
-static dat_field *slot_for(dat_evfmt *e, const char *name)
-{
-	static const struct {
-		const char *name;
-		size_t off;
-	} slots[] = {
-		{ "func", offsetof(dat_evfmt, func) },
-		{ "depth", offsetof(dat_evfmt, depth) },
-		{ "overrun", offsetof(dat_evfmt, overrun) },
-		{ "calltime", offsetof(dat_evfmt, calltime) },
-		{ "rettime", offsetof(dat_evfmt, rettime) },
-		{ "retval", offsetof(dat_evfmt, retval) },
-		{ "args", offsetof(dat_evfmt, args) },
-		{ "prev_pid", offsetof(dat_evfmt, prev_pid) },
-		{ "next_pid", offsetof(dat_evfmt, next_pid) },
-		{ "common_pid", offsetof(dat_evfmt, common_pid) },
-		{ "common_flags", offsetof(dat_evfmt, common_flags) },
-	};
-	for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++)
-		if (strcmp(slots[i].name, name) == 0)
-			return (dat_field *)((char *)e + slots[i].off);
-	return NULL;
-}
-
 int dat_format_parse(const char *text, size_t len, const char *name, dat_evfmt *out, char *err,
 		     size_t errlen)
 {
@@ -160,8 +136,9 @@ int dat_format_parse(const char *text, size_t len, const char *name, dat_evfmt *
 		}
 		char fname[64];
 		if (field_name(p, n, fname, sizeof(fname))) {
-			dat_field *f = slot_for(&e, fname);
-			if (f) {
+			int k = ftf_rec_field_index(fname);
+			if (k >= 0) {
+				ftf_field *f = &e.field[k];
 				long long off = number_after(p, n, "offset:");
 				long long size = number_after(p, n, "size:");
 				if (off < 0 || size < 0 || off > 65535 || size > 65535) {

@@ -101,7 +101,8 @@ int cur_bytes(dat_cur *c, void *out, uint64_t n)
 		return -1;
 	if (c->pos > c->len || n > c->len - c->pos)
 		return cur_fail(c, "%llu bytes wanted, %llu left: a truncated or damaged trace.dat",
-				(unsigned long long)n, (unsigned long long)(c->len - (c->pos < c->len ? c->pos : c->len)));
+				(unsigned long long)n,
+				(unsigned long long)(c->len - (c->pos < c->len ? c->pos : c->len)));
 	if (c->mem)
 		memcpy(out, c->mem + c->pos, n);
 	else if (dat_read_at(c->src, c->base + c->pos, out, n, c->what) < 0)
@@ -115,7 +116,8 @@ int cur_skip(dat_cur *c, uint64_t n)
 	c->last = c->pos;
 	if (c->pos > c->len || n > c->len - c->pos)
 		return cur_fail(c, "a size of %llu runs past the end (%llu bytes left)",
-				(unsigned long long)n, (unsigned long long)(c->len - (c->pos < c->len ? c->pos : c->len)));
+				(unsigned long long)n,
+				(unsigned long long)(c->len - (c->pos < c->len ? c->pos : c->len)));
 	c->pos += n;
 	return 0;
 }

@@ -2,16 +2,20 @@
  * call-path aggregate. Each unit declares its public functions in its own
  * header; this one gathers them for the module glue (module.c):
  *
- *   builder.h      events, function names, histograms, the aggregate, the builder
- *   reader_dat.h   the trace.dat reader (libtracecmd)
- *   reader_text.h  the text tokenizer
- *   u64map.h       the open-addressing map the builder keys call paths with
+ *   builder.h             events, histograms, the aggregate, the builder
+ *   funcs.h               function names (an interned string table)
+ *   root_calls.h          operations and the slowest root calls (the builder's)
+ *   record_decode.h       trace.dat records -> events, for both trace.dat readers
+ *   reader_libtracecmd.h  the trace.dat reader on libtracecmd
+ *   dat.h                 the builtin trace.dat reader (module.c includes it)
+ *   reader_text.h         the text tokenizer
+ *   u64map.h              the open-addressing map the builder keys call paths with
  */
 #ifndef FTF_H
 #define FTF_H
 
 #include "builder.h"
-#include "reader_dat.h"
+#include "reader_libtracecmd.h"
 #include "reader_text.h"
 
 #endif

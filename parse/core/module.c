@@ -36,15 +36,17 @@ static void give_back_freed_memory(void)
 /* The node and sample tables, written by position: the sample table one
  * int64 per column, the node table each column in its width (node_width).
  * Their names, in column order, are exported as NODE_COLUMNS and
- * SAMPLE_COLUMNS (the node columns' dtypes as NODE_DTYPES); ftflame/model/profile.py names the columns the same way, and
- * parse/tables.py checks both against these when it is imported. */
+ * SAMPLE_COLUMNS (the node columns' dtypes as NODE_DTYPES); ftflame/model/profile.py
+ * names the columns the same way, and parse/tables.py checks both against these when
+ * it is imported. */
 #define SUM_COLS 12 /* the ftf_sums fields, in sums_put's order */
 enum {
 	COL_PARENT, COL_FUNC, COL_FLAGS,
 	COL_SUMS,                      /* over all completed calls */
 	COL_GAP_SUMS = COL_SUMS + SUM_COLS, /* over the gap calls among them */
 	COL_INCL_MIN = COL_GAP_SUMS + SUM_COLS, COL_INCL_MAX, COL_EXCL_MIN, COL_EXCL_MAX,
-	COL_MIGRATED, COL_OPEN_END, COL_UNTERMINATED, COL_UNOWNED_CHILD_INCL, COL_IRQ_EARLY, COL_ROOTS, COL_FUNC_ROOTS, COL_DEPTH,
+	COL_MIGRATED, COL_OPEN_END, COL_UNTERMINATED, COL_UNOWNED_CHILD_INCL, COL_IRQ_EARLY, COL_ROOTS,
+	COL_FUNC_ROOTS, COL_DEPTH,
 	NODE_COLS
 };
 #define SUM_NAMES(prefix) prefix "calls", prefix "incl", prefix "excl", prefix "desc", prefix "nchild", \
@@ -90,7 +92,7 @@ static const char *const sample_columns[] = {
 };
 _Static_assert(sizeof(sample_columns) / sizeof(sample_columns[0]) == SAMPLE_COLS, "a name per sample column");
 
-/* The calls of a kept slowest root call (calls.c), entry order, cross as
+/* The calls of a kept slowest root call (root_calls.c), entry order, cross as
  * their compact records (ftf_rec: 32-bit fields, these names) and the extra
  * figures beside them (ftf_rec_extra: record, field id, value; the field ids
  * name these figures). */
@@ -202,13 +204,13 @@ static PyObject *str_list(char *const *names, uint32_t n)
  * bytes)], the last four None when the tree was too big to keep. */
 static int calls_result(ftf_builder *b, PyObject *res)
 {
-	PyObject *ops = str_list(b->ops.names, b->ops.n);
+	PyObject *ops = str_list(b->root_calls.ops.names, b->root_calls.ops.n);
 	if (!ops || PyDict_SetItemString(res, "ops", ops) < 0) {
 		Py_XDECREF(ops);
 		return -1;
 	}
 	Py_DECREF(ops);
-	PyObject *how = str_list(b->op_how, b->op_how ? b->ops.n : 0);
+	PyObject *how = str_list(b->root_calls.op_how, b->root_calls.op_how ? b->root_calls.ops.n : 0);
 	if (!how || PyDict_SetItemString(res, "op_how", how) < 0) {
 		Py_XDECREF(how);
 		return -1;
@@ -220,9 +222,9 @@ static int calls_result(ftf_builder *b, PyObject *res)
 		return -1;
 	}
 	Py_DECREF(slow);
-	for (uint32_t g = 0; g < b->nslow; g++) {
-		for (uint32_t k = 0; k < b->slow[g].n; k++) {
-			const ftf_kept *kp = &b->slow[g].heap[k];
+	for (uint32_t g = 0; g < b->root_calls.nslow; g++) {
+		for (uint32_t k = 0; k < b->root_calls.slow[g].n; k++) {
+			const ftf_kept *kp = &b->root_calls.slow[g].heap[k];
 			PyObject *item;
 			if (kp->recs)
 				item = Py_BuildValue("(KKiy#y#)", (unsigned long long)kp->sample,
@@ -562,7 +564,8 @@ static PyObject *estimates_list(const ftf_builder *b)
 				if (!e->hist && !e->over)
 					continue;
 				PyObject *counts = e->hist
-					? PyBytes_FromStringAndSize((const char *)e->hist, FTF_EST_MAX * sizeof(uint32_t))
+					? PyBytes_FromStringAndSize((const char *)e->hist,
+								    FTF_EST_MAX * sizeof(uint32_t))
 					: PyBytes_FromStringAndSize(NULL, 0);
 				PyObject *item = counts ? Py_BuildValue("(iiiNK)", k, x, c, counts,
 									(unsigned long long)e->over) : NULL;
@@ -588,11 +591,12 @@ static PyObject *counters_dict(const ftf_builder *b)
 #define C(name) SET(cnt, #name, PyLong_FromUnsignedLongLong(b->c.name))
 	C(events); C(entries); C(exits); C(switches); C(other_events); C(lost_records);
 	C(lost_events); C(lost_unknown); C(orphan_exits); C(unterminated); C(open_at_end);
-	C(overrun_growth); C(depth_mismatch); C(missing_entries); C(migrations); C(gap_calls); C(gap_tree_calls); C(partial_entries);
+	C(overrun_growth); C(depth_mismatch); C(missing_entries); C(migrations); C(gap_calls);
+	C(gap_tree_calls); C(partial_entries);
 	C(irq_roots); C(leaf_events); C(irq_outside_window); C(first_ts); C(last_ts);
 #undef C
-	if (b->slow_cut) /* kept slowest root calls whose tree was too big to keep */
-		SET(cnt, "slowest_without_tree", PyLong_FromUnsignedLongLong(b->slow_cut));
+	if (b->root_calls.slow_cut) /* kept slowest root calls whose tree was too big to keep */
+		SET(cnt, "slowest_without_tree", PyLong_FromUnsignedLongLong(b->root_calls.slow_cut));
 	if (b->c.duration_cut)
 		SET(cnt, "duration_cut", PyLong_FromUnsignedLongLong(b->c.duration_cut));
 	if (b->c.backwards_calls)
@@ -741,6 +745,51 @@ static PyObject *dat_damage_dict(const ftf_dat_damage *d)
 			     (long long)d->cpucount_option, "first", d->first);
 }
 
+/* dat_decoder(path, reader) -> {(event, field): (offset, size)}: every
+ * field of record_decode.c's table the reader bound in the file, as a read
+ * would decode it (the reader parity tests compare the two readers'). */
+static PyObject *py_dat_decoder(PyObject *self, PyObject *args)
+{
+	PyObject *path_obj;
+	const char *reader;
+	if (!PyArg_ParseTuple(args, "O&s", PyUnicode_FSConverter, &path_obj, &reader))
+		return NULL;
+	int builtin = strcmp(reader, "builtin") == 0;
+	if (!builtin && strcmp(reader, "libtracecmd") != 0) {
+		Py_DECREF(path_obj);
+		PyErr_SetString(PyExc_ValueError, "reader: 'builtin' or 'libtracecmd'");
+		return NULL;
+	}
+	ftf_decoder dec;
+	char err[512] = "";
+	int rc;
+	Py_BEGIN_ALLOW_THREADS
+	rc = builtin ? ftf_read_dat_builtin_decoder(PyBytes_AS_STRING(path_obj), &dec, err, sizeof(err))
+		     : ftf_read_dat_decoder(PyBytes_AS_STRING(path_obj), &dec, err, sizeof(err));
+	Py_END_ALLOW_THREADS
+	Py_DECREF(path_obj);
+	if (rc < 0) {
+		PyErr_SetString(PyExc_ValueError, err);
+		return NULL;
+	}
+	PyObject *out = PyDict_New();
+	for (int e = 0; out && e < FTF_REC_NEVENTS; e++)
+		for (int k = 0; k < FTF_FLD_N; k++) {
+			const ftf_field *f = &dec.ev[e].field[k];
+			if (!f->present)
+				continue;
+			PyObject *key = Py_BuildValue("(ss)", ftf_rec_events[e].name, ftf_rec_fields[k]);
+			PyObject *val = Py_BuildValue("(II)", f->offset, f->size);
+			if (!key || !val || PyDict_SetItem(out, key, val) < 0)
+				Py_CLEAR(out);
+			Py_XDECREF(key);
+			Py_XDECREF(val);
+			if (!out)
+				break;
+		}
+	return out;
+}
+
 /* read_dat(path, progress=None, slowest=N) through libtracecmd, and
  * read_dat_builtin(...) through the builtin reader (dat_*.c): the builder's
  * dict with "meta", and for the builtin reader meta["damage"]. */
@@ -785,7 +834,7 @@ static PyObject *read_dat_with(PyObject *args, PyObject *kw, int builtin)
 		return PyErr_NoMemory();
 	}
 	ftf_builder_init(b);
-	b->slowest_n = slowest;
+	b->root_calls.slowest_n = slowest;
 	b->check_only = check_only; /* the events read and counted, no calls built */
 	char err[512] = "";
 	progress_ctx pc = { progress, 0 };
@@ -858,7 +907,7 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 		return PyErr_NoMemory();
 	}
 	ftf_builder_init(b);
-	b->slowest_n = slowest;
+	b->root_calls.slowest_n = slowest;
 	Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
 	for (Py_ssize_t i = 0; i < n; i++) {
 		const char *kind, *func;
@@ -990,7 +1039,7 @@ static PyObject *py_read_text_chunks(PyObject *self, PyObject *args, PyObject *k
 		return PyErr_NoMemory();
 	}
 	ftf_builder_init(b);
-	b->slowest_n = slowest;
+	b->root_calls.slowest_n = slowest;
 	ftf_text *t = ftf_text_new(b, mode);
 	event_log log = { NULL, 0, 0, 0 };
 	PyObject *res = NULL, *item;
@@ -1111,11 +1160,17 @@ static PyMethodDef methods[] = {
 	{ "_set_narrow_max", py_set_narrow_max, METH_VARARGS,
 	  "_set_narrow_max(v) -> previous: the largest value a 32-bit node column takes (tests)" },
 	{ "_set_hist_inline_max", py_set_hist_inline_max, METH_VARARGS,
-	  "_set_hist_inline_max(v) -> previous: tests only, the count from which a histogram's inline bucket moves out" },
+	  "_set_hist_inline_max(v) -> previous: tests only, the count from which a histogram's inline "
+	  "bucket moves out" },
 	{ "read_dat", (PyCFunction)(void (*)(void))py_read_dat, METH_VARARGS | METH_KEYWORDS,
-	  "read_dat(path, progress=None, slowest=20) -> dict: read a trace.dat (libtracecmd) into the call-path aggregate" },
+	  "read_dat(path, progress=None, slowest=20) -> dict: read a trace.dat (libtracecmd) into the "
+	  "call-path aggregate" },
 	{ "read_dat_builtin", (PyCFunction)(void (*)(void))py_read_dat_builtin, METH_VARARGS | METH_KEYWORDS,
-	  "read_dat_builtin(path, progress=None, slowest=20) -> dict: read_dat with the builtin reader (no libtracecmd)" },
+	  "read_dat_builtin(path, progress=None, slowest=20) -> dict: read_dat with the builtin reader "
+	  "(no libtracecmd)" },
+	{ "dat_decoder", py_dat_decoder, METH_VARARGS,
+	  "dat_decoder(path, reader) -> {(event, field): (offset, size)}: the fields a read of the trace.dat "
+	  "with that reader ('builtin', 'libtracecmd') decodes" },
 	{ "build_events", py_build_events, METH_VARARGS,
 	  "build_events(events, slowest=20) -> dict: feed hand-made events to the call builder" },
 	{ "read_text_chunks", (PyCFunction)(void (*)(void))py_read_text_chunks, METH_VARARGS | METH_KEYWORDS,
@@ -1127,7 +1182,8 @@ static PyMethodDef methods[] = {
 
 
 static struct PyModuleDef moduledef = {
-	PyModuleDef_HEAD_INIT, "_core", "ftflame C core: trace readers and call builder", -1, methods, NULL, NULL, NULL, NULL,
+	PyModuleDef_HEAD_INIT, "_core", "ftflame C core: trace readers and call builder", -1, methods,
+	NULL, NULL, NULL, NULL,
 };
 
 /* module.NAME = a tuple of the n strings of names */

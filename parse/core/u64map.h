@@ -1,7 +1,7 @@
 /* A map from 64-bit keys to nonzero 64-bit values (0 means absent): open
  * addressing with linear probing, grown to keep at most half of the slots
  * full. Insert and look up only. Serves the builder's call-path nodes,
- * reader_dat's function addresses and reader_text's task stacks. */
+ * the trace.dat readers' function addresses and reader_text's task stacks. */
 #ifndef FTF_U64MAP_H
 #define FTF_U64MAP_H
 

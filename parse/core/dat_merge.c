@@ -1,7 +1,7 @@
 /* The builtin trace.dat reader: the file's CPUs merged by timestamp (the
  * earliest record next; on equal timestamps the CPU listed first, as
- * libtracecmd does), each record decoded into an ftf_event by the fields
- * the file's own formats describe, and fed to the builder. The builder
+ * libtracecmd does), each record decoded into an ftf_event by
+ * record_decode.c (as the libtracecmd reader's are) and fed to the builder. The builder
  * keeps per-task stacks; the order across CPUs matters where a task
  * migrates (its calls continue on another CPU) and at sched_switch (the
  * switched-out task's tail and the next task's start): hence the merge. */
@@ -14,134 +14,21 @@
 
 typedef struct {
 	dat_file *f;
-	ftf_builder *b;
 	ftf_dat_meta *meta;
-	ftf_u64map addr_ids; /* function address -> function id + 1 */
-	int swap;
-	int decode_only; /* FTFLAME_BENCH_DECODE_ONLY=1: batches dropped unbuilt (bench/run.py
-			  * times the decoding alone, and the builder as the rest) */
+	ftf_decoder dec;
+	ftf_batch_sink sink;
 } decoder;
 
-static inline uint64_t field(const decoder *d, const dat_field *fl, const uint8_t *data, uint32_t size)
+/* The bind table's fields, as dat_format.c found them. */
+static void find_field(void *ctx, int event, int field, const char *name, ftf_field *out)
 {
-	if (!fl->present || (uint64_t)fl->offset + fl->size > size)
-		return 0;
-	const uint8_t *p = data + fl->offset;
-	switch (fl->size) {
-	case 1: return p[0];
-	case 2: return dat_get16(p, d->swap);
-	case 4: return dat_get32(p, d->swap);
-	case 8: return dat_get64(p, d->swap);
-	default: return 0;
-	}
+	const dat_file *f = ctx;
+	*out = f->ev[event].field[field];
 }
 
-static inline int64_t field_signed(const decoder *d, const dat_field *fl, const uint8_t *data, uint32_t size)
+static const char *name_of(void *ctx, uint64_t addr)
 {
-	uint64_t v = field(d, fl, data, size);
-	switch (fl->size) {
-	case 1: return (int8_t)v;
-	case 2: return (int16_t)v;
-	case 4: return (int32_t)v;
-	default: return (int64_t)v;
-	}
-}
-
-static uint32_t func_id(decoder *d, uint64_t addr)
-{
-	uint64_t known = ftf_u64map_get(&d->addr_ids, addr);
-	if (known)
-		return (uint32_t)(known - 1);
-	const char *name = dat_syms_find(&d->f->syms, addr);
-	char buf[32];
-	if (!name) {
-		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)addr);
-		name = buf;
-	}
-	uint32_t id = ftf_funcs_intern(&d->b->funcs, name, strlen(name));
-	if (id == FTF_NONE) {
-		d->b->oom = 1;
-		id = 0;
-	}
-	if (ftf_u64map_put(&d->addr_ids, addr, (uint64_t)id + 1) < 0)
-		d->b->oom = 1;
-	return id;
-}
-
-/* depth: 6.15-rc declared an 8-byte depth over a 4-byte value */
-static int64_t depth_of(const decoder *d, const dat_field *fl, const uint8_t *data, uint32_t size)
-{
-	int64_t v = field_signed(d, fl, data, size);
-	return fl->size == 8 ? (int32_t)v : v;
-}
-
-/* One record -> one event (two, with a LOST event first when the record's
- * page says events were missed before it), appended to the batch. Function
- * addresses go in addr[]: they become function ids on the builder's side,
- * which owns the function table. */
-#define BATCH_EVENTS 8192
-
-typedef struct {
-	ftf_event ev[BATCH_EVENTS];
-	uint64_t addr[BATCH_EVENTS];
-	uint32_t n;
-} batch;
-
-static void decode_record(decoder *d, const dat_stream *s, batch *out)
-{
-	const dat_file *f = d->f;
-	ftf_event *ev = &out->ev[out->n];
-	if (s->rmissed) {
-		memset(ev, 0, sizeof(*ev));
-		ev->kind = FTF_EV_LOST;
-		ev->cpu = (int32_t)s->cpu;
-		ev->ts = s->rts;
-		ev->lost = s->rmissed > 0 ? s->rmissed : -1;
-		ev = &out->ev[++out->n];
-	}
-	uint64_t *addr = &out->addr[out->n++];
-	memset(ev, 0, sizeof(*ev));
-	ev->cpu = (int32_t)s->cpu;
-	ev->ts = s->rts;
-	const uint8_t *data = s->rdata;
-	uint32_t size = s->rsize;
-	if (size < 8)
-		return; /* counted as an other event */
-	int type = d->swap ? data[0] << 8 | data[1] : data[0] | data[1] << 8;
-	const dat_evfmt *common = &f->exit;
-	ev->flags = (uint8_t)field(d, &common->common_flags, data, size);
-	ev->pid = (int32_t)field(d, &common->common_pid, data, size);
-	if (s->cpu < 512)
-		d->meta->per_cpu_events[s->cpu]++;
-	if (type == f->exit.id) {
-		ev->kind = FTF_EV_EXIT;
-		*addr = field(d, &f->exit.func, data, size);
-		ev->depth = depth_of(d, &f->exit.depth, data, size);
-		ev->overrun = field(d, &f->exit.overrun, data, size);
-		ev->calltime = field(d, &f->exit.calltime, data, size);
-		ev->rettime = field(d, &f->exit.rettime, data, size);
-	} else if (type == f->entry.id || type == f->retaddr_entry.id) {
-		const dat_evfmt *e = type == f->entry.id ? &f->entry : &f->retaddr_entry;
-		ev->kind = FTF_EV_ENTRY;
-		*addr = field(d, &e->func, data, size);
-		ev->depth = depth_of(d, &e->depth, data, size);
-	} else if (type == f->sched_switch.id) {
-		ev->kind = FTF_EV_SWITCH;
-		ev->pid = (int32_t)field(d, &f->sched_switch.prev_pid, data, size);
-		ev->next_pid = (int32_t)field(d, &f->sched_switch.next_pid, data, size);
-	}
-}
-
-/* The builder's side: a batch's function ids, then the builder. */
-static void build_batch(decoder *d, batch *bt)
-{
-	for (uint32_t i = 0; i < bt->n && !d->decode_only; i++) {
-		ftf_event *ev = &bt->ev[i];
-		if (ev->kind == FTF_EV_ENTRY || ev->kind == FTF_EV_EXIT)
-			ev->func = func_id(d, bt->addr[i]);
-		ftf_builder_feed(d->b, ev);
-	}
-	bt->n = 0;
+	return dat_syms_find(ctx, addr);
 }
 
 static void fill_meta(const dat_file *f, ftf_dat_meta *meta)
@@ -154,15 +41,9 @@ static void fill_meta(const dat_file *f, ftf_dat_meta *meta)
 			 f->comp_version[0] ? " " : "", f->comp_version);
 	meta->cpus = f->cpus;
 	meta->file_version = f->version;
-	meta->has_entry_event = f->entry.present;
-	meta->has_retaddr_event = f->retaddr_entry.present;
-	meta->has_exit_event = f->exit.present;
-	meta->has_switch_event = f->sched_switch.present;
-	meta->has_retval = f->exit.retval.present;
-	meta->has_args = f->entry.args.present;
 }
 
-static int check_events(const dat_file *f, char *err, size_t errlen)
+static int check_events(const dat_file *f, const ftf_decoder *dec, char *err, size_t errlen)
 {
 	if (f->latency) {
 		snprintf(err, errlen, "a latency-format trace.dat: its data is the tracer's text, not "
@@ -174,18 +55,7 @@ static int check_events(const dat_file *f, char *err, size_t errlen)
 			 "TIME_SHIFT option), which the builtin reader does not apply: use --reader libtracecmd");
 		return -1;
 	}
-	if (!f->exit.present) {
-		snprintf(err, errlen, "no function_graph events (funcgraph_exit) in this trace.dat: "
-			 "record with 'trace-cmd record -p function_graph'");
-		return -1;
-	}
-	const dat_evfmt *x = &f->exit;
-	if (!x->func.present || !x->calltime.present || !x->rettime.present || !x->depth.present) {
-		snprintf(err, errlen, "funcgraph_exit lacks func/depth/calltime/rettime fields: "
-			 "unsupported event layout");
-		return -1;
-	}
-	return 0;
+	return ftf_decoder_check(dec, err, errlen);
 }
 
 /* Adds one CPU's stream statistics to the damage report. */
@@ -267,7 +137,7 @@ static void heapify(merge *m)
 typedef struct {
 	pthread_mutex_t mu;
 	pthread_cond_t filled, drained;
-	batch *slots[NBATCHES];
+	ftf_batch *slots[NBATCHES];
 	uint64_t head, tail; /* batches published / built */
 	int done;            /* the last batch is published */
 	int stop;            /* either side asks the other to stop */
@@ -286,12 +156,12 @@ static void *builder_main(void *arg)
 			pthread_mutex_unlock(&p->mu);
 			return NULL;
 		}
-		batch *bt = p->slots[p->tail % NBATCHES];
+		ftf_batch *bt = p->slots[p->tail % NBATCHES];
 		pthread_mutex_unlock(&p->mu);
-		build_batch(p->d, bt);
+		int oom = ftf_batch_build(&p->d->sink, bt);
 		pthread_mutex_lock(&p->mu);
 		p->tail++;
-		if (p->d->b->oom)
+		if (oom)
 			p->stop = 1;
 		pthread_cond_signal(&p->drained);
 		pthread_mutex_unlock(&p->mu);
@@ -300,27 +170,26 @@ static void *builder_main(void *arg)
 
 /* The batch is full (or the last): built here, or handed over. Returns the
  * batch to fill next, NULL when the builder stopped. */
-static batch *hand_over(pipeline *p, batch *cur)
+static ftf_batch *hand_over(pipeline *p, ftf_batch *cur)
 {
 	if (!p->threaded) {
-		build_batch(p->d, cur);
-		return p->d->b->oom ? NULL : cur;
+		return ftf_batch_build(&p->d->sink, cur) ? NULL : cur;
 	}
 	pthread_mutex_lock(&p->mu);
 	p->head++;
 	pthread_cond_signal(&p->filled);
 	while (p->head - p->tail >= NBATCHES && !p->stop)
 		pthread_cond_wait(&p->drained, &p->mu);
-	batch *next = p->stop ? NULL : p->slots[p->head % NBATCHES];
+	ftf_batch *next = p->stop ? NULL : p->slots[p->head % NBATCHES];
 	pthread_mutex_unlock(&p->mu);
 	return next;
 }
 
-static void finish(pipeline *p, pthread_t th, batch *cur, int stopped)
+static void finish(pipeline *p, pthread_t th, ftf_batch *cur, int stopped)
 {
 	if (!p->threaded) {
 		if (cur && !stopped)
-			build_batch(p->d, cur);
+			ftf_batch_build(&p->d->sink, cur);
 		return;
 	}
 	pthread_mutex_lock(&p->mu);
@@ -354,20 +223,21 @@ static int poll_progress(void *ctx)
 }
 
 /* The merge and decode loop; nonzero when the progress callback stopped it. */
-static int decode_all(pipeline *p, dat_stream *s, merge *m, batch *cur, progress *pr)
+static int decode_all(pipeline *p, dat_stream *s, merge *m, ftf_batch *cur, progress *pr)
 {
 	dat_file *f = p->d->f;
 	uint64_t next_progress = PROGRESS_EVERY;
 	while (m->n && cur && !f->src.failed) {
 		dat_stream *st = &s[m->h[0]];
-		decode_record(p->d, st, cur);
+		ftf_decode_record(&p->d->dec, p->d->meta, (int32_t)st->cpu, st->rts, st->rmissed, st->rdata,
+				  st->rsize, cur);
 		if (dat_stream_next(st) <= 0) {
 			if (st->stopped)
 				return 1;
 			m->h[0] = m->h[--m->n];
 		}
 		sift_down(m, 0);
-		if (cur->n + 2 > BATCH_EVENTS) /* room for a LOST event and a record */
+		if (cur->n + 2 > FTF_BATCH_EVENTS) /* room for a LOST event and a record */
 			cur = hand_over(p, cur);
 		if (++pr->events >= next_progress && pr->fn) {
 			next_progress = pr->events + PROGRESS_EVERY;
@@ -378,21 +248,20 @@ static int decode_all(pipeline *p, dat_stream *s, merge *m, batch *cur, progress
 	return 0;
 }
 
-static int read_streams(dat_file *f, ftf_builder *b, ftf_dat_meta *meta, ftf_dat_damage *dmg,
-			ftf_progress_fn progress_fn, void *progress_ctx, char *err, size_t errlen)
+static int read_streams(decoder *d, ftf_dat_damage *dmg, ftf_progress_fn progress_fn,
+			void *progress_ctx, char *err, size_t errlen)
 {
-	const char *decode_only = getenv("FTFLAME_BENCH_DECODE_ONLY");
-	decoder d = { .f = f, .b = b, .meta = meta, .swap = f->swap,
-		      .decode_only = decode_only && strcmp(decode_only, "1") == 0 };
+	dat_file *f = d->f;
+	ftf_builder *b = d->sink.b;
 	uint32_t n = f->ncpu;
 	dat_stream *s = calloc(n ? n : 1, sizeof(*s));
 	uint32_t *live = calloc(n ? n : 1, sizeof(*live)); /* streams with a record waiting */
 	pipeline p;
 	memset(&p, 0, sizeof(p));
-	p.d = &d;
+	p.d = d;
 	int nslots = 0;
 	for (; nslots < NBATCHES; nslots++) {
-		if (!(p.slots[nslots] = malloc(sizeof(batch))))
+		if (!(p.slots[nslots] = malloc(sizeof(ftf_batch))))
 			break;
 		p.slots[nslots]->n = 0;
 	}
@@ -424,7 +293,7 @@ static int read_streams(dat_file *f, ftf_builder *b, ftf_dat_meta *meta, ftf_dat
 	pthread_t th;
 	p.threaded = !(threads && strcmp(threads, "1") == 0) &&
 		     pthread_create(&th, NULL, builder_main, &p) == 0;
-	batch *cur = p.slots[0];
+	ftf_batch *cur = p.slots[0];
 	if (!stopped)
 		stopped = decode_all(&p, s, &m, cur, &pr);
 	/* the batch being filled: the one after the last handed over */
@@ -453,12 +322,19 @@ static int read_streams(dat_file *f, ftf_builder *b, ftf_dat_meta *meta, ftf_dat
 		rc = -1;
 	}
 out:
-	ftf_u64map_free(&d.addr_ids);
 	for (int i = 0; i < nslots; i++)
 		free(p.slots[i]);
 	free(s);
 	free(live);
 	return rc;
+}
+
+static void bind(dat_file *f, ftf_decoder *dec)
+{
+	int ids[FTF_REC_NEVENTS];
+	for (int i = 0; i < FTF_REC_NEVENTS; i++)
+		ids[i] = f->ev[i].present ? f->ev[i].id : -1;
+	ftf_decoder_bind(dec, f->swap, ids, find_field, f);
 }
 
 static int read_opened(dat_file *f, int opened, ftf_builder *b, ftf_dat_meta *meta,
@@ -469,11 +345,17 @@ static int read_opened(dat_file *f, int opened, ftf_builder *b, ftf_dat_meta *me
 		snprintf(err, errlen, "%s", f->src.err);
 		return -1;
 	}
-	if (check_events(f, err, errlen) < 0)
+	decoder d = { .f = f, .meta = meta };
+	bind(f, &d.dec);
+	if (check_events(f, &d.dec, err, errlen) < 0)
 		return -1;
 	fill_meta(f, meta);
+	ftf_decoder_meta(&d.dec, meta);
 	ftf_builder_set_clock(b, meta->clock);
-	return read_streams(f, b, meta, dmg, progress, progress_ctx, err, errlen);
+	ftf_batch_sink_init(&d.sink, b, name_of, &f->syms);
+	int rc = read_streams(&d, dmg, progress, progress_ctx, err, errlen);
+	ftf_batch_sink_free(&d.sink);
+	return rc;
 }
 
 int ftf_read_dat_builtin(const char *path, ftf_builder *b, ftf_dat_meta *meta, ftf_dat_damage *damage,
@@ -508,4 +390,21 @@ int ftf_read_dat_builtin_mem(const uint8_t *data, size_t size, ftf_builder *b, f
 	dat_file_close(f);
 	free(f);
 	return rc;
+}
+
+int ftf_read_dat_builtin_decoder(const char *path, ftf_decoder *out, char *err, size_t errlen)
+{
+	dat_file *f = malloc(sizeof(*f));
+	if (!f) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	int rc = dat_file_open(f, path);
+	if (rc < 0)
+		snprintf(err, errlen, "%s", f->src.err);
+	else
+		bind(f, out);
+	dat_file_close(f);
+	free(f);
+	return rc < 0 ? -1 : 0;
 }

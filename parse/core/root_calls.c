@@ -1,8 +1,9 @@
 /* Per root call: the NFS operation it executed, and its call tree while it
- * is open, kept when it is among the slowest (see builder.h, "operations and
- * the slowest calls"). Called by the builder (builder.c) at each entry, each
- * completed call and each completed root call; O(1) per event but for the
- * copy of a tree that enters the slowest set.
+ * is open, kept when it is among the slowest (see root_calls.h). Called by
+ * the builder (builder.c) at each entry, each completed call and each
+ * completed root call, with its state (ftf_root_calls, and the task's
+ * ftf_task_calls); O(1) per event but for the copy of a tree that enters
+ * the slowest set.
  *
  * How an operation is recognised (docs/design.md, "Operations"): below the
  * root call (never the root itself: a trace rooted at one procedure is one
@@ -22,7 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "builder.h"
+#include "root_calls.h"
 
 enum { OPK_NONE = 0, OPK_PROC = 1, OPK_COMPOUND = 2, OPK_V4OP = 3 };
 
@@ -79,24 +80,24 @@ static int name_op_kind(const char *name)
 	return OPK_NONE;
 }
 
-static int func_op_kind(ftf_builder *b, uint32_t func)
+static int func_op_kind(ftf_root_calls *rc, const ftf_funcs *funcs, uint32_t func)
 {
-	if (func >= b->funcs.n)
+	if (func >= funcs->n)
 		return OPK_NONE;
-	if (func >= b->nfunc_op) {
-		uint32_t n = b->funcs.n;
-		uint8_t *a = realloc(b->func_op, n);
+	if (func >= rc->nfunc_op) {
+		uint32_t n = funcs->n;
+		uint8_t *a = realloc(rc->func_op, n);
 		if (!a) {
-			b->oom = 1;
+			rc->oom = 1;
 			return OPK_NONE;
 		}
-		memset(a + b->nfunc_op, 0, n - b->nfunc_op);
-		b->func_op = a;
-		b->nfunc_op = n;
+		memset(a + rc->nfunc_op, 0, n - rc->nfunc_op);
+		rc->func_op = a;
+		rc->nfunc_op = n;
 	}
-	if (!b->func_op[func])
-		b->func_op[func] = 1 + name_op_kind(b->funcs.names[func]);
-	return b->func_op[func] - 1;
+	if (!rc->func_op[func])
+		rc->func_op[func] = 1 + name_op_kind(funcs->names[func]);
+	return rc->func_op[func] - 1;
 }
 
 /* ---- the trees' memory ---------------------------------------------------
@@ -175,33 +176,33 @@ static void recs_free(ftf_task_calls *tc)
 
 /* The task's root call ended: its buffers kept for the next one, within the
  * budget. */
-static void recs_release(ftf_builder *b, ftf_task_calls *tc)
+static void recs_release(ftf_root_calls *rc, ftf_task_calls *tc)
 {
 	size_t bytes = recs_bytes(tc);
 	tc->nrecs = 0;
 	tc->nextras = 0;
 	if (tc->caprecs <= RECS_KEEP && tc->capextras <= RECS_KEEP)
 		return;
-	if (b->calls_retained + bytes <= RETAIN_BUDGET) {
+	if (rc->retained + bytes <= RETAIN_BUDGET) {
 		tc->retained = (uint32_t)bytes;
-		b->calls_retained += bytes;
+		rc->retained += bytes;
 	} else {
 		recs_free(tc);
 	}
 }
 
 /* A root call opens on the task: its buffers are in use again. */
-static void recs_reuse(ftf_builder *b, ftf_task_calls *tc)
+static void recs_reuse(ftf_root_calls *rc, ftf_task_calls *tc)
 {
-	b->calls_retained -= tc->retained;
+	rc->retained -= tc->retained;
 	tc->retained = 0;
 	tc->nrecs = 0;
 	tc->nextras = 0;
 }
 
-void ftf_calls_root_start(ftf_builder *b, ftf_task_calls *tc)
+void ftf_calls_root_start(ftf_root_calls *rc, ftf_task_calls *tc)
 {
-	recs_reuse(b, tc); /* also after a root call that never completed (lost exit) */
+	recs_reuse(rc, tc); /* also after a root call that never completed (lost exit) */
 	tc->op_kind = OPK_NONE;
 	tc->op_n = 0;
 	tc->op_more = 0;
@@ -235,9 +236,9 @@ static void on_op_func(ftf_task_calls *tc, int kind, uint32_t func, uint32_t sta
 	}
 }
 
-static uint32_t rec_push(ftf_builder *b, ftf_task_calls *tc, uint32_t func, uint32_t parent_rec, int in_irq)
+static uint32_t rec_push(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t func, uint32_t parent_rec, int in_irq)
 {
-	if (!b->slowest_n || tc->recs_cut)
+	if (!rc->slowest_n || tc->recs_cut)
 		return FTF_NONE;
 	if (tc->nrecs >= FTF_TREE_MAX_RECS) {
 		tc->recs_cut = 1;
@@ -247,7 +248,7 @@ static uint32_t rec_push(ftf_builder *b, ftf_task_calls *tc, uint32_t func, uint
 		uint32_t cap = tc->caprecs ? tc->caprecs * 2 : RECS_KEEP;
 		ftf_rec *r = blk_grow(tc->recs, (size_t)tc->caprecs * sizeof(*r), (size_t)cap * sizeof(*r));
 		if (!r) {
-			b->oom = 1;
+			rc->oom = 1;
 			tc->recs_cut = 1;
 			return FTF_NONE;
 		}
@@ -262,20 +263,20 @@ static uint32_t rec_push(ftf_builder *b, ftf_task_calls *tc, uint32_t func, uint
 	return tc->nrecs++;
 }
 
-uint32_t ftf_calls_entry(ftf_builder *b, ftf_task_calls *tc, uint32_t func, uint32_t stack_idx,
-			 uint32_t lparent, uint32_t parent_rec, int in_irq)
+uint32_t ftf_calls_entry(ftf_root_calls *rc, ftf_task_calls *tc, const ftf_funcs *funcs, uint32_t func,
+			 uint32_t stack_idx, uint32_t lparent, uint32_t parent_rec, int in_irq)
 {
 	if (!in_irq) {
-		int kind = func_op_kind(b, func);
+		int kind = func_op_kind(rc, funcs, func);
 		if (kind != OPK_NONE)
 			on_op_func(tc, kind, func, stack_idx, lparent);
 	}
-	return rec_push(b, tc, func, parent_rec, in_irq);
+	return rec_push(rc, tc, func, parent_rec, in_irq);
 }
 
 /* A figure of record `rec` that its ftf_rec does not hold. Past
  * FTF_TREE_MAX_RECS extras the tree is cut like one with too many calls. */
-static void extra_add(ftf_builder *b, ftf_task_calls *tc, uint32_t rec, uint32_t field, uint64_t value)
+static void extra_add(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t rec, uint32_t field, uint64_t value)
 {
 	if (tc->recs_cut)
 		return;
@@ -287,7 +288,7 @@ static void extra_add(ftf_builder *b, ftf_task_calls *tc, uint32_t rec, uint32_t
 		uint32_t cap = tc->capextras ? tc->capextras * 2 : RECS_KEEP;
 		ftf_rec_extra *e = blk_grow(tc->extras, (size_t)tc->capextras * sizeof(*e), (size_t)cap * sizeof(*e));
 		if (!e) {
-			b->oom = 1;
+			rc->oom = 1;
 			tc->recs_cut = 1;
 			return;
 		}
@@ -297,7 +298,7 @@ static void extra_add(ftf_builder *b, ftf_task_calls *tc, uint32_t rec, uint32_t
 	tc->extras[tc->nextras++] = (ftf_rec_extra){ .rec = rec, .field = field, .value = value };
 }
 
-void ftf_calls_exit(ftf_builder *b, ftf_task_calls *tc, uint32_t rec, int gap, int irq, int32_t cpu,
+void ftf_calls_exit(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t rec, int gap, int irq, int32_t cpu,
 		    uint64_t calltime, uint64_t dur, uint64_t desc, uint64_t irq_ns, uint64_t off,
 		    uint64_t irq_roots, const ftf_schedw *sw)
 {
@@ -315,32 +316,32 @@ void ftf_calls_exit(ftf_builder *b, ftf_task_calls *tc, uint32_t rec, int gap, i
 		r->start = (int32_t)start;
 	} else {
 		r->start = FTF_REC_START_ESC;
-		extra_add(b, tc, rec, FTF_EX_START, calltime);
+		extra_add(rc, tc, rec, FTF_EX_START, calltime);
 	}
 	r->dur = dur < FTF_REC_U32_ESC ? (uint32_t)dur : FTF_REC_U32_ESC;
 	if (r->dur == FTF_REC_U32_ESC)
-		extra_add(b, tc, rec, FTF_EX_DUR, dur);
+		extra_add(rc, tc, rec, FTF_EX_DUR, dur);
 	uint32_t d = desc < FTF_REC_DESC_ESC ? (uint32_t)desc : FTF_REC_DESC_ESC;
 	if (d == FTF_REC_DESC_ESC)
-		extra_add(b, tc, rec, FTF_EX_DESC, desc);
+		extra_add(rc, tc, rec, FTF_EX_DESC, desc);
 	r->desc_flags = d | flags << FTF_REC_FLAGS_SHIFT;
 	if (irq_ns)
-		extra_add(b, tc, rec, FTF_EX_IRQ, irq_ns);
+		extra_add(rc, tc, rec, FTF_EX_IRQ, irq_ns);
 	if (off)
-		extra_add(b, tc, rec, FTF_EX_OFFCPU, off);
+		extra_add(rc, tc, rec, FTF_EX_OFFCPU, off);
 	if (irq_roots)
-		extra_add(b, tc, rec, FTF_EX_IRQ_ROOTS, irq_roots);
+		extra_add(rc, tc, rec, FTF_EX_IRQ_ROOTS, irq_roots);
 	if (cpu != tc->cpu)
-		extra_add(b, tc, rec, FTF_EX_CPU, (uint64_t)(uint32_t)cpu);
+		extra_add(rc, tc, rec, FTF_EX_CPU, (uint64_t)(uint32_t)cpu);
 	/* switch work: only around a switch, rare like off-CPU time */
 	if (sw->ns)
-		extra_add(b, tc, rec, FTF_EX_SCHED, sw->ns);
+		extra_add(rc, tc, rec, FTF_EX_SCHED, sw->ns);
 	if (sw->calls)
-		extra_add(b, tc, rec, FTF_EX_SCHED_CALLS, sw->calls);
+		extra_add(rc, tc, rec, FTF_EX_SCHED_CALLS, sw->calls);
 	if (sw->outs)
-		extra_add(b, tc, rec, FTF_EX_SCHED_OUTS, sw->outs);
+		extra_add(rc, tc, rec, FTF_EX_SCHED_OUTS, sw->outs);
 	if (sw->offcpu_calls)
-		extra_add(b, tc, rec, FTF_EX_OFFCPU_CALLS, sw->offcpu_calls);
+		extra_add(rc, tc, rec, FTF_EX_OFFCPU_CALLS, sw->offcpu_calls);
 }
 
 /* "PUTFH" from "nfsd4_putfh": the function name past `skip` bytes, upper case */
@@ -353,12 +354,12 @@ static size_t put_upper(char *out, size_t room, const char *name, size_t skip)
 	return n;
 }
 
-int32_t ftf_calls_root_op(ftf_builder *b, ftf_task_calls *tc)
+int32_t ftf_calls_root_op(ftf_root_calls *rc, ftf_task_calls *tc, const ftf_funcs *funcs)
 {
 	char label[FTF_OP_MAX_PARTS * 32 + 32], how[FTF_OP_MAX_PARTS * 40 + 64];
 	size_t n = 0, h = 0;
 	if (tc->op_kind == OPK_PROC) {
-		const char *name = b->funcs.names[tc->op_parts[0]];
+		const char *name = funcs->names[tc->op_parts[0]];
 		int i = proc_match(name);
 		if (i < 0)
 			return FTF_OP_NONE;
@@ -369,7 +370,7 @@ int32_t ftf_calls_root_op(ftf_builder *b, ftf_task_calls *tc)
 		n = (size_t)snprintf(label, sizeof(label), "COMPOUND(");
 		h = (size_t)snprintf(how, sizeof(how), "nfsd4_proc_compound >");
 		for (uint32_t i = 0; i < tc->op_n; i++) {
-			const char *name = b->funcs.names[tc->op_parts[i]];
+			const char *name = funcs->names[tc->op_parts[i]];
 			if (i)
 				label[n++] = ',';
 			n += put_upper(label + n, sizeof(label) - n - 8, name, 6);
@@ -382,46 +383,46 @@ int32_t ftf_calls_root_op(ftf_builder *b, ftf_task_calls *tc)
 	} else {
 		return FTF_OP_NONE;
 	}
-	uint32_t before = b->ops.n;
-	uint32_t id = ftf_funcs_intern(&b->ops, label, n);
+	uint32_t before = rc->ops.n;
+	uint32_t id = ftf_funcs_intern(&rc->ops, label, n);
 	if (id == FTF_NONE) {
-		b->oom = 1;
+		rc->oom = 1;
 		return FTF_OP_NONE;
 	}
-	if (b->ops.n != before) {
-		char **a = realloc(b->op_how, b->ops.n * sizeof(*a));
+	if (rc->ops.n != before) {
+		char **a = realloc(rc->op_how, rc->ops.n * sizeof(*a));
 		if (!a) {
-			b->oom = 1;
+			rc->oom = 1;
 			return FTF_OP_NONE;
 		}
-		b->op_how = a;
+		rc->op_how = a;
 		a[id] = strdup(how);
 		if (!a[id])
-			b->oom = 1;
+			rc->oom = 1;
 	}
 	return (int32_t)id;
 }
 
 /* ---- the slowest root calls: a min-heap per (root path, operation) ---- */
 
-static ftf_slow_group *slow_group(ftf_builder *b, uint32_t node, int32_t op)
+static ftf_slow_group *slow_group(ftf_root_calls *rc, uint32_t node, int32_t op)
 {
 	uint64_t key = ((uint64_t)node << 32) | (uint32_t)(op + 1);
-	uint64_t found = ftf_u64map_get(&b->slow_map, key);
+	uint64_t found = ftf_u64map_get(&rc->slow_map, key);
 	if (found)
-		return &b->slow[found - 1];
-	if (b->nslow == b->capslow) {
-		uint32_t cap = b->capslow ? b->capslow * 2 : 16;
-		ftf_slow_group *g = realloc(b->slow, cap * sizeof(*g));
+		return &rc->slow[found - 1];
+	if (rc->nslow == rc->capslow) {
+		uint32_t cap = rc->capslow ? rc->capslow * 2 : 16;
+		ftf_slow_group *g = realloc(rc->slow, cap * sizeof(*g));
 		if (!g)
 			return NULL;
-		b->slow = g;
-		b->capslow = cap;
+		rc->slow = g;
+		rc->capslow = cap;
 	}
-	if (ftf_u64map_put(&b->slow_map, key, (uint64_t)b->nslow + 1) < 0)
+	if (ftf_u64map_put(&rc->slow_map, key, (uint64_t)rc->nslow + 1) < 0)
 		return NULL;
-	ftf_slow_group *g = &b->slow[b->nslow++];
-	g->heap = calloc(b->slowest_n, sizeof(*g->heap));
+	ftf_slow_group *g = &rc->slow[rc->nslow++];
+	g->heap = calloc(rc->slowest_n, sizeof(*g->heap));
 	g->n = 0;
 	return g->heap ? g : NULL;
 }
@@ -465,7 +466,7 @@ static void kept_free(ftf_kept *k)
 /* Slot k now holds the task's root call: the task's buffers move into it
  * (no copy), and the buffers of the call it replaces, if any, go to the
  * task for its next root call (trees of one group are of a size). */
-static void kept_fill(ftf_builder *b, ftf_task_calls *tc, ftf_kept *k, uint64_t sample, uint64_t dur)
+static void kept_fill(ftf_root_calls *rc, ftf_task_calls *tc, ftf_kept *k, uint64_t sample, uint64_t dur)
 {
 	k->sample = sample;
 	k->dur = dur;
@@ -474,7 +475,7 @@ static void kept_fill(ftf_builder *b, ftf_task_calls *tc, ftf_kept *k, uint64_t 
 	if (tc->recs_cut || !tc->nrecs) {
 		kept_free(k);
 		k->nrecs = k->nextras = 0;
-		b->slow_cut++;
+		rc->slow_cut++;
 		return;
 	}
 	ftf_kept old = *k;
@@ -491,53 +492,55 @@ static void kept_fill(ftf_builder *b, ftf_task_calls *tc, ftf_kept *k, uint64_t 
 	tc->nrecs = tc->nextras = 0;
 }
 
-static void root_keep(ftf_builder *b, ftf_task_calls *tc, uint64_t sample);
+static void root_keep(ftf_root_calls *rc, ftf_task_calls *tc, uint64_t sample, uint32_t node, int32_t op,
+		      uint64_t dur);
 
-void ftf_calls_root_end(ftf_builder *b, ftf_task_calls *tc, uint64_t sample)
+void ftf_calls_root_end(ftf_root_calls *rc, ftf_task_calls *tc, uint64_t sample, uint32_t node, int32_t op,
+			uint64_t dur)
 {
-	root_keep(b, tc, sample);
-	recs_release(b, tc);
+	root_keep(rc, tc, sample, node, op, dur);
+	recs_release(rc, tc);
 }
 
-static void root_keep(ftf_builder *b, ftf_task_calls *tc, uint64_t sample)
+static void root_keep(ftf_root_calls *rc, ftf_task_calls *tc, uint64_t sample, uint32_t node, int32_t op,
+		      uint64_t dur)
 {
-	if (!b->slowest_n || sample >= b->nsamples)
+	if (!rc->slowest_n)
 		return;
-	const ftf_sample *s = &b->samples[sample];
-	ftf_slow_group *g = slow_group(b, s->node, s->op);
+	ftf_slow_group *g = slow_group(rc, node, op);
 	if (!g) {
-		b->oom = 1;
+		rc->oom = 1;
 		return;
 	}
-	if (g->n < b->slowest_n) {
-		kept_fill(b, tc, &g->heap[g->n], sample, s->dur);
+	if (g->n < rc->slowest_n) {
+		kept_fill(rc, tc, &g->heap[g->n], sample, dur);
 		heap_up(g->heap, g->n++);
-	} else if (s->dur > g->heap[0].dur) {
-		if (!g->heap[0].recs && b->slow_cut)
-			b->slow_cut--;
-		kept_fill(b, tc, &g->heap[0], sample, s->dur);
+	} else if (dur > g->heap[0].dur) {
+		if (!g->heap[0].recs && rc->slow_cut)
+			rc->slow_cut--;
+		kept_fill(rc, tc, &g->heap[0], sample, dur);
 		heap_down(g->heap, g->n, 0);
 	}
 }
 
-void ftf_task_calls_free(ftf_builder *b, ftf_task_calls *tc)
+void ftf_task_calls_free(ftf_root_calls *rc, ftf_task_calls *tc)
 {
-	recs_reuse(b, tc);
+	recs_reuse(rc, tc);
 	recs_free(tc);
 }
 
-void ftf_calls_free(ftf_builder *b)
+void ftf_calls_free(ftf_root_calls *rc)
 {
-	for (uint32_t i = 0; i < b->nslow; i++) {
-		for (uint32_t k = 0; k < b->slow[i].n; k++)
-			kept_free(&b->slow[i].heap[k]);
-		free(b->slow[i].heap);
+	for (uint32_t i = 0; i < rc->nslow; i++) {
+		for (uint32_t k = 0; k < rc->slow[i].n; k++)
+			kept_free(&rc->slow[i].heap[k]);
+		free(rc->slow[i].heap);
 	}
-	free(b->slow);
-	ftf_u64map_free(&b->slow_map);
-	for (uint32_t i = 0; i < b->ops.n; i++)
-		free(b->op_how ? b->op_how[i] : NULL);
-	free(b->op_how);
-	ftf_funcs_free(&b->ops);
-	free(b->func_op);
+	free(rc->slow);
+	ftf_u64map_free(&rc->slow_map);
+	for (uint32_t i = 0; i < rc->ops.n; i++)
+		free(rc->op_how ? rc->op_how[i] : NULL);
+	free(rc->op_how);
+	ftf_funcs_free(&rc->ops);
+	free(rc->func_op);
 }

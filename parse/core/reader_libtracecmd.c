@@ -1,10 +1,10 @@
 /* trace.dat reader on libtracecmd.
  *
  * Opens with TRACECMD_FL_LOAD_NO_PLUGINS: trace-cmd's own fgraph print
- * handler otherwise reads ahead and swallows leaf exits. Fields are bound by
- * name from the file's own event formats (the layouts changed many times,
- * docs/trace-formats.md, "Event layouts"), and function names are cached per
- * address (tep_find_function per record is 3x slower than the iteration).
+ * handler otherwise reads ahead and swallows leaf exits. libtraceevent's
+ * parse of the file's event formats says where each field of
+ * record_decode.c's table lies; the records are decoded there, as the
+ * builtin reader's are.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 
 #include <trace-cmd.h>
 
-#include "reader_dat.h"
+#include "reader_libtracecmd.h"
 
 /* Exported by libtracecmd.so.1 but declared only in the uninstalled
  * trace-cmd-private.h. */
@@ -30,26 +30,14 @@ int tracecmd_get_file_compress_proto(struct tracecmd_input *handle,
 				     const char **name, const char **version);
 struct tep_record *tracecmd_read_cpu_last(struct tracecmd_input *handle, int cpu);
 
-typedef struct {
-	int offset, size;
-	int present;
-} bound_field;
-
-typedef struct {
-	int id;
-	bound_field func, depth, overrun, calltime, rettime;
-	bound_field prev_pid, next_pid;
-} bound_event;
-
 typedef struct quiet_stderr quiet_stderr;
 
 typedef struct {
 	ftf_builder *b;
 	struct tep_handle *tep;
-	int swap; /* file endianness differs from ours */
-	bound_field common_pid, common_flags;
-	bound_event entry, retaddr_entry, exit, sched_switch;
-	ftf_u64map addr_ids; /* function address -> function id+1 */
+	struct tep_event *events[FTF_REC_NEVENTS]; /* NULL: not in the file */
+	ftf_decoder dec;
+	ftf_batch_sink sink;
 	ftf_progress_fn progress;
 	void *progress_ctx;
 	uint64_t next_progress;
@@ -61,64 +49,29 @@ typedef struct {
 	const uint64_t *known_events; /* per CPU, another reader's count; NULL: unknown */
 } dat_ctx;
 
-static void bind(struct tep_event *ev, const char *name, bound_field *out)
+/* The bind table's fields, as libtraceevent parsed the formats. */
+static void find_field(void *ctx, int event, int field, const char *name, ftf_field *out)
 {
+	struct tep_event *ev = ((dat_ctx *)ctx)->events[event];
 	struct tep_format_field *f = ev ? tep_find_field(ev, name) : NULL;
 	if (!f)
 		f = ev ? tep_find_common_field(ev, name) : NULL;
 	out->present = f != NULL;
-	if (f) {
-		out->offset = f->offset;
-		out->size = f->size;
+	out->offset = out->size = 0;
+	if (!f)
+		return;
+	/* an offset or size that does not fit reads as 0, as one past the record */
+	if (f->offset < 0 || f->size < 0) {
+		out->offset = UINT32_MAX;
+		return;
 	}
+	out->offset = (uint32_t)f->offset;
+	out->size = (uint32_t)f->size;
 }
 
-static inline uint64_t rd(const dat_ctx *c, const bound_field *f, const void *data, int record_size)
+static const char *name_of(void *ctx, uint64_t addr)
 {
-	/* (offset > size - width: a format's offset near INT_MAX must not wrap the sum) */
-	if (!f->present || f->offset < 0 || f->size < 0 || f->offset > record_size - f->size)
-		return 0;
-	const unsigned char *p = (const unsigned char *)data + f->offset;
-	uint64_t v = 0;
-	switch (f->size) {
-	case 1: return p[0];
-	case 2: { uint16_t x; memcpy(&x, p, 2); if (c->swap) x = __builtin_bswap16(x); return x; }
-	case 4: { uint32_t x; memcpy(&x, p, 4); if (c->swap) x = __builtin_bswap32(x); return x; }
-	case 8: { memcpy(&v, p, 8); if (c->swap) v = __builtin_bswap64(v); return v; }
-	default: return 0;
-	}
-}
-
-static inline int64_t rd_signed(const dat_ctx *c, const bound_field *f, const void *data, int record_size)
-{
-	uint64_t v = rd(c, f, data, record_size);
-	switch (f->size) {
-	case 1: return (int8_t)v;
-	case 2: return (int16_t)v;
-	case 4: return (int32_t)v;
-	default: return (int64_t)v;
-	}
-}
-
-static uint32_t func_id(dat_ctx *c, uint64_t addr)
-{
-	uint64_t known = ftf_u64map_get(&c->addr_ids, addr);
-	if (known)
-		return (uint32_t)(known - 1);
-	const char *name = tep_find_function(c->tep, addr);
-	char buf[32];
-	if (!name) {
-		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)addr);
-		name = buf;
-	}
-	uint32_t id = ftf_funcs_intern(&c->b->funcs, name, strlen(name));
-	if (id == FTF_NONE) {
-		c->b->oom = 1;
-		id = 0;
-	}
-	if (ftf_u64map_put(&c->addr_ids, addr, (uint64_t)id + 1) < 0)
-		c->b->oom = 1;
-	return id;
+	return tep_find_function(ctx, addr);
 }
 
 /* ---- decode (calling thread) --------------------------------------------
@@ -134,93 +87,24 @@ static uint32_t func_id(dat_ctx *c, uint64_t addr)
  * a batch carries raw addresses. Without a second thread the same code runs
  * inline.
  */
-#define BATCH_EVENTS 8192
 #define NBATCHES 8
-
-typedef struct {
-	ftf_event ev[BATCH_EVENTS];
-	uint64_t addr[BATCH_EVENTS]; /* ENTRY/EXIT: function address */
-	uint32_t n;
-} batch;
 
 typedef struct {
 	pthread_mutex_t mu;
 	pthread_cond_t filled, drained;
-	batch *slots[NBATCHES];
+	ftf_batch *slots[NBATCHES];
 	uint64_t head, tail; /* batches produced / consumed */
 	int done;            /* the iteration has published its last batch */
 	int stop;            /* either side asks the other to stop */
 } pipe_state;
 
-static void decode(dat_ctx *c, struct tep_record *rec, batch *out)
+static void decode(dat_ctx *c, struct tep_record *rec, ftf_batch *out)
 {
-	const void *d = rec->data;
-	int sz = rec->size;
-
-	if (rec->missed_events) {
-		ftf_event *lost = &out->ev[out->n++];
-		memset(lost, 0, sizeof(*lost));
-		lost->kind = FTF_EV_LOST;
-		lost->cpu = rec->cpu;
-		lost->ts = rec->ts;
-		lost->lost = rec->missed_events > 0 ? rec->missed_events : -1;
-	}
-	ftf_event *ev = &out->ev[out->n];
-	uint64_t *addr = &out->addr[out->n];
-	out->n++;
-	ev->cpu = rec->cpu;
-	ev->ts = rec->ts;
-	ev->kind = 0;
-	ev->flags = 0;
-	ev->pid = 0;
-	ev->func = 0;
-	if (sz < 8)
-		return; /* counted as an other event */
-	int type = (int)rd(c, &(bound_field){ .offset = 0, .size = 2, .present = 1 }, d, sz);
-	ev->flags = (uint8_t)rd(c, &c->common_flags, d, sz);
-	ev->pid = (int32_t)rd(c, &c->common_pid, d, sz);
-	if (rec->cpu >= 0 && rec->cpu < 512) {
-		c->meta->per_cpu_events[rec->cpu]++;
+	uint32_t size = rec->size > 0 ? (uint32_t)rec->size : 0;
+	if (ftf_decode_record(&c->dec, c->meta, rec->cpu, rec->ts, rec->missed_events, rec->data, size,
+			      out) &&
+	    rec->cpu >= 0 && rec->cpu < (int)(sizeof(c->last_ts) / sizeof(c->last_ts[0])))
 		c->last_ts[rec->cpu] = rec->ts;
-	}
-
-	if (type == c->exit.id) {
-		ev->kind = FTF_EV_EXIT;
-		*addr = rd(c, &c->exit.func, d, sz);
-		ev->depth = rd_signed(c, &c->exit.depth, d, sz);
-		if (c->exit.depth.size == 8)
-			ev->depth = (int32_t)ev->depth;
-		ev->overrun = rd(c, &c->exit.overrun, d, sz);
-		ev->calltime = rd(c, &c->exit.calltime, d, sz);
-		ev->rettime = rd(c, &c->exit.rettime, d, sz);
-	} else if (type == c->entry.id || type == c->retaddr_entry.id) {
-		bound_event *be = type == c->entry.id ? &c->entry : &c->retaddr_entry;
-		ev->kind = FTF_EV_ENTRY;
-		*addr = rd(c, &be->func, d, sz);
-		ev->depth = rd_signed(c, &be->depth, d, sz);
-		/* 6.15-rc declared an 8-byte depth over a 4-byte value */
-		if (be->depth.size == 8)
-			ev->depth = (int32_t)ev->depth;
-	} else if (type == c->sched_switch.id) {
-		ev->kind = FTF_EV_SWITCH;
-		ev->pid = (int32_t)rd(c, &c->sched_switch.prev_pid, d, sz);
-		ev->next_pid = (int32_t)rd(c, &c->sched_switch.next_pid, d, sz);
-	}
-}
-
-/* ---- build (builder thread) --------------------------------------------- */
-
-/* Feeds one batch to the builder; nonzero when the read must stop. */
-static int build_batch(dat_ctx *c, batch *bt)
-{
-	for (uint32_t i = 0; i < bt->n; i++) {
-		ftf_event *ev = &bt->ev[i];
-		if (ev->kind == FTF_EV_ENTRY || ev->kind == FTF_EV_EXIT)
-			ev->func = func_id(c, bt->addr[i]);
-		ftf_builder_feed(c->b, ev);
-	}
-	bt->n = 0;
-	return c->b->oom ? 1 : 0;
 }
 
 /* libtracecmd prints to stderr past its log level (perror's "mmap: Unknown
@@ -329,8 +213,8 @@ typedef struct {
 	dat_ctx *c;
 	struct tracecmd_input *h;
 	pipe_state *ps;
-	batch *cur;
-	batch *inline_batch; /* single-threaded: decode, then build at once */
+	ftf_batch *cur;
+	ftf_batch *inline_batch; /* single-threaded: decode, then build at once */
 	uint64_t published;  /* events in the batches published so far */
 } run_ctx;
 
@@ -339,12 +223,13 @@ static int on_record_inline(struct tracecmd_input *handle, struct tep_record *re
 	run_ctx *r = data;
 	decode(r->c, rec, r->inline_batch);
 	/* tracecmd_iterate_events stops only on a negative return */
-	return build_batch(r->c, r->inline_batch) || report_progress(r->c, r->c->b->c.events) ? -1 : 0;
+	return ftf_batch_build(&r->c->sink, r->inline_batch) ||
+	       report_progress(r->c, r->c->b->c.events) ? -1 : 0;
 }
 
 /* Publish the current batch and take the next free slot; or, with stop,
  * ask the builder to stop. Nonzero: stop. */
-static int publish(pipe_state *ps, batch **cur, int stop_now)
+static int publish(pipe_state *ps, ftf_batch **cur, int stop_now)
 {
 	pthread_mutex_lock(&ps->mu);
 	if (stop_now) {
@@ -368,7 +253,7 @@ static int on_record_piped(struct tracecmd_input *handle, struct tep_record *rec
 	run_ctx *r = data;
 	decode(r->c, rec, r->cur);
 	/* room for a LOST event and a record in the next call */
-	if (r->cur->n + 2 > BATCH_EVENTS) {
+	if (r->cur->n + 2 > FTF_BATCH_EVENTS) {
 		r->published += r->cur->n;
 		return publish(r->ps, &r->cur, report_progress(r->c, r->published)) ? -1 : 0;
 	}
@@ -406,9 +291,9 @@ static void *builder_main(void *arg)
 			pthread_mutex_unlock(&ps->mu);
 			break;
 		}
-		batch *bt = ps->slots[ps->tail % NBATCHES];
+		ftf_batch *bt = ps->slots[ps->tail % NBATCHES];
 		pthread_mutex_unlock(&ps->mu);
-		int stop = build_batch(r->c, bt);
+		int stop = ftf_batch_build(&r->c->sink, bt);
 		pthread_mutex_lock(&ps->mu);
 		ps->tail++;
 		if (stop)
@@ -426,7 +311,7 @@ static int iterate_piped(dat_ctx *c, struct tracecmd_input *h)
 	pipe_state ps;
 	memset(&ps, 0, sizeof(ps));
 	for (int i = 0; i < NBATCHES; i++) {
-		ps.slots[i] = malloc(sizeof(batch));
+		ps.slots[i] = malloc(sizeof(ftf_batch));
 		if (!ps.slots[i]) {
 			while (i--)
 				free(ps.slots[i]);
@@ -454,7 +339,7 @@ static int iterate_piped(dat_ctx *c, struct tracecmd_input *h)
 
 static int iterate_inline(dat_ctx *c, struct tracecmd_input *h)
 {
-	batch *bt = malloc(sizeof(batch));
+	ftf_batch *bt = malloc(sizeof(ftf_batch));
 	if (!bt)
 		return -1;
 	bt->n = 0;
@@ -463,13 +348,6 @@ static int iterate_inline(dat_ctx *c, struct tracecmd_input *h)
 	tracecmd_iterate_events(h, NULL, 0, on_record_inline, &r);
 	free(bt);
 	return 0;
-}
-
-static int event_id(struct tep_handle *tep, const char *sys, const char *name, struct tep_event **out)
-{
-	struct tep_event *e = tep_find_event_by_name(tep, sys, name);
-	*out = e;
-	return e ? e->id : -1;
 }
 
 /* libtracecmd's iteration can end before a CPU's data does, and say
@@ -673,6 +551,35 @@ static struct tracecmd_input *open_dat_interruptible(dat_ctx *c, const char *pat
 	return h;
 }
 
+/* The file's events and the decoder bound to them. */
+static void bind_events(dat_ctx *c, struct tep_handle *tep)
+{
+	int ids[FTF_REC_NEVENTS];
+	for (int e = 0; e < FTF_REC_NEVENTS; e++) {
+		c->events[e] = tep_find_event_by_name(tep, ftf_rec_events[e].system, ftf_rec_events[e].name);
+		ids[e] = c->events[e] ? c->events[e]->id : -1;
+	}
+	ftf_decoder_bind(&c->dec, tep_is_file_bigendian(tep) != tep_is_local_bigendian(tep), ids,
+			 find_field, c);
+}
+
+int ftf_read_dat_decoder(const char *path, ftf_decoder *out, char *err, size_t errlen)
+{
+	quiet_stderr quiet;
+	quiet_begin(&quiet);
+	tracecmd_set_loglevel(TEP_LOG_NONE);
+	struct tracecmd_input *h = open_dat(path, err, errlen);
+	if (h) {
+		dat_ctx c;
+		memset(&c, 0, sizeof(c));
+		bind_events(&c, tracecmd_get_tep(h));
+		*out = c.dec;
+		tracecmd_close(h);
+	}
+	quiet_end(&quiet);
+	return h ? 0 : -1;
+}
+
 static int read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
 		    const uint64_t *known_events, ftf_progress_fn progress, void *progress_ctx,
 		    char *err, size_t errlen, ftf_closing **closing, quiet_stderr *quiet)
@@ -697,43 +604,9 @@ static int read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
 	struct tep_handle *tep = tracecmd_get_tep(h);
 	tep_set_loglevel(TEP_LOG_NONE);
 	c.tep = tep;
-	c.swap = tep_is_file_bigendian(tep) != tep_is_local_bigendian(tep);
-
-	struct tep_event *ent, *ret_ent, *ex, *sw;
-	c.entry.id = event_id(tep, "ftrace", "funcgraph_entry", &ent);
-	c.retaddr_entry.id = event_id(tep, "ftrace", "fgraph_retaddr_entry", &ret_ent);
-	c.exit.id = event_id(tep, "ftrace", "funcgraph_exit", &ex);
-	c.sched_switch.id = event_id(tep, "sched", "sched_switch", &sw);
-	meta->has_entry_event = ent != NULL;
-	meta->has_retaddr_event = ret_ent != NULL;
-	meta->has_exit_event = ex != NULL;
-	meta->has_switch_event = sw != NULL;
-	if (!ex) {
-		snprintf(err, errlen, "no function_graph events (funcgraph_exit) in this trace.dat: "
-			 "record with 'trace-cmd record -p function_graph'");
-		tracecmd_close(h);
-		return -1;
-	}
-	bind(ent, "func", &c.entry.func);
-	bind(ent, "depth", &c.entry.depth);
-	bind(ret_ent, "func", &c.retaddr_entry.func);
-	bind(ret_ent, "depth", &c.retaddr_entry.depth);
-	bind(ex, "func", &c.exit.func);
-	bind(ex, "depth", &c.exit.depth);
-	bind(ex, "overrun", &c.exit.overrun);
-	bind(ex, "calltime", &c.exit.calltime);
-	bind(ex, "rettime", &c.exit.rettime);
-	bind(sw, "prev_pid", &c.sched_switch.prev_pid);
-	bind(sw, "next_pid", &c.sched_switch.next_pid);
-	bind(ex, "common_pid", &c.common_pid);
-	bind(ex, "common_flags", &c.common_flags);
-	struct tep_format_field *rv = tep_find_field(ex, "retval");
-	meta->has_retval = rv != NULL;
-	meta->has_args = ent && tep_find_field(ent, "args") != NULL;
-	if (!c.exit.func.present || !c.exit.calltime.present || !c.exit.rettime.present ||
-	    !c.exit.depth.present) {
-		snprintf(err, errlen, "funcgraph_exit lacks func/depth/calltime/rettime fields: "
-			 "unsupported event layout");
+	bind_events(&c, tep);
+	ftf_decoder_meta(&c.dec, meta);
+	if (ftf_decoder_check(&c.dec, err, errlen) < 0) {
 		tracecmd_close(h);
 		return -1;
 	}
@@ -752,6 +625,7 @@ static int read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
 	meta->cpus = tracecmd_cpus(h);
 	meta->file_version = (int)tracecmd_get_in_file_version(h);
 	ftf_builder_set_clock(b, meta->clock);
+	ftf_batch_sink_init(&c.sink, b, name_of, tep);
 
 	const char *threads = getenv("FTFLAME_THREADS");
 	int piped = !(threads && strcmp(threads, "1") == 0);
@@ -766,7 +640,7 @@ static int read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
 		*closing = close_async(h);
 	else
 		tracecmd_close(h);
-	ftf_u64map_free(&c.addr_ids);
+	ftf_batch_sink_free(&c.sink);
 	if (b->oom) {
 		snprintf(err, errlen, "out of memory while building the call tree");
 		return -1;

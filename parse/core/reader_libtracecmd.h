@@ -1,24 +1,10 @@
-/* The trace.dat reader (reader_dat.c): libtracecmd's records, decoded into
- * ftf_events and fed in per-task order to a call builder.
+/* The trace.dat reader on libtracecmd (reader_libtracecmd.c): libtracecmd's
+ * records, decoded by record_decode.c and fed to a call builder.
  */
-#ifndef FTF_READER_DAT_H
-#define FTF_READER_DAT_H
+#ifndef FTF_READER_LIBTRACECMD_H
+#define FTF_READER_LIBTRACECMD_H
 
-#include "builder.h"
-
-typedef struct {
-	char kernel[256];
-	char clock[64];
-	char tracer_version[64];
-	int cpus;
-	int file_version;
-	char compression[64];
-	int has_entry_event, has_exit_event, has_retaddr_event, has_switch_event;
-	int has_retval, has_args;
-	uint64_t per_cpu_events[FTF_MAX_CPUS > 512 ? 512 : FTF_MAX_CPUS];
-} ftf_dat_meta;
-
-typedef int (*ftf_progress_fn)(void *ctx, uint64_t events);
+#include "record_decode.h"
 
 /* Returns 0 on success, else -1 with a one-line message in err.
  * known_events (NULL, or per CPU as ftf_dat_meta.per_cpu_events): the events
@@ -33,5 +19,7 @@ int ftf_read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta, const uin
 		 ftf_progress_fn progress, void *progress_ctx,
 		 char *err, size_t errlen, ftf_closing **closing);
 void ftf_close_wait(ftf_closing *closing);
+/* The decoder a read of the file would use (the reader parity tests). */
+int ftf_read_dat_decoder(const char *path, ftf_decoder *out, char *err, size_t errlen);
 
 #endif
