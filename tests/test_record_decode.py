@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from helpers import datwriter as dw
 from conftest import FIXTURE_DATS, fixture_id
+from helpers import datwriter as dw
 
 CORE = os.path.join(os.path.dirname(__file__), os.pardir, "parse", "core")
 # every event a read looks at, and what a call needs of it
