@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ftflame.model.depthcut import depth_cut
-from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL, TREE_MAX_CALLS, Profile, missing_entries_unmarked
+from ftflame.model.profile import (NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL, TREE_MAX_CALLS, Profile,
+                                   depth_limit_words, missing_entries_unmarked)
 
 
 def node_flags(flags: int) -> list:
@@ -108,8 +109,8 @@ def anomaly_lines(p: Profile) -> list:
                         for cpu, n in sorted(p.lost_per_cpu.items()))
         out.append(f"LOST EVENTS ({c.get('lost_events', 0):,} in {plural(c.get('lost_records', 0), 'gap')}; "
                    f"{per}): calls spanning a gap are counted but left out of corrected figures")
-    if c.get("overrun_growth"):
-        out.append(f"shadow-stack overrun grew {plural(c['overrun_growth'], 'time')} (frames dropped by the tracer)")
+    if c.get("depth_limit_calls"):
+        out.append(depth_limit_words(c))
     if c.get("gap_calls"):
         tree = c.get("gap_tree_calls", 0)
         own = c["gap_calls"] - tree

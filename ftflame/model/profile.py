@@ -433,6 +433,17 @@ def missing_entries_unmarked(counters: Mapping[str, int]) -> str:
     return "" if counters.get("lost_records") else " with no lost-event mark"
 
 
+def depth_limit_words(counters: Mapping[str, int]) -> str:
+    """What every output says of a graph the kernel cut at its return-stack
+    limit (the overrun counter grew: parse/core/builder.c), "" when not."""
+    n = counters.get("depth_limit_calls", 0)
+    if not n:
+        return ""
+    return (f"the kernel cut the call graph at depth {counters.get('depth_limit', 0)}: its return stack was "
+            f"full, {n:,} call{'s' if n != 1 else ''} below not recorded; the calls above are complete and "
+            "kept, their time includes the unrecorded calls' (only the recorded calls' hook cost is taken out)")
+
+
 def gap_causes(counters: Mapping[str, int]) -> str:
     """The events that make a call a gap call (parse/core/builder.c marks
     the frames open at each), those this trace's counters show, joined with
@@ -441,8 +452,6 @@ def gap_causes(counters: Mapping[str, int]) -> str:
     causes = []
     if c.get("lost_records"):
         causes.append("a lost-event gap")
-    if c.get("overrun_growth"):
-        causes.append("a shadow-stack overrun")
     if c.get("missing_entries"):
         causes.append(f"a missing entry (a depth jump{missing_entries_unmarked(c)})")
     if c.get("unterminated"):

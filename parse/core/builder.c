@@ -9,10 +9,12 @@
  *    leave them out of the interrupted call;
  *  - off-CPU time (sched_switch out..in) is charged to every frame open on the
  *    task's stack, via per-task running totals (O(1) per event);
- *  - anything that breaks the picture (lost events, overrun growth, a missing
- *    exit) taints the open frames: their calls still count in the raw sums
- *    (which must equal the tracer's own durations) but are also summed in the
- *    node's `gap` set, which corrected statistics leave out.
+ *  - anything that breaks the picture (lost events, a missing exit or entry)
+ *    taints the open frames: their calls still count in the raw sums (which
+ *    must equal the tracer's own durations) but are also summed in the
+ *    node's `gap` set, which corrected statistics leave out;
+ *  - overrun growth is the kernel's full return stack: the calls below it
+ *    were never recorded, and the frames open are complete (counted only).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -860,6 +862,7 @@ int ftf_builder_init(ftf_builder *b)
 	b->partial_func = FTF_NONE;
 	b->max_cpu = -1;
 	b->c.max_depth = -1;
+	b->c.depth_limit = -1;
 	return 0;
 }
 
@@ -1370,9 +1373,15 @@ static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *raw)
 	b->c.exits++;
 
 	if (t->have_overrun && ev->overrun > t->overrun) {
-		/* the shadow stack was full: frames were dropped unseen */
+		/* The kernel's return stack was full (its only cause of overrun
+		 * growth, docs/trace-formats.md): the calls below the deepest frame
+		 * were never recorded, hooks and all, and the frames open are whole,
+		 * their durations holding those calls' time. Nothing is lost. */
 		b->c.overrun_growth++;
-		taint_all(t);
+		b->c.depth_limit_calls += ev->overrun - t->overrun;
+		int64_t below = (t->n ? t->stack[t->n - 1].depth : ev->depth) + 1;
+		if (below > b->c.depth_limit)
+			b->c.depth_limit = below;
 	}
 	t->overrun = ev->overrun;
 	t->have_overrun = 1;

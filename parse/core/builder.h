@@ -287,6 +287,8 @@ typedef struct {
 	uint64_t migrations;     /* calls that ended on a different CPU */
 	uint64_t gap_calls;      /* completed calls left out of corrected statistics */
 	uint64_t gap_tree_calls; /* ...of which only because their root call spans a gap or never completed */
+	uint64_t depth_limit_calls; /* calls the kernel did not record, its return stack full (overrun growth) */
+	int64_t depth_limit;     /* the depth of the first call not recorded, -1: none */
 	uint64_t partial_entries;/* entries at depth > 0 with no open parent */
 	uint64_t irq_roots;      /* irq subtrees */
 	uint64_t leaf_events;    /* text leaf lines */

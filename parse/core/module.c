@@ -593,6 +593,10 @@ static PyObject *counters_dict(const ftf_builder *b)
 #undef C
 	if (b->slow_cut) /* kept slowest root calls whose tree was too big to keep */
 		SET(cnt, "slowest_without_tree", PyLong_FromUnsignedLongLong(b->slow_cut));
+	if (b->c.depth_limit_calls) { /* the kernel's return stack was full: calls below not recorded */
+		SET(cnt, "depth_limit_calls", PyLong_FromUnsignedLongLong(b->c.depth_limit_calls));
+		SET(cnt, "depth_limit", PyLong_FromLongLong(b->c.depth_limit));
+	}
 	if (b->c.duration_cut)
 		SET(cnt, "duration_cut", PyLong_FromUnsignedLongLong(b->c.duration_cut));
 	if (b->c.backwards_calls)
