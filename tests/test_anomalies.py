@@ -47,10 +47,11 @@ def test_lost_events():
     assert func(p, "outer") == {"calls": 1, "incl": 2100, "excl": 2100 - 500 - 400}
     assert func(p, "inner")["calls"] == 2
     # outer spans the gap: left out of corrected statistics, counted; its
-    # children go with it (corrected sets are whole call trees)
+    # complete children stay in, detached (their caller is left out)
     assert val(p, "gap_calls", "outer") == 1
-    assert val(p, "gap_calls", "outer", "inner") == 2
-    assert c["gap_calls"] == 3 and c["gap_tree_calls"] == 2
+    assert val(p, "gap_calls", "outer", "inner") == 0
+    assert val(p, "det_calls", "outer", "inner") == 2
+    assert c["gap_calls"] == 1 and c["detached_calls"] == 2
     assert p.samples[0][3] & 1  # the root sample is marked as gap
 
 
@@ -65,7 +66,7 @@ def test_return_stack_full_cuts_the_graph_and_loses_nothing():
     p = load("return-stack-full")
     c = p.counters
     assert c["overrun_growth"] == 1 and c["depth_limit_calls"] == 3 and c["depth_limit"] == 50
-    assert c["gap_calls"] == 0
+    assert c["gap_calls"] == 0 and c["detached_calls"] == 0
     assert not (p.scol("flags") & 1).any()  # no root call spans a gap
     cp = correct(p, Calibration(10.0, 5.0, "test"))
     assert int(cp.corrected.calls.sum()) == int(p.col("calls").sum()) == 52

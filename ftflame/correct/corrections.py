@@ -2,9 +2,13 @@
 
 Raw sums are never changed. ``correct`` adds a ``Corrected`` view computed
 from the linear sums of each call path's *clean* calls (all minus ``gap_*``:
-the C core leaves out calls that span a lost-event gap, overrun or lost exit,
-and every call of a root call that does or never completes, so the clean
-calls form whole call trees). For a clean call c with D recorded
+the C core leaves out the calls whose own interval holds a lost-event gap,
+a lost exit or a missing entry; those are closed upwards, so the clean calls
+form whole call trees, some of them *detached*: under a caller that is left
+out or never completed, summed apart per path in ``det_*``). A detached
+call's corrected time is in no kept caller's: its path's figures keep it,
+its parent path's self time does not subtract it, and the parent's clamp
+does not scale it (_clamp_top_down). For a clean call c with D recorded
 descendants, n direct children, R interrupt subtrees inside it, I its
 measured inclusive time, irq the time of those subtrees and off the time the
 task was switched out:
@@ -64,6 +68,15 @@ def clean(p: Profile, name: str) -> np.ndarray:
     return out
 
 
+def detached(p: Profile, name: str) -> np.ndarray:
+    """Per-node sum over the detached calls (kept, their caller's call left out)."""
+    return p.col("det_" + name, dtype=np.float64)
+
+
+def has_detached(p: Profile) -> bool:
+    return bool(p.counters.get("detached_calls", 0))
+
+
 def _zeros(n: int) -> np.ndarray:
     """n zeros as a read-only float64 array that holds one value: a column
     the correction removes nothing in, costing no memory per row."""
@@ -96,8 +109,16 @@ def irq_roots_inside(p: Profile, calls: Optional[np.ndarray] = None) -> np.ndarr
     is_root = (flags & NODE_IRQ_ROOT) != 0
     is_irq = (flags & NODE_IRQ) != 0
     R = np.zeros(p.nrows)
+    # a detached call is inside no kept call of its parent path
+    det_calls = det_R = None
+    if has_detached(p):  # (as stored: 32-bit, zero on most rows)
+        det_calls, det_R = p.nodes.stored("det_calls"), p.nodes.stored("det_irq_roots")
     for rows in reversed(p.levels[1:]):
-        contrib = np.where(is_root[rows], calls[rows], np.where(is_irq[rows], 0.0, R[rows]))
+        task, own = R[rows], calls[rows]
+        if det_R is not None:
+            task = task - det_R[rows]
+            own = own - det_calls[rows]
+        contrib = np.where(is_root[rows], own, np.where(is_irq[rows], 0.0, task))
         # a level's parents hear from all their children here, at once; add.at
         # touches only them (a bincount per level costs a whole-tree array)
         np.add.at(R, parent[rows], contrib)
@@ -157,51 +178,27 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
                      "(record with -e sched:sched_switch to split it off)")
 
     sw = switch_work(p, o_in, o_out) if off_mode == "removed" else None
+    ci_formula, over, irq_removed, level_samples, unreliable = _formula(
+        p, cal, irqs, is_irq, calls, incl, desc, off, sw, irq_roots_inside(p, calls), lambda n: clean(p, n))
+    del desc, incl
+    det = None
+    rows = np.flatnonzero(p.nodes.stored("det_calls")) if has_detached(p) else ()
+    if len(rows):  # the same formula over the detached calls, on their rows only
 
-    # over: the hook cost per node, in place (each whole-tree temporary is a
-    # column of the stage's peak); the same operations in the same order as
-    # calls * o_in + desc * o_sum + R * o_out, so the same doubles
-    over = calls * o_in
-    if irqs == "exclude":
-        over += desc * o_sum
-        R = irq_roots_inside(p, calls)
-        R *= o_out
-        np.add(over, R, out=over, where=~is_irq)  # an irq path's own subtree is no R
-        del R
-        irq_removed = clean(p, "irq")
-        irq_removed[is_irq] = 0.0
-    else:
-        task = desc + clean(p, "irq_calls")
-        task *= o_sum
-        task += over
-        over += desc * o_sum
-        over[~is_irq] = task[~is_irq]
-        del task
-        irq_removed = _zeros(p.nrows)
-    if sw is not None:
-        # the calls recorded while the task was switched out (the tail of
-        # __schedule()) ran inside the off-CPU time, their hooks too
-        tail = clean(p, "offcpu_calls")
-        tail *= o_sum
-        over -= tail
-        del tail
-    level = hooklevel.adjustments(p, cal, desc, calls)
-    del desc
-    if level is not None:
-        over += level[0]
-    unreliable = (over > UNRELIABLE_FRACTION * incl) & (calls > 0)
-    ci_formula = incl  # incl - off - irq_removed - over (- switch work), in place
-    ci_formula -= off
-    ci_formula -= irq_removed
-    ci_formula -= over
-    if sw is not None:
-        ci_formula -= sw
-    del incl
-    level_samples = None if level is None else level[1]
-    del level
+        def dget(name):
+            return p.col("det_" + name, rows, np.float64)
 
-    ci, cx, clamp_ns = _clamp_top_down(p, ci_formula, counted_children(p, irqs), sw)
-    del ci_formula
+        d_off = dget("offcpu") if off.any() else np.zeros(len(rows))
+        d_sw = None
+        if sw is not None:
+            d_sw = net_switch_work(dget("sched"), dget("sched_calls"), dget("sched_outs"), o_in, o_out)
+        det = np.zeros(p.nrows)
+        det[rows] = _formula(p, cal, irqs, is_irq[rows], dget("calls"), dget("incl"), dget("desc"), d_off, d_sw,
+                             p.col("det_irq_roots", rows, np.float64), dget, rows)[0]
+        del d_off, d_sw
+
+    ci, cx, clamp_ns, det_incl = _clamp_top_down(p, ci_formula, counted_children(p, irqs), sw, det)
+    del ci_formula, det
     clamped = clamp_ns > 0.5
 
     # per root call, in place: a root call's figures are its row's, and a
@@ -220,8 +217,8 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         notes.append(sched_note)
     gap = p.counters.get("gap_calls", 0)
     if gap:
-        notes.append(f"{gap:,} calls left out of corrected figures (they, or their root call, "
-                     f"span {p.gap_causes or 'a gap'}, or never completed)")
+        notes.append(f"{gap:,} call{'s' if gap != 1 else ''} left out of corrected figures "
+                     f"({'it spans' if gap == 1 else 'they span'} {p.gap_causes or 'a gap'})")
     if clamped.any():
         notes.append(f"{int(clamped.sum()):,} call paths clamped at zero corrected self time "
                      f"({clamp_ns.sum() / 1e3:,.1f} us added back)")
@@ -230,12 +227,66 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         incl=ci, excl=cx, calls=calls, clamped=clamped, sample_dur=sample_dur,
         notes=tuple(notes), overhead=over, irq_removed=irq_removed, offcpu_removed=off,
         clamp_ns=clamp_ns, unreliable=unreliable, sample_clamped=sample_clamped, irqs=irqs,
-        offcpu=off_mode, sched_removed=sw)
+        offcpu=off_mode, sched_removed=sw, det_incl=det_incl)
     out = p.replace(calibration=cal, corrected=corrected)
     # cached views of the old profile must not leak into the new one
     for k in ("functions", "corrected_or_raw", _STATS_KEY):
         out.__dict__.pop(k, None)
     return out
+
+
+def _formula(p: Profile, cal: Calibration, irqs: str, is_irq, calls, incl, desc, off, sw, R, get,
+             rows=None) -> tuple:
+    """(corrected inclusive sum per node before any clamp, the hook cost
+    taken out, the irq time taken out, the per-sample hook-level shift,
+    unreliable per node) of the calls whose per-node sums are calls, incl,
+    desc, off (off-CPU time to take out), sw (switch work, None: none), R
+    (interrupt subtrees inside) and get(name) for the others: the clean
+    calls, or the detached ones; of every node, or of the node rows `rows`
+    (every array then of those rows). incl becomes the result, R is used up."""
+    o_in, o_out = float(cal.o_in_ns), float(cal.o_out_ns)
+    o_sum = o_in + o_out
+    # over: the hook cost per node, in place (each whole-tree temporary is a
+    # column of the stage's peak); the same operations in the same order as
+    # calls * o_in + desc * o_sum + R * o_out, so the same doubles
+    over = calls * o_in
+    if irqs == "exclude":
+        over += desc * o_sum
+        R *= o_out
+        np.add(over, R, out=over, where=~is_irq)  # an irq path's own subtree is no R
+        del R
+        irq_removed = get("irq")
+        irq_removed[is_irq] = 0.0
+    else:
+        task = desc + get("irq_calls")
+        task *= o_sum
+        task += over
+        over += desc * o_sum
+        over[~is_irq] = task[~is_irq]
+        del task
+        irq_removed = _zeros(len(calls))
+    if sw is not None:
+        # the calls recorded while the task was switched out (the tail of
+        # __schedule()) ran inside the off-CPU time, their hooks too
+        tail = get("offcpu_calls")
+        tail *= o_sum
+        over -= tail
+        del tail
+    level = hooklevel.adjustments(p, cal, desc, calls, rows)
+    del desc
+    if level is not None:
+        over += level[0]
+    unreliable = (over > UNRELIABLE_FRACTION * incl) & (calls > 0)
+    ci_formula = incl  # incl - off - irq_removed - over (- switch work), in place
+    ci_formula -= off
+    ci_formula -= irq_removed
+    ci_formula -= over
+    if sw is not None:
+        ci_formula -= sw
+    del incl
+    level_samples = None if level is None else level[1]
+    del level
+    return ci_formula, over, irq_removed, level_samples, unreliable
 
 
 def _sample_corrected(p: Profile, irqs: str, off_mode: str, o_in: float, o_out: float, o_sum: float,
@@ -322,7 +373,7 @@ def switch_work_words(p: Profile, sw: np.ndarray, switches: int) -> str:
 
 
 def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray,
-                    switch_ns: Optional[np.ndarray] = None):
+                    switch_ns: Optional[np.ndarray] = None, det: Optional[np.ndarray] = None):
     """corr_excl = corr_incl - sum of counted children's corr_incl, >= 0.
     ci_formula is overwritten (its memory becomes the wanted values).
 
@@ -333,20 +384,39 @@ def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray,
     per-call formula (and the corrected root samples); the ns taken from the
     children is the clamp amount, less the switch work taken out of the path
     (switch_ns): a switch frame's children are the scheduler's work, taken out
-    with it, not a clamp. Parents first: they have lower rows."""
+    with it, not a clamp. Parents first: they have lower rows.
+
+    det: the part of ci_formula over the detached calls (their caller's
+    call left out), None: none. That part is clamped at 0 on its own,
+    neither scaled with the parent path nor subtracted from its self time.
+    Returns (ci, cx, clamp_ns, the detached part of ci or None)."""
     parent = p.col("parent")
     pseudo = pseudo_roots(p)
+    det_want = None
     clamp_ns = np.where(pseudo, 0.0, np.maximum(-ci_formula, 0.0))  # leaves below 0
+    if det is not None:
+        ci_formula -= det  # the attached calls' part
+        np.maximum(-ci_formula, 0.0, out=clamp_ns)
+        clamp_ns -= np.minimum(det, 0.0)  # (det is used up)
+        clamp_ns[pseudo] = 0.0
+        det_want = np.maximum(det, 0.0, out=det)
+        det_want[pseudo] = 0.0
     want = np.maximum(ci_formula, 0.0, out=ci_formula)  # ci_formula is used up
     want[pseudo] = 0.0
     has_parent = counted
     kid_want = np.bincount(parent[has_parent], weights=want[has_parent], minlength=p.nrows)
+    if det_want is not None:
+        want += det_want
     ci = want.copy()
     scale = np.ones(p.nrows)
     for rows in p.levels:
-        # a counted child takes its parent's scale (the parent is final)
+        # a counted child takes its parent's scale (the parent is final);
+        # its detached calls keep their own value
         r_c = rows[has_parent[rows]]
-        ci[r_c] = want[r_c] * scale[parent[r_c]]
+        if det_want is None:
+            ci[r_c] = want[r_c] * scale[parent[r_c]]
+        else:
+            ci[r_c] = (want[r_c] - det_want[r_c]) * scale[parent[r_c]] + det_want[r_c]
         over = (kid_want[rows] > ci[rows]) & (kid_want[rows] > 0)
         scale[rows] = np.where(over, ci[rows] / np.where(over, kid_want[rows], 1.0), 1.0)
         excess = kid_want[rows] - ci[rows]
@@ -354,7 +424,11 @@ def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray,
             excess -= np.maximum(switch_ns[rows], 0.0)
         clamp_ns[rows] += np.where(over, np.maximum(excess, 0.0), 0.0)
     del want, kid_want, scale
-    kids = np.bincount(parent[has_parent], weights=ci[has_parent], minlength=p.nrows)
+    w = ci[has_parent]
+    if det_want is not None:
+        w -= det_want[has_parent]
+    kids = np.bincount(parent[has_parent], weights=w, minlength=p.nrows)
+    del w
     cx = ci - kids  # in place from here: no whole-tree temporaries
     neg = cx < 0
     np.maximum(cx, 0.0, out=cx)
@@ -363,7 +437,7 @@ def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray,
     # hold exactly: take the rounding from the exclusive time's 0
     ci[neg] = kids[neg]
     ci[pseudo] = kids[pseudo]
-    return ci, cx, clamp_ns
+    return ci, cx, clamp_ns, det_want
 
 
 def function_extras(p: Profile) -> dict:
