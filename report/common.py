@@ -4,7 +4,15 @@ from __future__ import annotations
 import numpy as np
 
 from ftflame.model.depthcut import depth_cut
-from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL, TREE_MAX_CALLS, Profile, missing_entries_unmarked
+from ftflame.model.profile import (
+    NODE_IRQ,
+    NODE_IRQ_ROOT,
+    NODE_PARTIAL,
+    TREE_MAX_CALLS,
+    Profile,
+    depth_limit_words,
+    missing_entries_unmarked,
+)
 
 
 def node_flags(flags: int) -> list:
@@ -110,16 +118,14 @@ def anomaly_lines(p: Profile) -> list:  # noqa: C901
                         for cpu, n in sorted(p.lost_per_cpu.items()))
         out.append(f"LOST EVENTS ({c.get('lost_events', 0):,} in {plural(c.get('lost_records', 0), 'gap')}; "
                    f"{per}): calls spanning a gap are counted but left out of corrected figures")
-    if c.get("overrun_growth"):
-        out.append(f"shadow-stack overrun grew {plural(c['overrun_growth'], 'time')} (frames dropped by the tracer)")
+    if c.get("depth_limit_calls"):
+        out.append(depth_limit_words(c))
     if c.get("gap_calls"):
-        tree = c.get("gap_tree_calls", 0)
-        own = c["gap_calls"] - tree
-        why = ([f"{plural(own, 'spans', 'span')} {p.gap_causes or 'a gap'}"] if own else []) + \
-              ([f"{tree:,} more belong to a root call that spans one or never completed" if own else
-                f"{plural(tree, 'belongs', 'belong')} to a root call that never completed"] if tree else [])
         out.append(f"{plural(c['gap_calls'], 'call')} left out of corrected figures (raw sums include "
-                   f"them): {', '.join(why)}")
+                   f"them): {'it spans' if c['gap_calls'] == 1 else 'they span'} {p.gap_causes or 'a gap'}")
+    if c.get("detached_calls"):
+        out.append(f"{plural(c['detached_calls'], 'complete call')} under a caller left out or never completed: "
+                   "kept in corrected figures, each a tree of its own")
     if c.get("orphan_exits"):
         out.append(f"{plural(c['orphan_exits'], 'exit')} without an entry (trace began mid-call or entries "
                    "lost): complete calls, shown under their parent or (partial)")

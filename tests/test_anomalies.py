@@ -29,7 +29,8 @@ def func(p, name):
 
 ALL = ["lost-events", "orphan-exit-at-start", "open-at-end", "nested-hardirq", "migration",
        "exit-only", "max-depth", "off-cpu", "lost-exit", "idle-pid0", "irq-after-return",
-       "irq-before-entry", "irq-in-pop-window", "missing-entry", "nested-irq-in-hook-window"]
+       "irq-before-entry", "irq-in-pop-window", "missing-entry", "nested-irq-in-hook-window",
+       "return-stack-full"]
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -46,11 +47,34 @@ def test_lost_events():
     assert func(p, "outer") == {"calls": 1, "incl": 2100, "excl": 2100 - 500 - 400}
     assert func(p, "inner")["calls"] == 2
     # outer spans the gap: left out of corrected statistics, counted; its
-    # children go with it (corrected sets are whole call trees)
+    # complete children stay in, detached (their caller is left out)
     assert val(p, "gap_calls", "outer") == 1
-    assert val(p, "gap_calls", "outer", "inner") == 2
-    assert c["gap_calls"] == 3 and c["gap_tree_calls"] == 2
+    assert val(p, "gap_calls", "outer", "inner") == 0
+    assert val(p, "det_calls", "outer", "inner") == 2
+    assert c["gap_calls"] == 1 and c["detached_calls"] == 2
     assert p.samples[0][3] & 1  # the root sample is marked as gap
+
+
+def test_return_stack_full_cuts_the_graph_and_loses_nothing():
+    """return-stack-full: the kernel refused 3 pushes below depth 49 (the
+    overrun counter went 0 -> 3); the 50 frames above are complete, kept in
+    corrected figures, and every output says where the graph was cut."""
+    from ftflame.correct.corrections import correct
+    from ftflame.model.profile import Calibration
+    from ftflame.report.common import report_notes
+
+    p = load("return-stack-full")
+    c = p.counters
+    assert c["overrun_growth"] == 1 and c["depth_limit_calls"] == 3 and c["depth_limit"] == 50
+    assert c["gap_calls"] == 0 and c["detached_calls"] == 0
+    assert not (p.scol("flags") & 1).any()  # no root call spans a gap
+    cp = correct(p, Calibration(10.0, 5.0, "test"))
+    assert int(cp.corrected.calls.sum()) == int(p.col("calls").sum()) == 52
+    # only the recorded calls' hook cost: f49 is a leaf as recorded
+    r = row(p, *[f"f{d}" for d in range(50)])
+    assert cp.corrected.incl[r] == p.col("incl")[r] - 10.0
+    assert any("the kernel cut the call graph at depth 50" in n and "3 calls below not recorded" in n
+               for n in report_notes(cp))
 
 
 def test_orphan_exit_at_start():

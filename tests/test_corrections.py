@@ -192,7 +192,7 @@ exit 0 100 root 0 990 1520
     assert unreliable == {"root": True, "tiny": True, "b": False}  # hook cost > half
 
 
-def test_gap_root_leaves_its_whole_tree_out():
+def test_gap_root_keeps_its_complete_calls():
     p = build("""
 entry 0 100 outer 0
 entry 0 100 inner 1
@@ -206,9 +206,13 @@ exit 0 100 outer 0 4000 4300
 """)
     q = correct(p, CAL)
     assert q.corrected.calls[row(q, "outer")] == 1  # the second, clean one
-    assert q.corrected.calls[row(q, "outer", "inner")] == 0
-    assert ci(q, "outer") == 300 - 100
-    assert q.functions.calls_corr.tolist() == [1, 0]  # outer, inner: no clean call
+    # the inner calls are complete: kept, detached from the outer call left out
+    assert q.corrected.calls[row(q, "outer", "inner")] == 2
+    assert ci(q, "outer", "inner") == (500 - 100) + (400 - 100)
+    assert q.corrected.det_incl[row(q, "outer", "inner")] == 700
+    # ...so the clean outer call's self time does not lose their time
+    assert ci(q, "outer") == cx(q, "outer") == 300 - 100
+    assert q.functions.calls_corr.tolist() == [1, 2]  # outer, inner
 
 
 def assert_exact_algebra(q, p):
@@ -216,7 +220,9 @@ def assert_exact_algebra(q, p):
     parent = q.col("parent")
     counted = counted_children(q, c.irqs)
     kids = np.zeros(q.nrows)
-    np.add.at(kids, parent[counted], c.incl[counted])
+    # a detached call's corrected time is in no kept caller's
+    attached = c.incl if c.det_incl is None else c.incl - c.det_incl
+    np.add.at(kids, parent[counted], attached[counted])
     tol = 1e-9 * np.maximum(np.abs(c.incl), 1.0)
     real = q.col("calls") > 0  # the (partial) pseudo-root is no call
     bad = np.nonzero(real & (np.abs(c.incl - (c.excl + kids)) > tol))[0]

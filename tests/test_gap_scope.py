@@ -1,8 +1,9 @@
 """Which calls the corrected figures leave out on traces that lost events,
 against the independent reference (tests/helpers/callref.py: the twin
 builder applies the gap rules of docs/design.md to the events itself):
-per call path, the calls the core sums in its gap set, and in total the
-calls whose own interval holds a gap (`gap_calls - gap_tree_calls`)."""
+per call path, the calls the core sums in its gap set (exactly the calls
+whose own interval holds a gap) and in its detached set (kept calls whose
+caller's call is left out or never completed)."""
 from __future__ import annotations
 
 import os
@@ -10,7 +11,8 @@ import os
 import pytest
 
 from conftest import fixture, profile_of
-from ftflame.model.profile import NODE_IRQ
+from ftflame.correct.corrections import correct
+from ftflame.model.profile import NODE_IRQ, Calibration
 from helpers import callref
 from helpers.paths import context_path
 
@@ -20,24 +22,28 @@ LOST = [fixture("k6.1/s15-icount-calib/trace-full.dat"),
         os.path.join(HERE, "data", "text", "lost.txt")]
 
 
-@pytest.mark.parametrize("path", LOST, ids=[os.path.basename(os.path.dirname(x)) + "/" + os.path.basename(x)
-                                            for x in LOST])
+@pytest.mark.parametrize("path", [pytest.param(x, id=os.path.basename(os.path.dirname(x)) + "/" + os.path.basename(x))
+                                  for x in LOST])
 def test_calls_left_out_are_the_reference_gap_calls(path):
-    """Per path, the calls left out of the corrected figures are the calls
-    whose own interval holds a gap and the calls of a root call that has
-    one or never completed; the first alone are gap_calls - gap_tree_calls."""
+    """Per path, the calls left out of the corrected figures are exactly the
+    calls whose own interval holds a gap; the complete calls of a root call
+    that spans one are kept, those right under a left-out caller summed
+    apart as detached."""
     p = profile_of(path)
     ref = callref.gap_counts(callref.gap_calls_of(path))
     assert p.counters.get("lost_records"), "the trace must have lost events"
     irq, parent = (p.col("flags") & NODE_IRQ) != 0, p.col("parent")
-    calls, gap = p.col("calls"), p.col("gap_calls")
+    calls, gap, det = p.col("calls"), p.col("gap_calls"), p.col("det_calls")
     core = {}
     for r in range(p.nrows):
         if calls[r]:
-            core[context_path(p, r, irq, parent)] = (int(calls[r]), int(gap[r]))
-    assert core == {k: (v[0], v[2]) for k, v in ref.items()}
-    own = p.counters["gap_calls"] - p.counters.get("gap_tree_calls", 0)
-    assert own == sum(v[1] for v in ref.values()) > 0
+            core[context_path(p, r, irq, parent)] = (int(calls[r]), int(gap[r]), int(det[r]))
+    assert core == {k: (v[0], v[1], v[3]) for k, v in ref.items()}
+    assert p.counters["gap_calls"] == sum(v[1] for v in ref.values()) > 0
+    assert p.counters["detached_calls"] == sum(v[3] for v in ref.values())
+    # the corrected figures cover every other call
+    c = correct(p, Calibration(100.0, 80.0, "test"))
+    assert int(c.corrected.calls.sum()) == int(calls.sum()) - p.counters["gap_calls"]
 
 
 def test_reference_says_which_calls_span_the_gap():

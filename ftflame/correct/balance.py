@@ -29,7 +29,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ftflame.model.errors import InputError
-from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, SAMPLE_GAP, Profile, note_warning
+from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, SAMPLE_GAP, OffCpu, Profile, note_warning
 
 TOP_COMPONENTS = 6
 # Root functions itemised: the busiest, by raw time (those named by a
@@ -134,8 +134,14 @@ def _sheet(p: Profile, baseline: Profile | None, measured: Iterable) -> tuple:
     # irq root (O(paths)); in irq-root order per row, as a whole-tree bincount
     at, hit = _positions(flat, top[irq_root])
     irq_root = irq_root[hit]
-    irq_incl_at_top = np.bincount(at, weights=c.incl[irq_root], minlength=len(flat))
-    irq_calls_at_top = np.bincount(at, weights=_clean(p, "calls", irq_root), minlength=len(flat))
+    det_incl = getattr(c, "det_incl", None)
+    att_incl = np.asarray(c.incl, dtype=np.float64) if det_incl is None else c.incl - det_incl
+    if p.counters.get("detached_calls"):
+        irq_incl, irq_calls = _irq_in_clean_roots(p, c, irq_root)
+    else:
+        irq_incl, irq_calls = c.incl[irq_root], _clean(p, "calls", irq_root)
+    irq_incl_at_top = np.bincount(at, weights=irq_incl, minlength=len(flat))
+    irq_calls_at_top = np.bincount(at, weights=irq_calls, minlength=len(flat))
     gap_calls = p.nodes.stored("gap_calls")[flat]  # 32-bit, as stored: only summed as weights
     pm_at = _pm_per_row(p)
     # every per-function sum at once (one bincount per column): a sum per root
@@ -168,7 +174,7 @@ def _sheet(p: Profile, baseline: Profile | None, measured: Iterable) -> tuple:
         for r in rows:
             for k in kids[r]:
                 if counted[k]:
-                    comp[p.name(k)] = comp.get(p.name(k), 0.0) + float(c.incl[k]) / n
+                    comp[p.name(k)] = comp.get(p.name(k), 0.0) + float(att_incl[k]) / n
         ranked = sorted(comp.items(), key=lambda kv: -kv[1])
         components = [{"name": f"{name} (self)", "mean_ns": round(self_ns, 1)}]
         components += [{"name": k, "mean_ns": round(v, 1)} for k, v in ranked[:TOP_COMPONENTS]]
@@ -261,6 +267,37 @@ def _summer(rows_by_func: dict):
     flat = np.fromiter((r for rows in rows_by_func.values() for r in rows), np.int64, len(group))
     return flat, lambda at: np.bincount(group, weights=np.asarray(at, np.float64),
                                         minlength=len(sizes)).tolist()
+
+
+def _irq_in_clean_roots(p: Profile, c, irq_root: np.ndarray) -> tuple:
+    """(corrected inclusive time, calls) of the interrupt-subtree rows
+    irq_root, over their calls inside clean root calls only: on a trace with
+    detached calls an irq-root path may also hold kept calls inside a root
+    call left out (the core's groot_* sums), which no clean root call holds.
+    The corrected time is the correction's own formula over those calls."""
+    from ftflame.correct import corrections
+
+    def get(name):
+        out = _clean(p, name, irq_root)
+        out -= p.col("groot_" + name, irq_root, np.float64)
+        return out
+
+    calls = get("calls")
+    cal = p.calibration
+    if p.corrected is None or not cal.applied:
+        return get("incl"), calls
+    off = get("offcpu") if c.offcpu is OffCpu.REMOVED else np.zeros(len(irq_root))
+    sw = None
+    if c.sched_removed is not None:
+        sw = corrections.net_switch_work(get("sched"), get("sched_calls"), get("sched_outs"),
+                                         float(cal.o_in_ns), float(cal.o_out_ns))
+    is_irq = np.ones(len(irq_root), dtype=bool)  # an interrupt subtree's paths run in irq context
+    ci = corrections._formula(p, cal, c.irqs, is_irq, calls, get("incl"), get("desc"), off, sw,
+                              np.zeros(len(irq_root)), get, irq_root)[0]
+    # (a path whose calls are all in clean root calls keeps the correction's own figure, clamps included)
+    whole = p.col("groot_calls", irq_root) == 0
+    ci = np.where(whole, np.asarray(c.incl, dtype=np.float64)[irq_root], np.maximum(ci, 0.0))
+    return ci, calls
 
 
 def _positions(rows: np.ndarray, wanted: np.ndarray) -> tuple:

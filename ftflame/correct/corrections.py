@@ -2,9 +2,13 @@
 
 Raw sums are never changed. ``correct`` adds a ``Corrected`` view computed
 from the linear sums of each call path's *clean* calls (all minus ``gap_*``:
-the C core leaves out calls that span a lost-event gap, overrun or lost exit,
-and every call of a root call that does or never completes, so the clean
-calls form whole call trees). For a clean call c with D recorded
+the C core leaves out the calls whose own interval holds a lost-event gap,
+a lost exit or a missing entry; those are closed upwards, so the clean calls
+form whole call trees, some of them *detached*: under a caller that is left
+out or never completed, summed apart per path in ``det_*``). A detached
+call's corrected time is in no kept caller's: its path's figures keep it,
+its parent path's self time does not subtract it, and the parent's clamp
+does not scale it (_clamp_top_down). For a clean call c with D recorded
 descendants, n direct children, R interrupt subtrees inside it, I its
 measured inclusive time, irq the time of those subtrees and off the time the
 task was switched out:
@@ -64,6 +68,15 @@ def clean(p: Profile, name: str) -> np.ndarray:
     return out
 
 
+def detached(p: Profile, name: str) -> np.ndarray:
+    """Per-node sum over the detached calls (kept, their caller's call left out)."""
+    return p.col("det_" + name, dtype=np.float64)
+
+
+def has_detached(p: Profile) -> bool:
+    return bool(p.counters.get("detached_calls", 0))
+
+
 def _zeros(n: int) -> np.ndarray:
     """n zeros as a read-only float64 array that holds one value: a column
     the correction removes nothing in, costing no memory per row."""
@@ -96,8 +109,17 @@ def irq_roots_inside(p: Profile, calls: np.ndarray | None = None) -> np.ndarray:
     is_root = (flags & NODE_IRQ_ROOT) != 0
     is_irq = (flags & NODE_IRQ) != 0
     R = np.zeros(p.nrows)
+    # a detached call is inside no kept call of its parent path
+    det = None
+    if has_detached(p):  # (as stored: 32-bit, zero on most rows)
+        det = p.nodes.stored("det_calls"), p.nodes.stored("det_irq_roots")
     for rows in reversed(p.levels[1:]):
-        contrib = np.where(is_root[rows], calls[rows], np.where(is_irq[rows], 0.0, R[rows]))
+        task, own = R[rows], calls[rows]
+        if det is not None:
+            det_calls, det_R = det
+            task = task - det_R[rows]
+            own = own - det_calls[rows]
+        contrib = np.where(is_root[rows], own, np.where(is_irq[rows], 0.0, task))
         # a level's parents hear from all their children here, at once; add.at
         # touches only them (a bincount per level costs a whole-tree array)
         np.add.at(R, parent[rows], contrib)
@@ -145,7 +167,7 @@ def correct(p: Profile, cal: Calibration, irqs: str = "exclude", offcpu: str = "
         notes=correction_notes(p, off_mode, why, nodes), overhead=nodes.overhead,
         irq_removed=nodes.irq_removed, offcpu_removed=nodes.offcpu_removed, clamp_ns=nodes.clamp_ns,
         unreliable=nodes.unreliable, sample_clamped=sample_clamped, irqs=irqs, offcpu=off_mode,
-        offcpu_reason=why, sched_removed=nodes.sched_removed)
+        offcpu_reason=why, sched_removed=nodes.sched_removed, det_incl=nodes.det_incl)
     # (the new Profile starts without the old one's views of its figures)
     return p.replace(calibration=cal, corrected=corrected)
 
@@ -177,14 +199,18 @@ class _Nodes(NamedTuple):
     sched_removed: np.ndarray | None
     unreliable: np.ndarray
     level_samples: np.ndarray | None  # the hook level's adjustment per root call, None without
+    det_incl: np.ndarray | None  # the part of incl over the detached calls, None: none
 
 
 def _corrected_nodes(p: Profile, cal: Calibration, irqs: str, off_mode: OffCpu) -> _Nodes:
     """The corrected inclusive and exclusive sums per node, with what was
-    taken out of them. Each whole-tree column lives only as long as it is
-    needed (a column of the stage's peak each): the formula's terms are
-    made in helpers and given up on their return."""
+    taken out of them: over the clean calls, and the same formula over the
+    detached calls (kept calls whose caller is left out) on their rows.
+    Each whole-tree column lives only as long as it is needed (a column of
+    the stage's peak each): the formula's terms are made in helpers and
+    given up on their return."""
     o_in, o_out = float(cal.o_in_ns), float(cal.o_out_ns)
+    is_irq = (p.nodes.stored("flags") & NODE_IRQ) != 0
     calls = clean(p, "calls")
     off = clean(p, "offcpu")
     if off_mode.kept or not off.any():
@@ -192,8 +218,78 @@ def _corrected_nodes(p: Profile, cal: Calibration, irqs: str, off_mode: OffCpu) 
         # for every row, not a whole-tree column of them
         off = _zeros(p.nrows)
     sw = switch_work(p, o_in, o_out) if off_mode is OffCpu.REMOVED else None
-    over, irq_removed, level_samples = _hook_cost(p, cal, irqs, calls, sw is not None)
-    incl = clean(p, "incl")
+    ci_formula, over, irq_removed, level_samples, unreliable = _formula(
+        p, cal, irqs, is_irq, calls, clean(p, "incl"), clean(p, "desc"), off, sw, irq_roots_inside(p, calls),
+        lambda n: clean(p, n))
+    det = _detached_formula(p, cal, irqs, is_irq, bool(off.any()), sw is not None)
+    ci, cx, clamp_ns, det_incl = _clamp_top_down(p, ci_formula, counted_children(p, irqs), sw, det)
+    return _Nodes(incl=ci, excl=cx, calls=calls.astype(np.int64), clamped=clamp_ns > 0.5, clamp_ns=clamp_ns,
+                  overhead=over, irq_removed=irq_removed, offcpu_removed=off, sched_removed=sw,
+                  unreliable=unreliable, level_samples=level_samples, det_incl=det_incl)
+
+
+def _detached_formula(p: Profile, cal: Calibration, irqs: str, is_irq: np.ndarray, off_removed: bool,
+                      switched: bool) -> np.ndarray | None:
+    """Per node, _formula's corrected inclusive sum over the detached calls
+    (kept calls whose caller's call is left out: a tree of their own), on
+    their rows only; None when the trace has none."""
+    rows = np.flatnonzero(p.nodes.stored("det_calls")) if has_detached(p) else ()
+    if not len(rows):
+        return None
+
+    def dget(name):
+        return p.col("det_" + name, rows, np.float64)
+
+    o_in, o_out = float(cal.o_in_ns), float(cal.o_out_ns)
+    d_off = dget("offcpu") if off_removed else np.zeros(len(rows))
+    d_sw = net_switch_work(dget("sched"), dget("sched_calls"), dget("sched_outs"), o_in, o_out) if switched else None
+    det = np.zeros(p.nrows)
+    det[rows] = _formula(p, cal, irqs, is_irq[rows], dget("calls"), dget("incl"), dget("desc"), d_off, d_sw,
+                         p.col("det_irq_roots", rows, np.float64), dget, rows)[0]
+    return det
+
+
+def _formula(p: Profile, cal: Calibration, irqs: str, is_irq, calls, incl, desc, off, sw, R, get,
+             rows=None) -> tuple:
+    """(corrected inclusive sum per node before any clamp, the hook cost
+    taken out, the irq time taken out, the per-sample hook-level shift,
+    unreliable per node) of the calls whose per-node sums are calls, incl,
+    desc, off (off-CPU time to take out), sw (switch work, None: none), R
+    (interrupt subtrees inside) and get(name) for the others: the clean
+    calls, or the detached ones; of every node, or of the node rows `rows`
+    (every array then of those rows). incl becomes the result, R is used up."""
+    o_in, o_out = float(cal.o_in_ns), float(cal.o_out_ns)
+    o_sum = o_in + o_out
+    # over: the hook cost per node, in place (each whole-tree temporary is a
+    # column of the stage's peak); the same operations in the same order as
+    # calls * o_in + desc * o_sum + R * o_out, so the same doubles
+    over = calls * o_in
+    if irqs == "exclude":
+        over += desc * o_sum
+        R *= o_out
+        np.add(over, R, out=over, where=~is_irq)  # an irq path's own subtree is no R
+        del R
+        irq_removed = get("irq")
+        irq_removed[is_irq] = 0.0
+    else:
+        task = desc + get("irq_calls")
+        task *= o_sum
+        task += over
+        over += desc * o_sum
+        over[~is_irq] = task[~is_irq]
+        del task
+        irq_removed = _zeros(len(calls))
+    if sw is not None:
+        # the calls recorded while the task was switched out (the tail of
+        # __schedule()) ran inside the off-CPU time, their hooks too
+        tail = get("offcpu_calls")
+        tail *= o_sum
+        over -= tail
+        del tail
+    level = hooklevel.adjustments(p, cal, desc, calls, rows)
+    del desc
+    if level is not None:
+        over += level[0]
     unreliable = (over > UNRELIABLE_FRACTION * incl) & (calls > 0)
     ci_formula = incl  # incl - off - irq_removed - over (- switch work), in place
     ci_formula -= off
@@ -201,48 +297,10 @@ def _corrected_nodes(p: Profile, cal: Calibration, irqs: str, off_mode: OffCpu) 
     ci_formula -= over
     if sw is not None:
         ci_formula -= sw
-    ci, cx, clamp_ns = _clamp_top_down(p, ci_formula, counted_children(p, irqs), sw)
-    return _Nodes(incl=ci, excl=cx, calls=calls.astype(np.int64), clamped=clamp_ns > 0.5, clamp_ns=clamp_ns,
-                  overhead=over, irq_removed=irq_removed, offcpu_removed=off, sched_removed=sw,
-                  unreliable=unreliable, level_samples=level_samples)
-
-
-def _hook_cost(p: Profile, cal: Calibration, irqs: str, calls: np.ndarray, switched: bool) -> tuple:
-    """(the hook cost per node, the irq time per node taken out with the
-    subtrees, the hook level's adjustment per root call or None).
-    switched: the off-CPU time goes out with the switch work (the calls
-    recorded while switched out ran inside it, their hooks too).
-
-    The hook cost is made in place: the same operations in the same order
-    as calls * o_in + desc * o_sum + R * o_out, so the same doubles."""
-    o_in, o_out = float(cal.o_in_ns), float(cal.o_out_ns)
-    o_sum = o_in + o_out
-    is_irq = (p.nodes.stored("flags") & NODE_IRQ) != 0
-    desc = clean(p, "desc")
-    over = calls * o_in
-    if irqs == "exclude":
-        over += desc * o_sum
-        R = irq_roots_inside(p, calls)
-        R *= o_out
-        np.add(over, R, out=over, where=~is_irq)  # an irq path's own subtree is no R
-        irq_removed = clean(p, "irq")
-        irq_removed[is_irq] = 0.0
-    else:
-        task = desc + clean(p, "irq_calls")
-        task *= o_sum
-        task += over
-        over += desc * o_sum
-        over[~is_irq] = task[~is_irq]
-        irq_removed = _zeros(p.nrows)
-    if switched:
-        tail = clean(p, "offcpu_calls")
-        tail *= o_sum
-        over -= tail
-    level = hooklevel.adjustments(p, cal, desc, calls)
-    if level is None:
-        return over, irq_removed, None
-    over += level[0]
-    return over, irq_removed, level[1]
+    del incl
+    level_samples = None if level is None else level[1]
+    del level
+    return ci_formula, over, irq_removed, level_samples, unreliable
 
 
 def correction_notes(p: Profile, off_mode: OffCpu, why: str, nodes: _Nodes) -> tuple:
@@ -259,8 +317,8 @@ def correction_notes(p: Profile, off_mode: OffCpu, why: str, nodes: _Nodes) -> t
             notes.append(sched_note)
     gap = p.counters.get("gap_calls", 0)
     if gap:
-        notes.append(f"{gap:,} calls left out of corrected figures (they, or their root call, "
-                     f"span {p.gap_causes or 'a gap'}, or never completed)")
+        notes.append(f"{gap:,} call{'s' if gap != 1 else ''} left out of corrected figures "
+                     f"({'it spans' if gap == 1 else 'they span'} {p.gap_causes or 'a gap'})")
     if nodes.clamped.any():
         notes.append(f"{int(nodes.clamped.sum()):,} call paths clamped at zero corrected self time "
                      f"({nodes.clamp_ns.sum() / 1e3:,.1f} us added back)")
@@ -351,7 +409,7 @@ def switch_work_words(p: Profile, sw: np.ndarray, switches: int) -> str:
 
 
 def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray,
-                    switch_ns: np.ndarray | None = None):
+                    switch_ns: np.ndarray | None = None, det: np.ndarray | None = None):
     """corr_excl = corr_incl - sum of counted children's corr_incl, >= 0.
     ci_formula is overwritten (its memory becomes the wanted values).
 
@@ -362,20 +420,39 @@ def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray,
     per-call formula (and the corrected root samples); the ns taken from the
     children is the clamp amount, less the switch work taken out of the path
     (switch_ns): a switch frame's children are the scheduler's work, taken out
-    with it, not a clamp. Parents first: they have lower rows."""
+    with it, not a clamp. Parents first: they have lower rows.
+
+    det: the part of ci_formula over the detached calls (their caller's
+    call left out), None: none. That part is clamped at 0 on its own,
+    neither scaled with the parent path nor subtracted from its self time.
+    Returns (ci, cx, clamp_ns, the detached part of ci or None)."""
     parent = p.col("parent")
     pseudo = pseudo_roots(p)
+    det_want = None
     clamp_ns = np.where(pseudo, 0.0, np.maximum(-ci_formula, 0.0))  # leaves below 0
+    if det is not None:
+        ci_formula -= det  # the attached calls' part
+        np.maximum(-ci_formula, 0.0, out=clamp_ns)
+        clamp_ns -= np.minimum(det, 0.0)  # (det is used up)
+        clamp_ns[pseudo] = 0.0
+        det_want = np.maximum(det, 0.0, out=det)
+        det_want[pseudo] = 0.0
     want = np.maximum(ci_formula, 0.0, out=ci_formula)  # ci_formula is used up
     want[pseudo] = 0.0
     has_parent = counted
     kid_want = np.bincount(parent[has_parent], weights=want[has_parent], minlength=p.nrows)
+    if det_want is not None:
+        want += det_want
     ci = want.copy()
     scale = np.ones(p.nrows)
     for rows in p.levels:
-        # a counted child takes its parent's scale (the parent is final)
+        # a counted child takes its parent's scale (the parent is final);
+        # its detached calls keep their own value
         r_c = rows[has_parent[rows]]
-        ci[r_c] = want[r_c] * scale[parent[r_c]]
+        if det_want is None:
+            ci[r_c] = want[r_c] * scale[parent[r_c]]
+        else:
+            ci[r_c] = (want[r_c] - det_want[r_c]) * scale[parent[r_c]] + det_want[r_c]
         over = (kid_want[rows] > ci[rows]) & (kid_want[rows] > 0)
         scale[rows] = np.where(over, ci[rows] / np.where(over, kid_want[rows], 1.0), 1.0)
         excess = kid_want[rows] - ci[rows]
@@ -383,7 +460,11 @@ def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray,
             excess -= np.maximum(switch_ns[rows], 0.0)
         clamp_ns[rows] += np.where(over, np.maximum(excess, 0.0), 0.0)
     del want, kid_want, scale
-    kids = np.bincount(parent[has_parent], weights=ci[has_parent], minlength=p.nrows)
+    w = ci[has_parent]
+    if det_want is not None:
+        w -= det_want[has_parent]
+    kids = np.bincount(parent[has_parent], weights=w, minlength=p.nrows)
+    del w
     cx = ci - kids  # in place from here: no whole-tree temporaries
     neg = cx < 0
     np.maximum(cx, 0.0, out=cx)
@@ -392,7 +473,7 @@ def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray,
     # hold exactly: take the rounding from the exclusive time's 0
     ci[neg] = kids[neg]
     ci[pseudo] = kids[pseudo]
-    return ci, cx, clamp_ns
+    return ci, cx, clamp_ns, det_want
 
 
 def function_extras(p: Profile) -> dict:

@@ -85,10 +85,10 @@ def commits(desc: np.ndarray, calls: np.ndarray | float) -> np.ndarray:
     return COMMITS_PER_DESCENDANT * desc + calls
 
 
-def adjustments(p: Profile, cal: Calibration, desc: np.ndarray, calls: np.ndarray):
+def adjustments(p: Profile, cal: Calibration, desc: np.ndarray, calls: np.ndarray, rows=None):
     """(per node ns, per sample ns, root calls levelled): the hook cost to
     take out beyond the calibration's, for the clean per-node sums desc and
-    calls. None without a level."""
+    calls (of the node rows `rows` only, when given). None without a level."""
     ref = reference(cal)
     if ref is None or not len(p.samples):
         return None
@@ -103,5 +103,5 @@ def adjustments(p: Profile, cal: Calibration, desc: np.ndarray, calls: np.ndarra
     adj = np.bincount(top[node[clean]], weights=per_sample[clean], minlength=n)
     com = np.bincount(top[node[clean]], weights=commits(s_desc, 1.0)[clean], minlength=n)
     level = np.divide(adj, com, out=np.zeros(n), where=com > 0)
-    per_node = commits(desc, calls) * level[top]
+    per_node = commits(desc, calls) * level[top if rows is None else top[rows]]
     return per_node, per_sample, int((clean & (shift != 0)).sum())

@@ -85,11 +85,12 @@ def _less_switch_hooks(c, calls, desc, sched_calls, sched_outs, offcpu_calls):
 # ---- every corrected figure's interval, computed once beside the Profile ----
 
 
-def node_half_widths(p: Profile) -> np.ndarray | None:
+def node_half_widths(p: Profile, detached: bool = False) -> np.ndarray | None:
     """Per node row: the 95% half-width of its corrected inclusive sum over
     its clean calls (what correct() takes out, with each cost replaced by
-    its half-width), None without calibration intervals."""
-    from ftflame.correct.corrections import clean, irq_roots_inside
+    its half-width), None without calibration intervals. detached: over
+    the detached calls only (corrections.detached)."""
+    from ftflame.correct import corrections
     from ftflame.model.profile import NODE_IRQ
 
     c = p.corrected
@@ -97,14 +98,16 @@ def node_half_widths(p: Profile) -> np.ndarray | None:
     if hw is None:
         return None
     h_in, h_sum, h_out = hw
-    calls, desc = clean(p, "calls"), clean(p, "desc")
-    calls, desc = _less_switch_hooks(c, calls, desc, *(clean(p, k) for k in ("sched_calls", "sched_outs",
-                                                                             "offcpu_calls")))
+    get = corrections.detached if detached else corrections.clean
+    calls, desc = get(p, "calls"), get(p, "desc")
+    calls, desc = _less_switch_hooks(c, calls, desc, *(get(p, k) for k in ("sched_calls", "sched_outs",
+                                                                           "offcpu_calls")))
     own = np.abs(calls) * h_in + desc * h_sum
     if c.irqs == "exclude":
-        task = own + irq_roots_inside(p) * h_out
+        R = p.col("det_irq_roots", dtype=np.float64) if detached else corrections.irq_roots_inside(p)
+        task = own + R * h_out
     else:
-        task = own + clean(p, "irq_calls") * h_sum
+        task = own + get(p, "irq_calls") * h_sum
     return np.where((p.col("flags") & NODE_IRQ) != 0, own, task)
 
 
@@ -136,7 +139,10 @@ def _stat_half_widths(p: Profile) -> dict | None:
     c = p.corrected
     parent = p.col("parent")
     counted = corrections.counted_children(p, c.irqs)
-    kids = np.bincount(parent[counted], weights=hw_incl[counted], minlength=p.nrows)
+    # a detached call's interval is in no kept caller's (corrections._clamp_top_down)
+    attached = hw_incl - node_half_widths(p, True) if corrections.has_detached(p) else hw_incl
+    kids = np.bincount(parent[counted], weights=attached[counted], minlength=p.nrows)
+    del attached
     hw_excl = np.maximum(hw_incl - kids, 0.0)
     hw_call = root_half_widths(p)
     ft = p.functions

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ftflame.model.depthcut import depth_cut
 from ftflame.model.errors import InputError
+from ftflame.model.profile import depth_limit_words
 
 from .model import SideInfo, root_call_count
 
@@ -80,6 +81,8 @@ def depth_warnings(before, after) -> list:
             if cut:
                 out.append(f"{run.label} ({side}) seems cut at max_graph_depth {cut.limit}: {cut.evidence()}; "
                            "deeper calls were not recorded, their time is in their callers' self time")
+            if depth_limit_words(run.profile.counters):
+                out.append(f"{run.label} ({side}): {depth_limit_words(run.profile.counters)}")
     vb, va = _distinct(limits.get("before", [])), _distinct(limits.get("after", []))
     if vb != va:
         out.append(f"different graph depth: before {_say_depths(vb)}; after {_say_depths(va)} (paths below "

@@ -34,7 +34,9 @@ NODE_COLUMNS = (
     ("parent", "func", "flags")
     + SUM_FIELDS
     + tuple("gap_" + f for f in SUM_FIELDS)
-    + ("incl_min", "incl_max", "excl_min", "excl_max", "migrated", "open_end", "unterminated",
+    + tuple("det_" + f for f in SUM_FIELDS)
+    + tuple("groot_" + f for f in SUM_FIELDS)
+    + ("incl_min", "incl_max", "excl_min", "excl_max", "det_irq_roots", "migrated", "open_end", "unterminated",
        "unowned_child_incl", "irq_early", "roots", "func_roots", "depth")
 )
 # Node columns stored in 32 bits (the rest in 64): identifiers and counts.
@@ -46,13 +48,17 @@ NODE_COLUMNS = (
 NODE_NARROW = frozenset(("parent", "func", "flags", "calls", "desc", "nchild", "irq_calls", "gap_calls",
                          "gap_desc", "gap_nchild", "gap_irq_calls", "migrated", "open_end", "unterminated",
                          "sched_calls", "sched_outs", "gap_sched_calls", "gap_sched_outs", "offcpu_calls",
-                         "gap_offcpu_calls",
+                         "gap_offcpu_calls", "det_calls", "det_desc", "det_nchild", "det_irq_calls",
+                         "det_sched_calls", "det_sched_outs", "det_offcpu_calls", "det_irq_roots",
+                         "groot_calls", "groot_desc", "groot_nchild", "groot_irq_calls",
+                         "groot_sched_calls", "groot_sched_outs", "groot_offcpu_calls",
                          "irq_early", "roots", "func_roots", "depth"))
 # Node columns mostly zero on real traces (interrupts, off-CPU time,
 # anomalies): kept sparse when that is smaller (NodeTable).
 NODE_SPARSE = frozenset(("irq", "irq_calls", "offcpu", "gap_irq", "gap_irq_calls", "gap_offcpu", "migrated",
                          "sched", "sched_calls", "sched_outs", "gap_sched", "gap_sched_calls", "gap_sched_outs",
                          "offcpu_calls", "gap_offcpu_calls",
+                         *("det_" + f for f in SUM_FIELDS), *("groot_" + f for f in SUM_FIELDS), "det_irq_roots",
                          "open_end", "unterminated", "unowned_child_incl", "irq_early"))
 NODE_DTYPES = tuple(np.dtype("<i4") if c in NODE_NARROW else np.dtype("<i8") for c in NODE_COLUMNS)
 SAMPLE_COLUMNS = ("node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu",
@@ -473,12 +479,27 @@ class Corrected:
     # calls (the switch frames' on-CPU time less their hook cost), taken out
     # with the off-CPU time (docs/overhead.md "Switch work"); None: none.
     sched_removed: np.ndarray | None = None
+    # Per node: the part of incl over the detached calls (kept calls whose
+    # caller's call is left out: a tree of their own, in no kept caller's
+    # time); None: no such call.
+    det_incl: np.ndarray | None = None
 
 
 def missing_entries_unmarked(counters: Mapping[str, int]) -> str:
     """" with no lost-event mark" when the trace has none: its missing
     entries were dropped without the ring buffer saying so."""
     return "" if counters.get("lost_records") else " with no lost-event mark"
+
+
+def depth_limit_words(counters: Mapping[str, int]) -> str:
+    """What every output says of a graph the kernel cut at its return-stack
+    limit (the overrun counter grew: parse/core/builder.c), "" when not."""
+    n = counters.get("depth_limit_calls", 0)
+    if not n:
+        return ""
+    return (f"the kernel cut the call graph at depth {counters.get('depth_limit', 0)}: its return stack was "
+            f"full, {n:,} call{'s' if n != 1 else ''} below not recorded; the calls above are complete and "
+            "kept, their time includes the unrecorded calls' (only the recorded calls' hook cost is taken out)")
 
 
 def gap_causes(counters: Mapping[str, int]) -> str:
@@ -489,8 +510,6 @@ def gap_causes(counters: Mapping[str, int]) -> str:
     causes = []
     if c.get("lost_records"):
         causes.append("a lost-event gap")
-    if c.get("overrun_growth"):
-        causes.append("a shadow-stack overrun")
     if c.get("missing_entries"):
         causes.append(f"a missing entry (a depth jump{missing_entries_unmarked(c)})")
     if c.get("unterminated"):

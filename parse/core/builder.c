@@ -9,10 +9,13 @@
  *    leave them out of the interrupted call;
  *  - off-CPU time (sched_switch out..in) is charged to every frame open on the
  *    task's stack, via per-task running totals (O(1) per event);
- *  - anything that breaks the picture (lost events, overrun growth, a missing
- *    exit) taints the open frames: their calls still count in the raw sums
- *    (which must equal the tracer's own durations) but are also summed in the
- *    node's `gap` set, which corrected statistics leave out.
+ *  - anything that breaks the picture (lost events, a missing exit or entry)
+ *    taints the open frames: their calls still count in the raw sums (which
+ *    must equal the tracer's own durations) but are also summed in the
+ *    node's `gap` set, which corrected statistics leave out; the calls
+ *    completed under them are whole and kept (their `det` sums say which);
+ *  - overrun growth is the kernel's full return stack: the calls below it
+ *    were never recorded, and the frames open are complete (counted only).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -259,7 +262,11 @@ static int func_is_sched_entry(ftf_builder *b, uint32_t func)
 typedef struct {
 	uint32_t node;
 	uint32_t slot;
+	uint32_t owner; /* serial of the open frame whose children `s` sums, 0: none */
+	uint32_t next;  /* the owner's next entry + 1, 0: the last */
 	ftf_sums s;
+	uint64_t irq_roots; /* interrupt subtrees inside the calls `s` sums */
+	ftf_sums r;         /* an irq root's: all its kept calls under the open root call */
 } ftf_jentry;
 
 typedef struct {
@@ -294,6 +301,8 @@ typedef struct {
 	uint64_t popwin_start, popwin_end, popwin_dur, popwin_calls;
 	uint64_t last_ret; /* rettime of the last child, 0: none (sibling gaps) */
 	uint32_t rec;          /* the call's record in the task's open tree (root_calls.c) */
+	uint32_t serial;       /* the task's frame serial, never 0 (journal owner) */
+	uint32_t jhead;        /* its kept children's journal entries: first + 1, 0: none */
 	uint64_t irq_roots_at; /* task's irq_roots when the frame was pushed */
 	uint64_t entry_ts;     /* the entry record's timestamp */
 } ftf_frame;
@@ -316,6 +325,7 @@ struct ftf_task {
 	ftf_jentry *jent;
 	uint32_t *jslots;
 	uint32_t jn, jcap, jnslots;
+	uint32_t frame_serial;
 	uint64_t irq_roots; /* irq subtrees completed under task frames */
 	uint64_t root_irq_roots_at;
 	uint64_t root_leaf_min; /* shortest task-context leaf under the open root call */
@@ -584,17 +594,23 @@ static void sums_add(ftf_sums *s, uint64_t dur, int64_t excl, uint64_t desc, uin
 	s->offcpu += off;
 }
 
-/* ---- the root journal ---------------------------------------------------
- * Corrected statistics leave out the `gap` set, and must stay a closed set
- * of whole call trees: if a call were kept while its caller is left out, the
- * caller's corrected time would no longer be its self time plus its kept
- * children (corr incl = corr excl + sum of children). So a call is left out
- * when it spans a gap itself, or when its root call (the bottom frame of the
- * task's stack) spans one or never completes (lost exit, open at the end).
- * While the root is open, the clean calls completed under it are summed per
- * node in the task's journal; when the root ends, the journal is dropped
- * (clean tree) or moved into the nodes' gap sums. Memory: one entry per
- * distinct call path under the open root. */
+/* ---- the parent journal -------------------------------------------------
+ * Corrected statistics leave out the `gap` set: the calls whose own interval
+ * holds a gap. A gap is inside every frame open at the time, so the left-out
+ * calls are closed upwards (a left-out call's caller is left out) and the
+ * kept ones downwards: the kept calls are whole call trees, some of them
+ * under a caller that is left out or never completes (lost exit, open at
+ * the end). Such a detached call's corrected time is in no kept caller's:
+ * the correction must not subtract it from its caller's path, nor scale it
+ * with that path's clamp, so the nodes sum the detached calls apart (`det`).
+ * Whether a caller is left out is known only when it ends, so the kept
+ * calls completed under an open frame are summed per node in the task's
+ * journal, owned by that frame; when it ends they move into the `det` sums
+ * (left out, or never completed) or are dropped (kept caller). A node has
+ * at most one open frame per task (its path is the stack below it), so one
+ * entry per node serves every call of it under the open root; the entries
+ * also say which paths the root call had kept calls of (roots, func_roots).
+ * Memory: one entry per distinct call path under the open root. */
 static void sums_merge(ftf_sums *d, const ftf_sums *s)
 {
 	d->calls = ftf_count_add(d->calls, s->calls);
@@ -637,26 +653,66 @@ static int journal_grow(ftf_task *t)
 	return 0;
 }
 
-static void journal_add(ftf_builder *b, ftf_task *t, uint32_t node, const ftf_sums *one)
+/* A kept call of `node` completed under the open frame `owner`. */
+static void journal_add(ftf_builder *b, ftf_task *t, uint32_t node, ftf_frame *owner, const ftf_sums *one,
+			uint64_t irq_roots)
 {
 	if (t->jn + 1 > t->jcap && journal_grow(t) < 0) {
 		b->oom = 1;
 		return;
 	}
 	uint32_t s = ftf_mix64(node) & (t->jnslots - 1);
+	ftf_jentry *e = NULL;
 	while (t->jslots[s]) {
-		ftf_jentry *e = &t->jent[t->jslots[s] - 1];
-		if (e->node == node) {
-			sums_merge(&e->s, one);
-			return;
+		ftf_jentry *x = &t->jent[t->jslots[s] - 1];
+		if (x->node == node) {
+			e = x;
+			break;
 		}
 		s = (s + 1) & (t->jnslots - 1);
 	}
-	ftf_jentry *e = &t->jent[t->jn];
-	e->node = node;
-	e->slot = s;
+	if (!e) {
+		e = &t->jent[t->jn];
+		e->node = node;
+		e->slot = s;
+		e->owner = 0;
+		memset(&e->r, 0, sizeof(e->r));
+		t->jslots[s] = ++t->jn;
+	}
+	if (b->nodes[node].flags & FTF_NODE_IRQ_ROOT)
+		sums_merge(&e->r, one);
+	if (e->owner == owner->serial) {
+		sums_merge(&e->s, one);
+		e->irq_roots += irq_roots;
+		return;
+	}
+	/* (an owner still open, were two frames of one path open at once,
+	 * loses the entry: its calls then count as attached) */
+	e->owner = owner->serial;
 	e->s = *one;
-	t->jslots[s] = ++t->jn;
+	e->irq_roots = irq_roots;
+	e->next = owner->jhead;
+	owner->jhead = (uint32_t)(e - t->jent) + 1;
+}
+
+/* The frame f ended: out, it is left out or never completed, and the kept
+ * calls completed under it are detached. */
+static void journal_settle(ftf_builder *b, ftf_task *t, ftf_frame *f, int out)
+{
+	for (uint32_t i = f->jhead; i;) {
+		ftf_jentry *e = &t->jent[i - 1];
+		i = e->next;
+		if (e->owner != f->serial)
+			continue; /* taken over (see journal_add) */
+		e->owner = 0;
+		ftf_node_more *m = out ? node_more(b, e->node) : NULL;
+		if (m) {
+			sums_merge(&m->det, &e->s);
+			m->det_irq_roots = ftf_count_add(m->det_irq_roots, e->irq_roots);
+			b->c.detached_calls += e->s.calls;
+		}
+	}
+	f->jhead = 0;
 }
 
 /* The per-function stamp of func (ftf_builder.func_stamp), grown as
@@ -677,42 +733,39 @@ static uint32_t *func_stamp(ftf_builder *b, uint32_t func)
 	return &b->func_stamp[func];
 }
 
-/* The task's root call ended (gap: it spans a gap or never completed). */
+/* The task's root call ended (its frames all settled; gap: it is left out
+ * or never completed): the journal holds each path with kept calls once
+ * per root call. */
 static void journal_end(ftf_builder *b, ftf_task *t, int gap)
 {
-	uint32_t serial = gap ? 0 : ++b->root_serial;
+	uint32_t serial = ++b->root_serial;
 	for (uint32_t i = 0; i < t->jn; i++) {
 		ftf_jentry *e = &t->jent[i];
-		ftf_node_more *m = gap ? node_more(b, e->node) : NULL;
-		if (m) {
-			sums_merge(&m->gap, &e->s);
-			b->c.gap_calls += e->s.calls;
-			b->c.gap_tree_calls += e->s.calls;
-		}
-		if (!gap) { /* the journal holds each path once per root call */
-			ftf_node *n = &b->nodes[e->node];
-			uint32_t *stamp = func_stamp(b, n->func);
-			n->roots = ftf_count_add(n->roots, 1);
-			if (stamp && *stamp != serial) {
-				*stamp = serial;
-				n->func_roots = ftf_count_add(n->func_roots, 1);
-			}
+		ftf_node *n = &b->nodes[e->node];
+		ftf_node_more *m = gap && e->r.calls ? node_more(b, e->node) : NULL;
+		if (m)
+			sums_merge(&m->groot, &e->r);
+		uint32_t *stamp = func_stamp(b, n->func);
+		n->roots = ftf_count_add(n->roots, 1);
+		if (stamp && *stamp != serial) {
+			*stamp = serial;
+			n->func_roots = ftf_count_add(n->func_roots, 1);
 		}
 		t->jslots[e->slot] = 0;
 	}
 	t->jn = 0;
 }
 
-static void node_add(ftf_builder *b, uint32_t idx, int gap, uint64_t dur, int64_t excl,
+/* A completed call of node idx; parent: the open frame it completed under,
+ * NULL for a root call (or a call with no caller known). */
+static void node_add(ftf_builder *b, uint32_t idx, int gap, ftf_frame *parent, uint64_t dur, int64_t excl,
 		     uint64_t desc, uint64_t nchild, uint64_t irq, uint64_t irq_calls, uint64_t off,
-		     const ftf_schedw *sw)
+		     const ftf_schedw *sw, uint64_t irq_roots)
 {
 	if (idx == FTF_NONE)
 		return;
 	ftf_task *t = b->cur_task;
-	/* the root already spans a gap: the whole tree is left out */
-	int tree_gap = !gap && t && t->n && t->stack[0].gap;
-	if (irq || irq_calls || off || sw->ns || sw->calls || sw->offcpu_calls || gap || tree_gap) {
+	if (irq || irq_calls || off || sw->ns || sw->calls || sw->offcpu_calls || gap) {
 		ftf_node_more *m = node_more(b, idx);
 		if (m) {
 			m->irq += irq;
@@ -722,13 +775,11 @@ static void node_add(ftf_builder *b, uint32_t idx, int gap, uint64_t dur, int64_
 			m->sched_calls = ftf_count_add(m->sched_calls, sw->calls);
 			m->sched_outs = ftf_count_add(m->sched_outs, sw->outs);
 			m->offcpu_calls = ftf_count_add(m->offcpu_calls, sw->offcpu_calls);
-			if (gap || tree_gap)
+			if (gap)
 				sums_add(&m->gap, dur, excl, desc, nchild, irq, irq_calls, off, sw);
 		}
-		if (gap || tree_gap)
+		if (gap)
 			b->c.gap_calls++;
-		if (tree_gap)
-			b->c.gap_tree_calls++;
 	}
 	ftf_node *n = &b->nodes[idx];
 	n->calls = ftf_count_add(n->calls, 1);
@@ -736,10 +787,10 @@ static void node_add(ftf_builder *b, uint32_t idx, int gap, uint64_t dur, int64_
 	n->excl += excl;
 	n->desc = ftf_count_add(n->desc, desc);
 	n->nchild = ftf_count_add(n->nchild, nchild);
-	if (!gap && !tree_gap && t && t->n) {
+	if (!gap && t && parent) {
 		ftf_sums one = { 0 };
 		sums_add(&one, dur, excl, desc, nchild, irq, irq_calls, off, sw);
-		journal_add(b, t, idx, &one);
+		journal_add(b, t, idx, parent, &one, irq_roots);
 	}
 	if (t && !t->n && t->jn)
 		journal_end(b, t, gap);
@@ -781,6 +832,7 @@ int ftf_builder_init(ftf_builder *b)
 	b->partial_func = FTF_NONE;
 	b->max_cpu = -1;
 	b->c.max_depth = -1;
+	b->c.depth_limit = -1;
 	return 0;
 }
 
@@ -840,12 +892,13 @@ static void drop_unterminated(ftf_builder *b, ftf_task *t, uint32_t keep)
 {
 	if (t->n <= keep)
 		return;
-	for (uint32_t i = keep; i < t->n; i++) {
+	for (uint32_t i = t->n; i-- > keep;) {
 		ftf_node_more *m = t->stack[i].node != FTF_NONE ? node_more(b, t->stack[i].node) : NULL;
 		if (m) {
 			m->unterminated = ftf_count_add(m->unterminated, 1);
 			m->unowned_child_incl += t->stack[i].child_incl;
 		}
+		journal_settle(b, t, &t->stack[i], 1);
 	}
 	b->c.unterminated += t->n - keep;
 	t->n = keep;
@@ -957,6 +1010,8 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	f->irq = in_irq;
 	f->gap = 0;
 	f->lparent = lparent;
+	f->serial = ++t->frame_serial ? t->frame_serial : ++t->frame_serial;
+	f->jhead = 0;
 	f->early = early;
 	f->has_last_irq = 0;
 
@@ -1132,6 +1187,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 			t->stack[k].calls_at += dcalls + 1;
 			t->stack[k].irq_calls_at += dcalls + 1;
 			t->stack[k].irq_at += dur;
+			t->stack[k].irq_roots_at++; /* (counted below) */
 		}
 		if (f.lparent == t->n - 2)
 			popwin_hold(&t->stack[t->n - 1], calltime, dur, dcalls + 1);
@@ -1176,7 +1232,10 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 		if (m)
 			m->migrated = ftf_count_add(m->migrated, 1);
 	}
-	node_add(b, f.node, f.gap, dur, excl, desc, f.nchild, irq, irq_calls, off, &sw);
+	journal_settle(b, t, &f, f.gap);
+	/* an irq call's own subtree is no interrupt inside it (corrections.py's R) */
+	node_add(b, f.node, f.gap, parent, dur, excl, desc, f.nchild, irq, irq_calls, off, &sw,
+		 f.irq ? 0 : t->irq_roots - f.irq_roots_at);
 	if (parent && !f.irq && dcalls == 0) {
 		t->root_leaves++;
 		if (dur < t->root_leaf_min)
@@ -1296,9 +1355,15 @@ static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *raw)
 	b->c.exits++;
 
 	if (t->have_overrun && ev->overrun > t->overrun) {
-		/* the shadow stack was full: frames were dropped unseen */
+		/* The kernel's return stack was full (its only cause of overrun
+		 * growth, docs/trace-formats.md): the calls below the deepest frame
+		 * were never recorded, hooks and all, and the frames open are whole,
+		 * their durations holding those calls' time. Nothing is lost. */
 		b->c.overrun_growth++;
-		taint_all(t);
+		b->c.depth_limit_calls += ev->overrun - t->overrun;
+		int64_t below = ev->depth + 1; /* the refused calls were this call's */
+		if (below > b->c.depth_limit)
+			b->c.depth_limit = below;
 	}
 	t->overrun = ev->overrun;
 	t->have_overrun = 1;
@@ -1344,7 +1409,7 @@ static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *raw)
 		t->stack[t->n - 1].gap = 1;
 	t->calls++;
 	static const ftf_schedw none = { 0 };
-	node_add(b, node, 1, dur, (int64_t)dur, 0, 0, 0, 0, 0, &none);
+	node_add(b, node, 1, NULL, dur, (int64_t)dur, 0, 0, 0, 0, 0, &none, 0);
 }
 
 static void on_lost(ftf_builder *b, const ftf_event *ev)
@@ -1475,12 +1540,13 @@ void ftf_builder_finish(ftf_builder *b)
 		ftf_task *t = b->tasks[i];
 		if (!t)
 			continue;
-		for (uint32_t k = 0; k < t->n; k++) {
+		for (uint32_t k = t->n; k-- > 0;) {
 			ftf_node_more *m = t->stack[k].node != FTF_NONE ? node_more(b, t->stack[k].node) : NULL;
 			if (m) {
 				m->open_end = ftf_count_add(m->open_end, 1);
 				m->unowned_child_incl += t->stack[k].child_incl;
 			}
+			journal_settle(b, t, &t->stack[k], 1); /* never completed */
 		}
 		b->c.open_at_end += t->n;
 		if (t->n && t->jn)

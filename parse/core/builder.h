@@ -199,9 +199,14 @@ _Static_assert(sizeof(ftf_node) == 128, "a node is two cache lines");
 
 /* The figures of a call path that are zero on most paths. */
 typedef struct {
-	ftf_sums gap;    /* the subset left out of corrected statistics: calls that span a
-			  * lost-event gap, overrun or lost exit, or whose root call does
-			  * or never completes (see the root journal in builder.c) */
+	ftf_sums gap;    /* the subset left out of corrected statistics: calls whose own
+			  * interval holds a lost-event gap, a lost exit or a missing entry */
+	ftf_sums det;    /* of the kept calls, the detached ones: their caller's call is
+			  * left out or never completed, so their time is in no kept
+			  * caller's (see the parent journal in builder.c) */
+	uint32_t det_irq_roots; /* interrupt subtrees inside the detached calls */
+	ftf_sums groot;  /* of an interrupt subtree's first path, its kept calls inside a root
+			  * call left out: in no clean root call (the balance sheet's) */
 	uint64_t irq, offcpu;   /* of every completed call (ftf_sums.irq, .offcpu) */
 	uint32_t irq_calls;     /* (ftf_sums.irq_calls) */
 	uint64_t sched;         /* (ftf_sums.sched, .sched_calls, .sched_outs, .offcpu_calls) */
@@ -271,7 +276,9 @@ typedef struct {
 	uint64_t missing_entries; /* ...an entry deeper than its parent + 1: those between never written */
 	uint64_t migrations;     /* calls that ended on a different CPU */
 	uint64_t gap_calls;      /* completed calls left out of corrected statistics */
-	uint64_t gap_tree_calls; /* ...of which only because their root call spans a gap or never completed */
+	uint64_t detached_calls; /* kept calls whose caller's call is left out or never completed */
+	uint64_t depth_limit_calls; /* calls the kernel did not record, its return stack full (overrun growth) */
+	int64_t depth_limit;     /* the depth of the first call not recorded, -1: none */
 	uint64_t partial_entries;/* entries at depth > 0 with no open parent */
 	uint64_t irq_roots;      /* irq subtrees */
 	uint64_t leaf_events;    /* text leaf lines */

@@ -44,18 +44,21 @@ enum {
 	COL_PARENT, COL_FUNC, COL_FLAGS,
 	COL_SUMS,                      /* over all completed calls */
 	COL_GAP_SUMS = COL_SUMS + SUM_COLS, /* over the gap calls among them */
-	COL_INCL_MIN = COL_GAP_SUMS + SUM_COLS, COL_INCL_MAX, COL_EXCL_MIN, COL_EXCL_MAX,
-	COL_MIGRATED, COL_OPEN_END, COL_UNTERMINATED, COL_UNOWNED_CHILD_INCL, COL_IRQ_EARLY, COL_ROOTS,
-	COL_FUNC_ROOTS, COL_DEPTH,
+	COL_DET_SUMS = COL_GAP_SUMS + SUM_COLS, /* over the kept calls whose caller is left out */
+	COL_GROOT_SUMS = COL_DET_SUMS + SUM_COLS, /* irq roots: over the kept calls in a left-out root call */
+	COL_INCL_MIN = COL_GROOT_SUMS + SUM_COLS, COL_INCL_MAX, COL_EXCL_MIN, COL_EXCL_MAX,
+	COL_DET_IRQ_ROOTS, COL_MIGRATED, COL_OPEN_END, COL_UNTERMINATED, COL_UNOWNED_CHILD_INCL, COL_IRQ_EARLY,
+	COL_ROOTS, COL_FUNC_ROOTS, COL_DEPTH,
 	NODE_COLS
 };
 #define SUM_NAMES(prefix) prefix "calls", prefix "incl", prefix "excl", prefix "desc", prefix "nchild", \
 	prefix "irq", prefix "irq_calls", prefix "offcpu", prefix "sched", prefix "sched_calls", prefix "sched_outs", \
 	prefix "offcpu_calls"
 static const char *const node_columns[] = {
-	"parent", "func", "flags", SUM_NAMES(""), SUM_NAMES("gap_"),
+	"parent", "func", "flags", SUM_NAMES(""), SUM_NAMES("gap_"), SUM_NAMES("det_"), SUM_NAMES("groot_"),
 	"incl_min", "incl_max", "excl_min", "excl_max",
-	"migrated", "open_end", "unterminated", "unowned_child_incl", "irq_early", "roots", "func_roots", "depth",
+	"det_irq_roots", "migrated", "open_end", "unterminated", "unowned_child_incl", "irq_early", "roots",
+	"func_roots", "depth",
 };
 _Static_assert(sizeof(node_columns) / sizeof(node_columns[0]) == NODE_COLS, "a name per node column");
 
@@ -71,8 +74,15 @@ static const unsigned char node_width[NODE_COLS] = {
 	[COL_GAP_SUMS + 0] = 4, [COL_GAP_SUMS + 1] = 8, [COL_GAP_SUMS + 2] = 8, [COL_GAP_SUMS + 3] = 4,
 	[COL_GAP_SUMS + 4] = 4, [COL_GAP_SUMS + 5] = 8, [COL_GAP_SUMS + 6] = 4, [COL_GAP_SUMS + 7] = 8,
 	[COL_GAP_SUMS + 8] = 8, [COL_GAP_SUMS + 9] = 4, [COL_GAP_SUMS + 10] = 4, [COL_GAP_SUMS + 11] = 4,
+	[COL_DET_SUMS + 0] = 4, [COL_DET_SUMS + 1] = 8, [COL_DET_SUMS + 2] = 8, [COL_DET_SUMS + 3] = 4,
+	[COL_DET_SUMS + 4] = 4, [COL_DET_SUMS + 5] = 8, [COL_DET_SUMS + 6] = 4, [COL_DET_SUMS + 7] = 8,
+	[COL_DET_SUMS + 8] = 8, [COL_DET_SUMS + 9] = 4, [COL_DET_SUMS + 10] = 4, [COL_DET_SUMS + 11] = 4,
+	[COL_GROOT_SUMS + 0] = 4, [COL_GROOT_SUMS + 1] = 8, [COL_GROOT_SUMS + 2] = 8, [COL_GROOT_SUMS + 3] = 4,
+	[COL_GROOT_SUMS + 4] = 4, [COL_GROOT_SUMS + 5] = 8, [COL_GROOT_SUMS + 6] = 4, [COL_GROOT_SUMS + 7] = 8,
+	[COL_GROOT_SUMS + 8] = 8, [COL_GROOT_SUMS + 9] = 4, [COL_GROOT_SUMS + 10] = 4, [COL_GROOT_SUMS + 11] = 4,
 	[COL_INCL_MIN] = 8, [COL_INCL_MAX] = 8, [COL_EXCL_MIN] = 8, [COL_EXCL_MAX] = 8,
-	[COL_MIGRATED] = 4, [COL_OPEN_END] = 4, [COL_UNTERMINATED] = 4, [COL_UNOWNED_CHILD_INCL] = 8,
+	[COL_DET_IRQ_ROOTS] = 4, [COL_MIGRATED] = 4, [COL_OPEN_END] = 4, [COL_UNTERMINATED] = 4,
+	[COL_UNOWNED_CHILD_INCL] = 8,
 	[COL_IRQ_EARLY] = 4, [COL_ROOTS] = 4, [COL_FUNC_ROOTS] = 4, [COL_DEPTH] = 4,
 };
 
@@ -366,7 +376,15 @@ static const unsigned char node_sparse[NODE_COLS] = {
 	[COL_SUMS + 8] = 1, [COL_SUMS + 9] = 1, [COL_SUMS + 10] = 1, [COL_SUMS + 11] = 1,
 	[COL_GAP_SUMS + 5] = 1, [COL_GAP_SUMS + 6] = 1, [COL_GAP_SUMS + 7] = 1,
 	[COL_GAP_SUMS + 8] = 1, [COL_GAP_SUMS + 9] = 1, [COL_GAP_SUMS + 10] = 1, [COL_GAP_SUMS + 11] = 1,
-	[COL_MIGRATED] = 1, [COL_OPEN_END] = 1, [COL_UNTERMINATED] = 1, [COL_UNOWNED_CHILD_INCL] = 1,
+	/* detached calls: only under a gap */
+	[COL_DET_SUMS + 0] = 1, [COL_DET_SUMS + 1] = 1, [COL_DET_SUMS + 2] = 1, [COL_DET_SUMS + 3] = 1,
+	[COL_DET_SUMS + 4] = 1, [COL_DET_SUMS + 5] = 1, [COL_DET_SUMS + 6] = 1, [COL_DET_SUMS + 7] = 1,
+	[COL_DET_SUMS + 8] = 1, [COL_DET_SUMS + 9] = 1, [COL_DET_SUMS + 10] = 1, [COL_DET_SUMS + 11] = 1,
+	[COL_GROOT_SUMS + 0] = 1, [COL_GROOT_SUMS + 1] = 1, [COL_GROOT_SUMS + 2] = 1, [COL_GROOT_SUMS + 3] = 1,
+	[COL_GROOT_SUMS + 4] = 1, [COL_GROOT_SUMS + 5] = 1, [COL_GROOT_SUMS + 6] = 1, [COL_GROOT_SUMS + 7] = 1,
+	[COL_GROOT_SUMS + 8] = 1, [COL_GROOT_SUMS + 9] = 1, [COL_GROOT_SUMS + 10] = 1, [COL_GROOT_SUMS + 11] = 1,
+	[COL_DET_IRQ_ROOTS] = 1, [COL_MIGRATED] = 1, [COL_OPEN_END] = 1, [COL_UNTERMINATED] = 1,
+	[COL_UNOWNED_CHILD_INCL] = 1,
 	[COL_IRQ_EARLY] = 1,
 };
 
@@ -439,17 +457,19 @@ static PyObject *nodes_table(ftf_builder *b)
 		const ftf_node_more *more = ftf_node_more_of(b, nd), none = { 0 };
 		const ftf_node_more *m = more ? more : &none;
 		const ftf_sums all = ftf_node_all(b, nd);
-		const ftf_sums *sums[2] = { &all, &m->gap };
-		for (int k = 0; k < 2; k++) {
+		const ftf_sums *sums[4] = { &all, &m->gap, &m->det, &m->groot };
+		static const int first_col[4] = { COL_SUMS, COL_GAP_SUMS, COL_DET_SUMS, COL_GROOT_SUMS };
+		for (int k = 0; k < 4; k++) {
 			int64_t row[SUM_COLS];
 			sums_put(row, sums[k]);
 			for (int c = 0; c < SUM_COLS; c++)
-				PUT((k ? COL_GAP_SUMS : COL_SUMS) + c, row[c]);
+				PUT(first_col[k] + c, row[c]);
 		}
 		PUT(COL_INCL_MIN, nd->calls ? (int64_t)nd->incl_min : 0);
 		PUT(COL_INCL_MAX, nd->incl_max);
 		PUT(COL_EXCL_MIN, nd->calls ? nd->excl_min : 0);
 		PUT(COL_EXCL_MAX, nd->calls ? nd->excl_max : 0);
+		PUT(COL_DET_IRQ_ROOTS, m->det_irq_roots);
 		PUT(COL_MIGRATED, m->migrated);
 		PUT(COL_OPEN_END, m->open_end);
 		PUT(COL_UNTERMINATED, m->unterminated);
@@ -592,11 +612,15 @@ static PyObject *counters_dict(const ftf_builder *b)
 	C(events); C(entries); C(exits); C(switches); C(other_events); C(lost_records);
 	C(lost_events); C(lost_unknown); C(orphan_exits); C(unterminated); C(open_at_end);
 	C(overrun_growth); C(depth_mismatch); C(missing_entries); C(migrations); C(gap_calls);
-	C(gap_tree_calls); C(partial_entries);
+	C(detached_calls); C(partial_entries);
 	C(irq_roots); C(leaf_events); C(irq_outside_window); C(first_ts); C(last_ts);
 #undef C
 	if (b->root_calls.slow_cut) /* kept slowest root calls whose tree was too big to keep */
 		SET(cnt, "slowest_without_tree", PyLong_FromUnsignedLongLong(b->root_calls.slow_cut));
+	if (b->c.depth_limit_calls) { /* the kernel's return stack was full: calls below not recorded */
+		SET(cnt, "depth_limit_calls", PyLong_FromUnsignedLongLong(b->c.depth_limit_calls));
+		SET(cnt, "depth_limit", PyLong_FromLongLong(b->c.depth_limit));
+	}
 	if (b->c.duration_cut)
 		SET(cnt, "duration_cut", PyLong_FromUnsignedLongLong(b->c.duration_cut));
 	if (b->c.backwards_calls)

@@ -79,12 +79,12 @@ def gap_calls_of(path: str) -> list:
     """Every completed call of a trace, each saying whether its own interval
     holds a gap (Call.gap) and whether it is under a root call that has one
     or never completed (Call.in_gap_root): the builder's gap rules of
-    docs/design.md ("Anomalies") applied by the twin, overrun counters
-    included."""
-    events, unparsed, overruns = tp.parse_events_overruns(trace_text(path))
+    docs/design.md ("Anomalies") applied by the twin (a grown overrun
+    counter is the kernel's depth limit, no gap)."""
+    events, unparsed = tp.parse_events(trace_text(path))
     assert not unparsed, f"{path}: lines the Python parser does not read: {unparsed[:5]}"
     calls = []
-    tp.build(events, calls, overruns)
+    tp.build(events, calls)
     return calls
 
 

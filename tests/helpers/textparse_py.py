@@ -468,15 +468,14 @@ def root_over(stack, gap: bool) -> None:
 
 # the reference tree builder, written as one state machine on purpose: it
 # must read as the independent check of parse/core/builder.c it is
-def build(events, calls=None, overruns=None):  # noqa: C901
+def build(events, calls=None):  # noqa: C901
     """{path tuple: [calls, incl, excl]} and {function: [calls, incl]}.
     With a list as `calls`, every completed call is appended to it as a Call
     (orphan exits too, as one-call '(partial)' paths), in completion order,
-    with whether its interval holds a gap (overruns: parse_events_overruns())."""
+    with whether its interval holds a gap."""
     paths = collections.defaultdict(lambda: [0, 0, 0])
     funcs = collections.defaultdict(lambda: [0, 0])
     tasks = collections.defaultdict(TaskStack)
-    overruns = overruns or {}
 
     def pop_lost(stack, depth):
         """Pop the frames at or below `depth` whose exits never came: the
@@ -559,7 +558,7 @@ def build(events, calls=None, overruns=None):  # noqa: C901
             path = (name,)
         stack.append(Frame(path, func, depth, irq, lparent))
 
-    for index, ev in enumerate(events):
+    for ev in events:
         kind = ev[0]
         if kind == LOST:  # the tasks last seen on that CPU may have lost events
             for stack in tasks.values():
@@ -579,10 +578,9 @@ def build(events, calls=None, overruns=None):  # noqa: C901
         stack = tasks[("idle", cpu) if pid == 0 else pid]
         stack.cpu = cpu
         dur = max(rettime - calltime, 0)
-        if index in overruns:
-            if stack.overrun is not None and overruns[index] > stack.overrun:
-                taint(stack)  # the shadow stack was full: frames dropped unseen
-            stack.overrun = overruns[index]
+        # (an overrun that grew says the kernel's return stack was full: the
+        # calls below were never recorded and the frames open are whole, so
+        # it is no gap; the counter is not read)
         if kind == ENTRY:
             entry(stack, func, depth, flags)
         elif kind == LEAF:
