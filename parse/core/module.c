@@ -599,6 +599,10 @@ static PyObject *counters_dict(const ftf_builder *b)
 		SET(cnt, "backwards_calls", PyLong_FromUnsignedLongLong(b->c.backwards_calls));
 	if (b->c.times_refuted)
 		SET(cnt, "times_refuted", PyLong_FromUnsignedLongLong(b->c.times_refuted));
+	if (b->c.inner_before_call)
+		SET(cnt, "inner_before_call", PyLong_FromUnsignedLongLong(b->c.inner_before_call));
+	if (b->c.inner_after_return)
+		SET(cnt, "inner_after_return", PyLong_FromUnsignedLongLong(b->c.inner_after_return));
 	if (b->funcs.long_names)
 		SET(cnt, "long_names", PyLong_FromUnsignedLongLong(b->funcs.long_names));
 	SET(cnt, "max_depth", PyLong_FromLongLong(b->c.max_depth));
