@@ -374,6 +374,36 @@ def test_undamaged_times_are_never_refuted(tmp_path):
             trace["counters"]), path
 
 
+# ---- running out of memory in the reader ---------------------------------------------
+
+@pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""),
+                    reason="ASan reserves its shadow memory: a limit on the address space stops it first")
+@pytest.mark.parametrize("reader", readers.params())
+def test_the_reader_running_out_of_memory_is_exit_1(s04_forms, reader, tmp_path):
+    """A kallsyms section of 900 MiB (a sparse file: it holds no disk) read
+    under a 700 MiB address-space limit: the reader's allocation fails. That
+    is a resource, exit 1 as for memory running out anywhere else, not a
+    damaged file (exit 2, as the reader's failure read)."""
+    import resource
+
+    data = s04_forms["v6"]
+    size = next(r for r in damage.layout(data)[1] if r.section == "kallsyms" and r.field)
+    path = tmp_path / "big-kallsyms.dat"
+    with open(path, "wb") as f:
+        f.write(data[:size.offset] + struct.pack("<I", 900 << 20))
+        f.truncate(size.offset + 4 + (900 << 20) + 4096)
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (700 << 20, 700 << 20))
+
+    proc = subprocess.run([*readers.FTFLAME, "report", str(path), "-q", *readers.reader_args(reader),
+                           "--format", "json", "-o", str(tmp_path / "r.json")],
+                          capture_output=True, text=True, timeout=120, cwd=readers.ROOT, preexec_fn=limited)
+    assert proc.returncode == 1, proc.stderr
+    assert "out of memory" in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "r.json").exists()
+
+
 # ---- libtracecmd, guarded (issue 31) ----------------------------------------------
 
 def v6_with_cpu_count(data: bytes, cpus: int) -> bytes:

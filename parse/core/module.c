@@ -722,6 +722,14 @@ static PyObject *dat_meta_dict(const ftf_dat_meta *meta)
 	return m;
 }
 
+/* A reader's failure as a Python exception: an allocation that failed
+ * (the readers say "out of memory") is a resource, MemoryError (exit 1),
+ * not a fault of the file, ValueError (exit 2). */
+static void set_read_error(const char *err)
+{
+	PyErr_SetString(strstr(err, "out of memory") ? PyExc_MemoryError : PyExc_ValueError, err);
+}
+
 /* d[key] = v, v's reference given to d; -1 (v released) when v is NULL or
  * the store fails. */
 static int dict_put(PyObject *d, const char *key, PyObject *v)
@@ -810,7 +818,7 @@ static PyObject *read_dat_with(PyObject *args, PyObject *kw, int builtin)
 	if (pc.failed) {
 		/* the progress callback raised (e.g. KeyboardInterrupt): keep its exception */
 	} else if (rc < 0) {
-		PyErr_SetString(PyExc_ValueError, err);
+		set_read_error(err);
 	} else if ((res = builder_result(b)) &&
 		   (!(m = dat_meta_dict(meta)) ||
 		    (builtin && dict_put(m, "damage", dat_damage_dict(dmg)) < 0) ||
