@@ -695,6 +695,27 @@ def test_each_interval_comes_from_its_own_items_pairs():
     assert lo[1] == pytest.approx(1000 / 1100 - 1) and hi[1] == pytest.approx(1100 / 1000 - 1)
 
 
+def test_rank_tests_do_not_depend_on_the_batches():
+    """An item's figures come from its own pairs alone: the running share
+    that picks its quantiles was a sum over the whole batch, offset by the
+    item's place in it, so an item after 200,000 others (its first pair's
+    share 0.5 - 5e-12, just short of the median) got another median than
+    the same item in a batch of its own. Batches can then be small (they
+    set diff's peak memory) with the same output."""
+    from ftflame.diff import stats
+
+    n = 200_000
+    side_b = (np.r_[np.arange(n), [n, n]], np.r_[np.full(n, 100.0), [1000.0, 4000.0]],
+              np.r_[np.ones(n), [1e11 + 1, 1e11 - 1]])
+    side_a = (np.r_[np.arange(n), [n]], np.r_[np.full(n, 150.0), [2000.0]], np.ones(n + 1))
+    neff = np.full(n + 1, 2.0)
+    one = stats.rank_tests(side_b, side_a, neff, neff, n + 1, max_pairs=1 << 22)
+    many = stats.rank_tests(side_b, side_a, neff, neff, n + 1, max_pairs=1 << 10)
+    for x, y in zip(one, many):
+        assert np.array_equal(x, y, equal_nan=True)
+    assert one[0][-1] == pytest.approx(1.0)  # the larger pair's ratio - 1: the share reaches 1/2 there
+
+
 def test_rank_tests_memory_per_pair():
     """The rank tests make a value per (AFTER, BEFORE) pair of an item's
     values, millions in a batch: that sets diff's peak (docs/performance.md).
