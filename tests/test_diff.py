@@ -269,6 +269,26 @@ def test_a_global_drift_is_named_not_taken_for_regressions(synth):
     assert proc.returncode == 0 and "ftflame: note: global drift: the typical function is " in proc.stderr
 
 
+def test_json_written_a_few_rows_at_a_time_is_the_rendered_document(synth, monkeypatch, tmp_path):
+    """The JSON diff of two long traces has 100,000s of path rows: made and
+    written a chunk at a time (write), the file is render()'s text byte for
+    byte, chunk edges included; the CLI writes files so."""
+    import io
+
+    from ftflame.report import diff_json
+
+    d = compare(*synth["drift"])
+    monkeypatch.setattr(diff_json, "CHUNK_ROWS", 3)
+    assert len(d.table("paths").keys) > 3 * 3
+    f = io.BytesIO()
+    diff_json.write(d, opts(), f)
+    assert f.getvalue() == diff_json.render(d).encode("utf-8")
+    empty = d.__class__(**{**d.__dict__, "drift": None})
+    f = io.BytesIO()
+    diff_json.write(empty, opts(), f)
+    assert f.getvalue() == diff_json.render(empty).encode("utf-8")
+
+
 def test_a_change_on_top_of_a_drift_is_found_against_it(synth):
     """SCALED x1.5 on a machine 4% slower: SCALED slower, its change
     against the drift +50%; no drift between unchanged runs."""
