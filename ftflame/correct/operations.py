@@ -137,7 +137,7 @@ def _latency_rows(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = Fal
     order = np.lexsort((corr_at, corr_inv))
     corrs, c_at = corr_at[order], np.searchsorted(corr_inv[order], np.arange(len(keys) + 1))
     irq_calls = np.bincount(inv, weights=(flags[at] & SAMPLE_IRQ) != 0, minlength=len(keys))
-    for k, (r, o, i) in enumerate(keys.tolist()):
+    for k, (r, o, _irq) in enumerate(keys.tolist()):
         d, c = durs[d_at[k]:d_at[k + 1]].copy(), corrs[c_at[k]:c_at[k + 1]].copy()
         if r in plain:
             name, how = "", ""
