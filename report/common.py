@@ -153,7 +153,7 @@ def anomaly_lines(p: Profile) -> list:
                    "record or event format): taken as 0 ns calls, so figures that include them are wrong")
     if c.get("times_refuted"):
         out.append(f"{plural(c['times_refuted'], 'call')} whose rettime - calltime the entry and exit records' "
-                   "timestamps refute (longer by over 50 ms): damaged times; figures that include them are wrong")
+                   "timestamps refute (by over 50 ms): damaged times; figures that include them are wrong")
     if c.get("inner_before_call"):
         out.append(f"{plural(c['inner_before_call'], 'call')} with a call inside that started before it did (by over "
                    "50 ms, even allowing for nosleep-time): damaged times; figures that include them are wrong")

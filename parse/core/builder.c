@@ -1346,19 +1346,16 @@ static ftf_event checked_exit(ftf_builder *b, const ftf_event *ev)
 /* Whether the interval between a call's entry and exit records (another
  * clock, at the same rate when both are nanoseconds) refutes its rettime -
  * calltime: the clocks' offsets differ by at most milliseconds, even across
- * CPUs; a damaged calltime or rettime is usually off by far more. Only a
- * duration longer than the records' interval is refuted: without
- * sleep-time (nosleep-time, an option the file does not record) the
- * tracer moves the calltime later by the time the task was switched out,
- * and the duration is that much shorter than the interval. */
+ * CPUs; a damaged calltime or rettime is usually off by far more. */
 #define FTF_TIMES_SLACK_NS 50000000ULL
 static void check_times(ftf_builder *b, const ftf_frame *f, const ftf_event *ev)
 {
 	if (!b->ts_ns || f->gap) /* a gap: the entry may be another call's */
 		return;
 	uint64_t dur = ev->rettime - ev->calltime;
-	uint64_t span = ev->ts >= f->entry_ts ? ev->ts - f->entry_ts : 0;
-	if (ev->ts < f->entry_ts || dur > span + FTF_TIMES_SLACK_NS + span / 100)
+	uint64_t span = ev->ts >= f->entry_ts ? ev->ts - f->entry_ts : f->entry_ts - ev->ts;
+	uint64_t off = dur > span ? dur - span : span - dur;
+	if (ev->ts < f->entry_ts || off > FTF_TIMES_SLACK_NS + span / 100)
 		b->c.times_refuted++;
 }
 
