@@ -29,7 +29,12 @@ pages repeated later in time): flat memory means the same peak.
 A fourth compares `ftflame diff` of 2 x 3 curated fixture runs with reporting
 the six one after the other (--no-diff: none); the target is under 1.5x.
 
-usage: bench/run.py [--reps N] [--roots N] [--lengths N] [--no-diff] [TRACE.dat ...]
+With --long-diff, a fifth: peak RSS of `ftflame diff` (text and JSON) of two
+traces of about 98 MB made by bench/longer.py (s14 3 times against itself, and
+against s01 15 times: another workload, most call paths on one side only);
+the target is under 500 MiB.
+
+usage: bench/run.py [--reps N] [--roots N] [--lengths N] [--no-diff] [--long-diff] [TRACE.dat ...]
 """
 from __future__ import annotations
 
@@ -56,6 +61,8 @@ ROOTS_BUDGET_S = 5.0
 RSS_TARGET_MIB = 100
 RSS_FLAT = 1.10
 DIFF_TARGET = 1.5  # diff of 2 x 3 runs against reporting the six
+LONG_DIFF_RSS_MIB = 500  # issue 31: diff of two 98 MB traces
+LONG_DIFF_SOURCES = (("k6.1/s14-v3-write-big/trace.dat", 3), ("k6.1/s01-v3-write4k/trace.dat", 15))
 FIXTURES = os.path.join(ROOT, "tests", "data", "fixtures")
 DIFF_SIDES = (["k6.1/s01-v3-write4k/trace.dat", "k6.1/s10-lost/trace.dat", "k6.1/s06-calib-pair/trace-full.dat"],
               ["k6.12/s01-v3-write4k/trace.dat", "k6.1/s15-icount-calib/trace-full.dat", "k6.1/s09-depth3/trace.dat"])
@@ -169,6 +176,31 @@ def diff_row(tmp: str, reps: int) -> tuple:
     return best_diff, best_six
 
 
+def long_diff_rows(tmp: str, reps: int) -> list:
+    """(sides, format, wall, peak RSS MiB, CPU) of `ftflame diff` of the
+    LONG_DIFF_SOURCES made long (about 98 MB each, zstd): the first against
+    itself and against the second; best of reps."""
+    long = []
+    for rel, times in LONG_DIFF_SOURCES:
+        out = os.path.join(tmp, f"long-{times}x.dat")
+        # made in a child: a child's peak RSS (wait4) starts from its parent's at fork
+        src = os.path.join(SHARED, "fixtures", rel)
+        if not os.path.exists(src):
+            raise SystemExit(f"bench: {src}: missing (set FTFLAME_SHARED)")
+        subprocess.run([PY, os.path.join(ROOT, "bench", "longer.py"), src, str(times), out,
+                        "--zstd"], check=True, stdout=subprocess.DEVNULL)
+        long.append((f"{os.path.basename(os.path.dirname(rel))} x{times} ({os.path.getsize(out) / 1e6:.0f} MB)", out))
+    rows = []
+    for (b_name, b), (a_name, a) in ((long[0], long[0]), (long[0], long[1])):
+        for fmt in ("txt", "json"):
+            cmd = [PY, "-m", "ftflame.cli", "diff", "-q", b, "--", a, "-o", os.path.join(tmp, f"long-diff.{fmt}")]
+            wall, rss, cpu = min(measure(cmd) for _ in range(reps))
+            rows.append((f"{b_name} vs {a_name}", fmt, wall, rss, cpu))
+    for _, path in long:
+        os.unlink(path)
+    return rows
+
+
 # the benchmark's command line, one branch per option: a script, not a stage
 def main() -> int:  # noqa: C901
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -179,6 +211,8 @@ def main() -> int:  # noqa: C901
                     help="also the first trace made N times as long (bench/longer.py), for memory "
                          "at two lengths (0: no such table)")
     ap.add_argument("--no-diff", action="store_true", help="no row for ftflame diff")
+    ap.add_argument("--long-diff", action="store_true",
+                    help="also ftflame diff's peak RSS on two traces of about 98 MB (several minutes)")
     ap.add_argument("traces", nargs="*", default=DEFAULT_TRACES)
     args = ap.parse_args()
     if not shutil.which("trace-cmd"):
@@ -305,6 +339,13 @@ def main() -> int:  # noqa: C901
         print("|---|---:|---:|---:|---|")
         print(f"| ftflame diff of 2 x 3 curated fixture runs | {d:.2f} | {six:.2f} | {d / six:.2f} | "
               f"{'yes' if d / six < DIFF_TARGET else 'NO'} |")
+    if args.long_diff:
+        print()
+        print(f"| ftflame diff of | format | wall s | CPU s | peak RSS MiB | under {LONG_DIFF_RSS_MIB} MiB |")
+        print("|---|---|---:|---:|---:|---|")
+        for sides, fmt, wall, rss, cpu in long_diff_rows(tmp, min(args.reps, 2)):
+            print(f"| {sides} | {fmt} | {wall:.2f} | {cpu:.2f} | {rss:.0f} | "
+                  f"{'yes' if rss < LONG_DIFF_RSS_MIB else 'NO'} |")
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

@@ -113,6 +113,8 @@ def _in_child(read, name: str) -> dict:
                 out = ("ok", read())
             except ValueError as e:
                 out = ("error", str(e))
+            except MemoryError as e:  # a resource, as in the parent: said as such
+                out = ("memory", str(e))
             with os.fdopen(wfd, "wb") as f:
                 f.write(marshal.dumps(out))
         except BaseException:
@@ -139,6 +141,8 @@ def _in_child(read, name: str) -> dict:
     kind, res = marshal.loads(data)
     if kind == "error":
         raise ValueError(res)
+    if kind == "memory":
+        raise MemoryError(res)
     return res
 
 

@@ -162,6 +162,12 @@ def anomaly_lines(p: Profile) -> list:  # noqa: C901
     if c.get("times_refuted"):
         out.append(f"{plural(c['times_refuted'], 'call')} whose rettime - calltime the entry and exit records' "
                    "timestamps refute (by over 50 ms): damaged times; figures that include them are wrong")
+    if c.get("inner_before_call"):
+        out.append(f"{plural(c['inner_before_call'], 'call')} with a call inside that started before it did (by over "
+                   "50 ms, even allowing for nosleep-time): damaged times; figures that include them are wrong")
+    if c.get("inner_after_return"):
+        out.append(f"{plural(c['inner_after_return'], 'call')} with a call inside that returned after it did (by "
+                   "over 50 ms): damaged times; figures that include them are wrong")
     if c.get("slowest_without_tree"):
         out.append(f"{plural(c['slowest_without_tree'], 'slowest call')} kept without its call tree (more than "
                    f"{TREE_MAX_CALLS:,} calls: too big to keep)")

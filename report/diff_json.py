@@ -26,9 +26,11 @@ def _side(f, i: int) -> dict:
     }
 
 
-def rows(t) -> list:
+def rows(t, start: int = 0, stop: int | None = None) -> list:
+    """The table's rows start..stop (all by default)."""
     out = []
-    for i, key in enumerate(t.keys):
+    for i in range(start, len(t.keys) if stop is None else min(stop, len(t.keys))):
+        key = t.keys[i]
         if t.level == "paths":
             row = {"path": key.split(";")}
         elif t.level == "operations":
@@ -56,7 +58,16 @@ def side(info) -> dict:
             "lost_gaps_unknown": info.lost_gaps_unknown, "gap_calls": info.gap_calls}
 
 
+TABLES = ("roots", "operations", "functions", "paths")
+CHUNK_ROWS = 2048  # rows made and written at a time by write()
+
+
 def document(d) -> dict:
+    return {**document_head(d), **{key: rows(d.table(key)) for key in TABLES}}
+
+
+def document_head(d) -> dict:
+    """The document less its tables (which come last)."""
     return {
         "schema": SCHEMA, "tool": f"ftflame {__version__}",
         "figures": "corrected" if d.corrected else "raw",
@@ -65,11 +76,40 @@ def document(d) -> dict:
         "drift": None if d.drift is None else {"change": _num(d.drift.change, 4), "functions": d.drift.functions,
                                                "along": d.drift.along, "text": d.drift.sentence()},
         "before": side(d.before), "after": side(d.after), "warnings": list(d.warnings),
-        "roots": rows(d.table("roots")), "operations": rows(d.table("operations")),
-        "functions": rows(d.table("functions")),
-        "paths": rows(d.table("paths")),
     }
 
 
 def render(d, opts=None) -> str:
     return json.dumps(document(d), indent=1, allow_nan=False) + "\n"
+
+
+def _at_level(text: str, level: int) -> str:
+    """json.dumps(..., indent=1) text as it reads nested `level` deep (JSON
+    strings hold no raw newline: every newline is the layout's)."""
+    return text.replace("\n", "\n" + " " * level)
+
+
+def write(d, opts, f) -> None:
+    """render()'s bytes, written a few thousand rows at a time: a diff of
+    two long traces has 100,000s of call paths, whose rows and text made at
+    once were most of its peak memory."""
+    head = document_head(d)
+    f.write(b"{")
+    first = True
+    for key in (*head, *TABLES):
+        f.write((("" if first else ",") + "\n " + json.dumps(key) + ": ").encode())
+        first = False
+        if key in head:
+            f.write(_at_level(json.dumps(head[key], indent=1, allow_nan=False), 1).encode("utf-8"))
+            continue
+        t = d.table(key)
+        if not len(t.keys):
+            f.write(b"[]")
+            continue
+        f.write(b"[")
+        for start in range(0, len(t.keys), CHUNK_ROWS):
+            # the chunk as a list, less its brackets: its rows one level in
+            text = json.dumps(rows(t, start, start + CHUNK_ROWS), indent=1, allow_nan=False)[1:-2]
+            f.write((("," if start else "") + _at_level(text, 1)).encode("utf-8"))
+        f.write(b"\n ]")
+    f.write(b"\n}\n")

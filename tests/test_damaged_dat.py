@@ -251,6 +251,7 @@ def test_corpus_covers_every_section_form_and_kind(damaged):
 # first call of the first root call's kept tree; trace-cmd report -R):
 # calltime 0x44d57e508, rettime 0x44d584595
 FIRST_CALLTIME = 0x44D57E508
+FIRST_RETTIME = 0x44D584595
 
 
 @pytest.fixture(scope="module")
@@ -316,14 +317,91 @@ def test_a_duration_the_record_timestamps_refute_is_counted(s04_forms, reader, t
     assert any(n.startswith("1 call whose rettime - calltime the entry and exit records") for n in trace["notes"])
 
 
+@pytest.mark.parametrize("shift, counter, note", [
+    (-(1 << 34), "inner_before_call", "1 call with a call inside that started before it did"),
+    (1 << 34, "inner_after_return", "1 call with a call inside that returned after it did")])
+@pytest.mark.parametrize("reader", readers.params())
+def test_a_call_outside_its_caller_is_counted(s04_forms, reader, shift, counter, note, tmp_path):
+    """The first exit (a 3 us leaf at depth 3) with its calltime and rettime
+    both 17.2 s earlier, or later: its duration agrees with its records, but
+    it lies outside the call it was made in, which it cannot."""
+    bad = damage.exit_shifted(s04_forms["v6"], FIRST_CALLTIME, FIRST_RETTIME, shift)
+    trace = json_report(damaged_copy(bad, "v6", tmp_path), reader, tmp_path)
+    assert trace["counters"][counter] == 1
+    assert not {"backwards_calls", "times_refuted"} & set(trace["counters"])
+    assert any(n.startswith(note) for n in trace["notes"]), trace["notes"]
+
+
+def nosleep_pages(sleep_ns: int, pid: int = 100, t0: int = 1_000_000) -> list[bytes]:
+    """svc_process > nfsd_dispatch as the tracer writes them without
+    sleep-time: svc_process switched out for sleep_ns after its callee
+    returned, so the tracer moved its calltime that much later (after its
+    callee's) and its duration is that much shorter than its records'
+    interval."""
+    from helpers import datwriter as dw
+
+    body = (dw.record(0, dw.entry(pid, "svc_process", 0)) +
+            dw.record(100, dw.entry(pid, "nfsd_dispatch", 1)) +
+            dw.record(300, dw.exit_(pid, "nfsd_dispatch", 1, t0 + 100, t0 + 390)) +
+            dw.record(100 + sleep_ns, dw.exit_(pid, "svc_process", 0, t0 - 10 + sleep_ns, t0 + 490 + sleep_ns)))
+    return [dw.page(t0, body)]
+
+
+def test_a_nosleep_time_caller_is_not_outside_its_callees(tmp_path):
+    """A caller that slept 100 ms after its callee returned, recorded with
+    nosleep-time (an option the file does not say): its calltime 100 ms
+    after its callee's, which the tracer writes so. Not counted as a callee
+    before its caller. (Its duration, 100 ms shorter than its records'
+    interval, is still counted by times_refuted: left for now.)"""
+    from helpers import datwriter as dw
+
+    path = tmp_path / "nosleep.dat"
+    dw.write_file(str(path), dw.corner_contents(), [nosleep_pages(100_000_000)], dw.Form(7))
+    trace = json_report(str(path), "builtin", tmp_path)
+    assert trace["counters"]["exits"] == 2
+    assert not {"inner_before_call", "inner_after_return"} & set(trace["counters"]), trace["notes"]
+
+
 def test_undamaged_times_are_never_refuted(tmp_path):
-    """No fixture (lost events, migrations, irqs, both readers' parity) has
-    a call the checks refute: the counters are absent."""
+    """No fixture (lost events, migrations, irqs, both readers' parity,
+    s15's nosleep-time trace) has a call the checks refute: the counters are
+    absent."""
     from helpers import corpus
 
     for path in corpus.files(corpus.CURATED, "*.dat"):
         trace = json_report(path, "builtin", tmp_path)
-        assert not {"backwards_calls", "times_refuted"} & set(trace["counters"]), path
+        assert not {"backwards_calls", "times_refuted", "inner_before_call", "inner_after_return"} & set(
+            trace["counters"]), path
+
+
+# ---- running out of memory in the reader ---------------------------------------------
+
+@pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""),
+                    reason="ASan reserves its shadow memory: a limit on the address space stops it first")
+@pytest.mark.parametrize("reader", readers.params())
+def test_the_reader_running_out_of_memory_is_exit_1(s04_forms, reader, tmp_path):
+    """A kallsyms section of 900 MiB (a sparse file: it holds no disk) read
+    under a 700 MiB address-space limit: the reader's allocation fails. That
+    is a resource, exit 1 as for memory running out anywhere else, not a
+    damaged file (exit 2, as the reader's failure read)."""
+    import resource
+
+    data = s04_forms["v6"]
+    size = next(r for r in damage.layout(data)[1] if r.section == "kallsyms" and r.field)
+    path = tmp_path / "big-kallsyms.dat"
+    with open(path, "wb") as f:
+        f.write(data[:size.offset] + struct.pack("<I", 900 << 20))
+        f.truncate(size.offset + 4 + (900 << 20) + 4096)
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (700 << 20, 700 << 20))
+
+    proc = subprocess.run([*readers.FTFLAME, "report", str(path), "-q", *readers.reader_args(reader),
+                           "--format", "json", "-o", str(tmp_path / "r.json")],
+                          capture_output=True, text=True, timeout=120, cwd=readers.ROOT, preexec_fn=limited)
+    assert proc.returncode == 1, proc.stderr
+    assert "out of memory" in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "r.json").exists()
 
 
 # ---- libtracecmd, guarded (issue 31) ----------------------------------------------

@@ -269,6 +269,26 @@ def test_a_global_drift_is_named_not_taken_for_regressions(synth):
     assert proc.returncode == 0 and "ftflame: note: global drift: the typical function is " in proc.stderr
 
 
+def test_json_written_a_few_rows_at_a_time_is_the_rendered_document(synth, monkeypatch, tmp_path):
+    """The JSON diff of two long traces has 100,000s of path rows: made and
+    written a chunk at a time (write), the file is render()'s text byte for
+    byte, chunk edges included; the CLI writes files so."""
+    import io
+
+    from ftflame.report import diff_json
+
+    d = compare(*synth["drift"])
+    monkeypatch.setattr(diff_json, "CHUNK_ROWS", 3)
+    assert len(d.table("paths").keys) > 3 * 3
+    f = io.BytesIO()
+    diff_json.write(d, opts(), f)
+    assert f.getvalue() == diff_json.render(d).encode("utf-8")
+    empty = d.__class__(**{**d.__dict__, "drift": None})
+    f = io.BytesIO()
+    diff_json.write(empty, opts(), f)
+    assert f.getvalue() == diff_json.render(empty).encode("utf-8")
+
+
 def test_a_change_on_top_of_a_drift_is_found_against_it(synth):
     """SCALED x1.5 on a machine 4% slower: SCALED slower, its change
     against the drift +50%; no drift between unchanged runs."""
@@ -693,6 +713,27 @@ def test_each_interval_comes_from_its_own_items_pairs():
     assert list(tested) == [0, 1]
     assert np.all(lo <= change) and np.all(change <= hi), (lo, change, hi)
     assert lo[1] == pytest.approx(1000 / 1100 - 1) and hi[1] == pytest.approx(1100 / 1000 - 1)
+
+
+def test_rank_tests_do_not_depend_on_the_batches():
+    """An item's figures come from its own pairs alone: the running share
+    that picks its quantiles was a sum over the whole batch, offset by the
+    item's place in it, so an item after 200,000 others (its first pair's
+    share 0.5 - 5e-12, just short of the median) got another median than
+    the same item in a batch of its own. Batches can then be small (they
+    set diff's peak memory) with the same output."""
+    from ftflame.diff import stats
+
+    n = 200_000
+    side_b = (np.r_[np.arange(n), [n, n]], np.r_[np.full(n, 100.0), [1000.0, 4000.0]],
+              np.r_[np.ones(n), [1e11 + 1, 1e11 - 1]])
+    side_a = (np.r_[np.arange(n), [n]], np.r_[np.full(n, 150.0), [2000.0]], np.ones(n + 1))
+    neff = np.full(n + 1, 2.0)
+    one = stats.rank_tests(side_b, side_a, neff, neff, n + 1, max_pairs=1 << 22)
+    many = stats.rank_tests(side_b, side_a, neff, neff, n + 1, max_pairs=1 << 10)
+    for x, y in zip(one, many):
+        assert np.array_equal(x, y, equal_nan=True)
+    assert one[0][-1] == pytest.approx(1.0)  # the larger pair's ratio - 1: the share reaches 1/2 there
 
 
 def test_rank_tests_memory_per_pair():

@@ -130,11 +130,20 @@ def _latency_rows(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = Fal
     total = float(dur[sel].sum()) or 1.0
     corr_total = float(corr[sel & clean].sum()) or 1.0
     rows = []
-    keys = np.unique(np.stack([root[sel], op[sel], irq[sel]], axis=1), axis=0)
-    for r, o, i in keys.tolist():
-        m = sel & (root == r) & (op == o) & (irq == i)
-        mc = m & clean
-        d, c = np.sort(dur[m]), np.sort(corr[mc])
+    # each row's root calls found by one sort of all of them, not a scan of
+    # all per row: a trace may have 100,000s of root functions
+    at = np.flatnonzero(sel)
+    keys, inv = np.unique(np.stack([root[at], op[at], irq[at]], axis=1), axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    order = np.lexsort((dur[at], inv))
+    durs, d_at = dur[at][order], np.searchsorted(inv[order], np.arange(len(keys) + 1))
+    ok = clean[at]
+    corr_at, corr_inv = np.asarray(corr)[at[ok]], inv[ok]
+    order = np.lexsort((corr_at, corr_inv))
+    corrs, c_at = corr_at[order], np.searchsorted(corr_inv[order], np.arange(len(keys) + 1))
+    irq_calls = np.bincount(inv, weights=(flags[at] & SAMPLE_IRQ) != 0, minlength=len(keys))
+    for k, (r, o, _irq) in enumerate(keys.tolist()):
+        d, c = durs[d_at[k]:d_at[k + 1]].copy(), corrs[c_at[k]:c_at[k + 1]].copy()
         if r in plain:
             name, how = "", ""
         else:
@@ -142,10 +151,10 @@ def _latency_rows(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = Fal
             how = p.op_how[o] if 0 <= o < len(p.op_how) else "no nfsd3_proc_*/nfsd4 operation below the root"
         rows.append(OperationRow(
             root=p.funcs[r], operation=name, how=how,
-            op=int(o), calls=int(m.sum()), gap_calls=int(m.sum() - mc.sum()),
+            op=int(o), calls=len(d), gap_calls=len(d) - len(c),
             raw=_nearest_rank(d), corr=_nearest_rank(c),
             share=float(d.sum()) / total, corr_share=float(c.sum()) / corr_total,
-            irq_calls=int(np.count_nonzero(flags[m] & SAMPLE_IRQ))))
+            irq_calls=int(irq_calls[k])))
     rows.sort(key=lambda x: (-x.raw["mean"] * x.calls, x.root, x.operation, x.irq_calls))
     return tuple(rows)
 

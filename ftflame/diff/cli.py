@@ -169,11 +169,11 @@ def cmd_diff(args) -> int:
     traces = [resolve_input(g) for g in before + after]
     refuse_input_as_output(args.output, traces + [args.calibration], [b for t in traces for b in read_beside(t)])
     d = compare(before, after, opts)
-    text = DIFF_RENDERERS[fmt].render(d, opts)
     if args.output in (None, "-"):
-        write_stdout(text)
+        write_stdout(DIFF_RENDERERS[fmt].render(d, opts))
     else:
-        size = write_atomic(args.output, text)
+        write = DIFF_RENDERERS[fmt].write
+        size = write_atomic(args.output, lambda f: write(d, opts, f))
         if not args.quiet:
             wrote = f", {size:,} bytes" if size is not None else ", in place"
             print(f"ftflame: wrote {args.output} ({fmt}{wrote})", file=sys.stderr)

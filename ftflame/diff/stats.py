@@ -104,7 +104,7 @@ def compact(item, value, weight, m: int):
     return item, lv, w, np.searchsorted(item, np.arange(m + 1))
 
 
-def rank_tests(side_b, side_a, neff_b, neff_a, m: int, max_pairs: int = 1 << 22):
+def rank_tests(side_b, side_a, neff_b, neff_a, m: int, max_pairs: int = 1 << 18):
     """For every item 0..m-1 with at least 2 effective calls on both sides:
     (change, lo, hi, p) from all pairs (AFTER value, BEFORE value) of its
     calls' log times, weighted by their calls. p: Mann-Whitney (the share
@@ -113,7 +113,9 @@ def rank_tests(side_b, side_a, neff_b, neff_a, m: int, max_pairs: int = 1 << 22)
     Lehmann); lo, hi: the ratios at the shares 1/2 -+ 1.96 standard errors
     of the test. NaN and p = 1 for the other items. A side is (item, value
     ns, weight) arrays. All items at once, in batches of at most max_pairs
-    pairs: no Python per item."""
+    pairs (an item with more is a batch of its own): no Python per item.
+    Every figure of an item is made from its own pairs alone, so how the
+    items fall into batches changes none of them."""
     change, lo, hi = np.full(m, np.nan), np.full(m, np.nan), np.full(m, np.nan)
     p = np.ones(m)
     ib, lb, wb, ob = compact(*side_b, m)
@@ -146,35 +148,47 @@ def _pairs_batch(items, side_b, side_a, se, change, lo, hi, p) -> None:
     d = la[a_idx] - lb[b_idx]
     w = wa[a_idx] * wb[b_idx]
     del a_idx, b_idx
+    # the running share below, per item: whole weights (calls) sum exactly
+    # in int64 whatever came before the item in the batch
+    whole = _whole(w)
     w /= np.bincount(local, weights=w, minlength=len(items))[local]
     auc = (np.bincount(local, weights=w * (d > 0), minlength=len(items))
            + 0.5 * np.bincount(local, weights=w * (d == 0), minlength=len(items)))
     s = se[items]
     z = np.abs(auc - 0.5) / s
     p[items] = [math.erfc(v / math.sqrt(2.0)) for v in z.tolist()]
-    # weighted quantiles of d per item: sort by (item, d); running share
-    # within the item, offset by the item's position so that one
-    # searchsorted finds every item's ranks
+    # weighted quantiles of d per item: sort by (item, d), the running
+    # share within the item; an item's rank is its first pair whose share
+    # reaches the fraction (its pairs before, counted)
     order = np.lexsort((d, local))
-    d, w, local = d[order], w[order], local[order]
-    del order
-    cw = np.cumsum(w)
-    del w
-    start = np.r_[0.0, cw][np.searchsorted(local, np.arange(len(items)))]
-    key = local + np.minimum(cw - start[local], 1.0)
-    del cw
+    d, local = d[order], local[order]
+    w = whole[order] if whole is not None else w[order]
+    del order, whole
     first = np.searchsorted(local, np.arange(len(items)), side="left")
     last = np.searchsorted(local, np.arange(len(items)), side="right") - 1
+    cw = np.cumsum(w)
+    del w
+    start = np.r_[cw.dtype.type(0), cw][first]
+    share = (cw - start[local]) / (cw[last] - start)[local]
+    del cw
 
     def at(frac):
-        pos = np.searchsorted(key, np.arange(len(items)) + np.clip(frac, 0.0, 1.0) - 1e-12, side="left")
-        # a share of 0 (the lower rank clipped, few calls) would find the
-        # previous item's last pair (its key is this item's start): stay inside
-        return d[np.clip(pos, first, last)]
+        below = share < (np.clip(frac, 0.0, 1.0) - 1e-12)[local]
+        pos = first + np.bincount(local, weights=below, minlength=len(items)).astype(np.int64)
+        return d[np.minimum(pos, last)]
 
     change[items] = np.expm1(at(np.full(len(items), 0.5)))
     lo[items] = np.expm1(at(0.5 - Z95 * s))
     hi[items] = np.expm1(at(0.5 + Z95 * s))
+
+
+def _whole(w):
+    """w as int64 when every weight is a whole number and their sum fits
+    (the calls counted per value: always, in practice), else None (the
+    running share is then summed in float64 over the batch)."""
+    if not len(w) or w.sum() >= 2.0 ** 62 or not np.array_equal(w, np.floor(w)):
+        return None
+    return w.astype(np.int64)
 
 
 def benjamini_hochberg(p) -> np.ndarray:

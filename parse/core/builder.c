@@ -305,6 +305,9 @@ typedef struct {
 	uint32_t jhead;        /* its kept children's journal entries: first + 1, 0: none */
 	uint64_t irq_roots_at; /* task's irq_roots when the frame was pushed */
 	uint64_t entry_ts;     /* the entry record's timestamp */
+	/* the earliest calltime and the latest rettime of the calls made
+	 * inside (UINT64_MAX, 0: none), checked against this call's at its exit */
+	uint64_t inner_call, inner_ret;
 } ftf_frame;
 
 struct ftf_task {
@@ -1040,6 +1043,8 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	}
 	f->irq_roots_at = t->irq_roots;
 	f->entry_ts = ev->ts;
+	f->inner_call = UINT64_MAX;
+	f->inner_ret = 0;
 	f->rec = ftf_calls_entry(&b->root_calls, &t->tc, &b->funcs, ev->func, t->n - 1, lparent,
 				 lparent != FTF_NONE ? t->stack[lparent].rec : FTF_NONE, in_irq);
 	calls_oom(b);
@@ -1339,6 +1344,39 @@ static void check_times(ftf_builder *b, const ftf_frame *f, const ftf_event *ev)
 		b->c.times_refuted++;
 }
 
+/* The top frame completes: its caller (the frame under it, running all
+ * along) hears of its interval. */
+static void note_inner(ftf_task *t, const ftf_event *ev)
+{
+	if (t->n < 2)
+		return;
+	ftf_frame *p = &t->stack[t->n - 2];
+	if (ev->calltime < p->inner_call)
+		p->inner_call = ev->calltime;
+	if (ev->rettime > p->inner_ret)
+		p->inner_ret = ev->rettime;
+}
+
+/* Whether the calls made inside this one lie outside it. A callee's rettime
+ * after the call's own is impossible. Its calltime before the call's own is
+ * not always: without sleep-time (nosleep-time) the tracer adds the time a
+ * task was switched out to the calltime of every call on its stack, so a
+ * caller that slept after a callee returned has a later calltime than that
+ * callee's. Its real start, its rettime less its entry-to-exit record
+ * interval, bounds every callee's calltime either way. Same slack as
+ * check_times (the clocks of CPUs a task migrated between). */
+static void check_inner(ftf_builder *b, const ftf_frame *f, const ftf_event *ev)
+{
+	if (!b->ts_ns || f->gap || f->inner_call == UINT64_MAX || ev->ts < f->entry_ts)
+		return;
+	uint64_t span = ev->ts - f->entry_ts;
+	uint64_t start = ev->rettime > span && ev->rettime - span < ev->calltime ? ev->rettime - span : ev->calltime;
+	if (f->inner_call + FTF_TIMES_SLACK_NS < start)
+		b->c.inner_before_call++;
+	if (f->inner_ret > ev->rettime + FTF_TIMES_SLACK_NS)
+		b->c.inner_after_return++;
+}
+
 void ftf_builder_set_clock(ftf_builder *b, const char *clock)
 {
 	static const char *const ns_clocks[] = { "local", "global", "mono", "mono_raw", "boot", "perf", "tai" };
@@ -1386,6 +1424,8 @@ static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *raw)
 			drop_unterminated(b, t, i);
 		}
 		check_times(b, &t->stack[t->n - 1], ev);
+		check_inner(b, &t->stack[t->n - 1], ev);
+		note_inner(t, ev);
 		est_exit(b, t, ev, dur);
 		complete_top(b, t, dur, ev->cpu, ev->calltime);
 		return;
@@ -1515,8 +1555,10 @@ void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
 			b->c.exits++;
 			const ftf_event leaf = checked_exit(b, ev);
 			uint64_t dur = bounded_dur(b, leaf.rettime - leaf.calltime);
-			if (t->n)
+			if (t->n) {
+				note_inner(t, &leaf);
 				complete_top(b, t, dur, leaf.cpu, leaf.calltime);
+			}
 		}
 		b->cur_task = NULL;
 		break;

@@ -286,6 +286,8 @@ typedef struct {
 	uint64_t duration_cut;   /* durations cut to fit the sums (FTF_MAX_DURATION_NS) */
 	uint64_t backwards_calls; /* exits whose calltime is after their rettime: duration 0 */
 	uint64_t times_refuted;  /* calls whose rettime - calltime the records' timestamps refute */
+	uint64_t inner_before_call;  /* calls with a call inside that started before they did */
+	uint64_t inner_after_return; /* calls with a call inside that returned after they did */
 	int64_t max_depth;
 	uint64_t first_ts, last_ts;
 } ftf_counters;

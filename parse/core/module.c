@@ -627,6 +627,10 @@ static PyObject *counters_dict(const ftf_builder *b)
 		SET(cnt, "backwards_calls", PyLong_FromUnsignedLongLong(b->c.backwards_calls));
 	if (b->c.times_refuted)
 		SET(cnt, "times_refuted", PyLong_FromUnsignedLongLong(b->c.times_refuted));
+	if (b->c.inner_before_call)
+		SET(cnt, "inner_before_call", PyLong_FromUnsignedLongLong(b->c.inner_before_call));
+	if (b->c.inner_after_return)
+		SET(cnt, "inner_after_return", PyLong_FromUnsignedLongLong(b->c.inner_after_return));
 	if (b->funcs.long_names)
 		SET(cnt, "long_names", PyLong_FromUnsignedLongLong(b->funcs.long_names));
 	SET(cnt, "max_depth", PyLong_FromLongLong(b->c.max_depth));
@@ -744,6 +748,14 @@ static PyObject *dat_meta_dict(const ftf_dat_meta *meta)
 		Py_CLEAR(m);
 	Py_XDECREF(pce);
 	return m;
+}
+
+/* A reader's failure as a Python exception: an allocation that failed
+ * (the readers say "out of memory") is a resource, MemoryError (exit 1),
+ * not a fault of the file, ValueError (exit 2). */
+static void set_read_error(const char *err)
+{
+	PyErr_SetString(strstr(err, "out of memory") ? PyExc_MemoryError : PyExc_ValueError, err);
 }
 
 /* d[key] = v, v's reference given to d; -1 (v released) when v is NULL or
@@ -879,7 +891,7 @@ static PyObject *read_dat_with(PyObject *args, PyObject *kw, int builtin)
 	if (pc.failed) {
 		/* the progress callback raised (e.g. KeyboardInterrupt): keep its exception */
 	} else if (rc < 0) {
-		PyErr_SetString(PyExc_ValueError, err);
+		set_read_error(err);
 	} else if ((res = builder_result(b)) &&
 		   (!(m = dat_meta_dict(meta)) ||
 		    (builtin && dict_put(m, "damage", dat_damage_dict(dmg)) < 0) ||
