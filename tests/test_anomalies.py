@@ -30,7 +30,7 @@ def func(p, name):
 ALL = ["lost-events", "orphan-exit-at-start", "open-at-end", "nested-hardirq", "migration",
        "exit-only", "max-depth", "off-cpu", "lost-exit", "idle-pid0", "irq-after-return",
        "irq-before-entry", "irq-in-pop-window", "missing-entry", "nested-irq-in-hook-window",
-       "return-stack-full"]
+       "return-stack-full", "entry-in-return-window", "missing-entry-after-lost"]
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -193,6 +193,30 @@ def test_nested_hardirq_in_a_hook_window_is_not_a_missing_entry():
     assert val(p, "unowned_child_incl", *rx) == irq_b
     assert val(p, "irq_early", *rx) == 1  # irq A: early, but not inside the next call
     assert val(p, "irq", "task_fn") == 106  # the whole softirq, once
+
+
+def test_entry_in_a_return_window_is_not_a_missing_entry():
+    """7.x (k7.x/s23, s21: hundreds of depth jumps, no event lost): an
+    interrupt's exit tail and a preemption that run after a call's exit event,
+    while the kernel still holds that call's depth, enter one level deeper
+    than the caller's children. Nothing is missing: no gap, the work is the
+    caller's."""
+    p = load("entry-in-return-window")
+    c = p.counters
+    assert c["missing_entries"] == 0 and c["depth_mismatch"] == 0 and c["gap_calls"] == 0
+    assert p.gap_causes == ""
+    assert val(p, "calls", "parent", "raw_irqentry_exit_cond_resched") == 1
+    assert val(p, "incl", "parent", "__hrtimer_rearm_deferred", "tick_program_event") == 7
+    assert val(p, "calls", "parent", "pick_task_fair", "update_curr") == 1
+    assert val(p, "excl", "parent", "child") == 40  # the irq began after child's rettime
+
+
+def test_missing_entry_after_lost_events_still_counts():
+    """The same jump after a lost-event mark: entries may be in the gap."""
+    p = load("missing-entry-after-lost")
+    c = p.counters
+    assert c["missing_entries"] == 1 and c["depth_mismatch"] == 1
+    assert val(p, "gap_calls", "parent") == 1
 
 
 @pytest.mark.parametrize("name, causes", [

@@ -220,6 +220,37 @@ def test_chunk_that_does_not_decompress_is_skipped_and_counted(tmp_path):
     assert res["counters"]["exits"] == good - 10 and res["counters"]["lost_unknown"] == 1
 
 
+def test_trace_cmd_34_cpu_sizes_are_no_damage(tmp_path):
+    """trace-cmd 3.4 counts the chunk count in a CPU's size (3.1 does not):
+    the last chunk ends 4 bytes before the size read the 3.1 way, on every
+    CPU, the last one's at the end of the file. Not data cut short; and
+    both readers name the compressor version the file gives."""
+    path = tmp_path / "t.dat"
+    cpus = [[calls_page(100 + c, T0 + i * 10_000) for i in range(12)] for c in range(2)]
+    dw.write_v7(str(path), cpus, "zstd", writer_34=True)
+    res = same_in_both(path)
+    assert res["meta"]["damage"]["cut_streams"] == 0 and res["meta"]["damage"]["lost_bytes"] == 0
+    assert res["meta"]["compression"] == "zstd 1.5.7"
+    dw.write_v7(str(tmp_path / "t31.dat"), cpus, "zstd")
+    assert res["counters"] == core(tmp_path / "t31.dat")["counters"]  # every call read
+    proc = report(path, "--reader", "libtracecmd")
+    assert proc.returncode == 0 and "cut short" not in proc.stderr, proc.stderr
+    assert "cut short" not in report(path).stderr
+
+
+def test_a_chunk_count_short_of_a_34_cpus_data_is_still_damage(tmp_path):
+    """The 4 bytes of 3.4's size are all the slack: a chunk count one short
+    leaves a whole chunk unread, which is data cut short."""
+    path = tmp_path / "t.dat"
+    dw.write_v7(str(path), [[calls_page(100, T0 + i * 10_000) for i in range(12)]], "zstd",
+                writer_34=True)
+    data = bytearray(path.read_bytes())
+    _cpu, off, _size = dw.cpu_data(str(path))[0]
+    struct.pack_into("<I", data, off, struct.unpack_from("<I", data, off)[0] - 1)
+    path.write_bytes(bytes(data))
+    assert core(path)["meta"]["damage"]["cut_streams"] == 1
+
+
 # ---- damage to the headers: one line, the section and the offset ----------
 
 def test_file_bytes_quoted_in_a_message_stay_one_line(tmp_path):

@@ -286,6 +286,12 @@ typedef struct {
 	uint8_t sw;  /* the task was switched back in with this frame on top: a switch frame */
 	uint32_t lparent; /* stack index of the frame this call belongs to */
 	uint8_t early;    /* irq root that hit the push window of a child not yet entered */
+	/* The kernel may hold a call one level under this frame that the events
+	 * do not show at this point: the child whose exit was written last (7.x
+	 * lowers the depth only when the return handler ends), or the child an
+	 * early irq was written under. Entries written in that window come one
+	 * level deeper than this frame's children. Closed by the next child. */
+	uint8_t window;
 	/* the children completed last were irq subtrees (one interrupt often
 	 * shows as several: irq_enter_rcu, the handler, irq_exit_rcu): */
 	uint8_t has_last_irq, last_irq_early;
@@ -885,8 +891,11 @@ void ftf_builder_free(ftf_builder *b)
 
 static void taint_all(ftf_task *t)
 {
-	for (uint32_t i = 0; i < t->n; i++)
+	/* and no window: a depth jump after damage is a missing entry */
+	for (uint32_t i = 0; i < t->n; i++) {
 		t->stack[i].gap = 1;
+		t->stack[i].window = 0;
+	}
 }
 
 /* Frames above `keep` never saw their exit: drop them, and mark what remains
@@ -923,6 +932,7 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	int irq_root = own_irq && !(top && top->irq);
 	uint32_t lparent = t->n ? t->n - 1 : FTF_NONE;
 	int early = 0;
+	int in_window = top && top->window && ev->depth == top->depth + 2;
 	b->c.entries++;
 	if (ev->depth > b->c.max_depth)
 		b->c.max_depth = ev->depth;
@@ -947,6 +957,8 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 			 * moved into that child at its exit (see adopt_valid). */
 			b->c.irq_outside_window++;
 			early = 1;
+			if (ev->depth == top->depth + 2)
+				top->window = 1;
 		}
 	} else if (top) {
 		if (ev->depth <= top->depth) {
@@ -965,6 +977,13 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 			 * missing (6.12's deep stacks show it thousands of times). */
 			b->c.irq_outside_window++;
 			early = 1;
+			top->window = 1;
+		} else if (in_window) {
+			/* Written while the kernel still held a call one level under
+			 * the top: the tail of an interrupt (its exit work runs with the
+			 * hardirq count dropped), or a preemption when the return
+			 * handler's ring-buffer write re-enables preemption. Its time is
+			 * the top's: no entry is missing. */
 		} else if (ev->depth > top->depth + 1) {
 			/* entries were lost between the top and this one */
 			b->c.depth_mismatch++;
@@ -972,6 +991,9 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 			taint_all(t);
 		}
 	}
+
+	if (t->n && ev->depth == t->stack[t->n - 1].depth + 1)
+		t->stack[t->n - 1].window = 0; /* a child: the hidden call was popped or written */
 
 	/* the context of the frame this call now belongs to */
 	int parent_irq = lparent != FTF_NONE && t->stack[lparent].irq;
@@ -1016,6 +1038,7 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	f->serial = ++t->frame_serial ? t->frame_serial : ++t->frame_serial;
 	f->jhead = 0;
 	f->early = early;
+	f->window = 0;
 	f->has_last_irq = 0;
 
 	f->adopt_valid = 0;
@@ -1419,7 +1442,8 @@ static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *raw)
 		i--;
 	}
 	if (i > 0) {
-		if (i != t->n) {
+		int clean = i == t->n;
+		if (!clean) {
 			b->c.depth_mismatch++;
 			drop_unterminated(b, t, i);
 		}
@@ -1428,6 +1452,8 @@ static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *raw)
 		note_inner(t, ev);
 		est_exit(b, t, ev, dur);
 		complete_top(b, t, dur, ev->cpu, ev->calltime);
+		if (clean && t->n)
+			t->stack[t->n - 1].window = 1;
 		return;
 	}
 
@@ -1558,6 +1584,8 @@ void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
 			if (t->n) {
 				note_inner(t, &leaf);
 				complete_top(b, t, dur, leaf.cpu, leaf.calltime);
+				if (t->n)
+					t->stack[t->n - 1].window = 1;
 			}
 		}
 		b->cur_task = NULL;

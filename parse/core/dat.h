@@ -195,6 +195,7 @@ typedef struct {
 	uint32_t cpu;
 	uint64_t pos, end;       /* the CPU's data still unread in the file */
 	uint32_t chunks_left;    /* compressed */
+	uint32_t slack;          /* bytes the size may count past the chunks: the writer's quirk */
 	dat_decomp *dec;
 	uint8_t *cbuf;
 	size_t ccap;

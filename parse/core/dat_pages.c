@@ -37,10 +37,19 @@ int dat_stream_open(dat_stream *s, dat_file *f, const dat_cpu *c)
 	uint64_t fsize = f->src.size;
 	/* data outside the file: what is missing is counted, the rest read.
 	 * Compressed, the size counts the chunks but not their count before
-	 * them (trace-cmd 3.1 writes it so). */
+	 * them (trace-cmd 3.1 writes it so); trace-cmd 3.4 counts the count
+	 * too. Which one wrote it shows where the last chunk ends: up to 4
+	 * bytes before the end read here are the newer writer's, not damage. */
 	uint64_t off = c->off, size = c->size;
-	if (c->chunked && size)
+	if (c->chunked && size) {
 		size = size > UINT64_MAX - 4 ? UINT64_MAX : size + 4;
+		s->slack = 4;
+	}
+	if (off <= fsize && size > fsize - off && size - (fsize - off) <= s->slack) {
+		/* the last CPU's data, sized the newer way, ends with the file */
+		s->slack -= (uint32_t)(size - (fsize - off));
+		size = fsize - off;
+	}
 	if (off > fsize) {
 		s->st.lost_bytes += size;
 		s->st.cut++;
@@ -154,7 +163,7 @@ static int load_chunk(dat_stream *s)
 		s->at = 0;
 		return 1;
 	}
-	if (s->pos < s->end) {
+	if (s->pos < s->end && s->end - s->pos > s->slack) {
 		/* the chunk count ends before the data the file gives this CPU */
 		s->st.cut++;
 		s->st.lost_bytes += s->end - s->pos;

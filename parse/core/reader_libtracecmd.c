@@ -580,6 +580,35 @@ int ftf_read_dat_decoder(const char *path, ftf_decoder *out, char *err, size_t e
 	return h ? 0 : -1;
 }
 
+/* The compression the file's header names (version 7: after the page size,
+ * "name\0version\0"). libtracecmd reports the version of its own
+ * compressor, not the writer's. 0 when the header names none. */
+static int file_compression(const char *path, char *out, size_t outlen)
+{
+	uint8_t h[160];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = pread(fd, h, sizeof(h), 0);
+	close(fd);
+	if (n < 10 + 2 + 2 + 4 || memcmp(h, "\x17\x08\x44tracing", 10) != 0)
+		return 0;
+	size_t at = 10;
+	if (h[at] != '7' || h[at + 1] != 0)
+		return 0;
+	at += 2 + 2 + 4; /* version, endianness and long size, page size */
+	const char *name = (const char *)h + at;
+	size_t nlen = strnlen(name, (size_t)n - at);
+	if (!nlen || at + nlen + 1 >= (size_t)n)
+		return 0;
+	const char *ver = name + nlen + 1;
+	size_t vlen = strnlen(ver, (size_t)n - at - nlen - 1);
+	if (at + nlen + 1 + vlen >= (size_t)n)
+		return 0;
+	snprintf(out, outlen, "%.30s%s%.30s", name, vlen ? " " : "", ver);
+	return 1;
+}
+
 static int read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
 		    const uint64_t *known_events, ftf_progress_fn progress, void *progress_ctx,
 		    char *err, size_t errlen, ftf_closing **closing, quiet_stderr *quiet)
@@ -619,7 +648,8 @@ static int read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
 	if ((s = tracecmd_get_version(h)))
 		snprintf(meta->tracer_version, sizeof(meta->tracer_version), "%s", s);
 	const char *cname = NULL, *cver = NULL;
-	if (tracecmd_get_file_compress_proto(h, &cname, &cver) == 0 && cname)
+	if (tracecmd_get_file_compress_proto(h, &cname, &cver) == 0 && cname &&
+	    !file_compression(path, meta->compression, sizeof(meta->compression)))
 		snprintf(meta->compression, sizeof(meta->compression), "%s%s%s", cname,
 			 cver ? " " : "", cver ? cver : "");
 	meta->cpus = tracecmd_cpus(h);

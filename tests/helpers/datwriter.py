@@ -54,6 +54,9 @@ class Form:
     big_endian: bool = False
     long_size: int = 8
     pages_per_chunk: int = 10  # trace-cmd's chunk: 10 pages
+    # trace-cmd 3.4's layout: a CPU's size counts its chunk count too, and
+    # the header names the writer's compressor version (not 3.1's 1.5.4)
+    writer_34: bool = False
 
     def __post_init__(self):
         assert self.version in (6, 7) and self.long_size in (4, 8)
@@ -375,6 +378,8 @@ def _sized(width: int, data: str | bytes, form: Form) -> bytes:
 def _initial(form: Form) -> bytes:
     out = MAGIC + str(form.version).encode() + b"\0" + bytes([form.big_endian, form.long_size])
     out += form.num(PAGE, 4)
+    if form.version == 7 and form.writer_34 and form.compression == "zstd":
+        return out + b"zstd\x001.5.7\0"
     return out + (COMPRESSIONS[form.compression] if form.version == 7 else b"")
 
 
@@ -460,7 +465,7 @@ def _chunks(cpu_pages, form: Form):
 def _write_cpu_data(f, cpu_pages, form: Form) -> int:
     """One CPU's pages at the file's position: plain, or chunks of
     pages_per_chunk pages behind their count. Returns the size the file
-    gives them (trace-cmd 3.1's leaves the chunk count out)."""
+    gives them (trace-cmd 3.1's leaves the chunk count out, 3.4's not)."""
     if form.compression == "none":
         n = 0
         for p in cpu_pages:
@@ -477,7 +482,7 @@ def _write_cpu_data(f, cpu_pages, form: Form) -> int:
     f.seek(count_at)
     f.write(form.num(chunks, 4))
     f.seek(end)
-    return end - count_at - 4
+    return end - count_at - (0 if form.writer_34 else 4)
 
 
 def _write_v6(f, c: Contents, cpus: list, form: Form) -> None:
@@ -555,12 +560,12 @@ def write_v6(path: str, cpus: list[list[bytes]], form: Form = LE64) -> None:
 
 
 def write_v7(path: str, cpus: list[list[bytes]], compression: str = "none",
-             pages_per_chunk: int = 10, form: Form = LE64) -> None:
+             pages_per_chunk: int = 10, form: Form = LE64, writer_34: bool = False) -> None:
     """A hand-made version 7 file: sections found through an options
     section; compressed (zstd, zlib: the sections and the CPU data in
-    chunks) or not."""
+    chunks) or not; laid out as trace-cmd 3.1 writes it, or 3.4."""
     write_file(path, corner_contents(form), cpus,
-               Form(7, compression, form.big_endian, form.long_size, pages_per_chunk))
+               Form(7, compression, form.big_endian, form.long_size, pages_per_chunk, writer_34))
 
 
 def nested_call_pages(pid: int = 100, t0: int = 1_000_000, form: Form = LE64) -> list[bytes]:
