@@ -55,6 +55,7 @@ def test_negative_self_time_is_rare_and_explained(path):
 CLEAN_PENDING = {
     "data/k7.x/s21-v4-write-sched/trace.dat": DEPTH_JUMPS,
     "data/k7.x/s23-v3-mixed-svc/trace.dat": DEPTH_JUMPS,
+    "data/k7.x/s24-funcgraph-args/trace.dat": DEPTH_JUMPS,
     "data/k7.x/s26-tc34-v3-mixed-svc/trace.dat": DEPTH_JUMPS + "; " + TC34_SIZES,
 }
 
