@@ -40,7 +40,8 @@ def test_invariants(path):
 UNEXPLAINED_NEGATIVE_SELF = {"corpus/k6.12/s01-v3-write4k/trace.dat": 2}  # the whole recording
 
 
-@pytest.mark.parametrize("path", fixture_params(FIXTURE_DATS, {"data/k7.x/s21-v4-write-sched/trace.dat": DEPTH_JUMPS}))
+@pytest.mark.parametrize("path", fixture_params(FIXTURE_DATS, {"data/k7.x/s21-v4-write-sched/trace.dat": DEPTH_JUMPS,
+                                                         "data/k7.x/s24-funcgraph-args/trace.dat": DEPTH_JUMPS}))
 def test_negative_self_time_is_rare_and_explained(path):
     """Self time < 0 needs children outside the parent's window. What the
     builder cannot place is counted; what is left must not grow."""
