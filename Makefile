@@ -220,7 +220,10 @@ fuzz: $(FUZZ_DIR)/fuzz_text $(FUZZ_DIR)/seeds/.stamp $(FUZZ_DIR)/fuzz_dat $(FUZZ
 # the host's root filesystem with virtme-ng; the guest runs these tools.
 VM_APT_PKGS := qemu-system-x86 busybox-static cpio kmod nfs-kernel-server rpcbind fio \
                trace-cmd iproute2 procps util-linux xz-utils linux-perf
-VM_KERNELS  ?= 6.1 6.12
+# 5.10 (bullseye) and 7.x (the newest 7.x of trixie-backports or sid) come from
+# suites the host's apt does not list: tests/vm/kernels.sh fetches them through
+# a private apt state (tests/vm/other-suites.sources), never installed.
+VM_KERNELS  ?= 5.10 6.1 6.12 7.x
 # iozone3 is in Debian's non-free component: setup-vm enables it in a sources
 # file of its own (same URIs and suites as the machine's Debian entry), for
 # iozone only, and says so; the machine's own sources are left as they are.
@@ -245,11 +248,11 @@ setup-vm:  ## install what make test-vm needs: qemu, NFS server, fio, iozone3 (n
 	@test -x $(PY) || python3 -m venv $(VENV)
 	@$(PY) -c 'import virtme_ng, pytest' 2>/dev/null || $(PY) -m pip install -q "virtme-ng>=1.30,<2" "pytest>=7,<10"
 
-test-vm: setup setup-vm  ## boot Debian 6.1 + 6.12 kernels in qemu, test collect.sh on an NFS server inside (9-11 min, kernels cached)
+test-vm: setup setup-vm  ## boot Debian's 5.10, 6.1, 6.12 and newest 7.x kernels in qemu, test collect.sh on an NFS server inside (about 30 min, kernels cached)
 	tests/vm/run.sh $(VM_KERNELS)
 
 # The full fixture corpus, recorded again in qemu (tests/vm/fixtures.sh: one VM
-# per scenario of tests/vm/fixtures/, Debian's 6.1 and 6.12 kernels) into
+# per scenario of tests/vm/fixtures/, Debian's 5.10, 6.1, 6.12 and 7.x kernels) into
 # FIXTURES_OUT, for FTFLAME_FIXTURES=$(FIXTURES_OUT) make test; SCENARIOS=k6.1/s04-null
 # records only some. tests/data/fixtures/make.sh cuts the curated set from it.
 FIXTURES_OUT ?= build/fixtures

@@ -11,8 +11,10 @@ import collections
 import re
 import subprocess
 
-EXIT_RE = re.compile(rb"funcgraph_exit:\s+func=(\S+) depth=(-?\d+) overrun=(\d+) "
-                     rb"calltime=([0-9a-f]+) rettime=([0-9a-f]+)")
+# The fields by name: kernels order them differently (5.10: func, overrun,
+# calltime, rettime, depth; 6.x and 7.x: func, depth, overrun, calltime, rettime)
+EXIT_RE = re.compile(rb"funcgraph_exit:\s+func=(\S+) ")
+TIMES_RE = re.compile(rb" calltime=([0-9a-f]+) rettime=([0-9a-f]+)")
 
 
 def reference_exits(path: str):
@@ -24,11 +26,11 @@ def reference_exits(path: str):
     for line in proc.stdout:
         if b"funcgraph_exit" not in line:
             continue
-        m = EXIT_RE.search(line)
-        if not m:
+        m, t = EXIT_RE.search(line), TIMES_RE.search(line)
+        if not m or not t:
             raise AssertionError(f"unparsed exit line: {line!r}")
         name = m.group(1).decode()
-        calltime, rettime = int(m.group(4), 16), int(m.group(5), 16)
+        calltime, rettime = int(t.group(1), 16), int(t.group(2), 16)
         calls[name] += 1
         total[name] += max(rettime - calltime, 0)
     if proc.wait() != 0:

@@ -19,6 +19,8 @@ export NFS_EXPORT=$W/export NFS_MNT=$W/nfs OUT=$OUTDIR
 exec >"$OUTDIR/guest.log" 2>&1
 trap 'echo $? >"$OUTDIR/guest.rc"' EXIT
 set -x
+# another trace-cmd than the host's (fixtures.sh: vm.env's VM_TRACE_CMD)
+[ -n "${FTFLAME_TRACE_CMD_DIR:-}" ] && export PATH=$FTFLAME_TRACE_CMD_DIR:$PATH
 
 ip link set lo up
 modprobe nfsd
@@ -32,9 +34,14 @@ rpcbind
 echo "$NFS_EXPORT 127.0.0.1(rw,sync,fsid=0,no_subtree_check,no_root_squash,insecure)" >/etc/exports
 exportfs -ra
 rpc.mountd
+# NFSv4's grace period after a start (90 s) would hold the first OPEN of a v4
+# scenario for as long: the shortest the kernel takes (no client state to reclaim)
+echo 10 >/proc/fs/nfsd/nfsv4gracetime || true
 rpc.nfsd 8
 
 cd "$OUTDIR"
+# (--version exits 1 once it has printed the version)
+{ trace-cmd --version 2>&1 || true; } | sed -n '/version/{p;q}' >trace-cmd-version.txt
 cp "$HERE/fixtures/common.sh" common.sh
 bash scenario.sh
 rm -f common.sh

@@ -9,9 +9,11 @@
 #        FTFLAME_FIXTURES=OUTDIR make test   runs the suite on the new corpus.
 #
 # Each OUTDIR/<kernel>/<name>/ gets what the scenario records (trace*.dat,
-# *.stat, fio-*.json, text traces, gzipped over 1 MB), kernel.txt, scenario.sh,
-# guest.log and console.log. A scenario folder may hold vm.env (VM_CPUS,
-# VM_QEMU_EXTRA: s15 runs on one vCPU with -icount). Timings differ from run
+# *.stat, fio-*.json, text traces, gzipped over 1 MB), kernel.txt,
+# trace-cmd-version.txt, scenario.sh, guest.log, console.log and vm-seconds.txt.
+# A scenario folder may hold vm.env (VM_CPUS, VM_QEMU_EXTRA: s15 runs on one
+# vCPU with -icount; VM_TRACE_CMD=sid: the guest records with Debian sid's
+# trace-cmd, tests/vm/sid-trace-cmd.sh, instead of the host's). Timings differ from run
 # to run under TCG (all but s15), so tests that pin figures of whole
 # recordings (tests/helpers/corpus.py) hold on the shared corpus, not on a new one.
 #
@@ -53,14 +55,20 @@ for s in "$@"; do
 	res=$OUT/$s
 	rm -rf "$res" && mkdir -p "$res"
 	cp "$SCEN/$s/scenario.sh" "$res/"
-	VM_CPUS=2 VM_QEMU_EXTRA=""
+	VM_CPUS=2 VM_QEMU_EXTRA="" VM_TRACE_CMD=""
 	# shellcheck source=/dev/null
 	[ -f "$SCEN/$s/vm.env" ] && . "$SCEN/$s/vm.env"
-	say "$s: recording on $(basename "$vmlinuz") ($VM_CPUS vCPU)"
+	tcdir=""
+	case $VM_TRACE_CMD in
+	"") ;;
+	sid) tcdir=$("$REPO/tests/vm/sid-trace-cmd.sh") || die "$s: no trace-cmd of sid" ;;
+	*) die "$s: vm.env: unknown VM_TRACE_CMD '$VM_TRACE_CMD' (known: sid)" ;;
+	esac
+	say "$s: recording on $(basename "$vmlinuz") ($VM_CPUS vCPU${tcdir:+, trace-cmd of $tcdir})"
 	t0=$(date +%s)
 	setsid "$VNG" --run "$vmlinuz" --disable-kvm --force-9p --memory 2G --cpus "$VM_CPUS" \
 		--rwdir "$res" --verbose --qemu-opts="$QEMU_OPTS $VM_QEMU_EXTRA" \
-		--exec "$(printf '%q ' bash "$REPO/tests/vm/fixtures-guest.sh" "$res")" \
+		--exec "$(printf '%q ' env FTFLAME_TRACE_CMD_DIR="$tcdir" bash "$REPO/tests/vm/fixtures-guest.sh" "$res")" \
 		</dev/null >"$res/console.log" 2>&1 &
 	pid=$!
 	while kill -0 "$pid" 2>/dev/null && (($(date +%s) - t0 < TIMEOUT)); do sleep 5; done
@@ -68,6 +76,7 @@ for s in "$@"; do
 	wait "$pid" 2>/dev/null || true
 	[ -e "$res/guest.done" ] || { tail -n 20 "$res/guest.log" >&2 || true; die "$s: the guest did not finish (see $res/guest.log, console.log)"; }
 	rm -f "$res/guest.done"
+	echo "$(($(date +%s) - t0))" >"$res/vm-seconds.txt"
 	say "$s: done in $(($(date +%s) - t0)) s"
 done
 say "corpus in $OUT: FTFLAME_FIXTURES=$OUT make test"

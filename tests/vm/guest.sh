@@ -12,7 +12,8 @@
 #               O_DIRECT fio writes (run.rc, run.stderr)
 #   ioz/        -p nfsd-write --baseline, no calibration, around iozone: 2 MB
 #               of 4 KB O_DIRECT writes and rewrites with -Q latency files
-#               (ioz.rc, ioz.stderr; iozone runs in $W/ioz-cwd)
+#               (ioz.rc, ioz.stderr; iozone runs in $W/ioz-cwd); not with
+#               FTFLAME_VM_IOZONE=0 (run.sh's short profile)
 #   lost/       -p rpc with a 64 KB buffer: must lose events (lost.rc, lost.stderr)
 #   intr/       Ctrl-C (SIGINT to the process group) while recording (intr.rc)
 #   killed/     trace-cmd killed with SIGKILL while recording, with tracer
@@ -108,13 +109,15 @@ echo "$rc" >"$RES/run.rc"
 dump_tracefs >"$RES/tracefs-after-run.txt"
 
 # ------------------------------------------------------- iozone, as users run it
-step "collect: iozone, baseline"
-rc=0
-mkdir -p "$W/ioz-cwd"  # (-Q writes its latency files into the current folder)
-(cd "$W/ioz-cwd" && "$COLLECT" -p nfsd-write --baseline --buffer 8192 --no-calibrate -o "$RES/ioz" \
-	-- iozone -i0 -r4k -s2m -I -Q -f "$W/nfs/ioz") >"$RES/ioz.stdout" 2>"$RES/ioz.stderr" || rc=$?
-echo "$rc" >"$RES/ioz.rc"
-dump_tracefs >"$RES/tracefs-after-ioz.txt"
+if [ "${FTFLAME_VM_IOZONE:-1}" = 1 ]; then
+	step "collect: iozone, baseline"
+	rc=0
+	mkdir -p "$W/ioz-cwd"  # (-Q writes its latency files into the current folder)
+	(cd "$W/ioz-cwd" && "$COLLECT" -p nfsd-write --baseline --buffer 8192 --no-calibrate -o "$RES/ioz" \
+		-- iozone -i0 -r4k -s2m -I -Q -f "$W/nfs/ioz") >"$RES/ioz.stdout" 2>"$RES/ioz.stderr" || rc=$?
+	echo "$rc" >"$RES/ioz.rc"
+	dump_tracefs >"$RES/tracefs-after-ioz.txt"
+fi
 
 # ------------------------------------------------- a deliberately tiny buffer
 step "collect: tiny buffer"

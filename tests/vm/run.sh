@@ -4,7 +4,7 @@
 # (tests/vm/guest.sh), reports the result with ftflame on the host, and checks
 # it all with pytest (tests/vm/check_vm.py).
 #
-# USAGE: tests/vm/run.sh [SERIES...]      SERIES: 6.1 6.12 (default: both)
+# USAGE: tests/vm/run.sh [SERIES...]      SERIES: 5.10 6.1 6.12 7.x (default: all four)
 #
 # EXAMPLE:
 #   # tests/vm/run.sh 6.1
@@ -13,6 +13,13 @@
 #   run.sh: 6.1.0-56-amd64: ftflame report -> run/report.json
 #   ........................                                     [100%]
 #   24 passed in 9.1s
+#
+# Profiles: the series of FTFLAME_VM_FULL (default "6.1 6.12") run every step
+# of guest.sh; the others (5.10, 7.x) a short one, to keep make test-vm within
+# CI's time: no iozone run (what it tests, collect.sh's reading of iozone's
+# output and of perf, does not depend on the kernel) and 50 NULL RPCs per
+# calibration recording instead of 200 (FTFLAME_VM_SHORT_CALIB_COUNT).
+# RESULTS/profile.json says which, for check_vm.py.
 #
 # Needs root, qemu-system-x86, the NFS server tools, fio, trace-cmd and
 # virtme-ng (make setup-vm installs them), about 1 GB in /var/lib/ftflame-vm
@@ -23,7 +30,8 @@
 # Environment: FTFLAME_VM_TIMEOUT (s per boot, default 1500),
 # FTFLAME_VM_QEMU_OPTS (extra qemu options, default "-accel tcg,thread=single"),
 # FTFLAME_VM_RESULTS (results root, default tests/artifacts/vm),
-# FTFLAME_VM_CALIB_COUNT (NULL RPCs per calibration recording, default 200).
+# FTFLAME_VM_CALIB_COUNT (NULL RPCs per calibration recording, default 200),
+# FTFLAME_VM_FULL, FTFLAME_VM_SHORT_CALIB_COUNT (the profiles above).
 set -euo pipefail
 
 PROG=${0##*/}
@@ -49,16 +57,21 @@ command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing: 
 # vng runs its helpers (virtme-run, ...) from PATH.
 PATH=$(dirname "$VNG"):$PATH
 
-[ $# -gt 0 ] || set -- 6.1 6.12
+[ $# -gt 0 ] || set -- 5.10 6.1 6.12 7.x
+SERIES=("$@")
 mapfile -t KERNELS < <("$REPO/tests/vm/kernels.sh" "$@")
 ((${#KERNELS[@]} == $#)) || die "could not get the kernels: $*"
+FULL=" ${FTFLAME_VM_FULL-6.1 6.12} "
 
-# boot KVER VMLINUZ RES: one VM run of guest.sh; the guest's console goes to
-# RES/console.log. Returns 0 when the guest script ran to its end.
+# boot KVER VMLINUZ RES PROFILE_JSON: one VM run of guest.sh; the guest's
+# console goes to RES/console.log. Returns 0 when the guest script ran to its end.
 boot() {
-	local kver=$1 vmlinuz=$2 res=$3 pid waited=0
+	local kver=$1 vmlinuz=$2 res=$3 profile=$4 pid waited=0 calib iozone
 	rm -rf "$res"
 	mkdir -p "$res"
+	printf '%s\n' "$profile" >"$res/profile.json"
+	calib=$(sed -n 's/.*"calib_count": \([0-9]*\).*/\1/p' <<<"$profile")
+	iozone=$(sed -n 's/.*"iozone": \([a-z]*\).*/\1/p' <<<"$profile")
 	# --disable-kvm: KVM hangs on these machines, qemu's TCG works.
 	# --force-9p: the host root is shared read-only over 9p (no virtiofsd).
 	# --verbose: the console (kernel log) goes to console.log; the guest
@@ -68,7 +81,8 @@ boot() {
 	# setsid: its own process group, so that a hung guest can be killed whole.
 	setsid "$VNG" --run "$vmlinuz" --disable-kvm --force-9p --memory 2G --cpus 2 \
 		--rwdir "$res" --verbose ${QEMU_OPTS:+--qemu-opts="$QEMU_OPTS"} \
-		--exec "$(printf '%q ' env FTFLAME_VM_CALIB_COUNT="${FTFLAME_VM_CALIB_COUNT:-200}" \
+		--exec "$(printf '%q ' env FTFLAME_VM_CALIB_COUNT="$calib" \
+			FTFLAME_VM_IOZONE="$([ "$iozone" = true ] && echo 1 || echo 0)" \
 			bash "$REPO/tests/vm/guest.sh" "$res")" \
 		</dev/null >"$res/console.log" 2>&1 &
 	pid=$!
@@ -93,14 +107,21 @@ boot() {
 }
 
 DIRS=()
-for line in "${KERNELS[@]}"; do
+for i in "${!KERNELS[@]}"; do
+	line=${KERNELS[$i]}
+	series=${SERIES[$i]}
 	kver=${line%%$'\t'*}
 	vmlinuz=${line#*$'\t'}
 	res=$RESROOT/$kver
 	DIRS+=("$res")
-	say "$kver: booting (results in ${res#"$REPO"/})"
+	if [[ $FULL == *" $series "* ]]; then
+		profile="{\"series\": \"$series\", \"profile\": \"full\", \"calib_count\": ${FTFLAME_VM_CALIB_COUNT:-200}, \"iozone\": true}"
+	else
+		profile="{\"series\": \"$series\", \"profile\": \"short\", \"calib_count\": ${FTFLAME_VM_SHORT_CALIB_COUNT:-50}, \"iozone\": false}"
+	fi
+	say "$kver: booting (results in ${res#"$REPO"/}; $profile)"
 	t0=$(date +%s)
-	if ! boot "$kver" "$vmlinuz" "$res"; then
+	if ! boot "$kver" "$vmlinuz" "$res" "$profile"; then
 		# Under TCG with 2 vCPUs, the kernel's live code patching (ftrace turning
 		# function_graph on and off) can trip over stale translated code: an
 		# unexpected int3 oops, or an IPI that never returns (soft lockup). A
@@ -111,7 +132,7 @@ for line in "${KERNELS[@]}"; do
 			mv "$res/console.log" "$RESROOT/$kver.crashed-console.log"
 			say "$kver: WARNING: the guest kernel crashed or hung (above); booting once more"
 			t0=$(date +%s)
-			boot "$kver" "$vmlinuz" "$res" || true
+			boot "$kver" "$vmlinuz" "$res" "$profile" || true
 		fi
 	fi
 	t1=$(date +%s)
@@ -135,10 +156,12 @@ for line in "${KERNELS[@]}"; do
 		[ -e "$res/run/report.json" ] && say "$kver: ftflame report -> run/report.json"
 		# the iozone run directory: its measured totals, and the balance
 		# sheet against its baseline
-		for out in report.json report.txt; do
-			"$FT" report "$res/ioz" --baseline "$res/ioz/baseline.dat" -o "$res/ioz/$out" \
-				2>>"$res/report.stderr" || say "$kver: ftflame report of ioz/ failed (see $res/report.stderr)"
-		done
+		if [ -d "$res/ioz" ]; then  # (not in the short profile)
+			for out in report.json report.txt; do
+				"$FT" report "$res/ioz" --baseline "$res/ioz/baseline.dat" -o "$res/ioz/$out" \
+					2>>"$res/report.stderr" || say "$kver: ftflame report of ioz/ failed (see $res/report.stderr)"
+			done
+		fi
 	else
 		rm -f "$res/report.rc"
 		say "$kver: NOTE: .venv/bin/ftflame report is not available here: skipping the report step (make setup installs it)"
