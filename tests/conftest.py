@@ -89,17 +89,15 @@ def corpus_param(rel: str, *more, id: str | None = None):  # noqa: A002 (pytest.
                         marks=pytest.mark.skipif(path is None, reason=corpus.missing_reason(rel)))
 
 
-# Known failures of the newest recordings (tests/data/fixtures/README.md), each
-# waiting for its fix: xfail(strict) on the curated copy, so that the fix shows
-# (XPASS fails) and its author removes the entry; on a corpus recorded again
-# (make fixtures) the same kernels' traces, in unknown numbers: not strict.
-DEPTH_JUMPS = "7.x depth jumps: builder fix pending"
-TC34_SIZES = "trace-cmd 3.4's CPU data sizes taken for damage: reader fix pending"
 
 
 def fixture_params(paths, pending: dict, sample: str | None = None):
     """pytest.params of fixture paths; those of PENDING ({fixture_id: reason}),
-    and a full corpus's traces of the same kernel and scenario, xfail."""
+    and a full corpus's traces of the same kernel and scenario, xfail. Known
+    failures of the newest recordings (tests/data/fixtures/README.md), each
+    waiting for its fix: xfail(strict) on the curated copy, so that the fix shows
+    (XPASS fails) and its author removes the entry; on a corpus recorded again
+    (make fixtures) the same kernels' traces, in unknown numbers: not strict."""
     out = []
     for path in paths:
         fid = fixture_id(path) if path != sample else "sample"

@@ -6,9 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import (
-    DEPTH_JUMPS,
     FIXTURE_DATS,
-    TC34_SIZES,
     corpus_fixture,
     corpus_param,
     fixture,
@@ -50,8 +48,15 @@ def test_invariants(path):
 UNEXPLAINED_NEGATIVE_SELF = {"corpus/k6.12/s01-v3-write4k/trace.dat": 2}  # the whole recording
 
 
-@pytest.mark.parametrize("path", fixture_params(FIXTURE_DATS, {"data/k7.x/s21-v4-write-sched/trace.dat": DEPTH_JUMPS,
-                                                         "data/k7.x/s24-funcgraph-args/trace.dat": DEPTH_JUMPS}))
+# 7.x: a few calls whose children lie outside their window with nothing lost
+# (after the return-window fix, docs/trace-formats.md): not explained yet
+NEGATIVE_SELF_7X = "7.x: children outside their caller's window, not explained yet"
+
+
+@pytest.mark.parametrize("path", fixture_params(FIXTURE_DATS, {
+    "data/k7.x/s21-v4-write-sched/trace.dat": NEGATIVE_SELF_7X,
+    "data/k7.x/s23-v3-mixed-svc/trace.dat": NEGATIVE_SELF_7X,
+    "data/k7.x/s24-funcgraph-args/trace.dat": NEGATIVE_SELF_7X}))
 def test_negative_self_time_is_rare_and_explained(path):
     """Self time < 0 needs children outside the parent's window. What the
     builder cannot place is counted; what is left must not grow."""
@@ -63,12 +68,9 @@ def test_negative_self_time_is_rare_and_explained(path):
 
 # Fixtures where a call is left out of the corrected figures though nothing was
 # lost (conftest.py: each waits for its fix; strict, so that the fix shows).
-CLEAN_PENDING = {
-    "data/k7.x/s21-v4-write-sched/trace.dat": DEPTH_JUMPS,
-    "data/k7.x/s23-v3-mixed-svc/trace.dat": DEPTH_JUMPS,
-    "data/k7.x/s24-funcgraph-args/trace.dat": DEPTH_JUMPS,
-    "data/k7.x/s26-tc34-v3-mixed-svc/trace.dat": DEPTH_JUMPS + "; " + TC34_SIZES,
-}
+# (the 7.x return windows and trace-cmd 3.4's CPU data sizes are read right now)
+CLEAN_PENDING = {"data/k7.x/s24-funcgraph-args/trace.dat":
+                 "7.x with funcgraph-args: 2 depth mismatches and 2 lost exits with nothing lost, not explained yet"}
 
 
 @pytest.mark.parametrize("path", fixture_params(FIXTURE_DATS, CLEAN_PENDING))
@@ -76,15 +78,14 @@ def test_clean_recordings_leave_no_call_out(path):
     """A trace that lost no event and whose kernel dropped no frame (no
     shadow-stack overrun: 5.10 stops at depth 50) has every call whole: no
     missing entry, no depth mismatch, no call left out of the corrected
-    figures but those of the root calls a window's end leaves open."""
+    figures (the calls of a root call a window's end leaves open are whole:
+    kept, as detached calls)."""
     p = profile_of(path)
     c = p.counters
     if c["lost_records"] or c["lost_events"] or c["overrun_growth"]:
         pytest.skip(f"lost events ({c['lost_events']}) or a shadow-stack overrun ({c['overrun_growth']})")
     assert (c["missing_entries"], c["depth_mismatch"], c["orphan_exits"], c["unterminated"]) == (0, 0, 0, 0)
-    assert c["gap_calls"] == c["gap_tree_calls"]  # none spans a gap of its own
-    if not c["open_at_end"]:
-        assert c["gap_calls"] == 0
+    assert c["gap_calls"] == 0
 
 
 def test_lost_events_are_counted():
