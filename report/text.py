@@ -169,7 +169,7 @@ def calibration_lines(p: Profile) -> list:
 OFFCPU_HEADER = {OffCpu.REMOVED: "off-CPU time removed", OffCpu.KEPT_ASKED: "off-CPU time kept (asked for)",
                  OffCpu.KEPT_NOSLEEP: "off-CPU time kept (the durations exclude it: nosleep-time)",
                  OffCpu.UNKNOWN: "off-CPU time unknown (no sched_switch events)"}
-OFFCPU_BALANCE_NOTE = {OffCpu.KEPT_ASKED: "already out (nosleep-time)", OffCpu.KEPT_NOSLEEP: "already out (nosleep-time)",
+OFFCPU_BALANCE_NOTE = {OffCpu.KEPT_ASKED: "kept in (asked for)", OffCpu.KEPT_NOSLEEP: "already out (nosleep-time)",
                        OffCpu.UNKNOWN: "unknown: no sched_switch"}
 
 
