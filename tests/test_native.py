@@ -13,7 +13,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # extension -> the functions it exports (its whole Python face)
 EXTENSIONS = {
     "ftflame.parse._core": {"read_dat", "read_dat_builtin", "read_text_chunks", "build_events", "hist_lower",
-                            "give_back_freed_memory"},
+                            "give_back_freed_memory",
+                            "dat_decoder"},  # the fields a reader decodes (tests/test_record_decode.py)
     "ftflame.report._rowfmt": {"format_rows"},
     "ftflame._model": {"hist_group", "hist_percentiles", "tree_preorder"},
 }
