@@ -15,7 +15,8 @@
 #               (ioz.rc, ioz.stderr; iozone runs in $W/ioz-cwd); not with
 #               FTFLAME_VM_IOZONE=0 (run.sh's short profile)
 #   lost/       -p rpc with a 64 KB buffer: must lose events (lost.rc, lost.stderr)
-#   intr/       Ctrl-C (SIGINT to the process group) while recording (intr.rc)
+#   intr/       Ctrl-C (SIGINT to the process group) while recording (intr.rc);
+#               not with FTFLAME_VM_CTRL_C=0 (run.sh's minimal profile)
 #   killed/     trace-cmd killed with SIGKILL while recording, with tracer
 #               options unlike the defaults (killed.rc)
 #   unknown.*   a function that does not exist: the refusal on a real kernel
@@ -157,8 +158,10 @@ interrupt_test() {
 ctrl_c() { kill -INT -- "-$1"; }               # as the terminal does on Ctrl-C
 kill_trace_cmd() { pkill -KILL -x trace-cmd; }  # trace-cmd and its recorders die: no cleanup of their own
 
-step "collect: Ctrl-C while recording"
-interrupt_test intr ctrl_c
+if [ "${FTFLAME_VM_CTRL_C:-1}" = 1 ]; then
+	step "collect: Ctrl-C while recording"
+	interrupt_test intr ctrl_c
+fi
 step "collect: trace-cmd killed while recording"
 # Options unlike the defaults, so that their restore is tested too.
 interrupt_test killed kill_trace_cmd --sleep-time off --irqs off --depth 5 --cpus 0 \

@@ -18,7 +18,11 @@
 # of guest.sh; the others (5.10, 7.x) a short one, to keep make test-vm within
 # CI's time: no iozone run (what it tests, collect.sh's reading of iozone's
 # output and of perf, does not depend on the kernel) and 50 NULL RPCs per
-# calibration recording instead of 200 (FTFLAME_VM_SHORT_CALIB_COUNT).
+# calibration recording instead of 200 (FTFLAME_VM_SHORT_CALIB_COUNT). The
+# series of FTFLAME_VM_MINIMAL (default "5.10") run the short profile without
+# the Ctrl-C run, the same restore as the trace-cmd-killed run's: under TCG
+# 5.10 takes about a minute to turn function_graph on and off (text_poke),
+# and its recordings and workloads run 3-4 times slower than 6.x's.
 # RESULTS/profile.json says which, for check_vm.py.
 #
 # Needs root, qemu-system-x86, the NFS server tools, fio, trace-cmd and
@@ -27,17 +31,19 @@
 # (software emulation), so a boot takes 5-15 s and a traced run tens of s.
 # Why virtme-ng, and how the guest is set up: see collect/README.md.
 #
-# Environment: FTFLAME_VM_TIMEOUT (s per boot, default 1500),
+# Environment: FTFLAME_VM_TIMEOUT (s per boot, default 2400),
 # FTFLAME_VM_QEMU_OPTS (extra qemu options, default "-accel tcg,thread=single"),
 # FTFLAME_VM_RESULTS (results root, default tests/artifacts/vm),
 # FTFLAME_VM_CALIB_COUNT (NULL RPCs per calibration recording, default 200),
-# FTFLAME_VM_FULL, FTFLAME_VM_SHORT_CALIB_COUNT (the profiles above).
+# FTFLAME_VM_FULL, FTFLAME_VM_MINIMAL, FTFLAME_VM_SHORT_CALIB_COUNT (the
+# profiles above),
+# FTFLAME_VM_JOBS (guests at a time, default: the host's cores).
 set -euo pipefail
 
 PROG=${0##*/}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 RESROOT=${FTFLAME_VM_RESULTS:-$REPO/tests/artifacts/vm}
-TIMEOUT=${FTFLAME_VM_TIMEOUT:-1500}
+TIMEOUT=${FTFLAME_VM_TIMEOUT:-2400}
 PY=$REPO/.venv/bin/python
 # Single-threaded TCG: qemu runs both vCPUs in one host thread, in turns. With
 # one thread per vCPU (the default), a vCPU can go on running translated code
@@ -62,16 +68,22 @@ SERIES=("$@")
 mapfile -t KERNELS < <("$REPO/tests/vm/kernels.sh" "$@")
 ((${#KERNELS[@]} == $#)) || die "could not get the kernels: $*"
 FULL=" ${FTFLAME_VM_FULL-6.1 6.12} "
+MINIMAL=" ${FTFLAME_VM_MINIMAL-5.10} "
+# Drivers of qemu's emulated hardware that nothing here uses: udev loads them
+# at boot, and on 5.10 under TCG loading them took 3 of the boot's 5 minutes
+# (kvm alone 90 s: every module load patches its code).
+NOMODULES=kvm,kvm_intel,kvm_amd,iTCO_wdt,iTCO_vendor_support,i2c_i801,pcspkr,i6300esb
 
 # boot KVER VMLINUZ RES PROFILE_JSON: one VM run of guest.sh; the guest's
 # console goes to RES/console.log. Returns 0 when the guest script ran to its end.
 boot() {
-	local kver=$1 vmlinuz=$2 res=$3 profile=$4 pid waited=0 calib iozone
+	local kver=$1 vmlinuz=$2 res=$3 profile=$4 pid waited=0 calib iozone ctrlc
 	rm -rf "$res"
 	mkdir -p "$res"
 	printf '%s\n' "$profile" >"$res/profile.json"
 	calib=$(sed -n 's/.*"calib_count": \([0-9]*\).*/\1/p' <<<"$profile")
 	iozone=$(sed -n 's/.*"iozone": \([a-z]*\).*/\1/p' <<<"$profile")
+	ctrlc=$(sed -n 's/.*"ctrl_c": \([a-z]*\).*/\1/p' <<<"$profile")
 	# --disable-kvm: KVM hangs on these machines, qemu's TCG works.
 	# --force-9p: the host root is shared read-only over 9p (no virtiofsd).
 	# --verbose: the console (kernel log) goes to console.log; the guest
@@ -80,9 +92,10 @@ boot() {
 	# -accel tcg,thread=single: see QEMU_OPTS above.
 	# setsid: its own process group, so that a hung guest can be killed whole.
 	setsid "$VNG" --run "$vmlinuz" --disable-kvm --force-9p --memory 2G --cpus 2 \
-		--rwdir "$res" --verbose ${QEMU_OPTS:+--qemu-opts="$QEMU_OPTS"} \
+		--append "module_blacklist=$NOMODULES" --rwdir "$res" --verbose ${QEMU_OPTS:+--qemu-opts="$QEMU_OPTS"} \
 		--exec "$(printf '%q ' env FTFLAME_VM_CALIB_COUNT="$calib" \
 			FTFLAME_VM_IOZONE="$([ "$iozone" = true ] && echo 1 || echo 0)" \
+			FTFLAME_VM_CTRL_C="$([ "$ctrlc" = false ] && echo 0 || echo 1)" \
 			bash "$REPO/tests/vm/guest.sh" "$res")" \
 		</dev/null >"$res/console.log" 2>&1 &
 	pid=$!
@@ -106,18 +119,21 @@ boot() {
 	[ -e "$res/guest.done" ]
 }
 
-DIRS=()
-for i in "${!KERNELS[@]}"; do
+# run_kernel I: boot kernel I of KERNELS, run guest.sh in it, then ftflame
+# report on the host. Returns 1 when the guest did not finish.
+run_kernel() {
+	local i=$1 line series kver vmlinuz res profile t0 t1 rrc out FT
 	line=${KERNELS[$i]}
 	series=${SERIES[$i]}
 	kver=${line%%$'\t'*}
 	vmlinuz=${line#*$'\t'}
 	res=$RESROOT/$kver
-	DIRS+=("$res")
 	if [[ $FULL == *" $series "* ]]; then
-		profile="{\"series\": \"$series\", \"profile\": \"full\", \"calib_count\": ${FTFLAME_VM_CALIB_COUNT:-200}, \"iozone\": true}"
+		profile="{\"series\": \"$series\", \"profile\": \"full\", \"calib_count\": ${FTFLAME_VM_CALIB_COUNT:-200}, \"iozone\": true, \"ctrl_c\": true}"
+	elif [[ $MINIMAL == *" $series "* ]]; then
+		profile="{\"series\": \"$series\", \"profile\": \"minimal\", \"calib_count\": ${FTFLAME_VM_SHORT_CALIB_COUNT:-50}, \"iozone\": false, \"ctrl_c\": false}"
 	else
-		profile="{\"series\": \"$series\", \"profile\": \"short\", \"calib_count\": ${FTFLAME_VM_SHORT_CALIB_COUNT:-50}, \"iozone\": false}"
+		profile="{\"series\": \"$series\", \"profile\": \"short\", \"calib_count\": ${FTFLAME_VM_SHORT_CALIB_COUNT:-50}, \"iozone\": false, \"ctrl_c\": true}"
 	fi
 	say "$kver: booting (results in ${res#"$REPO"/}; $profile)"
 	t0=$(date +%s)
@@ -139,7 +155,8 @@ for i in "${!KERNELS[@]}"; do
 	if [ ! -e "$res/guest.done" ]; then
 		tail -n 30 "$res/guest.log" >&2 2>/dev/null || true
 		tail -n 30 "$res/console.log" >&2 || true
-		die "$kver: the guest did not finish (see $res/guest.log and console.log)"
+		say "$kver: error: the guest did not finish (see $res/guest.log and console.log)"
+		return 1
 	fi
 	echo "$((t1 - t0))" >"$res/vm-seconds.txt"
 	say "$kver: guest finished in $((t1 - t0)) s"
@@ -166,6 +183,30 @@ for i in "${!KERNELS[@]}"; do
 		rm -f "$res/report.rc"
 		say "$kver: NOTE: .venv/bin/ftflame report is not available here: skipping the report step (make setup installs it)"
 	fi
+}
+
+# Each guest runs in one host thread (thread=single), so kernels boot side by
+# side, FTFLAME_VM_JOBS at a time (default: the host's cores): four kernels
+# take about the time of two on a 2-core machine.
+JOBS=${FTFLAME_VM_JOBS:-$(nproc)}
+((JOBS >= 1)) || JOBS=1
+DIRS=() PIDS=() FAILED=()
+for i in "${!KERNELS[@]}"; do
+	line=${KERNELS[$i]}
+	DIRS+=("$RESROOT/${line%%$'\t'*}")
 done
+for i in "${!KERNELS[@]}"; do
+	while (($(jobs -pr | wc -l) >= JOBS)); do
+		wait -n || true
+	done
+	run_kernel "$i" &
+	PIDS[i]=$!
+	# boots a few seconds apart: vng builds its guest set-up on the way in
+	sleep 2
+done
+for i in "${!KERNELS[@]}"; do
+	wait "${PIDS[$i]}" || FAILED+=("${SERIES[$i]}")
+done
+((${#FAILED[@]} == 0)) || die "the guest of ${FAILED[*]} did not finish (see above)"
 
 FTFLAME_VM_RESULTS_DIRS=$(printf '%s\n' "${DIRS[@]}") "$PY" -m pytest -q -p no:cacheprovider "$REPO/tests/vm/check_vm.py"
