@@ -17,6 +17,7 @@
 #   lost/       -p rpc with a 64 KB buffer: must lose events (lost.rc, lost.stderr)
 #   intr/       Ctrl-C (SIGINT to the process group) while recording (intr.rc);
 #               not with FTFLAME_VM_CTRL_C=0 (run.sh's minimal profile)
+#   FTFLAME_VM_CALIBRATE=0 (run.sh's minimal profile): run/ records no calibration
 #   killed/     trace-cmd killed with SIGKILL while recording, with tracer
 #               options unlike the defaults (killed.rc)
 #   unknown.*   a function that does not exist: the refusal on a real kernel
@@ -101,10 +102,12 @@ echo "$rc" >"$RES/unknown.rc"
 # ----------------------------------------------------- the main test run
 step "collect: nfsd-write, baseline, calibration"
 rc=0
+calib=(--calib-count "$CALIB_COUNT")
+[ "${FTFLAME_VM_CALIBRATE:-1}" = 1 ] || calib=(--no-calibrate)
 # (the server's CPU time from /proc only here: the iozone run below counts it
 # with perf, so that both of collect/cpusnap.sh's sources run on this kernel)
 # shellcheck disable=SC2046  # (fio_write prints the words of a command)
-FTFLAME_NO_PERF=1 "$COLLECT" -p nfsd-write --baseline --buffer 8192 --calib-count "$CALIB_COUNT" -o "$RES/run" \
+FTFLAME_NO_PERF=1 "$COLLECT" -p nfsd-write --baseline --buffer 8192 "${calib[@]}" -o "$RES/run" \
 	-- $(fio_write 2m run) >"$RES/run.stdout" 2>"$RES/run.stderr" || rc=$?
 echo "$rc" >"$RES/run.rc"
 dump_tracefs >"$RES/tracefs-after-run.txt"

@@ -20,9 +20,10 @@
 # output and of perf, does not depend on the kernel) and 50 NULL RPCs per
 # calibration recording instead of 200 (FTFLAME_VM_SHORT_CALIB_COUNT). The
 # series of FTFLAME_VM_MINIMAL (default "5.10") run the short profile without
-# the Ctrl-C run, the same restore as the trace-cmd-killed run's: under TCG
-# 5.10 takes about a minute to turn function_graph on and off (text_poke),
-# and its recordings and workloads run 3-4 times slower than 6.x's.
+# the Ctrl-C run (the same restore as the trace-cmd-killed run's) and without
+# the calibration's three recordings: under TCG 5.10 takes about a minute to
+# turn function_graph on or off (text_poke), and its recordings and workloads
+# run 3-4 times slower than 6.x's (5-6 minutes a recording on a loaded host).
 # RESULTS/profile.json says which, for check_vm.py.
 #
 # Needs root, qemu-system-x86, the NFS server tools, fio, trace-cmd and
@@ -77,13 +78,14 @@ NOMODULES=kvm,kvm_intel,kvm_amd,iTCO_wdt,iTCO_vendor_support,i2c_i801,pcspkr,i63
 # boot KVER VMLINUZ RES PROFILE_JSON: one VM run of guest.sh; the guest's
 # console goes to RES/console.log. Returns 0 when the guest script ran to its end.
 boot() {
-	local kver=$1 vmlinuz=$2 res=$3 profile=$4 pid waited=0 calib iozone ctrlc
+	local kver=$1 vmlinuz=$2 res=$3 profile=$4 pid waited=0 calib iozone ctrlc calibrate
 	rm -rf "$res"
 	mkdir -p "$res"
 	printf '%s\n' "$profile" >"$res/profile.json"
 	calib=$(sed -n 's/.*"calib_count": \([0-9]*\).*/\1/p' <<<"$profile")
 	iozone=$(sed -n 's/.*"iozone": \([a-z]*\).*/\1/p' <<<"$profile")
 	ctrlc=$(sed -n 's/.*"ctrl_c": \([a-z]*\).*/\1/p' <<<"$profile")
+	calibrate=$(sed -n 's/.*"calibrate": \([a-z]*\).*/\1/p' <<<"$profile")
 	# --disable-kvm: KVM hangs on these machines, qemu's TCG works.
 	# --force-9p: the host root is shared read-only over 9p (no virtiofsd).
 	# --verbose: the console (kernel log) goes to console.log; the guest
@@ -96,6 +98,7 @@ boot() {
 		--exec "$(printf '%q ' env FTFLAME_VM_CALIB_COUNT="$calib" \
 			FTFLAME_VM_IOZONE="$([ "$iozone" = true ] && echo 1 || echo 0)" \
 			FTFLAME_VM_CTRL_C="$([ "$ctrlc" = false ] && echo 0 || echo 1)" \
+			FTFLAME_VM_CALIBRATE="$([ "$calibrate" = false ] && echo 0 || echo 1)" \
 			bash "$REPO/tests/vm/guest.sh" "$res")" \
 		</dev/null >"$res/console.log" 2>&1 &
 	pid=$!
@@ -131,7 +134,7 @@ run_kernel() {
 	if [[ $FULL == *" $series "* ]]; then
 		profile="{\"series\": \"$series\", \"profile\": \"full\", \"calib_count\": ${FTFLAME_VM_CALIB_COUNT:-200}, \"iozone\": true, \"ctrl_c\": true}"
 	elif [[ $MINIMAL == *" $series "* ]]; then
-		profile="{\"series\": \"$series\", \"profile\": \"minimal\", \"calib_count\": ${FTFLAME_VM_SHORT_CALIB_COUNT:-50}, \"iozone\": false, \"ctrl_c\": false}"
+		profile="{\"series\": \"$series\", \"profile\": \"minimal\", \"calib_count\": ${FTFLAME_VM_SHORT_CALIB_COUNT:-50}, \"iozone\": false, \"ctrl_c\": false, \"calibrate\": false}"
 	else
 		profile="{\"series\": \"$series\", \"profile\": \"short\", \"calib_count\": ${FTFLAME_VM_SHORT_CALIB_COUNT:-50}, \"iozone\": false, \"ctrl_c\": true}"
 	fi
