@@ -881,6 +881,10 @@ void ftf_builder_free(ftf_builder *b)
 	free(b->func_irq);
 	free(b->func_stamp);
 	ftf_calls_free(&b->root_calls);
+	for (uint32_t i = 0; i < b->retvals.n; i++)
+		for (int k = 0; k < 2; k++)
+			ftf_hist_free(&b->retvals.f[i].side[k].hist);
+	free(b->retvals.f);
 	for (int k = 0; k < 2; k++)
 		for (int x = 0; x < FTF_NCTX; x++)
 			for (int c = 0; c < FTF_EST_CPUS; c++)
@@ -1409,11 +1413,42 @@ void ftf_builder_set_clock(ftf_builder *b, const char *clock)
 			b->ts_ns = 1;
 }
 
+/* A completed call of func that returned retval after dur ns
+ * (ftf_retvals). */
+static void retval_add(ftf_builder *b, uint32_t func, uint64_t retval, uint64_t dur)
+{
+	ftf_retvals *r = &b->retvals;
+	if (func >= r->n) {
+		uint32_t n = r->n ? r->n : 64;
+		while (n <= func && n <= UINT32_MAX / 2)
+			n *= 2;
+		ftf_fret *f = n > func ? realloc(r->f, (size_t)n * sizeof(*f)) : NULL;
+		if (!f) {
+			b->oom = 1;
+			return;
+		}
+		memset(f + r->n, 0, (size_t)(n - r->n) * sizeof(*f));
+		r->f = f;
+		r->n = n;
+	}
+	ftf_ret_side *s = &r->f[func].side[ftf_retval_is_error(retval)];
+	if (!s->calls || dur < s->min)
+		s->min = dur;
+	if (dur > s->max)
+		s->max = dur;
+	s->incl += dur;
+	s->calls = ftf_count_add(s->calls, 1);
+	if (ftf_hist_add(&s->hist, ftf_hist_bucket(dur)) < 0)
+		b->oom = 1;
+}
+
 static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *raw)
 {
 	const ftf_event checked = checked_exit(b, raw), *ev = &checked;
 	uint64_t dur = bounded_dur(b, ev->rettime - ev->calltime);
 	b->c.exits++;
+	if (ev->has_retval)
+		retval_add(b, ev->func, ev->retval, dur);
 
 	if (t->have_overrun && ev->overrun > t->overrun) {
 		/* The kernel's return stack was full (its only cause of overrun
@@ -1582,6 +1617,8 @@ void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
 			const ftf_event leaf = checked_exit(b, ev);
 			uint64_t dur = bounded_dur(b, leaf.rettime - leaf.calltime);
 			if (t->n) {
+				if (leaf.has_retval)
+					retval_add(b, leaf.func, leaf.retval, dur);
 				note_inner(t, &leaf);
 				complete_top(b, t, dur, leaf.cpu, leaf.calltime);
 				if (t->n)

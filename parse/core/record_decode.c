@@ -156,6 +156,11 @@ int ftf_decode_record(const ftf_decoder *d, ftf_dat_meta *meta, int32_t cpu, uin
 		ev->overrun = field(d, &x->field[FTF_FLD_OVERRUN], data, size);
 		ev->calltime = field(d, &x->field[FTF_FLD_CALLTIME], data, size);
 		ev->rettime = field(d, &x->field[FTF_FLD_RETTIME], data, size);
+		if (x->field[FTF_FLD_RETVAL].present) {
+			/* as recorded: ftf_retval_is_error reads an int's in the low 32 bits */
+			ev->has_retval = 1;
+			ev->retval = field(d, &x->field[FTF_FLD_RETVAL], data, size);
+		}
 	} else if (type == en->id || type == ra->id) {
 		const ftf_rec_format *e = type == en->id ? en : ra;
 		ev->kind = FTF_EV_ENTRY;
