@@ -61,7 +61,7 @@ def from_core_result(res: dict, info: TraceInfo) -> Profile:
                              KeptTree(int(base), int(cpu), np.frombuffer(recs, dtype=CALL_RECORD_DTYPE),
                                       np.frombuffer(extras, dtype=CALL_EXTRA_DTYPE)))
                             for i, base, cpu, recs, extras in res.get("slowest", ())),
-        retvals=retvals)
+        retvals=retvals, call_args=int(res.get("call_args", 0)))
 
 
 _EST_KIND = ("leaf", "gap")

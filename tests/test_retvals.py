@@ -203,6 +203,10 @@ def test_reports_show_the_error_calls(tmp_path):
     assert ret["vfs_write"]["error_incl_ns"]["sum"] == 5000 and ret["vfs_write"]["error_incl_ns"]["max"] == 3000
     assert ret["vfs_write"]["ok_incl_ns"]["mean"] == 5350.0
     assert ret["svc_process"]["errors"] == 0 and ret["svc_process"]["ok_incl_ns"]["sum"] == 38100
+    subprocess.run([*FTFLAME, "report", "-q", "-o", str(tmp_path / "r.html"), str(path)], check=True)
+    # the HTML's function panel: the same figures, in the functions' order
+    assert '"ret":{"calls":[4,4,4,4,4],"err":[0,0,0,1,2],"err_mean":[0.0,0.0,0.0,6500.0,2500.0]' in \
+        (tmp_path / "r.html").read_text()
 
 
 def test_no_error_among_the_return_values(tmp_path):
@@ -215,3 +219,71 @@ def test_no_error_among_the_return_values(tmp_path):
 
     lines = text.error_table(p)
     assert len(lines) == 2 and "none of the 1 call with a return value" in lines[0]
+
+
+# ---- the slowest calls' trees: arguments and return values -----------------------
+
+S24 = os.path.join(DATA, "fixtures", "k7.x", "s24-funcgraph-args", "trace.dat")
+
+
+def slowest_doc(path, reader: str = "builtin") -> list:
+    proc = subprocess.run([*FTFLAME, "report", "--reader", reader, "-F", "json", str(path)],
+                          capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout)["slowest"]
+
+
+def test_slowest_trees_carry_the_recorded_return_values(tmp_path):
+    """Every call of a kept tree with its return value as the kernel prints
+    it (an int's -5 as -5, -4096 in hex), the same from both readers and
+    from the text; the text report names the calls that returned errors."""
+    dat, txt = tmp_path / "retval.dat", tmp_path / "retval.txt"
+    dat_trace(dat)
+    text_trace(txt)
+    docs = [slowest_doc(dat), slowest_doc(dat, "libtracecmd"), slowest_doc(txt)]
+    rets = [sorted(s["tree"]["ret"] for s in d) for d in docs]
+    assert rets[1:] == [rets[0]] * 2
+    assert rets[0] == sorted([
+        ["0x0", "0x1", "0x0", "0x0", "0x1000"], ["0x0", "0x1", "0x0", "-5", "-5"],
+        ["0x0", "0x1", "0x0", "0x0", "0xfffffffffffff000"], ["0x0", "0x1", "0x0", "0xffff888100a8b200", "-4095"]])
+    assert all("args" not in s["tree"] for d in docs for s in d)
+    out = subprocess.run([*FTFLAME, "report", str(dat)], capture_output=True, text=True, check=True).stdout
+    assert "  call: svc_process = 0x0" in out
+    assert "  errors: 2 calls returned an error code: nfsd_vfs_write = -5, vfs_write = -5" in out
+    html = subprocess.run([*FTFLAME, "report", "-F", "html", "-o", str(tmp_path / "r.html"), str(dat)],
+                          capture_output=True, text=True, check=True)
+    assert html.returncode == 0 and '"ret":["0x0","0x1","0x0","-5","-5"]' in (tmp_path / "r.html").read_text()
+
+
+def test_slowest_trees_carry_the_recorded_arguments():
+    """k7.x/s24 (funcgraph-args): each call's six argument values as its
+    entry recorded them, the same from both readers; the first
+    nfsd3_proc_write's are the ones trace-cmd 3.4 prints (ff3a5a5584ab7800,
+    0, 80, ...). No return values in this trace: none claimed."""
+    own, ref = slowest_doc(S24), slowest_doc(S24, "libtracecmd")
+    assert [s["tree"]["args"] for s in own] == [s["tree"]["args"] for s in ref]
+    first = min(own, key=lambda s: s["start_ns"])
+    assert first["tree"]["funcs"][0] == "nfsd3_proc_write"
+    assert first["tree"]["args"][0] == ["0xff3a5a5584ab7800", "0", "0x80", "0x80", "0x7fffffff", "0"]
+    assert all(len(a) == 6 for s in own for a in s["tree"]["args"]) and all("ret" not in s["tree"] for s in own)
+    out = subprocess.run([*FTFLAME, "report", S24], capture_output=True, text=True, check=True).stdout
+    assert "  call: nfsd3_proc_write(0xff3a5a5584ab7800, 0, 0x80, 0x80, 0x7fffffff, 0)" in out
+    calls = [line for line in out.splitlines() if line.startswith("  call: ")]
+    assert calls and not any(" = " in line for line in calls) and "  errors: " not in out
+
+
+def test_arguments_as_many_as_recorded():
+    """An entry with fewer argument values (a 32-bit record, or a kernel
+    that records fewer): only those are shown; a call whose entry carried
+    none shows none."""
+    from ftflame.correct.operations import slowest_calls
+    from ftflame.parse.tables import build_events
+
+    p = build_events([("entry", 0, 1, 0, "f", 0, 10, 0, 0, 0, 0, 0, None, (0x10, 0)),
+                      ("entry", 0, 1, 0, "g", 1, 11, 0, 0, 0, 0, 0),
+                      ("exit", 0, 1, 0, "g", 1, 15, 11, 15, 0, 0, 0),
+                      ("exit", 0, 1, 0, "f", 0, 20, 10, 20, 0, 0, 0)])
+    s = slowest_calls(p)[0]
+    assert p.call_args == 2 and s.call_args == (0x10, 0) and s.call_ret is None
+    from ftflame.report import callsjson
+
+    assert callsjson.slowest_json(p)[0]["tree"]["args"] == [["0x10", "0"], None]

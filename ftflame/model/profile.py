@@ -71,10 +71,11 @@ SAMPLE_COLUMNS = ("node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq
 # CALL_COLUMNS (ftflame/correct/operations.py, call_columns) only for the
 # trees an output prints.
 CALL_RECORD = ("func", "parent", "start", "dur", "desc_flags")
+CALL_ARGS = ("arg0", "arg1", "arg2", "arg3", "arg4", "arg5")  # funcgraph-args: the values an entry carried
 CALL_EXTRAS = ("start", "dur", "desc", "irq", "offcpu", "irq_roots", "cpu", "sched", "sched_calls", "sched_outs",
-               "offcpu_calls")
+               "offcpu_calls", "retval", *CALL_ARGS)
 CALL_COLUMNS = ("func", "parent", "flags", "cpu", "calltime", "dur", "desc", "irq", "offcpu", "irq_roots",
-                "sched", "sched_calls", "sched_outs", "offcpu_calls")
+                "sched", "sched_calls", "sched_outs", "offcpu_calls", "retval", *CALL_ARGS)
 # A root call with more calls (or more extras) keeps no tree: it stays among
 # the slowest with its figures, counted (counter slowest_without_tree) and
 # shown (parse/core/builder.h, FTF_TREE_MAX_RECS; the core's TREE_MAX_CALLS).
@@ -114,6 +115,8 @@ SAMPLE_IRQ = 4
 CALL_DONE = 1  # CALL_COLUMNS flags (parse/core/builder.h ftf_rec_flags)
 CALL_IRQ = 2
 CALL_GAP = 4
+CALL_RET = 8  # the call's exit carried a return value (column retval)
+CALL_WITH_ARGS = 16  # its entry carried argument values (columns arg0...)
 CALL_RECORD_DTYPE = np.dtype([(n, "<i4" if n == "start" else "<u4") for n in CALL_RECORD])
 CALL_EXTRA_DTYPE = np.dtype([("rec", "<u4"), ("field", "<u4"), ("value", "<u8")])
 
@@ -370,6 +373,21 @@ class Histograms:
         return np.frombuffer(out, dtype=np.int64).reshape(n, len(qs))
 
 
+def retval_signed(v: np.ndarray) -> np.ndarray:
+    """Return values (int64 bits of the recorded long) as the kernel's
+    printer reads them: a value with its upper 32 bits clear and bit 31 set
+    is an int's, sign-extended (parse/core/builder.h, ftf_retval_is_error)."""
+    v = np.asarray(v, dtype=np.int64)
+    low = ((v >> 32) == 0) & ((v & 0x80000000) != 0)
+    return np.where(low, v - (1 << 32), v)
+
+
+def retval_is_error(v: np.ndarray) -> np.ndarray:
+    """Whether each return value is an error code (-4095..-1: IS_ERR_VALUE)."""
+    s = retval_signed(v)
+    return (s >= -4095) & (s <= -1)
+
+
 @dataclass(frozen=True)
 class Retvals:
     """The calls that returned a value, per function id (ftf_retvals, parse/core/builder.h):
@@ -612,6 +630,9 @@ class Profile:
     slowest_trees: tuple = ()
     # Return values per function, None when no call had one
     retvals: Retvals | None = None
+    # the most argument values an entry of a kept slowest call carried
+    # (funcgraph-args; 0: none)
+    call_args: int = 0
     # what the later stages derive from this Profile (Views); not copied
     # by replace()
     views: Views = field(default_factory=Views, init=False, repr=False, compare=False)

@@ -1074,6 +1074,8 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	f->inner_ret = 0;
 	f->rec = ftf_calls_entry(&b->root_calls, &t->tc, &b->funcs, ev->func, t->n - 1, lparent,
 				 lparent != FTF_NONE ? t->stack[lparent].rec : FTF_NONE, in_irq);
+	if (ev->nargs)
+		ftf_calls_values(&b->root_calls, &t->tc, f->rec, FTF_REC_ARGS, FTF_EX_ARG0, ev->args, ev->nargs);
 	calls_oom(b);
 }
 
@@ -1486,6 +1488,9 @@ static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *raw)
 		check_inner(b, &t->stack[t->n - 1], ev);
 		note_inner(t, ev);
 		est_exit(b, t, ev, dur);
+		if (ev->has_retval)
+			ftf_calls_values(&b->root_calls, &t->tc, t->stack[t->n - 1].rec, FTF_REC_RET, FTF_EX_RETVAL,
+					 &ev->retval, 1);
 		complete_top(b, t, dur, ev->cpu, ev->calltime);
 		if (clean && t->n)
 			t->stack[t->n - 1].window = 1;
@@ -1617,8 +1622,11 @@ void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
 			const ftf_event leaf = checked_exit(b, ev);
 			uint64_t dur = bounded_dur(b, leaf.rettime - leaf.calltime);
 			if (t->n) {
-				if (leaf.has_retval)
+				if (leaf.has_retval) {
 					retval_add(b, leaf.func, leaf.retval, dur);
+					ftf_calls_values(&b->root_calls, &t->tc, t->stack[t->n - 1].rec, FTF_REC_RET,
+							 FTF_EX_RETVAL, &leaf.retval, 1);
+				}
 				note_inner(t, &leaf);
 				complete_top(b, t, dur, leaf.cpu, leaf.calltime);
 				if (t->n)

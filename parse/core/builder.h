@@ -46,6 +46,8 @@ typedef struct {
 	uint64_t overrun;  /* EXIT: the task's cumulative overrun counter */
 	int64_t lost;      /* LOST: count of lost events, -1 when unknown */
 	uint64_t retval;   /* EXIT, LEAF with has_retval: as recorded (an int's in the low 32 bits) */
+	const uint64_t *args; /* ENTRY: nargs argument values (funcgraph-args), valid while fed */
+	uint32_t nargs;
 } ftf_event;
 
 /* ---- function names: funcs.h --------------------------------------------- */

@@ -109,7 +109,8 @@ _Static_assert(sizeof(sample_columns) / sizeof(sample_columns[0]) == SAMPLE_COLS
 static const char *const rec_fields[] = { "func", "parent", "start", "dur", "desc_flags" };
 _Static_assert(sizeof(rec_fields) / sizeof(rec_fields[0]) * 4 == sizeof(ftf_rec), "a name per record field");
 static const char *const rec_extra_fields[] = { "start", "dur", "desc", "irq", "offcpu", "irq_roots", "cpu",
-						 "sched", "sched_calls", "sched_outs", "offcpu_calls" };
+						 "sched", "sched_calls", "sched_outs", "offcpu_calls", "retval",
+						 "arg0", "arg1", "arg2", "arg3", "arg4", "arg5" };
 _Static_assert(sizeof(rec_extra_fields) / sizeof(rec_extra_fields[0]) == FTF_EX_FIELDS, "a name per extra field");
 _Static_assert(sizeof(ftf_rec_extra) == 16, "extras cross as 16-byte rows");
 
@@ -728,6 +729,7 @@ static PyObject *builder_result(ftf_builder *b)
 	SET(res, "hist_incl", hists_tuple(b, 0));
 	SET(res, "hist_excl", hists_tuple(b, 1));
 	SET(res, "retvals", retvals_result(b));
+	SET(res, "call_args", PyLong_FromUnsignedLong(b->root_calls.nargs));
 	SET(res, "samples", samples_table(b));
 	if (calls_result(b, res) < 0)
 		goto fail;
@@ -976,7 +978,7 @@ static PyObject *py_read_dat_builtin(PyObject *self, PyObject *args, PyObject *k
 
 /* build_events(events): feed hand-made events straight to the builder.
  * Each event is a tuple (kind, cpu, pid, flags, func, depth, ts, calltime,
- * rettime, overrun, next_pid, lost[, retval]) with kind one of "entry", "exit",
+ * rettime, overrun, next_pid, lost[, retval[, args]]) with kind one of "entry", "exit",
  * "switch", "lost", "leaf" and func a function name. Used by tests to show
  * one named situation at a time. */
 static PyObject *py_build_events(PyObject *self, PyObject *args)
@@ -1003,12 +1005,16 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 		unsigned long long ts, calltime, rettime, overrun;
 		long long depth, lost;
 		int cpu, pid, flags, next_pid;
-		PyObject *retval = NULL;
-		if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "siiisLKKKKiL|O;event tuple", &kind,
+		PyObject *retval = NULL, *argv = NULL;
+		uint64_t args[FTF_MAX_ARGS];
+		if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "siiisLKKKKiL|OO;event tuple", &kind,
 				      &cpu, &pid, &flags, &func, &depth, &ts, &calltime, &rettime, &overrun,
-				      &next_pid, &lost, &retval) ||
+				      &next_pid, &lost, &retval, &argv) ||
 		    (retval && retval != Py_None && !PyLong_Check(retval) &&
-		     !PyErr_Format(PyExc_TypeError, "event tuple: the return value must be an int"))) {
+		     !PyErr_Format(PyExc_TypeError, "event tuple: the return value must be an int")) ||
+		    (argv && argv != Py_None && (!PyTuple_Check(argv) || PyTuple_GET_SIZE(argv) > FTF_MAX_ARGS) &&
+		     !PyErr_Format(PyExc_TypeError, "event tuple: the arguments must be a tuple of at most %d ints",
+				   FTF_MAX_ARGS))) {
 			ftf_builder_free(b);
 			free(b);
 			Py_DECREF(fast);
@@ -1040,6 +1046,12 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 		if (retval && retval != Py_None) {
 			ev.has_retval = 1; /* -22 as the kernel holds it: two's complement */
 			ev.retval = (uint64_t)PyLong_AsUnsignedLongLongMask(retval);
+		}
+		if (argv && argv != Py_None) {
+			for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(argv); k++)
+				args[k] = (uint64_t)PyLong_AsUnsignedLongLongMask(PyTuple_GET_ITEM(argv, k));
+			ev.args = args;
+			ev.nargs = (uint32_t)PyTuple_GET_SIZE(argv);
 		}
 		ftf_builder_feed(b, &ev);
 	}
