@@ -169,6 +169,17 @@ def test_text_retval_comments_of_every_form():
     assert got["nfsd_open"] == (0, 0, 0, 0)
 
 
+def test_trace_cmd_ret_trailer():
+    """tests/data/text/tracecmd-new.txt: trace-cmd's `(ret=-5)`, `(ret=0)`
+    and a leaf's `(ret=0x0)` after the `(N)` depth."""
+    from ftflame.parse import read
+
+    got = returns_of(read(os.path.join(DATA, "text", "tracecmd-new.txt")))
+    assert got["vfs_write"] == (1, 18414, 0, 0)
+    assert got["rw_verify_area"] == (0, 0, 1, 800) and got["__mutex_unlock_slowpath"] == (0, 0, 1, 1005)
+    assert got["irq_handler_stub"] == (0, 0, 0, 0)
+
+
 def test_no_return_values_no_figures(tmp_path):
     """A 6.1 layout (no retval field): no return figures anywhere, and the
     text report and JSON say nothing of them."""
