@@ -1053,6 +1053,12 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 			ev.args = args;
 			ev.nargs = (uint32_t)PyTuple_GET_SIZE(argv);
 		}
+		if (PyErr_Occurred()) { /* a return value or argument that is no int */
+			ftf_builder_free(b);
+			free(b);
+			Py_DECREF(fast);
+			return NULL;
+		}
 		ftf_builder_feed(b, &ev);
 	}
 	ftf_builder_finish(b);
