@@ -232,21 +232,25 @@ def _slowest_calls(p: Profile) -> tuple:
 def _call_values(p: Profile, cols: dict, first: np.ndarray, kept: np.ndarray) -> list:
     """Per kept tree of a batch (call_trees' columns): its root call's
     argument values and return value, and its calls that returned an error
-    code (SlowCall's fields)."""
+    code (SlowCall's fields). A few numpy calls per batch, not per tree: a
+    trace may keep a tree per distinct root function."""
+    n = len(kept)
+    if not (p.trace.has_retval or p.call_args):
+        return [{}] * n
     err = cols["has_ret"] & retval_is_error(cols["retval"])
-    out: list[dict] = []
-    for j, n in zip(first.tolist(), kept.tolist()):
-        if not n:
-            out.append({})
-            continue
-        rows = np.flatnonzero(err[j:j + n])
-        out.append({
-            "call_args": tuple(cols["args"][j, :p.call_args].tolist()) if cols["has_args"][j] else None,
-            "call_ret": int(cols["retval"][j]) if cols["has_ret"][j] else None,
-            "errors": tuple((p.funcs[int(cols["func"][j + r])], int(cols["retval"][j + r]))
-                            for r in rows[:ERRORS_NAMED].tolist()),
-            "error_calls": len(rows)})
-    return out
+    tree_of = np.repeat(np.arange(n), kept)
+    nerr = np.bincount(tree_of[err], minlength=n).tolist()
+    named: dict = {}
+    for r in np.flatnonzero(err).tolist():  # the error calls only, in entry order
+        t = named.setdefault(int(tree_of[r]), [])
+        if len(t) < ERRORS_NAMED:
+            t.append((p.funcs[int(cols["func"][r])], int(cols["retval"][r])))
+    root = np.minimum(first, max(len(err) - 1, 0))
+    has_args, has_ret = cols["has_args"][root].tolist(), cols["has_ret"][root].tolist()
+    args, ret = cols["args"][root, :p.call_args].tolist(), cols["retval"][root].tolist()
+    return [{} if not kept[j] else
+            {"call_args": tuple(args[j]) if has_args[j] else None, "call_ret": ret[j] if has_ret[j] else None,
+             "errors": tuple(named.get(j, ())), "error_calls": nerr[j]} for j in range(n)]
 
 
 def call_columns(t: KeptTree) -> np.ndarray:
