@@ -81,7 +81,7 @@ typedef struct {
 	uint32_t op_compound; /* stack index of nfsd4_proc_compound, FTF_NONE */
 	ftf_rec *recs;        /* the open root call's calls, entry order */
 	uint32_t nrecs, caprecs;
-	ftf_rec_extra *extras; /* their figures that do not fit a ftf_rec, exit order */
+	ftf_rec_extra *extras; /* their figures that do not fit a ftf_rec, as they came (entry: args; exit) */
 	uint32_t nextras, capextras;
 	uint64_t base;        /* the tree's base calltime: its first completed call's */
 	int32_t cpu;          /* the tree's CPU: where its first completed call ended */
