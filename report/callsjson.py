@@ -17,6 +17,7 @@ from ftflame.correct.operations import (
 from ftflame.model.profile import Profile
 
 from ._rowfmt import format_rows
+from .common import arg_text, retval_text
 
 # "%.1f" % x == repr(round(x, 1)) below this (report/jsonout.py, REPR_SAFE)
 _F1_SAFE = 1e14
@@ -105,7 +106,23 @@ def call_tree_json(p: Profile, calls: dict, start_ns: int):
             "incl_ns": calls["incl"].tolist(), "excl_ns": calls["excl"].tolist(),
             "incl_corr_ns": _r1_list(calls["corr_incl"]), "excl_corr_ns": _r1_list(calls["corr_excl"]),
             "irq_ns": calls["irq"].tolist(), "offcpu_ns": calls["offcpu"].tolist() if p.offcpu_known else None,
-            "irq": calls["is_irq"].astype(np.int64).tolist(), "gap": calls["gap"].astype(np.int64).tolist()}
+            "irq": calls["is_irq"].astype(np.int64).tolist(), "gap": calls["gap"].astype(np.int64).tolist(),
+            **values_json(p, calls, 0, n)}
+
+
+def values_json(p: Profile, calls: dict, a: int = 0, b: int | None = None) -> dict:
+    """Calls a..b's recorded values, only where the trace has them: `ret`
+    (the return value as the kernel prints it, null where the exit had
+    none), `args` (the entry's argument values in hex, null where it had
+    none)."""
+    out = {}
+    if p.trace.has_retval:
+        out["ret"] = [retval_text(v) if h else None
+                      for v, h in zip(calls["retval"][a:b].tolist(), calls["has_ret"][a:b].tolist())]
+    if p.call_args:
+        out["args"] = [[arg_text(x) for x in v[:p.call_args]] if h else None
+                       for v, h in zip(calls["args"][a:b].tolist(), calls["has_args"][a:b].tolist())]
+    return out
 
 
 def slowest_json(p: Profile) -> list:
@@ -211,8 +228,11 @@ def _trees_text(p: Profile, batch: list, cols, first, kept) -> list:
             out.append("null")
             continue
         names = [p.funcs[f] for f in funcs[ustart[j]:ustart[j] + per_tree[j]]]
+        values = "".join(',"%s":%s' % (k, json.dumps(v, separators=(",", ":")))
+                         for k, v in values_json(p, cols, int(first[j]), int(first[j]) + n_j).items())
         out.append('{"calls":%d,"funcs":%s,' % (n_j, json.dumps(names, separators=(",", ":"))) +
-                   ",".join('"%s":%s' % (key, "null" if col is None else col[c]) for key, col in columns) + "}")
+                   ",".join('"%s":%s' % (key, "null" if col is None else col[c]) for key, col in columns) +
+                   values + "}")
         c += 1
     return out
 

@@ -12,6 +12,7 @@ from ftflame.model.profile import (
     Profile,
     depth_limit_words,
     missing_entries_unmarked,
+    retval_signed,
 )
 
 
@@ -52,6 +53,25 @@ def wrap(text: str, indent: str = "", lead: str | None = None, width: int = 80) 
     if line.strip():
         out.append(line)
     return out
+
+
+def retval_text(v: int) -> str:
+    """A return value as the kernel prints it (funcgraph-retval): an error
+    code in decimal (an int's sign-extended first), anything else in hex."""
+    s = int(retval_signed(np.array([v]))[0])
+    return str(s) if -4095 <= s <= -1 else hex(v & 0xFFFFFFFFFFFFFFFF)
+
+
+def arg_text(v: int) -> str:
+    """An argument value as recorded: a register's bits, in hex (trace.dat
+    has no types or names for them)."""
+    return hex(v & 0xFFFFFFFFFFFFFFFF) if v else "0"
+
+
+def call_text(name: str, args, ret) -> str:
+    """name(args) = ret, each part only when the trace recorded it."""
+    return (name + ("" if args is None else "(" + ", ".join(map(arg_text, args)) + ")") +
+            ("" if ret is None else " = " + retval_text(ret)))
 
 
 def count(n: int, width: int = 0) -> str:

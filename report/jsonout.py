@@ -507,6 +507,16 @@ def functions_json(p: Profile) -> str:
             _repr_round(t, np.asarray(ex[name], dtype=np.float64))
         idx, pairs = _bools(ex["clamped"], ex["unreliable"])
         t.col("e", idx, [',"clamped":%s,"unreliable":%s' % pair for pair in pairs])
+    rs = ft.returns
+    if rs is not None:  # only a trace with return values has the key
+        t.lit(',"returns":{"calls":')
+        t.col("i", rs.calls)
+        t.lit(',"errors":')
+        t.col("i", rs.err.calls)
+        for key, side in (("error_incl_ns", rs.err), ("ok_incl_ns", rs.ok)):
+            t.lit(',"%s":' % key)
+            _raw_stats(t, side.incl, side.calls, side.incl_min, side.incl_max, side.incl_pct)
+        t.lit("}")
     t.lit("}")
     return _rows_json(t.items, n)
 

@@ -23,17 +23,21 @@ import numpy as np
 
 from ftflame.correct.corrections import net_switch_work
 from ftflame.model.profile import (
+    CALL_ARGS,
     CALL_COLUMNS,
     CALL_DONE,
     CALL_EXTRAS,
     CALL_GAP,
     CALL_IRQ,
+    CALL_RET,
+    CALL_WITH_ARGS,
     SAMPLE_GAP,
     SAMPLE_IRQ,
     SAMPLE_PARTIAL,
     KeptTree,
     OffCpu,
     Profile,
+    retval_is_error,
 )
 
 NO_OPERATION = "(no procedure)"
@@ -174,6 +178,17 @@ class SlowCall:
     gap: bool
     tree: KeptTree | None  # its calls as the core kept them, None: tree too big to keep
     dominant: tuple    # names along the chain of children that took most of the time
+    # what the trace recorded of the root call (None: nothing): its entry's
+    # argument values (funcgraph-args, as many as recorded) and its return value
+    call_args: tuple | None = None
+    call_ret: int | None = None
+    # the calls of its tree that returned an error code: the first
+    # ERRORS_NAMED as (function, return value), in entry order, and how many
+    errors: tuple = ()
+    error_calls: int = 0
+
+
+ERRORS_NAMED = 3
 
 
 def slowest_calls(p: Profile) -> tuple:
@@ -205,11 +220,37 @@ def _slowest_calls(p: Profile) -> tuple:
     done = []
     for batch, cols, first, kept in slow_call_batches(p, out):
         paths = iter(dominant_paths(cols, first, kept) if cols is not None else ())
-        done += [s if s.tree is None else SlowCall(**{**s.__dict__, "dominant": tuple(p.funcs[f] for f in next(paths))})
+        values = iter(_call_values(p, cols, first, kept) if cols is not None else ())
+        done += [s if s.tree is None else SlowCall(**{**s.__dict__, "dominant": tuple(p.funcs[f] for f in next(paths)),
+                                                      **next(values)})
                  for s in batch]
     out = done
     out.sort(key=lambda s: (-s.dur, s.sample))
     return tuple(out)
+
+
+def _call_values(p: Profile, cols: dict, first: np.ndarray, kept: np.ndarray) -> list:
+    """Per kept tree of a batch (call_trees' columns): its root call's
+    argument values and return value, and its calls that returned an error
+    code (SlowCall's fields). A few numpy calls per batch, not per tree: a
+    trace may keep a tree per distinct root function."""
+    n = len(kept)
+    if not (p.trace.has_retval or p.call_args):
+        return [{}] * n
+    err = cols["has_ret"] & retval_is_error(cols["retval"])
+    tree_of = np.repeat(np.arange(n), kept)
+    nerr = np.bincount(tree_of[err], minlength=n).tolist()
+    named: dict = {}
+    for r in np.flatnonzero(err).tolist():  # the error calls only, in entry order
+        t = named.setdefault(int(tree_of[r]), [])
+        if len(t) < ERRORS_NAMED:
+            t.append((p.funcs[int(cols["func"][r])], int(cols["retval"][r])))
+    root = np.minimum(first, max(len(err) - 1, 0))
+    has_args, has_ret = cols["has_args"][root].tolist(), cols["has_ret"][root].tolist()
+    args, ret = cols["args"][root, :p.call_args].tolist(), cols["retval"][root].tolist()
+    return [{} if not kept[j] else
+            {"call_args": tuple(args[j]) if has_args[j] else None, "call_ret": ret[j] if has_ret[j] else None,
+             "errors": tuple(named.get(j, ())), "error_calls": nerr[j]} for j in range(n)]
 
 
 def call_columns(t: KeptTree) -> np.ndarray:
@@ -382,7 +423,11 @@ def call_trees(tree: np.ndarray, sizes: np.ndarray, cal, irqs: str, offcpu_remov
     return ({"func": t[:, _C["func"]], "parent": par, "incl": incl, "excl": excl, "corr_incl": ci,
              "corr_excl": cx, "irq": t[:, _C["irq"]], "offcpu": t[:, _C["offcpu"]],
              "flags": t[:, _C["flags"]], "calltime": t[:, _C["calltime"]], "cpu": t[:, _C["cpu"]],
-             "gap": (t[:, _C["flags"]] & CALL_GAP) != 0, "is_irq": is_irq}, first, kept)
+             "gap": (t[:, _C["flags"]] & CALL_GAP) != 0, "is_irq": is_irq,
+             # what the entry and exit carried (funcgraph-args, return values), 0 where absent
+             "retval": t[:, _C["retval"]], "has_ret": (t[:, _C["flags"]] & CALL_RET) != 0,
+             "args": t[:, _C[CALL_ARGS[0]]:_C[CALL_ARGS[-1]] + 1],
+             "has_args": (t[:, _C["flags"]] & CALL_WITH_ARGS) != 0}, first, kept)
 
 
 def tree_slice(calls: dict, first: int, n: int) -> dict:

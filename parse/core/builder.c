@@ -881,6 +881,10 @@ void ftf_builder_free(ftf_builder *b)
 	free(b->func_irq);
 	free(b->func_stamp);
 	ftf_calls_free(&b->root_calls);
+	for (uint32_t i = 0; i < b->retvals.n; i++)
+		for (int k = 0; k < 2; k++)
+			ftf_hist_free(&b->retvals.f[i].side[k].hist);
+	free(b->retvals.f);
 	for (int k = 0; k < 2; k++)
 		for (int x = 0; x < FTF_NCTX; x++)
 			for (int c = 0; c < FTF_EST_CPUS; c++)
@@ -1070,6 +1074,8 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	f->inner_ret = 0;
 	f->rec = ftf_calls_entry(&b->root_calls, &t->tc, &b->funcs, ev->func, t->n - 1, lparent,
 				 lparent != FTF_NONE ? t->stack[lparent].rec : FTF_NONE, in_irq);
+	if (ev->nargs)
+		ftf_calls_values(&b->root_calls, &t->tc, f->rec, FTF_REC_ARGS, FTF_EX_ARG0, ev->args, ev->nargs);
 	calls_oom(b);
 }
 
@@ -1409,11 +1415,42 @@ void ftf_builder_set_clock(ftf_builder *b, const char *clock)
 			b->ts_ns = 1;
 }
 
+/* A completed call of func that returned retval after dur ns
+ * (ftf_retvals). */
+static void retval_add(ftf_builder *b, uint32_t func, uint64_t retval, uint64_t dur)
+{
+	ftf_retvals *r = &b->retvals;
+	if (func >= r->n) {
+		uint32_t n = r->n ? r->n : 64;
+		while (n <= func && n <= UINT32_MAX / 2)
+			n *= 2;
+		ftf_fret *f = n > func ? realloc(r->f, (size_t)n * sizeof(*f)) : NULL;
+		if (!f) {
+			b->oom = 1;
+			return;
+		}
+		memset(f + r->n, 0, (size_t)(n - r->n) * sizeof(*f));
+		r->f = f;
+		r->n = n;
+	}
+	ftf_ret_side *s = &r->f[func].side[ftf_retval_is_error(retval)];
+	if (!s->calls || dur < s->min)
+		s->min = dur;
+	if (dur > s->max)
+		s->max = dur;
+	s->incl += dur;
+	s->calls = ftf_count_add(s->calls, 1);
+	if (ftf_hist_add(&s->hist, ftf_hist_bucket(dur)) < 0)
+		b->oom = 1;
+}
+
 static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *raw)
 {
 	const ftf_event checked = checked_exit(b, raw), *ev = &checked;
 	uint64_t dur = bounded_dur(b, ev->rettime - ev->calltime);
 	b->c.exits++;
+	if (ev->has_retval)
+		retval_add(b, ev->func, ev->retval, dur);
 
 	if (t->have_overrun && ev->overrun > t->overrun) {
 		/* The kernel's return stack was full (its only cause of overrun
@@ -1451,6 +1488,9 @@ static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *raw)
 		check_inner(b, &t->stack[t->n - 1], ev);
 		note_inner(t, ev);
 		est_exit(b, t, ev, dur);
+		if (ev->has_retval)
+			ftf_calls_values(&b->root_calls, &t->tc, t->stack[t->n - 1].rec, FTF_REC_RET, FTF_EX_RETVAL,
+					 &ev->retval, 1);
 		complete_top(b, t, dur, ev->cpu, ev->calltime);
 		if (clean && t->n)
 			t->stack[t->n - 1].window = 1;
@@ -1582,6 +1622,11 @@ void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
 			const ftf_event leaf = checked_exit(b, ev);
 			uint64_t dur = bounded_dur(b, leaf.rettime - leaf.calltime);
 			if (t->n) {
+				if (leaf.has_retval) {
+					retval_add(b, leaf.func, leaf.retval, dur);
+					ftf_calls_values(&b->root_calls, &t->tc, t->stack[t->n - 1].rec, FTF_REC_RET,
+							 FTF_EX_RETVAL, &leaf.retval, 1);
+				}
 				note_inner(t, &leaf);
 				complete_top(b, t, dur, leaf.cpu, leaf.calltime);
 				if (t->n)
