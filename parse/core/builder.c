@@ -314,11 +314,30 @@ typedef struct {
 	/* the earliest calltime and the latest rettime of the calls made
 	 * inside (UINT64_MAX, 0: none), checked against this call's at its exit */
 	uint64_t inner_call, inner_ret;
+	/* interrupts under this frame that may have come after its return (the
+	 * task's ftf_retsnap ring, see after_return_split): how many are
+	 * held; run: the children since the last one were all interrupt work */
+	uint8_t nsnap, run;
+	uint8_t snap_own; /* this call began an interrupt: its caller's ring's newest entry */
+	uint64_t after_moved; /* time written under this call after its return, moved to the caller */
 } ftf_frame;
+
+/* A child that began an interrupt under a frame: the task's running totals
+ * when it was entered, and its calltime once it completed. If it began
+ * after the frame's rettime, it and every call after it were written under
+ * the frame only because the kernel had not lowered the depth yet. */
+typedef struct {
+	uint64_t calltime; /* UINT64_MAX: not completed */
+	uint64_t ts;       /* its entry record's timestamp */
+	uint64_t child_incl, nchild, inner_ret;
+	uint64_t calls, irq_calls, irq_ns, off_ns, irq_roots;
+} ftf_retsnap;
+#define FTF_RETSNAPS 4
 
 struct ftf_task {
 	uint64_t key;
 	ftf_frame *stack;
+	ftf_retsnap *rsnap; /* FTF_RETSNAPS per frame of stack */
 	uint32_t n, cap;
 	uint64_t calls;     /* completed calls so far (all contexts) */
 	uint64_t irq_calls; /* ...of which in irq context */
@@ -447,6 +466,10 @@ static ftf_frame *task_push(ftf_task *t)
 		if (!st)
 			return NULL;
 		t->stack = st;
+		ftf_retsnap *rs = realloc(t->rsnap, (size_t)cap * FTF_RETSNAPS * sizeof(*rs));
+		if (!rs)
+			return NULL;
+		t->rsnap = rs;
 		t->cap = cap;
 	}
 	return &t->stack[t->n++];
@@ -854,6 +877,7 @@ void ftf_builder_shed(ftf_builder *b)
 			free(b->tasks[i]->jent);
 			free(b->tasks[i]->jslots);
 			free(b->tasks[i]->stack);
+			free(b->tasks[i]->rsnap);
 			ftf_task_calls_free(&b->root_calls, &b->tasks[i]->tc);
 			free(b->tasks[i]);
 		}
@@ -1011,6 +1035,27 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	}
 	if (node != FTF_NONE && irq_root && lparent != FTF_NONE)
 		b->nodes[node].flags |= FTF_NODE_IRQ_ROOT;
+	/* an interrupt's first call under its frame (an irq root, or a hardirq
+	 * nested in an irq frame): where the frame's calls written after its
+	 * return would begin */
+	int bnd = lparent != FTF_NONE && in_irq && (irq_root || func_is_irq_entry(b, ev->func));
+	int snap_own = 0;
+	if (bnd && !t->stack[lparent].run && !b->text_order) {
+		ftf_frame *pf = &t->stack[lparent];
+		ftf_retsnap *r = &t->rsnap[(size_t)lparent * FTF_RETSNAPS];
+		if (pf->nsnap == FTF_RETSNAPS) {
+			memmove(r, r + 1, (FTF_RETSNAPS - 1) * sizeof(*r));
+			pf->nsnap--;
+		}
+		r[pf->nsnap++] = (ftf_retsnap){
+			.calltime = UINT64_MAX, .ts = ev->ts, .child_incl = pf->child_incl, .nchild = pf->nchild,
+			.inner_ret = pf->inner_ret, .calls = t->calls, .irq_calls = t->irq_calls, .irq_ns = t->irq_ns,
+			.off_ns = t->off_ns, .irq_roots = t->irq_roots,
+		};
+		snap_own = 1;
+	}
+	if (lparent != FTF_NONE)
+		t->stack[lparent].run = (uint8_t)bnd; /* any other call ends the run */
 	ftf_frame *f = task_push(t);
 	if (!f) {
 		b->oom = 1;
@@ -1068,6 +1113,10 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	f->entry_ts = ev->ts;
 	f->inner_call = UINT64_MAX;
 	f->inner_ret = 0;
+	f->nsnap = 0;
+	f->run = 0;
+	f->snap_own = (uint8_t)snap_own;
+	f->after_moved = 0;
 	f->rec = ftf_calls_entry(&b->root_calls, &t->tc, &b->funcs, ev->func, t->n - 1, lparent,
 				 lparent != FTF_NONE ? t->stack[lparent].rec : FTF_NONE, in_irq);
 	calls_oom(b);
@@ -1177,18 +1226,9 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 		 * them twice. Their nodes stay under the caller's path (unowned). */
 		irq_into_call(b, &t->stack[t->n - 1], &f, f.popwin_dur, f.popwin_calls);
 	}
-	if (f.has_last_irq && !f.irq && !b->text_order && f.last_irq_calltime >= calltime + dur) {
-		/* The last irq under this call began after the call had returned
-		 * (its rettime was taken, its exit not yet written): it belongs to
-		 * the caller. Its nodes stay under this path (unowned here). */
-		moved = f.last_irq_dur;
-		f.child_incl -= moved;
-		f.irq_at += moved;
-		f.calls_at += f.last_irq_calls;
-		f.irq_calls_at += f.last_irq_calls;
-		node_unowned_add(b, f.node, (int64_t)moved);
-		b->c.irq_outside_window++;
-	}
+	if (f.snap_own && f.lparent < t->n && t->stack[f.lparent].nsnap)
+		t->rsnap[(size_t)f.lparent * FTF_RETSNAPS + t->stack[f.lparent].nsnap - 1].calltime = calltime;
+	moved = f.after_moved; /* taken out of f by after_return_split */
 	uint64_t dcalls = t->calls - f.calls_at;
 	uint64_t dirq_calls = t->irq_calls - f.irq_calls_at;
 	uint64_t desc = f.irq ? dcalls : dcalls - dirq_calls;
@@ -1356,14 +1396,14 @@ static ftf_event checked_exit(ftf_builder *b, const ftf_event *ev)
  * calltime: the clocks' offsets differ by at most milliseconds, even across
  * CPUs; a damaged calltime or rettime is usually off by far more. */
 #define FTF_TIMES_SLACK_NS 50000000ULL
-static void check_times(ftf_builder *b, const ftf_frame *f, const ftf_event *ev)
+static void check_times(ftf_builder *b, const ftf_frame *f, const ftf_event *ev, uint64_t end_ts)
 {
 	if (!b->ts_ns || f->gap) /* a gap: the entry may be another call's */
 		return;
 	uint64_t dur = ev->rettime - ev->calltime;
-	uint64_t span = ev->ts >= f->entry_ts ? ev->ts - f->entry_ts : f->entry_ts - ev->ts;
+	uint64_t span = end_ts >= f->entry_ts ? end_ts - f->entry_ts : f->entry_ts - end_ts;
 	uint64_t off = dur > span ? dur - span : span - dur;
-	if (ev->ts < f->entry_ts || off > FTF_TIMES_SLACK_NS + span / 100)
+	if (end_ts < f->entry_ts || off > FTF_TIMES_SLACK_NS + span / 100)
 		b->c.times_refuted++;
 }
 
@@ -1388,16 +1428,57 @@ static void note_inner(ftf_task *t, const ftf_event *ev)
  * callee's. Its real start, its rettime less its entry-to-exit record
  * interval, bounds every callee's calltime either way. Same slack as
  * check_times (the clocks of CPUs a task migrated between). */
-static void check_inner(ftf_builder *b, const ftf_frame *f, const ftf_event *ev)
+static void check_inner(ftf_builder *b, const ftf_frame *f, const ftf_event *ev, uint64_t end_ts)
 {
-	if (!b->ts_ns || f->gap || f->inner_call == UINT64_MAX || ev->ts < f->entry_ts)
+	if (!b->ts_ns || f->gap || f->inner_call == UINT64_MAX || end_ts < f->entry_ts)
 		return;
-	uint64_t span = ev->ts - f->entry_ts;
+	uint64_t span = end_ts - f->entry_ts;
 	uint64_t start = ev->rettime > span && ev->rettime - span < ev->calltime ? ev->rettime - span : ev->calltime;
 	if (f->inner_call + FTF_TIMES_SLACK_NS < start)
 		b->c.inner_before_call++;
 	if (f->inner_ret > ev->rettime + FTF_TIMES_SLACK_NS)
 		b->c.inner_after_return++;
+}
+
+/* The top frame returns at ev's rettime. The kernel writes a call's exit
+ * event some time after it reads the rettime, and 7.x lowers the depth only
+ * after that write (docs/trace-formats.md, "Depth: when the kernel lowers
+ * it"): an interrupt taken in between is written one level under the
+ * returned call, before its exit, and so is the interrupt's exit work that
+ * runs in task context after it (raw_irqentry_exit_cond_resched ...). The
+ * calls from the first interrupt that began at or after the rettime on are
+ * the caller's: take them out of the top frame (its duration does not hold
+ * them) and keep their time for the caller (complete_top). Their nodes stay
+ * under this call's path (unowned here). Returns the timestamp that ends
+ * the call's records: the first such call's entry, else the exit's. */
+static uint64_t after_return_split(ftf_builder *b, ftf_task *t, const ftf_event *ev)
+{
+	uint32_t i = t->n - 1;
+	ftf_frame *f = &t->stack[i];
+	const ftf_retsnap *r = &t->rsnap[(size_t)i * FTF_RETSNAPS];
+	uint32_t k = 0;
+	f->after_moved = 0;
+	if (b->text_order)
+		return ev->ts;
+	while (k < f->nsnap && (r[k].calltime == UINT64_MAX || r[k].calltime < ev->rettime))
+		k++;
+	if (k == f->nsnap)
+		return ev->ts;
+	const ftf_retsnap *s = &r[k];
+	if (f->child_incl < s->child_incl || f->nchild < s->nchild)
+		return ev->ts; /* moved since (an early irq adopted): not a suffix any more */
+	f->after_moved = f->child_incl - s->child_incl;
+	f->child_incl = s->child_incl;
+	f->nchild = s->nchild;
+	f->inner_ret = s->inner_ret;
+	f->calls_at += t->calls - s->calls;
+	f->irq_calls_at += t->irq_calls - s->irq_calls;
+	f->irq_at += t->irq_ns - s->irq_ns;
+	f->off_at += t->off_ns - s->off_ns;
+	f->irq_roots_at += t->irq_roots - s->irq_roots;
+	node_unowned_add(b, f->node, (int64_t)f->after_moved);
+	b->c.irq_outside_window++;
+	return s->ts;
 }
 
 void ftf_builder_set_clock(ftf_builder *b, const char *clock)
@@ -1447,8 +1528,9 @@ static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *raw)
 			b->c.depth_mismatch++;
 			drop_unterminated(b, t, i);
 		}
-		check_times(b, &t->stack[t->n - 1], ev);
-		check_inner(b, &t->stack[t->n - 1], ev);
+		uint64_t end_ts = after_return_split(b, t, ev);
+		check_times(b, &t->stack[t->n - 1], ev, end_ts);
+		check_inner(b, &t->stack[t->n - 1], ev, end_ts);
 		note_inner(t, ev);
 		est_exit(b, t, ev, dur);
 		complete_top(b, t, dur, ev->cpu, ev->calltime);
