@@ -320,6 +320,7 @@ typedef struct {
 	uint8_t nsnap, run;
 	uint8_t snap_own; /* this call began an interrupt: its caller's ring's newest entry */
 	uint64_t after_moved; /* time written under this call after its return, moved to the caller */
+	uint64_t stalls_at;   /* the builder's stalled_stamps when the frame was pushed */
 } ftf_frame;
 
 /* A child that began an interrupt under a frame: the task's running totals
@@ -1047,11 +1048,17 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 			memmove(r, r + 1, (FTF_RETSNAPS - 1) * sizeof(*r));
 			pf->nsnap--;
 		}
-		r[pf->nsnap++] = (ftf_retsnap){
-			.calltime = UINT64_MAX, .ts = ev->ts, .child_incl = pf->child_incl, .nchild = pf->nchild,
-			.inner_ret = pf->inner_ret, .calls = t->calls, .irq_calls = t->irq_calls, .irq_ns = t->irq_ns,
-			.off_ns = t->off_ns, .irq_roots = t->irq_roots,
-		};
+		ftf_retsnap *sn = &r[pf->nsnap++];
+		sn->calltime = UINT64_MAX; /* known at its exit */
+		sn->ts = ev->ts;
+		sn->child_incl = pf->child_incl;
+		sn->nchild = pf->nchild;
+		sn->inner_ret = pf->inner_ret;
+		sn->calls = t->calls;
+		sn->irq_calls = t->irq_calls;
+		sn->irq_ns = t->irq_ns;
+		sn->off_ns = t->off_ns;
+		sn->irq_roots = t->irq_roots;
 		snap_own = 1;
 	}
 	if (lparent != FTF_NONE)
@@ -1117,6 +1124,7 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	f->run = 0;
 	f->snap_own = (uint8_t)snap_own;
 	f->after_moved = 0;
+	f->stalls_at = b->c.stalled_stamps;
 	f->rec = ftf_calls_entry(&b->root_calls, &t->tc, &b->funcs, ev->func, t->n - 1, lparent,
 				 lparent != FTF_NONE ? t->stack[lparent].rec : FTF_NONE, in_irq);
 	calls_oom(b);
@@ -1403,8 +1411,15 @@ static void check_times(ftf_builder *b, const ftf_frame *f, const ftf_event *ev,
 	uint64_t dur = ev->rettime - ev->calltime;
 	uint64_t span = end_ts >= f->entry_ts ? end_ts - f->entry_ts : f->entry_ts - end_ts;
 	uint64_t off = dur > span ? dur - span : span - dur;
-	if (end_ts < f->entry_ts || off > FTF_TIMES_SLACK_NS + span / 100)
-		b->c.times_refuted++;
+	if (end_ts < f->entry_ts || off > FTF_TIMES_SLACK_NS + span / 100) {
+		/* a record between its entry and exit that repeats its CPU's
+		 * previous stamp: the records' clock stalled (see
+		 * ftf_builder_feed), not the call's times */
+		if (b->c.stalled_stamps != f->stalls_at)
+			b->c.times_stalled++;
+		else
+			b->c.times_refuted++;
+	}
 }
 
 /* The top frame completes: its caller (the frame under it, running all
@@ -1626,6 +1641,17 @@ void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
 		b->c.last_ts = ev->ts;
 	if (ev->cpu > b->max_cpu && ev->cpu < FTF_MAX_CPUS)
 		b->max_cpu = ev->cpu;
+	if (b->ts_ns && ev->kind != FTF_EV_LOST && ev->cpu >= 0 && ev->cpu < FTF_MAX_CPUS) {
+		/* Two records of one CPU a nanosecond clock stamps alike: the
+		 * ring buffer wrote no time between them. The "global" clock
+		 * (the kernel's default when sched_clock is unstable) holds a CPU
+		 * whose own clock lags at the last stamp any CPU wrote until its
+		 * next tick: record times stall, then jump (5.10: by up to 0.1 s);
+		 * calltime and rettime (trace_clock_local) do not. */
+		if (b->cpu_last_ts[ev->cpu] == ev->ts + 1)
+			b->c.stalled_stamps++;
+		b->cpu_last_ts[ev->cpu] = ev->ts + 1;
+	}
 
 	switch (ev->kind) {
 	case FTF_EV_ENTRY:
