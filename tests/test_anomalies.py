@@ -30,7 +30,8 @@ def func(p, name):
 ALL = ["lost-events", "orphan-exit-at-start", "open-at-end", "nested-hardirq", "migration",
        "exit-only", "max-depth", "off-cpu", "lost-exit", "idle-pid0", "irq-after-return",
        "irq-before-entry", "irq-in-pop-window", "missing-entry", "nested-irq-in-hook-window",
-       "return-stack-full", "entry-in-return-window", "missing-entry-after-lost", "irq-before-exit-tail"]
+       "return-stack-full", "entry-in-return-window", "missing-entry-after-lost", "irq-before-exit-tail",
+       "hardirq-in-softirq-pop-window"]
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -263,6 +264,21 @@ def test_irq_and_its_task_tail_after_return_belong_to_caller():
     assert val(p, "unowned_child_incl", "parent", "child") == irq + tail
     assert val(p, "unowned_child_incl", "parent") == -(irq + tail)
     assert p.counters["irq_outside_window"] == 1
+
+
+def test_hardirq_in_a_softirq_calls_pop_window_is_no_lost_exit():
+    """5.10 lowers the depth at the pop: a hardirq taken while a softirq
+    call returns is written at that call's depth, before its exit (k5.10/s21:
+    put_cred_rcu under rcu_core, read as lost exits: a depth mismatch and 12
+    gap calls in a recording that lost nothing). It is the caller's."""
+    p = load("hardirq-in-softirq-pop-window")
+    c = p.counters
+    assert (c["depth_mismatch"], c["unterminated"], c["orphan_exits"], c["gap_calls"]) == (0, 0, 0, 0)
+    rcu = ("task_fn", "__do_softirq", "rcu_core")
+    assert val(p, "calls", *rcu, "__sysvec_apic_timer_interrupt") == 1
+    assert val(p, "excl", *rcu) == 90 - 20 - (5 + 25 + 4)
+    assert val(p, "desc", *rcu, "put_cred_rcu") == 1  # kfree, not the hardirq
+    assert val(p, "excl", *rcu, "put_cred_rcu") == 15
 
 
 def test_irq_in_pop_window_before_rettime_moves_into_the_call():

@@ -282,6 +282,7 @@ typedef struct {
 	uint64_t nchild;
 	int32_t cpu;
 	uint8_t irq; /* frame runs in irq context */
+	uint8_t hard; /* its entry's flags say hardirq */
 	uint8_t gap; /* frame spans something that makes its sums incomplete */
 	uint8_t sw;  /* the task was switched back in with this frame on top: a switch frame */
 	uint32_t lparent; /* stack index of the frame this call belongs to */
@@ -986,7 +987,18 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 				top->window = 1;
 		}
 	} else if (top) {
-		if (ev->depth <= top->depth) {
+		int hard = (ev->flags & FTF_FLAG_HARDIRQ) || func_is_irq_entry(b, ev->func);
+		uint32_t i = t->n;
+		while (i > 0 && t->stack[i - 1].depth >= ev->depth)
+			i--;
+		if (ev->depth <= top->depth && top->irq && !top->hard && hard && i > 0 && !b->text_order) {
+			/* A hardirq taken in a softirq call's pop window (5.10
+			 * lowers the depth at the pop, before the exit event): at
+			 * the returned call's depth, the caller's, as for a task
+			 * frame above. No exit is lost. */
+			lparent = i - 1;
+			b->c.irq_outside_window++;
+		} else if (ev->depth <= top->depth) {
 			/* exits were lost: pop to this entry's level */
 			uint32_t keep = t->n;
 			while (keep && t->stack[keep - 1].depth >= ev->depth)
@@ -1085,6 +1097,7 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	f->nchild = 0;
 	f->cpu = ev->cpu;
 	f->irq = in_irq;
+	f->hard = (ev->flags & FTF_FLAG_HARDIRQ) != 0;
 	f->gap = 0;
 	f->lparent = lparent;
 	f->serial = ++t->frame_serial ? t->frame_serial : ++t->frame_serial;
@@ -1149,8 +1162,6 @@ static uint64_t bounded_dur(ftf_builder *b, uint64_t dur)
  * before f's rettime. One interrupt often shows as several subtrees. */
 static void popwin_hold(ftf_frame *f, uint64_t calltime, uint64_t dur, uint64_t calls)
 {
-	if (f->irq)
-		return;
 	if (!f->popwin_valid) {
 		f->popwin_valid = 1;
 		f->popwin_start = calltime;
@@ -1256,7 +1267,17 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 	if (f.irq)
 		t->irq_calls++;
 	ftf_frame *parent = t->n ? &t->stack[t->n - 1] : NULL;
-	if (parent && f.irq && !parent->irq && f.lparent < t->n - 1) {
+	if (parent && f.irq && parent->irq && f.lparent < t->n - 1) {
+		/* a hardirq in a softirq call's pop window: the frame below's,
+		 * or the returned call's if it ran before its rettime (as below) */
+		for (uint32_t k = f.lparent + 1; k < t->n; k++) {
+			t->stack[k].calls_at += dcalls + 1;
+			t->stack[k].irq_calls_at += dcalls + 1;
+		}
+		if (f.lparent == t->n - 2)
+			popwin_hold(&t->stack[t->n - 1], calltime, dur, dcalls + 1);
+		parent = &t->stack[f.lparent];
+	} else if (parent && f.irq && !parent->irq && f.lparent < t->n - 1) {
 		/* an irq taken after the top frames had returned: it belongs to
 		 * the frame below them, and the returned frames must not see it */
 		for (uint32_t k = f.lparent + 1; k < t->n; k++) {
