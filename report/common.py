@@ -182,6 +182,13 @@ def anomaly_lines(p: Profile) -> list:  # noqa: C901
     if c.get("times_refuted"):
         out.append(f"{plural(c['times_refuted'], 'call')} whose rettime - calltime the entry and exit records' "
                    "timestamps refute (by over 50 ms): damaged times; figures that include them are wrong")
+    if c.get("stalled_stamps"):
+        out.append(f"{plural(c['stalled_stamps'], 'record')} with its CPU's previous record's timestamp (no "
+                   "time between them: the 'global' trace clock holds a CPU whose clock lags at the last stamp "
+                   "any CPU wrote; an event written inside another's write takes its stamp): durations come "
+                   "from calltime/rettime, but times between records (off-CPU time) may be off"
+                   + (f"; {plural(c['times_stalled'], 'call')} whose records' interval differs from rettime - "
+                      "calltime by over 50 ms because of it (not damage)" if c.get("times_stalled") else ""))
     if c.get("inner_before_call"):
         out.append(f"{plural(c['inner_before_call'], 'call')} with a call inside that started before it did (by over "
                    "50 ms, even allowing for nosleep-time): damaged times; figures that include them are wrong")

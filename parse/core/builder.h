@@ -290,6 +290,8 @@ typedef struct {
 	uint64_t duration_cut;   /* durations cut to fit the sums (FTF_MAX_DURATION_NS) */
 	uint64_t backwards_calls; /* exits whose calltime is after their rettime: duration 0 */
 	uint64_t times_refuted;  /* calls whose rettime - calltime the records' timestamps refute */
+	uint64_t stalled_stamps; /* records carrying their CPU's previous record's timestamp */
+	uint64_t times_stalled;  /* ...refuted calls with such a record inside: the stamps are wrong */
 	uint64_t inner_before_call;  /* calls with a call inside that started before they did */
 	uint64_t inner_after_return; /* calls with a call inside that returned after they did */
 	int64_t max_depth;
@@ -377,6 +379,7 @@ typedef struct {
 	/* the records' timestamps are nanoseconds (ftf_builder_set_clock): a
 	 * call's entry-to-exit record interval can refute its duration */
 	int ts_ns;
+	uint64_t cpu_last_ts[FTF_MAX_CPUS]; /* the last record's timestamp per CPU, + 1 (0: none) */
 	/* count the events only (a reader's check of a file: module.c) */
 	int check_only;
 	uint32_t nfunc_irq;

@@ -637,6 +637,10 @@ static PyObject *counters_dict(const ftf_builder *b)
 		SET(cnt, "backwards_calls", PyLong_FromUnsignedLongLong(b->c.backwards_calls));
 	if (b->c.times_refuted)
 		SET(cnt, "times_refuted", PyLong_FromUnsignedLongLong(b->c.times_refuted));
+	if (b->c.stalled_stamps)
+		SET(cnt, "stalled_stamps", PyLong_FromUnsignedLongLong(b->c.stalled_stamps));
+	if (b->c.times_stalled)
+		SET(cnt, "times_stalled", PyLong_FromUnsignedLongLong(b->c.times_stalled));
 	if (b->c.inner_before_call)
 		SET(cnt, "inner_before_call", PyLong_FromUnsignedLongLong(b->c.inner_before_call));
 	if (b->c.inner_after_return)
