@@ -217,8 +217,9 @@ def to_profile(res: dict, name: str, compression: str):
     damage = damage_warnings(meta)
     if damage:
         prof = prof.replace(warnings=prof.warnings + tuple(map(note_warning, damage)))
-    if meta["damage"].get("missing_records"):  # a JSON counter, as the builder's refuted figures
-        prof = prof.replace(counters={**prof.counters, "missing_records": meta["damage"]["missing_records"]})
+    missing = (meta.get("damage") or {}).get("missing_records")  # the builtin reader's
+    if missing:  # a JSON counter, as the builder's refuted figures
+        prof = prof.replace(counters={**prof.counters, "missing_records": missing})
     if prof.counters["events"] == 0 and damage:
         raise InputError(name, f"no events could be read: {damage[0]}",
                          "the file is damaged or truncated: record it again, or copy it whole")
