@@ -186,6 +186,11 @@ def damage_warnings(meta: dict) -> list:
     if d["zero_pages"]:
         out.append(f"{d['zero_pages']:,} trace.dat pages of zeros (timestamp and commit 0): "
                    "not pages the kernel wrote; overwritten data?")
+    if d.get("missing_records"):
+        cpus = "1 CPU" if d["missing_record_cpus"] == 1 else f"{d['missing_record_cpus']:,} CPUs"
+        out.append(f"{d['missing_records']:,} records the recording's statistics say were read from the "
+                   f"kernel are not in the data ({cpus}): pages lost from the file where nothing in the "
+                   "data marks a gap, so no call is left out for it: figures may miss calls")
     if d["kallsyms_bad_lines"]:
         out.append(f"{d['kallsyms_bad_lines']:,} kallsyms lines not understood: their functions "
                    "shown as addresses")
@@ -212,6 +217,9 @@ def to_profile(res: dict, name: str, compression: str):
     damage = damage_warnings(meta)
     if damage:
         prof = prof.replace(warnings=prof.warnings + tuple(map(note_warning, damage)))
+    missing = (meta.get("damage") or {}).get("missing_records")  # the builtin reader's
+    if missing:  # a JSON counter, as the builder's refuted figures
+        prof = prof.replace(counters={**prof.counters, "missing_records": missing})
     if prof.counters["events"] == 0 and damage:
         raise InputError(name, f"no events could be read: {damage[0]}",
                          "the file is damaged or truncated: record it again, or copy it whole")

@@ -827,7 +827,7 @@ static int dict_put(PyObject *d, const char *key, PyObject *v)
 /* What the builtin reader skipped, counted (meta["damage"]). */
 static PyObject *dat_damage_dict(const ftf_dat_damage *d)
 {
-	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:L,s:s}", "bad_pages",
+	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:L,s:K,s:K,s:s}", "bad_pages",
 			     (unsigned long long)d->bad_pages, "bad_chunks", (unsigned long long)d->bad_chunks,
 			     "lost_bytes", (unsigned long long)d->lost_bytes, "cut_streams",
 			     (unsigned long long)d->cut_streams, "partial_page_bytes",
@@ -835,7 +835,9 @@ static PyObject *dat_damage_dict(const ftf_dat_damage *d)
 			     (unsigned long long)d->zero_pages, "kallsyms_bad_lines",
 			     (unsigned long long)d->kallsyms_bad_lines, "data_cpus",
 			     (unsigned long long)d->data_cpus, "cpucount_option",
-			     (long long)d->cpucount_option, "first", d->first);
+			     (long long)d->cpucount_option, "missing_records",
+			     (unsigned long long)d->missing_records, "missing_record_cpus",
+			     (unsigned long long)d->missing_record_cpus, "first", d->first);
 }
 
 /* dat_decoder(path, reader) -> {(event, field): (offset, size)}: every
