@@ -527,7 +527,23 @@ def test_a_libtracecmd_crash_is_one_line_and_exit_2(tmp_path):
         {"events": 3, "b": b"x" * 100_000}
 
 
-# ---- Ctrl-C -------------------------------------------------------------------
+
+def test_libtracecmd_child_forks_after_the_imports_thread_ends(monkeypatch):
+    """The CLI imports on a thread while the core reads; the libtracecmd
+    reader forks. A fork while that thread holds an import lock left the
+    child waiting on it for good (seen: the child's `import ctypes`). The
+    thread has ended when the fork comes."""
+    import threading
+
+    from ftflame.parse import dat, detect
+
+    done = threading.Event()
+    at_fork = []
+    real = dat._in_child
+    monkeypatch.setattr(dat, "_in_child", lambda read, name: at_fork.append(done.is_set()) or real(read, name))
+    with dat.reader_used("libtracecmd"):
+        p = detect.read_meanwhile(SAMPLE, lambda: time.sleep(0.5) or done.set())
+    assert at_fork == [True] and p.counters["exits"] > 0
 
 def big_trace(tmp_path_factory) -> str:
     """The largest trace at hand, so the read is still running when the
