@@ -48,22 +48,24 @@ def is_plain_dat(path: str) -> bool:
         raise InputError(path, f"cannot read: {e.strerror}") from None
 
 
-def read_core(path: str, name: str, progress, reader: str | None = None, slowest: int = 20) -> dict:
+def read_core(path: str, name: str, progress, reader: str | None = None, slowest: int = 20,
+              before_fork=None) -> dict:
     """The C core's read of a trace.dat file with `reader` (None: the
     default, see reader_used), keeping the `slowest` root calls' trees;
-    its errors name `name`."""
+    its errors name `name`. before_fork(): called before the libtracecmd
+    reader forks (read_libtracecmd), to end the caller's other threads."""
     from . import _core  # the extension alone: no numpy
 
     reader = reader or _default_reader
     try:
         if reader == "builtin":
             return _core.read_dat_builtin(os.fsencode(path), progress=progress, slowest=slowest)
-        return read_libtracecmd(path, name, progress, slowest)
+        return read_libtracecmd(path, name, progress, slowest, before_fork)
     except ValueError as e:
         raise InputError(name, str(e)) from None
 
 
-def read_libtracecmd(path: str, name: str, progress, slowest: int) -> dict:
+def read_libtracecmd(path: str, name: str, progress, slowest: int, before_fork=None) -> dict:
     """libtracecmd's read, guarded: libtracecmd crashes (SIGSEGV, SIGABRT,
     SIGFPE), hangs or reads silently wrong figures on damaged files. The
     builtin reader checks the file first: what it refuses, or finds damaged,
@@ -86,6 +88,12 @@ def read_libtracecmd(path: str, name: str, progress, slowest: int) -> dict:
                          "read it with the builtin reader (the default)")
     known = dict(check["meta"]["events_per_cpu"])
     del check
+    # A thread still importing when the process forks leaves the child an
+    # import lock no thread will release: the child's first import of that
+    # module hangs (seen: the CLI's imports on their thread, the child's
+    # `import ctypes`, 0% CPU for good).
+    if before_fork is not None:
+        before_fork()
     return _in_child(lambda: _core.read_dat(os.fsencode(path), progress=progress, slowest=slowest,
                                             known_events=known), name)
 
@@ -99,6 +107,7 @@ def _in_child(read, name: str) -> dict:
     numbers) sent back through a pipe; a signal that ends the child is an
     InputError naming it. The child dies with its parent (prctl), and is
     killed when the parent is interrupted."""
+    import ctypes  # (imported here, before the fork: the child imports nothing)
     import marshal
     import signal
 
@@ -108,7 +117,7 @@ def _in_child(read, name: str) -> dict:
         code = 0
         try:
             os.close(rfd)
-            _child_signals()
+            _child_signals(ctypes)
             try:
                 out = ("ok", read())
             except ValueError as e:
@@ -146,11 +155,11 @@ def _in_child(read, name: str) -> dict:
     return res
 
 
-def _child_signals() -> None:
+def _child_signals(ctypes) -> None:
     """In the child: die of SIGINT, SIGTERM and SIGHUP (the parent reports
-    them), unless ignored; and of SIGKILL when the parent dies."""
-    import ctypes
-    import signal
+    them), unless ignored; and of SIGKILL when the parent dies. ctypes: the
+    module, imported before the fork."""
+    import signal  # (imported by _in_child before the fork: a look-up)
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) is not signal.SIG_IGN:
@@ -186,6 +195,11 @@ def damage_warnings(meta: dict) -> list:
     if d["zero_pages"]:
         out.append(f"{d['zero_pages']:,} trace.dat pages of zeros (timestamp and commit 0): "
                    "not pages the kernel wrote; overwritten data?")
+    if d.get("missing_records"):
+        cpus = "1 CPU" if d["missing_record_cpus"] == 1 else f"{d['missing_record_cpus']:,} CPUs"
+        out.append(f"{d['missing_records']:,} records the recording's statistics say were read from the "
+                   f"kernel are not in the data ({cpus}): pages lost from the file where nothing in the "
+                   "data marks a gap, so no call is left out for it: figures may miss calls")
     if d["kallsyms_bad_lines"]:
         out.append(f"{d['kallsyms_bad_lines']:,} kallsyms lines not understood: their functions "
                    "shown as addresses")
@@ -212,6 +226,9 @@ def to_profile(res: dict, name: str, compression: str):
     damage = damage_warnings(meta)
     if damage:
         prof = prof.replace(warnings=prof.warnings + tuple(map(note_warning, damage)))
+    missing = (meta.get("damage") or {}).get("missing_records")  # the builtin reader's
+    if missing:  # a JSON counter, as the builder's refuted figures
+        prof = prof.replace(counters={**prof.counters, "missing_records": missing})
     if prof.counters["events"] == 0 and damage:
         raise InputError(name, f"no events could be read: {damage[0]}",
                          "the file is damaged or truncated: record it again, or copy it whole")

@@ -150,7 +150,7 @@ def read_meanwhile(path: str, meanwhile: Callable[[], None],
     try:
         res = None
         if path != "-" and dat.is_plain_dat(path):
-            res = dat.read_core(path, path, progress, slowest=slowest)
+            res = dat.read_core(path, path, progress, slowest=slowest, before_fork=side.join)
     finally:
         side.join()
     if res is None:  # text, compressed, stdin: read now

@@ -19,6 +19,7 @@ from ftflame.model.profile import (
     KeptTree,
     NodeTable,
     Profile,
+    Retvals,
     TraceInfo,
     check_core_columns,
     note_warning,
@@ -44,6 +45,9 @@ def from_core_result(res: dict, info: TraceInfo) -> Profile:
         warnings.append(note_warning("exit-only trace (tracing_thresh?): no call tree, every call is a "
                                      "(partial) root; per-function figures are exact"))
     info = dataclasses.replace(info, **{k: printable(getattr(info, k)) for k in TRACE_STRINGS})
+    retvals = None if res.get("retvals") is None else Retvals.from_core(res["retvals"], len(res["funcs"]))
+    if retvals is not None:
+        info = dataclasses.replace(info, has_retval=True)  # text says so only by printing them
     return Profile(
         trace=info, funcs=tuple(map(printable, res["funcs"])), nodes=nodes,
         hist_incl=Histograms.from_core(res["hist_incl"]),
@@ -56,7 +60,8 @@ def from_core_result(res: dict, info: TraceInfo) -> Profile:
         slowest_trees=tuple((int(i), None if recs is None else
                              KeptTree(int(base), int(cpu), np.frombuffer(recs, dtype=CALL_RECORD_DTYPE),
                                       np.frombuffer(extras, dtype=CALL_EXTRA_DTYPE)))
-                            for i, base, cpu, recs, extras in res.get("slowest", ())))
+                            for i, base, cpu, recs, extras in res.get("slowest", ())),
+        retvals=retvals, call_args=int(res.get("call_args", 0)))
 
 
 _EST_KIND = ("leaf", "gap")
@@ -75,6 +80,7 @@ def build_events(events, source: str = "<events>", slowest: int = 20) -> Profile
     """Build a Profile from hand-made events (tests: one situation each).
 
     Each event: (kind, cpu, pid, flags, func, depth, ts, calltime, rettime,
-    overrun, next_pid, lost), kind in entry/exit/switch/lost/leaf."""
+    overrun, next_pid, lost[, retval]), kind in entry/exit/switch/lost/leaf;
+    retval (exit, leaf): the call's return value, -5 or 0xfffffffb alike."""
     res = _core.build_events(list(events), slowest)
     return from_core_result(res, TraceInfo(source=source, format="events"))

@@ -9,6 +9,7 @@ import numpy as np
 from ftflame.correct.operations import (
     operation_nodes,
     operation_table,
+    root_columns,
     root_table,
     slow_call_batches,
     slow_call_tree,
@@ -17,6 +18,7 @@ from ftflame.correct.operations import (
 from ftflame.model.profile import Profile
 
 from ._rowfmt import format_rows
+from .common import arg_text, retval_text
 
 # "%.1f" % x == repr(round(x, 1)) below this (report/jsonout.py, REPR_SAFE)
 _F1_SAFE = 1e14
@@ -49,6 +51,52 @@ def root_latency_json(p: Profile) -> list:
              "calls": r.calls, "gap_calls": r.gap_calls, "dur_ns": _stats(r.raw), "dur_corr_ns": _stats(r.corr),
              "share": round(r.share, 6), "share_corr": round(r.corr_share, 6)}
             for r in root_table(p)]
+
+
+def root_latency_text(p: Profile) -> str:
+    """json.dumps(root_latency_json(p)) (compact), formatted in C
+    (format_rows) from root_table's columns: a trace may have 100,000s of
+    root functions, and a row's dicts and rounding cost more than the rest
+    of its report."""
+    cols = root_columns(p)
+    if cols is None or not len(cols["root"]):
+        return "[]"
+    n = len(cols["root"])
+    ops, op_index = np.unique(np.array(cols["operation"], dtype=object), return_inverse=True)
+    items = [',{"root":', ("e", np.arange(n), list(map(_ENC_STR, cols["root"]))),
+             ',"operation":', ("e", op_index.reshape(-1).astype(np.int64), [_ENC_STR(o) if o else "null" for o in ops]),
+             ',"irq":', ("e", (cols["irq_calls"] > 0).astype(np.int64), ["false", "true"]),
+             ',"calls":', ("i", cols["calls"].astype(np.int64)),
+             ',"gap_calls":', ("i", cols["gap_calls"].astype(np.int64))]
+    for key, stats in (("dur_ns", cols["raw"]), ("dur_corr_ns", cols["corr"])):
+        for k, name in enumerate(_STATS):
+            items.append(',"%s":{"%s":' % (key, name) if k == 0 else ',"%s":' % name)
+            items.append(_r1_or_null_item(np.ascontiguousarray(stats[name], dtype=np.float64)))
+        items.append("}")
+    for key in ("share", "share_corr"):
+        # the shares' texts made once per value (many rows share one)
+        vals, at = np.unique(cols["corr_share" if key == "share_corr" else "share"], return_inverse=True)
+        items += [',"%s":' % key, ("e", at.reshape(-1).astype(np.int64),
+                                   [_float_text(round(x, 6)) for x in vals.tolist()])]
+    items.append("}")
+    return "[" + format_rows(items, n)[1:] + "]"
+
+
+_STATS = ("p50", "p90", "p99", "max", "mean")
+_ENC_STR = json.encoder.encode_basestring_ascii  # json.dumps of a str
+
+
+def _float_text(x: float) -> str:
+    """json.dumps(x) of a float."""
+    return repr(x) if x - x == 0 else json.dumps(x)
+
+
+def _r1_or_null_item(a: np.ndarray):
+    """A format_rows item printing json.dumps(ns_or_null(x)) of each value:
+    "%.1f" in C where that is the same text."""
+    if len(a) and np.abs(a).max() < _F1_SAFE:  # NaN fails this too
+        return ("f1", a)
+    return ("e", np.arange(len(a)), [json.dumps(ns_or_null(x)) for x in a.tolist()])
 
 
 def _path(p: Profile, row: int) -> list:
@@ -105,7 +153,23 @@ def call_tree_json(p: Profile, calls: dict, start_ns: int):
             "incl_ns": calls["incl"].tolist(), "excl_ns": calls["excl"].tolist(),
             "incl_corr_ns": _r1_list(calls["corr_incl"]), "excl_corr_ns": _r1_list(calls["corr_excl"]),
             "irq_ns": calls["irq"].tolist(), "offcpu_ns": calls["offcpu"].tolist() if p.offcpu_known else None,
-            "irq": calls["is_irq"].astype(np.int64).tolist(), "gap": calls["gap"].astype(np.int64).tolist()}
+            "irq": calls["is_irq"].astype(np.int64).tolist(), "gap": calls["gap"].astype(np.int64).tolist(),
+            **values_json(p, calls, 0, n)}
+
+
+def values_json(p: Profile, calls: dict, a: int = 0, b: int | None = None) -> dict:
+    """Calls a..b's recorded values, only where the trace has them: `ret`
+    (the return value as the kernel prints it, null where the exit had
+    none), `args` (the entry's argument values in hex, null where it had
+    none)."""
+    out = {}
+    if p.trace.has_retval:
+        out["ret"] = [retval_text(v) if h else None
+                      for v, h in zip(calls["retval"][a:b].tolist(), calls["has_ret"][a:b].tolist())]
+    if p.call_args:
+        out["args"] = [[arg_text(x) for x in v[:p.call_args]] if h else None
+                       for v, h in zip(calls["args"][a:b].tolist(), calls["has_args"][a:b].tolist())]
+    return out
 
 
 def slowest_json(p: Profile) -> list:
@@ -135,17 +199,33 @@ def _r1_text(a) -> str:
 
 
 def slowest_json_parts(p: Profile):
-    """The pieces of json.dumps(slowest_json(p)) (compact), made one call at
-    a time as they are asked for, each tree's columns formatted in C
-    (_trees_text: a batch of trees at once)."""
+    """The pieces of json.dumps(slowest_json(p)) (compact), made one batch
+    of calls at a time as they are asked for, formatted in C (format_rows),
+    each tree's columns for the whole batch at once (_trees_text): a trace
+    may keep a call per root function, 100,000s of them."""
     yield "["
-    i = 0
-    for batch, cols, first, kept in slow_call_batches(p, slowest_calls(p)):
+    names: dict = {}  # each name's JSON, made once
+    for k, (batch, cols, first, kept) in enumerate(slow_call_batches(p, slowest_calls(p))):
         trees = iter(_trees_text(p, batch, cols, first, kept))
+        n = len(batch)
+        idx = np.arange(n)
         for s in batch:
-            head = json.dumps({**_slow_call_json(p, s, tree=False), "tree": None}, separators=(",", ":"))
-            yield ("," if i else "") + head[:-len("null}")] + (next(trees) if s.tree is not None else "null") + "}"
-            i += 1
+            for x in s.dominant:
+                if x not in names:
+                    names[x] = _ENC_STR(x)
+        comma = np.zeros(n, dtype=np.int64)
+        comma[0] = k == 0  # the array's first call: no comma before it
+        items = [("e", comma, [",", ""]), '{"root":', ("e", idx, [_ENC_STR(s.root) for s in batch]),
+                 ',"operation":', ("e", idx, ["null" if s.operation is None else _ENC_STR(s.operation)
+                                              for s in batch])]
+        for key, attr in (("start_ns", "start_ns"), ("pid", "pid"), ("cpu", "cpu"), ("dur_ns", "dur")):
+            items += [',"%s":' % key, ("i", np.array([getattr(s, attr) for s in batch], dtype=np.int64))]
+        items += [',"dur_corr_ns":', _r1_or_null_item(np.array([s.corr for s in batch], dtype=np.float64)),
+                  ',"gap":', ("e", np.array([s.gap for s in batch], dtype=np.int64), ["false", "true"]),
+                  ',"dominant_path":', ("e", idx, ["[" + ",".join([names[x] for x in s.dominant]) + "]"
+                                                   for s in batch]),
+                  ',"tree":', ("e", idx, [next(trees) if s.tree is not None else "null" for s in batch]), "}"]
+        yield format_rows(items, n)
     yield "]"
 
 
@@ -205,16 +285,21 @@ def _trees_text(p: Profile, batch: list, cols, first, kept) -> list:
                ("irq_ns", ints(cols["irq"])),
                ("offcpu_ns", ints(cols["offcpu"]) if p.offcpu_known else None),
                ("irq", ints(cols["is_irq"])), ("gap", ints(cols["gap"]))]
-    out, c = [], 0
-    for j, n_j in enumerate(kept.tolist()):
-        if not n_j:
-            out.append("null")
-            continue
-        names = [p.funcs[f] for f in funcs[ustart[j]:ustart[j] + per_tree[j]]]
-        out.append('{"calls":%d,"funcs":%s,' % (n_j, json.dumps(names, separators=(",", ":"))) +
-                   ",".join('"%s":%s' % (key, "null" if col is None else col[c]) for key, col in columns) + "}")
-        c += 1
-    return out
+    if p.trace.has_retval or p.call_args:  # the recorded values, per tree (only traces that have them)
+        per = [values_json(p, cols, a, a + m) for a, m in zip(first[some].tolist(), kept[some].tolist())]
+        for key in per[0] if per else ():
+            columns.append((key, [json.dumps(v[key], separators=(",", ":")) for v in per]))
+    # the trees' objects in one formatting, each row one tree with calls
+    idx = np.arange(len(columns[0][1]))
+    names = [p.funcs[f] for f in funcs]
+    lo = ustart[some].tolist()
+    items = ['\x00{"calls":', ("i", kept[some]), ',"funcs":', ("e", idx, [
+        "[" + ",".join([_ENC_STR(x) for x in names[a:a + m]]) + "]" for a, m in zip(lo, per_tree[some].tolist())])]
+    for key, col in columns:
+        items += [',"%s":' % key, "null" if col is None else ("e", idx, col)]
+    items.append("}")
+    text = iter(format_rows(items, len(idx)).split("\x00")[1:])
+    return [next(text) if k else "null" for k in some.tolist()]
 
 
 def hot_json(p: Profile) -> dict:

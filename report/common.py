@@ -12,6 +12,7 @@ from ftflame.model.profile import (
     Profile,
     depth_limit_words,
     missing_entries_unmarked,
+    retval_signed,
 )
 
 
@@ -52,6 +53,25 @@ def wrap(text: str, indent: str = "", lead: str | None = None, width: int = 80) 
     if line.strip():
         out.append(line)
     return out
+
+
+def retval_text(v: int) -> str:
+    """A return value as the kernel prints it (funcgraph-retval): an error
+    code in decimal (an int's sign-extended first), anything else in hex."""
+    s = int(retval_signed(np.array([v]))[0])
+    return str(s) if -4095 <= s <= -1 else hex(v & 0xFFFFFFFFFFFFFFFF)
+
+
+def arg_text(v: int) -> str:
+    """An argument value as recorded: a register's bits, in hex (trace.dat
+    has no types or names for them)."""
+    return hex(v & 0xFFFFFFFFFFFFFFFF) if v else "0"
+
+
+def call_text(name: str, args, ret) -> str:
+    """name(args) = ret, each part only when the trace recorded it."""
+    return (name + ("" if args is None else "(" + ", ".join(map(arg_text, args)) + ")") +
+            ("" if ret is None else " = " + retval_text(ret)))
 
 
 def count(n: int, width: int = 0) -> str:
@@ -162,6 +182,13 @@ def anomaly_lines(p: Profile) -> list:  # noqa: C901
     if c.get("times_refuted"):
         out.append(f"{plural(c['times_refuted'], 'call')} whose rettime - calltime the entry and exit records' "
                    "timestamps refute (by over 50 ms): damaged times; figures that include them are wrong")
+    if c.get("stalled_stamps"):
+        out.append(f"{plural(c['stalled_stamps'], 'record')} with its CPU's previous record's timestamp (no "
+                   "time between them: the 'global' trace clock holds a CPU whose clock lags at the last stamp "
+                   "any CPU wrote; an event written inside another's write takes its stamp): durations come "
+                   "from calltime/rettime, but times between records (off-CPU time) may be off"
+                   + (f"; {plural(c['times_stalled'], 'call')} whose records' interval differs from rettime - "
+                      "calltime by over 50 ms because of it (not damage)" if c.get("times_stalled") else ""))
     if c.get("inner_before_call"):
         out.append(f"{plural(c['inner_before_call'], 'call')} with a call inside that started before it did (by over "
                    "50 ms, even allowing for nosleep-time): damaged times; figures that include them are wrong")

@@ -29,7 +29,7 @@ from ftflame.correct.corrections import STAT_NAMES, corrected_stats
 from ftflame.correct.operations import NO_OPERATION, operation_nodes, operation_table, slow_call_tree, slowest_calls
 from ftflame.model.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
 
-from . import flametree
+from . import callsjson, flametree
 from .common import CORRECTION_WARN_FRACTION, report_notes
 from .options import DEFAULT, RenderOptions
 
@@ -364,6 +364,8 @@ def slowest_data(p: Profile) -> list:
             "irq": c["is_irq"][keep].astype(int).tolist(),
             "offcpu": c["offcpu"][keep].tolist() if p.offcpu_known else None,
             "calls": int(len(c["incl"]))}
+        # what the entries and exits recorded (funcgraph-args, return values): only when the trace has it
+        trees[k].update({key: [v[i] for i in keep.tolist()] for key, v in callsjson.values_json(p, c).items()})
         budget -= len(keep)
     return [{"sample": s.sample, "root": s.root, "kept_tree": s.tree is not None, "operation": s.operation,
              "start_ns": s.start_ns, "pid": s.pid, "cpu": s.cpu, "dur": s.dur,
@@ -438,6 +440,11 @@ def functions_data(p: Profile) -> dict:
         "hist": hists, "hist_edges": coarse_edges(top),
     }
     d["mean"] = _means(ft.incl, ft.calls)
+    rs = ft.returns
+    if rs is not None:  # the calls that returned an error code apart (FunctionTable.returns)
+        d["ret"] = {"calls": rs.calls.tolist(), "err": rs.err.calls.tolist(),
+                    "err_mean": _means(rs.err.incl, rs.err.calls), "err_max": rs.err.incl_max.tolist(),
+                    "ok_mean": _means(rs.ok.incl, rs.ok.calls), "ok_max": rs.ok.incl_max.tolist()}
     if applied:
         d["inclc"] = _ints(ft.incl_corr)
         d["exclc"] = _ints(ft.excl_corr)

@@ -18,11 +18,12 @@ from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, OffCpu
 from ftflame.parse._core import give_back_freed_memory
 
 from ._rowfmt import format_rows
-from .callsjson import hot_json, ns_or_null, operations_json, root_latency_json, slowest_json_parts
+from .callsjson import hot_json, ns_or_null, operations_json, root_latency_text, slowest_json_parts
 from .common import context_lines, node_flags, report_notes
 from .options import DEFAULT, RenderOptions
 
 SCHEMA = "ftflame/1"
+_json_str = json.encoder.encode_basestring_ascii  # json.dumps of a str, without its call's setup
 
 
 def document(p: Profile) -> dict:
@@ -37,7 +38,7 @@ def document(p: Profile) -> dict:
         "tree": PLACEHOLDERS["tree"],
         "root_calls": PLACEHOLDERS["root_calls"],
         "operations": operations_json(p),
-        "root_latency": root_latency_json(p),
+        "root_latency": PLACEHOLDERS["root_latency"],
         "slowest": PLACEHOLDERS["slowest"],  # written by _head_tail, a tree at a time
         "hot": hot_json(p),
         "balance": list(p.balance),
@@ -319,7 +320,7 @@ def tree_templates(p: Profile, head: str = "", tail: str = "", chunk: int = 0):
     calls_all = p.nodes.stored("calls")  # as stored: no int64 copy
     means_fit = {kind: _means_fit(p.col(kind), calls_all) for kind in ("incl", "excl")}
     del calls_all
-    names = [json.dumps(name) for name in p.funcs]
+    names = list(map(_json_str, p.funcs))
     corr = None
     if p.corrected is not None:
         # the corrected statistics a chunk at a time (corrections.node_stats),
@@ -475,7 +476,7 @@ def functions_json(p: Profile) -> str:
         return "[]"
     t = _Template()
     t.lit(',{"name":')
-    t.text([json.dumps(name) for name in ft.names])
+    t.text(list(map(_json_str, ft.names)))
     t.lit(',"calls":')
     t.col("i", ft.calls)
     raw = {}
@@ -507,6 +508,16 @@ def functions_json(p: Profile) -> str:
             _repr_round(t, np.asarray(ex[name], dtype=np.float64))
         idx, pairs = _bools(ex["clamped"], ex["unreliable"])
         t.col("e", idx, [',"clamped":%s,"unreliable":%s' % pair for pair in pairs])
+    rs = ft.returns
+    if rs is not None:  # only a trace with return values has the key
+        t.lit(',"returns":{"calls":')
+        t.col("i", rs.calls)
+        t.lit(',"errors":')
+        t.col("i", rs.err.calls)
+        for key, side in (("error_incl_ns", rs.err), ("ok_incl_ns", rs.ok)):
+            t.lit(',"%s":' % key)
+            _raw_stats(t, side.incl, side.calls, side.incl_min, side.incl_max, side.incl_pct)
+        t.lit("}")
     t.lit("}")
     return _rows_json(t.items, n)
 
@@ -537,7 +548,7 @@ def _root_calls_template(p: Profile) -> list:
     leading comma (p has root calls)."""
     t = _Template()
     t.lit(',{"name":')
-    t.col("e", p.col("func")[p.scol("node")], [json.dumps(name) for name in p.funcs])
+    t.col("e", p.col("func")[p.scol("node")], list(map(_json_str, p.funcs)))
     for key, name in (("pid", "pid"), ("cpu", "cpu"), ("start_ns", "calltime"), ("dur_ns", "dur")):
         t.lit(',"%s":' % key)
         t.col("i", p.scol(name))
@@ -578,7 +589,8 @@ def _write_rows(f, template: list, n: int, chunk: int) -> None:
     f.write(b"]")
 
 
-PLACEHOLDERS = {k: "@@FTFLAME_%s@@" % k.upper() for k in ("functions", "tree", "root_calls", "slowest")}
+PLACEHOLDERS = {k: "@@FTFLAME_%s@@" % k.upper()
+                for k in ("functions", "tree", "root_calls", "root_latency", "slowest")}
 
 
 def _head_tail(p: Profile) -> tuple:
@@ -599,6 +611,7 @@ def _parts(p: Profile) -> tuple:
     `root_calls` array's, after that up to the `slowest` array's, and
     after that."""
     text = json.dumps(document(p), separators=(",", ":"))
+    text = text.replace(json.dumps(PLACEHOLDERS["root_latency"]), root_latency_text(p), 1)
     # the row arrays are written apart (format_rows), the tree around the rest
     parts = []
     for key in ("functions", "tree", "root_calls"):

@@ -505,7 +505,48 @@ def measured_lines(p: Profile) -> list:
     return out
 
 
+def error_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
+    """The functions whose calls returned error codes, most errors first
+    (FunctionTable.returns); none when the trace has no return values."""
+    ft = p.functions
+    rs = ft.returns
+    if rs is None:
+        return []
+    err, ok = rs.err, rs.ok
+    with_ret = int(rs.calls.sum())
+    if not err.calls.any():
+        return _wrap(f"Return values: none of the {plural(with_ret, 'call')} with a return value "
+                     "returned an error code (-4095..-1).", "")
+    failing = np.nonzero(err.calls)[0]
+    order = sorted(failing.tolist(), key=lambda i: (-int(err.calls[i]), ft.names[i]))[:top]
+    err_mean, ok_mean = _means(err.incl, err.calls), _means(ok.incl, ok.calls)
+    lines = [f"Functions that returned errors (top {len(order)} of {len(failing)}; raw inclusive "
+             "time per call, us)",
+             "",
+             f"{'Errors':>7} {'Calls':>8} {'Err mean':>9} {'Err max':>9} {'OK mean':>9}  Function",
+             f"{'=' * 7} {'=' * 8} {'=' * 9} {'=' * 9} {'=' * 9}  {'=' * 32}"]
+    d = _decimals([(err_mean[order], 9), (err.incl_max[order], 9), (ok_mean[order], 9)])
+    kinds = hotlists.irq_context(p)
+    for i in order:
+        okm = us(ok_mean[i], 9, d[2]) if ok.calls[i] else UNKNOWN.rjust(9)
+        lines.extend(named_row(f"{count(err.calls[i], 7)} {count(rs.calls[i], 8)} {us(err_mean[i], 9, d[0])} "
+                               f"{us(err.incl_max[i], 9, d[1])} {okm}  ", ft.names[i] + _irq_mark(kinds, i)))
+    lines.append("")
+    lines.extend(_wrap(" ".join(filter(None, (
+        "Errors: calls that returned an error code (-4095..-1; a value in the low 32 bits "
+        "read as an int's, as the kernel prints it); Calls: the calls with a return value; OK: the others. "
+        "Raw times (no hook cost taken out); sums and percentiles: the JSON (functions[].returns). "
+        "trace.dat does not say which functions return nothing: theirs is a leftover register.",
+        irq_legend({str(kinds[i]) for i in order})))), ""))
+    return lines
+
+
 def function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
+    errors = error_table(p, top)
+    return _function_table(p, top) + ([""] + errors if errors else [])
+
+
+def _function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
     if p.corrected is not None:
         iv = interval_table(p, top)
         return corrected_function_table(p, top) + ([""] + iv if iv else [])

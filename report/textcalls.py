@@ -9,7 +9,7 @@ from ftflame.correct.operations import NO_OPERATION, root_table, slowest_calls
 from ftflame.correct.uncertainty import operation_half_widths
 from ftflame.model.profile import Profile
 
-from .common import count, fit_decimals, plural, us, wrap
+from .common import call_text, count, fit_decimals, plural, retval_text, us, wrap
 
 WIDTH = 80
 NAME_W = 20
@@ -141,13 +141,41 @@ def slowest_lines(p: Profile, top: int = SLOWEST_TOP) -> list:
             out.extend(_wrap("path: " + " > ".join(_clip(n, WIDTH - 10) for n in s.dominant), "    ", "  "))
         elif s.tree is None:
             out.append("  (its call tree was too big to keep)")
+        out.extend(_call_values_lines(s))
     out.append("")
     gap = (f" (gap): the call spans {p.gap_causes or 'a gap'}; its descendants may be "
            "incomplete, so corrected figures leave it out" + (" (-)." if corrected else ".")
            if any(s.gap for s in shown) else "")
     out.extend(_wrap("path: the dominant path, from the root down the child that took most of the "
                      "time while it took at least half of its caller's. Each call's whole tree is "
-                     "in the JSON (slowest[]) and the HTML report." + gap))
+                     "in the JSON (slowest[]) and the HTML report." + gap + _values_legend(shown)))
+    return out
+
+
+def _values_legend(shown: list) -> str:
+    out = ""
+    if any(s.call_args is not None for s in shown):
+        out += (" call(...): the root call's argument values as its entry recorded them "
+                "(funcgraph-args: the argument registers, whatever the function takes; no names or "
+                "types in a trace.dat).")
+    if any(s.call_ret is not None for s in shown):
+        out += (" = X: its return value, an error code (-4095..-1) in decimal, else hex. errors: the calls "
+                "in its tree that returned one.")
+    return out
+
+
+def _call_values_lines(s) -> list:
+    """What the trace recorded of a slowest call: its root's arguments and
+    return value, its tree's calls that returned an error code."""
+    out = []
+    if s.call_args is not None or s.call_ret is not None:
+        name = s.root.split(" (partial)")[0].split(" [irq]")[0]
+        out.extend(_wrap("call: " + call_text(name, s.call_args, s.call_ret), "    ", "  "))
+    if s.error_calls:
+        named = ", ".join(f"{f} = {retval_text(v)}" for f, v in s.errors)
+        more = f", ... ({s.error_calls - len(s.errors):,} more)" if s.error_calls > len(s.errors) else ""
+        out.extend(_wrap(f"errors: {plural(s.error_calls, 'call')} returned an error code: {named}{more}",
+                         "    ", "  "))
     return out
 
 

@@ -130,6 +130,8 @@ FT.calls = (function () {
                   ["inclusive (corrected)", FT.time(T.incl_corr ? T.incl_corr[hit] : null)], ["starts", FT.time(T.t[hit]) + " into the call"]];
       if (T.offcpu) rows.push(["off-CPU", FT.time(T.offcpu[hit])]);
       if (T.irq[hit]) rows.push(["", "interrupt context"]);
+      if (T.args && T.args[hit]) rows.push(["arguments", T.args[hit].join(", ")]);
+      if (T.ret && T.ret[hit] !== null) rows.push(["returned", T.ret[hit]]);
       t.appendChild(FT.tipTable(rows));
     });
   });

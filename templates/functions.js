@@ -201,6 +201,14 @@ FT.functions = (function () {
     srow("in interrupts", F.irq[r], null, FT.time);
     srow("off-CPU", F.off ? F.off[r] : null, null, FT.time);
     srow("calls spanning a gap", F.gap[r], null, FT.count);
+    if (F.ret) {
+      /* return values: the calls that returned an error code (-4095..-1) apart, raw */
+      var R = F.ret;
+      srow("calls with a return value", R.calls[r], null, FT.count);
+      srow("returned an error code", R.err[r], null, FT.count);
+      if (R.err[r]) { srow("error calls: mean", R.err_mean[r], null, FT.time); srow("error calls: max", R.err_max[r], null, FT.time); }
+      if (R.calls[r] > R.err[r]) { srow("the others: mean", R.ok_mean[r], null, FT.time); srow("the others: max", R.ok_max[r], null, FT.time); }
+    }
     panel.appendChild(st);
     if (both) panel.appendChild(FT.el("div", { class: "note" }, "Corrected figures cover the " + FT.count(F.callsc[r]) + " clean calls" +
       (F.callsc[r] !== F.calls[r] ? " of " + FT.count(F.calls[r]) + " (gap calls left out): raw and corrected columns are over different calls" : "") +

@@ -30,7 +30,8 @@ def func(p, name):
 ALL = ["lost-events", "orphan-exit-at-start", "open-at-end", "nested-hardirq", "migration",
        "exit-only", "max-depth", "off-cpu", "lost-exit", "idle-pid0", "irq-after-return",
        "irq-before-entry", "irq-in-pop-window", "missing-entry", "nested-irq-in-hook-window",
-       "return-stack-full", "entry-in-return-window", "missing-entry-after-lost"]
+       "return-stack-full", "entry-in-return-window", "missing-entry-after-lost", "irq-before-exit-tail",
+       "hardirq-in-softirq-pop-window"]
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -243,6 +244,41 @@ def test_irq_after_return_belongs_to_caller():
     assert val(p, "irq", "parent") == 50
     assert val(p, "excl", "parent") == 300 - 90 - 50
     assert val(p, "calls", "parent", "__sysvec_apic_timer_interrupt") == 1
+
+
+def test_irq_and_its_task_tail_after_return_belong_to_caller():
+    """7.x writes an interrupt taken between a call's rettime and its exit
+    event one level under the call, and the interrupt's exit work in task
+    context after it (k7.x/s21, s23, s24: up_write's self time was
+    -13.7 ms). Everything from the first interrupt that began after the
+    rettime is the caller's: time, calls and irq figures."""
+    p = load("irq-before-exit-tail")
+    irq, tail = 5 + 30 + 5, 3
+    assert val(p, "excl", "parent", "child") == 40 - 5
+    assert val(p, "desc", "parent", "child") == 1  # the leaf, not the tail
+    assert val(p, "irq", "parent", "child") == 0
+    assert val(p, "excl", "parent") == 300 - 40 - irq - tail
+    assert val(p, "irq", "parent") == irq
+    assert val(p, "desc", "parent") == 3  # child, leaf, the tail
+    # the nodes stay where the events put them; the tree still adds up
+    assert val(p, "unowned_child_incl", "parent", "child") == irq + tail
+    assert val(p, "unowned_child_incl", "parent") == -(irq + tail)
+    assert p.counters["irq_outside_window"] == 1
+
+
+def test_hardirq_in_a_softirq_calls_pop_window_is_no_lost_exit():
+    """5.10 lowers the depth at the pop: a hardirq taken while a softirq
+    call returns is written at that call's depth, before its exit (k5.10/s21:
+    put_cred_rcu under rcu_core, read as lost exits: a depth mismatch and 12
+    gap calls in a recording that lost nothing). It is the caller's."""
+    p = load("hardirq-in-softirq-pop-window")
+    c = p.counters
+    assert (c["depth_mismatch"], c["unterminated"], c["orphan_exits"], c["gap_calls"]) == (0, 0, 0, 0)
+    rcu = ("task_fn", "__do_softirq", "rcu_core")
+    assert val(p, "calls", *rcu, "__sysvec_apic_timer_interrupt") == 1
+    assert val(p, "excl", *rcu) == 90 - 20 - (5 + 25 + 4)
+    assert val(p, "desc", *rcu, "put_cred_rcu") == 1  # kfree, not the hardirq
+    assert val(p, "excl", *rcu, "put_cred_rcu") == 15
 
 
 def test_irq_in_pop_window_before_rettime_moves_into_the_call():

@@ -19,6 +19,7 @@ def test_core_and_profile_name_the_same_columns():
     assert _core.SAMPLE_COLUMNS == profile.SAMPLE_COLUMNS
     assert _core.CALL_RECORD == profile.CALL_RECORD
     assert _core.CALL_EXTRAS == profile.CALL_EXTRAS
+    assert _core.RETVAL_COLUMNS == profile.RETVAL_COLUMNS
     assert len(_core.NODE_COLUMNS) == _core.NODE_COLS
     assert _core.TREE_MAX_CALLS == profile.TREE_MAX_CALLS
     profile.check_core_columns(_core)
@@ -27,7 +28,8 @@ def test_core_and_profile_name_the_same_columns():
 # incl_min/incl_max (row[19], row[20] in C), calltime/dur, a kept call's
 # start/dur and its irq/offcpu extras
 @pytest.mark.parametrize("table,i,j", [("NODE_COLUMNS", 19, 20), ("SAMPLE_COLUMNS", 4, 5),
-                                       ("CALL_RECORD", 2, 3), ("CALL_EXTRAS", 3, 4)])
+                                       ("CALL_RECORD", 2, 3), ("CALL_EXTRAS", 3, 4),
+                                       ("RETVAL_COLUMNS", 1, 5)])
 def test_two_swapped_names_fail_the_import(table, i, j):
     # a fresh interpreter: the core's names with two swapped, then the
     # import of the module that reads the core's tables
@@ -46,7 +48,7 @@ def _fake_core(**changed):
     same = {"NODE_COLUMNS": profile.NODE_COLUMNS, "NODE_DTYPES": tuple(d.str for d in profile.NODE_DTYPES),
             "NODE_SPARSE": tuple(c for c in profile.NODE_COLUMNS if c in profile.NODE_SPARSE),
             "SAMPLE_COLUMNS": profile.SAMPLE_COLUMNS, "CALL_RECORD": profile.CALL_RECORD,
-            "CALL_EXTRAS": profile.CALL_EXTRAS}
+            "CALL_EXTRAS": profile.CALL_EXTRAS, "RETVAL_COLUMNS": profile.RETVAL_COLUMNS}
     return SimpleNamespace(**{**same, **changed})
 
 

@@ -39,10 +39,33 @@ def one_line_error(path, reader="builtin") -> str:
     return lines[0]
 
 
+def said_read(path, events: int) -> str:
+    """The file with its CPUSTAT option saying `events` were read (the
+    sample's one CPU), the text's length kept."""
+    data = open(path, "rb").read()
+    m = re.search(rb"read events: (\d+)", data)
+    assert m, "the sample has no CPUSTAT option"
+    number = str(events).encode().ljust(len(m.group(1)))
+    assert len(number) == len(m.group(1))
+    open(path, "wb").write(data[:m.start(1)] + number + data[m.end(1):])
+    return path
+
+
 @pytest.mark.parametrize("reader", ["builtin", "libtracecmd"])
 def test_zero_events_says_the_recording_is_empty(tmp_path, reader):
-    line = one_line_error(with_section(tmp_path, "empty.dat", SECTION[0], 0), reader)
+    """No data, and trace-cmd's statistics say it read nothing."""
+    line = one_line_error(said_read(with_section(tmp_path, "empty.dat", SECTION[0], 0), 0), reader)
     assert "no events at all" in line and "memory" not in line
+
+
+@pytest.mark.parametrize("reader", ["builtin", "libtracecmd"])
+def test_zero_events_of_a_recording_that_read_some_is_damage(tmp_path, reader):
+    """No data, but trace-cmd's statistics say it read 55,043 events: not an
+    empty recording, a damaged file."""
+    line = one_line_error(with_section(tmp_path, "emptied.dat", SECTION[0], 0), reader)
+    assert "55,043" in line or "55043" in line
+    assert "no events at all" not in line
+    assert ("no events could be read" if reader == "builtin" else "not given to libtracecmd") in line
 
 
 @pytest.mark.parametrize("name,offset,size,words", [

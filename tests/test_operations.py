@@ -427,3 +427,60 @@ def test_slowest_text_formatted_in_c_is_the_json_of_the_objects(name):
     raw = profile_of(fixture(name))
     for p in (raw, correct(raw, Calibration(700.0, 300.0, "command line"))):
         assert "".join(callsjson.slowest_json_parts(p)) == json.dumps(callsjson.slowest_json(p), separators=(",", ":"))
+
+
+@pytest.mark.parametrize("name", ["k6.1/s17-mixed-ops/trace.dat", "k6.1/s10-lost/trace.dat"])
+def test_root_latency_text_formatted_in_c_is_the_json_of_the_rows(name):
+    """jsonout writes root_latency[] from the table's columns in C
+    (callsjson.root_latency_text): the same text as json.dumps of the rows'
+    objects (callsjson.root_latency_json), corrected or not."""
+    from conftest import fixture, profile_of
+    from ftflame.correct.corrections import correct
+    from ftflame.model.profile import Calibration
+    from ftflame.report import callsjson
+
+    raw = profile_of(fixture(name))
+    for p in (raw, correct(raw, Calibration(700.0, 300.0, "command line"))):
+        assert callsjson.root_latency_text(p) == json.dumps(callsjson.root_latency_json(p), separators=(",", ":"))
+
+
+def test_grouped_figures_are_each_groups_own():
+    """The latency figures of all root functions at once are those of each
+    group alone, to the last bit: means printed to 0.1 ns must not move
+    (numpy adds up to 7 values one by one, more pairwise)."""
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(0, 40, 300)
+    at = np.concatenate(([0], np.cumsum(sizes)))
+    vals = np.concatenate([np.sort(rng.random(n) * 10.0 ** rng.integers(0, 12)) for n in sizes])
+    got, sums = operations._grouped_nearest_rank(vals, at)
+    for k in range(len(sizes)):
+        want = operations._nearest_rank(vals[at[k]:at[k + 1]].copy())
+        assert {f: got[f][k] for f in want} == pytest.approx(want, nan_ok=True, rel=0, abs=0)
+        assert sums[k] == vals[at[k]:at[k + 1]].sum()
+
+
+def test_json_makes_no_row_object_per_root_function(monkeypatch, tmp_path):
+    """A trace of 3,000 distinct root functions: the JSON prints the roots'
+    latency from the table's columns and makes no row object per root
+    function (one each cost more than the rest of such a report)."""
+    made = []
+    real = operations.OperationRow
+
+    class Counted(real):
+        def __new__(cls, *a, **kw):
+            made.append(1)
+            return real.__new__(cls, *a, **kw)
+
+    monkeypatch.setattr(operations, "OperationRow", Counted)
+    trace = tmp_path / "roots.txt"
+    trace.write_text("# tracer: function_graph\n#\n" + "".join(f" 0)   {1 + i % 97}.000 us    |  f_{i}();\n"
+                                                           for i in range(3000)))
+    from ftflame import parse
+    from ftflame.report import callsjson
+
+    p = parse.read(str(trace))
+    text = RENDERERS["json"].render(p)
+    assert len(json.loads(text)["root_latency"]) == 3000
+    assert made == []
+    assert callsjson.root_latency_text(p) == json.dumps(callsjson.root_latency_json(p), separators=(",", ":"))
+    assert len(made) == 3000

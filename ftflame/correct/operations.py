@@ -18,22 +18,27 @@ of children that took most of the time).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from ftflame.correct.corrections import net_switch_work
 from ftflame.model.profile import (
+    CALL_ARGS,
     CALL_COLUMNS,
     CALL_DONE,
     CALL_EXTRAS,
     CALL_GAP,
     CALL_IRQ,
+    CALL_RET,
+    CALL_WITH_ARGS,
     SAMPLE_GAP,
     SAMPLE_IRQ,
     SAMPLE_PARTIAL,
     KeptTree,
     OffCpu,
     Profile,
+    retval_is_error,
 )
 
 NO_OPERATION = "(no procedure)"
@@ -44,8 +49,7 @@ _DESC_ESC = 0xFFFFFF  # parse/core/builder.h: FTF_REC_DESC_ESC, FTF_REC_FLAGS_SH
 _FLAGS_SHIFT = 24
 
 
-@dataclass(frozen=True)
-class OperationRow:
+class OperationRow(NamedTuple):  # a tuple: made per root function, 100,000s of them
     root: str         # the root function (dispatcher)
     operation: str    # the label, or NO_OPERATION
     how: str          # the function(s) that named it
@@ -79,6 +83,39 @@ def spread_of(vals: np.ndarray, half_widths: np.ndarray) -> dict:
     return {k: (up[k] - down[k]) / 2.0 for k in up}
 
 
+def _grouped_sums(vals: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """vals[at[k]:at[k + 1]].sum() of every group k, each the very float
+    numpy's sum gives (a mean printed to 0.1 ns must not move): one pass per
+    position for the groups under 8 values (numpy adds those one by one from
+    0.0), numpy's own sum for the bigger ones (it sums those pairwise)."""
+    n = np.diff(at)
+    out = np.zeros(len(n))
+    small = n < 8
+    for j in range(int(n[small].max()) if small.any() else 0):
+        has = small & (n > j)
+        out[has] += vals[at[:-1][has] + j]
+    for k in np.flatnonzero(~small).tolist():
+        out[k] = vals[at[k]:at[k + 1]].sum()
+    return out
+
+
+def _grouped_nearest_rank(vals: np.ndarray, at: np.ndarray) -> tuple:
+    """_nearest_rank of every group vals[at[k]:at[k + 1]] (each sorted) at
+    once: (a dict of the figures' arrays, each group's sum); NaN for an
+    empty group. A trace may have 100,000s of root functions."""
+    n = np.diff(at)
+    some = n > 0
+    sums = _grouped_sums(vals, at)
+    out = {}
+    for q in QUANTILES:
+        rank = np.maximum(np.ceil(n * q / 100.0).astype(np.int64) - 1, 0)
+        out[f"p{q}"] = np.where(some, vals[np.where(some, at[:-1] + rank, 0)] if len(vals) else NAN, NAN)
+    out["max"] = np.where(some, vals[np.where(some, at[1:] - 1, 0)] if len(vals) else NAN, NAN)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["mean"] = np.where(some, sums / n, NAN)
+    return out, sums
+
+
 def sample_roots(p: Profile) -> np.ndarray:
     """The root function's name index (p.funcs) of every root call."""
     return p.col("func")[p.scol("node")] if len(p.samples) else np.zeros(0, np.int64)
@@ -102,24 +139,55 @@ def root_table(p: Profile) -> tuple:
     """Latency of every root call, one row per root function, split by
     operation for a dispatcher (the rows of operation_table): what every
     report leads with. A plain root's row has operation "" (and how "")."""
-    return p.views.get("root_table", lambda: _root_table(p))
+    # the columns kept only when an output asked for them: the rows alone
+    # hold the figures (100,000s of root functions: MBs held twice)
+    return p.views.get("root_table", lambda: _rows_of(
+        root_columns(p) if "root_columns" in p.views else _root_columns(p)))
 
 
-def _root_table(p: Profile) -> tuple:
+def root_columns(p: Profile) -> dict | None:
+    """root_table's figures as columns, in its row order (None: no root
+    call): what prints every row (the JSON) reads, not 100,000s of rows."""
+    return p.views.get("root_columns", lambda: _root_columns(p))
+
+
+def _root_columns(p: Profile) -> dict | None:
     if not len(p.samples):
-        return ()
+        return None
     root = sample_roots(p)
     dispatchers = set(np.unique(root[p.scol("op") >= 0]).tolist()) if p.operations else set()
     plain = set(np.unique(root).tolist()) - dispatchers
-    return _latency_rows(p, np.ones(len(root), dtype=bool), plain, split_irq=True)
+    return _latency_columns(p, np.ones(len(root), dtype=bool), plain, split_irq=True)
 
 
 def _latency_rows(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = False) -> tuple:
-    """OperationRows of the root calls in sel, per (root function,
-    operation), busiest first; a root function id in plain is no dispatcher
-    (one row, operation ""). split_irq: the root calls entered in interrupt
-    context and the others of a function in rows of their own (a handler's
-    latency is not the task's)."""
+    """OperationRows of the root calls in sel (_latency_columns)."""
+    return _rows_of(_latency_columns(p, sel, plain, split_irq))
+
+
+def _rows_of(cols: dict | None) -> tuple:
+    """_latency_columns' rows as OperationRows."""
+    if cols is None:
+        return ()
+    names = list(cols["raw"])
+    raws = zip(*(cols["raw"][k].tolist() for k in names))
+    cors = zip(*(cols["corr"][k].tolist() for k in names))
+    return tuple(OperationRow(
+        root=r, operation=o, how=h, op=op, calls=n, gap_calls=g, raw=dict(zip(names, d)),
+        corr=dict(zip(names, c)), share=sh, corr_share=csh, irq_calls=q)
+        for r, o, h, op, n, g, d, c, sh, csh, q in zip(
+            cols["root"], cols["operation"], cols["how"], *(cols[k].tolist() for k in (
+                "op", "calls", "gap_calls")), raws, cors, *(cols[k].tolist() for k in (
+                    "share", "corr_share", "irq_calls"))))
+
+
+def _latency_columns(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = False) -> dict:
+    """The figures of the root calls in sel per (root function,
+    operation), busiest first (the rows' columns: OperationRow's fields,
+    raw and corr a column per figure); a root function id in plain is no
+    dispatcher (one row, operation ""). split_irq: the root calls entered
+    in interrupt context and the others of a function in rows of their own
+    (a handler's latency is not the task's)."""
     op = p.scol("op")
     root = sample_roots(p)
     dur = p.scol("dur").astype(np.float64)
@@ -129,7 +197,6 @@ def _latency_rows(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = Fal
     irq = ((flags & SAMPLE_IRQ) != 0).astype(np.int64) if split_irq else np.zeros(len(root), np.int64)
     total = float(dur[sel].sum()) or 1.0
     corr_total = float(corr[sel & clean].sum()) or 1.0
-    rows = []
     # each row's root calls found by one sort of all of them, not a scan of
     # all per row: a trace may have 100,000s of root functions
     at = np.flatnonzero(sel)
@@ -141,28 +208,40 @@ def _latency_rows(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = Fal
     corr_at, corr_inv = np.asarray(corr)[at[ok]], inv[ok]
     order = np.lexsort((corr_at, corr_inv))
     corrs, c_at = corr_at[order], np.searchsorted(corr_inv[order], np.arange(len(keys) + 1))
-    irq_calls = np.bincount(inv, weights=(flags[at] & SAMPLE_IRQ) != 0, minlength=len(keys))
-    for k, (r, o, _irq) in enumerate(keys.tolist()):
-        d, c = durs[d_at[k]:d_at[k + 1]].copy(), corrs[c_at[k]:c_at[k + 1]].copy()
+    raw, raw_sum = _grouped_nearest_rank(durs, d_at)
+    cor, cor_sum = _grouped_nearest_rank(corrs, c_at)
+    calls = np.diff(d_at)
+    cols = {"op": keys[:, 1], "calls": calls, "gap_calls": calls - np.diff(c_at), "raw": raw, "corr": cor,
+            "share": raw_sum / total, "corr_share": cor_sum / corr_total,
+            "irq_calls": np.bincount(inv, weights=(flags[at] & SAMPLE_IRQ) != 0,
+                                     minlength=len(keys)).astype(np.int64)}
+    names, ops, hows = [], [], []
+    for r, o in zip(keys[:, 0].tolist(), keys[:, 1].tolist()):
+        names.append(p.funcs[r])
         if r in plain:
-            name, how = "", ""
+            ops.append("")
+            hows.append("")
         else:
-            name = p.operations[o] if o >= 0 else NO_OPERATION
-            how = p.op_how[o] if 0 <= o < len(p.op_how) else "no nfsd3_proc_*/nfsd4 operation below the root"
-        rows.append(OperationRow(
-            root=p.funcs[r], operation=name, how=how,
-            op=int(o), calls=len(d), gap_calls=len(d) - len(c),
-            raw=_nearest_rank(d), corr=_nearest_rank(c),
-            share=float(d.sum()) / total, corr_share=float(c.sum()) / corr_total,
-            irq_calls=int(irq_calls[k])))
-    rows.sort(key=lambda x: (-x.raw["mean"] * x.calls, x.root, x.operation, x.irq_calls))
-    return tuple(rows)
+            ops.append(p.operations[o] if o >= 0 else NO_OPERATION)
+            hows.append(p.op_how[o] if 0 <= o < len(p.op_how) else "no nfsd3_proc_*/nfsd4 operation below the root")
+    # busiest first, then by name, operation and interrupt calls (a stable
+    # sort: what sorting the rows by those keys gave)
+    order = np.lexsort((cols["irq_calls"], _ranks(ops), _ranks(names), -raw["mean"] * calls))
+    out = {k: ({n: a[order] for n, a in v.items()} if isinstance(v, dict) else v[order]) for k, v in cols.items()}
+    pick = order.tolist()
+    out.update(root=[names[i] for i in pick], operation=[ops[i] for i in pick], how=[hows[i] for i in pick])
+    return out
+
+
+def _ranks(strings: list) -> np.ndarray:
+    """Each string's rank in Python's order of them (equal strings: equal ranks)."""
+    rank = {x: k for k, x in enumerate(sorted(set(strings)))}
+    return np.array([rank[x] for x in strings], dtype=np.int64)
 
 
 # ---- the slowest calls ---------------------------------------------------
 
-@dataclass(frozen=True)
-class SlowCall:
+class SlowCall(NamedTuple):  # a tuple: kept per root function, 100,000s of them
     sample: int        # row of p.samples
     root: str
     operation: str | None  # None: its root function is no dispatcher (no operation table row)
@@ -174,6 +253,17 @@ class SlowCall:
     gap: bool
     tree: KeptTree | None  # its calls as the core kept them, None: tree too big to keep
     dominant: tuple    # names along the chain of children that took most of the time
+    # what the trace recorded of the root call (None: nothing): its entry's
+    # argument values (funcgraph-args, as many as recorded) and its return value
+    call_args: tuple | None = None
+    call_ret: int | None = None
+    # the calls of its tree that returned an error code: the first
+    # ERRORS_NAMED as (function, return value), in entry order, and how many
+    errors: tuple = ()
+    error_calls: int = 0
+
+
+ERRORS_NAMED = 3
 
 
 def slowest_calls(p: Profile) -> tuple:
@@ -184,32 +274,65 @@ def slowest_calls(p: Profile) -> tuple:
 def _slowest_calls(p: Profile) -> tuple:
     if not p.slowest_trees:
         return ()
-    op = p.scol("op")
-    root = sample_roots(p)
-    dur = p.scol("dur")
-    corr = p.corrected_or_raw.sample_dur
-    flags = p.scol("flags")
     op_roots = {r.root for r in operation_table(p) or ()}
     rows = np.array([i for i, _ in p.slowest_trees], dtype=np.int64)
-    calltime, pid, cpu = (p.scol(c)[rows].tolist() for c in ("calltime", "pid", "cpu"))
+    trees = [t for _, t in p.slowest_trees]
+    flags = p.scol("flags")[rows]
+    corr = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)[rows]
+    # each tree decoded for its dominant path, then let go; every other
+    # figure taken as a column (a trace may keep a tree per root function)
+    paths: list = []
+    values: list = []  # what the trace recorded of each root call (_call_values)
+    for batch, cols, first, kept in slow_call_batches(p, [_Pending(t, c) for t, c in zip(trees, corr.tolist())]):
+        found = iter(dominant_paths(cols, first, kept) if cols is not None else ())
+        recorded = iter(_call_values(p, cols, first, kept) if cols is not None else ())
+        for s in batch:
+            paths.append(() if s.tree is None else tuple(p.funcs[f] for f in next(found)))
+            values.append({} if s.tree is None else next(recorded))
+    partial = np.where(flags & SAMPLE_PARTIAL, " (partial)", "")
+    irq = np.where(flags & SAMPLE_IRQ, " [irq]", "")
     out = []
-    for k, (i, tree) in enumerate(p.slowest_trees):
-        name = p.funcs[int(root[i])] + (" (partial)" if flags[i] & SAMPLE_PARTIAL else "") + \
-            (" [irq]" if flags[i] & SAMPLE_IRQ else "")
+    for i, r, part, q, o, start, pid, cpu, dur, c, gap, tree, dom, val in zip(
+            rows.tolist(), sample_roots(p)[rows].tolist(), partial.tolist(), irq.tolist(),
+            p.scol("op")[rows].tolist(), *(p.scol(k)[rows].tolist() for k in ("calltime", "pid", "cpu", "dur")),
+            corr.tolist(), ((flags & SAMPLE_GAP) != 0).tolist(), trees, paths, values):
+        name = p.funcs[r] + part + q
         out.append(SlowCall(
-            sample=int(i), root=name,
-            operation=p.operations[op[i]] if op[i] >= 0 else NO_OPERATION if name in op_roots else None,
-            start_ns=calltime[k], pid=pid[k], cpu=cpu[k],
-            dur=int(dur[i]), corr=float(corr[i]), gap=bool(flags[i] & SAMPLE_GAP), tree=tree, dominant=()))
-    # each tree decoded for its dominant path, then let go
-    done = []
-    for batch, cols, first, kept in slow_call_batches(p, out):
-        paths = iter(dominant_paths(cols, first, kept) if cols is not None else ())
-        done += [s if s.tree is None else SlowCall(**{**s.__dict__, "dominant": tuple(p.funcs[f] for f in next(paths))})
-                 for s in batch]
-    out = done
+            sample=i, root=name,
+            operation=p.operations[o] if o >= 0 else NO_OPERATION if name in op_roots else None,
+            start_ns=start, pid=pid, cpu=cpu, dur=dur, corr=c, gap=gap, tree=tree, dominant=dom, **val))
     out.sort(key=lambda s: (-s.dur, s.sample))
     return tuple(out)
+
+
+def _call_values(p: Profile, cols: dict, first: np.ndarray, kept: np.ndarray) -> list:
+    """Per kept tree of a batch (call_trees' columns): its root call's
+    argument values and return value, and its calls that returned an error
+    code (SlowCall's fields). A few numpy calls per batch, not per tree: a
+    trace may keep a tree per distinct root function."""
+    n = len(kept)
+    if not (p.trace.has_retval or p.call_args):
+        return [{}] * n
+    err = cols["has_ret"] & retval_is_error(cols["retval"])
+    tree_of = np.repeat(np.arange(n), kept)
+    nerr = np.bincount(tree_of[err], minlength=n).tolist()
+    named: dict = {}
+    for r in np.flatnonzero(err).tolist():  # the error calls only, in entry order
+        t = named.setdefault(int(tree_of[r]), [])
+        if len(t) < ERRORS_NAMED:
+            t.append((p.funcs[int(cols["func"][r])], int(cols["retval"][r])))
+    root = np.minimum(first, max(len(err) - 1, 0))
+    has_args, has_ret = cols["has_args"][root].tolist(), cols["has_ret"][root].tolist()
+    args, ret = cols["args"][root, :p.call_args].tolist(), cols["retval"][root].tolist()
+    return [{} if not kept[j] else
+            {"call_args": tuple(args[j]) if has_args[j] else None, "call_ret": ret[j] if has_ret[j] else None,
+             "errors": tuple(named.get(j, ())), "error_calls": nerr[j]} for j in range(n)]
+
+
+class _Pending(NamedTuple):
+    """What slow_call_batches reads of a slowest call not made yet."""
+    tree: KeptTree | None
+    corr: float
 
 
 def call_columns(t: KeptTree) -> np.ndarray:
@@ -382,7 +505,11 @@ def call_trees(tree: np.ndarray, sizes: np.ndarray, cal, irqs: str, offcpu_remov
     return ({"func": t[:, _C["func"]], "parent": par, "incl": incl, "excl": excl, "corr_incl": ci,
              "corr_excl": cx, "irq": t[:, _C["irq"]], "offcpu": t[:, _C["offcpu"]],
              "flags": t[:, _C["flags"]], "calltime": t[:, _C["calltime"]], "cpu": t[:, _C["cpu"]],
-             "gap": (t[:, _C["flags"]] & CALL_GAP) != 0, "is_irq": is_irq}, first, kept)
+             "gap": (t[:, _C["flags"]] & CALL_GAP) != 0, "is_irq": is_irq,
+             # what the entry and exit carried (funcgraph-args, return values), 0 where absent
+             "retval": t[:, _C["retval"]], "has_ret": (t[:, _C["flags"]] & CALL_RET) != 0,
+             "args": t[:, _C[CALL_ARGS[0]]:_C[CALL_ARGS[-1]] + 1],
+             "has_args": (t[:, _C["flags"]] & CALL_WITH_ARGS) != 0}, first, kept)
 
 
 def tree_slice(calls: dict, first: int, n: int) -> dict:

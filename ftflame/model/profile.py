@@ -71,14 +71,18 @@ SAMPLE_COLUMNS = ("node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq
 # CALL_COLUMNS (ftflame/correct/operations.py, call_columns) only for the
 # trees an output prints.
 CALL_RECORD = ("func", "parent", "start", "dur", "desc_flags")
+CALL_ARGS = ("arg0", "arg1", "arg2", "arg3", "arg4", "arg5")  # funcgraph-args: the values an entry carried
 CALL_EXTRAS = ("start", "dur", "desc", "irq", "offcpu", "irq_roots", "cpu", "sched", "sched_calls", "sched_outs",
-               "offcpu_calls")
+               "offcpu_calls", "retval", *CALL_ARGS)
 CALL_COLUMNS = ("func", "parent", "flags", "cpu", "calltime", "dur", "desc", "irq", "offcpu", "irq_roots",
-                "sched", "sched_calls", "sched_outs", "offcpu_calls")
+                "sched", "sched_calls", "sched_outs", "offcpu_calls", "retval", *CALL_ARGS)
 # A root call with more calls (or more extras) keeps no tree: it stays among
 # the slowest with its figures, counted (counter slowest_without_tree) and
 # shown (parse/core/builder.h, FTF_TREE_MAX_RECS; the core's TREE_MAX_CALLS).
 TREE_MAX_CALLS = 1 << 18
+# Return values per function id (ftf_retvals, parse/core/builder.h): its calls with a
+# return value that returned no error code (ok_*), and those that did (err_*)
+RETVAL_COLUMNS = ("ok_calls", "ok_incl", "ok_min", "ok_max", "err_calls", "err_incl", "err_min", "err_max")
 
 
 def check_core_columns(core) -> None:
@@ -90,7 +94,8 @@ def check_core_columns(core) -> None:
                                 ("sparse node", tuple(c for c in NODE_COLUMNS if c in NODE_SPARSE), core.NODE_SPARSE),
                                 ("sample", SAMPLE_COLUMNS, core.SAMPLE_COLUMNS),
                                 ("call record", CALL_RECORD, core.CALL_RECORD),
-                                ("call extra", CALL_EXTRAS, core.CALL_EXTRAS)):
+                                ("call extra", CALL_EXTRAS, core.CALL_EXTRAS),
+                                ("return value", RETVAL_COLUMNS, core.RETVAL_COLUMNS)):
         if tuple(theirs) != ours:
             diff = [f"{i}: {a!r} in C, {b!r} in profile.py"
                     for i, (a, b) in enumerate(zip(theirs, ours)) if a != b]
@@ -110,6 +115,8 @@ SAMPLE_IRQ = 4
 CALL_DONE = 1  # CALL_COLUMNS flags (parse/core/builder.h ftf_rec_flags)
 CALL_IRQ = 2
 CALL_GAP = 4
+CALL_RET = 8  # the call's exit carried a return value (column retval)
+CALL_WITH_ARGS = 16  # its entry carried argument values (columns arg0...)
 CALL_RECORD_DTYPE = np.dtype([(n, "<i4" if n == "start" else "<u4") for n in CALL_RECORD])
 CALL_EXTRA_DTYPE = np.dtype([("rec", "<u4"), ("field", "<u4"), ("value", "<u8")])
 
@@ -366,6 +373,50 @@ class Histograms:
         return np.frombuffer(out, dtype=np.int64).reshape(n, len(qs))
 
 
+def retval_signed(v: np.ndarray) -> np.ndarray:
+    """Return values (int64 bits of the recorded long) as the kernel's
+    printer reads them: a value with its upper 32 bits clear and bit 31 set
+    is an int's, sign-extended (parse/core/builder.h, ftf_retval_is_error)."""
+    v = np.asarray(v, dtype=np.int64)
+    low = ((v >> 32) == 0) & ((v & 0x80000000) != 0)
+    return np.where(low, v - (1 << 32), v)
+
+
+def retval_is_error(v: np.ndarray) -> np.ndarray:
+    """Whether each return value is an error code (-4095..-1: IS_ERR_VALUE)."""
+    s = retval_signed(v)
+    return (s >= -4095) & (s <= -1)
+
+
+@dataclass(frozen=True)
+class Retvals:
+    """The calls that returned a value, per function id (ftf_retvals, parse/core/builder.h):
+    those that returned an error code (-4095..-1 as a signed long, an int's
+    sign-extended from its low 32 bits: the kernel's printer's rule) apart
+    from the others, each with its inclusive times' sum, extremes and
+    histogram (the node histograms' buckets). Raw figures: every completed
+    call with a return value, gap calls included, as the raw sums."""
+
+    table: np.ndarray  # int64 (functions, len(RETVAL_COLUMNS))
+    hist_ok: Histograms  # a row per function id
+    hist_err: Histograms
+
+    @classmethod
+    def from_core(cls, res, nfuncs: int) -> Retvals:
+        tab, ok, err = res
+        table = np.frombuffer(tab, dtype=np.int64).reshape(nfuncs, len(RETVAL_COLUMNS))
+
+        def rows(triple):  # the core's rows end at the last function with a return value
+            h = Histograms.from_core(triple)
+            pad = np.full(nfuncs - h.rows, h.offsets[-1], dtype=np.int64)
+            return Histograms(np.concatenate([h.offsets, pad]), h.buckets, h.counts)
+
+        return cls(table, rows(ok), rows(err))
+
+    def col(self, name: str) -> np.ndarray:
+        return self.table[:, RETVAL_COLUMNS.index(name)]
+
+
 @dataclass(frozen=True)
 class TraceInfo:
     """What the input was and how it was recorded."""
@@ -577,6 +628,11 @@ class Profile:
     # The slowest root calls kept by the core: (sample row, KeptTree, or
     # None when too big to keep).
     slowest_trees: tuple = ()
+    # Return values per function, None when no call had one
+    retvals: Retvals | None = None
+    # the most argument values an entry of a kept slowest call carried
+    # (funcgraph-args; 0: none)
+    call_args: int = 0
     # what the later stages derive from this Profile (Views); not copied
     # by replace()
     views: Views = field(default_factory=Views, init=False, repr=False, compare=False)
@@ -739,6 +795,7 @@ class FunctionTable:
     offcpu: np.ndarray
     gap_calls: np.ndarray
     hist_incl: Histograms
+    returns: ReturnStats | None = None  # None: the trace has no return values
 
     @classmethod
     def build(cls, p: Profile) -> FunctionTable:
@@ -777,13 +834,52 @@ class FunctionTable:
             excl_min=xmin[ids], excl_max=xmax[ids], incl_pct=ipct[ids], excl_pct=xpct[ids],
             incl_corr=icorr[ids], excl_corr=xcorr[ids], calls_corr=ccorr[ids],
             irq=total(p.col("irq"))[ids], offcpu=total(p.col("offcpu"))[ids],
-            gap_calls=total(p.col("gap_calls"))[ids], hist_incl=hsub)
+            gap_calls=total(p.col("gap_calls"))[ids], hist_incl=hsub,
+            returns=None if p.retvals is None else ReturnStats.build(p.retvals, ids))
 
     def __len__(self) -> int:
         return len(self.names)
 
     def index(self, name: str) -> int:
         return self.names.index(name)
+
+
+@dataclass(frozen=True)
+class ReturnSide:
+    """Raw inclusive times of one kind of return (FunctionTable rows)."""
+
+    calls: np.ndarray
+    incl: np.ndarray  # sum
+    incl_min: np.ndarray
+    incl_max: np.ndarray
+    incl_pct: np.ndarray  # (rows, 3) p50 p90 p99
+
+
+@dataclass(frozen=True)
+class ReturnStats:
+    """Per function (FunctionTable's rows): its calls that returned an
+    error code (`err`) and those that returned something else (`ok`), from
+    Profile.retvals. A call whose exit printed no return value (text) is in
+    neither: ok.calls + err.calls may be below the function's calls."""
+
+    ok: ReturnSide
+    err: ReturnSide
+
+    @classmethod
+    def build(cls, rv: Retvals, ids: np.ndarray) -> ReturnStats:
+        def side(kind: str, hist: Histograms) -> ReturnSide:
+            calls = rv.col(kind + "_calls")[ids]
+            lo, hi = rv.col(kind + "_min")[ids], rv.col(kind + "_max")[ids]
+            sub = Histograms(*_take_rows(hist, ids))
+            return ReturnSide(calls, rv.col(kind + "_incl")[ids], np.where(calls > 0, lo, 0),
+                              np.where(calls > 0, hi, 0), sub.percentiles(PERCENTILES, lo, hi))
+
+        return cls(ok=side("ok", rv.hist_ok), err=side("err", rv.hist_err))
+
+    @property
+    def calls(self) -> np.ndarray:
+        """Calls with a return value."""
+        return self.ok.calls + self.err.calls
 
 
 class Children:

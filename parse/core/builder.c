@@ -282,6 +282,7 @@ typedef struct {
 	uint64_t nchild;
 	int32_t cpu;
 	uint8_t irq; /* frame runs in irq context */
+	uint8_t hard; /* its entry's flags say hardirq */
 	uint8_t gap; /* frame spans something that makes its sums incomplete */
 	uint8_t sw;  /* the task was switched back in with this frame on top: a switch frame */
 	uint32_t lparent; /* stack index of the frame this call belongs to */
@@ -314,11 +315,31 @@ typedef struct {
 	/* the earliest calltime and the latest rettime of the calls made
 	 * inside (UINT64_MAX, 0: none), checked against this call's at its exit */
 	uint64_t inner_call, inner_ret;
+	/* interrupts under this frame that may have come after its return (the
+	 * task's ftf_retsnap ring, see after_return_split): how many are
+	 * held; run: the children since the last one were all interrupt work */
+	uint8_t nsnap, run;
+	uint8_t snap_own; /* this call began an interrupt: its caller's ring's newest entry */
+	uint64_t after_moved; /* time written under this call after its return, moved to the caller */
+	uint64_t stalls_at;   /* the builder's stalled_stamps when the frame was pushed */
 } ftf_frame;
+
+/* A child that began an interrupt under a frame: the task's running totals
+ * when it was entered, and its calltime once it completed. If it began
+ * after the frame's rettime, it and every call after it were written under
+ * the frame only because the kernel had not lowered the depth yet. */
+typedef struct {
+	uint64_t calltime; /* UINT64_MAX: not completed */
+	uint64_t ts;       /* its entry record's timestamp */
+	uint64_t child_incl, nchild, inner_ret;
+	uint64_t calls, irq_calls, irq_ns, off_ns, irq_roots;
+} ftf_retsnap;
+#define FTF_RETSNAPS 4
 
 struct ftf_task {
 	uint64_t key;
 	ftf_frame *stack;
+	ftf_retsnap *rsnap; /* FTF_RETSNAPS per frame of stack */
 	uint32_t n, cap;
 	uint64_t calls;     /* completed calls so far (all contexts) */
 	uint64_t irq_calls; /* ...of which in irq context */
@@ -447,6 +468,10 @@ static ftf_frame *task_push(ftf_task *t)
 		if (!st)
 			return NULL;
 		t->stack = st;
+		ftf_retsnap *rs = realloc(t->rsnap, (size_t)cap * FTF_RETSNAPS * sizeof(*rs));
+		if (!rs)
+			return NULL;
+		t->rsnap = rs;
 		t->cap = cap;
 	}
 	return &t->stack[t->n++];
@@ -854,6 +879,7 @@ void ftf_builder_shed(ftf_builder *b)
 			free(b->tasks[i]->jent);
 			free(b->tasks[i]->jslots);
 			free(b->tasks[i]->stack);
+			free(b->tasks[i]->rsnap);
 			ftf_task_calls_free(&b->root_calls, &b->tasks[i]->tc);
 			free(b->tasks[i]);
 		}
@@ -881,6 +907,10 @@ void ftf_builder_free(ftf_builder *b)
 	free(b->func_irq);
 	free(b->func_stamp);
 	ftf_calls_free(&b->root_calls);
+	for (uint32_t i = 0; i < b->retvals.n; i++)
+		for (int k = 0; k < 2; k++)
+			ftf_hist_free(&b->retvals.f[i].side[k].hist);
+	free(b->retvals.f);
 	for (int k = 0; k < 2; k++)
 		for (int x = 0; x < FTF_NCTX; x++)
 			for (int c = 0; c < FTF_EST_CPUS; c++)
@@ -961,7 +991,18 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 				top->window = 1;
 		}
 	} else if (top) {
-		if (ev->depth <= top->depth) {
+		int hard = (ev->flags & FTF_FLAG_HARDIRQ) || func_is_irq_entry(b, ev->func);
+		uint32_t i = t->n;
+		while (i > 0 && t->stack[i - 1].depth >= ev->depth)
+			i--;
+		if (ev->depth <= top->depth && top->irq && !top->hard && hard && i > 0 && !b->text_order) {
+			/* A hardirq taken in a softirq call's pop window (5.10
+			 * lowers the depth at the pop, before the exit event): at
+			 * the returned call's depth, the caller's, as for a task
+			 * frame above. No exit is lost. */
+			lparent = i - 1;
+			b->c.irq_outside_window++;
+		} else if (ev->depth <= top->depth) {
 			/* exits were lost: pop to this entry's level */
 			uint32_t keep = t->n;
 			while (keep && t->stack[keep - 1].depth >= ev->depth)
@@ -1011,6 +1052,33 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	}
 	if (node != FTF_NONE && irq_root && lparent != FTF_NONE)
 		b->nodes[node].flags |= FTF_NODE_IRQ_ROOT;
+	/* an interrupt's first call under its frame (an irq root, or a hardirq
+	 * nested in an irq frame): where the frame's calls written after its
+	 * return would begin */
+	int bnd = lparent != FTF_NONE && in_irq && (irq_root || func_is_irq_entry(b, ev->func));
+	int snap_own = 0;
+	if (bnd && !t->stack[lparent].run && !b->text_order) {
+		ftf_frame *pf = &t->stack[lparent];
+		ftf_retsnap *r = &t->rsnap[(size_t)lparent * FTF_RETSNAPS];
+		if (pf->nsnap == FTF_RETSNAPS) {
+			memmove(r, r + 1, (FTF_RETSNAPS - 1) * sizeof(*r));
+			pf->nsnap--;
+		}
+		ftf_retsnap *sn = &r[pf->nsnap++];
+		sn->calltime = UINT64_MAX; /* known at its exit */
+		sn->ts = ev->ts;
+		sn->child_incl = pf->child_incl;
+		sn->nchild = pf->nchild;
+		sn->inner_ret = pf->inner_ret;
+		sn->calls = t->calls;
+		sn->irq_calls = t->irq_calls;
+		sn->irq_ns = t->irq_ns;
+		sn->off_ns = t->off_ns;
+		sn->irq_roots = t->irq_roots;
+		snap_own = 1;
+	}
+	if (lparent != FTF_NONE)
+		t->stack[lparent].run = (uint8_t)bnd; /* any other call ends the run */
 	ftf_frame *f = task_push(t);
 	if (!f) {
 		b->oom = 1;
@@ -1033,6 +1101,7 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	f->nchild = 0;
 	f->cpu = ev->cpu;
 	f->irq = in_irq;
+	f->hard = (ev->flags & FTF_FLAG_HARDIRQ) != 0;
 	f->gap = 0;
 	f->lparent = lparent;
 	f->serial = ++t->frame_serial ? t->frame_serial : ++t->frame_serial;
@@ -1068,8 +1137,15 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	f->entry_ts = ev->ts;
 	f->inner_call = UINT64_MAX;
 	f->inner_ret = 0;
+	f->nsnap = 0;
+	f->run = 0;
+	f->snap_own = (uint8_t)snap_own;
+	f->after_moved = 0;
+	f->stalls_at = b->c.stalled_stamps;
 	f->rec = ftf_calls_entry(&b->root_calls, &t->tc, &b->funcs, ev->func, t->n - 1, lparent,
 				 lparent != FTF_NONE ? t->stack[lparent].rec : FTF_NONE, in_irq);
+	if (ev->nargs)
+		ftf_calls_values(&b->root_calls, &t->tc, f->rec, FTF_REC_ARGS, FTF_EX_ARG0, ev->args, ev->nargs);
 	calls_oom(b);
 }
 
@@ -1092,8 +1168,6 @@ static uint64_t bounded_dur(ftf_builder *b, uint64_t dur)
  * before f's rettime. One interrupt often shows as several subtrees. */
 static void popwin_hold(ftf_frame *f, uint64_t calltime, uint64_t dur, uint64_t calls)
 {
-	if (f->irq)
-		return;
 	if (!f->popwin_valid) {
 		f->popwin_valid = 1;
 		f->popwin_start = calltime;
@@ -1177,18 +1251,9 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 		 * them twice. Their nodes stay under the caller's path (unowned). */
 		irq_into_call(b, &t->stack[t->n - 1], &f, f.popwin_dur, f.popwin_calls);
 	}
-	if (f.has_last_irq && !f.irq && !b->text_order && f.last_irq_calltime >= calltime + dur) {
-		/* The last irq under this call began after the call had returned
-		 * (its rettime was taken, its exit not yet written): it belongs to
-		 * the caller. Its nodes stay under this path (unowned here). */
-		moved = f.last_irq_dur;
-		f.child_incl -= moved;
-		f.irq_at += moved;
-		f.calls_at += f.last_irq_calls;
-		f.irq_calls_at += f.last_irq_calls;
-		node_unowned_add(b, f.node, (int64_t)moved);
-		b->c.irq_outside_window++;
-	}
+	if (f.snap_own && f.lparent < t->n && t->stack[f.lparent].nsnap)
+		t->rsnap[(size_t)f.lparent * FTF_RETSNAPS + t->stack[f.lparent].nsnap - 1].calltime = calltime;
+	moved = f.after_moved; /* taken out of f by after_return_split */
 	uint64_t dcalls = t->calls - f.calls_at;
 	uint64_t dirq_calls = t->irq_calls - f.irq_calls_at;
 	uint64_t desc = f.irq ? dcalls : dcalls - dirq_calls;
@@ -1208,7 +1273,17 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 	if (f.irq)
 		t->irq_calls++;
 	ftf_frame *parent = t->n ? &t->stack[t->n - 1] : NULL;
-	if (parent && f.irq && !parent->irq && f.lparent < t->n - 1) {
+	if (parent && f.irq && parent->irq && f.lparent < t->n - 1) {
+		/* a hardirq in a softirq call's pop window: the frame below's,
+		 * or the returned call's if it ran before its rettime (as below) */
+		for (uint32_t k = f.lparent + 1; k < t->n; k++) {
+			t->stack[k].calls_at += dcalls + 1;
+			t->stack[k].irq_calls_at += dcalls + 1;
+		}
+		if (f.lparent == t->n - 2)
+			popwin_hold(&t->stack[t->n - 1], calltime, dur, dcalls + 1);
+		parent = &t->stack[f.lparent];
+	} else if (parent && f.irq && !parent->irq && f.lparent < t->n - 1) {
 		/* an irq taken after the top frames had returned: it belongs to
 		 * the frame below them, and the returned frames must not see it */
 		for (uint32_t k = f.lparent + 1; k < t->n; k++) {
@@ -1356,15 +1431,22 @@ static ftf_event checked_exit(ftf_builder *b, const ftf_event *ev)
  * calltime: the clocks' offsets differ by at most milliseconds, even across
  * CPUs; a damaged calltime or rettime is usually off by far more. */
 #define FTF_TIMES_SLACK_NS 50000000ULL
-static void check_times(ftf_builder *b, const ftf_frame *f, const ftf_event *ev)
+static void check_times(ftf_builder *b, const ftf_frame *f, const ftf_event *ev, uint64_t end_ts)
 {
 	if (!b->ts_ns || f->gap) /* a gap: the entry may be another call's */
 		return;
 	uint64_t dur = ev->rettime - ev->calltime;
-	uint64_t span = ev->ts >= f->entry_ts ? ev->ts - f->entry_ts : f->entry_ts - ev->ts;
+	uint64_t span = end_ts >= f->entry_ts ? end_ts - f->entry_ts : f->entry_ts - end_ts;
 	uint64_t off = dur > span ? dur - span : span - dur;
-	if (ev->ts < f->entry_ts || off > FTF_TIMES_SLACK_NS + span / 100)
-		b->c.times_refuted++;
+	if (end_ts < f->entry_ts || off > FTF_TIMES_SLACK_NS + span / 100) {
+		/* a record between its entry and exit that repeats its CPU's
+		 * previous stamp: the records' clock stalled (see
+		 * ftf_builder_feed), not the call's times */
+		if (b->c.stalled_stamps != f->stalls_at)
+			b->c.times_stalled++;
+		else
+			b->c.times_refuted++;
+	}
 }
 
 /* The top frame completes: its caller (the frame under it, running all
@@ -1388,16 +1470,57 @@ static void note_inner(ftf_task *t, const ftf_event *ev)
  * callee's. Its real start, its rettime less its entry-to-exit record
  * interval, bounds every callee's calltime either way. Same slack as
  * check_times (the clocks of CPUs a task migrated between). */
-static void check_inner(ftf_builder *b, const ftf_frame *f, const ftf_event *ev)
+static void check_inner(ftf_builder *b, const ftf_frame *f, const ftf_event *ev, uint64_t end_ts)
 {
-	if (!b->ts_ns || f->gap || f->inner_call == UINT64_MAX || ev->ts < f->entry_ts)
+	if (!b->ts_ns || f->gap || f->inner_call == UINT64_MAX || end_ts < f->entry_ts)
 		return;
-	uint64_t span = ev->ts - f->entry_ts;
+	uint64_t span = end_ts - f->entry_ts;
 	uint64_t start = ev->rettime > span && ev->rettime - span < ev->calltime ? ev->rettime - span : ev->calltime;
 	if (f->inner_call + FTF_TIMES_SLACK_NS < start)
 		b->c.inner_before_call++;
 	if (f->inner_ret > ev->rettime + FTF_TIMES_SLACK_NS)
 		b->c.inner_after_return++;
+}
+
+/* The top frame returns at ev's rettime. The kernel writes a call's exit
+ * event some time after it reads the rettime, and 7.x lowers the depth only
+ * after that write (docs/trace-formats.md, "Depth: when the kernel lowers
+ * it"): an interrupt taken in between is written one level under the
+ * returned call, before its exit, and so is the interrupt's exit work that
+ * runs in task context after it (raw_irqentry_exit_cond_resched ...). The
+ * calls from the first interrupt that began at or after the rettime on are
+ * the caller's: take them out of the top frame (its duration does not hold
+ * them) and keep their time for the caller (complete_top). Their nodes stay
+ * under this call's path (unowned here). Returns the timestamp that ends
+ * the call's records: the first such call's entry, else the exit's. */
+static uint64_t after_return_split(ftf_builder *b, ftf_task *t, const ftf_event *ev)
+{
+	uint32_t i = t->n - 1;
+	ftf_frame *f = &t->stack[i];
+	const ftf_retsnap *r = &t->rsnap[(size_t)i * FTF_RETSNAPS];
+	uint32_t k = 0;
+	f->after_moved = 0;
+	if (b->text_order)
+		return ev->ts;
+	while (k < f->nsnap && (r[k].calltime == UINT64_MAX || r[k].calltime < ev->rettime))
+		k++;
+	if (k == f->nsnap)
+		return ev->ts;
+	const ftf_retsnap *s = &r[k];
+	if (f->child_incl < s->child_incl || f->nchild < s->nchild)
+		return ev->ts; /* moved since (an early irq adopted): not a suffix any more */
+	f->after_moved = f->child_incl - s->child_incl;
+	f->child_incl = s->child_incl;
+	f->nchild = s->nchild;
+	f->inner_ret = s->inner_ret;
+	f->calls_at += t->calls - s->calls;
+	f->irq_calls_at += t->irq_calls - s->irq_calls;
+	f->irq_at += t->irq_ns - s->irq_ns;
+	f->off_at += t->off_ns - s->off_ns;
+	f->irq_roots_at += t->irq_roots - s->irq_roots;
+	node_unowned_add(b, f->node, (int64_t)f->after_moved);
+	b->c.irq_outside_window++;
+	return s->ts;
 }
 
 void ftf_builder_set_clock(ftf_builder *b, const char *clock)
@@ -1409,11 +1532,42 @@ void ftf_builder_set_clock(ftf_builder *b, const char *clock)
 			b->ts_ns = 1;
 }
 
+/* A completed call of func that returned retval after dur ns
+ * (ftf_retvals). */
+static void retval_add(ftf_builder *b, uint32_t func, uint64_t retval, uint64_t dur)
+{
+	ftf_retvals *r = &b->retvals;
+	if (func >= r->n) {
+		uint32_t n = r->n ? r->n : 64;
+		while (n <= func && n <= UINT32_MAX / 2)
+			n *= 2;
+		ftf_fret *f = n > func ? realloc(r->f, (size_t)n * sizeof(*f)) : NULL;
+		if (!f) {
+			b->oom = 1;
+			return;
+		}
+		memset(f + r->n, 0, (size_t)(n - r->n) * sizeof(*f));
+		r->f = f;
+		r->n = n;
+	}
+	ftf_ret_side *s = &r->f[func].side[ftf_retval_is_error(retval)];
+	if (!s->calls || dur < s->min)
+		s->min = dur;
+	if (dur > s->max)
+		s->max = dur;
+	s->incl += dur;
+	s->calls = ftf_count_add(s->calls, 1);
+	if (ftf_hist_add(&s->hist, ftf_hist_bucket(dur)) < 0)
+		b->oom = 1;
+}
+
 static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *raw)
 {
 	const ftf_event checked = checked_exit(b, raw), *ev = &checked;
 	uint64_t dur = bounded_dur(b, ev->rettime - ev->calltime);
 	b->c.exits++;
+	if (ev->has_retval)
+		retval_add(b, ev->func, ev->retval, dur);
 
 	if (t->have_overrun && ev->overrun > t->overrun) {
 		/* The kernel's return stack was full (its only cause of overrun
@@ -1447,10 +1601,14 @@ static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *raw)
 			b->c.depth_mismatch++;
 			drop_unterminated(b, t, i);
 		}
-		check_times(b, &t->stack[t->n - 1], ev);
-		check_inner(b, &t->stack[t->n - 1], ev);
+		uint64_t end_ts = after_return_split(b, t, ev);
+		check_times(b, &t->stack[t->n - 1], ev, end_ts);
+		check_inner(b, &t->stack[t->n - 1], ev, end_ts);
 		note_inner(t, ev);
 		est_exit(b, t, ev, dur);
+		if (ev->has_retval)
+			ftf_calls_values(&b->root_calls, &t->tc, t->stack[t->n - 1].rec, FTF_REC_RET, FTF_EX_RETVAL,
+					 &ev->retval, 1);
 		complete_top(b, t, dur, ev->cpu, ev->calltime);
 		if (clean && t->n)
 			t->stack[t->n - 1].window = 1;
@@ -1544,6 +1702,17 @@ void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
 		b->c.last_ts = ev->ts;
 	if (ev->cpu > b->max_cpu && ev->cpu < FTF_MAX_CPUS)
 		b->max_cpu = ev->cpu;
+	if (b->ts_ns && ev->kind != FTF_EV_LOST && ev->cpu >= 0 && ev->cpu < FTF_MAX_CPUS) {
+		/* Two records of one CPU a nanosecond clock stamps alike: the
+		 * ring buffer wrote no time between them. The "global" clock
+		 * (the kernel's default when sched_clock is unstable) holds a CPU
+		 * whose own clock lags at the last stamp any CPU wrote until its
+		 * next tick: record times stall, then jump (5.10: by up to 0.1 s);
+		 * calltime and rettime (trace_clock_local) do not. */
+		if (b->cpu_last_ts[ev->cpu] == ev->ts + 1)
+			b->c.stalled_stamps++;
+		b->cpu_last_ts[ev->cpu] = ev->ts + 1;
+	}
 
 	switch (ev->kind) {
 	case FTF_EV_ENTRY:
@@ -1582,6 +1751,11 @@ void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
 			const ftf_event leaf = checked_exit(b, ev);
 			uint64_t dur = bounded_dur(b, leaf.rettime - leaf.calltime);
 			if (t->n) {
+				if (leaf.has_retval) {
+					retval_add(b, leaf.func, leaf.retval, dur);
+					ftf_calls_values(&b->root_calls, &t->tc, t->stack[t->n - 1].rec, FTF_REC_RET,
+							 FTF_EX_RETVAL, &leaf.retval, 1);
+				}
 				note_inner(t, &leaf);
 				complete_top(b, t, dur, leaf.cpu, leaf.calltime);
 				if (t->n)

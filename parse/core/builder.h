@@ -34,6 +34,7 @@ enum ftf_event_kind {
 typedef struct {
 	uint8_t kind;
 	uint8_t flags;     /* common_flags of the record */
+	uint8_t has_retval; /* EXIT, LEAF: retval holds the call's return value */
 	int32_t cpu;
 	int32_t pid;       /* common_pid (prev_pid for SWITCH) */
 	int32_t next_pid;  /* SWITCH only */
@@ -44,6 +45,9 @@ typedef struct {
 	uint64_t rettime;
 	uint64_t overrun;  /* EXIT: the task's cumulative overrun counter */
 	int64_t lost;      /* LOST: count of lost events, -1 when unknown */
+	uint64_t retval;   /* EXIT, LEAF with has_retval: as recorded (an int's in the low 32 bits) */
+	const uint64_t *args; /* ENTRY: nargs argument values (funcgraph-args), valid while fed */
+	uint32_t nargs;
 } ftf_event;
 
 /* ---- function names: funcs.h --------------------------------------------- */
@@ -286,6 +290,8 @@ typedef struct {
 	uint64_t duration_cut;   /* durations cut to fit the sums (FTF_MAX_DURATION_NS) */
 	uint64_t backwards_calls; /* exits whose calltime is after their rettime: duration 0 */
 	uint64_t times_refuted;  /* calls whose rettime - calltime the records' timestamps refute */
+	uint64_t stalled_stamps; /* records carrying their CPU's previous record's timestamp */
+	uint64_t times_stalled;  /* ...refuted calls with such a record inside: the stamps are wrong */
 	uint64_t inner_before_call;  /* calls with a call inside that started before they did */
 	uint64_t inner_after_return; /* calls with a call inside that returned after they did */
 	int64_t max_depth;
@@ -309,6 +315,35 @@ typedef struct {
 } ftf_est;
 
 typedef struct ftf_task ftf_task;
+
+/* Return values per function: every completed call whose exit carries one
+ * (funcgraph_exit's `retval`, CONFIG_FUNCTION_GRAPH_RETVAL; the text's
+ * return-value comments) counts in side[1] when it is an error code, else
+ * in side[0], with its inclusive time. O(functions), made on the first. */
+typedef struct {
+	uint64_t incl, min, max;
+	uint32_t calls;
+	ftf_hist hist; /* inclusive time, the node histograms' buckets */
+} ftf_ret_side;
+
+typedef struct {
+	ftf_ret_side side[2];
+} ftf_fret;
+
+typedef struct {
+	ftf_fret *f; /* by function id; NULL: no return value seen */
+	uint32_t n;
+} ftf_retvals;
+
+/* Whether a return value is an error code, as the kernel's printer decides
+ * (print_graph_retval): a value with its upper 32 bits clear and bit 31 set
+ * is an int's and is sign-extended from 32 bits; then -4095..-1
+ * (IS_ERR_VALUE) is an error. */
+static inline int ftf_retval_is_error(uint64_t v)
+{
+	int64_t s = (v >> 32) == 0 && (v & 0x80000000u) ? (int64_t)(int32_t)(uint32_t)v : (int64_t)v;
+	return s >= -4095 && s <= -1;
+}
 
 typedef struct {
 	ftf_funcs funcs;
@@ -344,6 +379,7 @@ typedef struct {
 	/* the records' timestamps are nanoseconds (ftf_builder_set_clock): a
 	 * call's entry-to-exit record interval can refute its duration */
 	int ts_ns;
+	uint64_t cpu_last_ts[FTF_MAX_CPUS]; /* the last record's timestamp per CPU, + 1 (0: none) */
 	/* count the events only (a reader's check of a file: module.c) */
 	int check_only;
 	uint32_t nfunc_irq;
@@ -358,6 +394,7 @@ typedef struct {
 	ftf_task *cpu_tail[FTF_MAX_CPUS];
 	ftf_est est[2][FTF_NCTX][FTF_EST_CPUS]; /* [kind][context][cpu] */
 	ftf_root_calls root_calls; /* operations and the slowest root calls (root_calls.h) */
+	ftf_retvals retvals; /* return values per function */
 } ftf_builder;
 
 /* A node's rare figures, NULL when they are all zero. */

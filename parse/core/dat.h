@@ -154,6 +154,11 @@ typedef struct {
 	int latency;        /* a latency (text) trace: no per-CPU data */
 	int has_ts_offset;  /* OFFSET / TSC2NSEC / TIME_SHIFT: not applied, refused */
 	int64_t cpucount_option; /* the CPUCOUNT option's value, -1: none, -2: options disagree */
+	/* CPUSTAT options: each CPU's "read events", the records the recorder
+	 * had taken from the kernel's buffer when it wrote them (-1: none said);
+	 * all -1 when a CPU's stats come twice (another instance's?) */
+	int64_t *stat_read;
+	uint32_t stat_n;
 	char uname[256], clock[64], version_str[64];
 } dat_file;
 
@@ -239,6 +244,8 @@ typedef struct {
 	uint64_t kallsyms_bad_lines;
 	uint64_t data_cpus;          /* the CPUs the file has data sections for (not damage) */
 	int64_t cpucount_option;     /* as dat_file's (not damage in itself) */
+	uint64_t missing_records;    /* records the CPUSTAT options say were read, not in the data */
+	uint64_t missing_record_cpus;
 	char first[256];             /* the first damage, in words */
 } ftf_dat_damage;
 

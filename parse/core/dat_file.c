@@ -25,7 +25,7 @@ enum {
 
 enum {
 	OPT_DONE = 0, OPT_BUFFER = 3, OPT_TRACECLOCK = 4, OPT_UNAME = 5,
-	OPT_OFFSET = 7, OPT_CPUCOUNT = 8, OPT_VERSION = 9, OPT_TIME_SHIFT = 12, OPT_TSC2NSEC = 14,
+	OPT_CPUSTAT = 2, OPT_OFFSET = 7, OPT_CPUCOUNT = 8, OPT_VERSION = 9, OPT_TIME_SHIFT = 12, OPT_TSC2NSEC = 14,
 	OPT_HEADER_INFO = 16, OPT_FTRACE_EVENTS = 17, OPT_EVENT_FORMATS = 18, OPT_KALLSYMS = 19,
 	OPT_BUFFER_TEXT = 22,
 };
@@ -186,6 +186,57 @@ static void cpucount_seen(dat_file *f, uint32_t n)
 		f->cpucount_option = -2;
 }
 
+/* The number after "name: " in a CPUSTAT text, -1 when absent. */
+static int64_t stat_number(const char *text, const char *name)
+{
+	const char *p = strstr(text, name);
+	if (!p)
+		return -1;
+	p += strlen(name);
+	while (*p == ' ')
+		p++;
+	if (*p < '0' || *p > '9')
+		return -1;
+	int64_t v = 0;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (INT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (*p - '0');
+	}
+	return v;
+}
+
+/* A CPUSTAT option ("CPU: N\nentries: ...\nread events: N\n", one per
+ * CPU): its CPU's read events kept. A CPU said twice (the stats of
+ * another instance's buffer) drops them all: which is this data's is
+ * unknown, and a check against the wrong one would be a false alarm. */
+static void cpustat_seen(dat_file *f, const uint8_t *data, uint32_t size)
+{
+	if (f->stat_n == UINT32_MAX)
+		return;
+	char text[512];
+	option_string(data, size, text, sizeof(text));
+	int64_t cpu = stat_number(text, "CPU:"), read = stat_number(text, "read events:");
+	if (cpu < 0 || cpu >= FTF_MAX_CPUS || read < 0)
+		return;
+	if ((uint32_t)cpu >= f->stat_n) {
+		int64_t *grown = realloc(f->stat_read, ((size_t)cpu + 1) * sizeof(*grown));
+		if (!grown)
+			return;
+		for (uint32_t i = f->stat_n; i <= (uint32_t)cpu; i++)
+			grown[i] = -1;
+		f->stat_read = grown;
+		f->stat_n = (uint32_t)cpu + 1;
+	}
+	if (f->stat_read[cpu] != -1) {
+		free(f->stat_read);
+		f->stat_read = NULL;
+		f->stat_n = UINT32_MAX;
+		return;
+	}
+	f->stat_read[cpu] = read;
+}
+
 static int v6_options(dat_file *f, dat_cur *c)
 {
 	for (int i = 0;; i++) {
@@ -210,6 +261,8 @@ static int v6_options(dat_file *f, dat_cur *c)
 			option_string((uint8_t *)data, size, f->version_str, sizeof(f->version_str));
 		} else if (id == OPT_OFFSET || id == OPT_TSC2NSEC || id == OPT_TIME_SHIFT) {
 			f->has_ts_offset = 1;
+		} else if (id == OPT_CPUSTAT) {
+			cpustat_seen(f, (uint8_t *)data, size);
 		} else if (id == OPT_CPUCOUNT && size >= 4) {
 			uint32_t n;
 			memcpy(&n, data, 4);
@@ -416,6 +469,12 @@ static int v7_option(dat_file *f, dat_cur *c, uint16_t id, uint32_t size, v7_ref
 		rc = cur_u32(c, &r->cpucount);
 		r->have_cpucount = 1;
 		cpucount_seen(f, r->cpucount);
+	} else if (id == OPT_CPUSTAT) {
+		char *text = cur_blob(c, size, OPTION_MAX);
+		if (!text)
+			return -1;
+		cpustat_seen(f, (uint8_t *)text, size);
+		free(text);
 	} else if (id == OPT_TRACECLOCK || id == OPT_UNAME || id == OPT_VERSION) {
 		char *text = cur_blob(c, size, OPTION_MAX);
 		if (!text)
@@ -619,5 +678,7 @@ void dat_file_close(dat_file *f)
 	dat_syms_free(&f->syms);
 	free(f->cpu);
 	f->cpu = NULL;
+	free(f->stat_read);
+	f->stat_read = NULL;
 	dat_src_close(&f->src);
 }

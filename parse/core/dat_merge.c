@@ -58,10 +58,20 @@ static int check_events(const dat_file *f, const ftf_decoder *dec, char *err, si
 	return ftf_decoder_check(dec, err, errlen);
 }
 
-/* Adds one CPU's stream statistics to the damage report. */
-static void count_damage(const dat_stream *s, ftf_dat_damage *dmg)
+/* Adds one CPU's stream statistics to the damage report. A CPU with
+ * fewer records than its CPUSTAT option says the recorder had read from
+ * the kernel's buffer by the time it wrote them lost records in the file:
+ * the pages read are all written, and the events still in the buffer then
+ * ("entries") only add to them. (The real recordings hold their read
+ * events, plus their entries or up to a few pages less.) */
+static void count_damage(const dat_file *f, const dat_stream *s, ftf_dat_damage *dmg)
 {
 	const dat_stream_stats *st = &s->st;
+	int64_t said = s->cpu < f->stat_n && f->stat_read ? f->stat_read[s->cpu] : -1;
+	if (said >= 0 && st->records < (uint64_t)said) {
+		dmg->missing_records += (uint64_t)said - st->records;
+		dmg->missing_record_cpus++;
+	}
 	dmg->bad_pages += st->bad_pages;
 	dmg->bad_chunks += st->bad_chunks;
 	dmg->lost_bytes += st->lost_bytes;
@@ -78,6 +88,9 @@ static void count_damage(const dat_stream *s, ftf_dat_damage *dmg)
 	else if (st->bad_pages)
 		snprintf(what, sizeof(what), "CPU %u: %llu pages with records that do not fit the page",
 			 s->cpu, (unsigned long long)st->bad_pages);
+	if (said >= 0 && st->records < (uint64_t)said && !what[0])
+		snprintf(what, sizeof(what), "CPU %u: %llu records, where the recording's statistics "
+			 "say %lld were read", s->cpu, (unsigned long long)st->records, (long long)said);
 	if (st->zero_pages && !what[0])
 		snprintf(what, sizeof(what), "CPU %u: %llu pages are all zeros (timestamp and commit 0): "
 			 "data overwritten?", s->cpu, (unsigned long long)st->zero_pages);
@@ -305,7 +318,7 @@ static int read_streams(decoder *d, ftf_dat_damage *dmg, ftf_progress_fn progres
 	ftf_builder_finish(b);
 	for (uint32_t i = 0; i < n; i++) {
 		if (!stopped && !f->src.failed)
-			count_damage(&s[i], dmg);
+			count_damage(f, &s[i], dmg);
 		dat_stream_free(&s[i]);
 	}
 	dmg->kallsyms_bad_lines = f->syms.bad_lines;

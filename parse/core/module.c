@@ -109,7 +109,8 @@ _Static_assert(sizeof(sample_columns) / sizeof(sample_columns[0]) == SAMPLE_COLS
 static const char *const rec_fields[] = { "func", "parent", "start", "dur", "desc_flags" };
 _Static_assert(sizeof(rec_fields) / sizeof(rec_fields[0]) * 4 == sizeof(ftf_rec), "a name per record field");
 static const char *const rec_extra_fields[] = { "start", "dur", "desc", "irq", "offcpu", "irq_roots", "cpu",
-						 "sched", "sched_calls", "sched_outs", "offcpu_calls" };
+						 "sched", "sched_calls", "sched_outs", "offcpu_calls", "retval",
+						 "arg0", "arg1", "arg2", "arg3", "arg4", "arg5" };
 _Static_assert(sizeof(rec_extra_fields) / sizeof(rec_extra_fields[0]) == FTF_EX_FIELDS, "a name per extra field");
 _Static_assert(sizeof(ftf_rec_extra) == 16, "extras cross as 16-byte rows");
 
@@ -129,12 +130,14 @@ static void sums_put(int64_t *row, const ftf_sums *s)
 	row[11] = (int64_t)s->offcpu_calls;
 }
 
-/* A histogram set in CSR form: offsets[n+1], buckets[], counts[]. */
-static int hists_csr(const ftf_builder *b, int excl, PyObject **offs, PyObject **bks, PyObject **cnts)
+/* A histogram set in CSR form: offsets[n+1], buckets[], counts[]; histogram
+ * i at base + i * stride. */
+static int hists_csr_of(const char *base, size_t stride, uint32_t nrows, PyObject **offs, PyObject **bks,
+			PyObject **cnts)
 {
 	uint64_t total = 0;
-	for (uint32_t i = 0; i < b->nnodes; i++) {
-		const ftf_hist *h = excl ? &b->nodes[i].hist_excl : &b->nodes[i].hist_incl;
+	for (uint32_t i = 0; i < nrows; i++) {
+		const ftf_hist *h = (const ftf_hist *)(base + i * stride);
 		const uint32_t *dense = ftf_hist_dense(h);
 		if (dense) {
 			for (uint32_t k = 0; k < FTF_HIST_BUCKETS; k++)
@@ -143,7 +146,7 @@ static int hists_csr(const ftf_builder *b, int excl, PyObject **offs, PyObject *
 			total += ftf_hist_nsparse(h);
 		}
 	}
-	*offs = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(b->nnodes + 1) * 8);
+	*offs = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(nrows + 1) * 8);
 	*bks = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total * 4);
 	*cnts = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total * 4);
 	if (!*offs || !*bks || !*cnts)
@@ -152,8 +155,8 @@ static int hists_csr(const ftf_builder *b, int excl, PyObject **offs, PyObject *
 	int32_t *bk = (int32_t *)PyBytes_AS_STRING(*bks);
 	uint32_t *ct = (uint32_t *)PyBytes_AS_STRING(*cnts);
 	uint64_t pos = 0;
-	for (uint32_t i = 0; i < b->nnodes; i++) {
-		const ftf_hist *h = excl ? &b->nodes[i].hist_excl : &b->nodes[i].hist_incl;
+	for (uint32_t i = 0; i < nrows; i++) {
+		const ftf_hist *h = (const ftf_hist *)(base + i * stride);
 		o[i] = (int64_t)pos;
 		const uint32_t *dense = ftf_hist_dense(h);
 		if (dense) {
@@ -180,8 +183,15 @@ static int hists_csr(const ftf_builder *b, int excl, PyObject **offs, PyObject *
 			}
 		}
 	}
-	o[b->nnodes] = (int64_t)pos;
+	o[nrows] = (int64_t)pos;
 	return 0;
+}
+
+static int hists_csr(const ftf_builder *b, int excl, PyObject **offs, PyObject **bks, PyObject **cnts)
+{
+	const ftf_node *n0 = b->nodes;
+	const char *base = n0 ? (const char *)(excl ? &n0->hist_excl : &n0->hist_incl) : NULL;
+	return hists_csr_of(base, sizeof(ftf_node), b->nnodes, offs, bks, cnts);
 }
 
 #define SET(d, k, v)                                                 \
@@ -627,6 +637,10 @@ static PyObject *counters_dict(const ftf_builder *b)
 		SET(cnt, "backwards_calls", PyLong_FromUnsignedLongLong(b->c.backwards_calls));
 	if (b->c.times_refuted)
 		SET(cnt, "times_refuted", PyLong_FromUnsignedLongLong(b->c.times_refuted));
+	if (b->c.stalled_stamps)
+		SET(cnt, "stalled_stamps", PyLong_FromUnsignedLongLong(b->c.stalled_stamps));
+	if (b->c.times_stalled)
+		SET(cnt, "times_stalled", PyLong_FromUnsignedLongLong(b->c.times_stalled));
 	if (b->c.inner_before_call)
 		SET(cnt, "inner_before_call", PyLong_FromUnsignedLongLong(b->c.inner_before_call));
 	if (b->c.inner_after_return)
@@ -665,6 +679,47 @@ static PyObject *lost_per_cpu_dict(const ftf_builder *b)
 	return lost;
 }
 
+/* Return values per function id (ftf_retvals), or None when no call had one:
+ * (int64 table of RETVAL_COLUMNS by function id, the successful calls'
+ * inclusive-time histograms, the error calls'). */
+static const char *const RETVAL_COLUMNS[] = { "ok_calls", "ok_incl", "ok_min", "ok_max",
+					       "err_calls", "err_incl", "err_min", "err_max" };
+#define NRETVAL_COLUMNS (sizeof(RETVAL_COLUMNS) / sizeof(RETVAL_COLUMNS[0]))
+
+static PyObject *retvals_result(ftf_builder *b)
+{
+	const ftf_retvals *r = &b->retvals;
+	if (!r->f)
+		Py_RETURN_NONE;
+	uint32_t n = b->funcs.n < r->n ? b->funcs.n : r->n;
+	PyObject *tab = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)b->funcs.n * NRETVAL_COLUMNS * 8);
+	if (!tab)
+		return NULL;
+	int64_t *row = (int64_t *)PyBytes_AS_STRING(tab);
+	memset(row, 0, (size_t)b->funcs.n * NRETVAL_COLUMNS * 8);
+	for (uint32_t i = 0; i < n; i++, row += NRETVAL_COLUMNS) {
+		for (int k = 0; k < 2; k++) {
+			const ftf_ret_side *sd = &r->f[i].side[k];
+			row[4 * k] = sd->calls;
+			row[4 * k + 1] = (int64_t)sd->incl;
+			row[4 * k + 2] = (int64_t)sd->min;
+			row[4 * k + 3] = (int64_t)sd->max;
+		}
+	}
+	PyObject *h[2][3] = { { NULL } };
+	for (int k = 0; k < 2; k++) {
+		const char *base = (const char *)&r->f[0].side[k].hist;
+		if (hists_csr_of(base, sizeof(ftf_fret), n, &h[k][0], &h[k][1], &h[k][2]) < 0) {
+			Py_DECREF(tab);
+			for (int j = 0; j <= k; j++)
+				for (int x = 0; x < 3; x++)
+					Py_XDECREF(h[j][x]);
+			return NULL;
+		}
+	}
+	return Py_BuildValue("(N(NNN)(NNN))", tab, h[0][0], h[0][1], h[0][2], h[1][0], h[1][1], h[1][2]);
+}
+
 /* The aggregate as columnar bytes: converting 100k call paths into Python
  * objects one by one would cost more than reading the trace. */
 static PyObject *builder_result(ftf_builder *b)
@@ -677,6 +732,8 @@ static PyObject *builder_result(ftf_builder *b)
 	SET(res, "funcs", funcs_list(b));
 	SET(res, "hist_incl", hists_tuple(b, 0));
 	SET(res, "hist_excl", hists_tuple(b, 1));
+	SET(res, "retvals", retvals_result(b));
+	SET(res, "call_args", PyLong_FromUnsignedLong(b->root_calls.nargs));
 	SET(res, "samples", samples_table(b));
 	if (calls_result(b, res) < 0)
 		goto fail;
@@ -770,7 +827,7 @@ static int dict_put(PyObject *d, const char *key, PyObject *v)
 /* What the builtin reader skipped, counted (meta["damage"]). */
 static PyObject *dat_damage_dict(const ftf_dat_damage *d)
 {
-	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:L,s:s}", "bad_pages",
+	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:L,s:K,s:K,s:s}", "bad_pages",
 			     (unsigned long long)d->bad_pages, "bad_chunks", (unsigned long long)d->bad_chunks,
 			     "lost_bytes", (unsigned long long)d->lost_bytes, "cut_streams",
 			     (unsigned long long)d->cut_streams, "partial_page_bytes",
@@ -778,7 +835,9 @@ static PyObject *dat_damage_dict(const ftf_dat_damage *d)
 			     (unsigned long long)d->zero_pages, "kallsyms_bad_lines",
 			     (unsigned long long)d->kallsyms_bad_lines, "data_cpus",
 			     (unsigned long long)d->data_cpus, "cpucount_option",
-			     (long long)d->cpucount_option, "first", d->first);
+			     (long long)d->cpucount_option, "missing_records",
+			     (unsigned long long)d->missing_records, "missing_record_cpus",
+			     (unsigned long long)d->missing_record_cpus, "first", d->first);
 }
 
 /* dat_decoder(path, reader) -> {(event, field): (offset, size)}: every
@@ -925,7 +984,7 @@ static PyObject *py_read_dat_builtin(PyObject *self, PyObject *args, PyObject *k
 
 /* build_events(events): feed hand-made events straight to the builder.
  * Each event is a tuple (kind, cpu, pid, flags, func, depth, ts, calltime,
- * rettime, overrun, next_pid, lost) with kind one of "entry", "exit",
+ * rettime, overrun, next_pid, lost[, retval[, args]]) with kind one of "entry", "exit",
  * "switch", "lost", "leaf" and func a function name. Used by tests to show
  * one named situation at a time. */
 static PyObject *py_build_events(PyObject *self, PyObject *args)
@@ -952,9 +1011,16 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 		unsigned long long ts, calltime, rettime, overrun;
 		long long depth, lost;
 		int cpu, pid, flags, next_pid;
-		if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "siiisLKKKKiL;event tuple", &kind,
+		PyObject *retval = NULL, *argv = NULL;
+		uint64_t args[FTF_MAX_ARGS];
+		if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "siiisLKKKKiL|OO;event tuple", &kind,
 				      &cpu, &pid, &flags, &func, &depth, &ts, &calltime, &rettime, &overrun,
-				      &next_pid, &lost)) {
+				      &next_pid, &lost, &retval, &argv) ||
+		    (retval && retval != Py_None && !PyLong_Check(retval) &&
+		     !PyErr_Format(PyExc_TypeError, "event tuple: the return value must be an int")) ||
+		    (argv && argv != Py_None && (!PyTuple_Check(argv) || PyTuple_GET_SIZE(argv) > FTF_MAX_ARGS) &&
+		     !PyErr_Format(PyExc_TypeError, "event tuple: the arguments must be a tuple of at most %d ints",
+				   FTF_MAX_ARGS))) {
 			ftf_builder_free(b);
 			free(b);
 			Py_DECREF(fast);
@@ -983,6 +1049,22 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 		ev.overrun = overrun;
 		ev.next_pid = next_pid;
 		ev.lost = lost;
+		if (retval && retval != Py_None) {
+			ev.has_retval = 1; /* -22 as the kernel holds it: two's complement */
+			ev.retval = (uint64_t)PyLong_AsUnsignedLongLongMask(retval);
+		}
+		if (argv && argv != Py_None) {
+			for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(argv); k++)
+				args[k] = (uint64_t)PyLong_AsUnsignedLongLongMask(PyTuple_GET_ITEM(argv, k));
+			ev.args = args;
+			ev.nargs = (uint32_t)PyTuple_GET_SIZE(argv);
+		}
+		if (PyErr_Occurred()) { /* a return value or argument that is no int */
+			ftf_builder_free(b);
+			free(b);
+			Py_DECREF(fast);
+			return NULL;
+		}
 		ftf_builder_feed(b, &ev);
 	}
 	ftf_builder_finish(b);
@@ -1265,7 +1347,8 @@ PyMODINIT_FUNC PyInit__core(void)
 	    add_names(m, "NODE_SPARSE", sparse, nsparse) < 0 ||
 	    add_names(m, "SAMPLE_COLUMNS", sample_columns, SAMPLE_COLS) < 0 ||
 	    add_names(m, "CALL_RECORD", rec_fields, (int)(sizeof(rec_fields) / sizeof(rec_fields[0]))) < 0 ||
-	    add_names(m, "CALL_EXTRAS", rec_extra_fields, FTF_EX_FIELDS) < 0) {
+	    add_names(m, "CALL_EXTRAS", rec_extra_fields, FTF_EX_FIELDS) < 0 ||
+	    add_names(m, "RETVAL_COLUMNS", RETVAL_COLUMNS, (int)NRETVAL_COLUMNS) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

@@ -78,6 +78,8 @@ typedef struct {
 	int raw_exit;     /* raw exit: calltime/rettime given */
 	uint64_t calltime, rettime, overrun;
 	int has_overrun;
+	int has_retval;   /* exit/leaf: a return value printed */
+	uint64_t retval;  /* as the kernel holds it: -22 is 0xffffffffffffffea */
 } rec;
 
 struct ftf_text {
@@ -342,6 +344,46 @@ static const char *skip_comment(const char *p, const char *e, const char **cs, c
 
 
 
+static const char *parse_hex(const char *p, const char *e, uint64_t *v);
+
+/* A printed return value at p: 0x-hex (funcgraph-retval-hex, or a value
+ * that is no error code), or decimal with a sign (an error code). */
+static int parse_retval(const char *p, const char *e, rec *r)
+{
+	p = skip_sp(p, e);
+	uint64_t v;
+	const char *q;
+	if (starts(p, e, "0x")) {
+		q = parse_hex(p, e, &v);
+	} else {
+		int neg = p < e && *p == '-';
+		q = parse_u64(p + neg, e, &v, 19); /* no u64 wraps */
+		if (neg)
+			v = 0 - v;
+	}
+	if (!q)
+		return 0;
+	r->has_retval = 1;
+	r->retval = v;
+	return 1;
+}
+
+/* A return value in a comment's text [cs, ce): `= X` (6.5-6.12: `/\* = X *\/`,
+ * `} /\* func = X *\/`) or `ret=X` (6.13+, after a return address or a name). */
+static void comment_retval(const char *cs, const char *ce, rec *r)
+{
+	for (const char *q = cs; q < ce; q++) {
+		if (*q != '=')
+			continue;
+		int ret = q - cs >= 3 && !memcmp(q - 3, "ret", 3) && (q - 3 == cs || q[-4] == ' ');
+		int bare = q == cs || q[-1] == ' ';
+		if (ret || bare) {
+			parse_retval(q + 1, ce, r);
+			return;
+		}
+	}
+}
+
 /* Trailing decorations after a body: comments, trace-cmd's (N) depth and
  * (ret=...). In mail mode stop at the first thing that is none of them. */
 static const char *parse_trailer(const char *p, const char *e, rec *r, int mail)
@@ -366,6 +408,8 @@ static const char *parse_trailer(const char *p, const char *e, rec *r, int mail)
 					r->nlen = (size_t)(we - w);
 				}
 			}
+			if (r->kind == R_EXIT || r->kind == R_LEAF)
+				comment_retval(cs, ce, r);
 			p = n;
 			continue;
 		}
@@ -378,6 +422,8 @@ static const char *parse_trailer(const char *p, const char *e, rec *r, int mail)
 			if (x == n - 1 && !mail) {
 				r->depth = (int64_t)d;
 				r->has_depth = 1;
+			} else if ((r->kind == R_EXIT || r->kind == R_LEAF) && starts(q + 1, n - 1, "ret=")) {
+				parse_retval(q + 5, n - 1, r); /* trace-cmd's (ret=X) */
 			}
 			p = n;
 			continue;
@@ -737,6 +783,11 @@ static const char *parse_tracecmd_payload(const char *p, const char *e, rec *r)
 			if (ov && raw && parse_u64(skip_sp(ov, e), e, &v, 20)) {
 				r->overrun = v;
 				r->has_overrun = 1;
+			}
+			const char *rv = find_key(ne, e, raw ? "retval=" : "retval:");
+			if (rv && parse_hex(skip_sp(rv, e), e, &v)) {
+				r->has_retval = 1;
+				r->retval = v;
 			}
 			r->raw_exit = 1;
 			r->kind = R_EXIT;
@@ -1135,6 +1186,8 @@ static void handle_leaf(ftf_text *t, const rec *r, tstack *s, ftf_event *ev, int
 	ev->calltime = ev->ts;
 	if (__builtin_add_overflow(ev->ts, r->dur, &ev->rettime))
 		ev->rettime = UINT64_MAX; /* cut and counted by the builder */
+	ev->has_retval = (uint8_t)r->has_retval;
+	ev->retval = r->retval;
 	t->st.leaf_lines++;
 	emit(t, ev);
 }
@@ -1189,6 +1242,8 @@ static void handle_exit(ftf_text *t, const rec *r, tstack *s, ftf_event *ev, int
 		ev->rettime = ev->ts >= r->dur ? ev->ts : r->dur;
 		ev->calltime = ev->rettime - r->dur;
 	}
+	ev->has_retval = (uint8_t)r->has_retval;
+	ev->retval = r->retval;
 	t->st.exit_lines++;
 	emit(t, ev);
 }

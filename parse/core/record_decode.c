@@ -156,11 +156,27 @@ int ftf_decode_record(const ftf_decoder *d, ftf_dat_meta *meta, int32_t cpu, uin
 		ev->overrun = field(d, &x->field[FTF_FLD_OVERRUN], data, size);
 		ev->calltime = field(d, &x->field[FTF_FLD_CALLTIME], data, size);
 		ev->rettime = field(d, &x->field[FTF_FLD_RETTIME], data, size);
+		if (x->field[FTF_FLD_RETVAL].present) {
+			/* as recorded: ftf_retval_is_error reads an int's in the low 32 bits */
+			ev->has_retval = 1;
+			ev->retval = field(d, &x->field[FTF_FLD_RETVAL], data, size);
+		}
 	} else if (type == en->id || type == ra->id) {
 		const ftf_rec_format *e = type == en->id ? en : ra;
 		ev->kind = FTF_EV_ENTRY;
 		*addr = field(d, &e->field[FTF_FLD_FUNC], data, size);
 		ev->depth = depth_of(d, &e->field[FTF_FLD_DEPTH], data, size);
+		const ftf_field *args = &e->field[FTF_FLD_ARGS];
+		if (args->present) {
+			/* args[]: longs (func's width) to the record's end, as many as recorded */
+			ftf_field one = { .present = 1, .offset = args->offset, .size = e->field[FTF_FLD_FUNC].size };
+			uint64_t *v = out->args[addr - out->addr];
+			while (ev->nargs < FTF_MAX_ARGS && one.size && (uint64_t)one.offset + one.size <= size) {
+				v[ev->nargs++] = field(d, &one, data, size);
+				one.offset += one.size;
+			}
+			ev->args = v;
+		}
 	} else if (type == sw->id) {
 		ev->kind = FTF_EV_SWITCH;
 		ev->pid = (int32_t)field(d, &sw->field[FTF_FLD_PREV_PID], data, size);

@@ -91,6 +91,7 @@ void ftf_decoder_meta(const ftf_decoder *d, ftf_dat_meta *meta);
 typedef struct {
 	ftf_event ev[FTF_BATCH_EVENTS];
 	uint64_t addr[FTF_BATCH_EVENTS]; /* ENTRY/EXIT: function address */
+	uint64_t args[FTF_BATCH_EVENTS][FTF_MAX_ARGS]; /* ENTRY: argument values (ev.args points here) */
 	uint32_t n;
 } ftf_batch;
 

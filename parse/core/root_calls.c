@@ -324,6 +324,7 @@ void ftf_calls_exit(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t rec, int ga
 	uint32_t d = desc < FTF_REC_DESC_ESC ? (uint32_t)desc : FTF_REC_DESC_ESC;
 	if (d == FTF_REC_DESC_ESC)
 		extra_add(rc, tc, rec, FTF_EX_DESC, desc);
+	flags |= (r->desc_flags >> FTF_REC_FLAGS_SHIFT) & (FTF_REC_RET | FTF_REC_ARGS);
 	r->desc_flags = d | flags << FTF_REC_FLAGS_SHIFT;
 	if (irq_ns)
 		extra_add(rc, tc, rec, FTF_EX_IRQ, irq_ns);
@@ -342,6 +343,19 @@ void ftf_calls_exit(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t rec, int ga
 		extra_add(rc, tc, rec, FTF_EX_SCHED_OUTS, sw->outs);
 	if (sw->offcpu_calls)
 		extra_add(rc, tc, rec, FTF_EX_OFFCPU_CALLS, sw->offcpu_calls);
+}
+
+void ftf_calls_values(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t rec, uint32_t flag, uint32_t field,
+		      const uint64_t *v, uint32_t n)
+{
+	if (rec >= tc->nrecs || tc->recs_cut)
+		return;
+	tc->recs[rec].desc_flags |= flag << FTF_REC_FLAGS_SHIFT;
+	if (flag == FTF_REC_ARGS && n > rc->nargs)
+		rc->nargs = n;
+	for (uint32_t k = 0; k < n; k++)
+		if (v[k]) /* most are 0: no extra */
+			extra_add(rc, tc, rec, field + k, v[k]);
 }
 
 /* "PUTFH" from "nfsd4_putfh": the function name past `skip` bytes, upper case */

@@ -23,6 +23,7 @@
 #define FTF_OP_MAX_PARTS 16 /* COMPOUND operations named; more show as ",..." */
 #define FTF_SLOWEST_DEFAULT 20 /* slowest root calls kept per (root path, operation) */
 #define FTF_TREE_MAX_RECS (1u << 18) /* calls kept for one open root call */
+#define FTF_MAX_ARGS 6 /* argument values an entry records (funcgraph-args: FTRACE_REGS_MAX_ARGS) */
 
 /* One call of an open or kept tree, 20 bytes: the figures that fit 32 bits
  * are here, the rest (and every irq, off-CPU, irq-subtree count and CPU
@@ -61,13 +62,17 @@ enum ftf_rec_extra_field {
 	FTF_EX_SCHED_CALLS,
 	FTF_EX_SCHED_OUTS,
 	FTF_EX_OFFCPU_CALLS,
-	FTF_EX_FIELDS
+	FTF_EX_RETVAL,    /* the return value, when not 0 (FTF_REC_RET) */
+	FTF_EX_ARG0,      /* ...FTF_EX_ARG0 + FTF_MAX_ARGS - 1: argument values, when not 0 (FTF_REC_ARGS) */
+	FTF_EX_FIELDS = FTF_EX_ARG0 + FTF_MAX_ARGS
 };
 
 enum ftf_rec_flags {
 	FTF_REC_DONE = 1, /* the call completed (else: its exit never came) */
 	FTF_REC_IRQ = 2,  /* ran in irq context */
 	FTF_REC_GAP = 4,  /* spans lost events / overrun / lost exits */
+	FTF_REC_RET = 8,  /* its exit carried a return value (an FTF_EX_RETVAL extra unless 0) */
+	FTF_REC_ARGS = 16, /* its entry carried argument values (FTF_EX_ARG* extras unless 0) */
 };
 
 typedef struct {
@@ -76,7 +81,7 @@ typedef struct {
 	uint32_t op_compound; /* stack index of nfsd4_proc_compound, FTF_NONE */
 	ftf_rec *recs;        /* the open root call's calls, entry order */
 	uint32_t nrecs, caprecs;
-	ftf_rec_extra *extras; /* their figures that do not fit a ftf_rec, exit order */
+	ftf_rec_extra *extras; /* their figures that do not fit a ftf_rec, as they came (entry: args; exit) */
 	uint32_t nextras, capextras;
 	uint64_t base;        /* the tree's base calltime: its first completed call's */
 	int32_t cpu;          /* the tree's CPU: where its first completed call ended */
@@ -114,6 +119,7 @@ typedef struct {
 	ftf_u64map slow_map; /* (node, op) -> group idx+1 */
 	uint64_t slow_cut;   /* root calls too big to keep their tree */
 	uint64_t retained;   /* bytes of the tasks' idle tree buffers */
+	uint32_t nargs;      /* the most argument values a kept call's entry carried */
 	int oom;             /* out of memory: the builder stops */
 } ftf_root_calls;
 
@@ -132,6 +138,11 @@ uint32_t ftf_calls_entry(ftf_root_calls *rc, ftf_task_calls *tc, const ftf_funcs
 void ftf_calls_exit(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t rec, int gap, int irq, int32_t cpu,
 		    uint64_t calltime, uint64_t dur, uint64_t desc, uint64_t irq_ns, uint64_t off,
 		    uint64_t irq_roots, const ftf_schedw *sw);
+/* Values a call's entry or exit carried (flag FTF_REC_ARGS with the n
+ * arguments from FTF_EX_ARG0, or FTF_REC_RET with its return value at
+ * FTF_EX_RETVAL), kept with record rec of the open tree. */
+void ftf_calls_values(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t rec, uint32_t flag, uint32_t field,
+		      const uint64_t *v, uint32_t n);
 /* The completed root call's operation, FTF_OP_NONE. */
 int32_t ftf_calls_root_op(ftf_root_calls *rc, ftf_task_calls *tc, const ftf_funcs *funcs);
 /* The completed root call became sample `sample` (its root path's node,

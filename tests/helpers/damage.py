@@ -421,6 +421,21 @@ def exit_shifted(data: bytes, calltime: int, rettime: int, shift: int, endian: s
     return exit_calltime(exit_calltime(data, calltime, calltime + shift, endian), rettime, rettime + shift, endian)
 
 
+def pages_dropped(data: bytes, cpu: int = 0, keep: float = 0.5) -> bytes:
+    """An uncompressed trace.dat whose CPU `cpu` data section is cut to
+    its first `keep` of pages, its size field saying so: the pages after
+    are gone with nothing in the data to show it (no cut page, no
+    missed-events mark); only the recording's statistics (CPUSTAT) can."""
+    summary, regions = layout(data)
+    page = summary["page_size"]
+    size = next(size for c, _, size in summary["streams"] if c == cpu)
+    field = next(r for r in regions if r.field and r.what == f"cpu {cpu} size")
+    new = (int(size * keep) // page) * page
+    b = bytearray(data)
+    b[field.offset:field.offset + field.size] = new.to_bytes(field.size, "little" if summary["endian"] == "<" else "big")
+    return bytes(b)
+
+
 def exit_format(data: bytes, *edits: str) -> bytes:
     """A v6 trace.dat whose funcgraph_exit format has each `old=>new` applied
     (_format_offset: every offset in the file still holds)."""

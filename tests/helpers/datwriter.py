@@ -234,6 +234,54 @@ def exit_(pid: int, func: str, depth: int, calltime: int, rettime: int, overrun:
          "calltime": calltime, "rettime": rettime}, pid=pid, form=form)
 
 
+# ---- a kernel that records return values (CONFIG_FUNCTION_GRAPH_RETVAL) ----------
+
+RETVAL_EXIT_ID = 12
+# FUNCS and the functions below nfsd3_proc_write, all before _etext
+RETVAL_FUNCS = {**FUNCS, "nfsd_vfs_write": 0xffffffff81000240, "vfs_write": 0xffffffff81000280}
+
+
+def retval_exit_format(long_size: int = 8) -> EventFormat:
+    """funcgraph_exit as 6.5+ lays it out with CONFIG_FUNCTION_GRAPH_RETVAL:
+    func@8, retval@16, depth@24, overrun@28, calltime@32, rettime@40 (a
+    long retval: 4 bytes on a 32-bit kernel)."""
+    ul = long_size
+    return EventFormat(RETVAL_EXIT_ID, "funcgraph_exit", "ftrace", _place([
+        ("unsigned long func", ul, 0), ("unsigned long retval", ul, 0), ("int depth", 4, 1),
+        ("unsigned int overrun", 4, 0), ("unsigned long long calltime", 8, 0),
+        ("unsigned long long rettime", 8, 0)], ul),
+        '"<-- %ps (%d) (start: %llx  end: %llx) over: %d retval: %lx", (void *)REC->func, '
+        "REC->depth, REC->calltime, REC->rettime, REC->depth, REC->retval", align=ul)
+
+
+def _retval_address(name: str, form: Form) -> int:
+    a = RETVAL_FUNCS[name]
+    return a if form.long_size == 8 else 0xc0000000 | (a & 0x0fffffff)
+
+
+def retval_contents(form: Form = LE64) -> Contents:
+    """The hand-made files' entry format (6.1's, unchanged in 6.5), the
+    retval exit and RETVAL_FUNCS."""
+    syms = {_retval_address(n, form): n for n in RETVAL_FUNCS}
+    syms[ETEXT if form.long_size == 8 else 0xc1000300] = "_etext"
+    return Contents([retval_exit_format(form.long_size), corner_formats(form.long_size)[0]], kallsyms=syms,
+                    uname="Linux synthetic 6.6.0 x86_64")
+
+
+def retval_entry(pid: int, func: str, depth: int, form: Form = LE64) -> bytes:
+    return corner_formats(form.long_size)[0].pack(
+        {"func": _retval_address(func, form), "depth": depth}, pid=pid, form=form)
+
+
+def retval_exit(pid: int, func: str, depth: int, calltime: int, rettime: int, retval: int,
+                form: Form = LE64) -> bytes:
+    """The exit of a call that returned retval (-5 is stored as the
+    kernel's long holds it; an int's -5 is 0xfffffffb)."""
+    return retval_exit_format(form.long_size).pack(
+        {"func": _retval_address(func, form), "depth": depth, "calltime": calltime, "rettime": rettime,
+         "retval": retval}, pid=pid, form=form)
+
+
 # ---- ring-buffer records and pages ----------------------------------------------
 
 def _header(type_len: int, delta: int, form: Form = LE64) -> bytes:

@@ -1,8 +1,8 @@
 """Hand-made event lists, one named situation per file (tests/data/events/).
 
 Format, one event per line (# comments, blank lines ignored):
-  entry CPU PID FUNC DEPTH [flags=0x08] [ts=N]
-  exit  CPU PID FUNC DEPTH CALLTIME RETTIME [overrun=N] [flags=0x08] [ts=N]
+  entry CPU PID FUNC DEPTH [flags=0x08] [ts=N] [args=A,B,...]
+  exit  CPU PID FUNC DEPTH CALLTIME RETTIME [overrun=N] [flags=0x08] [ts=N] [ret=V]
   switch CPU PREV_PID NEXT_PID TS
   lost CPU COUNT        (COUNT -1: unknown)
 Timestamps (ts) default to the line number, so per-CPU order is file order.
@@ -30,11 +30,14 @@ def parse_events(text: str):
         kind = words[0]
         if kind == "entry":
             _, cpu, pid, func, depth = words
-            events.append(("entry", int(cpu), int(pid), flags, func, int(depth), ts, 0, 0, 0, 0, 0))
+            # args=0x10,0: the values a funcgraph-args entry recorded
+            args = tuple(int(a, 0) for a in opts["args"].split(",")) if "args" in opts else None
+            events.append(("entry", int(cpu), int(pid), flags, func, int(depth), ts, 0, 0, 0, 0, 0, None, args))
         elif kind == "exit":
             _, cpu, pid, func, depth, calltime, rettime = words
+            ret = int(opts["ret"], 0) if "ret" in opts else None  # ret=-5: the return value recorded
             events.append(("exit", int(cpu), int(pid), flags, func, int(depth), ts, int(calltime),
-                           int(rettime), int(opts.get("overrun", 0)), 0, 0))
+                           int(rettime), int(opts.get("overrun", 0)), 0, 0, ret))
         elif kind == "switch":
             _, cpu, prev, nxt, ts = words
             events.append(("switch", int(cpu), int(prev), 0, "", 0, int(ts), 0, 0, 0, int(nxt), 0))

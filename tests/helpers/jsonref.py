@@ -249,6 +249,9 @@ def document(p: Profile, head: dict) -> dict:
                 "clamped_ns": round(float(ex["clamp"][i]), 1),
                 "clamped": bool(ex["clamped"][i]), "unreliable": bool(ex["unreliable"][i]),
             })
+    if p.retvals is not None:
+        for f, ret in zip(functions, returns_objects(p)):
+            f["returns"] = ret
     return {
         "schema": SCHEMA,
         "tool": {"name": "ftflame", "version": __version__},
@@ -265,6 +268,25 @@ def document(p: Profile, head: dict) -> dict:
         # printed by Python from ftflame/correct/uncertainty.py (tests/test_correction_accuracy.py)
         **({"intervals": head["intervals"]} if "intervals" in head else {}),
     }
+
+
+def returns_objects(p: Profile) -> list:
+    """Per function (functions' order), its calls with a return value from
+    the core's per-function-id table (Profile.retvals), errors apart."""
+    rv, ids = p.retvals, p.functions.func_ids
+    col = {name: rv.table[ids, k] for k, name in enumerate(profile_mod.RETVAL_COLUMNS)}
+    sides = {}
+    for side, h in (("err", rv.hist_err), ("ok", rv.hist_ok)):
+        starts, ends = h.offsets[ids], h.offsets[ids + 1]
+        rows = [np.arange(a, b) for a, b in zip(starts.tolist(), ends.tolist())]
+        idx = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+        sub = Histograms(np.concatenate(([0], np.cumsum(ends - starts))).astype(np.int64), h.buckets[idx],
+                         h.counts[idx])
+        lo, hi = col[side + "_min"], col[side + "_max"]
+        sides[side] = stats_objects(col[side + "_incl"], col[side + "_calls"], lo, hi,
+                                    percentiles_np(sub, (50, 90, 99), lo, hi))
+    return [{"calls": int(e + o), "errors": int(e), "error_incl_ns": sides["err"][i], "ok_incl_ns": sides["ok"][i]}
+            for i, (e, o) in enumerate(zip(col["err_calls"].tolist(), col["ok_calls"].tolist()))]
 
 
 def root_call_objects(p: Profile) -> list:
