@@ -141,7 +141,7 @@ def slowest_lines(p: Profile, top: int = SLOWEST_TOP) -> list:
             out.extend(_wrap("path: " + " > ".join(_clip(n, WIDTH - 10) for n in s.dominant), "    ", "  "))
         elif s.tree is None:
             out.append("  (its call tree was too big to keep)")
-        out.extend(_call_values_lines(s))
+        out.extend(_call_values_lines(p, s))
     out.append("")
     gap = (f" (gap): the call spans {p.gap_causes or 'a gap'}; its descendants may be "
            "incomplete, so corrected figures leave it out" + (" (-)." if corrected else ".")
@@ -164,12 +164,12 @@ def _values_legend(shown: list) -> str:
     return out
 
 
-def _call_values_lines(s) -> list:
+def _call_values_lines(p: Profile, s) -> list:
     """What the trace recorded of a slowest call: its root's arguments and
     return value, its tree's calls that returned an error code."""
     out = []
     if s.call_args is not None or s.call_ret is not None:
-        name = s.root.split(" (partial)")[0].split(" [irq]")[0]
+        name = p.funcs[int(p.col("func")[int(p.scol("node")[s.sample])])]  # (s.root has its marks)
         out.extend(_wrap("call: " + call_text(name, s.call_args, s.call_ret), "    ", "  "))
     if s.error_calls:
         named = ", ".join(f"{f} = {retval_text(v)}" for f, v in s.errors)
