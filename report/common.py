@@ -12,6 +12,7 @@ from ftflame.model.profile import (
     Profile,
     depth_limit_words,
     missing_entries_unmarked,
+    retval_is_error,
     retval_signed,
 )
 
@@ -58,8 +59,8 @@ def wrap(text: str, indent: str = "", lead: str | None = None, width: int = 80) 
 def retval_text(v: int) -> str:
     """A return value as the kernel prints it (funcgraph-retval): an error
     code in decimal (an int's sign-extended first), anything else in hex."""
-    s = int(retval_signed(np.array([v]))[0])
-    return str(s) if -4095 <= s <= -1 else hex(v & 0xFFFFFFFFFFFFFFFF)
+    bits = np.array([v])
+    return str(int(retval_signed(bits)[0])) if retval_is_error(bits)[0] else hex(v & 0xFFFFFFFFFFFFFFFF)
 
 
 def arg_text(v: int) -> str:
