@@ -10,7 +10,11 @@
 * a generated trace of --roots short root calls (one leaf per line at depth
   0): the one shape whose memory grows with the text, a row per root call
   (docs/design.md, "Root calls"); its bytes per root call above the run on
-  the real trace.
+  the real trace;
+* the same root calls as a trace.dat (tests/helpers/datwriter.py, v7 zstd:
+  the same CPUs and durations, 3 function names instead of 50): the peak
+  is the root calls', not the text reader's (--no-dat: not this row; the
+  file takes about a minute to write).
 Best of --reps runs each.
 """
 from __future__ import annotations
@@ -26,6 +30,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from run import PY, measure  # noqa: E402
 
+from helpers import datwriter  # noqa: E402
 from helpers.longtext import repeated  # noqa: E402
 
 SOURCE = os.path.join(ROOT, "tests", "data", "fixtures", "k6.1", "s07-tracefs-text",
@@ -42,11 +47,29 @@ def roots_text(path: str, n: int) -> None:
                          for i in range(lo, min(lo + 100_000, n)))
 
 
+def roots_dat(path: str, n: int) -> None:
+    """roots_text's root calls as a trace.dat: root call i on CPU i % 2,
+    1 + i % 97 us long, one of the writer's three functions."""
+    funcs = sorted(datwriter.FUNCS)
+
+    def events(cpu):
+        t = 1_000_000
+        for i in range(cpu, n, 2):
+            func, dur = funcs[i % 3], 1000 * (1 + i % 97)
+            yield t, datwriter.entry(100 + cpu, func, 0)
+            yield t + dur, datwriter.exit_(100 + cpu, func, 0, t, t + dur)
+            t += dur + 500
+
+    cpus = [(page for page, _ in datwriter.pages(events(cpu), datwriter.PagePlan())) for cpu in (0, 1)]
+    datwriter.write_v7(path, cpus, compression="zstd", pages_per_chunk=64)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mb", type=int, default=1024, help="MB of real text (0: no such rows)")
     ap.add_argument("--roots", type=int, default=1_000_000, help="short root calls (0: no such rows)")
     ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--no-dat", action="store_true", help="no trace.dat row of the same root calls")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="ftflame-bench-text-")
     try:
@@ -76,6 +99,17 @@ def main() -> int:
                 per = f" ({(rss - base) * 1048576 / args.roots:.0f} B a root call)" if base else ""
                 print(f"| {args.roots:,} root calls, one line each | {size:,.0f} | ftflame report --format {fmt} | "
                       f"{wall:.1f} | {cpu:.1f} | {rss:.0f}{per} | {'yes' if rss < TARGET_MIB else 'NO'} |")
+            os.unlink(path)
+            if not args.no_dat:
+                path = os.path.join(tmp, "roots.dat")
+                roots_dat(path, args.roots)
+                size = os.path.getsize(path) / 1e6
+                for fmt in ("txt", "json"):
+                    cmd = [PY, "-m", "ftflame.cli", "report", "-q", path, "-o", os.path.join(tmp, "r." + fmt)]
+                    wall, rss, cpu = min(measure(cmd) for _ in range(args.reps))
+                    print(f"| the same {args.roots:,} root calls as trace.dat | {size:,.0f} | "
+                          f"ftflame report --format {fmt} | {wall:.1f} | {cpu:.1f} | {rss:.0f} | "
+                          f"{'yes' if rss < TARGET_MIB else 'NO'} |")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
