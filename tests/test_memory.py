@@ -15,7 +15,7 @@ import tracemalloc
 import pytest
 
 from ftflame import parse
-from ftflame.correct import balance, calibration, corrections
+from ftflame.correct import balance, calibration, corrections, operations
 from helpers.corpus import curated
 
 TRACE = "k6.1/s10-lost/trace.dat"  # 6,142 call paths, lost events, irq subtrees
@@ -151,6 +151,27 @@ def test_correct_per_root_call_makes_no_whole_column_temporaries(tmp_path):
     n = len(p.samples)
     assert kept / n < 12, f"correct() keeps {kept / n:.0f} bytes a root call"
     assert peak / n < 48, f"correct() peaks at {peak / n:.0f} bytes a root call"
+
+
+def test_root_latency_table_peaks_at_a_few_columns_per_root_call(tmp_path):
+    """The root calls' latency rows (what every report leads with) group the
+    root calls by one sort: before, of an (n, 3) array of (root function,
+    operation, interrupt context) through np.unique(axis=0), over 100 bytes
+    a root call at the peak (the text report's highest point); now of one
+    int64 key a root call."""
+    trace = tmp_path / "roots.txt"
+    trace.write_bytes(roots_text(200_000))
+    p = parse.read(str(trace))
+    make_shape_views(p)
+    p = corrections.correct(p, calibration.choose(p, str(trace), None, None, None))
+    tracemalloc.start()
+    try:
+        cols = operations._root_columns(p)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert sum(cols["calls"]) == len(p.samples) == 200_000
+    assert peak / len(p.samples) < 100, f"the root latency table peaks at {peak / len(p.samples):.0f} bytes a root call"
 
 
 _REPORT_HIGH_WATER = r"""

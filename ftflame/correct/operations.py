@@ -188,35 +188,43 @@ def _latency_columns(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = 
     dispatcher (one row, operation ""). split_irq: the root calls entered
     in interrupt context and the others of a function in rows of their own
     (a handler's latency is not the task's)."""
-    op = p.scol("op")
-    root = sample_roots(p)
-    dur = p.scol("dur").astype(np.float64)
-    corr = p.corrected_or_raw.sample_dur
     flags = p.scol("flags")
-    clean = (flags & SAMPLE_GAP) == 0
-    irq = ((flags & SAMPLE_IRQ) != 0).astype(np.int64) if split_irq else np.zeros(len(root), np.int64)
-    total = float(dur[sel].sum()) or 1.0
-    corr_total = float(corr[sel & clean].sum()) or 1.0
-    # each row's root calls found by one sort of all of them, not a scan of
-    # all per row: a trace may have 100,000s of root functions
     at = np.flatnonzero(sel)
-    keys, inv = np.unique(np.stack([root[at], op[at], irq[at]], axis=1), axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
-    order = np.lexsort((dur[at], inv))
-    durs, d_at = dur[at][order], np.searchsorted(inv[order], np.arange(len(keys) + 1))
-    ok = clean[at]
-    corr_at, corr_inv = np.asarray(corr)[at[ok]], inv[ok]
+    # each row's root calls found by one sort of all of them, not a scan of
+    # all per row (a trace may have 100,000s of root functions), on one
+    # int64 key per root call: (root function, operation, in interrupt
+    # context), ordered as those three are (a root call costs its row's
+    # bytes again here, not three times them)
+    n_op = max(len(p.operations), int(p.scol("op").max(initial=-1)) + 1) + 1
+    key = sample_roots(p)[at].astype(np.int64) * (2 * n_op)
+    key += (p.scol("op")[at] + 1) * 2
+    if split_irq:
+        key += (flags[at] & SAMPLE_IRQ) != 0
+    keys, inv = np.unique(key, return_inverse=True)
+    del key
+    k_root, k_op, k_irq = keys // (2 * n_op), keys % (2 * n_op) // 2 - 1, keys % 2
+    dur = p.scol("dur")[at].astype(np.float64)
+    total = float(dur.sum()) or 1.0
+    order = np.lexsort((dur, inv))
+    durs, d_at = dur[order], np.searchsorted(inv[order], np.arange(len(keys) + 1))
+    del dur, order
+    ok = (flags[at] & SAMPLE_GAP) == 0
+    corr_at, corr_inv = np.asarray(p.corrected_or_raw.sample_dur)[at[ok]], inv[ok]
+    corr_total = float(corr_at.sum()) or 1.0
     order = np.lexsort((corr_at, corr_inv))
     corrs, c_at = corr_at[order], np.searchsorted(corr_inv[order], np.arange(len(keys) + 1))
+    del corr_at, corr_inv, order, ok
     raw, raw_sum = _grouped_nearest_rank(durs, d_at)
     cor, cor_sum = _grouped_nearest_rank(corrs, c_at)
+    del durs, corrs
     calls = np.diff(d_at)
-    cols = {"op": keys[:, 1], "calls": calls, "gap_calls": calls - np.diff(c_at), "raw": raw, "corr": cor,
+    cols = {"op": k_op, "calls": calls, "gap_calls": calls - np.diff(c_at), "raw": raw, "corr": cor,
             "share": raw_sum / total, "corr_share": cor_sum / corr_total,
             "irq_calls": np.bincount(inv, weights=(flags[at] & SAMPLE_IRQ) != 0,
                                      minlength=len(keys)).astype(np.int64)}
+    del k_irq
     names, ops, hows = [], [], []
-    for r, o in zip(keys[:, 0].tolist(), keys[:, 1].tolist()):
+    for r, o in zip(k_root.tolist(), k_op.tolist()):
         names.append(p.funcs[r])
         if r in plain:
             ops.append("")
