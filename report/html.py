@@ -398,9 +398,9 @@ def _round1(a) -> list:
     return [round(x, 1) for x in np.asarray(a, dtype=np.float64).tolist()]
 
 
-def _means(sums, calls) -> list:
-    """Raw means as the JSON writes them (0.1 ns; 0 without calls)."""
-    return [round(s / c, 1) if c else 0.0 for s, c in zip(np.asarray(sums).tolist(), np.asarray(calls).tolist())]
+def _means(mean) -> list:
+    """The model's raw means as the JSON writes them (0.1 ns)."""
+    return [round(m, 1) for m in mean.tolist()]
 
 
 def corrected_stats_data(p: Profile, level: str, rows: np.ndarray) -> dict:
@@ -439,12 +439,12 @@ def functions_data(p: Profile) -> dict:
         "irq": ft.irq.tolist(), "off": ft.offcpu.tolist() if p.offcpu_known else None, "gap": ft.gap_calls.tolist(),
         "hist": hists, "hist_edges": coarse_edges(top),
     }
-    d["mean"] = _means(ft.incl, ft.calls)
+    d["mean"] = _means(ft.incl_mean)
     rs = ft.returns
     if rs is not None:  # the calls that returned an error code apart (FunctionTable.returns)
         d["ret"] = {"calls": rs.calls.tolist(), "err": rs.err.calls.tolist(),
-                    "err_mean": _means(rs.err.incl, rs.err.calls), "err_max": rs.err.incl_max.tolist(),
-                    "ok_mean": _means(rs.ok.incl, rs.ok.calls), "ok_max": rs.ok.incl_max.tolist()}
+                    "err_mean": _means(rs.err.incl_mean), "err_max": rs.err.incl_max.tolist(),
+                    "ok_mean": _means(rs.ok.incl_mean), "ok_max": rs.ok.incl_max.tolist()}
     if applied:
         d["inclc"] = _ints(ft.incl_corr)
         d["exclc"] = _ints(ft.excl_corr)

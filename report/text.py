@@ -6,6 +6,7 @@ prints them.
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -179,34 +180,26 @@ def _decimals(columns) -> list:
     return [fit_decimals(v, w) for v, w in columns]
 
 
-def _means(sums, calls) -> np.ndarray:
-    s = np.asarray(sums, dtype=np.float64)
-    c = np.asarray(calls, dtype=np.float64)
-    return np.divide(s, c, out=np.zeros(len(s)), where=c != 0)
-
-
 # Rows of a per-path column taken at a time where a table needs a figure of
 # the whole column (its extremes for fit_decimals): not a whole-tree
 # temporary per column.
 EXTREMES_CHUNK_ROWS = 16384
 
 
-def _mean_extremes(sums, calls) -> np.ndarray:
-    """The smallest and largest of _means(sums, calls), a chunk at a time:
-    all that fit_decimals reads of the column."""
-    n = len(sums)
+def _mean_extremes(mean_of, n: int) -> np.ndarray:
+    """The smallest and largest of the n means mean_of(rows) gives (the
+    model's: Profile.node_means, Corrected.means), a chunk of rows at a
+    time: all that fit_decimals reads of the column."""
     if not n:
         return np.zeros(0)
-    parts = [_means(sums[a:a + EXTREMES_CHUNK_ROWS], calls[a:a + EXTREMES_CHUNK_ROWS])
-             for a in range(0, n, EXTREMES_CHUNK_ROWS)]
+    parts = [mean_of(slice(a, a + EXTREMES_CHUNK_ROWS)) for a in range(0, n, EXTREMES_CHUNK_ROWS)]
     # np.min of the parts' extremes: a NaN stays NaN, as in the whole column
     return np.array([np.min([m.min() for m in parts]), np.max([m.max() for m in parts])])
 
 
-def _mean_at(sums, calls, r: int) -> float:
-    """_means(sums, calls)[r], the same float (one IEEE division)."""
-    c = calls[r]
-    return float(sums[r]) / float(c) if c != 0 else 0.0
+def _mean_at(mean_of, r: int) -> float:
+    """The mean mean_of gives row r."""
+    return float(mean_of(slice(r, r + 1))[0])
 
 
 def _flag(unreliable, clamped) -> str:
@@ -353,7 +346,7 @@ def corrected_call_tree(p: Profile) -> list:
     # numpy columns indexed per shown row: the walk shows ~100 of 100k paths;
     # the columns as stored and the means per shown row, no whole-tree copies
     calls, incl, flags = (p.nodes.stored(k) for k in ("calls", "incl", "flags"))
-    ci, cx, cc = c.incl, c.excl, c.calls
+    ci, cc = c.incl, c.calls
     gap = int(np.max(calls - cc)) if p.nrows else 0
     # the widest Calls cell a row can have: "N+G" where gap calls were left out
     cw = max(7, len(count(int(calls.max()) if p.nrows else 0)) + (len(f"+{gap:,}") if gap else 0))
@@ -365,7 +358,9 @@ def corrected_call_tree(p: Profile) -> list:
     unrel = c.unreliable if c.unreliable is not None else np.zeros(p.nrows, dtype=np.int64)
     clamped = c.clamped
     label_w = WIDTH - cw - 32  # the figures, the flag
-    d = _decimals([(_mean_extremes(incl, calls), 9), (_mean_extremes(ci, cc), 9), (_mean_extremes(cx, cc), 9)])
+    raw_mean = functools.partial(p.node_means, "incl")
+    corr_mean, self_mean = functools.partial(c.means, "incl"), functools.partial(c.means, "excl")
+    d = _decimals([(_mean_extremes(m, p.nrows), 9) for m in (raw_mean, corr_mean, self_mean)])
 
     irq_start = _irq_starts(p)
     marks = set()
@@ -379,8 +374,8 @@ def corrected_call_tree(p: Profile) -> list:
         label = tree_label(branch, name, label_w, marks, suffix)
         flag = _flag(unrel[r], clamped[r])
         marks.add({"?": "unreliable", "~": "clamped"}.get(flag, ""))
-        return (f"{calls_cell(calls[r], cc[r], cw)} {us(_mean_at(incl, calls, r), 9, d[0])} "
-                f"{us(_mean_at(ci, cc, r), 9, d[1])} {us(_mean_at(cx, cc, r), 9, d[2])} {flag}{label}")
+        return (f"{calls_cell(calls[r], cc[r], cw)} {us(_mean_at(raw_mean, r), 9, d[0])} "
+                f"{us(_mean_at(corr_mean, r), 9, d[1])} {us(_mean_at(self_mean, r), 9, d[2])} {flag}{label}")
 
     tree = _walk_tree(p, lambda r: (-ci[r], -incl[r], p.name(r)),
                               lambda k, root: ci[k] >= TREE_MIN_FRACTION * ci[root] and ci[k] > 0,
@@ -519,7 +514,7 @@ def error_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
                      "returned an error code (-4095..-1).", "")
     failing = np.nonzero(err.calls)[0]
     order = sorted(failing.tolist(), key=lambda i: (-int(err.calls[i]), ft.names[i]))[:top]
-    err_mean, ok_mean = _means(err.incl, err.calls), _means(ok.incl, ok.calls)
+    err_mean, ok_mean = err.incl_mean, ok.incl_mean
     lines = [f"Functions that returned errors (top {len(order)} of {len(failing)}; raw inclusive "
              "time per call, us)",
              "",
@@ -578,7 +573,7 @@ def call_tree(p: Profile) -> list:
              f"{'Calls':>7} {'Total':>10} {'Self':>9} {'Avg':>9}  Function",
              f"{'=' * 7} {'=' * 10} {'=' * 9} {'=' * 9}  {'=' * 40}"]
     calls, incl, excl = (p.col(c) for c in ("calls", "incl", "excl"))
-    avg = _means(incl, calls)
+    avg = p.node_means("incl")
     d = _decimals([(incl, 10), (excl, 9), (avg, 9)])
     irq_start = _irq_starts(p)
     marks = set()
