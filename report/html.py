@@ -30,7 +30,7 @@ from ftflame.correct.operations import NO_OPERATION, operation_nodes, operation_
 from ftflame.model.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
 
 from . import callsjson, flametree
-from .common import CORRECTION_WARN_FRACTION, report_notes
+from .common import report_notes
 from .options import DEFAULT, RenderOptions
 
 MAX_SAMPLES = 20000
@@ -450,9 +450,7 @@ def functions_data(p: Profile) -> dict:
         d["exclc"] = _ints(ft.excl_corr)
         d["callsc"] = ft.calls_corr.tolist()
         d["corr"] = corrected_stats_data(p, "functions", np.arange(len(ft)))
-        # the correction took more than half of the raw time (docs/design.md)
-        raw = np.maximum(ft.incl, 1)
-        d["bigcorr"] = np.flatnonzero((ft.incl - ft.incl_corr) > CORRECTION_WARN_FRACTION * raw).tolist()
+        d["bigcorr"] = np.flatnonzero(ft.big_correction).tolist()  # flagged (FunctionTable.big_correction)
     return d
 
 

@@ -185,6 +185,24 @@ def test_8_a_function_whose_calls_are_all_left_out_has_no_corrected_figure():
     assert _text_rows(txt, "Functions by corrected")["inner"][0] == "2"  # its clean calls have figures
 
 
+# ---- 9: the functions flagged for a big correction are the model's ---------------
+@pytest.mark.parametrize("fraction", [0.0, 0.5, 0.9])
+def test_9_functions_flagged_for_a_big_correction_are_the_models(monkeypatch, fraction):
+    """FunctionTable.big_correction decides which functions lost more than
+    CORRECTION_WARN_FRACTION of their raw time to the correction; the
+    notes (every output) and the HTML's warning signs print its choice. At
+    another fraction a renderer that compares the times itself disagrees."""
+    from ftflame.model import profile as model
+
+    monkeypatch.setattr(model, "CORRECTION_WARN_FRACTION", fraction)
+    q = corrected(WRITE4K)
+    flagged = np.flatnonzero(q.functions.big_correction).tolist()
+    assert html.functions_data(q)["bigcorr"] == flagged
+    notes = " ".join(json.loads(jsonout.render(q))["trace"]["notes"])
+    said = re.search(r"(\d[\d,]*) functions? lost more than half of their raw time", notes)
+    assert (int(said.group(1).replace(",", "")) if said else 0) == len(flagged), notes
+
+
 # ---- 12: the small ones -----------------------------------------------------------
 def test_12_one_precision_per_text_column():
     txt = text.render(corrected(WRITE4K))
