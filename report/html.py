@@ -27,6 +27,7 @@ from ftflame.correct import fit, uncertainty
 from ftflame.correct.calibration import provenance
 from ftflame.correct.corrections import STAT_NAMES, corrected_stats
 from ftflame.correct.operations import NO_OPERATION, operation_nodes, operation_table, slow_call_tree, slowest_calls
+from ftflame.model import sandwich
 from ftflame.model.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
 
 from . import callsjson, flametree
@@ -87,27 +88,14 @@ def function_histograms(ft) -> tuple:
 def call_edges(p: Profile) -> list:
     """[caller func (-1: a root), callee func, calls, incl ns(, corrected incl
     ns, the clean calls it covers, when calibrated)] summed over every call
-    path, from the full tree."""
+    path, from the full tree (ftflame.model.sandwich.call_edges)."""
     if p.nrows == 0:
         return []
-    parent = p.col("parent")
-    func = p.col("func")
-    nf = len(p.funcs)
-    caller = np.where(parent >= 0, func[np.maximum(parent, 0)], -1)
-    key = (caller + 1) * (nf + 1) + func
-    uniq, inv = np.unique(key, return_inverse=True)
-    calls = np.bincount(inv, weights=p.col("calls"), minlength=len(uniq))
-    incl = np.bincount(inv, weights=p.col("incl"), minlength=len(uniq))
-    inclc = np.bincount(inv, weights=np.asarray(p.corrected_or_raw.incl, np.float64),
-                        minlength=len(uniq))
-    callsc = np.bincount(inv, weights=np.asarray(p.corrected_or_raw.calls, np.float64), minlength=len(uniq))
-    cr = uniq // (nf + 1) - 1
-    ce = uniq % (nf + 1)
-    keep = calls > 0
-    cols = [cr[keep].tolist(), ce[keep].tolist(), _ints(calls[keep]), _ints(incl[keep])]
+    cr, ce, calls, incl, inclc, callsc = sandwich.call_edges(p)
+    cols = [cr.tolist(), ce.tolist(), _ints(calls), _ints(incl)]
     if p.calibration.applied:
-        cols.append(_ints(inclc[keep]))
-        cols.append(_ints(callsc[keep]))
+        cols.append(_ints(inclc))
+        cols.append(_ints(callsc))
     return [list(r) for r in zip(*cols)]
 
 
