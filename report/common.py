@@ -98,9 +98,6 @@ def fit_decimals(values, width: int, decimals: int = 3) -> int:
     return 0
 
 
-CORRECTION_WARN_FRACTION = 0.5  # DESIGN: flag functions whose correction exceeds half their time
-
-
 def report_notes(p: Profile) -> list:
     """Every note on what the trace or the correction could not account for,
     as short sentences: the same list in every output (JSON trace.notes, the
@@ -119,7 +116,7 @@ def report_notes(p: Profile) -> list:
                          f"({why})")
     if p.calibration.applied:
         ft = p.functions
-        big = int(np.count_nonzero((ft.incl - ft.incl_corr) > CORRECTION_WARN_FRACTION * np.maximum(ft.incl, 1)))
+        big = int(np.count_nonzero(ft.big_correction))
         if big:
             notes.append(f"{plural(big, 'function')} lost more than half of their raw time to the correction "
                          "(marked ? in the text, a warning sign in the HTML function table): their corrected figures "

@@ -27,10 +27,11 @@ from ftflame.correct import fit, uncertainty
 from ftflame.correct.calibration import provenance
 from ftflame.correct.corrections import STAT_NAMES, corrected_stats
 from ftflame.correct.operations import NO_OPERATION, operation_nodes, operation_table, slow_call_tree, slowest_calls
+from ftflame.model import sandwich
 from ftflame.model.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
 
 from . import callsjson, flametree
-from .common import CORRECTION_WARN_FRACTION, report_notes
+from .common import report_notes
 from .options import DEFAULT, RenderOptions
 
 MAX_SAMPLES = 20000
@@ -87,27 +88,14 @@ def function_histograms(ft) -> tuple:
 def call_edges(p: Profile) -> list:
     """[caller func (-1: a root), callee func, calls, incl ns(, corrected incl
     ns, the clean calls it covers, when calibrated)] summed over every call
-    path, from the full tree."""
+    path, from the full tree (ftflame.model.sandwich.call_edges)."""
     if p.nrows == 0:
         return []
-    parent = p.col("parent")
-    func = p.col("func")
-    nf = len(p.funcs)
-    caller = np.where(parent >= 0, func[np.maximum(parent, 0)], -1)
-    key = (caller + 1) * (nf + 1) + func
-    uniq, inv = np.unique(key, return_inverse=True)
-    calls = np.bincount(inv, weights=p.col("calls"), minlength=len(uniq))
-    incl = np.bincount(inv, weights=p.col("incl"), minlength=len(uniq))
-    inclc = np.bincount(inv, weights=np.asarray(p.corrected_or_raw.incl, np.float64),
-                        minlength=len(uniq))
-    callsc = np.bincount(inv, weights=np.asarray(p.corrected_or_raw.calls, np.float64), minlength=len(uniq))
-    cr = uniq // (nf + 1) - 1
-    ce = uniq % (nf + 1)
-    keep = calls > 0
-    cols = [cr[keep].tolist(), ce[keep].tolist(), _ints(calls[keep]), _ints(incl[keep])]
+    cr, ce, calls, incl, inclc, callsc = sandwich.call_edges(p)
+    cols = [cr.tolist(), ce.tolist(), _ints(calls), _ints(incl)]
     if p.calibration.applied:
-        cols.append(_ints(inclc[keep]))
-        cols.append(_ints(callsc[keep]))
+        cols.append(_ints(inclc))
+        cols.append(_ints(callsc))
     return [list(r) for r in zip(*cols)]
 
 
@@ -398,9 +386,9 @@ def _round1(a) -> list:
     return [round(x, 1) for x in np.asarray(a, dtype=np.float64).tolist()]
 
 
-def _means(sums, calls) -> list:
-    """Raw means as the JSON writes them (0.1 ns; 0 without calls)."""
-    return [round(s / c, 1) if c else 0.0 for s, c in zip(np.asarray(sums).tolist(), np.asarray(calls).tolist())]
+def _means(mean) -> list:
+    """The model's raw means as the JSON writes them (0.1 ns)."""
+    return [round(m, 1) for m in mean.tolist()]
 
 
 def corrected_stats_data(p: Profile, level: str, rows: np.ndarray) -> dict:
@@ -439,20 +427,18 @@ def functions_data(p: Profile) -> dict:
         "irq": ft.irq.tolist(), "off": ft.offcpu.tolist() if p.offcpu_known else None, "gap": ft.gap_calls.tolist(),
         "hist": hists, "hist_edges": coarse_edges(top),
     }
-    d["mean"] = _means(ft.incl, ft.calls)
+    d["mean"] = _means(ft.incl_mean)
     rs = ft.returns
     if rs is not None:  # the calls that returned an error code apart (FunctionTable.returns)
         d["ret"] = {"calls": rs.calls.tolist(), "err": rs.err.calls.tolist(),
-                    "err_mean": _means(rs.err.incl, rs.err.calls), "err_max": rs.err.incl_max.tolist(),
-                    "ok_mean": _means(rs.ok.incl, rs.ok.calls), "ok_max": rs.ok.incl_max.tolist()}
+                    "err_mean": _means(rs.err.incl_mean), "err_max": rs.err.incl_max.tolist(),
+                    "ok_mean": _means(rs.ok.incl_mean), "ok_max": rs.ok.incl_max.tolist()}
     if applied:
         d["inclc"] = _ints(ft.incl_corr)
         d["exclc"] = _ints(ft.excl_corr)
         d["callsc"] = ft.calls_corr.tolist()
         d["corr"] = corrected_stats_data(p, "functions", np.arange(len(ft)))
-        # the correction took more than half of the raw time (docs/design.md)
-        raw = np.maximum(ft.incl, 1)
-        d["bigcorr"] = np.flatnonzero((ft.incl - ft.incl_corr) > CORRECTION_WARN_FRACTION * raw).tolist()
+        d["bigcorr"] = np.flatnonzero(ft.big_correction).tolist()  # flagged (FunctionTable.big_correction)
     return d
 
 

@@ -209,15 +209,12 @@ def tree_order(p: Profile):
     return np.frombuffer(pre, dtype=np.int64), np.frombuffer(depth, dtype=np.int64)
 
 
-def _mean_text(sums: list, calls: list) -> list:
-    return ["%r" % (round(s / c, 1) if c else 0.0) for s, c in zip(sums, calls)]
-
-
-def _raw_stats(t: _Template, sums, calls, mins, maxs, pcts, exact_mean=None):
-    """{sum,min,max,mean,p50,p90,p99} of stats_objects(), in row order.
-    exact_mean: whether every mean of the whole column (these rows may be
-    a chunk of it) prints as "%.1f" (_means_fit), decided once per column
-    so that a chunk writes its means as the whole column would."""
+def _raw_stats(t: _Template, sums, calls, mean, mins, maxs, pcts, exact_mean=None):
+    """{sum,min,max,mean,p50,p90,p99} of stats_objects(), in row order;
+    mean: the model's means of these rows. exact_mean: whether every mean
+    of the whole column (these rows may be a chunk of it) prints as "%.1f"
+    (_means_fit), decided once per column so that a chunk writes its means
+    as the whole column would."""
     has = calls != 0
     t.lit('{"sum":')
     t.col("i", sums)
@@ -226,9 +223,8 @@ def _raw_stats(t: _Template, sums, calls, mins, maxs, pcts, exact_mean=None):
     t.lit(',"max":')
     t.col("i", np.where(has, maxs, 0))
     t.lit(',"mean":')
-    mean = np.divide(sums, calls, out=np.zeros(len(sums)), where=has)
-    if not (_means_fit(sums, calls, mean) if exact_mean is None else exact_mean):
-        t.text(_mean_text(sums.tolist(), calls.tolist()))
+    if not (_means_fit(sums, mean) if exact_mean is None else exact_mean):
+        t.text(["%r" % round(m, 1) for m in mean.tolist()])
     else:
         t.col("f1", mean)
     for q, name in enumerate(("p50", "p90", "p99")):
@@ -237,13 +233,11 @@ def _raw_stats(t: _Template, sums, calls, mins, maxs, pcts, exact_mean=None):
     t.lit("}")
 
 
-def _means_fit(sums, calls, mean=None) -> bool:
-    """Whether the means sums / calls all print exactly as "%.1f" (the
+def _means_fit(sums, mean) -> bool:
+    """Whether the means of these sums all print exactly as "%.1f" (the
     sums below 2**53, the means below REPR_SAFE)."""
     if not len(sums):
         return True
-    if mean is None:
-        mean = np.divide(sums, calls, out=np.zeros(len(sums)), where=calls != 0)
     return not (sums.max() >= EXACT_INT or sums.min() <= -EXACT_INT or
                 max(mean.max(), -mean.min()) >= REPR_SAFE)
 
@@ -317,9 +311,7 @@ def tree_templates(p: Profile, head: str = "", tail: str = "", chunk: int = 0):
         closes[:-1] = np.maximum(d[:-1] - d[1:] + 1, 0)
         closes[-1] = d[-1] + 1
     del d
-    calls_all = p.nodes.stored("calls")  # as stored: no int64 copy
-    means_fit = {kind: _means_fit(p.col(kind), calls_all) for kind in ("incl", "excl")}
-    del calls_all
+    means_fit = {kind: _means_fit(p.col(kind), p.node_means(kind)) for kind in ("incl", "excl")}
     names = list(map(_json_str, p.funcs))
     corr = None
     if p.corrected is not None:
@@ -402,7 +394,8 @@ def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, hea
     for kind in ("incl", "excl"):
         pct = incl_pct if kind == "incl" else excl_pct
         raw = _Template()
-        _raw_stats(raw, col(kind), calls, col(kind + "_min"), col(kind + "_max"), pct, means_fit[kind])
+        _raw_stats(raw, col(kind), calls, p.node_means(kind, pre), col(kind + "_min"), col(kind + "_max"), pct,
+                   means_fit[kind])
         parts[kind] = raw.items
         if corr is not None:
             by_node, unsafe = corr
@@ -482,8 +475,8 @@ def functions_json(p: Profile) -> str:
     raw = {}
     for kind in ("incl", "excl"):
         r = _Template()
-        _raw_stats(r, getattr(ft, kind), ft.calls, getattr(ft, kind + "_min"), getattr(ft, kind + "_max"),
-                   getattr(ft, kind + "_pct"))
+        _raw_stats(r, getattr(ft, kind), ft.calls, getattr(ft, kind + "_mean"), getattr(ft, kind + "_min"),
+                   getattr(ft, kind + "_max"), getattr(ft, kind + "_pct"))
         raw[kind] = r.items
         t.lit(',"%s_ns":' % kind)
         t.extend(r.items)
@@ -516,7 +509,7 @@ def functions_json(p: Profile) -> str:
         t.col("i", rs.err.calls)
         for key, side in (("error_incl_ns", rs.err), ("ok_incl_ns", rs.ok)):
             t.lit(',"%s":' % key)
-            _raw_stats(t, side.incl, side.calls, side.incl_min, side.incl_max, side.incl_pct)
+            _raw_stats(t, side.incl, side.calls, side.incl_mean, side.incl_min, side.incl_max, side.incl_pct)
         t.lit("}")
     t.lit("}")
     return _rows_json(t.items, n)

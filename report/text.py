@@ -6,6 +6,7 @@ prints them.
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -179,34 +180,31 @@ def _decimals(columns) -> list:
     return [fit_decimals(v, w) for v, w in columns]
 
 
-def _means(sums, calls) -> np.ndarray:
-    s = np.asarray(sums, dtype=np.float64)
-    c = np.asarray(calls, dtype=np.float64)
-    return np.divide(s, c, out=np.zeros(len(s)), where=c != 0)
-
-
 # Rows of a per-path column taken at a time where a table needs a figure of
 # the whole column (its extremes for fit_decimals): not a whole-tree
 # temporary per column.
 EXTREMES_CHUNK_ROWS = 16384
 
 
-def _mean_extremes(sums, calls) -> np.ndarray:
-    """The smallest and largest of _means(sums, calls), a chunk at a time:
-    all that fit_decimals reads of the column."""
-    n = len(sums)
+def _mean_extremes(mean_of, n: int) -> np.ndarray:
+    """The smallest and largest of the n means mean_of(rows) gives (the
+    model's: Profile.node_means, Corrected.means), a chunk of rows at a
+    time: all that fit_decimals reads of the column."""
     if not n:
         return np.zeros(0)
-    parts = [_means(sums[a:a + EXTREMES_CHUNK_ROWS], calls[a:a + EXTREMES_CHUNK_ROWS])
-             for a in range(0, n, EXTREMES_CHUNK_ROWS)]
+    parts = [mean_of(slice(a, a + EXTREMES_CHUNK_ROWS)) for a in range(0, n, EXTREMES_CHUNK_ROWS)]
     # np.min of the parts' extremes: a NaN stays NaN, as in the whole column
     return np.array([np.min([m.min() for m in parts]), np.max([m.max() for m in parts])])
 
 
-def _mean_at(sums, calls, r: int) -> float:
-    """_means(sums, calls)[r], the same float (one IEEE division)."""
-    c = calls[r]
-    return float(sums[r]) / float(c) if c != 0 else 0.0
+def _mean_cell(mean: float, calls: int, decimals: int) -> str:
+    """A mean in a 9-wide column; "-" over no call (a mean of nothing is no 0)."""
+    return us(mean, 9, decimals) if calls else UNKNOWN.rjust(9)
+
+
+def _mean_at(mean_of, r: int) -> float:
+    """The mean mean_of gives row r."""
+    return float(mean_of(slice(r, r + 1))[0])
 
 
 def _flag(unreliable, clamped) -> str:
@@ -248,6 +246,7 @@ def calls_cell(calls: int, clean: int, width: int) -> str:
 
 CALLS_LEGEND = ("Calls: completed calls; N+G: N clean calls, which the corrected figures cover, "
                 "and G gap calls left out of them.")
+ALL_GAP_LEGEND = "0+G and -: every call is a gap call, so there is no corrected figure."
 
 
 def corrected_function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
@@ -267,20 +266,24 @@ def corrected_function_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
              f"{'=' * cw} {'=' * 9} {'=' * 9} {'=' * 10}  {'=' * (47 - cw)}"]
     d = _decimals([(p50[order], 9), (p99[order], 9), (ft.incl_corr[order], 10)])
     marks, used = set(), set()
-    gaps = False
+    gaps = all_gap = False
     for i in order:
         flag = _flag(ex["unreliable"][i], ex["clamped"][i]) if ex else " "
         marks.add({"?": "unreliable", "~": "clamped"}.get(flag, ""))
         used.add(str(kinds[i]))
         gaps |= int(ft.calls[i]) != int(ft.calls_corr[i])
-        lines.extend(named_row(f"{calls_cell(ft.calls[i], ft.calls_corr[i], cw)} {us(p50[i], 9, d[0])} "
-                               f"{us(p99[i], 9, d[1])} {us(ft.incl_corr[i], 10, d[2])} {flag}",
+        if ft.calls_corr[i]:
+            figures = f"{us(p50[i], 9, d[0])} {us(p99[i], 9, d[1])} {us(ft.incl_corr[i], 10, d[2])}"
+        else:  # every call a gap call: no corrected figure, not a 0
+            all_gap = True
+            figures = f"{UNKNOWN:>9} {UNKNOWN:>9} {UNKNOWN:>10}"
+        lines.extend(named_row(f"{calls_cell(ft.calls[i], ft.calls_corr[i], cw)} {figures} {flag}",
                                ft.names[i] + _irq_mark(kinds, i)))
     lines.append("")
     est = " p50*, p99*: exact for root functions (every call's corrected time is known), " \
           "elsewhere estimates (the raw ones scaled by corrected mean / raw mean)." if approx[order].any() else ""
     lines.extend(_wrap(" ".join(filter(None, (
-        CALLS_LEGEND if gaps else "",
+        CALLS_LEGEND if gaps else "", ALL_GAP_LEGEND if all_gap else "",
         "p50*, p99*, Total*: corrected, over the clean calls (means: Total* / Calls; self time: the "
         "hot lists below; raw figures: the JSON, the HTML's Raw switch)." + est,
         mark_legend(marks), irq_legend(used)))), ""))
@@ -353,7 +356,7 @@ def corrected_call_tree(p: Profile) -> list:
     # numpy columns indexed per shown row: the walk shows ~100 of 100k paths;
     # the columns as stored and the means per shown row, no whole-tree copies
     calls, incl, flags = (p.nodes.stored(k) for k in ("calls", "incl", "flags"))
-    ci, cx, cc = c.incl, c.excl, c.calls
+    ci, cc = c.incl, c.calls
     gap = int(np.max(calls - cc)) if p.nrows else 0
     # the widest Calls cell a row can have: "N+G" where gap calls were left out
     cw = max(7, len(count(int(calls.max()) if p.nrows else 0)) + (len(f"+{gap:,}") if gap else 0))
@@ -365,10 +368,12 @@ def corrected_call_tree(p: Profile) -> list:
     unrel = c.unreliable if c.unreliable is not None else np.zeros(p.nrows, dtype=np.int64)
     clamped = c.clamped
     label_w = WIDTH - cw - 32  # the figures, the flag
-    d = _decimals([(_mean_extremes(incl, calls), 9), (_mean_extremes(ci, cc), 9), (_mean_extremes(cx, cc), 9)])
+    raw_mean = functools.partial(p.node_means, "incl")
+    corr_mean, self_mean = functools.partial(c.means, "incl"), functools.partial(c.means, "excl")
+    d = _decimals([(_mean_extremes(m, p.nrows), 9) for m in (raw_mean, corr_mean, self_mean)])
 
     irq_start = _irq_starts(p)
-    marks = set()
+    marks, all_gap = set(), set()
 
     def row_line(r, branch):
         name, suffix = p.name(r), ""
@@ -379,14 +384,16 @@ def corrected_call_tree(p: Profile) -> list:
         label = tree_label(branch, name, label_w, marks, suffix)
         flag = _flag(unrel[r], clamped[r])
         marks.add({"?": "unreliable", "~": "clamped"}.get(flag, ""))
-        return (f"{calls_cell(calls[r], cc[r], cw)} {us(_mean_at(incl, calls, r), 9, d[0])} "
-                f"{us(_mean_at(ci, cc, r), 9, d[1])} {us(_mean_at(cx, cc, r), 9, d[2])} {flag}{label}")
+        all_gap.add(bool(calls[r]) and not cc[r])
+        return (f"{calls_cell(calls[r], cc[r], cw)} {_mean_cell(_mean_at(raw_mean, r), calls[r], d[0])} "
+                f"{_mean_cell(_mean_at(corr_mean, r), cc[r], d[1])} "
+                f"{_mean_cell(_mean_at(self_mean, r), cc[r], d[2])} {flag}{label}")
 
     tree = _walk_tree(p, lambda r: (-ci[r], -incl[r], p.name(r)),
                               lambda k, root: ci[k] >= TREE_MIN_FRACTION * ci[root] and ci[k] > 0,
                               row_line)
     lines += tree
-    legend = ((CALLS_LEGEND + " " if gap else "") +
+    legend = ((CALLS_LEGEND + " " if gap else "") + (ALL_GAP_LEGEND + " " if True in all_gap else "") +
               "Avg: raw mean over all calls. Avg*, Self*: corrected means over the clean calls."
               + (" [irq]/[softirq]: interrupt subtrees, not counted in the interrupted path's "
                  "corrected time." if c.irqs == "exclude" else ""))
@@ -519,7 +526,7 @@ def error_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
                      "returned an error code (-4095..-1).", "")
     failing = np.nonzero(err.calls)[0]
     order = sorted(failing.tolist(), key=lambda i: (-int(err.calls[i]), ft.names[i]))[:top]
-    err_mean, ok_mean = _means(err.incl, err.calls), _means(ok.incl, ok.calls)
+    err_mean, ok_mean = err.incl_mean, ok.incl_mean
     lines = [f"Functions that returned errors (top {len(order)} of {len(failing)}; raw inclusive "
              "time per call, us)",
              "",
@@ -578,7 +585,7 @@ def call_tree(p: Profile) -> list:
              f"{'Calls':>7} {'Total':>10} {'Self':>9} {'Avg':>9}  Function",
              f"{'=' * 7} {'=' * 10} {'=' * 9} {'=' * 9}  {'=' * 40}"]
     calls, incl, excl = (p.col(c) for c in ("calls", "incl", "excl"))
-    avg = _means(incl, calls)
+    avg = p.node_means("incl")
     d = _decimals([(incl, 10), (excl, 9), (avg, 9)])
     irq_start = _irq_starts(p)
     marks = set()
@@ -586,7 +593,7 @@ def call_tree(p: Profile) -> list:
     def row_line(r, branch):
         label = tree_label(branch, p.name(r), WIDTH - 40, marks, " [irq]" if irq_start[r] else "")
         return (f"{count(calls[r], 7)} {us(incl[r], 10, d[0])} {us(excl[r], 9, d[1])} "
-                f"{us(avg[r], 9, d[2])}  {label}")
+                f"{_mean_cell(avg[r], calls[r], d[2])}  {label}")
 
     tree = _walk_tree(p, lambda r: (-incl[r], p.name(r)),
                               lambda k, root: incl[k] >= TREE_MIN_FRACTION * incl[root], row_line)

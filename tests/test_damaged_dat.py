@@ -391,8 +391,8 @@ def test_a_nosleep_time_caller_is_not_outside_its_callees(tmp_path):
     """A caller that slept 100 ms after its callee returned, recorded with
     nosleep-time (an option the file does not say): its calltime 100 ms
     after its callee's, which the tracer writes so. Not counted as a callee
-    before its caller. (Its duration, 100 ms shorter than its records'
-    interval, is still counted by times_refuted: left for now.)"""
+    before its caller (nor its duration as refuted:
+    test_a_nosleep_time_call_that_slept_is_not_refuted)."""
     from helpers import datwriter as dw
 
     path = tmp_path / "nosleep.dat"
@@ -400,6 +400,89 @@ def test_a_nosleep_time_caller_is_not_outside_its_callees(tmp_path):
     trace = json_report(str(path), "builtin", tmp_path)
     assert trace["counters"]["exits"] == 2
     assert not {"inner_before_call", "inner_after_return"} & set(trace["counters"]), trace["notes"]
+
+
+def sleeping_call(t: int, sleep_ns: int, in_callee: bool = False, switches: bool = False,
+                  pid: int = 100) -> list:
+    """svc_process > nfsd_dispatch from t on (records and calltimes on one
+    clock), recorded with nosleep-time, the task switched out for sleep_ns
+    after nfsd_dispatch returned, or inside it (in_callee): every call open
+    then has its calltime moved that much later. After its callee, the
+    sleep shows in svc_process's calltime, after nfsd_dispatch's; inside
+    it, in nothing but the sched_switch events (switches). Returns the
+    records [(timestamp, payload)]."""
+    from helpers import datwriter as dw
+
+    def switch(prev: int, nxt: int) -> bytes:
+        return dw.sched_switch_format().pack({
+            "prev_comm": b"nfsd" if prev else b"swapper/0", "prev_pid": prev, "prev_prio": 120, "prev_state": 1,
+            "next_comm": b"nfsd" if nxt else b"swapper/0", "next_pid": nxt, "next_prio": 120}, pid=prev)
+
+    sleep = [(t + 250, switch(pid, 0)), (t + 250 + sleep_ns, switch(0, pid))] if switches else []
+    events = [(t, dw.entry(pid, "svc_process", 0)), (t + 100, dw.entry(pid, "nfsd_dispatch", 1))]
+    if in_callee:
+        events += sleep + [(t + 400 + sleep_ns, dw.exit_(pid, "nfsd_dispatch", 1, t + 100 + sleep_ns,
+                                                         t + 400 + sleep_ns))]
+    else:
+        events += [(t + 200, dw.exit_(pid, "nfsd_dispatch", 1, t + 100, t + 200))] + sleep
+    return events + [(t + 500 + sleep_ns, dw.exit_(pid, "svc_process", 0, t + sleep_ns, t + 500 + sleep_ns))]
+
+
+def write_sleeping_calls(path: str, calls: list, switches: bool = False, t0: int = 1_000_000) -> None:
+    """sleeping_call(t, sleep_ns, in_callee) of each of `calls`
+    [(sleep_ns, in_callee)], one after another on CPU 0, 1 ms apart."""
+    from helpers import datwriter as dw
+
+    events, t = [], t0
+    for sleep_ns, in_callee in calls:
+        events += sleeping_call(t, sleep_ns, in_callee, switches)
+        t = events[-1][0] + 1_000_000
+    body, at = b"", t0
+    for ts, payload in events:
+        body += dw.record(ts - at, payload)
+        at = ts
+    contents = dw.corner_contents()
+    if switches:
+        contents.switch = dw.sched_switch_format()
+    dw.write_file(path, contents, [[dw.page(t0, body)]], dw.Form(7))
+
+
+@pytest.mark.parametrize("switches", [False, True])
+@pytest.mark.parametrize("reader", readers.params())
+def test_a_nosleep_time_call_that_slept_is_not_refuted(reader, switches, tmp_path):
+    """svc_process switched out for 100 ms after its callee returned,
+    recorded with nosleep-time: its duration is 100 ms shorter than its
+    records' interval, as the tracer writes it. The time it slept is known
+    (its off-CPU time, from the sched_switch events) or shown (its calltime
+    after its callee's): not damage. Counted as refuted before."""
+    path = str(tmp_path / "nosleep.dat")
+    write_sleeping_calls(path, [(100_000_000, False)], switches)
+    c = json_report(path, reader, tmp_path)["counters"]
+    assert c["exits"] == 2 and c.get("switches", 0) == (2 if switches else 0), c
+    assert "times_refuted" not in c, c
+
+
+@pytest.mark.parametrize("reader", readers.params())
+def test_a_nosleep_time_call_whose_sleep_shows_in_its_off_cpu_time_is_not_refuted(reader, tmp_path):
+    """Both calls switched out for 100 ms inside nfsd_dispatch, with
+    nosleep-time: no calltime shows it, the sched_switch events do."""
+    path = str(tmp_path / "nosleep.dat")
+    write_sleeping_calls(path, [(100_000_000, True)], switches=True)
+    assert "times_refuted" not in json_report(path, reader, tmp_path)["counters"]
+
+
+@pytest.mark.parametrize("shown", [False, True])
+@pytest.mark.parametrize("reader", readers.params())
+def test_a_call_shorter_than_its_records_is_refuted_unless_the_trace_shows_nosleep_time(reader, shown, tmp_path):
+    """Calls 100 ms shorter than their records' interval with nothing to
+    show why (no sched_switch events, no calltime after a callee's): damage,
+    as in a trace recorded with sleep-time (the default), both counted. In
+    a trace whose other calls show nosleep-time, a sleep: not counted."""
+    path = str(tmp_path / "short.dat")
+    write_sleeping_calls(path, [(100_000_000, False)] * shown + [(100_000_000, True)])
+    c = json_report(path, reader, tmp_path)["counters"]
+    assert c["exits"] == 2 + 2 * shown, c
+    assert c.get("times_refuted", 0) == (0 if shown else 2), c
 
 
 def stalled_pages(stall: bool, pid: int = 100, t0: int = 1_000_000) -> list[bytes]:

@@ -160,6 +160,49 @@ def test_8_tables_show_the_calls_corrected_figures_cover():
     assert '" of "' in js  # "N of M" in the Calls column in corrected mode
 
 
+def _text_rows(txt: str, title: str) -> dict:
+    """Name -> the figures of its row in the text table under `title`."""
+    lines = txt.splitlines()
+    start = lines.index(next(ln for ln in lines if ln.startswith(title)))
+    rows = {}
+    for ln in lines[start + 4:]:
+        if not ln.strip():
+            break
+        *figures, name = ln.split()
+        rows[name.lstrip("|`-+?~")] = figures  # the tree's branches, the flags
+    return rows
+
+
+def test_8_a_function_whose_calls_are_all_left_out_has_no_corrected_figure():
+    """lost-events.events: outer's one call spans the lost events, a gap
+    call left out of the corrected figures: the text prints none for it
+    (as the JSON's slowest calls print null for a gap root call), not 0."""
+    q = correct(load_events("lost-events"), FIXED)
+    txt = text.render(q)
+    assert _text_rows(txt, "Functions by corrected")["outer"] == ["0+1", "-", "-", "-"]
+    assert _text_rows(txt, "Call tree per path")["outer"] == ["0+1", "2.100", "-", "-"]  # the raw Avg stays
+    assert "0+G and -: every call is a gap call, so there is no corrected figure." in " ".join(txt.split())
+    assert _text_rows(txt, "Functions by corrected")["inner"][0] == "2"  # its clean calls have figures
+
+
+# ---- 9: the functions flagged for a big correction are the model's ---------------
+@pytest.mark.parametrize("fraction", [0.0, 0.5, 0.9])
+def test_9_functions_flagged_for_a_big_correction_are_the_models(monkeypatch, fraction):
+    """FunctionTable.big_correction decides which functions lost more than
+    CORRECTION_WARN_FRACTION of their raw time to the correction; the
+    notes (every output) and the HTML's warning signs print its choice. At
+    another fraction a renderer that compares the times itself disagrees."""
+    from ftflame.model import profile as model
+
+    monkeypatch.setattr(model, "CORRECTION_WARN_FRACTION", fraction)
+    q = corrected(WRITE4K)
+    flagged = np.flatnonzero(q.functions.big_correction).tolist()
+    assert html.functions_data(q)["bigcorr"] == flagged
+    notes = " ".join(json.loads(jsonout.render(q))["trace"]["notes"])
+    said = re.search(r"(\d[\d,]*) functions? lost more than half of their raw time", notes)
+    assert (int(said.group(1).replace(",", "")) if said else 0) == len(flagged), notes
+
+
 # ---- 12: the small ones -----------------------------------------------------------
 def test_12_one_precision_per_text_column():
     txt = text.render(corrected(WRITE4K))
@@ -172,7 +215,7 @@ def test_12_one_precision_per_text_column():
         if ln.startswith(" "):  # not a long name's own line
             rows.append(ln[:42].split())  # Calls, p50*, p99*, Total*
     for col in range(1, 4):
-        decimals = {len(r[col].split(".")[1]) if "." in r[col] else 0 for r in rows}
+        decimals = {len(r[col].split(".")[1]) if "." in r[col] else 0 for r in rows if r[col] != "-"}
         assert len(decimals) == 1, (col, decimals)
 
 

@@ -44,7 +44,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ftflame.correct import hooklevel
-from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ, Calibration, Corrected, OffCpu, Profile
+from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ, Calibration, Corrected, OffCpu, Profile, means
 
 IRQ_MODES = ("exclude", "include")
 UNRELIABLE_FRACTION = 0.5  # hook-cost correction above this share of the measured time
@@ -605,13 +605,11 @@ def scaled_stats(sums, calls, mins, maxs, pcts, corr, corr_calls, exact: dict,
     sums = np.asarray(sums)
     calls = np.asarray(calls)
     has = calls != 0
+    raw_mean = means(sums, calls)  # the model's, as every output prints it
     if rounded_mean:
-        raw_mean = np.array([round(s / c, 1) if c else 0.0 for s, c in zip(sums.tolist(), calls.tolist())],
-                            dtype=np.float64)
-    else:
-        raw_mean = np.divide(sums, calls.astype(np.float64), out=np.zeros(len(sums)), where=calls > 0)
+        raw_mean = np.array([round(m, 1) for m in raw_mean.tolist()], dtype=np.float64)
     cc = np.asarray(corr_calls).astype(np.float64)
-    mean = np.divide(corr, cc, out=np.zeros(len(corr)), where=cc != 0)
+    mean = means(corr, corr_calls)
     f = np.divide(mean, raw_mean, out=np.zeros(len(mean)), where=(cc != 0) & (raw_mean > 0))
 
     if rounded_mean:

@@ -503,6 +503,25 @@ def loud_warnings(warnings) -> list:
     return [w for w in warnings if w.kind is WarningKind.NOT_UNDERSTOOD]
 
 
+# Sums at or beyond this are not exact as a float64: their mean is divided
+# as integers (Python's int / int is the correctly rounded quotient).
+EXACT_SUM = 1 << 53
+
+
+def means(sums, calls) -> np.ndarray:
+    """The mean per call of each row (float64; 0.0 where a row has no
+    calls): the one division behind every mean an output prints, which
+    rounds it and never divides again. Integer sums are divided exactly,
+    also beyond 2**53 where float64(sum) / calls would round the sum first."""
+    s = np.asarray(sums)
+    c = np.asarray(calls)
+    out = np.divide(s, c, out=np.zeros(len(s)), where=c != 0)
+    if s.dtype.kind in "iu" and len(s):
+        for r in np.flatnonzero(((s >= EXACT_SUM) | (s <= -EXACT_SUM)) & (c != 0)).tolist():
+            out[r] = int(s[r]) / int(c[r])
+    return out
+
+
 @dataclass(frozen=True)
 class Corrected:
     """Corrected sums per node (same row order as the node table)."""
@@ -534,6 +553,12 @@ class Corrected:
     # caller's call is left out: a tree of their own, in no kept caller's
     # time); None: no such call.
     det_incl: np.ndarray | None = None
+
+    def means(self, kind: str, rows=None) -> np.ndarray:
+        """The corrected mean per clean call of each node ("incl" or
+        "excl"), or of its `rows` only (a slice or indices)."""
+        sums, calls = getattr(self, kind), self.calls
+        return means(sums if rows is None else sums[rows], calls if rows is None else calls[rows])
 
 
 def missing_entries_unmarked(counters: Mapping[str, int]) -> str:
@@ -742,6 +767,13 @@ class Profile:
             lo, hi = np.maximum(lo, 0), np.maximum(hi, 0)
         return h.percentiles(PERCENTILES, lo, hi)
 
+    def node_means(self, kind: str, rows=None) -> np.ndarray:
+        """The raw mean per call of each call path ("incl" or "excl"), or
+        of its `rows` only (a slice or indices): computed for those rows,
+        not kept (the JSON writer takes a chunk of the tree at a time)."""
+        calls = self.nodes.stored("calls") if rows is None else self.col("calls", rows)
+        return means(self.col(kind, rows), calls)
+
     @functools.cached_property
     def corrected_or_raw(self) -> Corrected:
         """Corrected sums when a correction was applied, else the raw ones."""
@@ -768,6 +800,10 @@ class Profile:
 
 
 PERCENTILES = (50, 90, 99)
+# A function whose correction took more than this share of its raw
+# inclusive time is flagged: its corrected figures rest mostly on the
+# calibration (docs/design.md).
+CORRECTION_WARN_FRACTION = 0.5
 
 
 @dataclass(frozen=True)
@@ -837,6 +873,23 @@ class FunctionTable:
             gap_calls=total(p.col("gap_calls"))[ids], hist_incl=hsub,
             returns=None if p.retvals is None else ReturnStats.build(p.retvals, ids))
 
+    @functools.cached_property
+    def incl_mean(self) -> np.ndarray:
+        """Raw inclusive mean per call (means)."""
+        return means(self.incl, self.calls)
+
+    @functools.cached_property
+    def excl_mean(self) -> np.ndarray:
+        """Raw exclusive (self) mean per call (means)."""
+        return means(self.excl, self.calls)
+
+    @functools.cached_property
+    def big_correction(self) -> np.ndarray:
+        """Whether the correction took more than CORRECTION_WARN_FRACTION
+        of each function's raw inclusive time (a calibrated Profile's
+        outputs flag those functions)."""
+        return (self.incl - self.incl_corr) > CORRECTION_WARN_FRACTION * np.maximum(self.incl, 1)
+
     def __len__(self) -> int:
         return len(self.names)
 
@@ -853,6 +906,11 @@ class ReturnSide:
     incl_min: np.ndarray
     incl_max: np.ndarray
     incl_pct: np.ndarray  # (rows, 3) p50 p90 p99
+
+    @functools.cached_property
+    def incl_mean(self) -> np.ndarray:
+        """Raw inclusive mean per call of this kind of return (means)."""
+        return means(self.incl, self.calls)
 
 
 @dataclass(frozen=True)

@@ -315,6 +315,10 @@ typedef struct {
 	/* the earliest calltime and the latest rettime of the calls made
 	 * inside (UINT64_MAX, 0: none), checked against this call's at its exit */
 	uint64_t inner_call, inner_ret;
+	/* how much later than its entry nosleep-time shows this call's calltime
+	 * to be, at least (a callee's calltime before it, here or in a callee
+	 * that was open meanwhile): the time it slept, as far as the trace says */
+	uint64_t slept_shown;
 	/* interrupts under this frame that may have come after its return (the
 	 * task's ftf_retsnap ring, see after_return_split): how many are
 	 * held; run: the children since the last one were all interrupt work */
@@ -1137,6 +1141,7 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	f->entry_ts = ev->ts;
 	f->inner_call = UINT64_MAX;
 	f->inner_ret = 0;
+	f->slept_shown = 0;
 	f->nsnap = 0;
 	f->run = 0;
 	f->snap_own = (uint8_t)snap_own;
@@ -1429,21 +1434,47 @@ static ftf_event checked_exit(ftf_builder *b, const ftf_event *ev)
 /* Whether the interval between a call's entry and exit records (another
  * clock, at the same rate when both are nanoseconds) refutes its rettime -
  * calltime: the clocks' offsets differ by at most milliseconds, even across
- * CPUs; a damaged calltime or rettime is usually off by far more. */
+ * CPUs; a damaged calltime or rettime is usually off by far more.
+ * Without sleep-time (nosleep-time) the tracer adds the time the task was
+ * switched out to the calltime of every call open on its stack: such a
+ * call is shorter than its records' interval by the time it slept. That
+ * time is known from sched_switch events (the frame's off-CPU time), or
+ * shown by a callee that began before the call's calltime (slept_shown);
+ * a call shorter by more is counted apart (times_short), refuted only in
+ * a trace where no calltime shows nosleep-time (a sleeping call without
+ * an earlier callee shows nothing of its own). */
 #define FTF_TIMES_SLACK_NS 50000000ULL
-static void check_times(ftf_builder *b, const ftf_frame *f, const ftf_event *ev, uint64_t end_ts)
+static void check_times(ftf_builder *b, ftf_task *t, ftf_frame *f, const ftf_event *ev, uint64_t end_ts)
 {
-	if (!b->ts_ns || f->gap) /* a gap: the entry may be another call's */
+	if (f->gap) /* a gap: the entry may be another call's, its callees another's */
+		return;
+	if (f->inner_call != UINT64_MAX && ev->calltime > f->inner_call &&
+	    ev->calltime - f->inner_call > f->slept_shown)
+		f->slept_shown = ev->calltime - f->inner_call;
+	if (f->slept_shown > FTF_TIMES_SLACK_NS)
+		b->c.nosleep_calls++;
+	/* every call open meanwhile slept as long: the caller as well */
+	if (t->n >= 2 && t->stack[t->n - 2].slept_shown < f->slept_shown)
+		t->stack[t->n - 2].slept_shown = f->slept_shown;
+	if (!b->ts_ns)
 		return;
 	uint64_t dur = ev->rettime - ev->calltime;
 	uint64_t span = end_ts >= f->entry_ts ? end_ts - f->entry_ts : f->entry_ts - end_ts;
+	uint64_t slept = t->off_ns - f->off_at;
+	if (f->slept_shown > slept)
+		slept = f->slept_shown;
 	uint64_t off = dur > span ? dur - span : span - dur;
+	int shorter = dur < span;
+	if (shorter)
+		off = off > slept ? off - slept : 0;
 	if (end_ts < f->entry_ts || off > FTF_TIMES_SLACK_NS + span / 100) {
 		/* a record between its entry and exit that repeats its CPU's
 		 * previous stamp: the records' clock stalled (see
 		 * ftf_builder_feed), not the call's times */
 		if (b->c.stalled_stamps != f->stalls_at)
 			b->c.times_stalled++;
+		else if (shorter && end_ts >= f->entry_ts)
+			b->c.times_short++;
 		else
 			b->c.times_refuted++;
 	}
@@ -1602,7 +1633,7 @@ static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *raw)
 			drop_unterminated(b, t, i);
 		}
 		uint64_t end_ts = after_return_split(b, t, ev);
-		check_times(b, &t->stack[t->n - 1], ev, end_ts);
+		check_times(b, t, &t->stack[t->n - 1], ev, end_ts);
 		check_inner(b, &t->stack[t->n - 1], ev, end_ts);
 		note_inner(t, ev);
 		est_exit(b, t, ev, dur);

@@ -292,6 +292,10 @@ typedef struct {
 	uint64_t times_refuted;  /* calls whose rettime - calltime the records' timestamps refute */
 	uint64_t stalled_stamps; /* records carrying their CPU's previous record's timestamp */
 	uint64_t times_stalled;  /* ...refuted calls with such a record inside: the stamps are wrong */
+	uint64_t times_short;    /* ...refuted calls shorter than their records' interval, by more
+	                          * than they are known to have slept: refuted unless the trace
+	                          * shows nosleep-time and has no sched_switch (module.c) */
+	uint64_t nosleep_calls;  /* calls whose calltime is after a callee's: nosleep-time moved it */
 	uint64_t inner_before_call;  /* calls with a call inside that started before they did */
 	uint64_t inner_after_return; /* calls with a call inside that returned after they did */
 	int64_t max_depth;
