@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ftflame.correct import corrections
 from ftflame.model.depthcut import depth_cut
 from ftflame.model.profile import (
     NODE_IRQ,
@@ -115,12 +116,14 @@ def report_notes(p: Profile) -> list:
             notes.append(f"{plural(clamped, 'call path')} had a corrected time below zero, clamped at 0 "
                          f"({why})")
     if p.calibration.applied:
-        ft = p.functions
-        big = int(np.count_nonzero(ft.big_correction))
+        # the functions every output flags (corrections.function_extras):
+        # hook cost, not the interrupt or off-CPU time the trace measured
+        big = int(np.count_nonzero(corrections.function_extras(p).get("unreliable", ())))
         if big:
-            notes.append(f"{plural(big, 'function')} lost more than half of their raw time to the correction "
-                         "(marked ? in the text, a warning sign in the HTML function table): their corrected figures "
-                         "rest mostly on the calibration")
+            its, their = ("its", "its") if big == 1 else ("their", "their")
+            notes.append(f"{plural(big, 'function')} had more than half of {its} measured time taken out as hook "
+                         "cost (marked ? in the text, unreliable in the JSON, a warning sign in the HTML function "
+                         f"table): {their} corrected figures rest mostly on the calibration")
     return notes
 
 

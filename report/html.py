@@ -23,7 +23,7 @@ import os
 import numpy as np
 
 from ftflame import __version__
-from ftflame.correct import fit, uncertainty
+from ftflame.correct import corrections, fit, uncertainty
 from ftflame.correct.calibration import provenance
 from ftflame.correct.corrections import STAT_NAMES, corrected_stats
 from ftflame.correct.operations import NO_OPERATION, operation_nodes, operation_table, slow_call_tree, slowest_calls
@@ -438,7 +438,8 @@ def functions_data(p: Profile) -> dict:
         d["exclc"] = _ints(ft.excl_corr)
         d["callsc"] = ft.calls_corr.tolist()
         d["corr"] = corrected_stats_data(p, "functions", np.arange(len(ft)))
-        d["bigcorr"] = np.flatnonzero(ft.big_correction).tolist()  # flagged (FunctionTable.big_correction)
+        # flagged as every output flags them (corrections.function_extras)
+        d["bigcorr"] = np.flatnonzero(corrections.function_extras(p).get("unreliable", ())).tolist()
     return d
 
 

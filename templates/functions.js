@@ -110,7 +110,7 @@ FT.functions = (function () {
         var v = c.get(r), cell = FT.el("td", c.cls ? { class: c.cls } : null);
         if (c.key === "name") {
           cell.textContent = v;
-          if (corr() && bigcorr[r]) cell.appendChild(FT.el("span", { class: "warn", title: "the correction removed more than half of this function's raw time: treat its corrected figures with care" }, " \u26a0"));
+          if (corr() && bigcorr[r]) cell.appendChild(FT.el("span", { class: "warn", title: "the hook cost taken out is more than half of this function's measured time: its corrected figures rest mostly on the calibration" }, " \u26a0"));
         } else {
           cell.textContent = c.fmt ? c.fmt(v, r) : FT.us(v);
           if (c.approx && isApprox(r)) { cell.className = "approx"; cell.title = FT.APPROX_NOTE; }

@@ -800,12 +800,6 @@ class Profile:
 
 
 PERCENTILES = (50, 90, 99)
-# A function whose correction took more than this share of its raw
-# inclusive time is flagged: its corrected figures rest mostly on the
-# calibration (docs/design.md).
-CORRECTION_WARN_FRACTION = 0.5
-
-
 @dataclass(frozen=True)
 class FunctionTable:
     """Per-function aggregates over every call path the function appears in.
@@ -882,13 +876,6 @@ class FunctionTable:
     def excl_mean(self) -> np.ndarray:
         """Raw exclusive (self) mean per call (means)."""
         return means(self.excl, self.calls)
-
-    @functools.cached_property
-    def big_correction(self) -> np.ndarray:
-        """Whether the correction took more than CORRECTION_WARN_FRACTION
-        of each function's raw inclusive time (a calibrated Profile's
-        outputs flag those functions)."""
-        return (self.incl - self.incl_corr) > CORRECTION_WARN_FRACTION * np.maximum(self.incl, 1)
 
     def __len__(self) -> int:
         return len(self.names)
