@@ -5,7 +5,7 @@ ftflame/correct/operations.py and ftflame/correct/hotlists.py; these only lay th
 from __future__ import annotations
 
 from ftflame.correct import hotlists
-from ftflame.correct.operations import NO_OPERATION, root_table, slowest_calls
+from ftflame.correct.operations import NO_OPERATION, root_table, slowest_calls, slowest_count
 from ftflame.correct.uncertainty import operation_half_widths
 from ftflame.model.profile import Profile
 
@@ -114,13 +114,13 @@ def operations_lines(p: Profile) -> list:
 
 
 def slowest_lines(p: Profile, top: int = SLOWEST_TOP) -> list:
-    calls = slowest_calls(p)
-    if not calls:
+    kept = slowest_count(p)
+    if not kept:
         return []
-    shown = calls[:top]
+    shown = slowest_calls(p, top)  # only these decoded: a trace may keep a call per root function
     corrected = p.corrected is not None
     dec = fit_decimals([s.dur for s in shown] + [s.corr for s in shown if s.corr == s.corr], 10)
-    out = _wrap(f"Slowest root calls (the {len(shown)} slowest of {len(calls)} kept: the slowest "
+    out = _wrap(f"Slowest root calls (the {len(shown)} slowest of {kept} kept: the slowest "
                 "per root function and operation; us"
                 + ("; * = corrected)" if corrected else ")")) + [
         "",

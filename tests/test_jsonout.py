@@ -499,6 +499,66 @@ def test_a_tree_within_the_nesting_is_not_cut(tmp_path):
     same_tree(p)
 
 
+def roots_trace(tmp_path, n: int) -> str:
+    """A text trace of n one-call root functions (bench/run.py --roots)."""
+    path = tmp_path / "roots.txt"
+    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
+                    "# |     |   |                     |   |   |   |\n" +
+                    "".join(f" 0)   {1 + i % 997}.000 us    |  f_{i}();\n" for i in range(n)))
+    return str(path)
+
+
+def counting(monkeypatch, module, name: str) -> dict:
+    """Counts the calls of module.name from now on."""
+    calls = {"n": 0}
+    real = getattr(module, name)
+
+    def counted(*a, **k):
+        calls["n"] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+def test_many_kept_slowest_calls_are_written_from_columns(tmp_path, monkeypatch):
+    """100k distinct root functions keep a slowest call each: a SlowCall
+    object made per call, and each tree decoded twice (for its dominant
+    path, then for its JSON), were a third of the JSON report
+    (docs/performance.md). Counted, not timed: the JSON makes no SlowCall
+    and decodes each batch of trees once."""
+    from ftflame import parse
+    from ftflame.correct import operations
+
+    n = 5000
+    path = roots_trace(tmp_path, n)
+    p = corrected(parse.read(path), path)
+    made = counting(monkeypatch, operations, "SlowCall")
+    decoded = counting(monkeypatch, operations, "call_trees")
+    doc = json.loads(written(p))
+    assert len(doc["slowest"]) == n and doc["slowest"][-1]["dominant_path"] == [doc["slowest"][-1]["root"]]
+    assert made["n"] == 0, f"{made['n']} SlowCalls for the JSON of {n} kept calls"
+    assert decoded["n"] <= n // operations.BATCH_CALLS + 1, f"{decoded['n']} decodings of {n} one-call trees"
+
+
+def test_the_text_report_makes_only_the_slowest_calls_it_prints(tmp_path, monkeypatch):
+    """The text prints the few slowest of the kept calls (SLOWEST_TOP):
+    only those are made (and their trees decoded), not one per root
+    function."""
+    from ftflame import parse
+    from ftflame.correct import operations
+
+    n = 5000
+    path = roots_trace(tmp_path, n)
+    p = corrected(parse.read(path), path)
+    from ftflame.report.textcalls import SLOWEST_TOP
+
+    made = counting(monkeypatch, operations, "SlowCall")
+    text = RENDERERS["txt"].render(p)
+    assert f"the {SLOWEST_TOP} slowest of {n} kept" in text
+    assert made["n"] == SLOWEST_TOP, f"{made['n']} SlowCalls for the {SLOWEST_TOP} the text prints"
+
+
 def test_many_small_kept_trees_are_decoded_and_written_in_batches(tmp_path, monkeypatch):
     """100k distinct root functions keep 100k one-call trees: each decoded
     and formatted on its own (a dozen numpy calls each, twice) took most of
@@ -510,11 +570,8 @@ def test_many_small_kept_trees_are_decoded_and_written_in_batches(tmp_path, monk
     from ftflame.correct import operations
 
     n = 5000
-    path = tmp_path / "roots.txt"
-    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
-                    "# |     |   |                     |   |   |   |\n" +
-                    "".join(f" 0)   {1 + i % 997}.000 us    |  f_{i}();\n" for i in range(n)))
-    p = corrected(parse.read(str(path)), str(path))
+    path = roots_trace(tmp_path, n)
+    p = corrected(parse.read(path), path)
     calls = {"n": 0}
     unique = np.unique
 

@@ -268,6 +268,45 @@ class KeptTree(NamedTuple):
     def nbytes(self) -> int:
         return self.recs.nbytes + self.extras.nbytes
 
+class KeptTrees:
+    """The kept slowest root calls as the core gives them, as columns: per
+    call its sample row, its tree's base calltime (its 64 bits, as int64)
+    and CPU, whether its tree was kept (too big: not), and where its records
+    and extras lie in the blocks of every kept tree's, one tree after the
+    other. A trace may keep a tree per distinct root function: an object per
+    tree cost more than its calls."""
+
+    __slots__ = ("sample", "base", "cpu", "kept", "rec_at", "ext_at", "recs", "extras")
+
+    def __init__(self, table: np.ndarray, recs: np.ndarray, extras: np.ndarray):
+        """table: int64 rows (sample, base, cpu, records (-1: not kept), extras)."""
+        self.sample, self.base, self.cpu = table[:, 0], table[:, 1], table[:, 2]
+        self.kept = table[:, 3] >= 0
+        self.rec_at = np.zeros(len(table) + 1, dtype=np.int64)
+        np.cumsum(np.maximum(table[:, 3], 0), out=self.rec_at[1:])
+        self.ext_at = np.zeros(len(table) + 1, dtype=np.int64)
+        np.cumsum(table[:, 4], out=self.ext_at[1:])
+        self.recs, self.extras = recs, extras
+
+    def __len__(self) -> int:
+        return len(self.sample)
+
+    def sizes(self, k: np.ndarray) -> np.ndarray:
+        """The records of trees k (0 for one not kept)."""
+        return self.rec_at[k + 1] - self.rec_at[k]
+
+    def tree(self, k: int) -> KeptTree | None:
+        """Tree k (None: not kept), views of the blocks."""
+        if not self.kept[k]:
+            return None
+        return KeptTree(int(self.base[k].astype(np.uint64)), int(self.cpu[k]),
+                        self.recs[self.rec_at[k]:self.rec_at[k + 1]], self.extras[self.ext_at[k]:self.ext_at[k + 1]])
+
+
+NO_KEPT_TREES = KeptTrees(np.zeros((0, 5), dtype=np.int64), np.zeros(0, dtype=CALL_RECORD_DTYPE),
+                          np.zeros(0, dtype=CALL_EXTRA_DTYPE))
+
+
 # Histogram geometry (parse/core/builder.h): values below HIST_SUB ns are exact;
 # above, each power of two is split into HIST_SUB equal buckets.
 HIST_SUB = 16
@@ -625,9 +664,8 @@ class Profile:
     # labels (-1: none), op_how says which function(s) named each.
     operations: tuple = ()
     op_how: tuple = ()
-    # The slowest root calls kept by the core: (sample row, KeptTree, or
-    # None when too big to keep).
-    slowest_trees: tuple = ()
+    # The slowest root calls kept by the core, with their trees (KeptTrees)
+    slowest_trees: KeptTrees = NO_KEPT_TREES
     # Return values per function, None when no call had one
     retvals: Retvals | None = None
     # the most argument values an entry of a kept slowest call carried
