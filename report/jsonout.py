@@ -253,7 +253,7 @@ def _exact_unsafe(stats) -> np.ndarray:
     (exact rows were json.dumps(round(x, 1))), from scaled_stats' result
     over every exact row."""
     cols, _, ex, vals = stats
-    if ex:
+    if len(ex):
         return ~(np.abs(vals) < REPR_SAFE).all(axis=0)
     return np.zeros(len(cols), dtype=bool)
 
@@ -272,7 +272,7 @@ def _corr_stats(t: _Template, stats, calls, repr_round: bool = False, unsafe=Non
         if repr_round:
             _repr_round(t, cols[k])
         elif unsafe[k]:
-            ex_rows = set(ex)
+            ex_rows = set(ex.tolist())
             t.text([json.dumps(round(x, 1)) if r in ex_rows else "%.1f" % x
                     for r, x in enumerate(cols[k].tolist())])
         else:
@@ -326,8 +326,7 @@ def tree_templates(p: Profile, head: str = "", tail: str = "", chunk: int = 0):
         # the corrected statistics a chunk at a time (corrections.node_stats),
         # the choices that depend on the whole column made over its exact rows
         by_node = corrections.exact_values(p)[0]
-        exact_rows = np.fromiter(sorted(by_node), dtype=np.int64, count=len(by_node))
-        corr = (by_node, {kind: _exact_unsafe(corrections.node_stats(p, kind, exact_rows, by_node))
+        corr = (by_node, {kind: _exact_unsafe(corrections.node_stats(p, kind, by_node.keys, by_node))
                           for kind in ("incl", "excl")})
     for lo in range(0, n, chunk):
         hi = min(lo + chunk, n)

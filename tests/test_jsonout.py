@@ -339,13 +339,14 @@ def test_tree_corrected_stats_are_made_a_chunk_at_a_time(rel, monkeypatch):
     p = corrected(profile_of(path), path)
     whole = {kind: corrections.corrected_stats(p)["nodes", kind] for kind in ("incl", "excl")}
     rows = np.random.default_rng(1).permutation(p.nrows)[: max(p.nrows // 2, 1)]
-    for kind, (cols, approx, ex, _) in whole.items():
-        part, part_approx, part_ex, _ = corrections.node_stats(p, kind, rows)
+    for kind, (cols, approx, ex, vals) in whole.items():
+        part, part_approx, part_ex, part_vals = corrections.node_stats(p, kind, rows)
         for a, b in zip(part, cols):
             assert np.array_equal(a, b[rows], equal_nan=True)
         assert np.array_equal(part_approx, approx[rows])
         at = {int(r): i for i, r in enumerate(rows)}
-        assert part_ex == {at[r]: v for r, v in ex.items() if r in at}
+        want = {at[r]: v for r, v in zip(ex.tolist(), vals.tolist()) if r in at}
+        assert dict(zip(part_ex.tolist(), part_vals.tolist())) == want and part_ex.tolist() == sorted(want)
 
     q = corrected(profile_of(path), path)
 
@@ -557,6 +558,24 @@ def test_the_text_report_makes_only_the_slowest_calls_it_prints(tmp_path, monkey
     text = RENDERERS["txt"].render(p)
     assert f"the {SLOWEST_TOP} slowest of {n} kept" in text
     assert made["n"] == SLOWEST_TOP, f"{made['n']} SlowCalls for the {SLOWEST_TOP} the text prints"
+
+
+def test_exact_statistics_of_many_root_functions_are_computed_as_columns(tmp_path, monkeypatch):
+    """Each distinct root function's path and function has exact corrected
+    statistics (every root call's corrected time is known): 100k groups of
+    values, each kept as an array in a dict and made into another for its
+    statistics, per table and per chunk of the tree (corrections.
+    exact_values, _exact_stats). Counted, not timed: np.asarray calls while
+    the JSON is written, a few per column, not one per group."""
+    from ftflame import parse
+
+    n = 5000
+    path = roots_trace(tmp_path, n)
+    p = corrected(parse.read(path), path)
+    made = counting(monkeypatch, np, "asarray")
+    doc = json.loads(written(p))
+    assert doc["functions"][0]["incl_corr_ns"].get("approx") is None  # exact
+    assert made["n"] < 500, f"{made['n']} np.asarray calls for {n} root functions"
 
 
 def test_many_small_kept_trees_are_decoded_and_written_in_batches(tmp_path, monkeypatch):
