@@ -331,8 +331,10 @@ def tree_templates(p: Profile, head: str = "", tail: str = "", chunk: int = 0):
     for lo in range(0, n, chunk):
         hi = min(lo + chunk, n)
         cut = None if cuts is None else (cuts[0][lo:hi], cuts[1][lo:hi], cuts[2])
-        yield _tree_rows(p, pre[lo:hi], closes[lo:hi], lo == 0, hi == n, head, tail, names,
-                         means_fit, corr, cut), hi - lo
+        # head and tail only in the chunks that write them: a fragment's
+        # length sizes the buffers of every chunk it is in (format_rows)
+        yield _tree_rows(p, pre[lo:hi], closes[lo:hi], lo == 0, hi == n, head if lo == 0 else "",
+                         tail if hi == n else "", names, means_fit, corr, cut), hi - lo
 
 
 def _nest_cuts(p: Profile, pre: np.ndarray, d: np.ndarray) -> tuple:
