@@ -578,6 +578,24 @@ def test_exact_statistics_of_many_root_functions_are_computed_as_columns(tmp_pat
     assert made["n"] < 500, f"{made['n']} np.asarray calls for {n} root functions"
 
 
+def test_the_head_and_tail_are_fragments_of_the_end_chunks_only():
+    """format_rows sizes a chunk's buffers by the longest row its template
+    can write: the document's head (everything before the tree, the
+    functions array with it: 68 MB for 100k root functions) in every
+    chunk's fragments cost two such buffers per chunk, their pages faulted
+    in anew each time."""
+    p = load("many-calls")
+    head, tail = "h" * 100_000, "t" * 100_000
+    chunks = [t for t, _ in jsonout.tree_templates(p, head, tail, 1)]
+    assert len(chunks) >= 3
+
+    def longest(template) -> int:
+        return max(max(map(len, it[2])) if not isinstance(it, str) and it[0] == "e" else 0 for it in template)
+
+    assert longest(chunks[0]) > len(head) and longest(chunks[-1]) > len(tail)
+    assert all(longest(t) < 1000 for t in chunks[1:-1]), [longest(t) for t in chunks]
+
+
 def test_many_small_kept_trees_are_decoded_and_written_in_batches(tmp_path, monkeypatch):
     """100k distinct root functions keep 100k one-call trees: each decoded
     and formatted on its own (a dozen numpy calls each, twice) took most of
