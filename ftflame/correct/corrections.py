@@ -38,6 +38,7 @@ R*O_out removes it with the subtree.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -658,8 +659,7 @@ def scaled_stats(sums, calls, mins, maxs, pcts, corr, corr_calls, exact: Groups,
     calls = np.asarray(calls)
     has = calls != 0
     if rounded_mean:
-        raw_mean = np.array([round(s / c, 1) if c else 0.0 for s, c in zip(sums.tolist(), calls.tolist())],
-                            dtype=np.float64)
+        raw_mean = _rounded_means(sums, calls)
     else:
         raw_mean = np.divide(sums, calls.astype(np.float64), out=np.zeros(len(sums)), where=calls > 0)
     cc = np.asarray(corr_calls).astype(np.float64)
@@ -684,6 +684,22 @@ def scaled_stats(sums, calls, mins, maxs, pcts, corr, corr_calls, exact: Groups,
             c[ex] = vals[:, k]
         approx[ex] = 0
     return cols, approx, ex, vals
+
+
+def _rounded_means(sums: np.ndarray, calls: np.ndarray) -> np.ndarray:
+    """round(s / c, 1) of each row (0.0 without calls), as Python computes
+    it: numpy's quotient is the same float while sums and counts are exact
+    in a double, and round() is called in C (map), not a Python loop per
+    row (a trace may have 100k functions)."""
+    if len(sums) and max(abs(int(sums.max())), abs(int(sums.min()))) < EXACT and int(calls.max()) < EXACT \
+            and sums.dtype.kind in "iu" and calls.dtype.kind in "iu":
+        q = np.divide(sums, calls, out=np.zeros(len(sums)), where=calls != 0)
+        return np.fromiter(map(round, q.tolist(), itertools.repeat(1)), dtype=np.float64, count=len(q))
+    return np.array([round(s / c, 1) if c else 0.0 for s, c in zip(sums.tolist(), calls.tolist())],
+                    dtype=np.float64)
+
+
+EXACT = 1 << 53  # integers up to this are exact in a double
 
 
 def exact_values(p: Profile, per_call: np.ndarray | None = None) -> tuple:
