@@ -182,6 +182,13 @@ def _rows_of(cols: dict | None) -> tuple:
                     "share", "corr_share", "irq_calls"))))
 
 
+def rows_of_columns(cols: dict, idx: list) -> tuple:
+    """The OperationRows of rows idx of _latency_columns' columns."""
+    at = np.asarray(idx, dtype=np.int64)
+    return _rows_of({k: ({n: a[at] for n, a in v.items()} if isinstance(v, dict) else
+                         [v[i] for i in idx] if isinstance(v, list) else v[at]) for k, v in cols.items()})
+
+
 def _latency_columns(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = False) -> dict:
     """The figures of the root calls in sel per (root function,
     operation), busiest first (the rows' columns: OperationRow's fields,
