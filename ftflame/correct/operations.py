@@ -208,37 +208,48 @@ def _latency_columns(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = 
     # each row's root calls found by one sort of all of them, not a scan of
     # all per row: a trace may have 100,000s of root functions
     at = np.flatnonzero(sel)
-    keys, inv = np.unique(np.stack([root[at], op[at], irq[at]], axis=1), axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
+    kroot, kop, inv = _groups_of(root[at], op[at], irq[at])
     order = np.lexsort((dur[at], inv))
-    durs, d_at = dur[at][order], np.searchsorted(inv[order], np.arange(len(keys) + 1))
+    durs, d_at = dur[at][order], np.searchsorted(inv[order], np.arange(len(kroot) + 1))
     ok = clean[at]
     corr_at, corr_inv = np.asarray(corr)[at[ok]], inv[ok]
     order = np.lexsort((corr_at, corr_inv))
-    corrs, c_at = corr_at[order], np.searchsorted(corr_inv[order], np.arange(len(keys) + 1))
+    corrs, c_at = corr_at[order], np.searchsorted(corr_inv[order], np.arange(len(kroot) + 1))
     raw, raw_sum = _grouped_nearest_rank(durs, d_at)
     cor, cor_sum = _grouped_nearest_rank(corrs, c_at)
     calls = np.diff(d_at)
-    cols = {"op": keys[:, 1], "calls": calls, "gap_calls": calls - np.diff(c_at), "raw": raw, "corr": cor,
+    cols = {"op": kop, "calls": calls, "gap_calls": calls - np.diff(c_at), "raw": raw, "corr": cor,
             "share": raw_sum / total, "corr_share": cor_sum / corr_total,
             "irq_calls": np.bincount(inv, weights=(flags[at] & SAMPLE_IRQ) != 0,
-                                     minlength=len(keys)).astype(np.int64)}
-    names, ops, hows = [], [], []
-    for r, o in zip(keys[:, 0].tolist(), keys[:, 1].tolist()):
-        names.append(p.funcs[r])
-        if r in plain:
-            ops.append("")
-            hows.append("")
-        else:
-            ops.append(p.operations[o] if o >= 0 else NO_OPERATION)
-            hows.append(p.op_how[o] if 0 <= o < len(p.op_how) else "no nfsd3_proc_*/nfsd4 operation below the root")
+                                     minlength=len(kroot)).astype(np.int64)}
+    # a plain root's operation and how "", else its operation's (the
+    # operations' tables, looked up per row in C: 100,000s of rows)
+    is_plain = np.isin(kroot, np.fromiter(plain, dtype=np.int64, count=len(plain)))
+    op_names = [*p.operations, NO_OPERATION, ""]
+    which = np.where(is_plain, len(op_names) - 1, np.where(kop >= 0, kop, len(op_names) - 2))
+    hows = [*p.op_how, "no nfsd3_proc_*/nfsd4 operation below the root", ""]
+    how = np.where(is_plain, len(hows) - 1, np.where((kop >= 0) & (kop < len(p.op_how)), kop, len(hows) - 2))
     # busiest first, then by name, operation and interrupt calls (a stable
     # sort: what sorting the rows by those keys gave)
-    order = np.lexsort((cols["irq_calls"], _ranks(ops), _ranks(names), -raw["mean"] * calls))
+    order = np.lexsort((cols["irq_calls"], _ranks(op_names)[which], p.name_ranks()[kroot], -raw["mean"] * calls))
     out = {k: ({n: a[order] for n, a in v.items()} if isinstance(v, dict) else v[order]) for k, v in cols.items()}
-    pick = order.tolist()
-    out.update(root=[names[i] for i in pick], operation=[ops[i] for i in pick], how=[hows[i] for i in pick])
+    out.update(root=list(map(p.funcs.__getitem__, kroot[order].tolist())),
+               operation=list(map(op_names.__getitem__, which[order].tolist())),
+               how=list(map(hows.__getitem__, how[order].tolist())))
     return out
+
+
+def _groups_of(root: np.ndarray, op: np.ndarray, irq: np.ndarray) -> tuple:
+    """The distinct (root, op, irq) of the root calls, in that order (as
+    np.unique of the rows gives them): (their roots, their operations, each
+    call's group). One key per call (np.unique of rows sorts them as bytes,
+    slower by far)."""
+    span = int(op.max()) + 2 if len(op) else 1
+    if len(root) and (root.min() < 0 or op.min() < -1 or int(root.max()) >= (1 << 62) // (2 * span)):
+        keys, inv = np.unique(np.stack([root, op, irq], axis=1), axis=0, return_inverse=True)
+        return keys[:, 0], keys[:, 1], inv.reshape(-1)
+    key, inv = np.unique((root * span + op + 1) * 2 + irq, return_inverse=True)
+    return key // (2 * span), (key // 2) % span - 1, inv.reshape(-1)
 
 
 def _ranks(strings: list) -> np.ndarray:

@@ -704,6 +704,13 @@ class Profile:
     def name(self, row: int) -> str:
         return self.funcs[int(self.nodes.stored("func")[row])]
 
+    def name_ranks(self) -> np.ndarray:
+        """Per function id: its name's rank in Python's order of the names
+        (equal names, equal ranks): sorting by these is sorting by name,
+        in numpy (a trace may have 100k functions)."""
+        return self.views.get("name_ranks", lambda: np.unique(
+            np.array(self.funcs, dtype=object), return_inverse=True)[1].reshape(-1).astype(np.int64))
+
     def replace(self, **changes) -> Profile:
         out = dataclasses.replace(self, **changes)
         # views of the tree's shape stay valid while the nodes do
@@ -851,9 +858,13 @@ class FunctionTable:
         keep = np.nonzero(ncalls > 0)[0]
         incl_s = total(p.col("incl"))
         excl_s = total(p.col("excl"))
-        # busiest first; ties by name for a stable order
-        order = sorted(keep.tolist(), key=lambda f: (-int(incl_s[f]), p.funcs[f]))
-        ids = np.array(order, dtype=np.int64)
+        # busiest first; ties by name for a stable order (one lexsort by the
+        # names' ranks: a trace may have 100k functions)
+        if len(keep) and incl_s[keep].min() > np.iinfo(np.int64).min:
+            ids = keep[np.lexsort((p.name_ranks()[keep], -incl_s[keep]))].astype(np.int64)
+        else:
+            ids = np.array(sorted(keep.tolist(), key=lambda f: (-int(incl_s[f]), p.funcs[f])), dtype=np.int64)
+        order = ids.tolist()
         big = np.iinfo(np.int64).max
         imin, imax = extreme(p.col("incl_min"), np.minimum, big), extreme(p.col("incl_max"), np.maximum, -big)
         xmin, xmax = extreme(p.col("excl_min"), np.minimum, big), extreme(p.col("excl_max"), np.maximum, -big)
@@ -867,7 +878,7 @@ class FunctionTable:
         ccorr = total(c.calls.astype(np.int64))
         hsub = Histograms(*_take_rows(hi, ids))
         return cls(
-            names=tuple(p.funcs[i] for i in order), func_ids=ids, calls=ncalls[ids],
+            names=tuple(map(p.funcs.__getitem__, order)), func_ids=ids, calls=ncalls[ids],
             incl=incl_s[ids], excl=excl_s[ids], incl_min=imin[ids], incl_max=imax[ids],
             excl_min=xmin[ids], excl_max=xmax[ids], incl_pct=ipct[ids], excl_pct=xpct[ids],
             incl_corr=icorr[ids], excl_corr=xcorr[ids], calls_corr=ccorr[ids],
