@@ -260,8 +260,10 @@ def _dominant_text(dec: dict, first: np.ndarray, kept: np.ndarray, names: list) 
     if len(row):
         starts = np.ones(len(tree), dtype=np.int64)
         starts[1:] = tree[1:] != tree[:-1]
-        text = format_rows([("e", starts, [",", "\x00["]), ("e", dec["func"][row], names)], len(row))
-        out[np.unique(tree)] = [piece + "]" for piece in _split_rows(text)]
+        ends = np.ones(len(tree), dtype=np.int64)
+        ends[:-1] = starts[1:]
+        out[np.unique(tree)] = _split_rows(format_rows([("e", starts, [",", "\x00["]), ("e", dec["func"][row], names),
+                                                        ("e", ends, ["", "]"])], len(row)))
     return out
 
 
@@ -294,10 +296,12 @@ def _trees_text(p: Profile, starts: np.ndarray, cols, first, kept) -> np.ndarray
     par = cols["parent"]
     begin = np.zeros(n, dtype=np.int64)
     begin[first[some]] = 1
+    end = np.zeros(n, dtype=np.int64)  # a tree's last call: its array closed there
+    end[first[some] + kept[some] - 1] = 1
 
     def ints(a) -> list:
-        text = format_rows([("e", begin, [",", "\x00["]), ("i", np.ascontiguousarray(a, dtype=np.int64))], n)
-        return [piece + "]" for piece in _split_rows(text)]
+        return _split_rows(format_rows([("e", begin, [",", "\x00["]), ("i", np.ascontiguousarray(a, dtype=np.int64)),
+                                        ("e", end, ["", "]"])], n))
 
     def r1(a) -> list:
         a = orig = np.asarray(a, dtype=np.float64)
@@ -307,8 +311,7 @@ def _trees_text(p: Profile, starts: np.ndarray, cols, first, kept) -> np.ndarray
             safe_tree = np.ones(len(kept), bool)
             safe_tree[some] = safe
             a = np.where(safe_tree[tree_of], a, 0.0)
-        text = format_rows([("e", begin, [",", "\x00["]), ("f1", a)], n)
-        out = [piece + "]" for piece in _split_rows(text)]
+        out = _split_rows(format_rows([("e", begin, [",", "\x00["]), ("f1", a), ("e", end, ["", "]"])], n))
         for k in np.flatnonzero(~safe).tolist():
             j = int(np.flatnonzero(some)[k])
             out[k] = _r1_text(orig[first[j]:first[j] + kept[j]])
@@ -328,10 +331,13 @@ def _trees_text(p: Profile, starts: np.ndarray, cols, first, kept) -> np.ndarray
     # each tree's function names, in the order of its `funcs`
     ufirst = np.zeros(len(funcs), dtype=np.int64)
     ufirst[ustart[some]] = 1
-    names = _split_rows(format_rows([("e", ufirst, [",", "\x00["]), ("e", funcs, json_names(p))], len(funcs)))
+    ulast = np.zeros(len(funcs), dtype=np.int64)
+    ulast[ustart[some] + per_tree[some] - 1] = 1
+    names = _split_rows(format_rows([("e", ufirst, [",", "\x00["]), ("e", funcs, json_names(p)),
+                                     ("e", ulast, ["", "]"])], len(funcs)))
     # the trees' objects in one formatting, each row one tree with calls
     idx = np.arange(int(some.sum()))
-    items = ['\x00{"calls":', ("i", kept[some]), ',"funcs":', ("e", idx, names), "]"]
+    items = ['\x00{"calls":', ("i", kept[some]), ',"funcs":', ("e", idx, names)]
     for key, col in columns:
         items += [',"%s":' % key, "null" if col is None else ("e", idx, col)]
     items.append("}")
