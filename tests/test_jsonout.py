@@ -299,10 +299,11 @@ def test_tree_order_hand_made_forest():
 @pytest.mark.parametrize("rel", [None] + SMALL_FIXTURES)
 def test_tree_written_in_chunks_is_the_whole_document(rel, monkeypatch):
     """jsonout.write formats the `tree` rows a chunk at a time (its gathered
-    columns bounded, not 50 per call path): with chunks of 3 rows the file
-    is byte for byte the document render() makes at once, including the
-    per-column choices (means, exact rows past the fast paths) that a
-    chunk must make as the whole column does."""
+    columns bounded, not 50 per call path), and the functions' and the root
+    calls' (their text is not held whole: 80 MB for 100k functions): with
+    chunks of 3 rows the file is byte for byte the document render() makes
+    at once, including the per-column choices (means, exact rows past the
+    fast paths) that a chunk must make as the whole column does."""
     path = SAMPLE if rel is None else fixture(rel)
     p = corrected(profile_of(path), path)
     chunks = []
@@ -316,10 +317,13 @@ def test_tree_written_in_chunks_is_the_whole_document(rel, monkeypatch):
     monkeypatch.setattr(jsonout, "format_rows", counting)
     monkeypatch.setattr(jsonout, "TREE_CHUNK_ROWS", 3)
     monkeypatch.setattr(jsonout, "ROOT_CALLS_CHUNK_ROWS", 2)
+    monkeypatch.setattr(jsonout, "FUNCTIONS_CHUNK_ROWS", 1)
     for q in ([p, extreme(p)] if rel is None else [p, profile_of(path)]):
         chunks.clear()
         assert written(q) == RENDERERS["json"].render(q)
-        # the tree's rows 3 at a time, then the root calls' 2 at a time
+        # the functions one at a time, the tree's rows 3 at a time, then the root calls' 2 at a time
+        assert chunks[:len(q.functions)] == [1] * len(q.functions)
+        chunks[:len(q.functions)] = []
         assert sum(chunks) == q.nrows + len(q.samples) and max(chunks) <= 3
         if len(q.samples) > 2:
             assert chunks[-1] <= 2 and chunks.count(2) >= len(q.samples) // 2
