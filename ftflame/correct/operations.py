@@ -370,6 +370,8 @@ def slowest_batches(p: Profile, lo: int = 0, hi: int | None = None):
     holds up to BATCH_CALLS calls' records and one more tree, or one bigger
     tree alone."""
     cols = slowest_columns(p)
+    if cols is None:
+        return
     kt = p.slowest_trees
     hi = len(cols["tree"]) if hi is None else hi
     k = cols["tree"][lo:hi]
