@@ -14,9 +14,10 @@ from ftflame.model.names import printable
 from ftflame.model.profile import (
     CALL_EXTRA_DTYPE,
     CALL_RECORD_DTYPE,
+    NO_KEPT_TREES,
     SAMPLE_COLUMNS,
     Histograms,
-    KeptTree,
+    KeptTrees,
     NodeTable,
     Profile,
     Retvals,
@@ -57,11 +58,17 @@ def from_core_result(res: dict, info: TraceInfo) -> Profile:
         warnings=tuple(warnings),
         overhead_samples=_overhead_samples(res.get("estimates", ())),
         operations=tuple(map(printable, res.get("ops", ()))), op_how=tuple(map(printable, res.get("op_how", ()))),
-        slowest_trees=tuple((int(i), None if recs is None else
-                             KeptTree(int(base), int(cpu), np.frombuffer(recs, dtype=CALL_RECORD_DTYPE),
-                                      np.frombuffer(extras, dtype=CALL_EXTRA_DTYPE)))
-                            for i, base, cpu, recs, extras in res.get("slowest", ())),
+        slowest_trees=_kept_trees(res.get("slowest")),
         retvals=retvals, call_args=int(res.get("call_args", 0)))
+
+
+def _kept_trees(slow: dict | None) -> KeptTrees:
+    """The core's kept slowest calls (its blocks, not copied)."""
+    if not slow:
+        return NO_KEPT_TREES
+    return KeptTrees(np.frombuffer(slow["table"], dtype=np.int64).reshape(-1, 5),
+                     np.frombuffer(slow["recs"], dtype=CALL_RECORD_DTYPE),
+                     np.frombuffer(slow["extras"], dtype=CALL_EXTRA_DTYPE))
 
 
 _EST_KIND = ("leaf", "gap")

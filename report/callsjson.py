@@ -7,13 +7,15 @@ import json
 import numpy as np
 
 from ftflame.correct.operations import (
+    dominant_steps,
     operation_nodes,
     operation_table,
     root_columns,
     root_table,
-    slow_call_batches,
     slow_call_tree,
+    slowest_batches,
     slowest_calls,
+    slowest_columns,
 )
 from ftflame.model.profile import Profile
 
@@ -200,47 +202,84 @@ def _r1_text(a) -> str:
 
 def slowest_json_parts(p: Profile):
     """The pieces of json.dumps(slowest_json(p)) (compact), made one batch
-    of calls at a time as they are asked for, formatted in C (format_rows),
-    each tree's columns for the whole batch at once (_trees_text): a trace
-    may keep a call per root function, 100,000s of them."""
+    of calls at a time as they are asked for (slowest_batches), formatted in
+    C (format_rows) from the slowest calls' columns, each tree decoded once
+    for its dominant path and its columns, those of the whole batch at once
+    (_trees_text): a trace may keep a call per root function, 100,000s of
+    them."""
     yield "["
-    names: dict = {}  # each name's JSON, made once
-    for k, (batch, cols, first, kept) in enumerate(slow_call_batches(p, slowest_calls(p))):
-        trees = iter(_trees_text(p, batch, cols, first, kept))
-        n = len(batch)
-        idx = np.arange(n)
-        for s in batch:
-            for x in s.dominant:
-                if x not in names:
-                    names[x] = _ENC_STR(x)
-        comma = np.zeros(n, dtype=np.int64)
-        comma[0] = k == 0  # the array's first call: no comma before it
-        items = [("e", comma, [",", ""]), '{"root":', ("e", idx, [_ENC_STR(s.root) for s in batch]),
-                 ',"operation":', ("e", idx, ["null" if s.operation is None else _ENC_STR(s.operation)
-                                              for s in batch])]
-        for key, attr in (("start_ns", "start_ns"), ("pid", "pid"), ("cpu", "cpu"), ("dur_ns", "dur")):
-            items += [',"%s":' % key, ("i", np.array([getattr(s, attr) for s in batch], dtype=np.int64))]
-        items += [',"dur_corr_ns":', _r1_or_null_item(np.array([s.corr for s in batch], dtype=np.float64)),
-                  ',"gap":', ("e", np.array([s.gap for s in batch], dtype=np.int64), ["false", "true"]),
-                  ',"dominant_path":', ("e", idx, ["[" + ",".join([names[x] for x in s.dominant]) + "]"
-                                                   for s in batch]),
-                  ',"tree":', ("e", idx, [next(trees) if s.tree is not None else "null" for s in batch]), "}"]
-        yield format_rows(items, n)
+    cols = slowest_columns(p)
+    if cols is not None:
+        names = json_names(p)
+        roots = list(map(_ENC_STR, cols["root"]))
+        ops = ["null" if o is None else _ENC_STR(o) for o in cols["operations"]]
+        for a, b, dec, first, kept in slowest_batches(p):
+            n = b - a
+            has = cols["kept"][a:b]
+            comma = np.zeros(n, dtype=np.int64)
+            comma[0] = a == 0  # the array's first call: no comma before it
+            items = [("e", comma, [",", ""]), '{"root":', ("e", np.arange(n), roots[a:b]),
+                     ',"operation":', ("e", cols["operation_of"][a:b], ops)]
+            for key in ("start_ns", "pid", "cpu", "dur"):
+                items += [',"%s_ns":' % key if key == "dur" else ',"%s":' % key, ("i", cols[key][a:b])]
+            paths = trees = np.zeros(0, dtype=object)
+            if dec is not None:
+                paths = _dominant_text(dec, first, kept, names)
+                trees = _trees_text(p, cols["start_ns"][a:b][has], dec, first, kept)
+            items += [',"dur_corr_ns":', _r1_or_null_item(cols["corr"][a:b]),
+                      ',"gap":', ("e", cols["gap"][a:b].astype(np.int64), ["false", "true"]),
+                      ',"dominant_path":', _scattered(has, paths, "[]"),
+                      ',"tree":', _scattered(has, trees, "null"), "}"]
+            yield format_rows(items, n)
     yield "]"
 
 
-def _trees_text(p: Profile, batch: list, cols, first, kept) -> list:
+def json_names(p: Profile) -> list:
+    """Each function name's JSON (json.dumps), by function id."""
+    return p.views.get("json_names", lambda: list(map(_ENC_STR, p.funcs)))
+
+
+def _scattered(has: np.ndarray, texts: np.ndarray, other: str):
+    """A format_rows item printing texts (an object array) at the rows in
+    has, in order, `other` at the rest."""
+    out = np.full(len(has), other, dtype=object)
+    out[has] = texts
+    return ("e", np.arange(len(has)), out.tolist())
+
+
+def _split_rows(text: str) -> list:
+    """The pieces of a format_rows text that starts each piece with NUL."""
+    return text.split("\x00")[1:]
+
+
+def _dominant_text(dec: dict, first: np.ndarray, kept: np.ndarray, names: list) -> np.ndarray:
+    """json.dumps(dominant_path) (compact) of each tree of call_trees'
+    columns, an object array: every path formatted in one format_rows call."""
+    tree, row = dominant_steps(dec, first, kept)
+    out = np.full(len(kept), "[]", dtype=object)
+    if len(row):
+        starts = np.ones(len(tree), dtype=np.int64)
+        starts[1:] = tree[1:] != tree[:-1]
+        ends = np.ones(len(tree), dtype=np.int64)
+        ends[:-1] = starts[1:]
+        out[np.unique(tree)] = _split_rows(format_rows([("e", starts, [",", "\x00["]), ("e", dec["func"][row], names),
+                                                        ("e", ends, ["", "]"])], len(row)))
+    return out
+
+
+def _trees_text(p: Profile, starts: np.ndarray, cols, first, kept) -> np.ndarray:
     """json.dumps(call_tree_json(...)) (compact) of each kept tree of a
-    batch (slow_call_batches), each column formatted in C for the whole batch
-    in one call and cut at the trees' first rows: a tree's columns as Python
+    batch (slowest_batches; starts: the root calls' start_ns), an object
+    array, each column formatted in C for the whole batch in one call and
+    cut at the trees' first rows: a tree's columns as Python
     numbers take many times their text and leave the heap fragmented (a
     higher peak RSS), and a trace may keep a tree of a call or two per
     distinct root function."""
-    done = [s for s in batch if s.tree is not None]
-    if not done:
-        return []
     n = len(cols["parent"])
     some = kept > 0
+    out = np.full(len(kept), "null", dtype=object)
+    if not some.any():
+        return out
     tree_of = np.repeat(np.arange(len(kept)), kept)
     # each call's function: its rank in its tree's functions by first call
     nf = max(len(p.funcs), 1)
@@ -253,15 +292,16 @@ def _trees_text(p: Profile, batch: list, cols, first, kept) -> list:
     ustart = np.zeros(len(kept), dtype=np.int64)
     np.cumsum(per_tree[:-1], out=ustart[1:])
     func = (pos - ustart[ukey // nf])[inv.reshape(-1)]
-    funcs = (ukey[order] % nf).tolist()
-    starts = np.array([s.start_ns for s in done], dtype=np.int64)
+    funcs = ukey[order] % nf
     par = cols["parent"]
     begin = np.zeros(n, dtype=np.int64)
     begin[first[some]] = 1
+    end = np.zeros(n, dtype=np.int64)  # a tree's last call: its array closed there
+    end[first[some] + kept[some] - 1] = 1
 
     def ints(a) -> list:
-        text = format_rows([("e", begin, [",", "\x00["]), ("i", np.ascontiguousarray(a, dtype=np.int64))], n)
-        return [piece + "]" for piece in text.split("\x00")[1:]]
+        return _split_rows(format_rows([("e", begin, [",", "\x00["]), ("i", np.ascontiguousarray(a, dtype=np.int64)),
+                                        ("e", end, ["", "]"])], n))
 
     def r1(a) -> list:
         a = orig = np.asarray(a, dtype=np.float64)
@@ -271,8 +311,7 @@ def _trees_text(p: Profile, batch: list, cols, first, kept) -> list:
             safe_tree = np.ones(len(kept), bool)
             safe_tree[some] = safe
             a = np.where(safe_tree[tree_of], a, 0.0)
-        text = format_rows([("e", begin, [",", "\x00["]), ("f1", a)], n)
-        out = [piece + "]" for piece in text.split("\x00")[1:]]
+        out = _split_rows(format_rows([("e", begin, [",", "\x00["]), ("f1", a), ("e", end, ["", "]"])], n))
         for k in np.flatnonzero(~safe).tolist():
             j = int(np.flatnonzero(some)[k])
             out[k] = _r1_text(orig[first[j]:first[j] + kept[j]])
@@ -289,17 +328,21 @@ def _trees_text(p: Profile, batch: list, cols, first, kept) -> list:
         per = [values_json(p, cols, a, a + m) for a, m in zip(first[some].tolist(), kept[some].tolist())]
         for key in per[0] if per else ():
             columns.append((key, [json.dumps(v[key], separators=(",", ":")) for v in per]))
+    # each tree's function names, in the order of its `funcs`
+    ufirst = np.zeros(len(funcs), dtype=np.int64)
+    ufirst[ustart[some]] = 1
+    ulast = np.zeros(len(funcs), dtype=np.int64)
+    ulast[ustart[some] + per_tree[some] - 1] = 1
+    names = _split_rows(format_rows([("e", ufirst, [",", "\x00["]), ("e", funcs, json_names(p)),
+                                     ("e", ulast, ["", "]"])], len(funcs)))
     # the trees' objects in one formatting, each row one tree with calls
-    idx = np.arange(len(columns[0][1]))
-    names = [p.funcs[f] for f in funcs]
-    lo = ustart[some].tolist()
-    items = ['\x00{"calls":', ("i", kept[some]), ',"funcs":', ("e", idx, [
-        "[" + ",".join([_ENC_STR(x) for x in names[a:a + m]]) + "]" for a, m in zip(lo, per_tree[some].tolist())])]
+    idx = np.arange(int(some.sum()))
+    items = ['\x00{"calls":', ("i", kept[some]), ',"funcs":', ("e", idx, names)]
     for key, col in columns:
         items += [',"%s":' % key, "null" if col is None else ("e", idx, col)]
     items.append("}")
-    text = iter(format_rows(items, len(idx)).split("\x00")[1:])
-    return [next(text) if k else "null" for k in some.tolist()]
+    out[some] = _split_rows(format_rows(items, len(idx)))
+    return out
 
 
 def hot_json(p: Profile) -> dict:

@@ -247,7 +247,7 @@ def _exact_unsafe(stats) -> np.ndarray:
     (exact rows were json.dumps(round(x, 1))), from scaled_stats' result
     over every exact row."""
     cols, _, ex, vals = stats
-    if ex:
+    if len(ex):
         return ~(np.abs(vals) < REPR_SAFE).all(axis=0)
     return np.zeros(len(cols), dtype=bool)
 
@@ -266,7 +266,7 @@ def _corr_stats(t: _Template, stats, calls, repr_round: bool = False, unsafe=Non
         if repr_round:
             _repr_round(t, cols[k])
         elif unsafe[k]:
-            ex_rows = set(ex)
+            ex_rows = set(ex.tolist())
             t.text([json.dumps(round(x, 1)) if r in ex_rows else "%.1f" % x
                     for r, x in enumerate(cols[k].tolist())])
         else:
@@ -318,14 +318,15 @@ def tree_templates(p: Profile, head: str = "", tail: str = "", chunk: int = 0):
         # the corrected statistics a chunk at a time (corrections.node_stats),
         # the choices that depend on the whole column made over its exact rows
         by_node = corrections.exact_values(p)[0]
-        exact_rows = np.fromiter(sorted(by_node), dtype=np.int64, count=len(by_node))
-        corr = (by_node, {kind: _exact_unsafe(corrections.node_stats(p, kind, exact_rows, by_node))
+        corr = (by_node, {kind: _exact_unsafe(corrections.node_stats(p, kind, by_node.keys, by_node))
                           for kind in ("incl", "excl")})
     for lo in range(0, n, chunk):
         hi = min(lo + chunk, n)
         cut = None if cuts is None else (cuts[0][lo:hi], cuts[1][lo:hi], cuts[2])
-        yield _tree_rows(p, pre[lo:hi], closes[lo:hi], lo == 0, hi == n, head, tail, names,
-                         means_fit, corr, cut), hi - lo
+        # head and tail only in the chunks that write them: a fragment's
+        # length sizes the buffers of every chunk it is in (format_rows)
+        yield _tree_rows(p, pre[lo:hi], closes[lo:hi], lo == 0, hi == n, head if lo == 0 else "",
+                         tail if hi == n else "", names, means_fit, corr, cut), hi - lo
 
 
 def _nest_cuts(p: Profile, pre: np.ndarray, d: np.ndarray) -> tuple:
@@ -463,10 +464,19 @@ def _bools(*cols) -> tuple:
 def functions_json(p: Profile) -> str:
     """The `functions` array: per function sums, raw and corrected
     statistics, what the corrections removed."""
+    n = len(p.functions)
+    return _rows_json(_functions_template(p), n) if n else "[]"
+
+
+# Functions formatted at a time when written to a file (jsonout.write): a
+# trace may have 100k functions, 80 MB of text not held whole.
+FUNCTIONS_CHUNK_ROWS = 16384
+
+
+def _functions_template(p: Profile) -> list:
+    """The format_rows template of the `functions` rows, each with a
+    leading comma (p has functions)."""
     ft = p.functions
-    n = len(ft)
-    if n == 0:
-        return "[]"
     t = _Template()
     t.lit(',{"name":')
     t.text(list(map(_json_str, ft.names)))
@@ -512,7 +522,7 @@ def functions_json(p: Profile) -> str:
             _raw_stats(t, side.incl, side.calls, side.incl_mean, side.incl_min, side.incl_max, side.incl_pct)
         t.lit("}")
     t.lit("}")
-    return _rows_json(t.items, n)
+    return t.items
 
 
 def _repr_round(t: _Template, values: np.ndarray):
@@ -603,6 +613,13 @@ def _parts(p: Profile) -> tuple:
     """The document's text before the `tree` array, after it up to the
     `root_calls` array's, after that up to the `slowest` array's, and
     after that."""
+    before_f, after_f, before_rc, after_rc, after = _pieces(p)
+    return before_f + functions_json(p) + after_f, before_rc, after_rc, after
+
+
+def _pieces(p: Profile) -> tuple:
+    """The document's text before the `functions` array, after it up to
+    the `tree` array's, then as _parts."""
     text = json.dumps(document(p), separators=(",", ":"))
     text = text.replace(json.dumps(PLACEHOLDERS["root_latency"]), root_latency_text(p), 1)
     # the row arrays are written apart (format_rows), the tree around the rest
@@ -613,8 +630,7 @@ def _parts(p: Profile) -> tuple:
         parts.append(before + mark[:len(key) + 3])
     mark = '"slowest":%s' % json.dumps(PLACEHOLDERS["slowest"])
     before, _, after = text.partition(mark)
-    return (parts[0] + functions_json(p) + parts[1], parts[2], before + mark[:len("slowest") + 3],
-            after + "\n")
+    return parts[0], parts[1], parts[2], before + mark[:len("slowest") + 3], after + "\n"
 
 
 def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
@@ -630,11 +646,17 @@ def write(p: Profile, opts: RenderOptions, f) -> None:
     this thread and written on another, never whole in memory. The
     slowest calls' trees (MBs of text) are written after the rows, a call at
     a time: made before, their freed memory would sit under the rows' buffers.
-    The root calls too are written after the tree's rows, in chunks."""
-    head, before_rc, after_rc, after = _parts(p)
+    The root calls too are written after the tree's rows, in chunks; the
+    functions before it, in chunks (100k functions are 80 MB of text)."""
+    before_f, head, before_rc, after_rc, after = _pieces(p)
     # the head's temporaries (the function table's, the document's) freed:
     # their pages back before the rows' own (lowers the peak RSS)
     give_back_freed_memory()
+    f.write(before_f.encode("utf-8"))
+    if len(p.functions):  # written a chunk at a time, as the rows below
+        _write_rows(f, _functions_template(p), len(p.functions), FUNCTIONS_CHUNK_ROWS)
+    else:
+        f.write(b"[]")
     if p.nrows == 0:
         f.write((head + "[]" + before_rc).encode("utf-8"))
     else:

@@ -317,11 +317,13 @@ def interval_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
     return lines
 
 
-def _walk_tree(p: Profile, order_key, keep, row_line) -> tuple:
+def _walk_tree(p: Profile, order_key, keep, row_line, root_keys=None) -> tuple:
     """The aggregated call tree, depth first from the roots: children in
     order_key order, shown when keep(child, its root) holds, at most
     TREE_MAX_LINES rows, a blank line after each root's tree, then how many
-    paths were not shown. row_line(row, branch) writes one row."""
+    paths were not shown. row_line(row, branch) writes one row. root_keys:
+    order_key's figures (its name last, not given) as arrays of the rows
+    given, to sort the roots by in numpy (a trace may have 100k)."""
     kids = p.children
     lines = []
     hidden = 0
@@ -329,6 +331,16 @@ def _walk_tree(p: Profile, order_key, keep, row_line) -> tuple:
 
     def order(rows):
         return sorted(rows, key=order_key)
+
+    def root_order():
+        roots = np.asarray(kids[-1], dtype=np.int64)
+        keys = root_keys(roots) if root_keys is not None and len(roots) else None
+        if keys is None or any(k.dtype.kind == "f" and np.isnan(k).any() for k in keys):
+            return order(roots.tolist())  # (Python's sort of NaN keys, as it was)
+        # equal names rank equal, in Python's order of them
+        _, name = np.unique(np.array([p.funcs[f] for f in p.col("func", roots).tolist()], dtype=object),
+                            return_inverse=True)
+        return roots[np.lexsort((name.reshape(-1), *reversed(keys)))].tolist()
 
     def walk(r, prefix, last, root, is_root):
         nonlocal hidden
@@ -343,7 +355,12 @@ def _walk_tree(p: Profile, order_key, keep, row_line) -> tuple:
         for i, k in enumerate(shown):
             walk(k, child_prefix, i == len(shown) - 1, root, False)
 
-    for r in order(kids[-1]):
+    roots = root_order()
+    for k, r in enumerate(roots):
+        if budget[0] <= 0:  # the rest each hidden, a blank line each (as walked)
+            hidden += len(roots) - k
+            lines.extend([""] * (len(roots) - k))
+            break
         walk(r, "", True, r, True)
         lines.append("")
     if hidden:
@@ -391,7 +408,7 @@ def corrected_call_tree(p: Profile) -> list:
 
     tree = _walk_tree(p, lambda r: (-ci[r], -incl[r], p.name(r)),
                               lambda k, root: ci[k] >= TREE_MIN_FRACTION * ci[root] and ci[k] > 0,
-                              row_line)
+                              row_line, lambda rows: (-np.asarray(ci)[rows], -incl[rows]))
     lines += tree
     legend = ((CALLS_LEGEND + " " if gap else "") + (ALL_GAP_LEGEND + " " if True in all_gap else "") +
               "Avg: raw mean over all calls. Avg*, Self*: corrected means over the clean calls."
@@ -596,7 +613,8 @@ def call_tree(p: Profile) -> list:
                 f"{_mean_cell(avg[r], calls[r], d[2])}  {label}")
 
     tree = _walk_tree(p, lambda r: (-incl[r], p.name(r)),
-                              lambda k, root: incl[k] >= TREE_MIN_FRACTION * incl[root], row_line)
+                              lambda k, root: incl[k] >= TREE_MIN_FRACTION * incl[root], row_line,
+                              lambda rows: (-incl[rows],))
     lines += tree
     if marks:
         lines.extend(_wrap(mark_legend(marks), ""))

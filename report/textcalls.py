@@ -4,9 +4,21 @@ ftflame/correct/operations.py and ftflame/correct/hotlists.py; these only lay th
 80 columns."""
 from __future__ import annotations
 
+import functools
+import operator
+
+import numpy as np
+
 from ftflame.correct import hotlists
-from ftflame.correct.operations import NO_OPERATION, root_table, slowest_calls
-from ftflame.correct.uncertainty import operation_half_widths
+from ftflame.correct.operations import (
+    NO_OPERATION,
+    root_columns,
+    root_table,
+    rows_of_columns,
+    slowest_calls,
+    slowest_count,
+)
+from ftflame.correct.uncertainty import cost_half_widths, operation_half_widths
 from ftflame.model.profile import Profile
 
 from .common import call_text, count, fit_decimals, plural, retval_text, us, wrap
@@ -37,20 +49,26 @@ def _cut_left(text: str, width: int) -> str:
 
 def operations_lines(p: Profile) -> list:
     """The latency of the root calls, the report's first table: per root
-    function, split by operation under a dispatcher."""
-    rows = root_table(p)
-    if not rows:
+    function, split by operation under a dispatcher. From root_columns:
+    a row object only for the rows printed (a trace may have 100k root
+    functions, most summed up in one line)."""
+    cols = root_columns(p)
+    if cols is None or not len(cols["root"]):
         return []
+    n = len(cols["root"])
     corrected = p.corrected is not None
-    roots = sorted({r.root for r in rows})
-    ops = [r for r in rows if r.how]  # a dispatcher's rows
-    vals = [v for r in rows for d in (r.raw, r.corr) for v in (d["p50"], d["max"], d["mean"])]
-    # in ms where a figure would not fit its 8 columns in us (calls of seconds)
-    div, unit = (1000.0, "ms") if any(len(f"{v / 1e3:,.0f}") > 8 for v in vals) else (1.0, "us")
-    dec = fit_decimals([v / div for v in vals], 8)
+    roots = set(cols["root"])
+    is_op = np.fromiter(map(bool, cols["how"]), dtype=bool, count=n)  # a dispatcher's rows
+    vals = np.concatenate([cols[d][k] for d in ("raw", "corr") for k in ("p50", "max", "mean")])
+    # in ms where a figure would not fit its 8 columns in us (calls of seconds);
+    # under 99,999 ms none can be that long
+    x = vals / 1e3
+    wide = x[np.abs(x) >= 99999].tolist()
+    div, unit = (1000.0, "ms") if any(len(f"{v:,.0f}") > 8 for v in wide) else (1.0, "us")
+    dec = fit_decimals(vals / div, 8)
     star = "; * = corrected, over the clean calls)" if corrected else ")"
-    only_ops = len(ops) == len(rows) and len(roots) == 1
-    title = (f"Operations under {roots[0]} (latency per root call, {unit}" if only_ops else
+    only_ops = bool(is_op.all()) and len(roots) == 1
+    title = (f"Operations under {min(roots)} (latency per root call, {unit}" if only_ops else
              f"Latency per root call ({unit}") + star
     out = _wrap(title) + ["",
                           f"{'Operation' if only_ops else 'Root call':<{NAME_W}} {'Calls':>6} {'Share':>6} "
@@ -62,12 +80,16 @@ def operations_lines(p: Profile) -> list:
                 " ".join("-".rjust(8) if d[k] != d[k] else us(d[k] / div, 8, dec)
                          for k in ("p50", "p90", "p99", "max", "mean")))
 
-    pm = operation_half_widths(p, rows) if corrected else None
+    # (the intervals' rows, only with intervals)
+    pm = operation_half_widths(p, root_table(p)) if corrected and cost_half_widths(p.calibration) else None
     irq = False
     # a plain root under ROOT_MIN_SHARE of the time is left out (a lost-event
     # gap leaves dozens of one-call roots); a dispatcher's operations never are
-    shown = [i for i, r in enumerate(rows) if r.how or r.share >= ROOT_MIN_SHARE or i == 0]
-    hidden = [r for i, r in enumerate(rows) if i not in set(shown)]
+    keep = is_op | (cols["share"] >= ROOT_MIN_SHARE)
+    keep[0] = True
+    shown = np.flatnonzero(keep).tolist()
+    hidden = np.flatnonzero(~keep)
+    rows = dict(zip(shown, rows_of_columns(cols, shown)))
     # a dispatcher's operations together under its name, where the busiest of them stood
     first = {}
     for i in shown:
@@ -93,18 +115,21 @@ def operations_lines(p: Profile) -> list:
             out.append(f"{sub + '  +-95% *':<{NAME_W}} {'':6} {'':6} "
                        + " ".join("-".rjust(8) if pm[i][k] != pm[i][k] else us(pm[i][k] / div, 8, dec)
                                   for k in ("p50", "p90", "p99", "max", "mean")))
-    if hidden:
+    if len(hidden):
+        share = functools.reduce(operator.add, cols["share"][hidden].tolist(), 0)  # added in row order
         out.extend(_wrap(f"({plural(len(hidden), 'more root function')}, "
-                         f"{plural(sum(r.calls for r in hidden), 'call')}, {sum(r.share for r in hidden) * 100:.1f}% "
+                         f"{plural(int(cols['calls'][hidden].sum()), 'call')}, {share * 100:.1f}% "
                          "of the time, not shown)"))
     out.append("")
     if pm is not None:
         out.extend(_wrap("+-95% *: the corrected figures' 95% half-widths from the calibration's "
                          "intervals (docs/overhead.md \"Uncertainty\")."))
-    total = sum(r.calls for r in rows)
+    total = int(cols["calls"].sum())
     text = f"{plural(total, 'root call')}"
+    ops = bool(is_op.any())
     if ops:
-        text += f", {sum(r.calls for r in ops if r.operation == NO_OPERATION):,} with no operation"
+        none = is_op & np.fromiter((o == NO_OPERATION for o in cols["operation"]), dtype=bool, count=n)
+        text += f", {int(cols['calls'][none].sum()):,} with no operation"
     text += (". Share: of the root calls' time. Percentiles by nearest rank over the calls' own "
              "durations (exact).")
     if irq:
@@ -114,13 +139,13 @@ def operations_lines(p: Profile) -> list:
 
 
 def slowest_lines(p: Profile, top: int = SLOWEST_TOP) -> list:
-    calls = slowest_calls(p)
-    if not calls:
+    kept = slowest_count(p)
+    if not kept:
         return []
-    shown = calls[:top]
+    shown = slowest_calls(p, top)  # only these decoded: a trace may keep a call per root function
     corrected = p.corrected is not None
     dec = fit_decimals([s.dur for s in shown] + [s.corr for s in shown if s.corr == s.corr], 10)
-    out = _wrap(f"Slowest root calls (the {len(shown)} slowest of {len(calls)} kept: the slowest "
+    out = _wrap(f"Slowest root calls (the {len(shown)} slowest of {kept} kept: the slowest "
                 "per root function and operation; us"
                 + ("; * = corrected)" if corrected else ")")) + [
         "",

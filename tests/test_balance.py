@@ -152,3 +152,38 @@ def test_sheet_holds_few_whole_tree_temporaries():
         tracemalloc.stop()
     assert got == want
     assert peak / (8 * p.nrows) < 6
+
+
+def test_the_sheet_of_many_root_functions_has_no_python_per_root(tmp_path, monkeypatch):
+    """A trace with 100k distinct root functions: the sheet grouped its root
+    rows by name one row at a time (Profile.name per row) and sorted and
+    counted the functions it does not itemise one by one in Python.
+    Counted, not timed: names looked up for the rows it itemises only; the
+    note's totals the same as summed in order."""
+    from ftflame import parse
+    from ftflame.correct import balance
+    from ftflame.model.profile import Profile
+
+    n = 5000
+    path = tmp_path / "roots.txt"
+    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
+                    "# |     |   |                     |   |   |   |\n" +
+                    "".join(f" 0)   {1 + i % 997}.000 us    |  f_{i}();\n" for i in range(n)))
+    p = correct(parse.read(str(path)), Calibration(10.0, 20.0, "test", "fixed values (test)"))
+    looked_up = {"n": 0}
+    name = Profile.name
+
+    def counted(self, row):
+        looked_up["n"] += 1
+        return name(self, row)
+
+    monkeypatch.setattr(Profile, "name", counted)
+    entries, (funcs, calls, raw_ns) = balance._sheet(p, None, ())
+    assert len(entries) == balance.TOP_ROOTS and funcs == n - balance.TOP_ROOTS == calls
+    assert looked_up["n"] <= 2 * balance.TOP_ROOTS, f"{looked_up['n']} names looked up for {n} root functions"
+    busiest = sorted(((1 + i % 997) * 1000.0, -i) for i in range(n))[::-1]
+    assert [e["function"] for e in entries] == [f"f_{-i}" for _, i in busiest[:balance.TOP_ROOTS]]
+    rest = 0.0
+    for ns, _ in busiest[balance.TOP_ROOTS:]:
+        rest += ns
+    assert raw_ns == rest

@@ -207,3 +207,31 @@ exit 0 100 parent 0 700 800
         per_func[p.name(r)] = per_func.get(p.name(r), 0) + int(froots[r])
     # c: root calls 1, 2 and 4 (twice under b and once under a in the 4th)
     assert per_func == {"parent": 0, "a": 4, "b": 3, "c": 3}
+
+
+def test_kept_trees_reach_the_profile_as_blocks(tmp_path, monkeypatch):
+    """A trace of 100k distinct root functions keeps 100k one-call trees:
+    an object and two arrays made per tree were most of the read's own
+    Python time. The core hands them over as one block of records, one of
+    extras and a table: counted in np.frombuffer calls, not timed."""
+    from ftflame import parse
+
+    n = 5000
+    path = tmp_path / "roots.txt"
+    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
+                    "# |     |   |                     |   |   |   |\n" +
+                    "".join(f" 0)   {1 + i % 997}.000 us    |  f_{i}();\n" for i in range(n)))
+    calls = {"n": 0}
+    real = np.frombuffer
+
+    def counted(*a, **k):
+        calls["n"] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(np, "frombuffer", counted)
+    p = parse.read(str(path))
+    assert calls["n"] < 100, f"{calls['n']} np.frombuffer calls for {n} kept trees"
+    assert len(p.slowest_trees) == n and p.slowest_trees.kept.all()
+    t = p.slowest_trees.tree(n - 1)
+    assert len(t.recs) == 1 and p.funcs[int(t.recs["func"][0])] == p.funcs[p.col("func")[p.scol("node")][
+        int(p.slowest_trees.sample[n - 1])]]

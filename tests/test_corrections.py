@@ -309,3 +309,34 @@ def test_correct_holds_few_whole_tree_temporaries():
         tracemalloc.stop()
     assert p.col("sched").any()
     assert peak / (8 * p.nrows) < 15
+
+
+def test_the_functions_rounded_raw_means_are_not_a_python_loop(tmp_path):
+    """The function table's corrected estimates scale by the raw mean as
+    the JSON prints it (round(s / c, 1)): with 100k functions a Python loop
+    calling round() per function was a tenth of the text report. Counted:
+    round() called from Python code while the statistics are made (map calls
+    it from C)."""
+    import sys
+
+    from ftflame import parse
+    from ftflame.correct import corrections
+
+    n = 5000
+    path = tmp_path / "roots.txt"
+    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
+                    "# |     |   |                     |   |   |   |\n" +
+                    "".join(f" 0)   {1 + i % 997}.{i % 1000:03d} us    |  f_{i}();\n" for i in range(n)))
+    p = correct(parse.read(str(path)), Calibration(10.0, 20.0, "test", "fixed values (test)"))
+    calls = {"n": 0}
+
+    def profiler(frame, event, arg):
+        if event == "c_call" and arg is round:
+            calls["n"] += 1
+
+    sys.setprofile(profiler)
+    try:
+        corrections.corrected_stats(p)["functions", "incl"]
+    finally:
+        sys.setprofile(None)
+    assert calls["n"] < 100, f"{calls['n']} round() calls from Python for {n} functions"

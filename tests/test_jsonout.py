@@ -299,10 +299,11 @@ def test_tree_order_hand_made_forest():
 @pytest.mark.parametrize("rel", [None] + SMALL_FIXTURES)
 def test_tree_written_in_chunks_is_the_whole_document(rel, monkeypatch):
     """jsonout.write formats the `tree` rows a chunk at a time (its gathered
-    columns bounded, not 50 per call path): with chunks of 3 rows the file
-    is byte for byte the document render() makes at once, including the
-    per-column choices (means, exact rows past the fast paths) that a
-    chunk must make as the whole column does."""
+    columns bounded, not 50 per call path), and the functions' and the root
+    calls' (their text is not held whole: 80 MB for 100k functions): with
+    chunks of 3 rows the file is byte for byte the document render() makes
+    at once, including the per-column choices (means, exact rows past the
+    fast paths) that a chunk must make as the whole column does."""
     path = SAMPLE if rel is None else fixture(rel)
     p = corrected(profile_of(path), path)
     chunks = []
@@ -316,10 +317,13 @@ def test_tree_written_in_chunks_is_the_whole_document(rel, monkeypatch):
     monkeypatch.setattr(jsonout, "format_rows", counting)
     monkeypatch.setattr(jsonout, "TREE_CHUNK_ROWS", 3)
     monkeypatch.setattr(jsonout, "ROOT_CALLS_CHUNK_ROWS", 2)
+    monkeypatch.setattr(jsonout, "FUNCTIONS_CHUNK_ROWS", 1)
     for q in ([p, extreme(p)] if rel is None else [p, profile_of(path)]):
         chunks.clear()
         assert written(q) == RENDERERS["json"].render(q)
-        # the tree's rows 3 at a time, then the root calls' 2 at a time
+        # the functions one at a time, the tree's rows 3 at a time, then the root calls' 2 at a time
+        assert chunks[:len(q.functions)] == [1] * len(q.functions)
+        chunks[:len(q.functions)] = []
         assert sum(chunks) == q.nrows + len(q.samples) and max(chunks) <= 3
         if len(q.samples) > 2:
             assert chunks[-1] <= 2 and chunks.count(2) >= len(q.samples) // 2
@@ -339,13 +343,14 @@ def test_tree_corrected_stats_are_made_a_chunk_at_a_time(rel, monkeypatch):
     p = corrected(profile_of(path), path)
     whole = {kind: corrections.corrected_stats(p)["nodes", kind] for kind in ("incl", "excl")}
     rows = np.random.default_rng(1).permutation(p.nrows)[: max(p.nrows // 2, 1)]
-    for kind, (cols, approx, ex, _) in whole.items():
-        part, part_approx, part_ex, _ = corrections.node_stats(p, kind, rows)
+    for kind, (cols, approx, ex, vals) in whole.items():
+        part, part_approx, part_ex, part_vals = corrections.node_stats(p, kind, rows)
         for a, b in zip(part, cols):
             assert np.array_equal(a, b[rows], equal_nan=True)
         assert np.array_equal(part_approx, approx[rows])
         at = {int(r): i for i, r in enumerate(rows)}
-        assert part_ex == {at[r]: v for r, v in ex.items() if r in at}
+        want = {at[r]: v for r, v in zip(ex.tolist(), vals.tolist()) if r in at}
+        assert dict(zip(part_ex.tolist(), part_vals.tolist())) == want and part_ex.tolist() == sorted(want)
 
     q = corrected(profile_of(path), path)
 
@@ -499,6 +504,102 @@ def test_a_tree_within_the_nesting_is_not_cut(tmp_path):
     same_tree(p)
 
 
+def roots_trace(tmp_path, n: int) -> str:
+    """A text trace of n one-call root functions (bench/run.py --roots)."""
+    path = tmp_path / "roots.txt"
+    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
+                    "# |     |   |                     |   |   |   |\n" +
+                    "".join(f" 0)   {1 + i % 997}.000 us    |  f_{i}();\n" for i in range(n)))
+    return str(path)
+
+
+def counting(monkeypatch, module, name: str) -> dict:
+    """Counts the calls of module.name from now on."""
+    calls = {"n": 0}
+    real = getattr(module, name)
+
+    def counted(*a, **k):
+        calls["n"] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+def test_many_kept_slowest_calls_are_written_from_columns(tmp_path, monkeypatch):
+    """100k distinct root functions keep a slowest call each: a SlowCall
+    object made per call, and each tree decoded twice (for its dominant
+    path, then for its JSON), were a third of the JSON report
+    (docs/performance.md). Counted, not timed: the JSON makes no SlowCall
+    and decodes each batch of trees once."""
+    from ftflame import parse
+    from ftflame.correct import operations
+
+    n = 5000
+    path = roots_trace(tmp_path, n)
+    p = corrected(parse.read(path), path)
+    made = counting(monkeypatch, operations, "SlowCall")
+    decoded = counting(monkeypatch, operations, "call_trees")
+    doc = json.loads(written(p))
+    assert len(doc["slowest"]) == n and doc["slowest"][-1]["dominant_path"] == [doc["slowest"][-1]["root"]]
+    assert made["n"] == 0, f"{made['n']} SlowCalls for the JSON of {n} kept calls"
+    assert decoded["n"] <= n // operations.BATCH_CALLS + 1, f"{decoded['n']} decodings of {n} one-call trees"
+
+
+def test_the_text_report_makes_only_the_slowest_calls_it_prints(tmp_path, monkeypatch):
+    """The text prints the few slowest of the kept calls (SLOWEST_TOP):
+    only those are made (and their trees decoded), not one per root
+    function."""
+    from ftflame import parse
+    from ftflame.correct import operations
+
+    n = 5000
+    path = roots_trace(tmp_path, n)
+    p = corrected(parse.read(path), path)
+    from ftflame.report.textcalls import SLOWEST_TOP
+
+    made = counting(monkeypatch, operations, "SlowCall")
+    text = RENDERERS["txt"].render(p)
+    assert f"the {SLOWEST_TOP} slowest of {n} kept" in text
+    assert made["n"] == SLOWEST_TOP, f"{made['n']} SlowCalls for the {SLOWEST_TOP} the text prints"
+
+
+def test_exact_statistics_of_many_root_functions_are_computed_as_columns(tmp_path, monkeypatch):
+    """Each distinct root function's path and function has exact corrected
+    statistics (every root call's corrected time is known): 100k groups of
+    values, each kept as an array in a dict and made into another for its
+    statistics, per table and per chunk of the tree (corrections.
+    exact_values, _exact_stats). Counted, not timed: np.asarray calls while
+    the JSON is written, a few per column, not one per group."""
+    from ftflame import parse
+
+    n = 5000
+    path = roots_trace(tmp_path, n)
+    p = corrected(parse.read(path), path)
+    made = counting(monkeypatch, np, "asarray")
+    doc = json.loads(written(p))
+    assert doc["functions"][0]["incl_corr_ns"].get("approx") is None  # exact
+    assert made["n"] < 500, f"{made['n']} np.asarray calls for {n} root functions"
+
+
+def test_the_head_and_tail_are_fragments_of_the_end_chunks_only():
+    """format_rows sizes a chunk's buffers by the longest row its template
+    can write: the document's head (everything before the tree, the
+    functions array with it: 68 MB for 100k root functions) in every
+    chunk's fragments cost two such buffers per chunk, their pages faulted
+    in anew each time."""
+    p = load("many-calls")
+    head, tail = "h" * 100_000, "t" * 100_000
+    chunks = [t for t, _ in jsonout.tree_templates(p, head, tail, 1)]
+    assert len(chunks) >= 3
+
+    def longest(template) -> int:
+        return max(max(map(len, it[2])) if not isinstance(it, str) and it[0] == "e" else 0 for it in template)
+
+    assert longest(chunks[0]) > len(head) and longest(chunks[-1]) > len(tail)
+    assert all(longest(t) < 1000 for t in chunks[1:-1]), [longest(t) for t in chunks]
+
+
 def test_many_small_kept_trees_are_decoded_and_written_in_batches(tmp_path, monkeypatch):
     """100k distinct root functions keep 100k one-call trees: each decoded
     and formatted on its own (a dozen numpy calls each, twice) took most of
@@ -510,11 +611,8 @@ def test_many_small_kept_trees_are_decoded_and_written_in_batches(tmp_path, monk
     from ftflame.correct import operations
 
     n = 5000
-    path = tmp_path / "roots.txt"
-    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
-                    "# |     |   |                     |   |   |   |\n" +
-                    "".join(f" 0)   {1 + i % 997}.000 us    |  f_{i}();\n" for i in range(n)))
-    p = corrected(parse.read(str(path)), str(path))
+    path = roots_trace(tmp_path, n)
+    p = corrected(parse.read(path), path)
     calls = {"n": 0}
     unique = np.unique
 

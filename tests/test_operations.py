@@ -484,3 +484,83 @@ def test_json_makes_no_row_object_per_root_function(monkeypatch, tmp_path):
     assert made == []
     assert callsjson.root_latency_text(p) == json.dumps(callsjson.root_latency_json(p), separators=(",", ":"))
     assert len(made) == 3000
+
+
+def test_the_text_latency_table_makes_rows_only_for_what_it_prints(tmp_path, monkeypatch):
+    """The text report leads with the root calls' latency, one row per root
+    function over 1% of the time and one line for the rest: with 100k root
+    functions an OperationRow (and its dicts) made per root function was a
+    third of the text report. Counted: rows made for the lines printed only;
+    the summed-up line's figures as before."""
+    from ftflame.parse import read
+    from ftflame.report import textcalls
+
+    n = 5000
+    path = tmp_path / "roots.txt"
+    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
+                    "# |     |   |                     |   |   |   |\n" +
+                    " 0)   90000.000 us    |  big();\n" +
+                    "".join(f" 0)   {1 + i % 997}.000 us    |  f_{i}();\n" for i in range(n)))
+    p = read(str(path))
+    made = {"n": 0}
+    row = operations.OperationRow
+
+    def counted(*a, **k):
+        made["n"] += 1
+        return row(*a, **k)
+
+    monkeypatch.setattr(operations, "OperationRow", counted)
+    text = "\n".join(textcalls.operations_lines(p))
+    assert made["n"] <= 10, f"{made['n']} rows made for {n + 1} root functions"
+    total = 90_000_000 + sum((1 + k % 997) * 1000 for k in range(n))
+    share = 0
+    for i in sorted(range(n), key=lambda i: (-(1 + i % 997), f"f_{i}")):  # the table's order
+        share += (1 + i % 997) * 1000 / total
+    assert f"({n:,} more root functions, {n:,} calls, {share * 100:.1f}% of the time, not shown)" in \
+        text.replace("\n", " ")
+
+
+def python_calls(fn) -> int:
+    """The Python and builtin calls made from Python code while fn() runs
+    (sys.setprofile's call and c_call events): what a loop per row costs."""
+    calls = {"n": 0}
+
+    def profiler(frame, event, arg):
+        if event in ("call", "c_call"):
+            calls["n"] += 1
+
+    sys.setprofile(profiler)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return calls["n"]
+
+
+def test_many_root_functions_are_ordered_without_python_per_function(tmp_path):
+    """The root calls' latency rows (root_columns), the function table and
+    the hot functions were each ordered, or named, by Python code per root
+    function or function (a loop appending names and operations, sorts with
+    a key function): with 100k root functions a second of the report.
+    Counted: the calls from Python code while they are made, a few hundred,
+    not a few per function."""
+    from ftflame.correct import hotlists
+    from ftflame.parse import read
+
+    def roots(n: int):
+        path = tmp_path / f"roots{n}.txt"
+        path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
+                        "# |     |   |                     |   |   |   |\n" +
+                        "".join(f" 0)   {1 + i % 97}.000 us    |  f_{(i * 7919) % n}();\n" for i in range(n)))
+        return read(str(path))
+
+    small = roots(10)  # what runs once (a regular expression compiled on first use...) run here
+    operations.root_columns(small), small.functions, hotlists.hot_functions(small)
+    n = 5000
+    p = roots(n)
+    assert python_calls(lambda: operations.root_columns(p)) < 500
+    assert python_calls(lambda: p.functions) < 500
+    assert python_calls(lambda: hotlists.hot_functions(p)) < 500
+    want = [name for _, name in sorted((-(1 + i % 97), f"f_{(i * 7919) % n}") for i in range(n))[:10]]
+    assert [r.name for r in hotlists.hot_functions(p)] == want
+    assert list(p.functions.names[:10]) == want and operations.root_columns(p)["root"][:10] == want

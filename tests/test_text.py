@@ -647,3 +647,38 @@ def test_mail_cut_beyond_repair_warns_in_every_output(tmp_path):
         said = " ".join(said.split())
         assert "PART OF THE TEXT NOT UNDERSTOOD: 1 record cut apart" in said, fmt
         assert "4 of 11 lines (36.4%) hold no trace record" in said, fmt
+
+
+@pytest.mark.parametrize("corrected", [False, True])
+def test_the_call_tree_sorts_many_roots_without_a_python_key_each(tmp_path, monkeypatch, corrected):
+    """The text call tree shows TREE_MAX_LINES paths; with 100k distinct
+    root functions its roots were sorted by a Python key per root (a name
+    looked up for each) and each walked to be counted as hidden. Counted,
+    not timed: names looked up for the rows printed only; the same text as
+    the Python sort's (ties by name)."""
+    from ftflame.correct.corrections import correct
+    from ftflame.model.profile import Calibration, Profile
+    from ftflame.report import text
+
+    n = 5000
+    path = tmp_path / "roots.txt"
+    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
+                    "# |     |   |                     |   |   |   |\n" +
+                    "".join(f" 0)   {1 + i % 97}.000 us    |  f_{(i * 7919) % n}();\n" for i in range(n)))
+    p = read(str(path))
+    if corrected:
+        p = correct(p, Calibration(10.0, 20.0, "test", "fixed values (test)"))
+    looked_up = {"n": 0}
+    name = Profile.name
+
+    def counted(self, row):
+        looked_up["n"] += 1
+        return name(self, row)
+
+    monkeypatch.setattr(Profile, "name", counted)
+    lines = text.call_tree(p)
+    assert looked_up["n"] <= 2 * text.TREE_MAX_LINES, f"{looked_up['n']} names looked up for {n} roots"
+    shown = [line.split()[-1] for line in lines[4:4 + 2 * text.TREE_MAX_LINES] if line.strip()]
+    want = sorted((-(1 + i % 97), f"f_{(i * 7919) % n}") for i in range(n))
+    assert shown[:text.TREE_MAX_LINES] == [f for _, f in want[:text.TREE_MAX_LINES]]
+    assert f"({n - text.TREE_MAX_LINES:,} smaller or deeper paths not shown" in "\n".join(lines)

@@ -23,6 +23,8 @@ since a percentage of the trace against itself cannot fail.
 """
 from __future__ import annotations
 
+import functools
+import operator
 import re
 from collections.abc import Iterable
 
@@ -71,12 +73,35 @@ def _clean(p: Profile, name: str, rows=slice(None)) -> np.ndarray:
 
 def root_rows(p: Profile) -> dict:
     """Function name -> its task-context root rows (real roots, not '(partial)')."""
+    names, flat, at = _root_groups(p)
+    rows = flat.tolist()
+    bounds = at.tolist()
+    return {name: rows[a:b] for name, a, b in zip(names, bounds[:-1], bounds[1:])}
+
+
+def _root_groups(p: Profile) -> tuple:
+    """root_rows as columns: (the function names, in order of their first
+    root row; every root row, name after name, each name's in row order;
+    where each name's rows start, and their end). A trace may have 100k
+    root functions: no Python per row."""
     stored = p.nodes.stored  # as stored (32-bit): no whole-tree int64 copies
     parent, flags, calls = stored("parent"), stored("flags"), stored("calls")
-    out: dict = {}
-    for r in np.nonzero((parent < 0) & ((flags & NODE_IRQ) == 0) & (calls > 0))[0].tolist():
-        out.setdefault(p.name(r), []).append(r)
-    return out
+    rows = np.flatnonzero((parent < 0) & ((flags & NODE_IRQ) == 0) & (calls > 0))
+    if not len(rows):
+        return [], rows, np.zeros(1, dtype=np.int64)
+    funcs = p.funcs
+    # a name's first function id (two ids may print as one name)
+    first = dict(zip(reversed(funcs), range(len(funcs) - 1, -1, -1)))
+    canon = np.fromiter(map(first.__getitem__, funcs), dtype=np.int64, count=len(funcs))
+    key = canon[stored("func")[rows]]
+    ids, first_at, group = np.unique(key, return_index=True, return_inverse=True)
+    by_first = np.argsort(first_at, kind="stable")
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[by_first] = np.arange(len(ids))
+    group = rank[group.reshape(-1)]
+    order = np.lexsort((rows, group))
+    at = np.searchsorted(group[order], np.arange(len(ids) + 1))
+    return list(map(funcs.__getitem__, ids[by_first].tolist())), rows[order].astype(np.int64), at
 
 
 def root_means(p: Profile) -> dict:
@@ -104,10 +129,13 @@ def _sheet(p: Profile, baseline: Profile | None, measured: Iterable) -> tuple:
     measured = dict(measured)
     base = root_means(baseline) if baseline is not None else {}
     kids = p.children
-    rows_by_func = root_rows(p)
+    names, flat, row_at = _root_groups(p)
     # the sheet reads the root rows only: its columns are taken there, not
     # made whole-tree and then summed over a few hundred rows
-    flat, sum_at = _summer(rows_by_func)
+    group = np.repeat(np.arange(len(names)), np.diff(row_at))
+
+    def sum_at(at) -> np.ndarray:  # a column at the root rows summed per function, in row order
+        return np.bincount(group, weights=np.asarray(at, np.float64), minlength=len(names))
     incl = _clean(p, "incl", flat)
     removed = (c.overhead, c.irq_removed, c.offcpu_removed, c.clamp_ns)
     zero = np.zeros(len(flat)) if any(x is None for x in removed) else None  # raw: nothing removed
@@ -152,21 +180,19 @@ def _sheet(p: Profile, baseline: Profile | None, measured: Iterable) -> tuple:
     switches_f = sum_at(_switches_per_row(p)[flat])
     irq_incl_f, irq_calls_f, gap_calls_f = (sum_at(v) for v in (irq_incl_at_top, irq_calls_at_top, gap_calls))
     pm_f = sum_at(pm_at[flat]) if pm_at is not None else None
-    names = list(rows_by_func)
+    index = dict(zip(names, range(len(names))))
+    shown, not_shown = _itemised(incl_f, calls_f, [index[x] for x in {*measured, *base} & index.keys()])
+    (incl_f, own_f, over_f, irq_f, off_f, clamp_f, sw_f, calls_f, corr_f, excl_f, switches_f, irq_incl_f,
+     irq_calls_f, gap_calls_f) = (v.tolist() for v in (incl_f, own_f, over_f, irq_f, off_f, clamp_f, sw_f,
+                                                        calls_f, corr_f, excl_f, switches_f, irq_incl_f,
+                                                        irq_calls_f, gap_calls_f))
+    pm_f = pm_f.tolist() if pm_f is not None else None
     offcpu_known = p.offcpu_known
     out: list = []
-    not_shown = [0, 0, 0.0]  # root functions, clean calls, raw ns
-    for g in sorted(range(len(names)), key=lambda g: -incl_f[g]):
+    for g in shown.tolist():
         name = names[g]
-        rows = rows_by_func[name]
+        rows = flat[row_at[g]:row_at[g + 1]].tolist()
         n = calls_f[g]
-        if not n:
-            continue
-        if len(out) >= TOP_ROOTS and name not in measured and name not in base:
-            not_shown[0] += 1
-            not_shown[1] += int(n)
-            not_shown[2] += incl_f[g]
-            continue
         raw = incl_f[g] / n
         corr = corr_f[g] / n
         comp: dict = {}
@@ -232,10 +258,29 @@ def _sheet(p: Profile, baseline: Profile | None, measured: Iterable) -> tuple:
         entry["independent"] = [independent_total(ext["source"], ext["mean_ns"], corr)] if ext else []
         out.append(entry)
     for name in measured:
-        if name not in rows_by_func:
+        if name not in index:
             raise InputError("--measured", f"{name} is not a root function of {p.trace.source}",
-                             "roots: " + ", ".join(sorted(rows_by_func)[:8]))
-    return tuple(out), tuple(not_shown)
+                             "roots: " + ", ".join(sorted(names)[:8]))
+    return tuple(out), not_shown
+
+
+def _itemised(incl: np.ndarray, calls: np.ndarray, wanted: list) -> tuple:
+    """The root functions the sheet itemises, busiest first (a stable
+    sort): the TOP_ROOTS busiest with calls, and those with an independent
+    total (wanted); and (how many others with calls, their calls, their
+    raw ns) counted in a note. Per function: arrays."""
+    if np.isnan(incl).any():  # (Python's sort of NaN keys, as it was)
+        order = np.array(sorted(range(len(incl)), key=lambda g: -incl[g]), dtype=np.int64)
+    else:
+        order = np.argsort(-incl, kind="stable")
+    some = calls[order] != 0
+    shown = some & (np.cumsum(some) <= TOP_ROOTS)
+    pos = np.empty(len(order), dtype=np.int64)
+    pos[order] = np.arange(len(order))
+    shown[pos[wanted]] = some[pos[wanted]]
+    rest = order[some & ~shown]
+    return order[shown], (len(rest), int(np.trunc(calls[rest]).astype(np.int64).sum()),
+                          functools.reduce(operator.add, incl[rest].tolist(), 0.0))  # added in this order
 
 
 def _switches_per_row(p: Profile) -> np.ndarray:
@@ -256,17 +301,6 @@ def _pm_per_row(p: Profile):
         return None
     clean = (p.scol("flags") & SAMPLE_GAP) == 0
     return np.bincount(p.scol("node")[clean], weights=hw[clean], minlength=p.nrows)
-
-
-def _summer(rows_by_func: dict):
-    """(the rows of rows_by_func, flat in its order; a function summing a
-    column of values at those rows over each root function's rows, as
-    Python floats in rows_by_func's order)."""
-    sizes = [len(rows) for rows in rows_by_func.values()]
-    group = np.repeat(np.arange(len(sizes)), sizes)
-    flat = np.fromiter((r for rows in rows_by_func.values() for r in rows), np.int64, len(group))
-    return flat, lambda at: np.bincount(group, weights=np.asarray(at, np.float64),
-                                        minlength=len(sizes)).tolist()
 
 
 def _irq_in_clean_roots(p: Profile, c, irq_root: np.ndarray) -> tuple:

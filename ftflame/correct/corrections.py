@@ -38,6 +38,7 @@ R*O_out removes it with the subtree.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -562,34 +563,86 @@ HOW_CORRECTED = (
     "the JSON).")
 
 
-def _exact_stats(corr, corr_calls, exact: dict) -> dict:
-    """row -> [sum, min, max, mean, p50, p90, p99] for the rows whose per-call
-    corrected values are all known (root calls): exact, not estimated.
-    Percentiles by nearest rank (the ceil(n * q / 100)-th smallest value).
-    All rows at once (one sort of every value by row, then by value): a
-    trace with 100k distinct root functions has 100k such rows."""
-    if not exact:
-        return {}
-    rows = np.fromiter(exact.keys(), np.int64, len(exact))
-    lens = np.fromiter((len(v) for v in exact.values()), np.int64, len(exact))
+class Groups:
+    """Values grouped by key, as columns: the distinct keys (sorted), where
+    each key's values start in `vals` (one more at the end: their count),
+    the values, key after key. What exact_values gives: a trace with 100k
+    distinct root functions has 100k groups, and an array and a dict entry
+    each cost more than their values."""
+
+    __slots__ = ("keys", "at", "vals")
+
+    def __init__(self, keys: np.ndarray, at: np.ndarray, vals: np.ndarray):
+        self.keys, self.at, self.vals = keys, at, vals
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __contains__(self, key) -> bool:
+        k = int(np.searchsorted(self.keys, key))
+        return k < len(self.keys) and self.keys[k] == key
+
+    def __getitem__(self, key) -> np.ndarray:
+        """key's values."""
+        k = int(np.searchsorted(self.keys, key))
+        if k >= len(self.keys) or self.keys[k] != key:
+            raise KeyError(key)
+        return self.vals[self.at[k]:self.at[k + 1]]
+
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.at)
+
+    def with_vals(self, vals: np.ndarray) -> Groups:
+        """The same groups of other values (one per value of these)."""
+        return Groups(self.keys, self.at, vals)
+
+    def at_rows(self, rows: np.ndarray) -> Groups:
+        """The groups of the keys in rows, keyed by their position in rows."""
+        k = np.minimum(np.searchsorted(self.keys, rows), max(len(self.keys) - 1, 0))
+        found = np.flatnonzero(self.keys[k] == rows) if len(self.keys) else np.zeros(0, np.int64)
+        k = k[found]
+        sizes = self.at[k + 1] - self.at[k]
+        at = np.zeros(len(k) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=at[1:])
+        return Groups(found.astype(np.int64), at, self.vals[_ranges(self.at[k], sizes)])
+
+
+NO_GROUPS = Groups(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0))
+
+
+def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The positions starts[k]..starts[k] + sizes[k] of every k, one range
+    after the other."""
+    first = np.cumsum(sizes) - sizes
+    return np.repeat(starts - first, sizes) + np.arange(int(sizes.sum()), dtype=np.int64)
+
+
+def _exact_stats(corr, corr_calls, exact: Groups) -> tuple:
+    """(rows, their [sum, min, max, mean, p50, p90, p99] as a (rows, 7)
+    array), rows sorted, for the rows whose per-call corrected values are
+    all known (root calls; exact: exact_values' groups): exact, not
+    estimated. Percentiles by nearest rank (the ceil(n * q / 100)-th
+    smallest value). All rows at once (one sort of every value by row,
+    then by value): a trace with 100k distinct root functions has 100k such
+    rows."""
+    if not len(exact):
+        return np.zeros(0, np.int64), np.zeros((0, len(STAT_NAMES)))
+    rows, lens = exact.keys, exact.sizes()
     calls = np.asarray(corr_calls)[rows].astype(np.int64)
     keep = (lens == calls) & (calls > 0)
-    vals = [np.asarray(v, dtype=np.float64) for v, k in zip(exact.values(), keep.tolist()) if k]
     rows, lens = rows[keep], lens[keep]
     if not len(rows):
-        return {}
-    flat = np.concatenate(vals)
+        return np.zeros(0, np.int64), np.zeros((0, len(STAT_NAMES)))
+    flat = np.asarray(exact.vals[_ranges(exact.at[:-1][keep], lens)], dtype=np.float64)
     group = np.repeat(np.arange(len(rows)), lens)
     v = flat[np.lexsort((flat, group))]  # by row, then by value
     start = np.cumsum(lens) - lens
     s = np.asarray(corr, dtype=np.float64)[rows]
     picks = [v[start + np.maximum(np.ceil(lens * q / 100.0).astype(np.int64) - 1, 0)] for q in (50, 90, 99)]
-    cols = [s, v[start], v[start + lens - 1], s / lens, *picks]
-    by_row = dict(zip(rows.tolist(), zip(*(c.tolist() for c in cols))))
-    return {r: list(by_row[r]) for r in sorted(by_row)}
+    return rows, np.stack([s, v[start], v[start + lens - 1], s / lens, *picks], axis=1)
 
 
-def scaled_stats(sums, calls, mins, maxs, pcts, corr, corr_calls, exact: dict,
+def scaled_stats(sums, calls, mins, maxs, pcts, corr, corr_calls, exact: Groups,
                  rounded_mean: bool = False):
     """Corrected {sum, min, max, mean, p50, p90, p99} per row, the one
     computation every output prints (docs/overhead.md "corrected statistics"):
@@ -600,14 +653,16 @@ def scaled_stats(sums, calls, mins, maxs, pcts, corr, corr_calls, exact: dict,
       scaled by (corrected mean / raw mean), clamped at 0, marked approx.
 
     Returns (cols: 7 float arrays in STAT_NAMES order, approx: int array,
-    exact rows' stats by row, their values). rounded_mean: scale by the raw
+    the exact rows (sorted), their stats (a row each, STAT_NAMES order)). rounded_mean: scale by the raw
     mean as the JSON writes it (0.1 ns), as the function table always has."""
     sums = np.asarray(sums)
     calls = np.asarray(calls)
     has = calls != 0
     raw_mean = means(sums, calls)  # the model's, as every output prints it
     if rounded_mean:
-        raw_mean = np.array([round(m, 1) for m in raw_mean.tolist()], dtype=np.float64)
+        # round() called in C (map), not a Python loop per row: a trace may have 100k functions
+        raw_mean = np.fromiter(map(round, raw_mean.tolist(), itertools.repeat(1)), dtype=np.float64,
+                               count=len(raw_mean))
     cc = np.asarray(corr_calls).astype(np.float64)
     mean = means(corr, corr_calls)
     f = np.divide(mean, raw_mean, out=np.zeros(len(mean)), where=(cc != 0) & (raw_mean > 0))
@@ -624,33 +679,36 @@ def scaled_stats(sums, calls, mins, maxs, pcts, corr, corr_calls, exact: dict,
     cols = [np.array(corr, dtype=np.float64), scaled(mins), scaled(maxs), mean,
             scaled(pcts[:, 0]), scaled(pcts[:, 1]), scaled(pcts[:, 2])]
     approx = np.ones(len(cols[0]), dtype=np.int64)
-    ex = _exact_stats(corr, corr_calls, exact)
-    vals = np.zeros((0, len(cols)))
-    if ex:
-        rows = np.fromiter(ex, dtype=np.int64, count=len(ex))
-        vals = np.array(list(ex.values()), dtype=np.float64)
+    ex, vals = _exact_stats(corr, corr_calls, exact)
+    if len(ex):
         for k, c in enumerate(cols):
-            c[rows] = vals[:, k]
-        approx[rows] = 0
+            c[ex] = vals[:, k]
+        approx[ex] = 0
     return cols, approx, ex, vals
 
 
-def exact_values(p: Profile, per_call: np.ndarray | None = None):
+def exact_values(p: Profile, per_call: np.ndarray | None = None) -> tuple:
     """Per-call corrected inclusive times where they are known: the root
     calls. Returns (per node row, per function index of p.functions), each
-    a dict row -> array of the clean calls' corrected durations (or of
-    per_call, one value per root call, grouped the same way)."""
+    Groups of the clean calls' corrected durations by row (or of per_call,
+    one value per root call, grouped the same way)."""
+    if per_call is None:
+        return p.views.get("exact_values", lambda: _exact_values(p, None))
+    return _exact_values(p, per_call)
+
+
+def _exact_values(p: Profile, per_call: np.ndarray | None) -> tuple:
     c = p.corrected
     if c is None or len(p.samples) == 0:
-        return {}, {}
+        return NO_GROUPS, NO_GROUPS
     ok = (p.scol("flags") & SAMPLE_GAP) == 0
     node = p.scol("node")[ok].astype(np.int32)  # node ids fit (the core checks)
     dur = (c.sample_dur if per_call is None else per_call)[ok]
     del ok
     if not len(node):
-        return {}, {}
-    # grouped by node, then by function: slices of two sorted copies, no
-    # per-group numpy call (a trace may have 100k distinct root functions);
+        return NO_GROUPS, NO_GROUPS
+    # grouped by node, then by function: two sorted copies, no per-group
+    # numpy call (a trace may have 100k distinct root functions);
     # temporaries let go as soon as used (a row per root call: a trace of
     # many short root calls has millions)
     order = np.argsort(node, kind="stable")
@@ -673,13 +731,12 @@ def exact_values(p: Profile, per_call: np.ndarray | None = None):
     return by_node, by_func
 
 
-def _groups(keys: np.ndarray, vals: np.ndarray) -> dict:
-    """key -> its values, for keys sorted (equal keys adjacent)."""
+def _groups(keys: np.ndarray, vals: np.ndarray) -> Groups:
+    """Groups of vals by keys, keys sorted (equal keys adjacent)."""
     if not len(keys):
-        return {}
+        return NO_GROUPS
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    ends = np.r_[starts[1:], len(keys)]
-    return {k: vals[a:b] for k, a, b in zip(keys[starts].tolist(), starts.tolist(), ends.tolist())}
+    return Groups(keys[starts].astype(np.int64), np.r_[starts, len(keys)].astype(np.int64), vals)
 
 
 def corrected_stats(p: Profile) -> dict:
@@ -693,7 +750,7 @@ def corrected_stats(p: Profile) -> dict:
     return p.views.get("corrected_stats", lambda: _compute_corrected_stats(p))
 
 
-def node_stats(p: Profile, kind: str, rows: np.ndarray | None = None, by_node: dict | None = None,
+def node_stats(p: Profile, kind: str, rows: np.ndarray | None = None, by_node: Groups | None = None,
                pct: np.ndarray | None = None):
     """scaled_stats of the node table's rows `rows` (all when None), in
     that order: corrected_stats(p)["nodes", kind] of those rows, the same
@@ -704,15 +761,15 @@ def node_stats(p: Profile, kind: str, rows: np.ndarray | None = None, by_node: d
     rows' percentiles (Profile.node_percentiles_at), when known."""
     c = p.corrected
     if by_node is None:
-        by_node = exact_values(p)[0] if kind == "incl" else {}
+        by_node = exact_values(p)[0] if kind == "incl" else NO_GROUPS
     if pct is None:
         pct = p.node_percentiles_at(rows, (kind,))[0]
     columns = [p.col(kind, rows), p.col("calls", rows), p.col(kind + "_min", rows), p.col(kind + "_max", rows), pct]
     more = [np.asarray(getattr(c, kind), dtype=np.float64), c.calls]
     columns += more if rows is None else [x[rows] for x in more]
-    exact = by_node if kind == "incl" else {}
-    if rows is not None and exact:  # keyed by position in rows
-        exact = {i: exact[r] for i, r in enumerate(rows.tolist()) if r in exact}
+    exact = by_node if kind == "incl" else NO_GROUPS
+    if rows is not None and len(exact):  # keyed by position in rows
+        exact = exact.at_rows(np.asarray(rows, dtype=np.int64))
     return scaled_stats(*columns, exact)  # type: ignore[arg-type, call-arg]  # (the 7 columns, then exact)
 
 
@@ -752,7 +809,7 @@ class _CorrectedStats:
                 out[kind] = scaled_stats(
                     getattr(ft, kind), ft.calls, getattr(ft, kind + "_min"), getattr(ft, kind + "_max"),
                     getattr(ft, kind + "_pct"), getattr(ft, kind + "_corr"), ft.calls_corr,
-                    by_func if kind == "incl" else {}, rounded_mean=True)
+                    by_func if kind == "incl" else NO_GROUPS, rounded_mean=True)
         else:
             raise KeyError(level)
         return out

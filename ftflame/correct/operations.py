@@ -36,6 +36,7 @@ from ftflame.model.profile import (
     SAMPLE_IRQ,
     SAMPLE_PARTIAL,
     KeptTree,
+    KeptTrees,
     OffCpu,
     Profile,
     retval_is_error,
@@ -181,6 +182,13 @@ def _rows_of(cols: dict | None) -> tuple:
                     "share", "corr_share", "irq_calls"))))
 
 
+def rows_of_columns(cols: dict, idx: list) -> tuple:
+    """The OperationRows of rows idx of _latency_columns' columns."""
+    at = np.asarray(idx, dtype=np.int64)
+    return _rows_of({k: ({n: a[at] for n, a in v.items()} if isinstance(v, dict) else
+                         [v[i] for i in idx] if isinstance(v, list) else v[at]) for k, v in cols.items()})
+
+
 def _latency_columns(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = False) -> dict:
     """The figures of the root calls in sel per (root function,
     operation), busiest first (the rows' columns: OperationRow's fields,
@@ -192,53 +200,58 @@ def _latency_columns(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = 
     at = np.flatnonzero(sel)
     # each row's root calls found by one sort of all of them, not a scan of
     # all per row (a trace may have 100,000s of root functions), on one
-    # int64 key per root call: (root function, operation, in interrupt
-    # context), ordered as those three are (a root call costs its row's
-    # bytes again here, not three times them)
-    n_op = max(len(p.operations), int(p.scol("op").max(initial=-1)) + 1) + 1
-    key = sample_roots(p)[at].astype(np.int64) * (2 * n_op)
-    key += (p.scol("op")[at] + 1) * 2
-    if split_irq:
-        key += (flags[at] & SAMPLE_IRQ) != 0
-    keys, inv = np.unique(key, return_inverse=True)
-    del key
-    k_root, k_op, k_irq = keys // (2 * n_op), keys % (2 * n_op) // 2 - 1, keys % 2
+    # int64 key per root call (_groups_of): a root call costs its row's
+    # bytes again here, not three times them
+    irq = (flags[at] & SAMPLE_IRQ) != 0 if split_irq else np.zeros(len(at), bool)
+    kroot, kop, inv = _groups_of(sample_roots(p)[at].astype(np.int64), p.scol("op")[at], irq)
+    del irq
     dur = p.scol("dur")[at].astype(np.float64)
     total = float(dur.sum()) or 1.0
     order = np.lexsort((dur, inv))
-    durs, d_at = dur[order], np.searchsorted(inv[order], np.arange(len(keys) + 1))
+    durs, d_at = dur[order], np.searchsorted(inv[order], np.arange(len(kroot) + 1))
     del dur, order
     ok = (flags[at] & SAMPLE_GAP) == 0
     corr_at, corr_inv = np.asarray(p.corrected_or_raw.sample_dur)[at[ok]], inv[ok]
     corr_total = float(corr_at.sum()) or 1.0
     order = np.lexsort((corr_at, corr_inv))
-    corrs, c_at = corr_at[order], np.searchsorted(corr_inv[order], np.arange(len(keys) + 1))
+    corrs, c_at = corr_at[order], np.searchsorted(corr_inv[order], np.arange(len(kroot) + 1))
     del corr_at, corr_inv, order, ok
     raw, raw_sum = _grouped_nearest_rank(durs, d_at)
     cor, cor_sum = _grouped_nearest_rank(corrs, c_at)
     del durs, corrs
     calls = np.diff(d_at)
-    cols = {"op": k_op, "calls": calls, "gap_calls": calls - np.diff(c_at), "raw": raw, "corr": cor,
+    cols = {"op": kop, "calls": calls, "gap_calls": calls - np.diff(c_at), "raw": raw, "corr": cor,
             "share": raw_sum / total, "corr_share": cor_sum / corr_total,
             "irq_calls": np.bincount(inv, weights=(flags[at] & SAMPLE_IRQ) != 0,
-                                     minlength=len(keys)).astype(np.int64)}
-    del k_irq
-    names, ops, hows = [], [], []
-    for r, o in zip(k_root.tolist(), k_op.tolist()):
-        names.append(p.funcs[r])
-        if r in plain:
-            ops.append("")
-            hows.append("")
-        else:
-            ops.append(p.operations[o] if o >= 0 else NO_OPERATION)
-            hows.append(p.op_how[o] if 0 <= o < len(p.op_how) else "no nfsd3_proc_*/nfsd4 operation below the root")
+                                     minlength=len(kroot)).astype(np.int64)}
+    # a plain root's operation and how "", else its operation's (the
+    # operations' tables, looked up per row in C: 100,000s of rows)
+    is_plain = np.isin(kroot, np.fromiter(plain, dtype=np.int64, count=len(plain)))
+    op_names = [*p.operations, NO_OPERATION, ""]
+    which = np.where(is_plain, len(op_names) - 1, np.where(kop >= 0, kop, len(op_names) - 2))
+    hows = [*p.op_how, "no nfsd3_proc_*/nfsd4 operation below the root", ""]
+    how = np.where(is_plain, len(hows) - 1, np.where((kop >= 0) & (kop < len(p.op_how)), kop, len(hows) - 2))
     # busiest first, then by name, operation and interrupt calls (a stable
     # sort: what sorting the rows by those keys gave)
-    order = np.lexsort((cols["irq_calls"], _ranks(ops), _ranks(names), -raw["mean"] * calls))
+    order = np.lexsort((cols["irq_calls"], _ranks(op_names)[which], p.name_ranks()[kroot], -raw["mean"] * calls))
     out = {k: ({n: a[order] for n, a in v.items()} if isinstance(v, dict) else v[order]) for k, v in cols.items()}
-    pick = order.tolist()
-    out.update(root=[names[i] for i in pick], operation=[ops[i] for i in pick], how=[hows[i] for i in pick])
+    out.update(root=list(map(p.funcs.__getitem__, kroot[order].tolist())),
+               operation=list(map(op_names.__getitem__, which[order].tolist())),
+               how=list(map(hows.__getitem__, how[order].tolist())))
     return out
+
+
+def _groups_of(root: np.ndarray, op: np.ndarray, irq: np.ndarray) -> tuple:
+    """The distinct (root, op, irq) of the root calls, in that order (as
+    np.unique of the rows gives them): (their roots, their operations, each
+    call's group). One key per call (np.unique of rows sorts them as bytes,
+    slower by far)."""
+    span = int(op.max()) + 2 if len(op) else 1
+    if len(root) and (root.min() < 0 or op.min() < -1 or int(root.max()) >= (1 << 62) // (2 * span)):
+        keys, inv = np.unique(np.stack([root, op, irq], axis=1), axis=0, return_inverse=True)
+        return keys[:, 0], keys[:, 1], inv.reshape(-1)
+    key, inv = np.unique((root * span + op + 1) * 2 + irq, return_inverse=True)
+    return key // (2 * span), (key // 2) % span - 1, inv.reshape(-1)
 
 
 def _ranks(strings: list) -> np.ndarray:
@@ -274,43 +287,120 @@ class SlowCall(NamedTuple):  # a tuple: kept per root function, 100,000s of them
 ERRORS_NAMED = 3
 
 
-def slowest_calls(p: Profile) -> tuple:
-    """The kept slowest root calls, slowest first."""
-    return p.views.get("slowest_calls", lambda: _slowest_calls(p))
+def slowest_calls(p: Profile, top: int | None = None) -> tuple:
+    """The kept slowest root calls, slowest first: SlowCalls[:top] (all when
+    top is None). Each is made with its tree decoded (its dominant path,
+    its recorded values): an output that prints a few asks for those."""
+    if top is None or "slowest_calls" in p.views:
+        calls = p.views.get("slowest_calls", lambda: _slowest_calls(p, None))
+        return calls if top is None else calls[:top]
+    return p.views.get(("slowest_calls", top), lambda: _slowest_calls(p, top))
 
 
-def _slowest_calls(p: Profile) -> tuple:
-    if not p.slowest_trees:
-        return ()
-    op_roots = {r.root for r in operation_table(p) or ()}
-    rows = np.array([i for i, _ in p.slowest_trees], dtype=np.int64)
-    trees = [t for _, t in p.slowest_trees]
+def slowest_count(p: Profile) -> int:
+    """How many slowest root calls were kept."""
+    return len(p.slowest_trees)
+
+
+def slowest_columns(p: Profile) -> dict | None:
+    """The kept slowest root calls' figures as columns, slowest first (then
+    by sample row), None when none was kept: SlowCall's fields but those of
+    its decoded tree (slowest_batches), plus `tree` (its index in
+    p.slowest_trees), `kept` (its tree was kept) and `operation_of` (an
+    index into `operations`, whose entries are SlowCall.operation's). A
+    trace may keep a call per distinct root function: columns, not an
+    object per call."""
+    return p.views.get("slowest_columns", lambda: _slowest_columns(p))
+
+
+def _slowest_columns(p: Profile) -> dict | None:
+    kt = p.slowest_trees
+    if not len(kt):
+        return None
+    order = np.lexsort((kt.sample, -p.scol("dur")[kt.sample]))  # slowest first, then by row
+    rows = kt.sample[order]
     flags = p.scol("flags")[rows]
-    corr = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)[rows]
+    names = list(map(p.funcs.__getitem__, sample_roots(p)[rows].tolist()))
+    for i in np.flatnonzero(flags & (SAMPLE_PARTIAL | SAMPLE_IRQ)).tolist():  # the marked ones only
+        names[i] += (" (partial)" if flags[i] & SAMPLE_PARTIAL else "") + (" [irq]" if flags[i] & SAMPLE_IRQ else "")
+    op = p.scol("op")[rows]
+    # an operation's label; NO_OPERATION for the other calls of a root in
+    # the operation table; None for a root that is no dispatcher
+    ops = [*p.operations, NO_OPERATION, None]
+    op_of = np.where(op >= 0, op, len(ops) - 1)
+    op_roots = {r.root for r in operation_table(p) or ()}
+    if op_roots:
+        in_table = np.fromiter(map(op_roots.__contains__, names), dtype=bool, count=len(names))
+        op_of = np.where((op < 0) & in_table, len(ops) - 2, op_of)
+    return {"tree": order, "kept": kt.kept[order], "sample": rows, "root": names,
+            "operation_of": op_of.astype(np.int64), "operations": ops,
+            **{k: np.ascontiguousarray(p.scol(c)[rows]) for k, c in (
+                ("start_ns", "calltime"), ("pid", "pid"), ("cpu", "cpu"), ("dur", "dur"))},
+            "corr": np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)[rows],
+            "gap": (flags & SAMPLE_GAP) != 0}
+
+
+def _slowest_calls(p: Profile, top: int | None) -> tuple:
+    cols = slowest_columns(p)
+    if cols is None:
+        return ()
+    n = len(range(len(cols["sample"]))[:top])
     # each tree decoded for its dominant path, then let go; every other
-    # figure taken as a column (a trace may keep a tree per root function)
+    # figure taken from the columns
     paths: list = []
     values: list = []  # what the trace recorded of each root call (_call_values)
-    for batch, cols, first, kept in slow_call_batches(p, [_Pending(t, c) for t, c in zip(trees, corr.tolist())]):
-        found = iter(dominant_paths(cols, first, kept) if cols is not None else ())
-        recorded = iter(_call_values(p, cols, first, kept) if cols is not None else ())
-        for s in batch:
-            paths.append(() if s.tree is None else tuple(p.funcs[f] for f in next(found)))
-            values.append({} if s.tree is None else next(recorded))
-    partial = np.where(flags & SAMPLE_PARTIAL, " (partial)", "")
-    irq = np.where(flags & SAMPLE_IRQ, " [irq]", "")
-    out = []
-    for i, r, part, q, o, start, pid, cpu, dur, c, gap, tree, dom, val in zip(
-            rows.tolist(), sample_roots(p)[rows].tolist(), partial.tolist(), irq.tolist(),
-            p.scol("op")[rows].tolist(), *(p.scol(k)[rows].tolist() for k in ("calltime", "pid", "cpu", "dur")),
-            corr.tolist(), ((flags & SAMPLE_GAP) != 0).tolist(), trees, paths, values):
-        name = p.funcs[r] + part + q
-        out.append(SlowCall(
-            sample=i, root=name,
-            operation=p.operations[o] if o >= 0 else NO_OPERATION if name in op_roots else None,
-            start_ns=start, pid=pid, cpu=cpu, dur=dur, corr=c, gap=gap, tree=tree, dominant=dom, **val))
-    out.sort(key=lambda s: (-s.dur, s.sample))
-    return tuple(out)
+    for a, b, dec, first, kept in slowest_batches(p, 0, n):
+        found = iter(dominant_paths(dec, first, kept) if dec is not None else ())
+        recorded = iter(_call_values(p, dec, first, kept) if dec is not None else ())
+        for has in cols["kept"][a:b].tolist():
+            paths.append(tuple(p.funcs[f] for f in next(found)) if has else ())
+            values.append(next(recorded) if has else {})
+    kt, ops = p.slowest_trees, cols["operations"]
+    return tuple(SlowCall(
+        sample=i, root=r, operation=ops[o], start_ns=start, pid=pid, cpu=cpu, dur=dur, corr=c, gap=gap,
+        tree=kt.tree(k), dominant=dom, **val)
+        for i, r, o, start, pid, cpu, dur, c, gap, k, dom, val in zip(
+            *(cols[k][:n].tolist() for k in ("sample",)), cols["root"][:n],
+            *(cols[k][:n].tolist() for k in ("operation_of", "start_ns", "pid", "cpu", "dur", "corr", "gap", "tree")),
+            paths, values))
+
+
+def slowest_batches(p: Profile, lo: int = 0, hi: int | None = None):
+    """The kept slowest calls lo..hi (slowest_columns' order) a batch at a
+    time: (a, b, call_trees' columns of the kept trees of calls a..b (None
+    when none is), each kept tree's first row in them, its rows). A batch
+    holds up to BATCH_CALLS calls' records and one more tree, or one bigger
+    tree alone."""
+    cols = slowest_columns(p)
+    if cols is None:
+        return
+    kt = p.slowest_trees
+    hi = len(cols["tree"]) if hi is None else hi
+    k = cols["tree"][lo:hi]
+    if not len(k):
+        return
+    sizes = kt.sizes(k)
+    big = np.flatnonzero(sizes > BATCH_CALLS)
+    cuts = np.union1d(np.flatnonzero(np.diff((np.cumsum(sizes) - sizes) // BATCH_CALLS)) + 1,
+                      np.concatenate([big, big + 1]))
+    cuts = cuts[(cuts > 0) & (cuts < len(k))].tolist()
+    cal, irqs, offcpu_removed = _correction_of(p)
+    for a, b in zip([0, *cuts], [*cuts, len(k)]):
+        has = cols["kept"][lo + a:lo + b]
+        ks = k[a:b][has]
+        if not len(ks):
+            yield lo + a, lo + b, None, np.zeros(0, np.int64), np.zeros(0, np.int64)
+            continue
+        yield (lo + a, lo + b, *call_trees(kept_call_columns(kt, ks), kt.sizes(ks), cal, irqs, offcpu_removed,
+                                           cols["corr"][lo + a:lo + b][has]))
+
+
+def _correction_of(p: Profile) -> tuple:
+    """What call_trees takes of the correction: (calibration, irqs,
+    off-CPU time removed)."""
+    cal = p.calibration if p.corrected is not None else None
+    irqs = p.corrected.irqs if p.corrected is not None else "exclude"
+    return cal, irqs, p.corrected is None or p.corrected.offcpu is OffCpu.REMOVED
 
 
 def _call_values(p: Profile, cols: dict, first: np.ndarray, kept: np.ndarray) -> list:
@@ -337,12 +427,6 @@ def _call_values(p: Profile, cols: dict, first: np.ndarray, kept: np.ndarray) ->
              "errors": tuple(named.get(j, ())), "error_calls": nerr[j]} for j in range(n)]
 
 
-class _Pending(NamedTuple):
-    """What slow_call_batches reads of a slowest call not made yet."""
-    tree: KeptTree | None
-    corr: float
-
-
 def call_columns(t: KeptTree) -> np.ndarray:
     """A kept tree's calls as int64 columns (CALL_COLUMNS, entry order): the
     core's 20-byte records with their extras put back in place."""
@@ -360,26 +444,48 @@ def _joined(parts: list) -> np.ndarray:
 def call_columns_of(trees: list) -> np.ndarray:
     """call_columns of several kept trees, one after the other (each tree's
     parents moved to the rows it takes)."""
-    sizes = np.array([len(t.recs) for t in trees], dtype=np.int64)
-    first = np.zeros(len(trees), dtype=np.int64)
+    return _call_columns(_joined([t.recs for t in trees]), np.array([len(t.recs) for t in trees], dtype=np.int64),
+                         np.array([t.cpu for t in trees], dtype=np.int64),
+                         # the bases as int64 bits (a damaged calltime may be over 2^63: wraps as the core's do)
+                         np.array([t.base for t in trees], dtype=np.uint64).astype(np.int64),
+                         _joined([t.extras for t in trees]), np.array([len(t.extras) for t in trees]))
+
+
+def kept_call_columns(kt: KeptTrees, ks: np.ndarray) -> np.ndarray:
+    """call_columns_of the kept trees ks of p.slowest_trees, gathered from
+    its blocks."""
+    nex = kt.ext_at[ks + 1] - kt.ext_at[ks]
+    sizes = kt.sizes(ks)
+    return _call_columns(kt.recs[_ranges(kt.rec_at[ks], sizes)], sizes, kt.cpu[ks], kt.base[ks],
+                         kt.extras[_ranges(kt.ext_at[ks], nex)], nex)
+
+
+def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The positions starts[k]..starts[k] + sizes[k] of every k, one range
+    after the other."""
+    first = np.cumsum(sizes) - sizes
+    return np.repeat(starts - first, sizes) + np.arange(int(sizes.sum()), dtype=np.int64)
+
+
+def _call_columns(r: np.ndarray, sizes: np.ndarray, cpus: np.ndarray, bases: np.ndarray, e: np.ndarray,
+                  nex: np.ndarray) -> np.ndarray:
+    """call_columns_of trees given as their records r and extras e, one tree
+    after the other, each tree's records and extras (sizes, nex), CPU and
+    base (int64 bits)."""
+    first = np.zeros(len(sizes), dtype=np.int64)
     np.cumsum(sizes[:-1], out=first[1:])
-    r = _joined([t.recs for t in trees])
     at = np.repeat(first, sizes)
     out = np.zeros((len(r), len(CALL_COLUMNS)), dtype=np.int64)
     out[:, _C["func"]] = r["func"]
     out[:, _C["parent"]] = np.where(r["parent"] == 0xFFFFFFFF, -1, r["parent"].astype(np.int64) + at)
     out[:, _C["flags"]] = r["desc_flags"] >> _FLAGS_SHIFT
-    out[:, _C["cpu"]] = np.repeat(np.array([t.cpu for t in trees], dtype=np.int64), sizes)
-    # the bases as int64 bits (a damaged calltime may be over 2^63: wraps as the core's do)
-    bases = np.array([t.base for t in trees], dtype=np.uint64).astype(np.int64)
+    out[:, _C["cpu"]] = np.repeat(cpus, sizes)
     out[:, _C["calltime"]] = np.repeat(bases, sizes) + r["start"].astype(np.int64)
     out[:, _C["dur"]] = r["dur"]
     out[:, _C["desc"]] = r["desc_flags"] & _DESC_ESC
     del at
-    nex = [len(t.extras) for t in trees]
-    if not any(nex):
+    if not len(e):
         return out
-    e = _joined([t.extras for t in trees])
     rec = e["rec"].astype(np.int64) + np.repeat(first, nex)
     for fid, name in enumerate(CALL_EXTRAS):
         sel = e["field"] == fid
@@ -417,9 +523,7 @@ def slow_call_batches(p: Profile, calls: list):
     """The slowest calls `calls` in batches, in order: (batch, call_trees'
     columns of the batch's kept trees (None when none is kept), each kept
     tree's first row in them, its rows)."""
-    cal = p.calibration if p.corrected is not None else None
-    irqs = p.corrected.irqs if p.corrected is not None else "exclude"
-    offcpu_removed = p.corrected is None or p.corrected.offcpu is OffCpu.REMOVED
+    cal, irqs, offcpu_removed = _correction_of(p)
 
     def decoded(batch: list):
         trees = [s.tree for s in batch if s.tree is not None]
@@ -557,24 +661,45 @@ def dominant_path(calls: dict) -> list:
 def dominant_paths(calls: dict, first: np.ndarray, kept: np.ndarray) -> list:
     """dominant_path of each tree of call_trees' columns (first: each tree's
     first row, kept: its rows)."""
+    tree, row = dominant_steps(calls, first, kept)
+    func = calls["func"][row].tolist() if len(row) else []
+    at = np.searchsorted(tree, np.arange(len(kept) + 1)).tolist()
+    return [func[a:b] for a, b in zip(at[:-1], at[1:])]
+
+
+def dominant_steps(calls: dict, first: np.ndarray, kept: np.ndarray) -> tuple:
+    """The rows of every tree's dominant path (dominant_path) at once, tree
+    after tree, each from its root down: (their trees, the rows). A step
+    of all the paths at a time: a trace may keep a tree per distinct root
+    function."""
     par, incl = calls["parent"], calls["incl"]
-    if not len(par):
-        return [[] for _ in kept]
+    trees = np.flatnonzero(kept > 0)
+    if not len(par) or not len(trees):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     order = np.lexsort((-incl, par))  # children grouped by parent, biggest first
     parents, at = np.unique(par[order], return_index=True)
-    child = dict(zip(parents.tolist(), order[at].tolist()))
-    incl, func = incl.tolist(), calls["func"].tolist()
-    out: list = []
-    for row, n in zip(first.tolist(), kept.tolist()):
-        if not n:
-            out.append([])
-            continue
-        path = [row]
-        while row in child and incl[child[row]] * 2 >= incl[row] and incl[row] > 0:
-            row = child[row]
-            path.append(row)
-        out.append([int(func[r]) for r in path])
-    return out
+    child = np.full(len(par), -1, dtype=np.int64)  # each call's biggest child (the first of equals)
+    has = parents >= 0
+    child[parents[has]] = order[at[has]]
+    # incl[c] * 2 >= incl[r] as incl[c] >= incl[r] - incl[c]: no overflow for
+    # durations in 0..2^63
+    fits = incl.min() >= 0
+    steps_tree, steps_row = [trees], [first[trees]]
+    cur_tree, cur = trees, first[trees]
+    while len(cur):
+        c = child[cur]
+        ok = (c >= 0) & (incl[cur] > 0)
+        c0 = np.maximum(c, 0)
+        if fits:
+            ok &= incl[c0] >= incl[cur] - incl[c0]
+        else:  # a damaged duration: Python's numbers
+            ok &= np.array([2 * int(a) >= int(b) for a, b in zip(incl[c0].tolist(), incl[cur].tolist())], bool)
+        cur_tree, cur = cur_tree[ok], c[ok]
+        steps_tree.append(cur_tree)
+        steps_row.append(cur)
+    tree, row = np.concatenate(steps_tree), np.concatenate(steps_row)
+    order = np.argsort(tree, kind="stable")  # steps were appended level by level
+    return tree[order], row[order]
 
 
 # ---- the call paths of each operation ------------------------------------

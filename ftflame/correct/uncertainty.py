@@ -150,8 +150,9 @@ def _stat_half_widths(p: Profile) -> dict | None:
     def per_function(hw):
         return np.bincount(p.col("func"), weights=hw, minlength=len(p.funcs))[ft.func_ids]
 
-    ex_v = corrections.exact_values(p) if hw_call is not None else ({}, {})
-    ex_h = corrections.exact_values(p, hw_call) if hw_call is not None else ({}, {})
+    none = (corrections.NO_GROUPS, corrections.NO_GROUPS)
+    ex_v = corrections.exact_values(p) if hw_call is not None else none
+    ex_h = corrections.exact_values(p, hw_call) if hw_call is not None else none
     out = {}
     for level, calls, k in (("nodes", c.calls, 0), ("functions", ft.calls_corr, 1)):
         for kind, hw in (("incl", hw_incl), ("excl", hw_excl)):
@@ -160,8 +161,10 @@ def _stat_half_widths(p: Profile) -> dict | None:
     return out
 
 
-def _half_widths(stats, hw_sum, calls, ex_vals: dict, ex_hws: dict) -> list:
-    """stat_half_widths for one table (see there)."""
+def _half_widths(stats, hw_sum, calls, ex_vals, ex_hws) -> list:
+    """stat_half_widths for one table (see there); ex_vals, ex_hws:
+    exact_values' Groups of the same rows, of the values and of their
+    half-widths."""
     from ftflame.correct import corrections
 
     cols, _, ex, _ = stats
@@ -169,14 +172,14 @@ def _half_widths(stats, hw_sum, calls, ex_vals: dict, ex_hws: dict) -> list:
     hw_mean = np.divide(hw_sum, n, out=np.zeros(len(n)), where=n > 0)
     rel = np.divide(hw_mean, cols[3], out=np.zeros(len(n)), where=cols[3] > 0)
     half = [hw_sum] + [cols[j] * rel for j in (1, 2)] + [hw_mean] + [cols[j] * rel for j in (4, 5, 6)]
-    if ex and ex_vals:
+    if len(ex) and len(ex_vals):
+        # the rows of ex are the groups _exact_stats keeps (every clean call's value known)
         corr = np.asarray(cols[0], dtype=np.float64)
-        up = corrections._exact_stats(corr + hw_sum, calls, {r: ex_vals[r] + ex_hws[r] for r in ex})
-        down = corrections._exact_stats(np.maximum(corr - hw_sum, 0.0), calls,
-                                        {r: np.maximum(ex_vals[r] - ex_hws[r], 0.0) for r in ex})
-        rows = np.fromiter(up, dtype=np.int64, count=len(up))
+        rows, up = corrections._exact_stats(corr + hw_sum, calls, ex_vals.with_vals(ex_vals.vals + ex_hws.vals))
+        _, down = corrections._exact_stats(np.maximum(corr - hw_sum, 0.0), calls,
+                                           ex_vals.with_vals(np.maximum(ex_vals.vals - ex_hws.vals, 0.0)))
         if len(rows):
-            spread = (np.array(list(up.values())) - np.array([down[r] for r in up])) / 2.0
+            spread = (up - down) / 2.0
             for j in (1, 2, 4, 5, 6):  # min, max, percentiles; sum and mean are linear
                 half[j] = half[j].copy()
                 half[j][rows] = spread[:, j]

@@ -268,6 +268,45 @@ class KeptTree(NamedTuple):
     def nbytes(self) -> int:
         return self.recs.nbytes + self.extras.nbytes
 
+class KeptTrees:
+    """The kept slowest root calls as the core gives them, as columns: per
+    call its sample row, its tree's base calltime (its 64 bits, as int64)
+    and CPU, whether its tree was kept (too big: not), and where its records
+    and extras lie in the blocks of every kept tree's, one tree after the
+    other. A trace may keep a tree per distinct root function: an object per
+    tree cost more than its calls."""
+
+    __slots__ = ("sample", "base", "cpu", "kept", "rec_at", "ext_at", "recs", "extras")
+
+    def __init__(self, table: np.ndarray, recs: np.ndarray, extras: np.ndarray):
+        """table: int64 rows (sample, base, cpu, records (-1: not kept), extras)."""
+        self.sample, self.base, self.cpu = table[:, 0], table[:, 1], table[:, 2]
+        self.kept = table[:, 3] >= 0
+        self.rec_at = np.zeros(len(table) + 1, dtype=np.int64)
+        np.cumsum(np.maximum(table[:, 3], 0), out=self.rec_at[1:])
+        self.ext_at = np.zeros(len(table) + 1, dtype=np.int64)
+        np.cumsum(table[:, 4], out=self.ext_at[1:])
+        self.recs, self.extras = recs, extras
+
+    def __len__(self) -> int:
+        return len(self.sample)
+
+    def sizes(self, k: np.ndarray) -> np.ndarray:
+        """The records of trees k (0 for one not kept)."""
+        return self.rec_at[k + 1] - self.rec_at[k]
+
+    def tree(self, k: int) -> KeptTree | None:
+        """Tree k (None: not kept), views of the blocks."""
+        if not self.kept[k]:
+            return None
+        return KeptTree(int(self.base[k].astype(np.uint64)), int(self.cpu[k]),
+                        self.recs[self.rec_at[k]:self.rec_at[k + 1]], self.extras[self.ext_at[k]:self.ext_at[k + 1]])
+
+
+NO_KEPT_TREES = KeptTrees(np.zeros((0, 5), dtype=np.int64), np.zeros(0, dtype=CALL_RECORD_DTYPE),
+                          np.zeros(0, dtype=CALL_EXTRA_DTYPE))
+
+
 # Histogram geometry (parse/core/builder.h): values below HIST_SUB ns are exact;
 # above, each power of two is split into HIST_SUB equal buckets.
 HIST_SUB = 16
@@ -650,9 +689,8 @@ class Profile:
     # labels (-1: none), op_how says which function(s) named each.
     operations: tuple = ()
     op_how: tuple = ()
-    # The slowest root calls kept by the core: (sample row, KeptTree, or
-    # None when too big to keep).
-    slowest_trees: tuple = ()
+    # The slowest root calls kept by the core, with their trees (KeptTrees)
+    slowest_trees: KeptTrees = NO_KEPT_TREES
     # Return values per function, None when no call had one
     retvals: Retvals | None = None
     # the most argument values an entry of a kept slowest call carried
@@ -690,6 +728,13 @@ class Profile:
 
     def name(self, row: int) -> str:
         return self.funcs[int(self.nodes.stored("func")[row])]
+
+    def name_ranks(self) -> np.ndarray:
+        """Per function id: its name's rank in Python's order of the names
+        (equal names, equal ranks): sorting by these is sorting by name,
+        in numpy (a trace may have 100k functions)."""
+        return self.views.get("name_ranks", lambda: np.unique(
+            np.array(self.funcs, dtype=object), return_inverse=True)[1].reshape(-1).astype(np.int64))
 
     def replace(self, **changes) -> Profile:
         out = dataclasses.replace(self, **changes)
@@ -843,9 +888,13 @@ class FunctionTable:
         keep = np.nonzero(ncalls > 0)[0]
         incl_s = total(p.col("incl"))
         excl_s = total(p.col("excl"))
-        # busiest first; ties by name for a stable order
-        order = sorted(keep.tolist(), key=lambda f: (-int(incl_s[f]), p.funcs[f]))
-        ids = np.array(order, dtype=np.int64)
+        # busiest first; ties by name for a stable order (one lexsort by the
+        # names' ranks: a trace may have 100k functions)
+        if len(keep) and incl_s[keep].min() > np.iinfo(np.int64).min:
+            ids = keep[np.lexsort((p.name_ranks()[keep], -incl_s[keep]))].astype(np.int64)
+        else:
+            ids = np.array(sorted(keep.tolist(), key=lambda f: (-int(incl_s[f]), p.funcs[f])), dtype=np.int64)
+        order = ids.tolist()
         big = np.iinfo(np.int64).max
         imin, imax = extreme(p.col("incl_min"), np.minimum, big), extreme(p.col("incl_max"), np.maximum, -big)
         xmin, xmax = extreme(p.col("excl_min"), np.minimum, big), extreme(p.col("excl_max"), np.maximum, -big)
@@ -859,7 +908,7 @@ class FunctionTable:
         ccorr = total(c.calls.astype(np.int64))
         hsub = Histograms(*_take_rows(hi, ids))
         return cls(
-            names=tuple(p.funcs[i] for i in order), func_ids=ids, calls=ncalls[ids],
+            names=tuple(map(p.funcs.__getitem__, order)), func_ids=ids, calls=ncalls[ids],
             incl=incl_s[ids], excl=excl_s[ids], incl_min=imin[ids], incl_max=imax[ids],
             excl_min=xmin[ids], excl_max=xmax[ids], incl_pct=ipct[ids], excl_pct=xpct[ids],
             incl_corr=icorr[ids], excl_corr=xcorr[ids], calls_corr=ccorr[ids],

@@ -219,9 +219,12 @@ static PyObject *str_list(char *const *names, uint32_t n)
 	return l;
 }
 
-/* Operations (labels, how each was recognised) and the slowest root calls:
- * [(sample index, base calltime, base CPU, ftf_rec bytes, ftf_rec_extra
- * bytes)], the last four None when the tree was too big to keep. */
+/* Operations (labels, how each was recognised) and the slowest root calls
+ * as blocks: {"table": int64 rows of (sample index, base calltime (its
+ * 64 bits), base CPU, records, extras; records -1 when the tree was too big
+ * to keep), "recs": every kept tree's ftf_rec one tree after the other,
+ * "extras": their ftf_rec_extra likewise}. A trace may keep a tree per
+ * distinct root function: an object per tree cost more than its calls. */
 static int calls_result(ftf_builder *b, PyObject *res)
 {
 	PyObject *ops = str_list(b->root_calls.ops.names, b->root_calls.ops.n);
@@ -236,31 +239,56 @@ static int calls_result(ftf_builder *b, PyObject *res)
 		return -1;
 	}
 	Py_DECREF(how);
-	PyObject *slow = PyList_New(0);
+	uint64_t n = 0, nrecs = 0, nextras = 0;
+	for (uint32_t g = 0; g < b->root_calls.nslow; g++) {
+		for (uint32_t k = 0; k < b->root_calls.slow[g].n; k++) {
+			const ftf_kept *kp = &b->root_calls.slow[g].heap[k];
+			n++;
+			if (kp->recs) {
+				nrecs += kp->nrecs;
+				nextras += kp->nextras;
+			}
+		}
+	}
+	PyObject *slow = PyDict_New();
 	if (!slow || PyDict_SetItemString(res, "slowest", slow) < 0) {
 		Py_XDECREF(slow);
 		return -1;
 	}
 	Py_DECREF(slow);
+	PyObject *table = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 5 * sizeof(int64_t)));
+	PyObject *recs = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(nrecs * sizeof(ftf_rec)));
+	PyObject *extras = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(nextras * sizeof(ftf_rec_extra)));
+	if (!table || !recs || !extras || PyDict_SetItemString(slow, "table", table) < 0 ||
+	    PyDict_SetItemString(slow, "recs", recs) < 0 || PyDict_SetItemString(slow, "extras", extras) < 0) {
+		Py_XDECREF(table);
+		Py_XDECREF(recs);
+		Py_XDECREF(extras);
+		return -1;
+	}
+	int64_t *row = (int64_t *)PyBytes_AS_STRING(table);
+	char *rp = PyBytes_AS_STRING(recs), *ep = PyBytes_AS_STRING(extras);
+	Py_DECREF(table);
+	Py_DECREF(recs);
+	Py_DECREF(extras);
 	for (uint32_t g = 0; g < b->root_calls.nslow; g++) {
-		for (uint32_t k = 0; k < b->root_calls.slow[g].n; k++) {
+		for (uint32_t k = 0; k < b->root_calls.slow[g].n; k++, row += 5) {
 			const ftf_kept *kp = &b->root_calls.slow[g].heap[k];
-			PyObject *item;
-			if (kp->recs)
-				item = Py_BuildValue("(KKiy#y#)", (unsigned long long)kp->sample,
-						     (unsigned long long)kp->base, (int)kp->cpu, (const char *)kp->recs,
-						     (Py_ssize_t)kp->nrecs * (Py_ssize_t)sizeof(ftf_rec),
-						     (const char *)(kp->extras ? (void *)kp->extras : (void *)""),
-						     (Py_ssize_t)kp->nextras * (Py_ssize_t)sizeof(ftf_rec_extra));
-			else
-				item = Py_BuildValue("(KOOOO)", (unsigned long long)kp->sample, Py_None, Py_None,
-						     Py_None, Py_None);
-
-			if (!item || PyList_Append(slow, item) < 0) {
-				Py_XDECREF(item);
-				return -1;
+			row[0] = (int64_t)kp->sample;
+			row[1] = (int64_t)kp->base;
+			row[2] = kp->cpu;
+			row[3] = kp->recs ? (int64_t)kp->nrecs : -1;
+			row[4] = kp->recs ? (int64_t)kp->nextras : 0;
+			if (!kp->recs)
+				continue;
+			if (kp->nrecs) {
+				memcpy(rp, kp->recs, (size_t)kp->nrecs * sizeof(ftf_rec));
+				rp += (size_t)kp->nrecs * sizeof(ftf_rec);
 			}
-			Py_DECREF(item);
+			if (kp->nextras) {
+				memcpy(ep, kp->extras, (size_t)kp->nextras * sizeof(ftf_rec_extra));
+				ep += (size_t)kp->nextras * sizeof(ftf_rec_extra);
+			}
 		}
 	}
 	return 0;
