@@ -357,9 +357,8 @@ def _walk_tree(p: Profile, order_key, keep, row_line, root_keys=None) -> tuple:
 
     roots = root_order()
     for k, r in enumerate(roots):
-        if budget[0] <= 0:  # the rest each hidden, a blank line each (as walked)
+        if budget[0] <= 0:  # the rest hidden, counted in the note below
             hidden += len(roots) - k
-            lines.extend([""] * (len(roots) - k))
             break
         walk(r, "", True, r, True)
         lines.append("")

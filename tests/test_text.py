@@ -650,6 +650,30 @@ def test_mail_cut_beyond_repair_warns_in_every_output(tmp_path):
 
 
 @pytest.mark.parametrize("corrected", [False, True])
+def test_the_roots_a_call_tree_hides_leave_no_blank_lines(tmp_path, corrected):
+    """A root function's tree is followed by a blank line; the roots past
+    TREE_MAX_LINES were each given one too, though nothing of them is
+    printed: 99,851 blank lines in the text of 100k distinct root functions.
+    They are counted in the note that ends the tree, and take no line."""
+    from ftflame.correct.corrections import correct
+    from ftflame.model.profile import Calibration
+    from ftflame.report import text
+
+    n = 2000
+    path = tmp_path / "roots.txt"
+    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
+                    "# |     |   |                     |   |   |   |\n" +
+                    "".join(f" 0)   {1 + i % 97}.000 us    |  f_{i}();\n" for i in range(n)))
+    p = read(str(path))
+    if corrected:
+        p = correct(p, Calibration(10.0, 20.0, "test", "fixed values (test)"))
+    lines = text.call_tree(p)
+    assert len(lines) < 3 * text.TREE_MAX_LINES, f"{len(lines)} lines for a tree of {text.TREE_MAX_LINES} rows"
+    assert "\n\n\n" not in "\n".join(lines)
+    assert f"({n - text.TREE_MAX_LINES:,} smaller or deeper paths not shown" in "\n".join(lines)
+
+
+@pytest.mark.parametrize("corrected", [False, True])
 def test_the_call_tree_sorts_many_roots_without_a_python_key_each(tmp_path, monkeypatch, corrected):
     """The text call tree shows TREE_MAX_LINES paths; with 100k distinct
     root functions its roots were sorted by a Python key per root (a name
