@@ -24,13 +24,20 @@ def read(path: str, reader: str):
 
 
 def differences(a, b, where="profile") -> list:
-    """Where two values differ: dataclasses field by field, arrays exactly."""
+    """Where two values differ: dataclasses field by field (and classes of
+    slots slot by slot), arrays exactly."""
     if dataclasses.is_dataclass(a) and dataclasses.is_dataclass(b):
         out = []
         for f in dataclasses.fields(a):
             if not f.compare:  # what was derived (Profile.views), not the value
                 continue
             out += differences(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}")
+        return out
+    if type(a) is type(b) and getattr(type(a), "__slots__", None) and not isinstance(a, tuple):
+        # column holders (KeptTrees): slot by slot
+        out = []
+        for name in type(a).__slots__:
+            out += differences(getattr(a, name), getattr(b, name), f"{where}.{name}")
         return out
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         same = isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape \
