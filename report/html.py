@@ -26,7 +26,14 @@ from ftflame import __version__
 from ftflame.correct import corrections, fit, uncertainty
 from ftflame.correct.calibration import provenance
 from ftflame.correct.corrections import STAT_NAMES, corrected_stats
-from ftflame.correct.operations import NO_OPERATION, operation_nodes, operation_table, slow_call_tree, slowest_calls
+from ftflame.correct.operations import (
+    NO_OPERATION,
+    operation_nodes,
+    operation_table,
+    slow_call_tree,
+    slowest_calls,
+    slowest_columns,
+)
 from ftflame.model import sandwich
 from ftflame.model.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
 
@@ -293,37 +300,64 @@ def tree_order(p: Profile, calls: tuple) -> tuple:
     The highest points of every view of the latency plot (all root
     functions, each group; raw and corrected) come first, then each view's
     second highest, and so on: the points a reader clicks, those drawn above
-    the bulk in whatever view is on screen."""
+    the bulk in whatever view is on screen. A trace may keep a call per
+    distinct root function: each view's ranks are found as columns, and the
+    round over them as one sort, not a pass per rank over every view."""
     if not calls:
         return [], 0
     names, group = sample_groups(p)
     busiest = int(np.argmax(np.bincount(group, minlength=len(names))))  # the plot's first view (latency.js)
-    by_group: dict = {busiest: []}
-    for k, s in enumerate(calls):
-        by_group.setdefault(int(group[s.sample]), []).append(k)
-    views = [list(range(len(calls)))] + [by_group[g] for g in by_group]
+    cols = slowest_columns(p)  # the calls' figures as columns, in their order
+    n = len(calls)
+    sample, dur = cols["sample"][:n], cols["dur"][:n].astype(np.int64)
+    g = group[sample]
+    # views: 0 all the calls, 1 the busiest group, then the other groups in
+    # the order of their first call
+    uniq, first = np.unique(g, return_index=True)
+    rank_of = np.empty(len(uniq), dtype=np.int64)
+    by_first = np.argsort(first, kind="stable")
+    rank_of[by_first] = np.arange(len(uniq))
+    view = rank_of[np.searchsorted(uniq, g)]
+    b = np.searchsorted(uniq, busiest)
+    if b < len(uniq) and uniq[b] == busiest:
+        view = np.where(view < rank_of[b], view + 1, np.where(view == rank_of[b], 0, view))
+    else:  # the busiest group has no kept call: its view is empty
+        view = view + 1
+    view = view + 1
+    keys = [(-dur, None)]
+    if p.calibration.applied:  # a gap call has no corrected point
+        corr = cols["corr"][:n]
+        keys.append((-corr, corr == corr))
+    # each view ranked by each key (the highest first, then by sample row),
+    # as (list, rank, call); list: view * keys + key, the round's order
+    lists, ranks, ks = [], [], []
+    nkeys = len(keys)
+    everyone = np.arange(n)
+    for j, (key, ok) in enumerate(keys):
+        sel = everyone if ok is None else everyone[ok]
+        for v in (np.zeros(n, dtype=np.int64), view):  # the view of all calls, then each group's
+            o = sel[np.lexsort((sample[sel], key[sel], v[sel]))]
+            vo = v[o]
+            lists.append(vo * nkeys + j)
+            ranks.append(np.arange(len(o)) - np.searchsorted(vo, vo, side="left"))
+            ks.append(o)
+    lst, rk, k = np.concatenate(lists), np.concatenate(ranks), np.concatenate(ks)
+    by = np.lexsort((lst, rk))
+    lst, rk, k = lst[by], rk[by], k[by]
 
-    def ranked(v: list) -> list:
-        out = [sorted(v, key=lambda k: (-calls[k].dur, calls[k].sample))]
-        if p.calibration.applied:  # a gap call has no corrected point
-            out.append(sorted((k for k in v if calls[k].corr == calls[k].corr),
-                              key=lambda k: (-calls[k].corr, calls[k].sample)))
-        return out
+    def take(sel: np.ndarray, seen: np.ndarray) -> np.ndarray:
+        """The calls of these (list, rank) entries in their order, each once."""
+        ks = k[sel]
+        ks = ks[~seen[ks]]
+        _, at = np.unique(ks, return_index=True)
+        return ks[np.sort(at)]
 
-    order, seen = [], set()
-
-    def take(lists: list, ranks: int) -> None:
-        for r in range(ranks):
-            for x in lists:
-                if r < len(x) and x[r] not in seen:
-                    seen.add(x[r])
-                    order.append(x[r])
-
-    take(ranked(views[0]) + ranked(views[1]), TREES_ALWAYS)
-    always = len(order)
-    rest = [x for v in views for x in ranked(v)]
-    take(rest, max(len(x) for x in rest))
-    return order, always
+    seen = np.zeros(n, dtype=bool)
+    always = take(np.flatnonzero((rk < TREES_ALWAYS) & (lst < 2 * nkeys)), seen)
+    seen[always] = True
+    # views 0 and 1 appear again in the round over every view
+    order = np.concatenate((always, take(np.arange(len(k)), seen)))
+    return order.tolist(), len(always)
 
 
 def slowest_data(p: Profile) -> list:
