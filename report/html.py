@@ -181,17 +181,23 @@ def thin_samples(start: np.ndarray, dur: np.ndarray, group: np.ndarray, limit: i
         return np.arange(n)
     keep = np.zeros(n, dtype=bool)
     keep[np.argsort(-dur, kind="stable")[: limit // 10]] = True
-    groups = np.unique(group)
+    groups, g = np.unique(group, return_inverse=True)
     bins = max(limit * 4 // 10 // max(len(groups), 1), 1)
-    for g in groups.tolist():
-        idx = np.flatnonzero(group == g)
-        t = start[idx]
-        span = max(int(t.max() - t.min()), 1)
-        b = ((t - t.min()) * bins // (span + 1)).astype(np.int64)
-        for pick in (np.lexsort((-dur[idx], b)), np.lexsort((dur[idx], b))):
-            first = np.ones(len(idx), dtype=bool)
-            first[1:] = b[pick][1:] != b[pick][:-1]
-            keep[idx[pick[first]]] = True
+    # each group's time bins at once (a group per root function: 100,000s)
+    lo = np.full(len(groups), start.max(), dtype=start.dtype)
+    hi = np.full(len(groups), start.min(), dtype=start.dtype)
+    np.minimum.at(lo, g, start)
+    np.maximum.at(hi, g, start)
+    t0 = lo[g]
+    span = np.maximum(hi - lo, 1)[g]
+    b = ((start - t0) * bins // (span + 1)).astype(np.int64)
+    rows = np.arange(n)
+    # per group and bin the slowest call and the fastest, the first in row order on a tie
+    for key in (-dur, dur):
+        pick = np.lexsort((rows, key, b, g))
+        first = np.ones(n, dtype=bool)
+        first[1:] = (b[pick][1:] != b[pick][:-1]) | (g[pick][1:] != g[pick][:-1])
+        keep[pick[first]] = True
     return np.flatnonzero(keep)
 
 
@@ -240,8 +246,8 @@ def samples_data(p: Profile, trees: dict | None = None) -> dict:
     t0 = int(p.counters.get("first_ts", 0)) or int(start.min())
     counts = np.bincount(group, minlength=len(names))
     by_op = {f"{r.root}: {r.operation}": r for r in ops or ()}
-    root_stats = [operation_figures(p, by_op[name]) if name in by_op else
-                  root_figures(p, np.unique(node[group == k])) for k, name in enumerate(names)]
+    figures = root_figures_of(p, node, group, len(names))
+    root_stats = [operation_figures(p, by_op[name]) if name in by_op else figures[k] for k, name in enumerate(names)]
     return {
         "root_stats": root_stats,
         "total": n, "shown": len(idx), "roots": names, "root_calls": counts.tolist(),
@@ -395,22 +401,36 @@ def slowest_data(p: Profile) -> list:
             for k, s in enumerate(calls)]
 
 
-def root_figures(p: Profile, rows: np.ndarray):
-    """The latency panel's summary of one root function: its call path's
-    figures as the JSON tree has them (raw incl_ns, corrected incl_corr_ns),
-    or None when its root calls lie on more than one path."""
-    if len(rows) != 1:
-        return None
-    r = int(rows[0])
+def root_figures_of(p: Profile, node: np.ndarray, group: np.ndarray, groups: int) -> list:
+    """Per group of root calls, the latency panel's summary of its root
+    function: its call path's figures as the JSON tree has them (raw
+    incl_ns, corrected incl_corr_ns), or None when its root calls lie on
+    more than one path. As columns: a group per root function, 100,000s."""
+    out: list = [None] * groups
+    pick = np.lexsort((node, group))
+    g, r = group[pick], node[pick]
+    new = np.ones(len(g), dtype=bool)
+    new[1:] = (g[1:] != g[:-1]) | (r[1:] != r[:-1])
+    one = np.bincount(g[new], minlength=groups) == 1  # the groups of one call path
+    at = np.flatnonzero(new & one[g])
+    if not len(at):
+        return out
+    which, r = g[at], r[at]
     ip, _ = p.node_percentiles
-    out = {"calls": int(p.col("calls")[r]), "p50": int(ip[r, 0]), "p99": int(ip[r, 2]),
-           "max": int(p.col("incl_max")[r]) if p.col("calls")[r] else 0}
+    calls = p.col("calls")[r]
+    cols = {"calls": calls.astype(np.int64), "p50": ip[r, 0].astype(np.int64), "p99": ip[r, 2].astype(np.int64),
+            "max": np.where(calls != 0, p.col("incl_max")[r].astype(np.int64), 0)}
+    rows = [dict(zip(cols, v)) for v in zip(*(c.tolist() for c in cols.values()))]
     st = corrected_stats(p) if p.calibration.applied else None
     if st is not None:
-        cols, approx, _, _ = st["nodes", "incl"]
-        out.update({"callsc": int(p.corrected.calls[r]), "p50c": round(float(cols[4][r]), 1),
-                    "p99c": round(float(cols[6][r]), 1), "maxc": round(float(cols[2][r]), 1),
-                    "approx": bool(approx[r])})
+        stat, approx, _, _ = st["nodes", "incl"]
+        more = {"callsc": np.asarray(p.corrected.calls)[r].astype(np.int64).tolist(),
+                **{k: _round1(stat[q][r]) for k, q in (("p50c", 4), ("p99c", 6), ("maxc", 2))},
+                "approx": approx[r].astype(bool).tolist()}
+        for d, v in zip(rows, zip(*more.values())):
+            d.update(zip(more, v))
+    for k, d in zip(which.tolist(), rows):
+        out[k] = d
     return out
 
 
