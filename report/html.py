@@ -74,21 +74,31 @@ def coarse_edges(upto: int) -> list:
 
 def function_histograms(ft) -> tuple:
     """Per function: [first coarse bucket, count, count, ...] (dense), and the
-    largest coarse bucket used."""
+    largest coarse bucket used. Every function's at once: a trace may have
+    a function per distinct root call, 100,000s."""
     h = ft.hist_incl
-    out, top = [], 0
-    for i in range(len(ft)):
-        b, c = h.row(i)
-        if len(b) == 0:
-            out.append([0])
-            continue
-        cb = coarse_bucket(b)
-        lo, hi = int(cb.min()), int(cb.max())
-        dense = np.zeros(hi - lo + 1, dtype=np.int64)
-        np.add.at(dense, cb - lo, c.astype(np.int64))
-        out.append([lo] + dense.tolist())
-        top = max(top, hi)
-    return out, top
+    n = len(ft)
+    off = np.asarray(h.offsets[:n + 1], dtype=np.int64)
+    sizes = np.diff(off)
+    full = np.flatnonzero(sizes > 0)
+    if not len(full):
+        return [[0] for _ in range(n)], 0
+    cb = coarse_bucket(h.buckets[off[0]:off[-1]])
+    row = np.repeat(np.arange(n), sizes)
+    at = off[full] - off[0]
+    lo, hi = np.minimum.reduceat(cb, at), np.maximum.reduceat(cb, at)
+    first = np.zeros(n, dtype=np.int64)  # each function's coarse bucket lo in `dense`
+    width = hi - lo + 1
+    first[full] = np.cumsum(width) - width
+    low = np.zeros(n, dtype=np.int64)
+    low[full] = lo
+    dense = np.zeros(int(width.sum()), dtype=np.int64)
+    np.add.at(dense, first[row] + cb - low[row], h.counts[off[0]:off[-1]].astype(np.int64))
+    d = dense.tolist()
+    out = [[0] for _ in range(n)]
+    for i, b, s, w in zip(full.tolist(), lo.tolist(), first[full].tolist(), width.tolist()):
+        out[i] = [b] + d[s:s + w]
+    return out, max(int(hi.max()), 0)
 
 
 # ---- callers and callees ----------------------------------------------------
