@@ -46,7 +46,8 @@ HIST_PER_OCTAVE = 4  # coarse buckets per power of two in the shipped histograms
 
 
 def _ints(a) -> list:
-    return [int(round(x)) for x in (a.tolist() if hasattr(a, "tolist") else a)]
+    # through map, not a Python loop: a column may have a row per root call
+    return list(map(int, map(round, a.tolist() if hasattr(a, "tolist") else a)))
 
 
 def _ints_or_none(a) -> list:
@@ -213,23 +214,44 @@ def thin_samples(start: np.ndarray, dur: np.ndarray, group: np.ndarray, limit: i
 
 def sample_groups(p: Profile) -> tuple:
     """The latency plot's groups: (labels, each root call's group). A root
-    function is one group, a dispatcher's operations each one of their own."""
+    function is one group, a dispatcher's operations each one of their own.
+    Groups found as columns, in the order of their first root call (a
+    trace may have a root function per root call, 100,000s); labels made
+    per group."""
     n = len(p.samples)
-    names, labels = [], {}
-    group = np.zeros(n, dtype=np.int64)
     if n == 0:
-        return names, group
-    func = p.col("func")[p.scol("node")]
+        return [], np.zeros(n, dtype=np.int64)
+    func = p.col("func")[p.scol("node")].astype(np.int64)
     flags = p.scol("flags")
+    partial, irq = (flags & SAMPLE_PARTIAL) != 0, (flags & SAMPLE_IRQ) != 0
     op_roots = {r.root for r in operation_table(p) or ()}
-    for i, (f, fl, o) in enumerate(zip(func.tolist(), flags.tolist(), p.scol("op").tolist())):
-        label = p.funcs[f] + (" (partial)" if fl & SAMPLE_PARTIAL else "") + (" [irq]" if fl & SAMPLE_IRQ else "")
-        if p.funcs[f] in op_roots:  # a dispatcher: one group per operation
-            label += ": " + (p.operations[o] if o >= 0 else NO_OPERATION)
-        if label not in labels:
-            labels[label] = len(names)
-            names.append(label)
-        group[i] = labels[label]
+    op = np.full(n, -2, dtype=np.int64)  # -2: no dispatcher, its operation not in the label
+    if op_roots:
+        disp = np.array([name in op_roots for name in p.funcs], dtype=bool)[func]
+        op = np.where(disp, p.scol("op").astype(np.int64), -2)
+    keys = np.lexsort((op, irq, partial, func))
+    k = np.column_stack((func, partial, irq, op))[keys]
+    new = np.ones(n, dtype=bool)
+    new[1:] = (k[1:] != k[:-1]).any(axis=1)
+    key_of = np.empty(n, dtype=np.int64)
+    key_of[keys] = np.cumsum(new) - 1
+    firsts = np.full(int(new.sum()), n, dtype=np.int64)
+    np.minimum.at(firsts, key_of, np.arange(n))
+    by_first = np.argsort(firsts, kind="stable")
+    rank = np.empty(len(by_first), dtype=np.int64)
+    rank[by_first] = np.arange(len(by_first))
+    group = rank[key_of]
+    at = firsts[by_first]  # a root call of each group, groups in order
+    names = list(map(p.funcs.__getitem__, func[at].tolist()))
+    for i in np.flatnonzero(partial[at] | irq[at] | (op[at] != -2)).tolist():  # the marked ones only
+        r = int(at[i])
+        names[i] += (" (partial)" if partial[r] else "") + (" [irq]" if irq[r] else "")
+        if op[r] != -2:
+            names[i] += ": " + (p.operations[op[r]] if op[r] >= 0 else NO_OPERATION)
+    if len(set(names)) < len(names):  # two groups with one label are one group
+        labels: dict = {}
+        merged = np.array([labels.setdefault(x, len(labels)) for x in names], dtype=np.int64)
+        names, group = list(labels), merged[group]
     return names, group
 
 
