@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import repeat
 
 import numpy as np
 
@@ -28,10 +29,10 @@ from ftflame.correct.calibration import provenance
 from ftflame.correct.corrections import STAT_NAMES, corrected_stats
 from ftflame.correct.operations import (
     NO_OPERATION,
+    SlowCall,
     operation_nodes,
     operation_table,
     slow_call_tree,
-    slowest_calls,
     slowest_columns,
 )
 from ftflame.model import sandwich
@@ -403,15 +404,24 @@ def slowest_data(p: Profile) -> list:
     columns (entry order; parent -1 for the root) while the page's budget
     lasts (tree_order says which first): the page draws a call's tree as a
     flame chart of its own when its row or its latency point is clicked."""
-    calls = slowest_calls(p)
+    cols = slowest_columns(p)
+    if cols is None:
+        return []
     trees: dict = {}
     budget = CALL_TREE_BUDGET
-    order, always = tree_order(p, calls)
+    order, always = tree_order(p, range(len(cols["sample"])))
+    ops = cols["operations"]
     for n, k in enumerate(order):
-        s = calls[k]
-        c = slow_call_tree(p, s) if s.tree is not None and (budget > 0 or n < always) else None
-        if c is None:
+        if budget <= 0 and n >= always:
+            break  # the rest go without their trees
+        if not cols["kept"][k]:
             continue
+        # a SlowCall for the calls drawn only: a trace may keep one per
+        # distinct root function, and their dominant paths are not drawn
+        s = SlowCall(sample=int(cols["sample"][k]), root=cols["root"][k], operation=ops[cols["operation_of"][k]],
+                     **{f: cols[f][k].item() for f in ("start_ns", "pid", "cpu", "dur", "corr", "gap")},
+                     tree=p.slowest_trees.tree(int(cols["tree"][k])), dominant=())
+        c = slow_call_tree(p, s)
         keep = np.flatnonzero(c["incl"] >= c["incl"][0] * CALL_TREE_MIN_FRACTION) if len(c["incl"]) else []
         row = np.full(len(c["incl"]), -1, dtype=np.int64)
         row[keep] = np.arange(len(keep))
@@ -427,10 +437,21 @@ def slowest_data(p: Profile) -> list:
         # what the entries and exits recorded (funcgraph-args, return values): only when the trace has it
         trees[k].update({key: [v[i] for i in keep.tolist()] for key, v in callsjson.values_json(p, c).items()})
         budget -= len(keep)
-    return [{"sample": s.sample, "root": s.root, "kept_tree": s.tree is not None, "operation": s.operation,
-             "start_ns": s.start_ns, "pid": s.pid, "cpu": s.cpu, "dur": s.dur,
-             "durc": None if s.corr != s.corr else round(s.corr, 1), "gap": s.gap, "tree": trees.get(k)}
-            for k, s in enumerate(calls)]
+    corr = cols["corr"]
+    durc = list(map(round, corr.tolist(), repeat(1)))
+    for i in np.flatnonzero(corr != corr).tolist():  # a gap call: none
+        durc[i] = None
+    tree = [None] * len(durc)
+    for k, t in trees.items():
+        tree[k] = t
+    rows = zip(cols["sample"].tolist(), cols["root"], cols["kept"].tolist(),
+               map(ops.__getitem__, cols["operation_of"].tolist()),
+               *(cols[f].tolist() for f in ("start_ns", "pid", "cpu", "dur")), durc, cols["gap"].tolist(), tree)
+    # a dict per call made through map, not a Python loop
+    return list(map(dict, map(zip, repeat(SLOWEST_KEYS), rows)))
+
+
+SLOWEST_KEYS = ("sample", "root", "kept_tree", "operation", "start_ns", "pid", "cpu", "dur", "durc", "gap", "tree")
 
 
 def root_figures_of(p: Profile, node: np.ndarray, group: np.ndarray, groups: int) -> list:
