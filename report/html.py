@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import repeat
 
 import numpy as np
 
@@ -26,7 +27,14 @@ from ftflame import __version__
 from ftflame.correct import corrections, fit, uncertainty
 from ftflame.correct.calibration import provenance
 from ftflame.correct.corrections import STAT_NAMES, corrected_stats
-from ftflame.correct.operations import NO_OPERATION, operation_nodes, operation_table, slow_call_tree, slowest_calls
+from ftflame.correct.operations import (
+    NO_OPERATION,
+    SlowCall,
+    operation_nodes,
+    operation_table,
+    slow_call_tree,
+    slowest_columns,
+)
 from ftflame.model import sandwich
 from ftflame.model.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
 
@@ -39,7 +47,8 @@ HIST_PER_OCTAVE = 4  # coarse buckets per power of two in the shipped histograms
 
 
 def _ints(a) -> list:
-    return [int(round(x)) for x in (a.tolist() if hasattr(a, "tolist") else a)]
+    # through map, not a Python loop: a column may have a row per root call
+    return list(map(int, map(round, a.tolist() if hasattr(a, "tolist") else a)))
 
 
 def _ints_or_none(a) -> list:
@@ -67,21 +76,31 @@ def coarse_edges(upto: int) -> list:
 
 def function_histograms(ft) -> tuple:
     """Per function: [first coarse bucket, count, count, ...] (dense), and the
-    largest coarse bucket used."""
+    largest coarse bucket used. Every function's at once: a trace may have
+    a function per distinct root call, 100,000s."""
     h = ft.hist_incl
-    out, top = [], 0
-    for i in range(len(ft)):
-        b, c = h.row(i)
-        if len(b) == 0:
-            out.append([0])
-            continue
-        cb = coarse_bucket(b)
-        lo, hi = int(cb.min()), int(cb.max())
-        dense = np.zeros(hi - lo + 1, dtype=np.int64)
-        np.add.at(dense, cb - lo, c.astype(np.int64))
-        out.append([lo] + dense.tolist())
-        top = max(top, hi)
-    return out, top
+    n = len(ft)
+    off = np.asarray(h.offsets[:n + 1], dtype=np.int64)
+    sizes = np.diff(off)
+    full = np.flatnonzero(sizes > 0)
+    if not len(full):
+        return [[0] for _ in range(n)], 0
+    cb = coarse_bucket(h.buckets[off[0]:off[-1]])
+    row = np.repeat(np.arange(n), sizes)
+    at = off[full] - off[0]
+    lo, hi = np.minimum.reduceat(cb, at), np.maximum.reduceat(cb, at)
+    first = np.zeros(n, dtype=np.int64)  # each function's coarse bucket lo in `dense`
+    width = hi - lo + 1
+    first[full] = np.cumsum(width) - width
+    low = np.zeros(n, dtype=np.int64)
+    low[full] = lo
+    dense = np.zeros(int(width.sum()), dtype=np.int64)
+    np.add.at(dense, first[row] + cb - low[row], h.counts[off[0]:off[-1]].astype(np.int64))
+    d = dense.tolist()
+    out = [[0] for _ in range(n)]
+    for i, b, s, w in zip(full.tolist(), lo.tolist(), first[full].tolist(), width.tolist()):
+        out[i] = [b] + d[s:s + w]
+    return out, max(int(hi.max()), 0)
 
 
 # ---- callers and callees ----------------------------------------------------
@@ -174,39 +193,66 @@ def thin_samples(start: np.ndarray, dur: np.ndarray, group: np.ndarray, limit: i
         return np.arange(n)
     keep = np.zeros(n, dtype=bool)
     keep[np.argsort(-dur, kind="stable")[: limit // 10]] = True
-    groups = np.unique(group)
+    groups, g = np.unique(group, return_inverse=True)
     bins = max(limit * 4 // 10 // max(len(groups), 1), 1)
-    for g in groups.tolist():
-        idx = np.flatnonzero(group == g)
-        t = start[idx]
-        span = max(int(t.max() - t.min()), 1)
-        b = ((t - t.min()) * bins // (span + 1)).astype(np.int64)
-        for pick in (np.lexsort((-dur[idx], b)), np.lexsort((dur[idx], b))):
-            first = np.ones(len(idx), dtype=bool)
-            first[1:] = b[pick][1:] != b[pick][:-1]
-            keep[idx[pick[first]]] = True
+    # each group's time bins at once (a group per root function: 100,000s)
+    lo = np.full(len(groups), start.max(), dtype=start.dtype)
+    hi = np.full(len(groups), start.min(), dtype=start.dtype)
+    np.minimum.at(lo, g, start)
+    np.maximum.at(hi, g, start)
+    t0 = lo[g]
+    span = np.maximum(hi - lo, 1)[g]
+    b = ((start - t0) * bins // (span + 1)).astype(np.int64)
+    rows = np.arange(n)
+    # per group and bin the slowest call and the fastest, the first in row order on a tie
+    for key in (-dur, dur):
+        pick = np.lexsort((rows, key, b, g))
+        first = np.ones(n, dtype=bool)
+        first[1:] = (b[pick][1:] != b[pick][:-1]) | (g[pick][1:] != g[pick][:-1])
+        keep[pick[first]] = True
     return np.flatnonzero(keep)
 
 
 def sample_groups(p: Profile) -> tuple:
     """The latency plot's groups: (labels, each root call's group). A root
-    function is one group, a dispatcher's operations each one of their own."""
+    function is one group, a dispatcher's operations each one of their own.
+    Groups found as columns, in the order of their first root call (a
+    trace may have a root function per root call, 100,000s); labels made
+    per group."""
     n = len(p.samples)
-    names, labels = [], {}
-    group = np.zeros(n, dtype=np.int64)
     if n == 0:
-        return names, group
-    func = p.col("func")[p.scol("node")]
+        return [], np.zeros(n, dtype=np.int64)
+    func = p.col("func")[p.scol("node")].astype(np.int64)
     flags = p.scol("flags")
+    partial, irq = (flags & SAMPLE_PARTIAL) != 0, (flags & SAMPLE_IRQ) != 0
     op_roots = {r.root for r in operation_table(p) or ()}
-    for i, (f, fl, o) in enumerate(zip(func.tolist(), flags.tolist(), p.scol("op").tolist())):
-        label = p.funcs[f] + (" (partial)" if fl & SAMPLE_PARTIAL else "") + (" [irq]" if fl & SAMPLE_IRQ else "")
-        if p.funcs[f] in op_roots:  # a dispatcher: one group per operation
-            label += ": " + (p.operations[o] if o >= 0 else NO_OPERATION)
-        if label not in labels:
-            labels[label] = len(names)
-            names.append(label)
-        group[i] = labels[label]
+    op = np.full(n, -2, dtype=np.int64)  # -2: no dispatcher, its operation not in the label
+    if op_roots:
+        disp = np.array([name in op_roots for name in p.funcs], dtype=bool)[func]
+        op = np.where(disp, p.scol("op").astype(np.int64), -2)
+    keys = np.lexsort((op, irq, partial, func))
+    k = np.column_stack((func, partial, irq, op))[keys]
+    new = np.ones(n, dtype=bool)
+    new[1:] = (k[1:] != k[:-1]).any(axis=1)
+    key_of = np.empty(n, dtype=np.int64)
+    key_of[keys] = np.cumsum(new) - 1
+    firsts = np.full(int(new.sum()), n, dtype=np.int64)
+    np.minimum.at(firsts, key_of, np.arange(n))
+    by_first = np.argsort(firsts, kind="stable")
+    rank = np.empty(len(by_first), dtype=np.int64)
+    rank[by_first] = np.arange(len(by_first))
+    group = rank[key_of]
+    at = firsts[by_first]  # a root call of each group, groups in order
+    names = list(map(p.funcs.__getitem__, func[at].tolist()))
+    for i in np.flatnonzero(partial[at] | irq[at] | (op[at] != -2)).tolist():  # the marked ones only
+        r = int(at[i])
+        names[i] += (" (partial)" if partial[r] else "") + (" [irq]" if irq[r] else "")
+        if op[r] != -2:
+            names[i] += ": " + (p.operations[op[r]] if op[r] >= 0 else NO_OPERATION)
+    if len(set(names)) < len(names):  # two groups with one label are one group
+        labels: dict = {}
+        merged = np.array([labels.setdefault(x, len(labels)) for x in names], dtype=np.int64)
+        names, group = list(labels), merged[group]
     return names, group
 
 
@@ -233,8 +279,8 @@ def samples_data(p: Profile, trees: dict | None = None) -> dict:
     t0 = int(p.counters.get("first_ts", 0)) or int(start.min())
     counts = np.bincount(group, minlength=len(names))
     by_op = {f"{r.root}: {r.operation}": r for r in ops or ()}
-    root_stats = [operation_figures(p, by_op[name]) if name in by_op else
-                  root_figures(p, np.unique(node[group == k])) for k, name in enumerate(names)]
+    figures = root_figures_of(p, node, group, len(names))
+    root_stats = [operation_figures(p, by_op[name]) if name in by_op else figures[k] for k, name in enumerate(names)]
     return {
         "root_stats": root_stats,
         "total": n, "shown": len(idx), "roots": names, "root_calls": counts.tolist(),
@@ -293,37 +339,64 @@ def tree_order(p: Profile, calls: tuple) -> tuple:
     The highest points of every view of the latency plot (all root
     functions, each group; raw and corrected) come first, then each view's
     second highest, and so on: the points a reader clicks, those drawn above
-    the bulk in whatever view is on screen."""
+    the bulk in whatever view is on screen. A trace may keep a call per
+    distinct root function: each view's ranks are found as columns, and the
+    round over them as one sort, not a pass per rank over every view."""
     if not calls:
         return [], 0
     names, group = sample_groups(p)
     busiest = int(np.argmax(np.bincount(group, minlength=len(names))))  # the plot's first view (latency.js)
-    by_group: dict = {busiest: []}
-    for k, s in enumerate(calls):
-        by_group.setdefault(int(group[s.sample]), []).append(k)
-    views = [list(range(len(calls)))] + [by_group[g] for g in by_group]
+    cols = slowest_columns(p)  # the calls' figures as columns, in their order
+    n = len(calls)
+    sample, dur = cols["sample"][:n], cols["dur"][:n].astype(np.int64)
+    g = group[sample]
+    # views: 0 all the calls, 1 the busiest group, then the other groups in
+    # the order of their first call
+    uniq, first = np.unique(g, return_index=True)
+    rank_of = np.empty(len(uniq), dtype=np.int64)
+    by_first = np.argsort(first, kind="stable")
+    rank_of[by_first] = np.arange(len(uniq))
+    view = rank_of[np.searchsorted(uniq, g)]
+    b = np.searchsorted(uniq, busiest)
+    if b < len(uniq) and uniq[b] == busiest:
+        view = np.where(view < rank_of[b], view + 1, np.where(view == rank_of[b], 0, view))
+    else:  # the busiest group has no kept call: its view is empty
+        view = view + 1
+    view = view + 1
+    keys = [(-dur, None)]
+    if p.calibration.applied:  # a gap call has no corrected point
+        corr = cols["corr"][:n]
+        keys.append((-corr, corr == corr))
+    # each view ranked by each key (the highest first, then by sample row),
+    # as (list, rank, call); list: view * keys + key, the round's order
+    lists, ranks, ks = [], [], []
+    nkeys = len(keys)
+    everyone = np.arange(n)
+    for j, (key, ok) in enumerate(keys):
+        sel = everyone if ok is None else everyone[ok]
+        for v in (np.zeros(n, dtype=np.int64), view):  # the view of all calls, then each group's
+            o = sel[np.lexsort((sample[sel], key[sel], v[sel]))]
+            vo = v[o]
+            lists.append(vo * nkeys + j)
+            ranks.append(np.arange(len(o)) - np.searchsorted(vo, vo, side="left"))
+            ks.append(o)
+    lst, rk, k = np.concatenate(lists), np.concatenate(ranks), np.concatenate(ks)
+    by = np.lexsort((lst, rk))
+    lst, rk, k = lst[by], rk[by], k[by]
 
-    def ranked(v: list) -> list:
-        out = [sorted(v, key=lambda k: (-calls[k].dur, calls[k].sample))]
-        if p.calibration.applied:  # a gap call has no corrected point
-            out.append(sorted((k for k in v if calls[k].corr == calls[k].corr),
-                              key=lambda k: (-calls[k].corr, calls[k].sample)))
-        return out
+    def take(sel: np.ndarray, seen: np.ndarray) -> np.ndarray:
+        """The calls of these (list, rank) entries in their order, each once."""
+        ks = k[sel]
+        ks = ks[~seen[ks]]
+        _, at = np.unique(ks, return_index=True)
+        return ks[np.sort(at)]
 
-    order, seen = [], set()
-
-    def take(lists: list, ranks: int) -> None:
-        for r in range(ranks):
-            for x in lists:
-                if r < len(x) and x[r] not in seen:
-                    seen.add(x[r])
-                    order.append(x[r])
-
-    take(ranked(views[0]) + ranked(views[1]), TREES_ALWAYS)
-    always = len(order)
-    rest = [x for v in views for x in ranked(v)]
-    take(rest, max(len(x) for x in rest))
-    return order, always
+    seen = np.zeros(n, dtype=bool)
+    always = take(np.flatnonzero((rk < TREES_ALWAYS) & (lst < 2 * nkeys)), seen)
+    seen[always] = True
+    # views 0 and 1 appear again in the round over every view
+    order = np.concatenate((always, take(np.arange(len(k)), seen)))
+    return order.tolist(), len(always)
 
 
 def slowest_data(p: Profile) -> list:
@@ -331,15 +404,24 @@ def slowest_data(p: Profile) -> list:
     columns (entry order; parent -1 for the root) while the page's budget
     lasts (tree_order says which first): the page draws a call's tree as a
     flame chart of its own when its row or its latency point is clicked."""
-    calls = slowest_calls(p)
+    cols = slowest_columns(p)
+    if cols is None:
+        return []
     trees: dict = {}
     budget = CALL_TREE_BUDGET
-    order, always = tree_order(p, calls)
+    order, always = tree_order(p, range(len(cols["sample"])))
+    ops = cols["operations"]
     for n, k in enumerate(order):
-        s = calls[k]
-        c = slow_call_tree(p, s) if s.tree is not None and (budget > 0 or n < always) else None
-        if c is None:
+        if budget <= 0 and n >= always:
+            break  # the rest go without their trees
+        if not cols["kept"][k]:
             continue
+        # a SlowCall for the calls drawn only: a trace may keep one per
+        # distinct root function, and their dominant paths are not drawn
+        s = SlowCall(sample=int(cols["sample"][k]), root=cols["root"][k], operation=ops[cols["operation_of"][k]],
+                     **{f: cols[f][k].item() for f in ("start_ns", "pid", "cpu", "dur", "corr", "gap")},
+                     tree=p.slowest_trees.tree(int(cols["tree"][k])), dominant=())
+        c = slow_call_tree(p, s)
         keep = np.flatnonzero(c["incl"] >= c["incl"][0] * CALL_TREE_MIN_FRACTION) if len(c["incl"]) else []
         row = np.full(len(c["incl"]), -1, dtype=np.int64)
         row[keep] = np.arange(len(keep))
@@ -355,28 +437,53 @@ def slowest_data(p: Profile) -> list:
         # what the entries and exits recorded (funcgraph-args, return values): only when the trace has it
         trees[k].update({key: [v[i] for i in keep.tolist()] for key, v in callsjson.values_json(p, c).items()})
         budget -= len(keep)
-    return [{"sample": s.sample, "root": s.root, "kept_tree": s.tree is not None, "operation": s.operation,
-             "start_ns": s.start_ns, "pid": s.pid, "cpu": s.cpu, "dur": s.dur,
-             "durc": None if s.corr != s.corr else round(s.corr, 1), "gap": s.gap, "tree": trees.get(k)}
-            for k, s in enumerate(calls)]
+    corr = cols["corr"]
+    durc = list(map(round, corr.tolist(), repeat(1)))
+    for i in np.flatnonzero(corr != corr).tolist():  # a gap call: none
+        durc[i] = None
+    tree = [None] * len(durc)
+    for k, t in trees.items():
+        tree[k] = t
+    rows = zip(cols["sample"].tolist(), cols["root"], cols["kept"].tolist(),
+               map(ops.__getitem__, cols["operation_of"].tolist()),
+               *(cols[f].tolist() for f in ("start_ns", "pid", "cpu", "dur")), durc, cols["gap"].tolist(), tree)
+    # a dict per call made through map, not a Python loop
+    return list(map(dict, map(zip, repeat(SLOWEST_KEYS), rows)))
 
 
-def root_figures(p: Profile, rows: np.ndarray):
-    """The latency panel's summary of one root function: its call path's
-    figures as the JSON tree has them (raw incl_ns, corrected incl_corr_ns),
-    or None when its root calls lie on more than one path."""
-    if len(rows) != 1:
-        return None
-    r = int(rows[0])
+SLOWEST_KEYS = ("sample", "root", "kept_tree", "operation", "start_ns", "pid", "cpu", "dur", "durc", "gap", "tree")
+
+
+def root_figures_of(p: Profile, node: np.ndarray, group: np.ndarray, groups: int) -> list:
+    """Per group of root calls, the latency panel's summary of its root
+    function: its call path's figures as the JSON tree has them (raw
+    incl_ns, corrected incl_corr_ns), or None when its root calls lie on
+    more than one path. As columns: a group per root function, 100,000s."""
+    out: list = [None] * groups
+    pick = np.lexsort((node, group))
+    g, r = group[pick], node[pick]
+    new = np.ones(len(g), dtype=bool)
+    new[1:] = (g[1:] != g[:-1]) | (r[1:] != r[:-1])
+    one = np.bincount(g[new], minlength=groups) == 1  # the groups of one call path
+    at = np.flatnonzero(new & one[g])
+    if not len(at):
+        return out
+    which, r = g[at], r[at]
     ip, _ = p.node_percentiles
-    out = {"calls": int(p.col("calls")[r]), "p50": int(ip[r, 0]), "p99": int(ip[r, 2]),
-           "max": int(p.col("incl_max")[r]) if p.col("calls")[r] else 0}
+    calls = p.col("calls")[r]
+    cols = {"calls": calls.astype(np.int64), "p50": ip[r, 0].astype(np.int64), "p99": ip[r, 2].astype(np.int64),
+            "max": np.where(calls != 0, p.col("incl_max")[r].astype(np.int64), 0)}
+    rows = [dict(zip(cols, v)) for v in zip(*(c.tolist() for c in cols.values()))]
     st = corrected_stats(p) if p.calibration.applied else None
     if st is not None:
-        cols, approx, _, _ = st["nodes", "incl"]
-        out.update({"callsc": int(p.corrected.calls[r]), "p50c": round(float(cols[4][r]), 1),
-                    "p99c": round(float(cols[6][r]), 1), "maxc": round(float(cols[2][r]), 1),
-                    "approx": bool(approx[r])})
+        stat, approx, _, _ = st["nodes", "incl"]
+        more = {"callsc": np.asarray(p.corrected.calls)[r].astype(np.int64).tolist(),
+                **{k: _round1(stat[q][r]) for k, q in (("p50c", 4), ("p99c", 6), ("maxc", 2))},
+                "approx": approx[r].astype(bool).tolist()}
+        for d, v in zip(rows, zip(*more.values())):
+            d.update(zip(more, v))
+    for k, d in zip(which.tolist(), rows):
+        out[k] = d
     return out
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_operations import python_calls
 
 from ftflame.report import RENDERERS, flametree, format_for_path, html, jsonout, text
 from helpers.htmlfix import BIG, ICOUNT, LOST, WRITE4K, corrected, load
@@ -243,6 +244,39 @@ def test_sample_thinning_keeps_extremes():
     idx = html.thin_samples(start, dur, group, 20_000)
     assert len(idx) <= 20_000 and 12345 in idx and 777 in idx
     assert len(np.unique(idx)) == len(idx)
+
+
+def test_many_root_functions_page_data_without_python_per_function(tmp_path):
+    """A trace with a kept slowest call per distinct root function: the
+    order of their trees (a round over every rank of every group of the
+    latency plot: calls x groups steps), the plot's groups, thinning and
+    root figures (each group found by comparing every root call) and the
+    functions' histograms were Python per call or per group, the page of
+    100k root functions minutes of CPU. Counted: the calls from Python
+    code while they are made, a few hundred, not a few per function."""
+    from ftflame.correct.operations import slowest_calls
+    from ftflame.parse import read
+
+    n = 1500
+    path = tmp_path / "roots.txt"
+    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
+                    "# |     |   |                     |   |   |   |\n" +
+                    "".join(f" 0)   {1 + i % 97}.000 us    |  f_{(i * 7919) % n}();\n" for i in range(n)))
+    p = read(str(path))
+    calls = slowest_calls(p)
+    assert len(calls) == n
+    order, always = html.tree_order(p, calls)  # what runs once (imports, caches) run here
+    data = html.samples_data(p)
+    html.function_histograms(p.functions)
+    assert python_calls(lambda: html.tree_order(p, calls)) < 500
+    assert python_calls(lambda: html.samples_data(p)) < 500
+    assert python_calls(lambda: html.function_histograms(p.functions)) < 500
+    _, group = html.sample_groups(p)
+    assert python_calls(lambda: html.thin_samples(p.scol("calltime"), p.scol("dur"), group, 100)) < 500
+    # the slowest first, each once; every root function a group of its own, labelled by its name
+    assert sorted(order) == list(range(n)) and order[0] == 0 and always <= 2 * html.TREES_ALWAYS
+    assert len(data["roots"]) == n and sorted(data["roots"]) == sorted(f"f_{i}" for i in range(n))
+    assert all(s is not None and s["calls"] == 1 for s in data["root_stats"])
 
 
 @pytest.mark.slow
