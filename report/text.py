@@ -536,7 +536,7 @@ def error_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
     if rs is None:
         return []
     err, ok = rs.err, rs.ok
-    with_ret = int(rs.calls.sum())
+    with_ret = rs.total_calls
     if not err.calls.any():
         return _wrap(f"Return values: none of the {plural(with_ret, 'call')} with a return value "
                      "returned an error code (-4095..-1).", "")

@@ -975,6 +975,11 @@ class ReturnStats:
         """Calls with a return value."""
         return self.ok.calls + self.err.calls
 
+    @property
+    def total_calls(self) -> int:
+        """Calls with a return value, all functions together."""
+        return int(self.ok.calls.sum() + self.err.calls.sum())
+
 
 class Children:
     """The call-path tree's child lists in CSR form: children[i] is the list
