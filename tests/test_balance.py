@@ -15,6 +15,7 @@ from ftflame.correct.calibration import calibrate_from_traces, for_profile
 from ftflame.correct.corrections import correct
 from ftflame.model.errors import InputError
 from ftflame.model.profile import Calibration
+from helpers import leafroots
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
 ICOUNT = "k6.1/s15-icount-calib/"
@@ -166,9 +167,7 @@ def test_the_sheet_of_many_root_functions_has_no_python_per_root(tmp_path, monke
 
     n = 5000
     path = tmp_path / "roots.txt"
-    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
-                    "# |     |   |                     |   |   |   |\n" +
-                    "".join(f" 0)   {1 + i % 997}.000 us    |  f_{i}();\n" for i in range(n)))
+    path.write_text(leafroots.trace(leafroots.line(0, f"{1 + i % 997}.000", f"f_{i}") for i in range(n)))
     p = correct(parse.read(str(path)), Calibration(10.0, 20.0, "test", "fixed values (test)"))
     looked_up = {"n": 0}
     name = Profile.name

@@ -10,6 +10,7 @@ import pytest
 from conftest import fixture
 from ftflame.model.profile import NODE_COLUMNS, NODE_IRQ
 from ftflame.parse import _core, build_events
+from helpers import leafroots
 from helpers.events import parse_events
 
 # Under one parent the children come in a different order each call, the
@@ -218,9 +219,7 @@ def test_kept_trees_reach_the_profile_as_blocks(tmp_path, monkeypatch):
 
     n = 5000
     path = tmp_path / "roots.txt"
-    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
-                    "# |     |   |                     |   |   |   |\n" +
-                    "".join(f" 0)   {1 + i % 997}.000 us    |  f_{i}();\n" for i in range(n)))
+    path.write_text(leafroots.trace(leafroots.line(0, f"{1 + i % 997}.000", f"f_{i}") for i in range(n)))
     calls = {"n": 0}
     real = np.frombuffer
 

@@ -10,6 +10,7 @@ from ftflame.correct.calibration import estimate_in_trace
 from ftflame.correct.corrections import correct, counted_children, detect_nosleep, function_extras, summary
 from ftflame.model.profile import NO_CALIBRATION, Calibration, OffCpu
 from ftflame.parse import build_events
+from helpers import leafroots
 from helpers.events import parse_events
 
 CAL = Calibration(100.0, 50.0, "command line")  # O_in 100 ns, O_out 50 ns
@@ -324,9 +325,7 @@ def test_the_functions_rounded_raw_means_are_not_a_python_loop(tmp_path):
 
     n = 5000
     path = tmp_path / "roots.txt"
-    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
-                    "# |     |   |                     |   |   |   |\n" +
-                    "".join(f" 0)   {1 + i % 997}.{i % 1000:03d} us    |  f_{i}();\n" for i in range(n)))
+    path.write_text(leafroots.trace(leafroots.line(0, f"{1 + i % 997}.{i % 1000:03d}", f"f_{i}") for i in range(n)))
     p = correct(parse.read(str(path)), Calibration(10.0, 20.0, "test", "fixed values (test)"))
     calls = {"n": 0}
 

@@ -11,6 +11,7 @@ import pytest
 from test_operations import python_calls
 
 from ftflame.report import RENDERERS, flametree, format_for_path, html, jsonout, text
+from helpers import leafroots
 from helpers.htmlfix import BIG, ICOUNT, LOST, WRITE4K, corrected, load
 from helpers.rerender import render_in_fresh_process
 
@@ -259,9 +260,7 @@ def test_many_root_functions_page_data_without_python_per_function(tmp_path):
 
     n = 1500
     path = tmp_path / "roots.txt"
-    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
-                    "# |     |   |                     |   |   |   |\n" +
-                    "".join(f" 0)   {1 + i % 97}.000 us    |  f_{(i * 7919) % n}();\n" for i in range(n)))
+    path.write_text(leafroots.trace(leafroots.line(0, f"{1 + i % 97}.000", f"f_{(i * 7919) % n}") for i in range(n)))
     p = read(str(path))
     calls = slowest_calls(p)
     assert len(calls) == n

@@ -19,7 +19,7 @@ from ftflame.model import profile as profile_mod
 from ftflame.model.profile import Corrected
 from ftflame.parse import build_events
 from ftflame.report import RENDERERS, jsonout
-from helpers import jsonref, jsontree
+from helpers import jsonref, jsontree, leafroots
 from helpers.events import HERE, load
 
 CASES = sorted(f[: -len(".events")] for f in os.listdir(HERE) if f.endswith(".events"))
@@ -507,9 +507,7 @@ def test_a_tree_within_the_nesting_is_not_cut(tmp_path):
 def roots_trace(tmp_path, n: int) -> str:
     """A text trace of n one-call root functions (bench/run.py --roots)."""
     path = tmp_path / "roots.txt"
-    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
-                    "# |     |   |                     |   |   |   |\n" +
-                    "".join(f" 0)   {1 + i % 997}.000 us    |  f_{i}();\n" for i in range(n)))
+    path.write_text(leafroots.trace(leafroots.line(0, f"{1 + i % 997}.000", f"f_{i}") for i in range(n)))
     return str(path)
 
 

@@ -8,9 +8,9 @@ import subprocess
 import sys
 import time
 
+from helpers.leafroots import HEADER
+
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
-HEADER = ("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
-          "# |     |   |                     |   |   |   |\n")
 MAX_DURATION_NS = 2 ** 53  # FTF_MAX_DURATION_NS
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from ftflame import parse
 from ftflame.correct import balance, calibration, corrections, operations
+from helpers import leafroots
 from helpers.corpus import curated
 
 TRACE = "k6.1/s10-lost/trace.dat"  # 6,142 call paths, lost events, irq subtrees
@@ -93,10 +94,7 @@ def roots_text(n: int) -> bytes:
     """A function_graph text trace of n short root calls (leaves at depth 0,
     50 functions on 2 CPUs): a row per root call is all the memory that grows
     with it."""
-    head = ("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
-            "# |     |   |                     |   |   |   |\n")
-    return (head + "".join(f" {i % 2})   {1 + i % 97}.000 us    |  f_{i % 50}();\n"
-                           for i in range(n))).encode()
+    return leafroots.trace(leafroots.line(i % 2, f"{1 + i % 97}.000", f"f_{i % 50}") for i in range(n)).encode()
 
 
 _READ_HIGH_WATER = r"""

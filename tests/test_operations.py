@@ -14,6 +14,7 @@ import pytest
 from ftflame.correct import operations
 from ftflame.parse import build_events
 from ftflame.report import RENDERERS
+from helpers import leafroots
 from helpers.events import HERE, load, parse_events
 
 
@@ -497,10 +498,8 @@ def test_the_text_latency_table_makes_rows_only_for_what_it_prints(tmp_path, mon
 
     n = 5000
     path = tmp_path / "roots.txt"
-    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
-                    "# |     |   |                     |   |   |   |\n" +
-                    " 0)   90000.000 us    |  big();\n" +
-                    "".join(f" 0)   {1 + i % 997}.000 us    |  f_{i}();\n" for i in range(n)))
+    path.write_text(leafroots.trace([leafroots.line(0, "90000.000", "big")] +
+                                    [leafroots.line(0, f"{1 + i % 997}.000", f"f_{i}") for i in range(n)]))
     p = read(str(path))
     made = {"n": 0}
     row = operations.OperationRow
@@ -549,9 +548,7 @@ def test_many_root_functions_are_ordered_without_python_per_function(tmp_path):
 
     def roots(n: int):
         path = tmp_path / f"roots{n}.txt"
-        path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
-                        "# |     |   |                     |   |   |   |\n" +
-                        "".join(f" 0)   {1 + i % 97}.000 us    |  f_{(i * 7919) % n}();\n" for i in range(n)))
+        path.write_text(leafroots.trace(leafroots.line(0, f"{1 + i % 97}.000", f"f_{(i * 7919) % n}") for i in range(n)))
         return read(str(path))
 
     small = roots(10)  # what runs once (a regular expression compiled on first use...) run here

@@ -18,7 +18,7 @@ from ftflame.model.errors import InputError
 from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, loud_warnings
 from ftflame.parse import _core, read
 from ftflame.parse.detect import classify
-from helpers import corpus
+from helpers import corpus, leafroots
 from helpers import textparse_py as tp
 from helpers.invariants import check_irq_context
 from helpers.paths import context_path
@@ -661,9 +661,7 @@ def test_the_roots_a_call_tree_hides_leave_no_blank_lines(tmp_path, corrected):
 
     n = 2000
     path = tmp_path / "roots.txt"
-    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
-                    "# |     |   |                     |   |   |   |\n" +
-                    "".join(f" 0)   {1 + i % 97}.000 us    |  f_{i}();\n" for i in range(n)))
+    path.write_text(leafroots.trace(leafroots.line(0, f"{1 + i % 97}.000", f"f_{i}") for i in range(n)))
     p = read(str(path))
     if corrected:
         p = correct(p, Calibration(10.0, 20.0, "test", "fixed values (test)"))
@@ -686,9 +684,7 @@ def test_the_call_tree_sorts_many_roots_without_a_python_key_each(tmp_path, monk
 
     n = 5000
     path = tmp_path / "roots.txt"
-    path.write_text("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
-                    "# |     |   |                     |   |   |   |\n" +
-                    "".join(f" 0)   {1 + i % 97}.000 us    |  f_{(i * 7919) % n}();\n" for i in range(n)))
+    path.write_text(leafroots.trace(leafroots.line(0, f"{1 + i % 97}.000", f"f_{(i * 7919) % n}") for i in range(n)))
     p = read(str(path))
     if corrected:
         p = correct(p, Calibration(10.0, 20.0, "test", "fixed values (test)"))
