@@ -64,6 +64,23 @@ def roots_dat(path: str, n: int) -> None:
     datwriter.write_v7(path, cpus, compression="zstd", pages_per_chunk=64)
 
 
+def report_rows(tmp: str, path: str, label: str, reps: int, note=None) -> float:
+    """The table's rows of `ftflame report` of path as text and JSON (best of
+    reps; note(rss): words after the peak), path removed after; the text
+    report's peak RSS."""
+    size = os.path.getsize(path) / 1e6
+    peaks = {}
+    for fmt in ("txt", "json"):
+        cmd = [PY, "-m", "ftflame.cli", "report", "-q", path, "-o", os.path.join(tmp, "r." + fmt)]
+        wall, rss, cpu = min(measure(cmd) for _ in range(reps))
+        peaks[fmt] = rss
+        print(f"| {label} | {size:,.0f} | ftflame report --format {fmt} | "
+              f"{wall:.1f} | {cpu:.1f} | {rss:.0f}{note(rss) if note else ''} | "
+              f"{'yes' if rss < TARGET_MIB else 'NO'} |")
+    os.unlink(path)
+    return peaks["txt"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mb", type=int, default=1024, help="MB of real text (0: no such rows)")
@@ -81,35 +98,16 @@ def main() -> int:
             with open(path, "wb") as f:
                 for chunk in repeated(SOURCE, args.mb * 1_000_000):
                     f.write(chunk)
-            size = os.path.getsize(path) / 1e6
-            for fmt in ("txt", "json"):
-                cmd = [PY, "-m", "ftflame.cli", "report", "-q", path, "-o", os.path.join(tmp, "r." + fmt)]
-                wall, rss, cpu = min(measure(cmd) for _ in range(args.reps))
-                base = rss if fmt == "txt" else base
-                print(f"| s07 trace-proc-abstime-tail repeated | {size:,.0f} | ftflame report --format {fmt} | "
-                      f"{wall:.1f} | {cpu:.1f} | {rss:.0f} | {'yes' if rss < TARGET_MIB else 'NO'} |")
-            os.unlink(path)
+            base = report_rows(tmp, path, "s07 trace-proc-abstime-tail repeated", args.reps)
         if args.roots:
             path = os.path.join(tmp, "roots.txt")
             roots_text(path, args.roots)
-            size = os.path.getsize(path) / 1e6
-            for fmt in ("txt", "json"):
-                cmd = [PY, "-m", "ftflame.cli", "report", "-q", path, "-o", os.path.join(tmp, "r." + fmt)]
-                wall, rss, cpu = min(measure(cmd) for _ in range(args.reps))
-                per = f" ({(rss - base) * 1048576 / args.roots:.0f} B a root call)" if base else ""
-                print(f"| {args.roots:,} root calls, one line each | {size:,.0f} | ftflame report --format {fmt} | "
-                      f"{wall:.1f} | {cpu:.1f} | {rss:.0f}{per} | {'yes' if rss < TARGET_MIB else 'NO'} |")
-            os.unlink(path)
+            per_root = (lambda rss: f" ({(rss - base) * 1048576 / args.roots:.0f} B a root call)") if base else None
+            report_rows(tmp, path, f"{args.roots:,} root calls, one line each", args.reps, per_root)
             if not args.no_dat:
                 path = os.path.join(tmp, "roots.dat")
                 roots_dat(path, args.roots)
-                size = os.path.getsize(path) / 1e6
-                for fmt in ("txt", "json"):
-                    cmd = [PY, "-m", "ftflame.cli", "report", "-q", path, "-o", os.path.join(tmp, "r." + fmt)]
-                    wall, rss, cpu = min(measure(cmd) for _ in range(args.reps))
-                    print(f"| the same {args.roots:,} root calls as trace.dat | {size:,.0f} | "
-                          f"ftflame report --format {fmt} | {wall:.1f} | {cpu:.1f} | {rss:.0f} | "
-                          f"{'yes' if rss < TARGET_MIB else 'NO'} |")
+                report_rows(tmp, path, f"the same {args.roots:,} root calls as trace.dat", args.reps)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
