@@ -15,7 +15,7 @@ from .html import data_json, environment
 MAX_FRAMES = 20000
 MIN_FRACTION = 1e-4  # frames narrower than this share of the graph are left out (counted)
 MAX_POINTS = 20000  # latency points per side, the slowest kept when thinned
-VERDICT_CODE = {"no change": 0, "slower": 1, "faster": 2, "new": 3, "gone": 4}
+VERDICT_CODE = {"no change": 0, "slower": 1, "faster": 2, "new": 3, "gone": 4, "no verdict": 5}
 
 
 def _f(a, nd: int = 1) -> list:
@@ -48,7 +48,7 @@ def flame_data(d) -> dict:
         "parent": parent, "w": _f(w[rows]), "wb": _f(t.before.per_root_time[rows]),
         "verdict": [VERDICT_CODE[t.verdict[i]] for i in rows],
         "change": _f(t.change[rows], 4), "lo": _f(t.ci_lo[rows], 4), "hi": _f(t.ci_hi[rows], 4),
-        "q": _f(t.q[rows], 6), "mb": _f(t.before.median[rows]), "ma": _f(t.after.median[rows]),
+        "q": [t.q_text[i] for i in rows], "mb": _f(t.before.median[rows]), "ma": _f(t.after.median[rows]),
         "left_out": len(have) - len(rows), "total": round(total, 1),
         "irq_left_out": int(sum(1 for i in np.flatnonzero(t.after.calls > 0).tolist() if t.after.irq_root[i]))
         if d.irqs == "exclude" else 0,
@@ -72,7 +72,9 @@ def table_data(d) -> dict:
         "name": cat(lambda t: list(t.keys)), "kind": [k for k, t in parts for _ in t.keys],
         "verdict": cat(lambda t: [VERDICT_CODE[v] for v in t.verdict]), "why": cat(lambda t: list(t.why)),
         "change": cat(lambda t: t.change, 4), "lo": cat(lambda t: t.ci_lo, 4), "hi": cat(lambda t: t.ci_hi, 4),
-        "q": cat(lambda t: t.q, 6), "mb": cat(lambda t: _called(t.before, t.before.median), 1),
+        # the adjusted p as the model prints it (stats.p_text), and its number to sort by
+        "q": cat(lambda t: list(t.q_text)), "qn": cat(lambda t: t.q, 12),
+        "mb": cat(lambda t: _called(t.before, t.before.median), 1),
         "ma": cat(lambda t: _called(t.after, t.after.median), 1),
         "meanb": cat(lambda t: _called(t.before, t.before.mean), 1),
         "meana": cat(lambda t: _called(t.after, t.after.mean), 1),
@@ -97,10 +99,11 @@ def _verdict_row(t, i) -> dict:
     both = bool(t.before.calls[i] and t.after.calls[i])
     return {
         "name": t.keys[i], "verdict": t.verdict[i], "why": t.why[i],
+        # estimate and interval wherever both sides have calls, verdict or not
         "change": f"{pct(t.change[i])} {interval(t.ci_lo[i], t.ci_hi[i])}" + (
-            f" ({pct(t.vs_drift[i])} against the drift)" if abs(t.vs_drift[i] - t.change[i]) > 1e-9 else "")
-        if judged else "",
-        "q": f"{t.q[i]:.2g}" if judged else "",
+            f" ({pct(t.vs_drift[i])} against the drift)" if judged and abs(t.vs_drift[i] - t.change[i]) > 1e-9
+            else "") if both else "",
+        "q": t.q_text[i] if both and t.q_text[i] != "-" else "",
         "median": f"{us(t.before.median[i], 0, 1)} \u2192 {us(t.after.median[i], 0, 1)}" if both else "",
         "mean": f"{us(t.before.mean[i], 0, 1)} \u2192 {us(t.after.mean[i], 0, 1)} ({pct(t.mean_change[i])})"
         if both else "",

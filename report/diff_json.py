@@ -16,12 +16,18 @@ def _num(x, nd: int = 1):
     return round(x, nd) if math.isfinite(x) else None
 
 
+def _ptext(text: str):
+    """A p-value printed by the model (stats.p_text) as a JSON number."""
+    return None if text == "-" else float(text)
+
+
 def _side(f, i: int) -> dict:
     runs = [_num(v) for v in f.run_medians[:, i].tolist()]
     return {
         "calls": int(f.calls[i]), "calls_per_root_call": _num(f.per_root[i], 4),
         "mean_ns": _num(f.mean[i]), "median_ns": _num(f.median[i]), "median_exact": bool(f.exact[i]),
         "sd_ns": _num(f.sd[i]), "n_effective": int(f.neff[i]),
+        "run_estimate_ns": [_num(v) for v in f.run_estimate[:, i].tolist()],
         "ns_per_root_call": _num(f.per_root_time[i]), "run_median_ns": runs,
     }
 
@@ -45,7 +51,9 @@ def rows(t, start: int = 0, stop: int | None = None) -> list:
             "mean_median_disagree": bool(t.disagree[i]),
             **({"raw_change": _num(t.raw_change[i], 4), "raw_vs_corrected": t.raw_why[i] or None}
                if t.raw_change is not None else {}),
-            "p": _num(t.p[i], 6), "p_adjusted": _num(t.q[i], 6),
+            # the p-values as the text and the HTML print them (the model's p_text)
+            "p": _ptext(t.p_text[i]), "p_adjusted": _ptext(t.q_text[i]),
+            "interval_from": t.basis[i] or None, "df": _num(t.df[i], 2),
             "delta_ns_per_root_call": _num(t.delta_per_root[i]),
             "before": _side(t.before, i), "after": _side(t.after, i),
         })
@@ -72,7 +80,10 @@ def document_head(d) -> dict:
         "schema": SCHEMA, "tool": f"ftflame {__version__}",
         "figures": "corrected" if d.corrected else "raw",
         "method": d.method, "alpha": d.alpha, "min_change": d.min_change,
-        "verdict_on": "the typical call: the Hodges-Lehmann change of the time per call",
+        "verdict_on": "the geometric mean time per call, each run's, the runs as the replicates"
+        if not d.runs_identical else "the geometric mean time per call, the calls taken as independent "
+        "(--runs-identical)",
+        "runs_identical": d.runs_identical,
         "drift": None if d.drift is None else {"change": _num(d.drift.change, 4), "functions": d.drift.functions,
                                                "along": d.drift.along, "text": d.drift.sentence()},
         "before": side(d.before), "after": side(d.after), "warnings": list(d.warnings),

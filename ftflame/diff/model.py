@@ -10,6 +10,7 @@ The renderers (report/diff_*.py) print these arrays and compute nothing.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,7 +23,10 @@ from .options import MIN_CHANGE
 
 LEVELS = ("roots", "operations", "functions", "paths")
 SEP = ";"  # between the functions of a call path, as in folded stacks
-VERDICTS = ("slower", "faster", "no change", "new", "gone")
+NO_VERDICT = "no verdict"  # one run a side: run-to-run variation unmeasured
+VERDICTS = ("slower", "faster", "no change", "new", "gone", NO_VERDICT)
+ONE_RUN = ("one run a side cannot measure how much runs differ: the interval is the calls' of one run; "
+           "record 3 runs a side (docs/diff.md), or --runs-identical")
 
 
 # ---- one run: per item sums ------------------------------------------------
@@ -47,6 +51,9 @@ class RunItems:
     # item (calls inside one root call move together: one slow request makes
     # its 30 __rcu_read_lock calls slow at once); a root item's calls
     indep: np.ndarray
+    # the hook cost the correction took out, summed (ns): what another
+    # calibration would move (checks.calibration_warning)
+    hook: np.ndarray = None
 
 
 def path_keys(p: Profile) -> list:
@@ -107,12 +114,13 @@ def _node_sums(p: Profile):
         row_of_entry = np.concatenate((row_of_entry[~drop], snode))
         values = np.concatenate((values[~drop], sdur))
         cnt = np.concatenate((cnt[~drop], np.ones(len(sdur))))
-    return n, s1, s2, row_of_entry, values, cnt, exact, np.asarray(c.excl, dtype=np.float64)
+    hook_sum = np.asarray(c.overhead, dtype=np.float64) if c.overhead is not None else np.zeros(p.nrows)
+    return n, s1, s2, row_of_entry, values, cnt, exact, np.asarray(c.excl, dtype=np.float64), hook_sum
 
 
 def run_items(p: Profile) -> dict:
     """{level: RunItems} for one run."""
-    n, s1, s2, erow, evalue, ecount, exact, excl = _node_sums(p)
+    n, s1, s2, erow, evalue, ecount, exact, excl, hook = _node_sums(p)
     live = n > 0
     out = {}
     pkeys = path_keys(p)
@@ -145,7 +153,8 @@ def run_items(p: Profile) -> dict:
             entry_item=item_of_row[erow][ent], entry_value=evalue[ent], entry_weight=ecount[ent],
             exact=all_exact, excl=np.bincount(it, weights=excl[sel], minlength=m),
             irq_root=np.bincount(it, weights=irq_top[sel].astype(float), minlength=m) > 0,
-            indep=np.bincount(it, weights=indep_of_row[sel], minlength=m))
+            indep=np.bincount(it, weights=indep_of_row[sel], minlength=m),
+            hook=np.bincount(it, weights=hook[sel], minlength=m))
 
     rows = np.flatnonzero(live)
     out["paths"] = grouped(pkeys, rows, in_roots_path)
@@ -193,7 +202,7 @@ def operation_items(p: Profile) -> RunItems:
         s1=np.bincount(item, weights=dur, minlength=m), s2=np.bincount(item, weights=dur * dur, minlength=m),
         entry_item=item, entry_value=dur, entry_weight=np.ones(len(dur)),
         exact=np.ones(m, dtype=bool), excl=np.zeros(m), irq_root=np.zeros(m, dtype=bool),
-        indep=np.bincount(item, minlength=m).astype(np.float64))
+        indep=np.bincount(item, minlength=m).astype(np.float64), hook=np.zeros(m))
 
 
 # ---- a side: its runs pooled -----------------------------------------------
@@ -216,6 +225,10 @@ class SideFigures:
     run_hi: np.ndarray
     excl_per_root_time: np.ndarray  # corrected exclusive ns per root call
     irq_root: np.ndarray  # bool per item: the top of an interrupt subtree
+    # per run and item: the run's estimate, its geometric mean time per call
+    # (ns; NaN where the run lacks the item): the replicates of the test
+    run_estimate: np.ndarray = None
+    hook_per_call: np.ndarray = None  # ns of hook cost taken out per call
 
 
 @dataclass(frozen=True)
@@ -246,6 +259,12 @@ class Table:
     # correction took out that changed (else "")
     raw_change: np.ndarray = None
     raw_why: tuple = ()
+    # how the interval was made, per item (stats.BASIS_*), its degrees of
+    # freedom, and the p-values as every output prints them (stats.p_text)
+    basis: tuple = ()
+    df: np.ndarray = None
+    p_text: tuple = ()
+    q_text: tuple = ()
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -299,6 +318,9 @@ class Diff:
     alpha: float = stats.ALPHA
     notes: tuple = field(default_factory=tuple)
     drift: Drift | None = None
+    # --runs-identical: calls taken as independent across runs (the user
+    # vouches that the runs do not differ); every output says so
+    runs_identical: bool = False
 
     def table(self, level: str) -> Table:
         return self.tables[level]
@@ -324,7 +346,11 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
     m = len(keys)
     index = {k: i for i, k in enumerate(keys)}
     n, s1, s2, excl, indep = np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m)
+    hook = np.zeros(m)
     run_medians = np.full((len(runs_items), m), np.nan)
+    run_log = np.full((len(runs_items), m), np.nan)  # each run's mean log time per call
+    within = np.zeros(m)  # summed over runs: variance of the log times / independent calls
+    within_runs = np.zeros(m)
     exact = np.ones(m, dtype=bool)
     irq_root = np.zeros(m, dtype=bool)
     e_item, e_val, e_w = [], [], []
@@ -337,8 +363,17 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
         indep[at] += ri.indep
         irq_root[at] |= ri.irq_root
         exact[at] &= ri.exact
+        if ri.hook is not None:
+            hook[at] += ri.hook
         med = stats.weighted_medians(ri.entry_item, ri.entry_value, ri.entry_weight, len(at))
         run_medians[r, at] = np.where(ri.n > 0, med, np.nan)
+        cn, lmean, lvar = stats.log_moments(ri.entry_item, ri.entry_value, ri.entry_weight, len(at))
+        live = (ri.n > 0) & (cn > 0)
+        run_log[r, at] = np.where(live, lmean, np.nan)
+        # a run's estimate has the sampling error of its independent calls
+        ind = np.maximum(np.minimum(ri.n, ri.indep), 1.0)
+        within[at] += np.where(live, np.where(cn > 1, lvar, 0.0) / ind, 0.0)
+        within_runs[at] += live
         e_item.append(at[ri.entry_item])
         e_val.append(ri.entry_value)
         e_w.append(ri.entry_weight)
@@ -348,6 +383,11 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
                np.concatenate(e_w) if e_w else np.zeros(0))
     median = stats.weighted_medians(*entries, m)
     neff = np.minimum(n, indep)
+    _, pmean, pvar = stats.log_moments(*entries, m)
+    # the pooled calls' log moments, each item's n its independent calls
+    # (for the calls-as-independent interval: one run a side, --runs-identical)
+    pooled_log = (pmean, pvar, neff)
+    within = np.divide(within, within_runs, out=np.full(m, np.nan), where=within_runs > 0)
     with np.errstate(all="ignore"):
         lo = np.where(np.isfinite(run_medians).any(axis=0),
                       np.nanmin(np.where(np.isfinite(run_medians), run_medians, np.inf), axis=0), np.nan)
@@ -358,8 +398,10 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
                       sd=np.sqrt(np.where(np.isfinite(var), var, np.nan)), neff=neff,
                       runs_present=np.isfinite(run_medians).sum(axis=0),
                       per_root_time=s1 / rc, run_medians=run_medians, run_lo=lo, run_hi=hi,
-                      excl_per_root_time=excl / rc, irq_root=irq_root)
-    return fig, entries
+                      excl_per_root_time=excl / rc, irq_root=irq_root,
+                      run_estimate=np.exp(run_log),
+                      hook_per_call=np.divide(hook, n, out=np.zeros(m), where=n > 0))
+    return fig, (run_log, within, pooled_log)
 
 
 def latency_points(p: Profile) -> tuple:
@@ -400,39 +442,82 @@ def _side_info(label: str, runs) -> SideInfo:
         gap_calls=sum(i["gap_calls"] for i in infos), calibrations=tuple(cals))
 
 
+PRIMARY = ("roots", "operations")  # the question: did the requests change (Holm)
+SECONDARY = ("functions", "paths")  # where a change sits (Benjamini-Hochberg)
+
+
 def build(before_runs, after_runs, corrected: bool = True,
-          min_change: float = MIN_CHANGE, warnings: tuple = (), irqs: str = "exclude") -> Diff:
+          min_change: float = MIN_CHANGE, warnings: tuple = (), irqs: str = "exclude",
+          runs_identical: bool = False) -> Diff:
     """The diff of two sides (tuples of ftflame.diff.load.Run)."""
     items_b = [run_items(r.profile) for r in before_runs]
     items_a = [run_items(r.profile) for r in after_runs]
     info_b, info_a = _side_info("before", before_runs), _side_info("after", after_runs)
+    nruns = (len(items_b), len(items_a))
     tables = {}
     pooled = {}
     for level in LEVELS:
         keys = tuple(sorted(set().union(*(ri[level].keys for ri in items_b + items_a))))
-        fb, eb = _pool(level, [ri[level] for ri in items_b], keys, info_b.root_calls)
-        fa, ea = _pool(level, [ri[level] for ri in items_a], keys, info_a.root_calls)
-        change, lo, hi, p, tested = stats.rank_tests(eb, ea, fb.neff, fa.neff, len(keys))
-        pooled[level] = (keys, fb, fa, change, lo, hi, p, tested)
-    # one correction for every item compared (calls on both sides), all levels together
-    allq = stats.benjamini_hochberg(np.concatenate([pooled[lv][6][pooled[lv][7]] for lv in LEVELS]))
-    keys, fb, fa, change = pooled["functions"][:4]
-    drift = global_drift(fb, fa, change, pooled["functions"][7])
-    at = 0
+        fb, (lb, wb, pb) = _pool(level, [ri[level] for ri in items_b], keys, info_b.root_calls)
+        fa, (la, wa, pa) = _pool(level, [ri[level] for ri in items_a], keys, info_a.root_calls)
+        change, lo, hi, p, df, basis = stats.interval_tests(
+            lb, la, fb.runs_present, fa.runs_present, wb, wa, pb, pa, runs_identical)
+        pooled[level] = (keys, fb, fa, change, lo, hi, p, df, basis)
+    # the families: an item is in one when it could get a verdict (both
+    # sides, an interval, medians resolved, in enough runs); the primary
+    # claims (root functions, operations) by Holm, the rest by BH
+    family = {}
     for level in LEVELS:
-        keys, fb, fa, change, lo, hi, p, tested = pooled[level]
-        q = np.ones(len(keys))
-        q[tested] = allq[at:at + len(tested)]
-        at += len(tested)
-        tables[level] = _table(level, keys, fb, fa, change, lo, hi, p, q, min_change,
-                               drift.change if drift else 0.0, (len(items_b), len(items_a)))
+        keys, fb, fa, change, lo, hi, p, df, basis = pooled[level]
+        family[level] = np.flatnonzero(_judgeable(fb, fa, basis, nruns))
+    qs = {}
+    for levels, adjust in ((PRIMARY, stats.holm), (SECONDARY, stats.benjamini_hochberg)):
+        allq = adjust(np.concatenate([pooled[lv][6][family[lv]] for lv in levels]))
+        at = 0
+        for lv in levels:
+            q = np.full(len(pooled[lv][0]), np.nan)
+            q[family[lv]] = allq[at:at + len(family[lv])]
+            at += len(family[lv])
+            qs[lv] = q
+    keys, fb, fa, change = pooled["functions"][:4]
+    r = pooled["roots"]
+    busiest = int(np.argmax(np.maximum(r[1].per_root_time, r[2].per_root_time))) if len(r[0]) else -1
+    drift = global_drift(fb, fa, change, np.flatnonzero(np.isfinite(change)),
+                         root_change=float(r[3][busiest]) if busiest >= 0 else float("nan"))
+    for level in LEVELS:
+        keys, fb, fa, change, lo, hi, p, df, basis = pooled[level]
+        tables[level] = _table(level, keys, fb, fa, change, lo, hi, p, qs[level], min_change,
+                               drift.change if drift else 0.0, nruns, basis, df, runs_identical)
     if corrected:
         t = tables["roots"]
         raw_change, raw_why = raw_against_corrected(before_runs, after_runs, t.keys, t.change)
         tables["roots"] = t.__class__(**{**t.__dict__, "raw_change": raw_change, "raw_why": raw_why})
     return Diff(before=info_b, after=info_a, tables=tables, warnings=tuple(warnings),
-                corrected=corrected, method=stats.method_text(min_change), min_change=min_change,
-                irqs=irqs if corrected else "include", drift=drift)
+                corrected=corrected, method=stats.method_text(min_change, mode(nruns, runs_identical)),
+                min_change=min_change, irqs=irqs if corrected else "include", drift=drift,
+                runs_identical=runs_identical)
+
+
+def mode(nruns, runs_identical: bool) -> str:
+    """What the intervals are made of (stats.method_text): "calls" when the
+    calls are taken as independent (--runs-identical), "one run" when one
+    run a side (run-to-run variation unmeasured: no verdict), else "runs"."""
+    if runs_identical:
+        return "calls"
+    return "one run" if max(nruns) < 2 else "runs"
+
+
+def _judgeable(fb, fa, basis, nruns) -> np.ndarray:
+    """Items that could get a verdict: called on both sides, with an
+    interval, medians of at least MIN_TIME_NS on both, and on a side of
+    several runs called in at least two of them. Leaving the others out of
+    the multiple-comparison families (they cannot be called whatever their
+    p) is the independent filtering of Bourgon et al. (2010): the filter
+    does not look at the change."""
+    need_b, need_a = min(2, nruns[0]), min(2, nruns[1])
+    return ((fb.calls > 0) & (fa.calls > 0) & (np.asarray(basis) != stats.BASIS_NONE)
+            & (np.minimum(fb.median, fa.median) >= stats.MIN_TIME_NS)
+            & (fb.runs_present >= need_b) & (fa.runs_present >= need_a))
 
 
 REMOVED = (("overhead", "hook cost"), ("irq_removed", "interrupt time"), ("offcpu_removed", "off-CPU time"),
@@ -482,7 +567,8 @@ def raw_against_corrected(before_runs, after_runs, keys, change) -> tuple:
     that changed most between the sides, per call."""
     eb, nb, rb = _root_raw(before_runs, keys)
     ea, na, ra = _root_raw(after_runs, keys)
-    raw_change = stats.rank_tests(eb, ea, nb, na, len(keys))[0]
+    with np.errstate(all="ignore"):
+        raw_change = np.expm1(stats.log_moments(*ea, len(keys))[1] - stats.log_moments(*eb, len(keys))[1])
     apart = stats.MEAN_MEDIAN_APART
     why = []
     for i in range(len(keys)):
@@ -499,13 +585,15 @@ def raw_against_corrected(before_runs, after_runs, keys, change) -> tuple:
     return raw_change, tuple(why)
 
 
-def global_drift(fb, fa, change, tested):
+def global_drift(fb, fa, change, tested, root_change: float = float("nan")):
     """The Drift when the functions moved together, else None: the median
     of the changes of the functions compared (at least DRIFT_MIN_CALLS
-    independent calls a side, medians resolved) is at least DRIFT_MIN away
-    from 0 and at least DRIFT_SHARE of them moved its way. A change of one
-    function moves its callers by the same nanoseconds, a smaller share of
-    theirs: a handful of functions, never most of them."""
+    independent calls on BOTH sides, medians resolved) is at least
+    DRIFT_MIN away from 0 and at least DRIFT_SHARE of them moved its way,
+    or more than half of them did and the busiest root function moved that
+    way by at least DRIFT_MIN too (the root and most functions together).
+    A change of one function moves its callers by the same nanoseconds, a
+    smaller share of theirs: a handful of functions, never most of them."""
     ok = np.zeros(len(change), dtype=bool)
     ok[tested] = True
     ok &= (np.minimum(fb.neff, fa.neff) >= stats.DRIFT_MIN_CALLS) & np.isfinite(change)
@@ -515,50 +603,62 @@ def global_drift(fb, fa, change, tested):
         return None
     mid = float(np.median(ch))
     along = int(np.count_nonzero(np.sign(ch) == np.sign(mid)))
-    if abs(mid) < stats.DRIFT_MIN or along < stats.DRIFT_SHARE * len(ch):
+    if abs(mid) < stats.DRIFT_MIN:
+        return None
+    with_root = math.isfinite(root_change) and root_change * mid > 0 and abs(root_change) >= stats.DRIFT_MIN
+    if along < stats.DRIFT_SHARE * len(ch) and not (with_root and 2 * along > len(ch)):
         return None
     return Drift(change=mid, functions=len(ch), along=along)
 
 
-def _table(level, keys, fb, fa, change, lo, hi, p, q, min_change, drift=0.0, nruns=(1, 1)) -> Table:
+def _table(level, keys, fb, fa, change, lo, hi, p, q, min_change, drift=0.0, nruns=(1, 1),
+           basis=None, df=None, runs_identical: bool = False) -> Table:
+    m = len(keys)
+    basis = tuple(basis) if basis is not None else (stats.BASIS_NONE,) * m
     present_b, present_a = fb.calls > 0, fa.calls > 0
     with np.errstate(all="ignore"):
         rel, rel_lo, rel_hi = ((1.0 + x) / (1.0 + drift) - 1.0 for x in (change, lo, hi))
         mean_change = np.where(present_b & present_a & (fb.mean > 0), fa.mean / fb.mean - 1.0, np.nan)
     slower = rel > 0
-    significant = (q <= stats.ALPHA) & present_b & present_a
+    significant = np.nan_to_num(q, nan=1.0) <= stats.ALPHA
     # against a drift, the interval has to leave the drift out, not only 0
-    beyond_drift = (rel_lo > 0) | (rel_hi < 0) if drift else np.ones(len(keys), dtype=bool)
+    beyond_drift = (rel_lo > 0) | (rel_hi < 0) if drift else np.ones(m, dtype=bool)
     big = np.abs(np.nan_to_num(rel)) >= min_change
     resolved = np.minimum(fb.median, fa.median) >= stats.MIN_TIME_NS
-    apart = stats.runs_separated(fb.run_medians, fa.run_medians, slower)
     # a side of several runs: the item called in at least two of them (a
     # burst in one run is that run's, not the side's)
     need_b, need_a = min(2, nruns[0]), min(2, nruns[1])
     seen = (fb.runs_present >= need_b) & (fa.runs_present >= need_a)
+    # one run a side: the interval is the calls' of one run; how much two
+    # runs of the same workload differ is not in it: no verdict
+    unmeasured = max(nruns) < 2 and not runs_identical
     verdict, why = [], []
-    for i in range(len(keys)):
+    for i in range(m):
         if not present_b[i]:
             verdict.append("new"), why.append("")
         elif not present_a[i]:
             verdict.append("gone"), why.append("")
-        elif significant[i] and beyond_drift[i] and big[i] and apart[i] and resolved[i] and seen[i]:
+        elif unmeasured:
+            verdict.append(NO_VERDICT), why.append(ONE_RUN)
+        elif significant[i] and beyond_drift[i] and big[i] and resolved[i] and seen[i]:
             verdict.append("slower" if slower[i] else "faster"), why.append("")
         else:
             verdict.append("no change")
-            why.append("" if not significant[i] else
-                       f"within the global drift ({drift * 100:+.1f}%)" if not (beyond_drift[i] and big[i]) and drift else
-                       f"below {min_change * 100:g}%" if not big[i] else
+            why.append(_few_runs(fb.runs_present[i], fa.runs_present[i], nruns) if not seen[i] else
                        stats.UNRESOLVED if not resolved[i] else
-                       _few_runs(fb.runs_present[i], fa.runs_present[i], nruns) if not seen[i] else
-                       "within run-to-run spread")
+                       "" if not significant[i] else
+                       f"within the global drift ({drift * 100:+.1f}%)" if not (beyond_drift[i] and big[i]) and drift else
+                       f"below {min_change * 100:g}%")
     apart_mm = stats.MEAN_MEDIAN_APART
     disagree = (np.abs(np.nan_to_num(mean_change)) >= apart_mm) & (np.abs(np.nan_to_num(change)) >= apart_mm) & \
         (np.sign(np.nan_to_num(mean_change)) != np.sign(np.nan_to_num(change)))
     return Table(level=level, keys=keys, before=fb, after=fa, change=change, ci_lo=lo, ci_hi=hi,
                  p=p, q=q, verdict=tuple(verdict), why=tuple(why),
                  delta_per_root=fa.per_root_time - fb.per_root_time,
-                 mean_change=mean_change, disagree=disagree, vs_drift=rel)
+                 mean_change=mean_change, disagree=disagree, vs_drift=rel, basis=basis,
+                 df=df if df is not None else np.full(m, np.nan),
+                 p_text=tuple(stats.p_text(x) for x in np.asarray(p, dtype=float).tolist()),
+                 q_text=tuple(stats.p_text(x) for x in np.asarray(q, dtype=float).tolist()))
 
 
 def _few_runs(runs_b, runs_a, nruns) -> str:

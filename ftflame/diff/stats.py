@@ -40,15 +40,27 @@ import numpy as np
 ALPHA = 0.05  # false discovery rate and interval level (95%)
 Z95 = 1.959963984540054
 
-METHOD = ("change = Hodges-Lehmann ratio of time per call AFTER / BEFORE - 1 (median "
-          "of the ratios of all pairs of calls), 95% interval from the same pairs; p-value "
-          "from the Mann-Whitney rank-sum test, the root calls that called an item counted as "
-          "its independent observations; p-values adjusted by Benjamini-Hochberg (FDR 5%) over "
-          "every item compared; faster/slower needs adjusted p < 0.05, |change| >= {min:g}% and, "
-          "with several runs on a side, the item in two of them and no overlap of the runs' "
-          "median times per call; medians under 0.1 us per call are not judged; when most "
-          "functions moved together (a global drift), items are judged against the drift; the "
-          "verdict is on the typical call, not the mean")
+METHOD_ESTIMATE = ("change = ratio AFTER / BEFORE of the geometric mean corrected time per call - 1 "
+                   "(each run's geometric mean, averaged in log over the side's runs)")
+METHOD_INTERVAL = {
+    "runs": ("95% interval and p-value from Welch's t-test on the runs' log estimates: the runs are the "
+             "replicates, so the interval's width is the run-to-run variation (with one run on a side, the "
+             "other side's run-to-run spread stands for both; a side's variance is at least its runs' "
+             "within-run sampling variance)"),
+    "one run": ("one run a side cannot measure how much runs differ: the 95% interval and p-value are "
+                "Welch's t on the calls of the two runs (the root calls that called an item as its "
+                "independent observations) and leave run-to-run variation out, so no item is called "
+                "faster or slower (record 3 runs a side, or --runs-identical)"),
+    "calls": ("--runs-identical: the runs are taken to be the same (no run-to-run variation): 95% interval "
+              "and p-value from Welch's t on the pooled calls' log times, the root calls that called an "
+              "item counted as its independent observations"),
+}
+METHOD = ("{estimate}; {interval}; p-values adjusted over the items that could be called (both sides, "
+          "medians of at least 0.1 us per call, in two runs of a side of several): Holm (family-wise 5%) "
+          "over the root functions and operations, the primary claims, and Benjamini-Hochberg (FDR 5%) over "
+          "the functions and call paths, which say where a change sits; faster/slower needs adjusted "
+          "p < 0.05 and |change| >= {min:g}%; when the root and most functions moved together (a global "
+          "drift), items are judged against the drift; the mean is shown beside the verdict")
 # A median per call under this, on either side, is not judged: corrected
 # times that small are what is left after subtracting a hook cost of about
 # 1 us per call, and are within the calibration's own error.
@@ -69,8 +81,10 @@ MEAN_MEDIAN_APART = 0.01
 PAIR_CAP = 400  # values per side beyond this are merged into 1/256-wide log bins
 
 
-def method_text(min_change: float) -> str:
-    return METHOD.format(min=min_change * 100)
+def method_text(min_change: float, mode: str = "runs") -> str:
+    """The method line: what the estimate and the interval are made of
+    (mode: "runs", "one run", "calls"; ftflame.diff.model.mode)."""
+    return METHOD.format(estimate=METHOD_ESTIMATE, interval=METHOD_INTERVAL[mode], min=min_change * 100)
 
 
 def moments_mean_var(n, s1, s2):
@@ -243,3 +257,216 @@ def weighted_medians(keys: np.ndarray, values: np.ndarray, weights: np.ndarray, 
     first = idx[np.r_[True, k[idx][1:] != k[idx][:-1]]]
     out[k[first]] = v[first]
     return out
+
+
+# ---- the run-level test (the default): runs are the replicates ---------------
+
+# Per-call values under this are compared as this: a corrected time of a
+# few ns is the calibration's residue, and its log would weigh as much as a
+# real factor of 100.
+GEO_FLOOR_NS = 10.0
+# How the interval of an item was made (Table.basis, in every output).
+BASIS_RUNS = "runs"  # Welch t over the runs' estimates (several runs a side)
+BASIS_ONE_SIDE = "runs (one side's spread)"  # one run on a side: the other side's run-to-run spread
+BASIS_CALLS = "calls"  # calls taken as independent (one run a side, or --runs-identical)
+BASIS_NONE = ""  # not compared (a side without calls, or too few)
+
+
+def log_moments(item, value, weight, m: int):
+    """Per item 0..m-1: (calls, mean, variance) of the log of its calls'
+    times (weighted by calls; values floored at GEO_FLOOR_NS). exp(mean)
+    is the geometric mean time per call: an outlier 50x the rest moves it
+    by log(50)/n, not by 49/n as it moves the arithmetic mean, and it is
+    continuous under the histograms' 1/16-octave buckets (a median jumps
+    a whole bucket, 4.4%, at once)."""
+    item = np.asarray(item, dtype=np.int64)
+    w = np.asarray(weight, dtype=np.float64)
+    lv = np.log(np.maximum(np.asarray(value, dtype=np.float64), GEO_FLOOR_NS))
+    n = np.bincount(item, weights=w, minlength=m)
+    s1 = np.bincount(item, weights=w * lv, minlength=m)
+    mean = np.divide(s1, n, out=np.full(m, np.nan), where=n > 0)
+    dev = lv - np.nan_to_num(mean)[item] if len(item) else lv
+    ss = np.bincount(item, weights=w * dev * dev, minlength=m)
+    var = np.divide(ss, n - 1.0, out=np.zeros(m), where=n > 1)
+    return n, mean, var
+
+
+def _betacf(a, b, x, iters: int = 300):
+    """The continued fraction of the regularized incomplete beta function
+    (modified Lentz), elementwise."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c = np.ones_like(x)
+    d = 1.0 - qab * x / qap
+    d = np.where(np.abs(d) < tiny, tiny, d)
+    d = 1.0 / d
+    h = d.copy()
+    for k in range(1, iters + 1):
+        m2 = 2.0 * k
+        aa = k * (b - k) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = np.where(np.abs(d) < tiny, tiny, d)
+        c = 1.0 + aa / c
+        c = np.where(np.abs(c) < tiny, tiny, c)
+        d = 1.0 / d
+        h *= d * c
+        aa = -(a + k) * (qab + k) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = np.where(np.abs(d) < tiny, tiny, d)
+        c = 1.0 + aa / c
+        c = np.where(np.abs(c) < tiny, tiny, c)
+        d = 1.0 / d
+        delta = d * c
+        h *= delta
+        if np.all(np.abs(delta - 1.0) < 1e-15):
+            break
+    return h
+
+
+def _betainc(a, b, x):
+    """The regularized incomplete beta function I_x(a, b), elementwise."""
+    a, b, x = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (a, b, x)))
+    out = np.where(x <= 0, 0.0, 1.0)
+    inside = (x > 0) & (x < 1)
+    if not inside.any():
+        return out
+    a, b, x = a[inside], b[inside], x[inside]
+    lg = np.vectorize(math.lgamma, otypes=[float])
+    front = np.exp(lg(a + b) - lg(a) - lg(b) + a * np.log(x) + b * np.log1p(-x))
+    flip = x > (a + 1.0) / (a + b + 2.0)
+    aa, bb, xx = np.where(flip, b, a), np.where(flip, a, b), np.where(flip, 1.0 - x, x)
+    cf = front * _betacf(aa, bb, xx) / aa
+    out[inside] = np.where(flip, 1.0 - cf, cf)
+    return out
+
+
+def t_two_sided_p(t, df):
+    """P(|T| >= |t|) for Student's t with df degrees of freedom (df may be
+    fractional, Welch's), elementwise; df inf: the normal's."""
+    t, df = np.broadcast_arrays(np.abs(np.asarray(t, dtype=np.float64)), np.asarray(df, dtype=np.float64))
+    out = np.ones(t.shape)
+    big = ~np.isfinite(df) | (df > 1e6)
+    norm = big & np.isfinite(t)
+    out[norm] = [math.erfc(v / math.sqrt(2.0)) for v in t[norm].tolist()]
+    out[big & np.isinf(t)] = 0.0
+    small = ~big & (df > 0)
+    if small.any():
+        tt, dd = t[small], df[small]
+        x = np.where(np.isinf(tt), 0.0, dd / (dd + np.where(np.isinf(tt), 0.0, tt) ** 2))
+        out[small] = _betainc(dd / 2.0, np.full(len(dd), 0.5), x)
+    return np.clip(out, 0.0, 1.0)
+
+
+def t_quantile_975(df):
+    """The 97.5% point of Student's t (the half-width of a 95% interval in
+    standard errors), elementwise; found by bisection over the distinct df
+    (rounded down to 0.01: a little wider, never narrower)."""
+    df = np.asarray(df, dtype=np.float64)
+    out = np.full(df.shape, Z95)
+    fin = np.isfinite(df) & (df <= 1e6)
+    if not fin.any():
+        return out
+    d = np.maximum(np.floor(df[fin] * 100.0) / 100.0, 0.01)
+    uniq, inv = np.unique(d, return_inverse=True)
+    lo, hi = np.full(len(uniq), Z95 - 1e-9), np.full(len(uniq), 1e7)
+    for _ in range(90):
+        mid = np.sqrt(lo * hi)  # geometric bisection: the bracket spans 1.96 .. 1e7
+        tail = t_two_sided_p(mid, uniq)
+        above = tail > ALPHA  # mid is not far enough out
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    out[fin] = hi[inv]
+    return out
+
+
+def holm(p) -> np.ndarray:
+    """Holm's step-down adjusted p-values: family-wise error controlled
+    (the primary claims: root functions and operations)."""
+    p = np.asarray(p, dtype=np.float64)
+    m = len(p)
+    if m == 0:
+        return p
+    order = np.argsort(p, kind="stable")
+    stepped = np.maximum.accumulate(p[order] * (m - np.arange(m)))
+    out = np.empty(m)
+    out[order] = np.minimum(stepped, 1.0)
+    return out
+
+
+def p_text(q: float) -> str:
+    """A p-value as every output prints it (two significant digits); the
+    JSON's number is float() of this, the HTML prints it as is."""
+    if q is None or not math.isfinite(q):
+        return "-"
+    return f"{q:.2g}"
+
+
+def interval_tests(est_b, est_a, k_b, k_a, within_b, within_a, pooled_b, pooled_a, runs_identical: bool):
+    """Per item: (change, lo, hi, p, df, basis) of AFTER against BEFORE.
+
+    est_*: (runs, items) each run's mean log time per call (NaN where the
+    run lacks the item); k_*: runs with the item; within_*: per item the
+    mean over its runs of (variance of the log times / independent calls):
+    the sampling variance of one run's estimate; pooled_*: (mean log,
+    variance of log, independent calls) over the side's calls pooled.
+
+    Several runs a side: Welch's t on the runs' estimates, each side's
+    variance at least its within-run sampling variance (a side whose runs
+    happen to agree to the ns has not shown a zero spread). One run on one
+    side: the other side's spread for both, its df. One run a side (or
+    runs_identical): the calls as independent observations (n = root
+    calls that called the item), basis "calls". change = ratio of the
+    estimates - 1; the interval is symmetric around it in log: the
+    estimate lies inside, and its width is 0 only when both sides' values
+    have no spread at all."""
+    m = est_b.shape[1]
+    change, lo, hi, p, df = (np.full(m, np.nan) for _ in range(5))
+    p[:] = 1.0
+    basis = np.array([BASIS_NONE] * m, dtype=object)
+    with np.errstate(all="ignore"):
+        gb, ga = np.nanmean(est_b, axis=0) if est_b.shape[0] else np.full(m, np.nan), \
+            np.nanmean(est_a, axis=0) if est_a.shape[0] else np.full(m, np.nan)
+        sb = np.nanvar(est_b, axis=0, ddof=1) if est_b.shape[0] > 1 else np.full(m, np.nan)
+        sa = np.nanvar(est_a, axis=0, ddof=1) if est_a.shape[0] > 1 else np.full(m, np.nan)
+        vb = np.fmax(np.where(k_b >= 2, sb, np.nan), within_b)
+        va = np.fmax(np.where(k_a >= 2, sa, np.nan), within_a)
+        both = (np.asarray(k_b) >= 1) & (np.asarray(k_a) >= 1)
+        runs = both & (not runs_identical)
+        welch = runs & (k_b >= 2) & (k_a >= 2)
+        one_b = runs & (k_b == 1) & (k_a >= 2)
+        one_a = runs & (k_a == 1) & (k_b >= 2)
+        calls = both & ~(welch | one_b | one_a)
+        delta = np.full(m, np.nan)
+        se2 = np.full(m, np.nan)
+        # Welch
+        delta[welch] = (ga - gb)[welch]
+        eb, ea = (vb / k_b)[welch], (va / k_a)[welch]
+        se2[welch] = eb + ea
+        df[welch] = np.where(eb + ea > 0, (eb + ea) ** 2 / (eb * eb / (k_b[welch] - 1) + ea * ea / (k_a[welch] - 1)),
+                             np.inf)
+        # one run on one side: the other's run-to-run variance stands for both
+        for sel, var, k_many, wmin in ((one_b, va, k_a, within_b), (one_a, vb, k_b, within_a)):
+            s2 = np.fmax(var, wmin)[sel]
+            delta[sel] = (ga - gb)[sel]
+            se2[sel] = s2 * (1.0 + 1.0 / k_many[sel])
+            df[sel] = k_many[sel] - 1.0
+        # calls as independent: the pooled calls' log times
+        mb, varb, nb = pooled_b
+        ma, vara, na = pooled_a
+        ok = calls & (nb >= 2) & (na >= 2)
+        delta[calls] = (ma - mb)[calls]
+        eb, ea = (varb / nb)[ok], (vara / na)[ok]
+        se2[ok] = eb + ea
+        df[ok] = np.where(eb + ea > 0, (eb + ea) ** 2 / (eb * eb / (nb[ok] - 1) + ea * ea / (na[ok] - 1)), np.inf)
+        have = np.isfinite(se2) & np.isfinite(delta)
+        se = np.sqrt(se2)
+        tq = t_quantile_975(df)
+        change[both] = np.expm1(delta[both])
+        lo[have] = np.expm1(delta[have] - tq[have] * se[have])
+        hi[have] = np.expm1(delta[have] + tq[have] * se[have])
+        zero = have & (se == 0)
+        tstat = np.where(zero, np.where(delta == 0, 0.0, np.inf), np.abs(delta) / np.where(se > 0, se, 1.0))
+        p[have] = t_two_sided_p(tstat[have], df[have])
+    basis[welch & have] = BASIS_RUNS
+    basis[(one_b | one_a) & have] = BASIS_ONE_SIDE
+    basis[calls & have] = BASIS_CALLS
+    return change, lo, hi, p, df, basis
