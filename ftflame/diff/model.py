@@ -321,6 +321,9 @@ class Diff:
     # --runs-identical: calls taken as independent across runs (the user
     # vouches that the runs do not differ); every output says so
     runs_identical: bool = False
+    # the prior of the run-to-run variances (stats.variance_prior): its df
+    # d0 and its variance s0^2 of the log time per call (0, nan: none)
+    prior: tuple = (0.0, float("nan"))
 
     def table(self, level: str) -> Table:
         return self.tables[level]
@@ -456,12 +459,22 @@ def build(before_runs, after_runs, corrected: bool = True,
     nruns = (len(items_b), len(items_a))
     tables = {}
     pooled = {}
+    sides = {}
     for level in LEVELS:
         keys = tuple(sorted(set().union(*(ri[level].keys for ri in items_b + items_a))))
-        fb, (lb, wb, pb) = _pool(level, [ri[level] for ri in items_b], keys, info_b.root_calls)
-        fa, (la, wa, pa) = _pool(level, [ri[level] for ri in items_a], keys, info_a.root_calls)
+        sides[level] = (keys, _pool(level, [ri[level] for ri in items_b], keys, info_b.root_calls),
+                        _pool(level, [ri[level] for ri in items_a], keys, info_a.root_calls))
+    # the prior of the run-to-run variances: fitted over the functions that
+    # could be called, used by every level (a root function is a function)
+    keys, (fb, (lb, wb, _)), (fa, (la, wa, _)) = sides["functions"]
+    s2, dfree = stats.run_variance(lb, la, fb.runs_present, fa.runs_present)
+    fit = _judgeable(fb, fa, np.full(len(keys), stats.BASIS_RUNS), nruns)
+    ratio = s2 / stats.run_scale(wb, wa)
+    prior = stats.variance_prior(ratio[fit], dfree[fit]) if not runs_identical else (0.0, float("nan"))
+    for level in LEVELS:
+        keys, (fb, (lb, wb, pb)), (fa, (la, wa, pa)) = sides[level]
         change, lo, hi, p, df, basis = stats.interval_tests(
-            lb, la, fb.runs_present, fa.runs_present, wb, wa, pb, pa, runs_identical)
+            lb, la, fb.runs_present, fa.runs_present, wb, wa, pb, pa, runs_identical, prior)
         pooled[level] = (keys, fb, fa, change, lo, hi, p, df, basis)
     # the families: an item is in one when it could get a verdict (both
     # sides, an interval, medians resolved, in enough runs); the primary
@@ -495,7 +508,7 @@ def build(before_runs, after_runs, corrected: bool = True,
     return Diff(before=info_b, after=info_a, tables=tables, warnings=tuple(warnings),
                 corrected=corrected, method=stats.method_text(min_change, mode(nruns, runs_identical)),
                 min_change=min_change, irqs=irqs if corrected else "include", drift=drift,
-                runs_identical=runs_identical)
+                runs_identical=runs_identical, prior=prior)
 
 
 def mode(nruns, runs_identical: bool) -> str:

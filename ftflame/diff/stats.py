@@ -266,8 +266,7 @@ def weighted_medians(keys: np.ndarray, values: np.ndarray, weights: np.ndarray, 
 # real factor of 100.
 GEO_FLOOR_NS = 10.0
 # How the interval of an item was made (Table.basis, in every output).
-BASIS_RUNS = "runs"  # Welch t over the runs' estimates (several runs a side)
-BASIS_ONE_SIDE = "runs (one side's spread)"  # one run on a side: the other side's run-to-run spread
+BASIS_RUNS = "runs"  # t over the runs' estimates (several runs on a side)
 BASIS_CALLS = "calls"  # calls taken as independent (one run a side, or --runs-identical)
 BASIS_NONE = ""  # not compared (a side without calls, or too few)
 
@@ -400,55 +399,166 @@ def p_text(q: float) -> str:
     return f"{q:.2g}"
 
 
-def interval_tests(est_b, est_a, k_b, k_a, within_b, within_a, pooled_b, pooled_a, runs_identical: bool):
+def _digamma(x):
+    x = np.asarray(x, dtype=np.float64).copy()
+    out = np.zeros_like(x)
+    while np.any(x < 6):
+        small = x < 6
+        out[small] -= 1.0 / x[small]
+        x[small] += 1.0
+    inv = 1.0 / (x * x)
+    return out + np.log(x) - 0.5 / x - inv * (1.0 / 12 - inv * (1.0 / 120 - inv / 252))
+
+
+def _trigamma(x):
+    x = np.asarray(x, dtype=np.float64).copy()
+    out = np.zeros_like(x)
+    while np.any(x < 6):
+        small = x < 6
+        out[small] += 1.0 / (x[small] * x[small])
+        x[small] += 1.0
+    inv = 1.0 / (x * x)
+    return out + 1.0 / x + inv / 2.0 + inv / x * (1.0 / 6 - inv * (1.0 / 30 - inv / 42))
+
+
+def _tetragamma(x):
+    x = np.asarray(x, dtype=np.float64).copy()
+    out = np.zeros_like(x)
+    while np.any(x < 6):
+        small = x < 6
+        out[small] -= 2.0 / x[small] ** 3
+        x[small] += 1.0
+    inv = 1.0 / (x * x)
+    return out - inv - inv / x - inv * inv * (0.5 - inv * (1.0 / 6 - inv / 6))
+
+
+def _trigamma_inverse(y: float) -> float:
+    """x with trigamma(x) = y (Newton, as Smyth's limma does)."""
+    if y > 1e7:
+        return 1.0 / math.sqrt(y)
+    if y < 1e-6:
+        return 1.0 / y
+    x = 0.5 + 1.0 / y
+    for _ in range(50):
+        tri = float(_trigamma(np.array([x]))[0])
+        step = tri * (1.0 - tri / y) / float(_tetragamma(np.array([x]))[0])
+        x += step
+        if -step / x < 1e-8:
+            break
+    return x
+
+
+# Below this many items with a run-to-run variance the prior is not fitted
+# (each item keeps its own variance and df).
+PRIOR_MIN_ITEMS = 10
+
+
+def run_variance(est_b, est_a, k_b, k_a):
+    """Per item, the runs' pooled variance of their log estimates around
+    their side's mean, and its degrees of freedom (k_b - 1 + k_a - 1; a
+    side of one run adds none). NaN, 0 where no side has two runs."""
+    with np.errstate(all="ignore"):
+        ss = np.zeros(est_b.shape[1])
+        for est in (est_b, est_a):
+            if est.shape[0]:
+                mean = np.nanmean(np.where(np.isfinite(est), est, np.nan), axis=0) \
+                    if np.isfinite(est).any() else np.full(est.shape[1], np.nan)
+                ss += np.nansum((est - mean) ** 2, axis=0)
+        d = np.maximum(np.asarray(k_b, dtype=np.float64) - 1, 0) + np.maximum(np.asarray(k_a, dtype=np.float64) - 1, 0)
+        s2 = np.where(d > 0, ss / np.maximum(d, 1), np.nan)
+    return s2, d
+
+
+def run_scale(within_b, within_a):
+    """Per item, the variance one run's estimate has from its calls'
+    scatter alone (the mean of the sides' within-run sampling variances;
+    at least 1e-12, so that a ratio to it is defined)."""
+    with np.errstate(all="ignore"):
+        w = np.nanmean(np.vstack((within_b, within_a)), axis=0)
+    return np.fmax(np.nan_to_num(w, nan=0.0), 1e-12)
+
+
+def variance_prior(s2, d):
+    """The prior of the items' run-to-run variances (Smyth 2004, limma's
+    fitFDist): s2 ~ s0^2 F(d, d0), d0 and s0^2 by the moments of log s2.
+    (d0, s0^2); (0, nan) when too few items: no moderation."""
+    s2, d = np.asarray(s2, dtype=np.float64), np.asarray(d, dtype=np.float64)
+    ok = np.isfinite(s2) & (s2 > 0) & (d > 0)
+    if ok.sum() < PRIOR_MIN_ITEMS:
+        return 0.0, float("nan")
+    z = np.log(s2[ok])
+    half = d[ok] / 2.0
+    e = z - _digamma(half) + np.log(half)
+    emean = float(e.mean())
+    evar = float(((e - emean) ** 2).sum() / (len(e) - 1) - _trigamma(half).mean())
+    if evar <= 0:
+        return float("inf"), math.exp(emean)
+    d0 = 2.0 * _trigamma_inverse(evar)
+    s0 = math.exp(emean + float(_digamma(np.array([d0 / 2.0]))[0]) - math.log(d0 / 2.0))
+    return d0, s0
+
+
+def interval_tests(est_b, est_a, k_b, k_a, within_b, within_a, pooled_b, pooled_a, runs_identical: bool,
+                   prior=(0.0, float("nan"))):
     """Per item: (change, lo, hi, p, df, basis) of AFTER against BEFORE.
 
     est_*: (runs, items) each run's mean log time per call (NaN where the
     run lacks the item); k_*: runs with the item; within_*: per item the
     mean over its runs of (variance of the log times / independent calls):
     the sampling variance of one run's estimate; pooled_*: (mean log,
-    variance of log, independent calls) over the side's calls pooled.
+    variance of log, independent calls) over the side's calls pooled;
+    prior: (d0, s0^2) of variance_prior.
 
-    Several runs a side: Welch's t on the runs' estimates, each side's
-    variance at least its within-run sampling variance (a side whose runs
-    happen to agree to the ns has not shown a zero spread). One run on one
-    side: the other side's spread for both, its df. One run a side (or
-    runs_identical): the calls as independent observations (n = root
-    calls that called the item), basis "calls". change = ratio of the
+    A side of several runs (the default): Student's t on the runs'
+    estimates with the item's run-to-run variance moderated by the prior
+    of all functions' variances (Smyth 2004: (d0 s0^2 + d s^2) / (d0 + d),
+    df d0 + d): with 3 runs a side an item's own variance has 4 df, too
+    few to tell thousands of items apart, and the functions of one pair of
+    machines share much of their run-to-run variation. One run on one side
+    adds no df (the other side's spread stands for both). The standard
+    error is at least the runs' within-run sampling error (a side whose
+    runs happen to agree has not shown a zero spread). One run a side (or
+    runs_identical): the calls as independent observations (n = root calls
+    that called the item), Welch's t, basis "calls". change = ratio of the
     estimates - 1; the interval is symmetric around it in log: the
-    estimate lies inside, and its width is 0 only when both sides' values
-    have no spread at all."""
+    estimate lies inside, and its width is 0 only when neither side's
+    values vary at all."""
     m = est_b.shape[1]
     change, lo, hi, p, df = (np.full(m, np.nan) for _ in range(5))
     p[:] = 1.0
     basis = np.array([BASIS_NONE] * m, dtype=object)
+    k_b, k_a = np.asarray(k_b, dtype=np.float64), np.asarray(k_a, dtype=np.float64)
     with np.errstate(all="ignore"):
-        gb, ga = np.nanmean(est_b, axis=0) if est_b.shape[0] else np.full(m, np.nan), \
-            np.nanmean(est_a, axis=0) if est_a.shape[0] else np.full(m, np.nan)
-        sb = np.nanvar(est_b, axis=0, ddof=1) if est_b.shape[0] > 1 else np.full(m, np.nan)
-        sa = np.nanvar(est_a, axis=0, ddof=1) if est_a.shape[0] > 1 else np.full(m, np.nan)
-        vb = np.fmax(np.where(k_b >= 2, sb, np.nan), within_b)
-        va = np.fmax(np.where(k_a >= 2, sa, np.nan), within_a)
-        both = (np.asarray(k_b) >= 1) & (np.asarray(k_a) >= 1)
-        runs = both & (not runs_identical)
-        welch = runs & (k_b >= 2) & (k_a >= 2)
-        one_b = runs & (k_b == 1) & (k_a >= 2)
-        one_a = runs & (k_a == 1) & (k_b >= 2)
-        calls = both & ~(welch | one_b | one_a)
+        def side_mean(est):
+            if not est.shape[0] or not np.isfinite(est).any():
+                return np.full(m, np.nan)
+            return np.nanmean(np.where(np.isfinite(est), est, np.nan), axis=0)
+        gb, ga = side_mean(est_b), side_mean(est_a)
+        both = (k_b >= 1) & (k_a >= 1)
+        runs = both & (not runs_identical) & ((k_b >= 2) | (k_a >= 2))
+        calls = both & ~runs
+        s2, d = run_variance(est_b, est_a, k_b, k_a)
+        # the prior is of the variance in units of the item's own within-run
+        # sampling variance (run_scale): how much more runs differ than
+        # their calls' scatter alone explains
+        scale = run_scale(within_b, within_a)
+        r = s2 / scale
+        d0, r0 = prior
+        if d0 == float("inf"):
+            mod, dft = np.full(m, r0) * scale, np.full(m, np.inf)
+        elif d0 > 0:
+            mod, dft = (d0 * r0 + d * np.nan_to_num(r)) / (d0 + d) * scale, d0 + d
+        else:
+            mod, dft = s2, d
         delta = np.full(m, np.nan)
         se2 = np.full(m, np.nan)
-        # Welch
-        delta[welch] = (ga - gb)[welch]
-        eb, ea = (vb / k_b)[welch], (va / k_a)[welch]
-        se2[welch] = eb + ea
-        df[welch] = np.where(eb + ea > 0, (eb + ea) ** 2 / (eb * eb / (k_b[welch] - 1) + ea * ea / (k_a[welch] - 1)),
-                             np.inf)
-        # one run on one side: the other's run-to-run variance stands for both
-        for sel, var, k_many, wmin in ((one_b, va, k_a, within_b), (one_a, vb, k_b, within_a)):
-            s2 = np.fmax(var, wmin)[sel]
-            delta[sel] = (ga - gb)[sel]
-            se2[sel] = s2 * (1.0 + 1.0 / k_many[sel])
-            df[sel] = k_many[sel] - 1.0
+        delta[runs] = (ga - gb)[runs]
+        floor = np.nan_to_num(within_b) / np.maximum(k_b, 1) + np.nan_to_num(within_a) / np.maximum(k_a, 1)
+        # runs that agree to the last digit on both sides have not shown a
+        # zero spread: then the calls' own scatter stands for it
+        v = mod * (1.0 / np.maximum(k_b, 1) + 1.0 / np.maximum(k_a, 1))
+        se2[runs] = np.where(np.nan_to_num(v) > 0, v, floor)[runs]
+        df[runs] = dft[runs]
         # calls as independent: the pooled calls' log times
         mb, varb, nb = pooled_b
         ma, vara, na = pooled_a
@@ -457,7 +567,7 @@ def interval_tests(est_b, est_a, k_b, k_a, within_b, within_a, pooled_b, pooled_
         eb, ea = (varb / nb)[ok], (vara / na)[ok]
         se2[ok] = eb + ea
         df[ok] = np.where(eb + ea > 0, (eb + ea) ** 2 / (eb * eb / (nb[ok] - 1) + ea * ea / (na[ok] - 1)), np.inf)
-        have = np.isfinite(se2) & np.isfinite(delta)
+        have = np.isfinite(se2) & np.isfinite(delta) & (df > 0)
         se = np.sqrt(se2)
         tq = t_quantile_975(df)
         change[both] = np.expm1(delta[both])
@@ -466,7 +576,6 @@ def interval_tests(est_b, est_a, k_b, k_a, within_b, within_a, pooled_b, pooled_
         zero = have & (se == 0)
         tstat = np.where(zero, np.where(delta == 0, 0.0, np.inf), np.abs(delta) / np.where(se > 0, se, 1.0))
         p[have] = t_two_sided_p(tstat[have], df[have])
-    basis[welch & have] = BASIS_RUNS
-    basis[(one_b | one_a) & have] = BASIS_ONE_SIDE
+    basis[runs & have] = BASIS_RUNS
     basis[calls & have] = BASIS_CALLS
     return change, lo, hi, p, df, basis
