@@ -34,6 +34,7 @@ The method (docs/diff.md says the same, and every output names it):
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -218,23 +219,6 @@ def benjamini_hochberg(p) -> np.ndarray:
     out = np.empty(m)
     out[order] = np.minimum(q, 1.0)
     return out
-
-
-def runs_separated(before_runs: np.ndarray, after_runs: np.ndarray, slower: np.ndarray) -> np.ndarray:
-    """Per item: do the runs' medians keep apart in the direction of the
-    change (every AFTER run above every BEFORE run when slower, below when
-    faster)? Arrays (runs, items), NaN where a run lacks the item; an item
-    with one run per side passes (its spread is unknown: the interval has
-    to speak for it)."""
-    nb = np.sum(np.isfinite(before_runs), axis=0)
-    na = np.sum(np.isfinite(after_runs), axis=0)
-    with np.errstate(all="ignore"):
-        b_hi = np.nanmax(np.where(np.isfinite(before_runs), before_runs, -np.inf), axis=0)
-        b_lo = np.nanmin(np.where(np.isfinite(before_runs), before_runs, np.inf), axis=0)
-        a_hi = np.nanmax(np.where(np.isfinite(after_runs), after_runs, -np.inf), axis=0)
-        a_lo = np.nanmin(np.where(np.isfinite(after_runs), after_runs, np.inf), axis=0)
-    apart = np.where(slower, a_lo > b_hi, a_hi < b_lo)
-    return np.where((nb > 1) | (na > 1), apart, True)
 
 
 def weighted_medians(keys: np.ndarray, values: np.ndarray, weights: np.ndarray, nkeys: int) -> np.ndarray:
@@ -453,6 +437,14 @@ def _trigamma_inverse(y: float) -> float:
 PRIOR_MIN_ITEMS = 10
 
 
+def _nanmean(a, axis=0):
+    """np.nanmean without its warning for a column of NaN only (an item a
+    side lacks: NaN is the answer)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(a, axis=axis)
+
+
 def run_variance(est_b, est_a, k_b, k_a):
     """Per item, the runs' pooled variance of their log estimates around
     their side's mean, and its degrees of freedom (k_b - 1 + k_a - 1; a
@@ -461,8 +453,7 @@ def run_variance(est_b, est_a, k_b, k_a):
         ss = np.zeros(est_b.shape[1])
         for est in (est_b, est_a):
             if est.shape[0]:
-                mean = np.nanmean(np.where(np.isfinite(est), est, np.nan), axis=0) \
-                    if np.isfinite(est).any() else np.full(est.shape[1], np.nan)
+                mean = _nanmean(np.where(np.isfinite(est), est, np.nan))
                 ss += np.nansum((est - mean) ** 2, axis=0)
         d = np.maximum(np.asarray(k_b, dtype=np.float64) - 1, 0) + np.maximum(np.asarray(k_a, dtype=np.float64) - 1, 0)
         s2 = np.where(d > 0, ss / np.maximum(d, 1), np.nan)
@@ -474,7 +465,7 @@ def run_scale(within_b, within_a):
     scatter alone (the mean of the sides' within-run sampling variances;
     at least 1e-12, so that a ratio to it is defined)."""
     with np.errstate(all="ignore"):
-        w = np.nanmean(np.vstack((within_b, within_a)), axis=0)
+        w = _nanmean(np.vstack((within_b, within_a)))
     return np.fmax(np.nan_to_num(w, nan=0.0), 1e-12)
 
 
@@ -530,9 +521,9 @@ def interval_tests(est_b, est_a, k_b, k_a, within_b, within_a, pooled_b, pooled_
     k_b, k_a = np.asarray(k_b, dtype=np.float64), np.asarray(k_a, dtype=np.float64)
     with np.errstate(all="ignore"):
         def side_mean(est):
-            if not est.shape[0] or not np.isfinite(est).any():
+            if not est.shape[0]:
                 return np.full(m, np.nan)
-            return np.nanmean(np.where(np.isfinite(est), est, np.nan), axis=0)
+            return _nanmean(np.where(np.isfinite(est), est, np.nan))
         gb, ga = side_mean(est_b), side_mean(est_a)
         both = (k_b >= 1) & (k_a >= 1)
         runs = both & (not runs_identical) & ((k_b >= 2) | (k_a >= 2))
