@@ -371,11 +371,12 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
         med = stats.weighted_medians(ri.entry_item, ri.entry_value, ri.entry_weight, len(at))
         run_medians[r, at] = np.where(ri.n > 0, med, np.nan)
         cn, lmean, lvar = stats.log_moments(ri.entry_item, ri.entry_value, ri.entry_weight, len(at))
+        lvar = lvar + np.where(ri.exact, 0.0, stats.BUCKET_VAR)
         live = (ri.n > 0) & (cn > 0)
         run_log[r, at] = np.where(live, lmean, np.nan)
         # a run's estimate has the sampling error of its independent calls
         ind = np.maximum(np.minimum(ri.n, ri.indep), 1.0)
-        within[at] += np.where(live, np.where(cn > 1, lvar, 0.0) / ind, 0.0)
+        within[at] += np.where(live, lvar / ind, 0.0)  # one call: its bucket's width alone
         within_runs[at] += live
         e_item.append(at[ri.entry_item])
         e_val.append(ri.entry_value)
@@ -387,6 +388,7 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
     median = stats.weighted_medians(*entries, m)
     neff = np.minimum(n, indep)
     _, pmean, pvar = stats.log_moments(*entries, m)
+    pvar = pvar + np.where(exact, 0.0, stats.BUCKET_VAR)
     # the pooled calls' log moments, each item's n its independent calls
     # (for the calls-as-independent interval: one run a side, --runs-identical)
     pooled_log = (pmean, pvar, neff)

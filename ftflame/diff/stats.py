@@ -251,6 +251,12 @@ def weighted_medians(keys: np.ndarray, values: np.ndarray, weights: np.ndarray, 
 GEO_FLOOR_NS = 10.0
 # How the interval of an item was made (Table.basis, in every output).
 BASIS_RUNS = "runs"  # t over the runs' estimates (several runs on a side)
+# A value read from the histograms is known to its 1/16-octave bucket: the
+# log of a value uniform in the bucket varies by (ln 2 / 16)^2 / 12. Added
+# to the calls' variance of such items, so that calls all in one bucket on
+# each side do not make an interval of zero width around a change of a
+# whole bucket.
+BUCKET_VAR = (math.log(2.0) / 16.0) ** 2 / 12.0
 BASIS_CALLS = "calls"  # calls taken as independent (one run a side, or --runs-identical)
 BASIS_NONE = ""  # not compared (a side without calls, or too few)
 

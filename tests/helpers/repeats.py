@@ -1,0 +1,85 @@
+"""Repeated runs of one unchanged workload, compared every way
+(docs/diff.md's null and sensitivity tables; tests/test_diff_runs.py).
+
+Every split of N runs into k BEFORE and k AFTER (10 for 3 + 3 of 6) and
+every pair (15 for 1 + 1): how many comparisons gave any faster/slower
+verdict, per table. The runs are read once (ftflame.diff.load) and each
+comparison is ftflame.diff.model.build over them, what `ftflame diff`
+does.
+
+    python -m helpers.repeats RUN.dat... [--runs-identical]   (from tests/)
+"""
+from __future__ import annotations
+
+import itertools
+import sys
+
+from ftflame.diff import DiffOptions, load, model
+
+LEVELS = ("roots", "operations", "functions", "paths")
+
+
+def read(paths, opts: DiffOptions = DiffOptions()):
+    """The runs, each read and corrected once."""
+    before, _ = load.load_sides(list(paths), [], opts)
+    return before
+
+
+def called(d) -> dict:
+    """{level: [items called faster or slower]}."""
+    return {lv: [k for k, v in zip(d.table(lv).keys, d.table(lv).verdict) if v in ("slower", "faster")]
+            for lv in LEVELS}
+
+
+def comparisons(runs, k: int):
+    """(before indices, after indices) of every split of the runs into k
+    BEFORE and k AFTER runs, each unordered split once (3 + 3 of 6: 10;
+    1 + 1: 15 pairs)."""
+    n = len(runs)
+    for b in itertools.combinations(range(n), k):
+        rest = [i for i in range(n) if i not in b]
+        for a in itertools.combinations(rest, k):
+            if k * 2 == n and b > a:
+                continue  # the same split with the sides swapped
+            if k * 2 < n and b > a:
+                continue
+            yield b, a
+
+
+def null_table(runs, k: int, runs_identical: bool = False, min_change: float = 0.05):
+    """Per comparison: (before, after, {level: called items}, drift)."""
+    out = []
+    for b, a in comparisons(runs, k):
+        d = model.build(tuple(runs[i] for i in b), tuple(runs[i] for i in a), min_change=min_change,
+                        runs_identical=runs_identical)
+        out.append((b, a, called(d), d.drift.change if d.drift else None))
+    return out
+
+
+def summary(rows) -> dict:
+    """{level: comparisons with any verdict, "any": ..., "total": ...}."""
+    s = {lv: sum(1 for r in rows if r[2][lv]) for lv in LEVELS}
+    s["any"] = sum(1 for r in rows if any(r[2][lv] for lv in LEVELS))
+    s["total"] = len(rows)
+    s["drift"] = sum(1 for r in rows if r[3] is not None)
+    return s
+
+
+def main(argv) -> int:
+    identical = "--runs-identical" in argv
+    paths = [a for a in argv if not a.startswith("--")]
+    runs = read(paths)
+    for k in (3, 1):
+        rows = null_table(runs, k, identical)
+        for b, a, c, drift in rows:
+            n = {lv: len(c[lv]) for lv in LEVELS}
+            print(f"{k}v{k} {[i + 1 for i in b]} vs {[i + 1 for i in a]}: {n} drift {drift}")
+            for lv in LEVELS:
+                for key in c[lv][:5]:
+                    print(f"    {lv}: {key}")
+        print(f"{k}v{k} summary: {summary(rows)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
