@@ -27,7 +27,6 @@ def _side(f, i: int) -> dict:
         "calls": int(f.calls[i]), "calls_per_root_call": _num(f.per_root[i], 4),
         "mean_ns": _num(f.mean[i]), "median_ns": _num(f.median[i]), "median_exact": bool(f.exact[i]),
         "sd_ns": _num(f.sd[i]), "n_effective": int(f.neff[i]),
-        "run_estimate_ns": [_num(v) for v in f.run_estimate[:, i].tolist()],
         "ns_per_root_call": _num(f.per_root_time[i]), "run_median_ns": runs,
     }
 

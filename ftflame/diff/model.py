@@ -225,8 +225,8 @@ class SideFigures:
     run_hi: np.ndarray
     excl_per_root_time: np.ndarray  # corrected exclusive ns per root call
     irq_root: np.ndarray  # bool per item: the top of an interrupt subtree
-    # per run and item: the run's estimate, its geometric mean time per call
-    # (ns; NaN where the run lacks the item): the replicates of the test
+    # per run and item: the run's estimate, its median time per call (ns;
+    # NaN where the run lacks the item): the replicates of the test
     run_estimate: np.ndarray = None
     hook_per_call: np.ndarray = None  # ns of hook cost taken out per call
 
@@ -251,9 +251,12 @@ class Table:
     # the mean and the typical call moved in opposite directions (each by
     # at least MEAN_MEDIAN_APART): a few long calls came or went
     disagree: np.ndarray
-    # the change relative to the global drift, (1 + change) / (1 + drift) - 1
-    # (the change itself when there is no drift)
+    # the change relative to the global drift: each run's estimates taken
+    # relative to its run effect (model.run_effects); the change itself
+    # when there is no drift; vs_lo, vs_hi its interval (NaN: no drift)
     vs_drift: np.ndarray
+    vs_lo: np.ndarray = None
+    vs_hi: np.ndarray = None
     # root functions of a corrected diff: the raw change of the typical
     # call, and where raw and corrected changes go opposite ways, what the
     # correction took out that changed (else "")
@@ -293,9 +296,11 @@ class Drift:
     function's change, how many functions were compared and how many moved
     its way. Items are judged against it."""
 
-    change: float  # the median of the functions' changes
+    change: float  # AFTER's run effects against BEFORE's (model.run_effects), as a fraction
     functions: int  # functions compared
     along: int  # of those, moved in the drift's direction
+    # each run's effect on the typical function, as a fraction (before, after)
+    run_effects: tuple = ((), ())
 
     def sentence(self) -> str:
         way = "slower" if self.change > 0 else "faster"
@@ -351,7 +356,7 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
     n, s1, s2, excl, indep = np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m)
     hook = np.zeros(m)
     run_medians = np.full((len(runs_items), m), np.nan)
-    run_log = np.full((len(runs_items), m), np.nan)  # each run's mean log time per call
+    run_log = np.full((len(runs_items), m), np.nan)  # each run's log median time per call
     within = np.zeros(m)  # summed over runs: variance of the log times / independent calls
     within_runs = np.zeros(m)
     exact = np.ones(m, dtype=bool)
@@ -373,10 +378,11 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
         cn, lmean, lvar = stats.log_moments(ri.entry_item, ri.entry_value, ri.entry_weight, len(at))
         lvar = lvar + np.where(ri.exact, 0.0, stats.BUCKET_VAR)
         live = (ri.n > 0) & (cn > 0)
-        run_log[r, at] = np.where(live, lmean, np.nan)
-        # a run's estimate has the sampling error of its independent calls
+        run_log[r, at] = np.where(live, np.log(np.maximum(med, stats.GEO_FLOOR_NS)), np.nan)
+        # a run's median has the sampling error of its independent calls
+        # (pi/2 times a mean's, for calls near log-normal)
         ind = np.maximum(np.minimum(ri.n, ri.indep), 1.0)
-        within[at] += np.where(live, lvar / ind, 0.0)  # one call: its bucket's width alone
+        within[at] += np.where(live, stats.MEDIAN_VAR * lvar / ind, 0.0)  # one call: its bucket's width alone
         within_runs[at] += live
         e_item.append(at[ri.entry_item])
         e_val.append(ri.entry_value)
@@ -387,11 +393,11 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
                np.concatenate(e_w) if e_w else np.zeros(0))
     median = stats.weighted_medians(*entries, m)
     neff = np.minimum(n, indep)
-    _, pmean, pvar = stats.log_moments(*entries, m)
+    _, _, pvar = stats.log_moments(*entries, m)
     pvar = pvar + np.where(exact, 0.0, stats.BUCKET_VAR)
     # the pooled calls' log moments, each item's n its independent calls
     # (for the calls-as-independent interval: one run a side, --runs-identical)
-    pooled_log = (pmean, pvar, neff)
+    pooled_log = (np.log(np.maximum(median, stats.GEO_FLOOR_NS)), stats.MEDIAN_VAR * pvar, neff)
     within = np.divide(within, within_runs, out=np.full(m, np.nan), where=within_runs > 0)
     with np.errstate(all="ignore"):
         lo = np.where(np.isfinite(run_medians).any(axis=0),
@@ -460,49 +466,38 @@ def build(before_runs, after_runs, corrected: bool = True,
     info_b, info_a = _side_info("before", before_runs), _side_info("after", after_runs)
     nruns = (len(items_b), len(items_a))
     tables = {}
-    pooled = {}
     sides = {}
     for level in LEVELS:
         keys = tuple(sorted(set().union(*(ri[level].keys for ri in items_b + items_a))))
         sides[level] = (keys, _pool(level, [ri[level] for ri in items_b], keys, info_b.root_calls),
                         _pool(level, [ri[level] for ri in items_a], keys, info_a.root_calls))
-    # the prior of the run-to-run variances: fitted over the functions that
-    # could be called, used by every level (a root function is a function)
+    # each run's effect on every function at once (the machine's speed in
+    # that run: frequency, host load, cache state), from the functions
+    # measured in every run
     keys, (fb, (lb, wb, _)), (fa, (la, wa, _)) = sides["functions"]
-    s2, dfree = stats.run_variance(lb, la, fb.runs_present, fa.runs_present)
-    fit = _judgeable(fb, fa, np.full(len(keys), stats.BASIS_RUNS), nruns)
-    ratio = s2 / stats.run_scale(wb, wa)
-    prior = stats.variance_prior(ratio[fit], dfree[fit]) if not runs_identical else (0.0, float("nan"))
-    for level in LEVELS:
-        keys, (fb, (lb, wb, pb)), (fa, (la, wa, pa)) = sides[level]
-        change, lo, hi, p, df, basis = stats.interval_tests(
-            lb, la, fb.runs_present, fa.runs_present, wb, wa, pb, pa, runs_identical, prior)
-        pooled[level] = (keys, fb, fa, change, lo, hi, p, df, basis)
-    # the families: an item is in one when it could get a verdict (both
-    # sides, an interval, medians resolved, in enough runs); the primary
-    # claims (root functions, operations) by Holm, the rest by BH
-    family = {}
-    for level in LEVELS:
-        keys, fb, fa, change, lo, hi, p, df, basis = pooled[level]
-        family[level] = np.flatnonzero(_judgeable(fb, fa, basis, nruns))
-    qs = {}
-    for levels, adjust in ((PRIMARY, stats.holm), (SECONDARY, stats.benjamini_hochberg)):
-        allq = adjust(np.concatenate([pooled[lv][6][family[lv]] for lv in levels]))
-        at = 0
-        for lv in levels:
-            q = np.full(len(pooled[lv][0]), np.nan)
-            q[family[lv]] = allq[at:at + len(family[lv])]
-            at += len(family[lv])
-            qs[lv] = q
-    keys, fb, fa, change = pooled["functions"][:4]
-    r = pooled["roots"]
+    u_b, u_a = run_effects(lb, la, fb, fa, nruns)
+    raw = _tests(sides, nruns, runs_identical)
+    keys, fb, fa, change = raw["functions"][:4]
+    r = raw["roots"]
     busiest = int(np.argmax(np.maximum(r[1].per_root_time, r[2].per_root_time))) if len(r[0]) else -1
     drift = global_drift(fb, fa, change, np.flatnonzero(np.isfinite(change)),
                          root_change=float(r[3][busiest]) if busiest >= 0 else float("nan"))
+    judged = raw
+    if drift is not None and len(u_b) and len(u_a):
+        # a drift: every item is judged against it, each run's estimates
+        # taken relative to the run's effect: what runs share (the machine)
+        # is out of both the change and its run-to-run variation
+        drift = Drift(change=float(np.expm1(np.mean(u_a) - np.mean(u_b))), functions=drift.functions,
+                      along=drift.along, run_effects=(tuple(np.expm1(u_b).tolist()), tuple(np.expm1(u_a).tolist())))
+        judged = _tests(sides, nruns, runs_identical, (u_b, u_a))
+    qs = _adjusted(judged, nruns)
     for level in LEVELS:
-        keys, fb, fa, change, lo, hi, p, df, basis = pooled[level]
-        tables[level] = _table(level, keys, fb, fa, change, lo, hi, p, qs[level], min_change,
-                               drift.change if drift else 0.0, nruns, basis, df, runs_identical)
+        keys, fb, fa, change, lo, hi, p, df, basis, prior = raw[level]
+        rel = judged[level]
+        tables[level] = _table(level, keys, fb, fa, change, lo, hi, rel[6], qs[level], min_change,
+                               drift.change if drift else 0.0, nruns, rel[8], rel[7], runs_identical,
+                               vs=(rel[3], rel[4], rel[5]) if drift else None)
+    prior = judged["functions"][9]
     if corrected:
         t = tables["roots"]
         raw_change, raw_why = raw_against_corrected(before_runs, after_runs, t.keys, t.change)
@@ -511,6 +506,68 @@ def build(before_runs, after_runs, corrected: bool = True,
                 corrected=corrected, method=stats.method_text(min_change, mode(nruns, runs_identical)),
                 min_change=min_change, irqs=irqs if corrected else "include", drift=drift,
                 runs_identical=runs_identical, prior=prior)
+
+
+def run_effects(lb, la, fb, fa, nruns) -> tuple:
+    """Each run's effect, in log: the median over the reference functions
+    (measured in every run of both sides, at least DRIFT_MIN_CALLS
+    independent calls a side, medians resolved) of the run's estimate less
+    the function's mean over all runs. Empty arrays when fewer than
+    DRIFT_MIN_FUNCTIONS such functions."""
+    est = np.vstack((lb, la))
+    ref = np.isfinite(est).all(axis=0) & _judgeable(fb, fa, np.full(est.shape[1], stats.BASIS_RUNS), nruns)
+    ref &= np.minimum(fb.neff, fa.neff) >= stats.DRIFT_MIN_CALLS
+    if ref.sum() < stats.DRIFT_MIN_FUNCTIONS:
+        return np.zeros(0), np.zeros(0)
+    e = est[:, ref]
+    u = np.median(e - e.mean(axis=0), axis=1)
+    return u[:lb.shape[0]], u[lb.shape[0]:]
+
+
+def _tests(sides, nruns, runs_identical, effects=None) -> dict:
+    """Per level (keys, fb, fa, change, lo, hi, p, df, basis, prior) of
+    stats.interval_tests, the runs' log estimates less their run effects
+    when given (u_b, u_a). The prior of the run-to-run variances is fitted
+    over the functions that could be called and used by every level (a
+    root function is a function)."""
+    def shifted(lb, la, pb, pa):
+        if effects is None:
+            return lb, la, pb, pa
+        u_b, u_a = effects
+        return (lb - u_b[:, None], la - u_a[:, None], (pb[0] - np.mean(u_b),) + tuple(pb[1:]),
+                (pa[0] - np.mean(u_a),) + tuple(pa[1:]))
+
+    keys, (fb, (lb, wb, pb)), (fa, (la, wa, pa)) = sides["functions"]
+    lb, la, _, _ = shifted(lb, la, pb, pa)
+    s2, dfree = stats.run_variance(lb, la, fb.runs_present, fa.runs_present)
+    fit = _judgeable(fb, fa, np.full(len(keys), stats.BASIS_RUNS), nruns)
+    prior = stats.variance_prior(s2[fit], dfree[fit]) if not runs_identical else (0.0, float("nan"))
+    out = {}
+    for level in LEVELS:
+        keys, (fb, (lb, wb, pb)), (fa, (la, wa, pa)) = sides[level]
+        lb, la, pb, pa = shifted(lb, la, pb, pa)
+        change, lo, hi, p, df, basis = stats.interval_tests(
+            lb, la, fb.runs_present, fa.runs_present, wb, wa, pb, pa, runs_identical, prior)
+        out[level] = (keys, fb, fa, change, lo, hi, p, df, basis, prior)
+    return out
+
+
+def _adjusted(tests, nruns) -> dict:
+    """Per level the adjusted p-values: an item is in a family when it
+    could get a verdict (both sides, an interval, medians resolved, in
+    enough runs); the primary claims (root functions, operations) by Holm,
+    the rest by Benjamini-Hochberg; NaN outside the families."""
+    family = {lv: np.flatnonzero(_judgeable(tests[lv][1], tests[lv][2], tests[lv][8], nruns)) for lv in LEVELS}
+    qs = {}
+    for levels, adjust in ((PRIMARY, stats.holm), (SECONDARY, stats.benjamini_hochberg)):
+        allq = adjust(np.concatenate([tests[lv][6][family[lv]] for lv in levels]))
+        at = 0
+        for lv in levels:
+            q = np.full(len(tests[lv][0]), np.nan)
+            q[family[lv]] = allq[at:at + len(family[lv])]
+            at += len(family[lv])
+            qs[lv] = q
+    return qs
 
 
 def mode(nruns, runs_identical: bool) -> str:
@@ -583,7 +640,8 @@ def raw_against_corrected(before_runs, after_runs, keys, change) -> tuple:
     eb, nb, rb = _root_raw(before_runs, keys)
     ea, na, ra = _root_raw(after_runs, keys)
     with np.errstate(all="ignore"):
-        raw_change = np.expm1(stats.log_moments(*ea, len(keys))[1] - stats.log_moments(*eb, len(keys))[1])
+        raw_change = np.where((nb > 0) & (na > 0), stats.weighted_medians(*ea, len(keys)) /
+                              stats.weighted_medians(*eb, len(keys)) - 1.0, np.nan)
     apart = stats.MEAN_MEDIAN_APART
     why = []
     for i in range(len(keys)):
@@ -627,17 +685,21 @@ def global_drift(fb, fa, change, tested, root_change: float = float("nan")):
 
 
 def _table(level, keys, fb, fa, change, lo, hi, p, q, min_change, drift=0.0, nruns=(1, 1),
-           basis=None, df=None, runs_identical: bool = False) -> Table:
+           basis=None, df=None, runs_identical: bool = False, vs=None) -> Table:
+    """One level's table. change, lo, hi: the change and its interval;
+    p, q, basis, df: the test the verdict stands on; vs: with a drift,
+    (change, lo, hi) against it (the runs taken relative to their run
+    effects), which the verdict is on."""
     m = len(keys)
     basis = tuple(basis) if basis is not None else (stats.BASIS_NONE,) * m
     present_b, present_a = fb.calls > 0, fa.calls > 0
     with np.errstate(all="ignore"):
-        rel, rel_lo, rel_hi = ((1.0 + x) / (1.0 + drift) - 1.0 for x in (change, lo, hi))
+        rel, rel_lo, rel_hi = vs if vs is not None else (change, lo, hi)
         mean_change = np.where(present_b & present_a & (fb.mean > 0), fa.mean / fb.mean - 1.0, np.nan)
     slower = rel > 0
     significant = np.nan_to_num(q, nan=1.0) <= stats.ALPHA
     # against a drift, the interval has to leave the drift out, not only 0
-    beyond_drift = (rel_lo > 0) | (rel_hi < 0) if drift else np.ones(m, dtype=bool)
+    beyond_drift = (rel_lo > 0) | (rel_hi < 0) if vs is not None else np.ones(m, dtype=bool)
     big = np.abs(np.nan_to_num(rel)) >= min_change
     resolved = np.minimum(fb.median, fa.median) >= stats.MIN_TIME_NS
     # a side of several runs: the item called in at least two of them (a
@@ -662,7 +724,7 @@ def _table(level, keys, fb, fa, change, lo, hi, p, q, min_change, drift=0.0, nru
             why.append(_few_runs(fb.runs_present[i], fa.runs_present[i], nruns) if not seen[i] else
                        stats.UNRESOLVED if not resolved[i] else
                        "" if not significant[i] else
-                       f"within the global drift ({drift * 100:+.1f}%)" if not (beyond_drift[i] and big[i]) and drift else
+                       f"within the global drift ({drift * 100:+.1f}%)" if not (beyond_drift[i] and big[i]) and vs is not None else
                        f"below {min_change * 100:g}%")
     apart_mm = stats.MEAN_MEDIAN_APART
     disagree = (np.abs(np.nan_to_num(mean_change)) >= apart_mm) & (np.abs(np.nan_to_num(change)) >= apart_mm) & \
@@ -670,7 +732,9 @@ def _table(level, keys, fb, fa, change, lo, hi, p, q, min_change, drift=0.0, nru
     return Table(level=level, keys=keys, before=fb, after=fa, change=change, ci_lo=lo, ci_hi=hi,
                  p=p, q=q, verdict=tuple(verdict), why=tuple(why),
                  delta_per_root=fa.per_root_time - fb.per_root_time,
-                 mean_change=mean_change, disagree=disagree, vs_drift=rel, basis=basis,
+                 mean_change=mean_change, disagree=disagree, vs_drift=rel,
+                 vs_lo=rel_lo if vs is not None else np.full(m, np.nan),
+                 vs_hi=rel_hi if vs is not None else np.full(m, np.nan), basis=basis,
                  df=df if df is not None else np.full(m, np.nan),
                  p_text=tuple(stats.p_text(x) for x in np.asarray(p, dtype=float).tolist()),
                  q_text=tuple(stats.p_text(x) for x in np.asarray(q, dtype=float).tolist()))

@@ -257,6 +257,9 @@ BASIS_RUNS = "runs"  # t over the runs' estimates (several runs on a side)
 # each side do not make an interval of zero width around a change of a
 # whole bucket.
 BUCKET_VAR = (math.log(2.0) / 16.0) ** 2 / 12.0
+# The sampling variance of a median of n calls is about pi/2 times that of
+# their mean (exactly so for normal values; the log times are near enough).
+MEDIAN_VAR = math.pi / 2.0
 BASIS_CALLS = "calls"  # calls taken as independent (one run a side, or --runs-identical)
 BASIS_NONE = ""  # not compared (a side without calls, or too few)
 
@@ -466,15 +469,6 @@ def run_variance(est_b, est_a, k_b, k_a):
     return s2, d
 
 
-def run_scale(within_b, within_a):
-    """Per item, the variance one run's estimate has from its calls'
-    scatter alone (the mean of the sides' within-run sampling variances;
-    at least 1e-12, so that a ratio to it is defined)."""
-    with np.errstate(all="ignore"):
-        w = _nanmean(np.vstack((within_b, within_a)))
-    return np.fmax(np.nan_to_num(w, nan=0.0), 1e-12)
-
-
 def variance_prior(s2, d):
     """The prior of the items' run-to-run variances (Smyth 2004, limma's
     fitFDist): s2 ~ s0^2 F(d, d0), d0 and s0^2 by the moments of log s2.
@@ -499,7 +493,7 @@ def interval_tests(est_b, est_a, k_b, k_a, within_b, within_a, pooled_b, pooled_
                    prior=(0.0, float("nan"))):
     """Per item: (change, lo, hi, p, df, basis) of AFTER against BEFORE.
 
-    est_*: (runs, items) each run's mean log time per call (NaN where the
+    est_*: (runs, items) each run's log median time per call (NaN where the
     run lacks the item); k_*: runs with the item; within_*: per item the
     mean over its runs of (variance of the log times / independent calls):
     the sampling variance of one run's estimate; pooled_*: (mean log,
@@ -511,12 +505,13 @@ def interval_tests(est_b, est_a, k_b, k_a, within_b, within_a, pooled_b, pooled_
     of all functions' variances (Smyth 2004: (d0 s0^2 + d s^2) / (d0 + d),
     df d0 + d): with 3 runs a side an item's own variance has 4 df, too
     few to tell thousands of items apart, and the functions of one pair of
-    machines share much of their run-to-run variation. One run on one side
-    adds no df (the other side's spread stands for both). The standard
-    error is at least the runs' within-run sampling error (a side whose
-    runs happen to agree has not shown a zero spread). One run a side (or
+    machines share part of their run-to-run variation. One run on one side
+    adds no df (the other side's spread stands for both). Runs that agree
+    to the last digit have not shown a zero spread: then the runs'
+    within-run sampling error stands for it. One run a side (or
     runs_identical): the calls as independent observations (n = root calls
-    that called the item), Welch's t, basis "calls". change = ratio of the
+    that called the item), Welch's t on the medians (a median's variance
+    pi/2 times a mean's), basis "calls". change = ratio of the
     estimates - 1; the interval is symmetric around it in log: the
     estimate lies inside, and its width is 0 only when neither side's
     values vary at all."""
@@ -535,16 +530,11 @@ def interval_tests(est_b, est_a, k_b, k_a, within_b, within_a, pooled_b, pooled_
         runs = both & (not runs_identical) & ((k_b >= 2) | (k_a >= 2))
         calls = both & ~runs
         s2, d = run_variance(est_b, est_a, k_b, k_a)
-        # the prior is of the variance in units of the item's own within-run
-        # sampling variance (run_scale): how much more runs differ than
-        # their calls' scatter alone explains
-        scale = run_scale(within_b, within_a)
-        r = s2 / scale
-        d0, r0 = prior
+        d0, s0 = prior
         if d0 == float("inf"):
-            mod, dft = np.full(m, r0) * scale, np.full(m, np.inf)
+            mod, dft = np.full(m, s0), np.full(m, np.inf)
         elif d0 > 0:
-            mod, dft = (d0 * r0 + d * np.nan_to_num(r)) / (d0 + d) * scale, d0 + d
+            mod, dft = (d0 * s0 + d * np.nan_to_num(s2)) / (d0 + d), d0 + d
         else:
             mod, dft = s2, d
         delta = np.full(m, np.nan)

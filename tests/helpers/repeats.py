@@ -83,3 +83,40 @@ def main(argv) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+def median_ns(runs, func: str) -> float:
+    """func's median corrected time per call over the runs pooled."""
+    d = model.build(tuple(runs), tuple(runs))
+    t = d.table("functions")
+    return float(t.before.median[t.keys.index(func)])
+
+
+def sensitivity(texts, func: str, frac: float, workdir: str, k: int = 3, runs=None):
+    """Every split of the runs' `trace-cmd report` texts into k BEFORE and
+    k AFTER, func slowed in the AFTER runs by frac of its median corrected
+    time per call (helpers.inject): per split (before, after, verdict,
+    change, interval, against the drift and its interval, drift), the
+    truth being +frac."""
+    import os
+
+    from helpers import inject
+
+    runs = runs if runs is not None else read(texts)
+    add = frac * median_ns(runs, func)
+    slowed = []
+    for i, src in enumerate(texts):
+        dst = os.path.join(workdir, f"inj-{func}-{frac:g}-{i}.txt")
+        if not os.path.exists(dst):
+            inject.inject_file(src, dst, func, add)
+        slowed.append(dst)
+    slow_runs = read(slowed)
+    out = []
+    for b, a in comparisons(runs, k):
+        d = model.build(tuple(runs[i] for i in b), tuple(slow_runs[i] for i in a))
+        t = d.table("functions")
+        i = t.keys.index(func)
+        out.append((b, a, t.verdict[i], t.change[i], (t.ci_lo[i], t.ci_hi[i]), t.vs_drift[i],
+                    (t.vs_lo[i], t.vs_hi[i]), d.drift.change if d.drift else None, t.q[i],
+                    called(d)["functions"]))
+    return add, out
