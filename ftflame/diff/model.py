@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ftflame.correct import operations
-from ftflame.model.profile import NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, bucket_mids
+from ftflame.model.profile import (
+    NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, bucket_mids, hist_lower, hist_upper)
 
 from . import stats
 from .options import MIN_CHANGE
@@ -54,6 +55,9 @@ class RunItems:
     # the hook cost the correction took out, summed (ns): what another
     # calibration would move (checks.calibration_warning)
     hook: np.ndarray = None
+    # the width (ns) of each entry's histogram bucket, 0 for exact values:
+    # a median inside a bucket is interpolated (stats.weighted_medians)
+    entry_width: np.ndarray = None
 
 
 def path_keys(p: Profile) -> list:
@@ -94,6 +98,9 @@ def _node_sums(p: Profile):
         else np.zeros(0)
     cnt = h.counts.astype(np.float64)
     values = np.maximum(mids - hook[row_of_entry], 0.0)
+    widths = (hist_upper(h.buckets.astype(np.int64)) - hist_lower(h.buckets.astype(np.int64))).astype(np.float64) \
+        if len(h.buckets) else np.zeros(0)
+    widths = np.where(h.buckets < 16, 0.0, widths) if len(h.buckets) else widths  # exact below HIST_SUB ns
     hn = np.bincount(row_of_entry, weights=cnt, minlength=p.nrows)
     hm2 = np.bincount(row_of_entry, weights=cnt * values * values, minlength=p.nrows)
     s2 = np.divide(hm2 * n, hn, out=np.zeros(p.nrows), where=hn > 0)
@@ -114,13 +121,14 @@ def _node_sums(p: Profile):
         row_of_entry = np.concatenate((row_of_entry[~drop], snode))
         values = np.concatenate((values[~drop], sdur))
         cnt = np.concatenate((cnt[~drop], np.ones(len(sdur))))
+        widths = np.concatenate((widths[~drop], np.zeros(len(sdur))))
     hook_sum = np.asarray(c.overhead, dtype=np.float64) if c.overhead is not None else np.zeros(p.nrows)
-    return n, s1, s2, row_of_entry, values, cnt, exact, np.asarray(c.excl, dtype=np.float64), hook_sum
+    return n, s1, s2, row_of_entry, values, cnt, exact, np.asarray(c.excl, dtype=np.float64), hook_sum, widths
 
 
 def run_items(p: Profile) -> dict:
     """{level: RunItems} for one run."""
-    n, s1, s2, erow, evalue, ecount, exact, excl, hook = _node_sums(p)
+    n, s1, s2, erow, evalue, ecount, exact, excl, hook, ewidth = _node_sums(p)
     live = n > 0
     out = {}
     pkeys = path_keys(p)
@@ -151,6 +159,7 @@ def run_items(p: Profile) -> dict:
             keys=tuple(names), n=np.bincount(it, weights=n[sel], minlength=m),
             s1=np.bincount(it, weights=s1[sel], minlength=m), s2=np.bincount(it, weights=s2[sel], minlength=m),
             entry_item=item_of_row[erow][ent], entry_value=evalue[ent], entry_weight=ecount[ent],
+            entry_width=ewidth[ent],
             exact=all_exact, excl=np.bincount(it, weights=excl[sel], minlength=m),
             irq_root=np.bincount(it, weights=irq_top[sel].astype(float), minlength=m) > 0,
             indep=np.bincount(it, weights=indep_of_row[sel], minlength=m),
@@ -202,7 +211,7 @@ def operation_items(p: Profile) -> RunItems:
         s1=np.bincount(item, weights=dur, minlength=m), s2=np.bincount(item, weights=dur * dur, minlength=m),
         entry_item=item, entry_value=dur, entry_weight=np.ones(len(dur)),
         exact=np.ones(m, dtype=bool), excl=np.zeros(m), irq_root=np.zeros(m, dtype=bool),
-        indep=np.bincount(item, minlength=m).astype(np.float64), hook=np.zeros(m))
+        indep=np.bincount(item, minlength=m).astype(np.float64), hook=np.zeros(m), entry_width=np.zeros(len(dur)))
 
 
 # ---- a side: its runs pooled -----------------------------------------------
@@ -361,7 +370,7 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
     within_runs = np.zeros(m)
     exact = np.ones(m, dtype=bool)
     irq_root = np.zeros(m, dtype=bool)
-    e_item, e_val, e_w = [], [], []
+    e_item, e_val, e_w, e_width = [], [], [], []
     for r, ri in enumerate(runs_items):
         at = np.fromiter((index[k] for k in ri.keys), dtype=np.int64, count=len(ri.keys))
         n[at] += ri.n
@@ -373,10 +382,9 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
         exact[at] &= ri.exact
         if ri.hook is not None:
             hook[at] += ri.hook
-        med = stats.weighted_medians(ri.entry_item, ri.entry_value, ri.entry_weight, len(at))
+        med = stats.weighted_medians(ri.entry_item, ri.entry_value, ri.entry_weight, len(at), ri.entry_width)
         run_medians[r, at] = np.where(ri.n > 0, med, np.nan)
         cn, lmean, lvar = stats.log_moments(ri.entry_item, ri.entry_value, ri.entry_weight, len(at))
-        lvar = lvar + np.where(ri.exact, 0.0, stats.BUCKET_VAR)
         live = (ri.n > 0) & (cn > 0)
         run_log[r, at] = np.where(live, np.log(np.maximum(med, stats.GEO_FLOOR_NS)), np.nan)
         # a run's median has the sampling error of its independent calls
@@ -387,14 +395,14 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
         e_item.append(at[ri.entry_item])
         e_val.append(ri.entry_value)
         e_w.append(ri.entry_weight)
+        e_width.append(ri.entry_width)
     mean, var = stats.moments_mean_var(n, s1, s2)
     entries = (np.concatenate(e_item) if e_item else np.zeros(0, np.int64),
                np.concatenate(e_val) if e_val else np.zeros(0),
                np.concatenate(e_w) if e_w else np.zeros(0))
-    median = stats.weighted_medians(*entries, m)
+    median = stats.weighted_medians(*entries, m, np.concatenate(e_width) if e_width else np.zeros(0))
     neff = np.minimum(n, indep)
     _, _, pvar = stats.log_moments(*entries, m)
-    pvar = pvar + np.where(exact, 0.0, stats.BUCKET_VAR)
     # the pooled calls' log moments, each item's n its independent calls
     # (for the calls-as-independent interval: one run a side, --runs-identical)
     pooled_log = (np.log(np.maximum(median, stats.GEO_FLOOR_NS)), stats.MEDIAN_VAR * pvar, neff)
@@ -540,6 +548,7 @@ def _tests(sides, nruns, runs_identical, effects=None) -> dict:
     keys, (fb, (lb, wb, pb)), (fa, (la, wa, pa)) = sides["functions"]
     lb, la, _, _ = shifted(lb, la, pb, pa)
     s2, dfree = stats.run_variance(lb, la, fb.runs_present, fa.runs_present)
+    s2 = np.fmax(s2, _resolution(fb, fa))
     fit = _judgeable(fb, fa, np.full(len(keys), stats.BASIS_RUNS), nruns)
     prior = stats.variance_prior(s2[fit], dfree[fit]) if not runs_identical else (0.0, float("nan"))
     out = {}
@@ -547,9 +556,15 @@ def _tests(sides, nruns, runs_identical, effects=None) -> dict:
         keys, (fb, (lb, wb, pb)), (fa, (la, wa, pa)) = sides[level]
         lb, la, pb, pa = shifted(lb, la, pb, pa)
         change, lo, hi, p, df, basis = stats.interval_tests(
-            lb, la, fb.runs_present, fa.runs_present, wb, wa, pb, pa, runs_identical, prior)
+            lb, la, fb.runs_present, fa.runs_present, wb, wa, pb, pa, runs_identical, prior, _resolution(fb, fa))
         out[level] = (keys, fb, fa, change, lo, hi, p, df, basis, prior)
     return out
+
+
+def _resolution(fb, fa) -> np.ndarray:
+    """Per item, the least variance of a run's log median: a histogram
+    bucket's (stats.BUCKET_VAR) unless every call's value is known."""
+    return np.where(fb.exact & fa.exact, 0.0, stats.BUCKET_VAR)
 
 
 def _adjusted(tests, nruns) -> dict:
@@ -581,14 +596,16 @@ def mode(nruns, runs_identical: bool) -> str:
 
 def _judgeable(fb, fa, basis, nruns) -> np.ndarray:
     """Items that could get a verdict: called on both sides, with an
-    interval, medians of at least MIN_TIME_NS on both, and on a side of
-    several runs called in at least two of them. Leaving the others out of
+    interval, medians of at least MIN_TIME_NS and at least MIN_CALLS_JUDGED
+    independent calls on both, and on a side of several runs called in at
+    least two of them. Leaving the others out of
     the multiple-comparison families (they cannot be called whatever their
     p) is the independent filtering of Bourgon et al. (2010): the filter
     does not look at the change."""
     need_b, need_a = min(2, nruns[0]), min(2, nruns[1])
     return ((fb.calls > 0) & (fa.calls > 0) & (np.asarray(basis) != stats.BASIS_NONE)
             & (np.minimum(fb.median, fa.median) >= stats.MIN_TIME_NS)
+            & (np.minimum(fb.neff, fa.neff) >= stats.MIN_CALLS_JUDGED)
             & (fb.runs_present >= need_b) & (fa.runs_present >= need_a))
 
 
@@ -706,6 +723,7 @@ def _table(level, keys, fb, fa, change, lo, hi, p, q, min_change, drift=0.0, nru
     # burst in one run is that run's, not the side's)
     need_b, need_a = min(2, nruns[0]), min(2, nruns[1])
     seen = (fb.runs_present >= need_b) & (fa.runs_present >= need_a)
+    enough = np.minimum(fb.neff, fa.neff) >= stats.MIN_CALLS_JUDGED
     # one run a side: the interval is the calls' of one run; how much two
     # runs of the same workload differ is not in it: no verdict
     unmeasured = max(nruns) < 2 and not runs_identical
@@ -717,12 +735,13 @@ def _table(level, keys, fb, fa, change, lo, hi, p, q, min_change, drift=0.0, nru
             verdict.append("gone"), why.append("")
         elif unmeasured:
             verdict.append(NO_VERDICT), why.append(ONE_RUN)
-        elif significant[i] and beyond_drift[i] and big[i] and resolved[i] and seen[i]:
+        elif significant[i] and beyond_drift[i] and big[i] and resolved[i] and seen[i] and enough[i]:
             verdict.append("slower" if slower[i] else "faster"), why.append("")
         else:
             verdict.append("no change")
             why.append(_few_runs(fb.runs_present[i], fa.runs_present[i], nruns) if not seen[i] else
                        stats.UNRESOLVED if not resolved[i] else
+                       stats.FEW_CALLS if not enough[i] else
                        "" if not significant[i] else
                        f"within the global drift ({drift * 100:+.1f}%)" if not (beyond_drift[i] and big[i]) and vs is not None else
                        f"below {min_change * 100:g}%")

@@ -67,6 +67,11 @@ METHOD = ("{estimate}; {interval}; p-values adjusted over the items that could b
 # 1 us per call, and are within the calibration's own error.
 MIN_TIME_NS = 100.0
 UNRESOLVED = "under 0.1 us per call (within the calibration's error)"
+# An item with fewer independent calls (root calls that called it) on a
+# side is described, not judged: a few calls are the work of a few
+# requests (an RCU callback batch, a page reclaim), not of the side.
+MIN_CALLS_JUDGED = 10
+FEW_CALLS = f"fewer than {MIN_CALLS_JUDGED} independent calls on a side"
 LOG_FLOOR_NS = 1.0  # a corrected time of 0 (clamped) compares as 1 ns
 # Global drift (ftflame.diff.model.global_drift): the median change of the
 # functions with at least DRIFT_MIN_CALLS independent calls a side, when at
@@ -221,15 +226,21 @@ def benjamini_hochberg(p) -> np.ndarray:
     return out
 
 
-def weighted_medians(keys: np.ndarray, values: np.ndarray, weights: np.ndarray, nkeys: int) -> np.ndarray:
-    """Per key, the lower weighted median of its values (the value where
-    the running weight first reaches half); 0 for a key without values.
-    One sort for all keys."""
+def weighted_medians(keys: np.ndarray, values: np.ndarray, weights: np.ndarray, nkeys: int,
+                     widths: np.ndarray | None = None) -> np.ndarray:
+    """Per key, the weighted median of its values; 0 for a key without
+    values. An entry with a width (a histogram bucket's, ns) stands for
+    calls spread evenly over it: the median is interpolated inside the
+    bucket where the running weight reaches half (the grouped-data
+    median), so that it moves smoothly with the calls instead of a whole
+    bucket (3 to 6%) at once; entries of width 0 are exact values (the
+    lower weighted median). One sort for all keys."""
     out = np.zeros(nkeys)
     if not len(keys):
         return out
     order = np.lexsort((values, keys))
     k, v, w = keys[order], values[order], np.asarray(weights, dtype=np.float64)[order]
+    wd = np.asarray(widths, dtype=np.float64)[order] if widths is not None and len(widths) else np.zeros(len(k))
     starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
     cw = np.cumsum(w)
     base = np.repeat(np.r_[0.0, cw[starts[1:] - 1]], np.diff(np.r_[starts, len(k)]))
@@ -239,7 +250,9 @@ def weighted_medians(keys: np.ndarray, values: np.ndarray, weights: np.ndarray, 
     # first reaching entry per key: among reached entries, the first of each key
     idx = np.flatnonzero(reached)
     first = idx[np.r_[True, k[idx][1:] != k[idx][:-1]]]
-    out[k[first]] = v[first]
+    frac = np.divide(total[first] / 2.0 - (within[first] - w[first]), w[first], out=np.full(len(first), 0.5),
+                     where=w[first] > 0)
+    out[k[first]] = np.maximum(v[first] + (np.clip(frac, 0.0, 1.0) - 0.5) * wd[first], 0.0)
     return out
 
 
@@ -490,7 +503,7 @@ def variance_prior(s2, d):
 
 
 def interval_tests(est_b, est_a, k_b, k_a, within_b, within_a, pooled_b, pooled_a, runs_identical: bool,
-                   prior=(0.0, float("nan"))):
+                   prior=(0.0, float("nan")), resolution=None):
     """Per item: (change, lo, hi, p, df, basis) of AFTER against BEFORE.
 
     est_*: (runs, items) each run's log median time per call (NaN where the
@@ -498,7 +511,10 @@ def interval_tests(est_b, est_a, k_b, k_a, within_b, within_a, pooled_b, pooled_
     mean over its runs of (variance of the log times / independent calls):
     the sampling variance of one run's estimate; pooled_*: (mean log,
     variance of log, independent calls) over the side's calls pooled;
-    prior: (d0, s0^2) of variance_prior.
+    prior: (d0, s0^2) of variance_prior; resolution: per item the least
+    variance a run's estimate can have (BUCKET_VAR for values read from
+    the histograms: a run's median is known to its bucket, and runs whose
+    medians fall in one bucket have not shown that they agree closer).
 
     A side of several runs (the default): Student's t on the runs'
     estimates with the item's run-to-run variance moderated by the prior
@@ -530,6 +546,8 @@ def interval_tests(est_b, est_a, k_b, k_a, within_b, within_a, pooled_b, pooled_
         runs = both & (not runs_identical) & ((k_b >= 2) | (k_a >= 2))
         calls = both & ~runs
         s2, d = run_variance(est_b, est_a, k_b, k_a)
+        if resolution is not None:
+            s2 = np.where(d > 0, np.fmax(s2, resolution), s2)
         d0, s0 = prior
         if d0 == float("inf"):
             mod, dft = np.full(m, s0), np.full(m, np.inf)
@@ -552,6 +570,8 @@ def interval_tests(est_b, est_a, k_b, k_a, within_b, within_a, pooled_b, pooled_
         ok = calls & (nb >= 2) & (na >= 2)
         delta[calls] = (ma - mb)[calls]
         eb, ea = (varb / nb)[ok], (vara / na)[ok]
+        if resolution is not None:  # each side's median is known to its bucket's width
+            eb, ea = eb + resolution[ok], ea + resolution[ok]
         se2[ok] = eb + ea
         df[ok] = np.where(eb + ea > 0, (eb + ea) ** 2 / (eb * eb / (nb[ok] - 1) + ea * ea / (na[ok] - 1)), np.inf)
         have = np.isfinite(se2) & np.isfinite(delta) & (df > 0)
