@@ -81,7 +81,8 @@ def table_data(d) -> dict:
         "prb": cat(lambda t: t.before.per_root, 4), "pra": cat(lambda t: t.after.per_root, 4),
         "delta": cat(lambda t: t.delta_per_root, 1),
         "disagree": cat(lambda t: [bool(x) for x in t.disagree]),
-        "vsd": cat(lambda t: t.vs_drift, 4), "drift": d.drift is not None,
+        "vsd": cat(lambda t: t.vs_drift, 4), "vslo": cat(lambda t: t.vs_lo, 4), "vshi": cat(lambda t: t.vs_hi, 4),
+        "drift": d.drift is not None,
     }
 
 
@@ -91,18 +92,18 @@ HEAD_CHANGES = 5
 
 
 def _verdict_row(t, i) -> dict:
-    """One item of the headline: its verdict, change and interval (only
-    where there is a verdict), medians and means, the mean/median flag."""
+    """One item of the headline: its verdict, change and interval (and
+    against the drift, when there is one), adjusted p, medians and means,
+    the mean/median flag."""
     from .diff_text import interval, pct
 
-    judged = t.verdict[i] in ("slower", "faster")
     both = bool(t.before.calls[i] and t.after.calls[i])
     return {
         "name": t.keys[i], "verdict": t.verdict[i], "why": t.why[i],
         # estimate and interval wherever both sides have calls, verdict or not
         "change": f"{pct(t.change[i])} {interval(t.ci_lo[i], t.ci_hi[i])}" + (
-            f" ({pct(t.vs_drift[i])} against the drift)" if judged and abs(t.vs_drift[i] - t.change[i]) > 1e-9
-            else "") if both else "",
+            f" ({pct(t.vs_drift[i])} {interval(t.vs_lo[i], t.vs_hi[i])} against the drift)"
+            if t.vs_lo is not None and np.isfinite(t.vs_lo[i]) else "") if both else "",
         "q": t.q_text[i] if both and t.q_text[i] != "-" else "",
         "median": f"{us(t.before.median[i], 0, 1)} \u2192 {us(t.after.median[i], 0, 1)}" if both else "",
         "mean": f"{us(t.before.mean[i], 0, 1)} \u2192 {us(t.after.mean[i], 0, 1)} ({pct(t.mean_change[i])})"

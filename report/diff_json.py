@@ -46,7 +46,9 @@ def rows(t, start: int = 0, stop: int | None = None) -> list:
         row.update({
             "verdict": t.verdict[i], "why": t.why[i] or None,
             "change": _num(t.change[i], 4), "ci95": [_num(t.ci_lo[i], 4), _num(t.ci_hi[i], 4)],
-            "change_vs_drift": _num(t.vs_drift[i], 4), "mean_change": _num(t.mean_change[i], 4),
+            "change_vs_drift": _num(t.vs_drift[i], 4),
+            "ci95_vs_drift": [_num(t.vs_lo[i], 4), _num(t.vs_hi[i], 4)],
+            "mean_change": _num(t.mean_change[i], 4),
             "mean_median_disagree": bool(t.disagree[i]),
             **({"raw_change": _num(t.raw_change[i], 4), "raw_vs_corrected": t.raw_why[i] or None}
                if t.raw_change is not None else {}),
@@ -79,12 +81,15 @@ def document_head(d) -> dict:
         "schema": SCHEMA, "tool": f"ftflame {__version__}",
         "figures": "corrected" if d.corrected else "raw",
         "method": d.method, "alpha": d.alpha, "min_change": d.min_change,
-        "verdict_on": "the geometric mean time per call, each run's, the runs as the replicates"
-        if not d.runs_identical else "the geometric mean time per call, the calls taken as independent "
+        "verdict_on": "the median time per call, each run's, the runs as the replicates"
+        if not d.runs_identical else "the median time per call, the calls taken as independent "
         "(--runs-identical)",
         "runs_identical": d.runs_identical,
         "drift": None if d.drift is None else {"change": _num(d.drift.change, 4), "functions": d.drift.functions,
-                                               "along": d.drift.along, "text": d.drift.sentence()},
+                                               "along": d.drift.along, "text": d.drift.sentence(),
+                                               "run_effects": {"before": [_num(x, 4) for x in d.drift.run_effects[0]],
+                                                               "after": [_num(x, 4) for x in d.drift.run_effects[1]]}},
+        "prior": {"df": _num(d.prior[0], 2), "run_variance": _num(d.prior[1], 6)},
         "before": side(d.before), "after": side(d.after), "warnings": list(d.warnings),
     }
 

@@ -64,8 +64,8 @@ def _verdict(t, i) -> str:
     if v in ("new", "gone"):
         return v
     out = f"{v} {pct(t.change[i])} {interval(t.ci_lo[i], t.ci_hi[i])}"
-    if v in ("slower", "faster") and abs(t.vs_drift[i] - t.change[i]) > 1e-9:
-        out += f" ({pct(t.vs_drift[i])} against the drift)"
+    if t.vs_lo is not None and math.isfinite(t.vs_lo[i]):  # a drift: the verdict is on this
+        out += f" ({pct(t.vs_drift[i])} {interval(t.vs_lo[i], t.vs_hi[i])} against the drift)"
     return out + (f" ({t.why[i]})" if t.why[i] else "")
 
 
@@ -92,13 +92,13 @@ def verdict_basis(d) -> str:
     nb, na = len(d.before.runs), len(d.after.runs)
     if d.runs_identical:
         return ("Calls taken as independent (--runs-identical): the intervals leave out how much runs of the "
-                "same workload differ; the change is of the geometric mean time per call, 95% interval.")
+                "same workload differ; the change is of the median time per call, 95% interval.")
     if max(nb, na) < 2:
         return ("One run a side: how much two runs of the same workload differ is not measured, so no verdict "
-                "is given; the change (geometric mean time per call) and its interval are the calls' of one "
+                "is given; the change (median time per call) and its interval are the calls' of one "
                 "run.")
-    return (f"The runs are the replicates ({nb} vs {na}): the change is of the geometric mean time per call, "
-            "its 95% interval from the run-to-run variation (Welch's t over the runs).")
+    return (f"The runs are the replicates ({nb} vs {na}): the change is of the median time per call (the "
+            "typical call), its 95% interval from the run-to-run variation (a t-test over the runs' medians).")
 
 
 def headline(d) -> list:
@@ -176,8 +176,8 @@ ROW = "{v:<6} {c:>7} {ci:>17} {b:>9} {a:>9}  {n}"
 
 
 def significant(d) -> list:
-    lines = ["", "Significant changes (us per call, median; change: ratio of geometric means;",
-             "the largest effect per root call first)"]
+    lines = ["", "Significant changes (us per call, median; change: ratio of the medians; the",
+             "largest effect per root call first)"]
     total = sum(len(t) for t in d.tables.values())
     found = 0
     for level, title, top in (("functions", "functions", TOP_SIGNIFICANT), ("paths", "call paths", TOP_PATHS)):
@@ -206,7 +206,7 @@ def significant(d) -> list:
 
 def roots(d) -> list:
     t = d.table("roots")
-    lines = ["", "Root functions (us per call: mean, median; run-to-run range of the runs' geometric means)"]
+    lines = ["", "Root functions (us per call: mean, median; run-to-run range of the runs' medians)"]
     if not len(t):
         return lines + ["  none"]
     for i in _busiest(t):
@@ -221,7 +221,7 @@ def roots(d) -> list:
             lines.append(f"  {side:<6} {int(f.calls[i]):>7,} calls  mean {us(f.mean[i], 10, 1)}  "
                          f"median {us(f.median[i], 10, 1)}{spread}")
         if t.before.calls[i] and t.after.calls[i]:
-            lines.append(f"  change {pct(t.change[i])} (geometric mean), 95% interval "
+            lines.append(f"  change {pct(t.change[i])} (typical call), 95% interval "
                          f"{interval(t.ci_lo[i], t.ci_hi[i])}, adjusted p {t.q_text[i]}")
             if t.disagree[i]:
                 lines.append(f"  the mean moved the other way ({pct(t.mean_change[i])}): a few long calls")

@@ -223,7 +223,7 @@ FTD.table = (function () {
         td.textContent = c[1](i);
         td.className = k === 1 ? "verdict v-" + VNAME[T.verdict[i]].replace(" ", "-") : c[3];
         if (k === 2 && T.drift && judged(i)) {  /* the change the verdict was judged on */
-          var rel = document.createElement("span"); rel.className = "why"; rel.textContent = FTD.pct(T.vsd[i]) + " against the drift"; td.appendChild(rel);
+          var rel = document.createElement("span"); rel.className = "why"; rel.textContent = FTD.pct(T.vsd[i]) + " " + FTD.ci(T.vslo[i], T.vshi[i]) + " against the drift"; td.appendChild(rel);
         }
         if (k === 1 && T.why[i]) {  /* what held a p-value back: under the verdict */
           var why = document.createElement("span"); why.className = "why"; why.textContent = T.why[i]; td.appendChild(why);

@@ -134,7 +134,6 @@ def test_the_same_p_value_prints_the_same_in_every_output(tiny_p):
     doc = json.loads(diff_json.render(d))
     html = diff_html.render(d)
     data = diff_html.page_data(d)
-    r = d.table("roots")
     flat = " ".join(line.strip() for line in text.splitlines())
     text_roots = re.findall(r"95% interval \[[^\]]*\]%?, adjusted p (\S+)", flat)
     assert [float(x) for x in text_roots] == [r["p_adjusted"] for r in doc["roots"]]

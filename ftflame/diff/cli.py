@@ -32,14 +32,18 @@ examples:
 statistics (docs/diff.md):
   values      each call's corrected time: exact for root calls, from the
               1/16-wide histograms elsewhere; means exact (corrected sums)
-  change      ratio AFTER / BEFORE of the geometric mean time per call - 1
-              (each run's geometric mean, averaged over the side's runs; an
-              outlier 50x the rest moves it by log(50)/n, not 49/n)
-  interval    95%, Welch's t over the runs' estimates: the runs are the
-              replicates, so run-to-run variation sets the width. One run a
-              side cannot measure it: estimate and a within-run interval,
-              no faster/slower verdict (--runs-identical takes the calls as
-              independent; the output says so)
+  change      ratio AFTER / BEFORE of the median time per call - 1 (each
+              run's median, averaged in log over the side's runs; an outlier
+              50x the rest counts as one call, not as 50)
+  interval    95%, a t-test over the runs' medians: the runs are the
+              replicates, so run-to-run variation sets the width (each
+              item's variance moderated by all functions' variances: Smyth's
+              limma). When the root and most functions moved together (a
+              drift), each run's figures are taken relative to its effect.
+              One run a side cannot measure run-to-run variation: estimate
+              and a within-run interval (Welch), no faster/slower verdict
+              (--runs-identical takes the calls as independent; the output
+              says so)
   verdict     p-values adjusted over the items that could be called: Holm
               over the root functions and operations (the primary claims),
               Benjamini-Hochberg (FDR 5%) over functions and call paths;

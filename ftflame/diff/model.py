@@ -17,7 +17,15 @@ import numpy as np
 
 from ftflame.correct import operations
 from ftflame.model.profile import (
-    NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, bucket_mids, hist_lower, hist_upper)
+    NODE_IRQ_ROOT,
+    SAMPLE_GAP,
+    SAMPLE_IRQ,
+    SAMPLE_PARTIAL,
+    Profile,
+    bucket_mids,
+    hist_lower,
+    hist_upper,
+)
 
 from . import stats
 from .options import MIN_CHANGE
@@ -313,10 +321,15 @@ class Drift:
 
     def sentence(self) -> str:
         way = "slower" if self.change > 0 else "faster"
+        runs = ""
+        if self.run_effects[0] and self.run_effects[1]:
+            def say(effects):
+                return ", ".join(f"{x * 100:+.1f}%" for x in effects)
+            runs = f"; each run's effect: BEFORE {say(self.run_effects[0])}, AFTER {say(self.run_effects[1])}"
         return (f"global drift: the typical function is {abs(self.change) * 100:.1f}% {way} on AFTER "
-                f"({self.along:,} of {self.functions:,} functions compared moved that way): the whole "
+                f"({self.along:,} of {self.functions:,} functions compared moved that way{runs}): the whole "
                 "system changed (machine, frequency, thermal state, load, kernel build), not one function; items are "
-                "judged against it, a change within it is no change")
+                "judged against it, each run's figures taken relative to its effect")
 
 
 @dataclass(frozen=True)
@@ -386,7 +399,7 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
         run_medians[r, at] = np.where(ri.n > 0, med, np.nan)
         cn, lmean, lvar = stats.log_moments(ri.entry_item, ri.entry_value, ri.entry_weight, len(at))
         live = (ri.n > 0) & (cn > 0)
-        run_log[r, at] = np.where(live, np.log(np.maximum(med, stats.GEO_FLOOR_NS)), np.nan)
+        run_log[r, at] = np.where(live, np.log(np.maximum(med, stats.LOG_MIN_NS)), np.nan)
         # a run's median has the sampling error of its independent calls
         # (pi/2 times a mean's, for calls near log-normal)
         ind = np.maximum(np.minimum(ri.n, ri.indep), 1.0)
@@ -405,7 +418,7 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
     _, _, pvar = stats.log_moments(*entries, m)
     # the pooled calls' log moments, each item's n its independent calls
     # (for the calls-as-independent interval: one run a side, --runs-identical)
-    pooled_log = (np.log(np.maximum(median, stats.GEO_FLOOR_NS)), stats.MEDIAN_VAR * pvar, neff)
+    pooled_log = (np.log(np.maximum(median, stats.LOG_MIN_NS)), stats.MEDIAN_VAR * pvar, neff)
     within = np.divide(within, within_runs, out=np.full(m, np.nan), where=within_runs > 0)
     with np.errstate(all="ignore"):
         lo = np.where(np.isfinite(run_medians).any(axis=0),
@@ -743,8 +756,7 @@ def _table(level, keys, fb, fa, change, lo, hi, p, q, min_change, drift=0.0, nru
                        stats.UNRESOLVED if not resolved[i] else
                        stats.FEW_CALLS if not enough[i] else
                        "" if not significant[i] else
-                       f"within the global drift ({drift * 100:+.1f}%)" if not (beyond_drift[i] and big[i]) and vs is not None else
-                       f"below {min_change * 100:g}%")
+                       f"below {min_change * 100:g}%" + (" against the drift" if vs is not None else ""))
     apart_mm = stats.MEAN_MEDIAN_APART
     disagree = (np.abs(np.nan_to_num(mean_change)) >= apart_mm) & (np.abs(np.nan_to_num(change)) >= apart_mm) & \
         (np.sign(np.nan_to_num(mean_change)) != np.sign(np.nan_to_num(change)))

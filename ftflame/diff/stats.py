@@ -41,27 +41,30 @@ import numpy as np
 ALPHA = 0.05  # false discovery rate and interval level (95%)
 Z95 = 1.959963984540054
 
-METHOD_ESTIMATE = ("change = ratio AFTER / BEFORE of the geometric mean corrected time per call - 1 "
-                   "(each run's geometric mean, averaged in log over the side's runs)")
+METHOD_ESTIMATE = ("change = ratio AFTER / BEFORE of the median corrected time per call - 1 "
+                   "(each run's median, interpolated inside its histogram bucket, averaged in log over the "
+                   "side's runs)")
 METHOD_INTERVAL = {
-    "runs": ("95% interval and p-value from Welch's t-test on the runs' log estimates: the runs are the "
-             "replicates, so the interval's width is the run-to-run variation (with one run on a side, the "
-             "other side's run-to-run spread stands for both; a side's variance is at least its runs' "
-             "within-run sampling variance)"),
+    "runs": ("95% interval and p-value from a t-test on the runs' log medians: the runs are the replicates, "
+             "so the interval's width is the run-to-run variation, each item's variance moderated by the "
+             "spread of all functions' (Smyth's limma: prior df and variance printed in the JSON) and at least "
+             "a histogram bucket's; with one run on a side, the other side's runs give the spread; when the "
+             "root and most functions moved together (a drift), each run's medians are taken relative to the "
+             "run's effect on the typical function and the verdict is on the change against the drift"),
     "one run": ("one run a side cannot measure how much runs differ: the 95% interval and p-value are "
-                "Welch's t on the calls of the two runs (the root calls that called an item as its "
-                "independent observations) and leave run-to-run variation out, so no item is called "
+                "Welch's t on the medians of the calls of the two runs (the root calls that called an item as "
+                "its independent observations) and leave run-to-run variation out, so no item is called "
                 "faster or slower (record 3 runs a side, or --runs-identical)"),
     "calls": ("--runs-identical: the runs are taken to be the same (no run-to-run variation): 95% interval "
-              "and p-value from Welch's t on the pooled calls' log times, the root calls that called an "
+              "and p-value from Welch's t on the medians of the pooled calls, the root calls that called an "
               "item counted as its independent observations"),
 }
 METHOD = ("{estimate}; {interval}; p-values adjusted over the items that could be called (both sides, "
-          "medians of at least 0.1 us per call, in two runs of a side of several): Holm (family-wise 5%) "
+          "medians of at least 0.1 us per call, at least 10 independent calls a side, in two runs of a "
+          "side of several): Holm (family-wise 5%) "
           "over the root functions and operations, the primary claims, and Benjamini-Hochberg (FDR 5%) over "
           "the functions and call paths, which say where a change sits; faster/slower needs adjusted "
-          "p < 0.05 and |change| >= {min:g}%; when the root and most functions moved together (a global "
-          "drift), items are judged against the drift; the mean is shown beside the verdict")
+          "p < 0.05 and |change| >= {min:g}%; the mean is shown beside the verdict")
 # A median per call under this, on either side, is not judged: corrected
 # times that small are what is left after subtracting a hook cost of about
 # 1 us per call, and are within the calibration's own error.
@@ -258,10 +261,10 @@ def weighted_medians(keys: np.ndarray, values: np.ndarray, weights: np.ndarray, 
 
 # ---- the run-level test (the default): runs are the replicates ---------------
 
-# Per-call values under this are compared as this: a corrected time of a
-# few ns is the calibration's residue, and its log would weigh as much as a
-# real factor of 100.
-GEO_FLOOR_NS = 10.0
+# Times under this are compared as this: a corrected time of a few ns is
+# the calibration's residue, and its log would weigh as much as a real
+# factor of 100.
+LOG_MIN_NS = 10.0
 # How the interval of an item was made (Table.basis, in every output).
 BASIS_RUNS = "runs"  # t over the runs' estimates (several runs on a side)
 # A value read from the histograms is known to its 1/16-octave bucket: the
@@ -279,14 +282,11 @@ BASIS_NONE = ""  # not compared (a side without calls, or too few)
 
 def log_moments(item, value, weight, m: int):
     """Per item 0..m-1: (calls, mean, variance) of the log of its calls'
-    times (weighted by calls; values floored at GEO_FLOOR_NS). exp(mean)
-    is the geometric mean time per call: an outlier 50x the rest moves it
-    by log(50)/n, not by 49/n as it moves the arithmetic mean, and it is
-    continuous under the histograms' 1/16-octave buckets (a median jumps
-    a whole bucket, 4.4%, at once)."""
+    times (weighted by calls; values floored at LOG_MIN_NS): the
+    variance sets the sampling error of a median of them (MEDIAN_VAR)."""
     item = np.asarray(item, dtype=np.int64)
     w = np.asarray(weight, dtype=np.float64)
-    lv = np.log(np.maximum(np.asarray(value, dtype=np.float64), GEO_FLOOR_NS))
+    lv = np.log(np.maximum(np.asarray(value, dtype=np.float64), LOG_MIN_NS))
     n = np.bincount(item, weights=w, minlength=m)
     s1 = np.bincount(item, weights=w * lv, minlength=m)
     mean = np.divide(s1, n, out=np.full(m, np.nan), where=n > 0)

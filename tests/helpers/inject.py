@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import re
 
-HEAD = re.compile(r"^(?P<pre>\s*(?P<comm>.+)-(?P<pid>\d+)\s+\[\d+\]\s+)(?P<ts>\d+\.\d+)(?P<post>:\s+(?P<event>\S+):)(?P<rest>.*)$")
+HEAD = re.compile(r"^(?P<pre>\s*(?P<comm>.+)-(?P<pid>\d+)\s+\[\d+\]\s+)(?P<ts>\d+\.\d+)"
+                  r"(?P<post>:\s+(?P<event>\S+):)(?P<rest>.*)$")
 DUR = re.compile(r"^(?P<lead>\s*)(?P<mark>[+!#*@$]\s)?\s*(?P<dur>\d+\.\d+) us(?P<pad>\s*)\|(?P<body>.*)$")
 NODUR = re.compile(r"^\s*\|(?P<body>.*)$")
 SWITCH_NEXT = re.compile(r"==> .*:(\d+) \[\d+\]")

@@ -19,9 +19,9 @@ from ftflame.diff import DiffOptions, load, model
 LEVELS = ("roots", "operations", "functions", "paths")
 
 
-def read(paths, opts: DiffOptions = DiffOptions()):
+def read(paths, opts: DiffOptions | None = None):
     """The runs, each read and corrected once."""
-    before, _ = load.load_sides(list(paths), [], opts)
+    before, _ = load.load_sides(list(paths), [], opts or DiffOptions())
     return before
 
 
