@@ -194,3 +194,23 @@ def test_a_drift_is_named_when_the_root_and_most_functions_moved_together():
     assert d is not None and d.change == pytest.approx(0.06) and d.along == 24
     assert model.global_drift(fb, fa, change, np.arange(n), root_change=0.0) is None
     assert model.global_drift(fb, fa, change, np.arange(n)) is None
+
+
+def test_different_calibrations_are_said_only_when_they_move_a_figure():
+    """A 6.12 trace against itself, AFTER's calibration told 5 ns higher (as
+    two runs' in-trace estimates differ): no corrected figure of an item
+    that could be judged moves by more than its interval, no warning.
+    AFTER's hook cost doubled: a warning naming how many items."""
+    import dataclasses
+
+    from ftflame.diff import DiffOptions, checks, load
+
+    (run,), _ = load.load_sides([fixture("k6.12/s01-v3-write4k/trace.dat")], [], DiffOptions())
+    d = _build([run], [run])
+    b = d.before.calibrations[0]
+    near = dataclasses.replace(d.after, calibrations=((b[0], b[1] + 5.0, b[2] + 5.0),))
+    far = dataclasses.replace(d.after, calibrations=((b[0], b[1] * 2, b[2] * 2),))
+    said = [w for w in checks.warnings([run], [run], d.before, near, d.tables) if w.startswith("different calib")]
+    assert said == []
+    said = [w for w in checks.warnings([run], [run], d.before, far, d.tables) if w.startswith("different calib")]
+    assert len(said) == 1 and "would move" in said[0] and "items by more than their interval" in said[0]

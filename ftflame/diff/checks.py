@@ -8,6 +8,7 @@ from ftflame.model.depthcut import depth_cut
 from ftflame.model.errors import InputError
 from ftflame.model.profile import depth_limit_words
 
+from . import stats
 from .model import SideInfo, root_call_count
 
 
@@ -63,7 +64,7 @@ def warnings(before, after, info_b: SideInfo, info_a: SideInfo, tables: dict | N
         count, name, shift = moved
         out.append(f"different calibrations: before {_say(cal(c) for c in cb)}; after {_say(cal(c) for c in ca)}"
                    f": BEFORE corrected with AFTER's hook cost would move {count:,} item"
-                   f"{'s' if count != 1 else ''} by more than its interval ({name} {shift * 100:+.1f}%)")
+                   f"{'s' if count != 1 else ''} by more than {'their' if count != 1 else 'its'} interval ({name} {shift * 100:+.1f}%)")
     for info in (info_b, info_a):
         if info.lost_events or info.lost_gaps_unknown:
             out.append(f"{info.label}: {info.lost_events:,} events lost, {info.lost_gaps_unknown:,} gaps of "
@@ -85,7 +86,9 @@ def calibration_moves(info_b: SideInfo, info_a: SideInfo, tables: dict):
     per call of each item scaled to AFTER's calibration moves its
     corrected time per call by hook_per_call * (cost_a / cost_b - 1); it
     matters for an item with an interval when that moves the estimate by
-    more than the interval's half-width (in log). (items moved, the item
+    more than the interval's half-width (in log), among the items that
+    could be judged whose hook cost is under half their measured time (the
+    report marks the others unreliable: any calibration moves them). (items moved, the item
     moved most, its move as a fraction) or None when none moves so far."""
     cost_b, cost_a = _hook_cost(info_b.calibrations), _hook_cost(info_a.calibrations)
     if cost_b <= 0 or cost_b == cost_a:
@@ -95,9 +98,15 @@ def calibration_moves(info_b: SideInfo, info_a: SideInfo, tables: dict):
         t = tables[level]
         with np.errstate(all="ignore"):
             shift = t.before.hook_per_call * (cost_a / cost_b - 1.0)
-            rel = np.log1p(np.clip(-shift / t.before.mean, -0.999, None))  # corrected = raw - hook
+            # corrected = raw - hook, and the verdict is on the typical call
+            rel = np.log1p(np.clip(-shift / t.before.median, -0.999, None))
             half = (np.log1p(t.ci_hi) - np.log1p(t.ci_lo)) / 2.0
-        ok = np.isfinite(rel) & np.isfinite(half) & (t.before.calls > 0) & (t.after.calls > 0)
+        # the items that could be judged (medians of at least 0.1 us: below,
+        # the corrected time is within the calibration's error anyway)
+        ok = np.isfinite(rel) & np.isfinite(half) & (t.before.calls > 0) & (t.after.calls > 0) & \
+            (np.minimum(t.before.median, t.after.median) >= stats.MIN_TIME_NS) & \
+            (np.minimum(t.before.neff, t.after.neff) >= stats.MIN_CALLS_JUDGED) & \
+            (t.before.hook_per_call < t.before.mean)  # reliable: hook cost under half the measured time
         over = ok & (np.abs(rel) > half)
         count += int(over.sum())
         for i in np.flatnonzero(over).tolist():
