@@ -64,7 +64,8 @@ def warnings(before, after, info_b: SideInfo, info_a: SideInfo, tables: dict | N
         count, name, shift = moved
         out.append(f"different calibrations: before {_say(cal(c) for c in cb)}; after {_say(cal(c) for c in ca)}"
                    f": BEFORE corrected with AFTER's hook cost would move {count:,} item"
-                   f"{'s' if count != 1 else ''} by more than {'their' if count != 1 else 'its'} interval ({name} {shift * 100:+.1f}%)")
+                   f"{'s by more than their' if count != 1 else ' by more than its'} interval "
+                   f"({name} {shift * 100:+.1f}%)")
     for info in (info_b, info_a):
         if info.lost_events or info.lost_gaps_unknown:
             out.append(f"{info.label}: {info.lost_events:,} events lost, {info.lost_gaps_unknown:,} gaps of "
