@@ -319,7 +319,8 @@ def test_a_change_on_top_of_a_drift_is_found_against_it(synth):
     assert (1 + t.ci_lo[i]) / (1 + d.drift.change) - 1 <= 0.5 <= (1 + t.ci_hi[i]) / (1 + d.drift.change) - 1
     from ftflame.report import diff_text
 
-    assert f"({t.vs_drift[i] * 100:+.1f}% against the drift)" in " ".join(diff_text.render(d).split())
+    assert f"({t.vs_drift[i] * 100:+.1f}% [{t.vs_lo[i] * 100:+.1f}, {t.vs_hi[i] * 100:+.1f}]% against the drift)" \
+        in " ".join(diff_text.render(d).split())
     assert flagged(d, "functions") <= {SCALED, *ANCESTORS}
     # (not the halves of one trace, nor its root calls dealt into runs: the
     # second half is 2-3% faster in most functions, and disjoint sets of
@@ -418,7 +419,7 @@ def test_json_schema_and_figures(tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
     assert doc["schema"] == "ftflame-diff/1"
-    assert doc["method"].startswith("change = ratio AFTER / BEFORE of the geometric mean")
+    assert doc["method"].startswith("change = ratio AFTER / BEFORE of the median")
     assert {"roots", "functions", "paths", "before", "after", "warnings"} <= doc.keys()
     row = next(r for r in doc["roots"] if r["function"] == "nfsd3_proc_write")
     assert row["verdict"] == "no verdict"  # one run a side
@@ -504,7 +505,7 @@ def test_the_verdict_leads_the_text():
     proc = run("diff", fixture("k6.1/s01-v3-write4k/trace.dat"), fixture("k6.12/s01-v3-write4k/trace.dat"))
     lines = proc.stdout.splitlines()
     assert any(x.startswith("nfsd3_proc_write: ") for x in lines[:15]), lines[:15]
-    assert "geometric mean" in " ".join(lines[:15]) and "One run a side" in " ".join(lines[:15])
+    assert "median time per call" in " ".join(lines[:15]) and "One run a side" in " ".join(lines[:15])
     method = [k for k, x in enumerate(lines) if x.startswith("Method:")]
     assert method and method[0] > max(k for k, x in enumerate(lines) if not x.startswith(" ") and k < method[0])
     assert method[0] > lines.index(next(x for x in lines if x.startswith("Not called faster or slower")))
@@ -557,7 +558,7 @@ def test_parallel_reads_give_stderr_back():
 def test_help_teaches_the_method():
     proc = run("diff", "--help")
     assert proc.returncode == 0
-    for words in ("geometric mean", "Welch", "Holm", "Benjamini-Hochberg", "--runs-identical", "BEFORE... -- AFTER...",
+    for words in ("median time per call", "t-test over the runs", "Welch", "Holm", "Benjamini-Hochberg", "--runs-identical", "BEFORE... -- AFTER...",
                   "examples:", "root call"):
         assert words in proc.stdout
 
