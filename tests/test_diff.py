@@ -558,8 +558,8 @@ def test_parallel_reads_give_stderr_back():
 def test_help_teaches_the_method():
     proc = run("diff", "--help")
     assert proc.returncode == 0
-    for words in ("median time per call", "t-test over the runs", "Welch", "Holm", "Benjamini-Hochberg", "--runs-identical", "BEFORE... -- AFTER...",
-                  "examples:", "root call"):
+    for words in ("median time per call", "t-test over the runs", "Welch", "Holm", "Benjamini-Hochberg",
+                  "--runs-identical", "BEFORE... -- AFTER...", "examples:", "root call"):
         assert words in proc.stdout
 
 
@@ -644,20 +644,6 @@ def test_benjamini_hochberg_known_values():
     assert q.tolist() == pytest.approx([0.02, 0.04, 0.04, 0.02])
 
 
-def test_pair_test_direction_and_interval():
-    from helpers.pairtest import pair_test
-
-    rng = np.random.default_rng(1)
-    b = rng.lognormal(np.log(1000), 0.1, 200)
-    a = b * 1.2
-    ch, lo, hi, p = pair_test(np.log(b), np.ones(200), 200.0, np.log(a), np.ones(200), 200.0)
-    assert lo < 0.2 < hi and ch == pytest.approx(0.2, abs=0.03) and p < 1e-6
-    ch, lo, hi, p = pair_test(np.log(a), np.ones(200), 200.0, np.log(b), np.ones(200), 200.0)
-    assert ch < 0 and p < 1e-6
-    ch, lo, hi, p = pair_test(np.log(b), np.ones(200), 200.0, np.log(b), np.ones(200), 200.0)
-    assert ch == 0 and p == pytest.approx(1.0) and lo < 0 < hi
-
-
 # ---- operations: the root calls of a dispatcher, per NFS operation ----------
 
 def _dispatcher_run(label, seed, calls, factor=None):
@@ -726,66 +712,3 @@ def test_a_trace_rooted_at_one_procedure_has_no_operations(synth):
     assert "Operations" not in diff_text.render(d)
     assert json.loads(diff_json.render(d))["operations"] == []
     assert set(diff_html.table_data(d)["kind"]) == {"function"}
-
-
-def test_each_interval_comes_from_its_own_items_pairs():
-    """Items of 2 calls a side: the interval's lower share is clipped to 0,
-    the item's smallest ratio, never the previous item's largest."""
-    from ftflame.diff.stats import rank_tests
-
-    # item 0: AFTER 10x slower; item 1: the same on both sides
-    before = (np.array([0, 0, 1, 1]), np.array([100.0, 110.0, 1000.0, 1100.0]), np.ones(4))
-    after = (np.array([0, 0, 1, 1]), np.array([1000.0, 1100.0, 1000.0, 1100.0]), np.ones(4))
-    change, lo, hi, p, tested = rank_tests(before, after, np.full(2, 2.0), np.full(2, 2.0), 2)
-    assert list(tested) == [0, 1]
-    assert np.all(lo <= change) and np.all(change <= hi), (lo, change, hi)
-    assert lo[1] == pytest.approx(1000 / 1100 - 1) and hi[1] == pytest.approx(1100 / 1000 - 1)
-
-
-def test_rank_tests_do_not_depend_on_the_batches():
-    """An item's figures come from its own pairs alone: the running share
-    that picks its quantiles was a sum over the whole batch, offset by the
-    item's place in it, so an item after 200,000 others (its first pair's
-    share 0.5 - 5e-12, just short of the median) got another median than
-    the same item in a batch of its own. Batches can then be small (they
-    set diff's peak memory) with the same output."""
-    from ftflame.diff import stats
-
-    n = 200_000
-    side_b = (np.r_[np.arange(n), [n, n]], np.r_[np.full(n, 100.0), [1000.0, 4000.0]],
-              np.r_[np.ones(n), [1e11 + 1, 1e11 - 1]])
-    side_a = (np.r_[np.arange(n), [n]], np.r_[np.full(n, 150.0), [2000.0]], np.ones(n + 1))
-    neff = np.full(n + 1, 2.0)
-    one = stats.rank_tests(side_b, side_a, neff, neff, n + 1, max_pairs=1 << 22)
-    many = stats.rank_tests(side_b, side_a, neff, neff, n + 1, max_pairs=1 << 10)
-    for x, y in zip(one, many):
-        assert np.array_equal(x, y, equal_nan=True)
-    assert one[0][-1] == pytest.approx(1.0)  # the larger pair's ratio - 1: the share reaches 1/2 there
-
-
-def test_rank_tests_memory_per_pair():
-    """The rank tests make a value per (AFTER, BEFORE) pair of an item's
-    values, millions in a batch: that sets diff's peak (docs/performance.md).
-    Positions in 32 bits and the temporaries let go as used: under 65 bytes
-    a pair at the peak (88 before, 48 now)."""
-    import tracemalloc
-
-    from ftflame.diff import stats
-
-    rng = np.random.default_rng(7)
-    k, m = stats.PAIR_CAP, 20  # values a side of each of m items: m * k * k pairs, one batch
-    pairs = m * k * k
-    assert pairs <= 1 << 22
-
-    def side():
-        return np.repeat(np.arange(m), k), rng.uniform(1e3, 1e6, m * k), np.ones(m * k)
-
-    side_b, side_a = side(), side()
-    stats.rank_tests(side_b, side_a, [k] * m, [k] * m, m)
-    tracemalloc.start()
-    try:
-        stats.rank_tests(side_b, side_a, [k] * m, [k] * m, m)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak / pairs < 65, f"{peak / pairs:.0f} bytes a pair"

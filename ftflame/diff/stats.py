@@ -2,34 +2,31 @@
 
 The method (docs/diff.md says the same, and every output names it):
 
-* Each compared item (a root function, a function, a call path) has, per
-  side, its calls' corrected times: exact for root calls (every corrected
-  duration is known), elsewhere the log-bucket histogram's values (1/16
-  bucket resolution) scaled by corrected mean / raw mean, as every report's
-  estimates are. Means are exact either way (corrected sums over calls).
-* The change is the Hodges-Lehmann estimate of the ratio AFTER / BEFORE of
-  the time per call: the median of the ratios of every AFTER call to every
-  BEFORE call, minus 1. Its 95% interval comes from the same pairs (the
-  ratios at the ranks the Mann-Whitney test leaves open), and the two-sided
-  p-value is the Mann-Whitney rank-sum test's (normal approximation) of the
-  same comparison: the interval excludes 0 when p < 0.05. Ranks make one
-  outlier count as one call, not as its 50x duration.
-* Calls inside one root call are not independent: an item's observations
-  on a side are the root calls that called it (n = min(calls, those root
-  calls); ftflame.diff.model).
-* The p-values are adjusted for the number of items compared
-  (Benjamini-Hochberg, false discovery rate 5%, over every item with calls
-  on both sides).
-* A verdict (faster/slower) needs: the adjusted p-value under 5%, a change
-  of at least the minimum change (--min-change, options.MIN_CHANGE by
-  default), medians of at least MIN_TIME_NS per call on both sides
-  (below, the corrected time is within the calibration's error), and,
-  when a side has several runs, the item called in at least two of them
-  and every run of AFTER beyond every run of BEFORE (its median time per
-  call): a single noisy run cannot pass as a change. When most functions
-  moved together (a global drift, ftflame.diff.model.global_drift) the
-  interval has to leave the drift out and the change against it pass
-  the minimum change.
+* The runs are the replicates: what differs between two recordings of one
+  workload is the run (page cache, timer phase, host load), so the
+  evidence for a change comes from the runs. Each run gives an item's
+  estimate: its median corrected time per call in that run (exact for
+  root calls; from the histograms elsewhere, interpolated inside the
+  bucket: ftflame.diff.model).
+* The change is the ratio of the sides' mean log estimates, minus 1; its
+  95% interval and p-value come from a t-test over the runs' log
+  estimates, the item's run-to-run variance moderated by the prior of all
+  functions' variances (interval_tests, variance_prior: Smyth 2004), at
+  least a histogram bucket's. One run a side measures no run-to-run
+  variation: the interval is then the calls' (Welch, n = the root calls
+  that called the item) and no verdict is given, unless the user takes
+  the calls as independent (--runs-identical).
+* The p-values are adjusted over the items that could be called: Holm
+  over the root functions and operations (the primary claims),
+  Benjamini-Hochberg over the functions and call paths.
+* With a drift (ftflame.diff.model.run_effects, global_drift) each run's
+  estimates are taken relative to the run's effect on the typical
+  function, and the verdict is on that change.
+* A verdict (faster/slower) needs the adjusted p-value under 5% and a
+  change of at least the minimum change (--min-change, options.MIN_CHANGE
+  by default); items with medians under MIN_TIME_NS (within the
+  calibration's error), fewer than MIN_CALLS_JUDGED independent calls or
+  called in one run of a side of several are described, not judged.
 """
 from __future__ import annotations
 
@@ -75,7 +72,6 @@ UNRESOLVED = "under 0.1 us per call (within the calibration's error)"
 # requests (an RCU callback batch, a page reclaim), not of the side.
 MIN_CALLS_JUDGED = 10
 FEW_CALLS = f"fewer than {MIN_CALLS_JUDGED} independent calls on a side"
-LOG_FLOOR_NS = 1.0  # a corrected time of 0 (clamped) compares as 1 ns
 # Global drift (ftflame.diff.model.global_drift): the median change of the
 # functions with at least DRIFT_MIN_CALLS independent calls a side, when at
 # least DRIFT_MIN_FUNCTIONS are compared, is a drift when at least DRIFT_MIN
@@ -87,7 +83,6 @@ DRIFT_MIN_CALLS = 10
 # The mean and the typical call disagree when they move in opposite
 # directions, each by at least this much.
 MEAN_MEDIAN_APART = 0.01
-PAIR_CAP = 400  # values per side beyond this are merged into 1/256-wide log bins
 
 
 def method_text(min_change: float, mode: str = "runs") -> str:
@@ -104,114 +99,6 @@ def moments_mean_var(n, s1, s2):
     ex2 = np.divide(s2, n, out=np.zeros(len(n)), where=n > 0)
     var = np.maximum(ex2 - mean * mean, 0.0) * np.divide(n, n - 1, out=np.zeros(len(n)), where=n > 1)
     return mean, np.where(n > 1, var, np.inf)
-
-
-def compact(item, value, weight, m: int):
-    """A side's (item, log value, weight) entries sorted by item then value,
-    equal values of an item merged. An item with more than PAIR_CAP values
-    (root calls: exact values) has them merged into log bins 1/64 wide
-    (1.6%, inside the histograms' own 1/16) first, so that no item has more
-    than a few hundred values to pair. Returns (item, log value, weight,
-    offsets per item)."""
-    item = np.asarray(item, dtype=np.int64)
-    lv = np.log(np.maximum(np.asarray(value, dtype=np.float64), LOG_FLOOR_NS))
-    w = np.asarray(weight, dtype=np.float64)
-    many = np.bincount(item, minlength=m) > PAIR_CAP
-    lv = np.where(many[item], np.round(lv * 64.0) / 64.0, lv)
-    order = np.lexsort((lv, item))
-    item, lv, w = item[order], lv[order], w[order]
-    first = np.r_[True, (item[1:] != item[:-1]) | (lv[1:] != lv[:-1])] if len(item) else np.zeros(0, bool)
-    group = np.cumsum(first) - 1
-    w = np.bincount(group, weights=w) if len(item) else w
-    item, lv = item[first], lv[first]
-    return item, lv, w, np.searchsorted(item, np.arange(m + 1))
-
-
-def rank_tests(side_b, side_a, neff_b, neff_a, m: int, max_pairs: int = 1 << 18):
-    """For every item 0..m-1 with at least 2 effective calls on both sides:
-    (change, lo, hi, p) from all pairs (AFTER value, BEFORE value) of its
-    calls' log times, weighted by their calls. p: Mann-Whitney (the share
-    of pairs where AFTER is slower, ties half, against 1/2, with n = neff
-    per side); change: the pairs' weighted median ratio - 1 (Hodges-
-    Lehmann); lo, hi: the ratios at the shares 1/2 -+ 1.96 standard errors
-    of the test. NaN and p = 1 for the other items. A side is (item, value
-    ns, weight) arrays. All items at once, in batches of at most max_pairs
-    pairs (an item with more is a batch of its own): no Python per item.
-    Every figure of an item is made from its own pairs alone, so how the
-    items fall into batches changes none of them."""
-    change, lo, hi = np.full(m, np.nan), np.full(m, np.nan), np.full(m, np.nan)
-    p = np.ones(m)
-    ib, lb, wb, ob = compact(*side_b, m)
-    ia, la, wa, oa = compact(*side_a, m)
-    kb, ka = np.diff(ob), np.diff(oa)
-    nb, na = np.asarray(neff_b, dtype=np.float64), np.asarray(neff_a, dtype=np.float64)
-    testable = np.flatnonzero((nb >= 2) & (na >= 2) & (kb > 0) & (ka > 0))
-    se = np.sqrt((na + nb + 1.0) / (12.0 * np.maximum(na * nb, 1.0)))
-    pairs = (ka * kb)[testable]
-    batch_of = np.cumsum(pairs) // max_pairs if len(pairs) else pairs
-    for b in np.unique(batch_of).tolist():
-        items = testable[batch_of == b]
-        _pairs_batch(items, (lb, wb, ob, kb), (la, wa, oa, ka), se, change, lo, hi, p)
-    return change, lo, hi, p, testable
-
-
-def _pairs_batch(items, side_b, side_a, se, change, lo, hi, p) -> None:
-    """rank_tests for these items, written into change, lo, hi, p."""
-    lb, wb, ob, kb = side_b
-    la, wa, oa, ka = side_a
-    # a value per pair, and a batch may have millions of pairs: positions in
-    # 32 bits, each temporary let go once used (they set diff's peak)
-    npairs = ka[items] * kb[items]
-    local = np.repeat(np.arange(len(items), dtype=np.int32), npairs)  # pair -> position in items
-    t = np.arange(int(npairs.sum())) - np.repeat(np.cumsum(npairs) - npairs, npairs)
-    kbi = kb[items][local]
-    a_idx = oa[items][local] + t // kbi
-    b_idx = ob[items][local] + t % kbi
-    del t, kbi
-    d = la[a_idx] - lb[b_idx]
-    w = wa[a_idx] * wb[b_idx]
-    del a_idx, b_idx
-    # the running share below, per item: whole weights (calls) sum exactly
-    # in int64 whatever came before the item in the batch
-    whole = _whole(w)
-    w /= np.bincount(local, weights=w, minlength=len(items))[local]
-    auc = (np.bincount(local, weights=w * (d > 0), minlength=len(items))
-           + 0.5 * np.bincount(local, weights=w * (d == 0), minlength=len(items)))
-    s = se[items]
-    z = np.abs(auc - 0.5) / s
-    p[items] = [math.erfc(v / math.sqrt(2.0)) for v in z.tolist()]
-    # weighted quantiles of d per item: sort by (item, d), the running
-    # share within the item; an item's rank is its first pair whose share
-    # reaches the fraction (its pairs before, counted)
-    order = np.lexsort((d, local))
-    d, local = d[order], local[order]
-    w = whole[order] if whole is not None else w[order]
-    del order, whole
-    first = np.searchsorted(local, np.arange(len(items)), side="left")
-    last = np.searchsorted(local, np.arange(len(items)), side="right") - 1
-    cw = np.cumsum(w)
-    del w
-    start = np.r_[cw.dtype.type(0), cw][first]
-    share = (cw - start[local]) / (cw[last] - start)[local]
-    del cw
-
-    def at(frac):
-        below = share < (np.clip(frac, 0.0, 1.0) - 1e-12)[local]
-        pos = first + np.bincount(local, weights=below, minlength=len(items)).astype(np.int64)
-        return d[np.minimum(pos, last)]
-
-    change[items] = np.expm1(at(np.full(len(items), 0.5)))
-    lo[items] = np.expm1(at(0.5 - Z95 * s))
-    hi[items] = np.expm1(at(0.5 + Z95 * s))
-
-
-def _whole(w):
-    """w as int64 when every weight is a whole number and their sum fits
-    (the calls counted per value: always, in practice), else None (the
-    running share is then summed in float64 over the batch)."""
-    if not len(w) or w.sum() >= 2.0 ** 62 or not np.array_equal(w, np.floor(w)):
-        return None
-    return w.astype(np.int64)
 
 
 def benjamini_hochberg(p) -> np.ndarray:
