@@ -1,7 +1,7 @@
 """ftflame diff's figures keep their promises whatever the data: the
 estimate inside its interval, an interval of zero width only between
 identical samples, the same p-value in every output, the drift measured
-over functions with enough calls on both sides (issue 39)."""
+over functions with enough calls on both sides."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""ftflame diff on repeated runs of one unchanged workload (issue 39): the
+"""ftflame diff on repeated runs of one unchanged workload: the
 runs are the replicates, so no change is called where none was made, and a
 change injected into one function is measured with an interval that covers
 it.

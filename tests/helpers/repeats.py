@@ -8,6 +8,8 @@ comparison is ftflame.diff.model.build over them, what `ftflame diff`
 does.
 
     python -m helpers.repeats RUN.dat... [--runs-identical]   (from tests/)
+    python -m helpers.repeats RUN.txt... --inject=FUNC:0.2 ...  (the runs'
+        `trace-cmd report` text: FUNC slowed in the AFTER runs of every split)
 """
 from __future__ import annotations
 
@@ -68,7 +70,27 @@ def summary(rows) -> dict:
 def main(argv) -> int:
     identical = "--runs-identical" in argv
     paths = [a for a in argv if not a.startswith("--")]
+    injects = [a.split("=", 1)[1] for a in argv if a.startswith("--inject=")]
     runs = read(paths)
+    if injects:  # the sensitivity table: the runs given as `trace-cmd report` text
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as work:
+            for spec in injects:
+                func, frac = spec.rsplit(":", 1)
+                add, rows = sensitivity(paths, func, float(frac), work, runs=runs)
+                for b, a, verdict, change, ci, vs, vsci, drift, q, _ in rows:
+                    lo, hi = vsci if drift is not None else ci
+                    est = vs if drift is not None else change
+                    print(f"{func} +{float(frac):.0%} {[i + 1 for i in b]} vs {[i + 1 for i in a]}: {verdict} "
+                          f"{est:+.3f} [{lo:+.3f}, {hi:+.3f}] drift {drift} adjusted p {q:.2g}")
+                found = sum(r[2] == "slower" for r in rows)
+                above = sum((r[6][0] if r[7] is not None else r[4][0]) > 0 for r in rows)
+                cover = sum((r[6] if r[7] is not None else r[4])[0] <= float(frac) <= (r[6] if r[7] is not None
+                                                                                     else r[4])[1] for r in rows)
+                print(f"{func} +{float(frac):.0%} ({add:.0f} ns a call): slower in {found}, interval above 0 in "
+                      f"{above}, covering the change in {cover} of {len(rows)}")
+        return 0
     for k in (3, 1):
         rows = null_table(runs, k, identical)
         for b, a, c, drift in rows:
