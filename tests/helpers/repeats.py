@@ -103,9 +103,6 @@ def main(argv) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
-
 
 def median_ns(runs, func: str) -> float:
     """func's median corrected time per call over the runs pooled."""
@@ -142,3 +139,7 @@ def sensitivity(texts, func: str, frac: float, workdir: str, k: int = 3, runs=No
                     (t.vs_lo[i], t.vs_hi[i]), d.drift.change if d.drift else None, t.q[i],
                     called(d)["functions"]))
     return add, out
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
