@@ -272,21 +272,28 @@ def new_gone(d) -> list:
 
 
 def rest(d) -> list:
+    """The functions not called faster or slower, the largest differences
+    of time per root call first, each with its change and interval (against
+    the drift when there is one: what its verdict was on), its name on the
+    next line."""
     t = d.table("functions")
     same = np.isin(np.array(t.verdict), ("no change", "no verdict"))
     idx = _ordered(t, same)
     if not len(idx):
         return []
+    drift = d.drift is not None
     lines = ["", f"Not called faster or slower: {int(same.sum()):,} functions, "
              f"{sum(v in ('no change', 'no verdict') for v in d.table('paths').verdict):,} call paths; "
              "largest differences:",
-             "  calls/root call  us per call (median)"]
-    lines.append("{:>8} {:>8} {:>9} {:>9} {:>7}  {}".format("before", "after", "before", "after", "change",
-                                                           "function"))
+             "  calls/root call  us per call (median)  change" + (" against the drift" if drift else ""),
+             "{:>8} {:>8} {:>9} {:>9} {:>7} {:>17}".format("before", "after", "before", "after", "change",
+                                                        "95% interval")]
     for i in idx[:TOP_OTHER]:
+        ch, lo, hi = (t.vs_drift[i], t.vs_lo[i], t.vs_hi[i]) if drift else (t.change[i], t.ci_lo[i], t.ci_hi[i])
         lines.append(f"{t.before.per_root[i]:>8.1f} {t.after.per_root[i]:>8.1f} "
                      f"{us(t.before.median[i], 9, 1):>9} {us(t.after.median[i], 9, 1):>9} "
-                     f"{pct(t.change[i]):>7}  {t.keys[i][:WIDTH - 49]}")
+                     f"{pct(ch):>7} {interval(lo, hi):>17}")
+        lines.append("    " + t.keys[i] + (f" ({t.why[i]})" if t.why[i] and t.verdict[i] != "no verdict" else ""))
     if len(idx) > TOP_OTHER:
         lines.append(f"  ... and {len(idx) - TOP_OTHER:,} more (the JSON output lists every item)")
     return lines
