@@ -251,14 +251,26 @@ def t_two_sided_p(t, df):
 
 def t_quantile_975(df):
     """The 97.5% point of Student's t (the half-width of a 95% interval in
-    standard errors), elementwise; found by bisection over the distinct df
-    (rounded down to 0.01: a little wider, never narrower)."""
+    standard errors), elementwise. Under 30 df by bisection over the
+    distinct df (rounded down to 0.01: a little wider, never narrower);
+    from 30 df the Cornish-Fisher expansion (Abramowitz and Stegun 26.7.5,
+    within 1e-6 there), so that thousands of distinct Welch df cost no
+    bisection each."""
     df = np.asarray(df, dtype=np.float64)
     out = np.full(df.shape, Z95)
     fin = np.isfinite(df) & (df <= 1e6)
-    if not fin.any():
+    big = fin & (df >= 30)
+    if big.any():
+        z, v = Z95, df[big]
+        g1 = (z ** 3 + z) / 4
+        g2 = (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96
+        g3 = (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384
+        g4 = (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / 92160
+        out[big] = z + g1 / v + g2 / v ** 2 + g3 / v ** 3 + g4 / v ** 4
+    small = fin & ~big
+    if not small.any():
         return out
-    d = np.maximum(np.floor(df[fin] * 100.0) / 100.0, 0.01)
+    d = np.maximum(np.floor(df[small] * 100.0) / 100.0, 0.01)
     uniq, inv = np.unique(d, return_inverse=True)
     lo, hi = np.full(len(uniq), Z95 - 1e-9), np.full(len(uniq), 1e7)
     for _ in range(90):
@@ -266,7 +278,7 @@ def t_quantile_975(df):
         tail = t_two_sided_p(mid, uniq)
         above = tail > ALPHA  # mid is not far enough out
         lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-    out[fin] = hi[inv]
+    out[small] = hi[inv]
     return out
 
 
