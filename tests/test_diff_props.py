@@ -214,3 +214,13 @@ def test_different_calibrations_are_said_only_when_they_move_a_figure():
     assert said == []
     said = [w for w in checks.warnings([run], [run], d.before, far, d.tables) if w.startswith("different calib")]
     assert len(said) == 1 and "would move" in said[0] and "items by more than their interval" in said[0]
+
+
+def test_t_distribution_and_holm_known_values():
+    """Student's t (tables: 97.5% points) and Holm's adjusted p-values."""
+    from ftflame.diff import stats
+
+    q = stats.t_quantile_975(np.array([1, 2, 4, 10, 29.5, 30, 120, np.inf]))
+    assert q == pytest.approx([12.706, 4.303, 2.776, 2.228, 2.044, 2.042, 1.980, 1.960], abs=1e-3)
+    assert stats.t_two_sided_p(q, np.array([1, 2, 4, 10, 29.5, 30, 120, np.inf])) == pytest.approx([0.05] * 8, abs=1e-4)
+    assert stats.holm([0.01, 0.04, 0.03, 0.005]).tolist() == pytest.approx([0.03, 0.06, 0.06, 0.02])
