@@ -112,7 +112,7 @@ def test_unchanged_runs_give_no_verdict_and_one_run_says_what_it_cannot_measure(
 
     runs = repeats.read(repeat_runs())
     rows = repeats.null_table(runs, 3) + repeats.null_table(runs, 1)
-    assert len(rows) == 25
+    assert len(rows) == 25  # each run summed once (model.run_items is a view of its Profile)
     s = repeats.summary(rows)
     assert s["any"] <= 0.05 * s["total"], rows
     from ftflame.diff import model

@@ -135,7 +135,13 @@ def _node_sums(p: Profile):
 
 
 def run_items(p: Profile) -> dict:
-    """{level: RunItems} for one run."""
+    """{level: RunItems} for one run: a view of its Profile, computed once
+    (a run compared twice, as every split of repeated runs compares it, or
+    a trace against itself, is summed once)."""
+    return p.views.get("diff_run_items", lambda: _run_items(p))
+
+
+def _run_items(p: Profile) -> dict:
     n, s1, s2, erow, evalue, ecount, exact, excl, hook, ewidth = _node_sums(p)
     live = n > 0
     out = {}
