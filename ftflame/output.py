@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import shutil
 import signal
@@ -38,6 +39,7 @@ from collections.abc import Iterable
 from typing import Callable, Union
 
 from ftflame.model.errors import InputError
+from ftflame.model.names import printable
 
 TEMP_PREFIX = ".ftflame-"
 # the signals that end ftflame: each one's handler raises Terminated, so the
@@ -137,6 +139,50 @@ def _umask() -> int:
     return mask
 
 
+class _CheckedRaw(io.RawIOBase):
+    """A file descriptor whose every write is checked to be whole: a write
+    the kernel cut short (a disk filling up takes the first 64 KiB and
+    refuses the rest) is carried on, and one that takes nothing raises,
+    where a bare BufferedWriter.write returns the short count and leaves
+    the report silently cut (issue 37 item 2)."""
+
+    def __init__(self, fd: int, closefd: bool):
+        super().__init__()
+        self.fd = fd
+        self.closefd = closefd
+
+    def close(self) -> None:
+        if not self.closed and self.closefd:
+            os.close(self.fd)
+        super().close()
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def write(self, b) -> int:
+        write_all(self.fd, b)
+        return len(memoryview(b))
+
+
+def write_all(fd: int, data) -> None:
+    """Every byte of data written to fd, or OSError: a short count is
+    written on from where it stopped, a count of 0 is a full disk."""
+    view = memoryview(data).cast("B")
+    while view:
+        n = os.write(fd, view[:1 << 24])
+        if n <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[n:]
+
+
+def _checked_file(fd: int, closefd: bool = True):
+    """A binary file on fd, buffered, whose writes are all checked."""
+    return io.BufferedWriter(_CheckedRaw(fd, closefd), buffer_size=1 << 20)
+
+
 def _fill(f, data: Data) -> None:
     if callable(data):
         data(f)
@@ -181,7 +227,7 @@ def write_atomic(path: str, data: Data) -> int | None:
         raise InputError(path, f"cannot write: {e.strerror}", "check the directory's permissions") from None
     try:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        with os.fdopen(fd, "wb") as f:
+        with _checked_file(fd) as f:
             _fill(f, data)
             f.flush()
             if replaced and not _keep_owner(f.fileno(), replaced):
@@ -262,7 +308,7 @@ def _write_in_place(path: str, st: os.stat_result, data: Data) -> None:
     try:
         if not _same_file(os.fstat(fd), st):
             raise InputError(path, "changed while being opened", "nothing was written")
-        with os.fdopen(fd, "wb", closefd=False) as f:
+        with _checked_file(fd, closefd=False) as f:  # (closed below)
             _fill(f, data)
     except OSError as e:
         if isinstance(e, BrokenPipeError):
@@ -280,8 +326,8 @@ def _open_fifo(path: str, flags: int) -> int:
     except OSError as e:
         if e.errno != errno.ENXIO:  # ENXIO: no reader yet
             raise
-        print(f"ftflame: {path}: a FIFO with no reader: waiting for one to open it "
-              "(Ctrl-C to stop)", file=sys.stderr, flush=True)
+        say(f"{path}: a FIFO with no reader: waiting for one to open it "
+            "(Ctrl-C to stop)")
         return os.open(path, flags)
     os.set_blocking(fd, True)
     return fd
@@ -316,16 +362,19 @@ def _stdout_closed() -> InputError:
 
 
 def write_stdout(text: str) -> None:
-    """The report on stdout, as bytes (text mode costs 4x on big reports);
-    a failed write (a full disk) is bad output, not an ftflame bug."""
+    """The report on stdout, as bytes (text mode costs 4x on big reports),
+    every byte of it or an error: a failed or short write (a full disk) is
+    bad output, not an ftflame bug, and not a success either."""
     if 1 in CLOSED_STREAMS:
         raise _stdout_closed()
     try:
-        out = getattr(sys.stdout, "buffer", None)
-        if out is not None:
-            sys.stdout.flush()
-            out.write(text.encode("utf-8"))
-            out.flush()
+        sys.stdout.flush()
+        try:
+            fd = sys.stdout.fileno()
+        except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation: a test's capture
+            fd = None
+        if fd is not None:
+            write_all(fd, text.encode("utf-8"))
         else:
             sys.stdout.write(text)
             sys.stdout.flush()
@@ -334,6 +383,19 @@ def write_stdout(text: str) -> None:
     except OSError as e:
         raise InputError("stdout", f"cannot write: {e.strerror or e}",
                          "the report is incomplete; write it with -o FILE") from None
+
+
+def say(text: str) -> None:
+    """One line on stderr, "ftflame: " and text with every control
+    character shown, not sent (names.printable: a path, a name or a value
+    from a run folder can hold escape sequences). A stderr that cannot take
+    it (full, closed) loses the line, never the exit code: the line is the
+    explanation, the exit code the outcome."""
+    try:
+        sys.stderr.write(f"ftflame: {printable(text)}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 class Progress:
@@ -345,7 +407,7 @@ class Progress:
     WIDTH = 24
 
     def __init__(self, label: str, enabled: bool, path: str = ""):
-        self.label = label
+        self.label = printable(label)  # (a path: its control characters shown, not sent)
         self.enabled = enabled and sys.stderr.isatty()
         self.start = time.monotonic()
         self.shown = False
@@ -384,7 +446,7 @@ class Progress:
         """A one-line note for a later stage (e.g. rendering), same rules."""
         if not self.enabled:
             return
-        sys.stderr.write(f"\r\033[K{text[:shutil.get_terminal_size().columns - 1]}")
+        sys.stderr.write(f"\r\033[K{printable(text)[:shutil.get_terminal_size().columns - 1]}")
         sys.stderr.flush()
         self.shown = True
 
@@ -424,9 +486,9 @@ def open_in_browser(path: str, quiet: bool = False) -> bool:
     uri = "file://" + os.path.abspath(path)
     if not interactive():
         if not quiet:
-            print(f"ftflame: not opening {path}: not an interactive session", file=sys.stderr)
+            say(f"not opening {path}: not an interactive session")
         return False
     if not webbrowser.open(uri):
-        print(f"ftflame: no web browser found; open {uri} yourself", file=sys.stderr)
+        say(f"no web browser found; open {uri} yourself")
         return False
     return True

@@ -174,3 +174,74 @@ def test_signal_during_the_write_leaves_no_temporary_file(tmp_path, sig):
     assert proc.returncode == (130 if sig == signal.SIGINT else 128 + sig), err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert os.listdir(tmp_path) == []
+
+
+# ---- issue 37 item 2: a disk that fills up mid-report ----------------------------------
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 64 KiB tmpfs: the first 64 KiB of a report fit, the rest does not
+    (the kernel takes a short write, then refuses: what a real disk filling
+    up does, and what /dev/full, which refuses the first byte, cannot show)."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    try:
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0755", "tmpfs", str(mnt)],
+                       check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        pytest.skip(f"mounting a small tmpfs needs root and mount(8): {e}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _one_line_out_of_space(proc) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "No space left" in lines[0], proc.stderr
+    assert "internal error" not in proc.stderr
+
+
+@pytest.mark.parametrize("args", [["report", SAMPLE, "-F", "json"], ["report", SAMPLE, "-F", "json", "-o", "-"],
+                                  ["report", SAMPLE, "-F", "html"],
+                                  ["diff", SAMPLE, SAMPLE, "-F", "json"]],
+                         ids=["report-json", "report-o-dash", "report-html", "diff-json"])
+def test_stdout_filling_a_disk_is_one_line_and_exit_2(small_disk, args):
+    """Before: 65,536 bytes of the report, exit 0, nothing said (a short
+    write's count was not checked)."""
+    with open(small_disk / "x.out", "wb") as f:
+        proc = subprocess.run([*FTFLAME, *args], stdout=f, stderr=subprocess.PIPE, text=True)
+    _one_line_out_of_space(proc)
+    assert "stdout" in proc.stderr
+
+
+def test_output_file_filling_a_disk_keeps_the_previous_one(small_disk):
+    out = small_disk / "x.json"
+    out.write_text("the previous report\n")
+    proc = run("report", SAMPLE, "-o", str(out))
+    _one_line_out_of_space(proc)
+    assert out.read_text() == "the previous report\n"
+    assert temp_files(small_disk) == []
+
+
+def _full_device(tmp_path):
+    full = tmp_path / "full"
+    mknod_or_skip(str(full), stat.S_IFCHR, 1, 7)  # the kernel's "full" device
+    return full
+
+
+def test_full_stderr_leaves_the_written_report_a_success(tmp_path):
+    """Before: exit 1 (the "wrote" note failed, then the internal-error line)."""
+    out = tmp_path / "r.json"
+    with open(_full_device(tmp_path), "wb") as err:
+        proc = subprocess.run([*FTFLAME, "report", SAMPLE, "-o", str(out)], stderr=err)
+    assert proc.returncode == 0
+    assert out.stat().st_size > 100_000
+
+
+def test_full_stdout_and_full_stderr_still_exit_2(tmp_path):
+    full = _full_device(tmp_path)
+    with open(full, "wb") as f:
+        proc = subprocess.run([*FTFLAME, "report", SAMPLE, "-F", "json"], stdout=f, stderr=f)
+    assert proc.returncode == 2

@@ -153,7 +153,7 @@ def diff_options(args: argparse.Namespace) -> DiffOptions:
 
 
 def cmd_diff(args) -> int:
-    from ftflame.output import refuse_input_as_output, write_atomic, write_stdout
+    from ftflame.output import refuse_input_as_output, say, write_atomic, write_stdout
     from ftflame.rundir import read_beside, resolve_input
 
     from . import compare
@@ -176,10 +176,10 @@ def cmd_diff(args) -> int:
         size = write_atomic(args.output, lambda f: write(d, opts, f))
         if not args.quiet:
             wrote = f", {size:,} bytes" if size is not None else ", in place"
-            print(f"ftflame: wrote {args.output} ({fmt}{wrote})", file=sys.stderr)
+            say(f"wrote {args.output} ({fmt}{wrote})")
     if not args.quiet and args.output not in (None, "-"):
         for w in d.warnings:
-            print(f"ftflame: warning: {w}", file=sys.stderr)
+            say(f"warning: {w}")
         if d.drift is not None:  # the first thing to know before reading any verdict
-            print(f"ftflame: note: {d.drift.sentence()}", file=sys.stderr)
+            say(f"note: {d.drift.sentence()}")
     return 0
