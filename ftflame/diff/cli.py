@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from ftflame.model.errors import InputError
 from ftflame.report import DIFF_RENDERERS, choose_format
