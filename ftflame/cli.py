@@ -110,7 +110,10 @@ output (-o OUT): a regular file is written beside OUT, then renamed over
   terminal or open file descriptor, e.g. /dev/stdout, is refused: use '-');
   an OUT that is one of the inputs is refused: a file named, stdin's file,
   or a file read beside the trace (a run directory's calibration.json,
-  meta.json).
+  meta.json); a symbolic link among OUT's directories is followed only
+  when root or you own it. The temporary file, .ftflame-HOST-PID-RANDOM,
+  of a writer killed (SIGKILL) is removed by the next write there. A disk
+  filling up (OUT or stdout) is one line and exit 2, OUT left as it was.
 """
 
 

@@ -17,11 +17,25 @@ The rules for `-o OUT` (README "Outputs", `ftflame report --help`):
     terminal, or to an open file descriptor (/dev/stdout ->
     /proc/self/fd/1, whatever fd 1 is), is refused: replacing it would
     break the system's link, following it could write onto a disk.
+  * the output's directory is opened a component at a time (open_parent):
+    a symbolic link on the way is followed only when root or the user
+    running ftflame owns it; a link another user made (a shared or
+    another user's directory) is refused, since root would write wherever
+    that user points it. Nothing is looked up by path after the checks.
+  * the temporary file is .ftflame-HOST-PID-RANDOM; a SIGKILL (which
+    nothing catches) leaves it, and the next write into that directory
+    removes those of this machine whose process is gone, owned by the
+    user writing (clean_stale_temps).
+  * every write checks its count (write_all): a disk filling up ends the
+    command with one line and exit 2, the previous file left as it was;
+    stdout the same. Lines on stderr go through say(): control characters
+    shown as escapes, and a stderr that cannot be written loses the line,
+    never the exit code.
   * an output that is one of the command's inputs is refused: a file named
     on the command line, stdin's file ('-'), or one read beside a trace
     (a run directory's calibration.json and meta.json), existing or not.
 Imported by the CLI and by calibration.py; it imports nothing of ftflame's
-but errors, so it sits below both.
+but errors and names, so it sits below both.
 """
 from __future__ import annotations
 

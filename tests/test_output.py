@@ -245,3 +245,104 @@ def test_full_stdout_and_full_stderr_still_exit_2(tmp_path):
     with open(full, "wb") as f:
         proc = subprocess.run([*FTFLAME, "report", SAMPLE, "-F", "json"], stdout=f, stderr=f)
     assert proc.returncode == 2
+
+
+# ---- issue 37 item 10: links among the output's directories; a killed writer's temp ----
+
+def _nobody_owns(link) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("giving a link to another user needs root (CI runs the tests as root)")
+    import pwd
+
+    os.lchown(link, pwd.getpwnam("nobody").pw_uid, -1)
+
+
+def test_directory_link_of_another_user_is_not_followed(tmp_path):
+    """Before: `-o link-to-etc/passwd -F txt` replaced the file the other
+    user's link led to."""
+    target = tmp_path / "etc"
+    target.mkdir()
+    (target / "passwd").write_text("root:x:0:0\n")
+    link = tmp_path / "link-to-etc"
+    link.symlink_to(target)
+    _nobody_owns(link)
+    proc = run("report", SAMPLE, "-o", str(link / "passwd"), "-F", "txt")
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "symbolic link (link-to-etc) owned by another user" in lines[0], proc.stderr
+    assert (target / "passwd").read_text() == "root:x:0:0\n"
+    assert temp_files(target) == [] and temp_files(tmp_path) == []
+
+
+def test_directory_link_of_another_user_deeper_in_a_chain_is_not_followed(tmp_path):
+    """My own link leading to another user's link: the second is refused."""
+    target = tmp_path / "etc"
+    target.mkdir()
+    theirs = tmp_path / "theirs"
+    theirs.symlink_to(target)
+    _nobody_owns(theirs)
+    (tmp_path / "mine").symlink_to("theirs")
+    proc = run("report", SAMPLE, "-o", str(tmp_path / "mine" / "x.txt"))
+    assert proc.returncode == 2 and "(theirs) owned by another user" in proc.stderr, proc.stderr
+    assert os.listdir(target) == []
+
+
+def test_directory_link_of_my_own_is_followed(tmp_path):
+    target = tmp_path / "real"
+    target.mkdir()
+    (tmp_path / "a").symlink_to("real")
+    (tmp_path / "b").symlink_to(tmp_path / "a")  # a chain, absolute then relative
+    proc = run("report", SAMPLE, "-o", str(tmp_path / "b" / "x.txt"), "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert (target / "x.txt").read_text().startswith("ftflame report:")
+
+
+def test_temporary_file_names_its_writer():
+    """.ftflame-HOST-PID-RANDOM: a leftover says whose it is."""
+    import tempfile
+
+    from ftflame.output import _host, write_atomic
+
+    d = tempfile.mkdtemp()
+    seen = []
+    write_atomic(os.path.join(d, "r.txt"), lambda f: seen.extend(temp_files(d)))
+    assert len(seen) == 1 and seen[0].startswith(f".ftflame-{_host()}-{os.getpid()}-"), seen
+    os.unlink(os.path.join(d, "r.txt"))
+    os.rmdir(d)
+
+
+def test_killed_writers_temporary_file_goes_at_the_next_write(tmp_path):
+    """Before: SIGKILL mid-write left a .ftflame-XXXX beside the output for
+    good. A dead writer's temp goes; a live writer's, another machine's
+    (NFS: its process numbers mean nothing here) and a stranger's stay."""
+    from ftflame.output import _host
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a process number nobody has now (reuse within the test: vanishingly rare)
+    host = _host()
+    stale = f".ftflame-{host}-{dead.pid}-0a1b2c3d"
+    kept = [f".ftflame-{host}-{os.getpid()}-0a1b2c3d", f".ftflame-otherhost-{dead.pid}-0a1b2c3d",
+            ".ftflame-abc123"]
+    for name in [stale, *kept]:
+        (tmp_path / name).write_text("half a report")
+    proc = run("report", SAMPLE, "-o", str(tmp_path / "r.txt"), "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(temp_files(tmp_path)) == sorted(kept)
+
+
+def test_sigkill_mid_write_leaves_a_temp_the_next_write_removes(tmp_path):
+    """A real SIGKILL: a writer stopped (SIGSTOP) while its temp exists,
+    killed, then a second report into the same directory."""
+    code = ("import os, signal, sys\nfrom ftflame.output import write_atomic\n"
+            "write_atomic(sys.argv[1], lambda f: (f.write(b'x'), os.kill(os.getpid(), signal.SIGSTOP)))\n")
+    child = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "r.txt")])
+    _, status = os.waitpid(child.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status)
+    left = temp_files(tmp_path)
+    child.kill()
+    child.wait()
+    assert len(left) == 1 and f"-{child.pid}-" in left[0]
+    assert temp_files(tmp_path) == left  # (what SIGKILL leaves)
+    proc = run("report", SAMPLE, "-o", str(tmp_path / "r.txt"), "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert temp_files(tmp_path) == []
