@@ -762,3 +762,28 @@ def test_rank_tests_memory_per_pair():
     finally:
         tracemalloc.stop()
     assert peak / pairs < 65, f"{peak / pairs:.0f} bytes a pair"
+
+
+@pytest.mark.parametrize("how", ["name", "symlink", "hardlink", "copy"])
+def test_one_run_given_twice_on_a_side_is_refused(synth, tmp_path, how):
+    """Issue 37 item 7: `diff a a a -- b b b` pooled one file as three
+    independent runs (narrower intervals, more verdicts). The same file by
+    any name, or the same bytes, twice on a side is one line and exit 2;
+    the two sides may share a trace."""
+    a, b = synth["runs"][0], synth["runs"][1]
+    twin = str(tmp_path / "twin.txt.gz")
+    if how == "symlink":
+        os.symlink(a, twin)
+    elif how == "hardlink":
+        os.link(a, twin)
+    elif how == "copy":
+        Path(twin).write_bytes(Path(a).read_bytes())
+    else:
+        twin = a
+    for argv in ([a, twin, "--", b], [b, "--", a, b, twin]):
+        r = subprocess.run([*FTFLAME, "diff", *argv], capture_output=True, text=True)
+        assert r.returncode == 2, r.stderr
+        line, = r.stderr.strip().splitlines()
+        assert f"{twin}: is the same {'content' if how == 'copy' else 'file'} as {a}" in line
+    r = subprocess.run([*FTFLAME, "diff", a, "--", a, b, "-q"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
