@@ -43,6 +43,7 @@ import contextlib
 import errno
 import io
 import os
+import secrets
 import shutil
 import signal
 import stat
@@ -211,9 +212,19 @@ def _cannot_write(path: str, e: OSError) -> InputError:
 def write_atomic(path: str, data: Data) -> int | None:
     """Write data (a str, or a function writing into a binary file) to path
     by the rules in this module's docstring. Returns the bytes written to a
-    regular file, None for a node written in place."""
+    regular file, None for a node written in place. The directory is
+    opened once (open_parent) and everything after goes through that
+    descriptor: nothing is looked up by path again after the checks."""
+    dfd = open_parent(path)
     try:
-        st = os.lstat(path)
+        return _write_in(dfd, os.path.basename(os.path.abspath(path)), path, data)
+    finally:
+        os.close(dfd)
+
+
+def _write_in(dfd: int, name: str, path: str, data: Data) -> int | None:
+    try:
+        st = os.lstat(name, dir_fd=dfd)
     except FileNotFoundError:
         st = None
     except OSError as e:
@@ -224,18 +235,16 @@ def write_atomic(path: str, data: Data) -> int | None:
         _refuse_link_into_proc(path)
         _refuse_link_to_a_node(path)
     elif st is not None and not stat.S_ISREG(st.st_mode):
-        _write_in_place(path, st, data)
+        _write_in_place(dfd, name, path, st, data)
         return None
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise InputError(path, "output directory does not exist")
     replaced = st if st is not None and stat.S_ISREG(st.st_mode) else None  # not a link's owner or mode
     mode = stat.S_IMODE(replaced.st_mode) if replaced else 0o666 & ~_umask()
+    clean_stale_temps(dfd)
     # signals held from the temporary file's creation to the `try` that
     # removes it: a SIGTERM in between would leave it behind
     held = signal.pthread_sigmask(signal.SIG_BLOCK, (*TERMINATING, signal.SIGINT))
     try:
-        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
+        fd, tmp = _make_temp(dfd)
     except OSError as e:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
         raise InputError(path, f"cannot write: {e.strerror}", "check the directory's permissions") from None
@@ -248,14 +257,144 @@ def write_atomic(path: str, data: Data) -> int | None:
                 mode &= ~(stat.S_ISUID | stat.S_ISGID)
             os.fchmod(f.fileno(), mode)
             size = os.fstat(f.fileno()).st_size
-        os.replace(tmp, path)
+        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         return size
     except BaseException as e:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dfd)
         if isinstance(e, OSError) and not isinstance(e, BrokenPipeError):
             raise _cannot_write(path, e) from None
         raise
+
+
+# ---- the output's directory: opened a component at a time --------------------------
+
+MAX_LINKS = 40  # the kernel's own limit on the links of one lookup
+
+
+def _trusted_link(st: os.stat_result) -> bool:
+    """A symbolic link ftflame follows on the way to an output: made by
+    root or by the user running ftflame (a link another user made can point
+    anywhere that user likes, and root would write there)."""
+    return st.st_uid in (0, os.geteuid())
+
+
+def open_parent(path: str) -> int:
+    """A descriptor of the directory `path` goes into, found a component at
+    a time with O_NOFOLLOW: a component that is a symbolic link is followed
+    only when root or the user running ftflame owns it (_trusted_link),
+    its target looked up by the same rule. The directory is then used
+    through this descriptor only, so a component swapped for a link after
+    the check changes nothing. `..` is taken lexically from the path given
+    (as the shell's `cd` does), physically inside a link's target."""
+    parent = os.path.dirname(os.path.abspath(path))
+    # O_PATH: a directory is looked through, not read (a 0711 one too)
+    flags = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+    fd = os.open("/", flags)
+    parts = [c for c in parent.split("/") if c not in ("", ".")]
+    links = 0
+    try:
+        while parts:
+            comp = parts.pop(0)
+            try:
+                nfd = os.open(comp, flags | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as e:
+                st = _lstat_at(comp, fd)
+                if e.errno not in (errno.ELOOP, errno.ENOTDIR) or st is None or not stat.S_ISLNK(st.st_mode):
+                    where = "output directory does not exist" if e.errno == errno.ENOENT \
+                        else f"cannot write: {e.strerror}"
+                    raise InputError(path, where) from None
+                if not _trusted_link(st):
+                    raise InputError(path, f"its directory is reached through a symbolic link ({comp}) "
+                                     f"owned by another user (uid {st.st_uid}): not followed",
+                                     "give the directory's real path") from None
+                links += 1
+                if links > MAX_LINKS:
+                    raise InputError(path, "cannot write: too many levels of symbolic links") from None
+                target = os.readlink(comp, dir_fd=fd)
+                if target.startswith("/"):
+                    os.close(fd)
+                    fd = os.open("/", flags)
+                parts[:0] = [c for c in target.split("/") if c not in ("", ".")]
+                continue
+            os.close(fd)
+            fd = nfd
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _lstat_at(name: str, dfd: int) -> os.stat_result | None:
+    try:
+        return os.lstat(name, dir_fd=dfd)
+    except OSError:
+        return None
+
+
+# ---- temporary files: named by their writer, removed when it is gone ----------------
+
+def _host() -> str:
+    """This machine's name in a temporary file's name: a directory on NFS
+    is shared with other machines, whose process numbers mean nothing here."""
+    return "".join(c if c.isalnum() or c in "._" else "_" for c in os.uname().nodename)[:64] or "host"
+
+
+def _make_temp(dfd: int) -> tuple:
+    """(fd, name) of a new temporary file in dfd, named
+    .ftflame-HOST-PID-RANDOM: which process writes it, on which machine."""
+    for _ in range(100):
+        name = f"{TEMP_PREFIX}{_host()}-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         0o600, dir_fd=dfd)
+        except FileExistsError:
+            continue
+        return fd, name
+    raise OSError(errno.EEXIST, "no free temporary file name")
+
+
+def _writer_gone(name: str) -> bool:
+    """Whether the temporary file `name` is one this machine's ftflame left
+    behind when it was killed (SIGKILL, a power cut): its process is not
+    running. A name of another machine, or not ftflame's, is never gone."""
+    head, sep, rest = name.partition(TEMP_PREFIX)
+    if head or not sep:
+        return False
+    host, _, tail = rest.rpartition("-")
+    host, _, pid = host.rpartition("-")
+    if host != _host() or not pid.isdigit() or not tail:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # (EPERM: another user's process, alive)
+        return False
+    return False  # alive (or its number reused: left alone, to be safe)
+
+
+def clean_stale_temps(dfd: int) -> None:
+    """Remove the temporary files of ftflame writers that died in this
+    directory (_writer_gone), owned by the user running ftflame: a SIGKILL
+    cannot be caught, so its leftover goes at the next write here."""
+    try:  # (dfd is an O_PATH descriptor: listed through a readable one)
+        rfd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dfd)
+    except OSError:
+        return  # (a directory we may write but not list: nothing cleaned)
+    try:
+        names = [n for n in os.listdir(rfd) if n.startswith(TEMP_PREFIX)]
+    except OSError:
+        return
+    finally:
+        os.close(rfd)
+    for name in names:
+        st = _lstat_at(name, dfd)
+        if st is None or not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            continue
+        if _writer_gone(name):
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=dfd)
 
 
 def _keep_owner(fd: int, st: os.stat_result) -> bool:
@@ -309,12 +448,13 @@ def _refuse_link_to_a_node(path: str) -> None:
                          "not followed, not replaced", "give the node itself, or '-' for stdout")
 
 
-def _write_in_place(path: str, st: os.stat_result, data: Data) -> None:
+def _write_in_place(dfd: int, name: str, path: str, st: os.stat_result, data: Data) -> None:
     """A device, FIFO or terminal: opened as it is (never created, never
     truncated, never through a link), checked to be the node looked at."""
     flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
     try:
-        fd = _open_fifo(path, flags) if stat.S_ISFIFO(st.st_mode) else os.open(path, flags)
+        fd = _open_fifo(dfd, name, path, flags) if stat.S_ISFIFO(st.st_mode) \
+            else os.open(name, flags, dir_fd=dfd)
     except OSError as e:
         raise InputError(path, f"cannot write: {e.strerror}",
                          "it is not a regular file: ftflame writes into devices, FIFOs "
@@ -332,17 +472,17 @@ def _write_in_place(path: str, st: os.stat_result, data: Data) -> None:
         os.close(fd)
 
 
-def _open_fifo(path: str, flags: int) -> int:
+def _open_fifo(dfd: int, name: str, path: str, flags: int) -> int:
     """A FIFO's write end. Opening it waits for a reader: said on stderr
     first, or the command would hang without a word."""
     try:
-        fd = os.open(path, flags | os.O_NONBLOCK)
+        fd = os.open(name, flags | os.O_NONBLOCK, dir_fd=dfd)
     except OSError as e:
         if e.errno != errno.ENXIO:  # ENXIO: no reader yet
             raise
         say(f"{path}: a FIFO with no reader: waiting for one to open it "
             "(Ctrl-C to stop)")
-        return os.open(path, flags)
+        return os.open(name, flags, dir_fd=dfd)
     os.set_blocking(fd, True)
     return fd
 

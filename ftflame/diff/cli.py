@@ -156,6 +156,7 @@ def cmd_diff(args) -> int:
     from ftflame.rundir import read_beside, resolve_input
 
     from . import compare
+    from .load import refuse_repeated_runs
 
     before, after = split_sides(args.inputs, args.after_side)
     fmt = choose_format(args.output, args.format, DIFF_RENDERERS)
@@ -166,6 +167,8 @@ def cmd_diff(args) -> int:
     if "-" in before + after:
         raise InputError("-", "diff reads files, not stdin", "save the trace to a file")
     traces = [resolve_input(g) for g in before + after]
+    refuse_repeated_runs("BEFORE", before, traces[:len(before)])
+    refuse_repeated_runs("AFTER", after, traces[len(before):])
     refuse_input_as_output(args.output, traces + [args.calibration], [b for t in traces for b in read_beside(t)])
     d = compare(before, after, opts)
     if args.output in (None, "-"):
