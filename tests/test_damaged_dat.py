@@ -35,7 +35,7 @@ import time
 import pytest
 
 from conftest import SAMPLE, fixture, fixture_params, holds_open
-from helpers import corpus, damage, readers
+from helpers import corpus, damage, promptly, readers
 
 SOURCES = ["k6.1/s04-null/trace.dat", "k6.1/s10-lost/trace.dat"]
 PER_FORM = 45
@@ -698,23 +698,15 @@ def test_ctrl_c_ends_promptly_at_any_point(reader, point, tmp_path, tmp_path_fac
         proc.communicate()
         pytest.skip(f"the report finished before the signal ({point})")
     proc.send_signal(signal.SIGINT)
-    sent = time.monotonic()
-    try:
-        err = proc.communicate(timeout=5)[1]
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        pytest.fail(f"still running 5 s after SIGINT ({point})")
+    # bounded by the CPU time spent after the signal (5 s), not by wall
+    # time: at load 5-11 a prompt stop still waited 5 s for a core
+    _, err, _ = promptly.communicate_within_cpu(proc, cpu_budget=5.0)
     if proc.returncode == 0:
         pytest.skip(f"the report finished before the signal ({point})")
     assert proc.returncode == 130, f"exit {proc.returncode}:\n{err}"
     assert len(err.splitlines()) == 1 and "interrupted" in err, err
-    assert time.monotonic() - sent < 5
     assert os.listdir(tmp_path) == []
 
-
-if __name__ == "__main__":
-    sys.exit(pytest.main([__file__, "-q", "-rs"]))
 
 
 # ---- header oddities read on without: said, not silent (issue 37 item 8) --------------
@@ -793,3 +785,7 @@ def test_an_undamaged_file_has_no_header_notes(s04_forms, reader, tmp_path):
         path = tmp_path / f"{form}.dat"
         path.write_bytes(s04_forms[form])
         assert _trace_notes(path, reader, tmp_path)[1] == []
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-rs"]))
