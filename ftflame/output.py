@@ -159,7 +159,7 @@ class _CheckedRaw(io.RawIOBase):
     the kernel cut short (a disk filling up takes the first 64 KiB and
     refuses the rest) is carried on, and one that takes nothing raises,
     where a bare BufferedWriter.write returns the short count and leaves
-    the report silently cut (issue 37 item 2)."""
+    the report silently cut."""
 
     def __init__(self, fd: int, closefd: bool):
         super().__init__()
