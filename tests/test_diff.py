@@ -461,8 +461,11 @@ def test_bad_command_lines(args, word):
 def test_options_after_the_after_traces_still_work(tmp_path):
     """README's example: `ftflame diff b1 b2 b3 -- a1 a2 a3 -o diff.html`
     writes diff.html (the options after '--' are options, not traces)."""
-    before = [fixture("k6.1/s01-v3-write4k/trace.dat")] * 3
-    after = [fixture("k6.12/s01-v3-write4k/trace.dat")] * 3
+    # three runs a side, each its own trace (one given three times is refused)
+    before = [fixture(r) for r in ("k6.1/s01-v3-write4k/trace.dat", "k6.1/s10-lost/trace.dat",
+                                   "k6.1/s06-calib-pair/trace-full.dat")]
+    after = [fixture(r) for r in ("k6.12/s01-v3-write4k/trace.dat", "k6.1/s15-icount-calib/trace-full.dat",
+                                  "k6.1/s09-depth3/trace.dat")]
     out = tmp_path / "diff.html"
     proc = run("diff", *before, "--", *after, "-o", str(out))
     assert proc.returncode == 0, proc.stderr
