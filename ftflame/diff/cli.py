@@ -54,7 +54,8 @@ statistics (docs/diff.md):
 
 Warnings (one line each) when the sides differ in kernel, clock, graph
 functions, tracer options or calibration, and for events lost on a side;
-sides with no function in common are refused (exit 2).
+sides with no function in common are refused (exit 2), and so is a side
+that names one trace twice (a second name, a link or a copy).
 """
 
 
