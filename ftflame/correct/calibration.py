@@ -33,6 +33,7 @@ from ftflame.model.errors import InputError
 from ftflame.model.profile import NODE_IRQ, SAMPLE_GAP, SAMPLE_IRQ, Calibration, Profile, hist_lower, hist_upper
 from ftflame.output import write_atomic
 from ftflame.rundir import CALIB_META_FILE, CALIBRATION_FILE
+from ftflame.rundir import kind as json_kind
 
 SCHEMA = "ftflame-calibration/1"
 BOOTSTRAP = 2000
@@ -393,12 +394,14 @@ def _recorded_options(pf: Profile) -> dict:
 def _calib_meta(trace_path: str) -> dict:
     """calib-meta.json that collect/calibrate.sh writes beside the traces."""
     path = os.path.join(os.path.dirname(os.path.abspath(trace_path)), CALIB_META_FILE)
+    from ftflame.rundir import bad_numbers, load_json
+
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-        return doc if isinstance(doc, dict) else {}
+        doc = load_json(path)
     except (OSError, ValueError):
         return {}
+    # (its options are copied into calibration.json: no NaN may go with them)
+    return doc if isinstance(doc, dict) and not bad_numbers(doc) else {}
 
 
 # ---- 2. in-trace estimate ----------------------------------------------------
@@ -455,26 +458,80 @@ def write(path: str, cal: dict) -> str:
     return text
 
 
+# The figures of calibration.json that corrections, intervals and notes read:
+# the objects, each with whether its mean may be below 0. A hook cost is at most this (1 s: far above any
+# machine's, emulated ones included); the spread of a figure may be negative
+# where the figure may.
+MAX_HOOK_NS = 1e9
+_COSTS = ("o_in_ns", "o_out_ns")
+_OBJECTS = {"o_in": False, "o_out": False, "o_in_root_only": False, "o_in_plus_o_out": True}
+
+
 def load(path: str) -> Calibration:
-    """A Calibration from a calibration.json (ours or collect/calibrate.sh's)."""
+    """A Calibration from a calibration.json (ours or collect/calibrate.sh's),
+    every figure read checked here (finite, in range, a number and not true
+    or false): a bad one is one line naming the field (InputError, exit 2)."""
+    from ftflame.rundir import bad_numbers, field_name, load_json
+
+    hint = "write it with: ftflame calibrate"
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
+        doc = load_json(path)
     except OSError as e:
         raise InputError(path, f"cannot read calibration file: {e.strerror}") from None
     except ValueError as e:
-        raise InputError(path, f"not valid JSON ({e})", "write it with: ftflame calibrate") from None
+        raise InputError(path, f"not valid JSON ({e})", hint) from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise InputError(path, f"not a calibration file (schema is not {SCHEMA!r})",
-                         "write it with: ftflame calibrate")
-    try:
-        o_in, o_out = float(doc["o_in_ns"]), float(doc["o_out_ns"])
-    except (KeyError, TypeError, ValueError):
-        raise InputError(path, "o_in_ns and o_out_ns must be numbers (ns)") from None
-    if not (np.isfinite(o_in) and np.isfinite(o_out)) or o_in < 0 or o_out < 0:
-        raise InputError(path, f"O_in {o_in} / O_out {o_out} ns: must be finite and >= 0",
-                         "recalibrate: see the file's checks")
-    return Calibration(o_in, o_out, f"file:{path}", str(doc.get("method", "")), doc)
+        raise InputError(path, f"not a calibration file (schema is not {SCHEMA!r})", hint)
+    bad = bad_numbers(doc)
+    if bad:  # anywhere: the file is copied whole into the JSON report
+        at, text = bad[0]
+        raise InputError(path, f"{field_name(at)}: {text} is not a number JSON has", hint)
+    for key in _COSTS:
+        if key not in doc:
+            raise InputError(path, "o_in_ns and o_out_ns must be numbers (ns)", hint)
+        _check(path, (key,), doc[key])
+    _check_objects(path, doc)
+    return Calibration(float(doc["o_in_ns"]), float(doc["o_out_ns"]), f"file:{path}",
+                       str(doc.get("method", "")), doc)
+
+
+def _check_objects(path: str, doc: dict) -> None:
+    """The spread, root-only O_in, hook level and kernel of calibration.json."""
+    hint = "write it with: ftflame calibrate"
+    for key, signed in _OBJECTS.items():
+        obj = doc.get(key)
+        if obj is None:
+            continue
+        if not isinstance(obj, dict):
+            raise InputError(path, f"{key}: {json_kind(obj)}, not an object", hint)
+        for k in ("mean_ns", "median_ns"):
+            if k in obj:  # (a median is applied only as the root-only O_in's stand-in)
+                _check(path, (key, k), obj[k], signed=signed or (k == "median_ns" and key != "o_in_root_only"))
+        if "ci95_ns" in obj:
+            ci = obj["ci95_ns"]
+            if not isinstance(ci, list) or len(ci) != 2:
+                raise InputError(path, f"{key}.ci95_ns: {json_kind(ci)}, not a list [low, high]", hint)
+            for i in (0, 1):
+                _check(path, (key, "ci95_ns", i), ci[i], signed=True)
+            if ci[0] > ci[1]:
+                raise InputError(path, f"{key}.ci95_ns: low {ci[0]} above high {ci[1]}", hint)
+    level = doc.get("hook_level")
+    if level is not None:
+        if not isinstance(level, dict):
+            raise InputError(path, f"hook_level: {json_kind(level)}, not an object", hint)
+        if "leaf_min_ns" in level:
+            _check(path, ("hook_level", "leaf_min_ns"), level["leaf_min_ns"])
+    if doc.get("kernel") is not None and not isinstance(doc["kernel"], str):
+        raise InputError(path, f"kernel: {json_kind(doc['kernel'])}, not a string", hint)
+
+
+def _check(path: str, at: tuple, v, signed: bool = False) -> None:
+    from ftflame.rundir import field_name, number_problem
+
+    problem = number_problem(v, minimum=-MAX_HOOK_NS if signed else 0.0, maximum=MAX_HOOK_NS)
+    if problem:
+        raise InputError(path, f"{field_name(at)}: {problem} (hook costs are numbers of ns, finite"
+                         + ("" if signed else " and >= 0") + ")", "recalibrate: ftflame calibrate")
 
 
 def beside(trace_path: str) -> str | None:
