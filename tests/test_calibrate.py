@@ -188,7 +188,7 @@ def test_a_calibration_recorded_in_another_buffer_percent_mode_is_noted(tmp_path
     if cal_pct is not None:
         doc["tracer_options"]["buffer_percent"] = cal_pct
     calibration.write(str(tmp_path / "calibration.json"), doc)
-    (tmp_path / "meta.json").write_text(json.dumps({"tracer_options": {"buffer_percent": trace_pct}}))
+    (tmp_path / "meta.json").write_text(json.dumps({"schema": "ftflame-meta/1", "tracer_options": {"buffer_percent": trace_pct}}))
     proc = run("report", str(tmp_path), "-F", "txt", "-q")
     assert proc.returncode == 0, proc.stderr
     said = "the calibration was recorded with buffer_percent 50, the trace with 100" in " ".join(proc.stdout.split())

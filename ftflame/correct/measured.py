@@ -39,7 +39,8 @@ RUN_OF_TRACE = {"trace.dat": "main", "baseline.dat": "baseline"}
 # of another kind, a negative count or time, NaN or Infinity is left out with
 # a warning naming it. (field kinds: COUNT a whole number >= 0, AMOUNT a
 # number >= 0, TEXT a string; ("obj", {key: kind}, required keys), ("map",
-# kind) an object of any keys, ("list", kind))
+# kind) an object of any keys, ("list", kind), ("enum", the strings it may be))
+META_SCHEMA = "ftflame-meta/1"
 COUNT, AMOUNT, TEXT = "a whole number >= 0", "a number >= 0", "a string"
 
 
@@ -56,8 +57,9 @@ _RUN = _obj(
     nfsd=_obj(delta=_obj(rpc=_COUNTS, proc2=_COUNTS, proc3=_COUNTS, proc4=_COUNTS, proc4ops=_COUNTS)),
     client_mounts=_map(_obj(fstype=TEXT, device=TEXT,
                             ops=_map(_obj(delta=_obj(ops=COUNT, execute_ms=AMOUNT, rtt_ms=AMOUNT))))),
-    iozone=_obj(units=TEXT, command_line=TEXT,
-                rows=("list", _obj(file_kb=COUNT, record_kb=COUNT, throughput=_map(AMOUNT)))),
+    iozone=_obj(("units", "rows"), units=("enum", ("kB/s", "ops/s")), command_line=TEXT,
+                rows=("list", _obj(("file_kb", "record_kb", "throughput"), file_kb=COUNT, record_kb=COUNT,
+                                   throughput=_map(AMOUNT)))),
     iozone_latency=_map(_obj(("count", "mean_us", "max_us"), count=COUNT, mean_us=AMOUNT, max_us=AMOUNT)),
 )
 META_READ = _obj(
@@ -84,6 +86,12 @@ def _checked(v, kind, at: tuple, problems: list):
             problem = number_problem(v, integer=kind == COUNT)
         if problem:
             problems.append((at, problem))
+            return None
+        return v
+    if kind[0] == "enum":
+        if v not in kind[1]:
+            problems.append((at, f"{json_kind(v) if not isinstance(v, str) else repr(v[:20])}, not one of "
+                             + ", ".join(kind[1])))
             return None
         return v
     want = {"obj": dict, "map": dict, "list": list}[kind[0]]
@@ -128,6 +136,9 @@ def load_meta(trace_path: str) -> tuple:
         return None, (f"{path}: unreadable ({e}): the measured totals are left out",)
     if not isinstance(doc, dict):
         return None, (f"{path}: not a JSON object: the measured totals are left out",)
+    if doc.get("schema") != META_SCHEMA:
+        return None, (f"{path}: not a collect.sh meta.json (schema is not {META_SCHEMA!r}): the measured "
+                      "totals are left out",)
     problems: list = []
     clean = _checked(doc, META_READ, (), problems)
     read = {tuple(at) for at, _ in problems}
