@@ -19,9 +19,7 @@ one small read and a small report, so several hundred take seconds.
 """
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import json
 import random
 import shutil
@@ -29,7 +27,8 @@ import shutil
 import pytest
 
 from conftest import fixture
-from ftflame import cli
+from helpers.cpurun import cpu_text
+from helpers.inproc import report, strict_loads
 
 SEED = 37  # the issue's number: the same cases on every run
 CASES = 110  # per file, besides the truncations and whole-document ones
@@ -62,22 +61,6 @@ CALIBRATION = {
     "kernel": "Linux (none) 6.1.0-56-amd64 x86_64", "clock": "global",
     "tracer_options": {"buffer_percent": 50}, "checks": [],
 }
-
-
-def cpu_text(on_cpu_ms: tuple) -> str:
-    """cpusnap.sh's file (collect/README.md): two nfsd threads, perf counted."""
-    return ("ftflame-cpu/1\nclk_tck 100\ncpus 2\nthreads 101 102\n"
-            "=== before stat\ncpu  1000 10 500 8000 20 30 40 5 0 0\ncpu0 500 5 250 4000 10 15 20 2 0 0\n"
-            "=== before nfsd\nrc 0 3 18\nrpc 21 0 0 0 0\n"
-            "=== before schedstat\n101 1000000 50 10\n102 1000000 50 10\n"
-            "=== after stat\ncpu  1100 10 700 8150 20 40 70 5 0 0\n"
-            "=== after nfsd\nrc 0 3 18\nrpc 152 0 0 0 0\n"
-            f"=== after schedstat\n101 {1_000_000 + on_cpu_ms[0] * 1_000_000} 60 20\n"
-            f"102 {1_000_000 + on_cpu_ms[1] * 1_000_000} 70 30\n"
-            "=== perf ok\n# started on Sat Nov 28 17:00:00 2026\n\n"
-            f"nfsd-101,{on_cpu_ms[0]}.5,msec,task-clock,{on_cpu_ms[0]}500000,100.00,0.475,CPUs utilized\n"
-            f"nfsd-102,{on_cpu_ms[1]}.25,msec,task-clock,{on_cpu_ms[1]}250000,100.00,0.2,CPUs utilized\n"
-            "=== end\n")
 
 
 CPU_MAIN = cpu_text((300, 100))
@@ -171,12 +154,6 @@ def cpu_mutations(text: str, rng: random.Random) -> list:
     return out
 
 
-def strict_loads(text: str):
-    def refuse(token):
-        raise ValueError(f"{token} in the report")
-    return json.loads(text, parse_constant=refuse)
-
-
 # Figures read from the three files, or made of them: finite and >= 0
 NOT_NEGATIVE = {"o_in_ns", "o_out_ns", "server_calls", "trace_calls", "server_rpc_calls", "client_ops",
                 "client_execute_mean_ns", "client_rtt_mean_ns", "server_share_pct", "throughput",
@@ -230,17 +207,6 @@ def write_clean(d):
     (d / "calibration.json").write_text(json.dumps(CALIBRATION))
     (d / "cpu-main.txt").write_text(CPU_MAIN)
     (d / "cpu-baseline.txt").write_text(cpu_text((200, 50)))
-
-
-def report(d):
-    """(exit code, stderr, the JSON report's text) of `ftflame report d`, in this process."""
-    out = d.parent / "report.json"
-    if out.exists():
-        out.unlink()
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        rc = cli.main(["report", str(d), "-o", str(out), "-F", "json", "-q", "--slowest", "0"])
-    return rc, err.getvalue(), out.read_text() if out.exists() else None
 
 
 def test_the_unmutated_folder_reads_every_file(folder):
