@@ -28,7 +28,7 @@ import pytest
 
 from conftest import fixture
 from helpers.cpurun import cpu_text
-from helpers.inproc import report, strict_loads
+from helpers.inproc import CALIBRATION, report, strict_loads
 
 SEED = 37  # the number: the same cases on every run
 CASES = 110  # per file, besides the truncations and whole-document ones
@@ -51,16 +51,6 @@ META = {
     },
 }
 
-CALIBRATION = {
-    "schema": "ftflame-calibration/1", "o_in_ns": 700.0, "o_out_ns": 700.0, "method": "empty-calls",
-    "o_in": {"samples": 300, "mean_ns": 700.0, "median_ns": 690.0, "ci95_ns": [690.5, 710.2]},
-    "o_out": {"samples": 291, "mean_ns": 700.0, "median_ns": 705.0, "ci95_ns": [650.0, 750.0]},
-    "o_in_plus_o_out": {"samples": 291, "mean_ns": 1400.0, "ci95_ns": [1350.0, 1450.0]},
-    "o_in_root_only": {"samples": 300, "mean_ns": 900.0, "median_ns": 880.0, "ci95_ns": [850.0, 950.0]},
-    "hook_level": {"leaf_min_ns": 650.0, "samples": 291},
-    "kernel": "Linux (none) 6.1.0-56-amd64 x86_64", "clock": "global",
-    "tracer_options": {"buffer_percent": 50}, "checks": [],
-}
 
 
 CPU_MAIN = cpu_text((300, 100))

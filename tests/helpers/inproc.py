@@ -9,6 +9,20 @@ import io
 
 from ftflame import cli
 
+# A calibration.json by hand, in the shape `ftflame calibrate` writes, that
+# fits k6.1/s15-icount-calib/trace-root.dat (root-only: its o_in_root_only
+# applies) and was made on its kernel.
+CALIBRATION = {
+    "schema": "ftflame-calibration/1", "o_in_ns": 700.0, "o_out_ns": 700.0, "method": "empty-calls",
+    "o_in": {"samples": 300, "mean_ns": 700.0, "median_ns": 690.0, "ci95_ns": [690.5, 710.2]},
+    "o_out": {"samples": 291, "mean_ns": 700.0, "median_ns": 705.0, "ci95_ns": [650.0, 750.0]},
+    "o_in_plus_o_out": {"samples": 291, "mean_ns": 1400.0, "ci95_ns": [1350.0, 1450.0]},
+    "o_in_root_only": {"samples": 300, "mean_ns": 900.0, "median_ns": 880.0, "ci95_ns": [850.0, 950.0]},
+    "hook_level": {"leaf_min_ns": 650.0, "samples": 291},
+    "kernel": "Linux (none) 6.1.0-56-amd64 x86_64", "clock": "global",
+    "tracer_options": {"buffer_percent": 50}, "checks": [],
+}
+
 
 def report(d, fmt: str = "json", *extra: str) -> tuple:
     """(exit code, stderr, the report's text or None) of
