@@ -180,7 +180,9 @@ def check_figures(doc: dict, where: str) -> None:
     cal = doc["calibration"]
     for k, s in cal["spread"].items():  # an interval printed is the value's
         if "ci95_ns" in s:
-            lo, hi = s["ci95_ns"]
+            ci = s["ci95_ns"]
+            assert isinstance(ci, list) and len(ci) == 2 and all(type(x) in (int, float) for x in ci), (where, s)
+            lo, hi = ci
             assert lo - 0.1 <= cal[f"{k}_ns"] <= hi + 0.1, (where, k, s)
 
 
@@ -220,7 +222,10 @@ def check_case(where: str, name: str, rc: int, err: str, text: str | None, clean
         assert len(lines) == 1 and name in lines[0], f"{where}: {err}"
         assert text is None, f"{where}: a report written on exit 2"
         return rc
-    doc = strict_loads(text)
+    try:
+        doc = strict_loads(text)
+    except ValueError as e:  # (NaN or Infinity)
+        raise AssertionError(f"{where}: {e}") from None
     check_figures(doc, where)
     if figures(doc) != figures(clean) and not where.endswith("(null)"):
         assert warnings(doc) - warnings(clean), f"{where}: figures changed without a warning"
