@@ -648,7 +648,8 @@ def kernel_note(cal: Calibration) -> str | None:
     ftflame/correct/fit.py); None otherwise (or when the values used are the
     in-trace estimate's, measured on the trace)."""
     f = cal.fit if isinstance(cal.fit, dict) else {}
-    return f.get("kernel_note") if cal.source.startswith("file:") else None
+    note = f.get("kernel_note")
+    return note if isinstance(note, str) and cal.source.startswith("file:") else None
 
 
 def intervals(cal: Calibration) -> tuple:
@@ -695,8 +696,9 @@ def provenance(cal: Calibration, misfit: bool = True) -> str:
     f = cal.fit if isinstance(cal.fit, dict) else None
     if misfit and f is not None and not f["ok"]:
         text += f"; MISFIT: {f['checked']} does not fit this trace, used: {f['used']}"
-    if kernel_note(cal):
-        text += "; " + kernel_note(cal)
+    note = kernel_note(cal)
+    if note:
+        text += "; " + note
     return text
 
 
