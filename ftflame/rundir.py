@@ -153,7 +153,11 @@ def kind(v) -> str:
     long, or hold escapes meant for the terminal)."""
     if isinstance(v, bool) or v is None:
         return json.dumps(v)
-    return {str: "a string", list: "a list", dict: "an object"}.get(type(v), "a number")
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, (list, dict)):
+        return "a list" if isinstance(v, list) else "an object"
+    return "a number"
 
 
 def number_problem(v, *, integer: bool = False, minimum: float = 0.0, maximum: float = MAX_NUMBER,

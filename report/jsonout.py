@@ -118,7 +118,7 @@ def calibration_object(p: Profile) -> dict:
         obj = d.get(k) if isinstance(d.get(k), dict) else {}
         if k in ci:
             of = d.get("o_in_root_only") if k == "o_in" and d.get("applied_o_in") else obj
-            spread[k] = {"ci95_ns": ci[k], "samples": of.get("samples")}
+            spread[k] = {"ci95_ns": ci[k], "samples": of.get("samples") if isinstance(of, dict) else None}
         elif "p1_ns" in obj:
             spread[k] = {"p1_p5_ns": [obj["p1_ns"], obj.get("p5_ns")], "samples": obj.get("samples")}
     return {"source": cal.source, "applied": cal.applied, "o_in_ns": cal.o_in_ns,
