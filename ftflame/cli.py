@@ -331,6 +331,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_diff(sub, HelpFormatter)
 
+    from ftflame.batch import add_parser as add_batch  # ftflame batch (ftflame/batch.py)
+
+    add_batch(sub, HelpFormatter)
+
     for name, script, text in (("collect", "collect.sh", "record a trace around a workload (collect/collect.sh)"),
                                ):
         c = sub.add_parser(name, help=text, add_help=False)
