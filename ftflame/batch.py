@@ -17,11 +17,13 @@ only what is missing.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import resource
 import shutil
+import signal
 import sys
 import time
 
@@ -263,7 +265,8 @@ def run_local(paths, dataset, labels, slowest, known, jobs, tally) -> None:
     # (whose threads, a test's or a library's, a fork would copy half-way)
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["ftflame.batch", "ftflame.report.parquet", "ftflame.correct.stage"])
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+    try:
         futures = {pool.submit(process_trace, p, dataset, labels, slowest, known): p for p in paths}
         for fut in as_completed(futures):
             try:
@@ -272,6 +275,17 @@ def run_local(paths, dataset, labels, slowest, known, jobs, tally) -> None:
                 tally.add({"path": futures[fut], "status": "failed", "pid": 0,
                            "reason": f"{futures[fut]}: a worker process died (killed, or out of memory): "
                                      "not written; run the batch again"})
+    except BaseException:
+        # Ctrl-C, SIGTERM: the traces not started are dropped and the
+        # workers ended now, not after every queued trace (shutdown's
+        # default); a trace cut short leaves only its staging folder
+        workers = list(getattr(pool, "_processes", None) or ())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for pid in workers:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+        raise
+    pool.shutdown(wait=True)
 
 
 def dask_client(address: str):
@@ -297,13 +311,17 @@ def run_dask(client, paths, dataset, labels, slowest, known, tally) -> None:
     from distributed import as_completed
 
     futures = {client.submit(process_trace, p, dataset, labels, slowest, known, pure=False): p for p in paths}
-    for fut in as_completed(list(futures)):
-        try:
-            tally.add(fut.result())
-        except Exception as e:  # the task itself never raises: a worker lost (KilledWorker), a cancellation
-            tally.add({"path": futures[fut], "status": "failed", "pid": 0,
-                       "reason": f"{futures[fut]}: the Dask task failed ({type(e).__name__}: {e}): not written; "
-                                 "run the batch again"})
+    try:
+        for fut in as_completed(list(futures)):
+            try:
+                tally.add(fut.result())
+            except Exception as e:  # the task itself never raises: a worker lost (KilledWorker), a cancellation
+                tally.add({"path": futures[fut], "status": "failed", "pid": 0,
+                           "reason": f"{futures[fut]}: the Dask task failed ({type(e).__name__}: {e}): not written; "
+                                     "run the batch again"})
+    except BaseException:  # Ctrl-C, SIGTERM: the cluster's queued traces dropped
+        client.cancel(list(futures))
+        raise
 
 
 def run_batch(inputs, dataset: str, labels: dict | None = None, jobs: int | None = None, client=None,

@@ -56,7 +56,7 @@ COMPRESSION = "zstd"
 def _r1(values) -> np.ndarray:
     """Each value rounded to 0.1 ns as the JSON prints it (json.dumps(round(x,
     1)), "%.1f" in C below _F1_SAFE): the double of that decimal text, NaN
-    kept (null in the tables). np.round (x * 10, rounded, / 10) can land one
+    kept (null in the tables), infinities too. np.round (x * 10, rounded, / 10) can land one
     ulp away from the decimal's double; the text cannot."""
     a = np.ascontiguousarray(values, dtype=np.float64)
     if not len(a):
@@ -70,6 +70,7 @@ def _r1(values) -> np.ndarray:
     rest = finite & ~safe
     if rest.any():
         out[rest] = [round(x, 1) for x in a[rest].tolist()]
+    out[~finite] = a[~finite]  # infinities as they are (the JSON's Infinity), NaN null
     return out
 
 

@@ -172,6 +172,25 @@ def test_a_worker_killed_mid_trace_leaves_no_partial_rows(local_ds, tmp_path):
     assert query(ds, "SELECT count(*), count(DISTINCT trace_id) FROM trace")[0] == (len(folders(ds)),) * 2
 
 
+def test_sigterm_stops_the_batch_and_its_workers(tmp_path):
+    """The batch stopped (SIGTERM) ends its workers too: no trace is written
+    after it exits (the queued ones are dropped, not run), and every trace
+    folder there is whole."""
+    ds = tmp_path / "stopped"
+    proc = subprocess.Popen(_batch_cmd(ds), stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and len(folders(ds)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM and "stopped by SIGTERM" in err
+    there = set(folders(ds))
+    assert len(there) < len(KILL_INPUTS)
+    time.sleep(1.5)  # a worker left running would write its trace meanwhile
+    assert set(folders(ds)) == there
+    contents(ds)  # each folder whole
+
+
 def test_labels_and_dask_address_refused_with_one_line(tmp_path, capsys):
     path = corpus.curated("k6.1/s09-depth3/trace.dat")
     assert main(["batch", path, "-o", str(tmp_path / "ds"), "--label", "calls=3"]) == 2

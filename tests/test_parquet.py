@@ -14,6 +14,7 @@ import pytest
 from conftest import fixture, fixture_id, profile_of
 from ftflame.cli import main
 from ftflame.correct.stage import CorrectionOptions, correct_for_report
+from ftflame.parse import build_events
 from ftflame.report import jsonout, parquet
 from helpers import corpus
 
@@ -133,3 +134,27 @@ def test_cli_writes_a_folder_atomically_and_refuses_others(tmp_path, capsys):
     assert "other files than ftflame's tables" in capsys.readouterr().err
     assert main(["report", path, "-F", "parquet", "-q"]) == 2  # stdout: no folder
     assert "Parquet output is a folder" in capsys.readouterr().err
+
+
+def test_figures_rounded_as_the_json_prints_them():
+    """0.1 ns as json.dumps(round(x, 1)): halves that np.round (x * 10)
+    rounds the other way (6996426.35), past the C formatter's range, NaN null, infinities kept."""
+    xs = [0.05, 0.15, 0.25, 2.675, 6996426.35, 5936284.55, 1.0000000000000002, -0.05, 123456789.45,
+          1e14 + 0.25, 3e17, 2.0 ** 60 + 0.5, float("nan"), float("inf"), -float("inf")]
+    got = parquet._r1(xs).tolist()
+    want = [json.loads(json.dumps(round(x, 1)).replace("NaN", "null")) for x in xs]
+    assert [None if g != g else g for g in got] == [None if w is None else w for w in want]
+
+
+def test_empty_and_uncorrected_profiles(tmp_path):
+    """No call at all: every table there, with no row; no correction: the
+    corrected columns are the raw figures, as in the JSON."""
+    tabs = parquet.tables(build_events([]))
+    assert sorted(tabs) == sorted(parquet.TABLES)
+    assert all(t.num_rows == 0 for name, t in tabs.items() if name != "trace")
+    p = profile_of(fixture("k6.1/s09-depth3/trace.dat"))
+    assert p.corrected is None
+    doc = json.loads(jsonout.render(p))
+    f = parquet.functions_table(p).to_pydict()
+    assert f["incl_corr_sum_ns"] == [x["incl_corr_ns"]["sum"] for x in doc["functions"]] == f["incl_sum_ns"]
+    assert f["excl_corr_mean_ns"] == [x["excl_corr_ns"]["mean"] for x in doc["functions"]]
