@@ -37,7 +37,6 @@ from ftflame.correct.operations import (
 from ftflame.model.errors import InputError
 from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
 
-from ._rowfmt import format_rows
 from .common import node_flags, report_notes, retval_text
 from .jsonout import calibration_object, tree_order
 from .options import DEFAULT, RenderOptions
@@ -55,21 +54,24 @@ COMPRESSION = "zstd"
 
 def _r1(values) -> np.ndarray:
     """Each value rounded to 0.1 ns as the JSON prints it (json.dumps(round(x,
-    1)), "%.1f" in C below _F1_SAFE): the double of that decimal text, NaN
-    kept (null in the tables), infinities too. np.round (x * 10, rounded, / 10) can land one
-    ulp away from the decimal's double; the text cannot."""
+    1)), "%.1f" in C below _F1_SAFE): the double nearest that decimal, NaN
+    kept (null in the tables), infinities too. rint(x * 10) / 10 is that
+    double (an integer k < 2**53 divided by 10, correctly rounded) whenever
+    x * 10, off by half an ulp at most, is not within a few ulps of a
+    half: the rows that are (x.x5 exactly, or near it) go through Python's
+    round, which rounds the double's exact decimal value."""
     a = np.ascontiguousarray(values, dtype=np.float64)
     if not len(a):
         return a
+    with np.errstate(invalid="ignore", over="ignore"):
+        y = a * 10.0
+        out = np.rint(y) / 10.0
+        frac = np.abs(y - np.trunc(y))
+        near = np.abs(frac - 0.5) <= np.abs(y) * 2.0 ** -50 + 2.0 ** -60
     finite = np.isfinite(a)
-    safe = finite & (np.abs(a) < _F1_SAFE)
-    out = np.full(len(a), np.nan)
-    if safe.any():
-        v = np.ascontiguousarray(a[safe])
-        out[safe] = np.array(format_rows([",", ("f1", v)], len(v))[1:].split(","), dtype=np.float64)
-    rest = finite & ~safe
-    if rest.any():
-        out[rest] = [round(x, 1) for x in a[rest].tolist()]
+    slow = finite & (near | ~(np.abs(a) < _F1_SAFE))
+    if slow.any():
+        out[slow] = [round(x, 1) for x in a[slow].tolist()]
     out[~finite] = a[~finite]  # infinities as they are (the JSON's Infinity), NaN null
     return out
 

@@ -9,6 +9,7 @@ import json
 import math
 import os
 
+import numpy as np
 import pytest
 
 from conftest import fixture, fixture_id, profile_of
@@ -141,6 +142,11 @@ def test_figures_rounded_as_the_json_prints_them():
     rounds the other way (6996426.35), past the C formatter's range, NaN null, infinities kept."""
     xs = [0.05, 0.15, 0.25, 2.675, 6996426.35, 5936284.55, 1.0000000000000002, -0.05, 123456789.45,
           1e14 + 0.25, 3e17, 2.0 ** 60 + 0.5, float("nan"), float("inf"), -float("inf")]
+    rng = np.random.default_rng(42)
+    # halves and near-halves of every size, and plain doubles
+    xs += (rng.integers(0, 10**12, 20000) / 100 + 0.05).tolist()
+    xs += (rng.random(20000) * 10.0 ** rng.integers(-3, 16, 20000)).tolist()
+    xs += np.nextafter(np.array(xs[-40000:]), np.inf).tolist()
     got = parquet._r1(xs).tolist()
     want = [json.loads(json.dumps(round(x, 1)).replace("NaN", "null")) for x in xs]
     assert [None if g != g else g for g in got] == [None if w is None else w for w in want]
