@@ -277,9 +277,10 @@ bench-long: setup  ## make bench's tables on the long trace, and on it twice as 
 	@test -f $(LONG_TRACE) || { echo "bench-long: $(LONG_TRACE) is missing: run make fixture-long first" >&2; exit 2; }
 	$(PY) bench/run.py --reps 3 --roots 0 --no-diff $(LONG_TRACE)
 
-bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop
+bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop; ftflame batch throughput
 	$(PY) bench/run.py
 	$(PY) bench/text_long.py
+	$(PY) bench/batch.py
 
 clean:  ## remove build products (keeps the venv)
 	rm -rf build *.egg-info $(NATIVE_SO) .build-stamp-* $(OUT)

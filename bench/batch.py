@@ -4,7 +4,10 @@ every *.dat and *.txt.gz) into a new Parquet dataset with 1 and with 2 local
 workers: traces/s, MB/s of trace read, peak RSS per worker; and the
 dataset's bytes against the JSON reports' of the same traces.
 
-    bench/batch.py [--reps N] [--dask]
+    bench/batch.py [--reps N] [--dask] [DIR...]
+
+DIR: folders of traces instead (every *.dat below them, e.g. the full
+corpus ../shared/fixtures).
 
 --dask: the 2-worker row again on a Dask LocalCluster (2 worker processes).
 Best of --reps runs each (the machine is shared: the spread is the load's).
@@ -24,7 +27,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 from ftflame import batch  # noqa: E402
 from helpers import corpus  # noqa: E402
 
-INPUTS = corpus.files(corpus.CURATED, "*.dat") + corpus.files(corpus.CURATED, "*.txt.gz")
+CURATED = corpus.files(corpus.CURATED, "*.dat") + corpus.files(corpus.CURATED, "*.txt.gz")
+INPUTS: list = []
 
 
 def du(path: str) -> int:
@@ -67,9 +71,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--dask", action="store_true")
+    ap.add_argument("dirs", nargs="*")
     args = ap.parse_args()
-    print(f"{len(INPUTS)} traces, {sum(os.path.getsize(p) for p in INPUTS) / 1e6:.1f} MB (curated corpus); "
-          f"best of {args.reps}")
+    INPUTS[:] = batch.expand_inputs(args.dirs) if args.dirs else CURATED
+    print(f"{len(INPUTS)} traces, {sum(os.path.getsize(p) for p in INPUTS) / 1e6:.1f} MB "
+          f"({', '.join(args.dirs) or 'curated corpus'}); best of {args.reps}")
     print("| workers | s | traces/s | MB/s | peak RSS per worker | dataset bytes |")
     print("|---|---|---|---|---|---|")
     rows = [("local 1", 1, None), ("local 2", 2, None)]

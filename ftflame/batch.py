@@ -347,7 +347,9 @@ def run_batch(inputs, dataset: str, labels: dict | None = None, jobs: int | None
     return tally
 
 
-def add_parser(sub, formatter) -> None:
+def add_parser(sub, formatter, count_arg=int) -> None:
+    """`ftflame batch`'s arguments; count_arg: the type of --slowest (the
+    CLI's, bounded as report's)."""
     b = sub.add_parser(
         "batch", help="many traces into one Parquet dataset (local process pool or a Dask cluster)",
         description="Report every trace given into one Parquet dataset (docs/design.md, \"Parquet dataset\"): "
@@ -365,7 +367,7 @@ def add_parser(sub, formatter) -> None:
     b.add_argument("--dask", metavar="ADDRESS",
                    help="run each trace on an existing Dask cluster: its scheduler's address "
                         "(tcp://HOST:PORT) or scheduler file (needs pip install 'ftflame[dask]')")
-    b.add_argument("--slowest", metavar="N", type=int, default=20,
+    b.add_argument("--slowest", metavar="N", type=count_arg, default=20,
                    help="keep the N slowest root calls per root function and operation, with their trees")
     b.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr (failures still)")
     b.set_defaults(func=cmd_batch)

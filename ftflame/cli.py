@@ -249,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
     rep = sub.add_parser(
-        "report", help="report a trace (text, JSON, HTML, SVG, folded stacks, speedscope)",
+        "report", help="report a trace (text, JSON, HTML, SVG, folded stacks, speedscope, Parquet)",
         description="Rebuild per-task call trees from a function_graph trace and report "
                     "per-function and per-call-path times.",
         epilog=REPORT_EPILOG, formatter_class=HelpFormatter)
@@ -333,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from ftflame.batch import add_parser as add_batch  # ftflame batch (ftflame/batch.py)
 
-    add_batch(sub, HelpFormatter)
+    add_batch(sub, HelpFormatter, _count_arg)
 
     for name, script, text in (("collect", "collect.sh", "record a trace around a workload (collect/collect.sh)"),
                                ):
