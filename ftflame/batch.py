@@ -158,15 +158,16 @@ def process_trace(path: str, dataset: str, labels: dict, slowest: int = 20, know
         if os.path.isdir(final):  # done meanwhile (the same trace twice, another batch)
             return {**result, "status": "skipped", "rss": _rss_bytes()}
         keys = {"trace_id": rid, "kernel": kernel, **labels}
-        tabs = parquet.tables(profile)
-        # the trace's own kernel string (the JSON's trace.kernel) beside the partition's release
-        tabs["trace"] = tabs["trace"].rename_columns(["uname" if c == "kernel" else c for c in tabs["trace"].column_names])
-        tabs = {name: parquet.with_columns(t, keys) for name, t in tabs.items()}
-        tabs["trace"] = tabs["trace"].append_column("input", _one(path)).append_column(
-            "input_bytes", _one(result["bytes_in"], int))
+
+        def keyed(name, t):
+            if name == "trace":  # its own kernel string (the JSON's trace.kernel) beside the partition's release
+                t = t.rename_columns(["uname" if c == "kernel" else c for c in t.column_names])
+                t = t.append_column("input", _one(path)).append_column("input_bytes", _one(result["bytes_in"], int))
+            return parquet.with_columns(t, keys)
+
         staging = os.path.join(dataset, STAGING, f"{rid}-{os.getpid()}-{os.urandom(4).hex()}")
         os.makedirs(staging)
-        result["bytes_out"] = parquet.write_tables(staging, tabs)
+        result["bytes_out"] = parquet.write_tables(staging, parquet.table_stream(profile), keyed)
         os.makedirs(os.path.dirname(final), exist_ok=True)
         try:
             os.rename(staging, final)

@@ -235,22 +235,42 @@ def _path_lists(p: Profile, pre: np.ndarray, depth: np.ndarray) -> pa.Array:
         at = parent[at]
         keep = at >= 0
         idx, at, slot = idx[keep], at[keep], slot[keep] - 1
-    names = pa.array(list(p.funcs), type=pa.string())
-    return _lists(offsets, names.take(pa.array(vals)))
+    # the names by index (a dictionary): a path repeats its callers' names,
+    # 52 MB of strings for s14's 125k paths against 20 MB of indices
+    return _lists(offsets, _names(vals, p.funcs))
 
 
-def paths_table(p: Profile) -> pa.Table:
+# Rows of the paths and root_calls tables made and written at a time (a
+# Parquet row group each): the whole paths table of s14 (125k call paths)
+# is 60 MB of columns, a root call's row 100 bytes, and a trace may have
+# millions; the JSON writes its rows in chunks too.
+PATHS_CHUNK_ROWS = 32768
+ROOT_CALLS_CHUNK_ROWS = 1 << 18
+
+
+def _tree_order(p: Profile) -> tuple:
+    if not p.nrows:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    pre, depth = tree_order(p)
+    return np.asarray(pre, dtype=np.int64), depth
+
+
+def paths_chunks(p: Profile, chunk: int = PATHS_CHUNK_ROWS):
+    """The paths table, `chunk` rows at a time (tables of one schema)."""
+    pre, depth = _tree_order(p)
+    for lo in range(0, max(len(pre), 1), chunk):
+        yield paths_table(p, pre[lo:lo + chunk], depth)
+
+
+def paths_table(p: Profile, pre=None, depth=None) -> pa.Table:
     """The call-path tree (the JSON's `tree`, flat): a row per path in the
     JSON's order (depth first, children by inclusive time, then name), each
     with its id (the model's row), its parent's id (null at a root), depth,
-    and its path as a list."""
-    n = p.nrows
-    if not n:
-        pre = np.zeros(0, dtype=np.int64)
-        depth = pre
-    else:
-        pre, depth = tree_order(p)
-        pre = np.asarray(pre, dtype=np.int64)
+    and its path as a list; the rows `pre` of that order (all when None;
+    depth: tree_order's, by row)."""
+    if pre is None:
+        pre, depth = _tree_order(p)
+    n = len(pre)
 
     def col(name):
         return p.col(name, pre)
@@ -259,7 +279,7 @@ def paths_table(p: Profile) -> pa.Table:
     calls = col("calls")
     out: dict = {"path_id": _i(pre), "parent_id": _i(np.maximum(parent, 0), parent < 0),
                  "function": _names(col("func"), p.funcs), "depth": _i(depth[pre] if n else pre),
-                 "path": _path_lists(p, pre, depth) if n else pa.array([], type=pa.list_(pa.string())),
+                 "path": _path_lists(p, pre, depth) if n else _lists(np.zeros(1), _names([], p.funcs)),
                  "calls": _i(calls)}
     incl_pct, excl_pct = p.node_percentiles_at(pre) if n else (np.zeros((0, 3), np.int64),) * 2
     pcts = {"incl": incl_pct, "excl": excl_pct}
@@ -295,25 +315,37 @@ def paths_table(p: Profile) -> pa.Table:
     return pa.table(out)
 
 
-def root_calls_table(p: Profile) -> pa.Table:
-    """The JSON's `root_calls[]`, one row per root call in its order: start
-    on the trace's clock, task, CPU, operation, raw and corrected duration
-    (null for a gap call: left out of the correction), clean (not across a
-    gap)."""
-    n = len(p.samples)
-    flags = p.scol("flags") if n else np.zeros(0, np.int64)
+def root_calls_chunks(p: Profile, chunk: int = ROOT_CALLS_CHUNK_ROWS):
+    """The root_calls table, `chunk` rows at a time (tables of one schema)."""
+    for lo in range(0, max(len(p.samples), 1), chunk):
+        yield root_calls_table(p, lo, lo + chunk)
+
+
+def root_calls_table(p: Profile, lo: int = 0, hi: int | None = None) -> pa.Table:
+    """The JSON's `root_calls[]`, one row per root call in its order (rows
+    lo..hi of it): start on the trace's clock, task, CPU, operation, raw and
+    corrected duration (null for a gap call: left out of the correction),
+    clean (not across a gap)."""
+    total = len(p.samples)
+    hi = total if hi is None else min(hi, total)
+    lo = min(lo, hi)
+    n = hi - lo
+
+    def col(name):
+        return p.scol(name)[lo:hi] if total else np.zeros(0, np.int64)
+
+    flags = col("flags")
     gap = (flags & SAMPLE_GAP) != 0
-    func = p.col("func")[p.scol("node")] if n else np.zeros(0, np.int64)
-    op = p.scol("op") if n else np.zeros(0, np.int64)
-    corr = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64) if n else np.zeros(0)
+    func = p.col("func")[col("node")] if n else np.zeros(0, np.int64)
+    op = col("op")
+    corr = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)[lo:hi] if total else np.zeros(0)
     return pa.table({
-        "root_call": _i(np.arange(n)), "function": _names(func, p.funcs),
-        "pid": _i(p.scol("pid") if n else op), "cpu": _i(p.scol("cpu") if n else op),
-        "start_ns": _i(p.scol("calltime") if n else op), "dur_ns": _i(p.scol("dur") if n else op),
+        "root_call": _i(np.arange(lo, hi)), "function": _names(func, p.funcs),
+        "pid": _i(col("pid")), "cpu": _i(col("cpu")), "start_ns": _i(col("calltime")), "dur_ns": _i(col("dur")),
         "dur_corr_ns": _f(corr, gap), "clean": pa.array(~gap, type=pa.bool_()),
         "operation": _names(np.maximum(op, 0), p.operations, op < 0),
-        "descendants": _i(p.scol("desc") if n else op), "irq_ns": _i(p.scol("irq") if n else op),
-        "offcpu_ns": _i(p.scol("offcpu") if n else op, None if p.offcpu_known else np.ones(n, bool)),
+        "descendants": _i(col("desc")), "irq_ns": _i(col("irq")),
+        "offcpu_ns": _i(col("offcpu"), None if p.offcpu_known else np.ones(n, bool)),
         "gap": _b(gap), "partial": _b(flags & SAMPLE_PARTIAL), "irq": _b(flags & SAMPLE_IRQ),
     })
 
@@ -439,12 +471,26 @@ def _calls_table(p: Profile, parts: list) -> pa.Table:
     return pa.table(out)
 
 
-def tables(p: Profile) -> dict:
-    """{name: pyarrow.Table} of every table (TABLES)."""
+def table_stream(p: Profile):
+    """(name, its tables: an iterator of pyarrow.Tables, one schema, the
+    table's rows in order) of every table (TABLES order), each made as it
+    is asked for: written and let go a chunk at a time, the peak is a
+    chunk's, not the tables' together."""
+    yield "trace", iter([trace_table(p)])
+    yield "functions", iter([functions_table(p)])
+    yield "paths", paths_chunks(p)
+    yield "root_calls", root_calls_chunks(p)
+    yield "operations", iter([operations_table(p)])
+    yield "root_latency", iter([root_latency_table(p)])
     slowest, slowest_calls = slowest_tables(p)
-    return {"trace": trace_table(p), "functions": functions_table(p), "paths": paths_table(p),
-            "root_calls": root_calls_table(p), "operations": operations_table(p),
-            "root_latency": root_latency_table(p), "slowest": slowest, "slowest_calls": slowest_calls}
+    yield "slowest", iter([slowest])
+    del slowest
+    yield "slowest_calls", iter([slowest_calls])
+
+
+def tables(p: Profile) -> dict:
+    """{name: pyarrow.Table} of every table (TABLES), whole."""
+    return {name: pa.concat_tables(list(chunks)) for name, chunks in table_stream(p)}
 
 
 def with_columns(table: pa.Table, first: dict) -> pa.Table:
@@ -455,12 +501,25 @@ def with_columns(table: pa.Table, first: dict) -> pa.Table:
     return table
 
 
-def write_tables(folder: str, tabs: dict) -> int:
-    """Each table into folder/NAME.parquet; the bytes written."""
+def write_tables(folder: str, stream, adjust=None) -> int:
+    """Each table of table_stream() into folder/NAME.parquet, a chunk at a
+    time (a row group each); adjust(name, table) -> table first, when given.
+    The bytes written."""
     size = 0
-    for name, t in tabs.items():
+    for name, chunks in stream:
         path = os.path.join(folder, name + SUFFIX)
-        pq.write_table(t, path, compression=COMPRESSION)
+        writer = None
+        try:
+            for t in chunks:
+                if adjust is not None:
+                    t = adjust(name, t)
+                if writer is None:
+                    writer = pq.ParquetWriter(path, t.schema, compression=COMPRESSION)
+                writer.write_table(t)
+                del t
+        finally:
+            if writer is not None:
+                writer.close()
         size += os.path.getsize(path)
     return size
 
@@ -488,7 +547,7 @@ def write_folder(path: str, p: Profile) -> int:
     old = None
     try:
         os.chmod(tmp, 0o777 & ~_umask())
-        size = write_tables(tmp, tables(p))
+        size = write_tables(tmp, table_stream(p))
         if os.path.isdir(path):
             old = tempfile.mkdtemp(prefix=".ftflame-old-", dir=parent)
             os.rename(path, os.path.join(old, "x"))
