@@ -198,3 +198,15 @@ def test_labels_and_dask_address_refused_with_one_line(tmp_path, capsys):
     assert main(["batch", path, "-o", str(tmp_path / "ds"), "--dask", "no-such-file"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 3 and all(line.startswith("ftflame: ") for line in err)
+
+
+def test_the_readme_queries_run_on_a_dataset(local_ds):
+    """README's DuckDB queries (Use), as printed, on a batch's dataset."""
+    readme = open(os.path.join(corpus.ROOT, "README.md"), encoding="utf-8").read()
+    block = readme.split("```sql\n", 1)[1].split("```", 1)[0].replace("nightly/", f"{local_ds}/")
+    con = duckdb.connect()
+    statements = [q for q in block.split(";") if any(ln.strip() and not ln.startswith("--") for ln in q.splitlines())]
+    results = [con.execute(q).fetchall() for q in statements]
+    assert len(results) == 3
+    assert results[0] and results[1]  # p50/p99 per operation; nfsd_vfs_write's corrected mean per run
+    assert all(r[1] == "t1" for res in results for r in res)  # the label's column
