@@ -12,12 +12,13 @@ trace's folder is written whole under DATASET/.staging/ and renamed into
 place last: one rename, so that a worker killed mid-trace leaves no row
 behind in the tables (only a staging folder, which no query's glob
 `DATASET/kernel=*/**/TABLE.parquet` reaches, removed by the next batch).
-A trace whose id has a folder already is skipped: a batch run again adds
-only what is missing.
+A trace whose id has a folder already (any kernel, any label values) is
+skipped: a batch run again adds only what is missing.
 """
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import os
 import re
@@ -112,19 +113,6 @@ def expand_inputs(items) -> list:
     return unique
 
 
-def existing_ids(dataset: str) -> set:
-    """The trace ids that have a folder in the dataset."""
-    ids = set()
-    for d, dirs, _ in os.walk(dataset):
-        if d == dataset and STAGING in dirs:
-            dirs.remove(STAGING)
-        for name in list(dirs):
-            if name.startswith("trace_id="):
-                ids.add(name[len("trace_id="):])
-                dirs.remove(name)
-    return ids
-
-
 def clear_staging(dataset: str) -> None:
     """Leftovers of workers killed mid-trace (never read: out of the
     queries' globs)."""
@@ -135,7 +123,14 @@ def _rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
 
 
-def process_trace(path: str, dataset: str, labels: dict, slowest: int = 20, known: frozenset = frozenset()) -> dict:
+def in_dataset(dataset: str, nlabels: int, rid: str) -> bool:
+    """Whether the trace `rid` has a folder in the dataset, whatever its
+    kernel and label values: a look at one path per kernel, not a walk of
+    the dataset (each worker asks for each trace)."""
+    return bool(glob.glob(os.path.join(glob.escape(dataset), "kernel=*", *["*"] * nlabels, f"trace_id={rid}")))
+
+
+def process_trace(path: str, dataset: str, labels: dict, slowest: int = 20) -> dict:
     """One trace into the dataset (runs in a worker): read, corrected as
     `ftflame report` does, its tables written into a staging folder, renamed
     into place last. Returns what happened (status written, skipped or
@@ -145,7 +140,7 @@ def process_trace(path: str, dataset: str, labels: dict, slowest: int = 20, know
     try:
         result["bytes_in"] = os.path.getsize(path)
         rid = result["id"] = trace_id(path)
-        if rid in known:
+        if in_dataset(dataset, len(labels), rid):
             return {**result, "status": "skipped", "rss": _rss_bytes()}
         from ftflame import parse
         from ftflame.correct.stage import CorrectionOptions, correct_for_report
@@ -254,7 +249,7 @@ class Tally:
                 f"peak RSS per worker {peak:.0f} MiB ({len(self.rss)} workers)")
 
 
-def run_local(paths, dataset, labels, slowest, known, jobs, tally) -> None:
+def run_local(paths, dataset, labels, slowest, jobs, tally) -> None:
     """Each trace on a process pool of `jobs` workers. A worker that dies
     (killed, out of memory) breaks the pool: its trace and those not done
     yet are reported failed; the next batch does them."""
@@ -268,7 +263,7 @@ def run_local(paths, dataset, labels, slowest, known, jobs, tally) -> None:
     ctx.set_forkserver_preload(["ftflame.batch", "ftflame.report.parquet", "ftflame.correct.stage"])
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
     try:
-        futures = {pool.submit(process_trace, p, dataset, labels, slowest, known): p for p in paths}
+        futures = {pool.submit(process_trace, p, dataset, labels, slowest): p for p in paths}
         for fut in as_completed(futures):
             try:
                 tally.add(fut.result())
@@ -306,12 +301,12 @@ def dask_client(address: str):
     raise InputError(f"--dask {address}", "neither a scheduler address (tcp://HOST:PORT) nor a scheduler file")
 
 
-def run_dask(client, paths, dataset, labels, slowest, known, tally) -> None:
+def run_dask(client, paths, dataset, labels, slowest, tally) -> None:
     """Each trace a task of the Dask cluster `client` reaches; the dataset's
     folder must be the same path on every worker (a shared file system)."""
     from distributed import as_completed
 
-    futures = {client.submit(process_trace, p, dataset, labels, slowest, known, pure=False): p for p in paths}
+    futures = {client.submit(process_trace, p, dataset, labels, slowest, pure=False): p for p in paths}
     try:
         for fut in as_completed(list(futures)):
             try:
@@ -329,7 +324,9 @@ def run_batch(inputs, dataset: str, labels: dict | None = None, jobs: int | None
               slowest: int = 20, quiet: bool = False) -> Tally:
     """The batch (the CLI's, and a library call: `client`, a
     distributed.Client, runs it on that cluster)."""
-    paths = expand_inputs(inputs)
+    # absolute: a Dask worker's working directory is its own
+    paths = [os.path.abspath(p) for p in expand_inputs(inputs)]
+    dataset = os.path.abspath(dataset)
     labels = labels or {}
     if os.path.exists(dataset) and not os.path.isdir(dataset):
         raise InputError(dataset, "is there and is not a folder", "give a dataset folder")
@@ -338,12 +335,11 @@ def run_batch(inputs, dataset: str, labels: dict | None = None, jobs: int | None
         raise InputError(dataset, "output directory does not exist")
     os.makedirs(dataset, exist_ok=True)
     clear_staging(dataset)
-    known = frozenset(existing_ids(dataset))
     tally = Tally(len(paths), quiet)
     if client is not None:
-        run_dask(client, paths, dataset, labels, slowest, known, tally)
+        run_dask(client, paths, dataset, labels, slowest, tally)
     else:
-        run_local(paths, dataset, labels, slowest, known, jobs or os.cpu_count() or 1, tally)
+        run_local(paths, dataset, labels, slowest, jobs or os.cpu_count() or 1, tally)
     tally._clear()
     return tally
 
