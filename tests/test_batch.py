@@ -210,3 +210,15 @@ def test_the_readme_queries_run_on_a_dataset(local_ds):
     assert len(results) == 3
     assert results[0] and results[1]  # p50/p99 per operation; nfsd_vfs_write's corrected mean per run
     assert all(r[1] == "t1" for res in results for r in res)  # the label's column
+
+
+def test_cli_dask_address(tmp_path, capsys):
+    """`ftflame batch --dask ADDRESS`: the traces go to the scheduler at that address."""
+    distributed = pytest.importorskip("distributed", reason="dask[distributed] is in the test extras")
+    two = [corpus.curated("k6.1/s09-depth3/trace.dat"), corpus.curated("k6.1/s04-null/trace.dat")]
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        assert main(["batch", *two, "-o", str(tmp_path / "ds"), "--dask", cluster.scheduler_address]) == 0
+        tasks = cluster.scheduler.task_prefixes
+    assert "2 written" in capsys.readouterr().err
+    assert len(folders(tmp_path / "ds")) == 2
+    assert "process_trace" in tasks  # run as the cluster's tasks
