@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import tempfile
 
 import numpy as np
@@ -36,6 +37,7 @@ from ftflame.correct.operations import (
 )
 from ftflame.model.errors import InputError
 from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile
+from ftflame.output import TERMINATING
 
 from .common import node_flags, report_notes, retval_text
 from .jsonout import calibration_object, tree_order
@@ -548,11 +550,17 @@ def write_folder(path: str, p: Profile) -> int:
     try:
         os.chmod(tmp, 0o777 & ~_umask())
         size = write_tables(tmp, table_stream(p))
-        if os.path.isdir(path):
-            old = tempfile.mkdtemp(prefix=".ftflame-old-", dir=parent)
-            os.rename(path, os.path.join(old, "x"))
-        os.rename(tmp, path)
-        tmp = None
+        # the old folder moved aside and the new one in with the terminating
+        # signals held: one between the two would leave neither
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, (*TERMINATING, signal.SIGINT))
+        try:
+            if os.path.isdir(path):
+                old = tempfile.mkdtemp(prefix=".ftflame-old-", dir=parent)
+                os.rename(path, os.path.join(old, "x"))
+            os.rename(tmp, path)
+            tmp = None
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
         return size
     except OSError as e:
         if old is not None and not os.path.exists(path):  # put the old tables back
