@@ -15,6 +15,7 @@ import pytest
 from conftest import fixture, fixture_id, profile_of
 from ftflame.cli import main
 from ftflame.correct.stage import CorrectionOptions, correct_for_report
+from ftflame.model.errors import InputError
 from ftflame.parse import build_events
 from ftflame.report import jsonout, parquet
 from helpers import corpus
@@ -164,3 +165,26 @@ def test_empty_and_uncorrected_profiles(tmp_path):
     f = parquet.functions_table(p).to_pydict()
     assert f["incl_corr_sum_ns"] == [x["incl_corr_ns"]["sum"] for x in doc["functions"]] == f["incl_sum_ns"]
     assert f["excl_corr_mean_ns"] == [x["excl_corr_ns"]["mean"] for x in doc["functions"]]
+
+
+def test_a_failed_write_leaves_the_old_folder_and_no_temporary(tmp_path, monkeypatch):
+    """Writing fails half-way (a full disk): the folder written before is
+    there as it was, and nothing else is left beside it."""
+    p = correct_for_report(profile_of(fixture("k6.1/s09-depth3/trace.dat")), fixture("k6.1/s09-depth3/trace.dat"),
+                           CorrectionOptions())
+    out = str(tmp_path / "r.parquet")
+    parquet.write_folder(out, p)
+    before = {n: os.path.getmtime(os.path.join(out, n)) for n in os.listdir(out)}
+    real = parquet.pq.ParquetWriter
+
+    class Full(real):
+        def write_table(self, t, *a, **k):
+            if self.where.endswith("paths.parquet"):
+                raise OSError(28, "No space left on device")
+            return super().write_table(t, *a, **k)
+
+    monkeypatch.setattr(parquet.pq, "ParquetWriter", Full)
+    with pytest.raises(InputError, match="No space left"):
+        parquet.write_folder(out, p)
+    assert {n: os.path.getmtime(os.path.join(out, n)) for n in os.listdir(out)} == before
+    assert os.listdir(tmp_path) == ["r.parquet"]
