@@ -110,10 +110,13 @@ demo: setup  ## write reports of the bundled sample trace into out/
 # C core: they are left out of the sanitized run. So are the collector's tests
 # (tests/test_collect_*.py: shell scripts and fakes, no C of ours), whose
 # timing bounds (a signal stops a recording within 3.5 s) do not hold when
-# every bash, sleep and fake they start loads libasan. allocator_may_return_null:
+# every bash, sleep and fake they start loads libasan. So are the batch tests
+# (-m batch, tests/test_batch.py): process pools and a Dask cluster, each
+# worker loading libasan, for no C that tests/test_parquet.py does not run.
+# allocator_may_return_null:
 # an allocation larger than ASan supports returns NULL, as libc's would, so
 # running out of memory stays the MemoryError the tests expect, not an abort.
-ASAN_PYTEST := -m "not browser" $(foreach f,$(wildcard tests/test_collect_*.py),--ignore=$(f))
+ASAN_PYTEST := -m "not browser and not batch" $(foreach f,$(wildcard tests/test_collect_*.py),--ignore=$(f))
 # The traces: tests/data/fixtures, and the full corpus when there is one
 # (FTFLAME_FIXTURES=DIR, else ../shared/fixtures): see tests/helpers/corpus.py. -rs
 # lists every skipped test with its reason at the end; pytest's exit code 5
@@ -274,9 +277,10 @@ bench-long: setup  ## make bench's tables on the long trace, and on it twice as 
 	@test -f $(LONG_TRACE) || { echo "bench-long: $(LONG_TRACE) is missing: run make fixture-long first" >&2; exit 2; }
 	$(PY) bench/run.py --reps 3 --roots 0 --no-diff $(LONG_TRACE)
 
-bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop
+bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop; ftflame batch throughput
 	$(PY) bench/run.py
 	$(PY) bench/text_long.py
+	$(PY) bench/batch.py
 
 clean:  ## remove build products (keeps the venv)
 	rm -rf build *.egg-info $(NATIVE_SO) .build-stamp-* $(OUT)
