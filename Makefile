@@ -33,7 +33,9 @@ NPM_CACHE_DIR      := .cache/npm
 INFERNO_ROOT       ?= $(HOME)/.cache/ftflame/inferno-$(INFERNO_VERSION)
 CARGO              ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 SPEEDSCOPE_SCHEMA  := $(NPM_CACHE_DIR)/node_modules/speedscope/dist/release/file-format-schema.json
-# The page scripts' lint (make lint): ESLint from npm, pinned, installed by make setup.
+# The page scripts' lint: ESLint from npm, pinned, installed by make lint (not by
+# make setup: the demo and the tests need no node; npm comes from Debian's
+# package when the machine has none).
 ESLINT_VERSION     := 10.15.0
 ESLINT_JS_VERSION  := 10.0.1
 ESLINT_GLOBALS_VERSION := 17.14.0
@@ -61,7 +63,7 @@ help:  ## list the targets
 	      line = line w[i] " " } sub(/ +$$/, "", line); print line }'
 	@echo "knobs: ASAN=1 (sanitized C core)  PYTEST_ARGS='-k name'  OUT=dir (demo output)"
 
-setup: .setup-stamp build $(ESLINT)  ## install Debian packages, the venv and ftflame (idempotent, quick when done)
+setup: .setup-stamp build  ## install Debian packages, the venv and ftflame (idempotent, quick when done)
 
 .setup-stamp: pyproject.toml Makefile
 	@$(call apt_install,setup,$(APT_PKGS))
@@ -81,10 +83,11 @@ $(SPEEDSCOPE_SCHEMA):
 	@test -f $@ || { echo "setup-render-tools: $@ not in the speedscope package"; exit 1; }
 
 $(ESLINT):
+	@command -v npm >/dev/null 2>&1 || { $(call apt_install,lint,npm,--no-install-recommends) }
 	@mkdir -p $(ESLINT_DIR)
 	npm install --prefix $(ESLINT_DIR) --no-save --no-audit --no-fund --ignore-scripts --loglevel=error \
 	  eslint@$(ESLINT_VERSION) @eslint/js@$(ESLINT_JS_VERSION) globals@$(ESLINT_GLOBALS_VERSION) >/dev/null
-	@test -x $@ || { echo "setup: $@ not installed (is npm installed?)"; exit 1; }
+	@test -x $@ || { echo "lint: $@ not installed (is npm installed?)"; exit 1; }
 
 $(INFERNO_ROOT)/bin/inferno-flamegraph:
 	$(CARGO) install --quiet --locked --root $(INFERNO_ROOT) --version $(INFERNO_VERSION) inferno
@@ -133,7 +136,7 @@ SHELL_SCRIPTS := $(wildcard collect/*.sh tests/vm/*.sh) .ci/run
 PRODUCTION_DIRS := ftflame parse report collect templates
 CORE_WARNINGS := -Wall -Wextra -Wno-unused-parameter -Werror
 
-lint: .setup-stamp $(ESLINT)  ## ruff, mypy, shellcheck, ESLint on the page scripts, every C unit with -Werror, C style
+lint: .setup-stamp $(ESLINT)  ## ruff, mypy, shellcheck, ESLint on the page scripts (installs ESLint and, if missing, npm), every C unit with -Werror, C style
 	$(VENV)/bin/ruff check --quiet .
 	$(VENV)/bin/mypy  # ftflame/model and ftflame/correct (pyproject.toml)
 	@# a comment says the reason, not the number of a tracker the repository does not hold
