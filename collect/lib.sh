@@ -275,40 +275,152 @@ finish_tracefs() {
 }
 
 # ------------------------------------------------------------ the output folder
+#
+# Root writes the run's files, so no other user may change where they go:
+# neither plant a link at a file's name, nor rename the run folder (or a
+# folder above it) away while a run writes and put a folder of links in its
+# place (root would then append the logs to whatever they point to). So:
+#   - every folder from / down to the run folder is a real directory owned
+#     by root and writable by no one else, or sticky (/tmp, /var/tmp: no
+#     other user can rename root's entries there). A folder owned by another
+#     user, or writable by another user's group, is refused, a user's home
+#     folder too: what only root can change stays where it was checked;
+#   - the run folder is made by the collector (mkdir, 0755), or an existing
+#     one is root's and writable by root only;
+#   - it is then opened once and held (OUT_FD) and checked as opened; every
+#     file of the run is read and written through that open folder: OUT is
+#     /proc/PID/fd/N, where the kernel goes to the folder held open, so no
+#     path is looked up again after the check (OUT_SHOWN is its path, for
+#     messages);
+#   - each file is created new (noclobber on a name that is not there opens
+#     with O_EXCL: never through a link, never a file that was there).
 
-# use_out_dir DIR: make DIR the output folder, OUT its physical path. DIR is
-# created (0755) when missing; an existing one must be a directory, not a
-# symlink, owned by root and writable by no one else, under folders that no
-# other user can rename (not world-writable, or sticky): then no file in it
-# can have been planted by another user (a link to follow, a file to reuse).
-use_out_dir() {
-	local d=$1 p mode made=0
-	if [ ! -e "$d" ] && [ ! -L "$d" ]; then
-		if ! mkdir -p -- "$(dirname -- "$d")" 2>/dev/null || ! mkdir -m 0755 -- "$d" 2>/dev/null; then
-			refuse "cannot create the output folder $d (-o)"
-		fi
-		made=1
+OUT_FD=""
+OUT_SHOWN=""
+
+# shown PATH: PATH as messages give it: the run folder's path for OUT.
+shown() {
+	local p=$1
+	if [ -n "$OUT_SHOWN" ] && [ -n "${OUT:-}" ] && [[ $p == "$OUT" || $p == "$OUT"/* ]]; then
+		p=$OUT_SHOWN${p#"$OUT"}
 	fi
-	[ ! -L "$d" ] || refuse "unsafe output folder $d: it is a symlink (give the folder it points to, or a new one)"
-	[ -d "$d" ] || refuse "output folder $d is not a directory (-o)"
-	OUT=$(cd -P -- "$d" && pwd) || refuse "cannot enter the output folder $d (-o)"
-	# (mkdir made it, empty and root's, or failed: on a share that shows
-	# another owner, such as a VM's 9p folder, it is still ours)
-	((made)) || root_owned_safe "$OUT" ||
-		refuse "unsafe output folder $OUT: $(stat -c 'owned by %U, mode %a' -- "$OUT"); another user could plant links in it: choose a new folder ($FT_PROG creates it) or one only root can write to"
-	p=$OUT
-	while p=${p%/*}; [ -n "$p" ]; do
-		mode=$(stat -c %a -- "$p") || break
-		if (((8#$mode & 8#1002) == 8#0002)); then
-			refuse "unsafe output folder $OUT: $p is writable by everyone (mode $mode, not sticky): another user could swap the folder; choose one elsewhere"
+	printf '%s' "$p"
+}
+
+# dir_risk FOLDER...: why a user other than root could change one of these
+# folders (not followed), the first such: "F is owned by U (mode M)", "F is
+# writable by its group (mode M, not sticky)"..., and return 0; return 1
+# when only root can change every one of them.
+dir_risk() {
+	local -a lines
+	local uid mode raw user name line
+	mapfile -t lines < <(stat -c '%u %a %f %U %n' -- "$@" 2>/dev/null)
+	if ((${#lines[@]} != $#)); then
+		printf 'a folder on the way cannot be looked at'
+		return 0
+	fi
+	for line in "${lines[@]}"; do
+		read -r uid mode raw user name <<<"$line"
+		if (((16#$raw & 16#F000) != 16#4000)); then
+			printf '%s is not a directory (a link or a file)' "$name"
+		elif [ "$uid" != 0 ]; then
+			printf '%s is owned by %s (mode %s)' "$name" "$user" "$mode"
+		elif (((8#$mode & 8#002) && !(8#$mode & 8#1000))); then
+			printf '%s is writable by everyone (mode %s, not sticky)' "$name" "$mode"
+		elif (((8#$mode & 8#020) && !(8#$mode & 8#1000))); then
+			printf '%s is writable by its group %s (mode %s, not sticky)' "$name" \
+				"$(stat -c %G -- "$name" 2>/dev/null)" "$mode"
+		else
+			continue
 		fi
+		return 0
+	done
+	return 1
+}
+
+# ancestors PATH: FT_ANCESTORS = PATH (absolute, physical) and every folder
+# above it, / first.
+ancestors() {
+	local p=$1
+	FT_ANCESTORS=()
+	while :; do
+		FT_ANCESTORS=("$p" "${FT_ANCESTORS[@]}")
+		[ "$p" != / ] || break
+		p=${p%/*}
+		p=${p:-/}
 	done
 }
 
-# new_file PATH: create PATH empty, never following or reusing what is there.
+FT_SAFE_FOLDER_HINT="use a folder only root can change (each folder above it root's and writable by no one else, or sticky as /tmp), e.g. -o /root/run1 or -o /var/tmp/run1"
+
+# check_above FOLDER WHAT: refuse when a user other than root could change
+# FOLDER (physical) or a folder above it. WHAT names the output folder.
+check_above() {
+	local why
+	ancestors "$1"
+	if why=$(dir_risk "${FT_ANCESTORS[@]}"); then
+		refuse "unsafe output folder $2: $why: that user could rename the run folder away while root writes and put links in its place; $FT_SAFE_FOLDER_HINT"
+	fi
+}
+
+# use_out_dir DIR: make DIR the output folder, or refuse: the folders that
+# do not exist are made (0755, each in a folder checked first); an existing
+# DIR must be a directory, not a symlink, owned by root and writable by no
+# one else. Sets OUT (/proc/$$/fd/N: the folder held open), OUT_SHOWN (its
+# physical path) and OUT_FD.
+use_out_dir() {
+	local d=$1 base rest="" part p made=0 owner_mode owner mode user
+	local -a parts
+	[[ $d != *$'\n'* ]] || refuse "output folder names with a newline are not taken (-o)"
+	while [[ $d == */ && $d != / ]]; do d=${d%/}; done
+	# the part of DIR that exists (resolved), and the folders to make below it
+	base=$d
+	while [ ! -e "$base" ] && [ ! -L "$base" ]; do
+		rest=${base##*/}${rest:+/$rest}
+		case $base in */*) base=${base%/*}; base=${base:-/} ;; *) base=. ;; esac
+	done
+	[ -n "$rest" ] || [ ! -L "$d" ] ||
+		refuse "unsafe output folder $d: it is a symlink (give the folder it points to, or a new one)"
+	[ -d "$base" ] || refuse "output folder $d is not a directory (-o): $base is not one"
+	base=$(cd -P -- "$base" && pwd -P) || refuse "cannot enter the output folder $d (-o)"
+	if [ -n "$rest" ]; then
+		check_above "$base" "${base%/}/$rest"
+		p=$base
+		IFS=/ read -ra parts <<<"$rest"
+		for part in "${parts[@]}"; do
+			case $part in
+			'') continue ;;
+			. | ..) refuse "output folder $d: '$part' in the folders to make (-o): give a plain path" ;;
+			esac
+			p=${p%/}/$part
+			mkdir -m 0755 -- "$p" 2>/dev/null || refuse "cannot create the output folder $p (-o)"
+		done
+		made=1
+	else
+		p=$base
+		[ "$p" = / ] || check_above "${p%/*}" "$p"
+		[ "$p" != / ] || refuse "unsafe output folder /: choose a folder of its own (-o)"
+	fi
+	# Opened once; what was opened is checked, not the path again.
+	if [ -n "$OUT_FD" ]; then exec {OUT_FD}<&-; fi
+	{ exec {OUT_FD}<"$p/."; } 2>/dev/null || refuse "cannot open the output folder $p (-o)"
+	OUT=/proc/$$/fd/$OUT_FD OUT_SHOWN=$p
+	owner_mode=$(stat -c '%u %a %U' -- "$OUT/.") || refuse "cannot look at the output folder $p (-o)"
+	read -r owner mode user <<<"$owner_mode"
+	if [ "$owner" != 0 ] || (((8#$mode & 8#022) != 0)); then
+		if ((made)); then
+			refuse "unsafe output folder $p: made by root, it shows owner $user, mode $mode (a share that maps root to another user?); another user could plant links in it: $FT_SAFE_FOLDER_HINT"
+		fi
+		refuse "unsafe output folder $p: owned by $user, mode $mode; another user could plant links in it: choose a new folder ($FT_PROG creates it) or one only root can write to"
+	fi
+}
+
+# new_file PATH: create PATH empty, never following or reusing what is there
+# (noclobber opens a name that is not there with O_EXCL).
 new_file() {
 	local err
-	err=$( (set -C; : >"$1") 2>&1) || die "cannot create $1: ${err##*: }"
+	if [ -e "$1" ] || [ -L "$1" ]; then die "cannot create $(shown "$1"): something is there already"; fi
+	err=$( (set -C; : >"$1") 2>&1) || die "cannot create $(shown "$1"): ${err##*: }"
 }
 
 # ----------------------------------------------------- tracer options (shared)
@@ -698,7 +810,7 @@ disk_full_hint() {
 	local avail
 	avail=$(df -Pk -- "$1" 2>/dev/null | awk 'NR == 2 { print $4 }')
 	if [[ $avail =~ ^[0-9]+$ ]] && ((avail < 1024)); then
-		printf ' (the disk is full: %s KB free on the file system of %s)' "$avail" "$1"
+		printf ' (the disk is full: %s KB free on the file system of %s)' "$avail" "$(shown "$1")"
 	fi
 }
 
@@ -747,7 +859,7 @@ record() {
 	local trc=0 pg
 	setsid trace-cmd record "${FT_TC[@]}" "${tc[@]}" -o "$part" \
 		bash -c "$wrap" ftflame-workload "$status" "$worklog" "${FT_WORK_WRAP[@]}" "$@" \
-		<&0 3>&1 >>"$logdir/record.log" 2>&1 {FT_LOCK_FD}<&- &
+		<&0 3>&1 >>"$logdir/record.log" 2>&1 {FT_LOCK_FD}<&- {OUT_FD}<&- &
 	FT_REC_PID=$! pg=$!
 	start_guard group "$pg"
 	wait "$pg" || trc=$?
@@ -766,16 +878,16 @@ record() {
 		if [ -e "$part" ]; then
 			REC_ERROR+="; what it wrote is in ${part##*/}, not a complete trace"
 		fi
-		REC_ERROR+="; its output is in $logdir/record.log"
+		REC_ERROR+="; its output is in $(shown "$logdir")/record.log"
 		return 1
 	fi
 	if ! mv -f -- "$part" "$out"; then
-		REC_ERROR="cannot rename ${part##*/} to ${out##*/} in ${out%/*}"
+		REC_ERROR="cannot rename ${part##*/} to ${out##*/} in $(shown "${out%/*}")"
 		return 1
 	fi
 	read -r REC_RC REC_START REC_END <"$status" || { REC_RC=""; REC_START=""; REC_END=""; }
 	if [ -z "$REC_RC" ]; then
-		REC_ERROR="the workload did not run under trace-cmd (see $logdir/record.log)"
+		REC_ERROR="the workload did not run under trace-cmd (see $(shown "$logdir")/record.log)"
 		return 1
 	fi
 	return 0
@@ -836,7 +948,7 @@ write_whole() {
 	rm -f -- "$tmp"
 	if ! err=$( (set -C; printf '%s\n' "$2" >"$tmp") 2>&1) || ! err=$(mv -f -- "$tmp" "$1" 2>&1); then
 		rm -f -- "$tmp"
-		printf '%s: error: cannot write %s: %s%s\n' "$FT_PROG" "$1" "${err##*: }" \
+		printf '%s: error: cannot write %s: %s%s\n' "$FT_PROG" "$(shown "$1")" "${err##*: }" \
 			"$(disk_full_hint "${1%/*}")" >&2
 		return 1
 	fi
