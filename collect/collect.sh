@@ -256,6 +256,11 @@ if [ -n "$OUT" ] && { [ -e "$OUT" ] || [ -L "$OUT" ]; }; then
 	use_out_dir "$OUT"
 	previous_run
 	OUT_MADE=1
+elif [ -n "$OUT" ]; then
+	use_out_dir "$OUT" check
+else
+	here=$(pwd -P) || refuse "cannot tell the current folder (give an output folder with -o)"
+	check_above "$here" "${here%/}/ftflame-DATE (the default, in the current folder)"
 fi
 
 tracer_args
@@ -265,9 +270,7 @@ tracer_args
 # (not a user's home: that user could swap the run folder while root writes).
 if ((!OUT_MADE)); then
 	if [ -z "$OUT" ]; then
-		here=$(pwd -P) || refuse "cannot tell the current folder (give an output folder with -o)"
 		name=ftflame-$(date +%Y%m%d-%H%M%S)
-		check_above "$here" "${here%/}/$name (the default, in the current folder)"
 		if [ -e "$name" ] || [ -L "$name" ] || ! mkdir -m 0755 -- "$name" 2>/dev/null; then
 			if ! name=$(mktemp -d -- "$name.XXXXXX") || ! chmod 0755 -- "$name"; then
 				refuse "cannot create an output folder in $here (give one with -o)"

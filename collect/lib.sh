@@ -367,7 +367,8 @@ check_above() {
 # do not exist are made (0755, each in a folder checked first); an existing
 # DIR must be a directory, not a symlink, owned by root and writable by no
 # one else. Sets OUT (/proc/$$/fd/N: the folder held open), OUT_SHOWN (its
-# physical path) and OUT_FD.
+# physical path) and OUT_FD. use_out_dir DIR check: only the checks of the
+# folders above a DIR to be made, nothing made (before other refusals).
 use_out_dir() {
 	local d=$1 base rest="" part p made=0 owner_mode owner mode user
 	local -a parts
@@ -385,6 +386,7 @@ use_out_dir() {
 	base=$(cd -P -- "$base" && pwd -P) || refuse "cannot enter the output folder $d (-o)"
 	if [ -n "$rest" ]; then
 		check_above "$base" "${base%/}/$rest"
+		[ "${2-}" != check ] || return 0
 		p=$base
 		IFS=/ read -ra parts <<<"$rest"
 		for part in "${parts[@]}"; do

@@ -597,3 +597,115 @@ def test_what_a_killed_collector_left_is_put_back(work, how):
     assert buffer_percent(work) == "50"
     assert_tracefs_restored(work)
     assert list((work / "lock").iterdir()) == []
+
+
+# ------------- the run folder: no other user can swap it while root writes
+
+# What the probe did, as another user: wait for a run's workload.log to
+# appear under H, rename the run folder away and put in its place a folder
+# whose record.log and workload.log are links to a file of root's. Polls
+# every 10 ms (no inotify tool in the basic set); says "swapped" or why not.
+SWAPPER = r"""
+H=$1 victim=$2 end=$((SECONDS + 20))
+while ((SECONDS < end)); do
+	for log in "$H"/*/workload.log; do
+		[ -e "$log" ] || continue
+		run=${log%/workload.log}
+		mv -- "$run" "$run.moved" 2>&1 || { echo "cannot rename $run"; exit 3; }
+		mkdir -- "$run" && ln -s -- "$victim" "$run/record.log" && ln -s -- "$victim" "$run/workload.log"
+		echo swapped
+		exit 0
+	done
+	sleep 0.01
+done
+echo "no run folder appeared"
+exit 1
+"""
+
+
+@pytest.fixture
+def other_user():
+    """A real second user (and its group), made for the test, removed after."""
+    import pwd
+    if shutil.which("useradd") is None or shutil.which("userdel") is None:
+        pytest.skip("needs useradd and userdel (passwd) to make a second user")
+    if shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv (util-linux) to run as the second user")
+    name = f"ftfl-swap-{os.getpid()}"
+    r = subprocess.run(["useradd", "--system", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin",
+                        name], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot make a second user here: {r.stderr.strip()}")
+    try:
+        yield pwd.getpwnam(name)
+    finally:
+        subprocess.run(["userdel", name], capture_output=True)
+
+
+@pytest.mark.parametrize("folder", ["owned by the user", "writable by the user's group", "default in the user's folder"])
+def test_another_user_cannot_swap_the_run_folder(work, other_user, folder):
+    """H is a folder another user can change: theirs (mode 0755, as a home
+    folder is), or root's but writable by their group. While collect.sh
+    records into H/run1 (or the default ./ftflame-DATE in H), that user
+    swaps it for a folder of links to a file of root's (mode 0600). The run
+    is refused before anything is made in H, and the file stays as it was.
+    (Before: the ancestor check let both folders pass, and root appended
+    trace-cmd's summary and the workload's output to the file.)"""
+    home = work / "home"
+    home.mkdir()
+    if folder == "writable by the user's group":
+        os.chown(home, 0, other_user.pw_gid)
+        home.chmod(0o775)
+    else:
+        os.chown(home, other_user.pw_uid, other_user.pw_gid)
+        home.chmod(0o755)
+    victim = work / "victim"
+    victim.write_text("precious\n")
+    victim.chmod(0o600)
+    (work / "swap.sh").write_text(SWAPPER)
+    swapper = subprocess.Popen(["setpriv", f"--reuid={other_user.pw_uid}", f"--regid={other_user.pw_gid}",
+                                "--clear-groups", "bash", str(work / "swap.sh"), str(home), str(victim)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        out = [] if folder.startswith("default") else ["-o", str(home / "run1")]
+        r = subprocess.run(["bash", str(COLLECT), "-g", "nfsd3_proc_write", "--no-calibrate", "--baseline", *out,
+                            "--", "sh", "-c", "sleep 2; echo the workload output"],
+                           cwd=home if folder.startswith("default") else work, env=collect_env(work),
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        swapper.kill()
+        swapped = swapper.communicate()[0]
+    assert victim.read_text() == "precious\n", f"root wrote into the file through the links ({swapped.strip()})"
+    assert r.returncode == 2, r.stderr
+    lines = one_line(r).strip().splitlines()
+    assert len(lines) == 1 and "unsafe output folder" in lines[0], r.stderr
+    why = "is writable by its group" if "group" in folder else f"is owned by {other_user.pw_name}"
+    assert f"{home} {why}" in lines[0], lines[0]
+    assert list(home.iterdir()) == []
+
+
+def test_a_sticky_folder_holds_the_run_folder_root_made(work, other_user):
+    """In a sticky world-writable folder (/tmp's mode) the run folder root
+    makes cannot be renamed by another user: the run goes on, the swap fails
+    and the file the links would point to stays as it was."""
+    pub = work / "pub"
+    pub.mkdir()
+    pub.chmod(0o1777)
+    victim = work / "victim"
+    victim.write_text("precious\n")
+    victim.chmod(0o600)
+    (work / "swap.sh").write_text(SWAPPER)
+    swapper = subprocess.Popen(["setpriv", f"--reuid={other_user.pw_uid}", f"--regid={other_user.pw_gid}",
+                                "--clear-groups", "bash", str(work / "swap.sh"), str(pub), str(victim)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        r = collect(work, pub / "run1", ["sh", "-c", "sleep 1; echo the workload output"],
+                    collect_env(work), "--baseline")
+    finally:
+        swapper.kill()
+        swapped = swapper.communicate()[0]
+    assert r.returncode == 0, r.stderr
+    assert "cannot rename" in swapped, swapped
+    assert victim.read_text() == "precious\n"
+    assert (pub / "run1" / "workload.log").read_text() == "the workload output\n"
+    assert "CPU0 data recorded" in (pub / "run1" / "record.log").read_text()
