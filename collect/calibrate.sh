@@ -38,7 +38,9 @@
 #   --vers 3|4   NFS version of the NULL RPCs (default 3)
 #   --port N     nfsd's TCP port (default 2049)
 #   -o DIR       output folder (default: .): created when missing; an
-#                existing one must be owned by root and writable by no one else
+#                existing one must be owned by root and writable by no one
+#                else, and every folder above it root's and writable by no
+#                one else, or sticky
 #   -h, --help   this text
 #
 # EXAMPLE:

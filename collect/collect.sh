@@ -70,7 +70,10 @@
 #   --calib-vers 3|4     NFS version of the NULL RPCs (default 3)
 #   -o DIR               output folder (default ./ftflame-YYYYmmdd-HHMMSS):
 #                        a new one, or an existing one that holds no run,
-#                        owned by root and writable by no one else
+#                        owned by root and writable by no one else; every
+#                        folder above it root's and writable by no one
+#                        else, or sticky (the default's too: not in a
+#                        user's home folder)
 #   --force              trace even when another tracer seems active, and
 #                        replace the run an -o folder holds (all of its
 #                        files are removed first: never a mix of two runs)
@@ -108,16 +111,18 @@
 # Safety: refuses (exit 2, one line on stderr) when not root, without tracefs,
 # without the function_graph tracer, on a function that does not exist,
 # while another collector holds the lock (a flock on /run/ftflame, a
-# directory only root can write to; the refusal names the holder), on an -o
-# folder another user could write to (or that holds a previous run, unless
-# --force). A trap puts back every tracefs setting it changed, also on
+# directory only root can write to; the refusal names the holder), on an
+# output folder another user could write to or swap (a folder above it that
+# another user owns or can write to; or one that holds a previous run,
+# unless --force). A trap puts back every tracefs setting it changed, also on
 # Ctrl-C, SIGTERM, SIGHUP and on errors; tracing is never left on. The
 # settings to put back are also saved beside the lock until then: when
 # collect.sh is killed with SIGKILL, a watchdog stops trace-cmd and the
 # workload and puts them back, and failing that the next run (or --restore)
 # does. A signal stops the workload (its whole process group) and trace-cmd
 # within about 2 s; when trace-cmd dies, the workload is stopped too. The
-# run's files are created afresh in a folder only root can write to. A
+# run's files are created afresh in a folder only root can write to, held
+# open and written through the open folder (collect/README.md). A
 # trace is written as NAME.dat.partial,
 # renamed only when trace-cmd ended well; a run that did not end well gets a
 # meta.json with "complete": false and the reason, when the disk has room.
