@@ -344,7 +344,11 @@ cpu_file() { if [ -s "$OUT/$1" ]; then json_str "$1"; else printf 'null'; fi; }
 write_meta() {
 	local text
 	META_WRITTEN=1
-	text=$(meta_json "$@") && write_whole "$OUT/meta.json" "$text"
+	text=$(meta_json "$@") || return 1
+	# JSON is UTF-8: bytes of a workload's output that are not are dropped
+	# (iconv -c; its exit status says some were)
+	if command -v iconv >/dev/null 2>&1; then text=$(iconv -c -f UTF-8 -t UTF-8 <<<"$text" || true); fi
+	write_whole "$OUT/meta.json" "$text"
 }
 
 # -------------------------------------------------------------- the trap
@@ -430,9 +434,16 @@ measure_end() {  # LOG CPU-FILE
 		warn "the server's CPU time was not recorded for ${1##*/}'s run (no $2)"
 	fi
 	if is_iozone "${WORKLOAD[@]}"; then
-		ioz=$(iozone_json "$1")
-		lat=$(iozone_latency_json "$PWD" "$SNAP_DIR/since" "$SNAP_DIR/ol-lines")
+		# (what in the workload's output is not a number is left out, and
+		# said: a warning here and in meta.json)
+		ioz=$(iozone_json "$1" 2>"$SNAP_DIR/notes")
+		lat=$(iozone_latency_json "$PWD" "$SNAP_DIR/since" "$SNAP_DIR/ol-lines" 2>>"$SNAP_DIR/notes")
 		[ "$ioz" != null ] || warn "the workload is iozone but ${1##*/} holds no iozone result table (meta.json: iozone null)"
+		local note
+		while IFS= read -r note; do
+			WARNINGS+=("${1##*/}: $note")
+			warn "${WARNINGS[-1]}"
+		done <"$SNAP_DIR/notes"
 	fi
 	MEASURED_JSON=$(printf '{"nfsd": %s, "client_mounts": %s, "iozone": %s, "iozone_latency": %s}' \
 		"$(nfsd_stats_json "$SNAP_DIR/before.nfsd" "$SNAP_DIR/after.nfsd")" \

@@ -44,9 +44,9 @@ json_str() {
 	printf '"%s"' "$s"
 }
 
-# A JSON number for $1, or null when it is not one.
+# A JSON number for $1, or null when it is not one (JSON has no 007).
 json_num() {
-	if [[ $1 =~ ^-?[0-9]+(\.[0-9]+)?$ ]]; then printf '%s' "$1"; else printf 'null'; fi
+	if [[ $1 =~ ^-?(0|[1-9][0-9]*)(\.[0-9]+)?$ ]]; then printf '%s' "$1"; else printf 'null'; fi
 }
 
 # A JSON array of strings from the arguments.
@@ -896,18 +896,21 @@ record() {
 }
 
 # lost_events FILE.dat: from `trace-cmd report --stat`, print one line per CPU:
-# "CPU OVERRUN COMMIT_OVERRUN DROPPED READ". Fails when trace-cmd fails or
-# prints no CPU: then how many events were lost is unknown (not zero).
+# "CPU OVERRUN COMMIT_OVERRUN DROPPED READ". Fails when trace-cmd fails,
+# prints no CPU, or a count that is not a number: then how many events were
+# lost is unknown (not zero; and nothing but digits reaches meta.json or the
+# shell's arithmetic).
 lost_events() {
 	local stat
 	stat=$(trace-cmd report --stat "$1" 2>/dev/null) || return 1
 	awk '
-		/^CPU: *[0-9]+/ { if (cpu != "") print cpu, ov, cov, dr, rd; cpu = $2; ov = cov = dr = rd = 0; next }
-		/^overrun:/        { ov = $2 }
-		/^commit overrun:/ { cov = $3 }
-		/^dropped events:/ { dr = $3 }
-		/^read events:/    { rd = $3 }
-		END { if (cpu == "") exit 1; print cpu, ov, cov, dr, rd }' <<<"$stat"
+		function n(s) { if (s !~ /^[0-9]+$/ || length(s) > 18) bad = 1; return s }
+		/^CPU: *[0-9]+/ { if (cpu != "") print cpu, ov, cov, dr, rd; cpu = n($2); ov = cov = dr = rd = 0; next }
+		/^overrun:/        { ov = n($2) }
+		/^commit overrun:/ { cov = n($3) }
+		/^dropped events:/ { dr = n($3) }
+		/^read events:/    { rd = n($3) }
+		END { if (cpu == "" || bad) exit 1; print cpu, ov, cov, dr, rd }' <<<"$stat"
 }
 
 # FT_NULL_CLIENT: perl that sends NFS NULL RPCs, one at a time on one TCP

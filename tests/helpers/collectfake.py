@@ -40,7 +40,7 @@ BASIC_TOOLS = (
     "bash", "sh", "env", "cat", "cp", "mv", "rm", "mkdir", "rmdir", "ln", "ls", "stat", "id",
     "readlink", "dirname", "basename", "head", "tail", "tr", "sed", "awk", "grep", "find",
     "sort", "wc", "date", "sleep", "mktemp", "tee", "uname", "getconf", "nproc", "df", "true",
-    "false", "flock", "setsid", "setpriv", "kill", "ps", "perl", "chmod", "touch", "dd",
+    "false", "flock", "setsid", "setpriv", "kill", "ps", "perl", "chmod", "touch", "dd", "iconv",
 )
 
 NO_LOSS_STAT = """cpus=2
