@@ -144,7 +144,10 @@ nfsd_hint() {
 # put back while a run has them changed (save_tracefs_state): a collector
 # killed with SIGKILL cannot restore them itself, and the next one to take
 # the lock (or collect.sh --restore) finds the file and does it
-# (recover_tracefs). Only root can write there, so the file is trusted.
+# (recover_tracefs). Only root can write there; still, the file is read as
+# data, never run: name=value lines, each name one of the tracefs files the
+# scripts save (no path out of tracefs), the tracefs one the scripts would
+# use.
 
 # root_only_dir PATH: PATH (links followed) is a directory owned by root
 # that only root can write to.
@@ -218,18 +221,29 @@ FT_STATE_NAME=tracefs-restore
 FT_LOCK_INHERITED=0
 FT_STATE_OWNER=0
 
+# The saved file: a comment, FT_STATE_FORMAT, then one NAME=VALUE a line:
+# T= the tracefs, BY= who saved it, S:KEY= each FT_SNAP entry; in a value,
+# % is %25 and a newline %0A (list files hold several lines).
+FT_STATE_FORMAT=ftflame-tracefs-restore/2
+state_value() {  # VALUE -> sets FT_SV, encoded
+	FT_SV=${1//%/%25}
+	FT_SV=${FT_SV//$'\n'/%0A}
+}
+
 # save_tracefs_state: write the snapshot (FT_SNAP, T) beside the lock, whole,
 # before anything is changed; a run that ends well removes it
 # (drop_tracefs_state). calibrate.sh under collect.sh leaves it to collect.sh.
 save_tracefs_state() {
 	# (no lock, no file: only the tests snapshot without one)
 	((FT_LOCK_INHERITED)) || [ -z "${FT_LOCK_DIR:-}" ] && return 0
-	local k line text
-	printf -v text '# tracefs settings to put back: collect.sh --restore\nFT_SAVED_T=%q\nFT_SAVED_BY=%q' \
-		"$T" "$FT_PROG, pid $$, at $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	local k text
+	text="# tracefs settings to put back: collect.sh --restore (NAME=VALUE lines: data, never run)"
+	text+=$'\n'$FT_STATE_FORMAT
+	state_value "$T"; text+=$'\nT='$FT_SV
+	state_value "$FT_PROG, pid $$, at $(date -u +%Y-%m-%dT%H:%M:%SZ)"; text+=$'\nBY='$FT_SV
 	for k in "${!FT_SNAP[@]}"; do
-		printf -v line 'FT_SNAP[%q]=%q' "$k" "${FT_SNAP[$k]}"
-		text+=$'\n'$line
+		state_value "${FT_SNAP[$k]}"
+		text+=$'\nS:'$k=$FT_SV
 	done
 	write_whole "$FT_LOCK_DIR/$FT_STATE_NAME" "$text" || return 1
 	FT_STATE_OWNER=1
@@ -251,15 +265,70 @@ recover_tracefs() {
 	if [ -L "$f" ] || [ ! -f "$f" ] || ! root_owned_safe "$f"; then
 		refuse "unsafe $f: it must be a file owned by root and writable only by root (remove it)"
 	fi
-	FT_SNAP=()
-	# shellcheck source=/dev/null  # (written by save_tracefs_state, in a root-only directory)
-	. "$f"
+	read_tracefs_state "$f"
 	T=$FT_SAVED_T FT_SNAPPED=1
 	say "a collector that could not clean up ($FT_SAVED_BY) left tracefs changed: putting back the settings it saved in $f"
 	local rc=0
 	if restore_tracefs; then rm -f -- "$f"; else rc=2; fi
 	FT_SNAP=() FT_SNAPPED=0 T=$t_now
 	return "$rc"
+}
+
+# tracefs_key_ok KEY: KEY is one of the tracefs files the snapshot saves:
+# a setting of FT_SCALARS or FT_LISTS, current_tracer, tracing_on,
+# buffer_all, options/NAME, buffer:per_cpu/cpuN/buffer_size_kb; nothing with
+# a .. or another path in it.
+tracefs_key_ok() {
+	local k=$1
+	[[ $k =~ ^[A-Za-z0-9_:/-]+$ ]] || return 1
+	case " current_tracer tracing_on buffer_all ${FT_SCALARS[*]} ${FT_LISTS[*]} " in *" $k "*) return 0 ;; esac
+	[[ $k =~ ^options/[A-Za-z0-9_-]+$ || $k =~ ^buffer:per_cpu/cpu[0-9]+/buffer_size_kb$ ]]
+}
+
+# read_tracefs_state FILE: FT_SNAP, FT_SAVED_T and FT_SAVED_BY from the file
+# save_tracefs_state wrote, read as data (nothing in it is run or expanded).
+# A line it does not take, or a tracefs that is not the one the scripts use,
+# is refused with the file kept, before anything is written.
+read_tracefs_state() {
+	local f=$1 line key val n=0 format=0 bad=""
+	FT_SNAP=() FT_SAVED_T="" FT_SAVED_BY=""
+	while IFS= read -r line || [ -n "$line" ]; do
+		n=$((n + 1))
+		case $line in '#'* | '') continue ;; esac
+		if ((!format)); then
+			[ "$line" = "$FT_STATE_FORMAT" ] || { bad="line $n is not '$FT_STATE_FORMAT' (a file of another version?)"; break; }
+			format=1
+			continue
+		fi
+		if [[ $line != *=* ]]; then bad="line $n is not NAME=VALUE"; break; fi
+		key=${line%%=*} val=${line#*=}
+		val=${val//%0A/$'\n'}
+		val=${val//%25/%}
+		case $key in
+		T) FT_SAVED_T=$val ;;
+		BY) FT_SAVED_BY=${val//[[:cntrl:]]/?} ;;
+		S:*)
+			key=${key#S:}
+			tracefs_key_ok "$key" || { bad="line $n names '${key//[^[:print:]]/?}', not a tracefs setting the collectors save"; break; }
+			FT_SNAP[$key]=$val ;;
+		*) bad="line $n: unknown name '${key//[^[:print:]]/?}'"; break ;;
+		esac
+	done <"$f"
+	if [ -z "$bad" ] && ((!format)); then bad="it is empty"; fi
+	if [ -z "$bad" ]; then
+		case $FT_SAVED_T in
+		/sys/kernel/tracing | /sys/kernel/debug/tracing | "${FTFLAME_TRACEFS:-/sys/kernel/tracing}") ;;
+		*) bad="its tracefs '${FT_SAVED_T//[^[:print:]]/?}' is not one the collectors use (/sys/kernel/tracing, /sys/kernel/debug/tracing or FTFLAME_TRACEFS)" ;;
+		esac
+	fi
+	if [ -z "$bad" ] && [ ! -e "$FT_SAVED_T/available_tracers" ]; then bad="its tracefs $FT_SAVED_T has no available_tracers"; fi
+	if [ -z "$bad" ] && { [ -z "${FT_SNAP[current_tracer]+x}" ] || [ -z "${FT_SNAP[tracing_on]+x}" ]; }; then
+		bad="it has no current_tracer or tracing_on"
+	fi
+	if [ -n "$bad" ]; then
+		FT_SNAP=()
+		refuse "cannot read the tracefs settings to put back in $f: $bad; nothing was written: check tracefs by hand, then remove the file"
+	fi
 }
 
 # finish_tracefs: at exit: the guard stopped, tracefs put back, the saved

@@ -709,3 +709,79 @@ def test_a_sticky_folder_holds_the_run_folder_root_made(work, other_user):
     assert victim.read_text() == "precious\n"
     assert (pub / "run1" / "workload.log").read_text() == "the workload output\n"
     assert "CPU0 data recorded" in (pub / "run1" / "record.log").read_text()
+
+
+# ------------------- --restore reads the saved settings as data, never runs them
+
+def restore_with(work, text: str):
+    """collect.sh --restore with text as the saved settings beside the lock."""
+    env = collect_env(work)
+    lock = work / "lock"
+    lock.mkdir(mode=0o700)
+    state = lock / "tracefs-restore"
+    state.write_text(text.replace("@T@", str(work / "tracefs")).replace("@W@", str(work)))
+    state.chmod(0o600)
+    victim = work / "victim"
+    victim.write_text("precious\n")
+    before = {p: p.read_bytes() for p in (work / "tracefs").rglob("*") if p.is_file()}
+    r = subprocess.run(["bash", str(COLLECT), "--restore"], cwd=work, env=env,
+                       capture_output=True, text=True, timeout=60)
+    after = {p: p.read_bytes() for p in (work / "tracefs").rglob("*") if p.is_file()}
+    return r, state, victim, before, after
+
+
+HOSTILE_STATES = {
+    # the old format, which the collector sourced: each line would run
+    "command substitution": ("# tracefs settings to put back\nFT_SAVED_T=@T@\n"
+                             "FT_SNAP[current_tracer]=nop\ntouch @W@/ran-1\n"
+                             "FT_SNAP[tracing_on]=$(touch @W@/ran-2)1\n"),
+    # ... and a path out of tracefs: T/options/../../victim is W/victim
+    "../ in a name": ("FT_SAVED_T=@T@\nFT_SNAP[current_tracer]=nop\nFT_SNAP[tracing_on]=1\n"
+                      "FT_SNAP[options/../../victim]=written\n"),
+    # the data format, with the same tricks: refused as a whole, nothing written
+    "../ in a data name": ("ftflame-tracefs-restore/2\nT=@T@\nS:current_tracer=nop\nS:tracing_on=1\n"
+                           "S:options/../../victim=written\n"),
+    "another path as tracefs": ("ftflame-tracefs-restore/2\nT=@W@\nS:current_tracer=nop\nS:tracing_on=1\n"
+                                "S:options/x=$(touch @W@/ran-3)\n"),
+    "not a setting": ("ftflame-tracefs-restore/2\nT=@T@\nS:current_tracer=nop\nS:tracing_on=1\n"
+                      "S:$(touch @W@/ran-4)=1\n"),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_STATES))
+def test_restore_runs_nothing_and_writes_nothing_outside_tracefs(work, case):
+    """A saved-settings file that holds code or paths out of tracefs: --restore
+    refuses it whole (one line, exit 2, the file kept): no command of it
+    runs, nothing is written, in tracefs or out of it. (Before: the file was
+    sourced: its commands ran, and options/../../victim was written.)"""
+    r, state, victim, before, after = restore_with(work, HOSTILE_STATES[case])
+    assert sorted(p.name for p in work.glob("ran-*")) == [], "a command of the saved file ran"
+    assert victim.read_text() == "precious\n"
+    assert after == before
+    assert r.returncode == 2, r.stderr
+    lines = one_line(r).strip().splitlines()
+    assert len(lines) == 1 and "cannot read the tracefs settings to put back" in lines[0], r.stderr
+    assert state.exists()
+
+
+def test_restore_reads_values_with_newlines_and_percents_back(work):
+    """The data format keeps every value as it was: list files of several
+    lines, a % in a value."""
+    t = fake_tracefs(work, functions=NFSD_FUNCS)
+    (t / "options").mkdir(exist_ok=True)
+    (t / "set_ftrace_filter").write_text("vfs_write\nvfs_read\n")
+    (t / "options" / "odd").write_text("50%0A%25\n")
+    env = collect_env(work)
+    script = ('. "$0"; T=$1; FT_LOCK_DIR=$2; FT_STATE_NAME=s; snapshot_tracefs; declare -A want; '
+              'for k in "${!FT_SNAP[@]}"; do want[$k]=${FT_SNAP[$k]}; done; read_tracefs_state "$2/s"; '
+              'for k in "${!want[@]}"; do [ "${FT_SNAP[$k]}" = "${want[$k]}" ] || echo "differs: $k"; done; '
+              'echo "${#FT_SNAP[@]} ${#want[@]}"; printf "%s|" "${FT_SNAP[set_ftrace_filter]}" "${FT_SNAP[options/odd]}"')
+    (work / "st").mkdir(mode=0o700)
+    r = subprocess.run(["bash", "-c", script, str(COLLECT.parent / "lib.sh"), str(t), str(work / "st")],
+                       env=env, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.splitlines()
+    assert "differs" not in r.stdout, r.stdout
+    n, m = out[0].split()
+    assert n == m and int(n) > 5
+    assert r.stdout.endswith("vfs_write\nvfs_read|50%0A%25|")
