@@ -6,7 +6,7 @@ VENV       ?= .venv
 PY         := $(VENV)/bin/python
 FTFLAME    := $(VENV)/bin/ftflame
 APT_PKGS   := trace-cmd libtracecmd-dev libtraceevent-dev libtracefs-dev pkg-config gcc make \
-              python3-venv zstd libzstd-dev zlib1g-dev shellcheck \
+              python3-venv python3-dev zstd libzstd-dev zlib1g-dev shellcheck \
               chromium chromium-driver
 SAMPLE     := tests/data/sample/trace.dat
 OUT        ?= out
