@@ -82,8 +82,20 @@ $(SPEEDSCOPE_SCHEMA):
 	  speedscope@$(SPEEDSCOPE_VERSION) >/dev/null
 	@test -f $@ || { echo "setup-render-tools: $@ not in the speedscope package"; exit 1; }
 
+# ESLint's own engines field: node ^20.19, ^22.13 or >= 24. $(call node_ok,VERSION)
+# is true for such a version (v20.20.2 or 20.20.2-1nodesource1).
+node_ok = (v=$(1); v=$${v\#v}; IFS=.- read -r ma mi _ <<<"$${v:-0.0}"; [[ $$ma =~ ^[0-9]+$$ && $$mi =~ ^[0-9]+$$ ]] && \
+	{ ((ma >= 24)) || ((ma == 22 && mi >= 13)) || ((ma == 20 && mi >= 19)); })
+
 $(ESLINT):
-	@command -v npm >/dev/null 2>&1 || { $(call apt_install,lint,npm,--no-install-recommends) }
+	@if ! command -v npm >/dev/null 2>&1; then \
+	  cand=$$(apt-cache policy nodejs 2>/dev/null | awk '/Candidate:/ { print $$2 }'); \
+	  if ! $(call node_ok,"$$cand"); then \
+	    echo "lint: ESLint $(ESLINT_VERSION) needs npm and node ^20.19, ^22.13 or >= 24; this machine has no npm and Debian's nodejs here is $${cand:-none}: install a newer nodejs with npm (NodeSource's, or Debian 13's), then rerun make lint" >&2; exit 2; fi; \
+	  $(call apt_install,lint,npm,--no-install-recommends); \
+	fi
+	@if ! $(call node_ok,"$$(node --version 2>/dev/null)"); then \
+	  echo "lint: ESLint $(ESLINT_VERSION) needs node ^20.19, ^22.13 or >= 24 (this machine: $$(node --version 2>/dev/null || echo none)): install a newer nodejs, then rerun make lint" >&2; exit 2; fi
 	@mkdir -p $(ESLINT_DIR)
 	npm install --prefix $(ESLINT_DIR) --no-save --no-audit --no-fund --ignore-scripts --loglevel=error \
 	  eslint@$(ESLINT_VERSION) @eslint/js@$(ESLINT_JS_VERSION) globals@$(ESLINT_GLOBALS_VERSION) >/dev/null
