@@ -35,7 +35,7 @@ CARGO              ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.carg
 SPEEDSCOPE_SCHEMA  := $(NPM_CACHE_DIR)/node_modules/speedscope/dist/release/file-format-schema.json
 # The page scripts' lint: ESLint from npm, pinned, installed by make lint (not by
 # make setup: the demo and the tests need no node; npm comes from Debian's
-# package when the machine has none).
+# package when the machine has none and Debian's nodejs is one ESLint runs on).
 ESLINT_VERSION     := 10.15.0
 ESLINT_JS_VERSION  := 10.0.1
 ESLINT_GLOBALS_VERSION := 17.14.0
