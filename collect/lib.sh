@@ -459,17 +459,17 @@ use_out_dir() {
 		p=$base
 		IFS=/ read -ra parts <<<"$rest"
 		for part in "${parts[@]}"; do
-			case $part in
-			'') continue ;;
-			. | ..) refuse "output folder $d: '$part' in the folders to make (-o): give a plain path" ;;
-			esac
+			case $part in . | ..) refuse "output folder $d: '$part' in the folders to make (-o): give a plain path" ;; esac
+		done
+		for part in "${parts[@]}"; do
+			[ -n "$part" ] || continue
 			p=${p%/}/$part
 			mkdir -m 0755 -- "$p" 2>/dev/null || refuse "cannot create the output folder $p (-o)"
 		done
 		made=1
 	else
 		p=$base
-		[ "$p" = / ] || check_above "${p%/*}" "$p"
+		[ "$p" = / ] || { part=${p%/*}; check_above "${part:-/}" "$p"; }
 		[ "$p" != / ] || refuse "unsafe output folder /: choose a folder of its own (-o)"
 	fi
 	# Opened once; what was opened is checked, not the path again.

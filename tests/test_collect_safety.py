@@ -785,3 +785,13 @@ def test_restore_reads_values_with_newlines_and_percents_back(work):
     n, m = out[0].split()
     assert n == m and int(n) > 5
     assert r.stdout.endswith("vfs_write\nvfs_read|50%0A%25|")
+
+
+def test_a_new_output_path_with_dot_dot_is_refused_before_anything_is_made(work):
+    """-o x/../run: the folders to make are made one by one, each in a
+    folder checked first; a .. among them is refused, and nothing is made."""
+    r = collect(work, "x/../run", ["true"], collect_env(work))
+    assert r.returncode == 2, r.stderr
+    lines = one_line(r).strip().splitlines()
+    assert len(lines) == 1 and "'..' in the folders to make" in lines[0], r.stderr
+    assert not (work / "x").exists() and not (work / "run").exists()
