@@ -454,13 +454,13 @@ use_out_dir() {
 	[ -d "$base" ] || refuse "output folder $d is not a directory (-o): $base is not one"
 	base=$(cd -P -- "$base" && pwd -P) || refuse "cannot enter the output folder $d (-o)"
 	if [ -n "$rest" ]; then
-		check_above "$base" "${base%/}/$rest"
-		[ "${2-}" != check ] || return 0
-		p=$base
 		IFS=/ read -ra parts <<<"$rest"
 		for part in "${parts[@]}"; do
 			case $part in . | ..) refuse "output folder $d: '$part' in the folders to make (-o): give a plain path" ;; esac
 		done
+		check_above "$base" "${base%/}/$rest"
+		[ "${2-}" != check ] || return 0
+		p=$base
 		for part in "${parts[@]}"; do
 			[ -n "$part" ] || continue
 			p=${p%/}/$part
