@@ -71,6 +71,10 @@ examples:
   ftflame report trace.dat -o nfsd.folded  for flamegraph.pl or inferno
   ftflame report trace.dat -o x.speedscope.json
                                            for speedscope
+  ftflame report trace.dat -o nfsd.parquet/
+                                           Parquet tables, for DuckDB
+  ftflame batch run*/ -o runs/ --label patch=v2
+                                           many traces into one dataset
   ftflame report run1/                     a collect.sh output directory
   ftflame report run1/ --baseline b.dat    a balance sheet against a
                                            root-only recording
@@ -261,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
     rep = sub.add_parser(
-        "report", help="report a trace (text, JSON, HTML, SVG, folded stacks, speedscope)",
+        "report", help="report a trace (text, JSON, HTML, SVG, folded stacks, speedscope, Parquet)",
         description="Rebuild per-task call trees from a function_graph trace and report "
                     "per-function and per-call-path times.",
         epilog=REPORT_EPILOG, formatter_class=HelpFormatter)
@@ -271,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "output directory")
     rep.add_argument("-o", "--output", metavar="OUT",
                      help="output file (format from its extension: .txt .json .folded .html "
-                          ".svg .speedscope.json); default: text on stdout; '-' for stdout")
+                          ".svg .speedscope.json; .parquet/: a folder of tables); default: text on stdout; '-' for stdout")
     rep.add_argument("-F", "--format", choices=sorted(_formats()), metavar="FMT",
                      help="output format (overrides the extension): " + ", ".join(sorted(_formats())))
     rep.add_argument("--folded-weights", choices=("raw", "corrected"),
@@ -343,6 +347,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_diff(sub, HelpFormatter)
 
+    from ftflame.batch import add_parser as add_batch  # ftflame batch (ftflame/batch.py)
+
+    add_batch(sub, HelpFormatter, _count_arg)
+
     for name, script, text in (("collect", "collect.sh", "record a trace around a workload (collect/collect.sh)"),
                                ):
         c = sub.add_parser(name, help=text, add_help=False)
@@ -369,6 +377,9 @@ def cmd_report(args) -> int:
     from ftflame.rundir import read_beside, resolve_input
 
     output, fmt = output_and_format(args.output, args.format, args.open, args.input)
+    if fmt == "parquet" and output in (None, "-"):
+        raise InputError(output or "stdout", "Parquet output is a folder of tables, not a stream",
+                         "give -o NAME.parquet/")
     opts = render_options(fmt, args.folded_weights, args.top, args.sections)
     path = resolve_input(args.input)
     if path == "-" and 0 in CLOSED_STREAMS:
@@ -390,6 +401,10 @@ def cmd_report(args) -> int:
         progress.stage(f"rendering {fmt}...")
         if output in (None, "-"):
             text = RENDERERS[fmt].render(profile, opts)
+        elif fmt == "parquet":  # a folder of tables, written beside it and renamed
+            from ftflame.report.parquet import write_folder
+
+            size = write_folder(output, profile)
         else:  # rendered straight into the file (JSON: in chunks, as written)
             write = RENDERERS[fmt].write
             size = write_atomic(output, lambda f: write(profile, opts, f))
