@@ -29,6 +29,8 @@ import sys
 import time
 
 from ftflame.model.errors import InputError
+from ftflame.model.names import printable
+from ftflame.output import say
 
 STAGING = ".staging"
 # trace id: the first 128 bits of the trace file's SHA-256, in hex
@@ -226,10 +228,11 @@ class Tally:
         if r["status"] == "failed":
             self.bad_input += bool(r.get("bad_input"))
             self._clear()
-            print(f"ftflame: batch: failed: {r['reason']}", file=sys.stderr, flush=True)
+            say(f"batch: failed: {r['reason']}")
         if self.quiet:
             return
-        line = f"ftflame: batch: {self.done}/{self.total} done ({self.rates()}): {r['status']} {r['path']}"
+        # a path shown, not sent (output.say's rule for every line on stderr)
+        line = printable(f"ftflame: batch: {self.done}/{self.total} done ({self.rates()}): {r['status']} {r['path']}")
         if self.tty:
             sys.stderr.write("\r\033[K" + line[:shutil.get_terminal_size().columns - 1])
         else:
@@ -396,7 +399,7 @@ def cmd_batch(args) -> int:
         if client is not None:
             client.close()
     if not args.quiet:
-        print(tally.summary(args.output), file=sys.stderr)
+        say(tally.summary(args.output).removeprefix("ftflame: "))
     failed = tally.counts["failed"]
     if not failed:
         return 0

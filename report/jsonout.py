@@ -17,9 +17,8 @@ from ftflame.correct.operations import root_table
 from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, OffCpu, Profile
 from ftflame.parse._core import give_back_freed_memory
 
-from ._rowfmt import format_rows
 from .callsjson import hot_json, ns_or_null, operations_json, root_latency_text, slowest_json_parts
-from .common import context_lines, node_flags, report_notes
+from .common import context_lines, format_rows, node_flags, report_notes
 from .options import DEFAULT, RenderOptions
 
 SCHEMA = "ftflame/1"

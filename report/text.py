@@ -12,6 +12,7 @@ import os
 import numpy as np
 
 from ftflame.correct import calibration, corrections, fit, hotlists, uncertainty
+from ftflame.model.names import printable
 from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, OffCpu, Profile
 
 from . import textcalls, textcpu
@@ -667,4 +668,8 @@ def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
             if out:
                 out.append("")
             out.extend(lines)
-    return "\n".join(line.rstrip() for line in out).rstrip() + "\n"
+    # every line shown, not sent: a run folder's strings (meta.json's mount
+    # points, iozone's command line and test names) and the input's path
+    # reach this text raw, and it is read at a terminal (names.printable,
+    # the helper stderr's lines go through too)
+    return "\n".join(printable(line.rstrip()) for line in out).rstrip() + "\n"

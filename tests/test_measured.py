@@ -161,6 +161,29 @@ def test_balance_sheet_lists_the_client_execute_time_as_an_independent_total(tmp
         or '"independent":[{"source":"client execute time (WRITE on /mnt/nfs, 118 ops)"' in html
 
 
+def test_escape_sequences_in_meta_json_are_shown_not_sent(tmp_path):
+    """Issue 37 item 9: meta.json's mount point, iozone command line and
+    test names, and the run folder's own path, reached the terminal raw
+    (a window title set, the screen cleared)."""
+    evil = "\x1b]0;PWN\x07\x1b[2J"
+    mounts = {f"/mnt/{evil}nfs": {"device": f"h:/{evil}", "fstype": "nfs", "ops": {
+        "WRITE": {"delta": {"ops": 118, "rtt_ms": 50, "execute_ms": 59}}}}}
+    iozone = {"units": "kB/s", "command_line": f"iozone -i0 {evil}",
+              "rows": [{"file_kb": 4096, "record_kb": 4, "throughput": {f"wr{evil}ite": 452854}}]}
+    latency = {f"w{evil}": {"file": "wol.dat", "count": 1, "mean_us": 1.0, "max_us": 1}}
+    d = run_dir(tmp_path, meta_doc(TRACE_CALLS, mounts=mounts, iozone=iozone, latency=latency))
+    d = d.rename(tmp_path / f"run{evil}")
+    r = subprocess.run([*FTFLAME, "report", str(d)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for stream in (r.stdout, r.stderr):
+        assert "\x1b" not in stream and "\x07" not in stream, stream
+    shown = "\\x1b]0;PWN\\x07\\x1b[2J"
+    assert f"client WRITE on /mnt/{shown}nfs: 118 ops" in r.stdout
+    assert f"iozone: iozone -i0 {shown}" in r.stdout
+    assert f"wr{shown}ite" in r.stdout and f"w{shown} latency" in r.stdout
+    assert f"run{shown}" in r.stdout  # the header's input path
+
+
 # ---- every figure of meta.json checked where it is loaded (issue 37) ----
 
 def _set(doc, path, value):
