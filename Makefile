@@ -6,7 +6,7 @@ VENV       ?= .venv
 PY         := $(VENV)/bin/python
 FTFLAME    := $(VENV)/bin/ftflame
 APT_PKGS   := trace-cmd libtracecmd-dev libtraceevent-dev libtracefs-dev pkg-config gcc make \
-              python3-venv zstd libzstd-dev zlib1g-dev shellcheck \
+              python3-venv python3-dev zstd libzstd-dev zlib1g-dev shellcheck \
               chromium chromium-driver
 SAMPLE     := tests/data/sample/trace.dat
 OUT        ?= out
@@ -33,7 +33,9 @@ NPM_CACHE_DIR      := .cache/npm
 INFERNO_ROOT       ?= $(HOME)/.cache/ftflame/inferno-$(INFERNO_VERSION)
 CARGO              ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 SPEEDSCOPE_SCHEMA  := $(NPM_CACHE_DIR)/node_modules/speedscope/dist/release/file-format-schema.json
-# The page scripts' lint (make lint): ESLint from npm, pinned, installed by make setup.
+# The page scripts' lint: ESLint from npm, pinned, installed by make lint (not by
+# make setup: the demo and the tests need no node; npm comes from Debian's
+# package when the machine has none and Debian's nodejs is one ESLint runs on).
 ESLINT_VERSION     := 10.15.0
 ESLINT_JS_VERSION  := 10.0.1
 ESLINT_GLOBALS_VERSION := 17.14.0
@@ -61,7 +63,7 @@ help:  ## list the targets
 	      line = line w[i] " " } sub(/ +$$/, "", line); print line }'
 	@echo "knobs: ASAN=1 (sanitized C core)  PYTEST_ARGS='-k name'  OUT=dir (demo output)"
 
-setup: .setup-stamp build $(ESLINT)  ## install Debian packages, the venv and ftflame (idempotent, quick when done)
+setup: .setup-stamp build  ## install Debian packages, the venv and ftflame (idempotent, quick when done)
 
 .setup-stamp: pyproject.toml Makefile
 	@$(call apt_install,setup,$(APT_PKGS))
@@ -80,11 +82,24 @@ $(SPEEDSCOPE_SCHEMA):
 	  speedscope@$(SPEEDSCOPE_VERSION) >/dev/null
 	@test -f $@ || { echo "setup-render-tools: $@ not in the speedscope package"; exit 1; }
 
+# ESLint's own engines field: node ^20.19, ^22.13 or >= 24. $(call node_ok,VERSION)
+# is true for such a version (v20.20.2 or 20.20.2-1nodesource1).
+node_ok = (v=$(1); v=$${v\#v}; IFS=.- read -r ma mi _ <<<"$${v:-0.0}"; [[ $$ma =~ ^[0-9]+$$ && $$mi =~ ^[0-9]+$$ ]] && \
+	{ ((ma >= 24)) || ((ma == 22 && mi >= 13)) || ((ma == 20 && mi >= 19)); })
+
 $(ESLINT):
+	@if ! command -v npm >/dev/null 2>&1; then \
+	  cand=$$(apt-cache policy nodejs 2>/dev/null | awk '/Candidate:/ { print $$2 }'); \
+	  if ! $(call node_ok,"$$cand"); then \
+	    echo "lint: ESLint $(ESLINT_VERSION) needs npm and node ^20.19, ^22.13 or >= 24; this machine has no npm and Debian's nodejs here is $${cand:-none}: install a newer nodejs with npm (NodeSource's, or Debian 13's), then rerun make lint" >&2; exit 2; fi; \
+	  $(call apt_install,lint,npm,--no-install-recommends); \
+	fi
+	@if ! $(call node_ok,"$$(node --version 2>/dev/null)"); then \
+	  echo "lint: ESLint $(ESLINT_VERSION) needs node ^20.19, ^22.13 or >= 24 (this machine: $$(node --version 2>/dev/null || echo none)): install a newer nodejs, then rerun make lint" >&2; exit 2; fi
 	@mkdir -p $(ESLINT_DIR)
 	npm install --prefix $(ESLINT_DIR) --no-save --no-audit --no-fund --ignore-scripts --loglevel=error \
 	  eslint@$(ESLINT_VERSION) @eslint/js@$(ESLINT_JS_VERSION) globals@$(ESLINT_GLOBALS_VERSION) >/dev/null
-	@test -x $@ || { echo "setup: $@ not installed (is npm installed?)"; exit 1; }
+	@test -x $@ || { echo "lint: $@ not installed (is npm installed?)"; exit 1; }
 
 $(INFERNO_ROOT)/bin/inferno-flamegraph:
 	$(CARGO) install --quiet --locked --root $(INFERNO_ROOT) --version $(INFERNO_VERSION) inferno
@@ -110,10 +125,13 @@ demo: setup  ## write reports of the bundled sample trace into out/
 # C core: they are left out of the sanitized run. So are the collector's tests
 # (tests/test_collect_*.py: shell scripts and fakes, no C of ours), whose
 # timing bounds (a signal stops a recording within 3.5 s) do not hold when
-# every bash, sleep and fake they start loads libasan. allocator_may_return_null:
+# every bash, sleep and fake they start loads libasan. So are the batch tests
+# (-m batch, tests/test_batch.py): process pools and a Dask cluster, each
+# worker loading libasan, for no C that tests/test_parquet.py does not run.
+# allocator_may_return_null:
 # an allocation larger than ASan supports returns NULL, as libc's would, so
 # running out of memory stays the MemoryError the tests expect, not an abort.
-ASAN_PYTEST := -m "not browser" $(foreach f,$(wildcard tests/test_collect_*.py),--ignore=$(f))
+ASAN_PYTEST := -m "not browser and not batch" $(foreach f,$(wildcard tests/test_collect_*.py),--ignore=$(f))
 # The traces: tests/data/fixtures, and the full corpus when there is one
 # (FTFLAME_FIXTURES=DIR, else ../shared/fixtures): see tests/helpers/corpus.py. -rs
 # lists every skipped test with its reason at the end; pytest's exit code 5
@@ -133,7 +151,7 @@ SHELL_SCRIPTS := $(wildcard collect/*.sh tests/vm/*.sh) .ci/run
 PRODUCTION_DIRS := ftflame parse report collect templates
 CORE_WARNINGS := -Wall -Wextra -Wno-unused-parameter -Werror
 
-lint: .setup-stamp $(ESLINT)  ## ruff, mypy, shellcheck, ESLint on the page scripts, every C unit with -Werror, C style
+lint: .setup-stamp $(ESLINT)  ## ruff, mypy, shellcheck, ESLint on the page scripts (installs ESLint and, if missing, npm), every C unit with -Werror, C style
 	$(VENV)/bin/ruff check --quiet .
 	$(VENV)/bin/mypy  # ftflame/model and ftflame/correct (pyproject.toml)
 	@# a comment says the reason, not the number of a tracker the repository does not hold
@@ -274,9 +292,10 @@ bench-long: setup  ## make bench's tables on the long trace, and on it twice as 
 	@test -f $(LONG_TRACE) || { echo "bench-long: $(LONG_TRACE) is missing: run make fixture-long first" >&2; exit 2; }
 	$(PY) bench/run.py --reps 3 --roots 0 --no-diff $(LONG_TRACE)
 
-bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop
+bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop; ftflame batch throughput
 	$(PY) bench/run.py
 	$(PY) bench/text_long.py
+	$(PY) bench/batch.py
 
 clean:  ## remove build products (keeps the venv)
 	rm -rf build *.egg-info $(NATIVE_SO) .build-stamp-* $(OUT)

@@ -38,7 +38,9 @@
 #   --vers 3|4   NFS version of the NULL RPCs (default 3)
 #   --port N     nfsd's TCP port (default 2049)
 #   -o DIR       output folder (default: .): created when missing; an
-#                existing one must be owned by root and writable by no one else
+#                existing one must be owned by root and writable by no one
+#                else, and every folder above it root's and writable by no
+#                one else, or sticky
 #   -h, --help   this text
 #
 # EXAMPLE:
@@ -112,8 +114,11 @@ if ((FT_LOCK_INHERITED)); then :; elif recover_tracefs; then :; elif (($? == 2))
 	refuse "the tracefs settings a collector left changed could not all be put back (see above): fix them by hand, then remove $FT_LOCK_DIR/$FT_STATE_NAME"
 fi
 busy_check
-if ((FT_LOCK_INHERITED)); then  # collect.sh's own folder, which it checked
-	OUT=$(cd -P -- "$OUT" && pwd) || refuse "cannot enter the output folder $OUT (-o)"
+if ((FT_LOCK_INHERITED)); then
+	# collect.sh's own folder, which it checked and holds open: OUT is
+	# /proc/PID/fd/N, opened from there (the folder itself, no path looked up)
+	exec {OUT_FD}<"$OUT/." || refuse "cannot open the output folder $OUT (-o)"
+	OUT_SHOWN=${FT_OUT_SHOWN:-$OUT} OUT=/proc/$$/fd/$OUT_FD
 else
 	use_out_dir "$OUT"
 fi
@@ -175,7 +180,7 @@ for run in null dispatch-root dispatch-full; do
 	say "recording calib-$run.dat ($COUNT NULL RPCs)"
 	record "$OUT/calib-$run.dat" "$OUT" "$OUT/calib-rpc.log" -- "${flags[@]}" -- "${NULLS[@]}" >/dev/null ||
 		die "$REC_ERROR"
-	((REC_RC == 0)) || die "the NULL RPCs failed during calib-$run.dat (see $OUT/calib-rpc.log)"
+	((REC_RC == 0)) || die "the NULL RPCs failed during calib-$run.dat (see $OUT_SHOWN/calib-rpc.log)"
 	if ! rows=$(lost_events "$OUT/calib-$run.dat"); then
 		warn "calib-$run.dat: lost events UNKNOWN ('trace-cmd report --stat' failed): check it by hand"
 		continue
@@ -211,12 +216,12 @@ LATER="$FT calibrate --from-traces calib-null.dat calib-dispatch-root.dat calib-
 # (`ftflame calibrate` alone runs this script: only --from-traces does the math)
 if ! command -v "$FT" >/dev/null 2>&1 ||
 	! { "$FT" calibrate --help 2>&1 {FT_LOCK_FD}<&- || true; } | grep -q -- --from-traces; then
-	say "the three calibration traces are in $OUT/; '$FT calibrate' is not available here,"
+	say "the three calibration traces are in $OUT_SHOWN/; '$FT calibrate' is not available here,"
 	say "so compute calibration.json later, in that folder, with: $LATER"
 	exit 0
 fi
 if ! (cd "$OUT" && "$FT" calibrate --from-traces calib-null.dat calib-dispatch-root.dat \
 	calib-dispatch-full.dat -o calibration.json {FT_LOCK_FD}<&-); then
-	die "'$FT calibrate' failed on the traces in $OUT/ (rerun there: $LATER)"
+	die "'$FT calibrate' failed on the traces in $OUT_SHOWN/ (rerun there: $LATER)"
 fi
 say "calibration.json: $(head -c 200 "$OUT/calibration.json" | tr -d '\n')"

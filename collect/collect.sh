@@ -70,7 +70,10 @@
 #   --calib-vers 3|4     NFS version of the NULL RPCs (default 3)
 #   -o DIR               output folder (default ./ftflame-YYYYmmdd-HHMMSS):
 #                        a new one, or an existing one that holds no run,
-#                        owned by root and writable by no one else
+#                        owned by root and writable by no one else; every
+#                        folder above it root's and writable by no one
+#                        else, or sticky (the default's too: not in a
+#                        user's home folder)
 #   --force              trace even when another tracer seems active, and
 #                        replace the run an -o folder holds (all of its
 #                        files are removed first: never a mix of two runs)
@@ -108,16 +111,18 @@
 # Safety: refuses (exit 2, one line on stderr) when not root, without tracefs,
 # without the function_graph tracer, on a function that does not exist,
 # while another collector holds the lock (a flock on /run/ftflame, a
-# directory only root can write to; the refusal names the holder), on an -o
-# folder another user could write to (or that holds a previous run, unless
-# --force). A trap puts back every tracefs setting it changed, also on
+# directory only root can write to; the refusal names the holder), on an
+# output folder another user could write to or swap (a folder above it that
+# another user owns or can write to; or one that holds a previous run,
+# unless --force). A trap puts back every tracefs setting it changed, also on
 # Ctrl-C, SIGTERM, SIGHUP and on errors; tracing is never left on. The
 # settings to put back are also saved beside the lock until then: when
 # collect.sh is killed with SIGKILL, a watchdog stops trace-cmd and the
 # workload and puts them back, and failing that the next run (or --restore)
 # does. A signal stops the workload (its whole process group) and trace-cmd
 # within about 2 s; when trace-cmd dies, the workload is stopped too. The
-# run's files are created afresh in a folder only root can write to. A
+# run's files are created afresh in a folder only root can write to, held
+# open and written through the open folder (collect/README.md). A
 # trace is written as NAME.dat.partial,
 # renamed only when trace-cmd ended well; a run that did not end well gets a
 # meta.json with "complete": false and the reason, when the disk has room.
@@ -249,29 +254,41 @@ previous_run() {  # -> PREVIOUS: the files of a run in OUT
 		done
 	done
 	((${#PREVIOUS[@]} == 0 || FT_FORCE)) ||
-		refuse "$OUT holds a previous run (${PREVIOUS[*]}): choose another -o folder, or pass --force to replace that run"
+		refuse "$OUT_SHOWN holds a previous run (${PREVIOUS[*]}): choose another -o folder, or pass --force to replace that run"
 }
+OUT_MADE=0
 if [ -n "$OUT" ] && { [ -e "$OUT" ] || [ -L "$OUT" ]; }; then
 	use_out_dir "$OUT"
 	previous_run
+	OUT_MADE=1
+elif [ -n "$OUT" ]; then
+	use_out_dir "$OUT" check
+else
+	here=$(pwd -P) || refuse "cannot tell the current folder (give an output folder with -o)"
+	check_above "$here" "${here%/}/ftflame-DATE (the default, in the current folder)"
 fi
 
 tracer_args
 
 # The default name anyone can predict: when it is taken, a new one beside it.
-if [ -z "$OUT" ]; then
-	OUT=ftflame-$(date +%Y%m%d-%H%M%S)
-	if [ -e "$OUT" ] || [ -L "$OUT" ] || ! mkdir -m 0755 -- "$OUT" 2>/dev/null; then
-		if ! OUT=$(mktemp -d -- "$OUT.XXXXXX") || ! chmod 0755 -- "$OUT"; then
-			refuse "cannot create an output folder in $PWD (give one with -o)"
+# It goes in the current folder, which must be one only root can change
+# (not a user's home: that user could swap the run folder while root writes).
+if ((!OUT_MADE)); then
+	if [ -z "$OUT" ]; then
+		name=ftflame-$(date +%Y%m%d-%H%M%S)
+		if [ -e "$name" ] || [ -L "$name" ] || ! mkdir -m 0755 -- "$name" 2>/dev/null; then
+			if ! name=$(mktemp -d -- "$name.XXXXXX") || ! chmod 0755 -- "$name"; then
+				refuse "cannot create an output folder in $here (give one with -o)"
+			fi
 		fi
+		OUT=${here%/}/${name##*/}
 	fi
+	use_out_dir "$OUT"
+	previous_run
 fi
-use_out_dir "$OUT"
-previous_run
 if ((${#PREVIOUS[@]})); then  # --force: the old run goes whole
-	(cd -- "$OUT" && rm -f -- "${PREVIOUS[@]}") || refuse "cannot remove the previous run's files in $OUT"
-	say "--force: removed the previous run's files from $OUT: ${PREVIOUS[*]}"
+	(cd -- "$OUT" && rm -f -- "${PREVIOUS[@]}") || refuse "cannot remove the previous run's files in $OUT_SHOWN"
+	say "--force: removed the previous run's files from $OUT_SHOWN: ${PREVIOUS[*]}"
 fi
 
 # ------------------------------------------------------ meta.json (functions)
@@ -327,7 +344,11 @@ cpu_file() { if [ -s "$OUT/$1" ]; then json_str "$1"; else printf 'null'; fi; }
 write_meta() {
 	local text
 	META_WRITTEN=1
-	text=$(meta_json "$@") && write_whole "$OUT/meta.json" "$text"
+	text=$(meta_json "$@") || return 1
+	# JSON is UTF-8: bytes of a workload's output that are not are dropped
+	# (iconv -c; its exit status says some were)
+	if command -v iconv >/dev/null 2>&1; then text=$(iconv -c -f UTF-8 -t UTF-8 <<<"$text" || true); fi
+	write_whole "$OUT/meta.json" "$text"
 }
 
 # -------------------------------------------------------------- the trap
@@ -347,7 +368,7 @@ on_exit() {
 	fi
 	remove_tmpfiles
 	if [ -n "$INTERRUPTED" ]; then
-		say "interrupted by SIG$INTERRUPTED: tracefs restored, workload and trace-cmd stopped; partial results in $OUT/"
+		say "interrupted by SIG$INTERRUPTED: tracefs restored, workload and trace-cmd stopped; partial results in $OUT_SHOWN/"
 	fi
 	exit "$rc"
 }
@@ -408,14 +429,21 @@ measure_end() {  # LOG CPU-FILE
 	FT_WORK_WRAP=()
 	snapshot_stats "$SNAP_DIR/after"
 	if [ -s "$SNAP_DIR/cpu" ]; then
-		write_whole "$OUT/$2" "$(<"$SNAP_DIR/cpu")" || die "cannot write $OUT/$2"
+		write_whole "$OUT/$2" "$(<"$SNAP_DIR/cpu")" || die "cannot write $OUT_SHOWN/$2"
 	else
 		warn "the server's CPU time was not recorded for ${1##*/}'s run (no $2)"
 	fi
 	if is_iozone "${WORKLOAD[@]}"; then
-		ioz=$(iozone_json "$1")
-		lat=$(iozone_latency_json "$PWD" "$SNAP_DIR/since" "$SNAP_DIR/ol-lines")
+		# (what in the workload's output is not a number is left out, and
+		# said: a warning here and in meta.json)
+		ioz=$(iozone_json "$1" 2>"$SNAP_DIR/notes")
+		lat=$(iozone_latency_json "$PWD" "$SNAP_DIR/since" "$SNAP_DIR/ol-lines" 2>>"$SNAP_DIR/notes")
 		[ "$ioz" != null ] || warn "the workload is iozone but ${1##*/} holds no iozone result table (meta.json: iozone null)"
+		local note
+		while IFS= read -r note; do
+			WARNINGS+=("${1##*/}: $note")
+			warn "${WARNINGS[-1]}"
+		done <"$SNAP_DIR/notes"
 	fi
 	MEASURED_JSON=$(printf '{"nfsd": %s, "client_mounts": %s, "iozone": %s, "iozone_latency": %s}' \
 		"$(nfsd_stats_json "$SNAP_DIR/before.nfsd" "$SNAP_DIR/after.nfsd")" \
@@ -423,7 +451,7 @@ measure_end() {  # LOG CPU-FILE
 }
 
 # ----------------------------------------------------------- main recording
-say "recording $OUT/trace.dat around: ${WORKLOAD[*]}"
+say "recording $OUT_SHOWN/trace.dat around: ${WORKLOAD[*]}"
 new_file "$OUT/workload.log"
 measure_begin
 record "$OUT/trace.dat" "$OUT" "$OUT/workload.log" -- "${GFLAGS[@]}" -- "${WORKLOAD[@]}" ||
@@ -431,7 +459,7 @@ record "$OUT/trace.dat" "$OUT" "$OUT/workload.log" -- "${GFLAGS[@]}" -- "${WORKL
 measure_end "$OUT/workload.log" cpu-main.txt
 MAIN_MEASURED_JSON=$MEASURED_JSON
 MAIN_RC=$REC_RC MAIN_START=$REC_START MAIN_END=$REC_END
-((MAIN_RC == 0)) || warn "the workload exited with status $MAIN_RC (see $OUT/workload.log)"
+((MAIN_RC == 0)) || warn "the workload exited with status $MAIN_RC (see $OUT_SHOWN/workload.log)"
 
 # Lost events per CPU; a loud warning with a buffer size to try. When
 # trace-cmd cannot tell, they are unknown, not zero: null in meta.json.
@@ -457,7 +485,7 @@ suggest_buffer() {  # per-CPU KB to try: 4x now, or more if much was lost
 }
 check_lost() {  # FILE.dat NAME
 	if ! lost_json "$1"; then
-		WARNINGS+=("lost events in $2 are UNKNOWN: 'trace-cmd report --stat $1' failed, so meta.json says null; check it by hand before trusting call times")
+		WARNINGS+=("lost events in $2 are UNKNOWN: 'trace-cmd report --stat $(shown "$1")' failed, so meta.json says null; check it by hand before trusting call times")
 		warn "${WARNINGS[-1]}"
 	elif ((LOST_TOTAL > 0)); then
 		local try msg
@@ -476,7 +504,7 @@ MAIN_LOST_JSON=$LOST_JSON MAIN_LOST_TOTAL=$LOST_TOTAL
 
 # ----------------------------------------------------------- baseline run
 if ((BASELINE)); then
-	say "recording $OUT/baseline.dat: the same workload, only the graph functions hooked (and the interrupt entries)"
+	say "recording $OUT_SHOWN/baseline.dat: the same workload, only the graph functions hooked (and the interrupt entries)"
 	LFLAGS=()
 	for f in "${FUNCS[@]}"; do LFLAGS+=(-g "$f" -l "$f"); done
 	# The interrupt entry functions too: an interrupt or softirq inside a
@@ -492,7 +520,7 @@ if ((BASELINE)); then
 		die "$REC_ERROR"
 	measure_end "$OUT/baseline-workload.log" cpu-baseline.txt
 	BASE_MEASURED_JSON=$MEASURED_JSON
-	((REC_RC == 0)) || warn "the baseline workload exited with status $REC_RC (see $OUT/baseline-workload.log)"
+	((REC_RC == 0)) || warn "the baseline workload exited with status $REC_RC (see $OUT_SHOWN/baseline-workload.log)"
 	check_lost "$OUT/baseline.dat" baseline.dat
 	BASE_JSON=$(printf '{"file": "baseline.dat", "workload_log": "baseline-workload.log", "exit_code": %s, "start": %s, "end": %s, "lost_events_total": %s, "lost_events": %s, "irq_entry_functions": %s}' \
 		"$(json_num "$REC_RC")" "$(json_str "$REC_START")" "$(json_str "$REC_END")" "$LOST_TOTAL" "$LOST_JSON" \
@@ -506,7 +534,9 @@ if ((CALIBRATE)); then
 	crc=0
 	# In the background, so that a signal reaches our trap at once (which
 	# passes SIGTERM on). It keeps the lock fd: it holds the lock through it.
-	"$HERE/calibrate.sh" "${FT_CLI[@]}" --count "$CALIB_COUNT" --host "$CALIB_HOST" \
+	# (-o: this script's open folder, /proc/PID/fd/N: calibrate.sh opens it
+	# from there, never by its path; FT_OUT_SHOWN names it in messages)
+	FT_OUT_SHOWN=$OUT_SHOWN "$HERE/calibrate.sh" "${FT_CLI[@]}" --count "$CALIB_COUNT" --host "$CALIB_HOST" \
 		--vers "$CALIB_VERS" -o "$OUT" <&0 &
 	CALIB_PID=$!
 	start_guard script "$CALIB_PID"
@@ -531,6 +561,6 @@ write_meta 1 "" || exit 1
 if [[ $MAIN_LOST_TOTAL =~ ^[0-9]+$ ]] && ((MAIN_LOST_TOTAL > 0)); then
 	warn "trace.dat LOST $MAIN_LOST_TOTAL EVENTS: see meta.json and rerun with a bigger --buffer"
 fi
-say "done: $OUT/ (ftflame report $OUT)"
+say "done: $OUT_SHOWN/ (ftflame report $OUT_SHOWN)"
 ((MAIN_RC == 0)) || exit 1
 exit 0

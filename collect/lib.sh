@@ -44,9 +44,9 @@ json_str() {
 	printf '"%s"' "$s"
 }
 
-# A JSON number for $1, or null when it is not one.
+# A JSON number for $1, or null when it is not one (JSON has no 007).
 json_num() {
-	if [[ $1 =~ ^-?[0-9]+(\.[0-9]+)?$ ]]; then printf '%s' "$1"; else printf 'null'; fi
+	if [[ $1 =~ ^-?(0|[1-9][0-9]*)(\.[0-9]+)?$ ]]; then printf '%s' "$1"; else printf 'null'; fi
 }
 
 # A JSON array of strings from the arguments.
@@ -144,7 +144,10 @@ nfsd_hint() {
 # put back while a run has them changed (save_tracefs_state): a collector
 # killed with SIGKILL cannot restore them itself, and the next one to take
 # the lock (or collect.sh --restore) finds the file and does it
-# (recover_tracefs). Only root can write there, so the file is trusted.
+# (recover_tracefs). Only root can write there; still, the file is read as
+# data, never run: name=value lines, each name one of the tracefs files the
+# scripts save (no path out of tracefs), the tracefs one the scripts would
+# use.
 
 # root_only_dir PATH: PATH (links followed) is a directory owned by root
 # that only root can write to.
@@ -218,18 +221,29 @@ FT_STATE_NAME=tracefs-restore
 FT_LOCK_INHERITED=0
 FT_STATE_OWNER=0
 
+# The saved file: a comment, FT_STATE_FORMAT, then one NAME=VALUE a line:
+# T= the tracefs, BY= who saved it, S:KEY= each FT_SNAP entry; in a value,
+# % is %25 and a newline %0A (list files hold several lines).
+FT_STATE_FORMAT=ftflame-tracefs-restore/2
+state_value() {  # VALUE -> sets FT_SV, encoded
+	FT_SV=${1//%/%25}
+	FT_SV=${FT_SV//$'\n'/%0A}
+}
+
 # save_tracefs_state: write the snapshot (FT_SNAP, T) beside the lock, whole,
 # before anything is changed; a run that ends well removes it
 # (drop_tracefs_state). calibrate.sh under collect.sh leaves it to collect.sh.
 save_tracefs_state() {
 	# (no lock, no file: only the tests snapshot without one)
 	((FT_LOCK_INHERITED)) || [ -z "${FT_LOCK_DIR:-}" ] && return 0
-	local k line text
-	printf -v text '# tracefs settings to put back: collect.sh --restore\nFT_SAVED_T=%q\nFT_SAVED_BY=%q' \
-		"$T" "$FT_PROG, pid $$, at $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	local k text
+	text="# tracefs settings to put back: collect.sh --restore (NAME=VALUE lines: data, never run)"
+	text+=$'\n'$FT_STATE_FORMAT
+	state_value "$T"; text+=$'\nT='$FT_SV
+	state_value "$FT_PROG, pid $$, at $(date -u +%Y-%m-%dT%H:%M:%SZ)"; text+=$'\nBY='$FT_SV
 	for k in "${!FT_SNAP[@]}"; do
-		printf -v line 'FT_SNAP[%q]=%q' "$k" "${FT_SNAP[$k]}"
-		text+=$'\n'$line
+		state_value "${FT_SNAP[$k]}"
+		text+=$'\nS:'$k=$FT_SV
 	done
 	write_whole "$FT_LOCK_DIR/$FT_STATE_NAME" "$text" || return 1
 	FT_STATE_OWNER=1
@@ -251,15 +265,70 @@ recover_tracefs() {
 	if [ -L "$f" ] || [ ! -f "$f" ] || ! root_owned_safe "$f"; then
 		refuse "unsafe $f: it must be a file owned by root and writable only by root (remove it)"
 	fi
-	FT_SNAP=()
-	# shellcheck source=/dev/null  # (written by save_tracefs_state, in a root-only directory)
-	. "$f"
+	read_tracefs_state "$f"
 	T=$FT_SAVED_T FT_SNAPPED=1
 	say "a collector that could not clean up ($FT_SAVED_BY) left tracefs changed: putting back the settings it saved in $f"
 	local rc=0
 	if restore_tracefs; then rm -f -- "$f"; else rc=2; fi
 	FT_SNAP=() FT_SNAPPED=0 T=$t_now
 	return "$rc"
+}
+
+# tracefs_key_ok KEY: KEY is one of the tracefs files the snapshot saves:
+# a setting of FT_SCALARS or FT_LISTS, current_tracer, tracing_on,
+# buffer_all, options/NAME, buffer:per_cpu/cpuN/buffer_size_kb; nothing with
+# a .. or another path in it.
+tracefs_key_ok() {
+	local k=$1
+	[[ $k =~ ^[A-Za-z0-9_:/-]+$ ]] || return 1
+	case " current_tracer tracing_on buffer_all ${FT_SCALARS[*]} ${FT_LISTS[*]} " in *" $k "*) return 0 ;; esac
+	[[ $k =~ ^options/[A-Za-z0-9_-]+$ || $k =~ ^buffer:per_cpu/cpu[0-9]+/buffer_size_kb$ ]]
+}
+
+# read_tracefs_state FILE: FT_SNAP, FT_SAVED_T and FT_SAVED_BY from the file
+# save_tracefs_state wrote, read as data (nothing in it is run or expanded).
+# A line it does not take, or a tracefs that is not the one the scripts use,
+# is refused with the file kept, before anything is written.
+read_tracefs_state() {
+	local f=$1 line key val n=0 format=0 bad=""
+	FT_SNAP=() FT_SAVED_T="" FT_SAVED_BY=""
+	while IFS= read -r line || [ -n "$line" ]; do
+		n=$((n + 1))
+		case $line in '#'* | '') continue ;; esac
+		if ((!format)); then
+			[ "$line" = "$FT_STATE_FORMAT" ] || { bad="line $n is not '$FT_STATE_FORMAT' (a file of another version?)"; break; }
+			format=1
+			continue
+		fi
+		if [[ $line != *=* ]]; then bad="line $n is not NAME=VALUE"; break; fi
+		key=${line%%=*} val=${line#*=}
+		val=${val//%0A/$'\n'}
+		val=${val//%25/%}
+		case $key in
+		T) FT_SAVED_T=$val ;;
+		BY) FT_SAVED_BY=${val//[[:cntrl:]]/?} ;;
+		S:*)
+			key=${key#S:}
+			tracefs_key_ok "$key" || { bad="line $n names '${key//[^[:print:]]/?}', not a tracefs setting the collectors save"; break; }
+			FT_SNAP[$key]=$val ;;
+		*) bad="line $n: unknown name '${key//[^[:print:]]/?}'"; break ;;
+		esac
+	done <"$f"
+	if [ -z "$bad" ] && ((!format)); then bad="it is empty"; fi
+	if [ -z "$bad" ]; then
+		case $FT_SAVED_T in
+		/sys/kernel/tracing | /sys/kernel/debug/tracing | "${FTFLAME_TRACEFS:-/sys/kernel/tracing}") ;;
+		*) bad="its tracefs '${FT_SAVED_T//[^[:print:]]/?}' is not one the collectors use (/sys/kernel/tracing, /sys/kernel/debug/tracing or FTFLAME_TRACEFS)" ;;
+		esac
+	fi
+	if [ -z "$bad" ] && [ ! -e "$FT_SAVED_T/available_tracers" ]; then bad="its tracefs $FT_SAVED_T has no available_tracers"; fi
+	if [ -z "$bad" ] && { [ -z "${FT_SNAP[current_tracer]+x}" ] || [ -z "${FT_SNAP[tracing_on]+x}" ]; }; then
+		bad="it has no current_tracer or tracing_on"
+	fi
+	if [ -n "$bad" ]; then
+		FT_SNAP=()
+		refuse "cannot read the tracefs settings to put back in $f: $bad; nothing was written: check tracefs by hand, then remove the file"
+	fi
 }
 
 # finish_tracefs: at exit: the guard stopped, tracefs put back, the saved
@@ -275,40 +344,154 @@ finish_tracefs() {
 }
 
 # ------------------------------------------------------------ the output folder
+#
+# Root writes the run's files, so no other user may change where they go:
+# neither plant a link at a file's name, nor rename the run folder (or a
+# folder above it) away while a run writes and put a folder of links in its
+# place (root would then append the logs to whatever they point to). So:
+#   - every folder from / down to the run folder is a real directory owned
+#     by root and writable by no one else, or sticky (/tmp, /var/tmp: no
+#     other user can rename root's entries there). A folder owned by another
+#     user, or writable by another user's group, is refused, a user's home
+#     folder too: what only root can change stays where it was checked;
+#   - the run folder is made by the collector (mkdir, 0755), or an existing
+#     one is root's and writable by root only;
+#   - it is then opened once and held (OUT_FD) and checked as opened; every
+#     file of the run is read and written through that open folder: OUT is
+#     /proc/PID/fd/N, where the kernel goes to the folder held open, so no
+#     path is looked up again after the check (OUT_SHOWN is its path, for
+#     messages);
+#   - each file is created new (noclobber on a name that is not there opens
+#     with O_EXCL: never through a link, never a file that was there).
 
-# use_out_dir DIR: make DIR the output folder, OUT its physical path. DIR is
-# created (0755) when missing; an existing one must be a directory, not a
-# symlink, owned by root and writable by no one else, under folders that no
-# other user can rename (not world-writable, or sticky): then no file in it
-# can have been planted by another user (a link to follow, a file to reuse).
-use_out_dir() {
-	local d=$1 p mode made=0
-	if [ ! -e "$d" ] && [ ! -L "$d" ]; then
-		if ! mkdir -p -- "$(dirname -- "$d")" 2>/dev/null || ! mkdir -m 0755 -- "$d" 2>/dev/null; then
-			refuse "cannot create the output folder $d (-o)"
-		fi
-		made=1
+OUT_FD=""
+OUT_SHOWN=""
+
+# shown PATH: PATH as messages give it: the run folder's path for OUT.
+shown() {
+	local p=$1
+	if [ -n "$OUT_SHOWN" ] && [ -n "${OUT:-}" ] && [[ $p == "$OUT" || $p == "$OUT"/* ]]; then
+		p=$OUT_SHOWN${p#"$OUT"}
 	fi
-	[ ! -L "$d" ] || refuse "unsafe output folder $d: it is a symlink (give the folder it points to, or a new one)"
-	[ -d "$d" ] || refuse "output folder $d is not a directory (-o)"
-	OUT=$(cd -P -- "$d" && pwd) || refuse "cannot enter the output folder $d (-o)"
-	# (mkdir made it, empty and root's, or failed: on a share that shows
-	# another owner, such as a VM's 9p folder, it is still ours)
-	((made)) || root_owned_safe "$OUT" ||
-		refuse "unsafe output folder $OUT: $(stat -c 'owned by %U, mode %a' -- "$OUT"); another user could plant links in it: choose a new folder ($FT_PROG creates it) or one only root can write to"
-	p=$OUT
-	while p=${p%/*}; [ -n "$p" ]; do
-		mode=$(stat -c %a -- "$p") || break
-		if (((8#$mode & 8#1002) == 8#0002)); then
-			refuse "unsafe output folder $OUT: $p is writable by everyone (mode $mode, not sticky): another user could swap the folder; choose one elsewhere"
+	printf '%s' "$p"
+}
+
+# dir_risk FOLDER...: why a user other than root could change one of these
+# folders (not followed), the first such: "F is owned by U (mode M)", "F is
+# writable by its group (mode M, not sticky)"..., and return 0; return 1
+# when only root can change every one of them.
+dir_risk() {
+	local -a lines
+	local uid mode raw user name line
+	mapfile -t lines < <(stat -c '%u %a %f %U %n' -- "$@" 2>/dev/null)
+	if ((${#lines[@]} != $#)); then
+		printf 'a folder on the way cannot be looked at'
+		return 0
+	fi
+	for line in "${lines[@]}"; do
+		read -r uid mode raw user name <<<"$line"
+		if (((16#$raw & 16#F000) != 16#4000)); then
+			printf '%s is not a directory (a link or a file)' "$name"
+		elif [ "$uid" != 0 ]; then
+			printf '%s is owned by %s (mode %s)' "$name" "$user" "$mode"
+		elif (((8#$mode & 8#002) && !(8#$mode & 8#1000))); then
+			printf '%s is writable by everyone (mode %s, not sticky)' "$name" "$mode"
+		elif (((8#$mode & 8#020) && !(8#$mode & 8#1000))); then
+			printf '%s is writable by its group %s (mode %s, not sticky)' "$name" \
+				"$(stat -c %G -- "$name" 2>/dev/null)" "$mode"
+		else
+			continue
 		fi
+		return 0
+	done
+	return 1
+}
+
+# ancestors PATH: FT_ANCESTORS = PATH (absolute, physical) and every folder
+# above it, / first.
+ancestors() {
+	local p=$1
+	FT_ANCESTORS=()
+	while :; do
+		FT_ANCESTORS=("$p" "${FT_ANCESTORS[@]}")
+		[ "$p" != / ] || break
+		p=${p%/*}
+		p=${p:-/}
 	done
 }
 
-# new_file PATH: create PATH empty, never following or reusing what is there.
+FT_SAFE_FOLDER_HINT="use a folder only root can change (each folder above it root's and writable by no one else, or sticky as /tmp), e.g. -o /root/run1 or -o /var/tmp/run1"
+
+# check_above FOLDER WHAT: refuse when a user other than root could change
+# FOLDER (physical) or a folder above it. WHAT names the output folder.
+check_above() {
+	local why
+	ancestors "$1"
+	if why=$(dir_risk "${FT_ANCESTORS[@]}"); then
+		refuse "unsafe output folder $2: $why: that user could rename the run folder away while root writes and put links in its place; $FT_SAFE_FOLDER_HINT"
+	fi
+}
+
+# use_out_dir DIR: make DIR the output folder, or refuse: the folders that
+# do not exist are made (0755, each in a folder checked first); an existing
+# DIR must be a directory, not a symlink, owned by root and writable by no
+# one else. Sets OUT (/proc/$$/fd/N: the folder held open), OUT_SHOWN (its
+# physical path) and OUT_FD. use_out_dir DIR check: only the checks of the
+# folders above a DIR to be made, nothing made (before other refusals).
+use_out_dir() {
+	local d=$1 base rest="" part p made=0 owner_mode owner mode user
+	local -a parts
+	[[ $d != *$'\n'* ]] || refuse "output folder names with a newline are not taken (-o)"
+	while [[ $d == */ && $d != / ]]; do d=${d%/}; done
+	# the part of DIR that exists (resolved), and the folders to make below it
+	base=$d
+	while [ ! -e "$base" ] && [ ! -L "$base" ]; do
+		rest=${base##*/}${rest:+/$rest}
+		case $base in */*) base=${base%/*}; base=${base:-/} ;; *) base=. ;; esac
+	done
+	[ -n "$rest" ] || [ ! -L "$d" ] ||
+		refuse "unsafe output folder $d: it is a symlink (give the folder it points to, or a new one)"
+	[ -d "$base" ] || refuse "output folder $d is not a directory (-o): $base is not one"
+	base=$(cd -P -- "$base" && pwd -P) || refuse "cannot enter the output folder $d (-o)"
+	if [ -n "$rest" ]; then
+		IFS=/ read -ra parts <<<"$rest"
+		for part in "${parts[@]}"; do
+			case $part in . | ..) refuse "output folder $d: '$part' in the folders to make (-o): give a plain path" ;; esac
+		done
+		check_above "$base" "${base%/}/$rest"
+		[ "${2-}" != check ] || return 0
+		p=$base
+		for part in "${parts[@]}"; do
+			[ -n "$part" ] || continue
+			p=${p%/}/$part
+			mkdir -m 0755 -- "$p" 2>/dev/null || refuse "cannot create the output folder $p (-o)"
+		done
+		made=1
+	else
+		p=$base
+		[ "$p" = / ] || { part=${p%/*}; check_above "${part:-/}" "$p"; }
+		[ "$p" != / ] || refuse "unsafe output folder /: choose a folder of its own (-o)"
+	fi
+	# Opened once; what was opened is checked, not the path again.
+	if [ -n "$OUT_FD" ]; then exec {OUT_FD}<&-; fi
+	{ exec {OUT_FD}<"$p/."; } 2>/dev/null || refuse "cannot open the output folder $p (-o)"
+	OUT=/proc/$$/fd/$OUT_FD OUT_SHOWN=$p
+	owner_mode=$(stat -c '%u %a %U' -- "$OUT/.") || refuse "cannot look at the output folder $p (-o)"
+	read -r owner mode user <<<"$owner_mode"
+	if [ "$owner" != 0 ] || (((8#$mode & 8#022) != 0)); then
+		if ((made)); then
+			refuse "unsafe output folder $p: made by root, it shows owner $user, mode $mode (a share that maps root to another user?); another user could plant links in it: $FT_SAFE_FOLDER_HINT"
+		fi
+		refuse "unsafe output folder $p: owned by $user, mode $mode; another user could plant links in it: choose a new folder ($FT_PROG creates it) or one only root can write to"
+	fi
+}
+
+# new_file PATH: create PATH empty, never following or reusing what is there
+# (noclobber opens a name that is not there with O_EXCL).
 new_file() {
 	local err
-	err=$( (set -C; : >"$1") 2>&1) || die "cannot create $1: ${err##*: }"
+	if [ -e "$1" ] || [ -L "$1" ]; then die "cannot create $(shown "$1"): something is there already"; fi
+	err=$( (set -C; : >"$1") 2>&1) || die "cannot create $(shown "$1"): ${err##*: }"
 }
 
 # ----------------------------------------------------- tracer options (shared)
@@ -698,7 +881,7 @@ disk_full_hint() {
 	local avail
 	avail=$(df -Pk -- "$1" 2>/dev/null | awk 'NR == 2 { print $4 }')
 	if [[ $avail =~ ^[0-9]+$ ]] && ((avail < 1024)); then
-		printf ' (the disk is full: %s KB free on the file system of %s)' "$avail" "$1"
+		printf ' (the disk is full: %s KB free on the file system of %s)' "$avail" "$(shown "$1")"
 	fi
 }
 
@@ -747,7 +930,7 @@ record() {
 	local trc=0 pg
 	setsid trace-cmd record "${FT_TC[@]}" "${tc[@]}" -o "$part" \
 		bash -c "$wrap" ftflame-workload "$status" "$worklog" "${FT_WORK_WRAP[@]}" "$@" \
-		<&0 3>&1 >>"$logdir/record.log" 2>&1 {FT_LOCK_FD}<&- &
+		<&0 3>&1 >>"$logdir/record.log" 2>&1 {FT_LOCK_FD}<&- {OUT_FD}<&- &
 	FT_REC_PID=$! pg=$!
 	start_guard group "$pg"
 	wait "$pg" || trc=$?
@@ -766,34 +949,37 @@ record() {
 		if [ -e "$part" ]; then
 			REC_ERROR+="; what it wrote is in ${part##*/}, not a complete trace"
 		fi
-		REC_ERROR+="; its output is in $logdir/record.log"
+		REC_ERROR+="; its output is in $(shown "$logdir")/record.log"
 		return 1
 	fi
 	if ! mv -f -- "$part" "$out"; then
-		REC_ERROR="cannot rename ${part##*/} to ${out##*/} in ${out%/*}"
+		REC_ERROR="cannot rename ${part##*/} to ${out##*/} in $(shown "${out%/*}")"
 		return 1
 	fi
 	read -r REC_RC REC_START REC_END <"$status" || { REC_RC=""; REC_START=""; REC_END=""; }
 	if [ -z "$REC_RC" ]; then
-		REC_ERROR="the workload did not run under trace-cmd (see $logdir/record.log)"
+		REC_ERROR="the workload did not run under trace-cmd (see $(shown "$logdir")/record.log)"
 		return 1
 	fi
 	return 0
 }
 
 # lost_events FILE.dat: from `trace-cmd report --stat`, print one line per CPU:
-# "CPU OVERRUN COMMIT_OVERRUN DROPPED READ". Fails when trace-cmd fails or
-# prints no CPU: then how many events were lost is unknown (not zero).
+# "CPU OVERRUN COMMIT_OVERRUN DROPPED READ". Fails when trace-cmd fails,
+# prints no CPU, or a count that is not a number: then how many events were
+# lost is unknown (not zero; and nothing but digits reaches meta.json or the
+# shell's arithmetic).
 lost_events() {
 	local stat
 	stat=$(trace-cmd report --stat "$1" 2>/dev/null) || return 1
 	awk '
-		/^CPU: *[0-9]+/ { if (cpu != "") print cpu, ov, cov, dr, rd; cpu = $2; ov = cov = dr = rd = 0; next }
-		/^overrun:/        { ov = $2 }
-		/^commit overrun:/ { cov = $3 }
-		/^dropped events:/ { dr = $3 }
-		/^read events:/    { rd = $3 }
-		END { if (cpu == "") exit 1; print cpu, ov, cov, dr, rd }' <<<"$stat"
+		function n(s) { if (s !~ /^[0-9]+$/ || length(s) > 18) bad = 1; return s }
+		/^CPU: *[0-9]+/ { if (cpu != "") print cpu, ov, cov, dr, rd; cpu = n($2); ov = cov = dr = rd = 0; next }
+		/^overrun:/        { ov = n($2) }
+		/^commit overrun:/ { cov = n($3) }
+		/^dropped events:/ { dr = n($3) }
+		/^read events:/    { rd = n($3) }
+		END { if (cpu == "" || bad) exit 1; print cpu, ov, cov, dr, rd }' <<<"$stat"
 }
 
 # FT_NULL_CLIENT: perl that sends NFS NULL RPCs, one at a time on one TCP
@@ -836,7 +1022,7 @@ write_whole() {
 	rm -f -- "$tmp"
 	if ! err=$( (set -C; printf '%s\n' "$2" >"$tmp") 2>&1) || ! err=$(mv -f -- "$tmp" "$1" 2>&1); then
 		rm -f -- "$tmp"
-		printf '%s: error: cannot write %s: %s%s\n' "$FT_PROG" "$1" "${err##*: }" \
+		printf '%s: error: cannot write %s: %s%s\n' "$FT_PROG" "$(shown "$1")" "${err##*: }" \
 			"$(disk_full_hint "${1%/*}")" >&2
 		return 1
 	fi

@@ -12,6 +12,40 @@
 NFSD_STATS=${FTFLAME_NFSD_STATS:-/proc/net/rpc/nfsd}
 MOUNTSTATS=${FTFLAME_MOUNTSTATS:-/proc/self/mountstats}
 
+# awk functions, put before the programs below that write what they read
+# into meta.json: what a workload prints (iozone's table, its -Q files) is
+# data, never JSON text.
+#   jstr(s): s as a JSON string: quotes, backslashes, tabs, newlines escaped,
+#     other control characters dropped (bytes that are not UTF-8 are dropped
+#     by write_meta);
+#   jnum(s): s when it is a JSON number that reads as a finite one (not 4x,
+#     007, 1e400, nan), else ""; jn(x): a figure awk computed, or null.
+# (Built with substr, not gsub: in gsub's replacement the awks do not agree
+# on how many backslashes make one.)
+FT_AWK_JSON='
+function jstr(s,    out, i, n, c) {
+	if (!("\001" in _ctl)) for (i = 1; i < 32; i++) _ctl[sprintf("%c", i)] = 1
+	_ctl[sprintf("%c", 127)] = 1
+	out = ""; n = length(s)
+	for (i = 1; i <= n; i++) {
+		c = substr(s, i, 1)
+		if (c == "\\") out = out "\\\\"
+		else if (c == "\"") out = out "\\\""
+		else if (c == "\t") out = out "\\t"
+		else if (c == "\n") out = out "\\n"
+		else if (c == "\r") out = out "\\r"
+		else if (!(c in _ctl)) out = out c
+	}
+	return "\"" out "\""
+}
+function jn(x,    s) { s = x ""; return jnum(s) == "" ? "null" : s }
+function jnum(s,    v) {
+	if (s !~ /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$/) return ""
+	v = s + 0
+	return (v < 1e300 && v > -1e300) ? s : ""
+}
+'
+
 # snapshot_stats PREFIX: copies of the statistics files as PREFIX.nfsd and
 # PREFIX.mountstats (absent when the machine has none).
 snapshot_stats() {
@@ -27,7 +61,7 @@ snapshot_stats() {
 # ...}}; the delta keeps the counters that moved. null without both files.
 nfsd_stats_json() {
 	if [ ! -s "$1" ] || [ ! -s "$2" ]; then printf 'null'; return 0; fi
-	awk '
+	awk "$FT_AWK_JSON"'
 	BEGIN {
 		# procedure numbers -> names (RFC 1094, RFC 1813, RFC 7530/8881)
 		n = split("null getattr setattr root lookup readlink read writecache write create remove rename link symlink mkdir rmdir readdir statfs", p2, " ")
@@ -67,7 +101,7 @@ nfsd_stats_json() {
 				v = val[2, group, names[j]] - val[1, group, names[j]]
 				if (v == 0) continue
 			} else v = val[which, group, names[j]] + 0
-			s = s (first ? "" : ", ") "\"" names[j] "\": " v; first = 0
+			s = s (first ? "" : ", ") jstr(names[j]) ": " jn(v); first = 0
 		}
 		return s "}"
 	}
@@ -95,7 +129,7 @@ nfsd_stats_json() {
 # operations that moved only. null without an NFS mount.
 mountstats_json() {
 	if [ ! -s "$1" ] || [ ! -s "$2" ]; then printf 'null'; return 0; fi
-	awk '
+	awk "$FT_AWK_JSON"'
 	BEGIN { nf = split("ops transmissions timeouts bytes_sent bytes_received queue_ms rtt_ms execute_ms errors", field, " ") }
 	FNR == 1 { f++; mnt = "" }
 	$1 == "device" {
@@ -114,14 +148,13 @@ mountstats_json() {
 		for (i = 2; i <= NF && i - 1 <= nf; i++) v[f, mnt, op, i - 1] = $i
 		width[mnt, op] = NF - 1 > nf ? nf : NF - 1
 	}
-	function esc(s) { gsub(/\\/, "\\\\", s); gsub(/"/, "\\\"", s); return s }
 	END {
 		out = "{"; firstm = 1
 		m = split(mounts, ml, " ")
 		for (j = 1; j <= m; j++) {
 			mp = ml[j]
 			if (!present[1, mp] || !present[2, mp]) continue
-			s = "\"" esc(mp) "\": {\"device\": \"" esc(dev[mp]) "\", \"fstype\": \"" fstype[mp] "\", \"ops\": {"
+			s = jstr(mp) ": {\"device\": " jstr(dev[mp]) ", \"fstype\": " jstr(fstype[mp]) ", \"ops\": {"
 			firsto = 1
 			k = split(ops[mp], ol, " ")
 			for (q = 1; q <= k; q++) {
@@ -129,11 +162,11 @@ mountstats_json() {
 				if (v[2, mp, op, 1] - v[1, mp, op, 1] == 0) continue
 				d = "{"; b = "["; a = "["
 				for (i = 1; i <= width[mp, op]; i++) {
-					d = d (i > 1 ? ", " : "") "\"" field[i] "\": " (v[2, mp, op, i] - v[1, mp, op, i])
-					b = b (i > 1 ? ", " : "") (v[1, mp, op, i] + 0)
-					a = a (i > 1 ? ", " : "") (v[2, mp, op, i] + 0)
+					d = d (i > 1 ? ", " : "") "\"" field[i] "\": " jn(v[2, mp, op, i] - v[1, mp, op, i])
+					b = b (i > 1 ? ", " : "") jn(v[1, mp, op, i] + 0)
+					a = a (i > 1 ? ", " : "") jn(v[2, mp, op, i] + 0)
 				}
-				s = s (firsto ? "" : ", ") "\"" op "\": {\"before\": " b "], \"after\": " a "], \"delta\": " d "}}"; firsto = 0
+				s = s (firsto ? "" : ", ") jstr(op) ": {\"before\": " b "], \"after\": " a "], \"delta\": " d "}}"; firsto = 0
 			}
 			out = out (firstm ? "" : ", ") s "}}"; firstm = 0
 		}
@@ -162,9 +195,11 @@ is_iozone() {
 # holds no table. The columns are found by where the header names end
 # (iozone right-aligns each figure under its name; the first header line
 # gives the two-word names: random read, bkwd read, record rewrite...).
+# A figure that is not a number (a record size "4x") is left out (a record
+# size null), and a line on stderr says which: collect.sh makes it a warning.
 iozone_json() {
 	[ -s "$1" ] || { printf 'null'; return 0; }
-	awk '
+	awk "$FT_AWK_JSON"'
 	function ends(line, arr, names,    i, n, c, w) {   # word end columns
 		n = 0; w = ""
 		for (i = 1; i <= length(line) + 1; i++) {
@@ -174,7 +209,6 @@ iozone_json() {
 		}
 		return n
 	}
-	function esc(s) { gsub(/\\/, "\\\\", s); gsub(/"/, "\\\"", s); return s }
 	/Output is in operations per second/ { units = "ops/s" }
 	/Output is in kBytes\/sec/ { units = "kB/s" }
 	/Command line used:/ { cmd = $0; sub(/^.*Command line used: */, "", cmd) }
@@ -190,22 +224,30 @@ iozone_json() {
 	{ prev = $0 }
 	intable && $1 ~ /^[0-9]+$/ {
 		nv = ends($0, vend, vval)
-		row = "{\"file_kb\": " vval[1] ", \"record_kb\": " vval[2] ", \"throughput\": {"
+		nrow++
+		fkb = jnum(vval[1]); rkb = jnum(vval[2])
+		if (fkb == "") { print "iozone result table, row " nrow ": file size " jstr(vval[1]) " is not a number: file_kb null" > "/dev/stderr"; fkb = "null" }
+		if (rkb == "") { print "iozone result table, row " nrow ": record size " jstr(vval[2]) " is not a number: record_kb null" > "/dev/stderr"; rkb = "null" }
+		row = "{\"file_kb\": " fkb ", \"record_kb\": " rkb ", \"throughput\": {"
 		first = 1
 		for (i = 3; i <= nv; i++) {
 			best = 0; bd = 1e9   # the header whose end is nearest
 			for (j = 3; j <= nh; j++) { d = vend[i] - hend[j]; if (d < 0) d = -d; if (d < bd) { bd = d; best = j } }
-			if (best == 0 || vval[i] !~ /^[0-9.]+$/) continue
-			row = row (first ? "" : ", ") "\"" col[best] "\": " vval[i]; first = 0
+			if (best == 0) continue
+			if (jnum(vval[i]) == "") {
+				print "iozone result table, row " nrow ": " jstr(col[best]) " reads " jstr(vval[i]) ", not a number: left out" > "/dev/stderr"
+				continue
+			}
+			row = row (first ? "" : ", ") jstr(col[best]) ": " vval[i]; first = 0
 		}
-		rows = rows (nrows++ ? ", " : "") row "}}"
+		rows = rows (nrow > 1 ? ", " : "") row "}}"
 		next
 	}
 	intable && NF == 0 { next }
 	intable { intable = 0 }
 	END {
-		if (!nrows) { printf "null"; exit }
-		printf "{\"units\": \"%s\", \"command_line\": \"%s\", \"rows\": [%s]}", units == "" ? "kB/s" : units, esc(cmd), rows
+		if (!nrow) { printf "null"; exit }
+		printf "{\"units\": \"%s\", \"command_line\": %s, \"rows\": [%s]}", units == "" ? "kB/s" : units, jstr(cmd), rows
 	}
 	' "$1"
 }
@@ -235,9 +277,18 @@ iozone_latency_json() {
 		*) name=${base%.dat} ;;
 		esac
 		skip=$(awk -v f="$base" '$1 == f { print $2 }' "$3" 2>/dev/null)
-		stats=$(awk -v skip="${skip:-0}" 'FNR > skip && $1 ~ /^[0-9]+$/ && $2 ~ /^-?[0-9.]+$/ {
-				v = $2 < 0 ? 0 : $2; n++; s += v; if (v > m) m = v }
-			END { if (n) printf "\"count\": %d, \"mean_us\": %.3f, \"max_us\": %s", n, s / n, m + 0 }' "$f")
+		# (figures that are not numbers are not counted; a file whose mean
+		# or max is not a finite number is left out, with a line on stderr)
+		stats=$(awk -v skip="${skip:-0}" -v f="$base" "$FT_AWK_JSON"'FNR > skip && $1 ~ /^[0-9]+$/ && jnum($2) != "" {
+				v = $2 < 0 ? 0 : $2 + 0; n++; s += v; if (v > m) m = v }
+			END {
+				if (!n) exit
+				mean = sprintf("%.3f", s / n); max = jn(m)
+				if (jnum(mean) == "" || max == "null") {
+					print "iozone latency file " jstr(f) ": its mean or max is not a finite number: left out" > "/dev/stderr"
+					exit
+				}
+				printf "\"count\": %d, \"mean_us\": %s, \"max_us\": %s", n, mean, max }' "$f")
 		[ -n "$stats" ] || continue
 		((first)) || out+=", "
 		first=0

@@ -53,6 +53,7 @@ from ftflame.output import (  # noqa: E402
     Terminated,
     guard_standard_streams,
     refuse_input_as_output,
+    say,
     terminating_signals_raise,
     write_atomic,
     write_stdout,
@@ -70,6 +71,10 @@ examples:
   ftflame report trace.dat -o nfsd.folded  for flamegraph.pl or inferno
   ftflame report trace.dat -o x.speedscope.json
                                            for speedscope
+  ftflame report trace.dat -o nfsd.parquet/
+                                           Parquet tables, for DuckDB
+  ftflame batch run*/ -o runs/ --label patch=v2
+                                           many traces into one dataset
   ftflame report run1/                     a collect.sh output directory
   ftflame report run1/ --baseline b.dat    a balance sheet against a
                                            root-only recording
@@ -109,7 +114,10 @@ output (-o OUT): a regular file is written beside OUT, then renamed over
   terminal or open file descriptor, e.g. /dev/stdout, is refused: use '-');
   an OUT that is one of the inputs is refused: a file named, stdin's file,
   or a file read beside the trace (a run directory's calibration.json,
-  meta.json).
+  meta.json); a symbolic link among OUT's directories is followed only
+  when root or you own it. The temporary file, .ftflame-HOST-PID-RANDOM,
+  of a writer killed (SIGKILL) is removed by the next write there. A disk
+  filling up (OUT or stdout) is one line and exit 2, OUT left as it was.
 """
 
 
@@ -212,8 +220,8 @@ def reader_note(args, name: str, fmt: str) -> None:
     """One line on stderr when --reader was given for an input it does not
     apply to (a text trace): the option is not silently ignored."""
     if getattr(args, "reader", None) and fmt != "trace.dat" and not args.quiet:
-        print(f"ftflame: note: --reader {args.reader} does not apply to {name} (function_graph text, "
-              "not a trace.dat): it chooses how trace.dat files are read", file=sys.stderr)
+        say(f"note: --reader {args.reader} does not apply to {name} (function_graph text, "
+            "not a trace.dat): it chooses how trace.dat files are read")
 
 
 def input_format(path: str) -> str:
@@ -236,8 +244,20 @@ def input_format(path: str) -> str:
         src.close()
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's usage errors quote what was typed (a glob can bring a
+    file name holding escape sequences): shown, not sent, as every line
+    ftflame prints (output.say). Subcommands' parsers are made of this
+    class too (argparse uses the parent's)."""
+
+    def error(self, message):
+        from ftflame.model.names import printable
+
+        super().error(printable(message))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = Parser(
         prog="ftflame", formatter_class=HelpFormatter,
         description="Turn ftrace function_graph traces into call trees, latency figures "
                     "and flame graphs you can trust.")
@@ -245,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
     rep = sub.add_parser(
-        "report", help="report a trace (text, JSON, HTML, SVG, folded stacks, speedscope)",
+        "report", help="report a trace (text, JSON, HTML, SVG, folded stacks, speedscope, Parquet)",
         description="Rebuild per-task call trees from a function_graph trace and report "
                     "per-function and per-call-path times.",
         epilog=REPORT_EPILOG, formatter_class=HelpFormatter)
@@ -255,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "output directory")
     rep.add_argument("-o", "--output", metavar="OUT",
                      help="output file (format from its extension: .txt .json .folded .html "
-                          ".svg .speedscope.json); default: text on stdout; '-' for stdout")
+                          ".svg .speedscope.json; .parquet/: a folder of tables); default: text on stdout; '-' for stdout")
     rep.add_argument("-F", "--format", choices=sorted(_formats()), metavar="FMT",
                      help="output format (overrides the extension): " + ", ".join(sorted(_formats())))
     rep.add_argument("--folded-weights", choices=("raw", "corrected"),
@@ -327,6 +347,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_diff(sub, HelpFormatter)
 
+    from ftflame.batch import add_parser as add_batch  # ftflame batch (ftflame/batch.py)
+
+    add_batch(sub, HelpFormatter, _count_arg)
+
     for name, script, text in (("collect", "collect.sh", "record a trace around a workload (collect/collect.sh)"),
                                ):
         c = sub.add_parser(name, help=text, add_help=False)
@@ -353,6 +377,9 @@ def cmd_report(args) -> int:
     from ftflame.rundir import read_beside, resolve_input
 
     output, fmt = output_and_format(args.output, args.format, args.open, args.input)
+    if fmt == "parquet" and output in (None, "-"):
+        raise InputError(output or "stdout", "Parquet output is a folder of tables, not a stream",
+                         "give -o NAME.parquet/")
     opts = render_options(fmt, args.folded_weights, args.top, args.sections)
     path = resolve_input(args.input)
     if path == "-" and 0 in CLOSED_STREAMS:
@@ -374,6 +401,10 @@ def cmd_report(args) -> int:
         progress.stage(f"rendering {fmt}...")
         if output in (None, "-"):
             text = RENDERERS[fmt].render(profile, opts)
+        elif fmt == "parquet":  # a folder of tables, written beside it and renamed
+            from ftflame.report.parquet import write_folder
+
+            size = write_folder(output, profile)
         else:  # rendered straight into the file (JSON: in chunks, as written)
             write = RENDERERS[fmt].write
             size = write_atomic(output, lambda f: write(profile, opts, f))
@@ -384,12 +415,12 @@ def cmd_report(args) -> int:
     else:
         if not args.quiet:
             wrote = f", {size:,} bytes" if size is not None else ", in place"
-            print(f"ftflame: wrote {output} ({fmt}{wrote})", file=sys.stderr)
+            say(f"wrote {output} ({fmt}{wrote})")
         if args.open:
             open_in_browser(output, args.quiet)
     from ftflame.model.profile import loud_warnings
     for w in loud_warnings(profile.warnings) if not args.quiet else ():
-        print(f"ftflame: warning: {w}", file=sys.stderr)
+        say(f"warning: {w}")
     return 0
 
 
@@ -410,9 +441,9 @@ def cmd_calibrate(args) -> int:
     else:
         write_atomic(out, text)
     if not args.quiet:
-        print(f"ftflame: {calibration.summary(doc)}" + ("" if out == "-" else f"; wrote {out}"), file=sys.stderr)
+        say(f"{calibration.summary(doc)}" + ("" if out == "-" else f"; wrote {out}"))
         for c in doc["checks"]:
-            print(f"ftflame: warning: {c}", file=sys.stderr)
+            say(f"warning: {c}")
     return 0
 
 
@@ -442,7 +473,7 @@ def main(argv=None) -> int:
         try:
             return cmd_script(argparse.Namespace(script="collect.sh", args=argv[1:]))
         except InputError as e:
-            print(f"ftflame: {e.line()}", file=sys.stderr)
+            say(e.line())
             return 2
     after_side = None
     if argv[:1] == ["diff"]:  # BEFORE... -- AFTER...: the sides apart before argparse
@@ -459,25 +490,25 @@ def main(argv=None) -> int:
         with terminating_signals_raise(), reader_of(args):
             return args.func(args)
     except InputError as e:
-        print(f"ftflame: {e.line()}", file=sys.stderr)
+        say(e.line())
         return 2
     except KeyboardInterrupt:
-        print("ftflame: interrupted", file=sys.stderr)
+        say("interrupted")
         return 130
     except Terminated as e:
-        print(f"ftflame: stopped by {e.name}", file=sys.stderr)
+        say(f"stopped by {e.name}")
         return 128 + e.signum
     except BrokenPipeError:
         return 0
     except MemoryError:  # a resource, not a bug: exit 1 with one line all the same
-        print("ftflame: out of memory (more than this machine or its limits give: ulimit -v, the "
-              "cgroup's memory.max; `report --slowest 0` keeps no call trees)", file=sys.stderr)
+        say("out of memory (more than this machine or its limits give: ulimit -v, the "
+            "cgroup's memory.max; `report --slowest 0` keeps no call trees)")
         return 1
     except Exception as e:  # an ftflame bug, not bad input
         if os.environ.get("FTFLAME_DEBUG"):
             raise
-        print(f"ftflame: internal error: {type(e).__name__}: {e} "
-              "(set FTFLAME_DEBUG=1 for a traceback, and please report it)", file=sys.stderr)
+        say(f"internal error: {type(e).__name__}: {e} "
+            "(set FTFLAME_DEBUG=1 for a traceback, and please report it)")
         return 1
 
 

@@ -17,17 +17,33 @@ The rules for `-o OUT` (README "Outputs", `ftflame report --help`):
     terminal, or to an open file descriptor (/dev/stdout ->
     /proc/self/fd/1, whatever fd 1 is), is refused: replacing it would
     break the system's link, following it could write onto a disk.
+  * the output's directory is opened a component at a time (open_parent):
+    a symbolic link on the way is followed only when root or the user
+    running ftflame owns it; a link another user made (a shared or
+    another user's directory) is refused, since root would write wherever
+    that user points it. Nothing is looked up by path after the checks.
+  * the temporary file is .ftflame-HOST-PID-RANDOM; a SIGKILL (which
+    nothing catches) leaves it, and the next write into that directory
+    removes those of this machine whose process is gone, owned by the
+    user writing (clean_stale_temps).
+  * every write checks its count (write_all): a disk filling up ends the
+    command with one line and exit 2, the previous file left as it was;
+    stdout the same. Lines on stderr go through say(): control characters
+    shown as escapes, and a stderr that cannot be written loses the line,
+    never the exit code.
   * an output that is one of the command's inputs is refused: a file named
     on the command line, stdin's file ('-'), or one read beside a trace
     (a run directory's calibration.json and meta.json), existing or not.
 Imported by the CLI and by calibration.py; it imports nothing of ftflame's
-but errors, so it sits below both.
+but errors and names, so it sits below both.
 """
 from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
+import secrets
 import shutil
 import signal
 import stat
@@ -38,6 +54,7 @@ from collections.abc import Iterable
 from typing import Callable, Union
 
 from ftflame.model.errors import InputError
+from ftflame.model.names import printable
 
 TEMP_PREFIX = ".ftflame-"
 # the signals that end ftflame: each one's handler raises Terminated, so the
@@ -137,6 +154,50 @@ def _umask() -> int:
     return mask
 
 
+class _CheckedRaw(io.RawIOBase):
+    """A file descriptor whose every write is checked to be whole: a write
+    the kernel cut short (a disk filling up takes the first 64 KiB and
+    refuses the rest) is carried on, and one that takes nothing raises,
+    where a bare BufferedWriter.write returns the short count and leaves
+    the report silently cut."""
+
+    def __init__(self, fd: int, closefd: bool):
+        super().__init__()
+        self.fd = fd
+        self.closefd = closefd
+
+    def close(self) -> None:
+        if not self.closed and self.closefd:
+            os.close(self.fd)
+        super().close()
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def write(self, b) -> int:
+        write_all(self.fd, b)
+        return len(memoryview(b))
+
+
+def write_all(fd: int, data) -> None:
+    """Every byte of data written to fd, or OSError: a short count is
+    written on from where it stopped, a count of 0 is a full disk."""
+    view = memoryview(data).cast("B")
+    while view:
+        n = os.write(fd, view[:1 << 24])
+        if n <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[n:]
+
+
+def _checked_file(fd: int, closefd: bool = True):
+    """A binary file on fd, buffered, whose writes are all checked."""
+    return io.BufferedWriter(_CheckedRaw(fd, closefd), buffer_size=1 << 20)
+
+
 def _fill(f, data: Data) -> None:
     if callable(data):
         data(f)
@@ -151,9 +212,19 @@ def _cannot_write(path: str, e: OSError) -> InputError:
 def write_atomic(path: str, data: Data) -> int | None:
     """Write data (a str, or a function writing into a binary file) to path
     by the rules in this module's docstring. Returns the bytes written to a
-    regular file, None for a node written in place."""
+    regular file, None for a node written in place. The directory is
+    opened once (open_parent) and everything after goes through that
+    descriptor: nothing is looked up by path again after the checks."""
+    dfd = open_parent(path)
     try:
-        st = os.lstat(path)
+        return _write_in(dfd, os.path.basename(os.path.abspath(path)), path, data)
+    finally:
+        os.close(dfd)
+
+
+def _write_in(dfd: int, name: str, path: str, data: Data) -> int | None:
+    try:
+        st = os.lstat(name, dir_fd=dfd)
     except FileNotFoundError:
         st = None
     except OSError as e:
@@ -164,38 +235,166 @@ def write_atomic(path: str, data: Data) -> int | None:
         _refuse_link_into_proc(path)
         _refuse_link_to_a_node(path)
     elif st is not None and not stat.S_ISREG(st.st_mode):
-        _write_in_place(path, st, data)
+        _write_in_place(dfd, name, path, st, data)
         return None
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise InputError(path, "output directory does not exist")
     replaced = st if st is not None and stat.S_ISREG(st.st_mode) else None  # not a link's owner or mode
     mode = stat.S_IMODE(replaced.st_mode) if replaced else 0o666 & ~_umask()
+    clean_stale_temps(dfd)
     # signals held from the temporary file's creation to the `try` that
     # removes it: a SIGTERM in between would leave it behind
     held = signal.pthread_sigmask(signal.SIG_BLOCK, (*TERMINATING, signal.SIGINT))
     try:
-        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
+        fd, tmp = _make_temp(dfd)
     except OSError as e:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
         raise InputError(path, f"cannot write: {e.strerror}", "check the directory's permissions") from None
     try:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        with os.fdopen(fd, "wb") as f:
+        with _checked_file(fd) as f:
             _fill(f, data)
             f.flush()
             if replaced and not _keep_owner(f.fileno(), replaced):
                 mode &= ~(stat.S_ISUID | stat.S_ISGID)
             os.fchmod(f.fileno(), mode)
             size = os.fstat(f.fileno()).st_size
-        os.replace(tmp, path)
+        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         return size
     except BaseException as e:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dfd)
         if isinstance(e, OSError) and not isinstance(e, BrokenPipeError):
             raise _cannot_write(path, e) from None
         raise
+
+
+# ---- the output's directory: opened a component at a time --------------------------
+
+MAX_LINKS = 40  # the kernel's own limit on the links of one lookup
+
+
+def _trusted_link(st: os.stat_result) -> bool:
+    """A symbolic link ftflame follows on the way to an output: made by
+    root or by the user running ftflame (a link another user made can point
+    anywhere that user likes, and root would write there)."""
+    return st.st_uid in (0, os.geteuid())
+
+
+def open_parent(path: str) -> int:
+    """A descriptor of the directory `path` goes into, found a component at
+    a time with O_NOFOLLOW: a component that is a symbolic link is followed
+    only when root or the user running ftflame owns it (_trusted_link),
+    its target looked up by the same rule. The directory is then used
+    through this descriptor only, so a component swapped for a link after
+    the check changes nothing. `..` is taken lexically from the path given
+    (as the shell's `cd` does), physically inside a link's target."""
+    parent = os.path.dirname(os.path.abspath(path))
+    # O_PATH: a directory is looked through, not read (a 0711 one too)
+    flags = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+    fd = os.open("/", flags)
+    parts = [c for c in parent.split("/") if c not in ("", ".")]
+    links = 0
+    try:
+        while parts:
+            comp = parts.pop(0)
+            try:
+                nfd = os.open(comp, flags | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as e:
+                st = _lstat_at(comp, fd)
+                if e.errno not in (errno.ELOOP, errno.ENOTDIR) or st is None or not stat.S_ISLNK(st.st_mode):
+                    where = "output directory does not exist" if e.errno == errno.ENOENT \
+                        else f"cannot write: {e.strerror}"
+                    raise InputError(path, where) from None
+                if not _trusted_link(st):
+                    raise InputError(path, f"its directory is reached through a symbolic link ({comp}) "
+                                     f"owned by another user (uid {st.st_uid}): not followed",
+                                     "give the directory's real path") from None
+                links += 1
+                if links > MAX_LINKS:
+                    raise InputError(path, "cannot write: too many levels of symbolic links") from None
+                target = os.readlink(comp, dir_fd=fd)
+                if target.startswith("/"):
+                    os.close(fd)
+                    fd = os.open("/", flags)
+                parts[:0] = [c for c in target.split("/") if c not in ("", ".")]
+                continue
+            os.close(fd)
+            fd = nfd
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _lstat_at(name: str, dfd: int) -> os.stat_result | None:
+    try:
+        return os.lstat(name, dir_fd=dfd)
+    except OSError:
+        return None
+
+
+# ---- temporary files: named by their writer, removed when it is gone ----------------
+
+def _host() -> str:
+    """This machine's name in a temporary file's name: a directory on NFS
+    is shared with other machines, whose process numbers mean nothing here."""
+    return "".join(c if c.isalnum() or c in "._" else "_" for c in os.uname().nodename)[:64] or "host"
+
+
+def _make_temp(dfd: int) -> tuple:
+    """(fd, name) of a new temporary file in dfd, named
+    .ftflame-HOST-PID-RANDOM: which process writes it, on which machine."""
+    for _ in range(100):
+        name = f"{TEMP_PREFIX}{_host()}-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         0o600, dir_fd=dfd)
+        except FileExistsError:
+            continue
+        return fd, name
+    raise OSError(errno.EEXIST, "no free temporary file name")
+
+
+def _writer_gone(name: str) -> bool:
+    """Whether the temporary file `name` is one this machine's ftflame left
+    behind when it was killed (SIGKILL, a power cut): its process is not
+    running. A name of another machine, or not ftflame's, is never gone."""
+    head, sep, rest = name.partition(TEMP_PREFIX)
+    if head or not sep:
+        return False
+    host, _, tail = rest.rpartition("-")
+    host, _, pid = host.rpartition("-")
+    if host != _host() or not pid.isdigit() or not tail:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # (EPERM: another user's process, alive)
+        return False
+    return False  # alive (or its number reused: left alone, to be safe)
+
+
+def clean_stale_temps(dfd: int) -> None:
+    """Remove the temporary files of ftflame writers that died in this
+    directory (_writer_gone), owned by the user running ftflame: a SIGKILL
+    cannot be caught, so its leftover goes at the next write here."""
+    try:  # (dfd is an O_PATH descriptor: listed through a readable one)
+        rfd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dfd)
+    except OSError:
+        return  # (a directory we may write but not list: nothing cleaned)
+    try:
+        names = [n for n in os.listdir(rfd) if n.startswith(TEMP_PREFIX)]
+    except OSError:
+        return
+    finally:
+        os.close(rfd)
+    for name in names:
+        st = _lstat_at(name, dfd)
+        if st is None or not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            continue
+        if _writer_gone(name):
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=dfd)
 
 
 def _keep_owner(fd: int, st: os.stat_result) -> bool:
@@ -249,12 +448,13 @@ def _refuse_link_to_a_node(path: str) -> None:
                          "not followed, not replaced", "give the node itself, or '-' for stdout")
 
 
-def _write_in_place(path: str, st: os.stat_result, data: Data) -> None:
+def _write_in_place(dfd: int, name: str, path: str, st: os.stat_result, data: Data) -> None:
     """A device, FIFO or terminal: opened as it is (never created, never
     truncated, never through a link), checked to be the node looked at."""
     flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
     try:
-        fd = _open_fifo(path, flags) if stat.S_ISFIFO(st.st_mode) else os.open(path, flags)
+        fd = _open_fifo(dfd, name, path, flags) if stat.S_ISFIFO(st.st_mode) \
+            else os.open(name, flags, dir_fd=dfd)
     except OSError as e:
         raise InputError(path, f"cannot write: {e.strerror}",
                          "it is not a regular file: ftflame writes into devices, FIFOs "
@@ -262,7 +462,7 @@ def _write_in_place(path: str, st: os.stat_result, data: Data) -> None:
     try:
         if not _same_file(os.fstat(fd), st):
             raise InputError(path, "changed while being opened", "nothing was written")
-        with os.fdopen(fd, "wb", closefd=False) as f:
+        with _checked_file(fd, closefd=False) as f:  # (closed below)
             _fill(f, data)
     except OSError as e:
         if isinstance(e, BrokenPipeError):
@@ -272,17 +472,17 @@ def _write_in_place(path: str, st: os.stat_result, data: Data) -> None:
         os.close(fd)
 
 
-def _open_fifo(path: str, flags: int) -> int:
+def _open_fifo(dfd: int, name: str, path: str, flags: int) -> int:
     """A FIFO's write end. Opening it waits for a reader: said on stderr
     first, or the command would hang without a word."""
     try:
-        fd = os.open(path, flags | os.O_NONBLOCK)
+        fd = os.open(name, flags | os.O_NONBLOCK, dir_fd=dfd)
     except OSError as e:
         if e.errno != errno.ENXIO:  # ENXIO: no reader yet
             raise
-        print(f"ftflame: {path}: a FIFO with no reader: waiting for one to open it "
-              "(Ctrl-C to stop)", file=sys.stderr, flush=True)
-        return os.open(path, flags)
+        say(f"{path}: a FIFO with no reader: waiting for one to open it "
+            "(Ctrl-C to stop)")
+        return os.open(name, flags, dir_fd=dfd)
     os.set_blocking(fd, True)
     return fd
 
@@ -316,16 +516,19 @@ def _stdout_closed() -> InputError:
 
 
 def write_stdout(text: str) -> None:
-    """The report on stdout, as bytes (text mode costs 4x on big reports);
-    a failed write (a full disk) is bad output, not an ftflame bug."""
+    """The report on stdout, as bytes (text mode costs 4x on big reports),
+    every byte of it or an error: a failed or short write (a full disk) is
+    bad output, not an ftflame bug, and not a success either."""
     if 1 in CLOSED_STREAMS:
         raise _stdout_closed()
     try:
-        out = getattr(sys.stdout, "buffer", None)
-        if out is not None:
-            sys.stdout.flush()
-            out.write(text.encode("utf-8"))
-            out.flush()
+        sys.stdout.flush()
+        try:
+            fd = sys.stdout.fileno()
+        except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation: a test's capture
+            fd = None
+        if fd is not None:
+            write_all(fd, text.encode("utf-8"))
         else:
             sys.stdout.write(text)
             sys.stdout.flush()
@@ -334,6 +537,19 @@ def write_stdout(text: str) -> None:
     except OSError as e:
         raise InputError("stdout", f"cannot write: {e.strerror or e}",
                          "the report is incomplete; write it with -o FILE") from None
+
+
+def say(text: str) -> None:
+    """One line on stderr, "ftflame: " and text with every control
+    character shown, not sent (names.printable: a path, a name or a value
+    from a run folder can hold escape sequences). A stderr that cannot take
+    it (full, closed) loses the line, never the exit code: the line is the
+    explanation, the exit code the outcome."""
+    try:
+        sys.stderr.write(f"ftflame: {printable(text)}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 class Progress:
@@ -345,7 +561,7 @@ class Progress:
     WIDTH = 24
 
     def __init__(self, label: str, enabled: bool, path: str = ""):
-        self.label = label
+        self.label = printable(label)  # (a path: its control characters shown, not sent)
         self.enabled = enabled and sys.stderr.isatty()
         self.start = time.monotonic()
         self.shown = False
@@ -384,7 +600,7 @@ class Progress:
         """A one-line note for a later stage (e.g. rendering), same rules."""
         if not self.enabled:
             return
-        sys.stderr.write(f"\r\033[K{text[:shutil.get_terminal_size().columns - 1]}")
+        sys.stderr.write(f"\r\033[K{printable(text)[:shutil.get_terminal_size().columns - 1]}")
         sys.stderr.flush()
         self.shown = True
 
@@ -424,9 +640,9 @@ def open_in_browser(path: str, quiet: bool = False) -> bool:
     uri = "file://" + os.path.abspath(path)
     if not interactive():
         if not quiet:
-            print(f"ftflame: not opening {path}: not an interactive session", file=sys.stderr)
+            say(f"not opening {path}: not an interactive session")
         return False
     if not webbrowser.open(uri):
-        print(f"ftflame: no web browser found; open {uri} yourself", file=sys.stderr)
+        say(f"no web browser found; open {uri} yourself")
         return False
     return True

@@ -87,6 +87,7 @@ def read_libtracecmd(path: str, name: str, progress, slowest: int, before_fork=N
                          f"sections are for {data_cpus:,}",
                          "read it with the builtin reader (the default)")
     known = dict(check["meta"]["events_per_cpu"])
+    notes = header_notes(check["meta"])
     del check
     # A thread still importing when the process forks leaves the child an
     # import lock no thread will release: the child's first import of that
@@ -94,8 +95,10 @@ def read_libtracecmd(path: str, name: str, progress, slowest: int, before_fork=N
     # `import ctypes`, 0% CPU for good).
     if before_fork is not None:
         before_fork()
-    return _in_child(lambda: _core.read_dat(os.fsencode(path), progress=progress, slowest=slowest,
-                                            known_events=known), name)
+    res = _in_child(lambda: _core.read_dat(os.fsencode(path), progress=progress, slowest=slowest,
+                                           known_events=known), name)
+    res["meta"]["header_notes"] = notes  # (the builtin check's: libtracecmd says nothing of them)
+    return res
 
 
 def _quiet_progress(_events: int) -> None:
@@ -208,6 +211,34 @@ def damage_warnings(meta: dict) -> list:
     return out
 
 
+def header_notes(meta: dict) -> list:
+    """What the builtin reader found odd in the headers and read on without
+    (not damage: the data is whole), in words: a CPU count the data
+    sections refute, options of ids no trace-cmd defines, section headers
+    that are not what their option or the file allow. The libtracecmd
+    reader's read carries the builtin check's (read_libtracecmd)."""
+    if "header_notes" in meta:
+        return list(meta["header_notes"])
+    d = meta.get("damage")
+    if not d:
+        return []
+    out = []
+    cpus, data_cpus = d["cpucount_option"], d["data_cpus"]
+    if cpus != -1 and cpus != data_cpus:
+        says = "CPU count options disagree" if cpus == -2 else f"CPU count option says {cpus:,} CPUs"
+        out.append(f"the trace.dat's {says}, its data sections are for {data_cpus:,}: "
+                   f"{data_cpus:,} shown")
+    if d.get("unknown_options"):
+        n = d["unknown_options"]
+        out.append(f"{n:,} trace.dat option{'s' if n != 1 else ''} of an id no trace-cmd defines "
+                   f"(first: {d['first_unknown_option']}): skipped (a newer trace-cmd, or damage)")
+    if d.get("bad_section_headers"):
+        n = d["bad_section_headers"]
+        out.append(f"{n:,} trace.dat section header{'s' if n != 1 else ''} that the file refutes: "
+                   f"read on without {'them' if n != 1 else 'it'} (first: {d['first_bad_section']})")
+    return out
+
+
 def to_profile(res: dict, name: str, compression: str):
     """The Profile of the core's read of a trace.dat; an empty recording or
     one without function_graph calls is bad input."""
@@ -216,16 +247,22 @@ def to_profile(res: dict, name: str, compression: str):
     from .tables import from_core_result
 
     meta = res["meta"]
+    cpus, per_cpu = meta["cpus"], dict(meta["events_per_cpu"])
+    data_cpus = (meta.get("damage") or {}).get("data_cpus") or meta.get("data_cpus")
+    if data_cpus and (meta.get("damage") or {}).get("cpucount_option", -1) not in (-1, data_cpus):
+        # a CPU count the data refutes (header_notes says so): the data's
+        cpus, per_cpu = data_cpus, {c: n for c, n in per_cpu.items() if n}
     info = TraceInfo(
         source=name, format="trace.dat", kernel=meta["kernel"], clock=meta["clock"],
-        cpus=meta["cpus"], tracer_version=meta["tracer_version"],
+        cpus=cpus, tracer_version=meta["tracer_version"],
         file_version=meta["file_version"], compression=meta["compression"] or compression,
-        events_per_cpu=dict(meta["events_per_cpu"]), has_sched_switch=meta["has_switch_event"],
+        events_per_cpu=per_cpu, has_sched_switch=meta["has_switch_event"],
         has_retval=meta["has_retval"], has_args=meta["has_args"])
     prof = from_core_result(res, info)
     damage = damage_warnings(meta)
-    if damage:
-        prof = prof.replace(warnings=prof.warnings + tuple(map(note_warning, damage)))
+    odd = header_notes(meta)
+    if damage or odd:
+        prof = prof.replace(warnings=prof.warnings + tuple(map(note_warning, damage + odd)))
     missing = (meta.get("damage") or {}).get("missing_records")  # the builtin reader's
     if missing:  # a JSON counter, as the builder's refuted figures
         prof = prof.replace(counters={**prof.counters, "missing_records": missing})

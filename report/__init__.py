@@ -56,6 +56,8 @@ register(Renderer("html", "html", (".html", ".htm"),
 register(Renderer("svg", "svg", (".svg",), "standalone interactive flame graph (SVG)"))
 register(Renderer("speedscope", "speedscope", (".speedscope.json",),
                   "speedscope evented profile, one per root function (speedscope.app)"))
+register(Renderer("parquet", "parquet", (".parquet", ".parquet/"),
+                  'a folder of Parquet tables for DuckDB, pandas, Spark, schema "ftflame-parquet/1"'))
 
 register(Renderer("txt", "diff_text", (".txt",), "plain text for mail: verdicts, then the tables"),
          DIFF_RENDERERS)

@@ -19,8 +19,7 @@ from ftflame.correct.operations import (
 )
 from ftflame.model.profile import Profile
 
-from ._rowfmt import format_rows
-from .common import arg_text, retval_text
+from .common import arg_text, format_rows, retval_text
 
 # "%.1f" % x == repr(round(x, 1)) below this (report/jsonout.py, REPR_SAFE)
 _F1_SAFE = 1e14

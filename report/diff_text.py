@@ -11,6 +11,8 @@ import textwrap
 
 import numpy as np
 
+from ftflame.model.names import printable
+
 from .common import us
 
 WIDTH = 80
@@ -316,4 +318,4 @@ def fit(lines: list) -> list:
 
 def render(d, opts=None) -> str:
     lines = headline(d) + header(d) + significant(d) + roots(d) + operations(d) + new_gone(d) + rest(d) + method(d)
-    return "\n".join(fit(lines)) + "\n"
+    return "\n".join(map(printable, fit(lines))) + "\n"  # shown, not sent (report/text.py render)

@@ -12,14 +12,13 @@ import json
 import numpy as np
 
 from ftflame import __version__, _model
-from ftflame.correct import corrections, uncertainty
+from ftflame.correct import calibration, corrections, uncertainty
 from ftflame.correct.operations import root_table
 from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, OffCpu, Profile
 from ftflame.parse._core import give_back_freed_memory
 
-from ._rowfmt import format_rows
 from .callsjson import hot_json, ns_or_null, operations_json, root_latency_text, slowest_json_parts
-from .common import context_lines, node_flags, report_notes
+from .common import context_lines, format_rows, node_flags, report_notes
 from .options import DEFAULT, RenderOptions
 
 SCHEMA = "ftflame/1"
@@ -113,15 +112,18 @@ def calibration_object(p: Profile) -> dict:
     cal = p.calibration
     d = dict(cal.details) if isinstance(cal.details, dict) else {}
     spread = {}
+    ci, ci_note = calibration.intervals(cal)  # (those of the values used only)
     for k in ("o_in", "o_out"):
         obj = d.get(k) if isinstance(d.get(k), dict) else {}
-        if "ci95_ns" in obj:
-            spread[k] = {"ci95_ns": obj["ci95_ns"], "samples": obj.get("samples")}
+        if k in ci:
+            of = d.get("o_in_root_only") if k == "o_in" and d.get("applied_o_in") else obj
+            spread[k] = {"ci95_ns": ci[k], "samples": of.get("samples") if isinstance(of, dict) else None}
         elif "p1_ns" in obj:
             spread[k] = {"p1_p5_ns": [obj["p1_ns"], obj.get("p5_ns")], "samples": obj.get("samples")}
     return {"source": cal.source, "applied": cal.applied, "o_in_ns": cal.o_in_ns,
             "o_out_ns": cal.o_out_ns, "method": cal.method, "spread": spread,
-            "fit": dict(cal.fit) if cal.fit else None,
+            "fit": dict(cal.fit) if cal.fit else None,  # (its kernel_note: calibration.kernel_note)
+            **({"spread_note": ci_note} if ci_note else {}),
             "corrections": corrections_object(corrections.summary(p)), "details": d}
 
 

@@ -12,6 +12,7 @@ import os
 import numpy as np
 
 from ftflame.correct import calibration, corrections, fit, hotlists, uncertainty
+from ftflame.model.names import printable
 from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, OffCpu, Profile
 
 from . import textcalls, textcpu
@@ -105,6 +106,16 @@ def _wrap(text: str, indent: str) -> list:
     return wrap(text, indent, width=WIDTH)
 
 
+def _spread(cal) -> tuple:
+    """("; 95%: [..], [..]" of the O_in and O_out used, or ""; the note on
+    an interval of the file that is not of the value used, or None)."""
+    ci, note = calibration.intervals(cal)  # (those of the values used only)
+    if "o_in" in ci and "o_out" in ci:
+        return (f"; 95%: [{ci['o_in'][0]:.0f}, {ci['o_in'][1]:.0f}], "
+                f"[{ci['o_out'][0]:.0f}, {ci['o_out'][1]:.0f}]"), note
+    return "", note
+
+
 def calibration_lines(p: Profile) -> list:
     """The calibration used and what the corrections did (the header)."""
     cal = p.calibration
@@ -118,12 +129,8 @@ def calibration_lines(p: Profile) -> list:
         src = cal.source
         if src.startswith("file:"):
             src = "file " + os.path.basename(src[5:])
-        spread = ""
         d = cal.details if isinstance(cal.details, dict) else {}
-        ci_in = (d.get("o_in") or {}).get("ci95_ns")
-        ci_out = (d.get("o_out") or {}).get("ci95_ns")
-        if ci_in and ci_out and "applied_o_in" not in d:
-            spread = f"; 95%: [{ci_in[0]:.0f}, {ci_in[1]:.0f}], [{ci_out[0]:.0f}, {ci_out[1]:.0f}]"
+        spread, ci_note = _spread(cal)
         how = {"empty-calls": "empty calls", "in-trace estimate": "in-trace estimate"}.get(cal.method, cal.method)
         where = "" if src == "in-trace" else f", {src}"
         text = (f"calibration: O_in {cal.o_in_ns:.1f} ns, O_out {cal.o_out_ns:.1f} ns per traced "
@@ -132,6 +139,8 @@ def calibration_lines(p: Profile) -> list:
             text = f"calibration: {calibration.provenance(cal, misfit=False)} per traced call"  # MISFIT said above
         if d.get("applied_o_in"):
             text += "; root-only trace: O_in of the NULL procedure hooked alone"
+        for note in (ci_note, calibration.kernel_note(cal)):
+            text += f"; {note}" if note else ""
         misfit = fit.words(cal)
         if misfit and not cal.fit["ok"]:  # first: every corrected figure depends on it
             out.extend(_wrap(misfit, "  "))
@@ -659,4 +668,8 @@ def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
             if out:
                 out.append("")
             out.extend(lines)
-    return "\n".join(line.rstrip() for line in out).rstrip() + "\n"
+    # every line shown, not sent: a run folder's strings (meta.json's mount
+    # points, iozone's command line and test names) and the input's path
+    # reach this text raw, and it is read at a terminal (names.printable,
+    # the helper stderr's lines go through too)
+    return "\n".join(printable(line.rstrip()) for line in out).rstrip() + "\n"

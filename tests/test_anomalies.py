@@ -5,7 +5,9 @@ import os
 
 import pytest
 
+from conftest import SAMPLE
 from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, NODE_PARTIAL
+from helpers import readers
 from helpers.events import load
 from helpers.invariants import check_profile
 
@@ -308,3 +310,20 @@ def test_irq_before_entry_moves_into_the_call():
     # the irq nodes stay where the events put them; the tree still adds up
     assert val(p, "unowned_child_incl", "parent") == 60
     assert val(p, "unowned_child_incl", "parent", "child") == -60
+
+
+@pytest.mark.parametrize("reader", readers.params())
+def test_lost_events_are_not_stalled_stamps(reader):
+    """A lost-events marker takes the stamp of the record after it: it is
+    not a record the clock stamped twice. The sample has both readers'
+    810 lost events and no stalled stamp; without the builder's
+    `ev->kind != FTF_EV_LOST` it got 4, and a false "stalled" anomaly, on
+    every trace with lost events (issue 37, "Tests that bind")."""
+    from ftflame.parse import dat, read
+    from ftflame.report.common import report_notes
+
+    with dat.reader_used(reader):
+        p = read(SAMPLE)
+    assert p.counters["lost_events"] == 810
+    assert p.counters.get("stalled_stamps", 0) == 0 and p.counters.get("times_stalled", 0) == 0
+    assert not [n for n in report_notes(p) if "previous record's timestamp" in n]

@@ -4,8 +4,11 @@ empty-call calibration alone brings the full-graph trace's nfsd3_proc_write
 back to its root-only time."""
 from __future__ import annotations
 
+import copy
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 
@@ -16,8 +19,10 @@ from ftflame.correct import calibration
 from ftflame.correct.balance import root_means
 from ftflame.correct.calibration import calibrate_from_traces, estimate_in_trace, for_profile
 from ftflame.correct.corrections import correct
+from ftflame.model.errors import InputError
 from ftflame.model.profile import Calibration
 from ftflame.rundir import CALIBRATION_TRACES
+from helpers import inproc
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
 ICOUNT = "k6.1/s15-icount-calib/"
@@ -188,7 +193,7 @@ def test_a_calibration_recorded_in_another_buffer_percent_mode_is_noted(tmp_path
     if cal_pct is not None:
         doc["tracer_options"]["buffer_percent"] = cal_pct
     calibration.write(str(tmp_path / "calibration.json"), doc)
-    (tmp_path / "meta.json").write_text(json.dumps({"tracer_options": {"buffer_percent": trace_pct}}))
+    (tmp_path / "meta.json").write_text(json.dumps({"schema": "ftflame-meta/1", "tracer_options": {"buffer_percent": trace_pct}}))
     proc = run("report", str(tmp_path), "-F", "txt", "-q")
     assert proc.returncode == 0, proc.stderr
     said = "the calibration was recorded with buffer_percent 50, the trace with 100" in " ".join(proc.stdout.split())
@@ -301,3 +306,92 @@ def test_calibrate_command_says_outliers_on_stderr(tmp_path):
     for k in ("o_in", "o_in_plus_o_out", "o_in_root_only"):
         lo, hi = doc[k]["ci95_ns"]
         assert 0 < lo <= doc[k]["mean_ns"] <= hi, (k, doc[k])
+
+
+# ---- every figure of calibration.json checked where it is loaded (issue 37) ----
+
+def _cal_dir(tmp_path, doc_or_text, trace=ICOUNT + "trace-root.dat"):
+    d = tmp_path / "run"
+    d.mkdir()
+    shutil.copy(fixture(trace), d / "trace.dat")
+    text = doc_or_text if isinstance(doc_or_text, str) else json.dumps(doc_or_text)
+    (d / "calibration.json").write_text(text)
+    return d
+
+
+def _with(path, value_text):
+    """inproc.CALIBRATION's text with the value at path written as value_text."""
+    doc = copy.deepcopy(inproc.CALIBRATION)
+    d = doc
+    for k in path[:-1]:
+        d = d[k]
+    d[path[-1]] = "@@here@@"
+    return json.dumps(doc).replace('"@@here@@"', value_text)
+
+
+@pytest.mark.parametrize("path,value,field", [
+    (("o_in_root_only", "mean_ns"), "NaN", "o_in_root_only.mean_ns: NaN is not a number JSON has"),
+    (("o_in_root_only", "mean_ns"), "-1e9", "o_in_root_only.mean_ns: -1000000000.0 is below 0"),
+    (("o_in_root_only", "mean_ns"), '"300"', "o_in_root_only.mean_ns: a string is not a number"),
+    (("o_in_root_only", "mean_ns"), "[300]", "o_in_root_only.mean_ns: a list is not a number"),
+    (("o_in_ns",), "true", "o_in_ns: true is not a number"),
+    (("o_out_ns",), "1e400", "o_out_ns: 1e400 is not a number JSON has"),
+    (("o_in", "ci95_ns", 1), "Infinity", "o_in.ci95_ns[1]: Infinity is not a number JSON has"),
+    (("o_in", "ci95_ns"), "[700]", "o_in.ci95_ns: a list, not a list [low, high]"),
+    (("o_out", "ci95_ns"), "[800, 600]", "o_out.ci95_ns: low 800 above high 600"),
+    (("hook_level", "leaf_min_ns"), "NaN", "hook_level.leaf_min_ns: NaN is not a number JSON has"),
+    (("hook_level",), "5", "hook_level: a number, not an object"),
+    (("checks",), "[-Infinity]", "checks[0]: -Infinity is not a number JSON has"),
+    (("o_in_root_only",), "[1]", "o_in_root_only: a list, not an object"),
+    (("kernel",), "6.1", "kernel: a number, not a string"),
+    (("o_in_root_only",), "[" * 100_000 + "]" * 100_000, "nested more than 32 levels deep"),
+])
+def test_a_bad_calibration_figure_is_one_line(tmp_path, path, value, field):
+    """Before: NaN applied ("O_in nan ns ... the calibration fits", a bare
+    nan in the JSON), a corrected 1,000.01 ms against a raw 0.01 ms, true
+    read as 1.0, or an internal error (exit 1)."""
+    d = _cal_dir(tmp_path, _with(path, value))
+    with pytest.raises(InputError, match=re.escape(field)):
+        calibration.load(str(d / "calibration.json"))
+    rc, err, text = inproc.report(d)
+    assert rc == 2 and text is None
+    line, = err.strip().splitlines()
+    assert "calibration.json: " in line and field in line
+
+
+@pytest.mark.parametrize("fmt", ["html", "svg", "speedscope", "txt", "json", "folded"])
+def test_a_nan_calibration_is_refused_in_every_format(tmp_path, fmt):
+    """Before: HTML, SVG and speedscope ended in an internal error."""
+    d = _cal_dir(tmp_path, _with(("o_in_root_only", "mean_ns"), "NaN"))
+    rc, err, text = inproc.report(d, fmt)
+    assert (rc, text) == (2, None)
+    assert len(err.strip().splitlines()) == 1 and "o_in_root_only.mean_ns" in err
+
+
+def test_the_interval_printed_is_the_one_of_the_value_used(tmp_path):
+    """The root-only O_in applied, 300 ns, is outside the file's interval
+    [850, 950] (an edited file): before, the header printed the full-graph
+    O_in's interval beside it; now only intervals that hold the values
+    used are printed, the others named in a note, and no +- figures rest on
+    them."""
+    doc = copy.deepcopy(inproc.CALIBRATION)
+    doc["o_in_root_only"]["mean_ns"] = 300.0
+    d = _cal_dir(tmp_path, doc)
+    rc, err, text = inproc.report(d, "txt")
+    assert rc == 0, err
+    head = " ".join(text.split("\n\n")[0].split())
+    assert "O_in 300.0 ns" in head and "95%:" not in head
+    assert "O_in 300.0 ns is outside o_in_root_only.ci95_ns [850.0, 950.0] of the file" in head
+    rc, err, text = inproc.report(d)
+    c = inproc.strict_loads(text)
+    assert "o_in" not in c["calibration"]["spread"] and "o_in_root_only.ci95_ns" in c["calibration"]["spread_note"]
+    assert all(b["corrected_mean_pm_ns"] is None for b in c["balance"])
+    # the file's own value: its interval printed, the root-only one
+    d = tmp_path / "again"
+    d.mkdir()
+    shutil.copy(fixture(ICOUNT + "trace-root.dat"), d / "trace.dat")
+    (d / "calibration.json").write_text(json.dumps(inproc.CALIBRATION))
+    rc, err, text = inproc.report(d, "txt")
+    assert "95%: [850, 950], [650, 750]" in " ".join(text.split("\n\n")[0].split())
+    spread = inproc.strict_loads(inproc.report(d)[2])["calibration"]["spread"]
+    assert spread["o_in"] == {"ci95_ns": [850.0, 950.0], "samples": 300}

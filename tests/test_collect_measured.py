@@ -47,7 +47,8 @@ cat "$FAKE_IOZONE_OUT"
 """
 
 
-def run_collect(work, workload, output="iozone-i0-i1.txt", latency=False, stats=True, opts=(), old_files=()):
+def run_collect(work, workload, output="iozone-i0-i1.txt", latency=False, stats=True, opts=(), old_files=(),
+                latency_dir=None):
     t = fake_tracefs(work, functions=NFSD_FUNCS)
     bins = fake_bin(work)
     (bins / "iozone").write_text(FAKE_IOZONE)
@@ -61,7 +62,7 @@ def run_collect(work, workload, output="iozone-i0-i1.txt", latency=False, stats=
         extra["FAKE_NFSD_AFTER"] = str(MEASURED / "nfsd.after")
         extra["FAKE_MOUNTSTATS_AFTER"] = str(MEASURED / "mountstats.after")
     if latency:
-        extra["FAKE_IOZONE_LATENCY"] = str(IOZONE / "latency")
+        extra["FAKE_IOZONE_LATENCY"] = str(latency_dir or IOZONE / "latency")
     env = script_env(work, tracefs=t, bin_dir=bins, extra=extra)
     cwd = work / "cwd"
     cwd.mkdir()
@@ -69,9 +70,9 @@ def run_collect(work, workload, output="iozone-i0-i1.txt", latency=False, stats=
         shutil.copy(f, cwd)
     r = subprocess.run(["bash", str(COLLECT), "-g", "nfsd3_proc_write", "--no-calibrate", *opts,
                         "-o", str(work / "run"), "--", *workload],
-                       cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+                       cwd=cwd, env=env, capture_output=True, text=True, errors="replace", timeout=60)
     assert r.returncode == 0, r.stderr
-    return json.loads((work / "run" / "meta.json").read_text()), r
+    return json.loads((work / "run" / "meta.json").read_bytes()), r
 
 
 def test_iozone_table_in_workload_log_and_meta(work):
@@ -170,3 +171,40 @@ def test_iozone_without_table_warns(work):
     meta, r = run_collect(work, ["iozone", "-i0"], output=str(empty))
     assert meta["measured"]["main"]["iozone"] is None
     assert "holds no iozone result table" in r.stderr
+
+
+def test_hostile_workload_output_is_data_not_json(work):
+    """What the workload prints is data: iozone's table (as iozone-i0-i1.txt)
+    with a quote, a backslash and a byte that is not UTF-8 in its header, a
+    record size "4x", a figure "34x5146", an escape sequence and a tab in its
+    command line, and a -Q file with figures 10^400 long, nan and 1e400.
+    meta.json still parses; what is not a number is null (record_kb) or left
+    out (that figure, those latency lines), each with a warning in meta.json
+    and on stderr. (Before: `"record_kb": 4x`, an unescaped quote, exit 0.)"""
+    text = (IOZONE / "iozone-i0-i1.txt").read_bytes()
+    for old, new in ((b"    write  rewrite    read    reread", b'    wr"te  rewr\xffte    read    re\\ead'),
+                     (b"            4096       4   452854  2121284  3425146",
+                      b"            4096      4x   452854  2121284  34x5146"),
+                     (b"Command line used: iozone -i0 -i1 -r4k -s4m -f /tmp/ioz/x",
+                      b'Command line used: iozone -i0 "x" \\ \x1b[2J\ttab')):
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    hostile = work / "hostile.txt"
+    hostile.write_bytes(text)
+    lat = work / "latency"
+    lat.mkdir()
+    (lat / "wol.dat").write_text("Offset(Kbytes) Latency(us)\n0 100\n4096 200\n8192 " + "9" * 400 +
+                                 "\n12288 nan\n16384 1e400\n20480 4x\n")
+    meta, r = run_collect(work, ["iozone", "-i0", "-i1", "-Q"], output=str(hostile), latency=True,
+                          latency_dir=lat)
+    ioz = meta["measured"]["main"]["iozone"]
+    assert ioz["command_line"] == 'iozone -i0 "x" \\ [2J\ttab'   # (the escape character dropped)
+    assert ioz["rows"] == [{"file_kb": 4096, "record_kb": None, "throughput": {
+        'wr"te': 452854, "rewrte": 2121284, "re\\ead": 3034344}}]
+    assert meta["measured"]["main"]["iozone_latency"]["write"] == {
+        "file": "wol.dat", "count": 2, "mean_us": 150.0, "max_us": 200}
+    notes = [w for w in meta["warnings"] if w.startswith("workload.log: iozone result table")]
+    assert notes == ['workload.log: iozone result table, row 1: record size "4x" is not a number: record_kb null',
+                     'workload.log: iozone result table, row 1: "read" reads "34x5146", not a number: left out']
+    for n in notes:
+        assert f"collect.sh: WARNING: {n}" in r.stderr

@@ -231,6 +231,8 @@ def test_json_str_array_and_num():
     assert json.loads(lib('json_str_array "$@"', "a b", "c")) == ["a b", "c"]
     assert json.loads(lib('json_str_array')) == []
     assert lib('json_num 12.5; json_num x; json_num -3') == "12.5null-3"
+    # JSON has no leading zeros, no bare dot, no exponent words: null
+    assert lib('json_num 007; json_num 1.; json_num 0; json_num 4x; json_num nan') == "nullnull0nullnull"
 
 
 def corpus_fixture(rel):

@@ -597,3 +597,201 @@ def test_what_a_killed_collector_left_is_put_back(work, how):
     assert buffer_percent(work) == "50"
     assert_tracefs_restored(work)
     assert list((work / "lock").iterdir()) == []
+
+
+# ------------- the run folder: no other user can swap it while root writes
+
+# What the probe did, as another user: wait for a run's workload.log to
+# appear under H, rename the run folder away and put in its place a folder
+# whose record.log and workload.log are links to a file of root's. Polls
+# every 10 ms (no inotify tool in the basic set); says "swapped" or why not.
+SWAPPER = r"""
+H=$1 victim=$2 end=$((SECONDS + 20))
+while ((SECONDS < end)); do
+	for log in "$H"/*/workload.log; do
+		[ -e "$log" ] || continue
+		run=${log%/workload.log}
+		mv -- "$run" "$run.moved" 2>&1 || { echo "cannot rename $run"; exit 3; }
+		mkdir -- "$run" && ln -s -- "$victim" "$run/record.log" && ln -s -- "$victim" "$run/workload.log"
+		echo swapped
+		exit 0
+	done
+	sleep 0.01
+done
+echo "no run folder appeared"
+exit 1
+"""
+
+
+@pytest.fixture
+def other_user():
+    """A real second user (and its group), made for the test, removed after."""
+    import pwd
+    if shutil.which("useradd") is None or shutil.which("userdel") is None:
+        pytest.skip("needs useradd and userdel (passwd) to make a second user")
+    if shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv (util-linux) to run as the second user")
+    name = f"ftfl-swap-{os.getpid()}"
+    r = subprocess.run(["useradd", "--system", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin",
+                        name], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot make a second user here: {r.stderr.strip()}")
+    try:
+        yield pwd.getpwnam(name)
+    finally:
+        subprocess.run(["userdel", name], capture_output=True)
+
+
+@pytest.mark.parametrize("folder", ["owned by the user", "writable by the user's group", "default in the user's folder"])
+def test_another_user_cannot_swap_the_run_folder(work, other_user, folder):
+    """H is a folder another user can change: theirs (mode 0755, as a home
+    folder is), or root's but writable by their group. While collect.sh
+    records into H/run1 (or the default ./ftflame-DATE in H), that user
+    swaps it for a folder of links to a file of root's (mode 0600). The run
+    is refused before anything is made in H, and the file stays as it was.
+    (Before: the ancestor check let both folders pass, and root appended
+    trace-cmd's summary and the workload's output to the file.)"""
+    home = work / "home"
+    home.mkdir()
+    if folder == "writable by the user's group":
+        os.chown(home, 0, other_user.pw_gid)
+        home.chmod(0o775)
+    else:
+        os.chown(home, other_user.pw_uid, other_user.pw_gid)
+        home.chmod(0o755)
+    victim = work / "victim"
+    victim.write_text("precious\n")
+    victim.chmod(0o600)
+    (work / "swap.sh").write_text(SWAPPER)
+    swapper = subprocess.Popen(["setpriv", f"--reuid={other_user.pw_uid}", f"--regid={other_user.pw_gid}",
+                                "--clear-groups", "bash", str(work / "swap.sh"), str(home), str(victim)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        out = [] if folder.startswith("default") else ["-o", str(home / "run1")]
+        r = subprocess.run(["bash", str(COLLECT), "-g", "nfsd3_proc_write", "--no-calibrate", "--baseline", *out,
+                            "--", "sh", "-c", "sleep 2; echo the workload output"],
+                           cwd=home if folder.startswith("default") else work, env=collect_env(work),
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        swapper.kill()
+        swapped = swapper.communicate()[0]
+    assert victim.read_text() == "precious\n", f"root wrote into the file through the links ({swapped.strip()})"
+    assert r.returncode == 2, r.stderr
+    lines = one_line(r).strip().splitlines()
+    assert len(lines) == 1 and "unsafe output folder" in lines[0], r.stderr
+    why = "is writable by its group" if "group" in folder else f"is owned by {other_user.pw_name}"
+    assert f"{home} {why}" in lines[0], lines[0]
+    assert list(home.iterdir()) == []
+
+
+def test_a_sticky_folder_holds_the_run_folder_root_made(work, other_user):
+    """In a sticky world-writable folder (/tmp's mode) the run folder root
+    makes cannot be renamed by another user: the run goes on, the swap fails
+    and the file the links would point to stays as it was."""
+    pub = work / "pub"
+    pub.mkdir()
+    pub.chmod(0o1777)
+    victim = work / "victim"
+    victim.write_text("precious\n")
+    victim.chmod(0o600)
+    (work / "swap.sh").write_text(SWAPPER)
+    swapper = subprocess.Popen(["setpriv", f"--reuid={other_user.pw_uid}", f"--regid={other_user.pw_gid}",
+                                "--clear-groups", "bash", str(work / "swap.sh"), str(pub), str(victim)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        r = collect(work, pub / "run1", ["sh", "-c", "sleep 1; echo the workload output"],
+                    collect_env(work), "--baseline")
+    finally:
+        swapper.kill()
+        swapped = swapper.communicate()[0]
+    assert r.returncode == 0, r.stderr
+    assert "cannot rename" in swapped, swapped
+    assert victim.read_text() == "precious\n"
+    assert (pub / "run1" / "workload.log").read_text() == "the workload output\n"
+    assert "CPU0 data recorded" in (pub / "run1" / "record.log").read_text()
+
+
+# ------------------- --restore reads the saved settings as data, never runs them
+
+def restore_with(work, text: str):
+    """collect.sh --restore with text as the saved settings beside the lock."""
+    env = collect_env(work)
+    lock = work / "lock"
+    lock.mkdir(mode=0o700)
+    state = lock / "tracefs-restore"
+    state.write_text(text.replace("@T@", str(work / "tracefs")).replace("@W@", str(work)))
+    state.chmod(0o600)
+    victim = work / "victim"
+    victim.write_text("precious\n")
+    before = {p: p.read_bytes() for p in (work / "tracefs").rglob("*") if p.is_file()}
+    r = subprocess.run(["bash", str(COLLECT), "--restore"], cwd=work, env=env,
+                       capture_output=True, text=True, timeout=60)
+    after = {p: p.read_bytes() for p in (work / "tracefs").rglob("*") if p.is_file()}
+    return r, state, victim, before, after
+
+
+HOSTILE_STATES = {
+    # the old format, which the collector sourced: each line would run
+    "command substitution": ("# tracefs settings to put back\nFT_SAVED_T=@T@\n"
+                             "FT_SNAP[current_tracer]=nop\ntouch @W@/ran-1\n"
+                             "FT_SNAP[tracing_on]=$(touch @W@/ran-2)1\n"),
+    # ... and a path out of tracefs: T/options/../../victim is W/victim
+    "../ in a name": ("FT_SAVED_T=@T@\nFT_SNAP[current_tracer]=nop\nFT_SNAP[tracing_on]=1\n"
+                      "FT_SNAP[options/../../victim]=written\n"),
+    # the data format, with the same tricks: refused as a whole, nothing written
+    "../ in a data name": ("ftflame-tracefs-restore/2\nT=@T@\nS:current_tracer=nop\nS:tracing_on=1\n"
+                           "S:options/../../victim=written\n"),
+    "another path as tracefs": ("ftflame-tracefs-restore/2\nT=@W@\nS:current_tracer=nop\nS:tracing_on=1\n"
+                                "S:options/x=$(touch @W@/ran-3)\n"),
+    "not a setting": ("ftflame-tracefs-restore/2\nT=@T@\nS:current_tracer=nop\nS:tracing_on=1\n"
+                      "S:$(touch @W@/ran-4)=1\n"),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_STATES))
+def test_restore_runs_nothing_and_writes_nothing_outside_tracefs(work, case):
+    """A saved-settings file that holds code or paths out of tracefs: --restore
+    refuses it whole (one line, exit 2, the file kept): no command of it
+    runs, nothing is written, in tracefs or out of it. (Before: the file was
+    sourced: its commands ran, and options/../../victim was written.)"""
+    r, state, victim, before, after = restore_with(work, HOSTILE_STATES[case])
+    assert sorted(p.name for p in work.glob("ran-*")) == [], "a command of the saved file ran"
+    assert victim.read_text() == "precious\n"
+    assert after == before
+    assert r.returncode == 2, r.stderr
+    lines = one_line(r).strip().splitlines()
+    assert len(lines) == 1 and "cannot read the tracefs settings to put back" in lines[0], r.stderr
+    assert state.exists()
+
+
+def test_restore_reads_values_with_newlines_and_percents_back(work):
+    """The data format keeps every value as it was: list files of several
+    lines, a % in a value."""
+    t = fake_tracefs(work, functions=NFSD_FUNCS)
+    (t / "options").mkdir(exist_ok=True)
+    (t / "set_ftrace_filter").write_text("vfs_write\nvfs_read\n")
+    (t / "options" / "odd").write_text("50%0A%25\n")
+    env = collect_env(work)
+    script = ('. "$0"; T=$1; FT_LOCK_DIR=$2; FT_STATE_NAME=s; snapshot_tracefs; declare -A want; '
+              'for k in "${!FT_SNAP[@]}"; do want[$k]=${FT_SNAP[$k]}; done; read_tracefs_state "$2/s"; '
+              'for k in "${!want[@]}"; do [ "${FT_SNAP[$k]}" = "${want[$k]}" ] || echo "differs: $k"; done; '
+              'echo "${#FT_SNAP[@]} ${#want[@]}"; printf "%s|" "${FT_SNAP[set_ftrace_filter]}" "${FT_SNAP[options/odd]}"')
+    (work / "st").mkdir(mode=0o700)
+    r = subprocess.run(["bash", "-c", script, str(COLLECT.parent / "lib.sh"), str(t), str(work / "st")],
+                       env=env, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.splitlines()
+    assert "differs" not in r.stdout, r.stdout
+    n, m = out[0].split()
+    assert n == m and int(n) > 5
+    assert r.stdout.endswith("vfs_write\nvfs_read|50%0A%25|")
+
+
+def test_a_new_output_path_with_dot_dot_is_refused_before_anything_is_made(work):
+    """-o x/../run: the folders to make are made one by one, each in a
+    folder checked first; a .. among them is refused, and nothing is made."""
+    r = collect(work, "x/../run", ["true"], collect_env(work))
+    assert r.returncode == 2, r.stderr
+    lines = one_line(r).strip().splitlines()
+    assert len(lines) == 1 and "'..' in the folders to make" in lines[0], r.stderr
+    assert not (work / "x").exists() and not (work / "run").exists()

@@ -13,13 +13,16 @@ server's RPC counts. (Figures are made up; the checks are of consistency.)
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import subprocess
 import sys
 
 import pytest
 
 from ftflame.correct.cpu import CpuFileError, parse_cpu_file
-from helpers.cpurun import run_dir
+from helpers import inproc
+from helpers.cpurun import cpu_text, run_dir
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
 ROOT_CALLS = 23
@@ -138,3 +141,75 @@ def test_perf_stat_csv_as_perf_prints_it(tmp_path):
     assert c["nfsd_on_cpu_ns"] == 231_530_000 and c["schedstat_on_cpu_ns"] == 400_000_000
     _, doc = report(d, "json")
     assert doc["cpu"]["nfsd_on_cpu_ns"] == 231_530_000 and doc["cpu"]["source"] == "perf task-clock"
+
+
+# ---- every figure of a cpu file checked where it is parsed (issue 37) ----
+
+def _cpu_dir(tmp_path, text, trace=None):
+    from conftest import fixture
+
+    d = tmp_path / "run"
+    d.mkdir()
+    shutil.copy(fixture(trace or "k6.1/s15-icount-calib/trace-root.dat"), d / "trace.dat")
+    (d / "cpu-main.txt").write_text(text)
+    return d
+
+
+@pytest.mark.parametrize("change,what", [
+    (("clk_tck 100", "clk_tck 0"), "clk_tck 0"),
+    (("nfsd-101,300.5,", "nfsd-101,nan,"), "'nan'"),
+    (("nfsd-101,300.5,", "nfsd-101,inf,"), "'inf'"),
+    (("nfsd-101,300.5,", "nfsd-101,1e400,"), "'1e400'"),
+    (("nfsd-101,300.5,", "nfsd-101,-495,"), "'-495'"),
+    (("101 301000000 60 20", "101 -5 60 20"), "-5"),
+    (("101 301000000 60 20", "101 301000000"), "3 schedstat counters"),
+])
+def test_a_bad_cpu_figure_leaves_the_accounting_out(tmp_path, change, what):
+    """Before: ZeroDivisionError and NaN (internal error, exit 1), or on-CPU
+    -495 ms with shares of -1.9% and 104.3%."""
+    d = _cpu_dir(tmp_path, cpu_text((300, 100)).replace(*change))
+    with pytest.raises(CpuFileError, match=re.escape(what)):
+        parse_cpu_file(d / "cpu-main.txt")
+    rc, err, text = inproc.report(d)
+    assert rc == 0, err
+    doc = inproc.strict_loads(text)
+    assert "cpu" not in doc
+    assert any("cpu-main.txt: unreadable" in n and what in n for n in doc["trace"]["notes"])
+
+
+@pytest.mark.parametrize("change,what", [
+    (("cpu  1100 10 700 8150 20 40 70 5 0 0", "cpu  1100 10 700"), "the cpu line has 3 of its 8 fields"),
+    (("cpu  1100 10 700", "cpu  900 10 700"), "counters went backwards"),
+    (("rpc 152 0 0 0 0", "rpc 7 0 0 0 0"), "RPC count went backwards"),
+])
+def test_a_cut_or_backward_counter_leaves_that_figure_out(tmp_path, change, what):
+    """Before: negative percentages of the machine's time, a negative RPC count."""
+    d = _cpu_dir(tmp_path, cpu_text((300, 100)).replace(*change))
+    rc, err, text = inproc.report(d)
+    assert rc == 0, err
+    c = inproc.strict_loads(text)["cpu"]
+    assert any(what in w and w.startswith("cpu-main.txt: ") for w in c["warnings"]), c["warnings"]
+    assert c["nfsd_on_cpu_ns"] == 400_750_000  # (perf's: still there)
+    if "RPC" in what:
+        assert c["server_rpc_calls"] is None and c["machine"]
+    else:
+        assert c["machine"] == [] and c["server_rpc_calls"] == 131
+
+
+def test_off_cpu_time_is_outside_the_root_calls(tmp_path):
+    """A trace with sched_switch (5.10's NFSv4 writes, 1,352 switches): the
+    root calls' share of the threads' on-CPU time is their raw time less the
+    time they spent switched out (the balance sheet's off-CPU mean); the
+    switched-out time is not on-CPU time of the threads at all."""
+    d = _cpu_dir(tmp_path, cpu_text((500, 200)), "k5.10/s21-v4-write-sched/trace.dat")
+    rc, err, text = inproc.report(d)
+    assert rc == 0, err
+    doc = inproc.strict_loads(text)
+    b, = doc["balance"]  # nfsd4_write, 49 clean root calls
+    raw, off = b["calls"] * b["measured_raw_mean_ns"], b["calls"] * b["offcpu_mean_ns"]
+    assert off > 0.1 * raw  # (what this test needs: much time switched out)
+    parts = {p["key"]: p["ns"] for p in doc["cpu"]["parts"]}
+    inside = sum(v for k, v in parts.items() if k != "outside_roots")
+    assert inside == pytest.approx(raw - off, abs=b["calls"] * 0.1)
+    assert parts["outside_roots"] == pytest.approx(doc["cpu"]["nfsd_on_cpu_ns"] - (raw - off), abs=b["calls"] * 0.1)
+    assert not any("no sched_switch" in w for w in doc["cpu"]["warnings"])

@@ -35,7 +35,7 @@ import time
 import pytest
 
 from conftest import SAMPLE, fixture, fixture_params, holds_open
-from helpers import corpus, damage, readers
+from helpers import corpus, damage, promptly, readers
 
 SOURCES = ["k6.1/s04-null/trace.dat", "k6.1/s10-lost/trace.dat"]
 PER_FORM = 45
@@ -698,19 +698,93 @@ def test_ctrl_c_ends_promptly_at_any_point(reader, point, tmp_path, tmp_path_fac
         proc.communicate()
         pytest.skip(f"the report finished before the signal ({point})")
     proc.send_signal(signal.SIGINT)
-    sent = time.monotonic()
-    try:
-        err = proc.communicate(timeout=5)[1]
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        pytest.fail(f"still running 5 s after SIGINT ({point})")
+    # bounded by the CPU time spent after the signal (5 s), not by wall
+    # time: at load 5-11 a prompt stop still waited 5 s for a core
+    _, err, _ = promptly.communicate_within_cpu(proc, cpu_budget=5.0)
     if proc.returncode == 0:
         pytest.skip(f"the report finished before the signal ({point})")
     assert proc.returncode == 130, f"exit {proc.returncode}:\n{err}"
     assert len(err.splitlines()) == 1 and "interrupted" in err, err
-    assert time.monotonic() - sent < 5
     assert os.listdir(tmp_path) == []
+
+
+
+# ---- header oddities read on without: said, not silent (issue 37 item 8) --------------
+
+def _patched(data: bytes, pick, value: int, size: int) -> bytes:
+    """data with every field `pick(region)` chooses set to value (little-endian)."""
+    out = bytearray(data)
+    hits = [r for r in damage.layout(data)[1] if pick(r)]
+    assert hits
+    for r in hits:
+        out[r.offset:r.offset + size] = value.to_bytes(size, "little")
+    return bytes(out)
+
+
+def _trace_notes(path, reader, tmp_path) -> tuple:
+    trace = json_report(str(path), reader, tmp_path)
+    return trace, [n for n in trace["notes"] if "trace.dat" in n]
+
+
+def test_a_cpu_count_the_data_refutes_is_said_and_the_datas_shown(s04_forms, tmp_path):
+    """Every CPUCOUNT option says 1,000 CPUs, the data is for 2: the report
+    said "1000 CPUs" and `events_per_cpu: {}`, no note. (libtracecmd's
+    reader refuses the file: test_a_header_claiming_1000_cpus...)"""
+    path = tmp_path / "cpucount.dat"
+    path.write_bytes(_patched(s04_forms["v7"], lambda r: r.what == "option 8 data", 1000, 4))
+    trace, notes = _trace_notes(path, "builtin", tmp_path)
+    assert trace["cpus"] == 2 and trace["events_per_cpu"] == {"0": 5878, "1": 2122}
+    assert notes == ["the trace.dat's CPU count option says 1,000 CPUs, its data sections are for 2: 2 shown"]
+
+
+SECTION_ODDITIES = {  # what is changed -> what the note says
+    "printk-size": (lambda r: r.section == "printk" and r.what == "section size", 2**64 - 1, 8,
+                    "printk section at byte 1660181: its size 18446744073709551615 runs past the end"),
+    "cmdlines-id": (lambda r: r.section == "cmdlines" and r.what == "section id", 99, 2,
+                    "cmdlines section at byte 1665930: its header says section 99, not 21"),
+    "buffer-size": (lambda r: r.section == "flyrecord" and r.what == "section size", 2**64 - 1, 8,
+                    "buffer section at byte 1667185: its size 18446744073709551615 runs past the end"),
+}
+
+
+@pytest.mark.parametrize("reader", readers.params())
+@pytest.mark.parametrize("what", list(SECTION_ODDITIES))
+def test_a_section_header_the_file_refutes_is_said(s04_forms, what, reader, tmp_path):
+    """Section headers of sizes 2^64-1, or of ids not their option's, in
+    sections the read goes on without: ignored with no note before."""
+    pick, value, size, said = SECTION_ODDITIES[what]
+    path = tmp_path / f"{what}.dat"
+    path.write_bytes(_patched(s04_forms["v7"], pick, value, size))
+    if what == "cmdlines-id" and reader == "libtracecmd":
+        proc = readers.report(str(path), reader, "-q", "-o", str(tmp_path / "r.txt"))
+        assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr  # (libtracecmd's refusal)
+        return
+    trace, notes = _trace_notes(path, reader, tmp_path)
+    assert trace["counters"]["events"] == 8000
+    assert len(notes) == 1 and notes[0].startswith("1 trace.dat section header that the file refutes: "
+                                                   "read on without it (first: ") and said in notes[0], notes
+
+
+@pytest.mark.parametrize("reader", readers.params())
+def test_an_option_of_an_unknown_id_is_said(s04_forms, reader, tmp_path):
+    """The printk option's id made 57 (no trace-cmd defines it): skipped,
+    and now said."""
+    data = s04_forms["v7"]
+    at = next(r for r in damage.layout(data)[1] if r.what == "option 20 size").offset - 2
+    path = tmp_path / "option57.dat"
+    path.write_bytes(data[:at] + (57).to_bytes(2, "little") + data[at + 2:])
+    trace, notes = _trace_notes(path, reader, tmp_path)
+    assert trace["counters"]["events"] == 8000
+    assert notes == ["1 trace.dat option of an id no trace-cmd defines (first: 57): skipped (a newer "
+                     "trace-cmd, or damage)"]
+
+
+@pytest.mark.parametrize("reader", readers.params())
+def test_an_undamaged_file_has_no_header_notes(s04_forms, reader, tmp_path):
+    for form in ("v6", "v7"):
+        path = tmp_path / f"{form}.dat"
+        path.write_bytes(s04_forms[form])
+        assert _trace_notes(path, reader, tmp_path)[1] == []
 
 
 if __name__ == "__main__":

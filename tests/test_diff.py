@@ -485,8 +485,11 @@ def test_bad_command_lines(args, word):
 def test_options_after_the_after_traces_still_work(tmp_path):
     """README's example: `ftflame diff b1 b2 b3 -- a1 a2 a3 -o diff.html`
     writes diff.html (the options after '--' are options, not traces)."""
-    before = [fixture("k6.1/s01-v3-write4k/trace.dat")] * 3
-    after = [fixture("k6.12/s01-v3-write4k/trace.dat")] * 3
+    # three runs a side, each its own trace (one given three times is refused)
+    before = [fixture(r) for r in ("k6.1/s01-v3-write4k/trace.dat", "k6.1/s10-lost/trace.dat",
+                                   "k6.1/s06-calib-pair/trace-full.dat")]
+    after = [fixture(r) for r in ("k6.12/s01-v3-write4k/trace.dat", "k6.1/s15-icount-calib/trace-full.dat",
+                                  "k6.1/s09-depth3/trace.dat")]
     out = tmp_path / "diff.html"
     proc = run("diff", *before, "--", *after, "-o", str(out))
     assert proc.returncode == 0, proc.stderr
@@ -712,3 +715,28 @@ def test_a_trace_rooted_at_one_procedure_has_no_operations(synth):
     assert "Operations" not in diff_text.render(d)
     assert json.loads(diff_json.render(d))["operations"] == []
     assert set(diff_html.table_data(d)["kind"]) == {"function"}
+
+
+@pytest.mark.parametrize("how", ["name", "symlink", "hardlink", "copy"])
+def test_one_run_given_twice_on_a_side_is_refused(synth, tmp_path, how):
+    """Issue 37 item 7: `diff a a a -- b b b` pooled one file as three
+    independent runs (narrower intervals, more verdicts). The same file by
+    any name, or the same bytes, twice on a side is one line and exit 2;
+    the two sides may share a trace."""
+    a, b = synth["runs"][0], synth["runs"][1]
+    twin = str(tmp_path / "twin.txt.gz")
+    if how == "symlink":
+        os.symlink(a, twin)
+    elif how == "hardlink":
+        os.link(a, twin)
+    elif how == "copy":
+        Path(twin).write_bytes(Path(a).read_bytes())
+    else:
+        twin = a
+    for argv in ([a, twin, "--", b], [b, "--", a, b, twin]):
+        r = subprocess.run([*FTFLAME, "diff", *argv], capture_output=True, text=True)
+        assert r.returncode == 2, r.stderr
+        line, = r.stderr.strip().splitlines()
+        assert f"{twin}: is the same {'content' if how == 'copy' else 'file'} as {a}" in line
+    r = subprocess.run([*FTFLAME, "diff", a, "--", a, b, "-q"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

@@ -144,3 +144,43 @@ def test_getattr_trace_with_another_boots_calibration(path, s13_file):
     p = report(path, s13_file)
     assert p.calibration.fit["ok"] is False and p.calibration.source == "in-trace"
     assert p.corrected.sample_clamped == 0
+
+
+def test_a_calibration_from_another_kernel_is_noted_in_every_output(tmp_path):
+    """Issue 37: a calibration whose `kernel` says 6.12 applied to a 6.1
+    trace (it fits: nothing else would say so) is noted, from one place
+    (the fit check's kernel_note), in every output that shows the
+    calibration; its intervals widen as a carried calibration's."""
+    import copy
+    import shutil
+
+    from helpers import inproc
+
+    doc = copy.deepcopy(inproc.CALIBRATION)
+    doc["kernel"] = "Linux (none) 6.12.117+deb12-amd64 x86_64"
+    d = tmp_path / "run"
+    d.mkdir()
+    shutil.copy(fixture("k6.1/s15-icount-calib/trace-root.dat"), d / "trace.dat")
+    (d / "calibration.json").write_text(json.dumps(doc))
+    note = "calibration.json was made on kernel 6.12.117+deb12-amd64, the trace on 6.1.0-56-amd64"
+    out = {}
+    for fmt in ("txt", "json", "html", "svg", "speedscope"):
+        rc, err, out[fmt] = inproc.report(d, fmt)
+        assert rc == 0, err
+    assert note in " ".join(out["txt"].split("\n\n")[0].split())
+    f = inproc.strict_loads(out["json"])["calibration"]["fit"]
+    assert f["ok"] and f["carried"] and note in f["kernel_note"]
+    assert f["other_kernel"] == {"calibration": "6.12.117+deb12-amd64", "trace": "6.1.0-56-amd64"}
+    for fmt in ("html", "svg", "speedscope"):
+        assert note in out[fmt], fmt
+    # the same kernel: no note
+    (d / "calibration.json").write_text(json.dumps(inproc.CALIBRATION))
+    rc, err, text = inproc.report(d)
+    assert "kernel_note" not in inproc.strict_loads(text)["calibration"]["fit"]
+
+
+@pytest.mark.parametrize("uname,release", [
+    ("Linux (none) 6.1.0-56-amd64 x86_64", "6.1.0-56-amd64"), ("6.1", "6.1"),
+    ("Linux host 7.3.0-rc1+ #1 SMP", "7.3.0-rc1+"), ("", None), (None, None), (5, None)])
+def test_kernel_release(uname, release):
+    assert fit.kernel_release(uname) == release

@@ -11,6 +11,7 @@ each meta.json is written by the test in the shape collect.sh writes it
 """
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import subprocess
@@ -19,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from ftflame.correct.measured import count_check, iozone_rows, server_counter
+from ftflame.correct.measured import count_check, iozone_rows, load_meta, server_counter
+from helpers import inproc
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "tests" / "data" / "sample" / "trace.dat"
@@ -157,3 +159,94 @@ def test_balance_sheet_lists_the_client_execute_time_as_an_independent_total(tmp
     html = report(d, "html")
     assert '"independent": [{"source": "client execute time (WRITE on /mnt/nfs, 118 ops)"' in html \
         or '"independent":[{"source":"client execute time (WRITE on /mnt/nfs, 118 ops)"' in html
+
+
+def test_escape_sequences_in_meta_json_are_shown_not_sent(tmp_path):
+    """Issue 37 item 9: meta.json's mount point, iozone command line and
+    test names, and the run folder's own path, reached the terminal raw
+    (a window title set, the screen cleared)."""
+    evil = "\x1b]0;PWN\x07\x1b[2J"
+    mounts = {f"/mnt/{evil}nfs": {"device": f"h:/{evil}", "fstype": "nfs", "ops": {
+        "WRITE": {"delta": {"ops": 118, "rtt_ms": 50, "execute_ms": 59}}}}}
+    iozone = {"units": "kB/s", "command_line": f"iozone -i0 {evil}",
+              "rows": [{"file_kb": 4096, "record_kb": 4, "throughput": {f"wr{evil}ite": 452854}}]}
+    latency = {f"w{evil}": {"file": "wol.dat", "count": 1, "mean_us": 1.0, "max_us": 1}}
+    d = run_dir(tmp_path, meta_doc(TRACE_CALLS, mounts=mounts, iozone=iozone, latency=latency))
+    d = d.rename(tmp_path / f"run{evil}")
+    r = subprocess.run([*FTFLAME, "report", str(d)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for stream in (r.stdout, r.stderr):
+        assert "\x1b" not in stream and "\x07" not in stream, stream
+    shown = "\\x1b]0;PWN\\x07\\x1b[2J"
+    assert f"client WRITE on /mnt/{shown}nfs: 118 ops" in r.stdout
+    assert f"iozone: iozone -i0 {shown}" in r.stdout
+    assert f"wr{shown}ite" in r.stdout and f"w{shown} latency" in r.stdout
+    assert f"run{shown}" in r.stdout  # the header's input path
+
+
+# ---- every figure of meta.json checked where it is loaded (issue 37) ----
+
+def _set(doc, path, value):
+    d = doc
+    for k in path[:-1]:
+        d = d[k]
+    d[path[-1]] = value
+    return doc
+
+
+MOUNTS = {"/mnt/nfs": {"device": "srv:/x", "fstype": "nfs",
+                       "ops": {"WRITE": {"delta": {"ops": 118, "execute_ms": 9.5, "rtt_ms": 6}}}}}
+LATENCY = {"write": {"count": 118, "mean_us": 400.5, "max_us": 900}}
+
+
+@pytest.mark.parametrize("path,value,field", [
+    (("measured", "main", "nfsd"), "x", "measured.main.nfsd: a string, not an object"),
+    (("measured", "main", "nfsd", "delta", "proc3"), [1], "measured.main.nfsd.delta.proc3: a list"),
+    (("graph_functions",), 5, "graph_functions: a number, not a list"),
+    (("measured", "main", "nfsd", "delta", "proc3", "write"), -118, "proc3.write: -118 is below 0"),
+    (("measured", "main", "nfsd", "delta", "proc3", "write"), True, "proc3.write: true is not a number"),
+    (("measured", "main", "client_mounts", "/mnt/nfs", "ops", "WRITE", "delta", "execute_ms"), -1e9,
+     "WRITE.delta.execute_ms: -1000000000.0 is below 0"),
+    (("measured", "main", "client_mounts", "/mnt/nfs", "ops", "WRITE", "delta", "ops"), 1.5,
+     "WRITE.delta.ops: 1.5 is not a whole number"),
+    (("measured", "main", "iozone", "rows", 0, "throughput", "write"), "fast", "rows[0].throughput.write: a string"),
+    (("measured", "main", "iozone_latency", "write", "count"), 10**400, "latency.write.count: "),
+    (("lost_events_total",), float("nan"), "lost_events_total: NaN is not a number JSON has"),
+    (("measured", "main", "iozone_latency", "write", "mean_us"), float("inf"),
+     "iozone_latency.write.mean_us: Infinity is not a number JSON has"),
+])
+def test_a_bad_meta_figure_is_left_out_with_a_warning(tmp_path, path, value, field):
+    """Before: an internal error (exit 1), or a negative client execute mean,
+    or a bare NaN in the JSON report."""
+    doc = _set(meta_doc(TRACE_CALLS, mounts=copy.deepcopy(MOUNTS), iozone=copy.deepcopy(IOZONE),
+                        latency=copy.deepcopy(LATENCY)), path, value)
+    d = run_dir(tmp_path, json.dumps(doc))
+    rc, err, text = inproc.report(d)
+    assert rc == 0, err
+    m = inproc.strict_loads(text)["measured"]
+    assert any(f"meta.json: {'.'.join(map(str, path[:2]))}" in w and field in w and w.endswith(": left out")
+               for w in m["warnings"]), m["warnings"]
+    for c in m["client"]:
+        assert c["client_execute_mean_ns"] >= 0 and c["client_rtt_mean_ns"] >= 0
+    if path[:3] == ("measured", "main", "nfsd"):  # a count left out is not a count of 0
+        assert m["server_counts"] == []
+
+
+def test_a_meta_nested_too_deep_is_a_warning(tmp_path):
+    """Before: RecursionError, an internal error."""
+    d = run_dir(tmp_path, "[" * 100_000 + "]" * 100_000)
+    rc, err, text = inproc.report(d)
+    assert rc == 0, err
+    w, = inproc.strict_loads(text)["measured"]["warnings"]
+    assert "meta.json: unreadable (nested more than 32 levels deep)" in w
+
+
+def test_load_meta_keeps_only_what_it_checked(tmp_path):
+    doc = meta_doc(TRACE_CALLS, mounts=copy.deepcopy(MOUNTS))
+    doc["measured"]["main"]["nfsd"]["before"] = {"rpc": {"calls": float("nan")}}  # (not read)
+    d = run_dir(tmp_path, json.dumps(doc))
+    meta, warnings = load_meta(str(d / "trace.dat"))
+    assert "before" not in meta["measured"]["main"]["nfsd"]
+    assert warnings == (f"{d / 'meta.json'}: measured.main.nfsd.before.rpc.calls: NaN is not a number JSON "
+                        "has: left out",)
+    assert meta["measured"]["main"]["client_mounts"] == MOUNTS

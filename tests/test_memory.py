@@ -224,3 +224,26 @@ def test_a_400_mb_text_trace_is_read_in_flat_memory(tmp_path):
     assert int(head.split()[2].replace(",", "")) > 7_000_000, head  # "2 CPUs, N events": all of it read
     peak_mib = int(peak) / 1024
     assert peak_mib < 150, f"{size >> 20} MiB of text peaked at {peak_mib:.0f} MiB"
+
+
+@rss_bound
+def test_the_read_of_many_distinct_root_functions_keeps_small_slowest_trees(tmp_path):
+    """A root function per call (100k distinct names, each call kept as its
+    function's slowest): each root path's heap of kept calls had room for
+    --slowest (20) calls at once, 1.3 KB, and a kept one-call tree held the
+    task's first 64-call buffer, 1.5 KB: the read peaked at 3.2 KB a root
+    function (2 M of them: 6.6 GB). The heap now grows as calls come and a
+    small tree is copied to a block of its size: under 1 KB."""
+    import subprocess
+    import sys
+
+    if not os.access("/proc/self/clear_refs", os.W_OK):
+        pytest.skip("no /proc/self/clear_refs here: the high-water mark cannot be reset")
+    n = 100_000
+    trace = tmp_path / "distinct.txt"
+    trace.write_bytes(leafroots.trace(leafroots.line(0, f"{1 + i % 997}.000", f"f_{i}") for i in range(n)).encode())
+    out = subprocess.run([sys.executable, "-c", _READ_HIGH_WATER, str(trace)], check=True,
+                         capture_output=True, text=True).stdout.split()
+    roots, grew = int(out[0]), int(out[1])
+    assert roots == n
+    assert grew / n < 1200, f"the read peaks at {grew / n:.0f} bytes a distinct root function"

@@ -387,3 +387,19 @@ def test_a_replaced_link_gives_the_report_no_owner_of_its_own(tmp_path):
     proc = run("report", SAMPLE, "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert not os.path.islink(out) and os.stat(out).st_uid == 0
+
+
+@pytest.mark.parametrize("args", [["report", "{p}"], ["report", "{p}", "--sections", "header", "-q"],
+                                  ["report", "{p}", "-o", "{p}.json"], ["diff", "{p}", "{p}.missing"],
+                                  ["report", "{p}.missing"], ["report", "{p}", "-o", "{p}"]],
+                         ids=["text", "header", "wrote-note", "diff", "missing", "input-as-output"])
+def test_escape_sequences_in_a_path_are_shown_not_sent(tmp_path, args):
+    """Issue 37 item 9: the input's path reached the terminal raw in the
+    report's header and in the one-line messages (error, "wrote")."""
+    p = tmp_path / "a\x1b]0;PWN\x07\x1b[2J\x9b.dat"
+    shutil.copy(SAMPLE, p)
+    r = subprocess.run([*FTFLAME, *(a.format(p=p) for a in args)], capture_output=True, text=True)
+    assert r.returncode in (0, 2), r.stderr
+    for stream in (r.stdout, r.stderr):
+        assert not any(c in stream for c in "\x1b\x07\x9b"), stream
+    assert "a\\x1b]0;PWN\\x07\\x1b[2J\\x9b.dat" in r.stdout + r.stderr

@@ -55,9 +55,9 @@ def _events(call, depth: int, start: int, out: list) -> None:
     out.append((start + dur, "exit", name, depth, start, start + dur, ret))
 
 
-def dat_trace(path, form: dw.Form = dw.LE64) -> None:
+def dat_trace(path, form: dw.Form = dw.LE64, roots=ROOTS) -> None:
     evs, start = [], T0
-    for root in ROOTS:
+    for root in roots:
         _events(root, 0, start, evs)
         start += root[1] + 1000
     body, last = b"", T0
@@ -298,3 +298,24 @@ def test_arguments_as_many_as_recorded():
     from ftflame.report import callsjson
 
     assert callsjson.slowest_json(p)[0]["tree"]["args"] == [["0x10", "0"], None]
+
+
+def test_minus_one_is_an_error_code_in_every_figure(tmp_path):
+    """-1 (EPERM), as a long and as an int, is the first error code: the C
+    error table counted it, and an off-by-one bound in retval_is_error
+    (s < -1) would drop it from the slowest calls' line only, with no
+    test noticing (issue 37, "Tests that bind"). 0 and -4096 are not."""
+    roots = [("svc_process", 9000, 0, [("nfsd_dispatch", 8000, -1, [("vfs_write", 5000, 0xffffffff, [])])]),
+             ("svc_process", 8000, -4096, [("nfsd_dispatch", 7000, 0, [])])]
+    path = tmp_path / "eperm.dat"
+    dat_trace(path, roots=roots)
+    rs = returns_of(read_with(path, "builtin"))
+    assert rs["nfsd_dispatch"] == (1, 8000, 1, 7000) and rs["vfs_write"] == (1, 5000, 0, 0)
+    assert rs["svc_process"] == (0, 0, 2, 17000)
+    out = subprocess.run([*FTFLAME, "report", str(path)], capture_output=True, text=True, check=True).stdout
+    assert "  errors: 2 calls returned an error code: nfsd_dispatch = -1, vfs_write = -1" in out
+    doc = json.loads(subprocess.run([*FTFLAME, "report", "-F", "json", str(path)], capture_output=True,
+                                    text=True, check=True).stdout)
+    slow = {s["dur_ns"]: s for s in doc["slowest"]}
+    assert slow[9000]["tree"]["ret"] == ["0x0", "-1", "-1"]
+    assert slow[8000]["tree"]["ret"] == ["0xfffffffffffff000", "0x0"]

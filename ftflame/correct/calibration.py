@@ -33,6 +33,7 @@ from ftflame.model.errors import InputError
 from ftflame.model.profile import NODE_IRQ, SAMPLE_GAP, SAMPLE_IRQ, Calibration, Profile, hist_lower, hist_upper
 from ftflame.output import write_atomic
 from ftflame.rundir import CALIB_META_FILE, CALIBRATION_FILE
+from ftflame.rundir import kind as json_kind
 
 SCHEMA = "ftflame-calibration/1"
 BOOTSTRAP = 2000
@@ -393,12 +394,14 @@ def _recorded_options(pf: Profile) -> dict:
 def _calib_meta(trace_path: str) -> dict:
     """calib-meta.json that collect/calibrate.sh writes beside the traces."""
     path = os.path.join(os.path.dirname(os.path.abspath(trace_path)), CALIB_META_FILE)
+    from ftflame.rundir import bad_numbers, load_json
+
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-        return doc if isinstance(doc, dict) else {}
+        doc = load_json(path)
     except (OSError, ValueError):
         return {}
+    # (its options are copied into calibration.json: no NaN may go with them)
+    return doc if isinstance(doc, dict) and not bad_numbers(doc) else {}
 
 
 # ---- 2. in-trace estimate ----------------------------------------------------
@@ -455,26 +458,92 @@ def write(path: str, cal: dict) -> str:
     return text
 
 
+# The figures of calibration.json that corrections, intervals and notes read:
+# the objects, each with whether its mean may be below 0. A hook cost is at most this (1 s: far above any
+# machine's, emulated ones included); the spread of a figure may be negative
+# where the figure may.
+MAX_HOOK_NS = 1e9
+_COSTS = ("o_in_ns", "o_out_ns")
+_OBJECTS = {"o_in": False, "o_out": False, "o_in_root_only": False, "o_in_plus_o_out": True}
+# (O_out's interval may reach below 0: a difference of two recordings'; O_in's are of durations)
+_SIGNED_CI = ("o_out", "o_in_plus_o_out")
+
+
 def load(path: str) -> Calibration:
-    """A Calibration from a calibration.json (ours or collect/calibrate.sh's)."""
+    """A Calibration from a calibration.json (ours or collect/calibrate.sh's),
+    every figure read checked here (finite, in range, a number and not true
+    or false): a bad one is one line naming the field (InputError, exit 2)."""
+    from ftflame.rundir import bad_numbers, field_name, load_json
+
+    hint = "write it with: ftflame calibrate"
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
+        doc = load_json(path)
     except OSError as e:
         raise InputError(path, f"cannot read calibration file: {e.strerror}") from None
     except ValueError as e:
-        raise InputError(path, f"not valid JSON ({e})", "write it with: ftflame calibrate") from None
+        raise InputError(path, f"not valid JSON ({e})", hint) from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise InputError(path, f"not a calibration file (schema is not {SCHEMA!r})",
+        raise InputError(path, f"not a calibration file (schema is not {SCHEMA!r})", hint)
+    bad = bad_numbers(doc)
+    if bad:  # anywhere: the file is copied whole into the JSON report
+        at, text = bad[0]
+        raise InputError(path, f"{field_name(at)}: {text} is not a number JSON has", hint)
+    for key in _COSTS:
+        if key not in doc:
+            raise InputError(path, "o_in_ns and o_out_ns must be numbers (ns)", hint)
+        _check(path, (key,), doc[key])
+    _check_objects(path, doc)
+    return Calibration(float(doc["o_in_ns"]), float(doc["o_out_ns"]), f"file:{path}",
+                       str(doc.get("method", "")), doc)
+
+
+def _check_objects(path: str, doc: dict) -> None:
+    """The spread, root-only O_in, hook level and kernel of calibration.json."""
+    from ftflame.rundir import number_problem
+
+    hint = "write it with: ftflame calibrate"
+    for key, signed in _OBJECTS.items():
+        obj = doc.get(key)
+        if obj is None:
+            continue
+        if not isinstance(obj, dict):
+            raise InputError(path, f"{key}: {json_kind(obj)}, not an object", hint)
+        if key == "o_in_root_only" and "mean_ns" not in obj and "median_ns" not in obj:
+            raise InputError(path, f"{key}: no mean_ns (the O_in applied to root-only traces)", hint)
+        if "samples" in obj and number_problem(obj["samples"], integer=True):
+            raise InputError(path, f"{key}.samples: {number_problem(obj['samples'], integer=True)}", hint)
+        for k in ("mean_ns", "median_ns"):
+            if k in obj:  # (a median is applied only as the root-only O_in's stand-in)
+                _check(path, (key, k), obj[k], signed=signed or (k == "median_ns" and key != "o_in_root_only"))
+        if "ci95_ns" in obj:
+            _check_interval(path, key, obj["ci95_ns"])
+    level = doc.get("hook_level")
+    if level is not None:
+        if not isinstance(level, dict):
+            raise InputError(path, f"hook_level: {json_kind(level)}, not an object", hint)
+        if "leaf_min_ns" in level:
+            _check(path, ("hook_level", "leaf_min_ns"), level["leaf_min_ns"])
+    if doc.get("kernel") is not None and not isinstance(doc["kernel"], str):
+        raise InputError(path, f"kernel: {json_kind(doc['kernel'])}, not a string", hint)
+
+
+def _check_interval(path: str, key: str, ci) -> None:
+    if not isinstance(ci, list) or len(ci) != 2:
+        raise InputError(path, f"{key}.ci95_ns: {json_kind(ci)}, not a list [low, high]",
                          "write it with: ftflame calibrate")
-    try:
-        o_in, o_out = float(doc["o_in_ns"]), float(doc["o_out_ns"])
-    except (KeyError, TypeError, ValueError):
-        raise InputError(path, "o_in_ns and o_out_ns must be numbers (ns)") from None
-    if not (np.isfinite(o_in) and np.isfinite(o_out)) or o_in < 0 or o_out < 0:
-        raise InputError(path, f"O_in {o_in} / O_out {o_out} ns: must be finite and >= 0",
-                         "recalibrate: see the file's checks")
-    return Calibration(o_in, o_out, f"file:{path}", str(doc.get("method", "")), doc)
+    for i in (0, 1):
+        _check(path, (key, "ci95_ns", i), ci[i], signed=key in _SIGNED_CI)
+    if ci[0] > ci[1]:
+        raise InputError(path, f"{key}.ci95_ns: low {ci[0]} above high {ci[1]}", "write it with: ftflame calibrate")
+
+
+def _check(path: str, at: tuple, v, signed: bool = False) -> None:
+    from ftflame.rundir import field_name, number_problem
+
+    problem = number_problem(v, minimum=-MAX_HOOK_NS if signed else 0.0, maximum=MAX_HOOK_NS)
+    if problem:
+        raise InputError(path, f"{field_name(at)}: {problem} (hook costs are numbers of ns, finite"
+                         + ("" if signed else " and >= 0") + ")", "recalibrate: ftflame calibrate")
 
 
 def beside(trace_path: str) -> str | None:
@@ -573,6 +642,46 @@ def value_sources(cal: Calibration) -> dict:
     return {k: _base_label(cal) if cal.applied else "none" for k in ("o_in", "o_out")}
 
 
+def kernel_note(cal: Calibration) -> str | None:
+    """What every output that shows the calibration says when a calibration
+    file made on another kernel is applied (its fit check found it:
+    ftflame/correct/fit.py); None otherwise (or when the values used are the
+    in-trace estimate's, measured on the trace)."""
+    f = cal.fit if isinstance(cal.fit, dict) else {}
+    note = f.get("kernel_note")
+    return note if isinstance(note, str) and cal.source.startswith("file:") else None
+
+
+def intervals(cal: Calibration) -> tuple:
+    """({"o_in": [low, high], "o_out": [...]}: the 95% intervals of the
+    O_in and O_out used, those of the values applied (the root-only O_in's
+    on a root-only trace; scaled with the values when the fit check scaled
+    them); a note (or None) naming an interval of the file left out because
+    the value used lies outside it (an edited value, an O_out set to a
+    fallback): an interval is printed only beside the value it is of."""
+    d = cal.details if isinstance(cal.details, dict) else {}
+    if not cal.applied or "command_line" in d:
+        return {}, None
+    scale = float((cal.fit or {}).get("scale", 1.0)) if isinstance(cal.fit, dict) else 1.0
+    out, off = {}, []
+    keys = (("o_in", "o_in_root_only" if d.get("applied_o_in") else "o_in", cal.o_in_ns),
+            ("o_out", "o_out", cal.o_out_ns))
+    for name, key, used in keys:
+        obj = d.get(key)
+        ci = obj.get("ci95_ns") if isinstance(obj, dict) else None
+        if not isinstance(ci, list) or len(ci) != 2:
+            continue
+        lo, hi = ci[0] * scale, ci[1] * scale
+        # (the file rounds to 0.1 ns)
+        if lo - 0.05 * max(scale, 1.0) <= used <= hi + 0.05 * max(scale, 1.0):
+            out[name] = [round(lo, 1), round(hi, 1)]
+        else:
+            off.append(f"{name[0].upper()}{name[1:]} {used:.1f} ns is outside {key}.ci95_ns "
+                       f"[{ci[0]:.1f}, {ci[1]:.1f}]")
+    note = ("; ".join(off) + " of the file: an interval of another value, not printed") if off else None
+    return out, note
+
+
 def provenance(cal: Calibration, misfit: bool = True) -> str:
     """One line every output prints: the hook cost used and where each value
     came from; with ``misfit``, what the fit check found against it (False for
@@ -587,6 +696,9 @@ def provenance(cal: Calibration, misfit: bool = True) -> str:
     f = cal.fit if isinstance(cal.fit, dict) else None
     if misfit and f is not None and not f["ok"]:
         text += f"; MISFIT: {f['checked']} does not fit this trace, used: {f['used']}"
+    note = kernel_note(cal)
+    if note:
+        text += "; " + note
     return text
 
 

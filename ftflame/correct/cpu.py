@@ -32,6 +32,8 @@ from ftflame.rundir import CPU_FILES
 
 # /proc/stat's cpu line, in this order (proc(5)); guest time is already in user
 STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+# the sections of a cpu-*.txt, with "perf STATE" (collect/cpusnap.sh)
+SECTIONS = ("before stat", "before nfsd", "before schedstat", "after stat", "after nfsd", "after schedstat", "end")
 PERF_UNITS_NS = {"msec": 1e6, "usec": 1e3, "nsec": 1.0, "sec": 1e9}
 
 
@@ -55,28 +57,67 @@ def _sections(text: str) -> tuple:
     return head, secs
 
 
-def _stat(lines) -> dict | None:
+# Bounds of a cpu-*.txt's figures: USER_HZ is 100 on every Linux (sysconf
+# may say up to 1000s); counters are unsigned 64-bit.
+MAX_CLK_TCK = 1_000_000
+MAX_COUNTER = 2**64 - 1
+MAX_PERF_NS = 1e18  # 30 years of one thread's task-clock: more is a damaged line
+
+
+def _count(text: str, what: str) -> int:
+    """A whole number >= 0 of the file, or CpuFileError naming it."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise CpuFileError(f"{what}: {text[:40]!r} is not a whole number") from None
+    if not 0 <= v <= MAX_COUNTER:
+        raise CpuFileError(f"{what}: {v} is out of range (0 to 2^64-1)")
+    return v
+
+
+def _stat(lines, section: str) -> tuple:
+    """(the cpu line's ticks by kind and its number of fields, or None; a
+    problem or None). A cut line leaves the machine's figures out, not the
+    file."""
     for line in lines:
         f = line.split()
         if f and f[0] == "cpu":
-            return {k: int(v) for k, v in zip(STAT_FIELDS, f[1:])}
-    return None
+            if len(f) < 1 + len(STAT_FIELDS):
+                return None, f"{section}: the cpu line has {len(f) - 1} of its {len(STAT_FIELDS)} fields (cut short?)"
+            try:
+                ticks = [_count(v, section) for v in f[1:]]
+            except CpuFileError as e:
+                return None, str(e)
+            return (dict(zip(STAT_FIELDS, ticks)), len(ticks)), None
+    return None, None
 
 
-def _rpc_calls(lines) -> int | None:
+def _rpc_calls(lines, section: str) -> tuple:
+    """(the server's RPC count or None, a problem or None): its rpc line is
+    `rpc CALLS BADCALLS BADFMT BADAUTH BADCLNT`."""
     for line in lines:
         f = line.split()
-        if len(f) > 1 and f[0] == "rpc":
-            return int(f[1])
-    return None
+        if f and f[0] == "rpc":
+            if len(f) < 6:
+                return None, f"{section}: the rpc line has {len(f) - 1} of its 5 fields (cut short?)"
+            try:
+                return _count(f[1], f"{section}: rpc calls"), None
+            except CpuFileError as e:
+                return None, str(e)
+    return None, None
 
 
-def _schedstat(lines) -> dict:
+def _schedstat(lines, section: str) -> dict:
+    """Thread -> its on-CPU ns: `TID ON_CPU_NS WAIT_NS SLICES` per line
+    (Documentation/scheduler/sched-stats.rst; cpusnap.sh writes all four)."""
     out = {}
     for line in lines:
         f = line.split()
-        if len(f) >= 2:
-            out[f[0]] = int(f[1])  # on-CPU ns (Documentation/scheduler/sched-stats.rst)
+        if not f:
+            continue
+        if len(f) != 4:
+            raise CpuFileError(f"{section}: {line[:60]!r} is not TID and the thread's 3 schedstat counters")
+        out[f[0]] = [_count(v, f"{section}: thread {f[0][:20]}") for v in f[1:]][0]
     return out
 
 
@@ -88,23 +129,69 @@ def _perf(lines) -> tuple:
         if not line or line.startswith("#"):
             continue
         f = line.split(",")
-        if "task-clock" not in f:
-            continue
+        if "task-clock" not in f:  # (perf counted that event only: a cut line)
+            raise CpuFileError(f"perf line without a task-clock count: {line[:80]!r}")
         i = f.index("task-clock")
         if i < 2:
-            raise CpuFileError(f"perf line without a value: {line!r}")
+            raise CpuFileError(f"perf line without a value: {line[:80]!r}")
         value, unit = f[i - 2], f[i - 1]
         n += 1
         if value == "<not counted>":  # the thread did not run while counted
             continue
         if unit not in PERF_UNITS_NS:
-            raise CpuFileError(f"perf line with {value!r} {unit!r}: not a task-clock count")
-        ns += float(value) * PERF_UNITS_NS[unit]
+            raise CpuFileError(f"perf line with {value[:40]!r} {unit[:20]!r}: not a task-clock count")
+        try:
+            v = float(value) * PERF_UNITS_NS[unit]
+        except ValueError:
+            raise CpuFileError(f"perf task-clock {value[:40]!r}: not a number") from None
+        if not 0 <= v <= MAX_PERF_NS:  # (NaN fails this too)
+            raise CpuFileError(f"perf task-clock {value[:40]!r} {unit}: not a time (finite, >= 0)")
+        ns += v
     return n, ns
 
 
+def _machine(secs: dict, cpus: int, clk: int, warnings: list) -> dict | None:
+    """The machine's ticks by kind between the two copies of /proc/stat; None
+    (and a warning) when they cannot be read or went backwards."""
+    (s0, p0), (s1, p1) = (_stat(secs.get(f"{w} stat", ()), f"{w} stat") for w in ("before", "after"))
+    warnings += [f"{w}: the machine's time by kind is left out" for w in (p0, p1) if w]
+    if (s0 is None) != (s1 is None) and not (p0 or p1):
+        warnings.append("/proc/stat's cpu line is in one copy only: the machine's time by kind is left out")
+    if not (s0 and s1):
+        return None
+    if s0[1] != s1[1]:
+        warnings.append(f"/proc/stat's cpu line has {s0[1]} fields before and {s1[1]} after: the machine's "
+                        "time by kind is left out")
+        return None
+    ticks = {k: s1[0][k] - s0[0][k] for k in STAT_FIELDS}
+    if min(ticks.values()) < 0:
+        warnings.append("/proc/stat's counters went backwards between before and after: the "
+                        "machine's time by kind is left out")
+        return None
+    return {"cpus": cpus, "clk_tck": clk, **{f"{k}_ticks": v for k, v in ticks.items()}}
+
+
+def _rpcs(secs: dict, warnings: list) -> int | None:
+    """The RPCs the server counted between the two copies of its statistics;
+    None (and a warning where they were there) when they cannot be read."""
+    (r0, q0), (r1, q1) = (_rpc_calls(secs.get(f"{w} nfsd", ()), f"{w} nfsd") for w in ("before", "after"))
+    warnings += [f"{w}: the RPC count is left out" for w in (q0, q1) if w]
+    if (r0 is None) != (r1 is None) and not (q0 or q1):
+        warnings.append("the server's rpc line is in one copy of /proc/net/rpc/nfsd only: the RPC count is left out")
+    if r0 is None or r1 is None:
+        return None
+    if r1 < r0:
+        warnings.append(f"the server's RPC count went backwards ({r0:,} before, {r1:,} after: nfsd "
+                        "restarted?): the RPC count is left out")
+        return None
+    return r1 - r0
+
+
 def parse_cpu_file(path) -> dict:
-    """The figures of one cpu-*.txt; CpuFileError when it is not one."""
+    """The figures of one cpu-*.txt, each checked here; CpuFileError when it
+    is not one or a figure the accounting rests on is bad. A bad figure of
+    the machine or RPC counts leaves that figure out, with a warning
+    (`warnings`)."""
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read()
     if not text.startswith("ftflame-cpu/1\n"):
@@ -112,22 +199,36 @@ def parse_cpu_file(path) -> dict:
     head, secs = _sections(text)
     if "end" not in secs:
         raise CpuFileError("cut short (no '=== end' line)")
-    try:
-        before, after = _schedstat(secs.get("before schedstat", ())), _schedstat(secs.get("after schedstat", ()))
-        sched_ns = sum(v - before.get(t, 0) for t, v in after.items())
-        perf_state = next((k[5:] for k in secs if k.startswith("perf ")), "absent")
-        perf_threads, perf_ns = _perf(secs["perf ok"]) if perf_state == "ok" else (0, 0.0)
-        s0, s1 = _stat(secs.get("before stat", ())), _stat(secs.get("after stat", ()))
-        r0, r1 = _rpc_calls(secs.get("before nfsd", ())), _rpc_calls(secs.get("after nfsd", ()))
-        clk = int(head.get("clk_tck") or 100)
-        cpus = int(head.get("cpus") or 0)
-    except (ValueError, KeyError) as e:
-        raise CpuFileError(str(e)) from None
+    unknown = [k for k in secs if k not in SECTIONS and not k.startswith("perf ")]
+    if unknown:
+        raise CpuFileError(f"unknown section '=== {unknown[0][:40]}'")
+    if not any(k.startswith("perf ") for k in secs):
+        raise CpuFileError("no '=== perf' line (cpusnap.sh writes one, perf or not)")
+    missing = [k for k in ("clk_tck", "cpus") if k not in head]
+    if missing:
+        raise CpuFileError(f"no {missing[0]} line")
+    warnings = []
+    before = _schedstat(secs.get("before schedstat", ()), "before schedstat")
+    after = _schedstat(secs.get("after schedstat", ()), "after schedstat")
+    back = sorted(t for t, v in after.items() if v < before.get(t, 0))
+    if back:  # a thread's on-CPU time only grows: not the same thread, or not a schedstat
+        raise CpuFileError(f"schedstat: thread {back[0][:20]}'s on-CPU time went backwards")
+    sched_ns = sum(v - before.get(t, 0) for t, v in after.items())
+    perf_state = next((k[5:] for k in secs if k.startswith("perf ")), "absent")
+    if perf_state != "ok" and any(x.strip() for x in secs["perf " + perf_state]):
+        raise CpuFileError(f"perf's lines under '=== perf {perf_state[:40]}' (only 'perf ok' has them)")
+    perf_threads, perf_ns = _perf(secs["perf ok"]) if perf_state == "ok" else (0, 0.0)
+    clk = _count(head["clk_tck"], "clk_tck")
+    if not 1 <= clk <= MAX_CLK_TCK:
+        raise CpuFileError(f"clk_tck {clk}: not ticks per second (1 to {MAX_CLK_TCK:,})")
+    cpus = _count(head["cpus"], "cpus")
+    named = head.get("threads", "").split()
+    if perf_state == "ok" and perf_threads != len(named):
+        warnings.append(f"perf counted {perf_threads} threads, the file names {len(named)} nfsd threads: "
+                        "some perf lines missing?")
+    machine = _machine(secs, cpus, clk, warnings)
+    rpcs = _rpcs(secs, warnings)
     use_perf = perf_state == "ok" and perf_threads > 0
-    machine = None
-    if s0 and s1:
-        machine = {"cpus": cpus, "clk_tck": clk,
-                   **{f"{k}_ticks": s1.get(k, 0) - s0.get(k, 0) for k in STAT_FIELDS}}
     return {
         "source": "perf task-clock" if use_perf else "/proc/<tid>/schedstat",
         "perf": perf_state,
@@ -136,8 +237,9 @@ def parse_cpu_file(path) -> dict:
         "threads_ended": sorted(set(before) - set(after)),
         "nfsd_on_cpu_ns": int(round(perf_ns)) if use_perf else sched_ns,
         "schedstat_on_cpu_ns": sched_ns,
-        "server_rpc_calls": r1 - r0 if r0 is not None and r1 is not None else None,
+        "server_rpc_calls": rpcs,
         "machine": machine,
+        "warnings": warnings,
     }
 
 
@@ -201,6 +303,8 @@ def accounting(p: Profile, main: dict, base: dict | None, files: dict) -> dict:
     if main["threads_started"] or main["threads_ended"]:
         warnings.append(f"nfsd threads came or went during the run (started {len(main['threads_started'])}, "
                         f"ended {len(main['threads_ended'])}): those that ended are not counted")
+    for run, parsed in (("main", main), ("baseline", base)):
+        warnings += [f"{files[run]}: {w}" for w in (parsed or {}).get("warnings", ())]
     rpc = main["server_rpc_calls"]
     out = {
         "file": files["main"], "source": main["source"], "perf": main["perf"], "threads": main["threads"],

@@ -29,6 +29,7 @@ misfit and says every corrected figure rests on it.
 from __future__ import annotations
 
 import os
+import re
 from typing import Callable
 
 import numpy as np
@@ -42,6 +43,26 @@ MIN_SAMPLES = 50  # fewer leaves (gaps) than this: that bound is not checked
 # (docs/overhead.md "Fit check"): added to the intervals of a calibration
 # made in another session than the trace.
 CARRY_FRACTION = 0.05
+
+
+def kernel_release(uname) -> str | None:
+    """The release in a uname line ("Linux host 6.12.117+deb12-amd64 x86_64"),
+    or the release itself ("6.1")."""
+    m = re.search(r"(?<![\w.])(\d+\.\d+\S*)", uname) if isinstance(uname, str) else None
+    return m.group(1) if m else None
+
+
+def other_kernel(cal: Calibration, p: Profile) -> dict | None:
+    """{calibration, trace: kernel release} when a calibration file was made
+    on another kernel than the trace's (None when the same, or unknown): the
+    hook cost is the kernel's code, and moves with its version and build."""
+    d = cal.details if isinstance(cal.details, dict) else {}
+    if not cal.source.startswith("file:"):
+        return None
+    theirs, ours = kernel_release(d.get("kernel")), kernel_release(p.trace.kernel)
+    if theirs is None or ours is None or theirs == ours:
+        return None
+    return {"calibration": theirs, "trace": ours}
 
 
 
@@ -192,10 +213,17 @@ def fitted(p: Profile, cal: Calibration, trace_path: str | None = None, strict: 
 
     if not cal.applied:
         return cal
-    carried = not same_session(cal, trace_path)
+    kernels = other_kernel(cal, p)
+    # (another kernel is another session: its intervals widen as carried ones)
+    carried = not same_session(cal, trace_path) or kernels is not None
     fit = dict(check(p, cal.o_in_ns, cal.o_out_ns, irqs), checked=_label(cal),
                checked_o_in_ns=round(cal.o_in_ns, 1), checked_o_out_ns=round(cal.o_out_ns, 1),
                carried=carried)
+    if kernels is not None:
+        fit["other_kernel"] = kernels
+        fit["kernel_note"] = (f"{_label(cal)} was made on kernel {kernels['calibration']}, the trace on "
+                              f"{kernels['trace']}: the hook cost moves with the kernel's version and "
+                              "build; calibrate on the trace's kernel (collect/calibrate.sh)")
     if carried:
         fit["carry_fraction"] = CARRY_FRACTION
     if fit["ok"]:

@@ -22,7 +22,6 @@ the result and compute nothing.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 
@@ -34,20 +33,120 @@ from ftflame.rundir import META_FILE
 RUN_OF_TRACE = {"trace.dat": "main", "baseline.dat": "baseline"}
 
 
+# What of meta.json the report reads (collect/README.md), and of what kind:
+# checked at load (load_meta), so that everything after reads only figures
+# that are what they say. A field absent or null is nothing to read; a field
+# of another kind, a negative count or time, NaN or Infinity is left out with
+# a warning naming it. (field kinds: COUNT a whole number >= 0, AMOUNT a
+# number >= 0, TEXT a string; ("obj", {key: kind}, required keys), ("map",
+# kind) an object of any keys, ("list", kind), ("enum", the strings it may be))
+META_SCHEMA = "ftflame-meta/1"
+COUNT, AMOUNT, TEXT = "a whole number >= 0", "a number >= 0", "a string"
+
+
+def _obj(required=(), **fields):
+    return ("obj", fields, tuple(required))
+
+
+def _map(kind):
+    return ("map", kind)
+
+
+_COUNTS = _map(COUNT)
+_RUN = _obj(
+    nfsd=_obj(delta=_obj(rpc=_COUNTS, proc2=_COUNTS, proc3=_COUNTS, proc4=_COUNTS, proc4ops=_COUNTS)),
+    client_mounts=_map(_obj(fstype=TEXT, device=TEXT,
+                            ops=_map(_obj(delta=_obj(ops=COUNT, execute_ms=AMOUNT, rtt_ms=AMOUNT))))),
+    iozone=_obj(("units", "rows"), units=("enum", ("kB/s", "ops/s")), command_line=TEXT,
+                rows=("list", _obj(("file_kb", "record_kb", "throughput"), file_kb=COUNT, record_kb=COUNT,
+                                   throughput=_map(AMOUNT)))),
+    iozone_latency=_map(_obj(("count", "mean_us", "max_us"), count=COUNT, mean_us=AMOUNT, max_us=AMOUNT)),
+)
+META_READ = _obj(
+    graph_functions=("list", TEXT),
+    lost_events_total=COUNT,
+    baseline=_obj(lost_events_total=COUNT),
+    tracer_options=_obj(buffer_percent=COUNT),
+    measured=_obj(main=_RUN, baseline=_RUN),
+)
+
+
+def _checked(v, kind, at: tuple, problems: list):
+    """v as kind, or None (and a problem: (field path, what is wrong)) when
+    it is not; of objects, maps and lists, only what is read, each part
+    checked the same way."""
+    from ftflame.rundir import kind as json_kind
+    from ftflame.rundir import number_problem
+
+    if isinstance(kind, str):
+        if kind == TEXT:
+            ok = isinstance(v, str)
+            problem = None if ok else f"{json_kind(v)}, not a string"
+        else:
+            problem = number_problem(v, integer=kind == COUNT)
+        if problem:
+            problems.append((at, problem))
+            return None
+        return v
+    if kind[0] == "enum":
+        if v not in kind[1]:
+            problems.append((at, f"{json_kind(v) if not isinstance(v, str) else repr(v[:20])}, not one of "
+                             + ", ".join(kind[1])))
+            return None
+        return v
+    want = {"obj": dict, "map": dict, "list": list}[kind[0]]
+    if not isinstance(v, want):
+        problems.append((at, f"{json_kind(v)}, not {'a list' if want is list else 'an object'}"))
+        return None
+    if kind[0] == "list":
+        items = ((i, x) for i, x in enumerate(v))
+    elif kind[0] == "map":
+        items = iter(v.items())
+    else:
+        items = ((k, v[k]) for k in kind[1] if k in v)
+        missing = [k for k in kind[2] if v.get(k) is None]
+        if missing:
+            problems.append((at, "no " + ", ".join(missing)))
+            return None
+    out: list | dict = [] if want is list else {}
+    for k, x in items:
+        if x is None:  # (collect.sh's null: nothing to read)
+            continue
+        x = _checked(x, kind[1] if kind[0] != "obj" else kind[1][k], (*at, k), problems)
+        if x is not None:
+            out.append(x) if isinstance(out, list) else out.__setitem__(k, x)
+    if kind[0] == "obj" and any(k not in out for k in kind[2]):
+        return None  # (a part it cannot go without was left out, with its problem)
+    return out
+
+
 def load_meta(trace_path: str) -> tuple:
-    """(meta.json beside the trace as a dict or None, a warning or None).
-    A run directory without one is not an error: the report goes on."""
+    """(meta.json beside the trace, as a dict of what the report reads, or
+    None; warnings). A run directory without one is not an error: the report
+    goes on. Every figure read is checked here: a bad one is left out, with
+    a warning naming it."""
+    from ftflame.rundir import bad_numbers, field_name, load_json
+
     path = os.path.join(os.path.dirname(os.path.abspath(trace_path)), META_FILE)
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
+        doc = load_json(path)
     except FileNotFoundError:
-        return None, None
+        return None, ()
     except (OSError, ValueError) as e:
-        return None, f"{path}: unreadable ({e}): the measured totals are left out"
+        return None, (f"{path}: unreadable ({e}): the measured totals are left out",)
     if not isinstance(doc, dict):
-        return None, f"{path}: not a JSON object: the measured totals are left out"
-    return doc, None
+        return None, (f"{path}: not a JSON object: the measured totals are left out",)
+    if doc.get("schema") != META_SCHEMA:
+        return None, (f"{path}: not a collect.sh meta.json (schema is not {META_SCHEMA!r}): the measured "
+                      "totals are left out",)
+    problems: list = []
+    clean = _checked(doc, META_READ, (), problems)
+    read = {tuple(at) for at, _ in problems}
+    # (a count left out is not a count of 0: measured() checks none of its run's)
+    clean["left_out"] = [field_name(at) for at, _ in problems]
+    # NaN or Infinity where nothing is read: not JSON all the same, said once
+    problems += [(at, f"{text} is not a number JSON has") for at, text in bad_numbers(doc) if at not in read]
+    return clean, tuple(f"{path}: {field_name(at)}: {what}: left out" for at, what in problems)
 
 
 def server_counter(func: str, delta: dict) -> tuple | None:
@@ -147,10 +246,10 @@ def client_rows(mounts: dict | None, funcs, balance: tuple) -> list:
                 continue
             d = op.get("delta") or {}
             n = d.get("ops") or 0
-            if not n:
+            if not n or "execute_ms" not in d or "rtt_ms" not in d:  # (none, or left out at load)
                 continue
-            exe = 1e6 * d.get("execute_ms", 0) / n
-            rtt = 1e6 * d.get("rtt_ms", 0) / n
+            exe = 1e6 * d["execute_ms"] / n
+            rtt = 1e6 * d["rtt_ms"] / n
             srv = corrected[func]
             out.append({
                 "function": func, "mount": mnt, "device": m.get("device"), "op": want[1],
@@ -180,10 +279,10 @@ def iozone_rows(ioz: dict | None) -> list:
     return out
 
 
-def measured(p: Profile, trace_path: str, meta: dict | None, warning: str | None = None) -> dict | None:
+def measured(p: Profile, trace_path: str, meta: dict | None, load_warnings=()) -> dict | None:
     """The report's `measured` object, or None when the run directory has
-    no measured totals for this trace."""
-    warnings = [warning] if warning else []
+    no measured totals for this trace (meta, load_warnings: load_meta's)."""
+    warnings = list(load_warnings)
     run = RUN_OF_TRACE.get(os.path.basename(trace_path))
     m = ((meta or {}).get("measured") or {}).get(run) if run else None
     if not isinstance(m, dict):
@@ -198,6 +297,8 @@ def measured(p: Profile, trace_path: str, meta: dict | None, warning: str | None
     funcs = [f for f in meta.get("graph_functions") or () if isinstance(f, str)]
     traced = trace_root_calls(p)
     nfsd = m.get("nfsd") or {}
+    if any(f.startswith(f"measured.{run}.nfsd") for f in meta.get("left_out", ())):
+        nfsd = {}  # the server's counts, some left out at load (said there): no check on what is left
     counts = []
     for func in funcs:
         c = server_counter(func, nfsd.get("delta") or {}) if nfsd else None
@@ -241,6 +342,6 @@ def with_client_totals(balance: tuple, m: dict | None) -> tuple:
 
 def attach(p: Profile, trace_path: str, loaded_meta: tuple) -> Profile:
     """The measured totals of meta.json (loaded_meta: load_meta(trace_path))."""
-    meta, warning = loaded_meta
-    m = measured(p, trace_path, meta, warning)
+    meta, warnings = loaded_meta
+    m = measured(p, trace_path, meta, warnings)
     return p.replace(measured=m, balance=with_client_totals(p.balance, m))

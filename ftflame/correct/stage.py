@@ -45,7 +45,7 @@ def correct_for_report(profile: Profile, path: str, opts: CorrectionOptions) -> 
                              hook_cost_ns("--overhead-out", opts.overhead_out),
                              strict=opts.strict_calibration, irqs=opts.irqs)
     profile = corrections.correct(profile, cal, irqs=opts.irqs)
-    meta = measured.load_meta(path)  # (meta.json beside a collect.sh trace, a warning)
+    meta = measured.load_meta(path)  # (meta.json beside a collect.sh trace, checked; its warnings)
     note = calibration.buffer_percent_note(cal, meta[0])
     if note:
         profile = profile.replace(warnings=profile.warnings + (note_warning(note),))

@@ -37,14 +37,20 @@ def cost_half_widths(cal: Calibration) -> tuple | None:
     d = cal.details if isinstance(cal.details, dict) else {}
     if not cal.applied or "command_line" in d:
         return None
-    if "applied_o_in" in d:  # a root-only trace: O_in is the NULL procedure alone
-        h_in = _half_width(d, "o_in_root_only")
-    else:
-        h_in = _half_width(d, "o_in")
-    h_sum, h_out = _half_width(d, "o_in_plus_o_out"), _half_width(d, "o_out")
-    if h_in is None or h_sum is None or h_out is None:
+    from ftflame.correct.calibration import intervals
+
+    # the intervals of the values used (the root-only O_in's on a root-only
+    # trace, scaled with the values): none where a value lies outside its
+    # file's interval (edited, or set to a fallback)
+    ci, _ = intervals(cal)
+    if "o_in" not in ci or "o_out" not in ci:
+        return None
+    h_in, h_out = ((ci[k][1] - ci[k][0]) / 2.0 for k in ("o_in", "o_out"))
+    h_sum = _half_width(d, "o_in_plus_o_out")
+    if h_sum is None:
         return None
     fit = cal.fit if isinstance(cal.fit, dict) else {}
+    h_sum *= float(fit.get("scale", 1.0))
     if fit.get("carried"):
         # made in another recording session: the hook cost moves between
         # sessions by up to this share of itself (ftflame/correct/fit.py)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from ftflame.model.errors import InputError
 from ftflame.report import DIFF_RENDERERS, choose_format
@@ -59,7 +58,8 @@ statistics (docs/diff.md):
 
 Warnings (one line each) when the sides differ in kernel, clock, graph
 functions, tracer options or calibration, and for events lost on a side;
-sides with no function in common are refused (exit 2).
+sides with no function in common are refused (exit 2), and so is a side
+that names one trace twice (a second name, a link or a copy).
 """
 
 
@@ -161,10 +161,11 @@ def diff_options(args: argparse.Namespace) -> DiffOptions:
 
 
 def cmd_diff(args) -> int:
-    from ftflame.output import refuse_input_as_output, write_atomic, write_stdout
+    from ftflame.output import refuse_input_as_output, say, write_atomic, write_stdout
     from ftflame.rundir import read_beside, resolve_input
 
     from . import compare
+    from .load import refuse_repeated_runs
 
     before, after = split_sides(args.inputs, args.after_side)
     fmt = choose_format(args.output, args.format, DIFF_RENDERERS)
@@ -175,6 +176,8 @@ def cmd_diff(args) -> int:
     if "-" in before + after:
         raise InputError("-", "diff reads files, not stdin", "save the trace to a file")
     traces = [resolve_input(g) for g in before + after]
+    refuse_repeated_runs("BEFORE", before, traces[:len(before)])
+    refuse_repeated_runs("AFTER", after, traces[len(before):])
     refuse_input_as_output(args.output, traces + [args.calibration], [b for t in traces for b in read_beside(t)])
     d = compare(before, after, opts)
     if args.output in (None, "-"):
@@ -184,10 +187,10 @@ def cmd_diff(args) -> int:
         size = write_atomic(args.output, lambda f: write(d, opts, f))
         if not args.quiet:
             wrote = f", {size:,} bytes" if size is not None else ", in place"
-            print(f"ftflame: wrote {args.output} ({fmt}{wrote})", file=sys.stderr)
+            say(f"wrote {args.output} ({fmt}{wrote})")
     if not args.quiet and args.output not in (None, "-"):
         for w in d.warnings:
-            print(f"ftflame: warning: {w}", file=sys.stderr)
+            say(f"warning: {w}")
         if d.drift is not None:  # the first thing to know before reading any verdict
-            print(f"ftflame: note: {d.drift.sentence()}", file=sys.stderr)
+            say(f"note: {d.drift.sentence()}")
     return 0

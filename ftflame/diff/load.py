@@ -41,6 +41,48 @@ def load_run(given: str, opts: DiffOptions) -> Run:
     return Run(given, path, profile)
 
 
+def refuse_repeated_runs(side: str, given: Sequence[str], traces: Sequence[str]) -> None:
+    """InputError when one side names the same trace twice (the same file
+    by device and inode: a second name, a link; or the same bytes: a
+    copy): pooled, it would count as independent runs and narrow every
+    interval with nothing measured twice. The two sides may share a trace
+    (a trace against itself is a check of the method)."""
+    import hashlib
+
+    seen: dict = {}
+    by_size: dict = {}
+    for g, t in zip(given, traces):
+        try:
+            st = os.stat(t)
+        except OSError:
+            continue  # (the read says what is wrong with it)
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            _repeated(side, g, seen[key], "the same file")
+        seen[key] = g
+        by_size.setdefault(st.st_size, []).append((g, t))
+    for same_size in by_size.values():
+        if len(same_size) < 2:
+            continue  # (different sizes: different bytes, nothing to hash)
+        digests: dict = {}
+        for g, t in same_size:
+            try:
+                with open(t, "rb") as f:
+                    d = hashlib.file_digest(f, "sha256").digest()
+            except OSError:
+                continue
+            if d in digests:
+                _repeated(side, g, digests[d], "the same content")
+            digests[d] = g
+
+
+def _repeated(side: str, given: str, first: str, how: str) -> None:
+    from ftflame.model.errors import InputError
+
+    raise InputError(given, f"is {how} as {first}, given before it on the {side} side: one run "
+                     "counted twice would pass for two independent runs", "give each run once")
+
+
 def workers(n: int) -> int:
     """Threads to read n traces with: one per core, no more than traces."""
     try:

@@ -154,6 +154,13 @@ typedef struct {
 	int latency;        /* a latency (text) trace: no per-CPU data */
 	int has_ts_offset;  /* OFFSET / TSC2NSEC / TIME_SHIFT: not applied, refused */
 	int64_t cpucount_option; /* the CPUCOUNT option's value, -1: none, -2: options disagree */
+	/* Header oddities the read goes on without (notes, not damage): options
+	 * of ids no trace-cmd defines (the first one's id), and section headers
+	 * that are not what their option or the file allow (the first, in words). */
+	uint64_t unknown_options;
+	uint32_t first_unknown_option;
+	uint64_t bad_section_headers;
+	char first_bad_section[200];
 	/* CPUSTAT options: each CPU's "read events", the records the recorder
 	 * had taken from the kernel's buffer when it wrote them (-1: none said);
 	 * all -1 when a CPU's stats come twice (another instance's?) */
@@ -244,6 +251,10 @@ typedef struct {
 	uint64_t kallsyms_bad_lines;
 	uint64_t data_cpus;          /* the CPUs the file has data sections for (not damage) */
 	int64_t cpucount_option;     /* as dat_file's (not damage in itself) */
+	uint64_t unknown_options;    /* as dat_file's: notes, not damage */
+	uint32_t first_unknown_option;
+	uint64_t bad_section_headers;
+	char first_bad_section[200];
 	uint64_t missing_records;    /* records the CPUSTAT options say were read, not in the data */
 	uint64_t missing_record_cpus;
 	char first[256];             /* the first damage, in words */

@@ -4,6 +4,7 @@
  * chained options sections (trace-cmd.dat.v6(5), trace-cmd.dat.v7(5)).
  * Everything up to the event data is read here; the event data itself is
  * streamed by dat_pages.c. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +28,57 @@ enum {
 	OPT_DONE = 0, OPT_BUFFER = 3, OPT_TRACECLOCK = 4, OPT_UNAME = 5,
 	OPT_CPUSTAT = 2, OPT_OFFSET = 7, OPT_CPUCOUNT = 8, OPT_VERSION = 9, OPT_TIME_SHIFT = 12, OPT_TSC2NSEC = 14,
 	OPT_HEADER_INFO = 16, OPT_FTRACE_EVENTS = 17, OPT_EVENT_FORMATS = 18, OPT_KALLSYMS = 19,
-	OPT_BUFFER_TEXT = 22,
+	OPT_PRINTK = 20, OPT_CMDLINES = 21, OPT_BUFFER_TEXT = 22,
+	/* the last id trace-cmd defines (3.4: BTF_FILE 23, LAST_BOOT_INFO 24,
+	 * MODULES_FILE 25); a higher one is counted as unknown, and skipped */
+	OPT_KNOWN_MAX = 25,
 };
+
+/* An option of an id no trace-cmd defines: skipped, counted (a note). */
+static void option_seen(dat_file *f, uint16_t id)
+{
+	if (id > OPT_KNOWN_MAX && f->unknown_options++ == 0)
+		f->first_unknown_option = id;
+}
+
+/* A section header that is not what its option or the file allow, where the
+ * read goes on without the section (printk, cmdlines: never read; the
+ * buffer section's size: the CPUs' own offsets and sizes are used). */
+static void bad_section(dat_file *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void bad_section(dat_file *f, const char *fmt, ...)
+{
+	if (f->bad_section_headers++ == 0) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(f->first_bad_section, sizeof(f->first_bad_section), fmt, ap);
+		va_end(ap);
+	}
+}
+
+/* The header of a section ftflame does not read (printk, cmdlines): its id
+ * and size checked against its option and the file, a note when wrong. */
+static void unread_section(dat_file *f, uint64_t off, uint16_t want, const char *what)
+{
+	if (off > f->src.size || f->src.size - off < 16) {
+		bad_section(f, "%s section at byte %llu: its header runs past the end of the file "
+			    "(%llu bytes)", what, (unsigned long long)off, (unsigned long long)f->src.size);
+		return;
+	}
+	dat_cur h = { .src = &f->src, .swap = f->swap, .len = f->src.size, .pos = off, .what = what };
+	uint16_t id, flags;
+	uint32_t str;
+	uint64_t size;
+	if (cur_u16(&h, &id) < 0 || cur_u16(&h, &flags) < 0 || cur_u32(&h, &str) < 0 ||
+	    cur_u64(&h, &size) < 0)
+		return; /* (a read error: the read ends with it) */
+	if (id != want)
+		bad_section(f, "%s section at byte %llu: its header says section %u, not %u (a section "
+			    "ftflame does not read)", what, (unsigned long long)off, id, want);
+	else if (size > f->src.size - off - 16)
+		bad_section(f, "%s section at byte %llu: its size %llu runs past the end of the file "
+			    "(%llu bytes; a section ftflame does not read)", what, (unsigned long long)off,
+			    (unsigned long long)size, (unsigned long long)f->src.size);
+}
 
 /* ---- pieces shared by both versions ---------------------------------- */
 
@@ -251,6 +301,7 @@ static int v6_options(dat_file *f, dat_cur *c)
 		char *data = cur_blob(c, size, OPTION_MAX);
 		if (!data)
 			return -1;
+		option_seen(f, id);
 		if (id == OPT_TRACECLOCK) {
 			char list[256];
 			option_string((uint8_t *)data, size, list, sizeof(list));
@@ -411,10 +462,17 @@ static int buffer_option(dat_file *f, dat_cur *c, int *have)
 	dat_cur h = { .src = &f->src, .swap = f->swap, .len = f->src.size, .pos = off,
 		      .what = "buffer flyrecord section" };
 	uint16_t id, flags;
-	if (cur_u16(&h, &id) < 0 || cur_u16(&h, &flags) < 0)
+	uint32_t str;
+	uint64_t size;
+	if (cur_u16(&h, &id) < 0 || cur_u16(&h, &flags) < 0 || cur_u32(&h, &str) < 0 ||
+	    cur_u64(&h, &size) < 0)
 		return -1;
 	if (id != SEC_BUFFER)
 		return cur_fail(&h, "section %u, not the buffer section 3: a damaged trace.dat", id);
+	if (size > f->src.size - off - 16) /* (off + 16 is within the file: read above) */
+		bad_section(f, "buffer section at byte %llu: its size %llu runs past the end of the file "
+			    "(%llu bytes); the CPUs' own offsets and sizes used", (unsigned long long)off,
+			    (unsigned long long)size, (unsigned long long)f->src.size);
 	if ((flags & 1) && f->comp == DAT_COMP_NONE)
 		return cur_fail(&h, "compressed, in a file that says it is not: a damaged trace.dat");
 	f->cpu = calloc(n ? n : 1, sizeof(*f->cpu));
@@ -439,7 +497,7 @@ static int buffer_option(dat_file *f, dat_cur *c, int *have)
 }
 
 typedef struct {
-	uint64_t header_info, ftrace_events, event_formats, kallsyms;
+	uint64_t header_info, ftrace_events, event_formats, kallsyms, printk, cmdlines;
 	int have_buffer, have_text, have_cpucount;
 	uint32_t cpucount;
 	char clock_list[256];
@@ -451,8 +509,11 @@ static int v7_option(dat_file *f, dat_cur *c, uint16_t id, uint32_t size, v7_ref
 	uint64_t *ref = id == OPT_HEADER_INFO ? &r->header_info :
 			id == OPT_FTRACE_EVENTS ? &r->ftrace_events :
 			id == OPT_EVENT_FORMATS ? &r->event_formats :
-			id == OPT_KALLSYMS ? &r->kallsyms : NULL;
+			id == OPT_KALLSYMS ? &r->kallsyms :
+			id == OPT_PRINTK ? &r->printk :
+			id == OPT_CMDLINES ? &r->cmdlines : NULL;
 	int rc = 0;
+	option_seen(f, id);
 	if (ref) {
 		if (size < 8)
 			return cur_fail(c, "option %u of %u bytes (8 expected): a damaged trace.dat", id, size);
@@ -553,6 +614,10 @@ static int v7_headers(dat_file *f, uint64_t first)
 		return -1;
 	if (r.kallsyms && read_section(f, r.kallsyms, SEC_KALLSYMS, "kallsyms", kallsyms) < 0)
 		return -1;
+	if (r.printk)
+		unread_section(f, r.printk, OPT_PRINTK, "printk");
+	if (r.cmdlines)
+		unread_section(f, r.cmdlines, OPT_CMDLINES, "cmdlines");
 	if (!r.have_buffer) {
 		if (r.have_text) {
 			f->latency = 1;

@@ -324,6 +324,10 @@ static int read_streams(decoder *d, ftf_dat_damage *dmg, ftf_progress_fn progres
 	dmg->kallsyms_bad_lines = f->syms.bad_lines;
 	dmg->data_cpus = f->ncpu;
 	dmg->cpucount_option = f->cpucount_option;
+	dmg->unknown_options = f->unknown_options;
+	dmg->first_unknown_option = f->first_unknown_option;
+	dmg->bad_section_headers = f->bad_section_headers;
+	snprintf(dmg->first_bad_section, sizeof(dmg->first_bad_section), "%s", f->first_bad_section);
 	if (f->src.failed) {
 		snprintf(err, errlen, "%s", f->src.err);
 		rc = -1;

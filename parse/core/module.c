@@ -824,8 +824,14 @@ static PyObject *dat_meta_dict(const ftf_dat_meta *meta)
 		meta->has_retval ? Py_True : Py_False, "has_args",
 		meta->has_args ? Py_True : Py_False);
 	PyObject *pce = PyDict_New();
-	int ncpu = meta->cpus > 0 && meta->cpus < 512 ? meta->cpus : 0;
-	for (int i = 0; m && pce && i < ncpu; i++) {
+	/* every CPU the file says the system had, up to the table's size; past
+	 * it (a count the data refutes: 1,000 CPUs with data for 2), the CPUs
+	 * with events: never an empty table for a trace with events */
+	int table = (int)(sizeof(meta->per_cpu_events) / sizeof(meta->per_cpu_events[0]));
+	int ncpu = meta->cpus > 0 && meta->cpus <= table ? meta->cpus : 0;
+	for (int i = 0; m && pce && i < table; i++) {
+		if (i >= ncpu && !meta->per_cpu_events[i])
+			continue;
 		PyObject *k = PyLong_FromLong(i),
 			 *v = PyLong_FromUnsignedLongLong(meta->per_cpu_events[i]);
 		if (k && v)
@@ -859,7 +865,7 @@ static int dict_put(PyObject *d, const char *key, PyObject *v)
 /* What the builtin reader skipped, counted (meta["damage"]). */
 static PyObject *dat_damage_dict(const ftf_dat_damage *d)
 {
-	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:L,s:K,s:K,s:s}", "bad_pages",
+	return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:L,s:K,s:K,s:s,s:K,s:I,s:K,s:s}", "bad_pages",
 			     (unsigned long long)d->bad_pages, "bad_chunks", (unsigned long long)d->bad_chunks,
 			     "lost_bytes", (unsigned long long)d->lost_bytes, "cut_streams",
 			     (unsigned long long)d->cut_streams, "partial_page_bytes",
@@ -869,7 +875,11 @@ static PyObject *dat_damage_dict(const ftf_dat_damage *d)
 			     (unsigned long long)d->data_cpus, "cpucount_option",
 			     (long long)d->cpucount_option, "missing_records",
 			     (unsigned long long)d->missing_records, "missing_record_cpus",
-			     (unsigned long long)d->missing_record_cpus, "first", d->first);
+			     (unsigned long long)d->missing_record_cpus, "first", d->first,
+			     "unknown_options", (unsigned long long)d->unknown_options, "first_unknown_option",
+			     (unsigned int)d->first_unknown_option, "bad_section_headers",
+			     (unsigned long long)d->bad_section_headers, "first_bad_section",
+			     d->first_bad_section);
 }
 
 /* dat_decoder(path, reader) -> {(event, field): (offset, size)}: every

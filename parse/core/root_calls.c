@@ -436,8 +436,12 @@ static ftf_slow_group *slow_group(ftf_root_calls *rc, uint32_t node, int32_t op)
 	if (ftf_u64map_put(&rc->slow_map, key, (uint64_t)rc->nslow + 1) < 0)
 		return NULL;
 	ftf_slow_group *g = &rc->slow[rc->nslow++];
-	g->heap = calloc(rc->slowest_n, sizeof(*g->heap));
+	/* grown as trees come (root_keep), not slowest_n slots at once: with a
+	 * root function per call (2 M distinct names) 20 slots of 64 bytes each
+	 * were 1.3 KB per root path, most never used */
+	g->heap = calloc(1, sizeof(*g->heap));
 	g->n = 0;
+	g->cap = 1;
 	return g->heap ? g : NULL;
 }
 
@@ -492,6 +496,27 @@ static void kept_fill(ftf_root_calls *rc, ftf_task_calls *tc, ftf_kept *k, uint6
 		rc->slow_cut++;
 		return;
 	}
+	if ((size_t)tc->nrecs * 2 < tc->caprecs && (size_t)tc->nextras * 2 <= tc->capextras) {
+		/* a small tree in a bigger buffer (a task's first buffer holds
+		 * RECS_KEEP calls, 1.5 KB): copied to a block of its size, the task
+		 * keeps its buffer. With a root function per call, swapping kept
+		 * 1.5 KB per root path for a tree of one call. */
+		ftf_rec *r = blk_grow(NULL, 0, (size_t)tc->nrecs * sizeof(*r));
+		ftf_rec_extra *e = tc->nextras ? blk_grow(NULL, 0, (size_t)tc->nextras * sizeof(*e)) : NULL;
+		if (r && (e || !tc->nextras)) {
+			kept_free(k);
+			memcpy(r, tc->recs, (size_t)tc->nrecs * sizeof(*r));
+			if (e)
+				memcpy(e, tc->extras, (size_t)tc->nextras * sizeof(*e));
+			k->recs = r;
+			k->extras = e;
+			k->nrecs = k->caprecs = tc->nrecs;
+			k->nextras = k->capextras = tc->nextras;
+			tc->nrecs = tc->nextras = 0;
+			return;
+		}
+		blk_free(r, (size_t)tc->nrecs * sizeof(*r)); /* (out of memory: swapped below) */
+	}
 	ftf_kept old = *k;
 	k->recs = tc->recs;
 	k->extras = tc->extras;
@@ -525,6 +550,17 @@ static void root_keep(ftf_root_calls *rc, ftf_task_calls *tc, uint64_t sample, u
 	if (!g) {
 		rc->oom = 1;
 		return;
+	}
+	if (g->n < rc->slowest_n && g->n == g->cap) {
+		uint32_t cap = g->cap * 2 < rc->slowest_n ? g->cap * 2 : rc->slowest_n;
+		ftf_kept *h = realloc(g->heap, cap * sizeof(*h));
+		if (!h) {
+			rc->oom = 1;
+			return;
+		}
+		memset(h + g->cap, 0, (cap - g->cap) * sizeof(*h));
+		g->heap = h;
+		g->cap = cap;
 	}
 	if (g->n < rc->slowest_n) {
 		kept_fill(rc, tc, &g->heap[g->n], sample, dur);

@@ -104,7 +104,7 @@ typedef struct {
 
 typedef struct {
 	ftf_kept *heap; /* min-heap by dur, at most slowest_n */
-	uint32_t n;
+	uint32_t n, cap; /* cap grows to slowest_n as trees come: a root path seen once holds one */
 } ftf_slow_group;
 
 typedef struct {

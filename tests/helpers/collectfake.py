@@ -13,6 +13,7 @@ trace-cmd, rpcinfo or an NFS server installed: they run the scripts with
 The fake trace-cmd is driven by environment variables:
   FAKE_TC_PIDFILE    record writes its pid there once the workload runs
   FAKE_TC_LOG        record appends a JSON line: argv and its open fds
+  (record prints a summary on stdout, as trace-cmd does: "CPU0 data recorded...")
   FAKE_TC_FAIL=N     record exits N after the workload (a partial file written)
   FAKE_TC_BYTES=N    record writes N bytes more into its -o file
   FAKE_TC_FILL=PATH  record then fills PATH's file system (a disk filling up)
@@ -39,7 +40,7 @@ BASIC_TOOLS = (
     "bash", "sh", "env", "cat", "cp", "mv", "rm", "mkdir", "rmdir", "ln", "ls", "stat", "id",
     "readlink", "dirname", "basename", "head", "tail", "tr", "sed", "awk", "grep", "find",
     "sort", "wc", "date", "sleep", "mktemp", "tee", "uname", "getconf", "nproc", "df", "true",
-    "false", "flock", "setsid", "setpriv", "kill", "ps", "perl", "chmod", "touch", "dd",
+    "false", "flock", "setsid", "setpriv", "kill", "ps", "perl", "chmod", "touch", "dd", "iconv",
 )
 
 NO_LOSS_STAT = """cpus=2
@@ -174,6 +175,8 @@ try:
 except OSError as e:
     print("trace-cmd: writing %s: %s" % (out, e.strerror), file=sys.stderr)
     sys.exit(1)
+# Like trace-cmd: its summary on stdout (collect.sh sends it to record.log).
+print("CPU0 data recorded at offset=0x1000\n    %d bytes in size" % os.path.getsize(out), flush=True)
 if env.get("FAKE_TC_FILL"):
     try:
         with open(env["FAKE_TC_FILL"], "wb") as f:

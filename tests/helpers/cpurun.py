@@ -46,3 +46,21 @@ def run_dir(tmp_path, main=True, baseline=True) -> Path:
     if baseline:
         shutil.copy(cpu_file(tmp_path, "base", 250, 1027), d / "cpu-baseline.txt")
     return d
+
+
+def cpu_text(on_cpu_ms: tuple) -> str:
+    """cpusnap.sh's file as it writes it where perf runs (collect/README.md),
+    written here without running it: two nfsd threads (101, 102) that ran
+    on_cpu_ms each, /proc/stat and 131 RPCs the workload moved."""
+    return ("ftflame-cpu/1\nclk_tck 100\ncpus 2\nthreads 101 102\n"
+            "=== before stat\ncpu  1000 10 500 8000 20 30 40 5 0 0\ncpu0 500 5 250 4000 10 15 20 2 0 0\n"
+            "=== before nfsd\nrc 0 3 18\nrpc 21 0 0 0 0\n"
+            "=== before schedstat\n101 1000000 50 10\n102 1000000 50 10\n"
+            "=== after stat\ncpu  1100 10 700 8150 20 40 70 5 0 0\n"
+            "=== after nfsd\nrc 0 3 18\nrpc 152 0 0 0 0\n"
+            f"=== after schedstat\n101 {1_000_000 + on_cpu_ms[0] * 1_000_000} 60 20\n"
+            f"102 {1_000_000 + on_cpu_ms[1] * 1_000_000} 70 30\n"
+            "=== perf ok\n# started on Sat Nov 28 17:00:00 2026\n\n"
+            f"nfsd-101,{on_cpu_ms[0]}.5,msec,task-clock,{on_cpu_ms[0]}500000,100.00,0.475,CPUs utilized\n"
+            f"nfsd-102,{on_cpu_ms[1]}.25,msec,task-clock,{on_cpu_ms[1]}250000,100.00,0.2,CPUs utilized\n"
+            "=== end\n")

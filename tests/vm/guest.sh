@@ -21,6 +21,7 @@
 #   killed/     trace-cmd killed with SIGKILL while recording, with tracer
 #               options unlike the defaults (killed.rc)
 #   unknown.*   a function that does not exist: the refusal on a real kernel
+#   (each run folder is recorded into a tmpfs of the guest's, then copied here)
 #   tracefs-*.txt  tracefs settings before and after each of those
 #   guest.log   this script's log; guest.rc its exit code; timing.txt
 #
@@ -83,6 +84,20 @@ rpc.mountd
 rpc.nfsd 8
 mount -t nfs -o vers=3,nolock,proto=tcp 127.0.0.1:"$W/export" "$W/nfs"
 rpcinfo -T tcp 127.0.0.1 nfs 3
+# The run folders: made in the guest, then copied into RESULTS. collect.sh
+# refuses a folder with a folder above it that a user other than root could
+# change, and RESULTS is the host's folder over 9p, whose owners are the
+# host's (a checkout in a user's home would be that user's): a tmpfs of
+# root's here, whatever the host.
+mkdir -p "$W/runs"
+chmod 0755 "$W"
+mount -t tmpfs -o size=1g,mode=0755 tmpfs "$W/runs"
+keep() {  # NAME: the run folder NAME into RESULTS
+	if [ -d "$W/runs/$1" ]; then
+		cp -R -- "$W/runs/$1" "$RES/$1" || echo "guest.sh: cannot copy $W/runs/$1 into $RES"
+		rm -rf -- "${W:?}/runs/$1"
+	fi
+}
 step "nfs server up: $(cat /proc/fs/nfsd/threads) threads, versions $(cat /proc/fs/nfsd/versions)"
 
 fio_write() {  # SIZE NAME: 4 KB O_DIRECT sequential writes
@@ -96,8 +111,9 @@ dump_tracefs >"$RES/tracefs-before.txt"
 # ------------------------------------------------ refusal on a real kernel
 step "unknown function"
 rc=0
-"$COLLECT" -g no_such_function_ftflame -o "$RES/unknown" -- true 2>"$RES/unknown.stderr" || rc=$?
+"$COLLECT" -g no_such_function_ftflame -o "$W/runs/unknown" -- true 2>"$RES/unknown.stderr" || rc=$?
 echo "$rc" >"$RES/unknown.rc"
+keep unknown
 
 # ----------------------------------------------------- the main test run
 step "collect: nfsd-write, baseline, calibration"
@@ -107,9 +123,10 @@ calib=(--calib-count "$CALIB_COUNT")
 # (the server's CPU time from /proc only here: the iozone run below counts it
 # with perf, so that both of collect/cpusnap.sh's sources run on this kernel)
 # shellcheck disable=SC2046  # (fio_write prints the words of a command)
-FTFLAME_NO_PERF=1 "$COLLECT" -p nfsd-write --baseline --buffer 8192 "${calib[@]}" -o "$RES/run" \
+FTFLAME_NO_PERF=1 "$COLLECT" -p nfsd-write --baseline --buffer 8192 "${calib[@]}" -o "$W/runs/run" \
 	-- $(fio_write 2m run) >"$RES/run.stdout" 2>"$RES/run.stderr" || rc=$?
 echo "$rc" >"$RES/run.rc"
+keep run
 dump_tracefs >"$RES/tracefs-after-run.txt"
 
 # ------------------------------------------------------- iozone, as users run it
@@ -117,9 +134,10 @@ if [ "${FTFLAME_VM_IOZONE:-1}" = 1 ]; then
 	step "collect: iozone, baseline"
 	rc=0
 	mkdir -p "$W/ioz-cwd"  # (-Q writes its latency files into the current folder)
-	(cd "$W/ioz-cwd" && "$COLLECT" -p nfsd-write --baseline --buffer 8192 --no-calibrate -o "$RES/ioz" \
+	(cd "$W/ioz-cwd" && "$COLLECT" -p nfsd-write --baseline --buffer 8192 --no-calibrate -o "$W/runs/ioz" \
 		-- iozone -i0 -r4k -s2m -I -Q -f "$W/nfs/ioz") >"$RES/ioz.stdout" 2>"$RES/ioz.stderr" || rc=$?
 	echo "$rc" >"$RES/ioz.rc"
+	keep ioz
 	dump_tracefs >"$RES/tracefs-after-ioz.txt"
 fi
 
@@ -127,9 +145,10 @@ fi
 step "collect: tiny buffer"
 rc=0
 # shellcheck disable=SC2046
-"$COLLECT" -p rpc --buffer 64 --no-calibrate -o "$RES/lost" \
+"$COLLECT" -p rpc --buffer 64 --no-calibrate -o "$W/runs/lost" \
 	-- $(fio_write 512k lost) >"$RES/lost.stdout" 2>"$RES/lost.stderr" || rc=$?
 echo "$rc" >"$RES/lost.rc"
+keep lost
 dump_tracefs >"$RES/tracefs-after-lost.txt"
 
 # interrupt_test NAME ACTION [OPTIONS]: start collect.sh in a process group
@@ -139,7 +158,7 @@ interrupt_test() {
 	local name=$1 action=$2 pid rc=0 i
 	shift 2
 	set -m
-	"$COLLECT" -g nfsd3_proc_write --no-calibrate "$@" -o "$RES/$name" -- sleep 120 \
+	"$COLLECT" -g nfsd3_proc_write --no-calibrate "$@" -o "$W/runs/$name" -- sleep 120 \
 		>"$RES/$name.stdout" 2>"$RES/$name.stderr" &
 	pid=$!
 	set +m
@@ -155,6 +174,7 @@ interrupt_test() {
 	"$action" "$pid"
 	wait "$pid" || rc=$?
 	echo "$rc" >"$RES/$name.rc"
+	keep "$name"
 	pkill -x sleep || true
 	dump_tracefs >"$RES/tracefs-after-$name.txt"
 }

@@ -1,0 +1,58 @@
+"""How long a process takes to stop after a signal, by the CPU time it
+spends, not the wall time that passes: on a machine loaded 5-11 (CI's full
+run, other jobs) a process that stops at once can still wait seconds for a
+core, and a wall-clock deadline failed there while the code was right. A
+process that keeps working after the signal spends CPU time; one that waits
+for nothing is caught by a wide wall ceiling."""
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu(pid: int) -> float:
+    """CPU seconds of pid (its threads, its reaped children) and of its
+    living descendants (the libtracecmd reader's forked child); 0 for a
+    process already gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    total = sum(int(x) for x in fields[11:15]) / TICK  # utime stime cutime cstime
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return total
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                total += sum(_cpu(int(c)) for c in f.read().split())
+        except OSError:
+            pass
+    return total
+
+
+def communicate_within_cpu(proc: subprocess.Popen, cpu_budget: float = 5.0,
+                           wall_ceiling: float = 120.0) -> tuple:
+    """(stdout, stderr, CPU seconds spent) of proc once it exits, or
+    AssertionError (proc killed) when it spends more than cpu_budget CPU
+    seconds after this call, or is still there after wall_ceiling seconds
+    (a hang: waiting, not working). stdout/stderr pipes are read at the
+    end: fine for the one-line stderr of an interrupted run."""
+    start, t0 = _cpu(proc.pid), time.monotonic()
+    used = 0.0
+    while proc.poll() is None:
+        used = _cpu(proc.pid) - start
+        waited = time.monotonic() - t0
+        if used > cpu_budget or waited > wall_ceiling:
+            proc.kill()
+            proc.communicate()
+            raise AssertionError(f"still running after {used:.1f} CPU seconds and {waited:.1f} s "
+                                 f"(bounds: {cpu_budget} CPU s, {wall_ceiling} s)")
+        time.sleep(0.02)
+    out, err = proc.communicate()
+    return out, err, used
