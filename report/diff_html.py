@@ -15,7 +15,7 @@ from .html import data_json, environment
 MAX_FRAMES = 20000
 MIN_FRACTION = 1e-4  # frames narrower than this share of the graph are left out (counted)
 MAX_POINTS = 20000  # latency points per side, the slowest kept when thinned
-VERDICT_CODE = {"no change": 0, "slower": 1, "faster": 2, "new": 3, "gone": 4}
+VERDICT_CODE = {"no change": 0, "slower": 1, "faster": 2, "new": 3, "gone": 4, "no verdict": 5}
 
 
 def _f(a, nd: int = 1) -> list:
@@ -48,7 +48,7 @@ def flame_data(d) -> dict:
         "parent": parent, "w": _f(w[rows]), "wb": _f(t.before.per_root_time[rows]),
         "verdict": [VERDICT_CODE[t.verdict[i]] for i in rows],
         "change": _f(t.change[rows], 4), "lo": _f(t.ci_lo[rows], 4), "hi": _f(t.ci_hi[rows], 4),
-        "q": _f(t.q[rows], 6), "mb": _f(t.before.median[rows]), "ma": _f(t.after.median[rows]),
+        "q": [t.q_text[i] for i in rows], "mb": _f(t.before.median[rows]), "ma": _f(t.after.median[rows]),
         "left_out": len(have) - len(rows), "total": round(total, 1),
         "irq_left_out": int(sum(1 for i in np.flatnonzero(t.after.calls > 0).tolist() if t.after.irq_root[i]))
         if d.irqs == "exclude" else 0,
@@ -72,14 +72,17 @@ def table_data(d) -> dict:
         "name": cat(lambda t: list(t.keys)), "kind": [k for k, t in parts for _ in t.keys],
         "verdict": cat(lambda t: [VERDICT_CODE[v] for v in t.verdict]), "why": cat(lambda t: list(t.why)),
         "change": cat(lambda t: t.change, 4), "lo": cat(lambda t: t.ci_lo, 4), "hi": cat(lambda t: t.ci_hi, 4),
-        "q": cat(lambda t: t.q, 6), "mb": cat(lambda t: _called(t.before, t.before.median), 1),
+        # the adjusted p as the model prints it (stats.p_text), and its number to sort by
+        "q": cat(lambda t: list(t.q_text)), "qn": cat(lambda t: t.q, 12),
+        "mb": cat(lambda t: _called(t.before, t.before.median), 1),
         "ma": cat(lambda t: _called(t.after, t.after.median), 1),
         "meanb": cat(lambda t: _called(t.before, t.before.mean), 1),
         "meana": cat(lambda t: _called(t.after, t.after.mean), 1),
         "prb": cat(lambda t: t.before.per_root, 4), "pra": cat(lambda t: t.after.per_root, 4),
         "delta": cat(lambda t: t.delta_per_root, 1),
         "disagree": cat(lambda t: [bool(x) for x in t.disagree]),
-        "vsd": cat(lambda t: t.vs_drift, 4), "drift": d.drift is not None,
+        "vsd": cat(lambda t: t.vs_drift, 4), "vslo": cat(lambda t: t.vs_lo, 4), "vshi": cat(lambda t: t.vs_hi, 4),
+        "drift": d.drift is not None,
     }
 
 
@@ -89,18 +92,19 @@ HEAD_CHANGES = 5
 
 
 def _verdict_row(t, i) -> dict:
-    """One item of the headline: its verdict, change and interval (only
-    where there is a verdict), medians and means, the mean/median flag."""
+    """One item of the headline: its verdict, change and interval (and
+    against the drift, when there is one), adjusted p, medians and means,
+    the mean/median flag."""
     from .diff_text import interval, pct
 
-    judged = t.verdict[i] in ("slower", "faster")
     both = bool(t.before.calls[i] and t.after.calls[i])
     return {
         "name": t.keys[i], "verdict": t.verdict[i], "why": t.why[i],
+        # estimate and interval wherever both sides have calls, verdict or not
         "change": f"{pct(t.change[i])} {interval(t.ci_lo[i], t.ci_hi[i])}" + (
-            f" ({pct(t.vs_drift[i])} against the drift)" if abs(t.vs_drift[i] - t.change[i]) > 1e-9 else "")
-        if judged else "",
-        "q": f"{t.q[i]:.2g}" if judged else "",
+            f" ({pct(t.vs_drift[i])} {interval(t.vs_lo[i], t.vs_hi[i])} against the drift)"
+            if t.vs_lo is not None and np.isfinite(t.vs_lo[i]) else "") if both else "",
+        "q": t.q_text[i] if both and t.q_text[i] != "-" else "",
         "median": f"{us(t.before.median[i], 0, 1)} \u2192 {us(t.after.median[i], 0, 1)}" if both else "",
         "mean": f"{us(t.before.mean[i], 0, 1)} \u2192 {us(t.after.mean[i], 0, 1)} ({pct(t.mean_change[i])})"
         if both else "",

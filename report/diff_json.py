@@ -16,6 +16,11 @@ def _num(x, nd: int = 1):
     return round(x, nd) if math.isfinite(x) else None
 
 
+def _ptext(text: str):
+    """A p-value printed by the model (stats.p_text) as a JSON number."""
+    return None if text == "-" else float(text)
+
+
 def _side(f, i: int) -> dict:
     runs = [_num(v) for v in f.run_medians[:, i].tolist()]
     return {
@@ -41,11 +46,15 @@ def rows(t, start: int = 0, stop: int | None = None) -> list:
         row.update({
             "verdict": t.verdict[i], "why": t.why[i] or None,
             "change": _num(t.change[i], 4), "ci95": [_num(t.ci_lo[i], 4), _num(t.ci_hi[i], 4)],
-            "change_vs_drift": _num(t.vs_drift[i], 4), "mean_change": _num(t.mean_change[i], 4),
+            "change_vs_drift": _num(t.vs_drift[i], 4),
+            "ci95_vs_drift": [_num(t.vs_lo[i], 4), _num(t.vs_hi[i], 4)],
+            "mean_change": _num(t.mean_change[i], 4),
             "mean_median_disagree": bool(t.disagree[i]),
             **({"raw_change": _num(t.raw_change[i], 4), "raw_vs_corrected": t.raw_why[i] or None}
                if t.raw_change is not None else {}),
-            "p": _num(t.p[i], 6), "p_adjusted": _num(t.q[i], 6),
+            # the p-values as the text and the HTML print them (the model's p_text)
+            "p": _ptext(t.p_text[i]), "p_adjusted": _ptext(t.q_text[i]),
+            "interval_from": t.basis[i] or None, "df": _num(t.df[i], 2),
             "delta_ns_per_root_call": _num(t.delta_per_root[i]),
             "before": _side(t.before, i), "after": _side(t.after, i),
         })
@@ -72,9 +81,15 @@ def document_head(d) -> dict:
         "schema": SCHEMA, "tool": f"ftflame {__version__}",
         "figures": "corrected" if d.corrected else "raw",
         "method": d.method, "alpha": d.alpha, "min_change": d.min_change,
-        "verdict_on": "the typical call: the Hodges-Lehmann change of the time per call",
+        "verdict_on": "the median time per call, each run's, the runs as the replicates"
+        if not d.runs_identical else "the median time per call, the calls taken as independent "
+        "(--runs-identical)",
+        "runs_identical": d.runs_identical,
         "drift": None if d.drift is None else {"change": _num(d.drift.change, 4), "functions": d.drift.functions,
-                                               "along": d.drift.along, "text": d.drift.sentence()},
+                                               "along": d.drift.along, "text": d.drift.sentence(),
+                                               "run_effects": {"before": [_num(x, 4) for x in d.drift.run_effects[0]],
+                                                               "after": [_num(x, 4) for x in d.drift.run_effects[1]]}},
+        "prior": {"df": _num(d.prior[0], 2), "run_variance": _num(d.prior[1], 6)},
         "before": side(d.before), "after": side(d.after), "warnings": list(d.warnings),
     }
 

@@ -33,11 +33,13 @@ def pct(x: float) -> str:
 
 
 def interval(lo: float, hi: float) -> str:
+    """[lo, hi] at pct()'s precision (one decimal): an estimate printed
+    inside its interval stays inside it printed."""
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return "-"
     if hi >= 9:
         return f"[x{lo + 1:,.1f}, x{hi + 1:,.0f}]"
-    return f"[{lo * 100:+.0f}, {hi * 100:+.0f}]%"
+    return f"[{lo * 100:+.1f}, {hi * 100:+.1f}]%"
 
 
 def short_path(key: str, width: int) -> str:
@@ -59,13 +61,13 @@ def _wrap(text: str, indent: str = "") -> list:
 
 
 def _verdict(t, i) -> str:
-    """`slower +13.3% [+8, +17]%`, `no change (below 5%)`, `new`."""
+    """`slower +13.3% [+8.1, +17.0]%`, `no change (below 5%)`, `new`."""
     v = t.verdict[i]
     if v in ("new", "gone"):
         return v
     out = f"{v} {pct(t.change[i])} {interval(t.ci_lo[i], t.ci_hi[i])}"
-    if v in ("slower", "faster") and abs(t.vs_drift[i] - t.change[i]) > 1e-9:
-        out += f" ({pct(t.vs_drift[i])} against the drift)"
+    if t.vs_lo is not None and math.isfinite(t.vs_lo[i]):  # a drift: the verdict is on this
+        out += f" ({pct(t.vs_drift[i])} {interval(t.vs_lo[i], t.vs_hi[i])} against the drift)"
     return out + (f" ({t.why[i]})" if t.why[i] else "")
 
 
@@ -87,6 +89,20 @@ def _mean_median(t, i) -> list:
     return out
 
 
+def verdict_basis(d) -> str:
+    """What the verdicts stand on, said before any of them."""
+    nb, na = len(d.before.runs), len(d.after.runs)
+    if d.runs_identical:
+        return ("Calls taken as independent (--runs-identical): the intervals leave out how much runs of the "
+                "same workload differ; the change is of the median time per call, 95% interval.")
+    if max(nb, na) < 2:
+        return ("One run a side: how much two runs of the same workload differ is not measured, so no verdict "
+                "is given; the change (median time per call) and its interval are the calls' of one "
+                "run.")
+    return (f"The runs are the replicates ({nb} vs {na}): the change is of the median time per call (the "
+            "typical call), its 95% interval from the run-to-run variation (a t-test over the runs' medians).")
+
+
 def headline(d) -> list:
     """The verdict first: what it is on, a drift, each root function's and
     the busiest operations' verdicts, the biggest changes."""
@@ -94,9 +110,7 @@ def headline(d) -> list:
     lines = [f"ftflame diff: {'corrected' if d.corrected else 'raw'} time per call, BEFORE "
              f"({len(b.runs)} run{'s' if len(b.runs) != 1 else ''}, {b.root_calls:,} root calls) vs AFTER "
              f"({len(a.runs)} run{'s' if len(a.runs) != 1 else ''}, {a.root_calls:,} root calls)"]
-    lines += _wrap("Verdicts are on the typical call: the Hodges-Lehmann change of the time per call (the "
-                   "median of the AFTER/BEFORE ratios of all pairs of calls) with its 95% interval; the mean "
-                   "is shown beside it.")
+    lines += _wrap(verdict_basis(d))
     if d.drift is not None:
         lines += _wrap("Drift: " + d.drift.sentence() + ".")
     t = d.table("roots")
@@ -118,7 +132,9 @@ def headline(d) -> list:
             lines.append(f"  ... and {len(ops) - HEAD_OPS:,} more (below)")
     f = d.table("functions")
     changed = _ordered(f, np.isin(np.array(f.verdict), ("slower", "faster")))
-    if len(changed):
+    if f.verdict and set(f.verdict) <= {"no verdict", "new", "gone"}:
+        lines.append("No verdict on any function (one run a side).")
+    elif len(changed):
         lines.append(f"Biggest changes ({len(changed):,} function{'s' if len(changed) != 1 else ''} "
                      "faster or slower; largest time per root call first):")
         for i in changed[:HEAD_CHANGES]:
@@ -158,11 +174,11 @@ def _ordered(t, mask) -> np.ndarray:
     return idx[np.argsort(-np.abs(np.nan_to_num(t.delta_per_root[idx])), kind="stable")]
 
 
-ROW = "{v:<6} {c:>7} {ci:>13} {b:>10} {a:>10}  {n}"
+ROW = "{v:<6} {c:>7} {ci:>17} {b:>9} {a:>9}  {n}"
 
 
 def significant(d) -> list:
-    lines = ["", "Significant changes (us per call, median; change: Hodges-Lehmann ratio; the",
+    lines = ["", "Significant changes (us per call, median; change: ratio of the medians; the",
              "largest effect per root call first)"]
     total = sum(len(t) for t in d.tables.values())
     found = 0
@@ -175,7 +191,7 @@ def significant(d) -> list:
         lines.append(ROW.format(v="", c="change", ci="95% interval", b="before", a="after", n=title))
         for i in idx[:top]:
             head = ROW.format(v=t.verdict[i], c=pct(t.change[i]), ci=interval(t.ci_lo[i], t.ci_hi[i]),
-                              b=us(t.before.median[i], 10, 1), a=us(t.after.median[i], 10, 1), n="")
+                              b=us(t.before.median[i], 9, 1), a=us(t.after.median[i], 9, 1), n="")
             room = WIDTH - 1 - len(head)
             name = short_path(t.keys[i], room) if level == "paths" else t.keys[i]
             if len(name) <= room:
@@ -192,7 +208,7 @@ def significant(d) -> list:
 
 def roots(d) -> list:
     t = d.table("roots")
-    lines = ["", "Root functions (us per call: mean, median; run-to-run range of the medians)"]
+    lines = ["", "Root functions (us per call: mean, median; run-to-run range of the runs' medians)"]
     if not len(t):
         return lines + ["  none"]
     for i in _busiest(t):
@@ -201,19 +217,20 @@ def roots(d) -> list:
             if f.calls[i] == 0:
                 lines.append(f"  {side:<6} not called")
                 continue
-            spread = "" if f.run_medians.shape[0] < 2 else \
-                f", runs {us(f.run_lo[i], 0, 1)}..{us(f.run_hi[i], 0, 1)}"
+            est = f.run_estimate[:, i]
+            est = est[np.isfinite(est)]
+            spread = "" if len(est) < 2 else f", runs {us(est.min(), 0, 1)}..{us(est.max(), 0, 1)}"
             lines.append(f"  {side:<6} {int(f.calls[i]):>7,} calls  mean {us(f.mean[i], 10, 1)}  "
                          f"median {us(f.median[i], 10, 1)}{spread}")
         if t.before.calls[i] and t.after.calls[i]:
             lines.append(f"  change {pct(t.change[i])} (typical call), 95% interval "
-                         f"{interval(t.ci_lo[i], t.ci_hi[i])}, adjusted p {t.q[i]:.2g}")
+                         f"{interval(t.ci_lo[i], t.ci_hi[i])}, adjusted p {t.q_text[i]}")
             if t.disagree[i]:
                 lines.append(f"  the mean moved the other way ({pct(t.mean_change[i])}): a few long calls")
     return lines
 
 
-OP_ROW = "{v:<9} {c:>7} {ci:>13} {b:>9} {a:>9} {n:>13}"
+OP_ROW = "{v:<10} {c:>7} {ci:>17} {b:>9} {a:>9} {n:>13}"
 
 
 def operations(d) -> list:
@@ -257,21 +274,28 @@ def new_gone(d) -> list:
 
 
 def rest(d) -> list:
+    """The functions not called faster or slower, the largest differences
+    of time per root call first, each with its change and interval (against
+    the drift when there is one: what its verdict was on), its name on the
+    next line."""
     t = d.table("functions")
-    same = np.array(t.verdict) == "no change"
+    same = np.isin(np.array(t.verdict), ("no change", "no verdict"))
     idx = _ordered(t, same)
     if not len(idx):
         return []
-    lines = ["", f"No significant change: {int(same.sum()):,} functions, "
-             f"{sum(v == 'no change' for v in d.table('paths').verdict):,} call paths; "
+    drift = d.drift is not None
+    lines = ["", f"Not called faster or slower: {int(same.sum()):,} functions, "
+             f"{sum(v in ('no change', 'no verdict') for v in d.table('paths').verdict):,} call paths; "
              "largest differences:",
-             "  calls/root call  us per call (median)"]
-    lines.append("{:>8} {:>8} {:>9} {:>9} {:>7}  {}".format("before", "after", "before", "after", "change",
-                                                           "function"))
+             "  calls/root call  us per call (median)  change" + (" against the drift" if drift else ""),
+             "{:>8} {:>8} {:>9} {:>9} {:>7} {:>17}".format("before", "after", "before", "after", "change",
+                                                        "95% interval")]
     for i in idx[:TOP_OTHER]:
+        ch, lo, hi = (t.vs_drift[i], t.vs_lo[i], t.vs_hi[i]) if drift else (t.change[i], t.ci_lo[i], t.ci_hi[i])
         lines.append(f"{t.before.per_root[i]:>8.1f} {t.after.per_root[i]:>8.1f} "
                      f"{us(t.before.median[i], 9, 1):>9} {us(t.after.median[i], 9, 1):>9} "
-                     f"{pct(t.change[i]):>7}  {t.keys[i][:WIDTH - 49]}")
+                     f"{pct(ch):>7} {interval(lo, hi):>17}")
+        lines.append("    " + t.keys[i] + (f" ({t.why[i]})" if t.why[i] and t.verdict[i] != "no verdict" else ""))
     if len(idx) > TOP_OTHER:
         lines.append(f"  ... and {len(idx) - TOP_OTHER:,} more (the JSON output lists every item)")
     return lines

@@ -10,7 +10,6 @@ function nfmt(d) { return new Intl.NumberFormat("en-US", { minimumFractionDigits
 var NF1 = nfmt(1), NF0 = nfmt(0), NF2 = nfmt(2);
 FTD.us = function (ns) { return ns === null || ns === undefined ? "\u2013" : NF1.format(ns / 1000); };
 FTD.pct = function (x) { return x === null || x === undefined ? "\u2013" : (x >= 0 ? "+" : "") + NF1.format(100 * x) + "%"; };
-FTD.p = function (q) { return q < 0.001 ? q.toExponential(1) : q.toPrecision(2); };
 FTD.ci = function (lo, hi) { return lo === null || hi === null ? "\u2013" : "[" + FTD.pct(lo) + ", " + FTD.pct(hi) + "]"; };
 
 /* the verdict's colour: red slower, blue faster, near-white within noise;
@@ -118,7 +117,7 @@ FTD.flame = (function () {
     return F.path[j].split(";").join(" \u2192 ") + "\n" + VNAME[F.verdict[j]] +
       (F.verdict[j] === V.NEW ? " (BEFORE has no such frame)" : F.verdict[j] === V.SAME ? "" :
         ": " + FTD.pct(F.change[j]) + " " + FTD.ci(F.lo[j], F.hi[j]) +
-        ", adjusted p " + (F.q[j] === null ? "\u2013" : F.q[j].toPrecision(2))) +
+        ", adjusted p " + (F.q[j] === "-" ? "\u2013" : F.q[j])) +
       "\nmedian per call: " + FTD.us(F.mb[j]) + " \u2192 " + FTD.us(F.ma[j]) + " \u00b5s" +
       "\nper root call: " + FTD.us(F.wb[j]) + " \u2192 " + FTD.us(F.w[j]) + " \u00b5s";
   }
@@ -176,7 +175,7 @@ FTD.table = (function () {
     ["verdict", function (i) { return VNAME[T.verdict[i]]; }, function (i) { return T.verdict[i]; }, "verdict"],
     ["change [95% interval]", function (i) { return judged(i) ? FTD.pct(T.change[i]) + " " + FTD.ci(T.lo[i], T.hi[i]) : "\u2013"; },
       function (i) { return judged(i) ? T.change[i] : null; }, "num"],
-    ["adj. p", function (i) { return judged(i) && T.q[i] !== null ? FTD.p(T.q[i]) : "\u2013"; }, function (i) { return judged(i) ? T.q[i] : null; }, "num"],
+    ["adj. p", function (i) { return judged(i) && T.q[i] !== "-" ? T.q[i] : "\u2013"; }, function (i) { return judged(i) ? T.qn[i] : null; }, "num"],
     ["median \u00b5s (before \u2192 after)", function (i) { return both(T.mb[i], T.ma[i], FTD.us); }, function (i) { return T.ma[i]; }, "num"],
     ["mean \u00b5s (before \u2192 after)", function (i) { return both(T.meanb[i], T.meana[i], FTD.us) + (T.disagree[i] ? " \u26a0" : ""); },
       function (i) { return T.meana[i]; }, "num"],
@@ -224,7 +223,7 @@ FTD.table = (function () {
         td.textContent = c[1](i);
         td.className = k === 1 ? "verdict v-" + VNAME[T.verdict[i]].replace(" ", "-") : c[3];
         if (k === 2 && T.drift && judged(i)) {  /* the change the verdict was judged on */
-          var rel = document.createElement("span"); rel.className = "why"; rel.textContent = FTD.pct(T.vsd[i]) + " against the drift"; td.appendChild(rel);
+          var rel = document.createElement("span"); rel.className = "why"; rel.textContent = FTD.pct(T.vsd[i]) + " " + FTD.ci(T.vslo[i], T.vshi[i]) + " against the drift"; td.appendChild(rel);
         }
         if (k === 1 && T.why[i]) {  /* what held a p-value back: under the verdict */
           var why = document.createElement("span"); why.className = "why"; why.textContent = T.why[i]; td.appendChild(why);

@@ -157,16 +157,22 @@ MUTATIONS = [
     M("c-pct-rank-floor", "ftflame/native/percentiles.c", "int64_t rank = (int64_t)ceil((double)total * frac[j]);",
       "int64_t rank = (int64_t)((double)total * frac[j]);", "C percentile rank floored instead of ceiled"),
     # ---- ftflame diff's verdicts ------------------------------------------------
-    M("diff-runs-one-side", "ftflame/diff/stats.py", "return np.where((nb > 1) | (na > 1), apart, True)",
-      "return np.where((nb > 1) & (na > 1), apart, True)",
-      "diff: the run-separation rule skipped when only one side has several runs"),
+    M("diff-drift-one-side", "ftflame/diff/model.py",
+      "ok &= (np.minimum(fb.neff, fa.neff) >= stats.DRIFT_MIN_CALLS)",
+      "ok &= (np.maximum(fb.neff, fa.neff) >= stats.DRIFT_MIN_CALLS)",
+      "diff: the drift measured over functions with enough calls on one side only"),
+    M("diff-calls-as-runs", "ftflame/diff/stats.py", "runs = both & (not runs_identical) & ((k_b >= 2) | (k_a >= 2))",
+      "runs = both & False", "diff: calls taken as independent however many runs (the runs not the replicates)"),
+    M("diff-p-rounded", "report/diff_json.py", '"p": _ptext(t.p_text[i]), "p_adjusted": _ptext(t.q_text[i]),',
+      '"p": _num(t.p[i], 6), "p_adjusted": _num(t.q[i], 6),', "diff JSON: p-values rounded apart from the text's"),
     M("diff-neff-all-roots", "ftflame/diff/model.py", "    neff = np.minimum(n, indep)\n",
       "    neff = np.minimum(n, root_calls)\n",
       "diff: independent calls = all root calls of the side, not the ones that called the item"),
     M("diff-run-presence", "ftflame/diff/model.py",
       "seen = (fb.runs_present >= need_b) & (fa.runs_present >= need_a)", "seen = fb.runs_present >= 0",
       "diff: an item called in one run of several judged as the side's"),
-    M("diff-no-drift", "ftflame/diff/model.py", "if abs(mid) < stats.DRIFT_MIN or", "if True or",
+    M("diff-no-drift", "ftflame/diff/model.py", "    if abs(mid) < stats.DRIFT_MIN:\n        return None",
+      "    if True:\n        return None",
       "diff: a global drift never detected (every function judged against 0)"),
     M("c-func-roots-per-path", "parse/core/builder.c", "if (stamp && *stamp != serial) {", "if (stamp) {",
       "C: a function's root calls counted once per path, not once per root call"),
@@ -207,7 +213,7 @@ def pytest_args(m: Mutation, quick: bool) -> list:
     html = m.path in ("report/html.py", "report/flametree.py", "report/svg.py") or m.path.startswith("templates/")
     first = HTML_FIRST + ["tests/browser"] + FIRST if html else FIRST + HTML_FIRST
     if m.path.startswith(("ftflame/diff/", "report/diff_")):
-        first = ["tests/test_diff.py"] + first
+        first = ["tests/test_diff.py", "tests/test_diff_props.py"] + first
     return first if quick else first + ["tests"]
 
 

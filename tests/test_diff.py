@@ -52,13 +52,19 @@ def assert_nothing_flagged(d):
         assert flagged(d, level) == set(), level
 
 
-def assert_only_scaled_flagged(d):
-    """SCALED and its ancestors slower, as functions, roots and call paths;
-    nothing else faster or slower."""
-    assert flagged(d, "functions") == {SCALED, *ANCESTORS}
-    assert flagged(d, "roots") == {"nfsd3_proc_write"}
+# the ancestors nearest SCALED gain most of their time from it: found with it
+NEAR = ("generic_perform_write", "__generic_file_write_iter")
+
+
+def assert_only_scaled_flagged(d, near=NEAR):
+    """SCALED and its nearest ancestors (`near`) slower, as functions and call
+    paths (the far ones, whose time grew by a smaller share of theirs,
+    may be left out: a verdict needs their interval to clear 0); nothing
+    else faster or slower."""
+    assert {SCALED, *near} <= flagged(d, "functions") <= {SCALED, *ANCESTORS}
+    assert flagged(d, "roots") <= {"nfsd3_proc_write"}
     paths = flagged(d, "paths")
-    assert {p.split(";")[-1] for p in paths} == {SCALED, *ANCESTORS}
+    assert {SCALED} <= {p.split(";")[-1] for p in paths} <= {SCALED, *ANCESTORS}
     assert all(";".join(ANCESTORS).startswith(p) or p.endswith(SCALED) for p in paths), paths
     for level in ("roots", "functions", "paths"):
         t = d.table(level)
@@ -130,7 +136,11 @@ def test_a_trace_against_itself_changes_nothing(rel):
         t = d.table(level)
         both = (t.before.calls > 0) & (t.after.calls > 0)
         assert np.all(t.change[both & np.isfinite(t.change)] == 0)
-        assert set(t.verdict) == {"no change"}
+        # one run a side: how much runs differ is unmeasured, no verdict
+        assert set(t.verdict) == {"no verdict"}
+    d = compare([fixture(rel)], [fixture(rel)], runs_identical=True)
+    assert_nothing_flagged(d)
+    assert set(d.table("roots").verdict) == {"no change"}
 
 
 def test_two_halves_of_one_trace_change_nothing(synth):
@@ -145,8 +155,17 @@ def test_resampled_runs_change_nothing(synth):
 
 
 def test_a_scaled_function_is_found_with_its_ancestors(synth):
+    """One run a side: no verdict, the change and its interval said; with
+    --runs-identical (the calls as independent) the change is found."""
     d = compare([synth["same"]], [synth["scaled"]])
-    assert_only_scaled_flagged(d)
+    assert_nothing_flagged(d)
+    f = d.table("functions")
+    i = f.keys.index(SCALED)
+    assert f.verdict[i] == "no verdict" and f.ci_lo[i] <= 0.5 <= f.ci_hi[i]
+    d = compare([synth["same"]], [synth["scaled"]], runs_identical=True)
+    f = d.table("functions")
+    assert f.basis[i] == "calls" and 0 < f.ci_lo[i] <= 0.5 <= f.ci_hi[i]
+    assert flagged(d, "functions") <= {SCALED, *ANCESTORS} and flagged(d, "roots") <= {"nfsd3_proc_write"}
     f = d.table("functions")
     i = f.keys.index(SCALED)
     assert f.ci_lo[i] <= 0.5 <= f.ci_hi[i] + 0.02  # x1.5, within a histogram bucket
@@ -191,8 +210,8 @@ def test_runs_that_disagree_give_no_verdict(synth):
     d = compare(synth["runs"][:3], synth["scaled_runs"][:2] + synth["runs"][5:6])
     t = d.table("functions")
     i = t.keys.index(SCALED)
-    assert t.q[i] < 0.05 and t.change[i] > 0.05
-    assert t.verdict[i] == "no change" and t.why[i] == "within run-to-run spread"
+    assert t.change[i] > 0.05 and t.q[i] > 0.05  # the run among BEFORE's widens the interval
+    assert t.verdict[i] == "no change"
     assert flagged(d, "functions") == set()
 
 
@@ -216,7 +235,7 @@ def test_an_item_in_one_run_of_three_per_side_gets_no_verdict(synth):
     d = compare(synth["one_run_each"][:3], synth["one_run_each"][3:])
     t = d.table("functions")
     i = t.keys.index(BURST)
-    assert t.before.neff[i] > 50 and t.q[i] < 0.05 and t.change[i] > 0.3
+    assert t.before.neff[i] > 50 and t.change[i] > 0.3
     assert t.verdict[i] == "no change" and t.why[i] == "called in 1 of 3 BEFORE runs only"
     assert flagged(d, "functions") == set()
 
@@ -245,10 +264,11 @@ def test_one_before_run_against_three_after_runs_one_among_them(synth):
     d = compare(before, synth["scaled_runs"][:2] + before)
     t = d.table("functions")
     i = t.keys.index(SCALED)
-    assert t.q[i] < 0.05 and t.change[i] > 0.05
-    assert t.verdict[i] == "no change" and t.why[i] == "within run-to-run spread"
+    assert t.change[i] > 0.05 and t.basis[i] == "runs"
+    assert t.verdict[i] == "no change"
     d = compare(before, synth["scaled_runs"])
-    assert d.table("functions").verdict[i] == "slower"
+    t = d.table("functions")
+    assert t.basis[i] == "runs" and t.ci_lo[i] > 0.1 and t.ci_lo[i] <= 0.5 <= t.ci_hi[i]
 
 
 def test_a_global_drift_is_named_not_taken_for_regressions(synth):
@@ -256,10 +276,8 @@ def test_a_global_drift_is_named_not_taken_for_regressions(synth):
     function called slower for it."""
     d = compare(*synth["drift"])
     assert d.drift is not None and d.drift.change == pytest.approx(DRIFT - 1, abs=0.015)
-    assert d.drift.along > 0.8 * d.drift.functions
+    assert d.drift.along > 0.7 * d.drift.functions
     assert_nothing_flagged(d)
-    t = d.table("functions")
-    assert any(w.startswith("within the global drift (+") for w in t.why)
     from ftflame.report import diff_json, diff_text
 
     text = diff_text.render(d)
@@ -297,13 +315,17 @@ def test_a_change_on_top_of_a_drift_is_found_against_it(synth):
     t = d.table("functions")
     i = t.keys.index(SCALED)
     assert t.verdict[i] == "slower"
-    assert t.vs_drift[i] == pytest.approx(0.5, abs=0.07)
+    # the interval, net of the drift, covers the change made (x1.5)
+    assert (1 + t.ci_lo[i]) / (1 + d.drift.change) - 1 <= 0.5 <= (1 + t.ci_hi[i]) / (1 + d.drift.change) - 1
     from ftflame.report import diff_text
 
-    assert f"({t.vs_drift[i] * 100:+.1f}% against the drift)" in " ".join(diff_text.render(d).split())
+    assert f"({t.vs_drift[i] * 100:+.1f}% [{t.vs_lo[i] * 100:+.1f}, {t.vs_hi[i] * 100:+.1f}]% against the drift)" \
+        in " ".join(diff_text.render(d).split())
     assert flagged(d, "functions") <= {SCALED, *ANCESTORS}
-    for pair in (synth["split"], (synth["runs"][:3], synth["runs"][3:]), ([synth["h1"]], [synth["h2"]]),
-                 ([synth["same"]], [synth["scaled"]])):
+    # (not the halves of one trace, nor its root calls dealt into runs: the
+    # second half is 2-3% faster in most functions, and disjoint sets of
+    # requests differ by 1%: the functions of one request move together)
+    for pair in ((synth["runs"][:3], synth["runs"][3:]), ([synth["same"]], [synth["scaled"]])):
         assert compare(*pair).drift is None
 
 
@@ -323,13 +345,13 @@ def typical_up_mean_down(tmp_path_factory):
 def slower_but_less_interrupted(tmp_path_factory):
     """BEFORE: the fixture's root calls, each with a 150 us timer interrupt
     taken inside it (an irq entry function: out of the corrected time);
-    AFTER: the same root calls 10% slower (the root's own time), no
+    AFTER: the same root calls 15% slower (the root's own time), no
     interrupt."""
     d = tmp_path_factory.mktemp("rawcorr")
     header, calls = diffsynth.root_calls(diffsynth.read_lines(fixture(TEXT)))
     rng = __import__("random").Random(7)
     before = [diffsynth.with_burst(c, "__sysvec_apic_timer_interrupt", 1, 150e3, rng) for c in calls]
-    after = [diffsynth.scale_function(c, "nfsd3_proc_write", 1.1) for c in calls]
+    after = [diffsynth.scale_function(c, "nfsd3_proc_write", 1.15) for c in calls]
     return (diffsynth.write(str(d / "b.txt.gz"), header, before),
             diffsynth.write(str(d / "a.txt.gz"), header, after))
 
@@ -341,16 +363,16 @@ def test_raw_and_corrected_going_opposite_ways_is_explained(slower_but_less_inte
     from ftflame.report import diff_json, diff_text
 
     sides = [[x] for x in slower_but_less_interrupted]
-    d = compare(*sides)
+    d = compare(*sides, runs_identical=True)
     t = d.table("roots")
     i = t.keys.index("nfsd3_proc_write")
-    assert t.verdict[i] == "slower" and t.raw_change[i] < -0.1
+    assert t.verdict[i] == "slower" and t.raw_change[i] < -0.05
     assert "interrupt time -1" in t.raw_why[i] and t.raw_why[i].startswith("raw time per call -")
-    assert compare(*sides, raw=True).table("roots").verdict[i] == "faster"
+    assert compare(*sides, raw=True, runs_identical=True).table("roots").change[i] < -0.05
     head = " ".join(x.strip() for x in diff_text.render(d).splitlines()[:15])
     assert "the correction took out what changed: interrupt time" in head
     row = json.loads(diff_json.render(d))["roots"][0]
-    assert row["raw_change"] < -0.1 and "interrupt time" in row["raw_vs_corrected"]
+    assert row["raw_change"] < -0.05 and "interrupt time" in row["raw_vs_corrected"]
     same = compare(sides[0], sides[0]).table("roots")
     assert same.raw_why == ("",)
 
@@ -361,11 +383,11 @@ def test_mean_and_median_in_opposite_directions_are_flagged(typical_up_mean_down
     d = compare([typical_up_mean_down[0]], [typical_up_mean_down[1]])
     t = d.table("roots")
     i = t.keys.index("nfsd3_proc_write")
-    assert t.verdict[i] == "slower" and t.change[i] > 0.05
+    assert t.change[i] > 0.05  # flagged whatever the verdict (here none: one run a side)
     assert t.mean_change[i] < -0.01 and t.disagree[i]
     text = diff_text.render(d)
     head = " ".join(x.strip() for x in text.splitlines()[:15])
-    assert "nfsd3_proc_write: slower" in head and "typical call" in head
+    assert "nfsd3_proc_write: no verdict" in head and "typical call" in head
     assert "mean" in head and "opposite" in head
     row = json.loads(diff_json.render(d))["roots"][0]
     assert row["mean_change"] < 0 and row["mean_median_disagree"] is True
@@ -397,10 +419,10 @@ def test_json_schema_and_figures(tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
     assert doc["schema"] == "ftflame-diff/1"
-    assert doc["method"].startswith("change = Hodges-Lehmann")
+    assert doc["method"].startswith("change = ratio AFTER / BEFORE of the median")
     assert {"roots", "functions", "paths", "before", "after", "warnings"} <= doc.keys()
     row = next(r for r in doc["roots"] if r["function"] == "nfsd3_proc_write")
-    assert row["verdict"] in ("slower", "faster", "no change")
+    assert row["verdict"] == "no verdict"  # one run a side
     for side in ("before", "after"):
         assert row[side]["calls"] == doc[side]["root_calls"]
         assert row[side]["calls_per_root_call"] == 1.0
@@ -412,7 +434,9 @@ def test_json_schema_and_figures(tmp_path):
     for r in rows:
         if r["verdict"] in ("slower", "faster"):
             assert min(r["before"]["median_ns"], r["after"]["median_ns"]) >= 100, r
-    assert any((r["why"] or "").startswith("under 0.1 us per call") for r in rows)
+    both = [r for r in rows if r["verdict"] not in ("new", "gone")]
+    assert both and all(r["verdict"] == "no verdict" and r["why"].startswith("one run a side") for r in both)
+    assert all(r["interval_from"] == "calls" for r in both if r["ci95"][0] is not None)
 
 
 def test_folded_pairs_are_what_inferno_diff_folded_writes(tmp_path):
@@ -484,10 +508,10 @@ def test_the_verdict_leads_the_text():
     proc = run("diff", fixture("k6.1/s01-v3-write4k/trace.dat"), fixture("k6.12/s01-v3-write4k/trace.dat"))
     lines = proc.stdout.splitlines()
     assert any(x.startswith("nfsd3_proc_write: ") for x in lines[:15]), lines[:15]
-    assert "typical call" in " ".join(lines[:15])
+    assert "median time per call" in " ".join(lines[:15]) and "One run a side" in " ".join(lines[:15])
     method = [k for k, x in enumerate(lines) if x.startswith("Method:")]
     assert method and method[0] > max(k for k, x in enumerate(lines) if not x.startswith(" ") and k < method[0])
-    assert method[0] > lines.index(next(x for x in lines if x.startswith("No significant change")))
+    assert method[0] > lines.index(next(x for x in lines if x.startswith("Not called faster or slower")))
 
 
 def test_each_trace_is_read_once_in_parallel(monkeypatch, synth):
@@ -537,8 +561,8 @@ def test_parallel_reads_give_stderr_back():
 def test_help_teaches_the_method():
     proc = run("diff", "--help")
     assert proc.returncode == 0
-    for words in ("Hodges-Lehmann", "Mann-Whitney", "Benjamini-Hochberg", "BEFORE... -- AFTER...",
-                  "examples:", "root call"):
+    for words in ("median time per call", "t-test over the runs", "Welch", "Holm", "Benjamini-Hochberg",
+                  "--runs-identical", "BEFORE... -- AFTER...", "examples:", "root call"):
         assert words in proc.stdout
 
 
@@ -560,7 +584,8 @@ def test_every_diff_option_is_set_from_a_diff_flag():
     from ftflame.diff.cli import diff_options
 
     examples = {"raw": (["--raw"], True), "min_change": (["--min-change", "2"], 0.02),
-                "calibration": (["--calibration", "none"], "none"), "irqs": (["--irqs", "include"], "include")}
+                "calibration": (["--calibration", "none"], "none"), "irqs": (["--irqs", "include"], "include"),
+                "runs_identical": (["--runs-identical"], True)}
     flags = diff_flags()
     for field in dataclasses.fields(DiffOptions):
         assert field.name in flags, f"DiffOptions.{field.name} has no flag of its own"
@@ -622,20 +647,6 @@ def test_benjamini_hochberg_known_values():
     assert q.tolist() == pytest.approx([0.02, 0.04, 0.04, 0.02])
 
 
-def test_pair_test_direction_and_interval():
-    from helpers.pairtest import pair_test
-
-    rng = np.random.default_rng(1)
-    b = rng.lognormal(np.log(1000), 0.1, 200)
-    a = b * 1.2
-    ch, lo, hi, p = pair_test(np.log(b), np.ones(200), 200.0, np.log(a), np.ones(200), 200.0)
-    assert lo < 0.2 < hi and ch == pytest.approx(0.2, abs=0.03) and p < 1e-6
-    ch, lo, hi, p = pair_test(np.log(a), np.ones(200), 200.0, np.log(b), np.ones(200), 200.0)
-    assert ch < 0 and p < 1e-6
-    ch, lo, hi, p = pair_test(np.log(b), np.ones(200), 200.0, np.log(b), np.ones(200), 200.0)
-    assert ch == 0 and p == pytest.approx(1.0) and lo < 0 < hi
-
-
 # ---- operations: the root calls of a dispatcher, per NFS operation ----------
 
 def _dispatcher_run(label, seed, calls, factor=None):
@@ -646,9 +657,11 @@ def _dispatcher_run(label, seed, calls, factor=None):
 
 
 def _dispatcher_diff(before, after):
+    """One hand-made run a side, its calls taken as independent (the runs
+    are made to be identical: --runs-identical)."""
     from ftflame.diff import model
 
-    return model.build(tuple(before), tuple(after), corrected=False)
+    return model.build(tuple(before), tuple(after), corrected=False, runs_identical=True)
 
 
 def test_mixed_operations_against_themselves_change_nothing():
@@ -660,7 +673,7 @@ def test_mixed_operations_against_themselves_change_nothing():
     assert t.before.calls.sum() == d.table("roots").before.calls.sum()
     assert t.before.calls.sum() * t.before.mean @ (t.before.calls / t.before.calls.sum()) == \
         pytest.approx(float(d.table("roots").before.calls[0] * d.table("roots").before.mean[0]))
-    assert set(t.verdict) == {"no change"}
+    assert set(t.verdict) == {"no verdict"}
     assert_nothing_flagged(d)
 
 
@@ -702,69 +715,6 @@ def test_a_trace_rooted_at_one_procedure_has_no_operations(synth):
     assert "Operations" not in diff_text.render(d)
     assert json.loads(diff_json.render(d))["operations"] == []
     assert set(diff_html.table_data(d)["kind"]) == {"function"}
-
-
-def test_each_interval_comes_from_its_own_items_pairs():
-    """Items of 2 calls a side: the interval's lower share is clipped to 0,
-    the item's smallest ratio, never the previous item's largest."""
-    from ftflame.diff.stats import rank_tests
-
-    # item 0: AFTER 10x slower; item 1: the same on both sides
-    before = (np.array([0, 0, 1, 1]), np.array([100.0, 110.0, 1000.0, 1100.0]), np.ones(4))
-    after = (np.array([0, 0, 1, 1]), np.array([1000.0, 1100.0, 1000.0, 1100.0]), np.ones(4))
-    change, lo, hi, p, tested = rank_tests(before, after, np.full(2, 2.0), np.full(2, 2.0), 2)
-    assert list(tested) == [0, 1]
-    assert np.all(lo <= change) and np.all(change <= hi), (lo, change, hi)
-    assert lo[1] == pytest.approx(1000 / 1100 - 1) and hi[1] == pytest.approx(1100 / 1000 - 1)
-
-
-def test_rank_tests_do_not_depend_on_the_batches():
-    """An item's figures come from its own pairs alone: the running share
-    that picks its quantiles was a sum over the whole batch, offset by the
-    item's place in it, so an item after 200,000 others (its first pair's
-    share 0.5 - 5e-12, just short of the median) got another median than
-    the same item in a batch of its own. Batches can then be small (they
-    set diff's peak memory) with the same output."""
-    from ftflame.diff import stats
-
-    n = 200_000
-    side_b = (np.r_[np.arange(n), [n, n]], np.r_[np.full(n, 100.0), [1000.0, 4000.0]],
-              np.r_[np.ones(n), [1e11 + 1, 1e11 - 1]])
-    side_a = (np.r_[np.arange(n), [n]], np.r_[np.full(n, 150.0), [2000.0]], np.ones(n + 1))
-    neff = np.full(n + 1, 2.0)
-    one = stats.rank_tests(side_b, side_a, neff, neff, n + 1, max_pairs=1 << 22)
-    many = stats.rank_tests(side_b, side_a, neff, neff, n + 1, max_pairs=1 << 10)
-    for x, y in zip(one, many):
-        assert np.array_equal(x, y, equal_nan=True)
-    assert one[0][-1] == pytest.approx(1.0)  # the larger pair's ratio - 1: the share reaches 1/2 there
-
-
-def test_rank_tests_memory_per_pair():
-    """The rank tests make a value per (AFTER, BEFORE) pair of an item's
-    values, millions in a batch: that sets diff's peak (docs/performance.md).
-    Positions in 32 bits and the temporaries let go as used: under 65 bytes
-    a pair at the peak (88 before, 48 now)."""
-    import tracemalloc
-
-    from ftflame.diff import stats
-
-    rng = np.random.default_rng(7)
-    k, m = stats.PAIR_CAP, 20  # values a side of each of m items: m * k * k pairs, one batch
-    pairs = m * k * k
-    assert pairs <= 1 << 22
-
-    def side():
-        return np.repeat(np.arange(m), k), rng.uniform(1e3, 1e6, m * k), np.ones(m * k)
-
-    side_b, side_a = side(), side()
-    stats.rank_tests(side_b, side_a, [k] * m, [k] * m, m)
-    tracemalloc.start()
-    try:
-        stats.rank_tests(side_b, side_a, [k] * m, [k] * m, m)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak / pairs < 65, f"{peak / pairs:.0f} bytes a pair"
 
 
 @pytest.mark.parametrize("how", ["name", "symlink", "hardlink", "copy"])

@@ -16,9 +16,10 @@ def compare(before, after, opts: DiffOptions = DEFAULT):
     from . import checks, load, model
 
     runs_b, runs_a = load.load_sides(before, after, opts)
-    d = model.build(runs_b, runs_a, corrected=not opts.raw, min_change=opts.min_change, irqs=opts.irqs)
+    d = model.build(runs_b, runs_a, corrected=not opts.raw, min_change=opts.min_change, irqs=opts.irqs,
+                    runs_identical=opts.runs_identical)
     checks.refuse_disjoint(runs_b, runs_a, d.tables)
-    warn = checks.warnings(runs_b, runs_a, d.before, d.after)
+    warn = checks.warnings(runs_b, runs_a, d.before, d.after, d.tables if d.corrected else None)
     return d.__class__(**{**d.__dict__, "warnings": tuple(warn)})
 
 

@@ -31,21 +31,25 @@ examples:
 statistics (docs/diff.md):
   values      each call's corrected time: exact for root calls, from the
               1/16-wide histograms elsewhere; means exact (corrected sums)
-  change      Hodges-Lehmann ratio AFTER / BEFORE - 1: the median of the
-              ratios of every AFTER call to every BEFORE call (robust: an
-              outlier 50x the average counts as one call, not 50)
-  interval    95%, from the same pairs, at the ranks the Mann-Whitney test
-              leaves open; p-value: Mann-Whitney rank-sum test; calls inside
-              one root call are not independent: an item's observations are
-              the root calls that called it
-  verdict     p-values adjusted for the number of items compared
-              (Benjamini-Hochberg, false discovery rate 5%); faster/slower
-              needs adjusted p < 0.05, |change| >= --min-change, medians
-              of at least 0.1 us per call on both sides (smaller corrected
-              times are within the calibration's error), and, when a
-              side has several runs, the item called in two of them and
-              every AFTER run's median beyond every BEFORE run's (a single
-              noisy run cannot pass as a change)
+  change      ratio AFTER / BEFORE of the median time per call - 1 (each
+              run's median, averaged in log over the side's runs; an outlier
+              50x the rest counts as one call, not as 50)
+  interval    95%, a t-test over the runs' medians: the runs are the
+              replicates, so run-to-run variation sets the width (each
+              item's variance moderated by all functions' variances: Smyth's
+              limma). When the root and most functions moved together (a
+              drift), each run's figures are taken relative to its effect.
+              One run a side cannot measure run-to-run variation: estimate
+              and a within-run interval (Welch), no faster/slower verdict
+              (--runs-identical takes the calls as independent; the output
+              says so)
+  verdict     p-values adjusted over the items that could be called: Holm
+              over the root functions and operations (the primary claims),
+              Benjamini-Hochberg (FDR 5%) over functions and call paths;
+              faster/slower needs adjusted p < 0.05, |change| >=
+              --min-change, medians of at least 0.1 us per call on both
+              sides (smaller corrected times are within the calibration's
+              error), and, on a side of several runs, the item in two
   drift       when most functions moved the same way (the machine, not
               the code), the drift is said and items are judged against it
   on          the typical call (the change above), not the mean: items
@@ -80,6 +84,10 @@ def add_parser(sub, formatter_class: type = argparse.RawDescriptionHelpFormatter
                         "default: each trace's own, as ftflame report chooses it")
     d.add_argument("--irqs", choices=("exclude", "include"), default="exclude",
                    help="interrupt subtrees out of the interrupted calls' time (default) or in")
+    d.add_argument("--runs-identical", action="store_true",
+                   help="take the calls of every run as independent observations (you know the runs do "
+                        "not differ); by default the runs are the replicates and one run a side gets no "
+                        "faster/slower verdict")
     d.set_defaults(func=cmd_diff)
 
 
@@ -149,7 +157,7 @@ def diff_options(args: argparse.Namespace) -> DiffOptions:
     if args.min_change is not None and not 0 <= args.min_change < 1000:
         raise InputError("--min-change", f"must be a percentage from 0 to 1000, not {args.min_change:g}")
     return DiffOptions(raw=args.raw, min_change=MIN_CHANGE if args.min_change is None else args.min_change / 100.0,
-                       calibration=args.calibration, irqs=args.irqs)
+                       calibration=args.calibration, irqs=args.irqs, runs_identical=args.runs_identical)
 
 
 def cmd_diff(args) -> int:

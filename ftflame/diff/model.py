@@ -10,19 +10,32 @@ The renderers (report/diff_*.py) print these arrays and compute nothing.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ftflame.correct import operations
-from ftflame.model.profile import NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, bucket_mids
+from ftflame.model.profile import (
+    NODE_IRQ_ROOT,
+    SAMPLE_GAP,
+    SAMPLE_IRQ,
+    SAMPLE_PARTIAL,
+    Profile,
+    bucket_mids,
+    hist_lower,
+    hist_upper,
+)
 
 from . import stats
 from .options import MIN_CHANGE
 
 LEVELS = ("roots", "operations", "functions", "paths")
 SEP = ";"  # between the functions of a call path, as in folded stacks
-VERDICTS = ("slower", "faster", "no change", "new", "gone")
+NO_VERDICT = "no verdict"  # one run a side: run-to-run variation unmeasured
+VERDICTS = ("slower", "faster", "no change", "new", "gone", NO_VERDICT)
+ONE_RUN = ("one run a side cannot measure how much runs differ: the interval is the calls' of one run; "
+           "record 3 runs a side (docs/diff.md), or --runs-identical")
 
 
 # ---- one run: per item sums ------------------------------------------------
@@ -47,6 +60,12 @@ class RunItems:
     # item (calls inside one root call move together: one slow request makes
     # its 30 __rcu_read_lock calls slow at once); a root item's calls
     indep: np.ndarray
+    # the hook cost the correction took out, summed (ns): what another
+    # calibration would move (checks.calibration_warning)
+    hook: np.ndarray = None
+    # the width (ns) of each entry's histogram bucket, 0 for exact values:
+    # a median inside a bucket is interpolated (stats.weighted_medians)
+    entry_width: np.ndarray = None
 
 
 def path_keys(p: Profile) -> list:
@@ -87,6 +106,9 @@ def _node_sums(p: Profile):
         else np.zeros(0)
     cnt = h.counts.astype(np.float64)
     values = np.maximum(mids - hook[row_of_entry], 0.0)
+    widths = (hist_upper(h.buckets.astype(np.int64)) - hist_lower(h.buckets.astype(np.int64))).astype(np.float64) \
+        if len(h.buckets) else np.zeros(0)
+    widths = np.where(h.buckets < 16, 0.0, widths) if len(h.buckets) else widths  # exact below HIST_SUB ns
     hn = np.bincount(row_of_entry, weights=cnt, minlength=p.nrows)
     hm2 = np.bincount(row_of_entry, weights=cnt * values * values, minlength=p.nrows)
     s2 = np.divide(hm2 * n, hn, out=np.zeros(p.nrows), where=hn > 0)
@@ -107,12 +129,20 @@ def _node_sums(p: Profile):
         row_of_entry = np.concatenate((row_of_entry[~drop], snode))
         values = np.concatenate((values[~drop], sdur))
         cnt = np.concatenate((cnt[~drop], np.ones(len(sdur))))
-    return n, s1, s2, row_of_entry, values, cnt, exact, np.asarray(c.excl, dtype=np.float64)
+        widths = np.concatenate((widths[~drop], np.zeros(len(sdur))))
+    hook_sum = np.asarray(c.overhead, dtype=np.float64) if c.overhead is not None else np.zeros(p.nrows)
+    return n, s1, s2, row_of_entry, values, cnt, exact, np.asarray(c.excl, dtype=np.float64), hook_sum, widths
 
 
 def run_items(p: Profile) -> dict:
-    """{level: RunItems} for one run."""
-    n, s1, s2, erow, evalue, ecount, exact, excl = _node_sums(p)
+    """{level: RunItems} for one run: a view of its Profile, computed once
+    (a run compared twice, as every split of repeated runs compares it, or
+    a trace against itself, is summed once)."""
+    return p.views.get("diff_run_items", lambda: _run_items(p))
+
+
+def _run_items(p: Profile) -> dict:
+    n, s1, s2, erow, evalue, ecount, exact, excl, hook, ewidth = _node_sums(p)
     live = n > 0
     out = {}
     pkeys = path_keys(p)
@@ -143,9 +173,11 @@ def run_items(p: Profile) -> dict:
             keys=tuple(names), n=np.bincount(it, weights=n[sel], minlength=m),
             s1=np.bincount(it, weights=s1[sel], minlength=m), s2=np.bincount(it, weights=s2[sel], minlength=m),
             entry_item=item_of_row[erow][ent], entry_value=evalue[ent], entry_weight=ecount[ent],
+            entry_width=ewidth[ent],
             exact=all_exact, excl=np.bincount(it, weights=excl[sel], minlength=m),
             irq_root=np.bincount(it, weights=irq_top[sel].astype(float), minlength=m) > 0,
-            indep=np.bincount(it, weights=indep_of_row[sel], minlength=m))
+            indep=np.bincount(it, weights=indep_of_row[sel], minlength=m),
+            hook=np.bincount(it, weights=hook[sel], minlength=m))
 
     rows = np.flatnonzero(live)
     out["paths"] = grouped(pkeys, rows, in_roots_path)
@@ -193,7 +225,7 @@ def operation_items(p: Profile) -> RunItems:
         s1=np.bincount(item, weights=dur, minlength=m), s2=np.bincount(item, weights=dur * dur, minlength=m),
         entry_item=item, entry_value=dur, entry_weight=np.ones(len(dur)),
         exact=np.ones(m, dtype=bool), excl=np.zeros(m), irq_root=np.zeros(m, dtype=bool),
-        indep=np.bincount(item, minlength=m).astype(np.float64))
+        indep=np.bincount(item, minlength=m).astype(np.float64), hook=np.zeros(m), entry_width=np.zeros(len(dur)))
 
 
 # ---- a side: its runs pooled -----------------------------------------------
@@ -216,6 +248,10 @@ class SideFigures:
     run_hi: np.ndarray
     excl_per_root_time: np.ndarray  # corrected exclusive ns per root call
     irq_root: np.ndarray  # bool per item: the top of an interrupt subtree
+    # per run and item: the run's estimate, its median time per call (ns;
+    # NaN where the run lacks the item): the replicates of the test
+    run_estimate: np.ndarray = None
+    hook_per_call: np.ndarray = None  # ns of hook cost taken out per call
 
 
 @dataclass(frozen=True)
@@ -238,14 +274,23 @@ class Table:
     # the mean and the typical call moved in opposite directions (each by
     # at least MEAN_MEDIAN_APART): a few long calls came or went
     disagree: np.ndarray
-    # the change relative to the global drift, (1 + change) / (1 + drift) - 1
-    # (the change itself when there is no drift)
+    # the change relative to the global drift: each run's estimates taken
+    # relative to its run effect (model.run_effects); the change itself
+    # when there is no drift; vs_lo, vs_hi its interval (NaN: no drift)
     vs_drift: np.ndarray
+    vs_lo: np.ndarray = None
+    vs_hi: np.ndarray = None
     # root functions of a corrected diff: the raw change of the typical
     # call, and where raw and corrected changes go opposite ways, what the
     # correction took out that changed (else "")
     raw_change: np.ndarray = None
     raw_why: tuple = ()
+    # how the interval was made, per item (stats.BASIS_*), its degrees of
+    # freedom, and the p-values as every output prints them (stats.p_text)
+    basis: tuple = ()
+    df: np.ndarray = None
+    p_text: tuple = ()
+    q_text: tuple = ()
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -274,16 +319,23 @@ class Drift:
     function's change, how many functions were compared and how many moved
     its way. Items are judged against it."""
 
-    change: float  # the median of the functions' changes
+    change: float  # AFTER's run effects against BEFORE's (model.run_effects), as a fraction
     functions: int  # functions compared
     along: int  # of those, moved in the drift's direction
+    # each run's effect on the typical function, as a fraction (before, after)
+    run_effects: tuple = ((), ())
 
     def sentence(self) -> str:
         way = "slower" if self.change > 0 else "faster"
+        runs = ""
+        if self.run_effects[0] and self.run_effects[1]:
+            def say(effects):
+                return ", ".join(f"{x * 100:+.1f}%" for x in effects)
+            runs = f"; each run's effect: BEFORE {say(self.run_effects[0])}, AFTER {say(self.run_effects[1])}"
         return (f"global drift: the typical function is {abs(self.change) * 100:.1f}% {way} on AFTER "
-                f"({self.along:,} of {self.functions:,} functions compared moved that way): the whole "
+                f"({self.along:,} of {self.functions:,} functions compared moved that way{runs}): the whole "
                 "system changed (machine, frequency, thermal state, load, kernel build), not one function; items are "
-                "judged against it, a change within it is no change")
+                "judged against it, each run's figures taken relative to its effect")
 
 
 @dataclass(frozen=True)
@@ -299,6 +351,12 @@ class Diff:
     alpha: float = stats.ALPHA
     notes: tuple = field(default_factory=tuple)
     drift: Drift | None = None
+    # --runs-identical: calls taken as independent across runs (the user
+    # vouches that the runs do not differ); every output says so
+    runs_identical: bool = False
+    # the prior of the run-to-run variances (stats.variance_prior): its df
+    # d0 and its variance s0^2 of the log time per call (0, nan: none)
+    prior: tuple = (0.0, float("nan"))
 
     def table(self, level: str) -> Table:
         return self.tables[level]
@@ -324,10 +382,14 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
     m = len(keys)
     index = {k: i for i, k in enumerate(keys)}
     n, s1, s2, excl, indep = np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m)
+    hook = np.zeros(m)
     run_medians = np.full((len(runs_items), m), np.nan)
+    run_log = np.full((len(runs_items), m), np.nan)  # each run's log median time per call
+    within = np.zeros(m)  # summed over runs: variance of the log times / independent calls
+    within_runs = np.zeros(m)
     exact = np.ones(m, dtype=bool)
     irq_root = np.zeros(m, dtype=bool)
-    e_item, e_val, e_w = [], [], []
+    e_item, e_val, e_w, e_width = [], [], [], []
     for r, ri in enumerate(runs_items):
         at = np.fromiter((index[k] for k in ri.keys), dtype=np.int64, count=len(ri.keys))
         n[at] += ri.n
@@ -337,17 +399,33 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
         indep[at] += ri.indep
         irq_root[at] |= ri.irq_root
         exact[at] &= ri.exact
-        med = stats.weighted_medians(ri.entry_item, ri.entry_value, ri.entry_weight, len(at))
+        if ri.hook is not None:
+            hook[at] += ri.hook
+        med = stats.weighted_medians(ri.entry_item, ri.entry_value, ri.entry_weight, len(at), ri.entry_width)
         run_medians[r, at] = np.where(ri.n > 0, med, np.nan)
+        cn, lmean, lvar = stats.log_moments(ri.entry_item, ri.entry_value, ri.entry_weight, len(at))
+        live = (ri.n > 0) & (cn > 0)
+        run_log[r, at] = np.where(live, np.log(np.maximum(med, stats.LOG_MIN_NS)), np.nan)
+        # a run's median has the sampling error of its independent calls
+        # (pi/2 times a mean's, for calls near log-normal)
+        ind = np.maximum(np.minimum(ri.n, ri.indep), 1.0)
+        within[at] += np.where(live, stats.MEDIAN_VAR * lvar / ind, 0.0)  # one call: its bucket's width alone
+        within_runs[at] += live
         e_item.append(at[ri.entry_item])
         e_val.append(ri.entry_value)
         e_w.append(ri.entry_weight)
+        e_width.append(ri.entry_width)
     mean, var = stats.moments_mean_var(n, s1, s2)
     entries = (np.concatenate(e_item) if e_item else np.zeros(0, np.int64),
                np.concatenate(e_val) if e_val else np.zeros(0),
                np.concatenate(e_w) if e_w else np.zeros(0))
-    median = stats.weighted_medians(*entries, m)
+    median = stats.weighted_medians(*entries, m, np.concatenate(e_width) if e_width else np.zeros(0))
     neff = np.minimum(n, indep)
+    _, _, pvar = stats.log_moments(*entries, m)
+    # the pooled calls' log moments, each item's n its independent calls
+    # (for the calls-as-independent interval: one run a side, --runs-identical)
+    pooled_log = (np.log(np.maximum(median, stats.LOG_MIN_NS)), stats.MEDIAN_VAR * pvar, neff)
+    within = np.divide(within, within_runs, out=np.full(m, np.nan), where=within_runs > 0)
     with np.errstate(all="ignore"):
         lo = np.where(np.isfinite(run_medians).any(axis=0),
                       np.nanmin(np.where(np.isfinite(run_medians), run_medians, np.inf), axis=0), np.nan)
@@ -358,8 +436,10 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
                       sd=np.sqrt(np.where(np.isfinite(var), var, np.nan)), neff=neff,
                       runs_present=np.isfinite(run_medians).sum(axis=0),
                       per_root_time=s1 / rc, run_medians=run_medians, run_lo=lo, run_hi=hi,
-                      excl_per_root_time=excl / rc, irq_root=irq_root)
-    return fig, entries
+                      excl_per_root_time=excl / rc, irq_root=irq_root,
+                      run_estimate=np.exp(run_log),
+                      hook_per_call=np.divide(hook, n, out=np.zeros(m), where=n > 0))
+    return fig, (run_log, within, pooled_log)
 
 
 def latency_points(p: Profile) -> tuple:
@@ -400,39 +480,152 @@ def _side_info(label: str, runs) -> SideInfo:
         gap_calls=sum(i["gap_calls"] for i in infos), calibrations=tuple(cals))
 
 
+PRIMARY = ("roots", "operations")  # the question: did the requests change (Holm)
+SECONDARY = ("functions", "paths")  # where a change sits (Benjamini-Hochberg)
+
+
 def build(before_runs, after_runs, corrected: bool = True,
-          min_change: float = MIN_CHANGE, warnings: tuple = (), irqs: str = "exclude") -> Diff:
+          min_change: float = MIN_CHANGE, warnings: tuple = (), irqs: str = "exclude",
+          runs_identical: bool = False) -> Diff:
     """The diff of two sides (tuples of ftflame.diff.load.Run)."""
     items_b = [run_items(r.profile) for r in before_runs]
     items_a = [run_items(r.profile) for r in after_runs]
     info_b, info_a = _side_info("before", before_runs), _side_info("after", after_runs)
+    nruns = (len(items_b), len(items_a))
     tables = {}
-    pooled = {}
+    sides = {}
     for level in LEVELS:
         keys = tuple(sorted(set().union(*(ri[level].keys for ri in items_b + items_a))))
-        fb, eb = _pool(level, [ri[level] for ri in items_b], keys, info_b.root_calls)
-        fa, ea = _pool(level, [ri[level] for ri in items_a], keys, info_a.root_calls)
-        change, lo, hi, p, tested = stats.rank_tests(eb, ea, fb.neff, fa.neff, len(keys))
-        pooled[level] = (keys, fb, fa, change, lo, hi, p, tested)
-    # one correction for every item compared (calls on both sides), all levels together
-    allq = stats.benjamini_hochberg(np.concatenate([pooled[lv][6][pooled[lv][7]] for lv in LEVELS]))
-    keys, fb, fa, change = pooled["functions"][:4]
-    drift = global_drift(fb, fa, change, pooled["functions"][7])
-    at = 0
+        sides[level] = (keys, _pool(level, [ri[level] for ri in items_b], keys, info_b.root_calls),
+                        _pool(level, [ri[level] for ri in items_a], keys, info_a.root_calls))
+    # each run's effect on every function at once (the machine's speed in
+    # that run: frequency, host load, cache state), from the functions
+    # measured in every run
+    keys, (fb, (lb, wb, _)), (fa, (la, wa, _)) = sides["functions"]
+    u_b, u_a = run_effects(lb, la, fb, fa, nruns)
+    raw = _tests(sides, nruns, runs_identical)
+    keys, fb, fa, change = raw["functions"][:4]
+    r = raw["roots"]
+    busiest = int(np.argmax(np.maximum(r[1].per_root_time, r[2].per_root_time))) if len(r[0]) else -1
+    drift = global_drift(fb, fa, change, np.flatnonzero(np.isfinite(change)),
+                         root_change=float(r[3][busiest]) if busiest >= 0 else float("nan"))
+    judged = raw
+    if drift is not None and len(u_b) and len(u_a):
+        # a drift: every item is judged against it, each run's estimates
+        # taken relative to the run's effect: what runs share (the machine)
+        # is out of both the change and its run-to-run variation
+        drift = Drift(change=float(np.expm1(np.mean(u_a) - np.mean(u_b))), functions=drift.functions,
+                      along=drift.along, run_effects=(tuple(np.expm1(u_b).tolist()), tuple(np.expm1(u_a).tolist())))
+        judged = _tests(sides, nruns, runs_identical, (u_b, u_a))
+    qs = _adjusted(judged, nruns)
     for level in LEVELS:
-        keys, fb, fa, change, lo, hi, p, tested = pooled[level]
-        q = np.ones(len(keys))
-        q[tested] = allq[at:at + len(tested)]
-        at += len(tested)
-        tables[level] = _table(level, keys, fb, fa, change, lo, hi, p, q, min_change,
-                               drift.change if drift else 0.0, (len(items_b), len(items_a)))
+        keys, fb, fa, change, lo, hi, p, df, basis, prior = raw[level]
+        rel = judged[level]
+        tables[level] = _table(level, keys, fb, fa, change, lo, hi, rel[6], qs[level], min_change,
+                               drift.change if drift else 0.0, nruns, rel[8], rel[7], runs_identical,
+                               vs=(rel[3], rel[4], rel[5]) if drift else None)
+    prior = judged["functions"][9]
     if corrected:
         t = tables["roots"]
         raw_change, raw_why = raw_against_corrected(before_runs, after_runs, t.keys, t.change)
         tables["roots"] = t.__class__(**{**t.__dict__, "raw_change": raw_change, "raw_why": raw_why})
     return Diff(before=info_b, after=info_a, tables=tables, warnings=tuple(warnings),
-                corrected=corrected, method=stats.method_text(min_change), min_change=min_change,
-                irqs=irqs if corrected else "include", drift=drift)
+                corrected=corrected, method=stats.method_text(min_change, mode(nruns, runs_identical)),
+                min_change=min_change, irqs=irqs if corrected else "include", drift=drift,
+                runs_identical=runs_identical, prior=prior)
+
+
+def run_effects(lb, la, fb, fa, nruns) -> tuple:
+    """Each run's effect, in log: the median over the reference functions
+    (measured in every run of both sides, at least DRIFT_MIN_CALLS
+    independent calls a side, medians resolved) of the run's estimate less
+    the function's mean over all runs. Empty arrays when fewer than
+    DRIFT_MIN_FUNCTIONS such functions."""
+    est = np.vstack((lb, la))
+    ref = np.isfinite(est).all(axis=0) & _judgeable(fb, fa, np.full(est.shape[1], stats.BASIS_RUNS), nruns)
+    ref &= np.minimum(fb.neff, fa.neff) >= stats.DRIFT_MIN_CALLS
+    if ref.sum() < stats.DRIFT_MIN_FUNCTIONS:
+        return np.zeros(0), np.zeros(0)
+    e = est[:, ref]
+    u = np.median(e - e.mean(axis=0), axis=1)
+    return u[:lb.shape[0]], u[lb.shape[0]:]
+
+
+def _tests(sides, nruns, runs_identical, effects=None) -> dict:
+    """Per level (keys, fb, fa, change, lo, hi, p, df, basis, prior) of
+    stats.interval_tests, the runs' log estimates less their run effects
+    when given (u_b, u_a). The prior of the run-to-run variances is fitted
+    over the functions that could be called and used by every level (a
+    root function is a function)."""
+    def shifted(lb, la, pb, pa):
+        if effects is None:
+            return lb, la, pb, pa
+        u_b, u_a = effects
+        return (lb - u_b[:, None], la - u_a[:, None], (pb[0] - np.mean(u_b),) + tuple(pb[1:]),
+                (pa[0] - np.mean(u_a),) + tuple(pa[1:]))
+
+    keys, (fb, (lb, wb, pb)), (fa, (la, wa, pa)) = sides["functions"]
+    lb, la, _, _ = shifted(lb, la, pb, pa)
+    s2, dfree = stats.run_variance(lb, la, fb.runs_present, fa.runs_present)
+    s2 = np.fmax(s2, _resolution(fb, fa))
+    fit = _judgeable(fb, fa, np.full(len(keys), stats.BASIS_RUNS), nruns)
+    prior = stats.variance_prior(s2[fit], dfree[fit]) if not runs_identical else (0.0, float("nan"))
+    out = {}
+    for level in LEVELS:
+        keys, (fb, (lb, wb, pb)), (fa, (la, wa, pa)) = sides[level]
+        lb, la, pb, pa = shifted(lb, la, pb, pa)
+        change, lo, hi, p, df, basis = stats.interval_tests(
+            lb, la, fb.runs_present, fa.runs_present, wb, wa, pb, pa, runs_identical, prior, _resolution(fb, fa))
+        out[level] = (keys, fb, fa, change, lo, hi, p, df, basis, prior)
+    return out
+
+
+def _resolution(fb, fa) -> np.ndarray:
+    """Per item, the least variance of a run's log median: a histogram
+    bucket's (stats.BUCKET_VAR) unless every call's value is known."""
+    return np.where(fb.exact & fa.exact, 0.0, stats.BUCKET_VAR)
+
+
+def _adjusted(tests, nruns) -> dict:
+    """Per level the adjusted p-values: an item is in a family when it
+    could get a verdict (both sides, an interval, medians resolved, in
+    enough runs); the primary claims (root functions, operations) by Holm,
+    the rest by Benjamini-Hochberg; NaN outside the families."""
+    family = {lv: np.flatnonzero(_judgeable(tests[lv][1], tests[lv][2], tests[lv][8], nruns)) for lv in LEVELS}
+    qs = {}
+    for levels, adjust in ((PRIMARY, stats.holm), (SECONDARY, stats.benjamini_hochberg)):
+        allq = adjust(np.concatenate([tests[lv][6][family[lv]] for lv in levels]))
+        at = 0
+        for lv in levels:
+            q = np.full(len(tests[lv][0]), np.nan)
+            q[family[lv]] = allq[at:at + len(family[lv])]
+            at += len(family[lv])
+            qs[lv] = q
+    return qs
+
+
+def mode(nruns, runs_identical: bool) -> str:
+    """What the intervals are made of (stats.method_text): "calls" when the
+    calls are taken as independent (--runs-identical), "one run" when one
+    run a side (run-to-run variation unmeasured: no verdict), else "runs"."""
+    if runs_identical:
+        return "calls"
+    return "one run" if max(nruns) < 2 else "runs"
+
+
+def _judgeable(fb, fa, basis, nruns) -> np.ndarray:
+    """Items that could get a verdict: called on both sides, with an
+    interval, medians of at least MIN_TIME_NS and at least MIN_CALLS_JUDGED
+    independent calls on both, and on a side of several runs called in at
+    least two of them. Leaving the others out of
+    the multiple-comparison families (they cannot be called whatever their
+    p) is the independent filtering of Bourgon et al. (2010): the filter
+    does not look at the change."""
+    need_b, need_a = min(2, nruns[0]), min(2, nruns[1])
+    return ((fb.calls > 0) & (fa.calls > 0) & (np.asarray(basis) != stats.BASIS_NONE)
+            & (np.minimum(fb.median, fa.median) >= stats.MIN_TIME_NS)
+            & (np.minimum(fb.neff, fa.neff) >= stats.MIN_CALLS_JUDGED)
+            & (fb.runs_present >= need_b) & (fa.runs_present >= need_a))
 
 
 REMOVED = (("overhead", "hook cost"), ("irq_removed", "interrupt time"), ("offcpu_removed", "off-CPU time"),
@@ -482,7 +675,9 @@ def raw_against_corrected(before_runs, after_runs, keys, change) -> tuple:
     that changed most between the sides, per call."""
     eb, nb, rb = _root_raw(before_runs, keys)
     ea, na, ra = _root_raw(after_runs, keys)
-    raw_change = stats.rank_tests(eb, ea, nb, na, len(keys))[0]
+    with np.errstate(all="ignore"):
+        raw_change = np.where((nb > 0) & (na > 0), stats.weighted_medians(*ea, len(keys)) /
+                              stats.weighted_medians(*eb, len(keys)) - 1.0, np.nan)
     apart = stats.MEAN_MEDIAN_APART
     why = []
     for i in range(len(keys)):
@@ -499,13 +694,15 @@ def raw_against_corrected(before_runs, after_runs, keys, change) -> tuple:
     return raw_change, tuple(why)
 
 
-def global_drift(fb, fa, change, tested):
+def global_drift(fb, fa, change, tested, root_change: float = float("nan")):
     """The Drift when the functions moved together, else None: the median
     of the changes of the functions compared (at least DRIFT_MIN_CALLS
-    independent calls a side, medians resolved) is at least DRIFT_MIN away
-    from 0 and at least DRIFT_SHARE of them moved its way. A change of one
-    function moves its callers by the same nanoseconds, a smaller share of
-    theirs: a handful of functions, never most of them."""
+    independent calls on BOTH sides, medians resolved) is at least
+    DRIFT_MIN away from 0 and at least DRIFT_SHARE of them moved its way,
+    or more than half of them did and the busiest root function moved that
+    way by at least DRIFT_MIN too (the root and most functions together).
+    A change of one function moves its callers by the same nanoseconds, a
+    smaller share of theirs: a handful of functions, never most of them."""
     ok = np.zeros(len(change), dtype=bool)
     ok[tested] = True
     ok &= (np.minimum(fb.neff, fa.neff) >= stats.DRIFT_MIN_CALLS) & np.isfinite(change)
@@ -515,50 +712,69 @@ def global_drift(fb, fa, change, tested):
         return None
     mid = float(np.median(ch))
     along = int(np.count_nonzero(np.sign(ch) == np.sign(mid)))
-    if abs(mid) < stats.DRIFT_MIN or along < stats.DRIFT_SHARE * len(ch):
+    if abs(mid) < stats.DRIFT_MIN:
+        return None
+    with_root = math.isfinite(root_change) and root_change * mid > 0 and abs(root_change) >= stats.DRIFT_MIN
+    if along < stats.DRIFT_SHARE * len(ch) and not (with_root and 2 * along > len(ch)):
         return None
     return Drift(change=mid, functions=len(ch), along=along)
 
 
-def _table(level, keys, fb, fa, change, lo, hi, p, q, min_change, drift=0.0, nruns=(1, 1)) -> Table:
+def _table(level, keys, fb, fa, change, lo, hi, p, q, min_change, drift=0.0, nruns=(1, 1),
+           basis=None, df=None, runs_identical: bool = False, vs=None) -> Table:
+    """One level's table. change, lo, hi: the change and its interval;
+    p, q, basis, df: the test the verdict stands on; vs: with a drift,
+    (change, lo, hi) against it (the runs taken relative to their run
+    effects), which the verdict is on."""
+    m = len(keys)
+    basis = tuple(basis) if basis is not None else (stats.BASIS_NONE,) * m
     present_b, present_a = fb.calls > 0, fa.calls > 0
     with np.errstate(all="ignore"):
-        rel, rel_lo, rel_hi = ((1.0 + x) / (1.0 + drift) - 1.0 for x in (change, lo, hi))
+        rel, rel_lo, rel_hi = vs if vs is not None else (change, lo, hi)
         mean_change = np.where(present_b & present_a & (fb.mean > 0), fa.mean / fb.mean - 1.0, np.nan)
     slower = rel > 0
-    significant = (q <= stats.ALPHA) & present_b & present_a
+    significant = np.nan_to_num(q, nan=1.0) <= stats.ALPHA
     # against a drift, the interval has to leave the drift out, not only 0
-    beyond_drift = (rel_lo > 0) | (rel_hi < 0) if drift else np.ones(len(keys), dtype=bool)
+    beyond_drift = (rel_lo > 0) | (rel_hi < 0) if vs is not None else np.ones(m, dtype=bool)
     big = np.abs(np.nan_to_num(rel)) >= min_change
     resolved = np.minimum(fb.median, fa.median) >= stats.MIN_TIME_NS
-    apart = stats.runs_separated(fb.run_medians, fa.run_medians, slower)
     # a side of several runs: the item called in at least two of them (a
     # burst in one run is that run's, not the side's)
     need_b, need_a = min(2, nruns[0]), min(2, nruns[1])
     seen = (fb.runs_present >= need_b) & (fa.runs_present >= need_a)
+    enough = np.minimum(fb.neff, fa.neff) >= stats.MIN_CALLS_JUDGED
+    # one run a side: the interval is the calls' of one run; how much two
+    # runs of the same workload differ is not in it: no verdict
+    unmeasured = max(nruns) < 2 and not runs_identical
     verdict, why = [], []
-    for i in range(len(keys)):
+    for i in range(m):
         if not present_b[i]:
             verdict.append("new"), why.append("")
         elif not present_a[i]:
             verdict.append("gone"), why.append("")
-        elif significant[i] and beyond_drift[i] and big[i] and apart[i] and resolved[i] and seen[i]:
+        elif unmeasured:
+            verdict.append(NO_VERDICT), why.append(ONE_RUN)
+        elif significant[i] and beyond_drift[i] and big[i] and resolved[i] and seen[i] and enough[i]:
             verdict.append("slower" if slower[i] else "faster"), why.append("")
         else:
             verdict.append("no change")
-            why.append("" if not significant[i] else
-                       f"within the global drift ({drift * 100:+.1f}%)" if not (beyond_drift[i] and big[i]) and drift else
-                       f"below {min_change * 100:g}%" if not big[i] else
+            why.append(_few_runs(fb.runs_present[i], fa.runs_present[i], nruns) if not seen[i] else
                        stats.UNRESOLVED if not resolved[i] else
-                       _few_runs(fb.runs_present[i], fa.runs_present[i], nruns) if not seen[i] else
-                       "within run-to-run spread")
+                       stats.FEW_CALLS if not enough[i] else
+                       "" if not significant[i] else
+                       f"below {min_change * 100:g}%" + (" against the drift" if vs is not None else ""))
     apart_mm = stats.MEAN_MEDIAN_APART
     disagree = (np.abs(np.nan_to_num(mean_change)) >= apart_mm) & (np.abs(np.nan_to_num(change)) >= apart_mm) & \
         (np.sign(np.nan_to_num(mean_change)) != np.sign(np.nan_to_num(change)))
     return Table(level=level, keys=keys, before=fb, after=fa, change=change, ci_lo=lo, ci_hi=hi,
                  p=p, q=q, verdict=tuple(verdict), why=tuple(why),
                  delta_per_root=fa.per_root_time - fb.per_root_time,
-                 mean_change=mean_change, disagree=disagree, vs_drift=rel)
+                 mean_change=mean_change, disagree=disagree, vs_drift=rel,
+                 vs_lo=rel_lo if vs is not None else np.full(m, np.nan),
+                 vs_hi=rel_hi if vs is not None else np.full(m, np.nan), basis=basis,
+                 df=df if df is not None else np.full(m, np.nan),
+                 p_text=tuple(stats.p_text(x) for x in np.asarray(p, dtype=float).tolist()),
+                 q_text=tuple(stats.p_text(x) for x in np.asarray(q, dtype=float).tolist()))
 
 
 def _few_runs(runs_b, runs_a, nruns) -> str:

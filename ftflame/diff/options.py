@@ -21,6 +21,10 @@ class DiffOptions:
     calibration: str | None = None
     # --irqs: interrupt subtrees out of the interrupted calls' time or in
     irqs: str = "exclude"
+    # --runs-identical: take the calls of all runs as independent
+    # observations (the user vouches the runs do not differ); without it the
+    # runs are the replicates and one run a side gets no verdict
+    runs_identical: bool = False
 
 
 DEFAULT = DiffOptions()

@@ -2,59 +2,76 @@
 
 The method (docs/diff.md says the same, and every output names it):
 
-* Each compared item (a root function, a function, a call path) has, per
-  side, its calls' corrected times: exact for root calls (every corrected
-  duration is known), elsewhere the log-bucket histogram's values (1/16
-  bucket resolution) scaled by corrected mean / raw mean, as every report's
-  estimates are. Means are exact either way (corrected sums over calls).
-* The change is the Hodges-Lehmann estimate of the ratio AFTER / BEFORE of
-  the time per call: the median of the ratios of every AFTER call to every
-  BEFORE call, minus 1. Its 95% interval comes from the same pairs (the
-  ratios at the ranks the Mann-Whitney test leaves open), and the two-sided
-  p-value is the Mann-Whitney rank-sum test's (normal approximation) of the
-  same comparison: the interval excludes 0 when p < 0.05. Ranks make one
-  outlier count as one call, not as its 50x duration.
-* Calls inside one root call are not independent: an item's observations
-  on a side are the root calls that called it (n = min(calls, those root
-  calls); ftflame.diff.model).
-* The p-values are adjusted for the number of items compared
-  (Benjamini-Hochberg, false discovery rate 5%, over every item with calls
-  on both sides).
-* A verdict (faster/slower) needs: the adjusted p-value under 5%, a change
-  of at least the minimum change (--min-change, options.MIN_CHANGE by
-  default), medians of at least MIN_TIME_NS per call on both sides
-  (below, the corrected time is within the calibration's error), and,
-  when a side has several runs, the item called in at least two of them
-  and every run of AFTER beyond every run of BEFORE (its median time per
-  call): a single noisy run cannot pass as a change. When most functions
-  moved together (a global drift, ftflame.diff.model.global_drift) the
-  interval has to leave the drift out and the change against it pass
-  the minimum change.
+* The runs are the replicates: what differs between two recordings of one
+  workload is the run (page cache, timer phase, host load), so the
+  evidence for a change comes from the runs. Each run gives an item's
+  estimate: its median corrected time per call in that run (exact for
+  root calls; from the histograms elsewhere, interpolated inside the
+  bucket: ftflame.diff.model).
+* The change is the ratio of the sides' mean log estimates, minus 1; its
+  95% interval and p-value come from a t-test over the runs' log
+  estimates, the item's run-to-run variance moderated by the prior of all
+  functions' variances (interval_tests, variance_prior: Smyth 2004), at
+  least a histogram bucket's. One run a side measures no run-to-run
+  variation: the interval is then the calls' (Welch, n = the root calls
+  that called the item) and no verdict is given, unless the user takes
+  the calls as independent (--runs-identical).
+* The p-values are adjusted over the items that could be called: Holm
+  over the root functions and operations (the primary claims),
+  Benjamini-Hochberg over the functions and call paths.
+* With a drift (ftflame.diff.model.run_effects, global_drift) each run's
+  estimates are taken relative to the run's effect on the typical
+  function, and the verdict is on that change.
+* A verdict (faster/slower) needs the adjusted p-value under 5% and a
+  change of at least the minimum change (--min-change, options.MIN_CHANGE
+  by default); items with medians under MIN_TIME_NS (within the
+  calibration's error), fewer than MIN_CALLS_JUDGED independent calls or
+  called in one run of a side of several are described, not judged.
 """
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 ALPHA = 0.05  # false discovery rate and interval level (95%)
 Z95 = 1.959963984540054
 
-METHOD = ("change = Hodges-Lehmann ratio of time per call AFTER / BEFORE - 1 (median "
-          "of the ratios of all pairs of calls), 95% interval from the same pairs; p-value "
-          "from the Mann-Whitney rank-sum test, the root calls that called an item counted as "
-          "its independent observations; p-values adjusted by Benjamini-Hochberg (FDR 5%) over "
-          "every item compared; faster/slower needs adjusted p < 0.05, |change| >= {min:g}% and, "
-          "with several runs on a side, the item in two of them and no overlap of the runs' "
-          "median times per call; medians under 0.1 us per call are not judged; when most "
-          "functions moved together (a global drift), items are judged against the drift; the "
-          "verdict is on the typical call, not the mean")
+METHOD_ESTIMATE = ("change = ratio AFTER / BEFORE of the median corrected time per call - 1 "
+                   "(each run's median, interpolated inside its histogram bucket, averaged in log over the "
+                   "side's runs)")
+METHOD_INTERVAL = {
+    "runs": ("95% interval and p-value from a t-test on the runs' log medians: the runs are the replicates, "
+             "so the interval's width is the run-to-run variation, each item's variance moderated by the "
+             "spread of all functions' (Smyth's limma: prior df and variance printed in the JSON) and at least "
+             "a histogram bucket's; with one run on a side, the other side's runs give the spread; when the "
+             "root and most functions moved together (a drift), each run's medians are taken relative to the "
+             "run's effect on the typical function and the verdict is on the change against the drift"),
+    "one run": ("one run a side cannot measure how much runs differ: the 95% interval and p-value are "
+                "Welch's t on the medians of the calls of the two runs (the root calls that called an item as "
+                "its independent observations) and leave run-to-run variation out, so no item is called "
+                "faster or slower (record 3 runs a side, or --runs-identical)"),
+    "calls": ("--runs-identical: the runs are taken to be the same (no run-to-run variation): 95% interval "
+              "and p-value from Welch's t on the medians of the pooled calls, the root calls that called an "
+              "item counted as its independent observations"),
+}
+METHOD = ("{estimate}; {interval}; p-values adjusted over the items that could be called (both sides, "
+          "medians of at least 0.1 us per call, at least 10 independent calls a side, in two runs of a "
+          "side of several): Holm (family-wise 5%) "
+          "over the root functions and operations, the primary claims, and Benjamini-Hochberg (FDR 5%) over "
+          "the functions and call paths, which say where a change sits; faster/slower needs adjusted "
+          "p < 0.05 and |change| >= {min:g}%; the mean is shown beside the verdict")
 # A median per call under this, on either side, is not judged: corrected
 # times that small are what is left after subtracting a hook cost of about
 # 1 us per call, and are within the calibration's own error.
 MIN_TIME_NS = 100.0
 UNRESOLVED = "under 0.1 us per call (within the calibration's error)"
-LOG_FLOOR_NS = 1.0  # a corrected time of 0 (clamped) compares as 1 ns
+# An item with fewer independent calls (root calls that called it) on a
+# side is described, not judged: a few calls are the work of a few
+# requests (an RCU callback batch, a page reclaim), not of the side.
+MIN_CALLS_JUDGED = 10
+FEW_CALLS = f"fewer than {MIN_CALLS_JUDGED} independent calls on a side"
 # Global drift (ftflame.diff.model.global_drift): the median change of the
 # functions with at least DRIFT_MIN_CALLS independent calls a side, when at
 # least DRIFT_MIN_FUNCTIONS are compared, is a drift when at least DRIFT_MIN
@@ -66,11 +83,12 @@ DRIFT_MIN_CALLS = 10
 # The mean and the typical call disagree when they move in opposite
 # directions, each by at least this much.
 MEAN_MEDIAN_APART = 0.01
-PAIR_CAP = 400  # values per side beyond this are merged into 1/256-wide log bins
 
 
-def method_text(min_change: float) -> str:
-    return METHOD.format(min=min_change * 100)
+def method_text(min_change: float, mode: str = "runs") -> str:
+    """The method line: what the estimate and the interval are made of
+    (mode: "runs", "one run", "calls"; ftflame.diff.model.mode)."""
+    return METHOD.format(estimate=METHOD_ESTIMATE, interval=METHOD_INTERVAL[mode], min=min_change * 100)
 
 
 def moments_mean_var(n, s1, s2):
@@ -81,114 +99,6 @@ def moments_mean_var(n, s1, s2):
     ex2 = np.divide(s2, n, out=np.zeros(len(n)), where=n > 0)
     var = np.maximum(ex2 - mean * mean, 0.0) * np.divide(n, n - 1, out=np.zeros(len(n)), where=n > 1)
     return mean, np.where(n > 1, var, np.inf)
-
-
-def compact(item, value, weight, m: int):
-    """A side's (item, log value, weight) entries sorted by item then value,
-    equal values of an item merged. An item with more than PAIR_CAP values
-    (root calls: exact values) has them merged into log bins 1/64 wide
-    (1.6%, inside the histograms' own 1/16) first, so that no item has more
-    than a few hundred values to pair. Returns (item, log value, weight,
-    offsets per item)."""
-    item = np.asarray(item, dtype=np.int64)
-    lv = np.log(np.maximum(np.asarray(value, dtype=np.float64), LOG_FLOOR_NS))
-    w = np.asarray(weight, dtype=np.float64)
-    many = np.bincount(item, minlength=m) > PAIR_CAP
-    lv = np.where(many[item], np.round(lv * 64.0) / 64.0, lv)
-    order = np.lexsort((lv, item))
-    item, lv, w = item[order], lv[order], w[order]
-    first = np.r_[True, (item[1:] != item[:-1]) | (lv[1:] != lv[:-1])] if len(item) else np.zeros(0, bool)
-    group = np.cumsum(first) - 1
-    w = np.bincount(group, weights=w) if len(item) else w
-    item, lv = item[first], lv[first]
-    return item, lv, w, np.searchsorted(item, np.arange(m + 1))
-
-
-def rank_tests(side_b, side_a, neff_b, neff_a, m: int, max_pairs: int = 1 << 18):
-    """For every item 0..m-1 with at least 2 effective calls on both sides:
-    (change, lo, hi, p) from all pairs (AFTER value, BEFORE value) of its
-    calls' log times, weighted by their calls. p: Mann-Whitney (the share
-    of pairs where AFTER is slower, ties half, against 1/2, with n = neff
-    per side); change: the pairs' weighted median ratio - 1 (Hodges-
-    Lehmann); lo, hi: the ratios at the shares 1/2 -+ 1.96 standard errors
-    of the test. NaN and p = 1 for the other items. A side is (item, value
-    ns, weight) arrays. All items at once, in batches of at most max_pairs
-    pairs (an item with more is a batch of its own): no Python per item.
-    Every figure of an item is made from its own pairs alone, so how the
-    items fall into batches changes none of them."""
-    change, lo, hi = np.full(m, np.nan), np.full(m, np.nan), np.full(m, np.nan)
-    p = np.ones(m)
-    ib, lb, wb, ob = compact(*side_b, m)
-    ia, la, wa, oa = compact(*side_a, m)
-    kb, ka = np.diff(ob), np.diff(oa)
-    nb, na = np.asarray(neff_b, dtype=np.float64), np.asarray(neff_a, dtype=np.float64)
-    testable = np.flatnonzero((nb >= 2) & (na >= 2) & (kb > 0) & (ka > 0))
-    se = np.sqrt((na + nb + 1.0) / (12.0 * np.maximum(na * nb, 1.0)))
-    pairs = (ka * kb)[testable]
-    batch_of = np.cumsum(pairs) // max_pairs if len(pairs) else pairs
-    for b in np.unique(batch_of).tolist():
-        items = testable[batch_of == b]
-        _pairs_batch(items, (lb, wb, ob, kb), (la, wa, oa, ka), se, change, lo, hi, p)
-    return change, lo, hi, p, testable
-
-
-def _pairs_batch(items, side_b, side_a, se, change, lo, hi, p) -> None:
-    """rank_tests for these items, written into change, lo, hi, p."""
-    lb, wb, ob, kb = side_b
-    la, wa, oa, ka = side_a
-    # a value per pair, and a batch may have millions of pairs: positions in
-    # 32 bits, each temporary let go once used (they set diff's peak)
-    npairs = ka[items] * kb[items]
-    local = np.repeat(np.arange(len(items), dtype=np.int32), npairs)  # pair -> position in items
-    t = np.arange(int(npairs.sum())) - np.repeat(np.cumsum(npairs) - npairs, npairs)
-    kbi = kb[items][local]
-    a_idx = oa[items][local] + t // kbi
-    b_idx = ob[items][local] + t % kbi
-    del t, kbi
-    d = la[a_idx] - lb[b_idx]
-    w = wa[a_idx] * wb[b_idx]
-    del a_idx, b_idx
-    # the running share below, per item: whole weights (calls) sum exactly
-    # in int64 whatever came before the item in the batch
-    whole = _whole(w)
-    w /= np.bincount(local, weights=w, minlength=len(items))[local]
-    auc = (np.bincount(local, weights=w * (d > 0), minlength=len(items))
-           + 0.5 * np.bincount(local, weights=w * (d == 0), minlength=len(items)))
-    s = se[items]
-    z = np.abs(auc - 0.5) / s
-    p[items] = [math.erfc(v / math.sqrt(2.0)) for v in z.tolist()]
-    # weighted quantiles of d per item: sort by (item, d), the running
-    # share within the item; an item's rank is its first pair whose share
-    # reaches the fraction (its pairs before, counted)
-    order = np.lexsort((d, local))
-    d, local = d[order], local[order]
-    w = whole[order] if whole is not None else w[order]
-    del order, whole
-    first = np.searchsorted(local, np.arange(len(items)), side="left")
-    last = np.searchsorted(local, np.arange(len(items)), side="right") - 1
-    cw = np.cumsum(w)
-    del w
-    start = np.r_[cw.dtype.type(0), cw][first]
-    share = (cw - start[local]) / (cw[last] - start)[local]
-    del cw
-
-    def at(frac):
-        below = share < (np.clip(frac, 0.0, 1.0) - 1e-12)[local]
-        pos = first + np.bincount(local, weights=below, minlength=len(items)).astype(np.int64)
-        return d[np.minimum(pos, last)]
-
-    change[items] = np.expm1(at(np.full(len(items), 0.5)))
-    lo[items] = np.expm1(at(0.5 - Z95 * s))
-    hi[items] = np.expm1(at(0.5 + Z95 * s))
-
-
-def _whole(w):
-    """w as int64 when every weight is a whole number and their sum fits
-    (the calls counted per value: always, in practice), else None (the
-    running share is then summed in float64 over the batch)."""
-    if not len(w) or w.sum() >= 2.0 ** 62 or not np.array_equal(w, np.floor(w)):
-        return None
-    return w.astype(np.int64)
 
 
 def benjamini_hochberg(p) -> np.ndarray:
@@ -206,32 +116,21 @@ def benjamini_hochberg(p) -> np.ndarray:
     return out
 
 
-def runs_separated(before_runs: np.ndarray, after_runs: np.ndarray, slower: np.ndarray) -> np.ndarray:
-    """Per item: do the runs' medians keep apart in the direction of the
-    change (every AFTER run above every BEFORE run when slower, below when
-    faster)? Arrays (runs, items), NaN where a run lacks the item; an item
-    with one run per side passes (its spread is unknown: the interval has
-    to speak for it)."""
-    nb = np.sum(np.isfinite(before_runs), axis=0)
-    na = np.sum(np.isfinite(after_runs), axis=0)
-    with np.errstate(all="ignore"):
-        b_hi = np.nanmax(np.where(np.isfinite(before_runs), before_runs, -np.inf), axis=0)
-        b_lo = np.nanmin(np.where(np.isfinite(before_runs), before_runs, np.inf), axis=0)
-        a_hi = np.nanmax(np.where(np.isfinite(after_runs), after_runs, -np.inf), axis=0)
-        a_lo = np.nanmin(np.where(np.isfinite(after_runs), after_runs, np.inf), axis=0)
-    apart = np.where(slower, a_lo > b_hi, a_hi < b_lo)
-    return np.where((nb > 1) | (na > 1), apart, True)
-
-
-def weighted_medians(keys: np.ndarray, values: np.ndarray, weights: np.ndarray, nkeys: int) -> np.ndarray:
-    """Per key, the lower weighted median of its values (the value where
-    the running weight first reaches half); 0 for a key without values.
-    One sort for all keys."""
+def weighted_medians(keys: np.ndarray, values: np.ndarray, weights: np.ndarray, nkeys: int,
+                     widths: np.ndarray | None = None) -> np.ndarray:
+    """Per key, the weighted median of its values; 0 for a key without
+    values. An entry with a width (a histogram bucket's, ns) stands for
+    calls spread evenly over it: the median is interpolated inside the
+    bucket where the running weight reaches half (the grouped-data
+    median), so that it moves smoothly with the calls instead of a whole
+    bucket (3 to 6%) at once; entries of width 0 are exact values (the
+    lower weighted median). One sort for all keys."""
     out = np.zeros(nkeys)
     if not len(keys):
         return out
     order = np.lexsort((values, keys))
     k, v, w = keys[order], values[order], np.asarray(weights, dtype=np.float64)[order]
+    wd = np.asarray(widths, dtype=np.float64)[order] if widths is not None and len(widths) else np.zeros(len(k))
     starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
     cw = np.cumsum(w)
     base = np.repeat(np.r_[0.0, cw[starts[1:] - 1]], np.diff(np.r_[starts, len(k)]))
@@ -241,5 +140,348 @@ def weighted_medians(keys: np.ndarray, values: np.ndarray, weights: np.ndarray, 
     # first reaching entry per key: among reached entries, the first of each key
     idx = np.flatnonzero(reached)
     first = idx[np.r_[True, k[idx][1:] != k[idx][:-1]]]
-    out[k[first]] = v[first]
+    frac = np.divide(total[first] / 2.0 - (within[first] - w[first]), w[first], out=np.full(len(first), 0.5),
+                     where=w[first] > 0)
+    out[k[first]] = np.maximum(v[first] + (np.clip(frac, 0.0, 1.0) - 0.5) * wd[first], 0.0)
     return out
+
+
+# ---- the run-level test (the default): runs are the replicates ---------------
+
+# Times under this are compared as this: a corrected time of a few ns is
+# the calibration's residue, and its log would weigh as much as a real
+# factor of 100.
+LOG_MIN_NS = 10.0
+# How the interval of an item was made (Table.basis, in every output).
+BASIS_RUNS = "runs"  # t over the runs' estimates (several runs on a side)
+# A value read from the histograms is known to its 1/16-octave bucket: the
+# log of a value uniform in the bucket varies by (ln 2 / 16)^2 / 12. Added
+# to the calls' variance of such items, so that calls all in one bucket on
+# each side do not make an interval of zero width around a change of a
+# whole bucket.
+BUCKET_VAR = (math.log(2.0) / 16.0) ** 2 / 12.0
+# The sampling variance of a median of n calls is about pi/2 times that of
+# their mean (exactly so for normal values; the log times are near enough).
+MEDIAN_VAR = math.pi / 2.0
+BASIS_CALLS = "calls"  # calls taken as independent (one run a side, or --runs-identical)
+BASIS_NONE = ""  # not compared (a side without calls, or too few)
+
+
+def log_moments(item, value, weight, m: int):
+    """Per item 0..m-1: (calls, mean, variance) of the log of its calls'
+    times (weighted by calls; values floored at LOG_MIN_NS): the
+    variance sets the sampling error of a median of them (MEDIAN_VAR)."""
+    item = np.asarray(item, dtype=np.int64)
+    w = np.asarray(weight, dtype=np.float64)
+    lv = np.log(np.maximum(np.asarray(value, dtype=np.float64), LOG_MIN_NS))
+    n = np.bincount(item, weights=w, minlength=m)
+    s1 = np.bincount(item, weights=w * lv, minlength=m)
+    mean = np.divide(s1, n, out=np.full(m, np.nan), where=n > 0)
+    dev = lv - np.nan_to_num(mean)[item] if len(item) else lv
+    ss = np.bincount(item, weights=w * dev * dev, minlength=m)
+    var = np.divide(ss, n - 1.0, out=np.zeros(m), where=n > 1)
+    return n, mean, var
+
+
+def _betacf(a, b, x, iters: int = 300):
+    """The continued fraction of the regularized incomplete beta function
+    (modified Lentz), elementwise."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c = np.ones_like(x)
+    d = 1.0 - qab * x / qap
+    d = np.where(np.abs(d) < tiny, tiny, d)
+    d = 1.0 / d
+    h = d.copy()
+    for k in range(1, iters + 1):
+        m2 = 2.0 * k
+        aa = k * (b - k) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = np.where(np.abs(d) < tiny, tiny, d)
+        c = 1.0 + aa / c
+        c = np.where(np.abs(c) < tiny, tiny, c)
+        d = 1.0 / d
+        h *= d * c
+        aa = -(a + k) * (qab + k) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = np.where(np.abs(d) < tiny, tiny, d)
+        c = 1.0 + aa / c
+        c = np.where(np.abs(c) < tiny, tiny, c)
+        d = 1.0 / d
+        delta = d * c
+        h *= delta
+        if np.all(np.abs(delta - 1.0) < 1e-15):
+            break
+    return h
+
+
+def _betainc(a, b, x):
+    """The regularized incomplete beta function I_x(a, b), elementwise."""
+    a, b, x = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (a, b, x)))
+    out = np.where(x <= 0, 0.0, 1.0)
+    inside = (x > 0) & (x < 1)
+    if not inside.any():
+        return out
+    a, b, x = a[inside], b[inside], x[inside]
+    lg = np.vectorize(math.lgamma, otypes=[float])
+    front = np.exp(lg(a + b) - lg(a) - lg(b) + a * np.log(x) + b * np.log1p(-x))
+    flip = x > (a + 1.0) / (a + b + 2.0)
+    aa, bb, xx = np.where(flip, b, a), np.where(flip, a, b), np.where(flip, 1.0 - x, x)
+    cf = front * _betacf(aa, bb, xx) / aa
+    out[inside] = np.where(flip, 1.0 - cf, cf)
+    return out
+
+
+def t_two_sided_p(t, df):
+    """P(|T| >= |t|) for Student's t with df degrees of freedom (df may be
+    fractional, Welch's), elementwise; df inf: the normal's."""
+    t, df = np.broadcast_arrays(np.abs(np.asarray(t, dtype=np.float64)), np.asarray(df, dtype=np.float64))
+    out = np.ones(t.shape)
+    big = ~np.isfinite(df) | (df > 1e6)
+    norm = big & np.isfinite(t)
+    out[norm] = [math.erfc(v / math.sqrt(2.0)) for v in t[norm].tolist()]
+    out[big & np.isinf(t)] = 0.0
+    small = ~big & (df > 0)
+    if small.any():
+        tt, dd = t[small], df[small]
+        x = np.where(np.isinf(tt), 0.0, dd / (dd + np.where(np.isinf(tt), 0.0, tt) ** 2))
+        out[small] = _betainc(dd / 2.0, np.full(len(dd), 0.5), x)
+    return np.clip(out, 0.0, 1.0)
+
+
+def t_quantile_975(df):
+    """The 97.5% point of Student's t (the half-width of a 95% interval in
+    standard errors), elementwise. Under 30 df by bisection over the
+    distinct df (rounded down to 0.01: a little wider, never narrower);
+    from 30 df the Cornish-Fisher expansion (Abramowitz and Stegun 26.7.5,
+    within 1e-6 there), so that thousands of distinct Welch df cost no
+    bisection each."""
+    df = np.asarray(df, dtype=np.float64)
+    out = np.full(df.shape, Z95)
+    fin = np.isfinite(df) & (df <= 1e6)
+    big = fin & (df >= 30)
+    if big.any():
+        z, v = Z95, df[big]
+        g1 = (z ** 3 + z) / 4
+        g2 = (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96
+        g3 = (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384
+        g4 = (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / 92160
+        out[big] = z + g1 / v + g2 / v ** 2 + g3 / v ** 3 + g4 / v ** 4
+    small = fin & ~big
+    if not small.any():
+        return out
+    d = np.maximum(np.floor(df[small] * 100.0) / 100.0, 0.01)
+    uniq, inv = np.unique(d, return_inverse=True)
+    lo, hi = np.full(len(uniq), Z95 - 1e-9), np.full(len(uniq), 1e7)
+    for _ in range(90):
+        mid = np.sqrt(lo * hi)  # geometric bisection: the bracket spans 1.96 .. 1e7
+        tail = t_two_sided_p(mid, uniq)
+        above = tail > ALPHA  # mid is not far enough out
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    out[small] = hi[inv]
+    return out
+
+
+def holm(p) -> np.ndarray:
+    """Holm's step-down adjusted p-values: family-wise error controlled
+    (the primary claims: root functions and operations)."""
+    p = np.asarray(p, dtype=np.float64)
+    m = len(p)
+    if m == 0:
+        return p
+    order = np.argsort(p, kind="stable")
+    stepped = np.maximum.accumulate(p[order] * (m - np.arange(m)))
+    out = np.empty(m)
+    out[order] = np.minimum(stepped, 1.0)
+    return out
+
+
+def p_text(q: float) -> str:
+    """A p-value as every output prints it (two significant digits); the
+    JSON's number is float() of this, the HTML prints it as is."""
+    if q is None or not math.isfinite(q):
+        return "-"
+    return f"{q:.2g}"
+
+
+def _digamma(x):
+    x = np.asarray(x, dtype=np.float64).copy()
+    out = np.zeros_like(x)
+    while np.any(x < 6):
+        small = x < 6
+        out[small] -= 1.0 / x[small]
+        x[small] += 1.0
+    inv = 1.0 / (x * x)
+    return out + np.log(x) - 0.5 / x - inv * (1.0 / 12 - inv * (1.0 / 120 - inv / 252))
+
+
+def _trigamma(x):
+    x = np.asarray(x, dtype=np.float64).copy()
+    out = np.zeros_like(x)
+    while np.any(x < 6):
+        small = x < 6
+        out[small] += 1.0 / (x[small] * x[small])
+        x[small] += 1.0
+    inv = 1.0 / (x * x)
+    return out + 1.0 / x + inv / 2.0 + inv / x * (1.0 / 6 - inv * (1.0 / 30 - inv / 42))
+
+
+def _tetragamma(x):
+    x = np.asarray(x, dtype=np.float64).copy()
+    out = np.zeros_like(x)
+    while np.any(x < 6):
+        small = x < 6
+        out[small] -= 2.0 / x[small] ** 3
+        x[small] += 1.0
+    inv = 1.0 / (x * x)
+    return out - inv - inv / x - inv * inv * (0.5 - inv * (1.0 / 6 - inv / 6))
+
+
+def _trigamma_inverse(y: float) -> float:
+    """x with trigamma(x) = y (Newton, as Smyth's limma does)."""
+    if y > 1e7:
+        return 1.0 / math.sqrt(y)
+    if y < 1e-6:
+        return 1.0 / y
+    x = 0.5 + 1.0 / y
+    for _ in range(50):
+        tri = float(_trigamma(np.array([x]))[0])
+        step = tri * (1.0 - tri / y) / float(_tetragamma(np.array([x]))[0])
+        x += step
+        if -step / x < 1e-8:
+            break
+    return x
+
+
+# Below this many items with a run-to-run variance the prior is not fitted
+# (each item keeps its own variance and df).
+PRIOR_MIN_ITEMS = 10
+
+
+def _nanmean(a, axis=0):
+    """np.nanmean without its warning for a column of NaN only (an item a
+    side lacks: NaN is the answer)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(a, axis=axis)
+
+
+def run_variance(est_b, est_a, k_b, k_a):
+    """Per item, the runs' pooled variance of their log estimates around
+    their side's mean, and its degrees of freedom (k_b - 1 + k_a - 1; a
+    side of one run adds none). NaN, 0 where no side has two runs."""
+    with np.errstate(all="ignore"):
+        ss = np.zeros(est_b.shape[1])
+        for est in (est_b, est_a):
+            if est.shape[0]:
+                mean = _nanmean(np.where(np.isfinite(est), est, np.nan))
+                ss += np.nansum((est - mean) ** 2, axis=0)
+        d = np.maximum(np.asarray(k_b, dtype=np.float64) - 1, 0) + np.maximum(np.asarray(k_a, dtype=np.float64) - 1, 0)
+        s2 = np.where(d > 0, ss / np.maximum(d, 1), np.nan)
+    return s2, d
+
+
+def variance_prior(s2, d):
+    """The prior of the items' run-to-run variances (Smyth 2004, limma's
+    fitFDist): s2 ~ s0^2 F(d, d0), d0 and s0^2 by the moments of log s2.
+    (d0, s0^2); (0, nan) when too few items: no moderation."""
+    s2, d = np.asarray(s2, dtype=np.float64), np.asarray(d, dtype=np.float64)
+    ok = np.isfinite(s2) & (s2 > 0) & (d > 0)
+    if ok.sum() < PRIOR_MIN_ITEMS:
+        return 0.0, float("nan")
+    z = np.log(s2[ok])
+    half = d[ok] / 2.0
+    e = z - _digamma(half) + np.log(half)
+    emean = float(e.mean())
+    evar = float(((e - emean) ** 2).sum() / (len(e) - 1) - _trigamma(half).mean())
+    if evar <= 0:
+        return float("inf"), math.exp(emean)
+    d0 = 2.0 * _trigamma_inverse(evar)
+    s0 = math.exp(emean + float(_digamma(np.array([d0 / 2.0]))[0]) - math.log(d0 / 2.0))
+    return d0, s0
+
+
+def interval_tests(est_b, est_a, k_b, k_a, within_b, within_a, pooled_b, pooled_a, runs_identical: bool,
+                   prior=(0.0, float("nan")), resolution=None):
+    """Per item: (change, lo, hi, p, df, basis) of AFTER against BEFORE.
+
+    est_*: (runs, items) each run's log median time per call (NaN where the
+    run lacks the item); k_*: runs with the item; within_*: per item the
+    mean over its runs of (variance of the log times / independent calls):
+    the sampling variance of one run's estimate; pooled_*: (mean log,
+    variance of log, independent calls) over the side's calls pooled;
+    prior: (d0, s0^2) of variance_prior; resolution: per item the least
+    variance a run's estimate can have (BUCKET_VAR for values read from
+    the histograms: a run's median is known to its bucket, and runs whose
+    medians fall in one bucket have not shown that they agree closer).
+
+    A side of several runs (the default): Student's t on the runs'
+    estimates with the item's run-to-run variance moderated by the prior
+    of all functions' variances (Smyth 2004: (d0 s0^2 + d s^2) / (d0 + d),
+    df d0 + d): with 3 runs a side an item's own variance has 4 df, too
+    few to tell thousands of items apart, and the functions of one pair of
+    machines share part of their run-to-run variation. One run on one side
+    adds no df (the other side's spread stands for both). Runs that agree
+    to the last digit have not shown a zero spread: then the runs'
+    within-run sampling error stands for it. One run a side (or
+    runs_identical): the calls as independent observations (n = root calls
+    that called the item), Welch's t on the medians (a median's variance
+    pi/2 times a mean's), basis "calls". change = ratio of the
+    estimates - 1; the interval is symmetric around it in log: the
+    estimate lies inside, and its width is 0 only when neither side's
+    values vary at all."""
+    m = est_b.shape[1]
+    change, lo, hi, p, df = (np.full(m, np.nan) for _ in range(5))
+    p[:] = 1.0
+    basis = np.array([BASIS_NONE] * m, dtype=object)
+    k_b, k_a = np.asarray(k_b, dtype=np.float64), np.asarray(k_a, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        def side_mean(est):
+            if not est.shape[0]:
+                return np.full(m, np.nan)
+            return _nanmean(np.where(np.isfinite(est), est, np.nan))
+        gb, ga = side_mean(est_b), side_mean(est_a)
+        both = (k_b >= 1) & (k_a >= 1)
+        runs = both & (not runs_identical) & ((k_b >= 2) | (k_a >= 2))
+        calls = both & ~runs
+        s2, d = run_variance(est_b, est_a, k_b, k_a)
+        if resolution is not None:
+            s2 = np.where(d > 0, np.fmax(s2, resolution), s2)
+        d0, s0 = prior
+        if d0 == float("inf"):
+            mod, dft = np.full(m, s0), np.full(m, np.inf)
+        elif d0 > 0:
+            mod, dft = (d0 * s0 + d * np.nan_to_num(s2)) / (d0 + d), d0 + d
+        else:
+            mod, dft = s2, d
+        delta = np.full(m, np.nan)
+        se2 = np.full(m, np.nan)
+        delta[runs] = (ga - gb)[runs]
+        floor = np.nan_to_num(within_b) / np.maximum(k_b, 1) + np.nan_to_num(within_a) / np.maximum(k_a, 1)
+        # runs that agree to the last digit on both sides have not shown a
+        # zero spread: then the calls' own scatter stands for it
+        v = mod * (1.0 / np.maximum(k_b, 1) + 1.0 / np.maximum(k_a, 1))
+        se2[runs] = np.where(np.nan_to_num(v) > 0, v, floor)[runs]
+        df[runs] = dft[runs]
+        # calls as independent: the pooled calls' log times
+        mb, varb, nb = pooled_b
+        ma, vara, na = pooled_a
+        ok = calls & (nb >= 2) & (na >= 2)
+        delta[calls] = (ma - mb)[calls]
+        eb, ea = (varb / nb)[ok], (vara / na)[ok]
+        if resolution is not None:  # each side's median is known to its bucket's width
+            eb, ea = eb + resolution[ok], ea + resolution[ok]
+        se2[ok] = eb + ea
+        df[ok] = np.where(eb + ea > 0, (eb + ea) ** 2 / (eb * eb / (nb[ok] - 1) + ea * ea / (na[ok] - 1)), np.inf)
+        have = np.isfinite(se2) & np.isfinite(delta) & (df > 0)
+        se = np.sqrt(se2)
+        tq = t_quantile_975(df)
+        change[both] = np.expm1(delta[both])
+        lo[have] = np.expm1(delta[have] - tq[have] * se[have])
+        hi[have] = np.expm1(delta[have] + tq[have] * se[have])
+        zero = have & (se == 0)
+        tstat = np.where(zero, np.where(delta == 0, 0.0, np.inf), np.abs(delta) / np.where(se > 0, se, 1.0))
+        p[have] = t_two_sided_p(tstat[have], df[have])
+    basis[runs & have] = BASIS_RUNS
+    basis[calls & have] = BASIS_CALLS
+    return change, lo, hi, p, df, basis

@@ -17,7 +17,9 @@ from helpers.corpus import curated as fixture
 pytestmark = pytest.mark.browser
 BUILD = Path(__file__).resolve().parents[2] / "build"
 
-OPTS = DiffOptions()
+# one run a side: the calls taken as independent (--runs-identical), so that
+# the pages have verdicts to colour; one run a side without it: "no verdict"
+OPTS = DiffOptions(runs_identical=True)
 TEXT = "k6.1/s07-tracefs-text/trace-default.txt.gz"
 
 
@@ -64,7 +66,7 @@ def follows(verdict, rgb):
         return r > 200 and b < r - 50 and g < r - 30
     if verdict == 2:  # faster: blue
         return b > 200 and r < b - 50
-    if verdict == 0:  # no significant change: near white
+    if verdict in (0, 5):  # no significant change, no verdict: near white
         return min(r, g, b) >= 225 and max(r, g, b) - min(r, g, b) < 12
     if verdict == 3:  # AFTER only: hatched yellow-grey
         return r >= b + 25 and g >= b + 10
@@ -138,7 +140,8 @@ def test_diff_page_lists_the_operations_with_their_kind(browser_page, tmp_path):
     before = Run("b", "b", build_events(diffsynth.dispatcher_events(1, calls), source="b"))
     after = Run("a", "a", build_events(diffsynth.dispatcher_events(2, calls, {"v3 WRITE": 1.5}), source="a"))
     path = tmp_path / "operations.html"
-    path.write_text(diff_html.render(model.build((before,), (after,), corrected=False)), encoding="utf-8")
+    path.write_text(diff_html.render(model.build((before,), (after,), corrected=False, runs_identical=True)),
+                    encoding="utf-8")
     pg = browser_page()
     page = pg.open(path)
     page.locator("#fn-table th", has_text="kind").first.click()  # ascending: functions first
@@ -170,7 +173,7 @@ def test_diff_page_fits_1400_px_leads_with_the_verdict_and_pages_its_rows(browse
     assert wide[0] <= 1400 and wide[2] == [], wide
     first = page.locator("#root-verdicts tbody tr").first
     assert first.locator("td").nth(0).inner_text() == "nfsd3_proc_write"
-    assert first.locator("td").nth(1).inner_text().startswith(("faster", "slower", "no change"))
+    assert first.locator("td").nth(1).inner_text().startswith(("faster", "slower", "no change", "no verdict"))
     assert first.bounding_box()["y"] < 400  # above the fold, before the sides and warnings
     assert page.locator("#verdict").bounding_box()["y"] < page.locator("#sides").bounding_box()["y"]
     assert page.locator("#method").bounding_box()["y"] > page.locator("#fn-table").bounding_box()["y"]
