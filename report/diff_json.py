@@ -85,6 +85,7 @@ def document_head(d) -> dict:
         if not d.runs_identical else "the median time per call, the calls taken as independent "
         "(--runs-identical)",
         "runs_identical": d.runs_identical,
+        "focus": list(d.focus),
         "drift": None if d.drift is None else {"change": _num(d.drift.change, 4), "functions": d.drift.functions,
                                                "along": d.drift.along, "text": d.drift.sentence(),
                                                "run_effects": {"before": [_num(x, 4) for x in d.drift.run_effects[0]],

@@ -740,3 +740,27 @@ def test_one_run_given_twice_on_a_side_is_refused(synth, tmp_path, how):
         assert f"{twin}: is the same {'content' if how == 'copy' else 'file'} as {a}" in line
     r = subprocess.run([*FTFLAME, "diff", a, "--", a, b, "-q"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_a_named_function_is_a_question_of_its_own(synth):
+    """--focus FUNC takes FUNC out of the functions' Benjamini-Hochberg
+    family into a Holm family of the named ones alone: its adjusted p is
+    its own p (one named), the others' are adjusted without it, and the
+    method line and the JSON say which were named."""
+    import math
+
+    from ftflame.report import diff_json
+
+    plain = compare(synth["runs"][:3], synth["scaled_runs"])
+    named = compare(synth["runs"][:3], synth["scaled_runs"], focus=(SCALED,))
+    t, u = plain.table("functions"), named.table("functions")
+    i = u.keys.index(SCALED)
+    assert math.isclose(u.q[i], min(1.0, u.p[i]), rel_tol=1e-12) and not math.isclose(t.q[i], u.q[i])
+    assert "--focus (" + SCALED in named.method and "--focus" not in plain.method
+    assert diff_json.document(named)["focus"] == [SCALED] and diff_json.document(plain)["focus"] == []
+
+
+def test_an_unknown_named_function_is_one_line_and_exit_2(synth):
+    r = run("diff", synth["h1"], synth["h2"], "--focus", "no_such_function_here")
+    assert r.returncode == 2 and r.stdout == "", r
+    assert len(r.stderr.strip().splitlines()) == 1 and "no_such_function_here" in r.stderr

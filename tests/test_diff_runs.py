@@ -167,3 +167,33 @@ def test_an_injected_slowdown_is_measured_with_three_runs_a_side(three_and_three
     row = next(r for r in diff_json.document(diff)["functions"] if r["function"] == func)
     assert row["change"] is not None and None not in row["ci95"]
     assert np.isfinite(t.change[i])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("func", [SLOW_FN, FAST_FN])
+def test_a_named_function_slowed_20_percent_is_found_with_three_runs_a_side(three_and_three, func):
+    """The function a patch is about, named with --focus, is a question of
+    its own (Holm over the named ones), not one of ~2,000 functions adjusted
+    together (Benjamini-Hochberg), where a +20% change measured with an
+    interval that leaves 0 out still gets no verdict at this run-to-run
+    spread: named, it is called slower; the unchanged runs 1-3 against
+    themselves shifted by nothing get no verdict."""
+    from ftflame.diff import model
+    from helpers import repeats
+
+    texts, d = three_and_three
+    runs = repeats.read(texts)
+    add = 0.2 * repeats.median_ns(runs[:3], func)
+    slowed = []
+    for i in (3, 4, 5):
+        dst = str(d / f"{func}-focus-{i}.txt")
+        assert inject.inject_file(texts[i], dst, func, add) > 200
+        slowed.append(dst)
+    slow = repeats.read(slowed)
+    named = model.build(tuple(runs[:3]), tuple(slow), focus=(func,))
+    t = named.table("functions")
+    assert t.verdict[t.keys.index(func)] == "slower", (t.p[t.keys.index(func)], t.q[t.keys.index(func)])
+    assert "--focus" in named.method and func in named.method
+    unchanged = model.build(tuple(runs[:3]), tuple(runs[3:]), focus=(func,))
+    u = unchanged.table("functions")
+    assert u.verdict[u.keys.index(func)] not in ("slower", "faster")

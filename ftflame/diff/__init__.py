@@ -17,8 +17,15 @@ def compare(before, after, opts: DiffOptions = DEFAULT):
 
     runs_b, runs_a = load.load_sides(before, after, opts)
     d = model.build(runs_b, runs_a, corrected=not opts.raw, min_change=opts.min_change, irqs=opts.irqs,
-                    runs_identical=opts.runs_identical)
+                    runs_identical=opts.runs_identical, focus=opts.focus)
     checks.refuse_disjoint(runs_b, runs_a, d.tables)
+    known = set(d.table("functions").keys)
+    for name in opts.focus:
+        if name not in known:
+            from ftflame.model.errors import InputError
+
+            raise InputError("--focus", f"{name}: no such function in either side's traces",
+                             "name it as `ftflame report` prints it")
     warn = checks.warnings(runs_b, runs_a, d.before, d.after, d.tables if d.corrected else None)
     return d.__class__(**{**d.__dict__, "warnings": tuple(warn)})
 

@@ -357,6 +357,9 @@ class Diff:
     # the prior of the run-to-run variances (stats.variance_prior): its df
     # d0 and its variance s0^2 of the log time per call (0, nan: none)
     prior: tuple = (0.0, float("nan"))
+    # --focus: the functions named as questions of their own (a family of
+    # their own, Holm); their rows carry the adjusted p of that family
+    focus: tuple = ()
 
     def table(self, level: str) -> Table:
         return self.tables[level]
@@ -486,8 +489,10 @@ SECONDARY = ("functions", "paths")  # where a change sits (Benjamini-Hochberg)
 
 def build(before_runs, after_runs, corrected: bool = True,
           min_change: float = MIN_CHANGE, warnings: tuple = (), irqs: str = "exclude",
-          runs_identical: bool = False) -> Diff:
-    """The diff of two sides (tuples of ftflame.diff.load.Run)."""
+          runs_identical: bool = False, focus: tuple = ()) -> Diff:
+    """The diff of two sides (tuples of ftflame.diff.load.Run); focus: the
+    functions named before looking (--focus), each judged in a family of
+    its own instead of among every function."""
     items_b = [run_items(r.profile) for r in before_runs]
     items_a = [run_items(r.profile) for r in after_runs]
     info_b, info_a = _side_info("before", before_runs), _side_info("after", after_runs)
@@ -517,7 +522,7 @@ def build(before_runs, after_runs, corrected: bool = True,
         drift = Drift(change=float(np.expm1(np.mean(u_a) - np.mean(u_b))), functions=drift.functions,
                       along=drift.along, run_effects=(tuple(np.expm1(u_b).tolist()), tuple(np.expm1(u_a).tolist())))
         judged = _tests(sides, nruns, runs_identical, (u_b, u_a))
-    qs = _adjusted(judged, nruns)
+    qs = _adjusted(judged, nruns, focus)
     for level in LEVELS:
         keys, fb, fa, change, lo, hi, p, df, basis, prior = raw[level]
         rel = judged[level]
@@ -530,9 +535,9 @@ def build(before_runs, after_runs, corrected: bool = True,
         raw_change, raw_why = raw_against_corrected(before_runs, after_runs, t.keys, t.change)
         tables["roots"] = t.__class__(**{**t.__dict__, "raw_change": raw_change, "raw_why": raw_why})
     return Diff(before=info_b, after=info_a, tables=tables, warnings=tuple(warnings),
-                corrected=corrected, method=stats.method_text(min_change, mode(nruns, runs_identical)),
+                corrected=corrected, method=stats.method_text(min_change, mode(nruns, runs_identical), tuple(focus)),
                 min_change=min_change, irqs=irqs if corrected else "include", drift=drift,
-                runs_identical=runs_identical, prior=prior)
+                runs_identical=runs_identical, prior=prior, focus=tuple(focus))
 
 
 def run_effects(lb, la, fb, fa, nruns) -> tuple:
@@ -586,12 +591,20 @@ def _resolution(fb, fa) -> np.ndarray:
     return np.where(fb.exact & fa.exact, 0.0, stats.BUCKET_VAR)
 
 
-def _adjusted(tests, nruns) -> dict:
+def _adjusted(tests, nruns, focus: tuple = ()) -> dict:
     """Per level the adjusted p-values: an item is in a family when it
     could get a verdict (both sides, an interval, medians resolved, in
     enough runs); the primary claims (root functions, operations) by Holm,
-    the rest by Benjamini-Hochberg; NaN outside the families."""
+    the functions named with --focus by Holm among themselves (the
+    questions asked before looking: adjusting them over thousands of
+    functions would hide the change a patch is about), the rest by
+    Benjamini-Hochberg; NaN outside the families."""
     family = {lv: np.flatnonzero(_judgeable(tests[lv][1], tests[lv][2], tests[lv][8], nruns)) for lv in LEVELS}
+    named = set(focus)
+    fkeys = tests["functions"][0]
+    is_named = np.array([fkeys[i] in named for i in family["functions"]], dtype=bool)
+    named_family = family["functions"][is_named]
+    family["functions"] = family["functions"][~is_named]
     qs = {}
     for levels, adjust in ((PRIMARY, stats.holm), (SECONDARY, stats.benjamini_hochberg)):
         allq = adjust(np.concatenate([tests[lv][6][family[lv]] for lv in levels]))
@@ -601,6 +614,8 @@ def _adjusted(tests, nruns) -> dict:
             q[family[lv]] = allq[at:at + len(family[lv])]
             at += len(family[lv])
             qs[lv] = q
+    if len(named_family):
+        qs["functions"][named_family] = stats.holm(tests["functions"][6][named_family])
     return qs
 
 

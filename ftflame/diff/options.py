@@ -25,6 +25,10 @@ class DiffOptions:
     # observations (the user vouches the runs do not differ); without it the
     # runs are the replicates and one run a side gets no verdict
     runs_identical: bool = False
+    # --focus FUNC (repeatable): the functions a patch is about, named before
+    # looking: each is a primary claim of its own family (Holm over the named
+    # ones alone), not one of thousands of functions adjusted together
+    focus: tuple = ()
 
 
 DEFAULT = DiffOptions()

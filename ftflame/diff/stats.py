@@ -85,10 +85,15 @@ DRIFT_MIN_CALLS = 10
 MEAN_MEDIAN_APART = 0.01
 
 
-def method_text(min_change: float, mode: str = "runs") -> str:
+def method_text(min_change: float, mode: str = "runs", focus: tuple = ()) -> str:
     """The method line: what the estimate and the interval are made of
-    (mode: "runs", "one run", "calls"; ftflame.diff.model.mode)."""
-    return METHOD.format(estimate=METHOD_ESTIMATE, interval=METHOD_INTERVAL[mode], min=min_change * 100)
+    (mode: "runs", "one run", "calls"; ftflame.diff.model.mode; focus: the
+    functions named with --focus)."""
+    text = METHOD.format(estimate=METHOD_ESTIMATE, interval=METHOD_INTERVAL[mode], min=min_change * 100)
+    if focus:
+        text += ("; the functions named with --focus (" + ", ".join(focus) + ") are questions of their own: "
+                 "Holm (family-wise 5%) over them alone, not among every function")
+    return text
 
 
 def moments_mean_var(n, s1, s2):
