@@ -917,17 +917,69 @@ static PyObject *py_dat_decoder(PyObject *self, PyObject *args)
 	return out;
 }
 
+/* spool=(fd, fd, fd): the call stream (root_calls.h, ftf_spool) into
+ * these files, each a dup()ed stream of its own (the caller keeps its
+ * descriptors); None: none. */
+static int spool_open(PyObject *fds, ftf_spool *sp, ftf_builder *b)
+{
+	memset(sp, 0, sizeof(*sp));
+	if (fds == Py_None)
+		return 0;
+	int fd[3];
+	if (!PyArg_ParseTuple(fds, "iii;spool: three file descriptors", &fd[0], &fd[1], &fd[2]))
+		return -1;
+	for (int k = 0; k < 3; k++) {
+		int d = dup(fd[k]);
+		sp->f[k] = d < 0 ? NULL : fdopen(d, "wb");
+		if (!sp->f[k]) {
+			PyErr_SetFromErrno(PyExc_OSError);
+			if (d >= 0)
+				close(d);
+			for (int j = 0; j < k; j++)
+				fclose(sp->f[j]);
+			memset(sp, 0, sizeof(*sp));
+			return -1;
+		}
+		setvbuf(sp->f[k], NULL, _IOFBF, 1 << 20);
+	}
+	b->root_calls.spool = sp;
+	return 0;
+}
+
+/* The call stream's files flushed and closed: the errno of a failed write
+ * (a full disk), 0. */
+static int spool_close(ftf_spool *sp)
+{
+	int err = sp->err;
+	for (int k = 0; k < 3; k++)
+		if (sp->f[k] && fclose(sp->f[k]) != 0 && !err)
+			err = errno ? errno : EIO;
+	memset(sp, 0, sizeof(*sp));
+	return err;
+}
+
+/* A failed call stream's OSError, unless an exception is set already. */
+static int spool_failed(int err)
+{
+	if (!err || PyErr_Occurred())
+		return 0;
+	errno = err;
+	PyErr_SetFromErrno(PyExc_OSError);
+	return 1;
+}
+
 /* read_dat(path, progress=None, slowest=N) through libtracecmd, and
  * read_dat_builtin(...) through the builtin reader (dat_*.c): the builder's
  * dict with "meta", and for the builtin reader meta["damage"]. */
 static PyObject *read_dat_with(PyObject *args, PyObject *kw, int builtin)
 {
-	static char *kwlist[] = { "path", "progress", "slowest", "known_events", "check_only", NULL };
-	PyObject *path_obj, *progress = Py_None, *known = Py_None;
+	static char *kwlist[] = { "path", "progress", "slowest", "known_events", "check_only", "spool", NULL };
+	PyObject *path_obj, *progress = Py_None, *known = Py_None, *spool_fds = Py_None;
 	unsigned int slowest = FTF_SLOWEST_DEFAULT;
 	int check_only = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|OIOp", kwlist, PyUnicode_FSConverter, &path_obj,
-					 &progress, &slowest, &known, &check_only))
+	ftf_spool spool;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|OIOpO", kwlist, PyUnicode_FSConverter, &path_obj,
+					 &progress, &slowest, &known, &check_only, &spool_fds))
 		return NULL;
 	/* known_events: {cpu: events} another reader found (libtracecmd only) */
 	uint64_t known_events[sizeof(((ftf_dat_meta *)0)->per_cpu_events) / sizeof(uint64_t)] = { 0 };
@@ -963,6 +1015,14 @@ static PyObject *read_dat_with(PyObject *args, PyObject *kw, int builtin)
 	ftf_builder_init(b);
 	b->root_calls.slowest_n = slowest;
 	b->check_only = check_only; /* the events read and counted, no calls built */
+	if (spool_open(spool_fds, &spool, b) < 0) {
+		ftf_builder_free(b);
+		free(b);
+		free(meta);
+		free(dmg);
+		Py_DECREF(path_obj);
+		return NULL;
+	}
 	char err[512] = "";
 	progress_ctx pc = { progress, 0 };
 	ftf_progress_fn progress_fn = progress == Py_None ? NULL : progress_trampoline;
@@ -979,10 +1039,13 @@ static PyObject *read_dat_with(PyObject *args, PyObject *kw, int builtin)
 	Py_END_ALLOW_THREADS
 	Py_DECREF(path_obj);
 	PyObject *res = NULL, *m = NULL;
+	int spool_err = b->root_calls.spool ? spool_close(&spool) : 0;
 	if (pc.failed) {
 		/* the progress callback raised (e.g. KeyboardInterrupt): keep its exception */
 	} else if (rc < 0) {
 		set_read_error(err);
+	} else if (spool_failed(spool_err)) {
+		/* the call stream's write failed: its OSError */
 	} else if ((res = builder_result(b)) &&
 		   (!(m = dat_meta_dict(meta)) ||
 		    (builtin && dict_put(m, "damage", dat_damage_dict(dmg)) < 0) ||
@@ -1021,9 +1084,10 @@ static PyObject *py_read_dat_builtin(PyObject *self, PyObject *args, PyObject *k
  * one named situation at a time. */
 static PyObject *py_build_events(PyObject *self, PyObject *args)
 {
-	PyObject *seq;
+	PyObject *seq, *spool_fds = Py_None;
 	unsigned int slowest = FTF_SLOWEST_DEFAULT;
-	if (!PyArg_ParseTuple(args, "O|I", &seq, &slowest))
+	ftf_spool spool;
+	if (!PyArg_ParseTuple(args, "O|IO", &seq, &slowest, &spool_fds))
 		return NULL;
 	PyObject *fast = PySequence_Fast(seq, "events must be a sequence");
 	if (!fast)
@@ -1035,6 +1099,12 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 	}
 	ftf_builder_init(b);
 	b->root_calls.slowest_n = slowest;
+	if (spool_open(spool_fds, &spool, b) < 0) {
+		ftf_builder_free(b);
+		free(b);
+		Py_DECREF(fast);
+		return NULL;
+	}
 	Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
 	for (Py_ssize_t i = 0; i < n; i++) {
 		const char *kind, *func;
@@ -1053,6 +1123,8 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 		    (argv && argv != Py_None && (!PyTuple_Check(argv) || PyTuple_GET_SIZE(argv) > FTF_MAX_ARGS) &&
 		     !PyErr_Format(PyExc_TypeError, "event tuple: the arguments must be a tuple of at most %d ints",
 				   FTF_MAX_ARGS))) {
+			if (b->root_calls.spool)
+				spool_close(&spool);
 			ftf_builder_free(b);
 			free(b);
 			Py_DECREF(fast);
@@ -1092,6 +1164,8 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 			ev.nargs = (uint32_t)PyTuple_GET_SIZE(argv);
 		}
 		if (PyErr_Occurred()) { /* a return value or argument that is no int */
+			if (b->root_calls.spool)
+				spool_close(&spool);
 			ftf_builder_free(b);
 			free(b);
 			Py_DECREF(fast);
@@ -1101,7 +1175,8 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 	}
 	ftf_builder_finish(b);
 	Py_DECREF(fast);
-	PyObject *res = builder_result(b);
+	int spool_err = b->root_calls.spool ? spool_close(&spool) : 0;
+	PyObject *res = spool_failed(spool_err) ? NULL : builder_result(b);
 	ftf_builder_free(b);
 	free(b);
 	return res;
@@ -1169,12 +1244,13 @@ fail:
  * the GIL released; Python runs only between chunks, never per line. */
 static PyObject *py_read_text_chunks(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "chunks", "mode", "progress", "events", "slowest", NULL };
-	PyObject *chunks, *progress = Py_None;
+	static char *kwlist[] = { "chunks", "mode", "progress", "events", "slowest", "spool", NULL };
+	PyObject *chunks, *progress = Py_None, *spool_fds = Py_None;
 	int mode = FTF_TEXT_LINES, want_events = 0;
 	unsigned int slowest = FTF_SLOWEST_DEFAULT;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iOpI", kwlist, &chunks, &mode, &progress,
-					 &want_events, &slowest))
+	ftf_spool spool;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iOpIO", kwlist, &chunks, &mode, &progress,
+					 &want_events, &slowest, &spool_fds))
 		return NULL;
 	if (mode != FTF_TEXT_LINES && mode != FTF_TEXT_MAIL) {
 		PyErr_SetString(PyExc_ValueError, "mode must be TEXT_LINES or TEXT_MAIL");
@@ -1190,6 +1266,12 @@ static PyObject *py_read_text_chunks(PyObject *self, PyObject *args, PyObject *k
 	}
 	ftf_builder_init(b);
 	b->root_calls.slowest_n = slowest;
+	if (spool_open(spool_fds, &spool, b) < 0) {
+		ftf_builder_free(b);
+		free(b);
+		Py_DECREF(it);
+		return NULL;
+	}
 	ftf_text *t = ftf_text_new(b, mode);
 	event_log log = { NULL, 0, 0, 0 };
 	PyObject *res = NULL, *item;
@@ -1230,6 +1312,8 @@ static PyObject *py_read_text_chunks(PyObject *self, PyObject *args, PyObject *k
 		goto out;
 	}
 	ftf_builder_finish(b);
+	if (b->root_calls.spool && spool_failed(spool_close(&spool)))
+		goto out;
 	res = builder_result(b);
 	if (!res)
 		goto out;
@@ -1248,6 +1332,8 @@ static PyObject *py_read_text_chunks(PyObject *self, PyObject *args, PyObject *k
 		Py_XDECREF(ev);
 	}
 out:
+	if (b->root_calls.spool)
+		spool_close(&spool);
 	Py_DECREF(it);
 	ftf_text_free(t);
 	ftf_builder_free(b);

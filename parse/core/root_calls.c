@@ -17,6 +17,7 @@
  * A root call that reaches none has no operation (FTF_OP_NONE), counted by
  * the reports as "(no procedure)". */
 #define _GNU_SOURCE /* mremap */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -238,7 +239,7 @@ static void on_op_func(ftf_task_calls *tc, int kind, uint32_t func, uint32_t sta
 
 static uint32_t rec_push(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t func, uint32_t parent_rec, int in_irq)
 {
-	if (!rc->slowest_n || tc->recs_cut)
+	if ((!rc->slowest_n && !rc->spool) || tc->recs_cut)
 		return FTF_NONE;
 	if (tc->nrecs >= FTF_TREE_MAX_RECS) {
 		tc->recs_cut = 1;
@@ -535,6 +536,41 @@ static void root_keep(ftf_root_calls *rc, ftf_task_calls *tc, uint64_t sample, u
 		kept_fill(rc, tc, &g->heap[0], sample, dur);
 		heap_down(g->heap, g->n, 0);
 	}
+}
+
+/* ---- the call stream ---------------------------------------------------- */
+
+static void spool_write(ftf_spool *sp, int k, const void *p, size_t n)
+{
+	if (!sp->err && n && fwrite(p, 1, n, sp->f[k]) != n)
+		sp->err = errno ? errno : EIO;
+}
+
+void ftf_spool_row(ftf_spool *sp, const int64_t row[FTF_SPOOL_COLS])
+{
+	spool_write(sp, 0, row, FTF_SPOOL_COLS * sizeof(int64_t));
+	sp->rows++;
+}
+
+void ftf_spool_tree(ftf_root_calls *rc, ftf_task_calls *tc, int32_t pid, int64_t sample)
+{
+	ftf_spool *sp = rc->spool;
+	if (!sp || (!tc->nrecs && !tc->recs_cut))
+		return;
+	int64_t row[FTF_SPOOL_COLS] = { 0 };
+	row[FTF_SP_KIND] = FTF_SPK_TREE;
+	row[FTF_SP_PID] = pid;
+	row[FTF_SP_CPU] = tc->cpu;
+	row[FTF_SP_SAMPLE] = sample;
+	row[FTF_SP_T0] = (int64_t)tc->base;
+	row[FTF_SP_NRECS] = tc->recs_cut ? -1 : (int64_t)tc->nrecs;
+	row[FTF_SP_NEXTRAS] = tc->recs_cut ? 0 : (int64_t)tc->nextras;
+	ftf_spool_row(sp, row);
+	if (tc->recs_cut)
+		return;
+	spool_write(sp, 1, tc->recs, (size_t)tc->nrecs * sizeof(*tc->recs));
+	spool_write(sp, 2, tc->extras, (size_t)tc->nextras * sizeof(*tc->extras));
+	sp->recs += tc->nrecs;
 }
 
 void ftf_task_calls_free(ftf_root_calls *rc, ftf_task_calls *tc)
