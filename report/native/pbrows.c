@@ -304,11 +304,12 @@ PyObject *ftf_py_pack_rows(PyObject *self, PyObject *args)
 /* nest_calls(parent, start, end, order) -> events: the calls of a batch
  * (parent: a row, or -1 - track for a call on top of its track) made to nest in
  * time, as a timeline of begin/end pairs must: a call starts no earlier than
- * its caller or its previous sibling ended, ends no later than its caller
- * (start and end are changed in place; a trace's times mostly nest already:
+ * its caller or its previous sibling ended, ends no later than its caller,
+ * moved with its duration kept where it fits, else cut (start and end are
+ * changed in place; a trace's times mostly nest already:
  * text timestamps of a microsecond and clocks read a few ns apart do not
- * always). order: the rows by (depth, parent or track, start), callers
- * before callees, siblings in time order. events: 2n values in a valid
+ * always). order: the rows by (depth, parent or track, entry), callers
+ * before callees, siblings in the order they were entered. events: 2n values in a valid
  * order, row for its begin and -1-row for its end, each top call's tree
  * depth first, top calls in `order`'s order. */
 static int nest(const int64_t *parent, int64_t *start, int64_t *end, const int64_t *order, int64_t n,
@@ -327,18 +328,28 @@ static int nest(const int64_t *parent, int64_t *start, int64_t *end, const int64
 			continue;
 		/* the previous sibling, or the previous call on top of this track */
 		int64_t prev = p >= 0 ? last[p] : prev_top >= 0 && parent[prev_top] == p ? prev_top : -1;
-		if (p >= 0) {
-			if (start[i] < start[p])
-				start[i] = start[p];
-			if (end[i] > end[p])
-				end[i] = end[p];
+		/* moved, its duration kept, into [lo, hi]: after its caller's start
+		 * and its previous sibling's end, before its caller's end; cut
+		 * only where it does not fit */
+		int64_t d = end[i] > start[i] ? end[i] - start[i] : 0;
+		int64_t lo = p >= 0 ? start[p] : INT64_MIN, hi = p >= 0 ? end[p] : INT64_MAX;
+		if (prev >= 0 && end[prev] > lo)
+			lo = end[prev];
+		if (start[i] < lo) {
+			start[i] = lo;
+			end[i] = d <= INT64_MAX - lo ? lo + d : INT64_MAX;
+		} else {
+			end[i] = start[i] + d;
 		}
-		if (prev >= 0 && start[i] < end[prev])
-			start[i] = end[prev];
-		if (p >= 0 && start[i] > end[p])
-			start[i] = end[p];
-		if (end[i] < start[i])
-			end[i] = start[i];
+		if (end[i] > hi) {
+			int64_t back = end[i] - hi < start[i] - lo ? end[i] - hi : start[i] - lo;
+			start[i] -= back;
+			end[i] -= back;
+			if (end[i] > hi)
+				end[i] = hi;
+			if (start[i] > end[i])
+				start[i] = end[i];
+		}
 		if (p >= 0) {
 			if (last[p] >= 0)
 				next[last[p]] = i;
