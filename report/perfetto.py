@@ -65,9 +65,9 @@ SPOOL_COLS = 10
 KIND, PID, CPU, SAMPLE, FUNC, T0, T1, NRECS, NEXTRAS, FLAGS = range(SPOOL_COLS)
 SPK_TREE, SPK_OFFCPU, SPK_LOST, SPK_ORPHAN = 1, 2, 3, 4
 
-# calls decoded and written at once: a batch's columns take about 200 bytes
+# calls decoded and written at once: a batch's columns take about 600 bytes
 # a call, its packets 100
-BATCH_CALLS = 1 << 17
+BATCH_CALLS = 1 << 14
 HEAD_ROWS = 1 << 14
 
 # Perfetto's field numbers (protos/perfetto/trace/: trace_packet.proto,
@@ -349,18 +349,10 @@ class _Writer:
         par = cols["parent"]
         is_irq = cols["is_irq"]
         top = par < 0
-        key = row_keys(self.p, t)[tree_of]
-        track = key << 4 | np.where(top & is_irq, TK_IRQ, TK_THREAD)
-        # a call's track is its top's: follow the parents up (one step per level)
-        up = np.where(top, np.arange(n), par)
-        depth = np.zeros(n, dtype=np.int64)
-        while True:
-            more = ~top[up]
-            if not more.any():
-                break
-            depth += more
-            up = np.where(more, par[up], up)
-        track = track[up]
+        # a tree's track: its task's, apart for a root call entered in
+        # interrupt context (a tree that never completed: its first call's)
+        tree_track = row_keys(self.p, t) << 4 | np.where(is_irq[np.minimum(first, n - 1)], TK_IRQ, TK_THREAD)
+        track = tree_track[tree_of]
         start = _i64(cols["calltime"]).copy()
         dur = _i64(cols["incl"])
         end = start + dur
@@ -374,10 +366,10 @@ class _Writer:
                 start[sel] = last
                 end[sel] = np.maximum(end[sel], last)
         parent_code = np.where(top, -1 - tr_code, par).astype(np.int64)
-        # siblings in entry order (the rows'): calls nest by the task's event
-        # order, a calltime may be off (a gap, sleep-time)
-        order = np.lexsort((np.arange(n), parent_code, depth)).astype(np.int64)
-        events = np.frombuffer(nest_calls(parent_code, start, end, order), dtype=np.int64)
+        # in the rows' order, which is entry order (a caller's row before its
+        # callees'): calls nest by the task's event order, a calltime may be
+        # off (a gap, sleep-time)
+        events = np.frombuffer(nest_calls(parent_code, start, end), dtype=np.int64)
         for j, tr in enumerate(utr.tolist()):
             sel = top & (tr_code == j)
             self.last_end[tr] = int(end[sel].max())
@@ -480,7 +472,7 @@ class _Writer:
             parent[i] = stack[-1] if stack else -1 - code[i]
             depth[i] = len(stack)
             stack.append(i)
-        order = np.lexsort((start, parent, depth)).astype(np.int64)
+        order = np.lexsort((start, depth)).astype(np.int64)  # by time, callers first
         events = np.frombuffer(nest_calls(parent, start, end, order), dtype=np.int64)
         for j, tr in enumerate(utr.tolist()):
             self.last_end[tr] = int(end[code == j].max())

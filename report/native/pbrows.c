@@ -301,33 +301,40 @@ PyObject *ftf_py_pack_rows(PyObject *self, PyObject *args)
 	return res;
 }
 
-/* nest_calls(parent, start, end, order) -> events: the calls of a batch
- * (parent: a row, or -1 - track for a call on top of its track) made to nest in
- * time, as a timeline of begin/end pairs must: a call starts no earlier than
- * its caller or its previous sibling ended, ends no later than its caller,
- * moved with its duration kept where it fits, else cut (start and end are
- * changed in place; a trace's times mostly nest already:
- * text timestamps of a microsecond and clocks read a few ns apart do not
- * always). order: the rows by (depth, parent or track, entry), callers
- * before callees, siblings in the order they were entered. events: 2n values in a valid
- * order, row for its begin and -1-row for its end, each top call's tree
- * depth first, top calls in `order`'s order. */
+/* nest_calls(parent, start, end[, order]) -> events: the calls of a batch
+ * (parent: a row, or -1 - track for a call on top of its track) made to
+ * nest in time, as a timeline of begin/end pairs must: a call starts no
+ * earlier than its caller or its previous sibling ended, ends no later
+ * than its caller, moved with its duration kept where it fits, else cut
+ * (start and end are changed in place; a trace's times mostly nest
+ * already: text timestamps of a microsecond and clocks read a few ns apart
+ * do not always). order: the rows, callers before callees, siblings and a
+ * track's top calls in the order they were entered (NULL: the rows' own
+ * order, which is that when every caller's row comes before its callees').
+ * events: 2n values, row for its begin and -1-row for its end, each top
+ * call's tree depth first, top calls in that order. */
 static int nest(const int64_t *parent, int64_t *start, int64_t *end, const int64_t *order, int64_t n,
 		int64_t *events)
 {
-	int64_t *first = malloc((size_t)(n ? n : 1) * sizeof(int64_t) * 4);
+	int64_t ntracks = 0;
+	for (int64_t i = 0; i < n; i++)
+		if (parent[i] < 0 && -1 - parent[i] >= ntracks)
+			ntracks = -parent[i];
+	int64_t *first = malloc((size_t)(4 * n + ntracks + 1) * sizeof(int64_t));
 	if (!first)
 		return -1;
-	int64_t *last = first + n, *next = last + n, *stack = next + n;
+	int64_t *last = first + n, *next = last + n, *stack = next + n, *last_top = stack + n;
 	for (int64_t i = 0; i < n; i++)
 		first[i] = last[i] = next[i] = -1;
+	for (int64_t t = 0; t < ntracks; t++)
+		last_top[t] = -1;
 	int64_t prev_top = -1, ntop_first = -1;
 	for (int64_t k = 0; k < n; k++) {
-		int64_t i = order[k], p = i >= 0 && i < n ? parent[i] : n;
+		int64_t i = order ? order[k] : k, p = i >= 0 && i < n ? parent[i] : n;
 		if (p >= n)
 			continue;
 		/* the previous sibling, or the previous call on top of this track */
-		int64_t prev = p >= 0 ? last[p] : prev_top >= 0 && parent[prev_top] == p ? prev_top : -1;
+		int64_t prev = p >= 0 ? last[p] : last_top[-1 - p];
 		/* moved, its duration kept, into [lo, hi]: after its caller's start
 		 * and its previous sibling's end, before its caller's end; cut
 		 * only where it does not fit */
@@ -357,6 +364,7 @@ static int nest(const int64_t *parent, int64_t *start, int64_t *end, const int64
 				first[p] = i;
 			last[p] = i;
 		} else {
+			last_top[-1 - p] = i;
 			if (prev_top >= 0)
 				next[prev_top] = i;
 			else
@@ -388,26 +396,40 @@ static int nest(const int64_t *parent, int64_t *start, int64_t *end, const int64
 
 PyObject *ftf_py_nest_calls(PyObject *self, PyObject *args)
 {
-	Py_buffer pv, sv, ev, ov;
-	if (!PyArg_ParseTuple(args, "y*w*w*y*", &pv, &sv, &ev, &ov))
+	Py_buffer pv, sv, ev, ov = { 0 };
+	PyObject *order = Py_None;
+	if (!PyArg_ParseTuple(args, "y*w*w*|O", &pv, &sv, &ev, &order))
 		return NULL;
 	Py_ssize_t n = pv.len / 8;
 	PyObject *res = NULL;
-	if (sv.len != pv.len || ev.len != pv.len || ov.len != pv.len) {
-		PyErr_SetString(PyExc_ValueError, "nest_calls: four int64 columns of one length");
+	int have_order = order != Py_None && PyObject_GetBuffer(order, &ov, PyBUF_SIMPLE) == 0;
+	if (order != Py_None && !have_order) {
+		/* its buffer error */
+	} else if (sv.len != pv.len || ev.len != pv.len || (have_order && ov.len != pv.len) || pv.len % 8) {
+		PyErr_SetString(PyExc_ValueError, "nest_calls: int64 columns of one length");
 	} else if ((res = PyBytes_FromStringAndSize(NULL, pv.len * 2))) {
+		int64_t *out = (int64_t *)PyBytes_AS_STRING(res);
 		int rc;
-		Py_BEGIN_ALLOW_THREADS
-		rc = nest(pv.buf, sv.buf, ev.buf, ov.buf, n, (int64_t *)PyBytes_AS_STRING(res));
-		Py_END_ALLOW_THREADS
-		if (rc < 0)
-			Py_SETREF(res, PyErr_NoMemory());
-		else if (_PyBytes_Resize(&res, (Py_ssize_t)rc * 8) < 0)
-			res = NULL;
+		for (Py_ssize_t i = 0; i < n; i++) /* a parent that is no earlier row, or no track */
+			if (((const int64_t *)pv.buf)[i] >= n) {
+				PyErr_SetString(PyExc_ValueError, "nest_calls: a parent past the rows");
+				Py_CLEAR(res);
+				break;
+			}
+		if (res) {
+			Py_BEGIN_ALLOW_THREADS
+			rc = nest(pv.buf, sv.buf, ev.buf, have_order ? ov.buf : NULL, n, out);
+			Py_END_ALLOW_THREADS
+			if (rc < 0)
+				Py_SETREF(res, PyErr_NoMemory());
+			else if (_PyBytes_Resize(&res, (Py_ssize_t)rc * 8) < 0)
+				res = NULL;
+		}
 	}
 	PyBuffer_Release(&pv);
 	PyBuffer_Release(&sv);
 	PyBuffer_Release(&ev);
-	PyBuffer_Release(&ov);
+	if (have_order)
+		PyBuffer_Release(&ov);
 	return res;
 }
