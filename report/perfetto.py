@@ -27,9 +27,10 @@ What the file holds:
 * "lost events": an instant per lost-event mark, on its CPU's timestamp.
 
 Each call's slice carries its figures as arguments: dur_ns (raw),
-self_ns, dur_corr_ns and self_corr_ns (the per-call model of the slowest
-calls' trees; absent where the correction leaves the call out: gap calls,
-root calls that never completed), cpu, and where they apply irq, gap,
+self_ns (raw), dur_corr_ns (the per-call model of the slowest calls'
+trees; absent where the correction leaves the call out: gap calls, root
+calls that never completed), cpu (where a root call ended, and a call
+that ended on another CPU than its caller), and where they apply irq, gap,
 partial (a root call whose entry came before the trace), operation (the
 NFS operation of a root call), ret and arg0... (funcgraph-retval,
 funcgraph-args), never_completed (a root call whose exit the trace lost:
@@ -112,7 +113,7 @@ SEQ_ID = 1  # the one writer sequence
 
 CATEGORIES = ("call", "irq", "sched", "lost")
 CAT_CALL, CAT_IRQ, CAT_SCHED, CAT_LOST = 1, 2, 3, 4
-ANNOTATIONS = ("dur_ns", "self_ns", "dur_corr_ns", "self_corr_ns", "cpu", "irq", "gap", "partial",
+ANNOTATIONS = ("dur_ns", "self_ns", "dur_corr_ns", "cpu", "irq", "gap", "partial",
                "operation", "ret", "never_completed", "clamped_ns", "tree_not_recorded", "events",
                "arg0", "arg1", "arg2", "arg3", "arg4", "arg5")
 _A = {name: i + 1 for i, name in enumerate(ANNOTATIONS)}
@@ -388,46 +389,45 @@ class _Writer:
         never = top & (sample[tree_of] < 0)
         self._write_slices(events, {
             "start": start, "end": end, "track": track, "name": name, "cat": np.where(is_irq, CAT_IRQ, CAT_CALL),
-            "dur": dur, "self": _i64(cols["excl"]), "corr": cols["corr_incl"], "corr_self": cols["corr_excl"],
-            "cpu": _i64(cols["cpu"]), "irq": is_irq, "gap": cols["gap"], "partial": partial, "op": op,
+            "dur": dur, "self": _i64(cols["excl"]), "corr": cols["corr_incl"],
+            # the CPU where the root call, and a call that moved, ended
+            "cpu": _i64(cols["cpu"]), "cpu_shown": top | (cols["cpu"] != cols["cpu"][np.maximum(par, 0)]), "irq": is_irq, "gap": cols["gap"], "partial": partial, "op": op,
             "never": never, "clamped": clamped, "has_ret": cols["has_ret"],
             "ret": retval_signed(_i64(cols["retval"])), "has_args": cols["has_args"], "args": cols["args"]})
 
     def _write_slices(self, events: np.ndarray, c: dict) -> None:
-        begin = events >= 0
-        call = np.where(begin, events, -1 - events)
+        """A begin and an end packet per call, in the order of events (a
+        call's row for its begin, -1-row for its end); the columns one
+        value per call, read where the events say (pack_rows)."""
+        n = len(c["start"])
 
-        def at(a, dtype=np.int64):
-            return np.ascontiguousarray(np.asarray(a)[call], dtype=dtype)
+        def col(a, dtype=np.int64):
+            return np.ascontiguousarray(a, dtype=dtype)
 
-        ts = np.where(begin, c["start"][call], c["end"][call])
-        corr, corr_self = at(c["corr"], np.float64), at(c["corr_self"], np.float64)
-        tmpl = [_key(F_TRACE_PACKET, 2), "(", _key(F_TIMESTAMP, 0), ("v", _i64(ts)),
+        corr = col(c["corr"], np.float64)
+        clamped = col(c["clamped"])
+        tmpl = [_key(F_TRACE_PACKET, 2), "(", _key(F_TIMESTAMP, 0), ("t", col(c["start"]), col(c["end"])),
                 _SEQ + _vfield(F_SEQ_FLAGS, SEQ_NEEDS), _key(F_TRACK_EVENT, 2), "(",
-                ("e", begin.astype(np.int64), [_vfield(F_TE_TYPE, SLICE_END), _vfield(F_TE_TYPE, SLICE_BEGIN)]),
-                _key(F_TE_TRACK_UUID, 0), ("v", at(c["track"])),
-                ("?", begin.astype(np.int64)),
-                _key(F_TE_NAME_IID, 0), ("v", at(c["name"])), _key(F_TE_CATEGORY_IIDS, 0), ("v", at(c["cat"])),
-                *_int_arg("dur_ns", "v", at(c["dur"])), *_int_arg("self_ns", "v", at(c["self"])),
-                ("?", _i64(~np.isnan(corr))), *_double_arg("dur_corr_ns", corr), "/",
-                ("?", _i64(~np.isnan(corr_self))), *_double_arg("self_corr_ns", corr_self), "/",
-                *_int_arg("cpu", "v", at(c["cpu"])),
-                ("e", at(c["irq"]) - 1, [_flag("irq")]), ("e", at(c["gap"]) - 1, [_flag("gap")]),
-                ("e", at(c["partial"]) - 1, [_flag("partial")]), ("e", at(c["op"]), self.op_frags),
-                ("e", at(c["never"]) - 1, [_flag("never_completed")])]
-        clamped = at(c["clamped"])
-        tmpl += [("?", _i64(clamped != 0)), *_int_arg("clamped_ns", "v", clamped), "/"]
-        has_ret = at(c["has_ret"])
+                _vfield(F_TE_TYPE, SLICE_END), "B", _vfield(F_TE_TYPE, SLICE_BEGIN), "/",
+                _key(F_TE_TRACK_UUID, 0), ("v", col(c["track"])),
+                "B", _key(F_TE_NAME_IID, 0), ("v", col(c["name"])), _key(F_TE_CATEGORY_IIDS, 0), ("v", col(c["cat"])),
+                *_int_arg("dur_ns", "v", col(c["dur"])), *_int_arg("self_ns", "v", col(c["self"])),
+                ("?", col(~np.isnan(corr))), *_double_arg("dur_corr_ns", corr), "/",
+                ("?", col(c["cpu_shown"])), *_int_arg("cpu", "v", col(c["cpu"])), "/",
+                ("e", col(c["irq"]) - 1, [_flag("irq")]), ("e", col(c["gap"]) - 1, [_flag("gap")]),
+                ("e", col(c["partial"]) - 1, [_flag("partial")]), ("e", col(c["op"]), self.op_frags),
+                ("e", col(c["never"]) - 1, [_flag("never_completed")]),
+                ("?", col(clamped != 0)), *_int_arg("clamped_ns", "v", clamped), "/"]
+        has_ret = col(c["has_ret"])
         if has_ret.any():
-            tmpl += [("?", has_ret), *_int_arg("ret", "v", at(c["ret"])), "/"]
-        nargs = self.p.call_args
-        if nargs:
-            has_args = at(c["has_args"])
-            args = np.asarray(c["args"])
-            for k in range(min(nargs, args.shape[1])):
-                tmpl += [("?", has_args), *_int_arg(f"arg{k}", "v", _i64(args[call, k]), F_DA_UINT), "/"]
+            tmpl += [("?", has_ret), *_int_arg("ret", "v", col(c["ret"])), "/"]
+        args = np.asarray(c["args"])
+        if self.p.call_args and args.shape[1]:
+            has_args = col(c["has_args"])
+            for k in range(min(self.p.call_args, args.shape[1])):
+                tmpl += [("?", has_args), *_int_arg(f"arg{k}", "v", col(args[:, k]), F_DA_UINT), "/"]
         tmpl += ["/", ")", ")"]
-        self.f.write(pack_rows(tmpl, len(events)))
+        self.f.write(pack_rows(tmpl, n, col(events)))
 
     def cut_roots(self, t: np.ndarray) -> None:
         """Root calls of more than the core's tree cap: the root's slice
@@ -481,7 +481,7 @@ class _Writer:
         self._write_slices(events, {
             "start": start, "end": end, "track": track, "name": _i64(orph[:, FUNC] + 1),
             "cat": np.where(orph[:, FLAGS] & 1, CAT_IRQ, CAT_CALL), "dur": dur, "self": dur,  # the Profile's
-            "corr": np.full(n, np.nan), "corr_self": np.full(n, np.nan), "cpu": _i64(orph[:, CPU]),
+            "corr": np.full(n, np.nan), "cpu": _i64(orph[:, CPU]), "cpu_shown": np.ones(n, np.int64),
             "irq": _i64(orph[:, FLAGS] & 1), "gap": np.ones(n, np.int64), "partial": nothing, "op": nothing - 1,
             "never": nothing, "clamped": clamped, "has_ret": nothing, "ret": nothing, "has_args": nothing,
             "args": np.zeros((n, 0), np.int64)})

@@ -130,6 +130,21 @@ def test_pack_rows_is_protobuf():
     assert [p.track_event.debug_annotations[-1].double_value for p in tr.packet] == d.tolist()
 
 
+def test_pack_rows_events():
+    """With events, a row per begin (e) or end (-1-e) of slice e: the
+    begin's or the end's time, the begin-only items at a begin."""
+    start = np.array([5, 7], dtype=np.int64)
+    end = np.array([9, 8], dtype=np.int64)
+    name = [perfetto._sfield(perfetto.F_TE_NAME, "f"), perfetto._sfield(perfetto.F_TE_NAME, "g")]
+    out = pack_rows([b"\x0a", "(", b"\x40", ("t", start, end), b"\x5a", "(", "B",
+                     ("e", np.arange(2, dtype=np.int64), name), "/", ")", ")"], 2, np.array([0, 1, -2, -1], dtype=np.int64))
+    tr = pb.Trace()
+    tr.ParseFromString(out)
+    assert [(p.timestamp, p.track_event.name) for p in tr.packet] == [(5, "f"), (7, "g"), (8, ""), (9, "")]
+    with pytest.raises(ValueError):
+        pack_rows([b"\x0a"], 2, np.array([2], dtype=np.int64))
+
+
 def test_nest_calls_moves_then_cuts():
     """A call that starts before its previous sibling ended is moved after
     it with its duration, and cut only where it no longer fits its caller;

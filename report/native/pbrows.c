@@ -11,6 +11,11 @@
  *   ("e", int64 column, [bytes...])  the fragment the value indexes; nothing for -1
  *   "("  ... ")"           a length-delimited field's body: its length written before it
  *   ("?", int64 column) ... "/"  the items between, only in the rows where the value is not 0
+ * With events (pack_rows(template, ncalls, events)), a row per event, e for
+ * a slice's begin and -1-e for its end, the columns one value per slice
+ * (read at e): no column gathered per event. Then also
+ *   ("t", begin column, end column)  the begin's value at a begin, the end's at an end, as a varint
+ *   "B" ... "/"            the items between, only at a begin
  * The arguments are checked with the GIL held, the rows written without it.
  */
 #define PY_SSIZE_T_CLEAN
@@ -21,7 +26,7 @@
 
 #include "pbrows.h"
 
-enum { PB_LIT, PB_VARINT, PB_DOUBLE, PB_ENUM, PB_OPEN, PB_CLOSE, PB_IF, PB_ENDIF };
+enum { PB_LIT, PB_VARINT, PB_DOUBLE, PB_ENUM, PB_OPEN, PB_CLOSE, PB_IF, PB_ENDIF, PB_TIME, PB_BEGIN };
 
 #define PB_MAX_NEST 16
 
@@ -30,10 +35,11 @@ typedef struct {
 	const char *s; /* PB_LIT */
 	size_t len;
 	const void *col; /* int64 or float64, nrows values */
+	const int64_t *col2; /* PB_TIME: the end's */
 	const char *const *frags; /* PB_ENUM */
 	const size_t *frag_len;
 	Py_ssize_t nfrags;
-	size_t end; /* PB_IF: the index of its PB_ENDIF */
+	size_t end; /* PB_IF, PB_BEGIN: the index of its PB_ENDIF */
 } pb_item;
 
 typedef struct {
@@ -88,11 +94,12 @@ static size_t varint_put(char *out, uint64_t v)
 }
 
 /* Every row of the template into b: 0, -1 out of memory. */
-static int pack(const pb_template *t, Py_ssize_t nrows, pb_buf *b)
+static int pack(const pb_template *t, Py_ssize_t nrows, const int64_t *events, pb_buf *b)
 {
 	size_t open[PB_MAX_NEST];
-	for (Py_ssize_t r = 0; r < nrows; r++) {
+	for (Py_ssize_t row = 0; row < nrows; row++) {
 		size_t depth = 0;
+		int64_t e = events ? events[row] : row, r = e >= 0 ? e : -1 - e; /* (checked) */
 		for (size_t i = 0; i < t->n; i++) {
 			const pb_item *it = &t->items[i];
 			switch (it->kind) {
@@ -138,6 +145,15 @@ static int pack(const pb_template *t, Py_ssize_t nrows, pb_buf *b)
 			case PB_IF:
 				if (!((const int64_t *)it->col)[r])
 					i = it->end;
+				break;
+			case PB_BEGIN:
+				if (e < 0)
+					i = it->end;
+				break;
+			case PB_TIME:
+				if (buf_room(b, 10) < 0)
+					return -1;
+				b->n += varint_put(b->p + b->n, (uint64_t)(e >= 0 ? ((const int64_t *)it->col)[r] : it->col2[r]));
 				break;
 			default: /* PB_ENDIF */
 				break;
@@ -191,7 +207,7 @@ static int template_parse(pb_template *t, PyObject *seq_in, Py_ssize_t nrows)
 			nfrags += PyList_GET_SIZE(PyTuple_GET_ITEM(o, 2));
 	}
 	t->items = PyMem_Calloc((size_t)n + 1, sizeof(*t->items));
-	t->views = PyMem_Calloc((size_t)n + 1, sizeof(*t->views));
+	t->views = PyMem_Calloc((size_t)n * 2 + 1, sizeof(*t->views));
 	t->frags = PyMem_Calloc((size_t)nfrags + 1, sizeof(*t->frags));
 	t->frag_len = PyMem_Calloc((size_t)nfrags + 1, sizeof(*t->frag_len));
 	if (!t->items || !t->views || !t->frags || !t->frag_len) {
@@ -208,8 +224,13 @@ static int template_parse(pb_template *t, PyObject *seq_in, Py_ssize_t nrows)
 			it->s = PyBytes_AS_STRING(o);
 			it->len = (size_t)PyBytes_GET_SIZE(o);
 		} else if (PyUnicode_Check(o) && (kind = PyUnicode_AsUTF8(o)) && strlen(kind) == 1 &&
-			   strchr("()/", kind[0])) {
-			if (kind[0] == '(') {
+			   strchr("()/B", kind[0])) {
+			if (kind[0] == 'B') {
+				it->kind = PB_BEGIN;
+				if (nif == PB_MAX_NEST)
+					goto bad;
+				ifs[nif++] = t->n;
+			} else if (kind[0] == '(') {
 				it->kind = PB_OPEN;
 				depth++;
 			} else if (kind[0] == ')') {
@@ -232,6 +253,11 @@ static int template_parse(pb_template *t, PyObject *seq_in, Py_ssize_t nrows)
 			} else if (!strcmp(kind, "d")) {
 				it->kind = PB_DOUBLE;
 				if (!(it->col = column(t, col, 1, nrows, i)))
+					goto fail;
+			} else if (!strcmp(kind, "t") && PyTuple_GET_SIZE(o) == 3) {
+				it->kind = PB_TIME;
+				if (!(it->col = column(t, col, 0, nrows, i)) ||
+				    !(it->col2 = column(t, PyTuple_GET_ITEM(o, 2), 0, nrows, i)))
 					goto fail;
 			} else {
 				goto bad;
@@ -280,24 +306,40 @@ fail:
 
 PyObject *ftf_py_pack_rows(PyObject *self, PyObject *args)
 {
-	PyObject *tmpl;
+	PyObject *tmpl, *events = Py_None;
 	Py_ssize_t nrows;
-	if (!PyArg_ParseTuple(args, "On", &tmpl, &nrows))
+	if (!PyArg_ParseTuple(args, "On|O", &tmpl, &nrows, &events))
 		return NULL;
 	if (nrows < 0)
 		return PyErr_Format(PyExc_ValueError, "pack_rows: nrows must be >= 0");
+	Py_buffer ev = { 0 };
+	const int64_t *evs = NULL;
+	Py_ssize_t nout = nrows;
+	if (events != Py_None) {
+		if (PyObject_GetBuffer(events, &ev, PyBUF_SIMPLE) < 0)
+			return NULL;
+		evs = ev.buf;
+		nout = ev.len / 8;
+		for (Py_ssize_t k = 0; k < nout; k++)
+			if (evs[k] >= nrows || evs[k] < -nrows) {
+				PyBuffer_Release(&ev);
+				return PyErr_Format(PyExc_ValueError, "pack_rows: event %zd is no row", k);
+			}
+	}
 	pb_template t;
 	PyObject *res = NULL;
 	if (template_parse(&t, tmpl, nrows) == 0) {
 		pb_buf b = { NULL, 0, 0 };
 		int rc;
 		Py_BEGIN_ALLOW_THREADS
-		rc = pack(&t, nrows, &b);
+		rc = pack(&t, nout, evs, &b);
 		Py_END_ALLOW_THREADS
 		res = rc < 0 ? PyErr_NoMemory() : PyBytes_FromStringAndSize(b.p ? b.p : "", (Py_ssize_t)b.n);
 		free(b.p);
 	}
 	template_free(&t);
+	if (evs)
+		PyBuffer_Release(&ev);
 	return res;
 }
 
