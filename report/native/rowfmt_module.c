@@ -11,7 +11,7 @@
 
 #include <errno.h>
 
-#include "pbrows.h"
+#include "pbrows_module.h"
 #include "rowfmt.h"
 
 /* Pre-encoded text of a literal or fragment: str as UTF-8, bytes as they
