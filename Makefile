@@ -277,6 +277,7 @@ bench-long: setup  ## make bench's tables on the long trace, and on it twice as 
 bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop
 	$(PY) bench/run.py
 	$(PY) bench/text_long.py
+	$(PY) bench/perfetto_long.py
 
 clean:  ## remove build products (keeps the venv)
 	rm -rf build *.egg-info $(NATIVE_SO) .build-stamp-* $(OUT)
