@@ -112,6 +112,8 @@ NODE_PARTIAL = 4
 SAMPLE_GAP = 1
 SAMPLE_PARTIAL = 2
 SAMPLE_IRQ = 4
+KEPT_BY_RAW = 1  # KeptTrees.by: kept among the slowest by raw duration
+KEPT_BY_CORRECTED = 2  # ...by on-CPU task time (duration less off-CPU, irq and switch work)
 CALL_DONE = 1  # CALL_COLUMNS flags (parse/core/builder.h ftf_rec_flags)
 CALL_IRQ = 2
 CALL_GAP = 4
@@ -276,11 +278,15 @@ class KeptTrees:
     other. A trace may keep a tree per distinct root function: an object per
     tree cost more than its calls."""
 
-    __slots__ = ("sample", "base", "cpu", "kept", "rec_at", "ext_at", "recs", "extras")
+    __slots__ = ("sample", "base", "cpu", "kept", "rec_at", "ext_at", "recs", "extras", "by")
 
     def __init__(self, table: np.ndarray, recs: np.ndarray, extras: np.ndarray):
-        """table: int64 rows (sample, base, cpu, records (-1: not kept), extras)."""
+        """table: int64 rows (sample, base, cpu, records (-1: not kept),
+        extras[, kept by: KEPT_BY_RAW | KEPT_BY_CORRECTED])."""
         self.sample, self.base, self.cpu = table[:, 0], table[:, 1], table[:, 2]
+        # why the core kept each: among the slowest by raw duration, by
+        # on-CPU time (the corrected figures' ranking), or both
+        self.by = table[:, 5] if table.shape[1] > 5 else np.full(len(table), KEPT_BY_RAW, dtype=np.int64)
         self.kept = table[:, 3] >= 0
         self.rec_at = np.zeros(len(table) + 1, dtype=np.int64)
         np.cumsum(np.maximum(table[:, 3], 0), out=self.rec_at[1:])

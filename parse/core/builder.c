@@ -1377,7 +1377,10 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 		if (b->nsamples > before) {
 			const ftf_sample *kept = &b->samples[before];
 			ftf_spool_tree(&b->root_calls, &t->tc, kept->pid, (int64_t)before);
-			ftf_calls_root_end(&b->root_calls, &t->tc, before, kept->node, kept->op, kept->dur);
+			/* its on-CPU task time ranks it for the corrected figures */
+			uint64_t gone = kept->offcpu + kept->irq + kept->sched;
+			ftf_calls_root_end(&b->root_calls, &t->tc, before, kept->node, kept->op, kept->dur,
+					   kept->dur > gone ? kept->dur - gone : 0);
 		}
 		calls_oom(b);
 	}

@@ -225,6 +225,16 @@ static PyObject *str_list(char *const *names, uint32_t n)
  * to keep), "recs": every kept tree's ftf_rec one tree after the other,
  * "extras": their ftf_rec_extra likewise}. A trace may keep a tree per
  * distinct root function: an object per tree cost more than its calls. */
+/* The kept slowest calls' table: (sample, base, cpu, records (-1: no
+ * tree), extras, kept by: 1 raw duration, 2 on-CPU time, 3 both). */
+#define KEPT_COLS 6
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 static int calls_result(ftf_builder *b, PyObject *res)
 {
 	PyObject *ops = str_list(b->root_calls.ops.names, b->root_calls.ops.n);
@@ -239,58 +249,97 @@ static int calls_result(ftf_builder *b, PyObject *res)
 		return -1;
 	}
 	Py_DECREF(how);
-	uint64_t n = 0, nrecs = 0, nextras = 0;
+	/* each group's calls kept by raw duration, then those kept by on-CPU
+	 * time only: a call kept by both is one row (column 5: 1 raw, 2 on-CPU) */
+	uint64_t n = 0, nrecs = 0, nextras = 0, cut = 0;
+	uint32_t most = 0;
 	for (uint32_t g = 0; g < b->root_calls.nslow; g++) {
-		for (uint32_t k = 0; k < b->root_calls.slow[g].n; k++) {
-			const ftf_kept *kp = &b->root_calls.slow[g].heap[k];
-			n++;
-			if (kp->recs) {
-				nrecs += kp->nrecs;
-				nextras += kp->nextras;
+		const ftf_slow_group *sg = &b->root_calls.slow[g];
+		most = sg->n > most ? sg->n : most;
+		most = sg->n_c > most ? sg->n_c : most;
+	}
+	uint64_t *raw_samples = malloc(((size_t)most + 1) * sizeof(uint64_t) * 2);
+	if (!raw_samples) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		int64_t *row = NULL;
+		char *rp = NULL, *ep = NULL;
+		if (pass) {
+			PyObject *slow = PyDict_New();
+			if (!slow || PyDict_SetItemString(res, "slowest", slow) < 0) {
+				Py_XDECREF(slow);
+				free(raw_samples);
+				return -1;
+			}
+			Py_DECREF(slow);
+			PyObject *table = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * KEPT_COLS * sizeof(int64_t)));
+			PyObject *recs = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(nrecs * sizeof(ftf_rec)));
+			PyObject *extras = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(nextras * sizeof(ftf_rec_extra)));
+			if (!table || !recs || !extras || PyDict_SetItemString(slow, "table", table) < 0 ||
+			    PyDict_SetItemString(slow, "recs", recs) < 0 || PyDict_SetItemString(slow, "extras", extras) < 0) {
+				Py_XDECREF(table);
+				Py_XDECREF(recs);
+				Py_XDECREF(extras);
+				free(raw_samples);
+				return -1;
+			}
+			row = (int64_t *)PyBytes_AS_STRING(table);
+			rp = PyBytes_AS_STRING(recs);
+			ep = PyBytes_AS_STRING(extras);
+			Py_DECREF(table);
+			Py_DECREF(recs);
+			Py_DECREF(extras);
+		}
+		for (uint32_t g = 0; g < b->root_calls.nslow; g++) {
+			const ftf_slow_group *sg = &b->root_calls.slow[g];
+			/* the samples of both heaps, sorted: which calls both kept */
+			uint64_t *cs = raw_samples, *rs = raw_samples + most;
+			for (uint32_t k = 0; k < sg->n_c; k++)
+				cs[k] = sg->heap_c[k].sample;
+			qsort(cs, sg->n_c, sizeof(*cs), cmp_u64);
+			for (uint32_t k = 0; k < sg->n; k++)
+				rs[k] = sg->heap[k].sample;
+			qsort(rs, sg->n, sizeof(*rs), cmp_u64);
+			for (uint32_t k = 0; k < sg->n + sg->n_c; k++) {
+				int by_raw = k < sg->n;
+				const ftf_kept *kp = by_raw ? &sg->heap[k] : &sg->heap_c[k - sg->n];
+				int in_c = bsearch(&kp->sample, cs, sg->n_c, sizeof(*cs), cmp_u64) != NULL;
+				if (!by_raw && bsearch(&kp->sample, rs, sg->n, sizeof(*rs), cmp_u64))
+					continue; /* kept by both: its raw row says so */
+				if (!pass) {
+					n++;
+					if (kp->recs) {
+						nrecs += kp->nrecs;
+						nextras += kp->nextras;
+					} else {
+						cut++;
+					}
+					continue;
+				}
+				row[0] = (int64_t)kp->sample;
+				row[1] = (int64_t)kp->base;
+				row[2] = kp->cpu;
+				row[3] = kp->recs ? (int64_t)kp->nrecs : -1;
+				row[4] = kp->recs ? (int64_t)kp->nextras : 0;
+				row[5] = by_raw ? (in_c ? 3 : 1) : 2;
+				row += KEPT_COLS;
+				if (!kp->recs)
+					continue;
+				if (kp->nrecs) {
+					memcpy(rp, kp->recs, (size_t)kp->nrecs * sizeof(ftf_rec));
+					rp += (size_t)kp->nrecs * sizeof(ftf_rec);
+				}
+				if (kp->nextras) {
+					memcpy(ep, kp->extras, (size_t)kp->nextras * sizeof(ftf_rec_extra));
+					ep += (size_t)kp->nextras * sizeof(ftf_rec_extra);
+				}
 			}
 		}
 	}
-	PyObject *slow = PyDict_New();
-	if (!slow || PyDict_SetItemString(res, "slowest", slow) < 0) {
-		Py_XDECREF(slow);
-		return -1;
-	}
-	Py_DECREF(slow);
-	PyObject *table = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 5 * sizeof(int64_t)));
-	PyObject *recs = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(nrecs * sizeof(ftf_rec)));
-	PyObject *extras = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(nextras * sizeof(ftf_rec_extra)));
-	if (!table || !recs || !extras || PyDict_SetItemString(slow, "table", table) < 0 ||
-	    PyDict_SetItemString(slow, "recs", recs) < 0 || PyDict_SetItemString(slow, "extras", extras) < 0) {
-		Py_XDECREF(table);
-		Py_XDECREF(recs);
-		Py_XDECREF(extras);
-		return -1;
-	}
-	int64_t *row = (int64_t *)PyBytes_AS_STRING(table);
-	char *rp = PyBytes_AS_STRING(recs), *ep = PyBytes_AS_STRING(extras);
-	Py_DECREF(table);
-	Py_DECREF(recs);
-	Py_DECREF(extras);
-	for (uint32_t g = 0; g < b->root_calls.nslow; g++) {
-		for (uint32_t k = 0; k < b->root_calls.slow[g].n; k++, row += 5) {
-			const ftf_kept *kp = &b->root_calls.slow[g].heap[k];
-			row[0] = (int64_t)kp->sample;
-			row[1] = (int64_t)kp->base;
-			row[2] = kp->cpu;
-			row[3] = kp->recs ? (int64_t)kp->nrecs : -1;
-			row[4] = kp->recs ? (int64_t)kp->nextras : 0;
-			if (!kp->recs)
-				continue;
-			if (kp->nrecs) {
-				memcpy(rp, kp->recs, (size_t)kp->nrecs * sizeof(ftf_rec));
-				rp += (size_t)kp->nrecs * sizeof(ftf_rec);
-			}
-			if (kp->nextras) {
-				memcpy(ep, kp->extras, (size_t)kp->nextras * sizeof(ftf_rec_extra));
-				ep += (size_t)kp->nextras * sizeof(ftf_rec_extra);
-			}
-		}
-	}
+	free(raw_samples);
+	b->root_calls.slow_cut = cut; /* the rows without their tree (counters_dict) */
 	return 0;
 }
 

@@ -438,8 +438,9 @@ static ftf_slow_group *slow_group(ftf_root_calls *rc, uint32_t node, int32_t op)
 		return NULL;
 	ftf_slow_group *g = &rc->slow[rc->nslow++];
 	g->heap = calloc(rc->slowest_n, sizeof(*g->heap));
-	g->n = 0;
-	return g->heap ? g : NULL;
+	g->heap_c = calloc(rc->slowest_n, sizeof(*g->heap_c));
+	g->n = g->n_c = 0;
+	return g->heap && g->heap_c ? g : NULL;
 }
 
 static void heap_down(ftf_kept *h, uint32_t n, uint32_t i)
@@ -490,7 +491,6 @@ static void kept_fill(ftf_root_calls *rc, ftf_task_calls *tc, ftf_kept *k, uint6
 	if (tc->recs_cut || !tc->nrecs) {
 		kept_free(k);
 		k->nrecs = k->nextras = 0;
-		rc->slow_cut++;
 		return;
 	}
 	ftf_kept old = *k;
@@ -508,17 +508,67 @@ static void kept_fill(ftf_root_calls *rc, ftf_task_calls *tc, ftf_kept *k, uint6
 }
 
 static void root_keep(ftf_root_calls *rc, ftf_task_calls *tc, uint64_t sample, uint32_t node, int32_t op,
-		      uint64_t dur);
+		      uint64_t dur, uint64_t on_cpu);
 
 void ftf_calls_root_end(ftf_root_calls *rc, ftf_task_calls *tc, uint64_t sample, uint32_t node, int32_t op,
-			uint64_t dur)
+			uint64_t dur, uint64_t on_cpu)
 {
-	root_keep(rc, tc, sample, node, op, dur);
+	root_keep(rc, tc, sample, node, op, dur, on_cpu);
 	recs_release(rc, tc);
 }
 
+/* Slot k now holds a copy of the task's root call (kept by the other
+ * measure too, whose slot took the task's buffers): its own buffers grown
+ * to fit. */
+static void kept_copy(ftf_root_calls *rc, ftf_task_calls *tc, ftf_kept *k, uint64_t sample, uint64_t key)
+{
+	k->sample = sample;
+	k->dur = key;
+	k->base = tc->base;
+	k->cpu = tc->cpu;
+	k->nrecs = k->nextras = 0;
+	if (tc->recs_cut || !tc->nrecs) {
+		kept_free(k);
+		return;
+	}
+	if (k->caprecs < tc->nrecs) {
+		ftf_rec *r = blk_grow(k->recs, (size_t)k->caprecs * sizeof(*r), (size_t)tc->nrecs * sizeof(*r));
+		if (!r) {
+			rc->oom = 1;
+			kept_free(k);
+			return;
+		}
+		k->recs = r;
+		k->caprecs = tc->nrecs;
+	}
+	if (tc->nextras && k->capextras < tc->nextras) {
+		ftf_rec_extra *e = blk_grow(k->extras, (size_t)k->capextras * sizeof(*e), (size_t)tc->nextras * sizeof(*e));
+		if (!e) {
+			rc->oom = 1;
+			kept_free(k);
+			return;
+		}
+		k->extras = e;
+		k->capextras = tc->nextras;
+	}
+	memcpy(k->recs, tc->recs, (size_t)tc->nrecs * sizeof(*tc->recs));
+	if (tc->nextras)
+		memcpy(k->extras, tc->extras, (size_t)tc->nextras * sizeof(*tc->extras));
+	k->nrecs = tc->nrecs;
+	k->nextras = tc->nextras;
+}
+
+/* The slot of heap h (n calls) a call of key `key` takes, or -1: a new one
+ * while there is room, else the least one's if it is less. */
+static int64_t heap_slot(const ftf_kept *h, uint32_t n, uint32_t cap, uint64_t key)
+{
+	if (n < cap)
+		return n;
+	return key > h[0].dur ? 0 : -1;
+}
+
 static void root_keep(ftf_root_calls *rc, ftf_task_calls *tc, uint64_t sample, uint32_t node, int32_t op,
-		      uint64_t dur)
+		      uint64_t dur, uint64_t on_cpu)
 {
 	if (!rc->slowest_n)
 		return;
@@ -527,14 +577,25 @@ static void root_keep(ftf_root_calls *rc, ftf_task_calls *tc, uint64_t sample, u
 		rc->oom = 1;
 		return;
 	}
-	if (g->n < rc->slowest_n) {
-		kept_fill(rc, tc, &g->heap[g->n], sample, dur);
-		heap_up(g->heap, g->n++);
-	} else if (dur > g->heap[0].dur) {
-		if (!g->heap[0].recs && rc->slow_cut)
-			rc->slow_cut--;
-		kept_fill(rc, tc, &g->heap[0], sample, dur);
-		heap_down(g->heap, g->n, 0);
+	int64_t raw = heap_slot(g->heap, g->n, rc->slowest_n, dur);
+	int64_t cpu = heap_slot(g->heap_c, g->n_c, rc->slowest_n, on_cpu);
+	if (cpu >= 0) {
+		/* the task's buffers go to the raw slot when it takes one: a copy here */
+		if (raw >= 0)
+			kept_copy(rc, tc, &g->heap_c[cpu], sample, on_cpu);
+		else
+			kept_fill(rc, tc, &g->heap_c[cpu], sample, on_cpu);
+		if (cpu == g->n_c)
+			heap_up(g->heap_c, g->n_c++);
+		else
+			heap_down(g->heap_c, g->n_c, 0);
+	}
+	if (raw >= 0) {
+		kept_fill(rc, tc, &g->heap[raw], sample, dur);
+		if (raw == g->n)
+			heap_up(g->heap, g->n++);
+		else
+			heap_down(g->heap, g->n, 0);
 	}
 }
 
@@ -584,7 +645,10 @@ void ftf_calls_free(ftf_root_calls *rc)
 	for (uint32_t i = 0; i < rc->nslow; i++) {
 		for (uint32_t k = 0; k < rc->slow[i].n; k++)
 			kept_free(&rc->slow[i].heap[k]);
+		for (uint32_t k = 0; k < rc->slow[i].n_c; k++)
+			kept_free(&rc->slow[i].heap_c[k]);
 		free(rc->slow[i].heap);
+		free(rc->slow[i].heap_c);
 	}
 	free(rc->slow);
 	ftf_u64map_free(&rc->slow_map);

@@ -106,6 +106,12 @@ typedef struct {
 typedef struct {
 	ftf_kept *heap; /* min-heap by dur, at most slowest_n */
 	uint32_t n;
+	/* min-heap by the call's on-CPU task time (its dur less off-CPU, irq
+	 * and switch-work time, in its .dur), at most slowest_n: the corrected
+	 * figures' slowest calls, which the hook cost (known only after the
+	 * read) ranks alike within a (root path, operation) */
+	ftf_kept *heap_c;
+	uint32_t n_c;
 } ftf_slow_group;
 
 /* The call stream (report/perfetto.py): every root call's tree as the
@@ -173,9 +179,10 @@ void ftf_calls_values(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t rec, uint
 /* The completed root call's operation, FTF_OP_NONE. */
 int32_t ftf_calls_root_op(ftf_root_calls *rc, ftf_task_calls *tc, const ftf_funcs *funcs);
 /* The completed root call became sample `sample` (its root path's node,
- * its operation, its duration): kept if among the slowest. */
+ * its operation, its duration, its on-CPU task time): kept if among the
+ * slowest by either. */
 void ftf_calls_root_end(ftf_root_calls *rc, ftf_task_calls *tc, uint64_t sample, uint32_t node, int32_t op,
-			uint64_t dur);
+			uint64_t dur, uint64_t on_cpu);
 void ftf_calls_free(ftf_root_calls *rc);
 /* The call stream: one header row; the task's open (or just completed) root
  * call's tree, sample -1 for one that never completed, written unless it
