@@ -1377,10 +1377,11 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 		if (b->nsamples > before) {
 			const ftf_sample *kept = &b->samples[before];
 			ftf_spool_tree(&b->root_calls, &t->tc, kept->pid, (int64_t)before);
-			/* its on-CPU task time ranks it for the corrected figures */
+			/* its on-CPU task time ranks it for the corrected figures (a
+			 * gap call has none: last) */
 			uint64_t gone = kept->offcpu + kept->irq + kept->sched;
-			ftf_calls_root_end(&b->root_calls, &t->tc, before, kept->node, kept->op, kept->dur,
-					   kept->dur > gone ? kept->dur - gone : 0);
+			uint64_t on_cpu = kept->dur > gone && !(kept->flags & FTF_SAMPLE_GAP) ? kept->dur - gone : 0;
+			ftf_calls_root_end(&b->root_calls, &t->tc, before, kept->node, kept->op, kept->dur, on_cpu);
 		}
 		calls_oom(b);
 	}
