@@ -9,12 +9,12 @@ import json
 
 import numpy as np
 import pytest
-from helpers import corpus
 
 from ftflame import parse
 from ftflame.correct.stage import CorrectionOptions, correct_for_report
 from ftflame.parse.tables import build_events
 from ftflame.report import jsonout
+from helpers import corpus
 
 TRACES = corpus.files(corpus.CURATED, "*.dat") + corpus.files(corpus.CURATED, "*.txt.gz")
 

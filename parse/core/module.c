@@ -274,11 +274,14 @@ static int calls_result(ftf_builder *b, PyObject *res)
 				return -1;
 			}
 			Py_DECREF(slow);
-			PyObject *table = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * KEPT_COLS * sizeof(int64_t)));
-			PyObject *recs = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(nrecs * sizeof(ftf_rec)));
-			PyObject *extras = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(nextras * sizeof(ftf_rec_extra)));
+			Py_ssize_t tb = (Py_ssize_t)(n * KEPT_COLS * sizeof(int64_t));
+			Py_ssize_t rb = (Py_ssize_t)(nrecs * sizeof(ftf_rec)), eb = (Py_ssize_t)(nextras * sizeof(ftf_rec_extra));
+			PyObject *table = PyBytes_FromStringAndSize(NULL, tb);
+			PyObject *recs = PyBytes_FromStringAndSize(NULL, rb);
+			PyObject *extras = PyBytes_FromStringAndSize(NULL, eb);
 			if (!table || !recs || !extras || PyDict_SetItemString(slow, "table", table) < 0 ||
-			    PyDict_SetItemString(slow, "recs", recs) < 0 || PyDict_SetItemString(slow, "extras", extras) < 0) {
+			    PyDict_SetItemString(slow, "recs", recs) < 0 ||
+			    PyDict_SetItemString(slow, "extras", extras) < 0) {
 				Py_XDECREF(table);
 				Py_XDECREF(recs);
 				Py_XDECREF(extras);

@@ -542,7 +542,8 @@ static void kept_copy(ftf_root_calls *rc, ftf_task_calls *tc, ftf_kept *k, uint6
 		k->caprecs = tc->nrecs;
 	}
 	if (tc->nextras && k->capextras < tc->nextras) {
-		ftf_rec_extra *e = blk_grow(k->extras, (size_t)k->capextras * sizeof(*e), (size_t)tc->nextras * sizeof(*e));
+		size_t had = (size_t)k->capextras * sizeof(ftf_rec_extra);
+		ftf_rec_extra *e = blk_grow(k->extras, had, (size_t)tc->nextras * sizeof(*e));
 		if (!e) {
 			rc->oom = 1;
 			kept_free(k);
