@@ -391,7 +391,8 @@ class _Writer:
             "start": start, "end": end, "track": track, "name": name, "cat": np.where(is_irq, CAT_IRQ, CAT_CALL),
             "dur": dur, "self": _i64(cols["excl"]), "corr": cols["corr_incl"],
             # the CPU where the root call, and a call that moved, ended
-            "cpu": _i64(cols["cpu"]), "cpu_shown": top | (cols["cpu"] != cols["cpu"][np.maximum(par, 0)]), "irq": is_irq, "gap": cols["gap"], "partial": partial, "op": op,
+            "cpu": _i64(cols["cpu"]), "cpu_shown": top | (cols["cpu"] != cols["cpu"][np.maximum(par, 0)]),
+            "irq": is_irq, "gap": cols["gap"], "partial": partial, "op": op,
             "never": never, "clamped": clamped, "has_ret": cols["has_ret"],
             "ret": retval_signed(_i64(cols["retval"])), "has_args": cols["has_args"], "args": cols["args"]})
 

@@ -275,7 +275,8 @@ static int calls_result(ftf_builder *b, PyObject *res)
 			}
 			Py_DECREF(slow);
 			Py_ssize_t tb = (Py_ssize_t)(n * KEPT_COLS * sizeof(int64_t));
-			Py_ssize_t rb = (Py_ssize_t)(nrecs * sizeof(ftf_rec)), eb = (Py_ssize_t)(nextras * sizeof(ftf_rec_extra));
+			Py_ssize_t rb = (Py_ssize_t)(nrecs * sizeof(ftf_rec));
+			Py_ssize_t eb = (Py_ssize_t)(nextras * sizeof(ftf_rec_extra));
 			PyObject *table = PyBytes_FromStringAndSize(NULL, tb);
 			PyObject *recs = PyBytes_FromStringAndSize(NULL, rb);
 			PyObject *extras = PyBytes_FromStringAndSize(NULL, eb);
