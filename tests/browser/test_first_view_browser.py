@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from ftflame.report import html
-from helpers.htmlfix import LOST, MIXED_OPS, NULLCALLS, REPO, WRITE4K, WRITE4K_WHOLE, corrected, load
+from helpers.htmlfix import CURATED, ICOUNT, LOST, MIXED_OPS, NULLCALLS, REPO, WRITE4K, WRITE4K_WHOLE, corrected, load
 
 pytestmark = pytest.mark.browser
 
@@ -19,6 +19,10 @@ NAV = 37  # the sticky section bar's height: what is under it is not in view
 # the write recording (whole when the full corpus is here), operations under a
 # dispatcher, a dispatcher's calls, lost events (depth 49: a tall flame graph)
 TRACES = {"write4k": WRITE4K_WHOLE or WRITE4K, "ops": MIXED_OPS, "dispatch": NULLCALLS, "lost": LOST}
+# sched_switch recorded: the corrected durations' highest points are not the
+# raw ones' (off-CPU time out), their trees kept by on-CPU time
+SCHED = {"icount": ICOUNT, "sched-6.12": CURATED / "k6.12" / "s16-icount-calib" / "trace-full.dat",
+         "sched-5.10": CURATED / "k5.10" / "s21-v4-write-sched" / "trace.dat"}
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +30,7 @@ def pages(tmp_path_factory):
     """name-mode -> report file, rendered once."""
     d = tmp_path_factory.mktemp("first-view")
     out = {}
-    for name, trace in TRACES.items():
+    for name, trace in {**TRACES, **SCHED}.items():
         p = load(trace)
         for mode, prof in (("raw", p), ("corr", corrected(p, 700.0, 300.0))):
             f = d / f"{name}-{mode}.html"
@@ -50,7 +54,7 @@ def highest_points(page, n=5) -> list:
         .filter(function (q, i, all) {{ return !i || all[i - 1][2] !== q[2]; }}).slice(0, {n})""")
 
 
-@pytest.mark.parametrize("key", [f"{n}-{m}" for n in TRACES for m in ("raw", "corr")])
+@pytest.mark.parametrize("key", [f"{n}-{m}" for n in {**TRACES, **SCHED} for m in ("raw", "corr")])
 def test_the_highest_points_open_their_tree_in_view(browser_page, pages, key):
     """In the view the plot opens on and in every root function's, each of the
     5 highest points, clicked, draws that root call's own tree, its root row
