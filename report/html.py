@@ -263,7 +263,7 @@ def samples_data(p: Profile, trees: dict | None = None) -> dict:
     s = p.samples
     n = len(s)
     if n == 0:
-        return {"total": 0, "shown": 0, "roots": [], "root_stats": [], "root": [], "t": [], "dur": [], "durc": [],
+        return {"total": 0, "shown": 0, "t0": 0, "roots": [], "root_stats": [], "root": [], "t": [], "dur": [], "durc": [],
                 "flags": [], "pid": [], "cpu": [], "trees": []}
     node = p.scol("node")
     flags = p.scol("flags")
@@ -284,7 +284,8 @@ def samples_data(p: Profile, trees: dict | None = None) -> dict:
     return {
         "root_stats": root_stats,
         "total": n, "shown": len(idx), "roots": names, "root_calls": counts.tolist(),
-        "root": group[idx].tolist(), "t": _ints(start[idx] - t0), "dur": _ints(dur[idx]),
+        # t: after the first event; t0 + t: the trace clock, as every output prints a start
+        "t0": t0, "root": group[idx].tolist(), "t": _ints(start[idx] - t0), "dur": _ints(dur[idx]),
         "durc": _ints_or_none(durc[idx]) if p.calibration.applied else None,
         "flags": flags[idx].tolist(), "pid": p.scol("pid")[idx].tolist(),
         "cpu": p.scol("cpu")[idx].tolist(), "sample": idx.tolist(),

@@ -1,0 +1,32 @@
+"""One time base: the latency plot's tooltip gives a root call's start on
+the trace clock, as the slowest-calls table (and the text, the JSON and the
+Perfetto trace) print it, with the time after the first event beside it."""
+from __future__ import annotations
+
+import pytest
+
+from ftflame.report import html
+from helpers.htmlfix import ICOUNT, corrected, load
+
+pytestmark = pytest.mark.browser
+
+
+def test_tooltip_start_is_the_tables(browser_page, tmp_path):
+    f = tmp_path / "icount.html"
+    f.write_text(html.render(corrected(load(ICOUNT), 700.0, 300.0)), encoding="utf-8")
+    bp = browser_page()
+    page = bp.open(f)
+    slow = page.evaluate("ftflame.data.slowest[0]")
+    row = page.locator(f"#slowest tr[data-sample='{slow['sample']}']").inner_text()
+    shown = f"{slow['start_ns'] / 1e9:.6f} s"
+    assert shown in row
+    x, y = page.evaluate(f"""(function () {{ var S = FT.data.samples;
+        var p = FT.latency.points().filter(function (q) {{ return S.sample[q[2]] === {slow['sample']}; }})[0];
+        return [p[0], p[1]]; }})()""")
+    page.evaluate("document.getElementById('lat-canvas').scrollIntoView({block: 'center'})")
+    box = page.locator("#lat-canvas").bounding_box()
+    page.mouse.move(box["x"] + x, box["y"] + y)
+    tip = page.locator("#tip").inner_text()
+    assert shown + " (trace clock)" in tip, tip
+    assert "after the first event" in tip
+    bp.assert_clean()
