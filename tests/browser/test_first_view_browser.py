@@ -206,3 +206,25 @@ def test_sandwich_draws_the_merged_callers_and_callees(browser_page, pages):
     page.evaluate("document.getElementById('sandwich-canvas').scrollIntoView({block: 'center'})")
     page.screenshot(path=str(SHOTS / "sandwich.png"))
     bp.assert_clean()
+
+
+@pytest.mark.parametrize("key", ["ops-corr", "sched-5.10-raw", "lost-corr"])
+def test_every_listed_function_has_a_sandwich(browser_page, pages, key):
+    """Every function the function table lists opens a sandwich: the page's
+    own (the busiest functions'), else one merged from the flame graph's
+    call paths, else (every path of the function under the flame graph's
+    drawing threshold) its direct callers and callees, each side one level,
+    a note saying which."""
+    bp, page = open_page(browser_page, pages, key)
+    funcs = page.evaluate("FT.data.functions.func")
+    own = {e["func"] for e in page.evaluate("FT.data.sandwich")}
+    kinds = {"own": 0, "flame": 0, "edges": 0}
+    for f in funcs:
+        page.evaluate(f"FT.functions.open({f})")
+        assert page.locator("#sandwich-canvas").get_attribute("data-func") == str(f)
+        assert int(page.locator("#sandwich-canvas").get_attribute("data-rows")) >= 1
+        flame, edges = page.locator("#sandwich-from-flame").count(), page.locator("#sandwich-from-edges").count()
+        assert (f in own) + flame + edges == 1, f
+        kinds["own" if f in own else "flame" if flame else "edges"] += 1
+    assert kinds["flame"] > 0, kinds
+    bp.assert_clean()
