@@ -635,7 +635,10 @@ def header_data(p: Profile) -> dict:
         ("sched_switch", "recorded: off-CPU time split out" if p.offcpu_known
          else "no sched_switch events: off-CPU time unknown, it stays inside the calls"),
         ("funcgraph-retval", "yes" if t.has_retval else "no"),
-        ("function args", "yes" if t.has_args else "no"),
+        # recorded (funcgraph-args): an entry carried values; 7.x's event
+        # format has the field whether the option was on or not
+        ("function args", f"recorded (funcgraph-args): up to {p.call_args} a call" if p.call_args
+         else "not recorded" + (" (the event format has the field, no entry filled it)" if t.has_args else "")),
     ]
     if t.compression:
         options.append(("compression", t.compression))

@@ -1,0 +1,35 @@
+"""The small things a user trips on (each failed before its fix)."""
+from __future__ import annotations
+
+from helpers import corpus
+
+from ftflame import parse
+from ftflame.parse.tables import build_events
+from ftflame.report import folded, html
+
+
+def test_raw_folded_marks_interrupt_frames():
+    """An interrupt subtree inside a task call: in raw weights it stays under
+    the call it interrupted, under an [irq] frame, never as an ordinary
+    callee (flamegraph.pl would draw it as one)."""
+    FLAG_HARDIRQ = 0x08
+    ev = [("entry", 0, 7, 0, "nfsd_write", 0, 1000, 0, 0, 0, 0, 0),
+          ("entry", 0, 7, FLAG_HARDIRQ, "irq_handler", 1, 2000, 0, 0, 0, 0, 0),
+          ("exit", 0, 7, FLAG_HARDIRQ, "irq_handler", 1, 3000, 2000, 3000, 0, 0, 0),
+          ("exit", 0, 7, 0, "nfsd_write", 0, 9000, 1000, 9000, 0, 0, 0)]
+    p = build_events(ev)
+    lines = dict(folded.folded_lines(p))
+    assert lines == {"nfsd_write": 7000, "nfsd_write;[irq];irq_handler": 1000}
+
+
+def test_function_args_said_only_when_recorded():
+    """A 7.x trace recorded without funcgraph-args: its event format has the
+    args field, no entry filled it; the page does not say "yes"."""
+    def option(p):
+        return dict(html.header_data(p)["options"])["function args"]
+
+    without = parse.read(corpus.curated("k7.x/s23-v3-mixed-svc/trace.dat"))
+    assert without.trace.has_args and not without.call_args
+    assert option(without).startswith("not recorded")
+    with_args = parse.read(corpus.curated("k7.x/s24-funcgraph-args/trace.dat"))
+    assert option(with_args).startswith("recorded (funcgraph-args)")
