@@ -1,11 +1,10 @@
 """The small things a user trips on (each failed before its fix)."""
 from __future__ import annotations
 
-from helpers import corpus
-
 from ftflame import parse
 from ftflame.parse.tables import build_events
 from ftflame.report import folded, html
+from helpers import corpus
 
 
 def test_raw_folded_marks_interrupt_frames():
