@@ -623,6 +623,16 @@ def depth_limit_words(counters: Mapping[str, int]) -> str:
             "kept, their time includes the unrecorded calls' (only the recorded calls' hook cost is taken out)")
 
 
+def lost_share(counters: Mapping[str, int]) -> float | None:
+    """The share of the events the ring buffer was given that it dropped
+    (lost events of known count against those written and those lost),
+    None when it lost none of known count."""
+    lost = int(counters.get("lost_events", 0))
+    if not lost:
+        return None
+    return lost / (lost + int(counters.get("events", 0)))
+
+
 def gap_causes(counters: Mapping[str, int]) -> str:
     """The events that make a call a gap call (parse/core/builder.c marks
     the frames open at each), those this trace's counters show, joined with
