@@ -232,6 +232,9 @@ FT.functions = (function () {
     cols.appendChild(edgeTable("Callers", callers, 0, r));
     cols.appendChild(edgeTable("Callees", callees, 1, r));
     panel.appendChild(cols);
+    /* below the section bar: the Raw/Corrected switch stays in reach */
+    var nav = document.querySelector("nav.sections");
+    panel.style.top = (nav ? Math.max(nav.getBoundingClientRect().bottom, 0) : 0) + "px";
     panel.classList.add("open");
     drawHist(cv, r);
     if (sw) sw();

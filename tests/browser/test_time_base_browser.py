@@ -30,3 +30,21 @@ def test_tooltip_start_is_the_tables(browser_page, tmp_path):
     assert shown + " (trace clock)" in tip, tip
     assert "after the first event" in tip
     bp.assert_clean()
+
+
+def test_function_detail_leaves_the_mode_switch_in_reach(browser_page, tmp_path):
+    """The function detail panel opens below the section bar: the
+    Raw/Corrected switch is not under it, and works while it is open."""
+    f = tmp_path / "icount.html"
+    f.write_text(html.render(corrected(load(ICOUNT), 700.0, 300.0)), encoding="utf-8")
+    bp = browser_page()
+    page = bp.open(f)
+    page.locator("#fn-table tbody tr").first.click()
+    assert page.locator("#detail").is_visible()
+    for b in ("#mode-raw", "#mode-corr"):
+        box = page.locator(b).bounding_box()
+        hit = page.evaluate(f"document.elementFromPoint({box['x'] + box['width'] / 2}, {box['y'] + box['height'] / 2}).id")
+        assert hit == b[1:], hit
+    page.click("#mode-raw")
+    assert page.evaluate("FT.mode") == "raw"
+    bp.assert_clean()
