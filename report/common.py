@@ -185,8 +185,12 @@ def anomaly_lines(p: Profile) -> list:  # noqa: C901
         out.append(f"{plural(c['backwards_calls'], 'exit')} with a calltime after its rettime (a damaged "
                    "record or event format): taken as 0 ns calls, so figures that include them are wrong")
     if c.get("times_refuted"):
+        first = c.get("times_refuted_first_func")
+        which = "" if first is None or not 0 <= first < len(p.funcs) else \
+            (f" (the first: {p.funcs[first]}, calltime {c['times_refuted_first_ns'] / 1e9:.6f} s, "
+             f"pid {c['times_refuted_first_pid']})")
         out.append(f"{plural(c['times_refuted'], 'call')} whose rettime - calltime the entry and exit records' "
-                   "timestamps refute (by over 50 ms): damaged times; figures that include them are wrong")
+                   f"timestamps refute (by over 50 ms){which}: damaged times; figures that include them are wrong")
     if c.get("stalled_stamps"):
         # the 'global' clock's stall explains them on a trace of that clock only
         why = ("the 'global' trace clock holds a CPU whose clock lags at the last stamp any CPU wrote; an event "

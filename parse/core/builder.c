@@ -1484,12 +1484,18 @@ static void check_times(ftf_builder *b, ftf_task *t, ftf_frame *f, const ftf_eve
 		/* a record between its entry and exit that repeats its CPU's
 		 * previous stamp: the records' clock stalled (see
 		 * ftf_builder_feed), not the call's times */
+		int kind = -1;
 		if (b->c.stalled_stamps != f->stalls_at)
 			b->c.times_stalled++;
 		else if (shorter && end_ts >= f->entry_ts)
-			b->c.times_short++;
+			kind = b->c.times_short++ ? -1 : 1;
 		else
-			b->c.times_refuted++;
+			kind = b->c.times_refuted++ ? -1 : 0;
+		if (kind >= 0) { /* the first of its kind */
+			b->c.refuted_first_ns[kind] = ev->calltime;
+			b->c.refuted_first_func[kind] = ev->func;
+			b->c.refuted_first_pid[kind] = task_pid(t);
+		}
 	}
 }
 

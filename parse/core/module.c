@@ -720,8 +720,13 @@ static PyObject *counters_dict(const ftf_builder *b)
 	 * slept: without sched_switch events, in a trace that shows nosleep-time,
 	 * a sleep no calltime showed; else refuted */
 	uint64_t refuted = b->c.times_refuted + (b->c.nosleep_calls && !b->c.switches ? 0 : b->c.times_short);
-	if (refuted)
+	if (refuted) {
+		int k = b->c.times_refuted ? 0 : 1; /* the first refuted call named, else the first short one */
 		SET(cnt, "times_refuted", PyLong_FromUnsignedLongLong(refuted));
+		SET(cnt, "times_refuted_first_func", PyLong_FromUnsignedLong(b->c.refuted_first_func[k]));
+		SET(cnt, "times_refuted_first_ns", PyLong_FromUnsignedLongLong(b->c.refuted_first_ns[k]));
+		SET(cnt, "times_refuted_first_pid", PyLong_FromLong(b->c.refuted_first_pid[k]));
+	}
 	if (b->c.stalled_stamps)
 		SET(cnt, "stalled_stamps", PyLong_FromUnsignedLongLong(b->c.stalled_stamps));
 	if (b->c.times_stalled)
