@@ -48,3 +48,27 @@ def test_function_detail_leaves_the_mode_switch_in_reach(browser_page, tmp_path)
     page.click("#mode-raw")
     assert page.evaluate("FT.mode") == "raw"
     bp.assert_clean()
+
+
+def test_a_calls_tree_zooms_on_a_click(browser_page, tmp_path):
+    """A single call's flame chart zooms: a click on a call draws its time
+    across the canvas; a double-click goes back to the whole call."""
+    f = tmp_path / "icount.html"
+    f.write_text(html.render(corrected(load(ICOUNT), 700.0, 300.0)), encoding="utf-8")
+    bp = browser_page()
+    page = bp.open(f)
+    sample, t, incl, whole = page.evaluate("""(function () {
+        var c = ftflame.data.slowest.filter(function (c) { return c.tree; })[0], T = c.tree, best = -1;
+        for (var i = 1; i < T.func.length; i++) if (T.parent[i] === 0 && (best < 0 || T.incl[i] > T.incl[best])) best = i;
+        return [c.sample, T.t[best], T.incl[best], T.incl[0]]; })()""")
+    page.evaluate(f"FT.calls.open({sample})")
+    canvas = page.locator("#call-canvas")
+    assert canvas.get_attribute("data-zoom") == "0"
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    page.mouse.click(box["x"] + (t + incl / 2) / whole * box["width"], box["y"] + 16 + 8)
+    assert canvas.get_attribute("data-zoom") not in ("0", None)
+    assert "double-click for the whole call" in page.locator("#call-note").inner_text()
+    page.mouse.dblclick(box["x"] + 5, box["y"] + 8)
+    assert canvas.get_attribute("data-zoom") == "0"
+    bp.assert_clean()
