@@ -208,7 +208,7 @@ def test_sandwich_draws_the_merged_callers_and_callees(browser_page, pages):
     bp.assert_clean()
 
 
-@pytest.mark.parametrize("key", ["ops-corr", "sched-5.10-raw", "lost-corr"])
+@pytest.mark.parametrize("key", ["ops-corr", "sched-5.10-raw"])
 def test_every_listed_function_has_a_sandwich(browser_page, pages, key):
     """Every function the function table lists opens a sandwich: the page's
     own (the busiest functions'), else one merged from the flame graph's
