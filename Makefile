@@ -296,6 +296,7 @@ bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop;
 	$(PY) bench/run.py
 	$(PY) bench/text_long.py
 	$(PY) bench/batch.py
+	$(PY) bench/perfetto_long.py
 
 clean:  ## remove build products (keeps the venv)
 	rm -rf build *.egg-info $(NATIVE_SO) .build-stamp-* $(OUT)

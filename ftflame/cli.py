@@ -372,7 +372,7 @@ def correction_options(args):
 def cmd_report(args) -> int:
     from ftflame import parse
     from ftflame.output import open_in_browser
-    from ftflame.report import RENDERERS, output_and_format
+    from ftflame.report import RENDERERS, STREAMED, output_and_format
     from ftflame.report.options import render_options
     from ftflame.rundir import read_beside, resolve_input
 
@@ -386,13 +386,22 @@ def cmd_report(args) -> int:
         raise InputError("-", "stdin is closed", "give the trace's file name, or redirect stdin from it")
     baseline = args.baseline and resolve_input(args.baseline)
     refuse_input_as_output(output, (path, args.calibration, baseline), read_beside(path))
+    stream = None
+    if fmt in STREAMED:
+        if output in (None, "-"):
+            raise InputError("-", f"the {fmt} output is binary, written while the trace is read",
+                             f"write it to a file: -o NAME{RENDERERS[fmt].extensions[0]}")
+        from ftflame.report.perfetto import CallStream, stream_directory
+
+        stream = CallStream(stream_directory(output))
     progress = Progress(f"reading {path}", not args.quiet, path)
     try:
         def imports():  # about 0.1-0.2 s, numpy mostly: while the core reads
             RENDERERS[fmt].render
             import ftflame.correct.stage  # noqa: F401
 
-        profile = parse.read_meanwhile(path, imports, progress=progress, slowest=args.slowest)
+        profile = parse.read_meanwhile(path, imports, progress=progress, slowest=args.slowest,
+                                       call_stream=stream and stream.fds)
         progress.stage("correcting...")
         from ftflame.correct.stage import correct_for_report
 
@@ -405,11 +414,17 @@ def cmd_report(args) -> int:
             from ftflame.report.parquet import write_folder
 
             size = write_folder(output, profile)
+        elif stream is not None:  # the calls the core wrote out, a batch at a time
+            from ftflame.report.perfetto import write_calls
+
+            size = write_atomic(output, lambda f: write_calls(profile, stream, f))
         else:  # rendered straight into the file (JSON: in chunks, as written)
             write = RENDERERS[fmt].write
             size = write_atomic(output, lambda f: write(profile, opts, f))
     finally:
         progress.done()
+        if stream is not None:
+            stream.close()
     if output in (None, "-"):
         write_stdout(text)
     else:

@@ -49,23 +49,26 @@ def is_plain_dat(path: str) -> bool:
 
 
 def read_core(path: str, name: str, progress, reader: str | None = None, slowest: int = 20,
-              before_fork=None) -> dict:
+              before_fork=None, call_stream=None) -> dict:
     """The C core's read of a trace.dat file with `reader` (None: the
     default, see reader_used), keeping the `slowest` root calls' trees;
     its errors name `name`. before_fork(): called before the libtracecmd
-    reader forks (read_libtracecmd), to end the caller's other threads."""
+    reader forks (read_libtracecmd), to end the caller's other threads.
+    call_stream: every call written out as it is built (three file
+    descriptors, report/perfetto.py's CallStream), None."""
     from . import _core  # the extension alone: no numpy
 
     reader = reader or _default_reader
     try:
         if reader == "builtin":
-            return _core.read_dat_builtin(os.fsencode(path), progress=progress, slowest=slowest)
-        return read_libtracecmd(path, name, progress, slowest, before_fork)
+            return _core.read_dat_builtin(os.fsencode(path), progress=progress, slowest=slowest,
+                                          spool=call_stream)
+        return read_libtracecmd(path, name, progress, slowest, before_fork, call_stream)
     except ValueError as e:
         raise InputError(name, str(e)) from None
 
 
-def read_libtracecmd(path: str, name: str, progress, slowest: int, before_fork=None) -> dict:
+def read_libtracecmd(path: str, name: str, progress, slowest: int, before_fork=None, call_stream=None) -> dict:
     """libtracecmd's read, guarded: libtracecmd crashes (SIGSEGV, SIGABRT,
     SIGFPE), hangs or reads silently wrong figures on damaged files. The
     builtin reader checks the file first: what it refuses, or finds damaged,
@@ -96,7 +99,7 @@ def read_libtracecmd(path: str, name: str, progress, slowest: int, before_fork=N
     if before_fork is not None:
         before_fork()
     res = _in_child(lambda: _core.read_dat(os.fsencode(path), progress=progress, slowest=slowest,
-                                           known_events=known), name)
+                                           known_events=known, spool=call_stream), name)
     res["meta"]["header_notes"] = notes  # (the builtin check's: libtracecmd says nothing of them)
     return res
 
@@ -279,6 +282,6 @@ def to_profile(res: dict, name: str, compression: str):
     return prof
 
 
-def read(path: str, name: str, compression: str, progress, slowest: int = 20):
+def read(path: str, name: str, compression: str, progress, slowest: int = 20, call_stream=None):
     """A trace.dat file (`name` is what errors call it) into a Profile."""
-    return to_profile(read_core(path, name, progress, slowest=slowest), name, compression)
+    return to_profile(read_core(path, name, progress, slowest=slowest, call_stream=call_stream), name, compression)

@@ -109,14 +109,16 @@ def classify(head: bytes, name: str, compression: str = "") -> Detected:
     raise InputError(name, "not a function_graph trace", f"tried: {TRIED}")
 
 
-def read(path: str, progress: Callable[[int], None] | None = None, slowest: int = 20):
+def read(path: str, progress: Callable[[int], None] | None = None, slowest: int = 20, call_stream=None):
     """Read a function_graph trace into a Profile: a trace.dat, or any text
     form (tracefs, perf ftrace, trace-cmd report, a mail), plain or gzip/xz/
     zstd-compressed; '-' reads stdin. slowest: root calls kept with their
-    call trees per (root path, operation) (Profile.slowest_trees)."""
+    call trees per (root path, operation) (Profile.slowest_trees).
+    call_stream: every call written out as it is built (three file
+    descriptors: report/perfetto.py's CallStream), None."""
     check_readable(path)
     if path != "-" and dat.is_plain_dat(path):
-        return dat.read(path, path, "", progress, slowest)
+        return dat.read(path, path, "", progress, slowest, call_stream)
     src = text.open_input(path)
     try:
         det = classify(src.head, src.name, src.compression)
@@ -124,20 +126,20 @@ def read(path: str, progress: Callable[[int], None] | None = None, slowest: int 
         src.close()
         raise
     if det.kind == "text":
-        return text.read(src, det.dialect, progress, slowest)
+        return text.read(src, det.dialect, progress, slowest, call_stream)
     # a trace.dat that came compressed or piped: libtracecmd needs a file
     try:
         tmp = text.spool(src)
     finally:
         src.close()
     try:
-        return dat.read(tmp, src.name, src.compression, progress, slowest)
+        return dat.read(tmp, src.name, src.compression, progress, slowest, call_stream)
     finally:
         os.unlink(tmp)
 
 
 def read_meanwhile(path: str, meanwhile: Callable[[], None],
-                   progress: Callable[[int], None] | None = None, slowest: int = 20):
+                   progress: Callable[[int], None] | None = None, slowest: int = 20, call_stream=None):
     """read(path), with meanwhile() run on another thread while the C core
     reads (the CLI imports numpy and the renderers then: 0.1-0.2 s that
     cost no wall time). A plain trace.dat is read on *this* thread, with
@@ -150,11 +152,12 @@ def read_meanwhile(path: str, meanwhile: Callable[[], None],
     try:
         res = None
         if path != "-" and dat.is_plain_dat(path):
-            res = dat.read_core(path, path, progress, slowest=slowest, before_fork=side.join)
+            res = dat.read_core(path, path, progress, slowest=slowest, before_fork=side.join,
+                                call_stream=call_stream)
     finally:
         side.join()
     if res is None:  # text, compressed, stdin: read now
-        return read(path, progress=progress, slowest=slowest)
+        return read(path, progress=progress, slowest=slowest, call_stream=call_stream)
     return dat.to_profile(res, path, "")
 
 

@@ -66,7 +66,7 @@ def _kept_trees(slow: dict | None) -> KeptTrees:
     """The core's kept slowest calls (its blocks, not copied)."""
     if not slow:
         return NO_KEPT_TREES
-    return KeptTrees(np.frombuffer(slow["table"], dtype=np.int64).reshape(-1, 5),
+    return KeptTrees(np.frombuffer(slow["table"], dtype=np.int64).reshape(-1, 6),
                      np.frombuffer(slow["recs"], dtype=CALL_RECORD_DTYPE),
                      np.frombuffer(slow["extras"], dtype=CALL_EXTRA_DTYPE))
 

@@ -58,6 +58,8 @@ register(Renderer("speedscope", "speedscope", (".speedscope.json",),
                   "speedscope evented profile, one per root function (speedscope.app)"))
 register(Renderer("parquet", "parquet", (".parquet", ".parquet/"),
                   'a folder of Parquet tables for DuckDB, pandas, Spark, schema "ftflame-parquet/1"'))
+register(Renderer("perfetto", "perfetto", (".perfetto-trace", ".pftrace"),
+                  "Perfetto trace: every call on its task's timeline (ui.perfetto.dev), to a file only"))
 
 register(Renderer("txt", "diff_text", (".txt",), "plain text for mail: verdicts, then the tables"),
          DIFF_RENDERERS)
@@ -97,6 +99,7 @@ def choose_format(output: str | None, fmt: str | None,
 
 
 OPENABLE = ("html", "svg")  # what --open shows in a browser
+STREAMED = ("perfetto",)  # made from the calls the core writes out while it reads (report/perfetto.py)
 
 
 def output_and_format(output: str | None, fmt: str | None, open_it: bool,

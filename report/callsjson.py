@@ -7,6 +7,7 @@ import json
 import numpy as np
 
 from ftflame.correct.operations import (
+    KEPT_BY_NAMES,
     dominant_steps,
     operation_nodes,
     operation_table,
@@ -179,7 +180,8 @@ def slowest_json(p: Profile) -> list:
 
 def _slow_call_json(p: Profile, s, tree: bool = True) -> dict:
     out = {"root": s.root, "operation": s.operation, "start_ns": s.start_ns, "pid": s.pid, "cpu": s.cpu,
-           "dur_ns": s.dur, "dur_corr_ns": ns_or_null(s.corr), "gap": s.gap, "dominant_path": list(s.dominant)}
+           "dur_ns": s.dur, "dur_corr_ns": ns_or_null(s.corr), "gap": s.gap, "kept_by": s.kept_by,
+           "dominant_path": list(s.dominant)}
     if tree:
         out["tree"] = call_tree_json(p, slow_call_tree(p, s), s.start_ns) if s.tree is not None else None
     return out
@@ -227,10 +229,14 @@ def slowest_json_parts(p: Profile):
                 trees = _trees_text(p, cols["start_ns"][a:b][has], dec, first, kept)
             items += [',"dur_corr_ns":', _r1_or_null_item(cols["corr"][a:b]),
                       ',"gap":', ("e", cols["gap"][a:b].astype(np.int64), ["false", "true"]),
+                      ',"kept_by":', ("e", cols["kept_by"][a:b].astype(np.int64), _KEPT_BY_JSON),
                       ',"dominant_path":', _scattered(has, paths, "[]"),
                       ',"tree":', _scattered(has, trees, "null"), "}"]
             yield format_rows(items, n)
     yield "]"
+
+
+_KEPT_BY_JSON = [json.dumps(k) for k in KEPT_BY_NAMES]
 
 
 def json_names(p: Profile) -> list:

@@ -12,6 +12,7 @@ from ftflame.model.profile import (
     TREE_MAX_CALLS,
     Profile,
     depth_limit_words,
+    lost_share,
     missing_entries_unmarked,
     retval_is_error,
     retval_signed,
@@ -159,8 +160,11 @@ def anomaly_lines(p: Profile) -> list:  # noqa: C901
         unk = p.lost_gaps_unknown_per_cpu
         per = ", ".join(f"CPU{cpu}: {n:,}" + (f" + {unk[cpu]} gaps of unknown size" if cpu in unk else "")
                         for cpu, n in sorted(p.lost_per_cpu.items()))
-        out.append(f"LOST EVENTS ({c.get('lost_events', 0):,} in {plural(c.get('lost_records', 0), 'gap')}; "
-                   f"{per}): calls spanning a gap are counted but left out of corrected figures")
+        share = lost_share(c)
+        out.append(f"LOST EVENTS ({c.get('lost_events', 0):,} in {plural(c.get('lost_records', 0), 'gap')}"
+                   + (f", {share:.1%} of the events written and lost" if share is not None else "")
+                   + f"; {per}): calls spanning a gap are counted but left out of corrected figures; a bigger "
+                   "ring buffer keeps them (trace-cmd record -b KiB-per-CPU), or fewer functions traced")
     if c.get("depth_limit_calls"):
         out.append(depth_limit_words(c))
     if c.get("gap_calls"):
@@ -203,12 +207,19 @@ def anomaly_lines(p: Profile) -> list:  # noqa: C901
         out.append(f"{plural(c['backwards_calls'], 'exit')} with a calltime after its rettime (a damaged "
                    "record or event format): taken as 0 ns calls, so figures that include them are wrong")
     if c.get("times_refuted"):
+        first = c.get("times_refuted_first_func")
+        which = "" if first is None or not 0 <= first < len(p.funcs) else \
+            (f" (the first: {p.funcs[first]}, calltime {c['times_refuted_first_ns'] / 1e9:.6f} s, "
+             f"pid {c['times_refuted_first_pid']})")
         out.append(f"{plural(c['times_refuted'], 'call')} whose rettime - calltime the entry and exit records' "
-                   "timestamps refute (by over 50 ms): damaged times; figures that include them are wrong")
+                   f"timestamps refute (by over 50 ms){which}: damaged times; figures that include them are wrong")
     if c.get("stalled_stamps"):
+        # the 'global' clock's stall explains them on a trace of that clock only
+        why = ("the 'global' trace clock holds a CPU whose clock lags at the last stamp any CPU wrote; an event "
+               "written inside another's write takes its stamp") if p.trace.clock == "global" else \
+            "an event written inside another's write takes its stamp"
         out.append(f"{plural(c['stalled_stamps'], 'record')} with its CPU's previous record's timestamp (no "
-                   "time between them: the 'global' trace clock holds a CPU whose clock lags at the last stamp "
-                   "any CPU wrote; an event written inside another's write takes its stamp): durations come "
+                   f"time between them: {why}): durations come "
                    "from calltime/rettime, but times between records (off-CPU time) may be off"
                    + (f"; {plural(c['times_stalled'], 'call')} whose records' interval differs from rettime - "
                       "calltime by over 50 ms because of it (not damage)" if c.get("times_stalled") else ""))

@@ -7,7 +7,10 @@ default; --folded-weights corrected writes the corrected one (the same paths
 as the corrected flame graph: interrupt subtrees apart under [irq]/[softirq]
 when irqs are excluded). A root that ran in interrupt context stands under
 an [irq] / [softirq] frame in both modes, so a function entered both in a task
-and in an interrupt gives two stacks that read as two.
+and in an interrupt gives two stacks that read as two. In raw weights an
+interrupt subtree stays inside the call it interrupted (its time is that
+call's), its top under an [irq] / [softirq] frame too: in flamegraph.pl it
+reads as an interrupt, not as an ordinary callee.
 """
 from __future__ import annotations
 
@@ -37,6 +40,8 @@ def folded_lines(p: Profile, corrected: bool = False):
         name = p.funcs[func[r]].replace(";", ":").replace(" ", "_")
         if reroot and flags[r] & NODE_IRQ_ROOT:
             paths[r] = irq_kind(name) + ";" + name
+        elif flags[r] & NODE_IRQ_ROOT and parent[r] >= 0:  # raw: inside the interrupted call, marked
+            paths[r] = paths[parent[r]] + ";" + irq_kind(name) + ";" + name
         elif r in context:
             paths[r] = context[r] + ";" + name
         else:

@@ -263,7 +263,7 @@ def samples_data(p: Profile, trees: dict | None = None) -> dict:
     s = p.samples
     n = len(s)
     if n == 0:
-        return {"total": 0, "shown": 0, "roots": [], "root_stats": [], "root": [], "t": [], "dur": [], "durc": [],
+        return {"total": 0, "shown": 0, "t0": 0, "roots": [], "root_stats": [], "root": [], "t": [], "dur": [], "durc": [],
                 "flags": [], "pid": [], "cpu": [], "trees": []}
     node = p.scol("node")
     flags = p.scol("flags")
@@ -284,7 +284,8 @@ def samples_data(p: Profile, trees: dict | None = None) -> dict:
     return {
         "root_stats": root_stats,
         "total": n, "shown": len(idx), "roots": names, "root_calls": counts.tolist(),
-        "root": group[idx].tolist(), "t": _ints(start[idx] - t0), "dur": _ints(dur[idx]),
+        # t: after the first event; t0 + t: the trace clock, as every output prints a start
+        "t0": t0, "root": group[idx].tolist(), "t": _ints(start[idx] - t0), "dur": _ints(dur[idx]),
         "durc": _ints_or_none(durc[idx]) if p.calibration.applied else None,
         "flags": flags[idx].tolist(), "pid": p.scol("pid")[idx].tolist(),
         "cpu": p.scol("cpu")[idx].tolist(), "sample": idx.tolist(),
@@ -634,7 +635,10 @@ def header_data(p: Profile) -> dict:
         ("sched_switch", "recorded: off-CPU time split out" if p.offcpu_known
          else "no sched_switch events: off-CPU time unknown, it stays inside the calls"),
         ("funcgraph-retval", "yes" if t.has_retval else "no"),
-        ("function args", "yes" if t.has_args else "no"),
+        # recorded (funcgraph-args): an entry carried values; 7.x's event
+        # format has the field whether the option was on or not
+        ("function args", f"recorded (funcgraph-args): up to {p.call_args} a call" if p.call_args
+         else "not recorded" + (" (the event format has the field, no entry filled it)" if t.has_args else "")),
     ]
     if t.compression:
         options.append(("compression", t.compression))

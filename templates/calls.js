@@ -6,7 +6,7 @@
 FT.calls = (function () {
   var O = FT.data.operations || [], L = FT.data.slowest || [], funcs = FT.data.funcs;
   var canvas = document.getElementById("call-canvas"), note = document.getElementById("call-note");
-  var bySample = {}, cur = null, boxes = [];
+  var bySample = {}, cur = null, boxes = [], zoom = null;
   L.forEach(function (c, i) { bySample[c.sample] = i; });
 
   function opsTable() {
@@ -80,13 +80,19 @@ FT.calls = (function () {
       return;
     }
     var dd = depths(T), fit = FT.fitCanvas(canvas, Math.min(Math.max((dd.max + 1) * RH + 4, 60), 2000)), ctx = fit.ctx;
-    var span = Math.max(T.incl[0], 1), w = fit.w;
+    /* zoomed on call `zoom` (a click on its box): its time across the
+     * canvas, its callers above it as wide; a double-click goes back */
+    var z = zoom !== null && zoom < T.func.length ? zoom : 0;
+    var t0 = T.t[z], span = Math.max(T.incl[z], 1), w = fit.w;
     ctx.clearRect(0, 0, fit.w, fit.h);
     ctx.font = "11px system-ui, sans-serif";
     boxes = [];
+    var drawn = 0;
     for (var i = 0; i < T.func.length; i++) {
-      var x = T.t[i] / span * w, bw = T.incl[i] / span * w, y = dd.d[i] * RH;
+      var x = Math.max((T.t[i] - t0) / span * w, 0), x1 = Math.min((T.t[i] + T.incl[i] - t0) / span * w, w);
+      var bw = x1 - x, y = dd.d[i] * RH;
       if (bw < 0.3) continue;
+      drawn++;
       var name = funcs[T.func[i]];
       ctx.fillStyle = FT.color(name, T.irq[i] ? "irq" : "task");
       ctx.fillRect(x, y, Math.max(bw - 0.5, 0.3), RH - 1);
@@ -100,7 +106,11 @@ FT.calls = (function () {
     note.textContent = c.root + (c.operation === null ? "" : ": " + c.operation) + ", " + FT.us(c.dur) + " \u00b5s raw, " + FT.us(c.durc) +
       " \u00b5s corrected, pid " + c.pid + ", cpu " + c.cpu + ", " + FT.count(T.calls) + " calls" +
       (T.calls > T.func.length ? " (" + FT.count(T.calls - T.func.length) + " under 0.4% of the call not drawn: their time is in their caller's box)" : "") +
-      ". Each call at its own start time; hover for its figures.";
+      ". Each call at its own start time; hover for its figures; click a call to zoom on it" +
+      (z ? " (zoomed on " + funcs[T.func[z]] + ": double-click for the whole call)" : "") +
+      (drawn < T.func.length ? "; " + FT.count(T.func.length - drawn) + " too narrow to draw at this zoom" : "") + ".";
+    canvas.setAttribute("data-zoom", z);
+    canvas.setAttribute("data-drawn", drawn);
     canvas.setAttribute("data-sample", c.sample);
     document.querySelectorAll("#slowest tbody tr").forEach(function (tr) { tr.classList.toggle("sel", +tr.getAttribute("data-sample") === c.sample); });
     canvas.setAttribute("data-calls", T.func.length);
@@ -109,6 +119,7 @@ FT.calls = (function () {
   function open(sample) {
     if (!(sample in bySample)) return false;
     cur = bySample[sample];
+    zoom = null;
     draw();
     /* the tree itself, its note and root on top, in view (not the section's
      * head, a table or two above it) */
@@ -136,6 +147,15 @@ FT.calls = (function () {
     });
   });
   canvas.addEventListener("mouseleave", FT.hideTip);
+  canvas.addEventListener("click", function (ev) {
+    if (cur === null) return;
+    var r = canvas.getBoundingClientRect(), px = ev.clientX - r.left, py = ev.clientY - r.top;
+    for (var k = boxes.length - 1; k >= 0; k--) {
+      var b = boxes[k];
+      if (px >= b[0] && px <= b[0] + b[2] && py >= b[1] && py < b[1] + 16) { zoom = b[3]; FT.hideTip(); draw(); return; }
+    }
+  });
+  canvas.addEventListener("dblclick", function () { if (zoom !== null) { zoom = null; draw(); } });
   var rt = 0;
   window.addEventListener("resize", function () { clearTimeout(rt); rt = setTimeout(draw, 100); });
 

@@ -232,6 +232,9 @@ FT.functions = (function () {
     cols.appendChild(edgeTable("Callers", callers, 0, r));
     cols.appendChild(edgeTable("Callees", callees, 1, r));
     panel.appendChild(cols);
+    /* below the section bar: the Raw/Corrected switch stays in reach */
+    var nav = document.querySelector("nav.sections");
+    panel.style.top = (nav ? Math.max(nav.getBoundingClientRect().bottom, 0) : 0) + "px";
     panel.classList.add("open");
     drawHist(cv, r);
     if (sw) sw();
@@ -248,12 +251,92 @@ FT.functions = (function () {
     });
     SW[e.func] = e;
   });
+  /* A function the page carries no sandwich for (it carries the busiest
+   * functions'): merged here from the flame graph's frames, which are the
+   * Profile's call paths but those under its drawing threshold (merged into
+   * [N small frames]: their time is counted as not drawn). Sums of figures
+   * the page holds, no new statistic. */
+  function fromFlame(f) {
+    var D = FT.data.flame, fl = FT.flame;
+    if (!fl || !D || !D.func.length) return null;
+    var N = D.func.length, par = fl.parent, depth = D.depth;
+    function table() {
+      return { func: [f], incl: [0], calls: [0], inclc: D.inclc ? [0] : null, parent: [-1], undrawn: 0, key: {} };
+    }
+    var up = table(), down = table(), found = 0;
+    function row(T, at, func) {
+      var k = at + ":" + func, r = T.key[k];
+      if (r === undefined) {
+        r = T.key[k] = T.func.length;
+        T.func.push(func); T.incl.push(0); T.calls.push(0); T.parent.push(at);
+        if (T.inclc) T.inclc.push(0);
+      }
+      return r;
+    }
+    function add(T, r, j) {
+      T.incl[r] += D.incl[j]; T.calls[r] += D.calls[j];
+      if (T.inclc) T.inclc[r] += D.inclc[j];
+    }
+    for (var i = 0; i < N; i++) {
+      if (D.func[i] !== f) continue;
+      var a, inner = false;
+      for (a = par[i]; a >= 0; a = par[a]) if (D.func[a] === f) { inner = true; break; }
+      if (inner) continue;  /* a recursive function counts at its outermost call */
+      found++;
+      add(up, 0, i);
+      add(down, 0, i);
+      for (var r = 0, c = par[i]; c >= 0 && D.func[c] >= 0; c = par[c]) { r = row(up, r, D.func[c]); add(up, r, i); }
+      var rowOfFrame = {};
+      rowOfFrame[i] = 0;
+      for (var j = i + 1; j < N && depth[j] > depth[i]; j++) {
+        var pr = rowOfFrame[par[j]];
+        if (pr === undefined) continue;  /* under a frame not drawn here */
+        if (D.func[j] < 0) continue;  /* [N small frames], off-CPU, context: said in the note */
+        rowOfFrame[j] = row(down, pr, D.func[j]);
+        add(down, rowOfFrame[j], j);
+      }
+    }
+    if (!found) return null;
+    [up, down].forEach(function (T) {
+      delete T.key;
+      T.up = T.parent.map(function (q, k) { return k ? k - q : 0; });
+    });
+    return { func: f, callers: up, callees: down, fromFlame: true };
+  }
+  /* ...else its direct callers and callees, each merged over every call
+   * path (FT.data.edges: exact sums), one level each way */
+  function fromEdges(f) {
+    var r = rowOf[f];
+    if (r === undefined) return null;
+    function table() {
+      return { func: [f], incl: [F.incl[r]], calls: [F.calls[r]], inclc: F.inclc ? [F.inclc[r]] : null, parent: [-1], up: [0], undrawn: 0 };
+    }
+    var up = table(), down = table();
+    edges.forEach(function (g) {
+      if (g[0] === g[1]) return;  /* recursion: inside the outermost call's time */
+      var T = g[1] === f && g[0] >= 0 ? up : g[0] === f ? down : null;
+      if (!T) return;
+      T.func.push(T === up ? g[0] : g[1]); T.calls.push(g[2]); T.incl.push(g[3]); T.parent.push(0); T.up.push(T.func.length - 1);
+      if (T.inclc) T.inclc.push(g.length > 4 ? g[4] : g[3]);
+    });
+    return { func: f, callers: up, callees: down, fromEdges: true };
+  }
   function sandwich(f) {
-    var e = SW[f], RH = 17;
+    var e = SW[f] || fromFlame(f) || fromEdges(f), RH = 17;
     panel.appendChild(FT.el("h3", null, "Sandwich: callers above, callees below, merged over every call path"));
     if (!e) {
-      panel.appendChild(FT.el("div", { class: "note", id: "sandwich-none" }, "Not in this page: the page carries the sandwiches of the busiest functions by self and inclusive time (not of root functions, whose callees are the flame graph)."));
+      panel.appendChild(FT.el("div", { class: "note", id: "sandwich-none" }, "Not in this page: " + funcs[f] + " is not in the function table."));
       return null;
+    }
+    if (e.fromEdges) {
+      panel.appendChild(FT.el("div", { class: "note", id: "sandwich-from-edges" }, "One level each way: every call path of " + funcs[f] +
+        " is under the flame graph's drawing threshold (" + FT.time(FT.data.flame.threshold_ns) +
+        "), so its direct callers and callees, each summed over every path."));
+    }
+    if (e.fromFlame) {
+      panel.appendChild(FT.el("div", { class: "note", id: "sandwich-from-flame" }, "Merged from the flame graph's call paths" +
+        (FT.data.flame.paths_shown < FT.data.flame.paths_total ? " (those under " + FT.time(FT.data.flame.threshold_ns) +
+          " are merged into [N small frames] and not drawn here)" : "") + "."));
     }
     var box = FT.el("div", { class: "plotbox" }), cv = FT.el("canvas", { id: "sandwich-canvas", "data-func": f });
     box.appendChild(cv);

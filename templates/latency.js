@@ -135,7 +135,9 @@ FT.latency = (function () {
     if (k < 0) { FT.hideTip(); return; }
     FT.showTip(ev, function (t) {
       t.appendChild(FT.el("b", null, S.roots[S.root[k]]));
-      var rows = [["start", FT.time(S.t[k]) + " after the first event"], ["duration (raw)", FT.time(S.dur[k])]];
+      /* the trace clock, as the slowest-calls table and the other outputs print it */
+      var rows = [["start", ((S.t0 + S.t[k]) / 1e9).toFixed(6) + " s (trace clock)"],
+        ["", FT.time(S.t[k]) + " after the first event"], ["duration (raw)", FT.time(S.dur[k])]];
       if (S.durc) rows.push(["duration (corrected)", FT.time(S.durc[k])]);
       rows.push(["pid / cpu", S.pid[k] + " / " + S.cpu[k]]);
       if (S.flags[k] & GAP) rows.push(["", "spans " + (FT.data.header.gap_causes || "a gap")]);
@@ -154,7 +156,7 @@ FT.latency = (function () {
       if (k in tree && FT.calls) { draw(); FT.calls.open(S.sample[k]); return; }
       if (k >= 0) {  /* a click that opens nothing says why, where the reader looks */
         document.getElementById("lat-click").textContent = "No call tree for that point in this page: ringed points open theirs. " +
-          "The trace keeps the trees of the slowest root calls by raw duration (ftflame --slowest N per root function and operation); the JSON report's slowest[] has them all.";
+          "The trace keeps the trees of the slowest root calls by raw duration and by on-CPU time (ftflame --slowest N per root function and operation); the JSON report's slowest[] has them all.";
         return;
       }
     }

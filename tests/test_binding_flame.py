@@ -56,17 +56,26 @@ def test_folded_weights_equal_reference(rel, o_in, o_out):
     """Folded stacks, raw and corrected (report.folded.folded_lines): each
     task-context path weighs its exclusive time; interrupt subtrees stand
     apart under [irq]/[softirq] frames in the corrected output."""
+    from ftflame.correct.corrections import irq_kind
     from ftflame.report.folded import folded_lines
 
     ref, p = reference_and_profile(rel, o_in, o_out)
     def stack(k):  # folded stacks name functions only: the twin's irq mark goes
         return ";".join(name.removesuffix(" [irq]") for name in k)
 
+    def raw_stack(k):  # raw: an interrupt inside a task call under its [irq] / [softirq] frame
+        out = []
+        for i, name in enumerate(k):
+            if i and name.endswith(" [irq]") and not k[i - 1].endswith(" [irq]"):
+                out.append(irq_kind(name.removesuffix(" [irq]")))
+            out.append(name.removesuffix(" [irq]"))
+        return ";".join(out)
+
     raw = dict(folded_lines(p))
     want_raw = {}
     for k, e in ref.paths.items():
         if e["excl"]["sum"] > 0:
-            want_raw[stack(k)] = want_raw.get(stack(k), 0) + e["excl"]["sum"]
+            want_raw[raw_stack(k)] = want_raw.get(raw_stack(k), 0) + e["excl"]["sum"]
     assert raw == want_raw
     corr = dict(folded_lines(p, corrected=True))
     task = {k: e for k, e in ref.paths.items() if not e["irq"]}

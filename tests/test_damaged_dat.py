@@ -314,7 +314,11 @@ def test_a_duration_the_record_timestamps_refute_is_counted(s04_forms, reader, t
     trace = json_report(damaged_copy(bad, "v6", tmp_path), reader, tmp_path)
     assert trace["counters"]["times_refuted"] == 1
     assert "backwards_calls" not in trace["counters"]
-    assert any(n.startswith("1 call whose rettime - calltime the entry and exit records") for n in trace["notes"])
+    note = next(n for n in trace["notes"] if n.startswith("1 call whose rettime - calltime the entry and exit records"))
+    # the note names the call: the damaged exit's calltime, its function and task
+    assert trace["counters"]["times_refuted_first_ns"] == FIRST_CALLTIME - (1 << 34)
+    assert f"calltime {(FIRST_CALLTIME - (1 << 34)) / 1e9:.6f} s, pid {trace['counters']['times_refuted_first_pid']})" \
+        in note, note
 
 
 @pytest.mark.parametrize("shift, counter, note", [

@@ -271,6 +271,8 @@ def folded_paths(doc) -> dict:
         name = n["name"].replace(";", ":").replace(" ", "_")
         if not prefix and "irq" in n["flags"]:  # a root in interrupt context, under its frame
             prefix = irq_kind(n["name"])
+        elif prefix and "irq_root" in n["flags"]:  # an interrupt inside a task call, marked
+            prefix += ";" + irq_kind(n["name"])
         path = (prefix + ";" if prefix else "") + name
         if n["excl_ns"]["sum"] > 0:
             out[path] = out.get(path, 0) + n["excl_ns"]["sum"]

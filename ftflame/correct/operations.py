@@ -282,9 +282,14 @@ class SlowCall(NamedTuple):  # a tuple: kept per root function, 100,000s of them
     # ERRORS_NAMED as (function, return value), in entry order, and how many
     errors: tuple = ()
     error_calls: int = 0
+    # why the core kept it: "raw" (among the slowest of its root path and
+    # operation by raw duration), "corrected" (by on-CPU task time, the
+    # corrected figures' ranking), "both"
+    kept_by: str = "raw"
 
 
 ERRORS_NAMED = 3
+KEPT_BY_NAMES = ("", "raw", "corrected", "both")  # by KeptTrees.by
 
 
 def slowest_calls(p: Profile, top: int | None = None) -> tuple:
@@ -337,7 +342,7 @@ def _slowest_columns(p: Profile) -> dict | None:
             **{k: np.ascontiguousarray(p.scol(c)[rows]) for k, c in (
                 ("start_ns", "calltime"), ("pid", "pid"), ("cpu", "cpu"), ("dur", "dur"))},
             "corr": np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)[rows],
-            "gap": (flags & SAMPLE_GAP) != 0}
+            "gap": (flags & SAMPLE_GAP) != 0, "kept_by": kt.by[order]}
 
 
 def _slowest_calls(p: Profile, top: int | None) -> tuple:
@@ -358,10 +363,11 @@ def _slowest_calls(p: Profile, top: int | None) -> tuple:
     kt, ops = p.slowest_trees, cols["operations"]
     return tuple(SlowCall(
         sample=i, root=r, operation=ops[o], start_ns=start, pid=pid, cpu=cpu, dur=dur, corr=c, gap=gap,
-        tree=kt.tree(k), dominant=dom, **val)
-        for i, r, o, start, pid, cpu, dur, c, gap, k, dom, val in zip(
+        tree=kt.tree(k), dominant=dom, kept_by=KEPT_BY_NAMES[by], **val)
+        for i, r, o, start, pid, cpu, dur, c, gap, k, by, dom, val in zip(
             *(cols[k][:n].tolist() for k in ("sample",)), cols["root"][:n],
-            *(cols[k][:n].tolist() for k in ("operation_of", "start_ns", "pid", "cpu", "dur", "corr", "gap", "tree")),
+            *(cols[k][:n].tolist() for k in ("operation_of", "start_ns", "pid", "cpu", "dur", "corr", "gap", "tree",
+                                             "kept_by")),
             paths, values))
 
 

@@ -112,6 +112,8 @@ NODE_PARTIAL = 4
 SAMPLE_GAP = 1
 SAMPLE_PARTIAL = 2
 SAMPLE_IRQ = 4
+KEPT_BY_RAW = 1  # KeptTrees.by: kept among the slowest by raw duration
+KEPT_BY_CORRECTED = 2  # ...by on-CPU task time (duration less off-CPU, irq and switch work)
 CALL_DONE = 1  # CALL_COLUMNS flags (parse/core/builder.h ftf_rec_flags)
 CALL_IRQ = 2
 CALL_GAP = 4
@@ -276,11 +278,15 @@ class KeptTrees:
     other. A trace may keep a tree per distinct root function: an object per
     tree cost more than its calls."""
 
-    __slots__ = ("sample", "base", "cpu", "kept", "rec_at", "ext_at", "recs", "extras")
+    __slots__ = ("sample", "base", "cpu", "kept", "rec_at", "ext_at", "recs", "extras", "by")
 
     def __init__(self, table: np.ndarray, recs: np.ndarray, extras: np.ndarray):
-        """table: int64 rows (sample, base, cpu, records (-1: not kept), extras)."""
+        """table: int64 rows (sample, base, cpu, records (-1: not kept),
+        extras[, kept by: KEPT_BY_RAW | KEPT_BY_CORRECTED])."""
         self.sample, self.base, self.cpu = table[:, 0], table[:, 1], table[:, 2]
+        # why the core kept each: among the slowest by raw duration, by
+        # on-CPU time (the corrected figures' ranking), or both
+        self.by = table[:, 5] if table.shape[1] > 5 else np.full(len(table), KEPT_BY_RAW, dtype=np.int64)
         self.kept = table[:, 3] >= 0
         self.rec_at = np.zeros(len(table) + 1, dtype=np.int64)
         np.cumsum(np.maximum(table[:, 3], 0), out=self.rec_at[1:])
@@ -615,6 +621,16 @@ def depth_limit_words(counters: Mapping[str, int]) -> str:
     return (f"the kernel cut the call graph at depth {counters.get('depth_limit', 0)}: its return stack was "
             f"full, {n:,} call{'s' if n != 1 else ''} below not recorded; the calls above are complete and "
             "kept, their time includes the unrecorded calls' (only the recorded calls' hook cost is taken out)")
+
+
+def lost_share(counters: Mapping[str, int]) -> float | None:
+    """The share of the events the ring buffer was given that it dropped
+    (lost events of known count against those written and those lost),
+    None when it lost none of known count."""
+    lost = int(counters.get("lost_events", 0))
+    if not lost:
+        return None
+    return lost / (lost + int(counters.get("events", 0)))
 
 
 def gap_causes(counters: Mapping[str, int]) -> str:

@@ -367,6 +367,12 @@ struct ftf_task {
 	ftf_task_calls tc; /* the open root call's operation and tree (root_calls.c) */
 };
 
+/* The pid a task's samples carry (the idle task's key holds its CPU: 0). */
+static int32_t task_pid(const ftf_task *t)
+{
+	return (int32_t)(t->key >> 63 ? 0 : t->key);
+}
+
 static uint64_t task_key(int32_t pid, int32_t cpu)
 {
 	/* pid 0 is the idle task of every CPU at once */
@@ -1135,6 +1141,8 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 		t->root_irq_roots_at = t->irq_roots;
 		t->root_leaf_min = UINT64_MAX;
 		t->root_leaves = 0;
+		/* a root call that never completed (lost exit) leaves its tree */
+		ftf_spool_tree(&b->root_calls, &t->tc, task_pid(t), -1);
 		ftf_calls_root_start(&b->root_calls, &t->tc);
 	}
 	f->irq_roots_at = t->irq_roots;
@@ -1368,7 +1376,12 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 		add_sample(b, &s);
 		if (b->nsamples > before) {
 			const ftf_sample *kept = &b->samples[before];
-			ftf_calls_root_end(&b->root_calls, &t->tc, before, kept->node, kept->op, kept->dur);
+			ftf_spool_tree(&b->root_calls, &t->tc, kept->pid, (int64_t)before);
+			/* its on-CPU task time ranks it for the corrected figures (a
+			 * gap call has none: last) */
+			uint64_t gone = kept->offcpu + kept->irq + kept->sched;
+			uint64_t on_cpu = kept->dur > gone && !(kept->flags & FTF_SAMPLE_GAP) ? kept->dur - gone : 0;
+			ftf_calls_root_end(&b->root_calls, &t->tc, before, kept->node, kept->op, kept->dur, on_cpu);
 		}
 		calls_oom(b);
 	}
@@ -1471,12 +1484,18 @@ static void check_times(ftf_builder *b, ftf_task *t, ftf_frame *f, const ftf_eve
 		/* a record between its entry and exit that repeats its CPU's
 		 * previous stamp: the records' clock stalled (see
 		 * ftf_builder_feed), not the call's times */
+		int kind = -1;
 		if (b->c.stalled_stamps != f->stalls_at)
 			b->c.times_stalled++;
 		else if (shorter && end_ts >= f->entry_ts)
-			b->c.times_short++;
+			kind = b->c.times_short++ ? -1 : 1;
 		else
-			b->c.times_refuted++;
+			kind = b->c.times_refuted++ ? -1 : 0;
+		if (kind >= 0) { /* the first of its kind */
+			b->c.refuted_first_ns[kind] = ev->calltime;
+			b->c.refuted_first_func[kind] = ev->func;
+			b->c.refuted_first_pid[kind] = task_pid(t);
+		}
 	}
 }
 
@@ -1665,6 +1684,17 @@ static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *raw)
 	t->calls++;
 	static const ftf_schedw none = { 0 };
 	node_add(b, node, 1, NULL, dur, (int64_t)dur, 0, 0, 0, 0, 0, &none, 0);
+	if (b->root_calls.spool) {
+		int64_t row[FTF_SPOOL_COLS] = { 0 };
+		row[FTF_SP_KIND] = FTF_SPK_ORPHAN;
+		row[FTF_SP_PID] = task_pid(t);
+		row[FTF_SP_CPU] = ev->cpu;
+		row[FTF_SP_FUNC] = ev->func;
+		row[FTF_SP_T0] = (int64_t)ev->calltime;
+		row[FTF_SP_T1] = (int64_t)dur;
+		row[FTF_SP_FLAGS] = (ev->flags & FTF_FLAG_IRQ_MASK) != 0;
+		ftf_spool_row(b->root_calls.spool, row);
+	}
 }
 
 static void on_lost(ftf_builder *b, const ftf_event *ev)
@@ -1674,6 +1704,14 @@ static void on_lost(ftf_builder *b, const ftf_event *ev)
 		b->c.lost_events += (uint64_t)ev->lost;
 	else
 		b->c.lost_unknown++;
+	if (b->root_calls.spool) {
+		int64_t row[FTF_SPOOL_COLS] = { 0 };
+		row[FTF_SP_KIND] = FTF_SPK_LOST;
+		row[FTF_SP_CPU] = ev->cpu;
+		row[FTF_SP_T0] = (int64_t)ev->ts;
+		row[FTF_SP_T1] = ev->lost > 0 ? ev->lost : -1;
+		ftf_spool_row(b->root_calls.spool, row);
+	}
 	if (ev->cpu >= 0 && ev->cpu < FTF_MAX_CPUS) {
 		b->lost_marks_per_cpu[ev->cpu]++;
 		if (ev->lost > 0)
@@ -1709,6 +1747,15 @@ static void on_switch(ftf_builder *b, const ftf_event *ev)
 		if (next && next->switched_out) {
 			if (ev->ts >= next->out_ts) {
 				next->off_ns += ev->ts - next->out_ts;
+				if (b->root_calls.spool) {
+					int64_t row[FTF_SPOOL_COLS] = { 0 };
+					row[FTF_SP_KIND] = FTF_SPK_OFFCPU;
+					row[FTF_SP_PID] = task_pid(next);
+					row[FTF_SP_CPU] = ev->cpu;
+					row[FTF_SP_T0] = (int64_t)next->out_ts;
+					row[FTF_SP_T1] = (int64_t)ev->ts;
+					ftf_spool_row(b->root_calls.spool, row);
+				}
 				/* the scheduler's frame open across the switch: its work
 				 * around the switch is the scheduler's */
 				ftf_frame *top = next->n ? &next->stack[next->n - 1] : NULL;
@@ -1827,6 +1874,7 @@ void ftf_builder_finish(ftf_builder *b)
 		if (t->n && t->jn)
 			journal_end(b, t, 1); /* the root never completed */
 		t->n = 0;
+		ftf_spool_tree(&b->root_calls, &t->tc, task_pid(t), -1); /* open at the end */
 	}
 }
 

@@ -290,6 +290,11 @@ typedef struct {
 	uint64_t duration_cut;   /* durations cut to fit the sums (FTF_MAX_DURATION_NS) */
 	uint64_t backwards_calls; /* exits whose calltime is after their rettime: duration 0 */
 	uint64_t times_refuted;  /* calls whose rettime - calltime the records' timestamps refute */
+	/* the first such call of each kind (refuted, short): its function,
+	 * calltime and pid, for the note that names it */
+	uint64_t refuted_first_ns[2];
+	uint32_t refuted_first_func[2];
+	int32_t refuted_first_pid[2];
 	uint64_t stalled_stamps; /* records carrying their CPU's previous record's timestamp */
 	uint64_t times_stalled;  /* ...refuted calls with such a record inside: the stamps are wrong */
 	uint64_t times_short;    /* ...refuted calls shorter than their records' interval, by more

@@ -225,6 +225,16 @@ static PyObject *str_list(char *const *names, uint32_t n)
  * to keep), "recs": every kept tree's ftf_rec one tree after the other,
  * "extras": their ftf_rec_extra likewise}. A trace may keep a tree per
  * distinct root function: an object per tree cost more than its calls. */
+/* The kept slowest calls' table: (sample, base, cpu, records (-1: no
+ * tree), extras, kept by: 1 raw duration, 2 on-CPU time, 3 both). */
+#define KEPT_COLS 6
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 static int calls_result(ftf_builder *b, PyObject *res)
 {
 	PyObject *ops = str_list(b->root_calls.ops.names, b->root_calls.ops.n);
@@ -239,58 +249,101 @@ static int calls_result(ftf_builder *b, PyObject *res)
 		return -1;
 	}
 	Py_DECREF(how);
-	uint64_t n = 0, nrecs = 0, nextras = 0;
+	/* each group's calls kept by raw duration, then those kept by on-CPU
+	 * time only: a call kept by both is one row (column 5: 1 raw, 2 on-CPU) */
+	uint64_t n = 0, nrecs = 0, nextras = 0, cut = 0;
+	uint32_t most = 0;
 	for (uint32_t g = 0; g < b->root_calls.nslow; g++) {
-		for (uint32_t k = 0; k < b->root_calls.slow[g].n; k++) {
-			const ftf_kept *kp = &b->root_calls.slow[g].heap[k];
-			n++;
-			if (kp->recs) {
-				nrecs += kp->nrecs;
-				nextras += kp->nextras;
+		const ftf_slow_group *sg = &b->root_calls.slow[g];
+		most = sg->n > most ? sg->n : most;
+		most = sg->n_c > most ? sg->n_c : most;
+	}
+	uint64_t *raw_samples = malloc(((size_t)most + 1) * sizeof(uint64_t) * 2);
+	if (!raw_samples) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		int64_t *row = NULL;
+		char *rp = NULL, *ep = NULL;
+		if (pass) {
+			PyObject *slow = PyDict_New();
+			if (!slow || PyDict_SetItemString(res, "slowest", slow) < 0) {
+				Py_XDECREF(slow);
+				free(raw_samples);
+				return -1;
+			}
+			Py_DECREF(slow);
+			Py_ssize_t tb = (Py_ssize_t)(n * KEPT_COLS * sizeof(int64_t));
+			Py_ssize_t rb = (Py_ssize_t)(nrecs * sizeof(ftf_rec));
+			Py_ssize_t eb = (Py_ssize_t)(nextras * sizeof(ftf_rec_extra));
+			PyObject *table = PyBytes_FromStringAndSize(NULL, tb);
+			PyObject *recs = PyBytes_FromStringAndSize(NULL, rb);
+			PyObject *extras = PyBytes_FromStringAndSize(NULL, eb);
+			if (!table || !recs || !extras || PyDict_SetItemString(slow, "table", table) < 0 ||
+			    PyDict_SetItemString(slow, "recs", recs) < 0 ||
+			    PyDict_SetItemString(slow, "extras", extras) < 0) {
+				Py_XDECREF(table);
+				Py_XDECREF(recs);
+				Py_XDECREF(extras);
+				free(raw_samples);
+				return -1;
+			}
+			row = (int64_t *)PyBytes_AS_STRING(table);
+			rp = PyBytes_AS_STRING(recs);
+			ep = PyBytes_AS_STRING(extras);
+			Py_DECREF(table);
+			Py_DECREF(recs);
+			Py_DECREF(extras);
+		}
+		for (uint32_t g = 0; g < b->root_calls.nslow; g++) {
+			const ftf_slow_group *sg = &b->root_calls.slow[g];
+			/* the samples of both heaps, sorted: which calls both kept */
+			uint64_t *cs = raw_samples, *rs = raw_samples + most;
+			for (uint32_t k = 0; k < sg->n_c; k++)
+				cs[k] = sg->heap_c[k].sample;
+			qsort(cs, sg->n_c, sizeof(*cs), cmp_u64);
+			for (uint32_t k = 0; k < sg->n; k++)
+				rs[k] = sg->heap[k].sample;
+			qsort(rs, sg->n, sizeof(*rs), cmp_u64);
+			for (uint32_t k = 0; k < sg->n + sg->n_c; k++) {
+				int by_raw = k < sg->n;
+				const ftf_kept *kp = by_raw ? &sg->heap[k] : &sg->heap_c[k - sg->n];
+				int in_c = bsearch(&kp->sample, cs, sg->n_c, sizeof(*cs), cmp_u64) != NULL;
+				if (!by_raw && bsearch(&kp->sample, rs, sg->n, sizeof(*rs), cmp_u64))
+					continue; /* kept by both: its raw row says so */
+				if (!pass) {
+					n++;
+					if (kp->recs) {
+						nrecs += kp->nrecs;
+						nextras += kp->nextras;
+					} else {
+						cut++;
+					}
+					continue;
+				}
+				row[0] = (int64_t)kp->sample;
+				row[1] = (int64_t)kp->base;
+				row[2] = kp->cpu;
+				row[3] = kp->recs ? (int64_t)kp->nrecs : -1;
+				row[4] = kp->recs ? (int64_t)kp->nextras : 0;
+				row[5] = by_raw ? (in_c ? 3 : 1) : 2;
+				row += KEPT_COLS;
+				if (!kp->recs)
+					continue;
+				if (kp->nrecs) {
+					memcpy(rp, kp->recs, (size_t)kp->nrecs * sizeof(ftf_rec));
+					rp += (size_t)kp->nrecs * sizeof(ftf_rec);
+				}
+				if (kp->nextras) {
+					memcpy(ep, kp->extras, (size_t)kp->nextras * sizeof(ftf_rec_extra));
+					ep += (size_t)kp->nextras * sizeof(ftf_rec_extra);
+				}
 			}
 		}
 	}
-	PyObject *slow = PyDict_New();
-	if (!slow || PyDict_SetItemString(res, "slowest", slow) < 0) {
-		Py_XDECREF(slow);
-		return -1;
-	}
-	Py_DECREF(slow);
-	PyObject *table = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 5 * sizeof(int64_t)));
-	PyObject *recs = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(nrecs * sizeof(ftf_rec)));
-	PyObject *extras = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(nextras * sizeof(ftf_rec_extra)));
-	if (!table || !recs || !extras || PyDict_SetItemString(slow, "table", table) < 0 ||
-	    PyDict_SetItemString(slow, "recs", recs) < 0 || PyDict_SetItemString(slow, "extras", extras) < 0) {
-		Py_XDECREF(table);
-		Py_XDECREF(recs);
-		Py_XDECREF(extras);
-		return -1;
-	}
-	int64_t *row = (int64_t *)PyBytes_AS_STRING(table);
-	char *rp = PyBytes_AS_STRING(recs), *ep = PyBytes_AS_STRING(extras);
-	Py_DECREF(table);
-	Py_DECREF(recs);
-	Py_DECREF(extras);
-	for (uint32_t g = 0; g < b->root_calls.nslow; g++) {
-		for (uint32_t k = 0; k < b->root_calls.slow[g].n; k++, row += 5) {
-			const ftf_kept *kp = &b->root_calls.slow[g].heap[k];
-			row[0] = (int64_t)kp->sample;
-			row[1] = (int64_t)kp->base;
-			row[2] = kp->cpu;
-			row[3] = kp->recs ? (int64_t)kp->nrecs : -1;
-			row[4] = kp->recs ? (int64_t)kp->nextras : 0;
-			if (!kp->recs)
-				continue;
-			if (kp->nrecs) {
-				memcpy(rp, kp->recs, (size_t)kp->nrecs * sizeof(ftf_rec));
-				rp += (size_t)kp->nrecs * sizeof(ftf_rec);
-			}
-			if (kp->nextras) {
-				memcpy(ep, kp->extras, (size_t)kp->nextras * sizeof(ftf_rec_extra));
-				ep += (size_t)kp->nextras * sizeof(ftf_rec_extra);
-			}
-		}
-	}
+	free(raw_samples);
+	b->root_calls.slow_cut = cut; /* the rows without their tree (counters_dict) */
 	return 0;
 }
 
@@ -667,8 +720,13 @@ static PyObject *counters_dict(const ftf_builder *b)
 	 * slept: without sched_switch events, in a trace that shows nosleep-time,
 	 * a sleep no calltime showed; else refuted */
 	uint64_t refuted = b->c.times_refuted + (b->c.nosleep_calls && !b->c.switches ? 0 : b->c.times_short);
-	if (refuted)
+	if (refuted) {
+		int k = b->c.times_refuted ? 0 : 1; /* the first refuted call named, else the first short one */
 		SET(cnt, "times_refuted", PyLong_FromUnsignedLongLong(refuted));
+		SET(cnt, "times_refuted_first_func", PyLong_FromUnsignedLong(b->c.refuted_first_func[k]));
+		SET(cnt, "times_refuted_first_ns", PyLong_FromUnsignedLongLong(b->c.refuted_first_ns[k]));
+		SET(cnt, "times_refuted_first_pid", PyLong_FromLong(b->c.refuted_first_pid[k]));
+	}
 	if (b->c.stalled_stamps)
 		SET(cnt, "stalled_stamps", PyLong_FromUnsignedLongLong(b->c.stalled_stamps));
 	if (b->c.times_stalled)
@@ -927,17 +985,69 @@ static PyObject *py_dat_decoder(PyObject *self, PyObject *args)
 	return out;
 }
 
+/* spool=(fd, fd, fd): the call stream (root_calls.h, ftf_spool) into
+ * these files, each a dup()ed stream of its own (the caller keeps its
+ * descriptors); None: none. */
+static int spool_open(PyObject *fds, ftf_spool *sp, ftf_builder *b)
+{
+	memset(sp, 0, sizeof(*sp));
+	if (fds == Py_None)
+		return 0;
+	int fd[3];
+	if (!PyArg_ParseTuple(fds, "iii;spool: three file descriptors", &fd[0], &fd[1], &fd[2]))
+		return -1;
+	for (int k = 0; k < 3; k++) {
+		int d = dup(fd[k]);
+		sp->f[k] = d < 0 ? NULL : fdopen(d, "wb");
+		if (!sp->f[k]) {
+			PyErr_SetFromErrno(PyExc_OSError);
+			if (d >= 0)
+				close(d);
+			for (int j = 0; j < k; j++)
+				fclose(sp->f[j]);
+			memset(sp, 0, sizeof(*sp));
+			return -1;
+		}
+		setvbuf(sp->f[k], NULL, _IOFBF, 1 << 20);
+	}
+	b->root_calls.spool = sp;
+	return 0;
+}
+
+/* The call stream's files flushed and closed: the errno of a failed write
+ * (a full disk), 0. */
+static int spool_close(ftf_spool *sp)
+{
+	int err = sp->err;
+	for (int k = 0; k < 3; k++)
+		if (sp->f[k] && fclose(sp->f[k]) != 0 && !err)
+			err = errno ? errno : EIO;
+	memset(sp, 0, sizeof(*sp));
+	return err;
+}
+
+/* A failed call stream's OSError, unless an exception is set already. */
+static int spool_failed(int err)
+{
+	if (!err || PyErr_Occurred())
+		return 0;
+	errno = err;
+	PyErr_SetFromErrno(PyExc_OSError);
+	return 1;
+}
+
 /* read_dat(path, progress=None, slowest=N) through libtracecmd, and
  * read_dat_builtin(...) through the builtin reader (dat_*.c): the builder's
  * dict with "meta", and for the builtin reader meta["damage"]. */
 static PyObject *read_dat_with(PyObject *args, PyObject *kw, int builtin)
 {
-	static char *kwlist[] = { "path", "progress", "slowest", "known_events", "check_only", NULL };
-	PyObject *path_obj, *progress = Py_None, *known = Py_None;
+	static char *kwlist[] = { "path", "progress", "slowest", "known_events", "check_only", "spool", NULL };
+	PyObject *path_obj, *progress = Py_None, *known = Py_None, *spool_fds = Py_None;
 	unsigned int slowest = FTF_SLOWEST_DEFAULT;
 	int check_only = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|OIOp", kwlist, PyUnicode_FSConverter, &path_obj,
-					 &progress, &slowest, &known, &check_only))
+	ftf_spool spool;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|OIOpO", kwlist, PyUnicode_FSConverter, &path_obj,
+					 &progress, &slowest, &known, &check_only, &spool_fds))
 		return NULL;
 	/* known_events: {cpu: events} another reader found (libtracecmd only) */
 	uint64_t known_events[sizeof(((ftf_dat_meta *)0)->per_cpu_events) / sizeof(uint64_t)] = { 0 };
@@ -973,6 +1083,14 @@ static PyObject *read_dat_with(PyObject *args, PyObject *kw, int builtin)
 	ftf_builder_init(b);
 	b->root_calls.slowest_n = slowest;
 	b->check_only = check_only; /* the events read and counted, no calls built */
+	if (spool_open(spool_fds, &spool, b) < 0) {
+		ftf_builder_free(b);
+		free(b);
+		free(meta);
+		free(dmg);
+		Py_DECREF(path_obj);
+		return NULL;
+	}
 	char err[512] = "";
 	progress_ctx pc = { progress, 0 };
 	ftf_progress_fn progress_fn = progress == Py_None ? NULL : progress_trampoline;
@@ -989,10 +1107,13 @@ static PyObject *read_dat_with(PyObject *args, PyObject *kw, int builtin)
 	Py_END_ALLOW_THREADS
 	Py_DECREF(path_obj);
 	PyObject *res = NULL, *m = NULL;
+	int spool_err = b->root_calls.spool ? spool_close(&spool) : 0;
 	if (pc.failed) {
 		/* the progress callback raised (e.g. KeyboardInterrupt): keep its exception */
 	} else if (rc < 0) {
 		set_read_error(err);
+	} else if (spool_failed(spool_err)) {
+		/* the call stream's write failed: its OSError */
 	} else if ((res = builder_result(b)) &&
 		   (!(m = dat_meta_dict(meta)) ||
 		    (builtin && dict_put(m, "damage", dat_damage_dict(dmg)) < 0) ||
@@ -1031,9 +1152,10 @@ static PyObject *py_read_dat_builtin(PyObject *self, PyObject *args, PyObject *k
  * one named situation at a time. */
 static PyObject *py_build_events(PyObject *self, PyObject *args)
 {
-	PyObject *seq;
+	PyObject *seq, *spool_fds = Py_None;
 	unsigned int slowest = FTF_SLOWEST_DEFAULT;
-	if (!PyArg_ParseTuple(args, "O|I", &seq, &slowest))
+	ftf_spool spool;
+	if (!PyArg_ParseTuple(args, "O|IO", &seq, &slowest, &spool_fds))
 		return NULL;
 	PyObject *fast = PySequence_Fast(seq, "events must be a sequence");
 	if (!fast)
@@ -1045,6 +1167,12 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 	}
 	ftf_builder_init(b);
 	b->root_calls.slowest_n = slowest;
+	if (spool_open(spool_fds, &spool, b) < 0) {
+		ftf_builder_free(b);
+		free(b);
+		Py_DECREF(fast);
+		return NULL;
+	}
 	Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
 	for (Py_ssize_t i = 0; i < n; i++) {
 		const char *kind, *func;
@@ -1063,6 +1191,8 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 		    (argv && argv != Py_None && (!PyTuple_Check(argv) || PyTuple_GET_SIZE(argv) > FTF_MAX_ARGS) &&
 		     !PyErr_Format(PyExc_TypeError, "event tuple: the arguments must be a tuple of at most %d ints",
 				   FTF_MAX_ARGS))) {
+			if (b->root_calls.spool)
+				spool_close(&spool);
 			ftf_builder_free(b);
 			free(b);
 			Py_DECREF(fast);
@@ -1102,6 +1232,8 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 			ev.nargs = (uint32_t)PyTuple_GET_SIZE(argv);
 		}
 		if (PyErr_Occurred()) { /* a return value or argument that is no int */
+			if (b->root_calls.spool)
+				spool_close(&spool);
 			ftf_builder_free(b);
 			free(b);
 			Py_DECREF(fast);
@@ -1111,7 +1243,8 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 	}
 	ftf_builder_finish(b);
 	Py_DECREF(fast);
-	PyObject *res = builder_result(b);
+	int spool_err = b->root_calls.spool ? spool_close(&spool) : 0;
+	PyObject *res = spool_failed(spool_err) ? NULL : builder_result(b);
 	ftf_builder_free(b);
 	free(b);
 	return res;
@@ -1179,12 +1312,13 @@ fail:
  * the GIL released; Python runs only between chunks, never per line. */
 static PyObject *py_read_text_chunks(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "chunks", "mode", "progress", "events", "slowest", NULL };
-	PyObject *chunks, *progress = Py_None;
+	static char *kwlist[] = { "chunks", "mode", "progress", "events", "slowest", "spool", NULL };
+	PyObject *chunks, *progress = Py_None, *spool_fds = Py_None;
 	int mode = FTF_TEXT_LINES, want_events = 0;
 	unsigned int slowest = FTF_SLOWEST_DEFAULT;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iOpI", kwlist, &chunks, &mode, &progress,
-					 &want_events, &slowest))
+	ftf_spool spool;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iOpIO", kwlist, &chunks, &mode, &progress,
+					 &want_events, &slowest, &spool_fds))
 		return NULL;
 	if (mode != FTF_TEXT_LINES && mode != FTF_TEXT_MAIL) {
 		PyErr_SetString(PyExc_ValueError, "mode must be TEXT_LINES or TEXT_MAIL");
@@ -1200,6 +1334,12 @@ static PyObject *py_read_text_chunks(PyObject *self, PyObject *args, PyObject *k
 	}
 	ftf_builder_init(b);
 	b->root_calls.slowest_n = slowest;
+	if (spool_open(spool_fds, &spool, b) < 0) {
+		ftf_builder_free(b);
+		free(b);
+		Py_DECREF(it);
+		return NULL;
+	}
 	ftf_text *t = ftf_text_new(b, mode);
 	event_log log = { NULL, 0, 0, 0 };
 	PyObject *res = NULL, *item;
@@ -1240,6 +1380,8 @@ static PyObject *py_read_text_chunks(PyObject *self, PyObject *args, PyObject *k
 		goto out;
 	}
 	ftf_builder_finish(b);
+	if (b->root_calls.spool && spool_failed(spool_close(&spool)))
+		goto out;
 	res = builder_result(b);
 	if (!res)
 		goto out;
@@ -1258,6 +1400,8 @@ static PyObject *py_read_text_chunks(PyObject *self, PyObject *args, PyObject *k
 		Py_XDECREF(ev);
 	}
 out:
+	if (b->root_calls.spool)
+		spool_close(&spool);
 	Py_DECREF(it);
 	ftf_text_free(t);
 	ftf_builder_free(b);

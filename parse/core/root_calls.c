@@ -17,6 +17,7 @@
  * A root call that reaches none has no operation (FTF_OP_NONE), counted by
  * the reports as "(no procedure)". */
 #define _GNU_SOURCE /* mremap */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -238,7 +239,7 @@ static void on_op_func(ftf_task_calls *tc, int kind, uint32_t func, uint32_t sta
 
 static uint32_t rec_push(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t func, uint32_t parent_rec, int in_irq)
 {
-	if (!rc->slowest_n || tc->recs_cut)
+	if ((!rc->slowest_n && !rc->spool) || tc->recs_cut)
 		return FTF_NONE;
 	if (tc->nrecs >= FTF_TREE_MAX_RECS) {
 		tc->recs_cut = 1;
@@ -436,13 +437,14 @@ static ftf_slow_group *slow_group(ftf_root_calls *rc, uint32_t node, int32_t op)
 	if (ftf_u64map_put(&rc->slow_map, key, (uint64_t)rc->nslow + 1) < 0)
 		return NULL;
 	ftf_slow_group *g = &rc->slow[rc->nslow++];
-	/* grown as trees come (root_keep), not slowest_n slots at once: with a
+	/* grown as trees come (heap_room), not slowest_n slots at once: with a
 	 * root function per call (2 M distinct names) 20 slots of 64 bytes each
 	 * were 1.3 KB per root path, most never used */
 	g->heap = calloc(1, sizeof(*g->heap));
-	g->n = 0;
-	g->cap = 1;
-	return g->heap ? g : NULL;
+	g->heap_c = calloc(1, sizeof(*g->heap_c));
+	g->n = g->n_c = 0;
+	g->cap = g->cap_c = 1;
+	return g->heap && g->heap_c ? g : NULL;
 }
 
 static void heap_down(ftf_kept *h, uint32_t n, uint32_t i)
@@ -493,7 +495,6 @@ static void kept_fill(ftf_root_calls *rc, ftf_task_calls *tc, ftf_kept *k, uint6
 	if (tc->recs_cut || !tc->nrecs) {
 		kept_free(k);
 		k->nrecs = k->nextras = 0;
-		rc->slow_cut++;
 		return;
 	}
 	if ((size_t)tc->nrecs * 2 < tc->caprecs && (size_t)tc->nextras * 2 <= tc->capextras) {
@@ -532,17 +533,84 @@ static void kept_fill(ftf_root_calls *rc, ftf_task_calls *tc, ftf_kept *k, uint6
 }
 
 static void root_keep(ftf_root_calls *rc, ftf_task_calls *tc, uint64_t sample, uint32_t node, int32_t op,
-		      uint64_t dur);
+		      uint64_t dur, uint64_t on_cpu);
 
 void ftf_calls_root_end(ftf_root_calls *rc, ftf_task_calls *tc, uint64_t sample, uint32_t node, int32_t op,
-			uint64_t dur)
+			uint64_t dur, uint64_t on_cpu)
 {
-	root_keep(rc, tc, sample, node, op, dur);
+	root_keep(rc, tc, sample, node, op, dur, on_cpu);
 	recs_release(rc, tc);
 }
 
+/* Slot k now holds a copy of the task's root call (kept by the other
+ * measure too, whose slot took the task's buffers): its own buffers grown
+ * to fit. */
+static void kept_copy(ftf_root_calls *rc, ftf_task_calls *tc, ftf_kept *k, uint64_t sample, uint64_t key)
+{
+	k->sample = sample;
+	k->dur = key;
+	k->base = tc->base;
+	k->cpu = tc->cpu;
+	k->nrecs = k->nextras = 0;
+	if (tc->recs_cut || !tc->nrecs) {
+		kept_free(k);
+		return;
+	}
+	if (k->caprecs < tc->nrecs) {
+		ftf_rec *r = blk_grow(k->recs, (size_t)k->caprecs * sizeof(*r), (size_t)tc->nrecs * sizeof(*r));
+		if (!r) {
+			rc->oom = 1;
+			kept_free(k);
+			return;
+		}
+		k->recs = r;
+		k->caprecs = tc->nrecs;
+	}
+	if (tc->nextras && k->capextras < tc->nextras) {
+		size_t had = (size_t)k->capextras * sizeof(ftf_rec_extra);
+		ftf_rec_extra *e = blk_grow(k->extras, had, (size_t)tc->nextras * sizeof(*e));
+		if (!e) {
+			rc->oom = 1;
+			kept_free(k);
+			return;
+		}
+		k->extras = e;
+		k->capextras = tc->nextras;
+	}
+	memcpy(k->recs, tc->recs, (size_t)tc->nrecs * sizeof(*tc->recs));
+	if (tc->nextras)
+		memcpy(k->extras, tc->extras, (size_t)tc->nextras * sizeof(*tc->extras));
+	k->nrecs = tc->nrecs;
+	k->nextras = tc->nextras;
+}
+
+/* Room for one more call in heap *h (n calls, *cap slots) while it holds
+ * fewer than slowest_n: its slots double as calls come. -1: out of memory. */
+static int heap_room(const ftf_root_calls *rc, ftf_kept **h, uint32_t n, uint32_t *cap)
+{
+	if (n < rc->slowest_n && n == *cap) {
+		uint32_t c = *cap * 2 < rc->slowest_n ? *cap * 2 : rc->slowest_n;
+		ftf_kept *p = realloc(*h, c * sizeof(*p));
+		if (!p)
+			return -1;
+		memset(p + *cap, 0, (c - *cap) * sizeof(*p));
+		*h = p;
+		*cap = c;
+	}
+	return 0;
+}
+
+/* The slot of heap h (n calls) a call of key `key` takes, or -1: a new one
+ * while there is room, else the least one's if it is less. */
+static int64_t heap_slot(const ftf_kept *h, uint32_t n, uint32_t cap, uint64_t key)
+{
+	if (n < cap)
+		return n;
+	return key > h[0].dur ? 0 : -1;
+}
+
 static void root_keep(ftf_root_calls *rc, ftf_task_calls *tc, uint64_t sample, uint32_t node, int32_t op,
-		      uint64_t dur)
+		      uint64_t dur, uint64_t on_cpu)
 {
 	if (!rc->slowest_n)
 		return;
@@ -551,26 +619,65 @@ static void root_keep(ftf_root_calls *rc, ftf_task_calls *tc, uint64_t sample, u
 		rc->oom = 1;
 		return;
 	}
-	if (g->n < rc->slowest_n && g->n == g->cap) {
-		uint32_t cap = g->cap * 2 < rc->slowest_n ? g->cap * 2 : rc->slowest_n;
-		ftf_kept *h = realloc(g->heap, cap * sizeof(*h));
-		if (!h) {
-			rc->oom = 1;
-			return;
-		}
-		memset(h + g->cap, 0, (cap - g->cap) * sizeof(*h));
-		g->heap = h;
-		g->cap = cap;
+	if (heap_room(rc, &g->heap, g->n, &g->cap) < 0 || heap_room(rc, &g->heap_c, g->n_c, &g->cap_c) < 0) {
+		rc->oom = 1;
+		return;
 	}
-	if (g->n < rc->slowest_n) {
-		kept_fill(rc, tc, &g->heap[g->n], sample, dur);
-		heap_up(g->heap, g->n++);
-	} else if (dur > g->heap[0].dur) {
-		if (!g->heap[0].recs && rc->slow_cut)
-			rc->slow_cut--;
-		kept_fill(rc, tc, &g->heap[0], sample, dur);
-		heap_down(g->heap, g->n, 0);
+	int64_t raw = heap_slot(g->heap, g->n, rc->slowest_n, dur);
+	int64_t cpu = heap_slot(g->heap_c, g->n_c, rc->slowest_n, on_cpu);
+	if (cpu >= 0) {
+		/* the task's buffers go to the raw slot when it takes one: a copy here */
+		if (raw >= 0)
+			kept_copy(rc, tc, &g->heap_c[cpu], sample, on_cpu);
+		else
+			kept_fill(rc, tc, &g->heap_c[cpu], sample, on_cpu);
+		if (cpu == g->n_c)
+			heap_up(g->heap_c, g->n_c++);
+		else
+			heap_down(g->heap_c, g->n_c, 0);
 	}
+	if (raw >= 0) {
+		kept_fill(rc, tc, &g->heap[raw], sample, dur);
+		if (raw == g->n)
+			heap_up(g->heap, g->n++);
+		else
+			heap_down(g->heap, g->n, 0);
+	}
+}
+
+/* ---- the call stream ---------------------------------------------------- */
+
+static void spool_write(ftf_spool *sp, int k, const void *p, size_t n)
+{
+	if (!sp->err && n && fwrite(p, 1, n, sp->f[k]) != n)
+		sp->err = errno ? errno : EIO;
+}
+
+void ftf_spool_row(ftf_spool *sp, const int64_t row[FTF_SPOOL_COLS])
+{
+	spool_write(sp, 0, row, FTF_SPOOL_COLS * sizeof(int64_t));
+	sp->rows++;
+}
+
+void ftf_spool_tree(ftf_root_calls *rc, ftf_task_calls *tc, int32_t pid, int64_t sample)
+{
+	ftf_spool *sp = rc->spool;
+	if (!sp || (!tc->nrecs && !tc->recs_cut))
+		return;
+	int64_t row[FTF_SPOOL_COLS] = { 0 };
+	row[FTF_SP_KIND] = FTF_SPK_TREE;
+	row[FTF_SP_PID] = pid;
+	row[FTF_SP_CPU] = tc->cpu;
+	row[FTF_SP_SAMPLE] = sample;
+	row[FTF_SP_T0] = (int64_t)tc->base;
+	row[FTF_SP_NRECS] = tc->recs_cut ? -1 : (int64_t)tc->nrecs;
+	row[FTF_SP_NEXTRAS] = tc->recs_cut ? 0 : (int64_t)tc->nextras;
+	ftf_spool_row(sp, row);
+	if (tc->recs_cut)
+		return;
+	spool_write(sp, 1, tc->recs, (size_t)tc->nrecs * sizeof(*tc->recs));
+	spool_write(sp, 2, tc->extras, (size_t)tc->nextras * sizeof(*tc->extras));
+	sp->recs += tc->nrecs;
 }
 
 void ftf_task_calls_free(ftf_root_calls *rc, ftf_task_calls *tc)
@@ -584,7 +691,10 @@ void ftf_calls_free(ftf_root_calls *rc)
 	for (uint32_t i = 0; i < rc->nslow; i++) {
 		for (uint32_t k = 0; k < rc->slow[i].n; k++)
 			kept_free(&rc->slow[i].heap[k]);
+		for (uint32_t k = 0; k < rc->slow[i].n_c; k++)
+			kept_free(&rc->slow[i].heap_c[k]);
 		free(rc->slow[i].heap);
+		free(rc->slow[i].heap_c);
 	}
 	free(rc->slow);
 	ftf_u64map_free(&rc->slow_map);

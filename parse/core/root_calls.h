@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "funcs.h"
 #include "u64map.h"
@@ -105,7 +106,38 @@ typedef struct {
 typedef struct {
 	ftf_kept *heap; /* min-heap by dur, at most slowest_n */
 	uint32_t n, cap; /* cap grows to slowest_n as trees come: a root path seen once holds one */
+	/* min-heap by the call's on-CPU task time (its dur less off-CPU, irq
+	 * and switch-work time, in its .dur), at most slowest_n: the corrected
+	 * figures' slowest calls, which the hook cost (known only after the
+	 * read) ranks alike within a (root path, operation) */
+	ftf_kept *heap_c;
+	uint32_t n_c, cap_c;
 } ftf_slow_group;
+
+/* The call stream (report/perfetto.py): every root call's tree as the
+ * slowest calls keep theirs (ftf_rec, ftf_rec_extra), and the task's
+ * off-CPU stretches, lost-event marks and orphan exits, appended to three
+ * files as they come: a row of FTF_SPOOL_COLS int64 per item (headers),
+ * the trees' records and their extras one tree after the other. Memory
+ * stays that of the open root calls; the renderer reads the files back a
+ * batch at a time once the Profile and its corrections are made. */
+#define FTF_SPOOL_COLS 10
+enum ftf_spool_col {
+	FTF_SP_KIND, FTF_SP_PID, FTF_SP_CPU, FTF_SP_SAMPLE, FTF_SP_FUNC, FTF_SP_T0, FTF_SP_T1,
+	FTF_SP_NRECS, FTF_SP_NEXTRAS, FTF_SP_FLAGS
+};
+enum ftf_spool_kind {
+	FTF_SPK_TREE = 1,   /* a root call's tree: SAMPLE (-1: never completed), T0 its base, CPU its
+			     * CPU, NRECS records (-1: more than FTF_TREE_MAX_RECS, none written), NEXTRAS */
+	FTF_SPK_OFFCPU = 2, /* the task was switched out from T0 to T1 (record timestamps) */
+	FTF_SPK_LOST = 3,   /* a lost-event mark on CPU at T0, T1 events (-1: unknown) */
+	FTF_SPK_ORPHAN = 4, /* an exit without its entry: FUNC from T0 (calltime) for T1 ns, FLAGS 1: irq */
+};
+typedef struct {
+	FILE *f[3];   /* headers, records, extras */
+	int err;      /* errno of the first failed write, 0 */
+	uint64_t rows, recs;
+} ftf_spool;
 
 typedef struct {
 	ftf_funcs ops;      /* operation labels; a root call's op indexes them */
@@ -120,6 +152,7 @@ typedef struct {
 	uint64_t slow_cut;   /* root calls too big to keep their tree */
 	uint64_t retained;   /* bytes of the tasks' idle tree buffers */
 	uint32_t nargs;      /* the most argument values a kept call's entry carried */
+	ftf_spool *spool;    /* every root call's tree written out (NULL: none) */
 	int oom;             /* out of memory: the builder stops */
 } ftf_root_calls;
 
@@ -146,10 +179,16 @@ void ftf_calls_values(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t rec, uint
 /* The completed root call's operation, FTF_OP_NONE. */
 int32_t ftf_calls_root_op(ftf_root_calls *rc, ftf_task_calls *tc, const ftf_funcs *funcs);
 /* The completed root call became sample `sample` (its root path's node,
- * its operation, its duration): kept if among the slowest. */
+ * its operation, its duration, its on-CPU task time): kept if among the
+ * slowest by either. */
 void ftf_calls_root_end(ftf_root_calls *rc, ftf_task_calls *tc, uint64_t sample, uint32_t node, int32_t op,
-			uint64_t dur);
+			uint64_t dur, uint64_t on_cpu);
 void ftf_calls_free(ftf_root_calls *rc);
+/* The call stream: one header row; the task's open (or just completed) root
+ * call's tree, sample -1 for one that never completed, written unless it
+ * has no records. */
+void ftf_spool_row(ftf_spool *sp, const int64_t row[FTF_SPOOL_COLS]);
+void ftf_spool_tree(ftf_root_calls *rc, ftf_task_calls *tc, int32_t pid, int64_t sample);
 void ftf_task_calls_free(ftf_root_calls *rc, ftf_task_calls *tc);
 
 #endif

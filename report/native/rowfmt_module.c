@@ -11,6 +11,7 @@
 
 #include <errno.h>
 
+#include "pbrows_module.h"
 #include "rowfmt.h"
 
 /* Pre-encoded text of a literal or fragment: str as UTF-8, bytes as they
@@ -321,6 +322,13 @@ static PyMethodDef methods[] = {
 	  "(str/bytes) and (kind, column[, extra]) tuples, columns 1-d buffers of nrows values: "
 	  "('i', int64/int32 column), ('f1', float64 "
 	  "column: '%.1f'), ('e', index column, fragments), ('rep', count column, literal)" },
+	{ "pack_rows", ftf_py_pack_rows, METH_VARARGS,
+	  "pack_rows(template, nrows) -> bytes: a protocol-buffer message per row 0..nrows-1 (report/native/pbrows.c): "
+	  "bytes literals, ('v', int64 column) varints, ('d', float64 column), ('e', int64 column, [bytes]), "
+	  "'(' ... ')' a length-delimited body, ('?', int64 column) ... '/' only where non-zero" },
+	{ "nest_calls", ftf_py_nest_calls, METH_VARARGS,
+	  "nest_calls(parent, start, end, order) -> bytes of int64 events (row: begin, -1-row: end): "
+	  "start and end (int64, written) made to nest; report/native/pbrows.c" },
 	{ NULL, NULL, 0, NULL },
 };
 

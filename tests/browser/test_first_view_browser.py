@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from ftflame.report import html
-from helpers.htmlfix import LOST, MIXED_OPS, NULLCALLS, REPO, WRITE4K, WRITE4K_WHOLE, corrected, load
+from helpers.htmlfix import CURATED, ICOUNT, LOST, MIXED_OPS, NULLCALLS, REPO, WRITE4K, WRITE4K_WHOLE, corrected, load
 
 pytestmark = pytest.mark.browser
 
@@ -19,6 +19,10 @@ NAV = 37  # the sticky section bar's height: what is under it is not in view
 # the write recording (whole when the full corpus is here), operations under a
 # dispatcher, a dispatcher's calls, lost events (depth 49: a tall flame graph)
 TRACES = {"write4k": WRITE4K_WHOLE or WRITE4K, "ops": MIXED_OPS, "dispatch": NULLCALLS, "lost": LOST}
+# sched_switch recorded: the corrected durations' highest points are not the
+# raw ones' (off-CPU time out), their trees kept by on-CPU time
+SCHED = {"icount": ICOUNT, "sched-6.12": CURATED / "k6.12" / "s16-icount-calib" / "trace-full.dat",
+         "sched-5.10": CURATED / "k5.10" / "s21-v4-write-sched" / "trace.dat"}
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +30,7 @@ def pages(tmp_path_factory):
     """name-mode -> report file, rendered once."""
     d = tmp_path_factory.mktemp("first-view")
     out = {}
-    for name, trace in TRACES.items():
+    for name, trace in {**TRACES, **SCHED}.items():
         p = load(trace)
         for mode, prof in (("raw", p), ("corr", corrected(p, 700.0, 300.0))):
             f = d / f"{name}-{mode}.html"
@@ -50,7 +54,7 @@ def highest_points(page, n=5) -> list:
         .filter(function (q, i, all) {{ return !i || all[i - 1][2] !== q[2]; }}).slice(0, {n})""")
 
 
-@pytest.mark.parametrize("key", [f"{n}-{m}" for n in TRACES for m in ("raw", "corr")])
+@pytest.mark.parametrize("key", [f"{n}-{m}" for n in {**TRACES, **SCHED} for m in ("raw", "corr")])
 def test_the_highest_points_open_their_tree_in_view(browser_page, pages, key):
     """In the view the plot opens on and in every root function's, each of the
     5 highest points, clicked, draws that root call's own tree, its root row
@@ -201,4 +205,26 @@ def test_sandwich_draws_the_merged_callers_and_callees(browser_page, pages):
     page.evaluate(f"FT.functions.open({e['func']})")
     page.evaluate("document.getElementById('sandwich-canvas').scrollIntoView({block: 'center'})")
     page.screenshot(path=str(SHOTS / "sandwich.png"))
+    bp.assert_clean()
+
+
+@pytest.mark.parametrize("key", ["ops-corr", "sched-5.10-raw"])
+def test_every_listed_function_has_a_sandwich(browser_page, pages, key):
+    """Every function the function table lists opens a sandwich: the page's
+    own (the busiest functions'), else one merged from the flame graph's
+    call paths, else (every path of the function under the flame graph's
+    drawing threshold) its direct callers and callees, each side one level,
+    a note saying which."""
+    bp, page = open_page(browser_page, pages, key)
+    funcs = page.evaluate("FT.data.functions.func")
+    own = {e["func"] for e in page.evaluate("FT.data.sandwich")}
+    kinds = {"own": 0, "flame": 0, "edges": 0}
+    for f in funcs:
+        page.evaluate(f"FT.functions.open({f})")
+        assert page.locator("#sandwich-canvas").get_attribute("data-func") == str(f)
+        assert int(page.locator("#sandwich-canvas").get_attribute("data-rows")) >= 1
+        flame, edges = page.locator("#sandwich-from-flame").count(), page.locator("#sandwich-from-edges").count()
+        assert (f in own) + flame + edges == 1, f
+        kinds["own" if f in own else "flame" if flame else "edges"] += 1
+    assert kinds["flame"] > 0, kinds
     bp.assert_clean()
