@@ -150,11 +150,11 @@ def _made_of(p: Profile) -> dict | None:
 
     fam = modelerror.family(p.trace.kernel)
     if cost_half_widths(p.calibration) is None:
-        why = ("the in-trace estimate" if p.calibration.source == "in-trace"
-               else "values given on the command line" if "command_line" in (p.calibration.details or {})
-               else "a calibration without intervals")
+        why = ("the in-trace estimate has" if p.calibration.source == "in-trace"
+               else "values given on the command line have" if "command_line" in (p.calibration.details or {})
+               else "a calibration without intervals has")
         return {"calibration_sampling": False, "model_error": None, "kernel_family": fam,
-                "text": f"no 95% intervals: {why} has no sampling spread, and the model's error "
+                "text": f"no 95% intervals: {why} no sampling spread, and the model's error "
                         "was measured only with empty-call calibrations (docs/overhead.md \"Uncertainty\")"}
     m = model_error(p)
     if m is None:
