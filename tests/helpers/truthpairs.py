@@ -108,7 +108,7 @@ def _root_figures(path: str, func: str, cal, model_error: bool = False):
     cols, _, _, _ = corrections.corrected_stats(q)["functions", "incl"]
     i = q.functions.index(func)
     figs = {k: float(cols[j][i]) for k, j in _COLS.items()}
-    h = uncertainty.stat_half_widths(q, model=model_error) if model_error else uncertainty.stat_half_widths(q)
+    h = uncertainty.stat_half_widths(q, model=model_error)
     pm = {k: float(h["functions", "incl"][j][i]) for k, j in _COLS.items()} if h else {}
     roots = q.col("func")[q.scol("node")] == i
     clean = roots & ((q.scol("flags") & SAMPLE_GAP) == 0)
@@ -145,6 +145,40 @@ def measure(name: str, extra: list[str] | None = None, model_error: bool = False
     return Pair(name, q.trace.kernel, t, f, err, pm, calls, clean, t_calls, files)
 
 
+def coverage(pr: dict, pairs: list, leave_out: bool = True) -> dict:
+    """{stat: (half-width ns, covered)} of a pair's mean, p50 and p90: the
+    calibration's sampling half-width plus the model's error of its family
+    over the other pairs (leave_out; over all of them, as printed, when
+    False) times the corrected figure."""
+    fam = modelerror.family(pr["kernel"])
+    same = [q for q in pairs if modelerror.family(q["kernel"]) == fam]
+    b = modelerror.bound(same, pr["name"] if leave_out else None)
+    out = {}
+    for k in STATS:
+        c, t = pr["corrected_ns"][k], pr["truth_ns"][k]
+        hw = pr["sampling_pm_ns"].get(k, 0.0) + (b[k] * abs(c) if b else 0.0)
+        out[k] = (hw, abs(c - t) <= hw, b is not None)
+    return out
+
+
+def table(pairs: list) -> list:
+    """The markdown table of docs/overhead.md "Accuracy on every truth pair"."""
+    rows = ["| kernel | pair | workload (root) | clean calls | truth mean / p50 / p90 (us) | error mean | p50 | p90 "
+            "| 95% +- mean / p50 (us), leave-one-out | covered mean, p50 |",
+            "|---|---|---|---|---|---:|---:|---:|---|---|"]
+    for pr in pairs:
+        folder, _, _, func = PAIRS[pr["name"]]
+        cov = coverage(pr, pairs)
+        work = "metadata mix" if "mix" in pr["name"] else "4 KB writes" + (", funcgraph-args" if "args" in pr["name"] else "")
+        t, e = pr["truth_ns"], pr["error"]
+        ok = ["yes" if cov[k][1] else "**no**" for k in ("mean", "p50")] if cov["mean"][2] else ["no pair left"] * 2
+        rows.append(f"| {modelerror.family(pr['kernel'])} | {pr['name']} | {work} ({func}) | {pr['calls']} "
+                    f"({pr['clean'] * 100:.0f}%) | {t['mean'] / 1e3:.2f} / {t['p50'] / 1e3:.2f} / {t['p90'] / 1e3:.2f} "
+                    f"| {e['mean'] * 100:+.1f}% | {e['p50'] * 100:+.1f}% | {e['p90'] * 100:+.1f}% "
+                    f"| {cov['mean'][0] / 1e3:.2f} / {cov['p50'][0] / 1e3:.2f} | {ok[0]}, {ok[1]} |")
+    return rows
+
+
 def _rel(path: str) -> str:
     """A recording's name without the machine's folders: KERNEL/SCENARIO/FILE."""
     return "/".join(os.path.abspath(path).split(os.sep)[-3:])
@@ -166,6 +200,7 @@ def main(argv=None) -> int:
               f"p50 {pr.error['p50']:+.2%}, p90 {pr.error['p90']:+.2%}", file=sys.stderr)
         pairs.append(pr)
     if a.table:
+        print("\n".join(table([pr.as_json() for pr in pairs])))
         return 0
     doc = modelerror.document([pr.as_json() for pr in pairs])
     from ftflame.output import write_atomic
