@@ -78,7 +78,7 @@ class Pair:
     truth: dict  # mean, p50, p90 (ns)
     corrected: dict
     error: dict  # corrected / truth - 1
-    sampling: dict  # the calibration's 95% half-widths (ns) of the corrected figures
+    half_widths: dict  # the 95% half-widths (ns) of the corrected figures (measure says which)
     calls: int  # clean root calls of the whole graph
     clean: float  # their share of its root calls
     truth_calls: int
@@ -90,11 +90,11 @@ class Pair:
                 "calls": self.calls, "clean": round(self.clean, 4), "truth_calls": self.truth_calls,
                 "truth_ns": {k: round(v, 1) for k, v in self.truth.items()},
                 "corrected_ns": {k: round(v, 1) for k, v in self.corrected.items()},
-                "error": r, "sampling_pm_ns": {k: round(v, 1) for k, v in self.sampling.items()},
+                "error": r, "sampling_pm_ns": {k: round(v, 1) for k, v in self.half_widths.items()},
                 "files": self.files}
 
 
-def _root_figures(path: str, func: str, cal, model_error: bool = False):
+def _root_figures(path: str, func: str, cal, model_error: bool = False, leave_out: str | None = None):
     """(figures, sampling half-widths, profile) of func's clean root calls,
     corrected with cal; the half-widths are the calibration's alone unless
     model_error."""
@@ -108,7 +108,7 @@ def _root_figures(path: str, func: str, cal, model_error: bool = False):
     cols, _, _, _ = corrections.corrected_stats(q)["functions", "incl"]
     i = q.functions.index(func)
     figs = {k: float(cols[j][i]) for k, j in _COLS.items()}
-    h = uncertainty.stat_half_widths(q, model=model_error)
+    h = uncertainty.stat_half_widths(q, model=model_error, leave_out=leave_out)
     pm = {k: float(h["functions", "incl"][j][i]) for k, j in _COLS.items()} if h else {}
     roots = q.col("func")[q.scol("node")] == i
     clean = roots & ((q.scol("flags") & SAMPLE_GAP) == 0)
@@ -127,8 +127,12 @@ def calibration(folder: str, extra: list[str], prefix: str = ""):
     return Calibration(doc["o_in_ns"], doc["o_out_ns"], "file:" + folder, doc["method"], doc), paths
 
 
-def measure(name: str, extra: list[str] | None = None, model_error: bool = False) -> Pair | None:
-    """The pair's figures, None when a recording of it is missing."""
+def measure(name: str, extra: list[str] | None = None, model_error: bool = False,
+            leave_out: bool = False) -> Pair | None:
+    """The pair's figures, None when a recording of it is missing; the
+    half-widths the calibration's alone, or (model_error) as every output
+    prints them, the model's error with this pair left out of it (leave_out)
+    or not."""
     extra = extra or []
     folder, truth_name, full_name, func = PAIRS[name]
     prefix = "args-" if truth_name.startswith("args-") else ""
@@ -139,7 +143,7 @@ def measure(name: str, extra: list[str] | None = None, model_error: bool = False
     if cal is None:
         return None
     t, _, _, t_calls, _ = _root_figures(truth_path, func, cal)
-    f, pm, q, calls, clean = _root_figures(full_path, func, cal, model_error)
+    f, pm, q, calls, clean = _root_figures(full_path, func, cal, model_error, name if leave_out else None)
     err = {k: f[k] / t[k] - 1 for k in STATS}
     files = {"truth": _rel(truth_path), "full": _rel(full_path), "calibration": [_rel(p) for p in trio]}
     return Pair(name, q.trace.kernel, t, f, err, pm, calls, clean, t_calls, files)
