@@ -149,7 +149,6 @@ def test_corrected_mean_carries_the_calibration_interval(s15):
     9.469 +- 0.424 us (about 250 descendants x 1.7 ns, less the switch work's
     hooks, which go with the off-CPU time); none without intervals."""
     from ftflame.correct.balance import sheet
-
     from ftflame.correct.uncertainty import model_error, stat_half_widths
 
     cal, _, _, q = s15

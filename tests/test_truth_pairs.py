@@ -42,7 +42,7 @@ NOT_COVERED = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def measured(name: str, model_error: bool = False, leave_out: bool = False):
     return tp.measure(name, model_error=model_error, leave_out=leave_out)
 
@@ -138,7 +138,7 @@ def test_an_interval_says_what_it_is_made_of(monkeypatch):
     assert with_model[3][i] > alone[3][i] and with_model[4][i] > alone[4][i]
 
     # no pair of this kernel's family: the sampling spread alone, said
-    doc = {k: v for k, v in modelerror.table().items()}
+    doc = dict(modelerror.table())
     doc["pairs"] = [pr for pr in doc["pairs"] if modelerror.family(pr["kernel"]) != "6.1"]
     monkeypatch.setattr(modelerror, "table", lambda path=modelerror.FILE: doc)
     q2 = correct(p, for_profile(cal, p))
