@@ -23,17 +23,10 @@ from helpers import truthpairs as tp
 BOUNDS = {"mean": 0.05, "p50": 0.10, "p90": 0.15}
 
 # What misses the acceptance today, with the figures (corrected / truth - 1).
-# 7.3: the preemptions at interrupt exit and the interrupt exit path, left in
-# the interrupted call (docs/overhead.md "What the model misses on 7.x").
 MISSES = {
     "k6.1/s15": "mean -7.2% (the plain truth's one 68 us call, no counterpart among the whole graph's "
                 "clean calls; p90 -14.9%)",
     "k6.12/s16": "p90 -22.9% (the plain truth's slow group, task work the whole graph does not run)",
-    "k7.x/s31-1": "p90 +16.8% (mean +3.6%, p50 +2.0%): 21 calls preempted at interrupt exit",
-    "k7.x/s31-2": "mean +5.7%, p90 +24.0% (p50 +2.2%): 29 calls preempted at interrupt exit",
-    "k7.x/s31-3": "mean +6.3%, p90 +24.8% (p50 +2.2%): 36 calls preempted at interrupt exit",
-    "k7.x/s31-mix": "mean +8.8% (p50 -0.8%, p90 -2.6%): 67 of 472 calls preempted at interrupt exit",
-    "k7.x/s31-args": "mean +7.7%, p90 +28.3% (p50 +3.3%; funcgraph-args, its own trio)",
 }
 # The printed interval with the pair left out of the model's error
 # (leave-one-pair-out) that does not hold the truth today.
