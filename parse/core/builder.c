@@ -392,6 +392,7 @@ struct ftf_task {
 	 * frame it is under, 0: none; whether the task was switched out in it */
 	uint32_t vsw_at;
 	uint8_t vsw_out;
+	int64_t vsw_depth; /* the depth its opening call was written at */
 	uint64_t out_ts;
 	uint64_t overrun;
 	uint8_t switched_out, have_overrun;
@@ -1126,7 +1127,11 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 		t->stack[lparent].run = (uint8_t)bnd; /* any other call ends the run */
 	/* a frameless switch window (CLASS_SW_OPEN): its task-context children
 	 * are the scheduler's, each a switch frame */
-	if (t->vsw_at > t->n) {
+	/* closed when its frame is gone, or by a child written at another depth
+	 * than the opening one: __schedule()'s callees are written at one depth
+	 * (7.x writes a preemption in a return's window one level deeper than
+	 * the frame's own children, which come back at theirs) */
+	if (t->vsw_at > t->n || (t->vsw_at && lparent == t->vsw_at - 1 && ev->depth != t->vsw_depth)) {
 		t->vsw_at = 0;
 		t->vsw_out = 0;
 	}
@@ -1136,6 +1141,7 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 		    !func_is_sched_entry(b, t->stack[lparent].func)) {
 			t->vsw_at = lparent + 1;
 			t->vsw_out = 0;
+			t->vsw_depth = ev->depth;
 		}
 		vsw = t->vsw_at == lparent + 1;
 	}
