@@ -1772,7 +1772,7 @@ static void on_switch(ftf_builder *b, const ftf_event *ev)
 		if (prev && prev->n) {
 			prev->switched_out = 1;
 			prev->out_ts = ev->ts;
-			if (prev->vsw_at)
+			if (prev->vsw_at && prev->vsw_at <= prev->n)
 				prev->vsw_out = 1;
 			if (tail)
 				*tail = prev;
@@ -1789,7 +1789,7 @@ static void on_switch(ftf_builder *b, const ftf_event *ev)
 				if (top && !top->irq && func_is_sched_entry(b, top->func)) {
 					top->sw = 1;
 					next->switch_ins++;
-				} else if (next->vsw_at) {
+				} else if (next->vsw_at && next->vsw_at <= next->n) {
 					/* in a frameless switch window: its calls are switch frames */
 					next->switch_ins++;
 				}
