@@ -145,7 +145,6 @@ def _made_of(p: Profile) -> dict | None:
     c = p.corrected
     if c is None or not p.calibration.applied:
         return None
-    fam = None
     from ftflame.correct import modelerror
 
     fam = modelerror.family(p.trace.kernel)
