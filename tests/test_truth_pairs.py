@@ -27,7 +27,6 @@ MISSES = {
     "k6.1/s15": "mean -7.2% (the plain truth's one 68 us call, no counterpart among the whole graph's "
                 "clean calls; p90 -14.9%)",
     "k6.12/s16": "p90 -22.9% (the plain truth's slow group, task work the whole graph does not run)",
-    # (measured from make fixtures' folder; runs once its curated copy is in tests/data/fixtures)
     "k5.10/s31-1": "p90 -25.1% (mean -2.9%, p50 +0.4%): the plain truth's slow group, its p90 21.80 us "
                    "where its two twins' are 18.18 and 16.23",
 }
