@@ -44,7 +44,7 @@ ESLINT             := $(ESLINT_DIR)/node_modules/.bin/eslint
 # the pages whose inline <script> includes templates/*.js, in order
 JS_PAGES           := templates/report.html templates/diff.html templates/flamegraph.svg
 
-.PHONY: help setup build demo test test-damage lint test-vm bench golden mutate clean setup-render-tools setup-fuzz fuzz setup-vm fixtures fixture-long bench-long
+.PHONY: help setup build demo test test-damage lint test-vm bench golden model-error mutate clean setup-render-tools setup-fuzz fuzz setup-vm fixtures fixture-long bench-long
 
 # $(call apt_install,TARGET,PACKAGES[,APT-GET OPTIONS]): install the Debian
 # packages not installed yet, saying which (one shell command line).
@@ -180,6 +180,10 @@ test-damage: setup  ## every damaged trace.dat of tests/helpers/damage.py's corp
 
 golden: setup  ## regenerate golden outputs (tests/data/events/expected), then review the diff
 	UPDATE_GOLDEN=1 $(PY) -m pytest -q tests/test_golden.py
+
+# S31: <kernel>/s31-icount-truth folders of make fixtures not yet curated (the curated set and the corpus are read anyway)
+model-error: setup  ## regenerate ftflame/correct/model_error.json from the truth pairs, then review the diff
+	PYTHONPATH=tests $(PY) -m helpers.truthpairs $(foreach d,$(S31),--s31 $(d))
 
 # MUTATE_ARGS: --quick (figure-checking test files only), mutation names, --list
 mutate: setup  ## make each listed mistake in turn (tests/mutate.py), run the suite, report kill rate and survivors

@@ -658,7 +658,9 @@ def header_data(p: Profile) -> dict:
                         "o_in_ns": cal.o_in_ns, "o_out_ns": cal.o_out_ns,
                         "details": _jsonable(dict(cal.details)),
                         "fit": _jsonable(dict(cal.fit)) if cal.fit else None, "fit_words": fit.words(cal),
-                        "notes": list(p.corrected.notes) if p.corrected is not None else []},
+                        "notes": list(p.corrected.notes) if p.corrected is not None else [],
+                        # what the intervals in the tooltips hold (uncertainty.made_of)
+                        "intervals_made_of": (m["text"] if (m := uncertainty.made_of(p)) else None)},
         "clamped": clamped, "anomalies": notes, "version": __version__,
         "gap_causes": p.gap_causes,
     }

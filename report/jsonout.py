@@ -73,6 +73,9 @@ def intervals_object(p: Profile):
 
     return {
         "level": 0.95,
+        # what every half-width below holds: the calibration's sampling spread, the
+        # model's own error measured on truth pairs, or a word that it is not in it
+        "made_of": uncertainty.made_of(p),
         "cost_half_widths_ns": {"o_in": round(h_in, 2), "o_in_plus_o_out": round(h_sum, 2),
                                 "o_out": round(h_out, 2)},
         "functions": both("functions", np.arange(len(p.functions))),
@@ -124,6 +127,9 @@ def calibration_object(p: Profile) -> dict:
             "o_out_ns": cal.o_out_ns, "method": cal.method, "spread": spread,
             "fit": dict(cal.fit) if cal.fit else None,  # (its kernel_note: calibration.kernel_note)
             **({"spread_note": ci_note} if ci_note else {}),
+            # what the corrected figures' 95% intervals hold, or why there are none
+            # (ftflame/correct/uncertainty.py made_of; null when not corrected)
+            "intervals_made_of": uncertainty.made_of(p),
             "corrections": corrections_object(corrections.summary(p)), "details": d}
 
 

@@ -166,10 +166,11 @@ def calibration_lines(p: Profile) -> list:
     if cal.applied:  # no hook cost subtracted: none can be over half the time
         bits.append(f"{sm.unreliable_paths:,} of {p.nrows:,} paths unreliable (?: hook cost over "
                     "half the measured time)")
-    if uncertainty.stat_half_widths(p) is not None:
-        bits.append("95% intervals from the calibration's: the table \"Corrected figures with "
-                    "their 95% intervals\", the balance sheet, the JSON's \"intervals\", the HTML's "
-                    "tooltips")
+    made = uncertainty.made_of(p)
+    if made is not None:  # what the intervals hold, or why there are none (the model's words)
+        bits.append(made["text"] + ("" if uncertainty.stat_half_widths(p) is None else
+                    ": the table \"Corrected figures with their 95% intervals\", the balance sheet, "
+                    "the JSON's \"intervals\", the HTML's tooltips"))
     out.extend(_wrap("; ".join(bits), "  "))
     return out
 
@@ -319,9 +320,8 @@ def interval_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
         cells = [f"{us(cols[k][i], w, d[j])} {us(hw[k][i], 7, d[3 + j])}" for j, (k, w) in enumerate(picks)]
         lines.extend(named_row(" ".join(cells) + "  ", ft.names[i] + _irq_mark(kinds, i)))
     lines.append("")
-    lines.extend(_wrap("+-95%: half-width of the 95% interval that the calibration's own intervals "
-                       "(O_in, O_in + O_out, O_out) give each figure (docs/overhead.md "
-                       "\"Uncertainty\"); p99 and every call path's in the JSON (\"intervals\") and "
+    lines.extend(_wrap("+-95%: half-width of the 95% interval. " + uncertainty.made_of(p)["text"]
+                       + "; p99 and every call path's in the JSON (\"intervals\") and "
                        "the HTML. " + irq_legend({str(kinds[i]) for i in order}), ""))
     return lines
 

@@ -18,7 +18,7 @@ from ftflame.correct.operations import (
     slowest_calls,
     slowest_count,
 )
-from ftflame.correct.uncertainty import cost_half_widths, operation_half_widths
+from ftflame.correct.uncertainty import cost_half_widths, made_of, operation_half_widths
 from ftflame.model.profile import Profile
 
 from .common import call_text, count, fit_decimals, plural, retval_text, us, wrap
@@ -122,8 +122,7 @@ def operations_lines(p: Profile) -> list:
                          "of the time, not shown)"))
     out.append("")
     if pm is not None:
-        out.extend(_wrap("+-95% *: the corrected figures' 95% half-widths from the calibration's "
-                         "intervals (docs/overhead.md \"Uncertainty\")."))
+        out.extend(_wrap("+-95% *: the corrected figures' 95% half-widths. " + made_of(p)["text"] + "."))
     total = int(cols["calls"].sum())
     text = f"{plural(total, 'root call')}"
     ops = bool(is_op.any())

@@ -25,8 +25,8 @@ FT.calls = (function () {
         tr.appendChild(FT.el("td", null, FT.count(c ? r.calls - r.gap_calls : r.calls)));
         tr.appendChild(FT.el("td", null, FT.pct(100 * (c ? r.share_corr : r.share))));
         ["p50", "p90", "p99", "max", "mean"].forEach(function (k) {
-          /* corrected: the 95% interval the calibration's own intervals give (JSON intervals.operations) */
-          var pm = c && r.dur_corr_pm_ns ? { title: "\u00b1 " + FT.time(r.dur_corr_pm_ns[k]) + " (95%, from the calibration\u2019s intervals)" } : null;
+          /* corrected: the 95% interval (JSON intervals.operations), with what it holds */
+          var pm = c && r.dur_corr_pm_ns ? { title: FT.pm(r.dur_corr_pm_ns[k]) } : null;
           tr.appendChild(FT.el("td", pm, FT.us(d[k])));
         });
         tr.addEventListener("click", function () {

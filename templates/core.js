@@ -38,6 +38,9 @@ FT.unpack = function (d) {
 };
 FT.data = FT.unpack(JSON.parse(document.getElementById("ftflame-data").textContent));
 FT.calibrated = !!FT.data.header.calibration.applied;
+/* what every interval in a tooltip holds, the model's own words (uncertainty.made_of) */
+FT.PM_NOTE = FT.data.header.calibration.intervals_made_of || "95%";
+FT.pm = function (ns) { return "\u00b1 " + FT.time(ns) + " (" + FT.PM_NOTE + ")"; };
 FT.mode = FT.calibrated ? "corr" : "raw"; /* "raw" | "corr" */
 FT.listeners = [];
 FT.onMode = function (fn) { FT.listeners.push(fn); };

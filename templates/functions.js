@@ -114,9 +114,9 @@ FT.functions = (function () {
         } else {
           cell.textContent = c.fmt ? c.fmt(v, r) : FT.us(v);
           if (c.approx && isApprox(r)) { cell.className = "approx"; cell.title = FT.APPROX_NOTE; }
-          /* the 95% interval the calibration's own intervals give this figure (JSON "intervals") */
+          /* the 95% interval of this figure (JSON "intervals"), with what it holds */
           if (corr() && C && C.pm && c.pm) cell.title = (cell.title ? cell.title + "; " : "") +
-            "\u00b1 " + FT.time(C.pm[c.pm][r]) + " (95%, from the calibration\u2019s intervals)";
+            FT.pm(C.pm[c.pm][r]);
         }
         tr.appendChild(cell);
       });

@@ -21,7 +21,7 @@ FT.balance = (function () {
     row(t, "measured (raw mean)", b.measured_raw_mean_ns, "from this trace", "total");
     row(t, "= corrected components", b.corrected_mean_ns, "the synthetic total" +
       (b.corrected_mean_pm_ns !== null && b.corrected_mean_pm_ns !== undefined ?
-        ", \u00b1 " + FT.us(b.corrected_mean_pm_ns) + " (95%, the calibration\u2019s intervals)" : ""), "sub");
+        ", \u00b1 " + FT.us(b.corrected_mean_pm_ns) + " (" + FT.PM_NOTE + ")" : ""), "sub");
     b.components.forEach(function (c) { row(t, "\u2003" + c.name, c.mean_ns, "", "comp"); });
     if (b.children_scaled_mean_ns) row(t, "\u2003(children scaled down by)", b.children_scaled_mean_ns,
       "to fit inside the root: already out of the components, not a term", "comp");

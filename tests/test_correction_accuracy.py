@@ -149,10 +149,16 @@ def test_corrected_mean_carries_the_calibration_interval(s15):
     9.469 +- 0.424 us (about 250 descendants x 1.7 ns, less the switch work's
     hooks, which go with the off-CPU time); none without intervals."""
     from ftflame.correct.balance import sheet
+    from ftflame.correct.uncertainty import model_error, stat_half_widths
 
     cal, _, _, q = s15
     b, = sheet(q)
-    assert b["corrected_mean_pm_ns"] == pytest.approx(424.0, abs=1.0)
+    # the calibration's sampling spread, and the model's own error on 6.1 on top
+    i = q.functions.index("nfsd3_proc_write")
+    assert stat_half_widths(q, model=False)["functions", "incl"][3][i] == pytest.approx(424.0, abs=1.0)
+    m = model_error(q)
+    assert m["family"] == "6.1" and "k6.1/s15" in m["pairs"]
+    assert b["corrected_mean_pm_ns"] == pytest.approx(424.2 + m["mean"] * b["corrected_mean_ns"], abs=1.0)
     h_in, h_sum, h_out = (cal.details[k]["ci95_ns"][1] - cal.details[k]["ci95_ns"][0]
                           for k in ("o_in", "o_in_plus_o_out", "o_out"))
     assert h_in == 0 and 0 < h_sum < 5
@@ -262,7 +268,7 @@ def test_every_corrected_figure_carries_an_interval(s15):
     from ftflame.correct.uncertainty import root_half_widths, stat_half_widths
 
     cal, _, full, q = s15
-    h = stat_half_widths(q)["functions", "incl"]
+    h = stat_half_widths(q, model=False)["functions", "incl"]
     cols, approx, _, _ = corrected_stats(q)["functions", "incl"]
     i = q.functions.index("nfsd3_proc_write")
     ok = ((q.scol("flags") & SAMPLE_GAP) == 0) & (q.scol("node") == q.scol("node")[0])
@@ -293,7 +299,7 @@ def test_self_times_carry_their_intervals_too(s15):
 
     cal, _, _, q = s15
     h_in, _, h_out = cost_half_widths(q.calibration)
-    incl, excl = node_half_widths(q), stat_half_widths(q)["nodes", "excl"][0]
+    incl, excl = node_half_widths(q), stat_half_widths(q, model=False)["nodes", "excl"][0]
     parent, calls = q.col("parent"), clean(q, "calls")
     r = int(q.scol("node")[0])  # nfsd3_proc_write, a root
     kids = np.flatnonzero(parent == r)

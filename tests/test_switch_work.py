@@ -119,3 +119,32 @@ def test_no_switch_frame_without_a_scheduler_function_on_top():
     assert sample(q, "offcpu") == [500] and sample(q, "sched") == [0] and sample(q, "switches") == [0]
     assert function_extras(q)["offcpu"].sum() > 0
     assert not np.any(q.col("sched"))
+
+
+def test_a_switch_without_a_scheduler_frame_at_an_interrupts_exit():
+    """switch-at-irq-exit (7.x): preempted on the interrupt's way out, the
+    task has no scheduler entry on top; __schedule()'s traced callees sit
+    under `work`. The interrupt (irq_enter_rcu 100, the handler 1,000,
+    irq_exit_rcu 100) and its exit check in task context
+    (raw_irqentry_exit_cond_resched, 100) are 4 interrupt subtrees: 1,300 ns.
+    rcu_note_context_switch (100), pick_task_fair (500) and
+    finish_task_switch (200) are switch frames: 800 ns of switch work, less
+    their 3 x O_in = 350 ns; their O_out is in work's window, with the
+    descendants' hook cost. outer: 11,000 - 6,000 off-CPU - 1,300 irq - O_in
+    - 5 descendants (work, the three, tail) x (O_in + O_out) - 4 irq roots x
+    O_out - 350 = 1,640 ns. Before: no switch work, the exit check a task
+    call (8 descendants), 2.3 us more."""
+    q = corrected("switch-at-irq-exit")
+    outer = sample(q, "node").index(row(q, "outer"))
+    assert [sample(q, c)[outer] for c in ("dur", "offcpu", "irq", "irq_roots", "desc", "sched",
+                                          "sched_calls", "sched_outs", "switches")] == \
+        [11000, 6000, 1300, 4, 5, 800, 3, 0, 1]
+    assert q.corrected.sample_dur[outer] == 1640.0
+    assert q.corrected.sched_removed[row(q, "outer")] == 800 - 3 * O_IN
+    # the scheduler's calls correct to 0, `tail` keeps its own 500 less its hook
+    assert q.corrected.incl[row(q, "pick_task_fair")] == 0.0
+    assert q.corrected.incl[row(q, "tail")] == 500 - O_IN
+    b = next(e for e in balance.attach(q).balance if e["function"] == "outer")
+    total = (b["corrected_mean_ns"] + b["overhead_mean_ns"] + b["irq_mean_ns"] + b["offcpu_mean_ns"]
+             + b["switch_work_mean_ns"] - b["clamped_mean_ns"])
+    assert total == b["measured_raw_mean_ns"] == 11000.0

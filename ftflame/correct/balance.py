@@ -187,6 +187,11 @@ def _sheet(p: Profile, baseline: Profile | None, measured: Iterable) -> tuple:
                                                         calls_f, corr_f, excl_f, switches_f, irq_incl_f,
                                                         irq_calls_f, gap_calls_f))
     pm_f = pm_f.tolist() if pm_f is not None else None
+    # the model's own error on this kernel family, times the corrected mean
+    # (ftflame/correct/uncertainty.py made_of says what the interval holds)
+    from ftflame.correct.uncertainty import model_error
+
+    m_mean = (model_error(p) or {}).get("mean", 0.0) if pm_f is not None else 0.0
     offcpu_known = p.offcpu_known
     out: list = []
     for g in shown.tolist():
@@ -222,8 +227,9 @@ def _sheet(p: Profile, baseline: Profile | None, measured: Iterable) -> tuple:
             "gap_calls": int(gap_calls_f[g]),
             "measured_raw_mean_ns": round(raw, 1),
             "corrected_mean_ns": round(corr, 1),
-            # 95% half-width from the calibration's intervals (ftflame/correct/uncertainty.py)
-            "corrected_mean_pm_ns": None if pm_f is None else round(pm_f[g] / n, 1),
+            # 95% half-width: the calibration's intervals and the model's own
+            # error (ftflame/correct/uncertainty.py)
+            "corrected_mean_pm_ns": None if pm_f is None else round(pm_f[g] / n + m_mean * abs(corr), 1),
             "components": components,
             "overhead_mean_ns": round(o, 1),
             "irq_mean_ns": round(i, 1),

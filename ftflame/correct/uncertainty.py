@@ -11,8 +11,15 @@ interval (added, not in quadrature: the three estimates share their samples,
 so their errors need not be independent). The hook level (ftflame/correct/hooklevel.py)
 is read in whole nanoseconds from the trace and adds nothing here.
 
+To that sampling half-width each corrected statistic adds the model's own
+error, measured on the truth pairs of the trace's kernel family
+(ftflame/correct/modelerror.py): the largest relative miss seen, times the
+figure. Where no pair of that family exists the interval is the sampling
+one alone and says so (made_of): it is then too narrow by an unknown amount.
+
 Without intervals (the in-trace estimate, values given on the command line,
-no calibration) a figure has none: None, and the outputs print none.
+no calibration) a figure has none: None, and the outputs print none, saying
+why (made_of).
 """
 from __future__ import annotations
 
@@ -117,7 +124,65 @@ def node_half_widths(p: Profile, detached: bool = False) -> np.ndarray | None:
     return np.where((p.col("flags") & NODE_IRQ) != 0, own, task)
 
 
-def stat_half_widths(p: Profile) -> dict | None:
+def model_error(p: Profile, leave_out: str | None = None) -> dict | None:
+    """The model's error measured on the truth pairs of the trace's kernel
+    family (ftflame/correct/modelerror.py), None where none was measured."""
+    from ftflame.correct import modelerror
+
+    return modelerror.for_kernel(p.trace.kernel, leave_out)
+
+
+def made_of(p: Profile) -> dict | None:
+    """What every corrected figure's 95% interval is made of, the one label
+    every output prints (text legend, JSON intervals.made_of, HTML
+    tooltips): {"calibration_sampling": bool, "model_error": {family, pairs,
+    mean, p50, p90} or None, "text": the sentence}; None for a trace not
+    corrected."""
+    return p.views.get("interval_made_of", lambda: _made_of(p))
+
+
+def _made_of(p: Profile) -> dict | None:
+    c = p.corrected
+    if c is None or not p.calibration.applied:
+        return None
+    from ftflame.correct import modelerror
+
+    fam = modelerror.family(p.trace.kernel)
+    if cost_half_widths(p.calibration) is None:
+        why = ("the in-trace estimate has" if p.calibration.source == "in-trace"
+               else "values given on the command line have" if "command_line" in (p.calibration.details or {})
+               else "a calibration without intervals has")
+        return {"calibration_sampling": False, "model_error": None, "kernel_family": fam,
+                "text": f"no 95% intervals: {why} no sampling spread, and the model's error "
+                        "was measured only with empty-call calibrations (docs/overhead.md \"Uncertainty\")"}
+    m = model_error(p)
+    if m is None:
+        text = ("95% intervals = the calibration's sampling spread ONLY: no truth pair of kernel "
+                + (fam or "(unknown)") + " measured the model's own error, so they are too narrow "
+                "by an unknown amount (docs/overhead.md \"Uncertainty\")")
+    else:
+        text = (f"95% intervals = the calibration's sampling spread + the model's own error on "
+                f"kernel {m['family']}, the largest miss over {len(m['pairs'])} truth pairs "
+                f"(mean {m['mean'] * 100:.1f}%, p50 {m['p50'] * 100:.1f}%, p90 {m['p90'] * 100:.1f}% "
+                "of the figure; sums as the mean, min as p50, p99 and max as p90; "
+                "docs/overhead.md \"Uncertainty\")")
+    return {"calibration_sampling": True, "kernel_family": fam,
+            "model_error": None if m is None else {k: m[k] for k in ("family", "pairs", "mean", "p50", "p90")},
+            "text": text}
+
+
+def _add_model(vals, half: list, m: dict | None) -> list:
+    """half (corrections.STAT_NAMES order) with the model's error times each
+    figure added (modelerror.OF_STAT says which measured statistic's)."""
+    if m is None:
+        return half
+    from ftflame.correct import corrections, modelerror
+
+    return [np.asarray(h, dtype=np.float64) + m[modelerror.OF_STAT[name]] * np.abs(np.asarray(v, dtype=np.float64))
+            for name, h, v in zip(corrections.STAT_NAMES, half, vals)]
+
+
+def stat_half_widths(p: Profile, model: bool = True, leave_out: str | None = None) -> dict | None:
     """{(level, kind): 7 arrays, corrections.STAT_NAMES order}, level
     "nodes" or "functions", kind "incl" or "excl": the 95% half-width of
     each corrected statistic, aligned with corrected_stats(p)[level, kind];
@@ -131,11 +196,16 @@ def stat_half_widths(p: Profile) -> dict | None:
     by their own half-widths, all down and all up (the costs move together),
     half the distance between the two. Estimated rows (the raw ones scaled
     by corrected mean / raw mean): the mean's relative half-width, which the
-    scale carries."""
-    return p.views.get("stat_half_widths", lambda: _stat_half_widths(p))
+    scale carries.
+
+    model: with the model's own error added (made_of says what is in it);
+    leave_out: a truth pair's name left out of it (leave-one-pair-out)."""
+    if leave_out is not None:
+        return _stat_half_widths(p, model, leave_out)
+    return p.views.get(("stat_half_widths", model), lambda: _stat_half_widths(p, model))
 
 
-def _stat_half_widths(p: Profile) -> dict | None:
+def _stat_half_widths(p: Profile, model: bool = True, leave_out: str | None = None) -> dict | None:
     from ftflame.correct import corrections
 
     hw_incl = node_half_widths(p)
@@ -164,7 +234,8 @@ def _stat_half_widths(p: Profile) -> dict | None:
         for kind, hw in (("incl", hw_incl), ("excl", hw_excl)):
             hw_sum = hw if level == "nodes" else per_function(hw)
             out[level, kind] = _half_widths(stats[level, kind], hw_sum, calls, ex_v[k], ex_h[k])
-    return out
+    m = model_error(p, leave_out) if model else None
+    return {key: _add_model(stats[key][0], half, m) for key, half in out.items()}
 
 
 def _half_widths(stats, hw_sum, calls, ex_vals, ex_hws) -> list:
@@ -208,6 +279,7 @@ def operation_half_widths(p: Profile, rows=None) -> list | None:
     corr = p.corrected.sample_dur
     index = {name: i for i, name in enumerate(p.funcs)}
     irq = (p.scol("flags") & SAMPLE_IRQ) != 0
+    model = model_error(p)
     out = []
     for r in rows:
         m = clean & (root == index[r.root]) & (op == r.op)
@@ -215,5 +287,16 @@ def operation_half_widths(p: Profile, rows=None) -> list | None:
             m &= irq
         elif r.irq_calls == 0 and (m & irq).any():  # the task calls of a root also entered in irq context
             m &= ~irq
-        out.append(spread_of(corr[m], hw[m]))
+        out.append(_model_added(spread_of(corr[m], hw[m]), corr[m], model))
     return out
+
+
+def _model_added(spread: dict, vals: np.ndarray, m: dict | None) -> dict:
+    """An operation row's half-widths with the model's error times each figure added."""
+    if m is None or not len(vals):
+        return spread
+    from ftflame.correct import modelerror
+    from ftflame.correct.operations import _nearest_rank
+
+    figs = _nearest_rank(np.sort(vals))
+    return {k: v + m[modelerror.OF_STAT[k]] * abs(figs[k]) for k, v in spread.items()}

@@ -185,6 +185,11 @@ static const char *const irq_exact[] = {
 	"irq_enter_rcu", "irq_enter", "irq_exit_rcu", "irq_exit", "__irq_exit_rcu",
 	"do_IRQ", "handle_softirqs", "__do_softirq", "do_softirq", "smp_apic_timer_interrupt",
 	"common_interrupt", "__common_interrupt", "asm_common_interrupt",
+	/* the interrupt's exit path in task context, after irq_exit_rcu():
+	 * 7.x's preemption check and its deferred hrtimer rearm, written as
+	 * children of the interrupted call (docs/overhead.md "What the model
+	 * misses on 7.x") */
+	"raw_irqentry_exit_cond_resched", "__hrtimer_rearm_deferred",
 };
 static const char *const irq_prefix[] = { "__sysvec_", "sysvec_", "asm_sysvec_", "smp_irq_work_interrupt" };
 
@@ -226,10 +231,36 @@ int ftf_func_name_is_sched_entry(const char *name)
 	return NAME_IN(name, sched_exact, sched_prefix);
 }
 
-/* 1: none of the two, 2: an irq entry function, 3: a scheduler entry. */
+/* A switch with no scheduler frame: the kernel preempts on an interrupt's
+ * exit or at preempt_enable() through untraced entries (7.x), so
+ * __schedule()'s traced callees are written as children of the preempted
+ * call. rcu_note_context_switch(), __schedule()'s first traced callee,
+ * opens such a window under a frame that is no scheduler entry; the
+ * switch-in's finish_task_switch() closes it, and so does the runqueue's
+ * unlock when no switch came (the task picked itself). */
+#define CLASS_SW_OPEN 4
+#define CLASS_SW_CLOSE 5
+#define CLASS_SW_NOSWITCH 6
+static const char *const sw_close_prefix[] = { "finish_task_switch" };
+static const char *const sw_noswitch_exact[] = { "_raw_spin_unlock", "_raw_spin_unlock_irq" };
+
+/* 1: none of these, 2: an irq entry function, 3: a scheduler entry,
+ * 4-6: a frameless switch window's opening, closing, closing without switch. */
 static uint8_t func_class_of(const char *name)
 {
-	return ftf_func_name_is_irq_entry(name) ? 2 : ftf_func_name_is_sched_entry(name) ? 3 : 1;
+	if (ftf_func_name_is_irq_entry(name))
+		return 2;
+	if (ftf_func_name_is_sched_entry(name))
+		return 3;
+	if (!strcmp(name, "rcu_note_context_switch"))
+		return CLASS_SW_OPEN;
+	for (size_t i = 0; i < sizeof(sw_close_prefix) / sizeof(sw_close_prefix[0]); i++)
+		if (!strncmp(name, sw_close_prefix[i], strlen(sw_close_prefix[i])))
+			return CLASS_SW_CLOSE;
+	for (size_t i = 0; i < sizeof(sw_noswitch_exact) / sizeof(sw_noswitch_exact[0]); i++)
+		if (!strcmp(name, sw_noswitch_exact[i]))
+			return CLASS_SW_NOSWITCH;
+	return 1;
 }
 
 static int func_is_irq_entry(ftf_builder *b, uint32_t func)
@@ -255,6 +286,12 @@ static int func_is_sched_entry(ftf_builder *b, uint32_t func)
 {
 	func_is_irq_entry(b, func); /* classifies it */
 	return func < b->nfunc_irq && b->func_irq[func] == 3;
+}
+
+static uint8_t func_class(ftf_builder *b, uint32_t func)
+{
+	func_is_irq_entry(b, func); /* classifies it */
+	return func < b->nfunc_irq ? b->func_irq[func] : 1;
 }
 
 /* ---- tasks ------------------------------------------------------------- */
@@ -351,6 +388,11 @@ struct ftf_task {
 	uint64_t off_ns;    /* time switched out while frames were open */
 	ftf_schedw sched;   /* switch work of completed switch frames (running totals) */
 	uint64_t switch_ins; /* switch-ins with a scheduler frame on top (switch frames) */
+	/* a frameless switch window (CLASS_SW_OPEN): stack index + 1 of the
+	 * frame it is under, 0: none; whether the task was switched out in it */
+	uint32_t vsw_at;
+	uint8_t vsw_out;
+	int64_t vsw_depth; /* the depth its opening call was written at */
 	uint64_t out_ts;
 	uint64_t overrun;
 	uint8_t switched_out, have_overrun;
@@ -1089,6 +1131,26 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	}
 	if (lparent != FTF_NONE)
 		t->stack[lparent].run = (uint8_t)bnd; /* any other call ends the run */
+	/* a frameless switch window (CLASS_SW_OPEN): its task-context children
+	 * are the scheduler's, each a switch frame */
+	/* closed when its frame is gone, or by a child written at another depth
+	 * than the opening one: __schedule()'s callees are written at one depth
+	 * (7.x writes a preemption in a return's window one level deeper than
+	 * the frame's own children, which come back at theirs) */
+	if (t->vsw_at > t->n || (t->vsw_at && lparent == t->vsw_at - 1 && ev->depth != t->vsw_depth)) {
+		t->vsw_at = 0;
+		t->vsw_out = 0;
+	}
+	int vsw = 0;
+	if (lparent != FTF_NONE && !in_irq && !t->stack[lparent].irq) {
+		if (!t->vsw_at && func_class(b, ev->func) == CLASS_SW_OPEN &&
+		    !func_is_sched_entry(b, t->stack[lparent].func)) {
+			t->vsw_at = lparent + 1;
+			t->vsw_out = 0;
+			t->vsw_depth = ev->depth;
+		}
+		vsw = t->vsw_at == lparent + 1;
+	}
 	ftf_frame *f = task_push(t);
 	if (!f) {
 		b->oom = 1;
@@ -1107,7 +1169,7 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 		t->sched.offcpu_calls++; /* the tail of __schedule(), inside the off-CPU time: its callers' */
 	f->sched_at = t->sched;
 	f->switch_ins_at = t->switch_ins;
-	f->sw = 0;
+	f->sw = (uint8_t)vsw;
 	f->nchild = 0;
 	f->cpu = ev->cpu;
 	f->irq = in_irq;
@@ -1275,6 +1337,16 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 	uint64_t off = t->off_ns - f.off_at;
 	if (f.sw && !f.irq)
 		sched_frame_done(t, &f, dur, desc, irq, off);
+	if (t->vsw_at > t->n) { /* the window's frame completed */
+		t->vsw_at = 0;
+		t->vsw_out = 0;
+	} else if (t->vsw_at && f.lparent == t->vsw_at - 1 && !f.irq) {
+		uint8_t c = func_class(b, f.func);
+		if (c == CLASS_SW_CLOSE || (c == CLASS_SW_NOSWITCH && !t->vsw_out)) {
+			t->vsw_at = 0;
+			t->vsw_out = 0;
+		}
+	}
 	ftf_schedw sw = { t->sched.ns - f.sched_at.ns, t->sched.calls - f.sched_at.calls,
 			  t->sched.outs - f.sched_at.outs, t->sched.offcpu_calls - f.sched_at.offcpu_calls };
 	int64_t excl = (int64_t)dur - (int64_t)f.child_incl;
@@ -1738,6 +1810,8 @@ static void on_switch(ftf_builder *b, const ftf_event *ev)
 		if (prev && prev->n) {
 			prev->switched_out = 1;
 			prev->out_ts = ev->ts;
+			if (prev->vsw_at && prev->vsw_at <= prev->n)
+				prev->vsw_out = 1;
 			if (tail)
 				*tail = prev;
 		}
@@ -1761,6 +1835,9 @@ static void on_switch(ftf_builder *b, const ftf_event *ev)
 				ftf_frame *top = next->n ? &next->stack[next->n - 1] : NULL;
 				if (top && !top->irq && func_is_sched_entry(b, top->func)) {
 					top->sw = 1;
+					next->switch_ins++;
+				} else if (next->vsw_at && next->vsw_at <= next->n) {
+					/* in a frameless switch window: its calls are switch frames */
 					next->switch_ins++;
 				}
 			}

@@ -1,0 +1,221 @@
+"""The truth pairs: deterministic (icount) recordings of one workload made
+twice in one boot, root-only (the truth) and with the whole graph, beside
+the empty-call calibration trio of the same boot (docs/overhead.md
+"Accuracy on every truth pair").
+
+For each pair: the corrected mean, p50 and p90 of the root function's clean
+calls in the whole graph (corrections.corrected_stats, what every output
+prints), the same of the root-only recording, their relative errors and the
+calibration's sampling half-widths (uncertainty.stat_half_widths).
+
+Run as a script, it regenerates ftflame/correct/model_error.json (the model's
+own error per kernel family, which every corrected figure's interval adds:
+ftflame/correct/uncertainty.py) from the recordings it finds:
+
+    make model-error S31="DIR ..."   (PYTHONPATH=tests python -m helpers.truthpairs --s31 DIR ...)
+
+(the curated set, the full corpus when there, and each --s31 DIR: a
+folder <kernel>/s31-icount-truth of `make fixtures` not yet curated).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from ftflame.correct import modelerror
+from helpers import corpus
+
+# name: (folder, truth, whole graph, root function); the calibration trio
+# (trace-null, trace-dispatch-root, trace-dispatch-full) is the folder's own.
+# The truths with the interrupt entries hooked (root-irq) where the folder
+# has them: like for like with the whole graph, whose interrupts are split off.
+PAIRS = {
+    "k6.1/s15": ("k6.1/s15-icount-calib", "root", "full", "nfsd3_proc_write"),
+    "k6.1/s20-1": ("k6.1/s20-icount-volume", "root-irq-long", "full-1", "nfsd3_proc_write"),
+    "k6.1/s20-2": ("k6.1/s20-icount-volume", "root-irq-long", "full-2", "nfsd3_proc_write"),
+    "k6.12/s16": ("k6.12/s16-icount-calib", "root", "full", "nfsd3_proc_write"),
+    "k6.12/s19": ("k6.12/s19-icount-irq", "root-irq", "full", "nfsd3_proc_write"),
+    "k6.12/s20-1": ("k6.12/s20-icount-volume", "root-irq-long", "full-1", "nfsd3_proc_write"),
+    "k6.12/s20-2": ("k6.12/s20-icount-volume", "root-irq-long", "full-2", "nfsd3_proc_write"),
+}
+for _k in ("k5.10", "k6.1", "k6.12", "k7.x"):
+    for _i in (1, 2, 3):
+        PAIRS[f"{_k}/s31-{_i}"] = (f"{_k}/s31-icount-truth", f"root-{_i}", f"full-{_i}", "nfsd3_proc_write")
+    PAIRS[f"{_k}/s31-mix"] = (f"{_k}/s31-icount-truth", "mix-root", "mix-full", "nfsd_dispatch")
+# 7.x with funcgraph-args: its own trio (trace-args-null ...), one write pair
+PAIRS["k7.x/s31-args"] = ("k7.x/s31-icount-truth", "args-root", "args-full", "nfsd3_proc_write")
+
+TRIO = ("null", "dispatch-root", "dispatch-full")
+STATS = ("mean", "p50", "p90")
+_COLS = {"mean": 3, "p50": 4, "p90": 5}  # corrections.STAT_NAMES
+
+
+def locate(folder: str, name: str, extra: list[str]) -> str | None:
+    """trace-NAME.dat of a folder: in an --s31 directory given, the curated
+    set, else the full corpus."""
+    rel = os.path.join(folder, f"trace-{name}.dat")
+    for d in extra:
+        if os.path.basename(os.path.dirname(d.rstrip("/"))) == folder.split("/")[0] \
+                and os.path.basename(d.rstrip("/")) == folder.split("/")[1]:
+            p = os.path.join(d, f"trace-{name}.dat")
+            if os.path.isfile(p):
+                return p
+    p = os.path.join(corpus.CURATED, rel)
+    if os.path.isfile(p):
+        return p
+    return corpus.in_corpus(rel)
+
+
+@dataclass
+class Pair:
+    name: str
+    kernel: str
+    truth: dict  # mean, p50, p90 (ns)
+    corrected: dict
+    error: dict  # corrected / truth - 1
+    half_widths: dict  # the 95% half-widths (ns) of the corrected figures (measure says which)
+    calls: int  # clean root calls of the whole graph
+    clean: float  # their share of its root calls
+    truth_calls: int
+    files: dict
+
+    def as_json(self) -> dict:
+        r = {k: (round(v, 5) if isinstance(v, float) else v) for k, v in self.error.items()}
+        return {"name": self.name, "kernel": self.kernel, "family": modelerror.family(self.kernel),
+                "calls": self.calls, "clean": round(self.clean, 4), "truth_calls": self.truth_calls,
+                "truth_ns": {k: round(v, 1) for k, v in self.truth.items()},
+                "corrected_ns": {k: round(v, 1) for k, v in self.corrected.items()},
+                "error": r, "sampling_pm_ns": {k: round(v, 1) for k, v in self.half_widths.items()},
+                "files": self.files}
+
+
+def _root_figures(path: str, func: str, cal, model_error: bool = False, leave_out: str | None = None):
+    """(figures, sampling half-widths, profile) of func's clean root calls,
+    corrected with cal; the half-widths are the calibration's alone unless
+    model_error."""
+    from ftflame.correct import corrections, uncertainty
+    from ftflame.correct.calibration import for_profile
+    from ftflame.model.profile import SAMPLE_GAP
+    from ftflame.parse import read
+
+    p = read(path)
+    q = corrections.correct(p, for_profile(cal, p))
+    cols, _, _, _ = corrections.corrected_stats(q)["functions", "incl"]
+    i = q.functions.index(func)
+    figs = {k: float(cols[j][i]) for k, j in _COLS.items()}
+    h = uncertainty.stat_half_widths(q, model=model_error, leave_out=leave_out)
+    pm = {k: float(h["functions", "incl"][j][i]) for k, j in _COLS.items()} if h else {}
+    roots = q.col("func")[q.scol("node")] == i
+    clean = roots & ((q.scol("flags") & SAMPLE_GAP) == 0)
+    return figs, pm, q, int(clean.sum()), float(clean.sum() / max(roots.sum(), 1))
+
+
+def calibration(folder: str, extra: list[str], prefix: str = ""):
+    from ftflame.correct.calibration import calibrate_from_traces
+    from ftflame.model.profile import Calibration
+    from ftflame.parse import read
+
+    paths = [locate(folder, prefix + n, extra) for n in TRIO]
+    if None in paths:
+        return None, paths
+    doc = calibrate_from_traces(*(read(p) for p in paths))
+    return Calibration(doc["o_in_ns"], doc["o_out_ns"], "file:" + folder, doc["method"], doc), paths
+
+
+def measure(name: str, extra: list[str] | None = None, model_error: bool = False,
+            leave_out: bool = False) -> Pair | None:
+    """The pair's figures, None when a recording of it is missing; the
+    half-widths the calibration's alone, or (model_error) as every output
+    prints them, the model's error with this pair left out of it (leave_out)
+    or not."""
+    extra = extra or []
+    folder, truth_name, full_name, func = PAIRS[name]
+    prefix = "args-" if truth_name.startswith("args-") else ""
+    truth_path, full_path = locate(folder, truth_name, extra), locate(folder, full_name, extra)
+    if truth_path is None or full_path is None:
+        return None
+    cal, trio = calibration(folder, extra, prefix)
+    if cal is None:
+        return None
+    t, _, _, t_calls, _ = _root_figures(truth_path, func, cal)
+    f, pm, q, calls, clean = _root_figures(full_path, func, cal, model_error, name if leave_out else None)
+    err = {k: f[k] / t[k] - 1 for k in STATS}
+    files = {"truth": _rel(truth_path), "full": _rel(full_path), "calibration": [_rel(p) for p in trio]}
+    return Pair(name, q.trace.kernel, t, f, err, pm, calls, clean, t_calls, files)
+
+
+def coverage(pr: dict, pairs: list, leave_out: bool = True) -> dict:
+    """{stat: (half-width ns, covered)} of a pair's mean, p50 and p90: the
+    calibration's sampling half-width plus the model's error of its family
+    over the other pairs (leave_out; over all of them, as printed, when
+    False) times the corrected figure."""
+    fam = modelerror.family(pr["kernel"])
+    same = [q for q in pairs if modelerror.family(q["kernel"]) == fam]
+    b = modelerror.bound(same, pr["name"] if leave_out else None)
+    out = {}
+    for k in STATS:
+        c, t = pr["corrected_ns"][k], pr["truth_ns"][k]
+        hw = pr["sampling_pm_ns"].get(k, 0.0) + (b[k] * abs(c) if b else 0.0)
+        out[k] = (hw, abs(c - t) <= hw, b is not None)
+    return out
+
+
+def table(pairs: list) -> list:
+    """The markdown table of docs/overhead.md "Accuracy on every truth pair"."""
+    rows = ["| kernel | pair | workload (root) | clean calls | truth mean / p50 / p90 (us) | error mean | p50 | p90 "
+            "| 95% +- mean / p50 (us), leave-one-out | covered mean, p50 |",
+            "|---|---|---|---|---|---:|---:|---:|---|---|"]
+    for pr in pairs:
+        folder, _, _, func = PAIRS[pr["name"]]
+        cov = coverage(pr, pairs)
+        work = "metadata mix" if "mix" in pr["name"] else "4 KB writes" + (", funcgraph-args" if "args" in pr["name"] else "")
+        t, e = pr["truth_ns"], pr["error"]
+        ok = ["yes" if cov[k][1] else "**no**" for k in ("mean", "p50")] if cov["mean"][2] else ["no pair left"] * 2
+        rows.append(f"| {modelerror.family(pr['kernel'])} | {pr['name']} | {work} ({func}) | {pr['calls']} "
+                    f"({pr['clean'] * 100:.0f}%) | {t['mean'] / 1e3:.2f} / {t['p50'] / 1e3:.2f} / {t['p90'] / 1e3:.2f} "
+                    f"| {e['mean'] * 100:+.1f}% | {e['p50'] * 100:+.1f}% | {e['p90'] * 100:+.1f}% "
+                    f"| {cov['mean'][0] / 1e3:.2f} / {cov['p50'][0] / 1e3:.2f} | {ok[0]}, {ok[1]} |")
+    return rows
+
+
+def _rel(path: str) -> str:
+    """A recording's name without the machine's folders: KERNEL/SCENARIO/FILE."""
+    return "/".join(os.path.abspath(path).split(os.sep)[-3:])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--s31", action="append", default=[], help="a <kernel>/s31-icount-truth folder")
+    ap.add_argument("-o", default=os.path.join(corpus.ROOT, "ftflame", "correct", "model_error.json"))
+    ap.add_argument("--table", action="store_true", help="print the pairs as a markdown table only")
+    a = ap.parse_args(argv)
+    pairs = []
+    for name in PAIRS:
+        pr = measure(name, a.s31)
+        if pr is None:
+            print(f"{name}: not recorded here, left out", file=sys.stderr)
+            continue
+        print(f"{name}: {pr.kernel}, {pr.calls} calls, mean {pr.error['mean']:+.2%}, "
+              f"p50 {pr.error['p50']:+.2%}, p90 {pr.error['p90']:+.2%}", file=sys.stderr)
+        pairs.append(pr)
+    if a.table:
+        print("\n".join(table([pr.as_json() for pr in pairs])))
+        return 0
+    doc = modelerror.document([pr.as_json() for pr in pairs])
+    from ftflame.output import write_atomic
+
+    write_atomic(a.o, json.dumps(doc, indent=1) + "\n")
+    print(f"wrote {a.o}: {len(pairs)} pairs", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+__all__ = ["PAIRS", "Pair", "measure", "np"]

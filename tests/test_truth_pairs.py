@@ -1,0 +1,157 @@
+"""Every truth pair against its root-only truth, and the printed 95%
+intervals against the truth (issue 38; docs/overhead.md "Accuracy on every
+truth pair" and "Uncertainty").
+
+A truth pair: one workload recorded root-only (the truth) and with the whole
+graph in one deterministic (icount) boot, with the boot's empty-call
+calibration trio (tests/helpers/truthpairs.py). These are measurements, not
+timings: the icount clock counts instructions, the same on every machine.
+
+Acceptance (issue 38): the corrected mean within 5% of the truth, p50 within
+10%, p90 within 15%, with at least 95% of the root calls clean. A pair that
+misses today is xfail (strict: the fix shows) with its figures in the reason;
+the bounds are never loosened for it."""
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from ftflame.correct import modelerror
+from helpers import truthpairs as tp
+
+BOUNDS = {"mean": 0.05, "p50": 0.10, "p90": 0.15}
+
+# What misses the acceptance today, with the figures (corrected / truth - 1).
+MISSES = {
+    "k6.1/s15": "mean -7.2% (the plain truth's one 68 us call, no counterpart among the whole graph's "
+                "clean calls; p90 -14.9%)",
+    "k6.12/s16": "p90 -22.9% (the plain truth's slow group, task work the whole graph does not run)",
+    "k5.10/s31-1": "p90 -25.1% (mean -2.9%, p50 +0.4%): the plain truth's slow group, its p90 21.80 us "
+                   "where its two twins' are 18.18 and 16.23",
+}
+# The printed interval with the pair left out of the model's error
+# (leave-one-pair-out) that does not hold the truth today.
+NOT_COVERED = {
+    "k6.1/s15": "mean: -7.2% off, the other 6.1 pairs miss by 2.2% at most: +-0.64 us against 0.74 us off",
+}
+
+
+@functools.cache
+def measured(name: str, model_error: bool = False, leave_out: bool = False):
+    return tp.measure(name, model_error=model_error, leave_out=leave_out)
+
+
+def recorded(name: str):
+    pr = measured(name)
+    if pr is None:
+        pytest.skip(f"{name}: its recordings are neither in tests/data/fixtures nor in a full corpus "
+                    "(make fixtures)")
+    return pr
+
+
+def pair_params(reasons: dict):
+    return [pytest.param(n, marks=pytest.mark.xfail(reason=reasons[n], strict=True)) if n in reasons else n
+            for n in tp.PAIRS]
+
+
+@pytest.mark.parametrize("name", pair_params(MISSES))
+def test_corrected_root_against_its_truth(name):
+    """Corrected mean, p50 and p90 of the root function's clean calls (the
+    figures every output prints) against the root-only recording."""
+    pr = recorded(name)
+    assert pr.clean >= 0.95, f"{name}: {pr.clean:.1%} of the root calls clean"
+    for k, bound in BOUNDS.items():
+        assert abs(pr.error[k]) <= bound, f"{name} {k}: {pr.error[k]:+.2%}"
+
+
+@pytest.mark.parametrize("name", pair_params(NOT_COVERED))
+def test_the_printed_interval_holds_the_truth_on_a_pair_it_was_not_set_on(name):
+    """The truth inside the printed 95% interval of the corrected mean and
+    p50 (the calibration's sampling spread plus the model's error of the
+    kernel family), the model's error measured on the OTHER pairs of the
+    family (leave-one-pair-out). A family with one pair has no error left
+    to measure: its interval says the model's error is not in it."""
+    pr = recorded(name)
+    fam = modelerror.for_kernel(pr.kernel, leave_out=name)
+    if fam is None:
+        pytest.skip(f"{name}: the only truth pair of its kernel family")
+    got = measured(name, model_error=True, leave_out=True)
+    for k in ("mean", "p50"):
+        off = abs(got.corrected[k] - got.truth[k])
+        assert off <= got.half_widths[k], f"{name} {k}: {off:.0f} ns off, +-{got.half_widths[k]:.0f} ns"
+
+
+@pytest.mark.parametrize("name", list(tp.PAIRS))
+def test_the_printed_interval_holds_every_pair_it_was_set_on(name):
+    """With every pair of the family in the model's error (as printed), the
+    interval holds each pair's truth: the table is the recordings', not
+    typed (the pair's figures in model_error.json are those measured here)."""
+    pr = recorded(name)
+    doc = {p["name"]: p for p in modelerror.table()["pairs"]}
+    assert name in doc, f"{name} is recorded but not in model_error.json: run make model-error"
+    for k in ("mean", "p50", "p90"):
+        assert doc[name]["corrected_ns"][k] == pytest.approx(pr.corrected[k], abs=0.1)
+        assert doc[name]["truth_ns"][k] == pytest.approx(pr.truth[k], abs=0.1)
+    got = measured(name, model_error=True)
+    for k in ("mean", "p50"):
+        assert abs(got.corrected[k] - got.truth[k]) <= got.half_widths[k], k
+
+
+def test_model_error_is_the_largest_miss_of_the_family():
+    doc = modelerror.table()
+    assert doc["schema"] == modelerror.SCHEMA and doc["pairs"]
+    for fam, row in doc["families"].items():
+        pairs = [p for p in doc["pairs"] if modelerror.family(p["kernel"]) == fam]
+        assert row["pairs"] == [p["name"] for p in pairs]
+        for k in ("mean", "p50", "p90"):
+            assert row[k] == pytest.approx(max(modelerror.miss(p, k) for p in pairs), abs=1e-5)
+    assert modelerror.family("Linux virtme-ng 6.12.117+deb12-amd64 x86_64") == "6.12"
+    assert modelerror.family("7.3.4+deb13-amd64") == "7.3"
+    assert modelerror.family("") is None and modelerror.family("x86_64") is None
+
+
+def test_an_interval_says_what_it_is_made_of(monkeypatch):
+    """Every output's interval label comes from uncertainty.made_of: with
+    the model's error where a truth pair of the kernel family exists; where
+    none does, that it is the sampling spread alone; with the in-trace
+    estimate, that there is none and why."""
+    from conftest import fixture, profile_of
+    from ftflame.correct import uncertainty
+    from ftflame.correct.calibration import estimate_in_trace, for_profile
+    from ftflame.correct.corrections import correct
+
+    cal, _ = tp.calibration("k6.1/s15-icount-calib", [])
+    p = profile_of(fixture("k6.1/s15-icount-calib/trace-full.dat"))
+    q = correct(p, for_profile(cal, p))
+    made = uncertainty.made_of(q)
+    assert made["calibration_sampling"] and made["model_error"]["family"] == "6.1"
+    assert "model's own error on kernel 6.1" in made["text"]
+    i = q.functions.index("nfsd3_proc_write")
+    with_model = uncertainty.stat_half_widths(q)["functions", "incl"]
+    alone = uncertainty.stat_half_widths(q, model=False)["functions", "incl"]
+    assert with_model[3][i] > alone[3][i] and with_model[4][i] > alone[4][i]
+
+    # no pair of this kernel's family: the sampling spread alone, said
+    doc = dict(modelerror.table())
+    doc["pairs"] = [pr for pr in doc["pairs"] if modelerror.family(pr["kernel"]) != "6.1"]
+    monkeypatch.setattr(modelerror, "table", lambda path=modelerror.FILE: doc)
+    q2 = correct(p, for_profile(cal, p))
+    made = uncertainty.made_of(q2)
+    assert made["model_error"] is None and "ONLY" in made["text"] and "kernel 6.1" in made["text"]
+    assert uncertainty.stat_half_widths(q2)["functions", "incl"][3][i] == pytest.approx(alone[3][i])
+
+    est = correct(p, estimate_in_trace(p))
+    made = uncertainty.made_of(est)
+    assert uncertainty.stat_half_widths(est) is None
+    assert made["text"].startswith("no 95% intervals: the in-trace estimate has no sampling spread")
+
+
+def test_an_interval_of_histogram_values_holds_the_value():
+    """6.12's O_in (s20: the NULL procedure as a leaf, 709.7 ns exact, every
+    leaf in the 719.5 ns bucket of the histogram) got the interval [719.5,
+    719.5], which does not hold it: the interval was then left out of every
+    output (calibration.intervals). It is kept around the exact mean."""
+    cal, _ = tp.calibration("k6.12/s20-icount-volume", [])
+    lo, hi = cal.details["o_in"]["ci95_ns"]
+    assert lo <= cal.o_in_ns <= hi
