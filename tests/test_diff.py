@@ -585,7 +585,8 @@ def test_every_diff_option_is_set_from_a_diff_flag():
 
     examples = {"raw": (["--raw"], True), "min_change": (["--min-change", "2"], 0.02),
                 "calibration": (["--calibration", "none"], "none"), "irqs": (["--irqs", "include"], "include"),
-                "runs_identical": (["--runs-identical"], True)}
+                "runs_identical": (["--runs-identical"], True),
+                "focus": (["--focus", "f", "--focus", "g", "--focus", "f"], ("f", "g"))}
     flags = diff_flags()
     for field in dataclasses.fields(DiffOptions):
         assert field.name in flags, f"DiffOptions.{field.name} has no flag of its own"
