@@ -128,10 +128,14 @@ demo: setup  ## write reports of the bundled sample trace into out/
 # every bash, sleep and fake they start loads libasan. So are the batch tests
 # (-m batch, tests/test_batch.py): process pools and a Dask cluster, each
 # worker loading libasan, for no C that tests/test_parquet.py does not run.
+# So is tests/test_diff_runs.py: the diff's statistics over six repeated runs
+# (numpy), about 2.5 minutes under ASan, whose reading of six traces every
+# fixture test runs already (CI's 90 minutes).
 # allocator_may_return_null:
 # an allocation larger than ASan supports returns NULL, as libc's would, so
 # running out of memory stays the MemoryError the tests expect, not an abort.
-ASAN_PYTEST := -m "not browser and not batch" $(foreach f,$(wildcard tests/test_collect_*.py),--ignore=$(f))
+ASAN_PYTEST := -m "not browser and not batch" $(foreach f,$(wildcard tests/test_collect_*.py),--ignore=$(f)) \
+               --ignore=tests/test_diff_runs.py
 # The traces: tests/data/fixtures, and the full corpus when there is one
 # (FTFLAME_FIXTURES=DIR, else ../shared/fixtures): see tests/helpers/corpus.py. -rs
 # lists every skipped test with its reason at the end; pytest's exit code 5
