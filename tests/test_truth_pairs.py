@@ -29,6 +29,11 @@ MISSES = {
     "k6.12/s16": "p90 -22.9% (the plain truth's slow group, task work the whole graph does not run)",
     "k5.10/s31-1": "p90 -25.1% (mean -2.9%, p50 +0.4%): the plain truth's slow group, its p90 21.80 us "
                    "where its two twins' are 18.18 and 16.23",
+    "k6.1/s31-2": "p90 -17.9% (mean -0.7%, p50 +0.7%): the plain truth's slow group, its p90 20.49 us where "
+                  "its two twins' are 16.60 and 16.91",
+    "k6.12/s31-2": "mean -5.35% (p50 -2.2%, p90 -1.5%; its twins -3.8% and -4.2%): 6.12's corrected means "
+                   "of s31 sit 4-5% under the truth where s19/s20's sit 2-4% over it, one kernel, one "
+                   "workload: not explained yet (docs/overhead.md)",
 }
 # The printed interval with the pair left out of the model's error
 # (leave-one-pair-out) that does not hold the truth today.
@@ -88,6 +93,8 @@ def test_the_printed_interval_holds_every_pair_it_was_set_on(name):
     interval holds each pair's truth: the table is the recordings', not
     typed (the pair's figures in model_error.json are those measured here)."""
     pr = recorded(name)
+    if name in tp.HELD_OUT:
+        pytest.skip(f"{name}: held out of the model's error (truthpairs.HELD_OUT)")
     doc = {p["name"]: p for p in modelerror.table()["pairs"]}
     assert name in doc, f"{name} is recorded but not in model_error.json: run make model-error"
     for k in ("mean", "p50", "p90"):
@@ -96,6 +103,20 @@ def test_the_printed_interval_holds_every_pair_it_was_set_on(name):
     got = measured(name, model_error=True)
     for k in ("mean", "p50"):
         assert abs(got.corrected[k] - got.truth[k]) <= got.half_widths[k], k
+
+
+@pytest.mark.parametrize("name", tp.HELD_OUT)
+def test_the_printed_interval_holds_the_pairs_held_out(name):
+    """6.1's s31 boot, recorded last and never in model_error.json: the
+    interval every output prints (sampling plus the 6.1 family's model error
+    from the other pairs) holds its truth, mean and p50."""
+    pr = recorded(name)
+    assert name not in {p["name"] for p in modelerror.table()["pairs"]}
+    got = measured(name, model_error=True)
+    for k in ("mean", "p50"):
+        off = abs(got.corrected[k] - got.truth[k])
+        assert off <= got.half_widths[k], f"{name} {k}: {off:.0f} ns off, +-{got.half_widths[k]:.0f} ns"
+    assert pr.clean >= 0.95
 
 
 def test_model_error_is_the_largest_miss_of_the_family():

@@ -50,6 +50,12 @@ for _k in ("k5.10", "k6.1", "k6.12", "k7.x"):
 # 7.x with funcgraph-args: its own trio (trace-args-null ...), one write pair
 PAIRS["k7.x/s31-args"] = ("k7.x/s31-icount-truth", "args-root", "args-full", "nfsd3_proc_write")
 
+# Measured, never written into model_error.json: 6.1's s31 boot, recorded last
+# (6.1.0-57, 2026-11-28) and kept out of the model's error so that the printed
+# intervals are checked on pairs that did not set them
+# (tests/test_truth_pairs.py::test_the_printed_interval_holds_the_pairs_held_out).
+HELD_OUT = ("k6.1/s31-1", "k6.1/s31-2", "k6.1/s31-3", "k6.1/s31-mix")
+
 TRIO = ("null", "dispatch-root", "dispatch-full")
 STATS = ("mean", "p50", "p90")
 _COLS = {"mean": 3, "p50": 4, "p90": 5}  # corrections.STAT_NAMES
@@ -206,11 +212,11 @@ def main(argv=None) -> int:
     if a.table:
         print("\n".join(table([pr.as_json() for pr in pairs])))
         return 0
-    doc = modelerror.document([pr.as_json() for pr in pairs])
+    doc = modelerror.document([pr.as_json() for pr in pairs if pr.name not in HELD_OUT])
     from ftflame.output import write_atomic
 
     write_atomic(a.o, json.dumps(doc, indent=1) + "\n")
-    print(f"wrote {a.o}: {len(pairs)} pairs", file=sys.stderr)
+    print(f"wrote {a.o}: {len(doc['pairs'])} pairs ({', '.join(HELD_OUT)} held out)", file=sys.stderr)
     return 0
 
 
@@ -218,4 +224,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["PAIRS", "Pair", "measure", "np"]
+__all__ = ["HELD_OUT", "PAIRS", "Pair", "measure", "np"]
