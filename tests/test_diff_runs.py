@@ -24,18 +24,18 @@ SLOW_FN = "shmem_alloc_and_add_folio"  # ~70-180 us per call (corrected), one ca
 FAST_FN = "get_task_policy"  # ~1 us per call, three calls per request
 
 
-def repeat_runs() -> list:
-    """The six repeated runs' trace.dat, or skip."""
-    curated = [os.path.join(corpus.CURATED, f"k6.12/s30-repeat/run{i}/trace.dat") for i in range(1, 7)]
+def repeat_runs(kernel: str = "k6.12") -> list:
+    """The six repeated runs' trace.dat (k6.12, or k7.x: curated only), or skip."""
+    curated = [os.path.join(corpus.CURATED, f"{kernel}/s30-repeat/run{i}/trace.dat") for i in range(1, 7)]
     if all(os.path.exists(p) for p in curated):
         return curated
     base = os.environ.get("FTFLAME_REPEAT_RUNS")
     if base:
-        given = [os.path.join(base, f"run{i}", "k6.12", "s30-repeat", "trace.dat") for i in range(1, 7)]
+        given = [os.path.join(base, f"run{i}", kernel, "s30-repeat", "trace.dat") for i in range(1, 7)]
         if all(os.path.exists(p) for p in given):
             return given
-    pytest.skip("no six repeated runs (tests/data/fixtures/k6.12/s30-repeat/run1..6, or FTFLAME_REPEAT_RUNS=DIR "
-                "holding run1..6/k6.12/s30-repeat/trace.dat)")
+    pytest.skip(f"no six repeated runs (tests/data/fixtures/{kernel}/s30-repeat/run1..6, or FTFLAME_REPEAT_RUNS=DIR "
+                f"holding run1..6/{kernel}/s30-repeat/trace.dat)")
 
 
 # ---- the helper, on hand-made text ---------------------------------------------
@@ -102,15 +102,16 @@ def test_inject_a_leaf(handmade):
 # ---- the six repeated runs -------------------------------------------------------
 
 @pytest.mark.slow
-def test_unchanged_runs_give_no_verdict_and_one_run_says_what_it_cannot_measure():
-    """Every 3 + 3 split (10) and every pair (15) of the six runs: no
-    faster/slower verdict for any root, operation, function or path in at
-    least 95% of them (measured: none in any); one run a side says that
-    run-to-run variation is not measured."""
+@pytest.mark.parametrize("kernel", ["k6.12", "k7.x"])
+def test_unchanged_runs_give_no_verdict_and_one_run_says_what_it_cannot_measure(kernel):
+    """Every 3 + 3 split (10) and every pair (15) of the six runs, on each
+    kernel: no faster/slower verdict for any root, operation, function or
+    path in at least 95% of them (measured: none in any); one run a side
+    says that run-to-run variation is not measured."""
     from ftflame.report import diff_text
     from helpers import repeats
 
-    runs = repeats.read(repeat_runs())
+    runs = repeats.read(repeat_runs(kernel))
     rows = repeats.null_table(runs, 3) + repeats.null_table(runs, 1)
     assert len(rows) == 25  # each run summed once (model.run_items is a view of its Profile)
     s = repeats.summary(rows)
