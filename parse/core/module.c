@@ -93,12 +93,12 @@ static int64_t narrow_max = INT32_MAX;
 enum {
 	SCOL_NODE, SCOL_PID, SCOL_CPU, SCOL_FLAGS, SCOL_CALLTIME, SCOL_DUR, SCOL_DESC, SCOL_IRQ,
 	SCOL_OFFCPU, SCOL_IRQ_CALLS, SCOL_IRQ_ROOTS, SCOL_LEAF_MIN, SCOL_LEAVES, SCOL_OP,
-	SCOL_SCHED, SCOL_SCHED_CALLS, SCOL_SCHED_OUTS, SCOL_OFFCPU_CALLS, SCOL_SWITCHES,
+	SCOL_SCHED, SCOL_SCHED_CALLS, SCOL_SCHED_OUTS, SCOL_OFFCPU_CALLS, SCOL_SWITCHES, SCOL_RETVAL,
 	SAMPLE_COLS
 };
 static const char *const sample_columns[] = {
 	"node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu", "irq_calls", "irq_roots",
-	"leaf_min", "leaves", "op", "sched", "sched_calls", "sched_outs", "offcpu_calls", "switches",
+	"leaf_min", "leaves", "op", "sched", "sched_calls", "sched_outs", "offcpu_calls", "switches", "retval",
 };
 _Static_assert(sizeof(sample_columns) / sizeof(sample_columns[0]) == SAMPLE_COLS, "a name per sample column");
 
@@ -649,6 +649,7 @@ static PyObject *samples_table(ftf_builder *b)
 		sr[SCOL_SCHED_OUTS] = (int64_t)s->sched_outs;
 		sr[SCOL_OFFCPU_CALLS] = (int64_t)s->offcpu_calls;
 		sr[SCOL_SWITCHES] = (int64_t)s->switches;
+		sr[SCOL_RETVAL] = (int64_t)s->retval;
 		if (i && i % SAMPLE_GIVE_BACK == 0) {
 			ftf_sample *less = realloc(b->samples, i * sizeof(*less));
 			if (less) /* a failed shrink leaves the block as it was */
@@ -1545,6 +1546,7 @@ PyMODINIT_FUNC PyInit__core(void)
 	PyModule_AddIntConstant(m, "SAMPLE_GAP", FTF_SAMPLE_GAP);
 	PyModule_AddIntConstant(m, "SAMPLE_PARTIAL", FTF_SAMPLE_PARTIAL);
 	PyModule_AddIntConstant(m, "SAMPLE_IRQ", FTF_SAMPLE_IRQ);
+	PyModule_AddIntConstant(m, "SAMPLE_RET", FTF_SAMPLE_RET);
 	PyModule_AddIntConstant(m, "TEXT_LINES", FTF_TEXT_LINES);
 	PyModule_AddIntConstant(m, "TEXT_MAIL", FTF_TEXT_MAIL);
 	PyModule_AddIntConstant(m, "SLOWEST_DEFAULT", FTF_SLOWEST_DEFAULT);
