@@ -619,8 +619,11 @@ static PyObject *hists_tuple(const ftf_builder *b, int excl)
  * builder's rows are given back as they are copied, last first, a block at a
  * time (a shrinking realloc of a mapped block unmaps its tail): the table and
  * the rows are not both whole at once, which on a trace of many short root
- * calls was most of the read's peak. The builder keeps nsamples, not the rows. */
-#define SAMPLE_GIVE_BACK (1u << 16)
+ * calls was most of the read's peak. The builder keeps nsamples, not the rows.
+ * The block given back at a time is the peak's lag (both rows of its root
+ * calls at once): 2^16 rows were ~25 bytes a root call of a read of 400,000,
+ * 2^14 are a quarter of that, for four times the (mremap) shrinks. */
+#define SAMPLE_GIVE_BACK (1u << 14)
 static PyObject *samples_table(ftf_builder *b)
 {
 	PyObject *samples = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)b->nsamples * SAMPLE_COLS * 8);
