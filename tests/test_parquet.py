@@ -11,8 +11,8 @@ import os
 
 import numpy as np
 import pytest
-
 import test_retvals
+
 from conftest import fixture, fixture_id, profile_of
 from ftflame.cli import main
 from ftflame.correct.stage import CorrectionOptions, correct_for_report
