@@ -327,7 +327,7 @@ def root_calls_table(p: Profile, lo: int = 0, hi: int | None = None) -> pa.Table
     """The JSON's `root_calls[]`, one row per root call in its order (rows
     lo..hi of it): start on the trace's clock, task, CPU, operation, raw and
     corrected duration (null for a gap call: left out of the correction),
-    clean (not across a gap)."""
+    clean (not across a gap), return value (null where none was recorded)."""
     total = len(p.samples)
     hi = total if hi is None else min(hi, total)
     lo = min(lo, hi)
@@ -341,6 +341,7 @@ def root_calls_table(p: Profile, lo: int = 0, hi: int | None = None) -> pa.Table
     func = p.col("func")[col("node")] if n else np.zeros(0, np.int64)
     op = col("op")
     corr = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)[lo:hi] if total else np.zeros(0)
+    ret, has_ret = p.root_returns(lo, hi)
     return pa.table({
         "root_call": _i(np.arange(lo, hi)), "function": _names(func, p.funcs),
         "pid": _i(col("pid")), "cpu": _i(col("cpu")), "start_ns": _i(col("calltime")), "dur_ns": _i(col("dur")),
@@ -349,6 +350,7 @@ def root_calls_table(p: Profile, lo: int = 0, hi: int | None = None) -> pa.Table
         "descendants": _i(col("desc")), "irq_ns": _i(col("irq")),
         "offcpu_ns": _i(col("offcpu"), None if p.offcpu_known else np.ones(n, bool)),
         "gap": _b(gap), "partial": _b(flags & SAMPLE_PARTIAL), "irq": _b(flags & SAMPLE_IRQ),
+        "ret": _i(ret, ~has_ret),
     })
 
 

@@ -22,6 +22,8 @@ def test_core_and_profile_name_the_same_columns():
     assert _core.RETVAL_COLUMNS == profile.RETVAL_COLUMNS
     assert len(_core.NODE_COLUMNS) == _core.NODE_COLS
     assert _core.TREE_MAX_CALLS == profile.TREE_MAX_CALLS
+    assert (_core.SAMPLE_GAP, _core.SAMPLE_PARTIAL, _core.SAMPLE_IRQ, _core.SAMPLE_RET) == \
+        (profile.SAMPLE_GAP, profile.SAMPLE_PARTIAL, profile.SAMPLE_IRQ, profile.SAMPLE_RET)
     profile.check_core_columns(_core)
 
 

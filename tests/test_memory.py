@@ -113,7 +113,7 @@ print(len(p.samples), (status("VmHWM") - before) * 1024)
 @rss_bound
 def test_the_read_of_many_root_calls_holds_one_row_each(tmp_path):
     """The read's high-water mark per root call: the exported table's row
-    (152 bytes) and the builder's (136) were both whole at its end; the
+    (160 bytes) and the builder's (144) were both whole at its end; the
     builder's are now given back as they are copied."""
     import subprocess
     import sys

@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 import pytest
+import test_retvals
 
 from conftest import fixture, fixture_id, profile_of
 from ftflame.cli import main
@@ -19,6 +20,7 @@ from ftflame.model.errors import InputError
 from ftflame.parse import build_events
 from ftflame.report import jsonout, parquet
 from helpers import corpus
+from helpers import datwriter as dw
 
 duckdb = pytest.importorskip("duckdb", reason="duckdb is in the test extras (pip install -e '.[test]')")
 
@@ -188,3 +190,58 @@ def test_a_failed_write_leaves_the_old_folder_and_no_temporary(tmp_path, monkeyp
         parquet.write_folder(out, p)
     assert {n: os.path.getmtime(os.path.join(out, n)) for n in os.listdir(out)} == before
     assert os.listdir(tmp_path) == ["r.parquet"]
+
+
+# Root calls that each return one of these (the recorded long): 0, a count,
+# an int's -EIO (upper half clear), -EIO as a long, -4096 (no error code) and
+# a pointer; the Parquet `ret` holds them as the kernel prints them, signed.
+ROOT_RETS = [(0, 0), (4096, 4096), (test_retvals.INT_MINUS_5, -5), (-5, -5), (-4096, -4096),
+             (test_retvals.POINTER, test_retvals.POINTER - 2 ** 64)]
+
+
+def _root_rets(path, tmp_path, *extra) -> list:
+    out = tmp_path / "r.parquet"
+    assert main(["report", str(path), "-o", str(out) + "/", "-q", *extra]) == 0
+    return duckdb.connect().execute(
+        f"SELECT ret FROM read_parquet('{out}/root_calls.parquet') ORDER BY root_call").fetchall()
+
+
+@pytest.mark.parametrize("reader", ["builtin", "libtracecmd"])
+def test_root_calls_carry_their_return_values(tmp_path, reader):
+    """A hand-made trace.dat with the 6.5 exit layout (a retval field), its
+    root calls returning a value each: `ret` of every root call is the value
+    written, from both readers (a child's return value is not its root's)."""
+    path = tmp_path / "retval.dat"
+    roots = [("svc_process", 9000 + 100 * k, raw, [("nfsd_dispatch", 8000, 1, [])])
+             for k, (raw, _) in enumerate(ROOT_RETS)]
+    test_retvals.dat_trace(path, roots=roots)
+    assert _root_rets(path, tmp_path, "--reader", reader) == [(want,) for _, want in ROOT_RETS]
+
+
+def test_root_calls_return_values_from_text(tmp_path):
+    """The text reader's forms: `} /* f = -5 */`, `} /* f ret=0x10 */`, a
+    leaf's `/* = -13 */`; a root whose `}` prints no value has none (null)."""
+    path = tmp_path / "retval.txt"
+    lines = ["# tracer: function_graph", "#", "# CPU  DURATION                  FUNCTION CALLS",
+             "# |     |   |                     |   |   |   |",
+             " 0)               |  svc_process() {", " 0)   0.200 us    |    nfsd_dispatch(); /* = 0x1 */",
+             " 0)   1.000 us    |  } /* svc_process = -5 */",
+             " 0)               |  svc_process() {", " 0)   0.200 us    |    nfsd_dispatch(); /* = 0x1 */",
+             " 0)   1.100 us    |  } /* svc_process ret=0x10 */",
+             " 0)   0.300 us    |  inode_permission(); /* = -13 */",
+             " 0)               |  svc_process() {", " 0)   0.200 us    |    nfsd_dispatch(); /* = 0x1 */",
+             " 0)   1.200 us    |  }"]
+    path.write_text("\n".join(lines) + "\n")
+    assert _root_rets(path, tmp_path) == [(-5,), (0x10,), (-13,), (None,)]
+
+
+def test_root_calls_without_return_values_are_null(tmp_path):
+    """A 6.1 layout (no retval field): a `ret` column of nulls, typed int64
+    as in every other trace's table (a dataset's files share one schema)."""
+    path = tmp_path / "plain.dat"
+    dw.write_v6(str(path), [dw.nested_call_pages()])
+    rets = _root_rets(path, tmp_path)
+    assert rets and rets == [(None,)] * len(rets)
+    import pyarrow.parquet as pq
+
+    assert str(pq.read_schema(str(tmp_path / "r.parquet" / "root_calls.parquet")).field("ret").type) == "int64"

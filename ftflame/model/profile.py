@@ -63,7 +63,7 @@ NODE_SPARSE = frozenset(("irq", "irq_calls", "offcpu", "gap_irq", "gap_irq_calls
 NODE_DTYPES = tuple(np.dtype("<i4") if c in NODE_NARROW else np.dtype("<i8") for c in NODE_COLUMNS)
 SAMPLE_COLUMNS = ("node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu",
                   "irq_calls", "irq_roots", "leaf_min", "leaves", "op", "sched", "sched_calls", "sched_outs",
-                  "offcpu_calls", "switches")
+                  "offcpu_calls", "switches", "retval")
 # The calls of a kept slowest root call (parse/core/root_calls.c), entry order:
 # they cross from the core as 20-byte records of these 32-bit fields
 # (ftf_rec) and, for the figures a record does not hold, extras (record,
@@ -112,6 +112,7 @@ NODE_PARTIAL = 4
 SAMPLE_GAP = 1
 SAMPLE_PARTIAL = 2
 SAMPLE_IRQ = 4
+SAMPLE_RET = 8  # the root call's exit recorded a return value: sample column "retval" holds it
 KEPT_BY_RAW = 1  # KeptTrees.by: kept among the slowest by raw duration
 KEPT_BY_CORRECTED = 2  # ...by on-CPU task time (duration less off-CPU, irq and switch work)
 CALL_DONE = 1  # CALL_COLUMNS flags (parse/core/builder.h ftf_rec_flags)
@@ -724,6 +725,14 @@ class Profile:
 
     def scol(self, name: str) -> np.ndarray:
         return self.samples[:, _SAMPLE_INDEX[name]] if len(self.samples) else np.zeros(0, np.int64)
+
+    def root_returns(self, lo: int = 0, hi: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(return value, whether its exit recorded one) of root calls lo..hi:
+        the value signed as the kernel's printer reads it (retval_signed: an
+        int's -EIO recorded as 0xfffffffb is -5), 0 where none. Rows at a
+        time: a table written in chunks makes no whole column for it."""
+        flags, raw = self.scol("flags")[lo:hi], self.scol("retval")[lo:hi]
+        return retval_signed(raw), (flags & SAMPLE_RET) != 0
 
     @property
     def offcpu_known(self) -> bool:

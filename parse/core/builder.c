@@ -1302,8 +1302,10 @@ static void sched_frame_done(ftf_task *t, const ftf_frame *f, uint64_t dur, uint
 	t->sched.outs = f->sched_at.outs + on + (t->irq_roots - f->irq_roots_at);
 }
 
-/* Pop the top frame as a completed call of duration dur. */
-static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu, uint64_t calltime)
+/* Pop the top frame as a completed call of duration dur; ret: the return
+ * value its exit recorded, NULL: none (a root call's sample keeps it). */
+static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu, uint64_t calltime,
+			 const uint64_t *ret)
 {
 	ftf_frame f = t->stack[--t->n];
 	uint64_t moved = 0;
@@ -1434,7 +1436,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 			.node = f.node, .pid = (int32_t)(t->key >> 63 ? 0 : t->key), .cpu = cpu,
 			.flags = (f.gap ? FTF_SAMPLE_GAP : 0) |
 				 ((b->nodes[f.node].flags & FTF_NODE_PARTIAL) ? FTF_SAMPLE_PARTIAL : 0) |
-				 (f.irq ? FTF_SAMPLE_IRQ : 0),
+				 (f.irq ? FTF_SAMPLE_IRQ : 0) | (ret ? FTF_SAMPLE_RET : 0),
 			.calltime = calltime, .dur = dur, .desc = desc, .irq = irq, .offcpu = off,
 			.irq_calls = irq_calls, .irq_roots = t->irq_roots - t->root_irq_roots_at,
 			.leaf_min = t->root_leaf_min == UINT64_MAX ? 0 : t->root_leaf_min,
@@ -1443,6 +1445,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 			.sched = sw.ns, .sched_calls = sw.calls, .sched_outs = sw.outs,
 			.offcpu_calls = sw.offcpu_calls,
 			.switches = t->switch_ins - f.switch_ins_at,
+			.retval = ret ? *ret : 0,
 		};
 		uint64_t before = b->nsamples;
 		add_sample(b, &s);
@@ -1731,7 +1734,7 @@ static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *raw)
 		if (ev->has_retval)
 			ftf_calls_values(&b->root_calls, &t->tc, t->stack[t->n - 1].rec, FTF_REC_RET, FTF_EX_RETVAL,
 					 &ev->retval, 1);
-		complete_top(b, t, dur, ev->cpu, ev->calltime);
+		complete_top(b, t, dur, ev->cpu, ev->calltime, ev->has_retval ? &ev->retval : NULL);
 		if (clean && t->n)
 			t->stack[t->n - 1].window = 1;
 		return;
@@ -1912,7 +1915,7 @@ void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
 							 FTF_EX_RETVAL, &leaf.retval, 1);
 				}
 				note_inner(t, &leaf);
-				complete_top(b, t, dur, leaf.cpu, leaf.calltime);
+				complete_top(b, t, dur, leaf.cpu, leaf.calltime, leaf.has_retval ? &leaf.retval : NULL);
 				if (t->n)
 					t->stack[t->n - 1].window = 1;
 			}

@@ -257,12 +257,15 @@ typedef struct {
 	uint64_t sched_calls, sched_outs; /* its hook counts (ftf_sums) */
 	uint64_t offcpu_calls; /* (ftf_sums.offcpu_calls) */
 	uint64_t switches;  /* switch-ins inside the call with a scheduler frame on top */
+	uint64_t retval;    /* FTF_SAMPLE_RET: the call's return value as its exit recorded
+	                     * it (ftf_event.retval); 0 without */
 } ftf_sample;
 
 enum ftf_sample_flags {
 	FTF_SAMPLE_GAP = 1,     /* spans lost events / overrun / lost exits */
 	FTF_SAMPLE_PARTIAL = 2, /* entry seen but ancestors unknown */
 	FTF_SAMPLE_IRQ = 4,
+	FTF_SAMPLE_RET = 8,     /* its exit recorded a return value (retval holds it) */
 };
 
 /* Everything the tool could not account for, counted. */

@@ -93,12 +93,12 @@ static int64_t narrow_max = INT32_MAX;
 enum {
 	SCOL_NODE, SCOL_PID, SCOL_CPU, SCOL_FLAGS, SCOL_CALLTIME, SCOL_DUR, SCOL_DESC, SCOL_IRQ,
 	SCOL_OFFCPU, SCOL_IRQ_CALLS, SCOL_IRQ_ROOTS, SCOL_LEAF_MIN, SCOL_LEAVES, SCOL_OP,
-	SCOL_SCHED, SCOL_SCHED_CALLS, SCOL_SCHED_OUTS, SCOL_OFFCPU_CALLS, SCOL_SWITCHES,
+	SCOL_SCHED, SCOL_SCHED_CALLS, SCOL_SCHED_OUTS, SCOL_OFFCPU_CALLS, SCOL_SWITCHES, SCOL_RETVAL,
 	SAMPLE_COLS
 };
 static const char *const sample_columns[] = {
 	"node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu", "irq_calls", "irq_roots",
-	"leaf_min", "leaves", "op", "sched", "sched_calls", "sched_outs", "offcpu_calls", "switches",
+	"leaf_min", "leaves", "op", "sched", "sched_calls", "sched_outs", "offcpu_calls", "switches", "retval",
 };
 _Static_assert(sizeof(sample_columns) / sizeof(sample_columns[0]) == SAMPLE_COLS, "a name per sample column");
 
@@ -619,8 +619,11 @@ static PyObject *hists_tuple(const ftf_builder *b, int excl)
  * builder's rows are given back as they are copied, last first, a block at a
  * time (a shrinking realloc of a mapped block unmaps its tail): the table and
  * the rows are not both whole at once, which on a trace of many short root
- * calls was most of the read's peak. The builder keeps nsamples, not the rows. */
-#define SAMPLE_GIVE_BACK (1u << 16)
+ * calls was most of the read's peak. The builder keeps nsamples, not the rows.
+ * The block given back at a time is the peak's lag (both rows of its root
+ * calls at once): 2^16 rows were ~25 bytes a root call of a read of 400,000,
+ * 2^14 are a quarter of that, for four times the (mremap) shrinks. */
+#define SAMPLE_GIVE_BACK (1u << 14)
 static PyObject *samples_table(ftf_builder *b)
 {
 	PyObject *samples = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)b->nsamples * SAMPLE_COLS * 8);
@@ -649,6 +652,7 @@ static PyObject *samples_table(ftf_builder *b)
 		sr[SCOL_SCHED_OUTS] = (int64_t)s->sched_outs;
 		sr[SCOL_OFFCPU_CALLS] = (int64_t)s->offcpu_calls;
 		sr[SCOL_SWITCHES] = (int64_t)s->switches;
+		sr[SCOL_RETVAL] = (int64_t)s->retval;
 		if (i && i % SAMPLE_GIVE_BACK == 0) {
 			ftf_sample *less = realloc(b->samples, i * sizeof(*less));
 			if (less) /* a failed shrink leaves the block as it was */
@@ -1545,6 +1549,7 @@ PyMODINIT_FUNC PyInit__core(void)
 	PyModule_AddIntConstant(m, "SAMPLE_GAP", FTF_SAMPLE_GAP);
 	PyModule_AddIntConstant(m, "SAMPLE_PARTIAL", FTF_SAMPLE_PARTIAL);
 	PyModule_AddIntConstant(m, "SAMPLE_IRQ", FTF_SAMPLE_IRQ);
+	PyModule_AddIntConstant(m, "SAMPLE_RET", FTF_SAMPLE_RET);
 	PyModule_AddIntConstant(m, "TEXT_LINES", FTF_TEXT_LINES);
 	PyModule_AddIntConstant(m, "TEXT_MAIL", FTF_TEXT_MAIL);
 	PyModule_AddIntConstant(m, "SLOWEST_DEFAULT", FTF_SLOWEST_DEFAULT);
