@@ -300,7 +300,7 @@ bench-long: setup  ## make bench's tables on the long trace, and on it twice as 
 	@test -f $(LONG_TRACE) || { echo "bench-long: $(LONG_TRACE) is missing: run make fixture-long first" >&2; exit 2; }
 	$(PY) bench/run.py --reps 3 --roots 0 --no-diff $(LONG_TRACE)
 
-bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop; ftflame batch throughput
+bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop; ftflame batch throughput; the Perfetto output on long traces
 	$(PY) bench/run.py
 	$(PY) bench/text_long.py
 	$(PY) bench/batch.py
