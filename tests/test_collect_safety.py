@@ -642,6 +642,19 @@ def other_user():
         subprocess.run(["userdel", name], capture_output=True)
 
 
+def start_swapper(work, other_user, folder):
+    """A root-only file (the target) and the other user's SWAPPER process
+    watching `folder`: (victim, its Popen)."""
+    victim = work / "victim"
+    victim.write_text("precious\n")
+    victim.chmod(0o600)
+    (work / "swap.sh").write_text(SWAPPER)
+    swapper = subprocess.Popen(["setpriv", f"--reuid={other_user.pw_uid}", f"--regid={other_user.pw_gid}",
+                                "--clear-groups", "bash", str(work / "swap.sh"), str(folder), str(victim)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return victim, swapper
+
+
 @pytest.mark.parametrize("folder", ["owned by the user", "writable by the user's group", "default in the user's folder"])
 def test_another_user_cannot_swap_the_run_folder(work, other_user, folder):
     """H is a folder another user can change: theirs (mode 0755, as a home
@@ -659,13 +672,7 @@ def test_another_user_cannot_swap_the_run_folder(work, other_user, folder):
     else:
         os.chown(home, other_user.pw_uid, other_user.pw_gid)
         home.chmod(0o755)
-    victim = work / "victim"
-    victim.write_text("precious\n")
-    victim.chmod(0o600)
-    (work / "swap.sh").write_text(SWAPPER)
-    swapper = subprocess.Popen(["setpriv", f"--reuid={other_user.pw_uid}", f"--regid={other_user.pw_gid}",
-                                "--clear-groups", "bash", str(work / "swap.sh"), str(home), str(victim)],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    victim, swapper = start_swapper(work, other_user, home)
     try:
         out = [] if folder.startswith("default") else ["-o", str(home / "run1")]
         r = subprocess.run(["bash", str(COLLECT), "-g", "nfsd3_proc_write", "--no-calibrate", "--baseline", *out,
@@ -691,13 +698,7 @@ def test_a_sticky_folder_holds_the_run_folder_root_made(work, other_user):
     pub = work / "pub"
     pub.mkdir()
     pub.chmod(0o1777)
-    victim = work / "victim"
-    victim.write_text("precious\n")
-    victim.chmod(0o600)
-    (work / "swap.sh").write_text(SWAPPER)
-    swapper = subprocess.Popen(["setpriv", f"--reuid={other_user.pw_uid}", f"--regid={other_user.pw_gid}",
-                                "--clear-groups", "bash", str(work / "swap.sh"), str(pub), str(victim)],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    victim, swapper = start_swapper(work, other_user, pub)
     try:
         r = collect(work, pub / "run1", ["sh", "-c", "sleep 1; echo the workload output"],
                     collect_env(work), "--baseline")
