@@ -55,6 +55,18 @@ static void bad_section(dat_file *f, const char *fmt, ...)
 	}
 }
 
+/* A v7 section's 16-byte header at off: its id, flags and payload size
+ * (the string offset is not used), or -1 (a read error, said). */
+static int section_header(dat_file *f, uint64_t off, const char *what, uint16_t *id, uint16_t *flags,
+			  uint64_t *size)
+{
+	dat_cur h = { .src = &f->src, .swap = f->swap, .len = f->src.size, .pos = off, .what = what };
+	uint32_t str;
+	if (cur_u16(&h, id) < 0 || cur_u16(&h, flags) < 0 || cur_u32(&h, &str) < 0 || cur_u64(&h, size) < 0)
+		return -1;
+	return 0;
+}
+
 /* The header of a section ftflame does not read (printk, cmdlines): its id
  * and size checked against its option and the file, a note when wrong. */
 static void unread_section(dat_file *f, uint64_t off, uint16_t want, const char *what)
@@ -64,12 +76,9 @@ static void unread_section(dat_file *f, uint64_t off, uint16_t want, const char 
 			    "(%llu bytes)", what, (unsigned long long)off, (unsigned long long)f->src.size);
 		return;
 	}
-	dat_cur h = { .src = &f->src, .swap = f->swap, .len = f->src.size, .pos = off, .what = what };
 	uint16_t id, flags;
-	uint32_t str;
 	uint64_t size;
-	if (cur_u16(&h, &id) < 0 || cur_u16(&h, &flags) < 0 || cur_u32(&h, &str) < 0 ||
-	    cur_u64(&h, &size) < 0)
+	if (section_header(f, off, what, &id, &flags, &size) < 0)
 		return; /* (a read error: the read ends with it) */
 	if (id != want)
 		bad_section(f, "%s section at byte %llu: its header says section %u, not %u (a section "
@@ -392,12 +401,9 @@ static int v6_headers(dat_file *f, uint64_t start)
 static int section(dat_file *f, uint64_t off, uint16_t want, const char *what, dat_cur *out,
 		   uint8_t **owned)
 {
-	dat_cur h = { .src = &f->src, .swap = f->swap, .len = f->src.size, .pos = off, .what = what };
 	uint16_t id, flags;
-	uint32_t str;
 	uint64_t size;
-	if (cur_u16(&h, &id) < 0 || cur_u16(&h, &flags) < 0 || cur_u32(&h, &str) < 0 ||
-	    cur_u64(&h, &size) < 0)
+	if (section_header(f, off, what, &id, &flags, &size) < 0)
 		return -1;
 	if (id != want)
 		return dat_fail(&f->src, "%s section at byte %llu: its header says section %u, not %u: "
