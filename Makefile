@@ -44,7 +44,7 @@ ESLINT             := $(ESLINT_DIR)/node_modules/.bin/eslint
 # the pages whose inline <script> includes templates/*.js, in order
 JS_PAGES           := templates/report.html templates/diff.html templates/flamegraph.svg
 
-.PHONY: help setup build demo test test-damage lint test-vm bench golden model-error mutate clean setup-render-tools setup-fuzz fuzz setup-vm fixtures fixture-long bench-long
+.PHONY: help setup build demo test test-damage lint test-vm bench golden model-error mutate clean setup-render-tools setup-fuzz fuzz setup-vm fixtures fixture-long fixture-long-lost bench-long
 
 # $(call apt_install,TARGET,PACKAGES[,APT-GET OPTIONS]): install the Debian
 # packages not installed yet, saying which (one shell command line).
@@ -295,6 +295,13 @@ fixtures: setup setup-vm  ## record the full fixture corpus in qemu into FIXTURE
 LONG_TRACE := $(FIXTURES_OUT)/k6.12/s18-long/trace.dat
 fixture-long: setup setup-vm  ## record the long bench trace (8.4 M events, 86 MiB) into FIXTURES_OUT/k6.12/s18-long (3 min)
 	tests/vm/fixtures.sh $(FIXTURES_OUT) k6.12/s18-long
+
+# The same workload with a small buffer written through the 9p share, so the
+# ring buffer overwrites: millions of lost events in hundreds of gaps (the
+# shape of an overloaded recording), for the bench rows with lost events.
+LONG_LOST_TRACE := $(FIXTURES_OUT)/k6.12/s18-long-lost/trace.dat
+fixture-long-lost: setup setup-vm  ## record the long bench trace with lost events into FIXTURES_OUT/k6.12/s18-long-lost (5 min)
+	tests/vm/fixtures.sh $(FIXTURES_OUT) k6.12/s18-long-lost
 
 bench-long: setup  ## make bench's tables on the long trace, and on it twice as long (make fixture-long first)
 	@test -f $(LONG_TRACE) || { echo "bench-long: $(LONG_TRACE) is missing: run make fixture-long first" >&2; exit 2; }
