@@ -327,6 +327,11 @@ class _Writer:
         self.last_end: dict = {}  # track -> the end of its last top call written (batches follow in time per task)
         self.calls = self.clamped = 0
 
+    def tree_tracks(self, t: np.ndarray, irq_first: np.ndarray) -> np.ndarray:
+        """The track of each tree (header rows t): its task's thread track,
+        or the task's interrupts track for a root entered in interrupt context."""
+        return row_keys(self.p, t) << 4 | np.where(irq_first, TK_IRQ, TK_THREAD)
+
     # -- trees ----------------------------------------------------------
     def trees(self, head: np.ndarray, recs: np.ndarray, extras: np.ndarray) -> None:
         t = head[head[:, KIND] == SPK_TREE]
@@ -352,7 +357,7 @@ class _Writer:
         top = par < 0
         # a tree's track: its task's, apart for a root call entered in
         # interrupt context (a tree that never completed: its first call's)
-        tree_track = row_keys(self.p, t) << 4 | np.where(is_irq[np.minimum(first, n - 1)], TK_IRQ, TK_THREAD)
+        tree_track = self.tree_tracks(t, is_irq[np.minimum(first, n - 1)])
         track = tree_track[tree_of]
         start = _i64(cols["calltime"]).copy()
         dur = _i64(cols["incl"])

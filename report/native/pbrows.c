@@ -226,3 +226,60 @@ int ftf_nest_calls(const int64_t *parent, int64_t *start, int64_t *end, const in
 	free(first);
 	return (int)ne;
 }
+
+/* evented_json: speedscope's "evented" events, text: for each event (e: a
+ * call's open, -1-e: its close) `,{"type":"O","frame":F,"at":T}`, T its
+ * start (or end) less t0, F its frame; a call whose wrap is not -1 is
+ * opened inside a frame of its own (an interrupt's "[irq]") opened and
+ * closed with it. Each object has a comma before it: the caller leaves out
+ * the first of a profile. 0, -1 out of memory. */
+static char *put_i64(char *p, int64_t v)
+{
+	char tmp[24];
+	int n = 0;
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	do {
+		tmp[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*p++ = '-';
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+static char *put_event(char *p, int open, int64_t frame, int64_t at)
+{
+	static const char o[] = ",{\"type\":\"O\",\"frame\":", c[] = ",{\"type\":\"C\",\"frame\":", a[] = ",\"at\":";
+	memcpy(p, open ? o : c, sizeof(o) - 1);
+	p = put_i64(p + sizeof(o) - 1, frame);
+	memcpy(p, a, sizeof(a) - 1);
+	p = put_i64(p + sizeof(a) - 1, at);
+	*p++ = '}';
+	return p;
+}
+
+int ftf_evented_json(const int64_t *events, int64_t nev, const int64_t *frame, const int64_t *wrap,
+		     const int64_t *start, const int64_t *end, int64_t t0, ftf_pb_buf *b)
+{
+	/* an event: at most two objects of 21 + 20 + 6 + 20 + 1 bytes */
+	enum { MAX_EVENT = 2 * 72 };
+	for (int64_t k = 0; k < nev; k++) {
+		if (buf_room(b, MAX_EVENT) < 0)
+			return -1;
+		char *p = b->p + b->n;
+		int64_t e = events[k], r = e >= 0 ? e : -1 - e;
+		if (e >= 0) {
+			if (wrap[r] >= 0)
+				p = put_event(p, 1, wrap[r], start[r] - t0);
+			p = put_event(p, 1, frame[r], start[r] - t0);
+		} else {
+			p = put_event(p, 0, frame[r], end[r] - t0);
+			if (wrap[r] >= 0)
+				p = put_event(p, 0, wrap[r], end[r] - t0);
+		}
+		b->n = (size_t)(p - b->p);
+	}
+	return 0;
+}
