@@ -32,6 +32,7 @@ from ftflame.model.profile import (
     CALL_IRQ,
     CALL_RET,
     CALL_WITH_ARGS,
+    KEPT_BY_CORRECTED,
     SAMPLE_GAP,
     SAMPLE_IRQ,
     SAMPLE_PARTIAL,
@@ -304,7 +305,70 @@ def slowest_calls(p: Profile, top: int | None = None) -> tuple:
 
 def slowest_count(p: Profile) -> int:
     """How many slowest root calls were kept."""
-    return len(p.slowest_trees)
+    cols = slowest_columns(p)
+    return 0 if cols is None else len(cols["sample"])
+
+
+class Ranked(NamedTuple):
+    rows: np.ndarray  # the kept calls (indices into p.slowest_trees) that stay
+    by: np.ndarray  # per call of p.slowest_trees: KEPT_BY_RAW | KEPT_BY_CORRECTED, 0 when left out
+    slower_left_out: int  # root calls slower by corrected duration than a group's kept ones, without a tree
+
+
+def ranked_slowest(p: Profile) -> Ranked:
+    """The slowest root calls by corrected duration, exactly: per (root
+    path, operation), the KeptTrees.n calls of the core's on-CPU candidates
+    (FTF_SLOWEST_CANDIDATES x n of them) with the longest corrected
+    durations (a gap call's, unknown, last), the others' KEPT_BY_CORRECTED
+    taken off and a call kept by neither left out. A corrected duration is
+    never more than the on-CPU time the candidates were kept by, so the n
+    slowest are among them unless the candidates' own slowest n reach below
+    a call that was not kept: every root call's corrected duration is known
+    here, and such calls are counted (slower_left_out; 0 on every curated
+    trace). Without a calibration applied, the n of them with the most
+    on-CPU time (the core's ranking); n unknown: the core's sets."""
+    return p.views.get("ranked_slowest", lambda: _ranked_slowest(p))
+
+
+def _ranked_slowest(p: Profile) -> Ranked:
+    kt = p.slowest_trees
+    by = np.asarray(kt.by, dtype=np.int64).copy()
+    if not len(kt) or not kt.n or not len(p.samples):
+        return Ranked(np.arange(len(kt)), by, 0)
+    corr = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)
+    if p.calibration.applied:
+        rank_key = np.where(np.isnan(corr), np.inf, -corr)  # slowest first, unknown last
+    else:  # no corrected duration: the core's on-CPU ranking, its n slowest
+        rank_key = np.zeros(len(corr))
+        rank_key[kt.sample] = -kt.on_cpu.astype(np.float64)
+    node, op = p.scol("node").astype(np.int64), p.scol("op").astype(np.int64)
+    group = node * (len(p.operations) + 2) + (op + 1)
+    cand = np.flatnonzero(by & KEPT_BY_CORRECTED)
+    s = kt.sample[cand]
+    order = np.lexsort((s, rank_key[s], group[s]))
+    g = group[s][order]
+    first = np.r_[0, np.flatnonzero(np.diff(g)) + 1] if len(g) else np.zeros(0, np.int64)
+    rank = np.arange(len(g)) - np.repeat(first, np.diff(np.r_[first, len(g)]))
+    top = cand[order][rank < kt.n]
+    by[cand] &= ~KEPT_BY_CORRECTED
+    by[top] |= KEPT_BY_CORRECTED
+    if not p.calibration.applied:
+        return Ranked(np.flatnonzero(by != 0), by, 0)
+    # the check: per group, no root call without a tree slower than the
+    # slowest n chosen (fewer than n chosen: than none)
+    chosen = kt.sample[top]
+    ug, gi = np.unique(group[chosen], return_inverse=True)
+    low = np.full(len(ug), np.inf)
+    np.minimum.at(low, gi.reshape(-1), np.where(np.isnan(corr[chosen]), np.inf, corr[chosen]))
+    counts = np.bincount(gi.reshape(-1), minlength=len(ug))
+    low[counts < kt.n] = -np.inf
+    at = np.searchsorted(ug, group)
+    known = at < len(ug)
+    known[known] &= ug[at[known]] == group[known]
+    bar = np.where(known, low[np.minimum(at, max(len(ug) - 1, 0))], -np.inf)
+    slower = np.flatnonzero(~np.isnan(corr) & (corr > bar))
+    left_out = int(len(np.setdiff1d(slower, chosen)))
+    return Ranked(np.flatnonzero(by != 0), by, left_out)
 
 
 def slowest_columns(p: Profile) -> dict | None:
@@ -320,9 +384,11 @@ def slowest_columns(p: Profile) -> dict | None:
 
 def _slowest_columns(p: Profile) -> dict | None:
     kt = p.slowest_trees
-    if not len(kt):
+    ranked = ranked_slowest(p)
+    if not len(ranked.rows):
         return None
-    order = np.lexsort((kt.sample, -p.scol("dur")[kt.sample]))  # slowest first, then by row
+    keep = ranked.rows
+    order = keep[np.lexsort((kt.sample[keep], -p.scol("dur")[kt.sample[keep]]))]  # slowest first, then by row
     rows = kt.sample[order]
     flags = p.scol("flags")[rows]
     names = list(map(p.funcs.__getitem__, sample_roots(p)[rows].tolist()))
@@ -342,7 +408,7 @@ def _slowest_columns(p: Profile) -> dict | None:
             **{k: np.ascontiguousarray(p.scol(c)[rows]) for k, c in (
                 ("start_ns", "calltime"), ("pid", "pid"), ("cpu", "cpu"), ("dur", "dur"))},
             "corr": np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)[rows],
-            "gap": (flags & SAMPLE_GAP) != 0, "kept_by": kt.by[order]}
+            "gap": (flags & SAMPLE_GAP) != 0, "kept_by": ranked.by[order]}
 
 
 def _slowest_calls(p: Profile, top: int | None) -> tuple:
