@@ -336,17 +336,21 @@ def _ranked_slowest(p: Profile) -> Ranked:
     if not len(kt) or not kt.n or not len(p.samples):
         return Ranked(np.arange(len(kt)), by, 0)
     corr = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)
-    if p.calibration.applied:
-        rank_key = np.where(np.isnan(corr), np.inf, -corr)  # slowest first, unknown last
-    else:  # no corrected duration: the core's on-CPU ranking, its n slowest
-        rank_key = np.zeros(len(corr))
-        rank_key[kt.sample] = -kt.on_cpu.astype(np.float64)
-    node, op = p.scol("node").astype(np.int64), p.scol("op").astype(np.int64)
-    group = node * (len(p.operations) + 2) + (op + 1)
+    node, op = p.scol("node"), p.scol("op")
+    width = len(p.operations) + 2  # a (root path, operation) group: node * width + op + 1
+
+    def group(rows):
+        return node[rows].astype(np.int64) * width + op[rows].astype(np.int64) + 1
+
     cand = np.flatnonzero(by & KEPT_BY_CORRECTED)
     s = kt.sample[cand]
-    order = np.lexsort((s, rank_key[s], group[s]))
-    g = group[s][order]
+    if p.calibration.applied:  # slowest first, unknown (a gap call's) last
+        key = np.where(np.isnan(corr[s]), np.inf, -corr[s])
+    else:  # no corrected duration: the core's on-CPU ranking, its n slowest
+        key = -kt.on_cpu[cand].astype(np.float64)
+    g = group(s)
+    order = np.lexsort((s, key, g))
+    g = g[order]
     first = np.r_[0, np.flatnonzero(np.diff(g)) + 1] if len(g) else np.zeros(0, np.int64)
     rank = np.arange(len(g)) - np.repeat(first, np.diff(np.r_[first, len(g)]))
     top = cand[order][rank < kt.n]
@@ -354,20 +358,25 @@ def _ranked_slowest(p: Profile) -> Ranked:
     by[top] |= KEPT_BY_CORRECTED
     if not p.calibration.applied:
         return Ranked(np.flatnonzero(by != 0), by, 0)
-    # the check: per group, no root call without a tree slower than the
-    # slowest n chosen (fewer than n chosen: than none)
-    chosen = kt.sample[top]
-    ug, gi = np.unique(group[chosen], return_inverse=True)
+    # the check: per group, no root call slower than the slowest n chosen
+    # (fewer than n chosen: than none) without a tree; over the samples a
+    # slice at a time (a trace has millions of root calls)
+    chosen = np.sort(kt.sample[top])
+    ug, gi = np.unique(group(chosen), return_inverse=True)
+    gi = gi.reshape(-1)
     low = np.full(len(ug), np.inf)
-    np.minimum.at(low, gi.reshape(-1), np.where(np.isnan(corr[chosen]), np.inf, corr[chosen]))
-    counts = np.bincount(gi.reshape(-1), minlength=len(ug))
-    low[counts < kt.n] = -np.inf
-    at = np.searchsorted(ug, group)
-    known = at < len(ug)
-    known[known] &= ug[at[known]] == group[known]
-    bar = np.where(known, low[np.minimum(at, max(len(ug) - 1, 0))], -np.inf)
-    slower = np.flatnonzero(~np.isnan(corr) & (corr > bar))
-    left_out = int(len(np.setdiff1d(slower, chosen)))
+    np.minimum.at(low, gi, np.where(np.isnan(corr[chosen]), np.inf, corr[chosen]))
+    low[np.bincount(gi, minlength=len(ug)) < kt.n] = -np.inf
+    left_out = 0
+    step = 1 << 16
+    for a in range(0, len(corr), step):
+        rows = np.arange(a, min(a + step, len(corr)))
+        c = corr[rows]
+        gr = group(rows)
+        at = np.minimum(np.searchsorted(ug, gr), max(len(ug) - 1, 0))
+        bar = np.where(ug[at] == gr, low[at], -np.inf) if len(ug) else np.full(len(rows), -np.inf)
+        slower = rows[~np.isnan(c) & (c > bar)]
+        left_out += int((~np.isin(slower, chosen, assume_unique=True)).sum())
     return Ranked(np.flatnonzero(by != 0), by, left_out)
 
 
@@ -378,7 +387,7 @@ def slowest_columns(p: Profile) -> dict | None:
     p.slowest_trees), `kept` (its tree was kept) and `operation_of` (an
     index into `operations`, whose entries are SlowCall.operation's). A
     trace may keep a call per distinct root function: columns, not an
-    object per call."""
+    object per call. The calls are ranked_slowest's."""
     return p.views.get("slowest_columns", lambda: _slowest_columns(p))
 
 
