@@ -9,7 +9,8 @@ stretches, lost-event marks and exits without their entry) into three
 anonymous temporary files (CallStream), read back here a batch of trees at
 a time once the Profile and its corrections are made, each batch decoded
 into columns (operations.call_trees, as the slowest calls' trees are) and
-written as packets by report._rowfmt.pack_rows: memory is that of a batch,
+written as packets by report._rowfmt.pack_rows in a thread of its own
+(Pipeline) while the next batch is decoded: memory is that of two batches,
 flat in the trace's length, and no Python runs per call.
 
 What the file holds:
