@@ -142,3 +142,24 @@ def test_cli_file_and_stdout_agree_and_validate(tmp_path):
     doc = json.loads(run.stdout)
     jsonschema.validate(doc, json.loads(speedscope_schema().read_text()))
     assert any(pr["name"].startswith("calls of pid ") and len(pr["events"]) > 1000 for pr in doc["profiles"])
+
+
+def test_the_timeline_is_the_perfetto_traces(tmp_path):
+    """The same layout as the Perfetto trace's thread tracks: on a task's
+    timeline the same calls, each at the same time (from the task's first)
+    with the same duration."""
+    pb = pytest.importorskip("test_perfetto", reason="needs the perfetto package")
+    path = corpus.curated("k6.1/s01-v3-write4k/trace.dat")
+    pb.convert(path, str(tmp_path / "t.perfetto-trace"))
+    slices, _, _ = pb.read_back(str(tmp_path / "t.perfetto-trace"))
+    convert(path, str(tmp_path / "t.speedscope.json"))
+    calls = timeline_calls(json.loads((tmp_path / "t.speedscope.json").read_text()))
+    for pid in {s.track >> 4 for s in slices if s.track & 0xF == perfetto.TK_THREAD}:
+        # an interrupt's first call: "[irq] f" there, f under an [irq] frame here
+        pf = [(s.begin, s.end, s.name.removeprefix("[irq] ")) for s in slices
+              if s.track == pid << 4 | perfetto.TK_THREAD]
+        ss = [(c.begin, c.end, c.frame) for c in calls if c.profile.startswith(f"calls of pid {pid} ")]
+        assert len(pf) == len(ss) > 0
+        p0, s0 = min(pf)[0], min(ss)[0]
+        assert collections.Counter((b - p0, e - b, n) for b, e, n in pf) == \
+            collections.Counter((b - s0, e - b, n) for b, e, n in ss)
