@@ -136,6 +136,7 @@ class CallStream:
     what parse.read(call_stream=...) takes."""
 
     def __init__(self, directory: str | None = None):
+        self.directory = directory  # where a writer's own spool goes too (speedscope's)
         self.files = [tempfile.TemporaryFile(prefix="ftflame-calls-", dir=directory) for _ in range(3)]
 
     @property

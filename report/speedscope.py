@@ -30,7 +30,6 @@ All values are integer nanoseconds (unit "nanoseconds").
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 
 import numpy as np
@@ -206,12 +205,9 @@ class _EventedWriter:
     moves where a trace's times do not nest), written as evented JSON by
     report._rowfmt.evented_json into a spool file, a chunk per task and
     batch; the profiles are then each task's chunks, in order. Memory is
-    that of a batch."""
+    that of a batch (and a list of the chunks)."""
 
     def __init__(self, p: Profile, frames: list, spool, t0: int):
-        from ftflame.report import perfetto
-
-        self.pf = perfetto
         self.p, self.frames, self.spool, self.t0 = p, frames, spool, t0
         self.nfuncs = len(p.funcs)
         self.label_frame: dict = {f["name"]: i for i, f in enumerate(frames) if i >= self.nfuncs}
@@ -315,8 +311,9 @@ def write_calls(p: Profile, stream, f) -> dict:
             lo = int(calls[:, perfetto.T0].min())
             t0 = lo if t0 is None else min(t0, lo)
     frames = doc["shared"]["frames"]
-    with tempfile.TemporaryFile(prefix="ftflame-speedscope-", dir=os.path.dirname(stream.files[0].name)
-                                if isinstance(stream.files[0].name, str) else None) as spool:
+    # the events, as big as the file: beside the call stream's (beside the
+    # output: the temporary directory may be a small tmpfs)
+    with tempfile.TemporaryFile(prefix="ftflame-speedscope-", dir=getattr(stream, "directory", None)) as spool:
         out = _EventedWriter(p, frames, spool, t0 or 0)
         w = _writer_class()(p, f)
         w.out = out
