@@ -196,6 +196,10 @@ def _latency_columns(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = 
     dispatcher (one row, operation ""). split_irq: the root calls entered
     in interrupt context and the others of a function in rows of their own
     (a handler's latency is not the task's)."""
+    lean = _lean_groups(p, sel, split_irq)
+    if lean is not None:
+        cols, kroot, kop = lean
+        return _order_rows(p, cols, kroot, kop, plain)
     flags = p.scol("flags")
     at = np.flatnonzero(sel)
     # each row's root calls found by one sort of all of them, not a scan of
@@ -224,6 +228,13 @@ def _latency_columns(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = 
             "share": raw_sum / total, "corr_share": cor_sum / corr_total,
             "irq_calls": np.bincount(inv, weights=(flags[at] & SAMPLE_IRQ) != 0,
                                      minlength=len(kroot)).astype(np.int64)}
+    return _order_rows(p, cols, kroot, kop, plain)
+
+
+def _order_rows(p: Profile, cols: dict, kroot: np.ndarray, kop: np.ndarray, plain: set) -> dict:
+    """_latency_columns' groups (kroot, kop) and their columns, in the rows'
+    order, with their names."""
+    raw, calls = cols["raw"], cols["calls"]
     # a plain root's operation and how "", else its operation's (the
     # operations' tables, looked up per row in C: 100,000s of rows)
     is_plain = np.isin(kroot, np.fromiter(plain, dtype=np.int64, count=len(plain)))
@@ -239,6 +250,87 @@ def _latency_columns(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = 
                operation=list(map(op_names.__getitem__, which[order].tolist())),
                how=list(map(hows.__getitem__, how[order].tolist())))
     return out
+
+
+# Up to this many groups of root calls, _latency_columns finds each group's
+# calls with a mask, a group at a time (its figures from one scratch array
+# of its values, sorted in place): a few bytes a root call at the peak where
+# sorting all of them at once took about 100 (docs/performance.md, branch
+# rootcols). More groups (a root function per root call): all at once.
+LEAN_GROUPS = 64
+
+
+def _lean_groups(p: Profile, sel: np.ndarray, split_irq: bool) -> tuple | None:
+    """_latency_columns' columns before their order (cols, kroot, kop), the
+    groups found from the stored columns (a root call's call path, its
+    operation, its interrupt flag: a code of 4 bytes), or None when there
+    are too many groups or codes for that. The same figures as the sort of
+    all root calls: each group's values sorted alike (integer durations sum
+    exactly in any order; the corrected ones are summed sorted, as there)."""
+    rc = p.samples
+    node, op, flags, dur = rc.stored("node"), rc.stored("op"), rc.stored("flags"), rc.stored("dur")
+    if node is None or op is None or flags is None or dur is None:
+        return None
+    n = len(rc)
+    span = int(op.max()) + 2
+    ncode = p.nrows * span * 2
+    if op.min() < -1 or ncode > max(n // 4, 1 << 20):  # a count per code: at most 2 bytes a root call
+        return None
+    every = bool(sel.all())
+    code = node.astype(np.int32 if ncode < 1 << 31 else np.int64)
+    code *= span
+    code += op
+    code += 1
+    code *= 2
+    if split_irq:
+        code += (flags & SAMPLE_IRQ) != 0
+    present = np.flatnonzero(np.bincount(code if every else code[sel], minlength=ncode))
+    p_irq = present % 2
+    p_op = (present // 2) % span - 1
+    p_root = p.col("func")[present // (2 * span)].astype(np.int64)
+    kroot, kop, ginv = _groups_of(p_root, p_op, p_irq)
+    if len(kroot) > LEAN_GROUPS:
+        return None
+    table = np.full(ncode, -1, dtype=np.int8)
+    table[present] = ginv
+    del present, p_irq, p_op, p_root, ginv
+    inv = table[code]
+    del code, table
+    if not every:
+        inv[~sel] = -1
+    total = float(dur.sum(dtype=np.int64, where=sel)) or 1.0
+    sdur = np.asarray(p.corrected_or_raw.sample_dur)
+    ok = (flags & SAMPLE_GAP) == 0
+    ok &= sel
+    corr_total = float((sdur if ok.all() else sdur[ok]).sum()) or 1.0
+    raw_g, cor_g, calls, corr_calls, irq_calls = [], [], [], [], []
+    for g in range(len(kroot)):
+        m = inv == g
+        vals = dur[m].astype(np.float64)
+        vals.sort()
+        raw_g.append(_grouped_nearest_rank(vals, np.array([0, len(vals)])))
+        calls.append(len(vals))
+        irq_calls.append(int(np.count_nonzero(flags[m] & SAMPLE_IRQ)))
+        del vals
+        m &= ok
+        vals = sdur[m]
+        vals.sort()
+        cor_g.append(_grouped_nearest_rank(vals, np.array([0, len(vals)])))
+        corr_calls.append(len(vals))
+        del vals, m
+    calls_a = np.array(calls, dtype=np.int64)
+
+    def figures(per: list) -> tuple:
+        if not per:
+            return {k: np.zeros(0) for k in (*(f"p{q}" for q in QUANTILES), "max", "mean")}, np.zeros(0)
+        return ({k: np.concatenate([f[k] for f, _ in per]) for k in per[0][0]},
+                np.concatenate([s for _, s in per]))
+    raw, raw_sum = figures(raw_g)
+    cor, cor_sum = figures(cor_g)
+    cols = {"op": kop, "calls": calls_a, "gap_calls": calls_a - np.array(corr_calls, dtype=np.int64),
+            "raw": raw, "corr": cor, "share": raw_sum / total, "corr_share": cor_sum / corr_total,
+            "irq_calls": np.array(irq_calls, dtype=np.int64)}
+    return cols, kroot, kop
 
 
 def _groups_of(root: np.ndarray, op: np.ndarray, irq: np.ndarray) -> tuple:
