@@ -331,8 +331,14 @@ def _sample_corrected(p: Profile, irqs: str, off_mode: OffCpu, o_in: float, o_ou
     """(corrected duration per root call, NaN for a gap one; how many were
     clamped at 0): dur - off-CPU - irq - hook cost, an irq root call's
     without the irq term (its own time is interrupt time)."""
-    dur = p.scol("dur").astype(np.float64)
-    n = len(dur)
+    # in place on one float column, the mostly-zero figures subtracted where
+    # they are not zero (the root calls' own columns, RootCalls): x - 0.0 is
+    # x, so the values are those of the whole-column formula, in its order
+    rc = p.samples
+    n = len(rc)
+    stored_dur = rc.stored("dur")
+    corr = (stored_dur if stored_dur is not None else p.scol("dur")).astype(np.float64)
+    s_off = None
     if off_mode is OffCpu.REMOVED:  # the switch work and the calls switched out go with the off-CPU time
         s_off = p.scol("offcpu").astype(np.float64)
         sw = net_switch_work(p.scol("sched").astype(np.float64), p.scol("sched_calls"), p.scol("sched_outs"),
@@ -340,24 +346,38 @@ def _sample_corrected(p: Profile, irqs: str, off_mode: OffCpu, o_in: float, o_ou
         s_off += sw
         del sw
         s_off -= p.scol("offcpu_calls") * o_sum
-    else:
-        s_off = np.zeros(n)
-    corr = dur - s_off
+        corr -= s_off
+    desc = rc.stored("desc")
+    if desc is None and "desc" in rc._extras:
+        desc = p.scol("desc")
     if irqs == "exclude":
-        corr -= p.scol("irq")
+        rows, vals = rc.nonzero("irq")
+        corr[rows] -= vals
         corr -= o_in
-        corr -= p.scol("desc") * o_sum
-        corr -= p.scol("irq_roots") * o_out
+        if desc is not None:
+            corr -= desc * o_sum
+        rows, vals = rc.nonzero("irq_roots")
+        corr[rows] -= vals * o_out
     else:
         corr -= o_in
-        corr -= (p.scol("desc").astype(np.float64) + p.scol("irq_calls")) * o_sum
-    s_irq = np.flatnonzero(p.scol("flags") & SAMPLE_IRQ)
+        rows, vals = rc.nonzero("irq_calls")
+        if desc is not None or len(rows):
+            both = np.zeros(n) if desc is None else desc.astype(np.float64)
+            both[rows] += vals
+            corr -= both * o_sum
+            del both
+    flags = p.scol("flags")
+    s_irq = np.flatnonzero(flags & SAMPLE_IRQ)
     if len(s_irq):  # an irq root call: its own time is interrupt time
-        corr[s_irq] = dur[s_irq] - s_off[s_irq] - o_in - p.scol("desc")[s_irq] * o_sum
-    del dur, s_off
+        own = p.scol("dur")[s_irq].astype(np.float64)
+        if s_off is not None:
+            own -= s_off[s_irq]
+        corr[s_irq] = own - o_in - (desc[s_irq] if desc is not None else np.zeros(len(s_irq))) * o_sum
+    del s_off, desc
     if level_samples is not None:
         corr -= level_samples
-    s_gap = (p.scol("flags") & SAMPLE_GAP) != 0
+    s_gap = (flags & SAMPLE_GAP) != 0
+    del flags
     clamped = int(np.count_nonzero((corr < 0) & ~s_gap))
     # a gap root call's descendants are incomplete: it has no corrected
     # duration (NaN: every output prints "no figure", never 0)

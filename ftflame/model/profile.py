@@ -289,8 +289,9 @@ class RootCalls:
     as int64 (made when asked: a copy but for calltime); stored(name) and
     nonzero(name) read what is kept, without a whole int64 column."""
 
-    def __init__(self, n: int, dense: dict, extras: dict):
+    def __init__(self, n: int, dense: dict, extras: dict, peak_bytes: int = 0):
         self.n = n
+        self.peak_bytes = peak_bytes  # the core's columns at their largest while it read (capacity included)
         self._dense = dense    # name -> stored column (ROOT_DENSE, ROOT_LAZY), None: all 0
         self._extras = extras  # name -> (rows int64, values int64), ascending rows
 
@@ -307,7 +308,7 @@ class RootCalls:
                 sel = np.flatnonzero(field == f)
                 extras[SAMPLE_COLUMNS[f]] = ((ex[sel, 0] >> ROOT_EXTRA_SHIFT).astype(np.int64),
                                              ex[sel, 1].view(np.int64))
-        return cls(n, dense, extras)
+        return cls(n, dense, extras, int(d.get("peak_bytes", 0)))
 
     @classmethod
     def from_array(cls, table: np.ndarray) -> RootCalls:
