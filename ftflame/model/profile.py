@@ -359,21 +359,23 @@ class RootCalls:
         assert name not in self._dense, name
         return self._extras.get(name, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
 
-    def col(self, name: str) -> np.ndarray:
-        """The column as int64, the same values as the core's int64 table
-        had (a copy, but calltime's: a view)."""
+    def col(self, name: str, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """The column (rows lo..hi) as int64, the same values as the core's
+        int64 table had (a copy, but calltime's: a view)."""
+        hi = self.n if hi is None else min(hi, self.n)
         v = self._dense.get(name)
         if v is None:
-            out = np.zeros(self.n, np.int64)
+            out = np.zeros(max(hi - lo, 0), np.int64)
         elif v.dtype == np.int64:
             if name not in self._extras:
-                return v
-            out = v.copy()
+                return v[lo:hi]
+            out = v[lo:hi].copy()
         else:
-            out = v.astype(np.int64)
+            out = v[lo:hi].astype(np.int64)
         if name in self._extras:
             rows, vals = self._extras[name]
-            out[rows] = vals
+            a, b = np.searchsorted(rows, (lo, hi))
+            out[rows[a:b] - lo] = vals[a:b]
         return out
 
     # an int64 (n, 20) table's reads, for tests and hand checks
