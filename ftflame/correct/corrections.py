@@ -590,10 +590,14 @@ class Groups:
     distinct root functions has 100k groups, and an array and a dict entry
     each cost more than their values."""
 
-    __slots__ = ("keys", "at", "vals")
+    __slots__ = ("keys", "at", "vals", "ends")
 
-    def __init__(self, keys: np.ndarray, at: np.ndarray, vals: np.ndarray):
+    def __init__(self, keys: np.ndarray, at: np.ndarray, vals: np.ndarray, ends: np.ndarray | None = None):
+        # ends: where each key's values end, when the groups are not one
+        # after the other in key order (exact_values' by function, sharing
+        # the by-node values): at[:-1] are then their starts only
         self.keys, self.at, self.vals = keys, at, vals
+        self.ends = at[1:] if ends is None else ends
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -607,21 +611,24 @@ class Groups:
         k = int(np.searchsorted(self.keys, key))
         if k >= len(self.keys) or self.keys[k] != key:
             raise KeyError(key)
-        return self.vals[self.at[k]:self.at[k + 1]]
+        return self.vals[self.at[k]:self.ends[k]]
+
+    def starts(self) -> np.ndarray:
+        return self.at[:-1]
 
     def sizes(self) -> np.ndarray:
-        return np.diff(self.at)
+        return self.ends - self.at[:-1]
 
     def with_vals(self, vals: np.ndarray) -> Groups:
         """The same groups of other values (one per value of these)."""
-        return Groups(self.keys, self.at, vals)
+        return Groups(self.keys, self.at, vals, self.ends)
 
     def at_rows(self, rows: np.ndarray) -> Groups:
         """The groups of the keys in rows, keyed by their position in rows."""
         k = np.minimum(np.searchsorted(self.keys, rows), max(len(self.keys) - 1, 0))
         found = np.flatnonzero(self.keys[k] == rows) if len(self.keys) else np.zeros(0, np.int64)
         k = k[found]
-        sizes = self.at[k + 1] - self.at[k]
+        sizes = self.ends[k] - self.at[k]
         at = np.zeros(len(k) + 1, dtype=np.int64)
         np.cumsum(sizes, out=at[1:])
         return Groups(found.astype(np.int64), at, self.vals[_ranges(self.at[k], sizes)])
@@ -653,13 +660,34 @@ def _exact_stats(corr, corr_calls, exact: Groups) -> tuple:
     rows, lens = rows[keep], lens[keep]
     if not len(rows):
         return np.zeros(0, np.int64), np.zeros((0, len(STAT_NAMES)))
-    flat = np.asarray(exact.vals[_ranges(exact.at[:-1][keep], lens)], dtype=np.float64)
+    s = np.asarray(corr, dtype=np.float64)[rows]
+    ranks = [np.maximum(np.ceil(lens * q / 100.0).astype(np.int64) - 1, 0) for q in (50, 90, 99)]
+    if len(rows) <= EXACT_LEAN_ROWS:
+        # a row at a time, its values sorted in one scratch array: the
+        # figures of the sort of all of them at once (the same values),
+        # without its five whole columns (40 bytes a root call)
+        first, last = np.empty(len(rows)), np.empty(len(rows))
+        picks = [np.empty(len(rows)) for _ in ranks]
+        for i, (st, ln) in enumerate(zip(exact.starts()[keep].tolist(), lens.tolist())):
+            g = np.array(exact.vals[st:st + ln], dtype=np.float64)
+            g.sort()
+            first[i], last[i] = g[0], g[-1]
+            for pk, rk in zip(picks, ranks):
+                pk[i] = g[rk[i]]
+            del g
+        return rows, np.stack([s, first, last, s / lens, *picks], axis=1)
+    flat = np.asarray(exact.vals[_ranges(exact.starts()[keep], lens)], dtype=np.float64)
     group = np.repeat(np.arange(len(rows)), lens)
     v = flat[np.lexsort((flat, group))]  # by row, then by value
     start = np.cumsum(lens) - lens
-    s = np.asarray(corr, dtype=np.float64)[rows]
-    picks = [v[start + np.maximum(np.ceil(lens * q / 100.0).astype(np.int64) - 1, 0)] for q in (50, 90, 99)]
+    picks = [v[start + rk] for rk in ranks]
     return rows, np.stack([s, v[start], v[start + lens - 1], s / lens, *picks], axis=1)
+
+
+# Up to this many rows with exact statistics, _exact_stats sorts their values
+# a row at a time (a Python step per row); more (100k distinct root
+# functions): all at once, at about 40 bytes a root call more.
+EXACT_LEAN_ROWS = 4096
 
 
 def scaled_stats(sums, calls, mins, maxs, pcts, corr, corr_calls, exact: Groups,
@@ -721,16 +749,22 @@ def _exact_values(p: Profile, per_call: np.ndarray | None) -> tuple:
     c = p.corrected
     if c is None or len(p.samples) == 0:
         return NO_GROUPS, NO_GROUPS
-    ok = (p.scol("flags") & SAMPLE_GAP) == 0
-    node = p.scol("node")[ok].astype(np.int32)  # node ids fit (the core checks)
-    dur = (c.sample_dur if per_call is None else per_call)[ok]
+    rc = p.samples
+    flags = rc.stored("flags")
+    ok = ((flags if flags is not None else p.scol("flags")) & SAMPLE_GAP) == 0
+    every = bool(ok.all())
+    node = rc.stored("node")
+    node = p.scol("node").astype(np.int32) if node is None else node  # node ids fit (the core checks)
+    dur = c.sample_dur if per_call is None else per_call
+    if not every:
+        node, dur = node[ok], dur[ok]
     del ok
     if not len(node):
         return NO_GROUPS, NO_GROUPS
-    # grouped by node, then by function: two sorted copies, no per-group
-    # numpy call (a trace may have 100k distinct root functions);
-    # temporaries let go as soon as used (a row per root call: a trace of
-    # many short root calls has millions)
+    # grouped by node, then by function: no per-group numpy call (a trace
+    # may have 100k distinct root functions); temporaries let go as soon as
+    # used (a row per root call: a trace of many short root calls has
+    # millions)
     order = np.argsort(node, kind="stable")
     node = node[order]
     dur = dur[order]
@@ -739,6 +773,9 @@ def _exact_values(p: Profile, per_call: np.ndarray | None) -> tuple:
     ft = p.functions
     ids = np.asarray(ft.func_ids, dtype=np.int64)
     pos = np.argsort(ids, kind="stable")
+    shared = _by_func_of_nodes(p, by_node, ids, pos)
+    if shared is not None:
+        return by_node, shared
     func = p.col("func")[node].astype(np.int64)
     del node
     j = np.minimum(np.searchsorted(ids[pos], func), max(len(ids) - 1, 0))
@@ -749,6 +786,26 @@ def _exact_values(p: Profile, per_call: np.ndarray | None) -> tuple:
     order = np.argsort(fi, kind="stable")
     by_func = _groups(fi[order], dur[known][order])
     return by_node, by_func
+
+
+def _by_func_of_nodes(p: Profile, by_node: Groups, ids: np.ndarray, pos: np.ndarray) -> Groups | None:
+    """exact_values' groups by function when no two root paths are of one
+    function (then a function's values are its path's, in that order):
+    the by-node values shared, not sorted again (8 bytes a root call and the
+    sort's), or None when a function has more than one root path."""
+    func = p.col("func")[by_node.keys].astype(np.int64)
+    j = np.minimum(np.searchsorted(ids[pos], func), max(len(ids) - 1, 0))
+    known = (ids[pos][j] == func) if len(ids) else np.zeros(len(func), bool)
+    fi = pos[j]
+    if len(np.unique(fi[known])) != int(known.sum()):
+        return None
+    g = np.flatnonzero(known)
+    g = g[np.argsort(fi[g], kind="stable")]
+    if not len(g):
+        return NO_GROUPS
+    starts = by_node.starts()[g]
+    return Groups(fi[g].astype(np.int64), np.r_[starts, len(by_node.vals)].astype(np.int64), by_node.vals,
+                  by_node.ends[g])
 
 
 def _groups(keys: np.ndarray, vals: np.ndarray) -> Groups:
