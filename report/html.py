@@ -287,8 +287,8 @@ def samples_data(p: Profile, trees: dict | None = None) -> dict:
         # t: after the first event; t0 + t: the trace clock, as every output prints a start
         "t0": t0, "root": group[idx].tolist(), "t": _ints(start[idx] - t0), "dur": _ints(dur[idx]),
         "durc": _ints_or_none(durc[idx]) if p.calibration.applied else None,
-        "flags": flags[idx].tolist(), "pid": p.scol("pid")[idx].tolist(),
-        "cpu": p.scol("cpu")[idx].tolist(), "sample": idx.tolist(),
+        "flags": flags[idx].tolist(), "pid": p.scol("pid", idx).tolist(),
+        "cpu": p.scol("cpu", idx).tolist(), "sample": idx.tolist(),
         # [point, slowest[] index]: the points a click opens a tree for
         "trees": [[k, trees[i]] for k, i in enumerate(idx.tolist()) if i in (trees or {})],
     }

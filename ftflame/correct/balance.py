@@ -310,7 +310,7 @@ def _pm_per_row(p: Profile):
     if hw is None:
         return None
     clean = (p.scol("flags") & SAMPLE_GAP) == 0
-    return np.bincount(p.scol("node")[clean], weights=hw[clean], minlength=p.nrows)
+    return np.bincount(p.scol("node", clean), weights=hw[clean], minlength=p.nrows)
 
 
 def _irq_in_clean_roots(p: Profile, c, irq_root: np.ndarray) -> tuple:

@@ -366,10 +366,11 @@ def _sample_corrected(p: Profile, irqs: str, off_mode: OffCpu, o_in: float, o_ou
             both[rows] += vals
             corr -= both * o_sum
             del both
-    flags = p.scol("flags")
+    flags = rc.stored("flags")
+    flags = p.scol("flags") if flags is None else flags
     s_irq = np.flatnonzero(flags & SAMPLE_IRQ)
     if len(s_irq):  # an irq root call: its own time is interrupt time
-        own = p.scol("dur")[s_irq].astype(np.float64)
+        own = p.scol("dur", s_irq).astype(np.float64)
         if s_off is not None:
             own -= s_off[s_irq]
         corr[s_irq] = own - o_in - (desc[s_irq] if desc is not None else np.zeros(len(s_irq))) * o_sum
@@ -409,7 +410,7 @@ def sample_switches(p: Profile) -> int:
     """Switches with a scheduler frame inside the clean root calls."""
     if not len(p.samples):
         return 0
-    return int(p.scol("switches")[(p.scol("flags") & SAMPLE_GAP) == 0].sum())
+    return int(p.scol("switches", (p.scol("flags") & SAMPLE_GAP) == 0).sum())
 
 
 def _tops(p: Profile) -> np.ndarray:
@@ -625,6 +626,10 @@ class Groups:
 
     def at_rows(self, rows: np.ndarray) -> Groups:
         """The groups of the keys in rows, keyed by their position in rows."""
+        if len(rows) == len(self.keys) and np.array_equal(rows, self.keys):
+            # every group, in order (the JSON tree's exact rows): the same
+            # values, not gathered again (8 bytes a root call and the gather's)
+            return Groups(np.arange(len(rows), dtype=np.int64), self.at, self.vals, self.ends)
         k = np.minimum(np.searchsorted(self.keys, rows), max(len(self.keys) - 1, 0))
         found = np.flatnonzero(self.keys[k] == rows) if len(self.keys) else np.zeros(0, np.int64)
         k = k[found]
@@ -765,17 +770,16 @@ def _exact_values(p: Profile, per_call: np.ndarray | None) -> tuple:
     # may have 100k distinct root functions); temporaries let go as soon as
     # used (a row per root call: a trace of many short root calls has
     # millions)
-    order = np.argsort(node, kind="stable")
-    node = node[order]
-    dur = dur[order]
-    del order
-    by_node = _groups(node, dur)
+    by_node = _grouped_by_node(node, dur, p.nrows)
+    del dur
     ft = p.functions
     ids = np.asarray(ft.func_ids, dtype=np.int64)
     pos = np.argsort(ids, kind="stable")
     shared = _by_func_of_nodes(p, by_node, ids, pos)
     if shared is not None:
         return by_node, shared
+    dur = by_node.vals
+    node = np.repeat(by_node.keys.astype(np.int32), by_node.sizes())
     func = p.col("func")[node].astype(np.int64)
     del node
     j = np.minimum(np.searchsorted(ids[pos], func), max(len(ids) - 1, 0))
@@ -786,6 +790,39 @@ def _exact_values(p: Profile, per_call: np.ndarray | None) -> tuple:
     order = np.argsort(fi, kind="stable")
     by_func = _groups(fi[order], dur[known][order])
     return by_node, by_func
+
+
+# Root calls placed by node a chunk at a time (_grouped_by_node): the
+# chunk's sort index, not the whole column's (8 bytes a root call).
+GROUP_CHUNK_ROWS = 1 << 13
+
+
+def _grouped_by_node(node: np.ndarray, vals: np.ndarray, nrows: int) -> Groups:
+    """Groups of vals by node, each node's values in row order (what a
+    stable sort by node gives), made by counting: each node's place from
+    the counts, the rows put there a chunk at a time in row order. The
+    values' copy is the only whole column made."""
+    counts = np.bincount(node, minlength=nrows)
+    keys = np.flatnonzero(counts)
+    at = np.zeros(len(keys) + 1, dtype=np.int64)
+    np.cumsum(counts[keys], out=at[1:])
+    nxt = np.zeros(len(counts), dtype=np.int64)  # where each node's next value goes
+    nxt[keys] = at[:-1]
+    del counts
+    out = np.empty(len(vals), dtype=vals.dtype)
+    for lo in range(0, len(vals), GROUP_CHUNK_ROWS):
+        hi = min(lo + GROUP_CHUNK_ROWS, len(vals))
+        nc = node[lo:hi]
+        order = np.argsort(nc, kind="stable")
+        ns = nc[order]
+        idx = np.arange(hi - lo)
+        first = np.ones(hi - lo, dtype=bool)
+        first[1:] = ns[1:] != ns[:-1]
+        run_start = np.maximum.accumulate(np.where(first, idx, 0))
+        out[nxt[ns] + idx - run_start] = vals[lo:hi][order]
+        heads = ns[first]
+        nxt[heads] += np.diff(np.r_[np.flatnonzero(first), hi - lo])
+    return Groups(keys.astype(np.int64), at, out)
 
 
 def _by_func_of_nodes(p: Profile, by_node: Groups, ids: np.ndarray, pos: np.ndarray) -> Groups | None:

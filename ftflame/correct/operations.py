@@ -117,9 +117,12 @@ def _grouped_nearest_rank(vals: np.ndarray, at: np.ndarray) -> tuple:
     return out, sums
 
 
-def sample_roots(p: Profile) -> np.ndarray:
-    """The root function's name index (p.funcs) of every root call."""
-    return p.col("func")[p.scol("node")] if len(p.samples) else np.zeros(0, np.int64)
+def sample_roots(p: Profile, rows=None) -> np.ndarray:
+    """The root function's name index (p.funcs) of every root call (or of
+    those at rows: no whole column made for a few)."""
+    if not len(p.samples):
+        return np.zeros(0, np.int64)
+    return p.col("func")[p.scol("node", rows)] if rows is not None else p.col("func")[p.scol("node")]
 
 
 def operation_table(p: Profile) -> tuple | None:
@@ -131,9 +134,20 @@ def operation_table(p: Profile) -> tuple | None:
 def _operation_table(p: Profile) -> tuple | None:
     if not len(p.samples) or not p.operations:
         return None
-    op = p.scol("op")
-    root = sample_roots(p)
-    return _latency_rows(p, np.isin(root, np.unique(root[op >= 0])), set())
+    node = p.samples.col("node") if p.samples.stored("node") is None else p.samples.stored("node")
+    disp = _root_funcs(p, node, p.scol("op") >= 0)
+    # a root call of a dispatcher: by its call path's function (a row per
+    # path, not an int64 column per root call)
+    by_path = np.isin(p.col("func"), disp)
+    return _latency_rows(p, by_path[node], set())
+
+
+def _root_funcs(p: Profile, node: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
+    """The distinct root functions (sorted) of the root calls (those in
+    where), found from the call paths they lie on: np.unique of their
+    functions, without a column per root call."""
+    on = np.flatnonzero(np.bincount(node if where is None else node[where], minlength=p.nrows))
+    return np.unique(p.col("func")[on])
 
 
 def root_table(p: Profile) -> tuple:
@@ -155,10 +169,10 @@ def root_columns(p: Profile) -> dict | None:
 def _root_columns(p: Profile) -> dict | None:
     if not len(p.samples):
         return None
-    root = sample_roots(p)
-    dispatchers = set(np.unique(root[p.scol("op") >= 0]).tolist()) if p.operations else set()
-    plain = set(np.unique(root).tolist()) - dispatchers
-    return _latency_columns(p, np.ones(len(root), dtype=bool), plain, split_irq=True)
+    node = p.samples.col("node") if p.samples.stored("node") is None else p.samples.stored("node")
+    dispatchers = set(_root_funcs(p, node, p.scol("op") >= 0).tolist()) if p.operations else set()
+    plain = set(_root_funcs(p, node).tolist()) - dispatchers
+    return _latency_columns(p, np.ones(len(node), dtype=bool), plain, split_irq=True)
 
 
 def _latency_rows(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = False) -> tuple:
@@ -207,9 +221,9 @@ def _latency_columns(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = 
     # int64 key per root call (_groups_of): a root call costs its row's
     # bytes again here, not three times them
     irq = (flags[at] & SAMPLE_IRQ) != 0 if split_irq else np.zeros(len(at), bool)
-    kroot, kop, inv = _groups_of(sample_roots(p)[at].astype(np.int64), p.scol("op")[at], irq)
+    kroot, kop, inv = _groups_of(sample_roots(p, at).astype(np.int64), p.scol("op", at), irq)
     del irq
-    dur = p.scol("dur")[at].astype(np.float64)
+    dur = p.scol("dur", at).astype(np.float64)
     total = float(dur.sum()) or 1.0
     order = np.lexsort((dur, inv))
     durs, d_at = dur[order], np.searchsorted(inv[order], np.arange(len(kroot) + 1))
@@ -414,13 +428,13 @@ def _slowest_columns(p: Profile) -> dict | None:
     kt = p.slowest_trees
     if not len(kt):
         return None
-    order = np.lexsort((kt.sample, -p.scol("dur")[kt.sample]))  # slowest first, then by row
+    order = np.lexsort((kt.sample, -p.scol("dur", kt.sample)))  # slowest first, then by row
     rows = kt.sample[order]
-    flags = p.scol("flags")[rows]
-    names = list(map(p.funcs.__getitem__, sample_roots(p)[rows].tolist()))
+    flags = p.scol("flags", rows)
+    names = list(map(p.funcs.__getitem__, sample_roots(p, rows).tolist()))
     for i in np.flatnonzero(flags & (SAMPLE_PARTIAL | SAMPLE_IRQ)).tolist():  # the marked ones only
         names[i] += (" (partial)" if flags[i] & SAMPLE_PARTIAL else "") + (" [irq]" if flags[i] & SAMPLE_IRQ else "")
-    op = p.scol("op")[rows]
+    op = p.scol("op", rows)
     # an operation's label; NO_OPERATION for the other calls of a root in
     # the operation table; None for a root that is no dispatcher
     ops = [*p.operations, NO_OPERATION, None]

@@ -116,7 +116,7 @@ def _node_sums(p: Profile):
     # root calls: every corrected duration is known
     sflags = p.scol("flags")
     ok = (sflags & SAMPLE_GAP) == 0
-    snode = p.scol("node")[ok]
+    snode = p.scol("node", ok)
     sdur = np.asarray(c.sample_dur, dtype=np.float64)[ok]
     if len(snode):
         per = np.bincount(snode, minlength=p.nrows)
@@ -206,8 +206,8 @@ def operation_items(p: Profile) -> RunItems:
     if rows:
         ok &= np.isin(operations.sample_roots(p), dispatchers) & ~p.pseudo_roots[p.scol("node")]
     sel = np.flatnonzero(ok)
-    root = operations.sample_roots(p)[sel] if len(sel) else np.zeros(0, np.int64)
-    op = p.scol("op")[sel] if len(sel) else np.zeros(0, np.int64)
+    root = operations.sample_roots(p, sel) if len(sel) else np.zeros(0, np.int64)
+    op = p.scol("op", sel) if len(sel) else np.zeros(0, np.int64)
     pair = root * (len(p.operations) + 1) + (op + 1)  # one code per (root function, operation)
     codes, item = np.unique(pair, return_inverse=True)
     keys = [operation_key(p.funcs[c // (len(p.operations) + 1)],
@@ -450,9 +450,9 @@ def latency_points(p: Profile) -> tuple:
     of the root calls counted in root_call_count."""
     flags = p.scol("flags")
     ok = (flags & (SAMPLE_GAP | SAMPLE_IRQ | SAMPLE_PARTIAL)) == 0
-    start = p.scol("calltime")[ok]
+    start = p.scol("calltime", ok)
     dur = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)[ok]
-    names = [p.funcs[f] for f in p.col("func")[p.scol("node")[ok]].tolist()] if ok.any() else []
+    names = [p.funcs[f] for f in p.col("func")[p.scol("node", ok)].tolist()] if ok.any() else []
     t0 = int(start.min()) if len(start) else 0
     return tuple(names), (start - t0) / 1e9, dur
 
@@ -664,10 +664,10 @@ def _root_raw(runs, keys) -> tuple:
         flags = p.scol("flags")
         ok = (flags & (SAMPLE_GAP | SAMPLE_IRQ | SAMPLE_PARTIAL)) == 0
         item_of_func = np.array([index.get(name, -1) for name in p.funcs], dtype=np.int64)
-        it = item_of_func[p.col("func")[p.scol("node")[ok]]] if ok.any() else np.zeros(0, np.int64)
+        it = item_of_func[p.col("func")[p.scol("node", ok)]] if ok.any() else np.zeros(0, np.int64)
         keep = it >= 0
         items.append(it[keep])
-        durs.append(p.scol("dur")[ok][keep].astype(np.float64))
+        durs.append(p.scol("dur", ok)[keep].astype(np.float64))
         tops = np.flatnonzero((p.col("parent") < 0) & ~p.pseudo_roots)
         at = item_of_func[p.col("func")[tops]]
         sel = at >= 0

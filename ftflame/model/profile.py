@@ -378,6 +378,14 @@ class RootCalls:
             out[rows[a:b] - lo] = vals[a:b]
         return out
 
+    def take(self, name: str, rows) -> np.ndarray:
+        """col(name)[rows] (int64), made from those rows only (rows: an
+        index array, a mask or an index)."""
+        v = self._dense.get(name)
+        if name in self._extras or v is None:
+            return self.col(name)[rows]
+        return v[rows].astype(np.int64)
+
     # an int64 (n, 20) table's reads, for tests and hand checks
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         table = np.zeros((self.n, len(SAMPLE_COLUMNS)), np.int64)
@@ -849,9 +857,10 @@ class Profile:
         (stored narrower or sparse for some: NodeTable)."""
         return self.nodes.col(name, rows, dtype)
 
-    def scol(self, name: str) -> np.ndarray:
-        """A root-call column as int64 (RootCalls.col)."""
-        return self.samples.col(name)
+    def scol(self, name: str, rows=None) -> np.ndarray:
+        """A root-call column as int64 (RootCalls.col), or its values at rows
+        (RootCalls.take: no whole column made for a few rows)."""
+        return self.samples.col(name) if rows is None else self.samples.take(name, rows)
 
     def root_returns(self, lo: int = 0, hi: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(return value, whether its exit recorded one) of root calls lo..hi:
