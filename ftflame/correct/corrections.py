@@ -633,10 +633,11 @@ class Groups:
         k = np.minimum(np.searchsorted(self.keys, rows), max(len(self.keys) - 1, 0))
         found = np.flatnonzero(self.keys[k] == rows) if len(self.keys) else np.zeros(0, np.int64)
         k = k[found]
-        sizes = self.ends[k] - self.at[k]
-        at = np.zeros(len(k) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=at[1:])
-        return Groups(found.astype(np.int64), at, self.vals[_ranges(self.at[k], sizes)])
+        # the same values, not gathered (a chunk of the JSON tree holding
+        # every root path gathered every root call's: 8 bytes a root call
+        # and the gather's index, 16)
+        return Groups(found.astype(np.int64), np.r_[self.at[k], len(self.vals)].astype(np.int64), self.vals,
+                      self.ends[k])
 
 
 NO_GROUPS = Groups(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0))

@@ -445,7 +445,7 @@ def _slowest_columns(p: Profile) -> dict | None:
         op_of = np.where((op < 0) & in_table, len(ops) - 2, op_of)
     return {"tree": order, "kept": kt.kept[order], "sample": rows, "root": names,
             "operation_of": op_of.astype(np.int64), "operations": ops,
-            **{k: np.ascontiguousarray(p.scol(c)[rows]) for k, c in (
+            **{k: np.ascontiguousarray(p.scol(c, rows)) for k, c in (
                 ("start_ns", "calltime"), ("pid", "pid"), ("cpu", "cpu"), ("dur", "dur"))},
             "corr": np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)[rows],
             "gap": (flags & SAMPLE_GAP) != 0, "kept_by": kt.by[order]}

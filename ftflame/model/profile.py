@@ -867,7 +867,7 @@ class Profile:
         the value signed as the kernel's printer reads it (retval_signed: an
         int's -EIO recorded as 0xfffffffb is -5), 0 where none. Rows at a
         time: a table written in chunks makes no whole column for it."""
-        flags, raw = self.scol("flags")[lo:hi], self.scol("retval")[lo:hi]
+        flags, raw = self.samples.col("flags", lo, hi), self.samples.col("retval", lo, hi)
         return retval_signed(raw), (flags & SAMPLE_RET) != 0
 
     @property
