@@ -551,7 +551,7 @@ def root_calls_json(p: Profile) -> str:
 # Root calls formatted at a time when written to a file (jsonout.write): a
 # trace's root calls grow with its length, and their text (about 250 bytes
 # each) is not held whole.
-ROOT_CALLS_CHUNK_ROWS = 16384
+ROOT_CALLS_CHUNK_ROWS = 8192
 
 
 def _root_calls_template(p: Profile, lo: int = 0, hi: int | None = None) -> list:
@@ -591,7 +591,8 @@ def _root_calls_template(p: Profile, lo: int = 0, hi: int | None = None) -> list
 def _any_gap(p: Profile) -> bool:
     """Whether a root call spans a gap (then the corrected figures are
     written one by one, null for those): one answer for every chunk."""
-    return p.views.get("any_gap_root", lambda: bool(np.any(p.scol("flags") & SAMPLE_GAP)))
+    flags = p.samples.stored("flags")
+    return p.views.get("any_gap_root", lambda: bool(np.any((p.scol("flags") if flags is None else flags) & SAMPLE_GAP)))
 
 
 def _write_root_calls(f, p: Profile, chunk: int) -> None:
