@@ -134,8 +134,8 @@ def operation_table(p: Profile) -> tuple | None:
 def _operation_table(p: Profile) -> tuple | None:
     if not len(p.samples) or not p.operations:
         return None
-    node = p.samples.col("node") if p.samples.stored("node") is None else p.samples.stored("node")
-    disp = _root_funcs(p, node, p.scol("op") >= 0)
+    node = p.samples.values("node")
+    disp = _root_funcs(p, node, p.samples.values("op") >= 0)
     # a root call of a dispatcher: by its call path's function (a row per
     # path, not an int64 column per root call)
     by_path = np.isin(p.col("func"), disp)
@@ -169,8 +169,8 @@ def root_columns(p: Profile) -> dict | None:
 def _root_columns(p: Profile) -> dict | None:
     if not len(p.samples):
         return None
-    node = p.samples.col("node") if p.samples.stored("node") is None else p.samples.stored("node")
-    dispatchers = set(_root_funcs(p, node, p.scol("op") >= 0).tolist()) if p.operations else set()
+    node = p.samples.values("node")
+    dispatchers = set(_root_funcs(p, node, p.samples.values("op") >= 0).tolist()) if p.operations else set()
     plain = set(_root_funcs(p, node).tolist()) - dispatchers
     return _latency_columns(p, np.ones(len(node), dtype=bool), plain, split_irq=True)
 
@@ -291,13 +291,14 @@ def _lean_groups(p: Profile, sel: np.ndarray, split_irq: bool) -> tuple | None:
     if op.min() < -1 or ncode > max(n // 4, 1 << 20):  # a count per code: at most 2 bytes a root call
         return None
     every = bool(sel.all())
-    code = node.astype(np.int32 if ncode < 1 << 31 else np.int64)
-    code *= span
-    code += op
-    code += 1
-    code *= 2
+    # ((node * span + op + 1) * 2 + irq), in place on one 4-byte column
+    code: np.ndarray = node.astype(np.int32 if ncode < 1 << 31 else np.int64)
+    np.multiply(code, span, out=code)
+    np.add(code, op, out=code)
+    np.add(code, 1, out=code)
+    np.multiply(code, 2, out=code)
     if split_irq:
-        code += (flags & SAMPLE_IRQ) != 0
+        np.add(code, (flags & SAMPLE_IRQ) != 0, out=code)
     present = np.flatnonzero(np.bincount(code if every else code[sel], minlength=ncode))
     p_irq = present % 2
     p_op = (present // 2) % span - 1

@@ -275,7 +275,7 @@ class KeptTree(NamedTuple):
 # ftf_roots): fixed widths, a figure too wide for its column held as an
 # extra (the column holds the escape); the lazy columns absent when every
 # value is 0; the mostly-zero figures kept only where non-zero.
-ROOT_DENSE = {"calltime": np.dtype("<i8"), "node": np.dtype("<u4"), "dur": np.dtype("<u4"),
+ROOT_DENSE: dict[str, np.dtype] = {"calltime": np.dtype("<i8"), "node": np.dtype("<u4"), "dur": np.dtype("<u4"),
               "pid": np.dtype("<i4"), "cpu": np.dtype("<i2"), "op": np.dtype("<i2"), "flags": np.dtype("u1")}
 ROOT_LAZY = ("desc", "leaf_min", "leaves")  # <u4, None when all 0
 ROOT_EXTRA_SHIFT = 5  # an extra's row << 5 | its SAMPLE_COLUMNS index
@@ -298,7 +298,7 @@ class RootCalls:
     @classmethod
     def from_core(cls, d: dict) -> RootCalls:
         n = int(d["n"])
-        dense = {c: np.frombuffer(d[c], dtype=t, count=n) for c, t in ROOT_DENSE.items()}
+        dense: dict[str, np.ndarray | None] = {c: np.frombuffer(d[c], dtype=t, count=n) for c, t in ROOT_DENSE.items()}
         dense.update({c: None if d[c] is None else np.frombuffer(d[c], dtype="<u4", count=n) for c in ROOT_LAZY})
         ex = np.frombuffer(d["extras"], dtype="<u8").reshape(-1, 2)
         extras = {}
@@ -315,7 +315,8 @@ class RootCalls:
         """From an int64 (rows, len(SAMPLE_COLUMNS)) array (hand-made
         profiles): each column in its stored width, checked to fit."""
         n = len(table)
-        dense, extras = {}, {}
+        dense: dict[str, np.ndarray | None] = {}
+        extras: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for i, c in enumerate(SAMPLE_COLUMNS):
             v = table[:, i] if n else np.zeros(0, np.int64)
             t = ROOT_DENSE.get(c, np.dtype("<u4") if c in ROOT_LAZY else None)
@@ -353,6 +354,12 @@ class RootCalls:
         if name in self._extras and name in self._dense:
             return None
         return self._dense.get(name)
+
+    def values(self, name: str) -> np.ndarray:
+        """The column as kept when that is exact (no copy), else as int64:
+        for reads that take any integer width (indexing, comparing)."""
+        v = self.stored(name)
+        return self.col(name) if v is None else v
 
     def nonzero(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(rows, values) where a mostly-zero figure (no column) is not 0."""
