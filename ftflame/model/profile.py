@@ -341,6 +341,14 @@ class RootCalls:
     def __len__(self) -> int:
         return self.n
 
+    def __eq__(self, other) -> bool:
+        """The same root calls, figure by figure (two reads compared)."""
+        if not isinstance(other, RootCalls):
+            return NotImplemented
+        return self.n == other.n and all(np.array_equal(self.col(c), other.col(c)) for c in SAMPLE_COLUMNS)
+
+    __hash__ = None  # type: ignore[assignment]  (mutable columns' holder, compared by value)
+
     @property
     def nbytes(self) -> int:
         """What the columns and extras hold, in bytes."""
