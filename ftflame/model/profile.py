@@ -347,7 +347,8 @@ class RootCalls:
             return NotImplemented
         return self.n == other.n and all(np.array_equal(self.col(c), other.col(c)) for c in SAMPLE_COLUMNS)
 
-    __hash__ = None  # type: ignore[assignment]  (mutable columns' holder, compared by value)
+    # compared by value: no hash (as numpy arrays have none)
+    __hash__ = None  # type: ignore[assignment]
 
     @property
     def nbytes(self) -> int:
