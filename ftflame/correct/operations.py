@@ -122,7 +122,7 @@ def sample_roots(p: Profile, rows=None) -> np.ndarray:
     those at rows: no whole column made for a few)."""
     if not len(p.samples):
         return np.zeros(0, np.int64)
-    return p.col("func")[p.scol("node", rows)] if rows is not None else p.col("func")[p.scol("node")]
+    return p.col("func")[p.scol("node", rows)] if rows is not None else p.col("func")[p.samples.values("node")]
 
 
 def operation_table(p: Profile) -> tuple | None:
