@@ -113,8 +113,10 @@ print(len(p.samples), (status("VmHWM") - before) * 1024)
 @rss_bound
 def test_the_read_of_many_root_calls_holds_one_row_each(tmp_path):
     """The read's high-water mark per root call: the exported table's row
-    (160 bytes) and the builder's (144) were both whole at its end; the
-    builder's are now given back as they are copied."""
+    (160 bytes) and the builder's (144) were both whole at its end (then
+    given back as they were copied: 180); now the builder's columns are
+    handed over, 25 bytes a root call grown a quarter at a time (about 43
+    with the reader's and the allocator's own)."""
     import subprocess
     import sys
 
@@ -126,7 +128,7 @@ def test_the_read_of_many_root_calls_holds_one_row_each(tmp_path):
                          capture_output=True, text=True).stdout.split()
     roots, grew = int(out[0]), int(out[1])
     assert roots == 400_000
-    assert grew / roots < 210, f"the read peaks at {grew / roots:.0f} bytes a root call"
+    assert grew / roots < 64, f"the read peaks at {grew / roots:.0f} bytes a root call"
 
 
 def test_correct_per_root_call_makes_no_whole_column_temporaries(tmp_path):
