@@ -38,13 +38,31 @@ SOURCE = os.path.join(ROOT, "tests", "data", "fixtures", "k6.1", "s07-tracefs-te
 TARGET_MIB = 300
 
 
-def roots_text(path: str, n: int) -> None:
+def roots_text(path: str, n: int, wide: bool = False) -> None:
+    """n one-line root calls on 2 CPUs, 1-97 us, 50 functions; wide: with
+    the time and task columns and longer names (about 90 bytes a line: 4.4 M
+    root calls in 396 MB, the shape of docs/performance.md's "Root calls as
+    columns")."""
     with open(path, "w") as f:
-        f.write("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
-                "# |     |   |                     |   |   |   |\n")
+        if not wide:
+            f.write("# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n"
+                    "# |     |   |                     |   |   |   |\n")
+            for lo in range(0, n, 100_000):
+                f.writelines(f" {i % 2})   {1 + i % 97}.000 us    |  f_{i % 50}();\n"
+                             for i in range(lo, min(lo + 100_000, n)))
+            return
+        f.write("# tracer: function_graph\n#\n#     TIME        CPU  TASK/PID         DURATION                  "
+                "FUNCTION CALLS\n#      |          |     |    |           |   |                     |   |   |   |\n")
+        names = [f"nfsd_cache_lookup_{k:02d}_ok [nfsd]" for k in range(50)]
+        t = [14_000_000, 14_000_000]  # per CPU, us
         for lo in range(0, n, 100_000):
-            f.writelines(f" {i % 2})   {1 + i % 97}.000 us    |  f_{i % 50}();\n"
-                         for i in range(lo, min(lo + 100_000, n)))
+            rows = []
+            for i in range(lo, min(lo + 100_000, n)):
+                c, d = i % 2, 1 + i % 97
+                us, t[c] = t[c], t[c] + d + 3
+                rows.append(f"{us // 1_000_000:>6d}.{us % 1_000_000:06d} |   {c})    nfsd-{143 + c}    |  "
+                            f"{d:>3d}.000 us    |  {names[i % 50]}();\n")
+            f.writelines(rows)
 
 
 def roots_dat(path: str, n: int) -> None:
@@ -87,6 +105,8 @@ def main() -> int:
     ap.add_argument("--roots", type=int, default=1_000_000, help="short root calls (0: no such rows)")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--no-dat", action="store_true", help="no trace.dat row of the same root calls")
+    ap.add_argument("--wide", action="store_true",
+                    help="the root calls' text with time and task columns (about 90 bytes a line)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="ftflame-bench-text-")
     try:
@@ -101,7 +121,7 @@ def main() -> int:
             base = report_rows(tmp, path, "s07 trace-proc-abstime-tail repeated", args.reps)
         if args.roots:
             path = os.path.join(tmp, "roots.txt")
-            roots_text(path, args.roots)
+            roots_text(path, args.roots, args.wide)
             per_root = (lambda rss: f" ({(rss - base) * 1048576 / args.roots:.0f} B a root call)") if base else None
             report_rows(tmp, path, f"{args.roots:,} root calls, one line each", args.reps, per_root)
             if not args.no_dat:

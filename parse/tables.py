@@ -15,12 +15,12 @@ from ftflame.model.profile import (
     CALL_EXTRA_DTYPE,
     CALL_RECORD_DTYPE,
     NO_KEPT_TREES,
-    SAMPLE_COLUMNS,
     Histograms,
     KeptTrees,
     NodeTable,
     Profile,
     Retvals,
+    RootCalls,
     TraceInfo,
     check_core_columns,
     note_warning,
@@ -39,7 +39,7 @@ TRACE_STRINGS = ("kernel", "clock", "tracer_version", "compression")
 def from_core_result(res: dict, info: TraceInfo) -> Profile:
     # column after column in C, each in its width: views of the core's block
     nodes = NodeTable.from_block(res["nodes"], res["nrows"])
-    samples = np.frombuffer(res["samples"], dtype=np.int64).reshape(-1, len(SAMPLE_COLUMNS))
+    samples = RootCalls.from_core(res["samples"])  # the core's columns, not copied
     counters = dict(res["counters"])
     warnings = []
     if counters.get("entries", 0) == 0 and counters.get("exits", 0) > 0:

@@ -222,6 +222,9 @@ def sample_groups(p: Profile) -> tuple:
     n = len(p.samples)
     if n == 0:
         return [], np.zeros(n, dtype=np.int64)
+    lean = _sample_groups_cached(p)
+    if lean is not None:
+        return lean[0], lean[1]
     func = p.col("func")[p.scol("node")].astype(np.int64)
     flags = p.scol("flags")
     partial, irq = (flags & SAMPLE_PARTIAL) != 0, (flags & SAMPLE_IRQ) != 0
@@ -256,6 +259,141 @@ def sample_groups(p: Profile) -> tuple:
     return names, group
 
 
+SAMPLE_CHUNK_ROWS = 1 << 16
+
+
+def _sample_groups_lean(p: Profile):
+    """sample_groups from a 4-byte code per root call (call path, partial,
+    interrupt, the operation a dispatcher's label names), the groups of
+    the codes present: (labels, each root call's group, the distinct
+    (group, call path) pairs), or None when the codes are too many."""
+    rc = p.samples
+    n = len(rc)
+    node, flags, op = rc.stored("node"), rc.stored("flags"), rc.stored("op")
+    if node is None or flags is None or op is None or n == 0:
+        return None
+    func = p.col("func")
+    op_roots = {r.root for r in operation_table(p) or ()}
+    disp_func = np.array([name in op_roots for name in p.funcs], dtype=bool) if op_roots else None
+    span = max(int(op.max()), -1) + 3  # op + 2 in 1..span-1; 0: no dispatcher
+    ncode = p.nrows * 4 * span
+    if int(op.min()) < -1 or ncode > max(n // 4, 1 << 20) or ncode >= 1 << 31:
+        return None
+    disp_node = disp_func[func] if disp_func is not None else np.zeros(p.nrows, dtype=bool)
+    code = np.empty(n, dtype=np.int32)
+    firsts = np.full(ncode, n, dtype=np.int64)
+    for lo in range(0, n, SAMPLE_CHUNK_ROWS):
+        hi = min(lo + SAMPLE_CHUNK_ROWS, n)
+        nd, fl = node[lo:hi].astype(np.int32), flags[lo:hi]
+        c = (nd * 2 + ((fl & SAMPLE_PARTIAL) != 0)) * 2 + ((fl & SAMPLE_IRQ) != 0)
+        c = c * span + np.where(disp_node[nd], op[lo:hi].astype(np.int32) + 2, 0)
+        code[lo:hi] = c
+        u, i = np.unique(c, return_index=True)
+        unset = firsts[u] == n
+        firsts[u[unset]] = lo + i[unset]
+    present = np.flatnonzero(firsts < n)
+    c_op = present % span
+    c_irq = (present // span) % 2
+    c_partial = (present // (2 * span)) % 2
+    c_node = present // (4 * span)
+    c_func = func[c_node].astype(np.int64)
+    c_opx = np.where(c_op == 0, -2, c_op - 2)
+    # the groups: distinct (func, partial, irq, op), in the order of their first root call
+    keys, key_of = np.unique(np.stack([c_func, c_partial, c_irq, c_opx], axis=1), axis=0, return_inverse=True)
+    key_of = key_of.reshape(-1)
+    kfirst = np.full(len(keys), n, dtype=np.int64)
+    np.minimum.at(kfirst, key_of, firsts[present])
+    by_first = np.argsort(kfirst, kind="stable")
+    rank = np.empty(len(by_first), dtype=np.int64)
+    rank[by_first] = np.arange(len(by_first))
+    gk = keys[by_first]  # each group's key, groups in order
+    names = list(map(p.funcs.__getitem__, gk[:, 0].tolist()))
+    for i in np.flatnonzero((gk[:, 1] != 0) | (gk[:, 2] != 0) | (gk[:, 3] != -2)).tolist():  # the marked ones only
+        fn, pa, iq, o = gk[i].tolist()
+        names[i] += (" (partial)" if pa else "") + (" [irq]" if iq else "")
+        if o != -2:
+            names[i] += ": " + (p.operations[o] if o >= 0 else NO_OPERATION)
+    g_of_code = rank[key_of]
+    if len(set(names)) < len(names):  # two groups with one label are one group
+        labels: dict = {}
+        merged = np.array([labels.setdefault(x, len(labels)) for x in names], dtype=np.int64)
+        names, g_of_code = list(labels), merged[g_of_code]
+    table = np.zeros(ncode, dtype=np.int32)
+    table[present] = g_of_code
+    group = table[code]
+    del code, table
+    return names, group, (g_of_code, c_node)
+
+
+def _root_figures_of_pairs(p: Profile, pairs: tuple, groups: int) -> list:
+    """root_figures_of from the distinct (group, call path) pairs of the
+    root calls (no column per root call): the same rows."""
+    g_of_code, c_node = pairs
+    uniq = np.unique(np.stack([g_of_code.astype(np.int64), c_node.astype(np.int64)], axis=1), axis=0)
+    one = np.bincount(uniq[:, 0], minlength=groups) == 1
+    sel = uniq[one[uniq[:, 0]]]
+    return _root_figures_rows(p, sel[:, 0], sel[:, 1], groups)
+
+
+def _thin_lean(p: Profile, group: np.ndarray, ngroups: int, limit: int) -> np.ndarray:
+    """thin_samples of the stored columns, a chunk of root calls at a time:
+    the slowest limit // 10 (ties: the first in row order), and per group
+    and time bin the slowest and the fastest call (ties: the first): the
+    same rows, without a sort of all of them."""
+    rc = p.samples
+    start, dur = rc.values("calltime"), rc.values("dur")
+    n = len(start)
+    if n <= limit:
+        return np.arange(n)
+    keep = np.zeros(n, dtype=bool)
+    k = limit // 10
+    if k:
+        thr = np.partition(dur, n - k)[n - k]  # the k-th largest
+        above = dur > thr
+        keep |= above
+        ties = np.flatnonzero(dur == thr)[: k - int(np.count_nonzero(above))]
+        keep[ties] = True
+        del above, ties
+    bins = max(limit * 4 // 10 // max(ngroups, 1), 1)
+    lo = np.full(ngroups, np.iinfo(np.int64).max, dtype=np.int64)
+    hi = np.full(ngroups, np.iinfo(np.int64).min, dtype=np.int64)
+    for a in range(0, n, SAMPLE_CHUNK_ROWS):
+        b = min(a + SAMPLE_CHUNK_ROWS, n)
+        g = group[a:b]
+        np.minimum.at(lo, g, start[a:b])
+        np.maximum.at(hi, g, start[a:b])
+    span = np.maximum(hi - lo, 1)
+    nid = ngroups * bins
+    best = {}
+    for sign in (1, -1):  # the slowest (largest dur) and the fastest
+        val = np.full(nid, np.iinfo(np.int64).min, dtype=np.int64)
+        row = np.full(nid, -1, dtype=np.int64)
+        for a in range(0, n, SAMPLE_CHUNK_ROWS):
+            b = min(a + SAMPLE_CHUNK_ROWS, n)
+            g = group[a:b].astype(np.int64)
+            bin_ = (start[a:b] - lo[g]) * bins // (span[g] + 1)
+            cid = g * bins + bin_
+            v = dur[a:b].astype(np.int64) * sign
+            cmax = np.full(nid, np.iinfo(np.int64).min, dtype=np.int64)
+            np.maximum.at(cmax, cid, v)
+            cand = np.flatnonzero(v == cmax[cid])
+            u, i = np.unique(cid[cand], return_index=True)
+            r = a + cand[i]
+            better = cmax[u] > val[u]  # an equal value: the earlier row stays
+            val[u[better]] = cmax[u[better]]
+            row[u[better]] = r[better]
+        best[sign] = row[row >= 0]
+    keep[best[1]] = True
+    keep[best[-1]] = True
+    return np.flatnonzero(keep)
+
+
+def _sample_groups_cached(p: Profile):
+    """_sample_groups_lean, once per Profile (the slowest calls' order and
+    the latency plot both ask)."""
+    return p.views.get("sample_groups_lean", lambda: _sample_groups_lean(p))
+
+
 def samples_data(p: Profile, trees: dict | None = None) -> dict:
     """Root calls over time; `trees` (sample row -> index into slowest[]) the
     calls whose tree the page carries: the plot marks those points
@@ -265,21 +403,25 @@ def samples_data(p: Profile, trees: dict | None = None) -> dict:
     if n == 0:
         return {"total": 0, "shown": 0, "t0": 0, "roots": [], "root_stats": [], "root": [], "t": [], "dur": [], "durc": [],
                 "flags": [], "pid": [], "cpu": [], "trees": []}
-    node = p.scol("node")
-    flags = p.scol("flags")
     ops = operation_table(p)
-    names, group = sample_groups(p)
-    start = p.scol("calltime")
-    dur = p.scol("dur")
+    lean = _sample_groups_cached(p)
+    if lean is not None:  # the stored columns, no int64 column per root call
+        names, group, pairs = lean
+        flags, start, dur = s.values("flags"), s.values("calltime"), s.values("dur")
+        idx = _thin_lean(p, group, len(names), MAX_SAMPLES)
+    else:
+        names, group = sample_groups(p)
+        flags, start, dur = p.scol("flags"), p.scol("calltime"), p.scol("dur")
+        idx = thin_samples(start, dur, group, MAX_SAMPLES)
     durc = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)
-    idx = thin_samples(start, dur, group, MAX_SAMPLES)
     if trees:  # a point that opens a tree is always drawn
         idx = np.union1d(idx, np.fromiter(trees, dtype=np.int64))
     idx = idx[np.argsort(start[idx], kind="stable")]
     t0 = int(p.counters.get("first_ts", 0)) or int(start.min())
     counts = np.bincount(group, minlength=len(names))
     by_op = {f"{r.root}: {r.operation}": r for r in ops or ()}
-    figures = root_figures_of(p, node, group, len(names))
+    figures = (_root_figures_of_pairs(p, pairs, len(names)) if lean is not None
+               else root_figures_of(p, p.scol("node"), group, len(names)))
     root_stats = [operation_figures(p, by_op[name]) if name in by_op else figures[k] for k, name in enumerate(names)]
     return {
         "root_stats": root_stats,
@@ -287,8 +429,8 @@ def samples_data(p: Profile, trees: dict | None = None) -> dict:
         # t: after the first event; t0 + t: the trace clock, as every output prints a start
         "t0": t0, "root": group[idx].tolist(), "t": _ints(start[idx] - t0), "dur": _ints(dur[idx]),
         "durc": _ints_or_none(durc[idx]) if p.calibration.applied else None,
-        "flags": flags[idx].tolist(), "pid": p.scol("pid")[idx].tolist(),
-        "cpu": p.scol("cpu")[idx].tolist(), "sample": idx.tolist(),
+        "flags": flags[idx].tolist(), "pid": p.scol("pid", idx).tolist(),
+        "cpu": p.scol("cpu", idx).tolist(), "sample": idx.tolist(),
         # [point, slowest[] index]: the points a click opens a tree for
         "trees": [[k, trees[i]] for k, i in enumerate(idx.tolist()) if i in (trees or {})],
     }
@@ -469,7 +611,14 @@ def root_figures_of(p: Profile, node: np.ndarray, group: np.ndarray, groups: int
     at = np.flatnonzero(new & one[g])
     if not len(at):
         return out
-    which, r = g[at], r[at]
+    return _root_figures_rows(p, g[at], r[at], groups)
+
+
+def _root_figures_rows(p: Profile, which: np.ndarray, r: np.ndarray, groups: int) -> list:
+    """root_figures_of's rows: group which[k]'s figures are call path r[k]'s."""
+    out: list = [None] * groups
+    if not len(which):
+        return out
     ip, _ = p.node_percentiles
     calls = p.col("calls")[r]
     cols = {"calls": calls.astype(np.int64), "p50": ip[r, 0].astype(np.int64), "p99": ip[r, 2].astype(np.int64),

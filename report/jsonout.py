@@ -551,37 +551,65 @@ def root_calls_json(p: Profile) -> str:
 # Root calls formatted at a time when written to a file (jsonout.write): a
 # trace's root calls grow with its length, and their text (about 250 bytes
 # each) is not held whole.
-ROOT_CALLS_CHUNK_ROWS = 16384
+ROOT_CALLS_CHUNK_ROWS = 8192
 
 
-def _root_calls_template(p: Profile) -> list:
-    """The format_rows template of the `root_calls` rows, each with a
-    leading comma (p has root calls)."""
+def _root_calls_template(p: Profile, lo: int = 0, hi: int | None = None) -> list:
+    """The format_rows template of the `root_calls` rows lo..hi, each with a
+    leading comma (p has root calls): columns of those rows only, made from
+    the root calls' stored columns (RootCalls), so that a chunk of them
+    costs a chunk's columns, not the whole table's."""
+    hi = len(p.samples) if hi is None else min(hi, len(p.samples))
+    rc = p.samples
     t = _Template()
     t.lit(',{"name":')
-    t.col("e", p.col("func")[p.scol("node")], list(map(_json_str, p.funcs)))
+    t.col("e", p.col("func")[rc.col("node", lo, hi)], list(map(_json_str, p.funcs)))
     for key, name in (("pid", "pid"), ("cpu", "cpu"), ("start_ns", "calltime"), ("dur_ns", "dur")):
         t.lit(',"%s":' % key)
-        t.col("i", p.scol(name))
+        t.col("i", rc.col(name, lo, hi))
     t.lit(',"dur_corr_ns":')
-    gap = (p.scol("flags") & SAMPLE_GAP) != 0
-    corr = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)
-    if gap.any():  # left out of the correction: no figure (null)
+    flags = rc.col("flags", lo, hi)
+    gap = (flags & SAMPLE_GAP) != 0
+    corr = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)[lo:hi]
+    if _any_gap(p):  # left out of the correction: no figure (null)
         t.text(["null" if g else json.dumps(round(x, 1)) for x, g in zip(corr.tolist(), gap.tolist())])
     else:
         _repr_round(t, corr)
     t.lit(',"operation":')
-    t.col("e", p.scol("op") + 1, ["null"] + [json.dumps(name) for name in p.operations])
+    t.col("e", rc.col("op", lo, hi) + 1, ["null"] + [json.dumps(name) for name in p.operations])
     for key, name in (("descendants", "desc"), ("irq_ns", "irq"), ("offcpu_ns", "offcpu")):
         t.lit(',"%s":' % key)
         if name == "offcpu" and not p.offcpu_known:
             t.lit("null")
         else:
-            t.col("i", p.scol(name))
-    flags = p.scol("flags")
+            t.col("i", rc.col(name, lo, hi))
     idx, triples = _bools(flags & SAMPLE_GAP, flags & SAMPLE_PARTIAL, flags & SAMPLE_IRQ)
     t.col("e", idx, [',"gap":%s,"partial":%s,"irq":%s}' % tr for tr in triples])
     return t.items
+
+
+def _any_gap(p: Profile) -> bool:
+    """Whether a root call spans a gap (then the corrected figures are
+    written one by one, null for those): one answer for every chunk."""
+    flags = p.samples.stored("flags")
+    return p.views.get("any_gap_root", lambda: bool(np.any((p.scol("flags") if flags is None else flags) & SAMPLE_GAP)))
+
+
+def _write_root_calls(f, p: Profile, chunk: int) -> None:
+    """The `root_calls` array into f, `chunk` rows at a time, each chunk's
+    template made from its rows (_write_rows' for one chunk)."""
+    n = len(p.samples)
+    f.write(b"[")
+    for lo in range(0, n, chunk):
+        hi = min(lo + chunk, n)
+        items = _root_calls_template(p, lo, hi)
+        if lo == 0:  # the array's first row: no comma before it
+            first = np.zeros(hi - lo, dtype=np.int64)
+            first[0] = 1
+            items[:1] = [("e", first, [",", ""]), items[0][1:]]
+        f.flush()
+        format_rows(items, hi - lo, f.fileno())
+    f.write(b"]")
 
 
 def _write_rows(f, template: list, n: int, chunk: int) -> None:
@@ -672,7 +700,7 @@ def write(p: Profile, opts: RenderOptions, f) -> None:
         for template, rows in tree_templates(p, head, before_rc, TREE_CHUNK_ROWS):
             format_rows(template, rows, f.fileno())
     if len(p.samples):
-        _write_rows(f, _root_calls_template(p), len(p.samples), ROOT_CALLS_CHUNK_ROWS)
+        _write_root_calls(f, p, ROOT_CALLS_CHUNK_ROWS)
     else:
         f.write(b"[]")
     f.write(after_rc.encode("utf-8"))

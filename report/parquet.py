@@ -334,7 +334,7 @@ def root_calls_table(p: Profile, lo: int = 0, hi: int | None = None) -> pa.Table
     n = hi - lo
 
     def col(name):
-        return p.scol(name)[lo:hi] if total else np.zeros(0, np.int64)
+        return p.samples.col(name, lo, hi) if total else np.zeros(0, np.int64)
 
     flags = col("flags")
     gap = (flags & SAMPLE_GAP) != 0

@@ -262,7 +262,7 @@ def row_keys(p: Profile, head: np.ndarray) -> np.ndarray:
     s = head[:, SAMPLE]
     sampled = np.flatnonzero((head[:, KIND] == SPK_TREE) & (s >= 0) & (s < len(p.samples)))
     if len(sampled):
-        k[sampled] = task_keys(p.scol("pid")[s[sampled]], p.scol("cpu")[s[sampled]])
+        k[sampled] = task_keys(p.scol("pid", s[sampled]), p.scol("cpu", s[sampled]))
     return k
 
 
@@ -454,10 +454,10 @@ class _Writer:
         if not len(s):
             return
         p = self.p
-        start = _i64(p.scol("calltime")[s])
-        dur = _i64(p.scol("dur")[s])
-        key = task_keys(p.scol("pid")[s], p.scol("cpu")[s])
-        name = _i64(p.col("func")[p.scol("node")[s]]) + 1
+        start = _i64(p.scol("calltime", s))
+        dur = _i64(p.scol("dur", s))
+        key = task_keys(p.scol("pid", s), p.scol("cpu", s))
+        name = _i64(p.col("func")[p.scol("node", s)]) + 1
         tmpl = _pair(start, start + dur, key << 4 | TK_THREAD, name, CAT_CALL,
                      [*_int_arg("dur_ns", "v", dur), _flag("tree_not_recorded")])
         self.f.later(lambda: pack_rows(tmpl, len(s)))

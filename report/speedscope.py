@@ -279,12 +279,12 @@ def _writer_class():
             if not len(s):
                 return
             p = self.p
-            start = np.ascontiguousarray(p.scol("calltime")[s], np.int64)
-            end = start + np.ascontiguousarray(p.scol("dur")[s], np.int64)
-            track = perfetto.task_keys(p.scol("pid")[s], p.scol("cpu")[s]) << 4 | perfetto.TK_THREAD
+            start = np.ascontiguousarray(p.scol("calltime", s), np.int64)
+            end = start + np.ascontiguousarray(p.scol("dur", s), np.int64)
+            track = perfetto.task_keys(p.scol("pid", s), p.scol("cpu", s)) << 4 | perfetto.TK_THREAD
             n = len(s)
             events = np.stack([np.arange(n), -1 - np.arange(n)], axis=1).reshape(-1).astype(np.int64)
-            self.out.write_slices(events, {"name": p.col("func")[p.scol("node")[s]].astype(np.int64) + 1,
+            self.out.write_slices(events, {"name": p.col("func")[p.scol("node", s)].astype(np.int64) + 1,
                                            "partial": np.zeros(n, bool), "track": track, "start": start,
                                            "end": end})
 

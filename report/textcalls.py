@@ -194,7 +194,7 @@ def _call_values_lines(p: Profile, s) -> list:
     return value, its tree's calls that returned an error code."""
     out = []
     if s.call_args is not None or s.call_ret is not None:
-        name = p.funcs[int(p.col("func")[int(p.scol("node")[s.sample])])]  # (s.root has its marks)
+        name = p.funcs[int(p.col("func")[int(p.scol("node", s.sample))])]  # (s.root has its marks)
         out.extend(_wrap("call: " + call_text(name, s.call_args, s.call_ret), "    ", "  "))
     if s.error_calls:
         named = ", ".join(f"{f} = {retval_text(v)}" for f, v in s.errors)

@@ -124,7 +124,8 @@ def test_no_level_from_a_floor_that_is_a_body():
     lm, lv = cols.index("leaf_min"), cols.index("leaves")
     rows[:, lm] = (661, 5000, 661, 653)
     rows[:, lv] = (50, 50, 3, 50)
-    fake = SimpleNamespace(samples=rows, scol=lambda n: rows[:, cols.index(n)])
+    fake = SimpleNamespace(samples=rows, scol=lambda n, at=None: rows[:, cols.index(n)] if at is None
+                           else rows[at, cols.index(n)])
     assert hooklevel.sample_shift(fake, 656.0).tolist() == [5.0, 0.0, 0.0, 0.0]
 
 

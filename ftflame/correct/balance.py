@@ -293,8 +293,12 @@ def _switches_per_row(p: Profile) -> np.ndarray:
     """Per node row: the switches with a scheduler frame inside its clean root calls."""
     if not len(p.samples):
         return np.zeros(p.nrows)
-    clean = (p.scol("flags") & SAMPLE_GAP) == 0
-    return np.bincount(p.scol("node")[clean], weights=p.scol("switches")[clean], minlength=p.nrows)
+    # where switches is not 0 only (a root call's own columns, RootCalls):
+    # the same sums, zeros added or not
+    rows, vals = p.samples.nonzero("switches")
+    clean = (p.samples.take("flags", rows) & SAMPLE_GAP) == 0 if len(rows) else np.zeros(0, bool)
+    return np.bincount(p.samples.take("node", rows[clean]) if len(rows) else np.zeros(0, np.int64),
+                       weights=vals[clean].astype(np.float64), minlength=p.nrows)
 
 
 def _pm_per_row(p: Profile):
@@ -306,7 +310,7 @@ def _pm_per_row(p: Profile):
     if hw is None:
         return None
     clean = (p.scol("flags") & SAMPLE_GAP) == 0
-    return np.bincount(p.scol("node")[clean], weights=hw[clean], minlength=p.nrows)
+    return np.bincount(p.scol("node", clean), weights=hw[clean], minlength=p.nrows)
 
 
 def _irq_in_clean_roots(p: Profile, c, irq_root: np.ndarray) -> tuple:

@@ -138,7 +138,7 @@ def _root_values(p: Profile, what: str):
     func = counts.most_common(1)[0][0]
     sel = ok & np.array([f == func for f in funcs])
     v = (p.scol("dur") - p.scol("irq") - p.scol("offcpu"))[sel].astype(np.float64)
-    return func, v, p.scol("desc")[sel].astype(np.float64), p.scol("irq_roots")[sel]
+    return func, v, p.scol("desc", sel).astype(np.float64), p.scol("irq_roots", sel)
 
 
 def _leaf_in_graph(p: Profile, func: str, checks: list, rng):
@@ -265,9 +265,9 @@ def _dispatcher_with_graph(pf: Profile, disp: str, root_source: str):
     if quiet.sum() >= 10:
         sel = quiet
     vf = (pf.scol("dur") - pf.scol("irq") - pf.scol("offcpu"))[sel].astype(np.float64)
-    level = hooklevel.calibration_level(pf.scol("leaf_min")[sel], pf.scol("leaves")[sel],
+    level = hooklevel.calibration_level(pf.scol("leaf_min", sel), pf.scol("leaves", sel),
                                         os.path.basename(pf.trace.source))
-    return vf, pf.scol("desc")[sel].astype(np.float64), level
+    return vf, pf.scol("desc", sel).astype(np.float64), level
 
 
 @dataclass(frozen=True)

@@ -331,8 +331,14 @@ def _sample_corrected(p: Profile, irqs: str, off_mode: OffCpu, o_in: float, o_ou
     """(corrected duration per root call, NaN for a gap one; how many were
     clamped at 0): dur - off-CPU - irq - hook cost, an irq root call's
     without the irq term (its own time is interrupt time)."""
-    dur = p.scol("dur").astype(np.float64)
-    n = len(dur)
+    # in place on one float column, the mostly-zero figures subtracted where
+    # they are not zero (the root calls' own columns, RootCalls): x - 0.0 is
+    # x, so the values are those of the whole-column formula, in its order
+    rc = p.samples
+    n = len(rc)
+    stored_dur = rc.stored("dur")
+    corr = (stored_dur if stored_dur is not None else p.scol("dur")).astype(np.float64)
+    s_off = None
     if off_mode is OffCpu.REMOVED:  # the switch work and the calls switched out go with the off-CPU time
         s_off = p.scol("offcpu").astype(np.float64)
         sw = net_switch_work(p.scol("sched").astype(np.float64), p.scol("sched_calls"), p.scol("sched_outs"),
@@ -340,24 +346,39 @@ def _sample_corrected(p: Profile, irqs: str, off_mode: OffCpu, o_in: float, o_ou
         s_off += sw
         del sw
         s_off -= p.scol("offcpu_calls") * o_sum
-    else:
-        s_off = np.zeros(n)
-    corr = dur - s_off
+        corr -= s_off
+    desc = rc.stored("desc")
+    if desc is None and "desc" in rc._extras:
+        desc = p.scol("desc")
     if irqs == "exclude":
-        corr -= p.scol("irq")
+        rows, vals = rc.nonzero("irq")
+        corr[rows] -= vals
         corr -= o_in
-        corr -= p.scol("desc") * o_sum
-        corr -= p.scol("irq_roots") * o_out
+        if desc is not None:
+            corr -= desc * o_sum
+        rows, vals = rc.nonzero("irq_roots")
+        corr[rows] -= vals * o_out
     else:
         corr -= o_in
-        corr -= (p.scol("desc").astype(np.float64) + p.scol("irq_calls")) * o_sum
-    s_irq = np.flatnonzero(p.scol("flags") & SAMPLE_IRQ)
+        rows, vals = rc.nonzero("irq_calls")
+        if desc is not None or len(rows):
+            both = np.zeros(n) if desc is None else desc.astype(np.float64)
+            both[rows] += vals
+            corr -= both * o_sum
+            del both
+    flags = rc.stored("flags")
+    flags = p.scol("flags") if flags is None else flags
+    s_irq = np.flatnonzero(flags & SAMPLE_IRQ)
     if len(s_irq):  # an irq root call: its own time is interrupt time
-        corr[s_irq] = dur[s_irq] - s_off[s_irq] - o_in - p.scol("desc")[s_irq] * o_sum
-    del dur, s_off
+        own = p.scol("dur", s_irq).astype(np.float64)
+        if s_off is not None:
+            own -= s_off[s_irq]
+        corr[s_irq] = own - o_in - (desc[s_irq] if desc is not None else np.zeros(len(s_irq))) * o_sum
+    del s_off, desc
     if level_samples is not None:
         corr -= level_samples
-    s_gap = (p.scol("flags") & SAMPLE_GAP) != 0
+    s_gap = (flags & SAMPLE_GAP) != 0
+    del flags
     clamped = int(np.count_nonzero((corr < 0) & ~s_gap))
     # a gap root call's descendants are incomplete: it has no corrected
     # duration (NaN: every output prints "no figure", never 0)
@@ -389,7 +410,7 @@ def sample_switches(p: Profile) -> int:
     """Switches with a scheduler frame inside the clean root calls."""
     if not len(p.samples):
         return 0
-    return int(p.scol("switches")[(p.scol("flags") & SAMPLE_GAP) == 0].sum())
+    return int(p.scol("switches", (p.scol("flags") & SAMPLE_GAP) == 0).sum())
 
 
 def _tops(p: Profile) -> np.ndarray:
@@ -570,10 +591,14 @@ class Groups:
     distinct root functions has 100k groups, and an array and a dict entry
     each cost more than their values."""
 
-    __slots__ = ("keys", "at", "vals")
+    __slots__ = ("keys", "at", "vals", "ends")
 
-    def __init__(self, keys: np.ndarray, at: np.ndarray, vals: np.ndarray):
+    def __init__(self, keys: np.ndarray, at: np.ndarray, vals: np.ndarray, ends: np.ndarray | None = None):
+        # ends: where each key's values end, when the groups are not one
+        # after the other in key order (exact_values' by function, sharing
+        # the by-node values): at[:-1] are then their starts only
         self.keys, self.at, self.vals = keys, at, vals
+        self.ends = at[1:] if ends is None else ends
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -587,24 +612,32 @@ class Groups:
         k = int(np.searchsorted(self.keys, key))
         if k >= len(self.keys) or self.keys[k] != key:
             raise KeyError(key)
-        return self.vals[self.at[k]:self.at[k + 1]]
+        return self.vals[self.at[k]:self.ends[k]]
+
+    def starts(self) -> np.ndarray:
+        return self.at[:-1]
 
     def sizes(self) -> np.ndarray:
-        return np.diff(self.at)
+        return self.ends - self.at[:-1]
 
     def with_vals(self, vals: np.ndarray) -> Groups:
         """The same groups of other values (one per value of these)."""
-        return Groups(self.keys, self.at, vals)
+        return Groups(self.keys, self.at, vals, self.ends)
 
     def at_rows(self, rows: np.ndarray) -> Groups:
         """The groups of the keys in rows, keyed by their position in rows."""
+        if len(rows) == len(self.keys) and np.array_equal(rows, self.keys):
+            # every group, in order (the JSON tree's exact rows): the same
+            # values, not gathered again (8 bytes a root call and the gather's)
+            return Groups(np.arange(len(rows), dtype=np.int64), self.at, self.vals, self.ends)
         k = np.minimum(np.searchsorted(self.keys, rows), max(len(self.keys) - 1, 0))
         found = np.flatnonzero(self.keys[k] == rows) if len(self.keys) else np.zeros(0, np.int64)
         k = k[found]
-        sizes = self.at[k + 1] - self.at[k]
-        at = np.zeros(len(k) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=at[1:])
-        return Groups(found.astype(np.int64), at, self.vals[_ranges(self.at[k], sizes)])
+        # the same values, not gathered (a chunk of the JSON tree holding
+        # every root path gathered every root call's: 8 bytes a root call
+        # and the gather's index, 16)
+        return Groups(found.astype(np.int64), np.r_[self.at[k], len(self.vals)].astype(np.int64), self.vals,
+                      self.ends[k])
 
 
 NO_GROUPS = Groups(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0))
@@ -633,13 +666,34 @@ def _exact_stats(corr, corr_calls, exact: Groups) -> tuple:
     rows, lens = rows[keep], lens[keep]
     if not len(rows):
         return np.zeros(0, np.int64), np.zeros((0, len(STAT_NAMES)))
-    flat = np.asarray(exact.vals[_ranges(exact.at[:-1][keep], lens)], dtype=np.float64)
+    s = np.asarray(corr, dtype=np.float64)[rows]
+    ranks = [np.maximum(np.ceil(lens * q / 100.0).astype(np.int64) - 1, 0) for q in (50, 90, 99)]
+    if len(rows) <= EXACT_LEAN_ROWS:
+        # a row at a time, its values sorted in one scratch array: the
+        # figures of the sort of all of them at once (the same values),
+        # without its five whole columns (40 bytes a root call)
+        first, last = np.empty(len(rows)), np.empty(len(rows))
+        picks = [np.empty(len(rows)) for _ in ranks]
+        for i, (st, ln) in enumerate(zip(exact.starts()[keep].tolist(), lens.tolist())):
+            g = np.array(exact.vals[st:st + ln], dtype=np.float64)
+            g.sort()
+            first[i], last[i] = g[0], g[-1]
+            for pk, rk in zip(picks, ranks):
+                pk[i] = g[rk[i]]
+            del g
+        return rows, np.stack([s, first, last, s / lens, *picks], axis=1)
+    flat = np.asarray(exact.vals[_ranges(exact.starts()[keep], lens)], dtype=np.float64)
     group = np.repeat(np.arange(len(rows)), lens)
     v = flat[np.lexsort((flat, group))]  # by row, then by value
     start = np.cumsum(lens) - lens
-    s = np.asarray(corr, dtype=np.float64)[rows]
-    picks = [v[start + np.maximum(np.ceil(lens * q / 100.0).astype(np.int64) - 1, 0)] for q in (50, 90, 99)]
+    picks = [v[start + rk] for rk in ranks]
     return rows, np.stack([s, v[start], v[start + lens - 1], s / lens, *picks], axis=1)
+
+
+# Up to this many rows with exact statistics, _exact_stats sorts their values
+# a row at a time (a Python step per row); more (100k distinct root
+# functions): all at once, at about 40 bytes a root call more.
+EXACT_LEAN_ROWS = 4096
 
 
 def scaled_stats(sums, calls, mins, maxs, pcts, corr, corr_calls, exact: Groups,
@@ -701,24 +755,32 @@ def _exact_values(p: Profile, per_call: np.ndarray | None) -> tuple:
     c = p.corrected
     if c is None or len(p.samples) == 0:
         return NO_GROUPS, NO_GROUPS
-    ok = (p.scol("flags") & SAMPLE_GAP) == 0
-    node = p.scol("node")[ok].astype(np.int32)  # node ids fit (the core checks)
-    dur = (c.sample_dur if per_call is None else per_call)[ok]
+    rc = p.samples
+    flags = rc.stored("flags")
+    ok = ((flags if flags is not None else p.scol("flags")) & SAMPLE_GAP) == 0
+    every = bool(ok.all())
+    node = rc.stored("node")
+    node = p.scol("node").astype(np.int32) if node is None else node  # node ids fit (the core checks)
+    dur = c.sample_dur if per_call is None else per_call
+    if not every:
+        node, dur = node[ok], dur[ok]
     del ok
     if not len(node):
         return NO_GROUPS, NO_GROUPS
-    # grouped by node, then by function: two sorted copies, no per-group
-    # numpy call (a trace may have 100k distinct root functions);
-    # temporaries let go as soon as used (a row per root call: a trace of
-    # many short root calls has millions)
-    order = np.argsort(node, kind="stable")
-    node = node[order]
-    dur = dur[order]
-    del order
-    by_node = _groups(node, dur)
+    # grouped by node, then by function: no per-group numpy call (a trace
+    # may have 100k distinct root functions); temporaries let go as soon as
+    # used (a row per root call: a trace of many short root calls has
+    # millions)
+    by_node = _grouped_by_node(node, dur, p.nrows)
+    del dur
     ft = p.functions
     ids = np.asarray(ft.func_ids, dtype=np.int64)
     pos = np.argsort(ids, kind="stable")
+    shared = _by_func_of_nodes(p, by_node, ids, pos)
+    if shared is not None:
+        return by_node, shared
+    dur = by_node.vals
+    node = np.repeat(by_node.keys.astype(np.int32), by_node.sizes())
     func = p.col("func")[node].astype(np.int64)
     del node
     j = np.minimum(np.searchsorted(ids[pos], func), max(len(ids) - 1, 0))
@@ -729,6 +791,59 @@ def _exact_values(p: Profile, per_call: np.ndarray | None) -> tuple:
     order = np.argsort(fi, kind="stable")
     by_func = _groups(fi[order], dur[known][order])
     return by_node, by_func
+
+
+# Root calls placed by node a chunk at a time (_grouped_by_node): the
+# chunk's sort index, not the whole column's (8 bytes a root call).
+GROUP_CHUNK_ROWS = 1 << 13
+
+
+def _grouped_by_node(node: np.ndarray, vals: np.ndarray, nrows: int) -> Groups:
+    """Groups of vals by node, each node's values in row order (what a
+    stable sort by node gives), made by counting: each node's place from
+    the counts, the rows put there a chunk at a time in row order. The
+    values' copy is the only whole column made."""
+    counts = np.bincount(node, minlength=nrows)
+    keys = np.flatnonzero(counts)
+    at = np.zeros(len(keys) + 1, dtype=np.int64)
+    np.cumsum(counts[keys], out=at[1:])
+    nxt = np.zeros(len(counts), dtype=np.int64)  # where each node's next value goes
+    nxt[keys] = at[:-1]
+    del counts
+    out = np.empty(len(vals), dtype=vals.dtype)
+    for lo in range(0, len(vals), GROUP_CHUNK_ROWS):
+        hi = min(lo + GROUP_CHUNK_ROWS, len(vals))
+        nc = node[lo:hi]
+        order = np.argsort(nc, kind="stable")
+        ns = nc[order]
+        idx = np.arange(hi - lo)
+        first = np.ones(hi - lo, dtype=bool)
+        first[1:] = ns[1:] != ns[:-1]
+        run_start = np.maximum.accumulate(np.where(first, idx, 0))
+        out[nxt[ns] + idx - run_start] = vals[lo:hi][order]
+        heads = ns[first]
+        nxt[heads] += np.diff(np.r_[np.flatnonzero(first), hi - lo])
+    return Groups(keys.astype(np.int64), at, out)
+
+
+def _by_func_of_nodes(p: Profile, by_node: Groups, ids: np.ndarray, pos: np.ndarray) -> Groups | None:
+    """exact_values' groups by function when no two root paths are of one
+    function (then a function's values are its path's, in that order):
+    the by-node values shared, not sorted again (8 bytes a root call and the
+    sort's), or None when a function has more than one root path."""
+    func = p.col("func")[by_node.keys].astype(np.int64)
+    j = np.minimum(np.searchsorted(ids[pos], func), max(len(ids) - 1, 0))
+    known = (ids[pos][j] == func) if len(ids) else np.zeros(len(func), bool)
+    fi = pos[j]
+    if len(np.unique(fi[known])) != int(known.sum()):
+        return None
+    g = np.flatnonzero(known)
+    g = g[np.argsort(fi[g], kind="stable")]
+    if not len(g):
+        return NO_GROUPS
+    starts = by_node.starts()[g]
+    return Groups(fi[g].astype(np.int64), np.r_[starts, len(by_node.vals)].astype(np.int64), by_node.vals,
+                  by_node.ends[g])
 
 
 def _groups(keys: np.ndarray, vals: np.ndarray) -> Groups:

@@ -118,9 +118,12 @@ def _grouped_nearest_rank(vals: np.ndarray, at: np.ndarray) -> tuple:
     return out, sums
 
 
-def sample_roots(p: Profile) -> np.ndarray:
-    """The root function's name index (p.funcs) of every root call."""
-    return p.col("func")[p.scol("node")] if len(p.samples) else np.zeros(0, np.int64)
+def sample_roots(p: Profile, rows=None) -> np.ndarray:
+    """The root function's name index (p.funcs) of every root call (or of
+    those at rows: no whole column made for a few)."""
+    if not len(p.samples):
+        return np.zeros(0, np.int64)
+    return p.col("func")[p.scol("node", rows)] if rows is not None else p.col("func")[p.samples.values("node")]
 
 
 def operation_table(p: Profile) -> tuple | None:
@@ -132,9 +135,20 @@ def operation_table(p: Profile) -> tuple | None:
 def _operation_table(p: Profile) -> tuple | None:
     if not len(p.samples) or not p.operations:
         return None
-    op = p.scol("op")
-    root = sample_roots(p)
-    return _latency_rows(p, np.isin(root, np.unique(root[op >= 0])), set())
+    node = p.samples.values("node")
+    disp = _root_funcs(p, node, p.samples.values("op") >= 0)
+    # a root call of a dispatcher: by its call path's function (a row per
+    # path, not an int64 column per root call)
+    by_path = np.isin(p.col("func"), disp)
+    return _latency_rows(p, by_path[node], set())
+
+
+def _root_funcs(p: Profile, node: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
+    """The distinct root functions (sorted) of the root calls (those in
+    where), found from the call paths they lie on: np.unique of their
+    functions, without a column per root call."""
+    on = np.flatnonzero(np.bincount(node if where is None else node[where], minlength=p.nrows))
+    return np.unique(p.col("func")[on])
 
 
 def root_table(p: Profile) -> tuple:
@@ -156,10 +170,10 @@ def root_columns(p: Profile) -> dict | None:
 def _root_columns(p: Profile) -> dict | None:
     if not len(p.samples):
         return None
-    root = sample_roots(p)
-    dispatchers = set(np.unique(root[p.scol("op") >= 0]).tolist()) if p.operations else set()
-    plain = set(np.unique(root).tolist()) - dispatchers
-    return _latency_columns(p, np.ones(len(root), dtype=bool), plain, split_irq=True)
+    node = p.samples.values("node")
+    dispatchers = set(_root_funcs(p, node, p.samples.values("op") >= 0).tolist()) if p.operations else set()
+    plain = set(_root_funcs(p, node).tolist()) - dispatchers
+    return _latency_columns(p, np.ones(len(node), dtype=bool), plain, split_irq=True)
 
 
 def _latency_rows(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = False) -> tuple:
@@ -197,6 +211,10 @@ def _latency_columns(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = 
     dispatcher (one row, operation ""). split_irq: the root calls entered
     in interrupt context and the others of a function in rows of their own
     (a handler's latency is not the task's)."""
+    lean = _lean_groups(p, sel, split_irq)
+    if lean is not None:
+        cols, kroot, kop = lean
+        return _order_rows(p, cols, kroot, kop, plain)
     flags = p.scol("flags")
     at = np.flatnonzero(sel)
     # each row's root calls found by one sort of all of them, not a scan of
@@ -204,9 +222,9 @@ def _latency_columns(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = 
     # int64 key per root call (_groups_of): a root call costs its row's
     # bytes again here, not three times them
     irq = (flags[at] & SAMPLE_IRQ) != 0 if split_irq else np.zeros(len(at), bool)
-    kroot, kop, inv = _groups_of(sample_roots(p)[at].astype(np.int64), p.scol("op")[at], irq)
+    kroot, kop, inv = _groups_of(sample_roots(p, at).astype(np.int64), p.scol("op", at), irq)
     del irq
-    dur = p.scol("dur")[at].astype(np.float64)
+    dur = p.scol("dur", at).astype(np.float64)
     total = float(dur.sum()) or 1.0
     order = np.lexsort((dur, inv))
     durs, d_at = dur[order], np.searchsorted(inv[order], np.arange(len(kroot) + 1))
@@ -225,6 +243,13 @@ def _latency_columns(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = 
             "share": raw_sum / total, "corr_share": cor_sum / corr_total,
             "irq_calls": np.bincount(inv, weights=(flags[at] & SAMPLE_IRQ) != 0,
                                      minlength=len(kroot)).astype(np.int64)}
+    return _order_rows(p, cols, kroot, kop, plain)
+
+
+def _order_rows(p: Profile, cols: dict, kroot: np.ndarray, kop: np.ndarray, plain: set) -> dict:
+    """_latency_columns' groups (kroot, kop) and their columns, in the rows'
+    order, with their names."""
+    raw, calls = cols["raw"], cols["calls"]
     # a plain root's operation and how "", else its operation's (the
     # operations' tables, looked up per row in C: 100,000s of rows)
     is_plain = np.isin(kroot, np.fromiter(plain, dtype=np.int64, count=len(plain)))
@@ -240,6 +265,88 @@ def _latency_columns(p: Profile, sel: np.ndarray, plain: set, split_irq: bool = 
                operation=list(map(op_names.__getitem__, which[order].tolist())),
                how=list(map(hows.__getitem__, how[order].tolist())))
     return out
+
+
+# Up to this many groups of root calls, _latency_columns finds each group's
+# calls with a mask, a group at a time (its figures from one scratch array
+# of its values, sorted in place): a few bytes a root call at the peak where
+# sorting all of them at once took about 100 (docs/performance.md, branch
+# rootcols). More groups (a root function per root call): all at once.
+LEAN_GROUPS = 64
+
+
+def _lean_groups(p: Profile, sel: np.ndarray, split_irq: bool) -> tuple | None:
+    """_latency_columns' columns before their order (cols, kroot, kop), the
+    groups found from the stored columns (a root call's call path, its
+    operation, its interrupt flag: a code of 4 bytes), or None when there
+    are too many groups or codes for that. The same figures as the sort of
+    all root calls: each group's values sorted alike (integer durations sum
+    exactly in any order; the corrected ones are summed sorted, as there)."""
+    rc = p.samples
+    node, op, flags, dur = rc.stored("node"), rc.stored("op"), rc.stored("flags"), rc.stored("dur")
+    if node is None or op is None or flags is None or dur is None:
+        return None
+    n = len(rc)
+    span = int(op.max()) + 2
+    ncode = p.nrows * span * 2
+    if op.min() < -1 or ncode > max(n // 4, 1 << 20):  # a count per code: at most 2 bytes a root call
+        return None
+    every = bool(sel.all())
+    # ((node * span + op + 1) * 2 + irq), in place on one 4-byte column
+    code: np.ndarray = node.astype(np.int32 if ncode < 1 << 31 else np.int64)
+    np.multiply(code, span, out=code)
+    np.add(code, op, out=code)
+    np.add(code, 1, out=code)
+    np.multiply(code, 2, out=code)
+    if split_irq:
+        np.add(code, (flags & SAMPLE_IRQ) != 0, out=code)
+    present = np.flatnonzero(np.bincount(code if every else code[sel], minlength=ncode))
+    p_irq = present % 2
+    p_op = (present // 2) % span - 1
+    p_root = p.col("func")[present // (2 * span)].astype(np.int64)
+    kroot, kop, ginv = _groups_of(p_root, p_op, p_irq)
+    if len(kroot) > LEAN_GROUPS:
+        return None
+    table = np.full(ncode, -1, dtype=np.int8)
+    table[present] = ginv
+    del present, p_irq, p_op, p_root, ginv
+    inv = table[code]
+    del code, table
+    if not every:
+        inv[~sel] = -1
+    total = float(dur.sum(dtype=np.int64, where=sel)) or 1.0
+    sdur = np.asarray(p.corrected_or_raw.sample_dur)
+    ok = (flags & SAMPLE_GAP) == 0
+    ok &= sel
+    corr_total = float((sdur if ok.all() else sdur[ok]).sum()) or 1.0
+    raw_g, cor_g, calls, corr_calls, irq_calls = [], [], [], [], []
+    for g in range(len(kroot)):
+        m = inv == g
+        vals = dur[m].astype(np.float64)
+        vals.sort()
+        raw_g.append(_grouped_nearest_rank(vals, np.array([0, len(vals)])))
+        calls.append(len(vals))
+        irq_calls.append(int(np.count_nonzero(flags[m] & SAMPLE_IRQ)))
+        del vals
+        m &= ok
+        vals = sdur[m]
+        vals.sort()
+        cor_g.append(_grouped_nearest_rank(vals, np.array([0, len(vals)])))
+        corr_calls.append(len(vals))
+        del vals, m
+    calls_a = np.array(calls, dtype=np.int64)
+
+    def figures(per: list) -> tuple:
+        if not per:
+            return {k: np.zeros(0) for k in (*(f"p{q}" for q in QUANTILES), "max", "mean")}, np.zeros(0)
+        return ({k: np.concatenate([f[k] for f, _ in per]) for k in per[0][0]},
+                np.concatenate([s for _, s in per]))
+    raw, raw_sum = figures(raw_g)
+    cor, cor_sum = figures(cor_g)
+    cols = {"op": kop, "calls": calls_a, "gap_calls": calls_a - np.array(corr_calls, dtype=np.int64),
+            "raw": raw, "corr": cor, "share": raw_sum / total, "corr_share": cor_sum / corr_total,
+            "irq_calls": np.array(irq_calls, dtype=np.int64)}
+    return cols, kroot, kop
 
 
 def _groups_of(root: np.ndarray, op: np.ndarray, irq: np.ndarray) -> tuple:
@@ -336,11 +443,10 @@ def _ranked_slowest(p: Profile) -> Ranked:
     if not len(kt) or not kt.n or not len(p.samples):
         return Ranked(np.arange(len(kt)), by, 0)
     corr = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)
-    node, op = p.scol("node"), p.scol("op")
     width = len(p.operations) + 2  # a (root path, operation) group: node * width + op + 1
 
-    def group(rows):
-        return node[rows].astype(np.int64) * width + op[rows].astype(np.int64) + 1
+    def group(rows):  # the stored columns at these rows only: no int64 column of every root call
+        return p.scol("node", rows).astype(np.int64) * width + p.scol("op", rows).astype(np.int64) + 1
 
     cand = np.flatnonzero(by & KEPT_BY_CORRECTED)
     s = kt.sample[cand]
@@ -397,13 +503,13 @@ def _slowest_columns(p: Profile) -> dict | None:
     if not len(ranked.rows):
         return None
     keep = ranked.rows
-    order = keep[np.lexsort((kt.sample[keep], -p.scol("dur")[kt.sample[keep]]))]  # slowest first, then by row
+    order = keep[np.lexsort((kt.sample[keep], -p.scol("dur", kt.sample[keep])))]  # slowest first, then by row
     rows = kt.sample[order]
-    flags = p.scol("flags")[rows]
-    names = list(map(p.funcs.__getitem__, sample_roots(p)[rows].tolist()))
+    flags = p.scol("flags", rows)
+    names = list(map(p.funcs.__getitem__, sample_roots(p, rows).tolist()))
     for i in np.flatnonzero(flags & (SAMPLE_PARTIAL | SAMPLE_IRQ)).tolist():  # the marked ones only
         names[i] += (" (partial)" if flags[i] & SAMPLE_PARTIAL else "") + (" [irq]" if flags[i] & SAMPLE_IRQ else "")
-    op = p.scol("op")[rows]
+    op = p.scol("op", rows)
     # an operation's label; NO_OPERATION for the other calls of a root in
     # the operation table; None for a root that is no dispatcher
     ops = [*p.operations, NO_OPERATION, None]
@@ -414,7 +520,7 @@ def _slowest_columns(p: Profile) -> dict | None:
         op_of = np.where((op < 0) & in_table, len(ops) - 2, op_of)
     return {"tree": order, "kept": kt.kept[order], "sample": rows, "root": names,
             "operation_of": op_of.astype(np.int64), "operations": ops,
-            **{k: np.ascontiguousarray(p.scol(c)[rows]) for k, c in (
+            **{k: np.ascontiguousarray(p.scol(c, rows)) for k, c in (
                 ("start_ns", "calltime"), ("pid", "pid"), ("cpu", "cpu"), ("dur", "dur"))},
             "corr": np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)[rows],
             "gap": (flags & SAMPLE_GAP) != 0, "kept_by": ranked.by[order]}

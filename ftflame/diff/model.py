@@ -83,7 +83,7 @@ def root_call_count(p: Profile) -> int:
     """Root calls of the trace's graph functions: completed task-context
     root calls whose start was recorded, without those spanning a
     lost-event gap (the calls the corrected root figures cover)."""
-    flags = p.scol("flags")
+    flags = p.samples.values("flags")
     return int(np.count_nonzero((flags & (SAMPLE_GAP | SAMPLE_IRQ | SAMPLE_PARTIAL)) == 0))
 
 
@@ -114,9 +114,9 @@ def _node_sums(p: Profile):
     s2 = np.divide(hm2 * n, hn, out=np.zeros(p.nrows), where=hn > 0)
     exact = np.zeros(p.nrows, dtype=bool)
     # root calls: every corrected duration is known
-    sflags = p.scol("flags")
+    sflags = p.samples.values("flags")
     ok = (sflags & SAMPLE_GAP) == 0
-    snode = p.scol("node")[ok]
+    snode = p.scol("node", ok)
     sdur = np.asarray(c.sample_dur, dtype=np.float64)[ok]
     if len(snode):
         per = np.bincount(snode, minlength=p.nrows)
@@ -202,12 +202,12 @@ def operation_items(p: Profile) -> RunItems:
     reached a procedure below it."""
     rows = operations.operation_table(p) or ()
     dispatchers = sorted({p.funcs.index(r.root) for r in rows})
-    ok = (p.scol("flags") & SAMPLE_GAP) == 0 if rows else np.zeros(0, dtype=bool)
+    ok = (p.samples.values("flags") & SAMPLE_GAP) == 0 if rows else np.zeros(0, dtype=bool)
     if rows:
-        ok &= np.isin(operations.sample_roots(p), dispatchers) & ~p.pseudo_roots[p.scol("node")]
+        ok &= np.isin(operations.sample_roots(p), dispatchers) & ~p.pseudo_roots[p.samples.values("node")]
     sel = np.flatnonzero(ok)
-    root = operations.sample_roots(p)[sel] if len(sel) else np.zeros(0, np.int64)
-    op = p.scol("op")[sel] if len(sel) else np.zeros(0, np.int64)
+    root = operations.sample_roots(p, sel) if len(sel) else np.zeros(0, np.int64)
+    op = p.scol("op", sel) if len(sel) else np.zeros(0, np.int64)
     pair = root * (len(p.operations) + 1) + (op + 1)  # one code per (root function, operation)
     codes, item = np.unique(pair, return_inverse=True)
     keys = [operation_key(p.funcs[c // (len(p.operations) + 1)],
@@ -448,11 +448,11 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
 def latency_points(p: Profile) -> tuple:
     """(function name per point, start in s from the first, corrected ns)
     of the root calls counted in root_call_count."""
-    flags = p.scol("flags")
+    flags = p.samples.values("flags")
     ok = (flags & (SAMPLE_GAP | SAMPLE_IRQ | SAMPLE_PARTIAL)) == 0
-    start = p.scol("calltime")[ok]
+    start = p.scol("calltime", ok)
     dur = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)[ok]
-    names = [p.funcs[f] for f in p.col("func")[p.scol("node")[ok]].tolist()] if ok.any() else []
+    names = [p.funcs[f] for f in p.col("func")[p.scol("node", ok)].tolist()] if ok.any() else []
     t0 = int(start.min()) if len(start) else 0
     return tuple(names), (start - t0) / 1e9, dur
 
@@ -661,13 +661,13 @@ def _root_raw(runs, keys) -> tuple:
         c = p.corrected
         if c is None:
             continue
-        flags = p.scol("flags")
+        flags = p.samples.values("flags")
         ok = (flags & (SAMPLE_GAP | SAMPLE_IRQ | SAMPLE_PARTIAL)) == 0
         item_of_func = np.array([index.get(name, -1) for name in p.funcs], dtype=np.int64)
-        it = item_of_func[p.col("func")[p.scol("node")[ok]]] if ok.any() else np.zeros(0, np.int64)
+        it = item_of_func[p.col("func")[p.scol("node", ok)]] if ok.any() else np.zeros(0, np.int64)
         keep = it >= 0
         items.append(it[keep])
-        durs.append(p.scol("dur")[ok][keep].astype(np.float64))
+        durs.append(p.scol("dur", ok)[keep].astype(np.float64))
         tops = np.flatnonzero((p.col("parent") < 0) & ~p.pseudo_roots)
         at = item_of_func[p.col("func")[tops]]
         sel = at >= 0

@@ -271,6 +271,156 @@ class KeptTree(NamedTuple):
     def nbytes(self) -> int:
         return self.recs.nbytes + self.extras.nbytes
 
+# The root calls' columns as the core stores them (parse/core/builder.h,
+# ftf_roots): fixed widths, a figure too wide for its column held as an
+# extra (the column holds the escape); the lazy columns absent when every
+# value is 0; the mostly-zero figures kept only where non-zero.
+ROOT_DENSE: dict[str, np.dtype] = {"calltime": np.dtype("<i8"), "node": np.dtype("<u4"), "dur": np.dtype("<u4"),
+              "pid": np.dtype("<i4"), "cpu": np.dtype("<i2"), "op": np.dtype("<i2"), "flags": np.dtype("u1")}
+ROOT_LAZY = ("desc", "leaf_min", "leaves")  # <u4, None when all 0
+ROOT_EXTRA_SHIFT = 5  # an extra's row << 5 | its SAMPLE_COLUMNS index
+
+
+class RootCalls:
+    """The completed root calls, a row each (SAMPLE_COLUMNS), kept as the
+    core's columns of fixed-width fields (25 bytes a root call, 4 more per
+    lazy column present, 16 per non-zero mostly-zero figure), not copied:
+    an int64 (n, 20) table was 160 bytes a root call. col(name) is a column
+    as int64 (made when asked: a copy but for calltime); stored(name) and
+    nonzero(name) read what is kept, without a whole int64 column."""
+
+    def __init__(self, n: int, dense: dict, extras: dict, peak_bytes: int = 0):
+        self.n = n
+        self.peak_bytes = peak_bytes  # the core's columns at their largest while it read (capacity included)
+        self._dense = dense    # name -> stored column (ROOT_DENSE, ROOT_LAZY), None: all 0
+        self._extras = extras  # name -> (rows int64, values int64), ascending rows
+
+    @classmethod
+    def from_core(cls, d: dict) -> RootCalls:
+        n = int(d["n"])
+        dense: dict[str, np.ndarray | None] = {c: np.frombuffer(d[c], dtype=t, count=n) for c, t in ROOT_DENSE.items()}
+        dense.update({c: None if d[c] is None else np.frombuffer(d[c], dtype="<u4", count=n) for c in ROOT_LAZY})
+        ex = np.frombuffer(d["extras"], dtype="<u8").reshape(-1, 2)
+        extras = {}
+        if len(ex):
+            field = (ex[:, 0] & ((1 << ROOT_EXTRA_SHIFT) - 1)).astype(np.int64)
+            for f in np.unique(field).tolist():
+                sel = np.flatnonzero(field == f)
+                extras[SAMPLE_COLUMNS[f]] = ((ex[sel, 0] >> ROOT_EXTRA_SHIFT).astype(np.int64),
+                                             ex[sel, 1].view(np.int64))
+        return cls(n, dense, extras, int(d.get("peak_bytes", 0)))
+
+    @classmethod
+    def from_array(cls, table: np.ndarray) -> RootCalls:
+        """From an int64 (rows, len(SAMPLE_COLUMNS)) array (hand-made
+        profiles): each column in its stored width, checked to fit."""
+        n = len(table)
+        dense: dict[str, np.ndarray | None] = {}
+        extras: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for i, c in enumerate(SAMPLE_COLUMNS):
+            v = table[:, i] if n else np.zeros(0, np.int64)
+            t = ROOT_DENSE.get(c, np.dtype("<u4") if c in ROOT_LAZY else None)
+            if t is None or (c in ROOT_LAZY and not v.any()):
+                rows = np.flatnonzero(v)
+                if len(rows):
+                    extras[c] = (rows.astype(np.int64), v[rows].astype(np.int64))
+                if c in ROOT_LAZY:
+                    dense[c] = None
+                continue
+            info = np.iinfo(t)
+            esc = (v < info.min) | (v > info.max) if c == "calltime" else (
+                (v >= info.max) if t.kind == "u" else ((v <= info.min) | (v > info.max)))
+            s = v.astype(t)
+            rows = np.flatnonzero(esc)
+            if len(rows):
+                s[rows] = info.max if t.kind == "u" else info.min
+                extras[c] = (rows.astype(np.int64), v[rows].astype(np.int64))
+            dense[c] = s
+        return cls(n, dense, extras)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __eq__(self, other) -> bool:
+        """The same root calls, figure by figure (two reads compared)."""
+        if not isinstance(other, RootCalls):
+            return NotImplemented
+        return self.n == other.n and all(np.array_equal(self.col(c), other.col(c)) for c in SAMPLE_COLUMNS)
+
+    # compared by value: no hash (as numpy arrays have none)
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def nbytes(self) -> int:
+        """What the columns and extras hold, in bytes."""
+        return (sum(v.nbytes for v in self._dense.values() if v is not None)
+                + sum(r.nbytes + v.nbytes for r, v in self._extras.values()))
+
+    def stored(self, name: str) -> np.ndarray | None:
+        """The column as kept (ROOT_DENSE or <u4 lazy), None for a lazy one
+        that is all zeros, or for a mostly-zero figure; only where the
+        column has no escaped rows (exact as is), else None too."""
+        if name in self._extras and name in self._dense:
+            return None
+        return self._dense.get(name)
+
+    def values(self, name: str) -> np.ndarray:
+        """The column as kept when that is exact (no copy), else as int64:
+        for reads that take any integer width (indexing, comparing)."""
+        v = self.stored(name)
+        return self.col(name) if v is None else v
+
+    def nonzero(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, values) where a mostly-zero figure (no column) is not 0."""
+        assert name not in self._dense, name
+        return self._extras.get(name, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+
+    def col(self, name: str, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """The column (rows lo..hi) as int64, the same values as the core's
+        int64 table had (a copy, but calltime's: a view)."""
+        hi = self.n if hi is None else min(hi, self.n)
+        v = self._dense.get(name)
+        if v is None:
+            out = np.zeros(max(hi - lo, 0), np.int64)
+        elif v.dtype == np.int64:
+            if name not in self._extras:
+                return v[lo:hi]
+            out = v[lo:hi].copy()
+        else:
+            out = v[lo:hi].astype(np.int64)
+        if name in self._extras:
+            rows, vals = self._extras[name]
+            a, b = np.searchsorted(rows, (lo, hi))
+            out[rows[a:b] - lo] = vals[a:b]
+        return out
+
+    def take(self, name: str, rows) -> np.ndarray:
+        """col(name)[rows] (int64), made from those rows only (rows: an
+        index array, a mask or an index)."""
+        v = self._dense.get(name)
+        if name in self._extras or v is None:
+            return self.col(name)[rows]
+        return v[rows].astype(np.int64)
+
+    # an int64 (n, 20) table's reads, for tests and hand checks
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        table = np.zeros((self.n, len(SAMPLE_COLUMNS)), np.int64)
+        for i, c in enumerate(SAMPLE_COLUMNS):
+            table[:, i] = self.col(c)
+        return table if dtype is None else table.astype(dtype)
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], (int, np.integer)):
+            return self.col(SAMPLE_COLUMNS[key[1]])[key[0]]
+        return np.asarray(self)[key]
+
+    def tolist(self) -> list:
+        return np.asarray(self).tolist()
+
+
+NO_ROOT_CALLS = RootCalls.from_array(np.zeros((0, len(SAMPLE_COLUMNS)), np.int64))
+
+
 class KeptTrees:
     """The kept slowest root calls as the core gives them, as columns: per
     call its sample row, its tree's base calltime (its 64 bits, as int64)
@@ -693,7 +843,7 @@ class Profile:
     nodes: NodeTable  # a column per NODE_COLUMNS, one row per call path
     hist_incl: Histograms
     hist_excl: Histograms
-    samples: np.ndarray  # int64 (rows, len(SAMPLE_COLUMNS))
+    samples: RootCalls  # a row per completed root call (SAMPLE_COLUMNS)
     counters: Mapping[str, int]
     lost_per_cpu: Mapping[int, int]  # cpu -> lost events of known count
     lost_gaps_unknown_per_cpu: Mapping[int, int] = field(default_factory=dict)  # gaps of unknown size
@@ -730,15 +880,17 @@ class Profile:
         (stored narrower or sparse for some: NodeTable)."""
         return self.nodes.col(name, rows, dtype)
 
-    def scol(self, name: str) -> np.ndarray:
-        return self.samples[:, _SAMPLE_INDEX[name]] if len(self.samples) else np.zeros(0, np.int64)
+    def scol(self, name: str, rows=None) -> np.ndarray:
+        """A root-call column as int64 (RootCalls.col), or its values at rows
+        (RootCalls.take: no whole column made for a few rows)."""
+        return self.samples.col(name) if rows is None else self.samples.take(name, rows)
 
     def root_returns(self, lo: int = 0, hi: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(return value, whether its exit recorded one) of root calls lo..hi:
         the value signed as the kernel's printer reads it (retval_signed: an
         int's -EIO recorded as 0xfffffffb is -5), 0 where none. Rows at a
         time: a table written in chunks makes no whole column for it."""
-        flags, raw = self.scol("flags")[lo:hi], self.scol("retval")[lo:hi]
+        flags, raw = self.samples.col("flags", lo, hi), self.samples.col("retval", lo, hi)
         return retval_signed(raw), (flags & SAMPLE_RET) != 0
 
     @property

@@ -506,9 +506,9 @@ int ftf_builder_rename_task(ftf_builder *b, int32_t old_pid, int32_t new_pid, in
 	b->tasks = tasks;
 samples:
 	/* root calls it already completed */
-	for (uint64_t i = 0; i < b->nsamples; i++)
-		if (b->samples[i].pid == old_pid && (old_pid != 0 || b->samples[i].cpu == cpu))
-			b->samples[i].pid = new_pid;
+	for (uint64_t i = 0; i < b->roots.n; i++)
+		if (b->roots.pid[i] == old_pid && (old_pid != 0 || ftf_root_cpu(&b->roots, i) == cpu))
+			b->roots.pid[i] = new_pid;
 	return 0;
 }
 
@@ -893,19 +893,147 @@ static void node_add(ftf_builder *b, uint32_t idx, int gap, ftf_frame *parent, u
 		b->oom = 1;
 }
 
+static void roots_account(ftf_roots *r)
+{
+	int lazy = 0;
+	for (int k = 0; k < FTF_RL_N; k++)
+		lazy += r->lazy[k] != NULL;
+	r->bytes = r->cap * (FTF_ROOT_DENSE_BYTES + 4 * (uint64_t)lazy) + r->capextras * sizeof(ftf_root_extra);
+	if (r->bytes > r->peak)
+		r->peak = r->bytes;
+}
+
+/* Every column to cap rows (lazy ones that exist too); 0 or -1. */
+static int roots_grow(ftf_roots *r, uint64_t cap)
+{
+#define GROW(p)                                                        \
+	do {                                                           \
+		void *_q = realloc((p), cap * sizeof(*(p)));           \
+		if (!_q)                                               \
+			return -1;                                     \
+		(p) = _q;                                              \
+	} while (0)
+	GROW(r->calltime);
+	GROW(r->node);
+	GROW(r->dur);
+	GROW(r->pid);
+	GROW(r->cpu);
+	GROW(r->op);
+	GROW(r->flags);
+	for (int k = 0; k < FTF_RL_N; k++)
+		if (r->lazy[k])
+			GROW(r->lazy[k]);
+#undef GROW
+	r->cap = cap;
+	roots_account(r);
+	return 0;
+}
+
+static int roots_extra(ftf_roots *r, uint64_t row, int field, uint64_t value)
+{
+	if (r->nextras == r->capextras) {
+		uint64_t cap = r->capextras ? r->capextras + r->capextras / 4 + 64 : 256;
+		ftf_root_extra *e = realloc(r->extras, cap * sizeof(*e));
+		if (!e)
+			return -1;
+		r->extras = e;
+		r->capextras = cap;
+		roots_account(r);
+	}
+	r->extras[r->nextras++] = (ftf_root_extra){ row << FTF_ROOT_EXTRA_SHIFT | (uint64_t)field, value };
+	return 0;
+}
+
+/* A lazy column's value at row (made, zeros above, at its first non-zero). */
+static int roots_lazy(ftf_roots *r, uint64_t row, int k, int field, uint64_t v)
+{
+	if (!r->lazy[k]) {
+		if (!v)
+			return 0;
+		r->lazy[k] = calloc(r->cap, sizeof(uint32_t));
+		if (!r->lazy[k])
+			return -1;
+		roots_account(r);
+	}
+	r->lazy[k][row] = v < UINT32_MAX ? (uint32_t)v : UINT32_MAX;
+	return v < UINT32_MAX ? 0 : roots_extra(r, row, field, v);
+}
+
+int32_t ftf_root_cpu(const ftf_roots *r, uint64_t i)
+{
+	if (r->cpu[i] != INT16_MIN)
+		return r->cpu[i];
+	for (uint64_t e = 0; e < r->nextras; e++) /* rare: a CPU past int16 */
+		if (r->extras[e].row_field == (i << FTF_ROOT_EXTRA_SHIFT | FTF_SCOL_CPU))
+			return (int32_t)r->extras[e].value;
+	return INT16_MIN;
+}
+
 static void add_sample(ftf_builder *b, const ftf_sample *s)
 {
-	if (b->nsamples == b->capsamples) {
-		uint64_t cap = b->capsamples ? b->capsamples * 2 : 1024;
-		ftf_sample *ns = realloc(b->samples, cap * sizeof(*ns));
-		if (!ns) {
-			b->oom = 1;
-			return;
-		}
-		b->samples = ns;
-		b->capsamples = cap;
+	ftf_roots *r = &b->roots;
+	if (r->n == r->cap && roots_grow(r, r->cap ? r->cap + r->cap / 4 : 4096) < 0) {
+		b->oom = 1;
+		return;
 	}
-	b->samples[b->nsamples++] = *s;
+	uint64_t i = r->n;
+	int err = 0;
+	r->calltime[i] = s->calltime;
+	r->node[i] = s->node;
+	r->pid[i] = s->pid;
+	r->flags[i] = (uint8_t)s->flags;
+	r->dur[i] = s->dur < UINT32_MAX ? (uint32_t)s->dur : UINT32_MAX;
+	if (s->dur >= UINT32_MAX)
+		err |= roots_extra(r, i, FTF_SCOL_DUR, s->dur);
+	r->cpu[i] = s->cpu > INT16_MIN && s->cpu <= INT16_MAX ? (int16_t)s->cpu : INT16_MIN;
+	if (r->cpu[i] == INT16_MIN)
+		err |= roots_extra(r, i, FTF_SCOL_CPU, (uint64_t)(int64_t)s->cpu);
+	r->op[i] = s->op > INT16_MIN && s->op <= INT16_MAX ? (int16_t)s->op : INT16_MIN;
+	if (r->op[i] == INT16_MIN)
+		err |= roots_extra(r, i, FTF_SCOL_OP, (uint64_t)(int64_t)s->op);
+	err |= roots_lazy(r, i, FTF_RL_DESC, FTF_SCOL_DESC, s->desc);
+	err |= roots_lazy(r, i, FTF_RL_LEAF_MIN, FTF_SCOL_LEAF_MIN, s->leaf_min);
+	err |= roots_lazy(r, i, FTF_RL_LEAVES, FTF_SCOL_LEAVES, s->leaves);
+	const struct {
+		int field;
+		uint64_t v;
+	} sparse[] = {
+		{ FTF_SCOL_IRQ, s->irq },
+		{ FTF_SCOL_OFFCPU, s->offcpu },
+		{ FTF_SCOL_IRQ_CALLS, s->irq_calls },
+		{ FTF_SCOL_IRQ_ROOTS, s->irq_roots },
+		{ FTF_SCOL_SCHED, s->sched },
+		{ FTF_SCOL_SCHED_CALLS, s->sched_calls },
+		{ FTF_SCOL_SCHED_OUTS, s->sched_outs },
+		{ FTF_SCOL_OFFCPU_CALLS, s->offcpu_calls },
+		{ FTF_SCOL_SWITCHES, s->switches },
+		{ FTF_SCOL_RETVAL, s->retval },
+	};
+	for (size_t k = 0; k < sizeof(sparse) / sizeof(sparse[0]); k++)
+		if (sparse[k].v)
+			err |= roots_extra(r, i, sparse[k].field, sparse[k].v);
+	if (err) {
+		b->oom = 1;
+		return;
+	}
+	r->n++;
+}
+
+void ftf_roots_free(ftf_roots *r)
+{
+	free(r->calltime);
+	free(r->node);
+	free(r->dur);
+	free(r->pid);
+	free(r->cpu);
+	free(r->op);
+	free(r->flags);
+	for (int k = 0; k < FTF_RL_N; k++)
+		free(r->lazy[k]);
+	free(r->extras);
+	uint64_t peak = r->peak;
+	memset(r, 0, sizeof(*r));
+	r->peak = peak;
 }
 
 /* ---- the builder ------------------------------------------------------- */
@@ -955,7 +1083,7 @@ void ftf_builder_free(ftf_builder *b)
 	}
 	free(b->nodes);
 	free(b->more);
-	free(b->samples);
+	ftf_roots_free(&b->roots);
 	free(b->func_irq);
 	free(b->func_stamp);
 	ftf_calls_free(&b->root_calls);
@@ -1447,10 +1575,10 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 			.switches = t->switch_ins - f.switch_ins_at,
 			.retval = ret ? *ret : 0,
 		};
-		uint64_t before = b->nsamples;
+		uint64_t before = b->roots.n;
 		add_sample(b, &s);
-		if (b->nsamples > before) {
-			const ftf_sample *kept = &b->samples[before];
+		if (b->roots.n > before) {
+			const ftf_sample *kept = &s;
 			ftf_spool_tree(&b->root_calls, &t->tc, kept->pid, (int64_t)before);
 			/* its on-CPU task time ranks it for the corrected figures (a
 			 * gap call has none: last) */

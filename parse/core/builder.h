@@ -236,7 +236,8 @@ typedef struct {
 #define FTF_MAX_DURATION_NS (1ULL << 53)
 #define FTF_DURATION_BUDGET_NS (1ULL << 61)
 
-/* One sample per completed root call (bottom of a task's stack). */
+/* A completed root call (bottom of a task's stack), as the builder hands it
+ * to its columns (ftf_roots). */
 typedef struct {
 	uint32_t node;
 	int32_t pid;
@@ -260,6 +261,54 @@ typedef struct {
 	uint64_t retval;    /* FTF_SAMPLE_RET: the call's return value as its exit recorded
 	                     * it (ftf_event.retval); 0 without */
 } ftf_sample;
+
+/* The sample columns (module.c's SAMPLE_COLUMNS, the Profile's), by index:
+ * an ftf_root_extra's field. */
+enum ftf_scol {
+	FTF_SCOL_NODE, FTF_SCOL_PID, FTF_SCOL_CPU, FTF_SCOL_FLAGS, FTF_SCOL_CALLTIME, FTF_SCOL_DUR,
+	FTF_SCOL_DESC, FTF_SCOL_IRQ, FTF_SCOL_OFFCPU, FTF_SCOL_IRQ_CALLS, FTF_SCOL_IRQ_ROOTS,
+	FTF_SCOL_LEAF_MIN, FTF_SCOL_LEAVES, FTF_SCOL_OP, FTF_SCOL_SCHED, FTF_SCOL_SCHED_CALLS,
+	FTF_SCOL_SCHED_OUTS, FTF_SCOL_OFFCPU_CALLS, FTF_SCOL_SWITCHES, FTF_SCOL_RETVAL,
+	FTF_SCOLS
+};
+
+/* A figure of a root call that its columns do not hold: a value too wide for
+ * its column (which holds the column's escape: UINT32_MAX, INT16_MIN), or a
+ * non-zero value of a mostly-zero figure (interrupts, off-CPU time, switch
+ * work, return value), which has no column. */
+typedef struct {
+	uint64_t row_field; /* row << 5 | FTF_SCOL_* */
+	uint64_t value;
+} ftf_root_extra;
+#define FTF_ROOT_EXTRA_SHIFT 5
+
+/* The lazy columns: none until a root call has a non-zero value (a text of
+ * one-line root calls has none: no descendants, no leaves). */
+enum ftf_root_lazy { FTF_RL_DESC, FTF_RL_LEAF_MIN, FTF_RL_LEAVES, FTF_RL_N };
+
+/* The completed root calls as columns of fixed-width fields, 25 bytes a root
+ * call (calltime 8, node 4, dur 4, pid 4, cpu 2, op 2, flags 1), 4 more per
+ * lazy column present and 16 per extra: the 144-byte ftf_sample a root call
+ * took before was 160 again when exported (docs/performance.md, branch
+ * rootcols). Grown by a quarter at a time: the capacity not yet used is at
+ * most a quarter of the rows (big blocks grow by mremap, not a copy). */
+typedef struct {
+	uint64_t n, cap;
+	uint64_t *calltime;
+	uint32_t *node, *dur;
+	int32_t *pid;
+	int16_t *cpu, *op;
+	uint8_t *flags;
+	uint32_t *lazy[FTF_RL_N];
+	ftf_root_extra *extras;
+	uint64_t nextras, capextras;
+	uint64_t bytes, peak; /* bytes allocated for the columns and extras; their high-water mark */
+} ftf_roots;
+#define FTF_ROOT_DENSE_BYTES (8 + 4 + 4 + 4 + 2 + 2 + 1)
+
+/* The pid, CPU and figures of root call i that the builder reads back. */
+int32_t ftf_root_cpu(const ftf_roots *r, uint64_t i);
+void ftf_roots_free(ftf_roots *r);
 
 enum ftf_sample_flags {
 	FTF_SAMPLE_GAP = 1,     /* spans lost events / overrun / lost exits */
@@ -373,8 +422,7 @@ typedef struct {
 	ftf_task **tasks; /* open-addressing map key -> task */
 	uint32_t ntasks, ntask_slots;
 
-	ftf_sample *samples;
-	uint64_t nsamples, capsamples;
+	ftf_roots roots; /* one row per completed root call */
 
 	ftf_counters c;
 	int64_t lost_per_cpu[FTF_MAX_CPUS]; /* known lost events */

@@ -90,16 +90,11 @@ static const unsigned char node_width[NODE_COLS] = {
  * tests (_core._set_narrow_max) to show the check without 2^31 calls. */
 static int64_t narrow_max = INT32_MAX;
 
-enum {
-	SCOL_NODE, SCOL_PID, SCOL_CPU, SCOL_FLAGS, SCOL_CALLTIME, SCOL_DUR, SCOL_DESC, SCOL_IRQ,
-	SCOL_OFFCPU, SCOL_IRQ_CALLS, SCOL_IRQ_ROOTS, SCOL_LEAF_MIN, SCOL_LEAVES, SCOL_OP,
-	SCOL_SCHED, SCOL_SCHED_CALLS, SCOL_SCHED_OUTS, SCOL_OFFCPU_CALLS, SCOL_SWITCHES, SCOL_RETVAL,
-	SAMPLE_COLS
-};
 static const char *const sample_columns[] = {
 	"node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu", "irq_calls", "irq_roots",
 	"leaf_min", "leaves", "op", "sched", "sched_calls", "sched_outs", "offcpu_calls", "switches", "retval",
 };
+#define SAMPLE_COLS FTF_SCOLS
 _Static_assert(sizeof(sample_columns) / sizeof(sample_columns[0]) == SAMPLE_COLS, "a name per sample column");
 
 /* The calls of a kept slowest root call (root_calls.c), entry order, cross as
@@ -626,54 +621,89 @@ static PyObject *hists_tuple(const ftf_builder *b, int excl)
 	return Py_BuildValue("(NNN)", ho, hb, hc);
 }
 
-/* The sample table: SAMPLE_COLS int64 per completed root call. The
- * builder's rows are given back as they are copied, last first, a block at a
- * time (a shrinking realloc of a mapped block unmaps its tail): the table and
- * the rows are not both whole at once, which on a trace of many short root
- * calls was most of the read's peak. The builder keeps nsamples, not the rows.
- * The block given back at a time is the peak's lag (both rows of its root
- * calls at once): 2^16 rows were ~25 bytes a root call of a read of 400,000,
- * 2^14 are a quarter of that, for four times the (mremap) shrinks. */
-#define SAMPLE_GIVE_BACK (1u << 14)
+/* A column of the root calls handed over as a Block (no copy): the
+ * builder's array cut to its rows (at least 8 bytes: a Block of nothing
+ * still has a buffer); *p is the Block's afterwards. */
+static PyObject *root_column(void **p, size_t len)
+{
+	size_t size = len > 8 ? len : 8;
+	void *data = realloc(*p, size); /* a shrink, or the first block of an empty table */
+	if (!data)
+		data = *p;
+	if (!data)
+		return PyErr_NoMemory();
+	*p = NULL;
+	ftf_block *blk = PyObject_New(ftf_block, &block_type);
+	if (!blk) {
+		free(data);
+		return NULL;
+	}
+	blk->data = data;
+	blk->len = (Py_ssize_t)len;
+	return (PyObject *)blk;
+}
+
+/* The root calls (ftf_roots): a dict of their columns, each the builder's own
+ * array handed to numpy as a Block (a copy of all of them was the read's
+ * peak: the 144-byte rows and a 160-byte table per root call); "extras" the
+ * figures the columns do not hold (ftf_root_extra), "peak_bytes" the
+ * columns' high-water mark while the builder grew them. */
 static PyObject *samples_table(ftf_builder *b)
 {
-	PyObject *samples = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)b->nsamples * SAMPLE_COLS * 8);
-	if (!samples)
+	ftf_roots *r = &b->roots;
+	size_t n = (size_t)r->n;
+	PyObject *d = PyDict_New();
+	if (!d)
 		return NULL;
-	int64_t *rows = (int64_t *)PyBytes_AS_STRING(samples);
-	for (uint64_t i = b->nsamples; i-- > 0;) {
-		const ftf_sample *s = &b->samples[i];
-		int64_t *sr = rows + i * SAMPLE_COLS;
-		sr[SCOL_NODE] = s->node;
-		sr[SCOL_PID] = s->pid;
-		sr[SCOL_CPU] = s->cpu;
-		sr[SCOL_FLAGS] = s->flags;
-		sr[SCOL_CALLTIME] = (int64_t)s->calltime;
-		sr[SCOL_DUR] = (int64_t)s->dur;
-		sr[SCOL_DESC] = (int64_t)s->desc;
-		sr[SCOL_IRQ] = (int64_t)s->irq;
-		sr[SCOL_OFFCPU] = (int64_t)s->offcpu;
-		sr[SCOL_IRQ_CALLS] = (int64_t)s->irq_calls;
-		sr[SCOL_IRQ_ROOTS] = (int64_t)s->irq_roots;
-		sr[SCOL_LEAF_MIN] = (int64_t)s->leaf_min;
-		sr[SCOL_LEAVES] = (int64_t)s->leaves;
-		sr[SCOL_OP] = s->op;
-		sr[SCOL_SCHED] = (int64_t)s->sched;
-		sr[SCOL_SCHED_CALLS] = (int64_t)s->sched_calls;
-		sr[SCOL_SCHED_OUTS] = (int64_t)s->sched_outs;
-		sr[SCOL_OFFCPU_CALLS] = (int64_t)s->offcpu_calls;
-		sr[SCOL_SWITCHES] = (int64_t)s->switches;
-		sr[SCOL_RETVAL] = (int64_t)s->retval;
-		if (i && i % SAMPLE_GIVE_BACK == 0) {
-			ftf_sample *less = realloc(b->samples, i * sizeof(*less));
-			if (less) /* a failed shrink leaves the block as it was */
-				b->samples = less;
+	static const char *const lazy_names[FTF_RL_N] = { "desc", "leaf_min", "leaves" };
+#define COLUMN(name, p, width)                                                         \
+	do {                                                                           \
+		PyObject *_c = root_column((void **)&(p), n * (width));                \
+		if (!_c || PyDict_SetItemString(d, name, _c) < 0) {                    \
+			Py_XDECREF(_c);                                                \
+			goto fail;                                                     \
+		}                                                                      \
+		Py_DECREF(_c);                                                         \
+	} while (0)
+	COLUMN("calltime", r->calltime, 8);
+	COLUMN("node", r->node, 4);
+	COLUMN("dur", r->dur, 4);
+	COLUMN("pid", r->pid, 4);
+	COLUMN("cpu", r->cpu, 2);
+	COLUMN("op", r->op, 2);
+	COLUMN("flags", r->flags, 1);
+	for (int k = 0; k < FTF_RL_N; k++) {
+		if (!r->lazy[k]) {
+			if (PyDict_SetItemString(d, lazy_names[k], Py_None) < 0)
+				goto fail;
+			continue;
 		}
+		COLUMN(lazy_names[k], r->lazy[k], 4);
 	}
-	free(b->samples);
-	b->samples = NULL;
-	b->capsamples = 0;
-	return samples;
+#undef COLUMN
+	PyObject *ex = root_column((void **)&r->extras, (size_t)r->nextras * sizeof(ftf_root_extra));
+	if (!ex || PyDict_SetItemString(d, "extras", ex) < 0) {
+		Py_XDECREF(ex);
+		goto fail;
+	}
+	Py_DECREF(ex);
+	PyObject *v = PyLong_FromUnsignedLongLong(r->n);
+	if (!v || PyDict_SetItemString(d, "n", v) < 0) {
+		Py_XDECREF(v);
+		goto fail;
+	}
+	Py_DECREF(v);
+	v = PyLong_FromUnsignedLongLong(r->peak);
+	if (!v || PyDict_SetItemString(d, "peak_bytes", v) < 0) {
+		Py_XDECREF(v);
+		goto fail;
+	}
+	Py_DECREF(v);
+	ftf_roots_free(r);
+	return d;
+fail:
+	Py_DECREF(d);
+	return NULL;
 }
 
 /* The in-trace overhead estimate: [(kind, context, cpu, counts, over)]
