@@ -22,8 +22,8 @@ S15 = "k6.1/s15-icount-calib/"
 def calibration_of(d: str, drop_level: bool = False) -> Calibration:
     doc = calibrate_from_traces(*(profile_of(fixture(d + n)) for n in (
         "trace-null.dat", "trace-dispatch-root.dat", "trace-dispatch-full.dat")))
-    if drop_level:  # a calibration.json written before the hook level
-        doc = {k: v for k, v in doc.items() if k != "hook_level"}
+    if drop_level:  # a calibration.json written before the hook level (and the sub-buffer moves)
+        doc = {k: v for k, v in doc.items() if k not in ("hook_level", "subbuf")}
     return Calibration(doc["o_in_ns"], doc["o_out_ns"], "file:test", doc["method"], doc)
 
 
@@ -98,8 +98,8 @@ def test_s15_corrected_root_against_the_truth(s15):
     assert abs(f["mean"] / t["mean"] - 1) < 0.10
     assert abs(f["mean"] / truth[:-1].mean() - 1) < 0.05
     # the figures quoted in docs/overhead.md
-    assert (round(t["mean"]), round(t["p50"]), round(t["p90"])) == (10207, 8909, 12571)
-    assert (round(f["mean"]), round(f["p50"]), round(f["p90"])) == (9469, 8830, 10703)
+    assert (round(t["mean"]), round(t["p50"]), round(t["p90"])) == (10209, 8916, 12578)
+    assert (round(f["mean"]), round(f["p50"]), round(f["p90"])) == (9562, 8922, 10898)
 
 
 def test_old_calibration_files_keep_the_single_cost(s15):
@@ -192,8 +192,8 @@ def test_612_corrected_root_against_the_truth(s16_612):
     assert len(truth) == 128 and len(full) == 128
     assert abs(f["mean"] / t["mean"] - 1) < 0.05
     assert abs(f["p50"] / t["p50"] - 1) < 0.10
-    assert (round(t["mean"]), round(t["p50"]), round(t["p90"])) == (14913, 13687, 19690)
-    assert (round(f["mean"]), round(f["p50"]), round(f["p90"])) == (14573, 14050, 15190)
+    assert (round(t["mean"]), round(t["p50"]), round(t["p90"])) == (14913, 13690, 19693)
+    assert (round(f["mean"]), round(f["p50"]), round(f["p90"])) == (14429, 13939, 14970)
     old, _ = corrected_calls(fixture(S16_612 + "trace-full.dat"), "nfsd3_proc_write",
                              calibration_of(S16_612, drop_level=True))
     o = figures(old)
@@ -214,7 +214,7 @@ def test_612_nested_function_against_its_truth(s16_612):
     mean = cols[3][i]
     assert approx[i] == 1 and q.functions.calls_corr[i] == 128
     assert abs(mean / truth.mean() - 1) < 0.10
-    assert (round(truth.mean()), round(mean)) == (10040, 10117)
+    assert (round(truth.mean()), round(mean)) == (10040, 10049)
 
 
 def test_61_s16_against_the_truth_when_recorded():
@@ -278,7 +278,7 @@ def test_every_corrected_figure_carries_an_interval(s15):
         want = (nearest_rank(np.sort(v + w), pct) - nearest_rank(np.sort(v - w), pct)) / 2
         assert h[k][i] == pytest.approx(want)
     assert h[3][i] == pytest.approx(w.mean()) and h[0][i] == pytest.approx(w.sum())
-    assert round(h[3][i]) == 424 and round(h[4][i]) == 403 and round(h[5][i]) == 427
+    assert round(h[3][i]) == 424 and round(h[4][i]) == 406 and round(h[5][i]) == 427
     j = q.functions.index("nfsd_vfs_write")
     assert approx[j] == 1
     rel = h[3][j] / cols[3][j]
@@ -385,9 +385,9 @@ def test_612_corrected_root_against_the_split_truth(s19_612):
     (plain, split, full), (_, _, q) = s19_612
     t, p, f = figures(split), figures(plain), figures(full)
     assert len(split) == len(plain) == len(full) == 128
-    assert (round(p["mean"]), round(p["p50"]), round(p["p90"])) == (14878, 13682, 19680)
+    assert (round(p["mean"]), round(p["p50"]), round(p["p90"])) == (14886, 13690, 19688)
     assert (round(t["mean"]), round(t["p50"]), round(t["p90"])) == (14296, 13682, 13919)
-    assert (round(f["mean"]), round(f["p50"]), round(f["p90"])) == (14804, 14340, 14719)
+    assert (round(f["mean"]), round(f["p50"]), round(f["p90"])) == (14379, 13908, 14306)
     assert abs(f["mean"] / t["mean"] - 1) < 0.05
     assert abs(f["p50"] / t["p50"] - 1) < 0.10 and abs(f["p90"] / t["p90"] - 1) < 0.10
     clean = (q.scol("flags") & SAMPLE_GAP) == 0
@@ -412,7 +412,7 @@ def test_612_nested_function_against_its_split_truth(s19_612):
     cols, _, _, _ = corrected_stats(q)["functions", "incl"]
     mean = cols[3][q.functions.index("nfsd_vfs_write")]
     assert abs(mean / truth.mean() - 1) < 0.10
-    assert (round(truth.mean()), round(mean)) == (10035, 10214)
+    assert (round(truth.mean()), round(mean)) == (10035, 10012)
 
 
 def corpus_comparison(d: str, truth_name: str, full_name: str):
@@ -486,8 +486,8 @@ def s20(request):
 
 # (mean, p50, p90) of the split truth and of the 2 whole-graph recordings pooled, ns
 S20_FIGURES = {
-    "6.1": ((16986, 16448, 16727), (16616, 16276, 16715)),
-    "6.12": ((14325, 13743, 13895), (14574, 14095, 14446)),
+    "6.1": ((16986, 16448, 16727), (16763, 16413, 16758)),
+    "6.12": ((14325, 13743, 13895), (14144, 13656, 13975)),
 }
 
 
@@ -531,7 +531,7 @@ def test_s20_612_switched_calls_join_the_quiet_ones():
         quiet.append(q.corrected.sample_dur[clean & ~sw & (q.scol("irq_roots") == 0)])
     quiet, switched = np.concatenate(quiet), np.concatenate(switched)
     assert len(switched) / 256 > 0.09
-    assert round(float(np.median(switched))) == 14468 and round(float(np.median(quiet))) == 14084
+    assert round(float(np.median(switched))) == 13920 and round(float(np.median(quiet))) == 13643
     assert np.median(switched) / np.median(quiet) - 1 < 0.03
     assert (np.concatenate(work) > 0).all()
     fq = figures(np.sort(quiet))

@@ -48,6 +48,8 @@ typedef struct {
 	uint64_t retval;   /* EXIT, LEAF with has_retval: as recorded (an int's in the low 32 bits) */
 	const uint64_t *args; /* ENTRY: nargs argument values (funcgraph-args), valid while fed */
 	uint32_t nargs;
+	uint8_t subbuf_start; /* trace.dat: the record was the first of its ring-buffer sub-buffer
+	                       * (page): writing it moved the buffer to a new sub-buffer */
 } ftf_event;
 
 /* ---- function names: funcs.h --------------------------------------------- */
@@ -259,6 +261,9 @@ typedef struct {
 	uint64_t switches;  /* switch-ins inside the call with a scheduler frame on top */
 	uint64_t retval;    /* FTF_SAMPLE_RET: the call's return value as its exit recorded
 	                     * it (ftf_event.retval); 0 without */
+	uint64_t subbufs;   /* sub-buffer switches inside the call: task-context records from
+	                     * its entry (included) to its exit (not: written after its
+	                     * rettime) that began a sub-buffer (ftf_event.subbuf_start) */
 } ftf_sample;
 
 enum ftf_sample_flags {
@@ -289,6 +294,7 @@ typedef struct {
 	uint64_t partial_entries;/* entries at depth > 0 with no open parent */
 	uint64_t irq_roots;      /* irq subtrees */
 	uint64_t leaf_events;    /* text leaf lines */
+	uint64_t subbuf_starts;  /* records that began a sub-buffer (trace.dat only: 0 elsewhere) */
 	uint64_t irq_outside_window; /* irq depth says it hit a push/pop race window */
 	uint64_t duration_cut;   /* durations cut to fit the sums (FTF_MAX_DURATION_NS) */
 	uint64_t backwards_calls; /* exits whose calltime is after their rettime: duration 0 */

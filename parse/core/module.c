@@ -94,11 +94,12 @@ enum {
 	SCOL_NODE, SCOL_PID, SCOL_CPU, SCOL_FLAGS, SCOL_CALLTIME, SCOL_DUR, SCOL_DESC, SCOL_IRQ,
 	SCOL_OFFCPU, SCOL_IRQ_CALLS, SCOL_IRQ_ROOTS, SCOL_LEAF_MIN, SCOL_LEAVES, SCOL_OP,
 	SCOL_SCHED, SCOL_SCHED_CALLS, SCOL_SCHED_OUTS, SCOL_OFFCPU_CALLS, SCOL_SWITCHES, SCOL_RETVAL,
-	SAMPLE_COLS
+	SCOL_SUBBUFS, SAMPLE_COLS
 };
 static const char *const sample_columns[] = {
 	"node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu", "irq_calls", "irq_roots",
 	"leaf_min", "leaves", "op", "sched", "sched_calls", "sched_outs", "offcpu_calls", "switches", "retval",
+	"subbufs",
 };
 _Static_assert(sizeof(sample_columns) / sizeof(sample_columns[0]) == SAMPLE_COLS, "a name per sample column");
 
@@ -653,6 +654,7 @@ static PyObject *samples_table(ftf_builder *b)
 		sr[SCOL_OFFCPU_CALLS] = (int64_t)s->offcpu_calls;
 		sr[SCOL_SWITCHES] = (int64_t)s->switches;
 		sr[SCOL_RETVAL] = (int64_t)s->retval;
+		sr[SCOL_SUBBUFS] = (int64_t)s->subbufs;
 		if (i && i % SAMPLE_GIVE_BACK == 0) {
 			ftf_sample *less = realloc(b->samples, i * sizeof(*less));
 			if (less) /* a failed shrink leaves the block as it was */
@@ -708,7 +710,7 @@ static PyObject *counters_dict(const ftf_builder *b)
 	C(lost_events); C(lost_unknown); C(orphan_exits); C(unterminated); C(open_at_end);
 	C(overrun_growth); C(depth_mismatch); C(missing_entries); C(migrations); C(gap_calls);
 	C(detached_calls); C(partial_entries);
-	C(irq_roots); C(leaf_events); C(irq_outside_window); C(first_ts); C(last_ts);
+	C(irq_roots); C(leaf_events); C(subbuf_starts); C(irq_outside_window); C(first_ts); C(last_ts);
 #undef C
 	if (b->root_calls.slow_cut) /* kept slowest root calls whose tree was too big to keep */
 		SET(cnt, "slowest_without_tree", PyLong_FromUnsignedLongLong(b->root_calls.slow_cut));
