@@ -536,8 +536,27 @@ def _check_objects(path: str, doc: dict) -> None:
             raise InputError(path, f"hook_level: {json_kind(level)}, not an object", hint)
         if "leaf_min_ns" in level:
             _check(path, ("hook_level", "leaf_min_ns"), level["leaf_min_ns"])
+    _check_subbuf(path, doc.get("subbuf"), hint)
     if doc.get("kernel") is not None and not isinstance(doc["kernel"], str):
         raise InputError(path, f"kernel: {json_kind(doc['kernel'])}, not a string", hint)
+
+
+def _check_subbuf(path: str, moves, hint: str) -> None:
+    """calibration.json's ``subbuf`` (ftflame/correct/subbuf.py), when there:
+    an object with the move's cost and rate, its root_only likewise."""
+    if moves is None:
+        return
+    root_only = moves.get("root_only") if isinstance(moves, dict) else None
+    for at, obj, keys in ((("subbuf",), moves, ("cost_ns", "per_descendant")),
+                          (("subbuf", "root_only"), root_only, ("cost_ns", "per_call"))):
+        if obj is None and len(at) > 1:
+            continue
+        if not isinstance(obj, dict):
+            raise InputError(path, f"{'.'.join(at)}: {json_kind(obj)}, not an object", hint)
+        for k in keys:
+            if k not in obj:
+                raise InputError(path, f"{'.'.join(at)}: no {k}", hint)
+            _check(path, (*at, k), obj[k])
 
 
 def _check_interval(path: str, key: str, ci) -> None:
