@@ -36,7 +36,7 @@ PY = os.path.join(ROOT, ".venv", "bin", "python")
 # run first: they check figures against independent references
 FIRST = ["tests/test_binding.py", "tests/test_binding_flame.py", "tests/test_golden.py", "tests/test_jsonout.py",
          "tests/test_balance.py", "tests/test_corrections.py", "tests/test_anomalies.py",
-         "tests/test_renderers.py", "tests/test_text.py"]
+         "tests/test_renderers.py", "tests/test_text.py", "tests/test_subbuf.py"]
 # test_binding_html.py: the HTML's callers/callees and latency plot and the SVG's
 # colours against the per-call reference; test_outputs_agree.py: every output's
 # figures against the JSON's, with the real correction
