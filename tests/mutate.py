@@ -36,7 +36,7 @@ PY = os.path.join(ROOT, ".venv", "bin", "python")
 # run first: they check figures against independent references
 FIRST = ["tests/test_binding.py", "tests/test_binding_flame.py", "tests/test_golden.py", "tests/test_jsonout.py",
          "tests/test_balance.py", "tests/test_corrections.py", "tests/test_anomalies.py",
-         "tests/test_renderers.py", "tests/test_text.py"]
+         "tests/test_renderers.py", "tests/test_text.py", "tests/test_subbuf.py"]
 # test_binding_html.py: the HTML's callers/callees and latency plot and the SVG's
 # colours against the per-call reference; test_outputs_agree.py: every output's
 # figures against the JSON's, with the real correction
@@ -83,6 +83,12 @@ MUTATIONS = [
     M("c-pct-off-by-one", "ftflame/native/percentiles.c", "if (run >= rank)", "if (run > rank)",
       "C histogram percentiles off by one"),
     # ---- the correction ----------------------------------------------------------
+    M("subbuf-rate-kept", "ftflame/correct/subbuf.py",
+      "    return np.where(desc > 0, cost * (moves - rate * desc), 0.0)",
+      "    return np.where(desc > 0, 0.0 * moves, 0.0)",
+      "correction: root calls keep the calibration's rate of sub-buffer moves, not their own count"),
+    M("c-subbuf-root-exit", "parse/core/builder.c", "if (sb && t->n > 1)", "if (sb && t->n > 0)",
+      "C: the root's own exit record counted among its sub-buffer moves"),
     M("corr-no-R", "ftflame/correct/corrections.py", "        R *= o_out\n",
       "        R *= 0.0\n", "correction: interrupts' O_out left in (R*O_out dropped)"),
     M("corr-D-o_in", "ftflame/correct/corrections.py", "        over += desc * o_sum\n        R =",

@@ -47,7 +47,7 @@ def test_balance_sheet_adds_up(icount):
     assert sum(c["mean_ns"] for c in b["components"]) == pytest.approx(b["corrected_mean_ns"], abs=1)
     # where the 433.5 us went (docs/overhead.md)
     assert round(b["measured_raw_mean_ns"] / 1e3, 1) == 433.5
-    assert round(b["overhead_mean_ns"] / 1e3, 1) == 336.2  # with the hook level (docs/overhead.md)
+    assert round(b["overhead_mean_ns"] / 1e3, 1) == 336.1  # with the hook level and the sub-buffer moves (docs/overhead.md)
     assert round(b["irq_mean_ns"] / 1e3, 1) == 51.0 and b["irq_per_call"] == pytest.approx(1.06, abs=0.01)
     assert round(b["irq_corrected_mean_ns"] / 1e3, 1) == 1.6
     assert round(b["offcpu_mean_ns"] / 1e3, 1) == 36.4
@@ -76,9 +76,9 @@ def test_balance_against_the_root_only_baseline(icount):
     b, = sheet(icount["full"], baseline=icount["root"])
     e = b["external"]
     assert e["source"].startswith("baseline ") and e["calls"] == 128
-    assert e["mean_ns"] == pytest.approx(10207.3, abs=0.1)
+    assert e["mean_ns"] == pytest.approx(10208.9, abs=0.1)
     assert 90 < e["accounted_pct"] < 110  # the acceptance bound
-    assert e["accounted_pct"] == pytest.approx(92.77, abs=0.01)
+    assert e["accounted_pct"] == pytest.approx(93.66, abs=0.01)
     assert e["difference_ns"] == pytest.approx(b["corrected_mean_ns"] - e["mean_ns"], abs=0.1)
     assert b["accounted_pct"] == e["accounted_pct"]  # the sheet's % is the independent one
     # listed among the independent totals, with its difference in %
@@ -93,13 +93,13 @@ def test_balance_in_text_and_json_via_the_cli(icount, tmp_path):
     txt = subprocess.run(FTFLAME + args, capture_output=True, text=True)
     assert txt.returncode == 0, txt.stderr
     assert "Balance sheet per root function" in txt.stdout
-    assert "accounted 92.8%" in txt.stdout and "-0.738" in txt.stdout
+    assert "accounted 93.7%" in txt.stdout and "-0.647" in txt.stdout
     # the calibration's sampling spread (0.424) and the model's own error on 6.1
     # (ftflame/correct/model_error.json), which the header names
     from ftflame.correct.modelerror import for_kernel
 
     m = for_kernel("6.1.0-56-amd64")
-    assert f"9.469  +- {(424.2 + m['mean'] * 9469.4) / 1e3:.3f} (95%)" in txt.stdout
+    assert f"9.562  +- {(424.2 + m['mean'] * 9562.1) / 1e3:.3f} (95%)" in txt.stdout
     assert "the model's own error on kernel 6.1" in " ".join(txt.stdout.split())
     assert "+ scheduler's work around switches          0.489  26 switches" in txt.stdout
     assert "calibration: O_in 656.0 ns, O_out 657.1 ns" in txt.stdout
@@ -107,7 +107,7 @@ def test_balance_in_text_and_json_via_the_cli(icount, tmp_path):
     js = subprocess.run(FTFLAME + args + ["-F", "json"], capture_output=True, text=True)
     doc = json.loads(js.stdout)
     b = doc["balance"][0]
-    assert b["external"]["accounted_pct"] == pytest.approx(92.77, abs=0.01)
+    assert b["external"]["accounted_pct"] == pytest.approx(93.66, abs=0.01)
     cal = doc["calibration"]
     assert cal["spread"]["o_out"]["ci95_ns"][0] <= cal["o_out_ns"] <= cal["spread"]["o_out"]["ci95_ns"][1]
     corr = cal["corrections"]
@@ -130,7 +130,7 @@ def test_measured_values(icount):
             parse_measured(bad)
     b, = sheet(icount["full"], measured=[("nfsd3_proc_write", 10207.3)])
     assert b["external"]["source"] == "given (--measured)"
-    assert b["external"]["accounted_pct"] == pytest.approx(92.77, abs=0.01)
+    assert b["external"]["accounted_pct"] == pytest.approx(93.68, abs=0.01)
     with pytest.raises(InputError, match="not a root function"):
         sheet(icount["full"], measured=[("nfsd_write", 1000.0)])
     proc = subprocess.run(FTFLAME + ["report", fixture(ICOUNT + "trace-full.dat"), "--measured", "nfsd_write=3us"],

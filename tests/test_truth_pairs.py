@@ -24,21 +24,22 @@ BOUNDS = {"mean": 0.05, "p50": 0.10, "p90": 0.15}
 
 # What misses the acceptance today, with the figures (corrected / truth - 1).
 MISSES = {
-    "k6.1/s15": "mean -7.2% (the plain truth's one 68 us call, no counterpart among the whole graph's "
-                "clean calls; p90 -14.9%)",
-    "k6.12/s16": "p90 -22.9% (the plain truth's slow group, task work the whole graph does not run)",
-    "k5.10/s31-1": "p90 -25.1% (mean -2.9%, p50 +0.4%): the plain truth's slow group, its p90 21.80 us "
-                   "where its two twins' are 18.18 and 16.23",
-    "k6.1/s31-2": "p90 -17.9% (mean -0.7%, p50 +0.7%): the plain truth's slow group, its p90 20.49 us where "
-                  "its two twins' are 16.60 and 16.91",
-    "k6.12/s31-2": "mean -5.35% (p50 -2.2%, p90 -1.5%; its twins -3.8% and -4.2%): 6.12's corrected means "
-                   "of s31 sit 4-5% under the truth where s19/s20's sit 2-4% over it, one kernel, one "
-                   "workload: not explained yet (docs/overhead.md)",
+    "k6.1/s15": "mean -6.3% (the plain truth's one 68 us call, no counterpart among the whole graph's "
+                "clean calls; p90 -13.3%)",
+    "k6.12/s16": "p90 -24.0%: the plain truth has 17 calls above the plain level where the whole graph "
+                 "has 12, so its p90 (13th from the top) is a slow call, 19.69 us (s19, the same workload "
+                 "in another boot: plain truth 19.68, split truth 13.92 us)",
+    "k5.10/s31-1": "p90 -24.7% (mean -2.6%, p50 +0.4%): the truth's own spread, its p90 21.80 us where its "
+                   "two twin truths' are 18.18 and 16.23 and the three corrected p90s 16.22-16.41 "
+                   "(test_a_p90_miss_is_the_truths_own_spread)",
+    "k6.1/s31-2": "p90 -18.8% (mean -1.5%, p50 -0.1%): the truth's own spread, its p90 20.49 us where its "
+                  "two twin truths' are 16.60 and 16.91 and the three corrected p90s 16.54-16.66 "
+                  "(test_a_p90_miss_is_the_truths_own_spread)",
 }
 # The printed interval with the pair left out of the model's error
 # (leave-one-pair-out) that does not hold the truth today.
 NOT_COVERED = {
-    "k6.1/s15": "mean: -7.2% off, the other 6.1 pairs miss by 2.2% at most: +-0.64 us against 0.74 us off",
+    "k6.1/s15": "mean: -6.3% off, the other 6.1 pairs miss by 1.3% at most: +-0.56 us against 0.65 us off",
 }
 
 
@@ -176,3 +177,58 @@ def test_an_interval_of_histogram_values_holds_the_value():
     cal, _ = tp.calibration("k6.12/s20-icount-volume", [])
     lo, hi = cal.details["o_in"]["ci95_ns"]
     assert lo <= cal.o_in_ns <= hi
+
+
+def pooled(boot: str):
+    got = tp.pooled(tp.TWINS[boot])
+    if got is None:
+        pytest.skip(f"{boot}: its three write pairs are neither in tests/data/fixtures nor in a full corpus")
+    return got
+
+
+@pytest.mark.parametrize("boot", list(tp.TWINS))
+def test_a_boots_three_runs_pooled_meet_the_bounds(boot):
+    """The three identical write pairs of one boot pooled (384 calls a side):
+    the corrected mean, p50 and p90 against the three truths' (issue 38's
+    bounds, unchanged). One run's p90 is the 13th value from the top of 128,
+    and the truth's slow calls come 0 to 7 to a run (docs/overhead.md "The
+    truth's own spread"): pooled, a run's luck weighs a third."""
+    got = pooled(boot)
+    assert got["calls"] == (384, 384)
+    for k, bound in BOUNDS.items():
+        assert abs(got["error"][k]) <= bound, f"{boot} {k}: {got['error'][k]:+.2%}"
+
+
+P90_MISSES = [n for n, why in MISSES.items() if why.startswith("p90")]
+
+
+@pytest.mark.parametrize("name", P90_MISSES)
+def test_a_p90_miss_is_the_truths_own_spread(name):
+    """Where one pair misses at p90, its truth's p90 is more than 15% away
+    from a twin truth's (the same 128 writes, same boot, recorded the same
+    way), while the three corrected p90s agree within 2%: the miss is the
+    truth's run-to-run spread, which no correction of the other recording
+    can follow, not the model's."""
+    boot = name.rsplit("-", 1)[0]
+    if boot not in tp.TWINS:
+        pytest.skip(f"{name}: no twin truth in its boot (docs/overhead.md: s19's plain and split truths, "
+                    "6.12, p90 19.68 against 13.92 us in one boot)")
+    runs = pooled(boot)["runs"]
+    truth = {n: r[0]["p90"] for n, r in runs.items()}
+    corr = [r[1]["p90"] for r in runs.values()]
+    assert max(corr) / min(corr) - 1 < 0.02, corr
+    twins = [t for n, t in truth.items() if n != name]
+    assert max(abs(truth[name] / t - 1) for t in twins) > BOUNDS["p90"], truth
+    # and the corrected p90 is within the bound of a twin truth of its own boot
+    assert min(abs(runs[name][1]["p90"] / t - 1) for t in twins) <= BOUNDS["p90"]
+
+
+def test_the_pooled_figures_are_the_printed_ones():
+    """tp.calls/figures (what the pooled tests use) give, on one pair, the
+    figures every output prints (measure: corrections.corrected_stats)."""
+    name = "k7.x/s31-1"
+    pr = recorded(name)
+    t, c = tp.calls(name)
+    ft, fc = tp.figures(t), tp.figures(c)
+    for k in tp.STATS:
+        assert fc[k] == pytest.approx(pr.corrected[k], abs=0.05) and ft[k] == pytest.approx(pr.truth[k], abs=0.05), k

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ftflame.correct import hooklevel
+from ftflame.correct import hooklevel, subbuf
 from ftflame.model.errors import InputError
 from ftflame.model.profile import NODE_IRQ, SAMPLE_GAP, SAMPLE_IRQ, Calibration, Profile, hist_lower, hist_upper
 from ftflame.output import write_atomic
@@ -123,8 +123,9 @@ def _robust_mean(v: np.ndarray, what: str, checks: list, rng=None, exact_mean=No
 
 
 def _root_values(p: Profile, what: str):
-    """(function, per-call values dur - irq - off, descendants, irq roots) of
-    the clean task-context root calls of the trace's most common root."""
+    """(function, per-call values dur - irq - off, descendants, sub-buffer
+    moves: ftflame/correct/subbuf.py) of the clean task-context root calls of
+    the trace's most common root."""
     s = p.samples
     if len(s) == 0:
         raise InputError(p.trace.source, f"no completed root calls ({what})",
@@ -138,7 +139,7 @@ def _root_values(p: Profile, what: str):
     func = counts.most_common(1)[0][0]
     sel = ok & np.array([f == func for f in funcs])
     v = (p.scol("dur") - p.scol("irq") - p.scol("offcpu"))[sel].astype(np.float64)
-    return func, v, p.scol("desc", sel).astype(np.float64), p.scol("irq_roots", sel)
+    return func, v, p.scol("desc", sel).astype(np.float64), p.scol("subbufs", sel).astype(np.float64)
 
 
 def _leaf_in_graph(p: Profile, func: str, checks: list, rng):
@@ -203,12 +204,12 @@ def calibrate_from_traces(null, root, full) -> dict:
     recordings: paths or Profiles."""
     pn, pr, pf = _read(null), _read(root), _read(full)
     checks = []
-    null_func, vn, _, _ = _root_values(pn, "NULL procedure trace")
+    null_func, vn, _, sbn = _root_values(pn, "NULL procedure trace")
     disp, vr, dr, _ = _root_values(pr, "dispatcher root-only trace")
     if dr.sum():
         checks.append(f"{pr.trace.source}: the dispatcher {disp} has recorded descendants; "
                       "expected it hooked alone (trace-cmd -g F -l F)")
-    vf, df, level = _dispatcher_with_graph(pf, disp, pr.trace.source)
+    vf, df, level, sb = _dispatcher_with_graph(pf, disp, pr.trace.source)
     # one generator, drawn in this order: the same traces give the same file
     rng = np.random.default_rng(SEED)
     both = _o_in_plus_o_out(disp, vr, vf, df, checks, rng)
@@ -221,6 +222,11 @@ def calibrate_from_traces(null, root, full) -> dict:
                                     len(both.vf), checks)
     o_out, o_out_obj = _o_out(both, o_in, o_in_obj, boot_in, disp, est, checks)
     _same_conditions(pn, pr, pf, checks)
+    # the sub-buffer moves over the calls the mean kept (far outliers out)
+    kept = ~_outliers(vf) if len(vf) > 1 else np.ones(len(vf), dtype=bool)
+    alone = (vn, sbn, os.path.basename(pn.trace.source)) if pn.counters.get("subbuf_starts", 0) else None
+    moves = (subbuf.calibration_object(vf[kept], df[kept], sb[kept], os.path.basename(pf.trace.source), checks,
+                                       alone) if pf.counters.get("subbuf_starts", 0) else None)
     return {
         "schema": SCHEMA,
         "o_in_ns": round(float(o_in), 1),
@@ -231,6 +237,7 @@ def calibrate_from_traces(null, root, full) -> dict:
         "o_in_plus_o_out": _o_sum_object(both, pf, pr),
         "o_in_root_only": null_alone,
         "hook_level": level,
+        **({"subbuf": moves} if moves else {}),
         "null_procedure": null_func,
         "dispatcher": disp,
         "kernel": pf.trace.kernel,
@@ -246,7 +253,8 @@ def calibrate_from_traces(null, root, full) -> dict:
 
 def _dispatcher_with_graph(pf: Profile, disp: str, root_source: str):
     """(per-call values dur - irq - off, recorded descendants, hook level:
-    ftflame/correct/hooklevel.py) of the dispatcher's clean root calls with
+    ftflame/correct/hooklevel.py, sub-buffer moves: ftflame/correct/subbuf.py)
+    of the dispatcher's clean root calls with
     descendants in the full-graph trace; the quiet ones (no interrupt, no
     switch) when there are enough."""
     s = pf.samples
@@ -267,7 +275,7 @@ def _dispatcher_with_graph(pf: Profile, disp: str, root_source: str):
     vf = (pf.scol("dur") - pf.scol("irq") - pf.scol("offcpu"))[sel].astype(np.float64)
     level = hooklevel.calibration_level(pf.scol("leaf_min", sel), pf.scol("leaves", sel),
                                         os.path.basename(pf.trace.source))
-    return vf, pf.scol("desc", sel).astype(np.float64), level
+    return vf, pf.scol("desc", sel).astype(np.float64), level, pf.scol("subbufs", sel).astype(np.float64)
 
 
 @dataclass(frozen=True)
@@ -528,8 +536,27 @@ def _check_objects(path: str, doc: dict) -> None:
             raise InputError(path, f"hook_level: {json_kind(level)}, not an object", hint)
         if "leaf_min_ns" in level:
             _check(path, ("hook_level", "leaf_min_ns"), level["leaf_min_ns"])
+    _check_subbuf(path, doc.get("subbuf"), hint)
     if doc.get("kernel") is not None and not isinstance(doc["kernel"], str):
         raise InputError(path, f"kernel: {json_kind(doc['kernel'])}, not a string", hint)
+
+
+def _check_subbuf(path: str, moves, hint: str) -> None:
+    """calibration.json's ``subbuf`` (ftflame/correct/subbuf.py), when there:
+    an object with the move's cost and rate, its root_only likewise."""
+    if moves is None:
+        return
+    root_only = moves.get("root_only") if isinstance(moves, dict) else None
+    for at, obj, keys in ((("subbuf",), moves, ("cost_ns", "per_descendant")),
+                          (("subbuf", "root_only"), root_only, ("cost_ns", "per_call"))):
+        if obj is None and len(at) > 1:
+            continue
+        if not isinstance(obj, dict):
+            raise InputError(path, f"{'.'.join(at)}: {json_kind(obj)}, not an object", hint)
+        for k in keys:
+            if k not in obj:
+                raise InputError(path, f"{'.'.join(at)}: no {k}", hint)
+            _check(path, (*at, k), obj[k])
 
 
 def _check_interval(path: str, key: str, ci) -> None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ftflame.correct import subbuf
 from ftflame.model.profile import SAMPLE_GAP, Calibration, Profile
 
 COMMITS_PER_DESCENDANT = 2  # an entry and an exit event per recorded call
@@ -88,13 +89,18 @@ def commits(desc: np.ndarray, calls: np.ndarray | float) -> np.ndarray:
 def adjustments(p: Profile, cal: Calibration, desc: np.ndarray, calls: np.ndarray, rows=None):
     """(per node ns, per sample ns, root calls levelled): the hook cost to
     take out beyond the calibration's, for the clean per-node sums desc and
-    calls (of the node rows `rows` only, when given). None without a level."""
+    calls (of the node rows `rows` only, when given): the level, and the
+    sub-buffer moves at the call's own count (ftflame/correct/subbuf.py).
+    None without either."""
     ref = reference(cal)
-    if ref is None or not len(p.samples):
+    moves = subbuf.sample_ns(p, cal) if len(p.samples) else None
+    if (ref is None and moves is None) or not len(p.samples):
         return None
-    shift = sample_shift(p, ref)
+    shift = sample_shift(p, ref) if ref is not None else np.zeros(len(p.samples))
     s_desc = p.scol("desc").astype(np.float64)
     per_sample = commits(s_desc, 1.0) * shift
+    if moves is not None:
+        per_sample += moves
     clean = (p.scol("flags") & SAMPLE_GAP) == 0
     node = p.scol("node")
     # per tree: its level, the root calls' adjustments over their commits

@@ -63,7 +63,7 @@ NODE_SPARSE = frozenset(("irq", "irq_calls", "offcpu", "gap_irq", "gap_irq_calls
 NODE_DTYPES = tuple(np.dtype("<i4") if c in NODE_NARROW else np.dtype("<i8") for c in NODE_COLUMNS)
 SAMPLE_COLUMNS = ("node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu",
                   "irq_calls", "irq_roots", "leaf_min", "leaves", "op", "sched", "sched_calls", "sched_outs",
-                  "offcpu_calls", "switches", "retval")
+                  "offcpu_calls", "switches", "retval", "subbufs")
 # The calls of a kept slowest root call (parse/core/root_calls.c), entry order:
 # they cross from the core as 20-byte records of these 32-bit fields
 # (ftf_rec) and, for the figures a record does not hold, extras (record,

@@ -406,6 +406,7 @@ struct ftf_task {
 	uint64_t root_irq_roots_at;
 	uint64_t root_leaf_min; /* shortest task-context leaf under the open root call */
 	uint64_t root_leaves;   /* task-context leaves under it */
+	uint64_t root_subbufs;  /* sub-buffer switches inside it (ftf_sample.subbufs) */
 	ftf_task_calls tc; /* the open root call's operation and tree (root_calls.c) */
 };
 
@@ -1008,6 +1009,7 @@ static void add_sample(ftf_builder *b, const ftf_sample *s)
 		{ FTF_SCOL_OFFCPU_CALLS, s->offcpu_calls },
 		{ FTF_SCOL_SWITCHES, s->switches },
 		{ FTF_SCOL_RETVAL, s->retval },
+		{ FTF_SCOL_SUBBUFS, s->subbufs },
 	};
 	for (size_t k = 0; k < sizeof(sparse) / sizeof(sparse[0]); k++)
 		if (sparse[k].v)
@@ -1331,6 +1333,7 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 		t->root_irq_roots_at = t->irq_roots;
 		t->root_leaf_min = UINT64_MAX;
 		t->root_leaves = 0;
+		t->root_subbufs = 0;
 		/* a root call that never completed (lost exit) leaves its tree */
 		ftf_spool_tree(&b->root_calls, &t->tc, task_pid(t), -1);
 		ftf_calls_root_start(&b->root_calls, &t->tc);
@@ -1574,6 +1577,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 			.offcpu_calls = sw.offcpu_calls,
 			.switches = t->switch_ins - f.switch_ins_at,
 			.retval = ret ? *ret : 0,
+			.subbufs = t->root_subbufs,
 		};
 		uint64_t before = b->roots.n;
 		add_sample(b, &s);
@@ -2024,9 +2028,19 @@ void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
 		}
 		t->cpu = ev->cpu;
 		b->cur_task = t;
+		/* A sub-buffer switch costs the record that made it a few hundred
+		 * ns: inside the open root call from its own entry record (written
+		 * after its calltime) up to its exit record (written after its
+		 * rettime: not); interrupt records go with their subtree. */
+		int sb = ev->subbuf_start && !(ev->flags & FTF_FLAG_IRQ_MASK);
+		b->c.subbuf_starts += ev->subbuf_start;
 		if (ev->kind == FTF_EV_ENTRY) {
 			on_entry(b, t, ev);
+			if (sb && t->n)
+				t->root_subbufs++;
 		} else if (ev->kind == FTF_EV_EXIT) {
+			if (sb && t->n > 1)
+				t->root_subbufs++;
 			on_exit_event(b, t, ev);
 		} else {
 			/* a leaf line: entry and exit at once */

@@ -48,6 +48,8 @@ typedef struct {
 	uint64_t retval;   /* EXIT, LEAF with has_retval: as recorded (an int's in the low 32 bits) */
 	const uint64_t *args; /* ENTRY: nargs argument values (funcgraph-args), valid while fed */
 	uint32_t nargs;
+	uint8_t subbuf_start; /* trace.dat: the record was the first of its ring-buffer sub-buffer
+	                       * (page): writing it moved the buffer to a new sub-buffer */
 } ftf_event;
 
 /* ---- function names: funcs.h --------------------------------------------- */
@@ -260,6 +262,9 @@ typedef struct {
 	uint64_t switches;  /* switch-ins inside the call with a scheduler frame on top */
 	uint64_t retval;    /* FTF_SAMPLE_RET: the call's return value as its exit recorded
 	                     * it (ftf_event.retval); 0 without */
+	uint64_t subbufs;   /* sub-buffer switches inside the call: task-context records from
+	                     * its entry (included) to its exit (not: written after its
+	                     * rettime) that began a sub-buffer (ftf_event.subbuf_start) */
 } ftf_sample;
 
 /* The sample columns (module.c's SAMPLE_COLUMNS, the Profile's), by index:
@@ -269,13 +274,13 @@ enum ftf_scol {
 	FTF_SCOL_DESC, FTF_SCOL_IRQ, FTF_SCOL_OFFCPU, FTF_SCOL_IRQ_CALLS, FTF_SCOL_IRQ_ROOTS,
 	FTF_SCOL_LEAF_MIN, FTF_SCOL_LEAVES, FTF_SCOL_OP, FTF_SCOL_SCHED, FTF_SCOL_SCHED_CALLS,
 	FTF_SCOL_SCHED_OUTS, FTF_SCOL_OFFCPU_CALLS, FTF_SCOL_SWITCHES, FTF_SCOL_RETVAL,
-	FTF_SCOLS
+	FTF_SCOL_SUBBUFS, FTF_SCOLS
 };
 
 /* A figure of a root call that its columns do not hold: a value too wide for
  * its column (which holds the column's escape: UINT32_MAX, INT16_MIN), or a
  * non-zero value of a mostly-zero figure (interrupts, off-CPU time, switch
- * work, return value), which has no column. */
+ * work, return value, sub-buffer moves), which has no column. */
 typedef struct {
 	uint64_t row_field; /* row << 5 | FTF_SCOL_* */
 	uint64_t value;
@@ -338,6 +343,7 @@ typedef struct {
 	uint64_t partial_entries;/* entries at depth > 0 with no open parent */
 	uint64_t irq_roots;      /* irq subtrees */
 	uint64_t leaf_events;    /* text leaf lines */
+	uint64_t subbuf_starts;  /* records that began a sub-buffer (trace.dat only: 0 elsewhere) */
 	uint64_t irq_outside_window; /* irq depth says it hit a push/pop race window */
 	uint64_t duration_cut;   /* durations cut to fit the sums (FTF_MAX_DURATION_NS) */
 	uint64_t backwards_calls; /* exits whose calltime is after their rettime: duration 0 */

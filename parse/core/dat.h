@@ -224,6 +224,8 @@ typedef struct {
 	const uint8_t *rdata;
 	uint32_t rsize;
 	int64_t rmissed;         /* 0, a count, or -1 unknown */
+	int page_first;          /* no record of the page returned yet */
+	int rfirst;              /* the record is the first of its page */
 	dat_stream_stats st;
 	/* Asked every DAT_POLL_PAGES pages or chunks read: a run of pages with
 	 * no record (zeros, damage: gigabytes from a small compressed file)

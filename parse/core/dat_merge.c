@@ -242,8 +242,12 @@ static int decode_all(pipeline *p, dat_stream *s, merge *m, ftf_batch *cur, prog
 	uint64_t next_progress = PROGRESS_EVERY;
 	while (m->n && cur && !f->src.failed) {
 		dat_stream *st = &s[m->h[0]];
+		uint32_t had = cur->n;
 		ftf_decode_record(&p->d->dec, p->d->meta, (int32_t)st->cpu, st->rts, st->rmissed, st->rdata,
 				  st->rsize, cur);
+		/* the record's event (after a LOST event, if any) began a sub-buffer */
+		if (st->rfirst && cur->n > had)
+			cur->ev[cur->n - 1].subbuf_start = 1;
 		if (dat_stream_next(st) <= 0) {
 			if (st->stopped)
 				return 1;

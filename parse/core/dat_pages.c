@@ -229,6 +229,7 @@ static int next_page(dat_stream *s)
 		s->data = p + L->data_off;
 		s->dlen = (uint32_t)size;
 		s->idx = 0;
+		s->page_first = 1;
 		s->missed = 0;
 		if (commit & MISSED_EVENTS) {
 			s->st.missed_marks++;
@@ -316,6 +317,8 @@ int dat_stream_next(dat_stream *s)
 		}
 		}
 		s->rts = s->ts;
+		s->rfirst = s->page_first;
+		s->page_first = 0;
 		s->rmissed = s->missed;
 		if (s->gap && !s->rmissed)
 			s->rmissed = -1; /* pages were skipped before this record */

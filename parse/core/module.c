@@ -93,6 +93,7 @@ static int64_t narrow_max = INT32_MAX;
 static const char *const sample_columns[] = {
 	"node", "pid", "cpu", "flags", "calltime", "dur", "desc", "irq", "offcpu", "irq_calls", "irq_roots",
 	"leaf_min", "leaves", "op", "sched", "sched_calls", "sched_outs", "offcpu_calls", "switches", "retval",
+	"subbufs",
 };
 #define SAMPLE_COLS FTF_SCOLS
 _Static_assert(sizeof(sample_columns) / sizeof(sample_columns[0]) == SAMPLE_COLS, "a name per sample column");
@@ -749,7 +750,7 @@ static PyObject *counters_dict(const ftf_builder *b)
 	C(lost_events); C(lost_unknown); C(orphan_exits); C(unterminated); C(open_at_end);
 	C(overrun_growth); C(depth_mismatch); C(missing_entries); C(migrations); C(gap_calls);
 	C(detached_calls); C(partial_entries);
-	C(irq_roots); C(leaf_events); C(irq_outside_window); C(first_ts); C(last_ts);
+	C(irq_roots); C(leaf_events); C(subbuf_starts); C(irq_outside_window); C(first_ts); C(last_ts);
 #undef C
 	if (b->root_calls.slow_cut) /* kept slowest root calls whose tree was too big to keep */
 		SET(cnt, "slowest_without_tree", PyLong_FromUnsignedLongLong(b->root_calls.slow_cut));

@@ -29,6 +29,7 @@ unsigned long tracecmd_get_in_file_version(struct tracecmd_input *handle);
 int tracecmd_get_file_compress_proto(struct tracecmd_input *handle,
 				     const char **name, const char **version);
 struct tep_record *tracecmd_read_cpu_last(struct tracecmd_input *handle, int cpu);
+int tracecmd_page_size(struct tracecmd_input *handle);
 
 typedef struct quiet_stderr quiet_stderr;
 
@@ -47,6 +48,12 @@ typedef struct {
 	/* the last time stamp read per CPU, for the end-of-data check */
 	unsigned long long last_ts[sizeof(((ftf_dat_meta *)0)->per_cpu_events) / sizeof(uint64_t)];
 	const uint64_t *known_events; /* per CPU, another reader's count; NULL: unknown */
+	/* the sub-buffer (page) of the last record per CPU, from the record's
+	 * offset: a record on another page began a sub-buffer (ftf_event.subbuf_start,
+	 * as the builtin reader marks it) */
+	uint64_t page_size;
+	uint64_t last_page[sizeof(((ftf_dat_meta *)0)->per_cpu_events) / sizeof(uint64_t)];
+	uint8_t page_seen[sizeof(((ftf_dat_meta *)0)->per_cpu_events) / sizeof(uint64_t)];
 } dat_ctx;
 
 /* The bind table's fields, as libtraceevent parsed the formats. */
@@ -101,10 +108,20 @@ typedef struct {
 static void decode(dat_ctx *c, struct tep_record *rec, ftf_batch *out)
 {
 	uint32_t size = rec->size > 0 ? (uint32_t)rec->size : 0;
+	int first = 0;
+	if (c->page_size && rec->cpu >= 0 && rec->cpu < (int)(sizeof(c->last_page) / sizeof(c->last_page[0]))) {
+		uint64_t page = (uint64_t)rec->offset / c->page_size;
+		first = !c->page_seen[rec->cpu] || c->last_page[rec->cpu] != page;
+		c->page_seen[rec->cpu] = 1;
+		c->last_page[rec->cpu] = page;
+	}
+	uint32_t had = out->n;
 	if (ftf_decode_record(&c->dec, c->meta, rec->cpu, rec->ts, rec->missed_events, rec->data, size,
 			      out) &&
 	    rec->cpu >= 0 && rec->cpu < (int)(sizeof(c->last_ts) / sizeof(c->last_ts[0])))
 		c->last_ts[rec->cpu] = rec->ts;
+	if (first && out->n > had)
+		out->ev[out->n - 1].subbuf_start = 1;
 }
 
 /* libtracecmd prints to stderr past its log level (perror's "mmap: Unknown
@@ -633,6 +650,8 @@ static int read_dat(const char *path, ftf_builder *b, ftf_dat_meta *meta,
 	struct tep_handle *tep = tracecmd_get_tep(h);
 	tep_set_loglevel(TEP_LOG_NONE);
 	c.tep = tep;
+	int ps = tracecmd_page_size(h);
+	c.page_size = ps > 0 ? (uint64_t)ps : 0;
 	bind_events(&c, tep);
 	ftf_decoder_meta(&c.dec, meta);
 	if (ftf_decoder_check(&c.dec, err, errlen) < 0) {

@@ -56,6 +56,12 @@ PAIRS["k7.x/s31-args"] = ("k7.x/s31-icount-truth", "args-root", "args-full", "nf
 # (tests/test_truth_pairs.py::test_the_printed_interval_holds_the_pairs_held_out).
 HELD_OUT = ("k6.1/s31-1", "k6.1/s31-2", "k6.1/s31-3", "k6.1/s31-mix")
 
+# The boots that recorded one workload's pair three times (s31: the same 128
+# writes, each on a new file): the truth's own run-to-run spread is measured
+# on them, and their runs are pooled (docs/overhead.md "The truth's own
+# spread"). 6.1's is held out like its pairs.
+TWINS = {f"{_k}/s31": tuple(f"{_k}/s31-{_i}" for _i in (1, 2, 3)) for _k in ("k5.10", "k6.1", "k6.12", "k7.x")}
+
 TRIO = ("null", "dispatch-root", "dispatch-full")
 STATS = ("mean", "p50", "p90")
 _COLS = {"mean": 3, "p50": 4, "p90": 5}  # corrections.STAT_NAMES
@@ -98,6 +104,66 @@ class Pair:
                 "corrected_ns": {k: round(v, 1) for k, v in self.corrected.items()},
                 "error": r, "sampling_pm_ns": {k: round(v, 1) for k, v in self.half_widths.items()},
                 "files": self.files}
+
+
+def nearest_rank(values: np.ndarray, q: float) -> float:
+    """The q-th percentile by nearest rank, as every output prints it: the
+    ceil(n q / 100)-th smallest value."""
+    v = np.sort(np.asarray(values, dtype=np.float64))
+    return float(v[max(int(np.ceil(len(v) * q / 100)), 1) - 1])
+
+
+def figures(values: np.ndarray) -> dict:
+    """mean, p50 and p90 (nearest rank) of per-call values (ns)."""
+    return {"mean": float(np.mean(values)), "p50": nearest_rank(values, 50), "p90": nearest_rank(values, 90)}
+
+
+def _root_calls(q, func: str) -> np.ndarray:
+    """The corrected durations (ns) of func's clean root calls, in the
+    trace's order."""
+    from ftflame.model.profile import SAMPLE_GAP
+
+    i = q.functions.index(func)
+    ok = (q.col("func")[q.scol("node")] == i) & ((q.scol("flags") & SAMPLE_GAP) == 0)
+    return np.asarray(q.corrected.sample_dur[ok], dtype=np.float64)
+
+
+def calls(name: str, extra: list[str] | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """(truth, corrected): the per-call values of a pair's root calls, each
+    side corrected with the folder's own calibration as measure() does;
+    None when a recording is missing."""
+    from ftflame.correct import corrections
+    from ftflame.correct.calibration import for_profile
+    from ftflame.parse import read
+
+    extra = extra or []
+    folder, truth_name, full_name, func = PAIRS[name]
+    prefix = "args-" if truth_name.startswith("args-") else ""
+    paths = [locate(folder, n, extra) for n in (truth_name, full_name)]
+    cal, _ = calibration(folder, extra, prefix)
+    if None in paths or cal is None:
+        return None
+    out = []
+    for path in paths:
+        p = read(path)
+        out.append(_root_calls(corrections.correct(p, for_profile(cal, p)), func))
+    return out[0], out[1]
+
+
+def pooled(names) -> dict | None:
+    """The truth's and the corrected figures over the pairs' calls pooled
+    (the runs of one boot), each run's figures, and the truth's own spread:
+    {"truth", "corrected", "error", "runs": {name: (truth figures,
+    corrected figures)}, "calls": (truth calls, corrected calls)}; None when
+    a run is missing."""
+    got = {n: calls(n) for n in names}
+    if any(v is None for v in got.values()):
+        return None
+    t = np.concatenate([v[0] for v in got.values()])
+    c = np.concatenate([v[1] for v in got.values()])
+    ft, fc = figures(t), figures(c)
+    return {"truth": ft, "corrected": fc, "error": {k: fc[k] / ft[k] - 1 for k in STATS},
+            "runs": {n: (figures(v[0]), figures(v[1])) for n, v in got.items()}, "calls": (len(t), len(c))}
 
 
 def _root_figures(path: str, func: str, cal, model_error: bool = False, leave_out: str | None = None):
@@ -224,4 +290,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["HELD_OUT", "PAIRS", "Pair", "measure", "np"]
+__all__ = ["HELD_OUT", "PAIRS", "TWINS", "Pair", "calls", "figures", "measure", "nearest_rank", "pooled"]
