@@ -402,7 +402,7 @@ def cmd_report(args) -> int:
 
         # the text prints no exclusive-time percentiles: the read keeps no
         # such histograms for it (one histogram update a call fewer: 5% of
-        # the read's CPU; docs/performance.md, issue 41)
+        # the read's CPU; docs/performance.md)
         profile = parse.read_meanwhile(path, imports, progress=progress, slowest=args.slowest,
                                        call_stream=stream and stream.fds, excl_hist=fmt != "txt")
         progress.stage("correcting...")
