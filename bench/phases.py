@@ -3,7 +3,7 @@
 machine's floor (issue 41): the file's zstd chunks through `zstd -d`
 (bench/zstd_floor.py).
 
-    bench/phases.py [--reps N] [--rev REV] TRACE.dat ...
+    bench/phases.py [--reps N] [--rev REV ...] TRACE.dat ...
 
 Per trace, interleaved rounds of:
   * the floor (zstd -d of the chunks, a process per CPU stream, both cores);
@@ -21,8 +21,9 @@ Per trace, interleaved rounds of:
 CPU seconds, the median of the rounds; the ratio to the floor's median of
 the same run. On a shared machine compare within one run only.
 
---rev REV: the ftflame of another revision (built as bench/revs.py builds
-it, in a temporary folder), e.g. main's, for a before table from one venv.
+--rev REV (repeatable): the ftflame of that revision (built as bench/revs.py
+builds it, in a temporary folder; `.`: this checkout, the default), each a
+column pair of the table, all timed in the same rounds: before and after.
 Each tree's modules are compiled to .pyc first, as an installed ftflame has
 them (PYTHONDONTWRITEBYTECODE=1 would otherwise make every run compile
 them: 0.08 s of CPU).
@@ -66,7 +67,10 @@ def child(fmt: str, trace: str, out: str) -> None:
     import ftflame.correct.stage as stage
     import ftflame.parse.tables  # noqa: F401
     t["imports"] = _cpu()
-    res = dat.read_core(trace, trace, None, slowest=args.slowest)
+    try:  # as the command reads for this output (no exclusive histograms for the text)
+        res = dat.read_core(trace, trace, None, slowest=args.slowest, excl_hist=fmt != "txt")
+    except TypeError:  # a revision before that choice
+        res = dat.read_core(trace, trace, None, slowest=args.slowest)
     t["read (decode + build)"] = _cpu()
     profile = dat.to_profile(res, trace, "")
     del res
@@ -113,52 +117,59 @@ def env_for(path: str, **extra) -> dict:
     return {**os.environ, **extra, "PYTHONPATH": path}
 
 
-def table(trace: str, reps: int, path: str, tmp: str) -> None:
+def table(trace: str, reps: int, paths: list, tmp: str) -> None:
+    """The phase table of each revision (label, PYTHONPATH), all in the same rounds."""
     me = os.path.abspath(__file__)
     zdir = tempfile.mkdtemp(dir=tmp)
     floor = subprocess.run([PY, os.path.join(ROOT, "bench", "zstd_floor.py"), trace, zdir],
                            check=True, capture_output=True, text=True).stdout.strip()
-    env = env_for(path)
     cmds = {}
     if floor != "not zstd":
-        cmds["floor"] = (shlex.split(floor), None, False)
-    for fmt in ("txt", "json"):
-        cmds[f"command {fmt}"] = ([PY, "-m", "ftflame.cli", "report", "-q", trace, "-o",
-                                   os.path.join(tmp, "r." + fmt)], env, False)
-        cmds[f"stages {fmt}"] = ([PY, me, "--child", fmt, trace, os.path.join(tmp, "s." + fmt)], env, True)
-    cmds["decode only"] = ([PY, me, "--read-child", trace], env_for(path, FTFLAME_BENCH_DECODE_ONLY="1"), True)
-    cmds["read, one thread"] = ([PY, me, "--read-child", trace], env_for(path, FTFLAME_THREADS="1"), True)
-    cmds["read, two threads"] = ([PY, me, "--read-child", trace], env, True)
-    got: dict[str, list] = {}
+        cmds[(0, "floor")] = (shlex.split(floor), None, False)
+    for i, (_, path) in enumerate(paths):
+        env = env_for(path)
+        for fmt in ("txt", "json"):
+            cmds[(i, f"command {fmt}")] = ([PY, "-m", "ftflame.cli", "report", "-q", trace, "-o",
+                                            os.path.join(tmp, "r." + fmt)], env, False)
+            cmds[(i, f"stages {fmt}")] = ([PY, me, "--child", fmt, trace, os.path.join(tmp, "s." + fmt)], env, True)
+        cmds[(i, "decode only")] = ([PY, me, "--read-child", trace],
+                                    env_for(path, FTFLAME_BENCH_DECODE_ONLY="1"), True)
+        cmds[(i, "read, one thread")] = ([PY, me, "--read-child", trace], env_for(path, FTFLAME_THREADS="1"), True)
+        cmds[(i, "read, two threads")] = ([PY, me, "--read-child", trace], env, True)
+    got: dict = {}
     for _ in range(reps):
-        for name, (cmd, e, capture) in cmds.items():
+        for (i, name), (cmd, e, capture) in cmds.items():
             cpu, wall, out = run(cmd, e, capture, tmp)
-            got.setdefault(name, []).append(cpu)
-            got.setdefault(name + " wall", []).append(wall)
+            got.setdefault((i, name), []).append(cpu)
             if capture:
                 for k, v in json.loads(out).items():
-                    got.setdefault(f"{name}: {k}", []).append(v)
+                    got.setdefault((i, f"{name}: {k}"), []).append(v)
     med = {k: statistics.median(v) for k, v in got.items()}
-    fl = med.get("floor")
+    fl = med.get((0, "floor"))
     print(f"\n{trace}: {reps} interleaved rounds, medians, CPU s (user+sys); load "
           f"{os.getloadavg()[0]:.1f}")
-    print("| phase | CPU s | / floor |\n|---|---:|---:|")
+    print("| phase | " + " | ".join(f"{label} CPU s | / floor" for label, _ in paths) + " |")
+    print("|---|" + "---:|---:|" * len(paths))
 
-    def row(label, v):
-        print(f"| {label} | {v:.3f} | {v / fl:.2f} |" if fl else f"| {label} | {v:.3f} | |")
+    def row(label, values):
+        cells = [f"{v:.3f} | {v / fl:.2f}" if fl else f"{v:.3f} | " for v in values]
+        print(f"| {label} | " + " | ".join(cells) + " |")
+
+    n = range(len(paths))
     if fl:
-        row("floor: zstd -d of the chunks (both cores)", fl)
-    row("read: decoding alone (one thread, no builder)", med["decode only: read"])
-    row("read: builder alone (one thread minus decoding)", med["read, one thread: read"] - med["decode only: read"])
-    row("read: decoding + builder, one thread", med["read, one thread: read"])
-    row("read: decoding + builder, two threads", med["read, two threads: read"])
+        row("floor: zstd -d of the chunks (both cores)", [fl] * len(paths))
+    row("read: decoding alone (one thread, no builder)", [med[(i, "decode only: read")] for i in n])
+    row("read: builder alone (one thread minus decoding)",
+        [med[(i, "read, one thread: read")] - med[(i, "decode only: read")] for i in n])
+    row("read: decoding + builder, one thread", [med[(i, "read, one thread: read")] for i in n])
+    row("read: decoding + builder, two threads", [med[(i, "read, two threads: read")] for i in n])
     for fmt in ("txt", "json"):
         s = f"stages {fmt}: "
-        parts = [k[len(s):] for k in med if k.startswith(s)]
+        parts = [k[1][len(s):] for k in med if k[0] == 0 and k[1].startswith(s)]
         for p in parts:
-            row(f"{fmt}: {p}", med[s + p])
-        row(f"{fmt}: stages' sum + the interpreter's start", med[f"stages {fmt}"])
-        row(f"**ftflame report, {fmt} (the command)**", med[f"command {fmt}"])
+            row(f"{fmt}: {p}", [med[(i, s + p)] for i in n])
+        row(f"{fmt}: stages' sum + the interpreter's start", [med[(i, f"stages {fmt}")] for i in n])
+        row(f"**ftflame report, {fmt} (the command)**", [med[(i, f"command {fmt}")] for i in n])
 
 
 def main() -> int:
@@ -168,15 +179,17 @@ def main() -> int:
         read_child(sys.argv[2])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--rev", default=".", help="the revision to time (default `.`: this checkout)")
+    ap.add_argument("--rev", action="append",
+                    help="a revision to time (repeatable: side by side, in the same rounds); default `.`: this checkout")
     ap.add_argument("traces", nargs="+")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="ftflame-phases-") as tmp:
-        label, tree = revs.tree_of(args.rev, tmp)
-        path = revs.shim(tree, os.path.join(tmp, "shim"))
-        print(f"revision: {label}")
+        paths = []
+        for i, rev in enumerate(args.rev or ["."]):
+            label, tree = revs.tree_of(rev, tmp)
+            paths.append((label, revs.shim(tree, os.path.join(tmp, f"shim{i}"))))
         for trace in args.traces:
-            table(os.path.abspath(trace), args.reps, path, tmp)
+            table(os.path.abspath(trace), args.reps, paths, tmp)
     return 0
 
 
