@@ -43,6 +43,7 @@ PY = sys.executable
 # the package's folders (pyproject.toml's package-dir): ftflame's own
 # entries, and the stages that live at the top level
 STAGES = {"parse": "parse", "report": "report", "collect": "collect", "templates": "templates"}
+BUILD_FILES = ("setup.py", "pyproject.toml", "README.md", "ftflame", *STAGES.values())
 DEFAULT_TRACE = os.path.join(ROOT, "tests", "data", "fixtures", "k6.12", "s30-repeat", "run1", "trace.dat")
 
 
@@ -60,7 +61,9 @@ def tree_of(rev: str, tmp: str) -> tuple[str, str]:
         tree = os.path.join(tmp, "tree-" + commit[:12])
         if not os.path.isdir(tree):
             os.makedirs(tree)
-            archive = subprocess.Popen(["git", "-C", ROOT, "archive", commit], stdout=subprocess.PIPE)
+            # the package and what its build reads, not the test data
+            archive = subprocess.Popen(["git", "-C", ROOT, "archive", commit, "--", *BUILD_FILES],
+                                       stdout=subprocess.PIPE)
             subprocess.run(["tar", "-x", "-C", tree], stdin=archive.stdout, check=True)
             if archive.wait() != 0:
                 raise SystemExit(f"revs: git archive {rev} failed")
