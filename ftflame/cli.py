@@ -57,6 +57,7 @@ from ftflame.output import (  # noqa: E402
     terminating_signals_raise,
     write_atomic,
     write_stdout,
+    write_stdout_from,
 )
 
 _on_sigint(signal.default_int_handler)  # main() turns KeyboardInterrupt into exit 130
@@ -369,10 +370,34 @@ def correction_options(args):
                              strict_calibration=args.strict_calibration)
 
 
+def _render_to(output, fmt: str, profile, opts, stream) -> tuple:
+    """The report of profile written to output, or its text for stdout:
+    (text or None, the bytes written to a file or None)."""
+    from ftflame.report import RENDERERS
+
+    text = size = None
+    if output in (None, "-") and stream is not None:  # written as it is made: it may be big
+        write_calls = RENDERERS[fmt].write_calls
+        write_stdout_from(lambda f: write_calls(profile, stream, f))
+    elif output in (None, "-"):
+        text = RENDERERS[fmt].render(profile, opts)
+    elif fmt == "parquet":  # a folder of tables, written beside it and renamed
+        from ftflame.report.parquet import write_folder
+
+        size = write_folder(output, profile)
+    elif stream is not None:  # the calls the core wrote out, a batch at a time
+        write_calls = RENDERERS[fmt].write_calls
+        size = write_atomic(output, lambda f: write_calls(profile, stream, f))
+    else:  # rendered straight into the file (JSON: in chunks, as written)
+        write = RENDERERS[fmt].write
+        size = write_atomic(output, lambda f: write(profile, opts, f))
+    return text, size
+
+
 def cmd_report(args) -> int:
     from ftflame import parse
     from ftflame.output import open_in_browser
-    from ftflame.report import RENDERERS, STREAMED, output_and_format
+    from ftflame.report import BINARY, RENDERERS, STREAMED, output_and_format
     from ftflame.report.options import render_options
     from ftflame.rundir import read_beside, resolve_input
 
@@ -388,12 +413,12 @@ def cmd_report(args) -> int:
     refuse_input_as_output(output, (path, args.calibration, baseline), read_beside(path))
     stream = None
     if fmt in STREAMED:
-        if output in (None, "-"):
+        if output in (None, "-") and fmt in BINARY:
             raise InputError("-", f"the {fmt} output is binary, written while the trace is read",
                              f"write it to a file: -o NAME{RENDERERS[fmt].extensions[0]}")
         from ftflame.report.perfetto import CallStream, stream_directory
 
-        stream = CallStream(stream_directory(output))
+        stream = CallStream(stream_directory(output) if output not in (None, "-") else None)
     progress = Progress(f"reading {path}", not args.quiet, path)
     try:
         def imports():  # about 0.1-0.2 s, numpy mostly: while the core reads
@@ -411,25 +436,14 @@ def cmd_report(args) -> int:
         reader_note(args, profile.trace.source, profile.trace.format)
         profile = correct_for_report(profile, path, correction_options(args))
         progress.stage(f"rendering {fmt}...")
-        if output in (None, "-"):
-            text = RENDERERS[fmt].render(profile, opts)
-        elif fmt == "parquet":  # a folder of tables, written beside it and renamed
-            from ftflame.report.parquet import write_folder
-
-            size = write_folder(output, profile)
-        elif stream is not None:  # the calls the core wrote out, a batch at a time
-            from ftflame.report.perfetto import write_calls
-
-            size = write_atomic(output, lambda f: write_calls(profile, stream, f))
-        else:  # rendered straight into the file (JSON: in chunks, as written)
-            write = RENDERERS[fmt].write
-            size = write_atomic(output, lambda f: write(profile, opts, f))
+        text, size = _render_to(output, fmt, profile, opts, stream)
     finally:
         progress.done()
         if stream is not None:
             stream.close()
     if output in (None, "-"):
-        write_stdout(text)
+        if text is not None:
+            write_stdout(text)
     else:
         if not args.quiet:
             wrote = f", {size:,} bytes" if size is not None else ", in place"

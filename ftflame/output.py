@@ -539,6 +539,42 @@ def write_stdout(text: str) -> None:
                          "the report is incomplete; write it with -o FILE") from None
 
 
+class _TextSink:
+    """A binary file's write() onto a text stream without a descriptor (a
+    test's capture)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, b) -> None:
+        self.stream.write(bytes(b).decode("utf-8", "surrogateescape"))
+
+
+def write_stdout_from(write) -> None:
+    """A report written onto stdout by write(binary_file) as it is made
+    (one too big to hold whole), with write_stdout's rules."""
+    if 1 in CLOSED_STREAMS:
+        raise _stdout_closed()
+    try:
+        sys.stdout.flush()
+        try:
+            fd = sys.stdout.fileno()
+        except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation: a test's capture
+            fd = None
+        if fd is not None:
+            f = _checked_file(fd, closefd=False)
+            write(f)
+            f.flush()
+        else:
+            write(_TextSink(sys.stdout))
+            sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise InputError("stdout", f"cannot write: {e.strerror or e}",
+                         "the report is incomplete; write it with -o FILE") from None
+
+
 def say(text: str) -> None:
     """One line on stderr, "ftflame: " and text with every control
     character shown, not sent (names.printable: a path, a name or a value

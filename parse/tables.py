@@ -59,17 +59,18 @@ def from_core_result(res: dict, info: TraceInfo) -> Profile:
         warnings=tuple(warnings),
         overhead_samples=_overhead_samples(res.get("estimates", ())),
         operations=tuple(map(printable, res.get("ops", ()))), op_how=tuple(map(printable, res.get("op_how", ()))),
-        slowest_trees=_kept_trees(res.get("slowest")),
+        slowest_trees=_kept_trees(res.get("slowest"), int(res.get("slowest_n", 0))),
         retvals=retvals, call_args=int(res.get("call_args", 0)))
 
 
-def _kept_trees(slow: dict | None) -> KeptTrees:
-    """The core's kept slowest calls (its blocks, not copied)."""
+def _kept_trees(slow: dict | None, n: int = 0) -> KeptTrees:
+    """The core's kept slowest calls (its blocks, not copied); n: how many
+    it keeps per (root path, operation) and measure."""
     if not slow:
         return NO_KEPT_TREES
-    return KeptTrees(np.frombuffer(slow["table"], dtype=np.int64).reshape(-1, 6),
+    return KeptTrees(np.frombuffer(slow["table"], dtype=np.int64).reshape(-1, 7),
                      np.frombuffer(slow["recs"], dtype=CALL_RECORD_DTYPE),
-                     np.frombuffer(slow["extras"], dtype=CALL_EXTRA_DTYPE))
+                     np.frombuffer(slow["extras"], dtype=CALL_EXTRA_DTYPE), n)
 
 
 _EST_KIND = ("leaf", "gap")

@@ -38,6 +38,11 @@ class Renderer:
             return module.write
         return lambda profile, opts, f: f.write(module.render(profile, opts).encode("utf-8"))
 
+    @property
+    def write_calls(self) -> Callable:
+        """write_calls(profile, call_stream, binary_file), of a STREAMED format."""
+        return importlib.import_module(f"{__name__}.{self.module}").write_calls
+
 
 RENDERERS: dict[str, Renderer] = {}  # ftflame report's formats
 DIFF_RENDERERS: dict[str, Renderer] = {}  # ftflame diff's
@@ -55,7 +60,7 @@ register(Renderer("html", "html", (".html", ".htm"),
                   "self-contained interactive report: flame graph, tables, latency over time"))
 register(Renderer("svg", "svg", (".svg",), "standalone interactive flame graph (SVG)"))
 register(Renderer("speedscope", "speedscope", (".speedscope.json",),
-                  "speedscope evented profile, one per root function (speedscope.app)"))
+                  "speedscope: a call tree per root function, every call on its task's timeline (speedscope.app)"))
 register(Renderer("parquet", "parquet", (".parquet", ".parquet/"),
                   'a folder of Parquet tables for DuckDB, pandas, Spark, schema "ftflame-parquet/1"'))
 register(Renderer("perfetto", "perfetto", (".perfetto-trace", ".pftrace"),
@@ -99,7 +104,10 @@ def choose_format(output: str | None, fmt: str | None,
 
 
 OPENABLE = ("html", "svg")  # what --open shows in a browser
-STREAMED = ("perfetto",)  # made from the calls the core writes out while it reads (report/perfetto.py)
+# made from the calls the core writes out while it reads (report/perfetto.py):
+# Perfetto's trace, speedscope's per-task timelines
+STREAMED = ("perfetto", "speedscope")
+BINARY = ("perfetto",)  # to a file only
 
 
 def output_and_format(output: str | None, fmt: str | None, open_it: bool,

@@ -9,7 +9,8 @@ stretches, lost-event marks and exits without their entry) into three
 anonymous temporary files (CallStream), read back here a batch of trees at
 a time once the Profile and its corrections are made, each batch decoded
 into columns (operations.call_trees, as the slowest calls' trees are) and
-written as packets by report._rowfmt.pack_rows: memory is that of a batch,
+written as packets by report._rowfmt.pack_rows in a thread of its own
+(Pipeline) while the next batch is decoded: memory is that of two batches,
 flat in the trace's length, and no Python runs per call.
 
 What the file holds:
@@ -44,7 +45,9 @@ shortened (clamped_ns): dur_ns stays the raw duration.
 from __future__ import annotations
 
 import os
+import queue
 import tempfile
+import threading
 
 import numpy as np
 
@@ -67,8 +70,10 @@ KIND, PID, CPU, SAMPLE, FUNC, T0, T1, NRECS, NEXTRAS, FLAGS = range(SPOOL_COLS)
 SPK_TREE, SPK_OFFCPU, SPK_LOST, SPK_ORPHAN = 1, 2, 3, 4
 
 # calls decoded and written at once: a batch's columns take about 600 bytes
-# a call, its packets 100
-BATCH_CALLS = 1 << 14
+# a call, its packets 100; 8k, not 16k: while one batch is packed in the
+# Pipeline's thread the next is made (two in memory, the peak RSS within
+# 1.2x of the text report's; 16k: 1.27x)
+BATCH_CALLS = 1 << 13
 HEAD_ROWS = 1 << 14
 
 # Perfetto's field numbers (protos/perfetto/trace/: trace_packet.proto,
@@ -131,6 +136,7 @@ class CallStream:
     what parse.read(call_stream=...) takes."""
 
     def __init__(self, directory: str | None = None):
+        self.directory = directory  # where a writer's own spool goes too (speedscope's)
         self.files = [tempfile.TemporaryFile(prefix="ftflame-calls-", dir=directory) for _ in range(3)]
 
     @property
@@ -312,7 +318,8 @@ def _i64(a) -> np.ndarray:
 
 
 class _Writer:
-    """The slices of the call stream's batches, in the file f."""
+    """The slices of the call stream's batches, into f (a Pipeline: f.later
+    takes a function making the bytes)."""
 
     def __init__(self, p: Profile, f):
         self.p, self.f = p, f
@@ -326,6 +333,11 @@ class _Writer:
                          for o in p.operations]
         self.last_end: dict = {}  # track -> the end of its last top call written (batches follow in time per task)
         self.calls = self.clamped = 0
+
+    def tree_tracks(self, t: np.ndarray, irq_first: np.ndarray) -> np.ndarray:
+        """The track of each tree (header rows t): its task's thread track,
+        or the task's interrupts track for a root entered in interrupt context."""
+        return row_keys(self.p, t) << 4 | np.where(irq_first, TK_IRQ, TK_THREAD)
 
     # -- trees ----------------------------------------------------------
     def trees(self, head: np.ndarray, recs: np.ndarray, extras: np.ndarray) -> None:
@@ -352,7 +364,7 @@ class _Writer:
         top = par < 0
         # a tree's track: its task's, apart for a root call entered in
         # interrupt context (a tree that never completed: its first call's)
-        tree_track = row_keys(self.p, t) << 4 | np.where(is_irq[np.minimum(first, n - 1)], TK_IRQ, TK_THREAD)
+        tree_track = self.tree_tracks(t, is_irq[np.minimum(first, n - 1)])
         track = tree_track[tree_of]
         start = _i64(cols["calltime"]).copy()
         dur = _i64(cols["incl"])
@@ -363,9 +375,12 @@ class _Writer:
         for j, tr in enumerate(utr.tolist()):
             last = self.last_end.get(tr)
             if last is not None:
+                # moved after it with its duration, as nest_calls moves a
+                # top call within a batch (its calls follow it there): a
+                # batch's bounds change nothing
                 sel = top & (tr_code == j) & (start < last)
+                end[sel] += last - start[sel]
                 start[sel] = last
-                end[sel] = np.maximum(end[sel], last)
         parent_code = np.where(top, -1 - tr_code, par).astype(np.int64)
         # in the rows' order, which is entry order (a caller's row before its
         # callees'): calls nest by the task's event order, a calltime may be
@@ -428,7 +443,8 @@ class _Writer:
             for k in range(min(self.p.call_args, args.shape[1])):
                 tmpl += [("?", has_args), *_int_arg(f"arg{k}", "v", col(args[:, k]), F_DA_UINT), "/"]
         tmpl += ["/", ")", ")"]
-        self.f.write(pack_rows(tmpl, n, col(events)))
+        events = col(events)
+        self.f.later(lambda: pack_rows(tmpl, n, events))
 
     def cut_roots(self, t: np.ndarray) -> None:
         """Root calls of more than the core's tree cap: the root's slice
@@ -444,7 +460,7 @@ class _Writer:
         name = _i64(p.col("func")[p.scol("node")[s]]) + 1
         tmpl = _pair(start, start + dur, key << 4 | TK_THREAD, name, CAT_CALL,
                      [*_int_arg("dur_ns", "v", dur), _flag("tree_not_recorded")])
-        self.f.write(pack_rows(tmpl, len(s)))
+        self.f.later(lambda: pack_rows(tmpl, len(s)))
 
     def orphans(self, orph: np.ndarray) -> None:
         """Exits without their entry, on their task's track of them, each
@@ -461,8 +477,8 @@ class _Writer:
             last = self.last_end.get(tr)
             if last is not None:
                 sel = (code == j) & (start < last)
+                end[sel] += last - start[sel]
                 start[sel] = last
-                end[sel] = np.maximum(end[sel], last)
         by_time = np.lexsort((np.arange(n), -end, start, code))
         parent = np.empty(n, dtype=np.int64)
         depth = np.zeros(n, dtype=np.int64)
@@ -494,10 +510,10 @@ class _Writer:
         if len(off):
             key = task_keys(off[:, PID], off[:, CPU])
             d = _i64(off[:, T1] - off[:, T0])
-            self.f.write(pack_rows(_pair(_i64(off[:, T0]), _i64(off[:, T1]), key << 4 | TK_OFFCPU,
-                                         np.full(len(off), 2 * self.nfuncs + 1, np.int64), CAT_SCHED,
-                                         [*_int_arg("dur_ns", "v", d), *_int_arg("cpu", "v", _i64(off[:, CPU]))]),
-                                   len(off)))
+            tmpl = _pair(_i64(off[:, T0]), _i64(off[:, T1]), key << 4 | TK_OFFCPU,
+                         np.full(len(off), 2 * self.nfuncs + 1, np.int64), CAT_SCHED,
+                         [*_int_arg("dur_ns", "v", d), *_int_arg("cpu", "v", _i64(off[:, CPU]))])
+            self.f.later(lambda: pack_rows(tmpl, len(off)))
         orph = head[kind == SPK_ORPHAN]
         if len(orph):
             self.orphans(orph)
@@ -505,13 +521,14 @@ class _Writer:
         if len(lost):
             names = [_sfield(F_TE_NAME, (f"lost {n:,} events" if n > 0 else "lost events (count unknown)") +
                              f" on CPU {c}") for n, c in zip(lost[:, T1].tolist(), lost[:, CPU].tolist())]
-            self.f.write(pack_rows(
+            lost_tmpl = (
                 [_key(F_TRACE_PACKET, 2), "(", _key(F_TIMESTAMP, 0), ("v", _i64(lost[:, T0])),
                  _SEQ + _vfield(F_SEQ_FLAGS, SEQ_NEEDS), _key(F_TRACK_EVENT, 2), "(",
                  _vfield(F_TE_TYPE, INSTANT) + _vfield(F_TE_TRACK_UUID, LOST_TRACK) + _vfield(F_TE_CATEGORY_IIDS, CAT_LOST),
                  ("e", np.arange(len(lost), dtype=np.int64), names),
-                 *_int_arg("events", "v", _i64(lost[:, T1])), *_int_arg("cpu", "v", _i64(lost[:, CPU])), ")", ")"],
-                len(lost)))
+                 *_int_arg("events", "v", _i64(lost[:, T1])), *_int_arg("cpu", "v", _i64(lost[:, CPU])), ")", ")"]
+            )
+            self.f.later(lambda: pack_rows(lost_tmpl, len(lost)))
 
 
 def _pair(start, end, track, name, cat, args: list) -> list:
@@ -526,15 +543,59 @@ def _pair(start, end, track, name, cat, args: list) -> list:
             _vfield(F_TE_TYPE, SLICE_END) + _key(F_TE_TRACK_UUID, 0), ("v", track), ")", ")"]
 
 
+class Pipeline:
+    """The packets packed and written in a thread of their own while the
+    next batch's columns are made: pack_rows and the file's write run
+    without the GIL, numpy mostly with it, so on two cores the two halves
+    (each about half the work) overlap. At most one batch waits (its
+    columns and packets: a few MB). later(fn): fn() -> bytes, written in
+    order; an error in the thread is raised by the next later() or by
+    close()."""
+
+    def __init__(self, f):
+        self.f, self.error = f, None
+        self.queue: queue.Queue = queue.Queue(maxsize=1)
+        self.thread = threading.Thread(target=self._run, name="ftflame-packets", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            fn = self.queue.get()
+            if fn is None:
+                return
+            if self.error is None:
+                try:
+                    self.f.write(fn())
+                except BaseException as e:  # raised in the main thread
+                    self.error = e
+
+    def later(self, fn) -> None:
+        if self.error is not None:
+            raise self.error
+        self.queue.put(fn)
+
+    def close(self) -> None:
+        """Every packet written (or the thread's error raised)."""
+        if self.thread.is_alive():
+            self.queue.put(None)
+            self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
 def write_calls(p: Profile, stream: CallStream, f) -> dict:
     """The Perfetto trace of p's call stream into the binary file f: the
     counts of calls written and of slices moved to nest (clamped)."""
     f.write(_interned(p))
     f.write(_tracks(p, stream))
-    w = _Writer(p, f)
-    for head, recs, extras in stream.batches():
-        w.trees(head, recs, extras)
-        w.others(head)
+    out = Pipeline(f)
+    try:
+        w = _Writer(p, out)
+        for head, recs, extras in stream.batches():
+            w.trees(head, recs, extras)
+            w.others(head)
+    finally:
+        out.close()
     return {"calls": w.calls, "clamped": w.clamped}
 
 

@@ -145,7 +145,8 @@ def slowest_lines(p: Profile, top: int = SLOWEST_TOP) -> list:
     corrected = p.corrected is not None
     dec = fit_decimals([s.dur for s in shown] + [s.corr for s in shown if s.corr == s.corr], 10)
     out = _wrap(f"Slowest root calls (the {len(shown)} slowest of {kept} kept: the slowest "
-                "per root function and operation, by raw and by on-CPU time; us"
+                "per root function and operation, by raw and by "
+                + ("corrected duration" if p.calibration.applied else "on-CPU time") + "; us"
                 + ("; * = corrected)" if corrected else ")")) + [
         "",
         f"{'Duration':>10} {'Corr *' if corrected else '':>10} {'Start (s)':>14} {'PID':>7} {'CPU':>3}  Operation (or root)",

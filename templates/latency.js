@@ -156,7 +156,7 @@ FT.latency = (function () {
       if (k in tree && FT.calls) { draw(); FT.calls.open(S.sample[k]); return; }
       if (k >= 0) {  /* a click that opens nothing says why, where the reader looks */
         document.getElementById("lat-click").textContent = "No call tree for that point in this page: ringed points open theirs. " +
-          "The trace keeps the trees of the slowest root calls by raw duration and by on-CPU time (ftflame --slowest N per root function and operation); the JSON report's slowest[] has them all.";
+          "The trace keeps the trees of the slowest root calls by raw and by corrected duration (ftflame --slowest N per root function and operation); the JSON report's slowest[] has them all.";
         return;
       }
     }

@@ -15,7 +15,7 @@ EXTENSIONS = {
     "ftflame.parse._core": {"read_dat", "read_dat_builtin", "read_text_chunks", "build_events", "hist_lower",
                             "give_back_freed_memory",
                             "dat_decoder"},  # the fields a reader decodes (tests/test_record_decode.py)
-    "ftflame.report._rowfmt": {"format_rows", "pack_rows", "nest_calls"},  # rows: JSON and Perfetto packets
+    "ftflame.report._rowfmt": {"format_rows", "pack_rows", "nest_calls", "evented_json"},  # JSON, Perfetto, speedscope rows
     "ftflame._model": {"hist_group", "hist_percentiles", "tree_preorder"},
 }
 

@@ -32,6 +32,7 @@ from ftflame.model.profile import (
     CALL_IRQ,
     CALL_RET,
     CALL_WITH_ARGS,
+    KEPT_BY_CORRECTED,
     SAMPLE_GAP,
     SAMPLE_IRQ,
     SAMPLE_PARTIAL,
@@ -304,7 +305,79 @@ def slowest_calls(p: Profile, top: int | None = None) -> tuple:
 
 def slowest_count(p: Profile) -> int:
     """How many slowest root calls were kept."""
-    return len(p.slowest_trees)
+    cols = slowest_columns(p)
+    return 0 if cols is None else len(cols["sample"])
+
+
+class Ranked(NamedTuple):
+    rows: np.ndarray  # the kept calls (indices into p.slowest_trees) that stay
+    by: np.ndarray  # per call of p.slowest_trees: KEPT_BY_RAW | KEPT_BY_CORRECTED, 0 when left out
+    slower_left_out: int  # root calls slower by corrected duration than a group's kept ones, without a tree
+
+
+def ranked_slowest(p: Profile) -> Ranked:
+    """The slowest root calls by corrected duration, exactly: per (root
+    path, operation), the KeptTrees.n calls of the core's on-CPU candidates
+    (FTF_SLOWEST_CANDIDATES x n of them) with the longest corrected
+    durations (a gap call's, unknown, last), the others' KEPT_BY_CORRECTED
+    taken off and a call kept by neither left out. A corrected duration is
+    never more than the on-CPU time the candidates were kept by, so the n
+    slowest are among them unless the candidates' own slowest n reach below
+    a call that was not kept: every root call's corrected duration is known
+    here, and such calls are counted (slower_left_out; 0 on every curated
+    trace). Without a calibration applied, the n of them with the most
+    on-CPU time (the core's ranking); n unknown: the core's sets."""
+    return p.views.get("ranked_slowest", lambda: _ranked_slowest(p))
+
+
+def _ranked_slowest(p: Profile) -> Ranked:
+    kt = p.slowest_trees
+    by = np.asarray(kt.by, dtype=np.int64).copy()
+    if not len(kt) or not kt.n or not len(p.samples):
+        return Ranked(np.arange(len(kt)), by, 0)
+    corr = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)
+    node, op = p.scol("node"), p.scol("op")
+    width = len(p.operations) + 2  # a (root path, operation) group: node * width + op + 1
+
+    def group(rows):
+        return node[rows].astype(np.int64) * width + op[rows].astype(np.int64) + 1
+
+    cand = np.flatnonzero(by & KEPT_BY_CORRECTED)
+    s = kt.sample[cand]
+    if p.calibration.applied:  # slowest first, unknown (a gap call's) last
+        key = np.where(np.isnan(corr[s]), np.inf, -corr[s])
+    else:  # no corrected duration: the core's on-CPU ranking, its n slowest
+        key = -kt.on_cpu[cand].astype(np.float64)
+    g = group(s)
+    order = np.lexsort((s, key, g))
+    g = g[order]
+    first = np.r_[0, np.flatnonzero(np.diff(g)) + 1] if len(g) else np.zeros(0, np.int64)
+    rank = np.arange(len(g)) - np.repeat(first, np.diff(np.r_[first, len(g)]))
+    top = cand[order][rank < kt.n]
+    by[cand] &= ~KEPT_BY_CORRECTED
+    by[top] |= KEPT_BY_CORRECTED
+    if not p.calibration.applied:
+        return Ranked(np.flatnonzero(by != 0), by, 0)
+    # the check: per group, no root call slower than the slowest n chosen
+    # (fewer than n chosen: than none) without a tree; over the samples a
+    # slice at a time (a trace has millions of root calls)
+    chosen = np.sort(kt.sample[top])
+    ug, gi = np.unique(group(chosen), return_inverse=True)
+    gi = gi.reshape(-1)
+    low = np.full(len(ug), np.inf)
+    np.minimum.at(low, gi, np.where(np.isnan(corr[chosen]), np.inf, corr[chosen]))
+    low[np.bincount(gi, minlength=len(ug)) < kt.n] = -np.inf
+    left_out = 0
+    step = 1 << 16
+    for a in range(0, len(corr), step):
+        rows = np.arange(a, min(a + step, len(corr)))
+        c = corr[rows]
+        gr = group(rows)
+        at = np.minimum(np.searchsorted(ug, gr), max(len(ug) - 1, 0))
+        bar = np.where(ug[at] == gr, low[at], -np.inf) if len(ug) else np.full(len(rows), -np.inf)
+        slower = rows[~np.isnan(c) & (c > bar)]
+        left_out += int((~np.isin(slower, chosen, assume_unique=True)).sum())
+    return Ranked(np.flatnonzero(by != 0), by, left_out)
 
 
 def slowest_columns(p: Profile) -> dict | None:
@@ -314,15 +387,17 @@ def slowest_columns(p: Profile) -> dict | None:
     p.slowest_trees), `kept` (its tree was kept) and `operation_of` (an
     index into `operations`, whose entries are SlowCall.operation's). A
     trace may keep a call per distinct root function: columns, not an
-    object per call."""
+    object per call. The calls are ranked_slowest's."""
     return p.views.get("slowest_columns", lambda: _slowest_columns(p))
 
 
 def _slowest_columns(p: Profile) -> dict | None:
     kt = p.slowest_trees
-    if not len(kt):
+    ranked = ranked_slowest(p)
+    if not len(ranked.rows):
         return None
-    order = np.lexsort((kt.sample, -p.scol("dur")[kt.sample]))  # slowest first, then by row
+    keep = ranked.rows
+    order = keep[np.lexsort((kt.sample[keep], -p.scol("dur")[kt.sample[keep]]))]  # slowest first, then by row
     rows = kt.sample[order]
     flags = p.scol("flags")[rows]
     names = list(map(p.funcs.__getitem__, sample_roots(p)[rows].tolist()))
@@ -342,7 +417,7 @@ def _slowest_columns(p: Profile) -> dict | None:
             **{k: np.ascontiguousarray(p.scol(c)[rows]) for k, c in (
                 ("start_ns", "calltime"), ("pid", "pid"), ("cpu", "cpu"), ("dur", "dur"))},
             "corr": np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)[rows],
-            "gap": (flags & SAMPLE_GAP) != 0, "kept_by": kt.by[order]}
+            "gap": (flags & SAMPLE_GAP) != 0, "kept_by": ranked.by[order]}
 
 
 def _slowest_calls(p: Profile, top: int | None) -> tuple:

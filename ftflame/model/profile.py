@@ -279,15 +279,22 @@ class KeptTrees:
     other. A trace may keep a tree per distinct root function: an object per
     tree cost more than its calls."""
 
-    __slots__ = ("sample", "base", "cpu", "kept", "rec_at", "ext_at", "recs", "extras", "by")
+    __slots__ = ("sample", "base", "cpu", "kept", "rec_at", "ext_at", "recs", "extras", "by", "on_cpu", "n")
 
-    def __init__(self, table: np.ndarray, recs: np.ndarray, extras: np.ndarray):
+    def __init__(self, table: np.ndarray, recs: np.ndarray, extras: np.ndarray, n: int = 0):
         """table: int64 rows (sample, base, cpu, records (-1: not kept),
-        extras[, kept by: KEPT_BY_RAW | KEPT_BY_CORRECTED])."""
+        extras[, kept by: KEPT_BY_RAW | KEPT_BY_CORRECTED, the on-CPU time
+        it was kept by or -1]); n: the calls
+        kept per (root path, operation) and measure (--slowest; 0: not
+        known). The core keeps more by on-CPU time than n, the candidates
+        for the slowest by corrected duration (ranked_slowest picks those)."""
+        self.n = n
         self.sample, self.base, self.cpu = table[:, 0], table[:, 1], table[:, 2]
         # why the core kept each: among the slowest by raw duration, by
         # on-CPU time (the corrected figures' ranking), or both
         self.by = table[:, 5] if table.shape[1] > 5 else np.full(len(table), KEPT_BY_RAW, dtype=np.int64)
+        # the on-CPU time a call was kept by (-1: by raw duration only)
+        self.on_cpu = table[:, 6] if table.shape[1] > 6 else np.full(len(table), -1, dtype=np.int64)
         self.kept = table[:, 3] >= 0
         self.rec_at = np.zeros(len(table) + 1, dtype=np.int64)
         np.cumsum(np.maximum(table[:, 3], 0), out=self.rec_at[1:])
@@ -310,7 +317,7 @@ class KeptTrees:
                         self.recs[self.rec_at[k]:self.rec_at[k + 1]], self.extras[self.ext_at[k]:self.ext_at[k + 1]])
 
 
-NO_KEPT_TREES = KeptTrees(np.zeros((0, 5), dtype=np.int64), np.zeros(0, dtype=CALL_RECORD_DTYPE),
+NO_KEPT_TREES = KeptTrees(np.zeros((0, 7), dtype=np.int64), np.zeros(0, dtype=CALL_RECORD_DTYPE),
                           np.zeros(0, dtype=CALL_EXTRA_DTYPE))
 
 

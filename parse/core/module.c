@@ -226,8 +226,10 @@ static PyObject *str_list(char *const *names, uint32_t n)
  * "extras": their ftf_rec_extra likewise}. A trace may keep a tree per
  * distinct root function: an object per tree cost more than its calls. */
 /* The kept slowest calls' table: (sample, base, cpu, records (-1: no
- * tree), extras, kept by: 1 raw duration, 2 on-CPU time, 3 both). */
-#define KEPT_COLS 6
+ * tree), extras, kept by: 1 raw duration, 2 on-CPU time, 3 both, the
+ * on-CPU time it was kept by (-1: kept by raw duration only)). The on-CPU
+ * heap holds FTF_SLOWEST_CANDIDATES x N: Python picks N of them. */
+#define KEPT_COLS 7
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -328,6 +330,15 @@ static int calls_result(ftf_builder *b, PyObject *res)
 				row[3] = kp->recs ? (int64_t)kp->nrecs : -1;
 				row[4] = kp->recs ? (int64_t)kp->nextras : 0;
 				row[5] = by_raw ? (in_c ? 3 : 1) : 2;
+				row[6] = -1;
+				if (!by_raw)
+					row[6] = (int64_t)kp->dur;
+				else if (in_c) /* the on-CPU heap's entry of the same call: its key */
+					for (uint32_t j = 0; j < sg->n_c; j++)
+						if (sg->heap_c[j].sample == kp->sample) {
+							row[6] = (int64_t)sg->heap_c[j].dur;
+							break;
+						}
 				row += KEPT_COLS;
 				if (!kp->recs)
 					continue;
@@ -828,6 +839,8 @@ static PyObject *builder_result(ftf_builder *b)
 	SET(res, "hist_excl", b->no_excl_hist ? Py_NewRef(Py_None) : hists_tuple(b, 1));
 	SET(res, "retvals", retvals_result(b));
 	SET(res, "call_args", PyLong_FromUnsignedLong(b->root_calls.nargs));
+	/* the slowest calls kept per (root path, operation) and measure */
+	SET(res, "slowest_n", PyLong_FromUnsignedLong(b->root_calls.slowest_n));
 	SET(res, "samples", samples_table(b));
 	if (calls_result(b, res) < 0)
 		goto fail;

@@ -585,11 +585,11 @@ static void kept_copy(ftf_root_calls *rc, ftf_task_calls *tc, ftf_kept *k, uint6
 }
 
 /* Room for one more call in heap *h (n calls, *cap slots) while it holds
- * fewer than slowest_n: its slots double as calls come. -1: out of memory. */
-static int heap_room(const ftf_root_calls *rc, ftf_kept **h, uint32_t n, uint32_t *cap)
+ * fewer than most: its slots double as calls come. -1: out of memory. */
+static int heap_room(ftf_kept **h, uint32_t n, uint32_t *cap, uint32_t most)
 {
-	if (n < rc->slowest_n && n == *cap) {
-		uint32_t c = *cap * 2 < rc->slowest_n ? *cap * 2 : rc->slowest_n;
+	if (n < most && n == *cap) {
+		uint32_t c = *cap * 2 < most ? *cap * 2 : most;
 		ftf_kept *p = realloc(*h, c * sizeof(*p));
 		if (!p)
 			return -1;
@@ -619,12 +619,15 @@ static void root_keep(ftf_root_calls *rc, ftf_task_calls *tc, uint64_t sample, u
 		rc->oom = 1;
 		return;
 	}
-	if (heap_room(rc, &g->heap, g->n, &g->cap) < 0 || heap_room(rc, &g->heap_c, g->n_c, &g->cap_c) < 0) {
+	uint32_t most_c = rc->slowest_n <= UINT32_MAX / FTF_SLOWEST_CANDIDATES ?
+				  rc->slowest_n * FTF_SLOWEST_CANDIDATES : UINT32_MAX;
+	if (heap_room(&g->heap, g->n, &g->cap, rc->slowest_n) < 0 ||
+	    heap_room(&g->heap_c, g->n_c, &g->cap_c, most_c) < 0) {
 		rc->oom = 1;
 		return;
 	}
 	int64_t raw = heap_slot(g->heap, g->n, rc->slowest_n, dur);
-	int64_t cpu = heap_slot(g->heap_c, g->n_c, rc->slowest_n, on_cpu);
+	int64_t cpu = heap_slot(g->heap_c, g->n_c, most_c, on_cpu);
 	if (cpu >= 0) {
 		/* the task's buffers go to the raw slot when it takes one: a copy here */
 		if (raw >= 0)

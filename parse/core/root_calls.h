@@ -103,13 +103,21 @@ typedef struct {
 	int32_t cpu;
 } ftf_kept;
 
+/* the on-CPU heap's size, in slowest_n: candidates for the corrected ranking */
+#define FTF_SLOWEST_CANDIDATES 4
+
 typedef struct {
 	ftf_kept *heap; /* min-heap by dur, at most slowest_n */
 	uint32_t n, cap; /* cap grows to slowest_n as trees come: a root path seen once holds one */
 	/* min-heap by the call's on-CPU task time (its dur less off-CPU, irq
-	 * and switch-work time, in its .dur), at most slowest_n: the corrected
-	 * figures' slowest calls, which the hook cost (known only after the
-	 * read) ranks alike within a (root path, operation) */
+	 * and switch-work time, in its .dur), at most FTF_SLOWEST_CANDIDATES x
+	 * slowest_n: the candidates for the corrected figures' slowest calls.
+	 * The hook cost is known only after the read, and a call's corrected
+	 * duration is its on-CPU time less that cost times its own number of
+	 * calls, so the two orders differ; a corrected duration is never more
+	 * than the on-CPU time, and Python keeps the slowest_n of these by
+	 * corrected duration (ftflame/correct/operations.py ranked_slowest),
+	 * checking that no call left out was slower. */
 	ftf_kept *heap_c;
 	uint32_t n_c, cap_c;
 } ftf_slow_group;

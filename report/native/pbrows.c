@@ -60,30 +60,59 @@ static size_t varint_put(char *out, uint64_t v)
 	return n;
 }
 
+/* The most bytes one row of the template can take: its room is made once
+ * a row, not once an item (millions of packets). */
+static size_t row_bound(const ftf_pb_item *items, size_t nitems)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < nitems; i++) {
+		const ftf_pb_item *it = &items[i];
+		switch (it->kind) {
+		case FTF_PB_LIT:
+			n += it->len;
+			break;
+		case FTF_PB_ENUM: { /* one fragment: the longest */
+			size_t most = 0;
+			for (int64_t k = 0; k < it->nfrags; k++)
+				most = it->frag_len[k] > most ? it->frag_len[k] : most;
+			n += most;
+			break;
+		}
+		case FTF_PB_DOUBLE:
+			n += 8;
+			break;
+		case FTF_PB_VARINT:
+		case FTF_PB_TIME:
+		case FTF_PB_CLOSE: /* a body's length */
+			n += 10;
+			break;
+		default:
+			break;
+		}
+	}
+	return n;
+}
+
 /* Every row of the template into b: 0, -1 out of memory. */
 int ftf_pb_pack(const ftf_pb_item *items, size_t nitems, int64_t nrows, const int64_t *events, ftf_pb_buf *b)
 {
-	size_t open[FTF_PB_MAX_NEST];
+	size_t open[FTF_PB_MAX_NEST], bound = row_bound(items, nitems);
 	for (int64_t row = 0; row < nrows; row++) {
 		size_t depth = 0;
 		int64_t e = events ? events[row] : row, r = e >= 0 ? e : -1 - e; /* (checked) */
+		if (buf_room(b, bound) < 0)
+			return -1;
 		for (size_t i = 0; i < nitems; i++) {
 			const ftf_pb_item *it = &items[i];
 			switch (it->kind) {
 			case FTF_PB_LIT:
-				if (buf_room(b, it->len) < 0)
-					return -1;
 				memcpy(b->p + b->n, it->s, it->len);
 				b->n += it->len;
 				break;
 			case FTF_PB_VARINT:
-				if (buf_room(b, 10) < 0)
-					return -1;
 				b->n += varint_put(b->p + b->n, (uint64_t)((const int64_t *)it->col)[r]);
 				break;
 			case FTF_PB_DOUBLE:
-				if (buf_room(b, 8) < 0)
-					return -1;
 				/* the double's bytes as x86 and arm64 hold it: little-endian, the wire's */
 				memcpy(b->p + b->n, (const double *)it->col + r, 8);
 				b->n += 8;
@@ -92,8 +121,6 @@ int ftf_pb_pack(const ftf_pb_item *items, size_t nitems, int64_t nrows, const in
 				int64_t k = ((const int64_t *)it->col)[r];
 				if (k < 0 || k >= it->nfrags)
 					break;
-				if (buf_room(b, it->frag_len[k]) < 0)
-					return -1;
 				memcpy(b->p + b->n, it->frags[k], it->frag_len[k]);
 				b->n += it->frag_len[k];
 				break;
@@ -103,8 +130,6 @@ int ftf_pb_pack(const ftf_pb_item *items, size_t nitems, int64_t nrows, const in
 				break;
 			case FTF_PB_CLOSE: {
 				size_t at = open[--depth], len = b->n - at, vl = varint_len(len);
-				if (buf_room(b, vl) < 0)
-					return -1;
 				memmove(b->p + at + vl, b->p + at, len);
 				varint_put(b->p + at, len);
 				b->n += vl;
@@ -120,8 +145,6 @@ int ftf_pb_pack(const ftf_pb_item *items, size_t nitems, int64_t nrows, const in
 				break;
 			case FTF_PB_TIME: {
 				int64_t v;
-				if (buf_room(b, 10) < 0)
-					return -1;
 				v = e >= 0 ? ((const int64_t *)it->col)[r] : it->col2[r];
 				b->n += varint_put(b->p + b->n, (uint64_t)v);
 				break;
@@ -225,4 +248,61 @@ int ftf_nest_calls(const int64_t *parent, int64_t *start, int64_t *end, const in
 	}
 	free(first);
 	return (int)ne;
+}
+
+/* evented_json: speedscope's "evented" events, text: for each event (e: a
+ * call's open, -1-e: its close) `,{"type":"O","frame":F,"at":T}`, T its
+ * start (or end) less t0, F its frame; a call whose wrap is not -1 is
+ * opened inside a frame of its own (an interrupt's "[irq]") opened and
+ * closed with it. Each object has a comma before it: the caller leaves out
+ * the first of a profile. 0, -1 out of memory. */
+static char *put_i64(char *p, int64_t v)
+{
+	char tmp[24];
+	int n = 0;
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	do {
+		tmp[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*p++ = '-';
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+static char *put_event(char *p, int open, int64_t frame, int64_t at)
+{
+	static const char o[] = ",{\"type\":\"O\",\"frame\":", c[] = ",{\"type\":\"C\",\"frame\":", a[] = ",\"at\":";
+	memcpy(p, open ? o : c, sizeof(o) - 1);
+	p = put_i64(p + sizeof(o) - 1, frame);
+	memcpy(p, a, sizeof(a) - 1);
+	p = put_i64(p + sizeof(a) - 1, at);
+	*p++ = '}';
+	return p;
+}
+
+int ftf_evented_json(const int64_t *events, int64_t nev, const int64_t *frame, const int64_t *wrap,
+		     const int64_t *start, const int64_t *end, int64_t t0, ftf_pb_buf *b)
+{
+	/* an event: at most two objects of 21 + 20 + 6 + 20 + 1 bytes */
+	enum { MAX_EVENT = 2 * 72 };
+	for (int64_t k = 0; k < nev; k++) {
+		if (buf_room(b, MAX_EVENT) < 0)
+			return -1;
+		char *p = b->p + b->n;
+		int64_t e = events[k], r = e >= 0 ? e : -1 - e;
+		if (e >= 0) {
+			if (wrap[r] >= 0)
+				p = put_event(p, 1, wrap[r], start[r] - t0);
+			p = put_event(p, 1, frame[r], start[r] - t0);
+		} else {
+			p = put_event(p, 0, frame[r], end[r] - t0);
+			if (wrap[r] >= 0)
+				p = put_event(p, 0, wrap[r], end[r] - t0);
+		}
+		b->n = (size_t)(p - b->p);
+	}
+	return 0;
 }

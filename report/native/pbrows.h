@@ -40,4 +40,9 @@ int ftf_pb_pack(const ftf_pb_item *items, size_t nitems, int64_t nrows, const in
 int ftf_nest_calls(const int64_t *parent, int64_t *start, int64_t *end, const int64_t *order, int64_t n,
 		   int64_t *events);
 
+/* evented_json (pbrows.c): speedscope's evented events of a call batch, as
+ * JSON text appended to b: 0, -1 out of memory. */
+int ftf_evented_json(const int64_t *events, int64_t nev, const int64_t *frame, const int64_t *wrap,
+		     const int64_t *start, const int64_t *end, int64_t t0, ftf_pb_buf *b);
+
 #endif

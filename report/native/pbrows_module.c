@@ -241,3 +241,37 @@ PyObject *ftf_py_nest_calls(PyObject *self, PyObject *args)
 		PyBuffer_Release(&ov);
 	return res;
 }
+
+PyObject *ftf_py_evented_json(PyObject *self, PyObject *args)
+{
+	Py_buffer v[5];
+	long long t0;
+	if (!PyArg_ParseTuple(args, "y*y*y*y*y*L", &v[0], &v[1], &v[2], &v[3], &v[4], &t0))
+		return NULL;
+	PyObject *res = NULL;
+	Py_ssize_t nev = v[0].len / 8, nrows = v[1].len / 8;
+	int ok = v[0].len % 8 == 0 && v[1].len % 8 == 0;
+	for (int k = 2; k < 5; k++)
+		ok &= v[k].len == v[1].len;
+	if (!ok) {
+		PyErr_SetString(PyExc_ValueError, "evented_json: int64 events, and four int64 columns of one length");
+		goto out;
+	}
+	const int64_t *ev = v[0].buf;
+	for (Py_ssize_t k = 0; k < nev; k++)
+		if (ev[k] >= nrows || ev[k] < -nrows) {
+			PyErr_Format(PyExc_ValueError, "evented_json: event %zd is no row", k);
+			goto out;
+		}
+	ftf_pb_buf b = { NULL, 0, 0 };
+	int rc;
+	Py_BEGIN_ALLOW_THREADS
+	rc = ftf_evented_json(ev, nev, v[1].buf, v[2].buf, v[3].buf, v[4].buf, (int64_t)t0, &b);
+	Py_END_ALLOW_THREADS
+	res = rc < 0 ? PyErr_NoMemory() : PyBytes_FromStringAndSize(b.p ? b.p : "", (Py_ssize_t)b.n);
+	free(b.p);
+out:
+	for (int k = 0; k < 5; k++)
+		PyBuffer_Release(&v[k]);
+	return res;
+}

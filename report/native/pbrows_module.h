@@ -6,5 +6,6 @@
 
 PyObject *ftf_py_pack_rows(PyObject *self, PyObject *args);
 PyObject *ftf_py_nest_calls(PyObject *self, PyObject *args);
+PyObject *ftf_py_evented_json(PyObject *self, PyObject *args);
 
 #endif

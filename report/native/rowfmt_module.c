@@ -329,6 +329,9 @@ static PyMethodDef methods[] = {
 	{ "nest_calls", ftf_py_nest_calls, METH_VARARGS,
 	  "nest_calls(parent, start, end, order) -> bytes of int64 events (row: begin, -1-row: end): "
 	  "start and end (int64, written) made to nest; report/native/pbrows.c" },
+	{ "evented_json", ftf_py_evented_json, METH_VARARGS,
+	  "evented_json(events, frame, wrap, start, end, t0) -> bytes: speedscope's evented events of a batch "
+	  "(event e: row e opens, -1-e: it closes), each ',{...}'; report/native/pbrows.c" },
 	{ NULL, NULL, 0, NULL },
 };
 

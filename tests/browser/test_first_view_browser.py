@@ -216,15 +216,21 @@ def test_every_listed_function_has_a_sandwich(browser_page, pages, key):
     drawing threshold) its direct callers and callees, each side one level,
     a note saying which."""
     bp, page = open_page(browser_page, pages, key)
-    funcs = page.evaluate("FT.data.functions.func")
-    own = {e["func"] for e in page.evaluate("FT.data.sandwich")}
-    kinds = {"own": 0, "flame": 0, "edges": 0}
-    for f in funcs:
-        page.evaluate(f"FT.functions.open({f})")
-        assert page.locator("#sandwich-canvas").get_attribute("data-func") == str(f)
-        assert int(page.locator("#sandwich-canvas").get_attribute("data-rows")) >= 1
-        flame, edges = page.locator("#sandwich-from-flame").count(), page.locator("#sandwich-from-edges").count()
-        assert (f in own) + flame + edges == 1, f
-        kinds["own" if f in own else "flame" if flame else "edges"] += 1
-    assert kinds["flame"] > 0, kinds
+    # each function opened and checked inside the page: a round trip per
+    # function cost 20 s a trace
+    got = page.evaluate("""() => {
+      const own = new Set(FT.data.sandwich.map((e) => e.func)), kinds = {own: 0, flame: 0, edges: 0}, bad = [];
+      for (const f of FT.data.functions.func) {
+        FT.functions.open(f);
+        const c = document.getElementById("sandwich-canvas");
+        const flame = document.querySelectorAll("#sandwich-from-flame").length;
+        const edges = document.querySelectorAll("#sandwich-from-edges").length;
+        if (!c || c.getAttribute("data-func") !== String(f) || !(+c.getAttribute("data-rows") >= 1) ||
+            (own.has(f) ? 1 : 0) + flame + edges !== 1) bad.push(f);
+        kinds[own.has(f) ? "own" : flame ? "flame" : "edges"]++;
+      }
+      return {kinds, bad};
+    }""")
+    assert not got["bad"], got["bad"]
+    assert got["kinds"]["flame"] > 0, got["kinds"]
     bp.assert_clean()

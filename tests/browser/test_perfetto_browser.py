@@ -1,5 +1,11 @@
-"""The Perfetto trace in a real viewer, offline: Perfetto's UI is not
-installable offline, so the file is parsed back with Perfetto's own protos
+"""The Perfetto trace in a real viewer, offline. Neither Perfetto's UI nor
+its trace processor can be had here (checked 2026-11-28): the npm registry
+has no package "perfetto" (404) and no UI build; the PyPI perfetto
+package's TraceProcessor runs trace_processor_shell, which its wheel does
+not carry (only a manifest of URLs and SHA-256s: prebuilts/manifests/
+trace_processor_shell.py), fetched with curl on first use from Google's
+artifact storage, which fails offline (curl exit 6); Debian 12 has no
+perfetto package. So the file is parsed back with Perfetto's own protos
 (tests/test_perfetto.py's read_back), turned into Chrome trace-event JSON
 (complete events, the same slices) and imported by the speedscope app
 (its release build from npm, from file://), whose Time Order view is a

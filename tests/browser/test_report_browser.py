@@ -428,3 +428,34 @@ def test_speedscope_app_opens_our_file(browser_page, tmp_path):
     bp.shot("speedscope-app")
     # speedscope logs its progress and WebGL notes; errors would fail here
     bp.assert_clean()
+
+
+def test_speedscope_app_shows_a_tasks_calls(browser_page, tmp_path):
+    """The CLI's speedscope file (every call on its task's timeline, from
+    the call stream) in the speedscope app: a task's profile opens in its
+    Time Order view with the calls nested under the root calls. The file is
+    the CLI's with only activeProfileIndex set to the busiest task's."""
+    import json
+    import subprocess
+    import sys
+
+    from helpers.htmlfix import speedscope_schema
+
+    out = tmp_path / "write4k.speedscope.json"
+    run = subprocess.run([sys.executable, "-m", "ftflame.cli", "report", str(WRITE4K), "-o", str(out), "-q"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(out.read_text())
+    tasks = [i for i, pr in enumerate(doc["profiles"]) if pr["name"].startswith("calls of pid ")]
+    busiest = max(tasks, key=lambda i: len(doc["profiles"][i]["events"]))
+    doc["activeProfileIndex"] = busiest
+    out.write_text(json.dumps(doc))
+    bp = browser_page()
+    page = bp.page
+    page.goto((speedscope_schema().parent / "index.html").as_uri())
+    page.set_input_files("input[type=file]", str(out))
+    title = doc["profiles"][busiest]["name"]
+    expect(page.locator("body")).to_contain_text(f"{title} ({busiest + 1}/", timeout=20000)
+    page.wait_for_timeout(500)
+    bp.shot("speedscope-task-timeline")
+    bp.assert_clean()
