@@ -44,7 +44,7 @@ ESLINT             := $(ESLINT_DIR)/node_modules/.bin/eslint
 # the pages whose inline <script> includes templates/*.js, in order
 JS_PAGES           := templates/report.html templates/diff.html templates/flamegraph.svg
 
-.PHONY: help setup build demo test test-damage lint test-vm bench golden model-error mutate clean setup-render-tools setup-fuzz fuzz setup-vm fixtures fixture-long fixture-long-lost bench-long
+.PHONY: help setup build demo test test-damage lint test-vm bench golden model-error mutate clean setup-render-tools setup-fuzz fuzz setup-vm fixtures fixture-long fixture-long-lost bench-long bench-phases bench-revs
 
 # $(call apt_install,TARGET,PACKAGES[,APT-GET OPTIONS]): install the Debian
 # packages not installed yet, saying which (one shell command line).
@@ -306,6 +306,16 @@ fixture-long-lost: setup setup-vm  ## record the long bench trace with lost even
 bench-long: setup  ## make bench's tables on the long trace, and on it twice as long (make fixture-long first)
 	@test -f $(LONG_TRACE) || { echo "bench-long: $(LONG_TRACE) is missing: run make fixture-long first" >&2; exit 2; }
 	$(PY) bench/run.py --reps 3 --roots 0 --no-diff $(LONG_TRACE)
+
+# issue 41: where the report's CPU goes against the zstd floor, and this checkout against
+# REV (default main) in the same rounds, on the long traces that exist (else a curated one)
+REV ?= main
+LONG_TRACES = $(wildcard $(LONG_TRACE) $(LONG_LOST_TRACE))
+bench-phases: setup  ## the report's CPU by phase against the zstd floor on the long traces (make fixture-long, fixture-long-lost)
+	@test -n "$(LONG_TRACES)" || { echo "bench-phases: no long trace: run make fixture-long first" >&2; exit 2; }
+	$(PY) bench/phases.py $(LONG_TRACES)
+bench-revs: setup  ## this checkout against REV=main, interleaved CPU medians as ratios, on the long traces (else a curated fixture)
+	$(PY) bench/revs.py $(REV) . $(LONG_TRACES)
 
 bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop; ftflame batch throughput; the Perfetto output on long traces
 	$(PY) bench/run.py

@@ -49,26 +49,28 @@ def is_plain_dat(path: str) -> bool:
 
 
 def read_core(path: str, name: str, progress, reader: str | None = None, slowest: int = 20,
-              before_fork=None, call_stream=None) -> dict:
+              before_fork=None, call_stream=None, excl_hist: bool = True) -> dict:
     """The C core's read of a trace.dat file with `reader` (None: the
     default, see reader_used), keeping the `slowest` root calls' trees;
     its errors name `name`. before_fork(): called before the libtracecmd
     reader forks (read_libtracecmd), to end the caller's other threads.
     call_stream: every call written out as it is built (three file
-    descriptors, report/perfetto.py's CallStream), None."""
+    descriptors, report/perfetto.py's CallStream), None. excl_hist=False:
+    no exclusive-time histograms (Profile.hist_excl None; see tables)."""
     from . import _core  # the extension alone: no numpy
 
     reader = reader or _default_reader
     try:
         if reader == "builtin":
             return _core.read_dat_builtin(os.fsencode(path), progress=progress, slowest=slowest,
-                                          spool=call_stream)
-        return read_libtracecmd(path, name, progress, slowest, before_fork, call_stream)
+                                          spool=call_stream, excl_hist=excl_hist)
+        return read_libtracecmd(path, name, progress, slowest, before_fork, call_stream, excl_hist)
     except ValueError as e:
         raise InputError(name, str(e)) from None
 
 
-def read_libtracecmd(path: str, name: str, progress, slowest: int, before_fork=None, call_stream=None) -> dict:
+def read_libtracecmd(path: str, name: str, progress, slowest: int, before_fork=None, call_stream=None,
+                     excl_hist: bool = True) -> dict:
     """libtracecmd's read, guarded: libtracecmd crashes (SIGSEGV, SIGABRT,
     SIGFPE), hangs or reads silently wrong figures on damaged files. The
     builtin reader checks the file first: what it refuses, or finds damaged,
@@ -99,7 +101,7 @@ def read_libtracecmd(path: str, name: str, progress, slowest: int, before_fork=N
     if before_fork is not None:
         before_fork()
     res = _in_child(lambda: _core.read_dat(os.fsencode(path), progress=progress, slowest=slowest,
-                                           known_events=known, spool=call_stream), name)
+                                           known_events=known, spool=call_stream, excl_hist=excl_hist), name)
     res["meta"]["header_notes"] = notes  # (the builtin check's: libtracecmd says nothing of them)
     return res
 
@@ -282,6 +284,8 @@ def to_profile(res: dict, name: str, compression: str):
     return prof
 
 
-def read(path: str, name: str, compression: str, progress, slowest: int = 20, call_stream=None):
+def read(path: str, name: str, compression: str, progress, slowest: int = 20, call_stream=None,
+         excl_hist: bool = True):
     """A trace.dat file (`name` is what errors call it) into a Profile."""
-    return to_profile(read_core(path, name, progress, slowest=slowest, call_stream=call_stream), name, compression)
+    return to_profile(read_core(path, name, progress, slowest=slowest, call_stream=call_stream, excl_hist=excl_hist),
+                      name, compression)

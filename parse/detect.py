@@ -109,16 +109,19 @@ def classify(head: bytes, name: str, compression: str = "") -> Detected:
     raise InputError(name, "not a function_graph trace", f"tried: {TRIED}")
 
 
-def read(path: str, progress: Callable[[int], None] | None = None, slowest: int = 20, call_stream=None):
+def read(path: str, progress: Callable[[int], None] | None = None, slowest: int = 20, call_stream=None,
+         excl_hist: bool = True):
     """Read a function_graph trace into a Profile: a trace.dat, or any text
     form (tracefs, perf ftrace, trace-cmd report, a mail), plain or gzip/xz/
     zstd-compressed; '-' reads stdin. slowest: root calls kept with their
     call trees per (root path, operation) (Profile.slowest_trees).
     call_stream: every call written out as it is built (three file
-    descriptors: report/perfetto.py's CallStream), None."""
+    descriptors: report/perfetto.py's CallStream), None. excl_hist=False:
+    no exclusive-time histograms, for an output that prints no exclusive
+    percentiles (Profile.hist_excl None: the text report)."""
     check_readable(path)
     if path != "-" and dat.is_plain_dat(path):
-        return dat.read(path, path, "", progress, slowest, call_stream)
+        return dat.read(path, path, "", progress, slowest, call_stream, excl_hist)
     src = text.open_input(path)
     try:
         det = classify(src.head, src.name, src.compression)
@@ -126,20 +129,21 @@ def read(path: str, progress: Callable[[int], None] | None = None, slowest: int 
         src.close()
         raise
     if det.kind == "text":
-        return text.read(src, det.dialect, progress, slowest, call_stream)
+        return text.read(src, det.dialect, progress, slowest, call_stream, excl_hist)
     # a trace.dat that came compressed or piped: libtracecmd needs a file
     try:
         tmp = text.spool(src)
     finally:
         src.close()
     try:
-        return dat.read(tmp, src.name, src.compression, progress, slowest, call_stream)
+        return dat.read(tmp, src.name, src.compression, progress, slowest, call_stream, excl_hist)
     finally:
         os.unlink(tmp)
 
 
 def read_meanwhile(path: str, meanwhile: Callable[[], None],
-                   progress: Callable[[int], None] | None = None, slowest: int = 20, call_stream=None):
+                   progress: Callable[[int], None] | None = None, slowest: int = 20, call_stream=None,
+                   excl_hist: bool = True):
     """read(path), with meanwhile() run on another thread while the C core
     reads (the CLI imports numpy and the renderers then: 0.1-0.2 s that
     cost no wall time). A plain trace.dat is read on *this* thread, with
@@ -153,11 +157,11 @@ def read_meanwhile(path: str, meanwhile: Callable[[], None],
         res = None
         if path != "-" and dat.is_plain_dat(path):
             res = dat.read_core(path, path, progress, slowest=slowest, before_fork=side.join,
-                                call_stream=call_stream)
+                                call_stream=call_stream, excl_hist=excl_hist)
     finally:
         side.join()
     if res is None:  # text, compressed, stdin: read now
-        return read(path, progress=progress, slowest=slowest, call_stream=call_stream)
+        return read(path, progress=progress, slowest=slowest, call_stream=call_stream, excl_hist=excl_hist)
     return dat.to_profile(res, path, "")
 
 

@@ -52,7 +52,8 @@ def from_core_result(res: dict, info: TraceInfo) -> Profile:
     return Profile(
         trace=info, funcs=tuple(map(printable, res["funcs"])), nodes=nodes,
         hist_incl=Histograms.from_core(res["hist_incl"]),
-        hist_excl=Histograms.from_core(res["hist_excl"]), samples=samples, counters=counters,
+        hist_excl=None if res["hist_excl"] is None else Histograms.from_core(res["hist_excl"]),
+        samples=samples, counters=counters,
         lost_per_cpu={cpu: n for cpu, (n, _) in res["lost_per_cpu"].items()},
         lost_gaps_unknown_per_cpu={cpu: u for cpu, (_, u) in res["lost_per_cpu"].items() if u},
         warnings=tuple(warnings),

@@ -259,7 +259,7 @@ DIALECT_NAMES = {
 
 
 def read_text(src: Source, dialect: str, progress: Callable[[int], None] | None = None,
-              events: bool = False, slowest: int = 20, call_stream=None):
+              events: bool = False, slowest: int = 20, call_stream=None, excl_hist: bool = True):
     """Tokenize a text trace in C; return the core's result dict (every call
     written to call_stream's descriptors as it is built, if given)."""
     from . import _core
@@ -267,7 +267,7 @@ def read_text(src: Source, dialect: str, progress: Callable[[int], None] | None 
     mode = _core.TEXT_MAIL if dialect == "mail" else _core.TEXT_LINES
     try:
         return _core.read_text_chunks(src.chunks(), mode=mode, progress=progress, events=events, slowest=slowest,
-                                      spool=call_stream)
+                                      spool=call_stream, excl_hist=excl_hist)
     except ValueError as e:  # the core's refusal (a count too big for the node table)
         raise InputError(src.name, str(e)) from None
     finally:
@@ -275,12 +275,12 @@ def read_text(src: Source, dialect: str, progress: Callable[[int], None] | None 
 
 
 def read(src: Source, dialect: str, progress: Callable[[int], None] | None = None, slowest: int = 20,
-         call_stream=None):
+         call_stream=None, excl_hist: bool = True):
     """A text trace into a Profile, with what the tokenizer passed over
     counted (counters text_*) and said (warnings)."""
     from .tables import from_core_result
 
-    res = read_text(src, dialect, progress, slowest=slowest, call_stream=call_stream)
+    res = read_text(src, dialect, progress, slowest=slowest, call_stream=call_stream, excl_hist=excl_hist)
     prof = from_core_result(res, text_info(res, src, dialect))
     st = res["text"]
     if prof.counters["exits"] == 0:

@@ -358,9 +358,9 @@ def test_tree_corrected_stats_are_made_a_chunk_at_a_time(rel, monkeypatch):
         raise AssertionError(f"the {level} level's corrected statistics computed whole")
 
     monkeypatch.setattr(jsonout, "TREE_CHUNK_ROWS", 3)
-    monkeypatch.setattr(corrections._CorrectedStats, "_level",
-                        lambda self, level, real=corrections._CorrectedStats._level:
-                        whole_table(self, level) if level == "nodes" else real(self, level))
+    monkeypatch.setattr(corrections._CorrectedStats, "_table",
+                        lambda self, level, kind, real=corrections._CorrectedStats._table:
+                        whole_table(self, level) if level == "nodes" else real(self, level, kind))
     assert written(q) == written(p)
 
 

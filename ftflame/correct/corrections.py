@@ -906,25 +906,26 @@ class _CorrectedStats:
         self._levels: dict = {}
 
     def __getitem__(self, key):
-        level, kind = key
-        if level not in self._levels:
-            self._levels[level] = self._level(level)
-        return self._levels[level][kind]
+        # each (level, kind) on its first look-up: the text report asks for
+        # the functions' inclusive figures only (its Profile may have no
+        # exclusive histograms: parse.read(excl_hist=False))
+        if key not in self._levels:
+            self._levels[key] = self._table(*key)
+        return self._levels[key]
 
-    def _level(self, level: str) -> dict:
+    def _table(self, level: str, kind: str):
         p = self._p
+        if kind not in ("incl", "excl"):
+            raise KeyError(kind)
         by_node, by_func = self._exact = self._exact or exact_values(p)
-        out = {}
         if level == "nodes":
-            for kind in ("incl", "excl"):
-                out[kind] = node_stats(p, kind, by_node=by_node)
-        elif level == "functions":
+            return node_stats(p, kind, by_node=by_node)
+        if level == "functions":
             ft = p.functions
-            for kind in ("incl", "excl"):
-                out[kind] = scaled_stats(
-                    getattr(ft, kind), ft.calls, getattr(ft, kind + "_min"), getattr(ft, kind + "_max"),
-                    getattr(ft, kind + "_pct"), getattr(ft, kind + "_corr"), ft.calls_corr,
-                    by_func if kind == "incl" else NO_GROUPS, rounded_mean=True)
-        else:
-            raise KeyError(level)
-        return out
+            if getattr(ft, kind + "_pct") is None:  # read with excl_hist=False: the caller's bug
+                raise ValueError("this Profile was read without exclusive-time histograms (excl_hist=False)")
+            return scaled_stats(
+                getattr(ft, kind), ft.calls, getattr(ft, kind + "_min"), getattr(ft, kind + "_max"),
+                getattr(ft, kind + "_pct"), getattr(ft, kind + "_corr"), ft.calls_corr,
+                by_func if kind == "incl" else NO_GROUPS, rounded_mean=True)
+        raise KeyError(level)

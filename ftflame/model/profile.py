@@ -842,7 +842,9 @@ class Profile:
     funcs: tuple  # function names; node column "func" indexes it
     nodes: NodeTable  # a column per NODE_COLUMNS, one row per call path
     hist_incl: Histograms
-    hist_excl: Histograms
+    # None: read without them (parse.read(excl_hist=False): the text report
+    # prints no exclusive percentiles); FunctionTable.excl_pct is None then
+    hist_excl: Histograms | None
     samples: RootCalls  # a row per completed root call (SAMPLE_COLUMNS)
     counters: Mapping[str, int]
     lost_per_cpu: Mapping[int, int]  # cpu -> lost events of known count
@@ -989,6 +991,8 @@ class Profile:
 
     def _percentiles_of(self, kind: str, rows) -> np.ndarray:
         h = self.hist_incl if kind == "incl" else self.hist_excl
+        if h is None:  # read with excl_hist=False: a bug of the caller, not bad input
+            raise ValueError("this Profile was read without exclusive-time histograms (excl_hist=False)")
         if rows is not None:
             h = Histograms(*_take_rows(h, rows))
         lo, hi = self.col(kind + "_min", rows), self.col(kind + "_max", rows)
@@ -1046,7 +1050,7 @@ class FunctionTable:
     excl_min: np.ndarray
     excl_max: np.ndarray
     incl_pct: np.ndarray  # (rows, 3) p50 p90 p99
-    excl_pct: np.ndarray
+    excl_pct: np.ndarray | None  # None: the Profile has no exclusive histograms
     incl_corr: np.ndarray
     excl_corr: np.ndarray
     calls_corr: np.ndarray
@@ -1083,9 +1087,10 @@ class FunctionTable:
         imin, imax = extreme(p.col("incl_min"), np.minimum, big), extreme(p.col("incl_max"), np.maximum, -big)
         xmin, xmax = extreme(p.col("excl_min"), np.minimum, big), extreme(p.col("excl_max"), np.maximum, -big)
         hi = p.hist_incl.group(func, nf)
-        hx = p.hist_excl.group(func, nf)
         ipct = hi.percentiles(PERCENTILES, imin, imax)
-        xpct = hx.percentiles(PERCENTILES, np.maximum(xmin, 0), np.maximum(xmax, 0))
+        xpct = None
+        if p.hist_excl is not None:
+            xpct = p.hist_excl.group(func, nf).percentiles(PERCENTILES, np.maximum(xmin, 0), np.maximum(xmax, 0))
         c = p.corrected_or_raw
         icorr = total(c.incl)
         xcorr = total(c.excl)
@@ -1094,7 +1099,7 @@ class FunctionTable:
         return cls(
             names=tuple(map(p.funcs.__getitem__, order)), func_ids=ids, calls=ncalls[ids],
             incl=incl_s[ids], excl=excl_s[ids], incl_min=imin[ids], incl_max=imax[ids],
-            excl_min=xmin[ids], excl_max=xmax[ids], incl_pct=ipct[ids], excl_pct=xpct[ids],
+            excl_min=xmin[ids], excl_max=xmax[ids], incl_pct=ipct[ids], excl_pct=None if xpct is None else xpct[ids],
             incl_corr=icorr[ids], excl_corr=xcorr[ids], calls_corr=ccorr[ids],
             irq=total(p.col("irq"))[ids], offcpu=total(p.col("offcpu"))[ids],
             gap_calls=total(p.col("gap_calls"))[ids], hist_incl=hsub,

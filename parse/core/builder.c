@@ -890,7 +890,7 @@ static void node_add(ftf_builder *b, uint32_t idx, int gap, ftf_frame *parent, u
 	if (excl > n->excl_max)
 		n->excl_max = excl;
 	if (ftf_hist_add(&n->hist_incl, ftf_hist_bucket(dur)) < 0 ||
-	    ftf_hist_add(&n->hist_excl, ftf_hist_bucket(excl > 0 ? (uint64_t)excl : 0)) < 0)
+	    (!b->no_excl_hist && ftf_hist_add(&n->hist_excl, ftf_hist_bucket(excl > 0 ? (uint64_t)excl : 0)) < 0))
 		b->oom = 1;
 }
 

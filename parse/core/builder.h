@@ -448,6 +448,10 @@ typedef struct {
 	uint64_t cpu_last_ts[FTF_MAX_CPUS]; /* the last record's timestamp per CPU, + 1 (0: none) */
 	/* count the events only (a reader's check of a file: module.c) */
 	int check_only;
+	/* no exclusive-time histograms (hist_excl stays empty): the caller's
+	 * output prints no exclusive percentiles (the text report), and the
+	 * second histogram update per call is 5% of the read's CPU */
+	int no_excl_hist;
 	uint32_t nfunc_irq;
 	/* per func: the serial of the last root call that counted it
 	 * (ftf_node.func_roots); root_serial counts the complete root calls */

@@ -867,7 +867,7 @@ static PyObject *builder_result(ftf_builder *b)
 		return NULL;
 	SET(res, "funcs", funcs_list(b));
 	SET(res, "hist_incl", hists_tuple(b, 0));
-	SET(res, "hist_excl", hists_tuple(b, 1));
+	SET(res, "hist_excl", b->no_excl_hist ? Py_NewRef(Py_None) : hists_tuple(b, 1));
 	SET(res, "retvals", retvals_result(b));
 	SET(res, "call_args", PyLong_FromUnsignedLong(b->root_calls.nargs));
 	/* the slowest calls kept per (root path, operation) and measure */
@@ -1089,13 +1089,14 @@ static int spool_failed(int err)
  * dict with "meta", and for the builtin reader meta["damage"]. */
 static PyObject *read_dat_with(PyObject *args, PyObject *kw, int builtin)
 {
-	static char *kwlist[] = { "path", "progress", "slowest", "known_events", "check_only", "spool", NULL };
+	static char *kwlist[] = { "path", "progress", "slowest", "known_events", "check_only", "spool",
+				  "excl_hist", NULL };
 	PyObject *path_obj, *progress = Py_None, *known = Py_None, *spool_fds = Py_None;
 	unsigned int slowest = FTF_SLOWEST_DEFAULT;
-	int check_only = 0;
+	int check_only = 0, excl_hist = 1;
 	ftf_spool spool;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|OIOpO", kwlist, PyUnicode_FSConverter, &path_obj,
-					 &progress, &slowest, &known, &check_only, &spool_fds))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|OIOpOp", kwlist, PyUnicode_FSConverter, &path_obj,
+					 &progress, &slowest, &known, &check_only, &spool_fds, &excl_hist))
 		return NULL;
 	/* known_events: {cpu: events} another reader found (libtracecmd only) */
 	uint64_t known_events[sizeof(((ftf_dat_meta *)0)->per_cpu_events) / sizeof(uint64_t)] = { 0 };
@@ -1131,6 +1132,7 @@ static PyObject *read_dat_with(PyObject *args, PyObject *kw, int builtin)
 	ftf_builder_init(b);
 	b->root_calls.slowest_n = slowest;
 	b->check_only = check_only; /* the events read and counted, no calls built */
+	b->no_excl_hist = !excl_hist; /* "hist_excl": None */
 	if (spool_open(spool_fds, &spool, b) < 0) {
 		ftf_builder_free(b);
 		free(b);
@@ -1360,13 +1362,13 @@ fail:
  * the GIL released; Python runs only between chunks, never per line. */
 static PyObject *py_read_text_chunks(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "chunks", "mode", "progress", "events", "slowest", "spool", NULL };
+	static char *kwlist[] = { "chunks", "mode", "progress", "events", "slowest", "spool", "excl_hist", NULL };
 	PyObject *chunks, *progress = Py_None, *spool_fds = Py_None;
-	int mode = FTF_TEXT_LINES, want_events = 0;
+	int mode = FTF_TEXT_LINES, want_events = 0, excl_hist = 1;
 	unsigned int slowest = FTF_SLOWEST_DEFAULT;
 	ftf_spool spool;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iOpIO", kwlist, &chunks, &mode, &progress,
-					 &want_events, &slowest, &spool_fds))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iOpIOp", kwlist, &chunks, &mode, &progress,
+					 &want_events, &slowest, &spool_fds, &excl_hist))
 		return NULL;
 	if (mode != FTF_TEXT_LINES && mode != FTF_TEXT_MAIL) {
 		PyErr_SetString(PyExc_ValueError, "mode must be TEXT_LINES or TEXT_MAIL");
@@ -1382,6 +1384,7 @@ static PyObject *py_read_text_chunks(PyObject *self, PyObject *args, PyObject *k
 	}
 	ftf_builder_init(b);
 	b->root_calls.slowest_n = slowest;
+	b->no_excl_hist = !excl_hist; /* "hist_excl": None */
 	if (spool_open(spool_fds, &spool, b) < 0) {
 		ftf_builder_free(b);
 		free(b);
