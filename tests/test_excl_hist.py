@@ -52,3 +52,28 @@ def test_only_the_text_report_reads_without_them(fmt, wanted, tmp_path, monkeypa
     monkeypatch.setattr(parse, "read_meanwhile", spy)
     assert cli.main(["report", "-q", fixture(TRACES[0]), "-o", str(tmp_path / f"r.{fmt}")]) == 0
     assert seen == [wanted]
+
+
+def test_a_calibrated_text_with_intervals_is_the_same_without_them(tmp_path, monkeypatch, capsys):
+    """A calibration file with its spread makes the text print intervals
+    (uncertainty.stat_half_widths): those must not reach for the exclusive
+    statistics such a read cannot give (an internal error before)."""
+    icount = "k6.1/s15-icount-calib/"
+    cal = tmp_path / "calibration.json"
+    assert cli.main(["calibrate", "-q", "--from-traces", *(fixture(icount + n) for n in (
+        "trace-null.dat", "trace-dispatch-root.dat", "trace-dispatch-full.dat")), "-o", str(cal)]) == 0
+    args = ["report", "-q", fixture(icount + "trace-full.dat"), "--calibration", str(cal),
+            "--baseline", fixture(icount + "trace-root.dat")]
+    real = parse.read_meanwhile
+    texts = []
+    for forced in (None, True):
+        def read(*a, forced=forced, **kw):
+            if forced is not None:
+                kw["excl_hist"] = forced
+            return real(*a, **kw)
+
+        monkeypatch.setattr(parse, "read_meanwhile", read)
+        capsys.readouterr()
+        assert cli.main(args) == 0
+        texts.append(capsys.readouterr().out)
+    assert "95%" in texts[0] and texts[0] == texts[1]

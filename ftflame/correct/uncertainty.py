@@ -232,6 +232,8 @@ def _stat_half_widths(p: Profile, model: bool = True, leave_out: str | None = No
     out = {}
     for level, calls, k in (("nodes", c.calls, 0), ("functions", ft.calls_corr, 1)):
         for kind, hw in (("incl", hw_incl), ("excl", hw_excl)):
+            if kind == "excl" and p.hist_excl is None:
+                continue  # read without exclusive histograms (the text report): no exclusive statistics
             hw_sum = hw if level == "nodes" else per_function(hw)
             out[level, kind] = _half_widths(stats[level, kind], hw_sum, calls, ex_v[k], ex_h[k])
     m = model_error(p, leave_out) if model else None

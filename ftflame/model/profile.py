@@ -983,9 +983,13 @@ class Profile:
         kinds, computed for those rows only unless the whole table's are
         made: the JSON writer takes them a chunk of the tree at a time (the
         whole table's would add a whole-tree array per percentile)."""
-        if rows is None or "node_percentiles" in self.__dict__:
+        if "node_percentiles" in self.__dict__ or (rows is None and self.hist_excl is not None):
             whole = self.node_percentiles
             return tuple(whole[("incl", "excl").index(k)][slice(None) if rows is None else rows]
+                         for k in kinds)
+        if rows is None:  # read without exclusive histograms: the whole table of the kinds asked, each once
+            made = self.__dict__.setdefault("_whole_percentiles", {})
+            return tuple(made[k] if k in made else made.setdefault(k, self._percentiles_of(k, None))
                          for k in kinds)
         return tuple(self._percentiles_of(kind, rows) for kind in kinds)
 
