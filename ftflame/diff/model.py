@@ -71,33 +71,48 @@ class RootEntries:
     def rows(self) -> int:
         return len(self.samples)
 
-    def items(self, lo: int, hi: int) -> np.ndarray:
-        """The item of rows lo..hi (int64, -1: not an entry)."""
+    def _col(self, name: str, rows) -> np.ndarray:
+        """A column at rows (a slice or an index array) as int64."""
+        if isinstance(rows, slice):
+            return self.samples.col(name, rows.start, rows.stop)
+        return self.samples.take(name, rows)
+
+    def items(self, rows) -> np.ndarray:
+        """The item of rows (a slice or an index array; int64, -1: not an entry)."""
         if self.code_of is not None:
-            code = self.code_of(lo, hi)
+            code = self.code_of(rows)
             it = self.rank[np.minimum(np.searchsorted(self.codes, code), len(self.codes) - 1)]
             it[code < 0] = -1
             return it
-        it = self.item_of_node[self.samples.col("node", lo, hi)]
-        it[(self.samples.col("flags", lo, hi) & self.usable) != 0] = -1
+        it = self.item_of_node[self._col("node", rows)]
+        it[(self._col("flags", rows) & self.usable) != 0] = -1
         return it
 
-    def values(self, lo: int, hi: int) -> np.ndarray:
-        """The corrected ns of rows lo..hi (float64; raw: the duration, NaN
-        for a gap root call, as Profile.corrected_or_raw)."""
+    def values(self, rows) -> np.ndarray:
+        """The corrected ns of rows (float64; raw: the duration, NaN for a
+        gap root call, as Profile.corrected_or_raw)."""
         if self.dur is not None:
-            return np.asarray(self.dur[lo:hi], dtype=np.float64)
-        flags = self.samples.col("flags", lo, hi)
-        return np.where(flags & SAMPLE_GAP, np.nan, self.samples.col("dur", lo, hi).astype(np.float64))
+            return np.asarray(self.dur[rows], dtype=np.float64)
+        flags = self._col("flags", rows)
+        return np.where(flags & SAMPLE_GAP, np.nan, self._col("dur", rows).astype(np.float64))
 
     def chunks(self):
         """(items, values) of the entries, a chunk of rows at a time, in row order."""
         for lo in range(0, self.rows, CHUNK):
-            hi = min(lo + CHUNK, self.rows)
-            it = self.items(lo, hi)
+            rows = slice(lo, min(lo + CHUNK, self.rows))
+            it = self.items(rows)
             sel = it >= 0
             if sel.any():
-                yield it[sel], self.values(lo, hi)[sel]
+                yield it[sel], self.values(rows)[sel]
+
+    def groups(self, group_of_item: np.ndarray, dtype) -> np.ndarray:
+        """Per row the group of its item (group_of_item, its last value for
+        a row that is not an entry), in dtype: a byte or two a root call."""
+        out = np.empty(self.rows, dtype)
+        for lo in range(0, self.rows, CHUNK):
+            rows = slice(lo, min(lo + CHUNK, self.rows))
+            out[rows] = group_of_item[self.items(rows)]
+        return out
 
 
 def _sample_dur(p: Profile):
@@ -288,20 +303,23 @@ def operation_items(p: Profile) -> RunItems:
     width = len(p.operations) + 1
     func, pseudo, samples = p.col("func"), p.pseudo_roots, p.samples
 
-    def code_of(lo: int, hi: int) -> np.ndarray:
-        """One code per (root function, operation) of rows lo..hi, -1 for
-        a root call not counted."""
-        node = samples.col("node", lo, hi)
+    def col(name: str, rows) -> np.ndarray:
+        return samples.col(name, rows.start, rows.stop) if isinstance(rows, slice) else samples.take(name, rows)
+
+    def code_of(rows) -> np.ndarray:
+        """One code per (root function, operation) of rows (a slice or an
+        index array), -1 for a root call not counted."""
+        node = col("node", rows)
         root = func[node]
-        ok = ((samples.col("flags", lo, hi) & SAMPLE_GAP) == 0) & np.isin(root, dispatchers) & ~pseudo[node]
-        code = root * width + (samples.col("op", lo, hi) + 1)
+        ok = ((col("flags", rows) & SAMPLE_GAP) == 0) & np.isin(root, dispatchers) & ~pseudo[node]
+        code = root * width + (col("op", rows) + 1)
         code[~ok] = -1
         return code
 
     found = [np.zeros(0, np.int64)]
     if len(rows):
         for lo in range(0, len(samples), CHUNK):
-            code = code_of(lo, min(lo + CHUNK, len(samples)))
+            code = code_of(slice(lo, min(lo + CHUNK, len(samples))))
             found.append(np.unique(code[code >= 0]))
     codes = np.unique(np.concatenate(found))
     keys = [operation_key(p.funcs[c // width],
@@ -482,9 +500,9 @@ class Folded:
 
 
 # A side's value entries are taken a group of items at a time, the items of
-# a group holding together about this many entries (or a side's sixteenth:
-# at most 16 passes over the root calls), an item with more alone.
-GROUP_ENTRIES = 1 << 18
+# a group holding together about this many entries (or a side's 250th: a
+# byte a root call says its group), an item with more alone.
+GROUP_ENTRIES = 1 << 14
 
 
 def _groups(count: np.ndarray, cap: int) -> list:
@@ -536,6 +554,41 @@ def _calls_log_moments(v: np.ndarray) -> tuple:
     return n, mean, var
 
 
+def _gather(runs_items, ats, gids, root_n, g: int, span: tuple, size: int, calls_only: bool) -> tuple:
+    """Group g's entries (its items a..b), run after run, each run's
+    histogram entries before its root calls', in order: (item - a, value,
+    weight, width, each run's first entry and the end); calls_only: the
+    values only (the item's root calls)."""
+    a, b = span
+    item = np.empty(0 if calls_only else size, np.int64)
+    value = np.empty(size)
+    weight = np.ones(0 if calls_only else size)
+    width = np.zeros(0 if calls_only else size)
+    bounds = [0]
+    pos = 0
+    for r, (ri, at) in enumerate(zip(runs_items, ats)):
+        if len(ri.entry_item):
+            it = at[ri.entry_item]
+            sel = (it >= a) & (it < b)
+            k = int(np.count_nonzero(sel))
+            item[pos:pos + k] = it[sel] - a
+            value[pos:pos + k] = ri.entry_value[sel]
+            weight[pos:pos + k] = ri.entry_weight[sel]
+            width[pos:pos + k] = ri.entry_width[sel]
+            pos += k
+        if ri.roots is not None and root_n[r][a:b].any():
+            rows = np.flatnonzero(gids[r] == g)  # in row order
+            k = len(rows)
+            if not calls_only:
+                item[pos:pos + k] = at[ri.roots.items(rows)] - a
+            value[pos:pos + k] = ri.roots.values(rows)
+            pos += k
+            del rows
+        bounds.append(pos)
+    assert pos == size, (pos, size)
+    return item, value, weight, width, bounds
+
+
 def _entry_stats(runs_items: list, ats: list, m: int) -> tuple:
     """Per run and pooled, the weighted medians and log moments of the
     calls' value entries (stats.weighted_medians, stats.log_moments), in
@@ -555,40 +608,21 @@ def _entry_stats(runs_items: list, ats: list, m: int) -> tuple:
     count = dense_n + sum(root_n, np.zeros(m, np.int64))
     runs = [(np.zeros(m), np.zeros(m), np.zeros(m)) for _ in runs_items]
     med, pvar = np.zeros(m), np.zeros(m)
-    cap = max(GROUP_ENTRIES, int(count.sum()) // 16)
-    for a, b in _groups(count, cap):
+    cap = max(GROUP_ENTRIES, int(count.sum()) // 250)
+    groups = _groups(count, cap)
+    group_of = np.full(m + 1, len(groups), np.int64)  # (m: not an entry)
+    for g, (a, b) in enumerate(groups):
+        group_of[a:b] = g
+    dtype = np.uint8 if len(groups) < 255 else np.uint16 if len(groups) < 65535 else np.int64
+    # per root call its group, a byte; a group's rows found from it
+    gids = [None if ri.roots is None else ri.roots.groups(group_of[np.append(at, m)], dtype)
+            for ri, at in zip(runs_items, ats)]
+    for g, (a, b) in enumerate(groups):
         size = int(count[a:b].sum())
         if not size:
             continue
         calls_only = b - a == 1 and size > cap and not dense_n[a]
-        item = np.empty(0 if calls_only else size, np.int64)
-        value = np.empty(size)
-        weight = np.ones(0 if calls_only else size)
-        width = np.zeros(0 if calls_only else size)
-        bounds = [0]
-        pos = 0
-        for r, (ri, at) in enumerate(zip(runs_items, ats)):
-            if len(ri.entry_item):
-                it = at[ri.entry_item]
-                sel = (it >= a) & (it < b)
-                k = int(np.count_nonzero(sel))
-                item[pos:pos + k] = it[sel] - a
-                value[pos:pos + k] = ri.entry_value[sel]
-                weight[pos:pos + k] = ri.entry_weight[sel]
-                width[pos:pos + k] = ri.entry_width[sel]
-                pos += k
-            if ri.roots is not None and root_n[r][a:b].any():
-                ext = np.append(at, -1)  # a run's item -1 stays -1
-                for it, v in ri.roots.chunks():
-                    it = ext[it]
-                    sel = (it >= a) & (it < b)
-                    k = int(np.count_nonzero(sel))
-                    if not calls_only:
-                        item[pos:pos + k] = it[sel] - a
-                    value[pos:pos + k] = v[sel]
-                    pos += k
-            bounds.append(pos)
-        assert pos == size, (pos, size)
+        item, value, weight, width, bounds = _gather(runs_items, ats, gids, root_n, g, (a, b), size, calls_only)
         if calls_only:
             # one item's root calls, more than a group's: moments in order
             # first (the partition reorders), then each run's median, then all
