@@ -577,13 +577,16 @@ def _gather(runs_items, ats, gids, root_n, g: int, span: tuple, size: int, calls
             width[pos:pos + k] = ri.entry_width[sel]
             pos += k
         if ri.roots is not None and root_n[r][a:b].any():
-            rows = np.flatnonzero(gids[r] == g)  # in row order
-            k = len(rows)
-            if not calls_only:
-                item[pos:pos + k] = at[ri.roots.items(rows)] - a
-            value[pos:pos + k] = ri.roots.values(rows)
-            pos += k
-            del rows
+            gid = gids[r]
+            for lo in range(0, len(gid), CHUNK):  # a chunk's rows at a time: no index per root call
+                rows = np.flatnonzero(gid[lo:lo + CHUNK] == g)
+                if len(rows):
+                    rows += lo
+                    k = len(rows)
+                    if not calls_only:
+                        item[pos:pos + k] = at[ri.roots.items(rows)] - a
+                    value[pos:pos + k] = ri.roots.values(rows)
+                    pos += k
         bounds.append(pos)
     assert pos == size, (pos, size)
     return item, value, weight, width, bounds
