@@ -245,9 +245,11 @@ def _path_lists(p: Profile, pre: np.ndarray, depth: np.ndarray) -> pa.Array:
 # Rows of the paths and root_calls tables made and written at a time (a
 # Parquet row group each): the whole paths table of s14 (125k call paths)
 # is 60 MB of columns, a root call's row 100 bytes, and a trace may have
-# millions; the JSON writes its rows in chunks too.
+# millions; the JSON writes its rows in chunks too. A root_calls chunk's
+# int64 and pyarrow columns are the writer's high-water mark above
+# pyarrow's import: 65,536 rows (16 MB) rather than 262,144 (64 MB).
 PATHS_CHUNK_ROWS = 32768
-ROOT_CALLS_CHUNK_ROWS = 1 << 18
+ROOT_CALLS_CHUNK_ROWS = 1 << 16
 
 
 def _tree_order(p: Profile) -> tuple:

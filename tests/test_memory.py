@@ -305,3 +305,114 @@ def test_a_root_call_costs_at_most_48_bytes_through_every_report(tmp_path, fmt):
     assert core1 / n1 <= ROOT_COLUMN_BYTES * 1.25 + 1, f"the core's columns peaked at {core1 / n1:.0f} bytes a root call"
     per_root = (peak1 - peak0) / (n1 - n0)
     assert per_root <= ROOT_CALL_BOUND, f"the {fmt} report peaks at {per_root:.0f} bytes a root call"
+
+
+# ---- ftflame diff ------------------------------------------------------------
+
+def _diff_bytes(paths: tuple) -> tuple:
+    """(root calls of both sides, the columns plus the peak of what the
+    diff allocates after the reads: both sides' corrections, the model,
+    its text and its JSON)."""
+    from ftflame.correct.stage import CorrectionOptions, correct_for_report
+    from ftflame.diff import DiffOptions, compare_runs
+    from ftflame.diff.load import Run
+    from ftflame.report import DIFF_RENDERERS
+
+    read = [parse.read(path) for path in paths]
+    kept = sum(p.samples.nbytes for p in read)
+    roots = sum(len(p.samples) for p in read)
+    opts = DiffOptions()
+    tracemalloc.start()
+    try:
+        runs = [Run(path, path, correct_for_report(p, path, CorrectionOptions())) for path, p in zip(paths, read)]
+        del read
+        d = compare_runs(tuple(runs[:1]), tuple(runs[1:]), opts)
+        del runs
+        for fmt in ("txt", "json"):
+            with open(os.devnull, "wb") as f:
+                DIFF_RENDERERS[fmt].write(d, opts, f)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return roots, kept + peak
+
+
+def _diff_pair(tmp_path, n: int) -> tuple:
+    """Two traces of n one-line root calls, AFTER's durations shifted."""
+    paths = []
+    for side, shift in (("before", 0), ("after", 3)):
+        trace = tmp_path / f"{side}-{n}.txt"
+        trace.write_bytes(leafroots.trace(leafroots.line(i % 2, f"{1 + (i + shift) % 97}.000", f"f_{i % 50}")
+                                          for i in range(n)).encode())
+        paths.append(str(trace))
+    return tuple(paths)
+
+
+def test_a_root_call_costs_a_diff_at_most_48_bytes(tmp_path):
+    """`ftflame diff` of 100,000 and of 300,000 one-line root calls a side:
+    each root call added (of either side) costs the diff, its text and its
+    JSON at most 48 bytes at the peak (about 36: its 25 bytes of columns,
+    its corrected duration, a byte saying its group of items). Before,
+    the model made its root calls' value entries whole, per level (item,
+    value, weight and width, 8 bytes each) and their sorts: about 220."""
+    _diff_bytes(_diff_pair(tmp_path, 2_000))  # imports and caches first
+    runs = []
+    for n in (100_000, 300_000):
+        paths = _diff_pair(tmp_path, n)
+        runs.append(_diff_bytes(paths))
+        for path in paths:
+            os.unlink(path)
+    (n0, peak0), (n1, peak1) = runs
+    assert (n0, n1) == (200_000, 600_000)
+    per_root = (peak1 - peak0) / (n1 - n0)
+    assert per_root <= ROOT_CALL_BOUND, f"the diff peaks at {per_root:.0f} bytes a root call"
+
+
+@pytest.mark.parametrize("runs", [("k6.12/s30-repeat/run1/trace.dat", "k6.12/s30-repeat/run2/trace.dat",
+                                   "k6.12/s30-repeat/run3/trace.dat"), ("k6.1/s17-mixed-ops/trace.dat",), "one"])
+def test_the_diff_takes_its_medians_a_group_at_a_time_to_the_last_bit(tmp_path, monkeypatch, runs):
+    """A side's medians and log moments, made a group of items at a time
+    from the root calls' columns (model._entry_stats), are the floats that
+    stats.weighted_medians and stats.log_moments give over every entry at
+    once (the diff's figures before, and every output, unchanged): with
+    groups of 64 entries and chunks of 1,000 root calls, on repeated real
+    runs, on the operations of an nfsd trace and on one root function of
+    20,000 root calls (its own group: the partition's median)."""
+    import numpy as np
+
+    from ftflame.correct.stage import CorrectionOptions, correct_for_report
+    from ftflame.diff import model, stats
+
+    if runs == "one":
+        trace = tmp_path / "one.txt"
+        trace.write_bytes(leafroots.trace(leafroots.line(i % 2, f"{1 + i * 7 % 97}.{i % 1000:03d}", "f_0" if i % 5 else "g")
+                                          for i in range(20_000)).encode())
+        paths = [str(trace)]
+    else:
+        paths = [curated(r) for r in runs]
+    profiles = [correct_for_report(parse.read(p), p, CorrectionOptions()) for p in paths]
+    monkeypatch.setattr(model, "GROUP_ENTRIES", 64)
+    monkeypatch.setattr(model, "CHUNK", 1_000)
+    checked = 0
+    for level in model.LEVELS:
+        items = [model._run_items(p)[level] for p in profiles]
+        keys = tuple(sorted(set().union(*(ri.keys for ri in items))))
+        index = {k: i for i, k in enumerate(keys)}
+        ats = [np.array([index[k] for k in ri.keys], dtype=np.int64) for ri in items]
+        per_run, median, pvar = model._entry_stats(items, ats, len(keys))
+        whole = []
+        for ri, at, (med, cn, lvar) in zip(items, ats, per_run):
+            roots = list(ri.roots.chunks()) if ri.roots is not None else []
+            e = (np.concatenate([ri.entry_item] + [it for it, _ in roots]),
+                 np.concatenate([ri.entry_value] + [v for _, v in roots]),
+                 np.concatenate([ri.entry_weight] + [np.ones(len(v)) for _, v in roots]))
+            wd = np.concatenate([ri.entry_width] + [np.zeros(len(v)) for _, v in roots])
+            assert np.array_equal(stats.weighted_medians(*e, len(at), wd), med[at])
+            n, _, var = stats.log_moments(*e, len(at))
+            assert np.array_equal(n, cn[at]) and np.array_equal(var, lvar[at])
+            whole.append((at[e[0]], e[1], e[2], wd))
+            checked += len(e[0])
+        e = tuple(np.concatenate(x) for x in zip(*whole))
+        assert np.array_equal(stats.weighted_medians(*e[:3], len(keys), e[3]), median)
+        assert np.array_equal(stats.log_moments(*e[:3], len(keys))[2], pvar)
+    assert checked > 10_000

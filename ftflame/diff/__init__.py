@@ -13,9 +13,16 @@ from .options import DEFAULT, DiffOptions
 
 def compare(before, after, opts: DiffOptions = DEFAULT):
     """The Diff of two lists of traces (paths or run directories)."""
-    from . import checks, load, model
+    from . import load
 
     runs_b, runs_a = load.load_sides(before, after, opts)
+    return compare_runs(runs_b, runs_a, opts)
+
+
+def compare_runs(runs_b, runs_a, opts: DiffOptions = DEFAULT):
+    """The Diff of two sides already read (tuples of load.Run)."""
+    from . import checks, model
+
     d = model.build(runs_b, runs_a, corrected=not opts.raw, min_change=opts.min_change, irqs=opts.irqs,
                     runs_identical=opts.runs_identical, focus=opts.focus)
     checks.refuse_disjoint(runs_b, runs_a, d.tables)
@@ -30,4 +37,4 @@ def compare(before, after, opts: DiffOptions = DEFAULT):
     return d.__class__(**{**d.__dict__, "warnings": tuple(warn)})
 
 
-__all__ = ["DiffOptions", "compare"]
+__all__ = ["DiffOptions", "compare", "compare_runs"]

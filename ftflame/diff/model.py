@@ -40,11 +40,93 @@ ONE_RUN = ("one run a side cannot measure how much runs differ: the interval is 
 
 # ---- one run: per item sums ------------------------------------------------
 
+# Root calls are read this many rows at a time: a level's entries, a run's
+# sums over its root calls, are made from the stored columns a chunk at a
+# time, never as an int64 or float64 column per root call (docs/performance.md,
+# "diff's root calls as columns").
+CHUNK = 1 << 16
+
+
+class RootEntries:
+    """A run's root calls as one level's value entries (each a call of
+    weight 1 and width 0: its exact corrected ns), without a column per
+    root call: the item of a root call from its call path (item_of_node,
+    -1: not an entry) or from (root function, operation) codes, its value
+    the corrected duration, read from the stored columns a chunk of rows at
+    a time. count: entries per item. Holds the columns, not the Profile (a
+    Profile's views hold this: no reference cycle)."""
+
+    def __init__(self, samples, dur, count: np.ndarray, item_of_node: np.ndarray | None = None,
+                 usable: int = SAMPLE_GAP, codes: np.ndarray | None = None, code_of=None,
+                 rank: np.ndarray | None = None):
+        self.samples = samples
+        self.dur = dur  # the corrected durations (float64 per root call), None: the raw dur column
+        self.count = count
+        self.item_of_node = item_of_node
+        self.usable = usable  # flags that leave a root call out
+        # operations: the sorted codes, rows -> codes (-1: none), each code's item
+        self.codes, self.code_of, self.rank = codes, code_of, rank
+
+    @property
+    def rows(self) -> int:
+        return len(self.samples)
+
+    def _col(self, name: str, rows) -> np.ndarray:
+        """A column at rows (a slice or an index array) as int64."""
+        if isinstance(rows, slice):
+            return self.samples.col(name, rows.start, rows.stop)
+        return self.samples.take(name, rows)
+
+    def items(self, rows) -> np.ndarray:
+        """The item of rows (a slice or an index array; int64, -1: not an entry)."""
+        if self.code_of is not None:
+            code = self.code_of(rows)
+            it = self.rank[np.minimum(np.searchsorted(self.codes, code), len(self.codes) - 1)]
+            it[code < 0] = -1
+            return it
+        it = self.item_of_node[self._col("node", rows)]
+        it[(self._col("flags", rows) & self.usable) != 0] = -1
+        return it
+
+    def values(self, rows) -> np.ndarray:
+        """The corrected ns of rows (float64; raw: the duration, NaN for a
+        gap root call, as Profile.corrected_or_raw)."""
+        if self.dur is not None:
+            return np.asarray(self.dur[rows], dtype=np.float64)
+        flags = self._col("flags", rows)
+        return np.where(flags & SAMPLE_GAP, np.nan, self._col("dur", rows).astype(np.float64))
+
+    def chunks(self):
+        """(items, values) of the entries, a chunk of rows at a time, in row order."""
+        for lo in range(0, self.rows, CHUNK):
+            rows = slice(lo, min(lo + CHUNK, self.rows))
+            it = self.items(rows)
+            sel = it >= 0
+            if sel.any():
+                yield it[sel], self.values(rows)[sel]
+
+    def groups(self, group_of_item: np.ndarray, dtype) -> np.ndarray:
+        """Per row the group of its item (group_of_item, its last value for
+        a row that is not an entry), in dtype: a byte or two a root call."""
+        out = np.empty(self.rows, dtype)
+        for lo in range(0, self.rows, CHUNK):
+            rows = slice(lo, min(lo + CHUNK, self.rows))
+            out[rows] = group_of_item[self.items(rows)]
+        return out
+
+
+def _sample_dur(p: Profile):
+    """The corrected durations as stored (no copy), None when raw (made a
+    chunk at a time: RootEntries.values)."""
+    return p.corrected.sample_dur if p.corrected is not None else None
+
+
 @dataclass(frozen=True)
 class RunItems:
     """One run's figures for one level: keys, calls, sum and sum of squares
     of the corrected time per call, and the per-call value entries (value,
-    weight) the medians are taken from."""
+    weight) the medians are taken from: the histograms' (entry_*) first,
+    then the root calls' (roots: read from the columns when needed)."""
 
     keys: tuple
     n: np.ndarray
@@ -66,6 +148,8 @@ class RunItems:
     # the width (ns) of each entry's histogram bucket, 0 for exact values:
     # a median inside a bucket is interpolated (stats.weighted_medians)
     entry_width: np.ndarray = None
+    # the root calls' entries, after the histograms' (None: none)
+    roots: RootEntries | None = None
 
 
 def path_keys(p: Profile) -> list:
@@ -89,7 +173,8 @@ def root_call_count(p: Profile) -> int:
 
 def _node_sums(p: Profile):
     """Per node: corrected calls, corrected sum, corrected sum of squares,
-    value entries, exact flags."""
+    value entries, exact flags; and per node the root calls that are its
+    entries (those of a node whose every call is a root call, no gap)."""
     c = p.corrected_or_raw
     n = np.asarray(c.calls, dtype=np.float64)
     s1 = np.asarray(c.incl, dtype=np.float64)
@@ -113,25 +198,30 @@ def _node_sums(p: Profile):
     hm2 = np.bincount(row_of_entry, weights=cnt * values * values, minlength=p.nrows)
     s2 = np.divide(hm2 * n, hn, out=np.zeros(p.nrows), where=hn > 0)
     exact = np.zeros(p.nrows, dtype=bool)
-    # root calls: every corrected duration is known
-    sflags = p.samples.values("flags")
-    ok = (sflags & SAMPLE_GAP) == 0
-    snode = p.scol("node", ok)
-    sdur = np.asarray(c.sample_dur, dtype=np.float64)[ok]
-    if len(snode):
-        per = np.bincount(snode, minlength=p.nrows)
+    # root calls: every corrected duration is known; counted and summed a
+    # chunk of rows at a time (np.add.at adds in row order, as one bincount
+    # would: the same sums to the last bit)
+    samples = p.samples
+    sd = _sample_dur(p)
+    per = np.zeros(p.nrows, np.int64)
+    for lo in range(0, len(samples), CHUNK):
+        hi = min(lo + CHUNK, len(samples))
+        node = samples.col("node", lo, hi)
+        per += np.bincount(node[(samples.col("flags", lo, hi) & SAMPLE_GAP) == 0], minlength=p.nrows)
+    known = np.zeros(p.nrows, dtype=bool)
+    if per.any():
         known = (per == n) & (per > 0)
         exact[known] = True
-        keep = known[snode]
-        snode, sdur = snode[keep], sdur[keep]
-        s2 = np.where(known, np.bincount(snode, weights=sdur * sdur, minlength=p.nrows), s2)
+        sq = np.zeros(p.nrows)
+        entries = RootEntries(samples, sd, per, np.where(known, np.arange(p.nrows), -1))
+        for it, v in entries.chunks():
+            np.add.at(sq, it, v * v)
+        s2 = np.where(known, sq, s2)
         drop = known[row_of_entry]
-        row_of_entry = np.concatenate((row_of_entry[~drop], snode))
-        values = np.concatenate((values[~drop], sdur))
-        cnt = np.concatenate((cnt[~drop], np.ones(len(sdur))))
-        widths = np.concatenate((widths[~drop], np.zeros(len(sdur))))
+        row_of_entry, values, cnt, widths = row_of_entry[~drop], values[~drop], cnt[~drop], widths[~drop]
     hook_sum = np.asarray(c.overhead, dtype=np.float64) if c.overhead is not None else np.zeros(p.nrows)
-    return n, s1, s2, row_of_entry, values, cnt, exact, np.asarray(c.excl, dtype=np.float64), hook_sum, widths
+    return (n, s1, s2, row_of_entry, values, cnt, exact, np.asarray(c.excl, dtype=np.float64), hook_sum, widths,
+            np.where(known, per, 0))
 
 
 def run_items(p: Profile) -> dict:
@@ -142,7 +232,8 @@ def run_items(p: Profile) -> dict:
 
 
 def _run_items(p: Profile) -> dict:
-    n, s1, s2, erow, evalue, ecount, exact, excl, hook, ewidth = _node_sums(p)
+    n, s1, s2, erow, evalue, ecount, exact, excl, hook, ewidth, root_per = _node_sums(p)
+    sd = _sample_dur(p)
     live = n > 0
     out = {}
     pkeys = path_keys(p)
@@ -168,12 +259,19 @@ def _run_items(p: Profile) -> dict:
         sel = item_of_row >= 0
         it = item_of_row[sel]
         ent = item_of_row[erow] >= 0
+        # the root calls of the nodes whose every call is one (root_per > 0)
+        rooted = root_per > 0
+        roots = None
+        if rooted.any():
+            on = rooted & (item_of_row >= 0)
+            roots = RootEntries(p.samples, sd, np.bincount(item_of_row[on], weights=root_per[on], minlength=m)
+                                .astype(np.int64), np.where(rooted, item_of_row, -1))
         all_exact = np.bincount(it, weights=(~exact[sel]).astype(float), minlength=m) == 0
         return RunItems(
             keys=tuple(names), n=np.bincount(it, weights=n[sel], minlength=m),
             s1=np.bincount(it, weights=s1[sel], minlength=m), s2=np.bincount(it, weights=s2[sel], minlength=m),
             entry_item=item_of_row[erow][ent], entry_value=evalue[ent], entry_weight=ecount[ent],
-            entry_width=ewidth[ent],
+            entry_width=ewidth[ent], roots=roots,
             exact=all_exact, excl=np.bincount(it, weights=excl[sel], minlength=m),
             irq_root=np.bincount(it, weights=irq_top[sel].astype(float), minlength=m) > 0,
             indep=np.bincount(it, weights=indep_of_row[sel], minlength=m),
@@ -199,33 +297,54 @@ def operation_items(p: Profile) -> RunItems:
     operation): the figures of the root functions, exact (every root call's
     corrected duration is known), over the same root calls (no lost-event
     gap, no interrupt or partial pseudo root). No item when no root call
-    reached a procedure below it."""
+    reached a procedure below it. Read a chunk of root calls at a time."""
     rows = operations.operation_table(p) or ()
-    dispatchers = sorted({p.funcs.index(r.root) for r in rows})
-    ok = (p.samples.values("flags") & SAMPLE_GAP) == 0 if rows else np.zeros(0, dtype=bool)
-    if rows:
-        ok &= np.isin(operations.sample_roots(p), dispatchers) & ~p.pseudo_roots[p.samples.values("node")]
-    sel = np.flatnonzero(ok)
-    root = operations.sample_roots(p, sel) if len(sel) else np.zeros(0, np.int64)
-    op = p.scol("op", sel) if len(sel) else np.zeros(0, np.int64)
-    pair = root * (len(p.operations) + 1) + (op + 1)  # one code per (root function, operation)
-    codes, item = np.unique(pair, return_inverse=True)
-    keys = [operation_key(p.funcs[c // (len(p.operations) + 1)],
-                          p.operations[c % (len(p.operations) + 1) - 1] if c % (len(p.operations) + 1)
-                          else operations.NO_OPERATION) for c in codes.tolist()]
+    dispatchers = np.array(sorted({p.funcs.index(r.root) for r in rows}), dtype=np.int64)
+    width = len(p.operations) + 1
+    func, pseudo, samples = p.col("func"), p.pseudo_roots, p.samples
+
+    def col(name: str, rows) -> np.ndarray:
+        return samples.col(name, rows.start, rows.stop) if isinstance(rows, slice) else samples.take(name, rows)
+
+    def code_of(rows) -> np.ndarray:
+        """One code per (root function, operation) of rows (a slice or an
+        index array), -1 for a root call not counted."""
+        node = col("node", rows)
+        root = func[node]
+        ok = ((col("flags", rows) & SAMPLE_GAP) == 0) & np.isin(root, dispatchers) & ~pseudo[node]
+        code = root * width + (col("op", rows) + 1)
+        code[~ok] = -1
+        return code
+
+    found = [np.zeros(0, np.int64)]
+    if len(rows):
+        for lo in range(0, len(samples), CHUNK):
+            code = code_of(slice(lo, min(lo + CHUNK, len(samples))))
+            found.append(np.unique(code[code >= 0]))
+    codes = np.unique(np.concatenate(found))
+    keys = [operation_key(p.funcs[c // width],
+                          p.operations[c % width - 1] if c % width else operations.NO_OPERATION)
+            for c in codes.tolist()]
     order = np.argsort(np.array(keys, dtype=object), kind="stable") if keys else np.zeros(0, np.int64)
     rank = np.empty(len(keys), dtype=np.int64)
     rank[order] = np.arange(len(keys))
     names = [keys[i] for i in order.tolist()]
-    item = rank[item.reshape(-1)] if len(item) else np.zeros(0, np.int64)
-    dur = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)[sel]
     m = len(names)
+    entries = RootEntries(samples, _sample_dur(p), np.zeros(m, np.int64), codes=codes,
+                          code_of=code_of if len(codes) else None, rank=rank)
+    n, s1, s2 = np.zeros(m, np.int64), np.zeros(m), np.zeros(m)
+    if len(codes):
+        for it, dur in entries.chunks():  # np.add.at: row order, the sums one bincount made
+            n += np.bincount(it, minlength=m)
+            np.add.at(s1, it, dur)
+            np.add.at(s2, it, dur * dur)
+    entries.count = n
     return RunItems(
-        keys=tuple(names), n=np.bincount(item, minlength=m).astype(np.float64),
-        s1=np.bincount(item, weights=dur, minlength=m), s2=np.bincount(item, weights=dur * dur, minlength=m),
-        entry_item=item, entry_value=dur, entry_weight=np.ones(len(dur)),
+        keys=tuple(names), n=n.astype(np.float64), s1=s1, s2=s2,
+        entry_item=np.zeros(0, np.int64), entry_value=np.zeros(0), entry_weight=np.zeros(0),
         exact=np.ones(m, dtype=bool), excl=np.zeros(m), irq_root=np.zeros(m, dtype=bool),
-        indep=np.bincount(item, minlength=m).astype(np.float64), hook=np.zeros(m), entry_width=np.zeros(len(dur)))
+        indep=n.astype(np.float64), hook=np.zeros(m), entry_width=np.zeros(0),
+        roots=entries if len(codes) else None)
 
 
 # ---- a side: its runs pooled -----------------------------------------------
@@ -308,7 +427,8 @@ class SideInfo:
     gap_calls: int
     calibrations: tuple  # distinct (source, o_in, o_out)
     # latency over time, per run: (root function names, start s since the
-    # run's first root call, corrected duration ns) of its counted root calls
+    # run's first root call, corrected duration ns) of its counted root
+    # calls, made when read (Latency)
     latency: tuple = ()
 
 
@@ -379,6 +499,157 @@ class Folded:
     after: np.ndarray
 
 
+# A side's value entries are taken a group of items at a time, the items of
+# a group holding together about this many entries (or a side's 250th: a
+# byte a root call says its group), an item with more alone.
+GROUP_ENTRIES = 1 << 14
+
+
+def _groups(count: np.ndarray, cap: int) -> list:
+    """(first, end) item ranges of about cap entries each (count: per
+    item), an item of more than cap entries a range of its own."""
+    m = len(count)
+    if not m:
+        return []
+    start = np.cumsum(count) - count
+    cut = np.zeros(m + 1, dtype=bool)
+    cut[0] = cut[m] = True
+    cut[1:m] |= (start[1:] // cap) != (start[:-1] // cap)
+    big = np.flatnonzero(count > cap)
+    cut[big] = True
+    cut[big + 1] = True
+    at = np.flatnonzero(cut)
+    return list(zip(at[:-1].tolist(), at[1:].tolist()))
+
+
+def _median_of_calls(v: np.ndarray) -> float:
+    """stats.weighted_medians of values of weight 1 and width 0 (root
+    calls): the lower median, by a partition of v (in place) instead of a
+    sort, with the same arithmetic."""
+    total = float(len(v))
+    j = int(math.ceil(total / 2.0)) - 1
+    while j + 1 < total / 2.0:  # the first position whose running count reaches half
+        j += 1
+    v.partition(j)
+    frac = np.float64((total / 2.0 - j) / 1.0)
+    return float(np.maximum(v[j] + (np.clip(frac, 0.0, 1.0) - 0.5) * 0.0, 0.0))
+
+
+def _calls_log_moments(v: np.ndarray) -> tuple:
+    """stats.log_moments of one item's calls of weight 1 (calls, mean,
+    variance), its sums added in order (np.add.at, a chunk at a time): the
+    same floats as one bincount over them, without its whole-length
+    temporaries."""
+    n, s1, ss = float(len(v)), np.zeros(1), np.zeros(1)
+    zero = np.zeros(min(CHUNK, len(v)), np.int64)
+    for lo in range(0, len(v), CHUNK):
+        part = v[lo:lo + CHUNK]
+        np.add.at(s1, zero[:len(part)], 1.0 * np.log(np.maximum(part, stats.LOG_MIN_NS)))
+    mean = s1[0] / n if n > 0 else float("nan")
+    for lo in range(0, len(v), CHUNK):
+        part = v[lo:lo + CHUNK]
+        dev = np.log(np.maximum(part, stats.LOG_MIN_NS)) - (mean if n > 0 else 0.0)
+        np.add.at(ss, zero[:len(part)], 1.0 * dev * dev)
+    var = ss[0] / (n - 1.0) if n > 1 else 0.0
+    return n, mean, var
+
+
+def _gather(runs_items, ats, gids, root_n, g: int, span: tuple, size: int, calls_only: bool) -> tuple:
+    """Group g's entries (its items a..b), run after run, each run's
+    histogram entries before its root calls', in order: (item - a, value,
+    weight, width, each run's first entry and the end); calls_only: the
+    values only (the item's root calls)."""
+    a, b = span
+    item = np.empty(0 if calls_only else size, np.int64)
+    value = np.empty(size)
+    weight = np.ones(0 if calls_only else size)
+    width = np.zeros(0 if calls_only else size)
+    bounds = [0]
+    pos = 0
+    for r, (ri, at) in enumerate(zip(runs_items, ats)):
+        if len(ri.entry_item):
+            it = at[ri.entry_item]
+            sel = (it >= a) & (it < b)
+            k = int(np.count_nonzero(sel))
+            item[pos:pos + k] = it[sel] - a
+            value[pos:pos + k] = ri.entry_value[sel]
+            weight[pos:pos + k] = ri.entry_weight[sel]
+            width[pos:pos + k] = ri.entry_width[sel]
+            pos += k
+        if ri.roots is not None and root_n[r][a:b].any():
+            gid = gids[r]
+            for lo in range(0, len(gid), CHUNK):  # a chunk's rows at a time: no index per root call
+                rows = np.flatnonzero(gid[lo:lo + CHUNK] == g)
+                if len(rows):
+                    rows += lo
+                    k = len(rows)
+                    if not calls_only:
+                        item[pos:pos + k] = at[ri.roots.items(rows)] - a
+                    value[pos:pos + k] = ri.roots.values(rows)
+                    pos += k
+        bounds.append(pos)
+    assert pos == size, (pos, size)
+    return item, value, weight, width, bounds
+
+
+def _entry_stats(runs_items: list, ats: list, m: int) -> tuple:
+    """Per run and pooled, the weighted medians and log moments of the
+    calls' value entries (stats.weighted_medians, stats.log_moments), in
+    the side's item space: ([(median, calls, log variance) per run],
+    pooled median, pooled log variance). The same figures as over the
+    entries concatenated (run after run, the histograms' before the root
+    calls'), made a group of items at a time: each item's entries in their
+    order, the medians' running weights whole numbers (exact in any
+    grouping), so only a group's entries are ever copied, never an array
+    per root call of the side."""
+    dense_n = np.zeros(m, np.int64)
+    root_n = [np.zeros(m, np.int64) for _ in runs_items]
+    for r, (ri, at) in enumerate(zip(runs_items, ats)):
+        dense_n += np.bincount(at[ri.entry_item], minlength=m) if len(ri.entry_item) else 0
+        if ri.roots is not None:
+            root_n[r][at] += ri.roots.count
+    count = dense_n + sum(root_n, np.zeros(m, np.int64))
+    runs = [(np.zeros(m), np.zeros(m), np.zeros(m)) for _ in runs_items]
+    med, pvar = np.zeros(m), np.zeros(m)
+    cap = max(GROUP_ENTRIES, int(count.sum()) // 250)
+    groups = _groups(count, cap)
+    group_of = np.full(m + 1, len(groups), np.int64)  # (m: not an entry)
+    for g, (a, b) in enumerate(groups):
+        group_of[a:b] = g
+    dtype = np.uint8 if len(groups) < 255 else np.uint16 if len(groups) < 65535 else np.int64
+    # per root call its group, a byte; a group's rows found from it
+    gids = [None if ri.roots is None else ri.roots.groups(group_of[np.append(at, m)], dtype)
+            for ri, at in zip(runs_items, ats)]
+    for g, (a, b) in enumerate(groups):
+        size = int(count[a:b].sum())
+        if not size:
+            continue
+        calls_only = b - a == 1 and size > cap and not dense_n[a]
+        item, value, weight, width, bounds = _gather(runs_items, ats, gids, root_n, g, (a, b), size, calls_only)
+        if calls_only:
+            # one item's root calls, more than a group's: moments in order
+            # first (the partition reorders), then each run's median, then all
+            for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+                if hi > lo:
+                    cn, _, lvar = _calls_log_moments(value[lo:hi])
+                    runs[r][1][a], runs[r][2][a] = cn, lvar
+            pvar[a] = _calls_log_moments(value)[2]
+            for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+                if hi > lo:
+                    runs[r][0][a] = _median_of_calls(value[lo:hi])
+            med[a] = _median_of_calls(value)
+            continue
+        for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+            if hi > lo:
+                s = slice(lo, hi)
+                runs[r][0][a:b] = stats.weighted_medians(item[s], value[s], weight[s], b - a, width[s])
+                cn, _, lvar = stats.log_moments(item[s], value[s], weight[s], b - a)
+                runs[r][1][a:b], runs[r][2][a:b] = cn, lvar
+        med[a:b] = stats.weighted_medians(item, value, weight, b - a, width)
+        pvar[a:b] = stats.log_moments(item, value, weight, b - a)[2]
+    return runs, med, pvar
+
+
 def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
     """A side's sums per item of `keys`, its runs pooled; returns
     (SideFigures, the calls' (item, value, weight) entries)."""
@@ -392,9 +663,9 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
     within_runs = np.zeros(m)
     exact = np.ones(m, dtype=bool)
     irq_root = np.zeros(m, dtype=bool)
-    e_item, e_val, e_w, e_width = [], [], [], []
-    for r, ri in enumerate(runs_items):
-        at = np.fromiter((index[k] for k in ri.keys), dtype=np.int64, count=len(ri.keys))
+    ats = [np.fromiter((index[k] for k in ri.keys), dtype=np.int64, count=len(ri.keys)) for ri in runs_items]
+    per_run, median, pvar = _entry_stats(runs_items, ats, m)
+    for r, (ri, at) in enumerate(zip(runs_items, ats)):
         n[at] += ri.n
         s1[at] += ri.s1
         s2[at] += ri.s2
@@ -404,9 +675,8 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
         exact[at] &= ri.exact
         if ri.hook is not None:
             hook[at] += ri.hook
-        med = stats.weighted_medians(ri.entry_item, ri.entry_value, ri.entry_weight, len(at), ri.entry_width)
+        med, cn, lvar = (x[at] for x in per_run[r])
         run_medians[r, at] = np.where(ri.n > 0, med, np.nan)
-        cn, lmean, lvar = stats.log_moments(ri.entry_item, ri.entry_value, ri.entry_weight, len(at))
         live = (ri.n > 0) & (cn > 0)
         run_log[r, at] = np.where(live, np.log(np.maximum(med, stats.LOG_MIN_NS)), np.nan)
         # a run's median has the sampling error of its independent calls
@@ -414,17 +684,8 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
         ind = np.maximum(np.minimum(ri.n, ri.indep), 1.0)
         within[at] += np.where(live, stats.MEDIAN_VAR * lvar / ind, 0.0)  # one call: its bucket's width alone
         within_runs[at] += live
-        e_item.append(at[ri.entry_item])
-        e_val.append(ri.entry_value)
-        e_w.append(ri.entry_weight)
-        e_width.append(ri.entry_width)
     mean, var = stats.moments_mean_var(n, s1, s2)
-    entries = (np.concatenate(e_item) if e_item else np.zeros(0, np.int64),
-               np.concatenate(e_val) if e_val else np.zeros(0),
-               np.concatenate(e_w) if e_w else np.zeros(0))
-    median = stats.weighted_medians(*entries, m, np.concatenate(e_width) if e_width else np.zeros(0))
     neff = np.minimum(n, indep)
-    _, _, pvar = stats.log_moments(*entries, m)
     # the pooled calls' log moments, each item's n its independent calls
     # (for the calls-as-independent interval: one run a side, --runs-identical)
     pooled_log = (np.log(np.maximum(median, stats.LOG_MIN_NS)), stats.MEDIAN_VAR * pvar, neff)
@@ -457,6 +718,21 @@ def latency_points(p: Profile) -> tuple:
     return tuple(names), (start - t0) / 1e9, dur
 
 
+class Latency:
+    """A run's latency_points, made when a renderer reads them (the HTML's
+    plot; the text and the JSON never do): kept as they were, a name, a
+    float start and a float duration a root call, they were 24 bytes a
+    root call for the Diff's whole life. Unpacks as (names, start, ns)."""
+
+    __slots__ = ("profile",)
+
+    def __init__(self, profile: Profile):
+        self.profile = profile
+
+    def __iter__(self):
+        return iter(latency_points(self.profile))
+
+
 def _side_info(label: str, runs) -> SideInfo:
     infos = []
     cals = []
@@ -476,7 +752,7 @@ def _side_info(label: str, runs) -> SideInfo:
                             "o_out_ns": round(float(cal.o_out_ns), 1), "method": cal.method},
         })
     return SideInfo(
-        label=label, runs=tuple(infos), latency=tuple(latency_points(r.profile) for r in runs),
+        label=label, runs=tuple(infos), latency=tuple(Latency(r.profile) for r in runs),
         root_calls=sum(i["root_calls"] for i in infos),
         lost_events=sum(i["lost_events"] for i in infos),
         lost_gaps_unknown=sum(i["lost_gaps_unknown"] for i in infos),
@@ -649,11 +925,15 @@ REMOVED = (("overhead", "hook cost"), ("irq_removed", "interrupt time"), ("offcp
 
 def _root_raw(runs, keys) -> tuple:
     """Per root function of `keys`, a side's raw durations of its clean
-    root calls (item, ns, weight entries) and, per call, the ns the
+    root calls (a RunItems-like view of each run's: its root calls read
+    from the columns a chunk at a time) and, per call, the ns the
     correction took out of them, by kind (REMOVED)."""
+    from types import SimpleNamespace
+
     index = {k: i for i, k in enumerate(keys)}
     m = len(keys)
-    items, durs = [], []
+    parts = []
+    nb = np.zeros(m, np.int64)
     calls = np.zeros(m)
     removed = {name: np.zeros(m) for name, _ in REMOVED}
     for run in runs:
@@ -661,13 +941,13 @@ def _root_raw(runs, keys) -> tuple:
         c = p.corrected
         if c is None:
             continue
-        flags = p.samples.values("flags")
-        ok = (flags & (SAMPLE_GAP | SAMPLE_IRQ | SAMPLE_PARTIAL)) == 0
         item_of_func = np.array([index.get(name, -1) for name in p.funcs], dtype=np.int64)
-        it = item_of_func[p.col("func")[p.scol("node", ok)]] if ok.any() else np.zeros(0, np.int64)
-        keep = it >= 0
-        items.append(it[keep])
-        durs.append(p.scol("dur", ok)[keep].astype(np.float64))
+        entries = RootEntries(p.samples, None, np.zeros(m, np.int64), item_of_func[p.col("func")],
+                              usable=SAMPLE_GAP | SAMPLE_IRQ | SAMPLE_PARTIAL)
+        for it, _ in entries.chunks():
+            entries.count += np.bincount(it, minlength=m)
+        nb += entries.count
+        parts.append(SimpleNamespace(entry_item=np.zeros(0, np.int64), roots=entries))
         tops = np.flatnonzero((p.col("parent") < 0) & ~p.pseudo_roots)
         at = item_of_func[p.col("func")[tops]]
         sel = at >= 0
@@ -676,10 +956,9 @@ def _root_raw(runs, keys) -> tuple:
             col = getattr(c, name)
             if col is not None:
                 np.add.at(removed[name], at[sel], np.asarray(col, dtype=np.float64)[tops][sel])
-    item = np.concatenate(items) if items else np.zeros(0, np.int64)
-    dur = np.concatenate(durs) if durs else np.zeros(0)
     per_call = {name: np.divide(v, calls, out=np.zeros(m), where=calls > 0) for name, v in removed.items()}
-    return (item, dur, np.ones(len(dur))), np.bincount(item, minlength=m).astype(np.float64), per_call
+    median = _entry_stats(parts, [np.arange(m)] * len(parts), m)[1]
+    return median, nb.astype(np.float64), per_call
 
 
 def raw_against_corrected(before_runs, after_runs, keys, change) -> tuple:
@@ -691,8 +970,7 @@ def raw_against_corrected(before_runs, after_runs, keys, change) -> tuple:
     eb, nb, rb = _root_raw(before_runs, keys)
     ea, na, ra = _root_raw(after_runs, keys)
     with np.errstate(all="ignore"):
-        raw_change = np.where((nb > 0) & (na > 0), stats.weighted_medians(*ea, len(keys)) /
-                              stats.weighted_medians(*eb, len(keys)) - 1.0, np.nan)
+        raw_change = np.where((nb > 0) & (na > 0), ea / eb - 1.0, np.nan)
     apart = stats.MEAN_MEDIAN_APART
     why = []
     for i in range(len(keys)):
