@@ -10,7 +10,9 @@ timings: the icount clock counts instructions, the same on every machine.
 Acceptance (issue 38): the corrected mean within 5% of the truth, p50 within
 10%, p90 within 15%, with at least 95% of the root calls clean. A pair that
 misses today is xfail (strict: the fix shows) with its figures in the reason;
-the bounds are never loosened for it."""
+the bounds are never loosened for it. The p90 of a 128-call truth is its
+13th call from the top and moves with the truth's own slow calls (the s31
+misses); the s32 pairs, whose truths have 1,024 calls, measure p90."""
 from __future__ import annotations
 
 import functools
@@ -108,9 +110,9 @@ def test_the_printed_interval_holds_every_pair_it_was_set_on(name):
 
 @pytest.mark.parametrize("name", tp.HELD_OUT)
 def test_the_printed_interval_holds_the_pairs_held_out(name):
-    """6.1's s31 boot, recorded last and never in model_error.json: the
-    interval every output prints (sampling plus the 6.1 family's model error
-    from the other pairs) holds its truth, mean and p50."""
+    """6.1's s31 and s32 boots, never in model_error.json: the interval
+    every output prints (sampling plus the 6.1 family's model error from
+    the other pairs) holds its truth, mean and p50."""
     pr = recorded(name)
     assert name not in {p["name"] for p in modelerror.table()["pairs"]}
     got = measured(name, model_error=True)
@@ -232,3 +234,24 @@ def test_the_pooled_figures_are_the_printed_ones():
     ft, fc = tp.figures(t), tp.figures(c)
     for k in tp.STATS:
         assert fc[k] == pytest.approx(pr.corrected[k], abs=0.05) and ft[k] == pytest.approx(pr.truth[k], abs=0.05), k
+
+
+def truths_1k(boot: str):
+    got = tp.pooled(tp.TWINS_1K[boot])
+    if got is None:
+        pytest.skip(f"{boot}: its two 1,024-write pairs are neither in tests/data/fixtures nor in a full corpus")
+    return got
+
+
+@pytest.mark.parametrize("boot", list(tp.TWINS_1K))
+def test_a_truth_over_1024_calls_has_a_stable_p90(boot):
+    """s32: the same 1,024 root-only writes twice in one boot. Their p90s
+    (the 103rd call from the top) agree within 3%, where s31's three truths
+    over 128 writes differed by up to 34% (docs/overhead.md "The truth's own
+    spread"): at this size the truth's p90 is a measurement, and the pairs'
+    p90 bound tests the correction."""
+    runs = truths_1k(boot)["runs"]
+    for name in runs:
+        assert measured(name).truth_calls == 1024, name
+    t = [r[0]["p90"] for r in runs.values()]
+    assert max(t) / min(t) - 1 < 0.03, t

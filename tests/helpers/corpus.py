@@ -48,13 +48,13 @@ def problem() -> str | None:
 
 
 # Scenarios read only by the tests made for them, not by every test "on every
-# fixture": the truth pairs (s31: 11-16 icount recordings a kernel, read by
+# fixture": the truth pairs (s31: 11-16 icount recordings a kernel, s32: 7-9, read by
 # tests/test_truth_pairs.py through helpers/truthpairs.py) are recordings of the
 # kind of s16/s20 on kernels whose layouts other curated traces already show; run
 # through every invariant they cost CI about 1.5 minutes, twice that under ASan, for
 # no code path of their own. (The repeated runs, s30-repeat/runN/, sit a level
 # deeper and are not globbed either: tests/test_diff_runs.py reads them.)
-OWN_TESTS_ONLY = ("s31-icount-truth",)
+OWN_TESTS_ONLY = ("s31-icount-truth", "s32-icount-truth-1k")
 
 
 def files(base: str | None, pattern: str) -> list[str]:
