@@ -14,13 +14,14 @@ shows one nfsd thread's calls, nested, over time."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from playwright.sync_api import expect
 
 from ftflame.report import perfetto
 from helpers import corpus
-from helpers.htmlfix import speedscope_schema
+from helpers.htmlfix import REPO, speedscope_schema
 
 pytestmark = pytest.mark.browser
 
@@ -56,5 +57,8 @@ def test_timeline_in_a_viewer(browser_page, tmp_path):
     # the toolbar names the thread on show
     expect(page.locator("body")).to_contain_text(f"pid {pid}, tid {pid}", timeout=20000)
     page.wait_for_timeout(500)
-    bp.shot("perfetto-timeline")
+    shot = bp.shot("perfetto-timeline")
+    shots = REPO / "build" / "screenshots"  # beside the page's screenshots, where a reviewer looks
+    shots.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, shots / shot.name)
     bp.assert_clean()
