@@ -532,11 +532,48 @@ static ftf_frame *task_push(ftf_task *t)
 
 /* ---- nodes ------------------------------------------------------------- */
 
+/* A non-decreasing map of an exclusive time to -65..64: its bit length,
+ * negated (less one) for a negative value. A call whose value maps strictly
+ * between the images of a path's extremes cannot move them. */
+static inline int8_t excl_octave(int64_t v)
+{
+	if (v >= 0)
+		return (int8_t)(v ? 64 - __builtin_clzll((uint64_t)v) : 0);
+	uint64_t u = ~(uint64_t)v; /* -v - 1 >= 0 */
+	return (int8_t)(-1 - (u ? 64 - __builtin_clzll(u) : 0));
+}
+
 static void sums_init_minmax(ftf_node *n)
 {
 	n->incl_min = UINT64_MAX;
 	n->excl_min = INT64_MAX;
 	n->excl_max = INT64_MIN;
+	n->incl_min_b = (uint16_t)ftf_hist_bucket(n->incl_min);
+	n->incl_max_b = (uint16_t)ftf_hist_bucket(n->incl_max);
+	n->excl_min_o = excl_octave(n->excl_min);
+	n->excl_max_o = excl_octave(n->excl_max);
+}
+
+/* The extremes of a path, on its second line, and their images on its
+ * first; called only when the images do not rule out a change. */
+static void node_extremes(ftf_node *n, uint64_t dur, uint32_t dur_b, int64_t excl)
+{
+	if (dur < n->incl_min) {
+		n->incl_min = dur;
+		n->incl_min_b = (uint16_t)dur_b;
+	}
+	if (dur > n->incl_max) {
+		n->incl_max = dur;
+		n->incl_max_b = (uint16_t)dur_b;
+	}
+	if (excl < n->excl_min) {
+		n->excl_min = excl;
+		n->excl_min_o = excl_octave(excl);
+	}
+	if (excl > n->excl_max) {
+		n->excl_max = excl;
+		n->excl_max_o = excl_octave(excl);
+	}
 }
 
 /* A node's rare figures, made on first use (ftf_node_more). The pointer
@@ -600,14 +637,20 @@ static uint32_t node_child(ftf_builder *b, uint32_t parent, uint32_t func, int i
 	for (; b->node_slots[s]; s = (s + 1) & mask) {
 		uint32_t idx = b->node_slots[s] - 1;
 		const ftf_node *n = &b->nodes[idx];
-		if (n->parent == parent && n->func == func && !(n->flags & FTF_NODE_IRQ) == !irq)
+		/* func and flags first: on the node's first line (ftf_node) */
+		if (n->func == func && !(n->flags & FTF_NODE_IRQ) == !irq && n->parent == parent)
 			return idx;
 	}
 	if (b->nnodes == b->capnodes) {
 		uint32_t cap = b->capnodes ? b->capnodes * 2 : 1024;
-		ftf_node *nodes = realloc(b->nodes, cap * sizeof(*nodes));
+		/* aligned, so that a node's first line is one cache line (realloc
+		 * keeps 16 bytes only) */
+		ftf_node *nodes = aligned_alloc(FTF_NODE_ALIGN, (size_t)cap * sizeof(*nodes));
 		if (!nodes)
 			goto oom;
+		if (b->nnodes)
+			memcpy(nodes, b->nodes, (size_t)b->nnodes * sizeof(*nodes));
+		free(b->nodes);
 		b->nodes = nodes;
 		b->capnodes = cap;
 	}
@@ -881,15 +924,13 @@ static void node_add(ftf_builder *b, uint32_t idx, int gap, ftf_frame *parent, u
 	}
 	if (t && !t->n && t->jn)
 		journal_end(b, t, gap);
-	if (dur < n->incl_min)
-		n->incl_min = dur;
-	if (dur > n->incl_max)
-		n->incl_max = dur;
-	if (excl < n->excl_min)
-		n->excl_min = excl;
-	if (excl > n->excl_max)
-		n->excl_max = excl;
-	if (ftf_hist_add(&n->hist_incl, ftf_hist_bucket(dur)) < 0 ||
+	uint32_t dur_b = ftf_hist_bucket(dur);
+	int8_t excl_o = excl_octave(excl);
+	/* the second line only when the call may be an extreme (ftf_node) */
+	if (!(dur_b > n->incl_min_b && dur_b < n->incl_max_b && excl_o > n->excl_min_o &&
+	      excl_o < n->excl_max_o))
+		node_extremes(n, dur, dur_b, excl);
+	if (ftf_hist_add(&n->hist_incl, dur_b) < 0 ||
 	    (!b->no_excl_hist && ftf_hist_add(&n->hist_excl, ftf_hist_bucket(excl > 0 ? (uint64_t)excl : 0)) < 0))
 		b->oom = 1;
 }
