@@ -532,15 +532,13 @@ static ftf_frame *task_push(ftf_task *t)
 
 /* ---- nodes ------------------------------------------------------------- */
 
-/* A non-decreasing map of an exclusive time to -65..64: its bit length,
- * negated (less one) for a negative value. A call whose value maps strictly
- * between the images of a path's extremes cannot move them. */
-static inline int8_t excl_octave(int64_t v)
+/* A non-decreasing map of an exclusive time to -FTF_HIST_BUCKETS..
+ * FTF_HIST_BUCKETS - 1: its histogram bucket, mirrored for a negative
+ * value. A call whose value maps strictly between the images of a path's
+ * extremes cannot move them. */
+static inline int16_t excl_bucket(int64_t v)
 {
-	if (v >= 0)
-		return (int8_t)(v ? 64 - __builtin_clzll((uint64_t)v) : 0);
-	uint64_t u = ~(uint64_t)v; /* -v - 1 >= 0 */
-	return (int8_t)(-1 - (u ? 64 - __builtin_clzll(u) : 0));
+	return v >= 0 ? (int16_t)ftf_hist_bucket((uint64_t)v) : (int16_t)(-1 - (int32_t)ftf_hist_bucket(~(uint64_t)v));
 }
 
 static void sums_init_minmax(ftf_node *n)
@@ -548,31 +546,31 @@ static void sums_init_minmax(ftf_node *n)
 	n->incl_min = UINT64_MAX;
 	n->excl_min = INT64_MAX;
 	n->excl_max = INT64_MIN;
-	n->incl_min_b = (uint16_t)ftf_hist_bucket(n->incl_min);
-	n->incl_max_b = (uint16_t)ftf_hist_bucket(n->incl_max);
-	n->excl_min_o = excl_octave(n->excl_min);
-	n->excl_max_o = excl_octave(n->excl_max);
+	n->incl_min_b = ftf_hist_bucket(n->incl_min) & 0x3ff;
+	n->incl_max_b = ftf_hist_bucket(n->incl_max) & 0x3ff;
+	n->excl_min_b = excl_bucket(n->excl_min);
+	n->excl_max_b = excl_bucket(n->excl_max);
 }
 
 /* The extremes of a path, on its second line, and their images on its
  * first; called only when the images do not rule out a change. */
-static void node_extremes(ftf_node *n, uint64_t dur, uint32_t dur_b, int64_t excl)
+static void node_extremes(ftf_node *n, uint64_t dur, uint32_t dur_b, int64_t excl, int16_t excl_b)
 {
 	if (dur < n->incl_min) {
 		n->incl_min = dur;
-		n->incl_min_b = (uint16_t)dur_b;
+		n->incl_min_b = dur_b & 0x3ff;
 	}
 	if (dur > n->incl_max) {
 		n->incl_max = dur;
-		n->incl_max_b = (uint16_t)dur_b;
+		n->incl_max_b = dur_b & 0x3ff;
 	}
 	if (excl < n->excl_min) {
 		n->excl_min = excl;
-		n->excl_min_o = excl_octave(excl);
+		n->excl_min_b = excl_b;
 	}
 	if (excl > n->excl_max) {
 		n->excl_max = excl;
-		n->excl_max_o = excl_octave(excl);
+		n->excl_max_b = excl_b;
 	}
 }
 
@@ -925,13 +923,12 @@ static void node_add(ftf_builder *b, uint32_t idx, int gap, ftf_frame *parent, u
 	if (t && !t->n && t->jn)
 		journal_end(b, t, gap);
 	uint32_t dur_b = ftf_hist_bucket(dur);
-	int8_t excl_o = excl_octave(excl);
+	int16_t excl_b = excl_bucket(excl);
 	/* the second line only when the call may be an extreme (ftf_node) */
-	if (!(dur_b > n->incl_min_b && dur_b < n->incl_max_b && excl_o > n->excl_min_o &&
-	      excl_o < n->excl_max_o))
-		node_extremes(n, dur, dur_b, excl);
+	if (!(dur_b > n->incl_min_b && dur_b < n->incl_max_b && excl_b > n->excl_min_b && excl_b < n->excl_max_b))
+		node_extremes(n, dur, dur_b, excl, excl_b);
 	if (ftf_hist_add(&n->hist_incl, dur_b) < 0 ||
-	    (!b->no_excl_hist && ftf_hist_add(&n->hist_excl, ftf_hist_bucket(excl > 0 ? (uint64_t)excl : 0)) < 0))
+	    (!b->no_excl_hist && ftf_hist_add(&n->hist_excl, excl_b > 0 ? (uint32_t)excl_b : 0) < 0))
 		b->oom = 1;
 }
 

@@ -180,10 +180,9 @@ enum ftf_node_flags {
 typedef struct {
 	/* ---- first line ---- */
 	uint32_t func;
-	uint8_t flags;
-	/* ftf_excl_octave() of excl_min and excl_max (see node_add) */
-	int8_t excl_min_o, excl_max_o;
-	uint8_t pad0;
+	/* flags: ftf_node_flags; incl_min_b, incl_max_b: ftf_hist_bucket() of
+	 * incl_min and incl_max (below 2^10) */
+	uint32_t flags : 3, incl_min_b : 10, incl_max_b : 10;
 	/* Child lookup hints (node_child): the child path entered first under
 	 * this path's last call, and the sibling entered after this path's last
 	 * call under the same parent; FTF_NONE: none yet. Calls under a path
@@ -192,7 +191,7 @@ typedef struct {
 	uint32_t first_child_hint, next_sibling_hint;
 	/* of every completed call: ftf_sums but irq, irq_calls, offcpu (in more) */
 	uint32_t calls, desc, nchild;
-	uint16_t incl_min_b, incl_max_b; /* ftf_hist_bucket() of incl_min and incl_max */
+	int16_t excl_min_b, excl_max_b; /* excl_bucket() of excl_min and excl_max (builder.c) */
 	uint64_t incl;
 	int64_t excl;
 	ftf_hist hist_incl;     /* inclusive time of every call */
@@ -213,6 +212,7 @@ typedef struct {
 } ftf_node;
 _Static_assert(sizeof(ftf_node) == 128, "a node is two cache lines");
 _Static_assert(offsetof(ftf_node, parent) == 64, "the per-call fields are the first line");
+_Static_assert(FTF_HIST_BUCKETS <= 1 << 10, "a bucket fits the node's 10-bit fields");
 #define FTF_NODE_ALIGN 64
 
 /* The figures of a call path that are zero on most paths. */
