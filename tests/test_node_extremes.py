@@ -1,4 +1,4 @@
-"""A call path's shortest and longest inclusive and exclusive times (issue 41,
+"""A call path's shortest and longest inclusive and exclusive times (the read's speed,
 branch builder): the builder compares a call with its path's extremes only
 when the call's histogram bucket is not strictly between the buckets of
 the extremes, which it keeps on the node's first cache line. A call in the
