@@ -532,11 +532,46 @@ static ftf_frame *task_push(ftf_task *t)
 
 /* ---- nodes ------------------------------------------------------------- */
 
+/* A non-decreasing map of an exclusive time to -FTF_HIST_BUCKETS..
+ * FTF_HIST_BUCKETS - 1: its histogram bucket, mirrored for a negative
+ * value. A call whose value maps strictly between the images of a path's
+ * extremes cannot move them. */
+static inline int16_t excl_bucket(int64_t v)
+{
+	return v >= 0 ? (int16_t)ftf_hist_bucket((uint64_t)v) : (int16_t)(-1 - (int32_t)ftf_hist_bucket(~(uint64_t)v));
+}
+
 static void sums_init_minmax(ftf_node *n)
 {
 	n->incl_min = UINT64_MAX;
 	n->excl_min = INT64_MAX;
 	n->excl_max = INT64_MIN;
+	n->incl_min_b = ftf_hist_bucket(n->incl_min) & 0x3ff;
+	n->incl_max_b = ftf_hist_bucket(n->incl_max) & 0x3ff;
+	n->excl_min_b = excl_bucket(n->excl_min);
+	n->excl_max_b = excl_bucket(n->excl_max);
+}
+
+/* The extremes of a path, on its second line, and their images on its
+ * first; called only when the images do not rule out a change. */
+static void node_extremes(ftf_node *n, uint64_t dur, uint32_t dur_b, int64_t excl, int16_t excl_b)
+{
+	if (dur < n->incl_min) {
+		n->incl_min = dur;
+		n->incl_min_b = dur_b & 0x3ff;
+	}
+	if (dur > n->incl_max) {
+		n->incl_max = dur;
+		n->incl_max_b = dur_b & 0x3ff;
+	}
+	if (excl < n->excl_min) {
+		n->excl_min = excl;
+		n->excl_min_b = excl_b;
+	}
+	if (excl > n->excl_max) {
+		n->excl_max = excl;
+		n->excl_max_b = excl_b;
+	}
 }
 
 /* A node's rare figures, made on first use (ftf_node_more). The pointer
@@ -600,14 +635,20 @@ static uint32_t node_child(ftf_builder *b, uint32_t parent, uint32_t func, int i
 	for (; b->node_slots[s]; s = (s + 1) & mask) {
 		uint32_t idx = b->node_slots[s] - 1;
 		const ftf_node *n = &b->nodes[idx];
-		if (n->parent == parent && n->func == func && !(n->flags & FTF_NODE_IRQ) == !irq)
+		/* func and flags first: on the node's first line (ftf_node) */
+		if (n->func == func && !(n->flags & FTF_NODE_IRQ) == !irq && n->parent == parent)
 			return idx;
 	}
 	if (b->nnodes == b->capnodes) {
 		uint32_t cap = b->capnodes ? b->capnodes * 2 : 1024;
-		ftf_node *nodes = realloc(b->nodes, cap * sizeof(*nodes));
+		/* aligned, so that a node's first line is one cache line (realloc
+		 * keeps 16 bytes only) */
+		ftf_node *nodes = aligned_alloc(FTF_NODE_ALIGN, (size_t)cap * sizeof(*nodes));
 		if (!nodes)
 			goto oom;
+		if (b->nnodes)
+			memcpy(nodes, b->nodes, (size_t)b->nnodes * sizeof(*nodes));
+		free(b->nodes);
 		b->nodes = nodes;
 		b->capnodes = cap;
 	}
@@ -881,16 +922,13 @@ static void node_add(ftf_builder *b, uint32_t idx, int gap, ftf_frame *parent, u
 	}
 	if (t && !t->n && t->jn)
 		journal_end(b, t, gap);
-	if (dur < n->incl_min)
-		n->incl_min = dur;
-	if (dur > n->incl_max)
-		n->incl_max = dur;
-	if (excl < n->excl_min)
-		n->excl_min = excl;
-	if (excl > n->excl_max)
-		n->excl_max = excl;
-	if (ftf_hist_add(&n->hist_incl, ftf_hist_bucket(dur)) < 0 ||
-	    (!b->no_excl_hist && ftf_hist_add(&n->hist_excl, ftf_hist_bucket(excl > 0 ? (uint64_t)excl : 0)) < 0))
+	uint32_t dur_b = ftf_hist_bucket(dur);
+	int16_t excl_b = excl_bucket(excl);
+	/* the second line only when the call may be an extreme (ftf_node) */
+	if (!(dur_b > n->incl_min_b && dur_b < n->incl_max_b && excl_b > n->excl_min_b && excl_b < n->excl_max_b))
+		node_extremes(n, dur, dur_b, excl, excl_b);
+	if (ftf_hist_add(&n->hist_incl, dur_b) < 0 ||
+	    (!b->no_excl_hist && ftf_hist_add(&n->hist_excl, excl_b > 0 ? (uint32_t)excl_b : 0) < 0))
 		b->oom = 1;
 }
 
@@ -1438,93 +1476,95 @@ static void sched_frame_done(ftf_task *t, const ftf_frame *f, uint64_t dur, uint
 static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu, uint64_t calltime,
 			 const uint64_t *ret)
 {
-	ftf_frame f = t->stack[--t->n];
+	/* the popped frame in place: the slot is free but not reused until the
+	 * next entry, which sets every field it reads; a copy cost 2% of the read */
+	ftf_frame *f = &t->stack[--t->n];
 	uint64_t moved = 0;
-	if (f.adopt_valid && !b->text_order) {
+	if (f->adopt_valid && !b->text_order) {
 		ftf_frame *pf = t->n ? &t->stack[t->n - 1] : NULL;
-		if (pf && f.adopt_calltime >= calltime && f.adopt_calltime <= calltime + dur) {
+		if (pf && f->adopt_calltime >= calltime && f->adopt_calltime <= calltime + dur) {
 			/* the early irq ran inside this call: move it here from the caller */
-			irq_into_call(b, pf, &f, f.adopt_dur, f.adopt_calls);
+			irq_into_call(b, pf, f, f->adopt_dur, f->adopt_calls);
 		} else if (pf && pf->node != FTF_NONE && pf->last_irq_early) {
 			ftf_node_more *m = node_more(b, pf->node);
 			if (m)
 				m->irq_early = ftf_count_add(m->irq_early, 1);
 		}
 	}
-	if (f.popwin_valid && !b->text_order && f.popwin_start >= calltime &&
-	    f.popwin_end <= calltime + dur) {
+	if (f->popwin_valid && !b->text_order && f->popwin_start >= calltime &&
+	    f->popwin_end <= calltime + dur) {
 		/* The irqs placed under the caller from this call's pop window ran
 		 * before its rettime was read (6.1 lowers the depth first): this
 		 * call's duration holds them. Move them here, or the caller counts
 		 * them twice. Their nodes stay under the caller's path (unowned). */
-		irq_into_call(b, &t->stack[t->n - 1], &f, f.popwin_dur, f.popwin_calls);
+		irq_into_call(b, &t->stack[t->n - 1], f, f->popwin_dur, f->popwin_calls);
 	}
-	if (f.snap_own && f.lparent < t->n && t->stack[f.lparent].nsnap)
-		t->rsnap[(size_t)f.lparent * FTF_RETSNAPS + t->stack[f.lparent].nsnap - 1].calltime = calltime;
-	moved = f.after_moved; /* taken out of f by after_return_split */
-	uint64_t dcalls = t->calls - f.calls_at;
-	uint64_t dirq_calls = t->irq_calls - f.irq_calls_at;
-	uint64_t desc = f.irq ? dcalls : dcalls - dirq_calls;
-	uint64_t irq_calls = f.irq ? 0 : dirq_calls;
-	uint64_t irq = t->irq_ns - f.irq_at;
-	uint64_t off = t->off_ns - f.off_at;
-	if (f.sw && !f.irq)
-		sched_frame_done(t, &f, dur, desc, irq, off);
+	if (f->snap_own && f->lparent < t->n && t->stack[f->lparent].nsnap)
+		t->rsnap[(size_t)f->lparent * FTF_RETSNAPS + t->stack[f->lparent].nsnap - 1].calltime = calltime;
+	moved = f->after_moved; /* taken out of f by after_return_split */
+	uint64_t dcalls = t->calls - f->calls_at;
+	uint64_t dirq_calls = t->irq_calls - f->irq_calls_at;
+	uint64_t desc = f->irq ? dcalls : dcalls - dirq_calls;
+	uint64_t irq_calls = f->irq ? 0 : dirq_calls;
+	uint64_t irq = t->irq_ns - f->irq_at;
+	uint64_t off = t->off_ns - f->off_at;
+	if (f->sw && !f->irq)
+		sched_frame_done(t, f, dur, desc, irq, off);
 	if (t->vsw_at > t->n) { /* the window's frame completed */
 		t->vsw_at = 0;
 		t->vsw_out = 0;
-	} else if (t->vsw_at && f.lparent == t->vsw_at - 1 && !f.irq) {
-		uint8_t c = func_class(b, f.func);
+	} else if (t->vsw_at && f->lparent == t->vsw_at - 1 && !f->irq) {
+		uint8_t c = func_class(b, f->func);
 		if (c == CLASS_SW_CLOSE || (c == CLASS_SW_NOSWITCH && !t->vsw_out)) {
 			t->vsw_at = 0;
 			t->vsw_out = 0;
 		}
 	}
-	ftf_schedw sw = { t->sched.ns - f.sched_at.ns, t->sched.calls - f.sched_at.calls,
-			  t->sched.outs - f.sched_at.outs, t->sched.offcpu_calls - f.sched_at.offcpu_calls };
-	int64_t excl = (int64_t)dur - (int64_t)f.child_incl;
-	ftf_calls_exit(&b->root_calls, &t->tc, f.rec, f.gap, f.irq, cpu, calltime, dur, desc, irq, off,
-		       t->irq_roots - f.irq_roots_at, &sw);
+	ftf_schedw sw = { t->sched.ns - f->sched_at.ns, t->sched.calls - f->sched_at.calls,
+			  t->sched.outs - f->sched_at.outs, t->sched.offcpu_calls - f->sched_at.offcpu_calls };
+	int64_t excl = (int64_t)dur - (int64_t)f->child_incl;
+	ftf_calls_exit(&b->root_calls, &t->tc, f->rec, f->gap, f->irq, cpu, calltime, dur, desc, irq, off,
+		       t->irq_roots - f->irq_roots_at, &sw);
 	calls_oom(b);
 
 	t->calls++;
-	if (f.irq)
+	if (f->irq)
 		t->irq_calls++;
 	ftf_frame *parent = t->n ? &t->stack[t->n - 1] : NULL;
-	if (parent && f.irq && parent->irq && f.lparent < t->n - 1) {
+	if (parent && f->irq && parent->irq && f->lparent < t->n - 1) {
 		/* a hardirq in a softirq call's pop window: the frame below's,
 		 * or the returned call's if it ran before its rettime (as below) */
-		for (uint32_t k = f.lparent + 1; k < t->n; k++) {
+		for (uint32_t k = f->lparent + 1; k < t->n; k++) {
 			t->stack[k].calls_at += dcalls + 1;
 			t->stack[k].irq_calls_at += dcalls + 1;
 		}
-		if (f.lparent == t->n - 2)
+		if (f->lparent == t->n - 2)
 			popwin_hold(&t->stack[t->n - 1], calltime, dur, dcalls + 1);
-		parent = &t->stack[f.lparent];
-	} else if (parent && f.irq && !parent->irq && f.lparent < t->n - 1) {
+		parent = &t->stack[f->lparent];
+	} else if (parent && f->irq && !parent->irq && f->lparent < t->n - 1) {
 		/* an irq taken after the top frames had returned: it belongs to
 		 * the frame below them, and the returned frames must not see it */
-		for (uint32_t k = f.lparent + 1; k < t->n; k++) {
+		for (uint32_t k = f->lparent + 1; k < t->n; k++) {
 			t->stack[k].calls_at += dcalls + 1;
 			t->stack[k].irq_calls_at += dcalls + 1;
 			t->stack[k].irq_at += dur;
 			t->stack[k].irq_roots_at++; /* (counted below) */
 		}
-		if (f.lparent == t->n - 2)
+		if (f->lparent == t->n - 2)
 			popwin_hold(&t->stack[t->n - 1], calltime, dur, dcalls + 1);
-		parent = &t->stack[f.lparent];
+		parent = &t->stack[f->lparent];
 	}
 	if (parent) {
 		parent->child_incl += dur;
-		if (!f.irq || parent->irq)
+		if (!f->irq || parent->irq)
 			parent->nchild++;
-		if (f.gap)
+		if (f->gap)
 			parent->gap = 1;
 		if (moved) {
 			parent->child_incl += moved;
 			node_unowned_add(b, parent->node, -(int64_t)moved);
 		}
-		if (f.irq && (!parent->irq || f.early)) {
+		if (f->irq && (!parent->irq || f->early)) {
 			if (!parent->has_last_irq) {
 				parent->has_last_irq = 1;
 				parent->last_irq_calltime = calltime;
@@ -1532,14 +1572,14 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 				parent->last_irq_calls = 0;
 				parent->last_irq_early = 0;
 			}
-			parent->last_irq_early |= f.early;
+			parent->last_irq_early |= f->early;
 			parent->last_irq_dur += dur;
 			parent->last_irq_calls += dcalls + 1;
 		} else {
 			parent->has_last_irq = 0;
 		}
 	}
-	if (f.irq && (!parent || !parent->irq)) {
+	if (f->irq && (!parent || !parent->irq)) {
 		/* an irq subtree ends: its time is irq time for the frames below,
 		 * but for what it spent switched out, which they take out as
 		 * off-CPU time already (not twice) */
@@ -1547,27 +1587,27 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 		b->c.irq_roots++;
 		t->irq_roots++;
 	}
-	if (f.cpu != cpu && cpu >= 0) {
+	if (f->cpu != cpu && cpu >= 0) {
 		b->c.migrations++;
-		ftf_node_more *m = f.node != FTF_NONE ? node_more(b, f.node) : NULL;
+		ftf_node_more *m = f->node != FTF_NONE ? node_more(b, f->node) : NULL;
 		if (m)
 			m->migrated = ftf_count_add(m->migrated, 1);
 	}
-	journal_settle(b, t, &f, f.gap);
+	journal_settle(b, t, f, f->gap);
 	/* an irq call's own subtree is no interrupt inside it (corrections.py's R) */
-	node_add(b, f.node, f.gap, parent, dur, excl, desc, f.nchild, irq, irq_calls, off, &sw,
-		 f.irq ? 0 : t->irq_roots - f.irq_roots_at);
-	if (parent && !f.irq && dcalls == 0) {
+	node_add(b, f->node, f->gap, parent, dur, excl, desc, f->nchild, irq, irq_calls, off, &sw,
+		 f->irq ? 0 : t->irq_roots - f->irq_roots_at);
+	if (parent && !f->irq && dcalls == 0) {
 		t->root_leaves++;
 		if (dur < t->root_leaf_min)
 			t->root_leaf_min = dur;
 	}
-	if (!parent && f.node != FTF_NONE) {
+	if (!parent && f->node != FTF_NONE) {
 		ftf_sample s = {
-			.node = f.node, .pid = (int32_t)(t->key >> 63 ? 0 : t->key), .cpu = cpu,
-			.flags = (f.gap ? FTF_SAMPLE_GAP : 0) |
-				 ((b->nodes[f.node].flags & FTF_NODE_PARTIAL) ? FTF_SAMPLE_PARTIAL : 0) |
-				 (f.irq ? FTF_SAMPLE_IRQ : 0) | (ret ? FTF_SAMPLE_RET : 0),
+			.node = f->node, .pid = (int32_t)(t->key >> 63 ? 0 : t->key), .cpu = cpu,
+			.flags = (f->gap ? FTF_SAMPLE_GAP : 0) |
+				 ((b->nodes[f->node].flags & FTF_NODE_PARTIAL) ? FTF_SAMPLE_PARTIAL : 0) |
+				 (f->irq ? FTF_SAMPLE_IRQ : 0) | (ret ? FTF_SAMPLE_RET : 0),
 			.calltime = calltime, .dur = dur, .desc = desc, .irq = irq, .offcpu = off,
 			.irq_calls = irq_calls, .irq_roots = t->irq_roots - t->root_irq_roots_at,
 			.leaf_min = t->root_leaf_min == UINT64_MAX ? 0 : t->root_leaf_min,
@@ -1575,7 +1615,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 			.op = ftf_calls_root_op(&b->root_calls, &t->tc, &b->funcs),
 			.sched = sw.ns, .sched_calls = sw.calls, .sched_outs = sw.outs,
 			.offcpu_calls = sw.offcpu_calls,
-			.switches = t->switch_ins - f.switch_ins_at,
+			.switches = t->switch_ins - f->switch_ins_at,
 			.retval = ret ? *ret : 0,
 			.subbufs = t->root_subbufs,
 		};

@@ -164,44 +164,56 @@ enum ftf_node_flags {
 	FTF_NODE_PARTIAL = 4,  /* under the (partial) root: ancestors unknown */
 };
 
-/* A call path, 128 bytes: what every call reads or writes, in two cache
- * lines (the table is 20+ MB, so each is a miss): the first holds what the
- * child lookup reads (func, flags, hints) and the counts and sums, the
- * second the extremes and the two histograms. The figures that are zero on
- * almost every path (the gap set: 34-51% of the nfsd fixtures' paths;
- * interrupts, off-CPU time, anomalies: under 1%) are in an ftf_node_more
- * of its own, made on first use. Was 288 bytes with them all inside (51 MB
- * of the read's peak for 179k paths). */
+/* A call path, 128 bytes, 64-byte aligned (the table is 20+ MB, so each
+ * line is a miss): the first line holds all a call of the path reads or
+ * writes when its extremes do not move and the report keeps no exclusive
+ * histogram (the text's): what the child lookup reads (func, flags, hints),
+ * the counts and sums, the inclusive histogram, and the buckets of its
+ * extremes, which tell without the second line whether a call can be a new
+ * minimum or maximum (a value in a bucket strictly between those of the
+ * extremes is neither). The second line holds the exact extremes, the
+ * exclusive histogram and what is read at a hint's miss or once per root
+ * call. The figures that are zero on almost every path (the gap set: 34-51%
+ * of the nfsd fixtures' paths; interrupts, off-CPU time, anomalies: under
+ * 1%) are in an ftf_node_more of its own, made on first use. Was 288 bytes
+ * with them all inside (51 MB of the read's peak for 179k paths). */
 typedef struct {
-	uint32_t parent; /* FTF_NONE for a root */
+	/* ---- first line ---- */
 	uint32_t func;
-	uint32_t flags;
+	/* flags: ftf_node_flags; incl_min_b, incl_max_b: ftf_hist_bucket() of
+	 * incl_min and incl_max (below 2^10) */
+	uint32_t flags : 3, incl_min_b : 10, incl_max_b : 10;
 	/* Child lookup hints (node_child): the child path entered first under
 	 * this path's last call, and the sibling entered after this path's last
 	 * call under the same parent; FTF_NONE: none yet. Calls under a path
 	 * mostly repeat the same sequence, so the next child is usually the
 	 * hint and the node map (a cache miss or two) is not searched. */
 	uint32_t first_child_hint, next_sibling_hint;
-	uint32_t more;   /* index in ftf_builder.more, FTF_NONE: all its figures zero */
 	/* of every completed call: ftf_sums but irq, irq_calls, offcpu (in more) */
 	uint32_t calls, desc, nchild;
+	int16_t excl_min_b, excl_max_b; /* excl_bucket() of excl_min and excl_max (builder.c) */
+	uint64_t incl;
+	int64_t excl;
+	ftf_hist hist_incl;     /* inclusive time of every call */
+	/* ---- second line ---- */
+	uint32_t parent; /* FTF_NONE for a root */
+	uint32_t more;   /* index in ftf_builder.more, FTF_NONE: all its figures zero */
 	/* complete root calls (none spanning a gap) in which this path was
 	 * called at least once: its calls' independent observations (calls
 	 * inside one root call move together); 0 for a root path itself */
 	uint32_t roots;
-	uint64_t incl;
-	int64_t excl;
-	uint64_t incl_min, incl_max;
-	int64_t excl_min, excl_max;
-	ftf_hist hist_incl;     /* inclusive time of every call */
-	ftf_hist hist_excl;     /* exclusive time (negative values in bucket 0) */
 	/* of those root calls, the ones where this path was the first path of
 	 * its function: summed over a function's paths, the root calls that
 	 * called the function (a root call counted once, whatever its paths) */
 	uint32_t func_roots;
-	uint32_t pad1;          /* to 128 bytes: a node is two whole cache lines */
+	uint64_t incl_min, incl_max;
+	int64_t excl_min, excl_max;
+	ftf_hist hist_excl;     /* exclusive time (negative values in bucket 0) */
 } ftf_node;
 _Static_assert(sizeof(ftf_node) == 128, "a node is two cache lines");
+_Static_assert(offsetof(ftf_node, parent) == 64, "the per-call fields are the first line");
+_Static_assert(FTF_HIST_BUCKETS <= 1 << 10, "a bucket fits the node's 10-bit fields");
+#define FTF_NODE_ALIGN 64
 
 /* The figures of a call path that are zero on most paths. */
 typedef struct {
