@@ -57,7 +57,6 @@ from ftflame.output import (  # noqa: E402
     terminating_signals_raise,
     write_atomic,
     write_stdout,
-    write_stdout_from,
 )
 
 _on_sigint(signal.default_int_handler)  # main() turns KeyboardInterrupt into exit 130
@@ -378,7 +377,7 @@ def _render_to(output, fmt: str, profile, opts, stream) -> tuple:
     text = size = None
     if output in (None, "-") and stream is not None:  # written as it is made: it may be big
         write_calls = RENDERERS[fmt].write_calls
-        write_stdout_from(lambda f: write_calls(profile, stream, f))
+        write_stdout(lambda f: write_calls(profile, stream, f))
     elif output in (None, "-"):
         text = RENDERERS[fmt].render(profile, opts)
     elif fmt == "parquet":  # a folder of tables, written beside it and renamed

@@ -515,10 +515,12 @@ def _stdout_closed() -> InputError:
                       "give -o FILE, or redirect stdout to a file")
 
 
-def write_stdout(text: str) -> None:
-    """The report on stdout, as bytes (text mode costs 4x on big reports),
-    every byte of it or an error: a failed or short write (a full disk) is
-    bad output, not an ftflame bug, and not a success either."""
+def write_stdout(data: Data) -> None:
+    """The report on stdout (a str, or a function writing into a binary file
+    as the report is made: one too big to hold whole), as bytes (text mode
+    costs 4x on big reports), every byte of it or an error: a failed or
+    short write (a full disk) is bad output, not an ftflame bug, and not a
+    success either."""
     if 1 in CLOSED_STREAMS:
         raise _stdout_closed()
     try:
@@ -527,11 +529,18 @@ def write_stdout(text: str) -> None:
             fd = sys.stdout.fileno()
         except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation: a test's capture
             fd = None
-        if fd is not None:
-            write_all(fd, text.encode("utf-8"))
-        else:
-            sys.stdout.write(text)
+        if fd is None:
+            if callable(data):
+                data(_TextSink(sys.stdout))
+            else:
+                sys.stdout.write(data)
             sys.stdout.flush()
+        elif callable(data):
+            f = _checked_file(fd, closefd=False)
+            data(f)
+            f.flush()
+        else:
+            write_all(fd, data.encode("utf-8"))
     except BrokenPipeError:
         raise
     except OSError as e:
@@ -548,31 +557,6 @@ class _TextSink:
 
     def write(self, b) -> None:
         self.stream.write(bytes(b).decode("utf-8", "surrogateescape"))
-
-
-def write_stdout_from(write) -> None:
-    """A report written onto stdout by write(binary_file) as it is made
-    (one too big to hold whole), with write_stdout's rules."""
-    if 1 in CLOSED_STREAMS:
-        raise _stdout_closed()
-    try:
-        sys.stdout.flush()
-        try:
-            fd = sys.stdout.fileno()
-        except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation: a test's capture
-            fd = None
-        if fd is not None:
-            f = _checked_file(fd, closefd=False)
-            write(f)
-            f.flush()
-        else:
-            write(_TextSink(sys.stdout))
-            sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as e:
-        raise InputError("stdout", f"cannot write: {e.strerror or e}",
-                         "the report is incomplete; write it with -o FILE") from None
 
 
 def say(text: str) -> None:
