@@ -597,28 +597,25 @@ def _any_gap(p: Profile) -> bool:
 
 def _write_root_calls(f, p: Profile, chunk: int) -> None:
     """The `root_calls` array into f, `chunk` rows at a time, each chunk's
-    template made from its rows (_write_rows' for one chunk)."""
-    n = len(p.samples)
-    f.write(b"[")
-    for lo in range(0, n, chunk):
-        hi = min(lo + chunk, n)
-        items = _root_calls_template(p, lo, hi)
-        if lo == 0:  # the array's first row: no comma before it
-            first = np.zeros(hi - lo, dtype=np.int64)
-            first[0] = 1
-            items[:1] = [("e", first, [",", ""]), items[0][1:]]
-        f.flush()
-        format_rows(items, hi - lo, f.fileno())
-    f.write(b"]")
+    template made from its rows (no whole-table column)."""
+    _write_chunks(f, len(p.samples), chunk, lambda lo, hi: _root_calls_template(p, lo, hi))
 
 
 def _write_rows(f, template: list, n: int, chunk: int) -> None:
     """A JSON array of the template's n rows (each with a leading comma)
     into f, `chunk` rows at a time: each column item's values sliced."""
+    _write_chunks(f, n, chunk, lambda lo, hi: [it if isinstance(it, str) else (it[0], it[1][lo:hi], *it[2:])
+                                               for it in template])
+
+
+def _write_chunks(f, n: int, chunk: int, items_of) -> None:
+    """A JSON array of n rows into f, `chunk` rows at a time, items_of(lo,
+    hi) giving rows lo..hi's template (each row with a leading comma: the
+    array's first row's comma is taken off here)."""
     f.write(b"[")
     for lo in range(0, n, chunk):
         hi = min(lo + chunk, n)
-        items = [it if isinstance(it, str) else (it[0], it[1][lo:hi], *it[2:]) for it in template]
+        items = items_of(lo, hi)
         if lo == 0:  # the array's first row: no comma before it
             first = np.zeros(hi - lo, dtype=np.int64)
             first[0] = 1
