@@ -182,10 +182,10 @@ def test_an_interval_of_histogram_values_holds_the_value():
     assert lo <= cal.o_in_ns <= hi
 
 
-def pooled(boot: str):
-    got = tp.pooled(tp.TWINS[boot])
+def pooled(boot: str, twins=tp.TWINS, which: str = "three write pairs"):
+    got = tp.pooled(twins[boot])
     if got is None:
-        pytest.skip(f"{boot}: its three write pairs are neither in tests/data/fixtures nor in a full corpus")
+        pytest.skip(f"{boot}: its {which} are neither in tests/data/fixtures nor in a full corpus")
     return got
 
 
@@ -238,10 +238,7 @@ def test_the_pooled_figures_are_the_printed_ones():
 
 
 def truths_1k(boot: str):
-    got = tp.pooled(tp.TWINS_1K[boot])
-    if got is None:
-        pytest.skip(f"{boot}: its two 1,024-write pairs are neither in tests/data/fixtures nor in a full corpus")
-    return got
+    return pooled(boot, tp.TWINS_1K, "two 1,024-write pairs")
 
 
 @pytest.mark.parametrize("boot", list(tp.TWINS_1K))
