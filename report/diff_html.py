@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ftflame import __version__
+from ftflame.diff.model import slowest_points
 
 from .common import us
 from .html import data_json, environment
@@ -132,25 +133,11 @@ def headline(d) -> dict:
 
 
 def latency_data(side) -> dict:
-    names, funcs, run, t, dur = [], [], [], [], []
-    for r, (fn, start, ns) in enumerate(side.latency):
-        for name in fn:
-            if name not in names:
-                names.append(name)
-        funcs.append(np.array([names.index(x) for x in fn], dtype=np.int64))
-        run.append(np.full(len(ns), r, dtype=np.int64))
-        t.append(np.asarray(start, dtype=np.float64))
-        dur.append(np.asarray(ns, dtype=np.float64))
-    if not dur:
-        return {"names": [], "func": [], "run": [], "t": [], "d": [], "thinned": 0}
-    funcs, run, t, dur = (np.concatenate(x) for x in (funcs, run, t, dur))
-    thinned = 0
-    if len(dur) > MAX_POINTS:  # the slowest kept: the outliers are what one looks for
-        keep = np.sort(np.argsort(-dur, kind="stable")[:MAX_POINTS])
-        thinned = len(dur) - len(keep)
-        funcs, run, t, dur = funcs[keep], run[keep], t[keep], dur[keep]
-    return {"names": names, "func": funcs.tolist(), "run": run.tolist(), "t": _f(t, 6), "d": _f(dur),
-            "thinned": thinned}
+    """The side's latency points, the MAX_POINTS slowest when there are more
+    (the outliers are what one looks for), as the model keeps them."""
+    pts = slowest_points(side.latency, MAX_POINTS)
+    return {"names": list(pts.names), "func": pts.func.tolist(), "run": pts.run.tolist(), "t": _f(pts.t, 6),
+            "d": _f(pts.dur), "thinned": pts.thinned}
 
 
 def page_data(d) -> dict:

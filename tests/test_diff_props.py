@@ -224,3 +224,88 @@ def test_t_distribution_and_holm_known_values():
     assert q == pytest.approx([12.706, 4.303, 2.776, 2.228, 2.044, 2.042, 1.980, 1.960], abs=1e-3)
     assert stats.t_two_sided_p(q, np.array([1, 2, 4, 10, 29.5, 30, 120, np.inf])) == pytest.approx([0.05] * 8, abs=1e-4)
     assert stats.holm([0.01, 0.04, 0.03, 0.005]).tolist() == pytest.approx([0.03, 0.06, 0.06, 0.02])
+
+
+# ---- the HTML's latency points ------------------------------------------------
+
+def _slowest_by_sorting(runs, limit):
+    """The definition slowest_points keeps: every run's points made whole
+    (names in order of first appearance), concatenated, and the first
+    `limit` of a stable sort by decreasing duration, in their order."""
+    names, func, run, t, dur = [], [], [], [], []
+    for r, (fn, start, ns) in enumerate(runs):
+        for name in fn:
+            if name not in names:
+                names.append(name)
+        func += [names.index(x) for x in fn]
+        run += [r] * len(ns)
+        t0 = int(np.min(start)) if len(start) else 0
+        t.append((np.asarray(start, np.int64) - t0) / 1e9)
+        dur.append(np.asarray(ns, np.float64))
+    func, run = np.array(func, np.int64), np.array(run, np.int64)
+    t, dur = (np.concatenate(x) if x else np.zeros(0) for x in (t, dur))
+    keep = np.sort(np.argsort(-dur, kind="stable")[:limit])
+    return names, func[keep], run[keep], t[keep], dur[keep], len(dur) - len(keep)
+
+
+class _ChunkedRun:
+    """A Latency of hand-made points, given a few at a time (chunk boundaries
+    inside runs of ties)."""
+
+    def __init__(self, funcs, fid, start, dur, chunk=3):
+        self.funcs, self.points, self.chunk = funcs, (np.array(fid), np.array(start), np.array(dur, float)), chunk
+
+    def chunks(self):
+        for lo in range(0, len(self.points[2]), self.chunk):
+            yield tuple(x[lo:lo + self.chunk] for x in self.points)
+
+    def whole(self):
+        fid, start, dur = self.points
+        return [self.funcs[f] for f in fid.tolist()], start, dur
+
+
+def _same_points(runs, whole, limit):
+    from ftflame.diff.model import slowest_points
+
+    got = slowest_points(tuple(runs), limit)
+    names, func, run, t, dur, thinned = _slowest_by_sorting(whole, limit)
+    assert list(got.names) == names
+    assert got.func.tolist() == func.tolist() and got.run.tolist() == run.tolist()
+    assert got.t.tobytes() == t.tobytes() and got.dur.tobytes() == dur.tobytes()  # to the last bit
+    assert got.thinned == thinned
+
+
+@pytest.mark.parametrize("limit", range(13))
+def test_the_latency_plot_keeps_the_slowest_points_ties_in_order(limit):
+    """Thinned a chunk at a time (no sort, nothing per root call), the
+    diff's latency points are the ones a stable sort of all of them keeps:
+    the slowest, ties to the first in run then row order, NaN after every
+    number (as argsort puts it), names in order of first appearance, a
+    function's id per run mapped by its name."""
+    nan = float("nan")
+    runs = [_ChunkedRun(["a", "b", "c"], [2, 0, 2, 1, 0, 0, 2], [50, 10, 20, 30, 40, 60, 70],
+                        [5, 7, 7, 3, 7, nan, 9]),
+            _ChunkedRun(["c", "d", "a"], [1, 0, 2, 1], [9, 5, 7, 6], [7, nan, 7, 1], chunk=2),
+            _ChunkedRun(["x"], [], [], [])]
+    _same_points(runs, [r.whole() for r in runs], limit)
+
+
+@pytest.mark.parametrize("raw", [False, True])
+def test_the_latency_plot_thins_real_runs_as_a_sort_would(raw):
+    """Two repeated nfsd runs as one side, thinned to 300 of their
+    counted root calls (raw: whole nanoseconds, many ties), corrected or
+    not: the points a stable sort of the whole columns keeps."""
+    from ftflame.diff import DiffOptions, load
+    from ftflame.diff.model import Latency
+    from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL
+
+    runs, _ = load.load_sides([fixture(f"k6.12/s30-repeat/run{i}") for i in (1, 2)], [], DiffOptions(raw=raw))
+    whole = []
+    for run in runs:
+        p = run.profile
+        ok = (p.scol("flags") & (SAMPLE_GAP | SAMPLE_IRQ | SAMPLE_PARTIAL)) == 0
+        func = p.col("func")[p.scol("node")[ok]]
+        whole.append(([p.funcs[f] for f in func.tolist()], p.scol("calltime")[ok],
+                      np.asarray(p.corrected_or_raw.sample_dur, np.float64)[ok]))
+    assert sum(len(w[2]) for w in whole) > 300
+    _same_points([Latency(r.profile) for r in runs], whole, 300)

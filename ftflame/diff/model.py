@@ -426,9 +426,9 @@ class SideInfo:
     lost_gaps_unknown: int
     gap_calls: int
     calibrations: tuple  # distinct (source, o_in, o_out)
-    # latency over time, per run: (root function names, start s since the
-    # run's first root call, corrected duration ns) of its counted root
-    # calls, made when read (Latency)
+    # latency over time, per run (Latency): its counted root calls' root
+    # functions, starts and corrected durations, read from the columns when
+    # asked (slowest_points)
     latency: tuple = ()
 
 
@@ -706,31 +706,120 @@ def _pool(level: str, runs_items: list, keys: tuple, root_calls: int) -> tuple:
     return fig, (run_log, within, pooled_log)
 
 
-def latency_points(p: Profile) -> tuple:
-    """(function name per point, start in s from the first, corrected ns)
-    of the root calls counted in root_call_count."""
-    flags = p.samples.values("flags")
-    ok = (flags & (SAMPLE_GAP | SAMPLE_IRQ | SAMPLE_PARTIAL)) == 0
-    start = p.scol("calltime", ok)
-    dur = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)[ok]
-    names = [p.funcs[f] for f in p.col("func")[p.scol("node", ok)].tolist()] if ok.any() else []
-    t0 = int(start.min()) if len(start) else 0
-    return tuple(names), (start - t0) / 1e9, dur
-
-
 class Latency:
-    """A run's latency_points, made when a renderer reads them (the HTML's
-    plot; the text and the JSON never do): kept as they were, a name, a
-    float start and a float duration a root call, they were 24 bytes a
-    root call for the Diff's whole life. Unpacks as (names, start, ns)."""
+    """A run's latency over time, read from its root-call columns a chunk
+    at a time when a renderer asks (the HTML's plot; the text and the JSON
+    never do). Made whole, a name, a float start and a float duration a
+    root call (the Diff's whole life, then the plot's lists), they cost the
+    diff's HTML 69 bytes a root call at its peak (docs/performance.md,
+    "diff's HTML")."""
 
     __slots__ = ("profile",)
 
     def __init__(self, profile: Profile):
         self.profile = profile
 
-    def __iter__(self):
-        return iter(latency_points(self.profile))
+    @property
+    def funcs(self) -> list:
+        """The function names, by function id."""
+        return self.profile.funcs
+
+    def chunks(self):
+        """(function id, start ns, corrected ns) of the root calls counted
+        in root_call_count, CHUNK rows at a time, in row order."""
+        p = self.profile
+        s, sd = p.samples, _sample_dur(p)
+        func = p.col("func")  # per call path
+        for lo in range(0, len(s), CHUNK):
+            hi = min(lo + CHUNK, len(s))
+            ok = (s.col("flags", lo, hi) & (SAMPLE_GAP | SAMPLE_IRQ | SAMPLE_PARTIAL)) == 0
+            # raw: the dur column (the NaN of a gap root call is never counted)
+            dur = np.asarray(sd[lo:hi], dtype=np.float64) if sd is not None else s.col("dur", lo, hi).astype(np.float64)
+            yield func[s.col("node", lo, hi)[ok]], s.col("calltime", lo, hi)[ok], dur[ok]
+
+
+@dataclass(frozen=True)
+class LatencyPoints:
+    """A side's latency points, its runs' in run order, each run's in row
+    order: names (the root functions in the order they first appear among
+    all the points, kept or not), func (index into names), run (index into
+    the side's runs), t (s since the run's first counted root call), dur
+    (corrected ns), thinned (points left out)."""
+
+    names: tuple
+    func: np.ndarray
+    run: np.ndarray
+    t: np.ndarray
+    dur: np.ndarray
+    thinned: int
+
+
+def _scan_points(latency: tuple, limit: int) -> tuple:
+    """slowest_points' first pass: (names in order of first appearance,
+    each run's first start, points, points with a duration, the `limit`
+    largest durations as a multiset)."""
+    names: dict = {}
+    t0 = []
+    total = finite = 0
+    top = np.zeros(0, np.float64)
+    for lat in latency:
+        first: dict = {}  # function id -> its first point's number
+        lo = None
+        for func, start, dur in lat.chunks():
+            if len(start):
+                lo = int(start.min()) if lo is None else min(lo, int(start.min()))
+            ids, at = np.unique(func, return_index=True)
+            for f, i in zip(ids.tolist(), (at + total).tolist()):
+                first.setdefault(f, i)
+            num = dur[~np.isnan(dur)]
+            total += len(dur)
+            finite += len(num)
+            top = np.concatenate((top, num))
+            if len(top) > limit:
+                top = np.partition(top, len(top) - limit)[len(top) - limit:] if limit else top[:0]
+        t0.append(0 if lo is None else lo)
+        for f in sorted(first, key=first.__getitem__):
+            names.setdefault(lat.funcs[f], len(names))
+    return names, t0, total, finite, top
+
+
+def slowest_points(latency: tuple, limit: int) -> LatencyPoints:
+    """The side's points (its runs' Latency), thinned to the `limit`
+    slowest when there are more (ties: the first in run, then row, order;
+    NaN after every number): the points a stable sort of all of them by
+    decreasing duration would keep first. Two passes over the columns, a
+    chunk at a time, holding at most `limit` durations: no sort, and no
+    value or object per root call."""
+    names, t0, total, finite, top = _scan_points(latency, limit)
+    if total <= limit:  # all of them
+        budget = 0
+        def kept(d): return np.ones(len(d), bool)
+        def tied(d): return np.zeros(len(d), bool)
+    elif finite >= limit:  # those above the limit-th largest, then the first of its ties
+        thr = top.min() if len(top) else np.inf  # a limit of 0: none
+        budget = limit - int(np.count_nonzero(top > thr))
+        def kept(d): return d > thr
+        def tied(d): return d == thr
+    else:  # every number, then the first NaNs
+        budget = limit - finite
+        def kept(d): return ~np.isnan(d)
+        def tied(d): return np.isnan(d)
+    out: dict = {"func": [], "run": [], "t": [], "dur": []}
+    for r, lat in enumerate(latency):
+        code = np.array([names.get(name, -1) for name in lat.funcs], np.int64)  # this run's ids -> names'
+        for func, start, dur in lat.chunks():
+            keep = kept(dur)
+            if budget:
+                ties = np.flatnonzero(tied(dur))[:budget]
+                keep[ties] = True
+                budget -= len(ties)
+            out["func"].append(code[func[keep]])
+            out["run"].append(np.full(int(np.count_nonzero(keep)), r, np.int64))
+            out["t"].append((start[keep] - t0[r]) / 1e9)
+            out["dur"].append(dur[keep])
+    cols = {k: np.concatenate(v) if v else np.zeros(0, np.float64 if k in ("t", "dur") else np.int64)
+            for k, v in out.items()}
+    return LatencyPoints(names=tuple(names), thinned=total - len(cols["dur"]), **cols)
 
 
 def _side_info(label: str, runs) -> SideInfo:
