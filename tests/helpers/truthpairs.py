@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from dataclasses import dataclass
@@ -110,15 +111,91 @@ class Pair:
     clean: float  # their share of its root calls
     truth_calls: int
     files: dict
+    own: dict  # the truth's own 95% interval (lo, hi) of each figure (ns): own_interval
 
-    def as_json(self) -> dict:
+    def as_json(self, own: bool = False) -> dict:
+        """The pair as model_error.json holds it; with the truth's own
+        intervals (own) for the table."""
         r = {k: (round(v, 5) if isinstance(v, float) else v) for k, v in self.error.items()}
-        return {"name": self.name, "kernel": self.kernel, "family": modelerror.family(self.kernel),
+        extra = {"truth_own_ns": {k: [round(x, 1) for x in v] for k, v in self.own.items()}} if own else {}
+        return {**extra, "name": self.name, "kernel": self.kernel, "family": modelerror.family(self.kernel),
                 "calls": self.calls, "clean": round(self.clean, 4), "truth_calls": self.truth_calls,
                 "truth_ns": {k: round(v, 1) for k, v in self.truth.items()},
                 "corrected_ns": {k: round(v, 1) for k, v in self.corrected.items()},
                 "error": r, "sampling_pm_ns": {k: round(v, 1) for k, v in self.half_widths.items()},
                 "files": self.files}
+
+
+LEVEL = 0.95
+BOOTSTRAP = 4000  # resamples of the truth's calls for its mean's interval
+
+
+def order_ranks(n: int, q: float, level: float = LEVEL) -> tuple[int, int]:
+    """(lo, hi): 1-based ranks of the sorted sample whose values hold the
+    workload's q-quantile with probability at least level, whatever its
+    distribution: the value of rank r lies at or below the quantile when r
+    or more of the n calls do, a binomial count (n, q)."""
+    tail = (1 - level) / 2
+    pmf = [math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+                    + k * math.log(q) + (n - k) * math.log1p(-q)) for k in range(n + 1)]
+    at_least = np.cumsum(pmf[::-1])[::-1]  # at_least[r] = P(count >= r)
+    lo = max((r for r in range(1, n + 1) if at_least[r] >= 1 - tail), default=1)
+    hi = min((r for r in range(1, n + 1) if 1 - at_least[r] >= 1 - tail), default=n)
+    return lo, hi
+
+
+def own_interval(values: np.ndarray, stat: str, resamples: int = BOOTSTRAP, seed: int = 0) -> tuple[float, float]:
+    """The truth's own 95% interval of one figure (ns): a root-only truth is
+    a sample of the workload's calls too, and a small one moves with its
+    own rare calls (a tick inside one call, an episode of the slow group:
+    docs/overhead.md "The truth is a sample too"). The mean's: a studentized
+    bootstrap over the truth's calls (fixed seed); p50's and p90's: the
+    distribution-free interval of two order statistics (order_ranks)."""
+    v = np.sort(np.asarray(values, dtype=np.float64))
+    if stat == "mean":
+        # Studentized (bootstrap-t): each resample's mean in units of its own
+        # standard error. A plain percentile bootstrap held a known workload's
+        # mean in 89% of 128-call samples with a 3% slow group, 70% with a
+        # rare tick besides; bootstrap-t in 95% and 93.5%
+        # (test_the_truths_own_interval_holds_the_workloads_figure_95_times_in_100).
+        n, m = len(v), float(v.mean())
+        se = float(v.std(ddof=1)) / math.sqrt(n) if n > 1 else 0.0
+        if se == 0.0:
+            return m, m
+        rng = np.random.default_rng(seed)
+        ts = np.empty(resamples)
+        for i in range(0, resamples, 500):  # 500 resamples at a time: small memory for 4,096-call truths
+            x = v[rng.integers(0, n, (min(500, resamples - i), n))]
+            se_x = x.std(axis=1, ddof=1) / math.sqrt(n)
+            ts[i:i + len(x)] = (x.mean(axis=1) - m) / np.where(se_x > 0, se_x, se)
+        return m - float(np.percentile(ts, 97.5)) * se, m - float(np.percentile(ts, 2.5)) * se
+    lo, hi = order_ranks(len(v), {"p50": 0.5, "p90": 0.9}[stat])
+    return float(v[lo - 1]), float(v[hi - 1])
+
+
+def verdict(corrected: float, truth: float, own: tuple[float, float], bound: float) -> str:
+    """"meets": the corrected figure within bound of the truth's; "undecided":
+    it is not, but it is within bound of a value inside the truth's own 95%
+    interval, so this truth cannot tell (a longer truth or the boot's runs
+    pooled must); "misses": not within bound of any value the truth allows."""
+    if abs(corrected / truth - 1) <= bound:
+        return "meets"
+    lo, hi = own
+    return "undecided" if lo <= corrected / (1 - bound) and hi >= corrected / (1 + bound) else "misses"
+
+
+def covered(corrected: float, truth: float, half_width: float, own: tuple[float, float]) -> str:
+    """"yes": the printed interval holds the truth's figure; "with the truth's
+    own spread": it does not, but the two figures agree within the 95%
+    interval of their difference (the printed half-width and the truth's own
+    half-width on the side facing the corrected figure, in quadrature);
+    "no" otherwise."""
+    off = abs(corrected - truth)
+    if off <= half_width:
+        return "yes"
+    lo, hi = own
+    own_half = truth - lo if truth > corrected else hi - truth
+    return "with the truth's own spread" if off <= math.hypot(half_width, own_half) else "no"
 
 
 def nearest_rank(values: np.ndarray, q: float) -> float:
@@ -229,18 +306,22 @@ def measure(name: str, extra: list[str] | None = None, model_error: bool = False
     cal, trio = calibration(folder, extra, prefix)
     if cal is None:
         return None
-    t, _, _, t_calls, _ = _root_figures(truth_path, func, cal)
+    t, _, qt, t_calls, _ = _root_figures(truth_path, func, cal)
     f, pm, q, calls, clean = _root_figures(full_path, func, cal, model_error, name if leave_out else None)
     err = {k: f[k] / t[k] - 1 for k in STATS}
     files = {"truth": _rel(truth_path), "full": _rel(full_path), "calibration": [_rel(p) for p in trio]}
-    return Pair(name, q.trace.kernel, t, f, err, pm, calls, clean, t_calls, files)
+    truth_calls = _root_calls(qt, func)
+    own = {k: own_interval(truth_calls, k) for k in STATS}
+    return Pair(name, q.trace.kernel, t, f, err, pm, calls, clean, t_calls, files, own)
 
 
 def coverage(pr: dict, pairs: list, leave_out: bool = True) -> dict:
-    """{stat: (half-width ns, covered)} of a pair's mean, p50 and p90: the
-    calibration's sampling half-width plus the model's error of its family
-    over the other pairs (leave_out; over all of them, as printed, when
-    False) times the corrected figure."""
+    """{stat: (half-width ns, covered, with a model error)} of a pair's mean,
+    p50 and p90: the calibration's sampling half-width plus the model's
+    error of its family over the other pairs (leave_out; over all of them,
+    as printed, when False) times the corrected figure; covered as
+    covered() says when the pair carries its truth's own intervals, else
+    "yes" or "no"."""
     fam = modelerror.family(pr["kernel"])
     same = [q for q in pairs if modelerror.family(q["kernel"]) == fam]
     b = modelerror.bound(same, pr["name"] if leave_out else None)
@@ -248,7 +329,9 @@ def coverage(pr: dict, pairs: list, leave_out: bool = True) -> dict:
     for k in STATS:
         c, t = pr["corrected_ns"][k], pr["truth_ns"][k]
         hw = pr["sampling_pm_ns"].get(k, 0.0) + (b[k] * abs(c) if b else 0.0)
-        out[k] = (hw, abs(c - t) <= hw, b is not None)
+        own = pr.get("truth_own_ns", {}).get(k)
+        cov = covered(c, t, hw, tuple(own)) if own else ("yes" if abs(c - t) <= hw else "no")
+        out[k] = (hw, cov, b is not None)
     return out
 
 
@@ -256,20 +339,33 @@ def table(pairs: list) -> list:
     """The markdown table of docs/overhead.md "Accuracy on every truth pair".
     The interval's model error over the pairs in model_error.json only: the
     held-out pairs' rows show the interval every output prints for them, not
-    one widened by their own boot's other pairs."""
+    one widened by their own boot's other pairs. Each figure's verdict
+    against the truth's own 95% interval (verdict(); the bounds of issue 38)
+    where the pairs carry it (as_json(own=True))."""
+    bounds = {"mean": 0.05, "p50": 0.10, "p90": 0.15}
     in_model = [q for q in pairs if q["name"] not in HELD_OUT]
     rows = ["| kernel | pair | workload (root) | clean calls | truth mean / p50 / p90 (us) | error mean | p50 | p90 "
-            "| 95% +- mean / p50 (us), leave-one-out | covered mean, p50 |",
-            "|---|---|---|---|---|---:|---:|---:|---|---|"]
+            "| truth's own 95%: mean; p90 | verdict | 95% +- mean / p50 (us), leave-one-out | covered mean, p50 |",
+            "|---|---|---|---|---|---:|---:|---:|---|---|---|---|"]
+    short = {"meets": "meets", "undecided": "**undecided**", "misses": "**MISSES**",
+             "yes": "yes", "no": "**no**", "with the truth's own spread": "**with the truth's spread**"}
     for pr in pairs:
         folder, _, _, func = PAIRS[pr["name"]]
         cov = coverage(pr, in_model)
         work = "metadata mix" if "mix" in pr["name"] else "4 KB writes" + (", funcgraph-args" if "args" in pr["name"] else "")
-        t, e = pr["truth_ns"], pr["error"]
-        ok = ["yes" if cov[k][1] else "**no**" for k in ("mean", "p50")] if cov["mean"][2] else ["no pair left"] * 2
+        t, e, own = pr["truth_ns"], pr["error"], pr.get("truth_own_ns")
+        ok = [short[cov[k][1]] for k in ("mean", "p50")] if cov["mean"][2] else ["no pair left"] * 2
+        if own:
+            rel = {k: [x / t[k] - 1 for x in own[k]] for k in ("mean", "p90")}
+            own_s = "; ".join(f"{rel[k][0] * 100:+.1f} to {rel[k][1] * 100:+.1f}%" for k in ("mean", "p90"))
+            verdicts = [verdict(pr["corrected_ns"][k], t[k], tuple(own[k]), b) for k, b in bounds.items()]
+            v = "meets" if all(x == "meets" for x in verdicts) else \
+                ", ".join(f"{k} {short[x]}" for k, x in zip(bounds, verdicts) if x != "meets")
+        else:
+            own_s, v = "", ""
         rows.append(f"| {modelerror.family(pr['kernel'])} | {pr['name']} | {work} ({func}) | {pr['calls']} "
                     f"({pr['clean'] * 100:.0f}%) | {t['mean'] / 1e3:.2f} / {t['p50'] / 1e3:.2f} / {t['p90'] / 1e3:.2f} "
-                    f"| {e['mean'] * 100:+.1f}% | {e['p50'] * 100:+.1f}% | {e['p90'] * 100:+.1f}% "
+                    f"| {e['mean'] * 100:+.1f}% | {e['p50'] * 100:+.1f}% | {e['p90'] * 100:+.1f}% | {own_s} | {v} "
                     f"| {cov['mean'][0] / 1e3:.2f} / {cov['p50'][0] / 1e3:.2f} | {ok[0]}, {ok[1]} |")
     return rows
 
@@ -296,7 +392,7 @@ def main(argv=None) -> int:
               f"p50 {pr.error['p50']:+.2%}, p90 {pr.error['p90']:+.2%}", file=sys.stderr)
         pairs.append(pr)
     if a.table:
-        print("\n".join(table([pr.as_json() for pr in pairs])))
+        print("\n".join(table([pr.as_json(own=True) for pr in pairs])))
         return 0
     doc = modelerror.document([pr.as_json() for pr in pairs if pr.name not in HELD_OUT])
     from ftflame.output import write_atomic
@@ -310,4 +406,5 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["HELD_OUT", "PAIRS", "S32", "TWINS", "TWINS_1K", "Pair", "calls", "figures", "measure", "nearest_rank", "pooled"]
+__all__ = ["HELD_OUT", "PAIRS", "S32", "TWINS", "TWINS_1K", "Pair", "calls", "covered", "figures", "measure",
+           "nearest_rank", "order_ranks", "own_interval", "pooled", "verdict"]
