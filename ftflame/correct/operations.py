@@ -945,29 +945,43 @@ def _operation_nodes(p: Profile) -> dict:
     p.forget(*(v for v in ("levels", "tree_tops") if v not in cached))
     parent_func = np.where(parent >= 0, func[np.maximum(parent, 0)], -1)
     compound = index.get(COMPOUND_FUNC, -2)
+    ops = sorted({r.op for r in table if r.op >= 0})
     out = {}
-    for o in sorted({r.op for r in table if r.op >= 0}):
-        names, is_compound = naming_functions(p.op_how[o])
-        ids = [index[n] for n in names if n in index]
-        top = under_dispatcher & np.isin(func, ids)
-        if is_compound:
-            top &= parent_func == compound
-        inside = np.zeros(p.nrows, dtype=bool)   # a top or below one
-        outer = np.zeros(p.nrows, dtype=bool)    # a top with no top above it
+    # every operation's paths in one top-down and one bottom-up pass over the
+    # levels, an operation a bit (64 at a time): not two passes per operation
+    # (9 operations on the long bench trace: 0.03 s of the JSON's CPU)
+    for g in range(0, len(ops), 64):
+        group = ops[g:g + 64]
+        top = np.zeros(p.nrows, dtype=np.uint64)
+        shared = {}
+        for b, o in enumerate(group):
+            names, is_compound = naming_functions(p.op_how[o])
+            ids = [index[n] for n in names if n in index]
+            mine = under_dispatcher & np.isin(func, ids)
+            if is_compound:
+                mine &= parent_func == compound
+            top |= mine.astype(np.uint64) << np.uint64(b)
+            shared[o] = is_compound
+        inside = np.zeros(p.nrows, dtype=np.uint64)   # a top or below one
+        outer = np.zeros(p.nrows, dtype=np.uint64)    # a top with no top above it
         for rows in levels:
             par = parent[rows]
-            above = np.where(par >= 0, inside[np.maximum(par, 0)], False)
+            above = np.where(par >= 0, inside[np.maximum(par, 0)], np.uint64(0))
             outer[rows] = top[rows] & ~above
             inside[rows] = top[rows] | above
         holds = inside.copy()                   # a top, below one, or above one
         for rows in reversed(levels):
             par = parent[rows]
-            up = par[(par >= 0) & holds[rows]]
-            holds[up] = True
-        tops = np.flatnonzero(outer)
-        out[o] = OperationNodes(
-            op=o, tops=tops, rows=np.flatnonzero(holds),
-            calls=int(p.col("calls")[tops].sum()), incl=int(p.col("incl")[tops].sum()),
-            incl_corr=float(np.asarray(p.corrected_or_raw.incl, dtype=np.float64)[tops].sum()),
-            shared=is_compound)
+            some = (par >= 0) & (holds[rows] != 0)
+            np.bitwise_or.at(holds, par[some], holds[rows[some]])
+        del inside
+        calls, incl = p.col("calls"), p.col("incl")
+        incl_corr = np.asarray(p.corrected_or_raw.incl, dtype=np.float64)
+        for b, o in enumerate(group):
+            bit = np.uint64(1) << np.uint64(b)
+            tops = np.flatnonzero(outer & bit)
+            out[o] = OperationNodes(
+                op=o, tops=tops, rows=np.flatnonzero(holds & bit),
+                calls=int(calls[tops].sum()), incl=int(incl[tops].sum()),
+                incl_corr=float(incl_corr[tops].sum()), shared=shared[o])
     return out

@@ -239,6 +239,16 @@ class _Sparse(NamedTuple):
         return _Sparse(len(v), nz.astype(np.int32), v[nz].copy())
 
     def dense(self, dtype, rows=None) -> np.ndarray:
+        if isinstance(rows, np.ndarray) and rows.dtype.kind in "iu":
+            # a chunk's rows looked up among the non-zero ones: not a whole
+            # column made per chunk (the JSON writer asks 4096 rows at a time)
+            out = np.zeros(len(rows), dtype=dtype)
+            if len(self.rows) and len(rows):
+                r = np.where(rows < 0, rows + self.n, rows)  # numpy's negative indices
+                pos = np.minimum(np.searchsorted(self.rows, r), len(self.rows) - 1)
+                hit = self.rows[pos] == r
+                out[hit] = self.values[pos[hit]]
+            return out
         out = np.zeros(self.n, dtype=dtype)
         out[self.rows] = self.values
         return out if rows is None else out[rows]
