@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import hashlib
 import os
 import re
 import resource
@@ -79,6 +78,8 @@ RESERVED_LABELS = {"trace_id", "kernel", "input", "input_bytes", "function", "ro
 
 
 def trace_id(path: str) -> str:
+    import hashlib  # here: build_parser imports this module for every command
+
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(1 << 20):

@@ -13,7 +13,6 @@ import lzma
 import os
 import queue
 import shutil
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -65,6 +64,8 @@ class _ZstdProcess(io.RawIOBase):
         if not exe:
             raise InputError(path, "zstd-compressed, but neither the zstandard Python module nor "
                              "the zstd command is installed", "install zstd, or decompress it first")
+        import subprocess  # here: parse.detect imports this module for every report, most never need it
+
         self._proc = subprocess.Popen([exe, "-dc", "-q"], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self._path = path

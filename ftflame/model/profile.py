@@ -233,9 +233,13 @@ class _Sparse(NamedTuple):
     def of(v: np.ndarray):
         """v compacted when its non-zero rows and values take under a
         quarter of its size, else v (a copy: not a view of the core's block)."""
-        nz = np.flatnonzero(v)
-        if len(nz) * (4 + v.itemsize) * 4 >= max(v.nbytes, 1):
+        # counted first: the non-zero rows are only listed for a column kept
+        # sparse; listed from a boolean mask (numpy's nonzero of an integer
+        # array is 8 times slower than of a boolean one: 17 ms of the export
+        # on 220k call paths)
+        if np.count_nonzero(v) * (4 + v.itemsize) * 4 >= max(v.nbytes, 1):
             return np.array(v)
+        nz = np.flatnonzero(v != 0)
         return _Sparse(len(v), nz.astype(np.int32), v[nz].copy())
 
     def dense(self, dtype, rows=None) -> np.ndarray:
