@@ -115,6 +115,7 @@ def irq_roots_inside(p: Profile, calls: np.ndarray | None = None) -> np.ndarray:
     if has_detached(p):  # (as stored: 32-bit, zero on most rows)
         det = p.nodes.stored("det_calls"), p.nodes.stored("det_irq_roots")
     for rows in reversed(p.levels[1:]):
+        rows = rows.astype(np.intp)  # (stored in 32 bits: numpy indexes by its own type twice as fast)
         task, own = R[rows], calls[rows]
         if det is not None:
             det_calls, det_R = det
@@ -468,6 +469,7 @@ def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray,
     ci = want.copy()
     scale = np.ones(p.nrows)
     for rows in p.levels:
+        rows = rows.astype(np.intp)  # (stored in 32 bits: numpy indexes by its own type twice as fast)
         # a counted child takes its parent's scale (the parent is final);
         # its detached calls keep their own value
         r_c = rows[has_parent[rows]]

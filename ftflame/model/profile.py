@@ -980,6 +980,7 @@ class Profile:
         parent = self.col("parent")
         top = _rows32(np.arange(self.nrows, dtype=np.int64))
         for rows in self.levels[1:]:
+            rows = rows.astype(np.intp)  # numpy's index type: its fast path
             top[rows] = top[parent[rows]]
         return top
 
