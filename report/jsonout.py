@@ -14,7 +14,7 @@ import numpy as np
 from ftflame import __version__, _model
 from ftflame.correct import calibration, corrections, uncertainty
 from ftflame.correct.operations import root_table
-from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, OffCpu, Profile
+from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, OffCpu, Profile, means
 from ftflame.parse._core import give_back_freed_memory
 
 from .callsjson import hot_json, ns_or_null, operations_json, root_latency_text, slowest_json_parts
@@ -406,13 +406,15 @@ def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, hea
     for kind in ("incl", "excl"):
         pct = incl_pct if kind == "incl" else excl_pct
         raw = _Template()
-        _raw_stats(raw, col(kind), calls, p.node_means(kind, pre), col(kind + "_min"), col(kind + "_max"), pct,
-                   means_fit[kind])
+        sums, mins, maxs = col(kind), col(kind + "_min"), col(kind + "_max")
+        # (p.node_means of these rows, from the columns gathered here)
+        _raw_stats(raw, sums, calls, means(sums, calls), mins, maxs, pct, means_fit[kind])
         parts[kind] = raw.items
         if corr is not None:
             by_node, unsafe = corr
             tc = _Template()
-            _corr_stats(tc, corrections.node_stats(p, kind, pre, by_node, pct), p.corrected.calls[pre],
+            _corr_stats(tc, corrections.node_stats(p, kind, pre, by_node, pct, (sums, calls, mins, maxs)),
+                        p.corrected.calls[pre],
                         unsafe=unsafe[kind])
             parts[kind + "_corr"] = tc.items
         else:

@@ -868,20 +868,24 @@ def corrected_stats(p: Profile) -> dict:
 
 
 def node_stats(p: Profile, kind: str, rows: np.ndarray | None = None, by_node: Groups | None = None,
-               pct: np.ndarray | None = None):
+               pct: np.ndarray | None = None, raw: tuple | None = None):
     """scaled_stats of the node table's rows `rows` (all when None), in
     that order: corrected_stats(p)["nodes", kind] of those rows, the same
     figures row by row (every one depends on its own row only), with the
     exact rows' stats keyed by position in `rows`. The JSON writer takes
     them a chunk of the tree at a time: the whole table's are 14 whole-tree
     columns. by_node: exact_values(p)[0], when known; pct: the
-    rows' percentiles (Profile.node_percentiles_at), when known."""
+    rows' percentiles (Profile.node_percentiles_at), when known; raw: the
+    rows' (kind, calls, kind_min, kind_max) columns as int64, when the
+    caller has them (not gathered twice)."""
     c = p.corrected
     if by_node is None:
         by_node = exact_values(p)[0] if kind == "incl" else NO_GROUPS
     if pct is None:
         pct = p.node_percentiles_at(rows, (kind,))[0]
-    columns = [p.col(kind, rows), p.col("calls", rows), p.col(kind + "_min", rows), p.col(kind + "_max", rows), pct]
+    if raw is None:
+        raw = (p.col(kind, rows), p.col("calls", rows), p.col(kind + "_min", rows), p.col(kind + "_max", rows))
+    columns = [*raw, pct]
     more = [np.asarray(getattr(c, kind), dtype=np.float64), c.calls]
     columns += more if rows is None else [x[rows] for x in more]
     exact = by_node if kind == "incl" else NO_GROUPS
