@@ -891,7 +891,7 @@ def node_stats(p: Profile, kind: str, rows: np.ndarray | None = None, by_node: G
     exact = by_node if kind == "incl" else NO_GROUPS
     if rows is not None and len(exact):  # keyed by position in rows
         exact = exact.at_rows(np.asarray(rows, dtype=np.int64))
-    return scaled_stats(*columns, exact)  # type: ignore[arg-type, call-arg]  # (the 7 columns, then exact)
+    return scaled_stats(*columns, exact)  # type: ignore[call-arg]  # (the 7 columns, then exact)
 
 
 def _compute_corrected_stats(p: Profile):
