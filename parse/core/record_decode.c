@@ -123,22 +123,41 @@ static int64_t depth_of(const ftf_decoder *d, const ftf_field *fl, const uint8_t
 	return fl->size == 8 ? (int32_t)v : v;
 }
 
+/* An event with every field 0 but these: field by field, as a memset of the
+ * 96-byte event compiled to `rep stos`, whose start-up cost a third of the
+ * decoding's samples sat behind. */
+static inline void event_start(ftf_event *ev, uint8_t kind, int32_t cpu, uint64_t ts)
+{
+	ev->kind = kind;
+	ev->flags = 0;
+	ev->has_retval = 0;
+	ev->cpu = cpu;
+	ev->pid = 0;
+	ev->next_pid = 0;
+	ev->func = 0;
+	ev->depth = 0;
+	ev->ts = ts;
+	ev->calltime = 0;
+	ev->rettime = 0;
+	ev->overrun = 0;
+	ev->lost = 0;
+	ev->retval = 0;
+	ev->args = NULL;
+	ev->nargs = 0;
+	ev->subbuf_start = 0;
+}
+
 int ftf_decode_record(const ftf_decoder *d, ftf_dat_meta *meta, int32_t cpu, uint64_t ts,
 		      int64_t missed, const uint8_t *data, uint32_t size, ftf_batch *out)
 {
 	ftf_event *ev = &out->ev[out->n];
 	if (missed) {
-		memset(ev, 0, sizeof(*ev));
-		ev->kind = FTF_EV_LOST;
-		ev->cpu = cpu;
-		ev->ts = ts;
+		event_start(ev, FTF_EV_LOST, cpu, ts);
 		ev->lost = missed > 0 ? missed : -1;
 		ev = &out->ev[++out->n];
 	}
 	uint64_t *addr = &out->addr[out->n++];
-	memset(ev, 0, sizeof(*ev));
-	ev->cpu = cpu;
-	ev->ts = ts;
+	event_start(ev, 0, cpu, ts);
 	if (size < 8)
 		return 0; /* counted as an other event */
 	int type = (int)field(d, &(ftf_field){ .present = 1, .offset = 0, .size = 2 }, data, size);
