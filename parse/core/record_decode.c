@@ -241,8 +241,18 @@ int ftf_batch_build(ftf_batch_sink *s, ftf_batch *bt)
 {
 	for (uint32_t i = 0; i < bt->n && !s->decode_only; i++) {
 		ftf_event *ev = &bt->ev[i];
-		if (ev->kind == FTF_EV_ENTRY || ev->kind == FTF_EV_EXIT)
-			ev->func = func_id(s, bt->addr[i]);
+		if (ev->kind == FTF_EV_ENTRY || ev->kind == FTF_EV_EXIT) {
+			uint64_t addr = bt->addr[i];
+			ftf_idcache *c = &s->idcache[((uint32_t)ev->cpu % FTF_IDCACHE_CPUS) * FTF_IDCACHE_DEPTHS +
+						     ((uint64_t)ev->depth % FTF_IDCACHE_DEPTHS)];
+			if (c->addr == addr && addr) {
+				ev->func = c->id;
+			} else {
+				ev->func = func_id(s, addr);
+				c->addr = addr;
+				c->id = ev->func;
+			}
+		}
 		ftf_builder_feed(s->b, ev);
 	}
 	bt->n = 0;
