@@ -606,24 +606,26 @@ static ftf_node_more *node_more(ftf_builder *b, uint32_t idx)
 	return m;
 }
 
-static uint32_t node_hash(uint32_t parent, uint32_t func, int irq)
+static uint64_t node_hash(uint32_t parent, uint32_t func, int irq)
 {
-	return (uint32_t)ftf_mix64(((uint64_t)(uint32_t)(parent + 1) << 32) | func | (irq ? FTF_NODE_KEY_IRQ : 0));
+	return ftf_mix64(((uint64_t)(uint32_t)(parent + 1) << 32) | func | (irq ? FTF_NODE_KEY_IRQ : 0));
 }
 
 /* Index every node again in twice the slots (load at most 1/2). */
 static int node_slots_grow(ftf_builder *b)
 {
 	uint32_t nslots = b->nnode_slots ? b->nnode_slots * 2 : 1024;
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
+	ftf_node_slot *slots = calloc(nslots, sizeof(*slots));
 	if (!slots)
 		return -1;
 	for (uint32_t i = 0; i < b->nnodes; i++) {
 		const ftf_node *n = &b->nodes[i];
-		uint32_t s = node_hash(n->parent, n->func, n->flags & FTF_NODE_IRQ) & (nslots - 1);
-		while (slots[s])
+		uint64_t h = node_hash(n->parent, n->func, n->flags & FTF_NODE_IRQ);
+		uint32_t s = (uint32_t)h & (nslots - 1);
+		while (slots[s].idx)
 			s = (s + 1) & (nslots - 1);
-		slots[s] = i + 1;
+		slots[s].idx = i + 1;
+		slots[s].hash = (uint32_t)(h >> 32);
 	}
 	free(b->node_slots);
 	b->node_slots = slots;
@@ -640,9 +642,12 @@ static uint32_t node_child(ftf_builder *b, uint32_t parent, uint32_t func, int i
 		goto oom; /* 2^31 distinct names: the key has no room for them */
 	if ((b->nnodes + 1) * 2 > b->nnode_slots && node_slots_grow(b) < 0)
 		goto oom;
-	uint32_t mask = b->nnode_slots - 1, s = node_hash(parent, func, irq) & mask;
-	for (; b->node_slots[s]; s = (s + 1) & mask) {
-		uint32_t idx = b->node_slots[s] - 1;
+	uint64_t h = node_hash(parent, func, irq);
+	uint32_t mask = b->nnode_slots - 1, s = (uint32_t)h & mask, tag = (uint32_t)(h >> 32);
+	for (; b->node_slots[s].idx; s = (s + 1) & mask) {
+		if (b->node_slots[s].hash != tag)
+			continue;
+		uint32_t idx = b->node_slots[s].idx - 1;
 		const ftf_node *n = &b->nodes[idx];
 		/* func and flags first: on the node's first line (ftf_node) */
 		if (n->func == func && !(n->flags & FTF_NODE_IRQ) == !irq && n->parent == parent)
@@ -662,7 +667,8 @@ static uint32_t node_child(ftf_builder *b, uint32_t parent, uint32_t func, int i
 		b->capnodes = cap;
 	}
 	uint32_t idx = b->nnodes++;
-	b->node_slots[s] = idx + 1;
+	b->node_slots[s].idx = idx + 1;
+	b->node_slots[s].hash = tag;
 	ftf_node *n = &b->nodes[idx];
 	memset(n, 0, sizeof(*n));
 	n->parent = parent;
