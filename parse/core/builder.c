@@ -606,6 +606,10 @@ static ftf_node_more *node_more(ftf_builder *b, uint32_t idx)
 	return m;
 }
 
+/* The node table's first size: a mapping (FTF_BLK_MAP) from the start. */
+#define NODES_FIRST 1024
+_Static_assert(NODES_FIRST * sizeof(ftf_node) >= FTF_BLK_MAP, "the node table is a mapping, page-aligned");
+
 static uint64_t node_hash(uint32_t parent, uint32_t func, int irq)
 {
 	return ftf_mix64(((uint64_t)(uint32_t)(parent + 1) << 32) | func | (irq ? FTF_NODE_KEY_IRQ : 0));
@@ -654,15 +658,14 @@ static uint32_t node_child(ftf_builder *b, uint32_t parent, uint32_t func, int i
 			return idx;
 	}
 	if (b->nnodes == b->capnodes) {
-		uint32_t cap = b->capnodes ? b->capnodes * 2 : 1024;
-		/* aligned, so that a node's first line is one cache line (realloc
-		 * keeps 16 bytes only) */
-		ftf_node *nodes = aligned_alloc(FTF_NODE_ALIGN, (size_t)cap * sizeof(*nodes));
+		uint32_t cap = b->capnodes ? b->capnodes * 2 : NODES_FIRST;
+		/* a mapping of its own (ftf_blk_grow), page-aligned, so that a
+		 * node's first line is one cache line; grown by mremap: malloc's
+		 * copy faulted in a second set of pages and held both at once */
+		ftf_node *nodes = ftf_blk_grow(b->nodes, (size_t)b->capnodes * sizeof(*nodes),
+					       (size_t)cap * sizeof(*nodes));
 		if (!nodes)
 			goto oom;
-		if (b->nnodes)
-			memcpy(nodes, b->nodes, (size_t)b->nnodes * sizeof(*nodes));
-		free(b->nodes);
 		b->nodes = nodes;
 		b->capnodes = cap;
 	}
@@ -1136,7 +1139,7 @@ void ftf_builder_free(ftf_builder *b)
 		ftf_hist_free(&b->nodes[i].hist_incl);
 		ftf_hist_free(&b->nodes[i].hist_excl);
 	}
-	free(b->nodes);
+	ftf_blk_free(b->nodes, (size_t)b->capnodes * sizeof(*b->nodes));
 	free(b->more);
 	ftf_roots_free(&b->roots);
 	free(b->func_irq);

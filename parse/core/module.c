@@ -586,7 +586,7 @@ static PyObject *nodes_table(ftf_builder *b)
 	for (size_t i = 0; i < n; i++)
 		PUT(COL_DEPTH, parent[i] < 0 ? 0 : (int64_t)depth[parent[i]] + 1);
 #undef PUT
-	free(b->nodes);
+	ftf_blk_free(b->nodes, (size_t)b->capnodes * sizeof(*b->nodes));
 	b->nodes = NULL;
 	b->nnodes = b->capnodes = 0;
 	free(b->more);
