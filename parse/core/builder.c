@@ -592,7 +592,8 @@ static ftf_node_more *node_more(ftf_builder *b, uint32_t idx)
 		return &b->more[n->more];
 	if (b->nmore == b->capmore) {
 		uint32_t cap = b->capmore ? b->capmore * 2 : 1024;
-		ftf_node_more *more = realloc(b->more, cap * sizeof(*more));
+		/* a mapping grown by mremap, as the node table */
+		ftf_node_more *more = ftf_blk_grow(b->more, (size_t)b->capmore * sizeof(*more), (size_t)cap * sizeof(*more));
 		if (!more) {
 			b->oom = 1;
 			return NULL;
@@ -1140,7 +1141,7 @@ void ftf_builder_free(ftf_builder *b)
 		ftf_hist_free(&b->nodes[i].hist_excl);
 	}
 	ftf_blk_free(b->nodes, (size_t)b->capnodes * sizeof(*b->nodes));
-	free(b->more);
+	ftf_blk_free(b->more, (size_t)b->capmore * sizeof(*b->more));
 	ftf_roots_free(&b->roots);
 	free(b->func_irq);
 	free(b->func_stamp);

@@ -589,7 +589,7 @@ static PyObject *nodes_table(ftf_builder *b)
 	ftf_blk_free(b->nodes, (size_t)b->capnodes * sizeof(*b->nodes));
 	b->nodes = NULL;
 	b->nnodes = b->capnodes = 0;
-	free(b->more);
+	ftf_blk_free(b->more, (size_t)b->capmore * sizeof(*b->more));
 	b->more = NULL;
 	b->nmore = b->capmore = 0;
 	if (bad_col >= 0) {
