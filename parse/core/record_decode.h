@@ -64,6 +64,12 @@ typedef struct {
 typedef struct {
 	int swap; /* the file's byte order is not ours */
 	ftf_rec_format ev[FTF_REC_NEVENTS];
+	/* Per entry and exit event: the record size that holds every field a
+	 * call needs when they have the common layout (native byte order,
+	 * 1-byte flags, 4-byte pid and depth, 8-byte function, 4-byte overrun,
+	 * 8-byte times: every kernel since 4.x on x86_64 and arm64); 0 when
+	 * they do not. Such records are read without a check per field. */
+	uint32_t std_need[FTF_REC_NEVENTS];
 } ftf_decoder;
 
 /* Where field `field` (named `name`) lies in event `event` of the file:
