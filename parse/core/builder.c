@@ -593,7 +593,8 @@ static ftf_node_more *node_more(ftf_builder *b, uint32_t idx)
 	if (b->nmore == b->capmore) {
 		uint32_t cap = b->capmore ? b->capmore * 2 : 1024;
 		/* a mapping grown by mremap, as the node table */
-		ftf_node_more *more = ftf_blk_grow(b->more, (size_t)b->capmore * sizeof(*more), (size_t)cap * sizeof(*more));
+		ftf_node_more *more = ftf_blk_grow(b->more, (size_t)b->capmore * sizeof(*more),
+						   (size_t)cap * sizeof(*more));
 		if (!more) {
 			b->oom = 1;
 			return NULL;
