@@ -23,7 +23,7 @@ def pkg_config(*args):
     return shlex.split(out)
 
 
-extra_compile = ["-O2", "-g", "-Wall", "-Wextra", "-Wno-unused-parameter", "-std=gnu11"]
+extra_compile = ["-g", "-Wall", "-Wextra", "-Wno-unused-parameter", "-std=gnu11"]
 extra_link = []
 if os.environ.get("ASAN") == "1":
     extra_compile += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1"]
@@ -36,13 +36,13 @@ def files_in(folder, suffix, names=None):
                   if f.endswith(suffix) and not f.startswith("fuzz_") and (names is None or f in names))
 
 
-def extension(name, folder, sources=None, cflags=(), libs=()):
+def extension(name, folder, sources=None, cflags=(), libs=(), opt="-O2"):
     """One extension of folder's C files (or the named ones), rebuilt when a header there changes."""
     return Extension(
         name,
         sources=files_in(folder, ".c", sources),
         include_dirs=[folder],
-        extra_compile_args=[*cflags, *extra_compile],
+        extra_compile_args=[*cflags, opt, *extra_compile],  # (ASAN's -O1 comes after: it wins)
         extra_link_args=[*libs, *extra_link],
         depends=files_in(folder, ".h"),
     )
@@ -53,7 +53,10 @@ setup(
     ext_modules=[
         extension("ftflame.parse._core", os.path.join("parse", "core"),
                   cflags=pkg_config("--cflags"),
-                  libs=pkg_config("--libs") + ["-lzstd", "-lz"]),  # -lzstd -lz: the builtin reader
+                  libs=pkg_config("--libs") + ["-lzstd", "-lz"],  # -lzstd -lz: the builtin reader
+                  # -O3: the read of the long bench trace 1-2% less CPU than -O2 (docs/performance.md,
+                  # session 16)
+                  opt="-O3"),
         extension("ftflame.report._rowfmt", os.path.join("report", "native")),
         extension("ftflame._model", model_native, {"model_module.c", "hist_group.c", "percentiles.c", "tree_order.c"}),
     ]

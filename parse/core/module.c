@@ -586,10 +586,10 @@ static PyObject *nodes_table(ftf_builder *b)
 	for (size_t i = 0; i < n; i++)
 		PUT(COL_DEPTH, parent[i] < 0 ? 0 : (int64_t)depth[parent[i]] + 1);
 #undef PUT
-	free(b->nodes);
+	ftf_blk_free(b->nodes, (size_t)b->capnodes * sizeof(*b->nodes));
 	b->nodes = NULL;
 	b->nnodes = b->capnodes = 0;
-	free(b->more);
+	ftf_blk_free(b->more, (size_t)b->capmore * sizeof(*b->more));
 	b->more = NULL;
 	b->nmore = b->capmore = 0;
 	if (bad_col >= 0) {

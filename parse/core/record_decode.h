@@ -64,6 +64,12 @@ typedef struct {
 typedef struct {
 	int swap; /* the file's byte order is not ours */
 	ftf_rec_format ev[FTF_REC_NEVENTS];
+	/* Per entry and exit event: the record size that holds every field a
+	 * call needs when they have the common layout (native byte order,
+	 * 1-byte flags, 4-byte pid and depth, 8-byte function, 4-byte overrun,
+	 * 8-byte times: every kernel since 4.x on x86_64 and arm64); 0 when
+	 * they do not. Such records are read without a check per field. */
+	uint32_t std_need[FTF_REC_NEVENTS];
 } ftf_decoder;
 
 /* Where field `field` (named `name`) lies in event `event` of the file:
@@ -105,9 +111,22 @@ int ftf_decode_record(const ftf_decoder *d, ftf_dat_meta *meta, int32_t cpu, uin
 /* The function name at an address, NULL when unknown. */
 typedef const char *(*ftf_name_fn)(void *ctx, uint64_t addr);
 
+/* The function ids of the entries seen last per (CPU, depth), as slots of
+ * FTF_IDCACHE_CPUS x FTF_IDCACHE_DEPTHS: an exit's function is nearly always
+ * that of the entry its CPU recorded last at its depth, and a loop's next
+ * entry often the one before it, where the address map's slot is a cache
+ * miss (4% of the read). Compared by address: a wrong slot only misses. */
+#define FTF_IDCACHE_CPUS 4
+#define FTF_IDCACHE_DEPTHS 64
+typedef struct {
+	uint64_t addr; /* 0: empty */
+	uint32_t id;
+} ftf_idcache;
+
 typedef struct {
 	ftf_builder *b;
 	ftf_u64map ids;  /* function address -> function id + 1 */
+	ftf_idcache idcache[FTF_IDCACHE_CPUS * FTF_IDCACHE_DEPTHS];
 	ftf_name_fn name_of;
 	void *name_ctx;
 	int decode_only; /* FTFLAME_BENCH_DECODE_ONLY=1: batches dropped unbuilt (bench/run.py

@@ -109,7 +109,7 @@ static int func_op_kind(ftf_root_calls *rc, const ftf_funcs *funcs, uint32_t fun
  * (12 MB more peak RSS on the big fixture, for 1.4 MB of kept trees).
  * Blocks of BLK_MAP bytes or more are mappings of their own instead,
  * grown in place by mremap and given back on free. */
-#define BLK_MAP ((size_t)16 << 10)
+#define BLK_MAP FTF_BLK_MAP
 
 static size_t blk_pages(size_t n)
 {
@@ -151,6 +151,16 @@ static void *blk_grow(void *p, size_t old, size_t n)
 	if (q)
 		free(p);
 	return q;
+}
+
+void *ftf_blk_grow(void *p, size_t old, size_t n)
+{
+	return blk_grow(p, old, n);
+}
+
+void ftf_blk_free(void *p, size_t n)
+{
+	blk_free(p, n);
 }
 
 /* Memory stays O(open root calls' trees + kept trees), never O(events). A

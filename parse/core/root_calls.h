@@ -199,4 +199,14 @@ void ftf_spool_row(ftf_spool *sp, const int64_t row[FTF_SPOOL_COLS]);
 void ftf_spool_tree(ftf_root_calls *rc, ftf_task_calls *tc, int32_t pid, int64_t sample);
 void ftf_task_calls_free(ftf_root_calls *rc, ftf_task_calls *tc);
 
+
+/* A block of memory for a table that grows all through the read (root_calls.c):
+ * under FTF_BLK_MAP bytes from malloc, else a mapping of its own (page-aligned),
+ * grown in place by mremap (no copy, no second set of pages) and given back on
+ * free. ftf_blk_grow: p (old bytes) grown to n bytes, its content kept; NULL (p
+ * untouched) when out of memory. ftf_blk_free: p of n bytes. */
+#define FTF_BLK_MAP ((size_t)16 << 10)
+void *ftf_blk_grow(void *p, size_t old, size_t n);
+void ftf_blk_free(void *p, size_t n);
+
 #endif
