@@ -864,7 +864,11 @@ def dominant_steps(calls: dict, first: np.ndarray, kept: np.ndarray) -> tuple:
     if not len(par) or not len(trees):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     order = np.lexsort((-incl, par))  # children grouped by parent, biggest first
-    parents, at = np.unique(par[order], return_index=True)
+    # each parent's first child in that order: the groups' starts (what
+    # np.unique(..., return_index=True) finds, without sorting them again)
+    sp = par[order]
+    at = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
+    parents = sp[at]
     child = np.full(len(par), -1, dtype=np.int64)  # each call's biggest child (the first of equals)
     has = parents >= 0
     child[parents[has]] = order[at[has]]
