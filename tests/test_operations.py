@@ -561,3 +561,22 @@ def test_many_root_functions_are_ordered_without_python_per_function(tmp_path):
     want = [name for _, name in sorted((-(1 + i % 97), f"f_{(i * 7919) % n}") for i in range(n))[:10]]
     assert [r.name for r in hotlists.hot_functions(p)] == want
     assert list(p.functions.names[:10]) == want and operations.root_columns(p)["root"][:10] == want
+
+
+@pytest.mark.parametrize("width", [1, 3])
+def test_operation_nodes_do_not_depend_on_how_many_operations_a_pass_carries(monkeypatch, width):
+    """operation_nodes carries 64 operations a pass (a bit each of a
+    uint64); a trace with more takes several passes. With 1 or 3 a pass,
+    k6.1/s17-mixed-ops' operations (more than 3) get the same tops, rows
+    and totals as in one pass."""
+    from conftest import fixture, profile_of
+
+    one = operations._operation_nodes(profile_of(fixture("k6.1/s17-mixed-ops/trace.dat")))
+    assert len(one) > 3
+    monkeypatch.setattr(operations, "OPS_A_PASS", width)
+    split = operations._operation_nodes(profile_of(fixture("k6.1/s17-mixed-ops/trace.dat")))
+    assert set(split) == set(one)
+    for o, n in one.items():
+        m = split[o]
+        assert np.array_equal(n.tops, m.tops) and np.array_equal(n.rows, m.rows), o
+        assert (n.calls, n.incl, n.incl_corr, n.shared) == (m.calls, m.incl, m.incl_corr, m.shared), o

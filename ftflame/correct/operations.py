@@ -931,6 +931,9 @@ def operation_nodes(p: Profile) -> dict:
     return p.views.get("operation_nodes", lambda: _operation_nodes(p))
 
 
+OPS_A_PASS = 64  # operations a pass over the levels carries, a bit each of a uint64
+
+
 def _operation_nodes(p: Profile) -> dict:
     table = operation_table(p)
     if not table or not p.nrows:
@@ -956,8 +959,8 @@ def _operation_nodes(p: Profile) -> dict:
     # every operation's paths in one top-down and one bottom-up pass over the
     # levels, an operation a bit (64 at a time): not two passes per operation
     # (9 operations on the long bench trace: 0.03 s of the JSON's CPU)
-    for g in range(0, len(ops), 64):
-        group = ops[g:g + 64]
+    for g in range(0, len(ops), OPS_A_PASS):
+        group = ops[g:g + OPS_A_PASS]
         top = np.zeros(p.nrows, dtype=np.uint64)
         shared = {}
         for b, o in enumerate(group):
