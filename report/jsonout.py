@@ -14,7 +14,7 @@ import numpy as np
 from ftflame import __version__, _model
 from ftflame.correct import calibration, corrections, uncertainty
 from ftflame.correct.operations import root_table
-from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, OffCpu, Profile, means
+from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, OffCpu, Profile
 from ftflame.parse._core import give_back_freed_memory
 
 from .callsjson import hot_json, ns_or_null, operations_json, root_latency_text, slowest_json_parts
@@ -407,8 +407,8 @@ def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, hea
         pct = incl_pct if kind == "incl" else excl_pct
         raw = _Template()
         sums, mins, maxs = col(kind), col(kind + "_min"), col(kind + "_max")
-        # (p.node_means of these rows, from the columns gathered here)
-        _raw_stats(raw, sums, calls, means(sums, calls), mins, maxs, pct, means_fit[kind])
+        # the means the model gives (Profile.node_means), not computed here
+        _raw_stats(raw, sums, calls, p.node_means(kind, pre), mins, maxs, pct, means_fit[kind])
         parts[kind] = raw.items
         if corr is not None:
             by_node, unsafe = corr
