@@ -107,9 +107,9 @@ static int func_op_kind(ftf_root_calls *rc, const ftf_funcs *funcs, uint32_t fun
  * slower one. From malloc, on the builder's thread, the holes they leave
  * among the builder's growing tables are memory its arena never gives back
  * (12 MB more peak RSS on the big fixture, for 1.4 MB of kept trees).
- * Blocks of BLK_MAP bytes or more are mappings of their own instead,
- * grown in place by mremap and given back on free. */
-#define BLK_MAP FTF_BLK_MAP
+ * Blocks of FTF_BLK_MAP bytes or more are mappings of their own instead,
+ * grown in place by mremap and given back on free (root_calls.h: the
+ * builder's node table grows the same way). */
 
 static size_t blk_pages(size_t n)
 {
@@ -125,23 +125,21 @@ static void *blk_map(size_t n)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-static void blk_free(void *p, size_t n)
+void ftf_blk_free(void *p, size_t n)
 {
 	if (!p)
 		return;
-	if (n >= BLK_MAP)
+	if (n >= FTF_BLK_MAP)
 		munmap(p, blk_pages(n));
 	else
 		free(p);
 }
 
-/* p (old bytes) grown to n bytes, its content kept; NULL (p untouched)
- * when out of memory. */
-static void *blk_grow(void *p, size_t old, size_t n)
+void *ftf_blk_grow(void *p, size_t old, size_t n)
 {
-	if (n < BLK_MAP)
+	if (n < FTF_BLK_MAP)
 		return realloc(p, n);
-	if (old >= BLK_MAP) {
+	if (old >= FTF_BLK_MAP) {
 		void *q = mremap(p, blk_pages(old), blk_pages(n), MREMAP_MAYMOVE);
 		return q == MAP_FAILED ? NULL : q;
 	}
@@ -151,16 +149,6 @@ static void *blk_grow(void *p, size_t old, size_t n)
 	if (q)
 		free(p);
 	return q;
-}
-
-void *ftf_blk_grow(void *p, size_t old, size_t n)
-{
-	return blk_grow(p, old, n);
-}
-
-void ftf_blk_free(void *p, size_t n)
-{
-	blk_free(p, n);
 }
 
 /* Memory stays O(open root calls' trees + kept trees), never O(events). A
@@ -178,8 +166,8 @@ static size_t recs_bytes(const ftf_task_calls *tc)
 
 static void recs_free(ftf_task_calls *tc)
 {
-	blk_free(tc->recs, (size_t)tc->caprecs * sizeof(*tc->recs));
-	blk_free(tc->extras, (size_t)tc->capextras * sizeof(*tc->extras));
+	ftf_blk_free(tc->recs, (size_t)tc->caprecs * sizeof(*tc->recs));
+	ftf_blk_free(tc->extras, (size_t)tc->capextras * sizeof(*tc->extras));
 	tc->recs = NULL;
 	tc->extras = NULL;
 	tc->caprecs = tc->capextras = 0;
@@ -257,7 +245,7 @@ static uint32_t rec_push(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t func, 
 	}
 	if (tc->nrecs == tc->caprecs) {
 		uint32_t cap = tc->caprecs ? tc->caprecs * 2 : RECS_KEEP;
-		ftf_rec *r = blk_grow(tc->recs, (size_t)tc->caprecs * sizeof(*r), (size_t)cap * sizeof(*r));
+		ftf_rec *r = ftf_blk_grow(tc->recs, (size_t)tc->caprecs * sizeof(*r), (size_t)cap * sizeof(*r));
 		if (!r) {
 			rc->oom = 1;
 			tc->recs_cut = 1;
@@ -297,7 +285,8 @@ static void extra_add(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t rec, uint
 	}
 	if (tc->nextras == tc->capextras) {
 		uint32_t cap = tc->capextras ? tc->capextras * 2 : RECS_KEEP;
-		ftf_rec_extra *e = blk_grow(tc->extras, (size_t)tc->capextras * sizeof(*e), (size_t)cap * sizeof(*e));
+		ftf_rec_extra *e = ftf_blk_grow(tc->extras, (size_t)tc->capextras * sizeof(*e),
+						(size_t)cap * sizeof(*e));
 		if (!e) {
 			rc->oom = 1;
 			tc->recs_cut = 1;
@@ -486,8 +475,8 @@ static void heap_up(ftf_kept *h, uint32_t i)
 
 static void kept_free(ftf_kept *k)
 {
-	blk_free(k->recs, (size_t)k->caprecs * sizeof(*k->recs));
-	blk_free(k->extras, (size_t)k->capextras * sizeof(*k->extras));
+	ftf_blk_free(k->recs, (size_t)k->caprecs * sizeof(*k->recs));
+	ftf_blk_free(k->extras, (size_t)k->capextras * sizeof(*k->extras));
 	k->recs = NULL;
 	k->extras = NULL;
 	k->caprecs = k->capextras = 0;
@@ -512,8 +501,8 @@ static void kept_fill(ftf_root_calls *rc, ftf_task_calls *tc, ftf_kept *k, uint6
 		 * RECS_KEEP calls, 1.5 KB): copied to a block of its size, the task
 		 * keeps its buffer. With a root function per call, swapping kept
 		 * 1.5 KB per root path for a tree of one call. */
-		ftf_rec *r = blk_grow(NULL, 0, (size_t)tc->nrecs * sizeof(*r));
-		ftf_rec_extra *e = tc->nextras ? blk_grow(NULL, 0, (size_t)tc->nextras * sizeof(*e)) : NULL;
+		ftf_rec *r = ftf_blk_grow(NULL, 0, (size_t)tc->nrecs * sizeof(*r));
+		ftf_rec_extra *e = tc->nextras ? ftf_blk_grow(NULL, 0, (size_t)tc->nextras * sizeof(*e)) : NULL;
 		if (r && (e || !tc->nextras)) {
 			kept_free(k);
 			memcpy(r, tc->recs, (size_t)tc->nrecs * sizeof(*r));
@@ -526,7 +515,7 @@ static void kept_fill(ftf_root_calls *rc, ftf_task_calls *tc, ftf_kept *k, uint6
 			tc->nrecs = tc->nextras = 0;
 			return;
 		}
-		blk_free(r, (size_t)tc->nrecs * sizeof(*r)); /* (out of memory: swapped below) */
+		ftf_blk_free(r, (size_t)tc->nrecs * sizeof(*r)); /* (out of memory: swapped below) */
 	}
 	ftf_kept old = *k;
 	k->recs = tc->recs;
@@ -567,7 +556,7 @@ static void kept_copy(ftf_root_calls *rc, ftf_task_calls *tc, ftf_kept *k, uint6
 		return;
 	}
 	if (k->caprecs < tc->nrecs) {
-		ftf_rec *r = blk_grow(k->recs, (size_t)k->caprecs * sizeof(*r), (size_t)tc->nrecs * sizeof(*r));
+		ftf_rec *r = ftf_blk_grow(k->recs, (size_t)k->caprecs * sizeof(*r), (size_t)tc->nrecs * sizeof(*r));
 		if (!r) {
 			rc->oom = 1;
 			kept_free(k);
@@ -578,7 +567,7 @@ static void kept_copy(ftf_root_calls *rc, ftf_task_calls *tc, ftf_kept *k, uint6
 	}
 	if (tc->nextras && k->capextras < tc->nextras) {
 		size_t had = (size_t)k->capextras * sizeof(ftf_rec_extra);
-		ftf_rec_extra *e = blk_grow(k->extras, had, (size_t)tc->nextras * sizeof(*e));
+		ftf_rec_extra *e = ftf_blk_grow(k->extras, had, (size_t)tc->nextras * sizeof(*e));
 		if (!e) {
 			rc->oom = 1;
 			kept_free(k);
