@@ -27,7 +27,7 @@ import pytest
 from ftflame.correct import modelerror
 from helpers import truthpairs as tp
 
-BOUNDS = {"mean": 0.05, "p50": 0.10, "p90": 0.15}
+BOUNDS = tp.BOUNDS
 
 # Where the corrected figure is outside the bound of the truth's figure but
 # within it of a value inside the truth's own 95% interval (verdict
