@@ -264,6 +264,41 @@ def test_percentiles_bad_arguments_raise():
         hist_percentiles(offs, bks, cnt, mids, one, one, ("x",))
 
 
+def test_percentiles_of_rows_read_in_place():
+    """Histograms.percentiles(rows=...) gives the percentiles of those rows,
+    in that order (repeats too), as the table of just those rows gives them,
+    reading the whole table's entries in place; a chunk's rows are checked
+    (a row past the table, its offsets, its buckets), the other rows not
+    looked at."""
+    rng = np.random.default_rng(7)
+    lens = rng.integers(0, 6, 300)
+    offs = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
+    bks = np.concatenate([np.sort(rng.choice(60, k, replace=False)) for k in lens]).astype(np.int32)
+    h = profile_mod.Histograms(offs, bks, rng.integers(1, 50, len(bks)).astype(np.uint32))
+    lo = rng.integers(0, 40, h.rows).astype(np.int64)
+    hi = lo + rng.integers(0, 10**6, h.rows)
+    for rows in (rng.permutation(h.rows)[:97], np.array([5, 5, 0, h.rows - 1]), np.zeros(0, dtype=np.int64)):
+        sub = profile_mod.Histograms(*profile_mod._take_rows(h, rows))
+        want = jsonref.percentiles_np(sub, QS, lo[rows], hi[rows])
+        assert np.array_equal(h.percentiles(QS, lo[rows], hi[rows], rows), want)
+        assert np.array_equal(h.percentiles(QS, lo[rows], hi[rows], rows.astype(np.int32)), want)
+    from ftflame._model import hist_percentiles
+
+    mids, one = np.arange(64, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    full = next(r for r in range(h.rows) if lens[r])
+    bad_bucket = bks.copy()
+    bad_bucket[offs[full]] = 99
+    bad_offs = offs.copy()
+    bad_offs[full + 1] = len(bks) + 1
+    for table, row in (((offs, bks), h.rows), ((offs, bks), -1), ((offs, bad_bucket), full), ((bad_offs, bks), full)):
+        with pytest.raises(ValueError):
+            hist_percentiles(*table, h.counts, mids, one, one, (50,), np.array([row], dtype=np.int64))
+    other = (full + 1) % h.rows  # a bad entry in a row not asked for is not read
+    hist_percentiles(offs, bad_bucket, h.counts, mids, one, one, (50,), np.array([other], dtype=np.int64))
+    with pytest.raises(ValueError):  # lo and hi: one per row asked for
+        hist_percentiles(offs, bks, h.counts, mids, lo[:2], hi[:2], (50,), np.array([1], dtype=np.int64))
+
+
 @pytest.mark.parametrize("path", [SAMPLE] + [fixture(r) for r in SMALL_FIXTURES] +
                          [fixture("k6.1/s10-lost/trace.dat")])
 def test_tree_order_in_c_equals_numpy(path):

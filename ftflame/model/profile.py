@@ -571,23 +571,32 @@ class Histograms:
         return Histograms(np.frombuffer(offsets, dtype=np.int64), np.frombuffer(buckets, dtype=np.int32),
                           np.frombuffer(counts, dtype=np.uint64))
 
-    def percentiles(self, qs, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    def percentiles(self, qs, lo: np.ndarray, hi: np.ndarray, rows=None) -> np.ndarray:
         """Percentiles (0..100) per row from the buckets, as bucket midpoints
         clamped to the row's exact [lo, hi]. Accurate to HIST_RESOLUTION/2.
         Each is the midpoint of the first bucket whose running count reaches
         ceil(total * q / 100) (at least 1); 0 for an empty row. In C (one
         pass per row, faster than the numpy version in
-        tests/helpers/jsonref.py it is compared with)."""
+        tests/helpers/jsonref.py it is compared with). rows: only those rows
+        (indices), in that order, lo and hi one per row given: read in place,
+        their entries not gathered (a chunk of the tree at a time)."""
         import ftflame._model as _model
 
-        n = self.rows
+        if rows is not None:
+            rows = np.ascontiguousarray(rows, dtype=np.int64)
+        n = self.rows if rows is None else len(rows)
         if n == 0 or len(self.counts) == 0:
             return np.zeros((n, len(qs)), dtype=np.int64)
-        mids = bucket_mids(int(self.buckets.max()) + 1)
-        out = _model.hist_percentiles(self.offsets, self.buckets, self.counts, mids,
+        out = _model.hist_percentiles(self.offsets, self.buckets, self.counts, self._mids,
                                       np.ascontiguousarray(lo, dtype=np.int64),
-                                     np.ascontiguousarray(hi, dtype=np.int64), tuple(qs))
+                                      np.ascontiguousarray(hi, dtype=np.int64), tuple(qs), rows)
         return np.frombuffer(out, dtype=np.int64).reshape(n, len(qs))
+
+    @functools.cached_property
+    def _mids(self) -> np.ndarray:
+        """bucket_mids of every bucket the table holds: its largest found
+        once, not once per chunk of rows asked for."""
+        return bucket_mids(int(self.buckets.max()) + 1)
 
 
 def retval_signed(v: np.ndarray) -> np.ndarray:
@@ -1012,12 +1021,12 @@ class Profile:
         h = self.hist_incl if kind == "incl" else self.hist_excl
         if h is None:  # read with excl_hist=False: a bug of the caller, not bad input
             raise ValueError("this Profile was read without exclusive-time histograms (excl_hist=False)")
-        if rows is not None:
-            h = Histograms(*_take_rows(h, rows))
+        if isinstance(rows, slice) or (rows is not None and np.asarray(rows).dtype == bool):
+            rows = np.arange(self.nrows)[rows]  # as indices, in the order numpy takes them
         lo, hi = self.col(kind + "_min", rows), self.col(kind + "_max", rows)
         if kind == "excl":
             lo, hi = np.maximum(lo, 0), np.maximum(hi, 0)
-        return h.percentiles(PERCENTILES, lo, hi)
+        return h.percentiles(PERCENTILES, lo, hi, rows)
 
     def node_means(self, kind: str, rows=None) -> np.ndarray:
         """The raw mean per call of each call path ("incl" or "excl"), or

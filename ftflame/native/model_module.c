@@ -109,38 +109,74 @@ static int check_csr(const int64_t *offs, Py_ssize_t rows, Py_ssize_t nbuckets, 
 	return 0;
 }
 
+/* The table's rows `at` (n of them) are rows of it, each sound as check_csr
+ * asks: only their entries are looked at (a chunk of a big table). */
+static int check_rows(const int64_t *offs, Py_ssize_t rows, Py_ssize_t nbuckets, const int32_t *bks,
+		      Py_ssize_t nmids, const int64_t *at, Py_ssize_t n)
+{
+	for (Py_ssize_t i = 0; i < n; i++) {
+		int64_t r = at[i];
+		if (r < 0 || r >= rows) {
+			PyErr_Format(PyExc_ValueError, "hist_percentiles: row %lld past the table", (long long)r);
+			return -1;
+		}
+		if (offs[r] < 0 || offs[r] > offs[r + 1] || offs[r + 1] > nbuckets) {
+			PyErr_SetString(PyExc_ValueError, "hist_percentiles: offsets not ascending within the entries");
+			return -1;
+		}
+		for (int64_t e = offs[r]; e < offs[r + 1]; e++) {
+			if (bks[e] < 0 || bks[e] >= nmids) {
+				PyErr_SetString(PyExc_ValueError, "hist_percentiles: a bucket past the mids table");
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
 static PyObject *py_hist_percentiles(PyObject *self, PyObject *args)
 {
-	PyObject *o_offs, *o_bks, *o_cnts, *o_mids, *o_lo, *o_hi, *o_qs;
-	if (!PyArg_ParseTuple(args, "OOOOOOO", &o_offs, &o_bks, &o_cnts, &o_mids, &o_lo, &o_hi, &o_qs))
+	PyObject *o_offs, *o_bks, *o_cnts, *o_mids, *o_lo, *o_hi, *o_qs, *o_rows = Py_None;
+	if (!PyArg_ParseTuple(args, "OOOOOOO|O", &o_offs, &o_bks, &o_cnts, &o_mids, &o_lo, &o_hi, &o_qs, &o_rows))
 		return NULL;
 	PyObject *qs = PySequence_Tuple(o_qs);
 	if (!qs)
 		return NULL;
 	Py_ssize_t nq = PyTuple_GET_SIZE(qs);
 	double *frac = fractions_of(qs, nq);
-	Py_buffer v[6];
+	Py_buffer v[7];
 	int nv = 0;
 	PyObject *out = NULL;
 	if (!frac)
 		goto done;
-	Py_ssize_t rows;
+	Py_ssize_t rows, n;
 	int wide;
+	const int64_t *at = NULL;
 	if (take_hists(o_offs, o_bks, o_cnts, v, &nv, &rows, &wide, "hist_percentiles") < 0)
 		goto done;
-	if (take_flat(o_mids, v, &nv, "ql", 8, -1, "hist_percentiles: mids") < 0 ||
-	    take_flat(o_lo, v, &nv, "ql", 8, rows, "hist_percentiles: lo") < 0 ||
-	    take_flat(o_hi, v, &nv, "ql", 8, rows, "hist_percentiles: hi") < 0)
+	if (take_flat(o_mids, v, &nv, "ql", 8, -1, "hist_percentiles: mids") < 0)
 		goto done;
-	if (check_csr(v[0].buf, rows, v[1].shape[0], v[1].buf, v[3].shape[0]) < 0)
+	n = rows;
+	if (o_rows != Py_None) { /* those rows of the table, in that order */
+		if (take_flat(o_rows, v, &nv, "ql", 8, -1, "hist_percentiles: rows") < 0)
+			goto done;
+		at = v[4].buf;
+		n = v[4].shape[0];
+	}
+	if (take_flat(o_lo, v, &nv, "ql", 8, n, "hist_percentiles: lo") < 0 ||
+	    take_flat(o_hi, v, &nv, "ql", 8, n, "hist_percentiles: hi") < 0)
 		goto done;
-	out = PyBytes_FromStringAndSize(NULL, rows * nq * 8);
+	if (at ? check_rows(v[0].buf, rows, v[1].shape[0], v[1].buf, v[3].shape[0], at, n) < 0
+	       : check_csr(v[0].buf, rows, v[1].shape[0], v[1].buf, v[3].shape[0]) < 0)
+		goto done;
+	out = PyBytes_FromStringAndSize(NULL, n * nq * 8);
 	if (!out)
 		goto done;
 	int64_t *res = (int64_t *)PyBytes_AS_STRING(out);
+	const int64_t *lo = v[nv - 2].buf, *hi = v[nv - 1].buf;
 	Py_BEGIN_ALLOW_THREADS
-	ftf_hist_percentiles(v[0].buf, (size_t)rows, v[1].buf, v[2].buf, wide, v[3].buf, v[4].buf, v[5].buf, frac,
-			     (size_t)nq, res);
+	ftf_hist_percentiles(v[0].buf, at, (size_t)n, v[1].buf, v[2].buf, wide, v[3].buf, lo, hi, frac, (size_t)nq,
+			     res);
 	Py_END_ALLOW_THREADS
 done:
 	for (int i = 0; i < nv; i++)
@@ -339,9 +375,10 @@ static PyMethodDef methods[] = {
 	  "int64, int32, uint64: the CSR rows merged per key (0..ngroups-1), one entry per bucket any of "
 	  "a group's rows has, buckets ascending, counts summed" },
 	{ "hist_percentiles", py_hist_percentiles, METH_VARARGS,
-	  "hist_percentiles(offsets, buckets, counts, mids, lo, hi, qs) -> bytes of rows x len(qs) int64: "
-	  "per CSR row, each percentile q (0..100) as mids[bucket] of the first bucket whose running "
-	  "count reaches ceil(total * q / 100) (at least 1), clamped to [lo, hi]; 0 for empty rows" },
+	  "hist_percentiles(offsets, buckets, counts, mids, lo, hi, qs[, rows]) -> bytes of rows x len(qs) int64: "
+	  "per CSR row (or per row of the int64 `rows`, lo and hi one per row given), each percentile q (0..100) "
+	  "as mids[bucket] of the first bucket whose running count reaches ceil(total * q / 100) (at least 1), "
+	  "clamped to [lo, hi]; 0 for empty rows" },
 	{ NULL, NULL, 0, NULL },
 };
 

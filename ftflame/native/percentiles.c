@@ -22,12 +22,13 @@ static int64_t entry_at_rank(const void *counts, int wide, int64_t s, int64_t e,
 	return k;
 }
 
-void ftf_hist_percentiles(const int64_t *offs, size_t rows, const int32_t *bks, const void *counts, int wide,
-			  const int64_t *mids, const int64_t *lo, const int64_t *hi, const double *frac,
-			  size_t nq, int64_t *out)
+void ftf_hist_percentiles(const int64_t *offs, const int64_t *rows_at, size_t rows, const int32_t *bks,
+			  const void *counts, int wide, const int64_t *mids, const int64_t *lo, const int64_t *hi,
+			  const double *frac, size_t nq, int64_t *out)
 {
 	for (size_t i = 0; i < rows; i++) {
-		int64_t s = offs[i], e = offs[i + 1], total = 0;
+		int64_t r = rows_at ? rows_at[i] : (int64_t)i;
+		int64_t s = offs[r], e = offs[r + 1], total = 0;
 		for (int64_t k = s; k < e; k++)
 			total += count_at(counts, wide, k);
 		for (size_t j = 0; j < nq; j++) {
