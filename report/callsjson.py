@@ -93,11 +93,17 @@ def _float_text(x: float) -> str:
     return repr(x) if x - x == 0 else json.dumps(x)
 
 
+def _f1_safe(a: np.ndarray) -> bool:
+    """Whether every value of a that is not NaN prints as "%.1f" (finite,
+    below _F1_SAFE): NaN itself is written "null" by format_rows' f1n."""
+    return not len(a) or bool(np.abs(a[a == a]).max(initial=0.0) < _F1_SAFE)
+
+
 def _r1_or_null_item(a: np.ndarray):
     """A format_rows item printing json.dumps(ns_or_null(x)) of each value:
-    "%.1f" in C where that is the same text."""
-    if len(a) and np.abs(a).max() < _F1_SAFE:  # NaN fails this too
-        return ("f1", a)
+    "%.1f" (NaN: null) in C where that is the same text."""
+    if _f1_safe(a):
+        return ("f1n", a)
     return ("e", np.arange(len(a)), [json.dumps(ns_or_null(x)) for x in a.tolist()])
 
 
@@ -196,8 +202,8 @@ def _ints_text(a) -> str:
 def _r1_text(a) -> str:
     """json.dumps(_r1_list(a)) (compact), in C where "%.1f" is the same text."""
     a = np.ascontiguousarray(a, dtype=np.float64)
-    if len(a) and np.abs(a).max() < _F1_SAFE:  # NaN fails this too
-        return "[" + format_rows([",", ("f1", a)], len(a))[1:] + "]"
+    if len(a) and _f1_safe(a):
+        return "[" + format_rows([",", ("f1n", a)], len(a))[1:] + "]"
     return json.dumps(_r1_list(a), separators=(",", ":"))
 
 
@@ -310,13 +316,15 @@ def _trees_text(p: Profile, starts: np.ndarray, cols, first, kept) -> np.ndarray
 
     def r1(a) -> list:
         a = orig = np.asarray(a, dtype=np.float64)
-        big = np.maximum.reduceat(np.abs(a), first[some]) if n else np.zeros(0)
-        safe = big < _F1_SAFE  # NaN fails this too: printed by _r1_text's fallback
+        # NaN (no corrected figure: a gap) is written null in C (f1n); an
+        # infinity or a huge value by _r1_text's fallback
+        big = np.maximum.reduceat(np.where(a == a, np.abs(a), 0.0), first[some]) if n else np.zeros(0)
+        safe = big < _F1_SAFE
         if not safe.all():  # those trees' text comes from the fallback: 0 in their place here
             safe_tree = np.ones(len(kept), bool)
             safe_tree[some] = safe
             a = np.where(safe_tree[tree_of], a, 0.0)
-        out = _split_rows(format_rows([("e", begin, [",", "\x00["]), ("f1", a), ("e", end, ["", "]"])], n))
+        out = _split_rows(format_rows([("e", begin, [",", "\x00["]), ("f1n", a), ("e", end, ["", "]"])], n))
         for k in np.flatnonzero(~safe).tolist():
             j = int(np.flatnonzero(some)[k])
             out[k] = _r1_text(orig[first[j]:first[j] + kept[j]])

@@ -576,10 +576,14 @@ def _root_calls_template(p: Profile, lo: int = 0, hi: int | None = None) -> list
     flags = rc.col("flags", lo, hi)
     gap = (flags & SAMPLE_GAP) != 0
     corr = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)[lo:hi]
-    if _any_gap(p):  # left out of the correction: no figure (null)
-        t.text(["null" if g else json.dumps(round(x, 1)) for x, g in zip(corr.tolist(), gap.tolist())])
-    else:
+    if not _any_gap(p):
         _repr_round(t, corr)
+    elif np.abs(corr[~gap]).max(initial=0.0) < REPR_SAFE:  # (NaN fails this)
+        # a gap root call, left out of the correction, has no figure: null,
+        # written in C (f1n: NaN as null), not a Python step per root call
+        t.col("f1n", np.where(gap, np.nan, corr))
+    else:
+        t.text(["null" if g else json.dumps(round(x, 1)) for x, g in zip(corr.tolist(), gap.tolist())])
     t.lit(',"operation":')
     t.col("e", rc.col("op", lo, hi) + 1, ["null"] + [json.dumps(name) for name in p.operations])
     for key, name in (("descendants", "desc"), ("irq_ns", "irq"), ("offcpu_ns", "offcpu")):

@@ -120,6 +120,39 @@ def test_root_latency_rows_are_the_root_calls_grouped(rel, opts):
             assert set(r["dur_corr_ns"].values()) == {None}
 
 
+def test_gap_root_calls_nulls_written_in_c(monkeypatch):
+    """A trace with gap root calls writes their missing corrected figures
+    (null) with the others in C (format_rows' f1n), in the root calls, the
+    slowest calls and their trees: no json.dumps per root call, per slowest
+    call or per kept tree (the root calls' operation names apart). The text
+    is what the per-value Python wrote."""
+    from ftflame.report import callsjson
+
+    path = fixture("k6.1/s10-lost/trace.dat")
+    p = corrected(profile_of(path), path)
+    gap = (p.scol("flags") & profile_mod.SAMPLE_GAP) != 0
+    assert gap.any() and (~gap).any()
+    doc = json.loads(written(p))
+    corr = np.asarray(p.corrected.sample_dur, dtype=np.float64)
+    assert [c["dur_corr_ns"] for c in doc["root_calls"]] == \
+        [None if g else round(x, 1) for g, x in zip(gap.tolist(), corr.tolist())]
+    assert any(s["dur_corr_ns"] is None for s in doc["slowest"])
+    assert any(None in s["tree"]["incl_corr_ns"] for s in doc["slowest"] if s["tree"])
+    dumps, calls = json.dumps, []
+
+    def counted(*a, **k):
+        calls.append(a)
+        return dumps(*a, **k)
+
+    monkeypatch.setattr(json, "dumps", counted)
+    with tempfile.TemporaryFile() as f:
+        jsonout._write_root_calls(f, p, jsonout.ROOT_CALLS_CHUNK_ROWS)
+    assert len(calls) <= len(p.operations)
+    calls.clear()
+    assert json.loads("".join(callsjson.slowest_json_parts(p))) == doc["slowest"]
+    assert calls == []
+
+
 def test_empty_profile():
     empty = build_events([])
     assert empty.nrows == 0

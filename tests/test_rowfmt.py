@@ -71,6 +71,18 @@ def test_f1_matches_repr_of_round_below_1e14():
     assert f1(vals) == [repr(round(x, 1)) for x in vals.tolist()]
 
 
+def test_f1n_writes_nan_as_null():
+    """f1n: "%.1f" as f1, NaN (a figure the trace does not give) as null,
+    what json.dumps writes for None; both paths, and the exact sizing a
+    NaN makes the size pass take."""
+    vals = np.array([1.25, float("nan"), -0.04, 7e13, -float("nan"), 0.0, float("inf")])
+    want = ",".join("null" if x != x else "%.1f" % x for x in vals.tolist())
+    assert format_rows([("f1n", vals), ","], len(vals))[:-1] == want
+    assert to_fd([("f1n", vals), ","], len(vals))[:-1] == want
+    assert format_rows([("f1n", np.full(3, np.nan))], 3) == "nullnullnull"
+    assert format_rows([("f1n", np.zeros(0))], 0) == ""
+
+
 def test_strided_columns():
     """Columns of a row-major table are read in place, any stride."""
     table = np.arange(24, dtype=np.int64).reshape(6, 4) * 11 - 40
@@ -217,6 +229,8 @@ def reference(template, nrows) -> str:
                 out.append("%d" % it[1][r])
             elif it[0] == "f1":
                 out.append("%.1f" % it[1][r])
+            elif it[0] == "f1n":
+                out.append("null" if it[1][r] != it[1][r] else "%.1f" % it[1][r])
             elif it[0] == "e":
                 out.append(it[2][it[1][r]])
             else:
@@ -238,7 +252,7 @@ def test_random_templates_match_python(seed):
     for nrows in (0, 1, 2, 3, 7, 40):
         tmpl = []
         for _ in range(int(rng.integers(1, 12))):
-            kind = rng.integers(0, 5)
+            kind = rng.integers(0, 6)
             if kind == 0:
                 tmpl.append(text())
             elif kind == 1:
@@ -248,7 +262,10 @@ def test_random_templates_match_python(seed):
             elif kind == 3:
                 frags = [text() for _ in range(int(rng.integers(1, 5)))]
                 tmpl.append(("e", rng.integers(0, len(frags), nrows), frags))
-            else:
+            elif kind == 4:
                 tmpl.append(("rep", rng.integers(0, 6, nrows), text()))
+            else:
+                v = rng.standard_normal(nrows) * 10.0 ** rng.integers(-3, 20)
+                tmpl.append(("f1n", np.where(rng.random(nrows) < 0.3, np.nan, v)))
         assert format_rows(tmpl, nrows) == reference(tmpl, nrows)
         assert to_fd(tmpl, nrows) == reference(tmpl, nrows)

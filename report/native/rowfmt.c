@@ -202,6 +202,7 @@ static size_t row_max(const ftf_rowfmt_item *items, size_t nitems)
 			w = FTF_RF_INT_MAX;
 			break;
 		case FTF_RF_F1:
+		case FTF_RF_F1N:
 			w = FTF_RF_F1_MAX;
 			break;
 		case FTF_RF_ENUM:
@@ -253,6 +254,12 @@ static size_t f1_width(const ftf_rowfmt_item *it, size_t nrows)
 	return (size_t)neg + u64_len((uint64_t)amax + 1) + 2;
 }
 
+/* The length of a value of an F1 or F1N column ("null": NaN of an F1N one). */
+static inline size_t f1n_len(int kind, double v)
+{
+	return kind == FTF_RF_F1N && v != v ? 4 : f1_len(v);
+}
+
 int ftf_rowfmt_size(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, size_t *len,
 		    size_t *bad_row, size_t *bad_item)
 {
@@ -274,10 +281,11 @@ int ftf_rowfmt_size(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, s
 			sum = int_width(it, nrows) * (uint64_t)nrows;
 			break;
 		case FTF_RF_F1:
+		case FTF_RF_F1N:
 			sum = f1_width(it, nrows) * (uint64_t)nrows;
 			if (sum == 0) /* NaN, infinities or huge values: exact lengths */
 				for (size_t r = 0; r < nrows; r++)
-					sum += f1_len(f64_at(it, r));
+					sum += f1n_len(it->kind, f64_at(it, r));
 			break;
 		case FTF_RF_ENUM:
 			for (size_t r = 0; r < nrows; r++) {
@@ -446,6 +454,15 @@ static inline char *write_row(const rf_prog *g, size_t r, char *p, const char *e
 		case FTF_RF_F1:
 			memcpy(&d, op->col + (ptrdiff_t)r * op->stride, sizeof(d));
 			p += fmt_f1(p, d);
+			break;
+		case FTF_RF_F1N:
+			memcpy(&d, op->col + (ptrdiff_t)r * op->stride, sizeof(d));
+			if (d != d) {
+				memcpy(p, "null", 4);
+				p += 4;
+			} else {
+				p += fmt_f1(p, d);
+			}
 			break;
 		case FTF_RF_ENUM:
 			v = op_int(op, r);

@@ -19,6 +19,7 @@ enum ftf_rowfmt_kind {
 	FTF_RF_F1 = 2,   /* float64 column, as printf/Python "%.1f" */
 	FTF_RF_ENUM = 3, /* integer index column: frags[index] */
 	FTF_RF_REP = 4,  /* integer count column: the literal count times */
+	FTF_RF_F1N = 5,  /* float64 column, as FTF_RF_F1 but NaN as "null" (JSON's word for a missing figure) */
 };
 
 typedef struct {

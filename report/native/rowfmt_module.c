@@ -130,6 +130,8 @@ static int kind_named(const char *kind)
 		return FTF_RF_INT;
 	if (!strcmp(kind, "f1"))
 		return FTF_RF_F1;
+	if (!strcmp(kind, "f1n"))
+		return FTF_RF_F1N;
 	if (!strcmp(kind, "e"))
 		return FTF_RF_ENUM;
 	if (!strcmp(kind, "rep"))
@@ -180,7 +182,7 @@ static int column_item(parsed_template *pt, Py_ssize_t i, PyObject *t, Py_ssize_
 	it->kind = kind_named(kind);
 	if (it->kind < 0) {
 		PyErr_Format(PyExc_ValueError, "format_rows: template item %zd: unknown kind '%s' "
-			     "(i, f1, e, rep)", i, kind);
+			     "(i, f1, f1n, e, rep)", i, kind);
 		return -1;
 	}
 	Py_ssize_t want = it->kind == FTF_RF_ENUM || it->kind == FTF_RF_REP ? 3 : 2;
@@ -189,7 +191,8 @@ static int column_item(parsed_template *pt, Py_ssize_t i, PyObject *t, Py_ssize_
 			     "elements, got %zd", i, kind, want, tn);
 		return -1;
 	}
-	if (column_of(PyTuple_GET_ITEM(t, 1), &pt->views[i], it->kind == FTF_RF_F1, nrows, i) < 0)
+	int floats = it->kind == FTF_RF_F1 || it->kind == FTF_RF_F1N;
+	if (column_of(PyTuple_GET_ITEM(t, 1), &pt->views[i], floats, nrows, i) < 0)
 		return -1;
 	pt->nviews = i + 1;
 	it->col = pt->views[i].buf;
@@ -321,7 +324,8 @@ static PyMethodDef methods[] = {
 	  "(UTF-8, in chunks, while the next is formatted): rows 0..nrows-1 of a template, a list of literals "
 	  "(str/bytes) and (kind, column[, extra]) tuples, columns 1-d buffers of nrows values: "
 	  "('i', int64/int32 column), ('f1', float64 "
-	  "column: '%.1f'), ('e', index column, fragments), ('rep', count column, literal)" },
+	  "column: '%.1f'), ('f1n', float64 column: '%.1f', NaN as null), ('e', index column, fragments), "
+	  "('rep', count column, literal)" },
 	{ "pack_rows", ftf_py_pack_rows, METH_VARARGS,
 	  "pack_rows(template, nrows) -> bytes: a protocol-buffer message per row 0..nrows-1 (report/native/pbrows.c): "
 	  "bytes literals, ('v', int64 column) varints, ('d', float64 column), ('e', int64 column, [bytes]), "
