@@ -307,7 +307,7 @@ static inline int func_is_sched_entry(ftf_builder *b, uint32_t func)
 
 /* A path's entry in a task's root journal (see journal_add): the sums of
  * its kept calls completed under the open frame `owner`, the fields every
- * call has here (48 bytes), the others in a side entry (ftf_jrare) made
+ * call has here (56 bytes), the others in a side entry (ftf_jrare) made
  * only when one of them is not zero. The journal holds about one entry a
  * call on nfsd traces (a root call of ~900 calls has ~800 paths): at 168
  * bytes an entry it was a quarter of a lost-event trace's L1 misses. */
@@ -318,6 +318,7 @@ typedef struct {
 	uint32_t next;  /* the owner's next entry + 1, 0: the last */
 	uint32_t calls, desc, nchild; /* ftf_sums' */
 	uint32_t rare;  /* its ftf_jrare + 1 in the task's jrare, 0: none (all zero) */
+	uint32_t func;  /* the node's: journal_end reads the entries, not their nodes */
 	uint64_t incl;
 	int64_t excl;
 } ftf_jentry;
@@ -854,15 +855,20 @@ static void journal_add(ftf_builder *b, ftf_task *t, uint32_t node, ftf_frame *o
 		}
 		s = (s + 1) & (t->jnslots - 1);
 	}
+	ftf_node *nd = &b->nodes[node];
 	if (!e) {
 		e = &t->jent[t->jn];
 		e->node = node;
 		e->slot = s;
 		e->owner = 0;
 		e->rare = 0;
+		e->func = nd->func;
 		t->jslots[s] = ++t->jn;
+		/* the path has kept calls in this root call: counted now, while
+		 * its node is in the cache, not when the root call ends */
+		nd->roots = ftf_count_add(nd->roots, 1);
 	}
-	int irq_root = (b->nodes[node].flags & FTF_NODE_IRQ_ROOT) != 0;
+	int irq_root = (nd->flags & FTF_NODE_IRQ_ROOT) != 0;
 	ftf_jrare *x = e->rare ? &t->jrare[e->rare - 1] : NULL;
 	if (!x && (irq_root || irq || irq_calls || off || sw->ns || sw->calls || sw->outs || sw->offcpu_calls ||
 		   irq_roots)) {
@@ -970,25 +976,29 @@ static uint32_t *func_stamp(ftf_builder *b, uint32_t func)
 
 /* The task's root call ended (its frames all settled; gap: it is left out
  * or never completed): the journal holds each path with kept calls once
- * per root call. */
+ * per root call (their nodes' roots were counted as the entries came). A
+ * function's root calls go to its first path here. */
 static void journal_end(ftf_builder *b, ftf_task *t, int gap)
 {
 	uint32_t serial = ++b->root_serial;
 	for (uint32_t i = 0; i < t->jn; i++) {
 		ftf_jentry *e = &t->jent[i];
-		ftf_node *n = &b->nodes[e->node];
 		const ftf_jrare *x = e->rare ? &t->jrare[e->rare - 1] : NULL;
 		ftf_node_more *m = gap && x && x->r.calls ? node_more(b, e->node) : NULL;
 		if (m)
 			sums_merge(&m->groot, &x->r);
-		uint32_t *stamp = func_stamp(b, n->func);
-		n->roots = ftf_count_add(n->roots, 1);
+		uint32_t *stamp = func_stamp(b, e->func);
 		if (stamp && *stamp != serial) {
 			*stamp = serial;
-			n->func_roots = ftf_count_add(n->func_roots, 1);
+			b->nodes[e->node].func_roots = ftf_count_add(b->nodes[e->node].func_roots, 1);
 		}
-		t->jslots[e->slot] = 0;
 	}
+	/* every slot holds an entry of this journal: a dense table is cleared whole */
+	if ((uint64_t)t->jn * 16 >= t->jnslots)
+		memset(t->jslots, 0, (size_t)t->jnslots * sizeof(*t->jslots));
+	else
+		for (uint32_t i = 0; i < t->jn; i++)
+			t->jslots[t->jent[i].slot] = 0;
 	t->jn = 0;
 	t->njrare = 0;
 }
