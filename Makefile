@@ -44,7 +44,7 @@ ESLINT             := $(ESLINT_DIR)/node_modules/.bin/eslint
 # the pages whose inline <script> includes templates/*.js, in order
 JS_PAGES           := templates/report.html templates/diff.html templates/flamegraph.svg
 
-.PHONY: help setup build demo test test-damage lint test-vm bench golden model-error mutate clean setup-render-tools setup-fuzz fuzz setup-vm fixtures fixture-long fixture-long-lost bench-long bench-phases bench-revs
+.PHONY: help setup build demo test test-damage lint test-vm bench golden model-error mutate clean setup-render-tools setup-fuzz fuzz setup-vm fixtures fixture-long fixture-long-lost bench-long bench-phases bench-revs bench-counts
 
 # $(call apt_install,TARGET,PACKAGES[,APT-GET OPTIONS]): install the Debian
 # packages not installed yet, saying which (one shell command line).
@@ -316,6 +316,10 @@ bench-phases: setup  ## the report's CPU by phase against the zstd floor on the 
 	$(PY) bench/phases.py $(LONG_TRACES)
 bench-revs: setup  ## this checkout against REV=main, interleaved CPU medians as ratios, on the long traces (else a curated fixture)
 	$(PY) bench/revs.py $(REV) . $(LONG_TRACES)
+
+bench-counts: setup  ## the read's instructions and cache misses (valgrind), this checkout against REV=main: figures the load does not move
+	@$(call apt_install,bench-counts,valgrind,--no-install-recommends)
+	$(PY) bench/read_counts.py --top 10 $(REV) . $(or $(LONG_TRACES),$(wildcard tests/data/fixtures/k6.12/s30-repeat/run1/trace.dat))
 
 bench: setup  ## benchmark against trace-cmd report and a bare libtracecmd loop; ftflame batch throughput; the Perfetto output on long traces
 	$(PY) bench/run.py

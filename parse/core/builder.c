@@ -305,15 +305,31 @@ static inline int func_is_sched_entry(ftf_builder *b, uint32_t func)
 
 /* ---- tasks ------------------------------------------------------------- */
 
+/* A path's entry in a task's root journal (see journal_add): the sums of
+ * its kept calls completed under the open frame `owner`, the fields every
+ * call has here (56 bytes), the others in a side entry (ftf_jrare) made
+ * only when one of them is not zero. The journal holds about one entry a
+ * call on nfsd traces (a root call of ~900 calls has ~800 paths): at 168
+ * bytes an entry it was a quarter of a lost-event trace's L1 misses. */
 typedef struct {
 	uint32_t node;
 	uint32_t slot;
-	uint32_t owner; /* serial of the open frame whose children `s` sums, 0: none */
+	uint32_t owner; /* serial of the open frame whose children it sums, 0: none */
 	uint32_t next;  /* the owner's next entry + 1, 0: the last */
-	ftf_sums s;
-	uint64_t irq_roots; /* interrupt subtrees inside the calls `s` sums */
-	ftf_sums r;         /* an irq root's: all its kept calls under the open root call */
+	uint32_t calls, desc, nchild; /* ftf_sums' */
+	uint32_t rare;  /* its ftf_jrare + 1 in the task's jrare, 0: none (all zero) */
+	uint32_t func;  /* the node's: journal_end reads the entries, not their nodes */
+	uint64_t incl;
+	int64_t excl;
 } ftf_jentry;
+
+typedef struct {
+	/* the owner's sums' other fields (ftf_sums) */
+	uint64_t irq, offcpu, sched;
+	uint32_t irq_calls, sched_calls, sched_outs, offcpu_calls;
+	uint64_t irq_roots; /* interrupt subtrees inside the calls the entry sums */
+	ftf_sums r;         /* an irq root's: all its kept calls under the open root call */
+} ftf_jrare;
 
 typedef struct {
 	uint32_t node, func;
@@ -410,6 +426,8 @@ struct ftf_task {
 	ftf_jentry *jent;
 	uint32_t *jslots;
 	uint32_t jn, jcap, jnslots;
+	ftf_jrare *jrare;
+	uint32_t njrare, capjrare;
 	uint32_t frame_serial;
 	uint64_t irq_roots; /* irq subtrees completed under task frames */
 	uint64_t root_irq_roots_at;
@@ -801,9 +819,27 @@ static int journal_grow(ftf_task *t)
 	return 0;
 }
 
+/* A new side entry for e, zero; NULL when out of memory. */
+static ftf_jrare *jrare_new(ftf_task *t, ftf_jentry *e)
+{
+	if (t->njrare == t->capjrare) {
+		uint32_t cap = t->capjrare ? t->capjrare * 2 : 16;
+		ftf_jrare *a = realloc(t->jrare, (size_t)cap * sizeof(*a));
+		if (!a)
+			return NULL;
+		t->jrare = a;
+		t->capjrare = cap;
+	}
+	ftf_jrare *x = &t->jrare[t->njrare++];
+	memset(x, 0, sizeof(*x));
+	e->rare = t->njrare;
+	return x;
+}
+
 /* A kept call of `node` completed under the open frame `owner`. */
-static void journal_add(ftf_builder *b, ftf_task *t, uint32_t node, ftf_frame *owner, const ftf_sums *one,
-			uint64_t irq_roots)
+static void journal_add(ftf_builder *b, ftf_task *t, uint32_t node, ftf_frame *owner, uint64_t dur, int64_t excl,
+			uint64_t desc, uint64_t nchild, uint64_t irq, uint64_t irq_calls, uint64_t off,
+			const ftf_schedw *sw, uint64_t irq_roots)
 {
 	if (t->jn + 1 > t->jcap && journal_grow(t) < 0) {
 		b->oom = 1;
@@ -819,26 +855,71 @@ static void journal_add(ftf_builder *b, ftf_task *t, uint32_t node, ftf_frame *o
 		}
 		s = (s + 1) & (t->jnslots - 1);
 	}
+	ftf_node *nd = &b->nodes[node];
 	if (!e) {
 		e = &t->jent[t->jn];
 		e->node = node;
 		e->slot = s;
 		e->owner = 0;
-		memset(&e->r, 0, sizeof(e->r));
+		e->rare = 0;
+		e->func = nd->func;
 		t->jslots[s] = ++t->jn;
+		/* the path has kept calls in this root call: counted now, while
+		 * its node is in the cache, not when the root call ends */
+		nd->roots = ftf_count_add(nd->roots, 1);
 	}
-	if (b->nodes[node].flags & FTF_NODE_IRQ_ROOT)
-		sums_merge(&e->r, one);
+	int irq_root = (nd->flags & FTF_NODE_IRQ_ROOT) != 0;
+	ftf_jrare *x = e->rare ? &t->jrare[e->rare - 1] : NULL;
+	if (!x && (irq_root || irq || irq_calls || off || sw->ns || sw->calls || sw->outs || sw->offcpu_calls ||
+		   irq_roots)) {
+		x = jrare_new(t, e);
+		if (!x) {
+			b->oom = 1;
+			return;
+		}
+	}
+	if (irq_root) {
+		ftf_sums one = { 0 };
+		sums_add(&one, dur, excl, desc, nchild, irq, irq_calls, off, sw);
+		sums_merge(&x->r, &one);
+	}
+	/* as sums_add and sums_merge count (a count saturates: ftf_count_add) */
 	if (e->owner == owner->serial) {
-		sums_merge(&e->s, one);
-		e->irq_roots += irq_roots;
+		e->calls = ftf_count_add(e->calls, 1);
+		e->incl += dur;
+		e->excl += excl;
+		e->desc = ftf_count_add(e->desc, desc);
+		e->nchild = ftf_count_add(e->nchild, nchild);
+		if (x) {
+			x->irq += irq;
+			x->irq_calls = ftf_count_add(x->irq_calls, irq_calls);
+			x->offcpu += off;
+			x->sched += sw->ns;
+			x->sched_calls = ftf_count_add(x->sched_calls, sw->calls);
+			x->sched_outs = ftf_count_add(x->sched_outs, sw->outs);
+			x->offcpu_calls = ftf_count_add(x->offcpu_calls, sw->offcpu_calls);
+			x->irq_roots += irq_roots;
+		}
 		return;
 	}
 	/* (an owner still open, were two frames of one path open at once,
 	 * loses the entry: its calls then count as attached) */
 	e->owner = owner->serial;
-	e->s = *one;
-	e->irq_roots = irq_roots;
+	e->calls = 1;
+	e->incl = dur;
+	e->excl = excl;
+	e->desc = ftf_count_add(0, desc);
+	e->nchild = ftf_count_add(0, nchild);
+	if (x) {
+		x->irq = irq;
+		x->irq_calls = ftf_count_add(0, irq_calls);
+		x->offcpu = off;
+		x->sched = sw->ns;
+		x->sched_calls = ftf_count_add(0, sw->calls);
+		x->sched_outs = ftf_count_add(0, sw->outs);
+		x->offcpu_calls = ftf_count_add(0, sw->offcpu_calls);
+		x->irq_roots = irq_roots;
+	}
 	e->next = owner->jhead;
 	owner->jhead = (uint32_t)(e - t->jent) + 1;
 }
@@ -855,9 +936,21 @@ static void journal_settle(ftf_builder *b, ftf_task *t, ftf_frame *f, int out)
 		e->owner = 0;
 		ftf_node_more *m = out ? node_more(b, e->node) : NULL;
 		if (m) {
-			sums_merge(&m->det, &e->s);
-			m->det_irq_roots = ftf_count_add(m->det_irq_roots, e->irq_roots);
-			b->c.detached_calls += e->s.calls;
+			const ftf_jrare *x = e->rare ? &t->jrare[e->rare - 1] : NULL;
+			ftf_sums es = { .calls = e->calls, .incl = e->incl, .excl = e->excl, .desc = e->desc,
+					.nchild = e->nchild };
+			if (x) {
+				es.irq = x->irq;
+				es.irq_calls = x->irq_calls;
+				es.offcpu = x->offcpu;
+				es.sched = x->sched;
+				es.sched_calls = x->sched_calls;
+				es.sched_outs = x->sched_outs;
+				es.offcpu_calls = x->offcpu_calls;
+			}
+			sums_merge(&m->det, &es);
+			m->det_irq_roots = ftf_count_add(m->det_irq_roots, x ? x->irq_roots : 0);
+			b->c.detached_calls += e->calls;
 		}
 	}
 	f->jhead = 0;
@@ -883,25 +976,31 @@ static uint32_t *func_stamp(ftf_builder *b, uint32_t func)
 
 /* The task's root call ended (its frames all settled; gap: it is left out
  * or never completed): the journal holds each path with kept calls once
- * per root call. */
+ * per root call (their nodes' roots were counted as the entries came). A
+ * function's root calls go to its first path here. */
 static void journal_end(ftf_builder *b, ftf_task *t, int gap)
 {
 	uint32_t serial = ++b->root_serial;
 	for (uint32_t i = 0; i < t->jn; i++) {
 		ftf_jentry *e = &t->jent[i];
-		ftf_node *n = &b->nodes[e->node];
-		ftf_node_more *m = gap && e->r.calls ? node_more(b, e->node) : NULL;
+		const ftf_jrare *x = e->rare ? &t->jrare[e->rare - 1] : NULL;
+		ftf_node_more *m = gap && x && x->r.calls ? node_more(b, e->node) : NULL;
 		if (m)
-			sums_merge(&m->groot, &e->r);
-		uint32_t *stamp = func_stamp(b, n->func);
-		n->roots = ftf_count_add(n->roots, 1);
+			sums_merge(&m->groot, &x->r);
+		uint32_t *stamp = func_stamp(b, e->func);
 		if (stamp && *stamp != serial) {
 			*stamp = serial;
-			n->func_roots = ftf_count_add(n->func_roots, 1);
+			b->nodes[e->node].func_roots = ftf_count_add(b->nodes[e->node].func_roots, 1);
 		}
-		t->jslots[e->slot] = 0;
 	}
+	/* every slot holds an entry of this journal: a dense table is cleared whole */
+	if ((uint64_t)t->jn * 16 >= t->jnslots)
+		memset(t->jslots, 0, (size_t)t->jnslots * sizeof(*t->jslots));
+	else
+		for (uint32_t i = 0; i < t->jn; i++)
+			t->jslots[t->jent[i].slot] = 0;
 	t->jn = 0;
+	t->njrare = 0;
 }
 
 /* A completed call of node idx; parent: the open frame it completed under,
@@ -935,11 +1034,8 @@ static void node_add(ftf_builder *b, uint32_t idx, int gap, ftf_frame *parent, u
 	n->excl += excl;
 	n->desc = ftf_count_add(n->desc, desc);
 	n->nchild = ftf_count_add(n->nchild, nchild);
-	if (!gap && t && parent) {
-		ftf_sums one = { 0 };
-		sums_add(&one, dur, excl, desc, nchild, irq, irq_calls, off, sw);
-		journal_add(b, t, idx, parent, &one, irq_roots);
-	}
+	if (!gap && t && parent)
+		journal_add(b, t, idx, parent, dur, excl, desc, nchild, irq, irq_calls, off, sw, irq_roots);
 	if (t && !t->n && t->jn)
 		journal_end(b, t, gap);
 	uint32_t dur_b = ftf_hist_bucket(dur);
@@ -1118,6 +1214,7 @@ void ftf_builder_shed(ftf_builder *b)
 		if (b->tasks[i]) {
 			free(b->tasks[i]->jent);
 			free(b->tasks[i]->jslots);
+			free(b->tasks[i]->jrare);
 			free(b->tasks[i]->stack);
 			free(b->tasks[i]->rsnap);
 			ftf_task_calls_free(&b->root_calls, &b->tasks[i]->tc);

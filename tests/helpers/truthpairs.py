@@ -250,8 +250,9 @@ def pooled(names) -> dict | None:
     {"truth", "corrected", "error", "runs": {name: (truth figures,
     corrected figures)}, "calls": (truth calls, corrected calls)}; None when
     a run is missing."""
-    got = {n: calls(n) for n in names}
-    if any(v is None for v in got.values()):
+    maybe = {n: calls(n) for n in names}
+    got = {n: v for n, v in maybe.items() if v is not None}
+    if len(got) < len(maybe):
         return None
     t = np.concatenate([v[0] for v in got.values()])
     c = np.concatenate([v[1] for v in got.values()])
