@@ -45,7 +45,18 @@ from typing import NamedTuple
 import numpy as np
 
 from ftflame.correct import hooklevel
-from ftflame.model.profile import NODE_IRQ, NODE_IRQ_ROOT, SAMPLE_GAP, SAMPLE_IRQ, Calibration, Corrected, OffCpu, Profile, means
+from ftflame.model.profile import (
+    NODE_IRQ,
+    NODE_IRQ_ROOT,
+    SAMPLE_GAP,
+    SAMPLE_IRQ,
+    Calibration,
+    Corrected,
+    OffCpu,
+    Profile,
+    distinct,
+    means,
+)
 
 IRQ_MODES = ("exclude", "include")
 UNRELIABLE_FRACTION = 0.5  # hook-cost correction above this share of the measured time
@@ -837,7 +848,7 @@ def _by_func_of_nodes(p: Profile, by_node: Groups, ids: np.ndarray, pos: np.ndar
     j = np.minimum(np.searchsorted(ids[pos], func), max(len(ids) - 1, 0))
     known = (ids[pos][j] == func) if len(ids) else np.zeros(len(func), bool)
     fi = pos[j]
-    if len(np.unique(fi[known])) != int(known.sum()):
+    if len(distinct(fi[known])) != int(known.sum()):
         return None
     g = np.flatnonzero(known)
     g = g[np.argsort(fi[g], kind="stable")]

@@ -40,6 +40,7 @@ from ftflame.model.profile import (
     KeptTrees,
     OffCpu,
     Profile,
+    distinct,
     retval_is_error,
 )
 
@@ -145,10 +146,10 @@ def _operation_table(p: Profile) -> tuple | None:
 
 def _root_funcs(p: Profile, node: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
     """The distinct root functions (sorted) of the root calls (those in
-    where), found from the call paths they lie on: np.unique of their
-    functions, without a column per root call."""
+    where), found from the call paths they lie on: the distinct functions
+    of those paths, without a column per root call."""
     on = np.flatnonzero(np.bincount(node if where is None else node[where], minlength=p.nrows))
-    return np.unique(p.col("func")[on])
+    return distinct(p.col("func")[on])
 
 
 def root_table(p: Profile) -> tuple:
@@ -568,8 +569,8 @@ def slowest_batches(p: Profile, lo: int = 0, hi: int | None = None):
         return
     sizes = kt.sizes(k)
     big = np.flatnonzero(sizes > BATCH_CALLS)
-    cuts = np.union1d(np.flatnonzero(np.diff((np.cumsum(sizes) - sizes) // BATCH_CALLS)) + 1,
-                      np.concatenate([big, big + 1]))
+    cuts = distinct(np.concatenate([np.flatnonzero(np.diff((np.cumsum(sizes) - sizes) // BATCH_CALLS)) + 1,
+                                    big, big + 1]))
     cuts = cuts[(cuts > 0) & (cuts < len(k))].tolist()
     cal, irqs, offcpu_removed = _correction_of(p)
     for a, b in zip([0, *cuts], [*cuts, len(k)]):
