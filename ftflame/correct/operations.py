@@ -899,7 +899,7 @@ def dominant_steps(calls: dict, first: np.ndarray, kept: np.ndarray) -> tuple:
 COMPOUND_FUNC = "nfsd4_proc_compound"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class OperationNodes:
     """The call paths of the aggregated tree that belong to one operation:
     the paths of the function(s) that named it (`tops`: for a procedure its

@@ -545,7 +545,7 @@ def bucket_mids(nbuckets: int) -> np.ndarray:
     return mids
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Histograms:
     """Per-row histograms in CSR form: row i owns entries offsets[i]:offsets[i+1]."""
 
@@ -614,7 +614,7 @@ def retval_is_error(v: np.ndarray) -> np.ndarray:
     return (s >= -4095) & (s <= -1)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Retvals:
     """The calls that returned a value, per function id (ftf_retvals, parse/core/builder.h):
     those that returned an error code (-4095..-1 as a signed long, an int's
@@ -748,7 +748,7 @@ def means(sums, calls) -> np.ndarray:
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Corrected:
     """Corrected sums per node (same row order as the node table)."""
 
@@ -859,7 +859,7 @@ class Views:
         return key in self._done
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Profile:
     trace: TraceInfo
     funcs: tuple  # function names; node column "func" indexes it
@@ -1061,7 +1061,7 @@ class Profile:
 
 
 PERCENTILES = (50, 90, 99)
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class FunctionTable:
     """Per-function aggregates over every call path the function appears in.
 
@@ -1150,7 +1150,7 @@ class FunctionTable:
         return self.names.index(name)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class ReturnSide:
     """Raw inclusive times of one kind of return (FunctionTable rows)."""
 
@@ -1166,7 +1166,7 @@ class ReturnSide:
         return means(self.incl, self.calls)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class ReturnStats:
     """Per function (FunctionTable's rows): its calls that returned an
     error code (`err`) and those that returned something else (`ok`), from
