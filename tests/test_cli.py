@@ -167,12 +167,14 @@ def test_cli_and_parse_package_import_no_numpy():
 
 
 def test_text_report_imports_only_what_it_uses():
-    """A text report imports neither what only other outputs or commands
-    use nor numpy.ma (np.unique's plain form imports it: 6-9 ms of CPU)."""
+    """A text report of a trace.dat imports neither what only other inputs,
+    outputs or commands use (the text reader, diff, batch) nor numpy.ma
+    (np.unique's plain form imports it: 6-9 ms of CPU)."""
     code = ("import sys, io, contextlib; from ftflame import cli\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             f"    assert cli.main(['report', {fixture('k6.1/s10-lost/trace.dat')!r}]) == 0\n"
-            "print(sorted(m for m in ('numpy.ma', 'jinja2') if m in sys.modules))")
+            "print(sorted(m for m in ('numpy.ma', 'jinja2', 'ftflame.parse.text', 'ftflame.diff', "
+            "'ftflame.batch') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
