@@ -972,11 +972,19 @@ class Profile:
         """Rows grouped by depth (roots first): a top-down or bottom-up pass
         over the tree is one vectorised step per level. Rows in 32 bits, as
         the core's parent column: kept with the Profile (the tree's shape
-        views are 8 bytes a call path in all, not 16)."""
+        views are 8 bytes a call path in all, not 16). Views of level_order's."""
+        order, bounds = self.level_order
+        return tuple(order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1))
+
+    @functools.cached_property
+    def level_order(self) -> tuple:
+        """(the rows by depth, roots first, each depth's rows ascending, as
+        int32; where each depth starts in them, int64, and their end): the
+        levels as one array, for the passes over them in C."""
         depth = self.col("depth")
         order = _rows32(stable_order(depth))
         bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2 if self.nrows else 0))
-        return tuple(order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1))
+        return order, bounds.astype(np.int64)
 
     @functools.cached_property
     def pseudo_roots(self) -> np.ndarray:
