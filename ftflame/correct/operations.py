@@ -947,12 +947,13 @@ def _operation_nodes(p: Profile) -> dict:
     # level: each row once), let go again after if the Profile had let go of
     # them (the correction's memory): not every row's root and depth walked
     # up a level at a time (rows x depth; 5% of the JSON's CPU on 178k paths)
-    cached = [v for v in ("levels", "tree_tops") if v in p.__dict__]
+    views = ("level_order", "levels", "tree_tops")
+    cached = [v for v in views if v in p.__dict__]
     # shallowest first; as numpy's index type (stored in 32 bits: indexing
     # by them takes numpy's casting path, twice as slow, in both passes)
     levels = [rows.astype(np.intp) for rows in p.levels]
     under_dispatcher = np.isin(func[p.tree_tops], dispatchers)
-    p.forget(*(v for v in ("levels", "tree_tops") if v not in cached))
+    p.forget(*(v for v in views if v not in cached))
     parent_func = np.where(parent >= 0, func[np.maximum(parent, 0)], -1)
     compound = index.get(COMPOUND_FUNC, -2)
     ops = sorted({r.op for r in table if r.op >= 0})

@@ -1265,5 +1265,5 @@ def _take_rows(h: Histograms, rows: np.ndarray):
     return offsets, h.buckets[idx], h.counts[idx]
 
 
-_SHAPE_VIEWS = ("children", "levels", "tree_tops", "pseudo_roots", "node_percentiles")
+_SHAPE_VIEWS = ("children", "level_order", "levels", "tree_tops", "pseudo_roots", "node_percentiles")
 _SAMPLE_INDEX = {n: i for i, n in enumerate(SAMPLE_COLUMNS)}
