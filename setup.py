@@ -60,7 +60,8 @@ setup(
         extension("ftflame.report._rowfmt", os.path.join("report", "native")),
         # -ffp-contract=off: tree_pass.c's figures equal numpy's to the bit (no fused multiply-add)
         extension("ftflame._model", model_native,
-                  {"model_module.c", "hist_group.c", "percentiles.c", "tree_order.c", "tree_pass.c"},
+                  {"model_module.c", "group_reduce.c", "hist_group.c", "percentiles.c", "tree_order.c",
+                   "tree_pass.c"},
                   cflags=("-ffp-contract=off",)),
     ]
 )

@@ -1106,20 +1106,33 @@ class FunctionTable:
 
     @classmethod
     def build(cls, p: Profile) -> FunctionTable:
+        import ftflame._model as _model
+
         nf = len(p.funcs)
         func = p.col("func")
-        calls = p.col("calls")
+        func32 = np.ascontiguousarray(p.nodes.stored("func"))
 
-        g = Grouping(func, nf)
-        total = g.sum
+        def total(values: np.ndarray, op: int = 0, init: int = 0, calls=None) -> np.ndarray:
+            """An integer column's sum per function (op 0; or its least, 1, or
+            greatest, 2, over the paths with calls), in C from the column as
+            stored: no int64 copy, gather and reduceat per column (0.7-1.3 ms
+            each on 220k call paths)."""
+            out = np.full(nf, init, dtype=np.int64)
+            _model.group_reduce(func32, np.ascontiguousarray(values), calls, op, out)
+            return out
 
-        def extreme(col, op, init):
-            return g.reduce(op, np.where(calls > 0, col, init).astype(np.int64), init)
+        def column(name: str) -> np.ndarray:
+            return total(p.nodes.stored(name))
 
-        ncalls = total(calls)
+        calls32 = np.ascontiguousarray(p.nodes.stored("calls"))
+
+        def extreme(name, op, init):
+            return total(p.nodes.stored(name), op, init, calls32)
+
+        ncalls = column("calls")
         keep = np.nonzero(ncalls > 0)[0]
-        incl_s = total(p.col("incl"))
-        excl_s = total(p.col("excl"))
+        incl_s = column("incl")
+        excl_s = column("excl")
         # busiest first; ties by name for a stable order (one lexsort by the
         # names' ranks: a trace may have 100k functions)
         if len(keep) and incl_s[keep].min() > np.iinfo(np.int64).min:
@@ -1128,16 +1141,17 @@ class FunctionTable:
             ids = np.array(sorted(keep.tolist(), key=lambda f: (-int(incl_s[f]), p.funcs[f])), dtype=np.int64)
         order = ids.tolist()
         big = np.iinfo(np.int64).max
-        imin, imax = extreme(p.col("incl_min"), np.minimum, big), extreme(p.col("incl_max"), np.maximum, -big)
-        xmin, xmax = extreme(p.col("excl_min"), np.minimum, big), extreme(p.col("excl_max"), np.maximum, -big)
+        imin, imax = extreme("incl_min", 1, big), extreme("incl_max", 2, -big)
+        xmin, xmax = extreme("excl_min", 1, big), extreme("excl_max", 2, -big)
         hi = p.hist_incl.group(func, nf)
         ipct = hi.percentiles(PERCENTILES, imin, imax)
         xpct = None
         if p.hist_excl is not None:
             xpct = p.hist_excl.group(func, nf).percentiles(PERCENTILES, np.maximum(xmin, 0), np.maximum(xmax, 0))
         c = p.corrected_or_raw
-        icorr = total(c.incl)
-        xcorr = total(c.excl)
+        g = Grouping(func, nf)  # float sums: numpy's reduceat, its own order of adding
+        icorr = g.sum(c.incl)
+        xcorr = g.sum(c.excl)
         ccorr = total(c.calls.astype(np.int64))
         hsub = Histograms(*_take_rows(hi, ids))
         return cls(
@@ -1145,8 +1159,8 @@ class FunctionTable:
             incl=incl_s[ids], excl=excl_s[ids], incl_min=imin[ids], incl_max=imax[ids],
             excl_min=xmin[ids], excl_max=xmax[ids], incl_pct=ipct[ids], excl_pct=None if xpct is None else xpct[ids],
             incl_corr=icorr[ids], excl_corr=xcorr[ids], calls_corr=ccorr[ids],
-            irq=total(p.col("irq"))[ids], offcpu=total(p.col("offcpu"))[ids],
-            gap_calls=total(p.col("gap_calls"))[ids], hist_incl=hsub,
+            irq=column("irq")[ids], offcpu=column("offcpu")[ids],
+            gap_calls=column("gap_calls")[ids], hist_incl=hsub,
             returns=None if p.retvals is None else ReturnStats.build(p.retvals, ids))
 
     @functools.cached_property

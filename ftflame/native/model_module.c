@@ -2,7 +2,8 @@
  *
  * hist_percentiles (percentiles.c): the Profile's per-call-path percentiles;
  * hist_group (hist_group.c): its per-function histograms; tree_preorder
- * (tree_order.c): the call tree's canonical order; irq_roots_up and
+ * (tree_order.c): the call tree's canonical order; group_reduce
+ * (group_reduce.c): the function table's sums and extremes; irq_roots_up and
  * clamp_down (tree_pass.c): the correction's passes over the tree. All are
  * figures of the Profile, computed once beside it (ftflame/model/profile.py) and
  * read by every renderer, so they live with the model, not with the trace
@@ -12,6 +13,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "group_reduce.h"
 #include "hist_group.h"
 #include "percentiles.h"
 #include "tree_order.h"
@@ -387,6 +389,58 @@ done:
 	return out;
 }
 
+/* take_flat of an int32 or int64 column; *wide set. */
+static int take_ints(PyObject *obj, Py_buffer *v, int *nv, Py_ssize_t n, int *wide, const char *what)
+{
+	if (take_flat(obj, v, nv, "ql", 8, n, what) == 0) {
+		*wide = 1;
+		return 0;
+	}
+	PyErr_Clear();
+	*wide = 0;
+	return take_flat(obj, v, nv, "i", 4, n, what);
+}
+
+static PyObject *py_group_reduce(PyObject *self, PyObject *args)
+{
+	PyObject *o_keys, *o_values, *o_calls, *o_out;
+	int op;
+	if (!PyArg_ParseTuple(args, "OOOiO", &o_keys, &o_values, &o_calls, &op, &o_out))
+		return NULL;
+	if (op < FTF_GROUP_SUM || op > FTF_GROUP_MAX) {
+		PyErr_SetString(PyExc_ValueError, "group_reduce: op is 0 (sum), 1 (min) or 2 (max)");
+		return NULL;
+	}
+	Py_buffer v[4];
+	int nv = 0, keys_wide, values_wide;
+	PyObject *out = NULL;
+	const void *calls;
+	if (take_flat_as(o_out, v, &nv, "ql", 8, -1, "group_reduce: out", PyBUF_WRITABLE) < 0 ||
+	    take_ints(o_keys, v, &nv, -1, &keys_wide, "group_reduce: keys (int32 or int64)") < 0)
+		goto done;
+	Py_ssize_t ngroups = v[0].shape[0], n = v[1].shape[0];
+	if (take_ints(o_values, v, &nv, n, &values_wide, "group_reduce: values (int32 or int64)") < 0 ||
+	    take_optional(o_calls, v, &nv, "i", 4, n, "group_reduce: calls", &calls) < 0)
+		goto done;
+	for (Py_ssize_t i = 0; i < n; i++) {
+		int64_t k = keys_wide ? ((const int64_t *)v[1].buf)[i] : ((const int32_t *)v[1].buf)[i];
+		if (k < 0 || k >= ngroups) {
+			PyErr_Format(PyExc_ValueError, "group_reduce: row %zd: key %lld out of range", i, (long long)k);
+			goto done;
+		}
+	}
+	Py_BEGIN_ALLOW_THREADS
+	ftf_group_reduce(v[1].buf, keys_wide, v[2].buf, values_wide, calls, (size_t)n, (enum ftf_group_op)op,
+			 v[0].buf);
+	Py_END_ALLOW_THREADS
+	Py_INCREF(Py_None);
+	out = Py_None;
+done:
+	for (int i = 0; i < nv; i++)
+		PyBuffer_Release(&v[i]);
+	return out;
+}
+
 static PyObject *py_irq_roots_up(PyObject *self, PyObject *args)
 {
 	PyObject *o_order, *o_at, *o_parent, *o_flags, *o_calls, *o_dcalls, *o_dR, *o_R;
@@ -483,6 +537,10 @@ static PyMethodDef methods[] = {
 	  "hist_percentiles(offsets, buckets, counts, mids, lo, hi, qs) -> bytes of rows x len(qs) int64: "
 	  "per CSR row, each percentile q (0..100) as mids[bucket] of the first bucket whose running "
 	  "count reaches ceil(total * q / 100) (at least 1), clamped to [lo, hi]; 0 for empty rows" },
+	{ "group_reduce", py_group_reduce, METH_VARARGS,
+	  "group_reduce(keys, values, calls, op, out): per key (0..len(out)-1), values summed (op 0, wrapping as "
+	  "int64), or their least (1) or greatest (2), into out (int64, each group's starting value), over the "
+	  "rows with calls > 0 (int32) or every row (None); keys and values int32 or int64" },
 	{ "irq_roots_up", py_irq_roots_up, METH_VARARGS,
 	  "irq_roots_up(order, level_at, parent, flags, root_bit, irq_bit, calls, det_calls, det_R, R): the "
 	  "interrupt subtrees inside each row's clean calls summed into R (n zeros), levels from the deepest up "
