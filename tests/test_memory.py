@@ -84,6 +84,17 @@ def test_the_report_does_not_keep_the_corrections_own_views():
     assert len(p.levels) > 1  # made again when a renderer asks (the flame graph's tree)
 
 
+def test_operation_nodes_let_go_of_the_levels_they_made():
+    """The operations' call paths read the levels (views of level_order) and
+    let go of them after, when the Profile had not kept them: level_order
+    too, or the levels' rows stay alive under the renderer's peak."""
+    path = curated(TRACE)
+    p = parse.read(path)
+    assert operations.operation_table(p)  # a trace with operations: the levels are walked
+    operations.operation_nodes(p)
+    assert not {"level_order", "levels", "tree_tops"} & p.__dict__.keys()
+
+
 # ---- text traces of many root calls, and long text traces ------------------
 
 # The resident size of a sanitized run is ASan's (redzones, a quarantine of
