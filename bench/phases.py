@@ -66,7 +66,11 @@ def child(fmt: str, trace: str, out: str) -> None:
     from ftflame.report import RENDERERS
     from ftflame.report.options import render_options
 
-    args = build_parser().parse_args(["report", "-q", trace, "-o", out])
+    try:  # as the command builds it: the report's parser alone
+        parser = build_parser("report")
+    except TypeError:  # a revision that built every command's
+        parser = build_parser()
+    args = parser.parse_args(["report", "-q", trace, "-o", out])
     t["light imports"] = _cpu()
     RENDERERS[fmt].render  # noqa: B018  (the renderer's import, as the command's)
     import ftflame.correct.stage as stage

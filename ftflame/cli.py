@@ -256,14 +256,44 @@ class Parser(argparse.ArgumentParser):
         super().error(printable(message))
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS = ("report", "calibrate", "diff", "batch", "collect")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """ftflame's argument parser. command: the one command the arguments
+    name, when known: the other commands' parsers are left out, and with
+    them diff's and batch's modules (2-3 ms of every report's start-up);
+    None: every command (ftflame --help, a usage error lists them)."""
+
+    def wanted(name: str) -> bool:
+        return command in (None, name)
+
     ap = Parser(
         prog="ftflame", formatter_class=HelpFormatter,
         description="Turn ftrace function_graph traces into call trees, latency figures "
                     "and flame graphs you can trust.")
     ap.add_argument("--version", action="version", version=f"ftflame {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    if wanted("report"):
+        _add_report(sub)
+    if wanted("calibrate"):
+        _add_calibrate(sub)
+    if wanted("diff"):
+        from ftflame.diff.cli import add_parser as add_diff  # ftflame diff (ftflame/diff/)
 
+        add_diff(sub, HelpFormatter)
+    if wanted("batch"):
+        from ftflame.batch import add_parser as add_batch  # ftflame batch (ftflame/batch.py)
+
+        add_batch(sub, HelpFormatter, _count_arg)
+    if wanted("collect"):
+        c = sub.add_parser("collect", help="record a trace around a workload (collect/collect.sh)", add_help=False)
+        c.add_argument("args", nargs=argparse.REMAINDER)
+        c.set_defaults(func=cmd_script, script="collect.sh")
+    return ap
+
+
+def _add_report(sub) -> None:
     rep = sub.add_parser(
         "report", help="report a trace (text, JSON, HTML, SVG, folded stacks, speedscope, Parquet)",
         description="Rebuild per-task call trees from a function_graph trace and report "
@@ -325,6 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "e.g. nfsd3_proc_write=124us (ns/us/ms/s; bare number: us); repeatable")
     rep.set_defaults(func=cmd_report)
 
+
+def _add_calibrate(sub) -> None:
     cal = sub.add_parser(
         "calibrate", help="compute calibration.json from empty-call recordings",
         description="Compute the tracer's hook cost (O_in, O_out) from the three NFS NULL RPC "
@@ -342,21 +374,6 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("-q", "--quiet", action="store_true", help="no summary on stderr")
     add_reader_option(cal)
     cal.set_defaults(func=cmd_calibrate)
-
-    from ftflame.diff.cli import add_parser as add_diff  # ftflame diff (ftflame/diff/)
-
-    add_diff(sub, HelpFormatter)
-
-    from ftflame.batch import add_parser as add_batch  # ftflame batch (ftflame/batch.py)
-
-    add_batch(sub, HelpFormatter, _count_arg)
-
-    for name, script, text in (("collect", "collect.sh", "record a trace around a workload (collect/collect.sh)"),
-                               ):
-        c = sub.add_parser(name, help=text, add_help=False)
-        c.add_argument("args", nargs=argparse.REMAINDER)
-        c.set_defaults(func=cmd_script, script=script)
-    return ap
 
 
 def correction_options(args):
@@ -511,7 +528,7 @@ def main(argv=None) -> int:
         from ftflame.diff.cli import pre_split
 
         argv, after_side = pre_split(argv)
-    ap = build_parser()
+    ap = build_parser(argv[0] if argv[:1] and argv[0] in COMMANDS else None)
     args = ap.parse_args(argv)
     args.after_side = after_side
     if not getattr(args, "func", None):

@@ -8,6 +8,7 @@ parse/dat.py (trace.dat) or parse/text.py (every text form).
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -16,21 +17,29 @@ from typing import Callable
 
 from ftflame.model.errors import InputError
 
-from . import dat, text
+from . import dat
 from .dat import TRACE_DAT_MAGIC
-from .text import COMPRESSED_MAGIC
+
+# parse/text.py (with gzip, lzma, queue) and the line shapes below are
+# imported and compiled by the first input that is not a plain trace.dat:
+# most reports never need them (2-3 ms of start-up, before the read starts)
 
 TRIED = ("trace.dat (magic \\x17\\x08Dtracing); gzip/xz/zstd (magic, then the same inside); "
          "header '# tracer: function_graph'; trace-cmd report lines 'funcgraph_entry:'; "
          "function_graph lines ' N) DURATION |  func() {'; the same re-flowed in a mail")
 
-# line shapes (bytes regexes on the head only: the C tokenizer does the real work)
-_KERNEL_LINE = re.compile(rb"^\s*(?:\d+\.\d+\s*\|\s*)?\d{1,4}\)\s[^\n|]*\|", re.M)
-_TRACECMD_LINE = re.compile(rb"^\s*\S.*?-\d+\s+(?:\[\d+\]|\d+\S*)\s.*?\d+\.\d+:\s+"
-                            rb"(?:funcgraph_entry|funcgraph_exit|fgraph_retaddr_entry):", re.M)
-_RECORD = re.compile(rb"(?:^|\s)\d{1,4}\)\s+(?:\S+-\d+\s+\|\s+)?(?:[+!#*@$]\s+)?"
-                     rb"(?:\d+(?:\.\d+)?\s+[mun]?s\s+)?\|\s+(?:\}|[^\s(|]+(?:\s\[\w+\])?\(.*?\)\s*[{;])")
-_TRACER = re.compile(rb"^# tracer: (\S+)", re.M)
+
+@functools.cache
+def _line_shapes() -> tuple:
+    """(the tracer header, trace-cmd report lines, kernel printer lines,
+    function_graph records): bytes regexes on the head only (the C
+    tokenizer does the real work)."""
+    return (re.compile(rb"^# tracer: (\S+)", re.M),
+            re.compile(rb"^\s*\S.*?-\d+\s+(?:\[\d+\]|\d+\S*)\s.*?\d+\.\d+:\s+"
+                       rb"(?:funcgraph_entry|funcgraph_exit|fgraph_retaddr_entry):", re.M),
+            re.compile(rb"^\s*(?:\d+\.\d+\s*\|\s*)?\d{1,4}\)\s[^\n|]*\|", re.M),
+            re.compile(rb"(?:^|\s)\d{1,4}\)\s+(?:\S+-\d+\s+\|\s+)?(?:[+!#*@$]\s+)?"
+                       rb"(?:\d+(?:\.\d+)?\s+[mun]?s\s+)?\|\s+(?:\}|[^\s(|]+(?:\s\[\w+\])?\(.*?\)\s*[{;])"))
 
 
 @dataclass(frozen=True)
@@ -73,6 +82,8 @@ def classify(head: bytes, name: str, compression: str = "") -> Detected:
         raise InputError(name, "empty input", "the recording produced no data")
     if len(head) < len(TRACE_DAT_MAGIC) and TRACE_DAT_MAGIC.startswith(head):
         raise InputError(name, "truncated trace.dat (file ends inside the header)")
+    from .text import COMPRESSED_MAGIC
+
     for magic, kind in COMPRESSED_MAGIC.items():
         if head.startswith(magic):
             raise InputError(name, f"{kind} inside {compression or 'the input'}: compressed twice?",
@@ -83,15 +94,16 @@ def classify(head: bytes, name: str, compression: str = "") -> Detected:
     # the last line may be cut by the head's end
     if len(head) >= 4096 and b"\n" in head:
         text = head[: head.rindex(b"\n")]
-    m = _TRACER.search(text)
+    tracer_re, tracecmd_re, kernel_re, record_re = _line_shapes()
+    m = tracer_re.search(text)
     if m and m.group(1) != b"function_graph":
         tracer = m.group(1).decode("utf-8", "replace")
         raise InputError(name, f"a '{tracer}' tracer trace, not function_graph",
                          "record with 'echo function_graph > current_tracer' or "
                          "'trace-cmd record -p function_graph'")
-    tracecmd = len(_TRACECMD_LINE.findall(text))
-    kernel = len(_KERNEL_LINE.findall(text))
-    records = len(_RECORD.findall(text))
+    tracecmd = len(tracecmd_re.findall(text))
+    kernel = len(kernel_re.findall(text))
+    records = len(record_re.findall(text))
     if tracecmd and tracecmd >= kernel:
         return Detected("text", "trace-cmd", compression, f"{tracecmd} trace-cmd funcgraph lines")
     if kernel and records <= kernel * 1.5 + 2:
@@ -122,6 +134,8 @@ def read(path: str, progress: Callable[[int], None] | None = None, slowest: int 
     check_readable(path)
     if path != "-" and dat.is_plain_dat(path):
         return dat.read(path, path, "", progress, slowest, call_stream, excl_hist)
+    from . import text
+
     src = text.open_input(path)
     try:
         det = classify(src.head, src.name, src.compression)

@@ -64,7 +64,7 @@ class _ZstdProcess(io.RawIOBase):
         if not exe:
             raise InputError(path, "zstd-compressed, but neither the zstandard Python module nor "
                              "the zstd command is installed", "install zstd, or decompress it first")
-        import subprocess  # here: parse.detect imports this module for every report, most never need it
+        import subprocess  # here: only zstd input without the zstandard module needs it
 
         self._proc = subprocess.Popen([exe, "-dc", "-q"], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)

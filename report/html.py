@@ -36,7 +36,7 @@ from ftflame.correct.operations import (
     slowest_columns,
 )
 from ftflame.model import sandwich
-from ftflame.model.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, hist_lower
+from ftflame.model.profile import HIST_SUB, NODE_PARTIAL, SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, Profile, distinct, hist_lower
 
 from . import callsjson, flametree
 from .common import report_notes
@@ -415,7 +415,7 @@ def samples_data(p: Profile, trees: dict | None = None) -> dict:
         idx = thin_samples(start, dur, group, MAX_SAMPLES)
     durc = np.asarray(p.corrected_or_raw.sample_dur, dtype=np.float64)
     if trees:  # a point that opens a tree is always drawn
-        idx = np.union1d(idx, np.fromiter(trees, dtype=np.int64))
+        idx = distinct(np.concatenate([idx, np.fromiter(trees, dtype=np.int64)]))
     idx = idx[np.argsort(start[idx], kind="stable")]
     t0 = int(p.counters.get("first_ts", 0)) or int(start.min())
     counts = np.bincount(group, minlength=len(names))

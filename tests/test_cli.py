@@ -166,6 +166,40 @@ def test_cli_and_parse_package_import_no_numpy():
     assert out.stdout.strip() == "[]"
 
 
+def test_text_report_imports_only_what_it_uses():
+    """A text report of a trace.dat imports neither what only other inputs,
+    outputs or commands use (the text reader, diff, batch) nor numpy.ma
+    (np.unique's plain form imports it: 6-9 ms of CPU)."""
+    code = ("import sys, io, contextlib; from ftflame import cli\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert cli.main(['report', {fixture('k6.1/s10-lost/trace.dat')!r}]) == 0\n"
+            "print(sorted(m for m in ('numpy.ma', 'jinja2', 'ftflame.parse.text', 'ftflame.diff', "
+            "'ftflame.batch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_text_report_compiles_few_dataclass_methods():
+    """Each method dataclasses generates is source compiled at import (0.1
+    ms or more): classes nobody compares or prints go without __eq__ and
+    __repr__. A text report made 120 of them; bounded by a count. (Python
+    3.13 compiles a class's methods together: no count to take there.)"""
+    import dataclasses
+
+    if not hasattr(dataclasses, "_create_fn"):
+        pytest.skip("this Python's dataclasses compile a class's methods together")
+    code = ("import dataclasses, io, contextlib, sys\n"
+            "made = []\n"
+            "create = dataclasses._create_fn\n"
+            "dataclasses._create_fn = lambda *a, **k: made.append(a[0]) or create(*a, **k)\n"
+            "from ftflame import cli\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert cli.main(['report', {fixture('k6.1/s10-lost/trace.dat')!r}]) == 0\n"
+            "print(len(made))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(out.stdout) <= 95, out.stdout
+
+
 def test_read_meanwhile_equals_read_and_runs_the_side_work():
     from ftflame import parse
 

@@ -33,7 +33,7 @@ def profile():
 def make_shape_views(p) -> None:
     """The tree's shape views are the Profile's, made once and shared by
     every stage: made before, so that only a stage's own columns count."""
-    for view in ("levels", "children", "tree_tops", "pseudo_roots"):
+    for view in ("level_order", "levels", "children", "tree_tops", "pseudo_roots"):
         getattr(p, view)
 
 
@@ -73,14 +73,26 @@ def test_balance_sheet_reads_the_root_rows_only(profile):
 
 
 def test_the_report_does_not_keep_the_corrections_own_views():
-    """levels and tree_tops (a whole-tree column each) serve the correction
-    only: the renderers' peak comes after it, without them."""
+    """levels (and level_order, whose views they are) and tree_tops (a
+    whole-tree column each) serve the correction only: the renderers' peak
+    comes after it, without them."""
     from ftflame.correct.stage import CorrectionOptions, correct_for_report
 
     path = curated(TRACE)
     p = correct_for_report(parse.read(path), path, CorrectionOptions())
-    assert not {"levels", "tree_tops"} & p.__dict__.keys()
+    assert not {"level_order", "levels", "tree_tops"} & p.__dict__.keys()
     assert len(p.levels) > 1  # made again when a renderer asks (the flame graph's tree)
+
+
+def test_operation_nodes_let_go_of_the_levels_they_made():
+    """The operations' call paths read the levels (views of level_order) and
+    let go of them after, when the Profile had not kept them: level_order
+    too, or the levels' rows stay alive under the renderer's peak."""
+    path = curated(TRACE)
+    p = parse.read(path)
+    assert operations.operation_table(p)  # a trace with operations: the levels are walked
+    operations.operation_nodes(p)
+    assert not {"level_order", "levels", "tree_tops"} & p.__dict__.keys()
 
 
 # ---- text traces of many root calls, and long text traces ------------------

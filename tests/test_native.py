@@ -1,7 +1,8 @@
 """The C extensions are named for what they do: the reader extension
 (parse._core) only reads and builds, the JSON row formatter sits beside the
-JSON renderer, the Profile's percentiles, groups and tree order beside the model,
-the allocator tuning apart; and every folder of C is built and linted."""
+JSON renderer, the Profile's percentiles, groups and tree order and the
+correction's tree passes beside the model, the allocator tuning apart; and
+every folder of C is built and linted."""
 from __future__ import annotations
 
 import importlib
@@ -16,7 +17,8 @@ EXTENSIONS = {
                             "give_back_freed_memory",
                             "dat_decoder"},  # the fields a reader decodes (tests/test_record_decode.py)
     "ftflame.report._rowfmt": {"format_rows", "pack_rows", "nest_calls", "evented_json"},  # JSON, Perfetto, speedscope rows
-    "ftflame._model": {"hist_group", "hist_percentiles", "tree_preorder"},
+    "ftflame._model": {"hist_group", "hist_percentiles", "tree_preorder", "irq_roots_up", "clamp_down",
+                       "group_reduce"},
 }
 
 

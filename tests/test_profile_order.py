@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ftflame.model.profile import stable_order, top_rows
+from ftflame.model.profile import distinct, stable_order, top_rows
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -25,7 +25,7 @@ def test_top_rows_is_the_head_of_the_stable_descending_sort(seed):
         assert top_rows(v, top).tolist() == np.argsort(-v, kind="stable")[:top].tolist(), (seed, trial)
 
 
-@pytest.mark.parametrize("high", [3, 50, 1 << 16, 1 << 20])
+@pytest.mark.parametrize("high", [3, 50, 1 << 16, (1 << 16) + 1, 1 << 20, 1 << 32, 1 << 40])
 def test_stable_order_is_the_stable_sort(high):
     rng = np.random.default_rng(high)
     for n in (0, 1, 17, 5000):
@@ -33,6 +33,16 @@ def test_stable_order_is_the_stable_sort(high):
         assert stable_order(keys).tolist() == np.argsort(keys, kind="stable").tolist()
     keys = np.array([3, -1, 2, -1, 3], dtype=np.int64)  # negative keys: the plain sort
     assert stable_order(keys).tolist() == np.argsort(keys, kind="stable").tolist()
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint32])
+def test_distinct_is_numpys_unique(dtype):
+    rng = np.random.default_rng(7)
+    low = 0 if np.dtype(dtype).kind == "u" else -9
+    for n in (0, 1, 2, 17, 5000):
+        v = rng.integers(low, 40, n).astype(dtype)
+        got, want = distinct(v), np.unique(v)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()
 
 
 def test_shape_views_are_32_bit_rows_in_the_same_order():

@@ -278,7 +278,7 @@ def _dispatcher_with_graph(pf: Profile, disp: str, root_source: str):
     return vf, pf.scol("desc", sel).astype(np.float64), level, pf.scol("subbufs", sel).astype(np.float64)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class _PerDescendant:
     """O_in + O_out: (dispatcher with its graph - dispatcher alone) per
     recorded descendant, with what it was computed from."""

@@ -40,6 +40,7 @@ from ftflame.model.profile import (
     KeptTrees,
     OffCpu,
     Profile,
+    distinct,
     retval_is_error,
 )
 
@@ -145,10 +146,10 @@ def _operation_table(p: Profile) -> tuple | None:
 
 def _root_funcs(p: Profile, node: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
     """The distinct root functions (sorted) of the root calls (those in
-    where), found from the call paths they lie on: np.unique of their
-    functions, without a column per root call."""
+    where), found from the call paths they lie on: the distinct functions
+    of those paths, without a column per root call."""
     on = np.flatnonzero(np.bincount(node if where is None else node[where], minlength=p.nrows))
-    return np.unique(p.col("func")[on])
+    return distinct(p.col("func")[on])
 
 
 def root_table(p: Profile) -> tuple:
@@ -568,8 +569,8 @@ def slowest_batches(p: Profile, lo: int = 0, hi: int | None = None):
         return
     sizes = kt.sizes(k)
     big = np.flatnonzero(sizes > BATCH_CALLS)
-    cuts = np.union1d(np.flatnonzero(np.diff((np.cumsum(sizes) - sizes) // BATCH_CALLS)) + 1,
-                      np.concatenate([big, big + 1]))
+    cuts = distinct(np.concatenate([np.flatnonzero(np.diff((np.cumsum(sizes) - sizes) // BATCH_CALLS)) + 1,
+                                    big, big + 1]))
     cuts = cuts[(cuts > 0) & (cuts < len(k))].tolist()
     cal, irqs, offcpu_removed = _correction_of(p)
     for a, b in zip([0, *cuts], [*cuts, len(k)]):
@@ -898,7 +899,7 @@ def dominant_steps(calls: dict, first: np.ndarray, kept: np.ndarray) -> tuple:
 COMPOUND_FUNC = "nfsd4_proc_compound"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class OperationNodes:
     """The call paths of the aggregated tree that belong to one operation:
     the paths of the function(s) that named it (`tops`: for a procedure its
@@ -946,12 +947,13 @@ def _operation_nodes(p: Profile) -> dict:
     # level: each row once), let go again after if the Profile had let go of
     # them (the correction's memory): not every row's root and depth walked
     # up a level at a time (rows x depth; 5% of the JSON's CPU on 178k paths)
-    cached = [v for v in ("levels", "tree_tops") if v in p.__dict__]
+    views = ("level_order", "levels", "tree_tops")
+    cached = [v for v in views if v in p.__dict__]
     # shallowest first; as numpy's index type (stored in 32 bits: indexing
     # by them takes numpy's casting path, twice as slow, in both passes)
     levels = [rows.astype(np.intp) for rows in p.levels]
     under_dispatcher = np.isin(func[p.tree_tops], dispatchers)
-    p.forget(*(v for v in ("levels", "tree_tops") if v not in cached))
+    p.forget(*(v for v in views if v not in cached))
     parent_func = np.where(parent >= 0, func[np.maximum(parent, 0)], -1)
     compound = index.get(COMPOUND_FUNC, -2)
     ops = sorted({r.op for r in table if r.op >= 0})

@@ -63,7 +63,7 @@ def correct_for_report(profile: Profile, path: str, opts: CorrectionOptions) -> 
 # Views of the tree's shape that only the correction stage reads (a
 # whole-tree column each, under every renderer's peak). The flame graph's
 # tree (HTML, SVG) makes the levels again, quickly.
-CORRECTION_VIEWS = ("levels", "tree_tops")
+CORRECTION_VIEWS = ("level_order", "levels", "tree_tops")
 
 
 def _without_views_of_the_correction(p: Profile) -> Profile:

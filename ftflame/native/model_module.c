@@ -2,7 +2,9 @@
  *
  * hist_percentiles (percentiles.c): the Profile's per-call-path percentiles;
  * hist_group (hist_group.c): its per-function histograms; tree_preorder
- * (tree_order.c): the call tree's canonical order. Both are
+ * (tree_order.c): the call tree's canonical order; group_reduce
+ * (group_reduce.c): the function table's sums and extremes; irq_roots_up and
+ * clamp_down (tree_pass.c): the correction's passes over the tree. All are
  * figures of the Profile, computed once beside it (ftflame/model/profile.py) and
  * read by every renderer, so they live with the model, not with the trace
  * reader (parse._core) nor with one renderer. The arguments are checked
@@ -11,18 +13,20 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "group_reduce.h"
 #include "hist_group.h"
 #include "percentiles.h"
 #include "tree_order.h"
+#include "tree_pass.h"
 
 /* views[*nv]: obj as a C-contiguous 1-d buffer (of n items unless n < 0)
  * whose struct format is one of `formats` (e.g. "ql": int64) with the given
  * itemsize; *nv counts the views to release. what: "function: argument". */
-static int take_flat(PyObject *obj, Py_buffer *views, int *nv, const char *formats, Py_ssize_t itemsize,
-		     Py_ssize_t n, const char *what)
+static int take_flat_as(PyObject *obj, Py_buffer *views, int *nv, const char *formats, Py_ssize_t itemsize,
+			Py_ssize_t n, const char *what, int flags)
 {
 	Py_buffer *v = &views[*nv];
-	if (PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+	if (PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | flags) < 0)
 		return -1;
 	const char *f = v->format ? v->format : "B";
 	if (*f == '@' || *f == '=' || *f == (PY_LITTLE_ENDIAN ? '<' : '>'))
@@ -34,6 +38,61 @@ static int take_flat(PyObject *obj, Py_buffer *views, int *nv, const char *forma
 		return -1;
 	}
 	(*nv)++;
+	return 0;
+}
+
+static int take_flat(PyObject *obj, Py_buffer *views, int *nv, const char *formats, Py_ssize_t itemsize,
+		     Py_ssize_t n, const char *what)
+{
+	return take_flat_as(obj, views, nv, formats, itemsize, n, what, 0);
+}
+
+/* take_flat of obj unless it is None (then *buf stays NULL). */
+static int take_optional(PyObject *obj, Py_buffer *views, int *nv, const char *formats, Py_ssize_t itemsize,
+			 Py_ssize_t n, const char *what, const void **buf)
+{
+	*buf = NULL;
+	if (obj == Py_None)
+		return 0;
+	if (take_flat(obj, views, nv, formats, itemsize, n, what) < 0)
+		return -1;
+	*buf = views[*nv - 1].buf;
+	return 0;
+}
+
+/* The tree's levels for tree_pass.c: order (int32) holds rows, level_at
+ * (int64) ascends from 0 to n, and the parent (int32) of each row that
+ * reads it (below the top level; with `counted`, the counted rows only) is
+ * a row: the passes index by them. *nlevels set; -1 with an exception set. */
+static int check_levels(Py_buffer *v, int at, Py_ssize_t n, const uint8_t *counted, size_t *nlevels,
+			const char *who)
+{
+	const int32_t *order = v[at].buf, *parent = v[at + 2].buf;
+	const int64_t *level_at = v[at + 1].buf;
+	Py_ssize_t nl = v[at + 1].shape[0] - 1;
+	if (v[at].shape[0] != n || nl < 0 || level_at[0] != 0 || level_at[nl] != n) {
+		PyErr_Format(PyExc_ValueError, "%s: the levels do not cover the rows", who);
+		return -1;
+	}
+	for (Py_ssize_t d = 0; d < nl; d++) {
+		if (level_at[d] > level_at[d + 1]) {
+			PyErr_Format(PyExc_ValueError, "%s: level bounds not ascending", who);
+			return -1;
+		}
+		for (int64_t i = level_at[d]; i < level_at[d + 1]; i++) {
+			int32_t r = order[i];
+			if (r < 0 || r >= n) {
+				PyErr_Format(PyExc_ValueError, "%s: row %lld out of range", who, (long long)r);
+				return -1;
+			}
+			if ((counted ? counted[r] : d > 0) && (parent[r] < 0 || parent[r] >= n)) {
+				PyErr_Format(PyExc_ValueError, "%s: row %lld: parent %lld out of range", who,
+					     (long long)r, (long long)parent[r]);
+				return -1;
+			}
+		}
+	}
+	*nlevels = (size_t)nl;
 	return 0;
 }
 
@@ -366,6 +425,142 @@ done:
 	return out;
 }
 
+/* take_flat of an int32 or int64 column; *wide set. */
+static int take_ints(PyObject *obj, Py_buffer *v, int *nv, Py_ssize_t n, int *wide, const char *what)
+{
+	if (take_flat(obj, v, nv, "ql", 8, n, what) == 0) {
+		*wide = 1;
+		return 0;
+	}
+	PyErr_Clear();
+	*wide = 0;
+	return take_flat(obj, v, nv, "i", 4, n, what);
+}
+
+static PyObject *py_group_reduce(PyObject *self, PyObject *args)
+{
+	PyObject *o_keys, *o_values, *o_calls, *o_out;
+	int op;
+	if (!PyArg_ParseTuple(args, "OOOiO", &o_keys, &o_values, &o_calls, &op, &o_out))
+		return NULL;
+	if (op < FTF_GROUP_SUM || op > FTF_GROUP_MAX) {
+		PyErr_SetString(PyExc_ValueError, "group_reduce: op is 0 (sum), 1 (min) or 2 (max)");
+		return NULL;
+	}
+	Py_buffer v[4];
+	int nv = 0, keys_wide, values_wide;
+	PyObject *out = NULL;
+	const void *calls;
+	if (take_flat_as(o_out, v, &nv, "ql", 8, -1, "group_reduce: out", PyBUF_WRITABLE) < 0 ||
+	    take_ints(o_keys, v, &nv, -1, &keys_wide, "group_reduce: keys (int32 or int64)") < 0)
+		goto done;
+	Py_ssize_t ngroups = v[0].shape[0], n = v[1].shape[0];
+	if (take_ints(o_values, v, &nv, n, &values_wide, "group_reduce: values (int32 or int64)") < 0 ||
+	    take_optional(o_calls, v, &nv, "i", 4, n, "group_reduce: calls", &calls) < 0)
+		goto done;
+	for (Py_ssize_t i = 0; i < n; i++) {
+		int64_t k = keys_wide ? ((const int64_t *)v[1].buf)[i] : ((const int32_t *)v[1].buf)[i];
+		if (k < 0 || k >= ngroups) {
+			PyErr_Format(PyExc_ValueError, "group_reduce: row %zd: key %lld out of range", i, (long long)k);
+			goto done;
+		}
+	}
+	Py_BEGIN_ALLOW_THREADS
+	ftf_group_reduce(v[1].buf, keys_wide, v[2].buf, values_wide, calls, (size_t)n, (enum ftf_group_op)op,
+			 v[0].buf);
+	Py_END_ALLOW_THREADS
+	Py_INCREF(Py_None);
+	out = Py_None;
+done:
+	for (int i = 0; i < nv; i++)
+		PyBuffer_Release(&v[i]);
+	return out;
+}
+
+static PyObject *py_irq_roots_up(PyObject *self, PyObject *args)
+{
+	PyObject *o_order, *o_at, *o_parent, *o_flags, *o_calls, *o_dcalls, *o_dR, *o_R;
+	int root_bit, irq_bit;
+	if (!PyArg_ParseTuple(args, "OOOOiiOOOO", &o_order, &o_at, &o_parent, &o_flags, &root_bit, &irq_bit, &o_calls,
+			      &o_dcalls, &o_dR, &o_R))
+		return NULL;
+	Py_buffer v[8];
+	int nv = 0;
+	PyObject *out = NULL;
+	const void *dcalls, *dR;
+	size_t nlevels;
+	if (take_flat_as(o_R, v, &nv, "d", 8, -1, "irq_roots_up: R", PyBUF_WRITABLE) < 0)
+		goto done;
+	Py_ssize_t n = v[0].shape[0];
+	if (take_flat(o_order, v, &nv, "i", 4, -1, "irq_roots_up: order") < 0 ||
+	    take_flat(o_at, v, &nv, "ql", 8, -1, "irq_roots_up: level_at") < 0 ||
+	    take_flat(o_parent, v, &nv, "i", 4, n, "irq_roots_up: parent") < 0 ||
+	    check_levels(v, 1, n, NULL, &nlevels, "irq_roots_up") < 0 ||
+	    take_flat(o_flags, v, &nv, "i", 4, n, "irq_roots_up: flags") < 0 ||
+	    take_flat(o_calls, v, &nv, "d", 8, n, "irq_roots_up: calls") < 0 ||
+	    take_optional(o_dcalls, v, &nv, "i", 4, n, "irq_roots_up: det_calls", &dcalls) < 0 ||
+	    take_optional(o_dR, v, &nv, "i", 4, n, "irq_roots_up: det_R", &dR) < 0)
+		goto done;
+	if (!dcalls != !dR) {
+		PyErr_SetString(PyExc_ValueError, "irq_roots_up: det_calls and det_R: both or neither");
+		goto done;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	ftf_irq_roots_up(v[1].buf, v[2].buf, nlevels, v[3].buf, v[4].buf, root_bit, irq_bit, v[5].buf, dcalls, dR,
+			 v[0].buf);
+	Py_END_ALLOW_THREADS
+	Py_INCREF(Py_None);
+	out = Py_None;
+done:
+	for (int i = 0; i < nv; i++)
+		PyBuffer_Release(&v[i]);
+	return out;
+}
+
+static PyObject *py_clamp_down(PyObject *self, PyObject *args)
+{
+	PyObject *o_order, *o_at, *o_parent, *o_counted, *o_want, *o_dwant, *o_kid, *o_sw, *o_ci, *o_clamp;
+	if (!PyArg_ParseTuple(args, "OOOOOOOOOO", &o_order, &o_at, &o_parent, &o_counted, &o_want, &o_dwant, &o_kid,
+			      &o_sw, &o_ci, &o_clamp))
+		return NULL;
+	Py_buffer v[10];
+	int nv = 0;
+	PyObject *out = NULL;
+	double *scale = NULL;
+	const void *dwant, *sw;
+	size_t nlevels;
+	if (take_flat_as(o_ci, v, &nv, "d", 8, -1, "clamp_down: ci", PyBUF_WRITABLE) < 0)
+		goto done;
+	Py_ssize_t n = v[0].shape[0];
+	if (take_flat(o_order, v, &nv, "i", 4, -1, "clamp_down: order") < 0 ||
+	    take_flat(o_at, v, &nv, "ql", 8, -1, "clamp_down: level_at") < 0 ||
+	    take_flat(o_parent, v, &nv, "i", 4, n, "clamp_down: parent") < 0 ||
+	    take_flat_as(o_clamp, v, &nv, "d", 8, n, "clamp_down: clamp_ns", PyBUF_WRITABLE) < 0 ||
+	    take_flat(o_counted, v, &nv, "?", 1, n, "clamp_down: counted") < 0 ||
+	    check_levels(v, 1, n, v[5].buf, &nlevels, "clamp_down") < 0 ||
+	    take_flat(o_want, v, &nv, "d", 8, n, "clamp_down: want") < 0 ||
+	    take_flat(o_kid, v, &nv, "d", 8, n, "clamp_down: kid_want") < 0 ||
+	    take_optional(o_dwant, v, &nv, "d", 8, n, "clamp_down: det_want", &dwant) < 0 ||
+	    take_optional(o_sw, v, &nv, "d", 8, n, "clamp_down: switch_ns", &sw) < 0)
+		goto done;
+	scale = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(double));
+	if (!scale) {
+		PyErr_NoMemory();
+		goto done;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	ftf_clamp_down(v[1].buf, v[2].buf, nlevels, v[3].buf, v[5].buf, v[6].buf, dwant, v[7].buf, sw, v[0].buf,
+		       v[4].buf, scale);
+	Py_END_ALLOW_THREADS
+	Py_INCREF(Py_None);
+	out = Py_None;
+done:
+	for (int i = 0; i < nv; i++)
+		PyBuffer_Release(&v[i]);
+	PyMem_Free(scale);
+	return out;
+}
+
 static PyMethodDef methods[] = {
 	{ "tree_preorder", py_tree_preorder, METH_VARARGS,
 	  "tree_preorder(parent, incl, name_rank) -> (pre, depth) as bytes of int64: the rows in "
@@ -379,6 +574,18 @@ static PyMethodDef methods[] = {
 	  "per CSR row (or per row of the int64 `rows`, lo and hi one per row given), each percentile q (0..100) "
 	  "as mids[bucket] of the first bucket whose running count reaches ceil(total * q / 100) (at least 1), "
 	  "clamped to [lo, hi]; 0 for empty rows" },
+	{ "group_reduce", py_group_reduce, METH_VARARGS,
+	  "group_reduce(keys, values, calls, op, out): per key (0..len(out)-1), values summed (op 0, wrapping as "
+	  "int64), or their least (1) or greatest (2), into out (int64, each group's starting value), over the "
+	  "rows with calls > 0 (int32) or every row (None); keys and values int32 or int64" },
+	{ "irq_roots_up", py_irq_roots_up, METH_VARARGS,
+	  "irq_roots_up(order, level_at, parent, flags, root_bit, irq_bit, calls, det_calls, det_R, R): the "
+	  "interrupt subtrees inside each row's clean calls summed into R (n zeros), levels from the deepest up "
+	  "(tree_pass.h); det_calls and det_R None without detached calls" },
+	{ "clamp_down", py_clamp_down, METH_VARARGS,
+	  "clamp_down(order, level_at, parent, counted, want, det_want, kid_want, switch_ns, ci, clamp_ns): the "
+	  "corrected inclusive times clamped from the roots down into ci (want on entry), the excess added to "
+	  "clamp_ns (tree_pass.h); det_want and switch_ns may be None" },
 	{ NULL, NULL, 0, NULL },
 };
 
