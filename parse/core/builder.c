@@ -324,9 +324,7 @@ typedef struct {
 } ftf_jentry;
 
 typedef struct {
-	/* the owner's sums' other fields (ftf_sums) */
-	uint64_t irq, offcpu, sched;
-	uint32_t irq_calls, sched_calls, sched_outs, offcpu_calls;
+	ftf_work work;      /* the owner's sums' other fields */
 	uint64_t irq_roots; /* interrupt subtrees inside the calls the entry sums */
 	ftf_sums r;         /* an irq root's: all its kept calls under the open root call */
 } ftf_jrare;
@@ -793,6 +791,19 @@ static void sums_merge(ftf_sums *d, const ftf_sums *s)
 	d->offcpu_calls = ftf_count_add(d->offcpu_calls, s->offcpu_calls);
 }
 
+/* A completed call's interrupt, off-CPU and switch work into w (as
+ * sums_add counts it: a count saturates). */
+static void work_add(ftf_work *w, uint64_t irq, uint64_t irq_calls, uint64_t off, const ftf_schedw *sw)
+{
+	w->irq += irq;
+	w->irq_calls = ftf_count_add(w->irq_calls, irq_calls);
+	w->offcpu += off;
+	w->sched += sw->ns;
+	w->sched_calls = ftf_count_add(w->sched_calls, sw->calls);
+	w->sched_outs = ftf_count_add(w->sched_outs, sw->outs);
+	w->offcpu_calls = ftf_count_add(w->offcpu_calls, sw->offcpu_calls);
+}
+
 static int journal_grow(ftf_task *t)
 {
 	uint32_t nslots = t->jnslots ? t->jnslots * 2 : 64;
@@ -891,13 +902,7 @@ static void journal_add(ftf_builder *b, ftf_task *t, uint32_t node, ftf_frame *o
 		e->desc = ftf_count_add(e->desc, desc);
 		e->nchild = ftf_count_add(e->nchild, nchild);
 		if (x) {
-			x->irq += irq;
-			x->irq_calls = ftf_count_add(x->irq_calls, irq_calls);
-			x->offcpu += off;
-			x->sched += sw->ns;
-			x->sched_calls = ftf_count_add(x->sched_calls, sw->calls);
-			x->sched_outs = ftf_count_add(x->sched_outs, sw->outs);
-			x->offcpu_calls = ftf_count_add(x->offcpu_calls, sw->offcpu_calls);
+			work_add(&x->work, irq, irq_calls, off, sw);
 			x->irq_roots += irq_roots;
 		}
 		return;
@@ -911,13 +916,8 @@ static void journal_add(ftf_builder *b, ftf_task *t, uint32_t node, ftf_frame *o
 	e->desc = ftf_count_add(0, desc);
 	e->nchild = ftf_count_add(0, nchild);
 	if (x) {
-		x->irq = irq;
-		x->irq_calls = ftf_count_add(0, irq_calls);
-		x->offcpu = off;
-		x->sched = sw->ns;
-		x->sched_calls = ftf_count_add(0, sw->calls);
-		x->sched_outs = ftf_count_add(0, sw->outs);
-		x->offcpu_calls = ftf_count_add(0, sw->offcpu_calls);
+		x->work = (ftf_work){ 0 };
+		work_add(&x->work, irq, irq_calls, off, sw);
 		x->irq_roots = irq_roots;
 	}
 	e->next = owner->jhead;
@@ -939,15 +939,8 @@ static void journal_settle(ftf_builder *b, ftf_task *t, ftf_frame *f, int out)
 			const ftf_jrare *x = e->rare ? &t->jrare[e->rare - 1] : NULL;
 			ftf_sums es = { .calls = e->calls, .incl = e->incl, .excl = e->excl, .desc = e->desc,
 					.nchild = e->nchild };
-			if (x) {
-				es.irq = x->irq;
-				es.irq_calls = x->irq_calls;
-				es.offcpu = x->offcpu;
-				es.sched = x->sched;
-				es.sched_calls = x->sched_calls;
-				es.sched_outs = x->sched_outs;
-				es.offcpu_calls = x->offcpu_calls;
-			}
+			if (x)
+				ftf_sums_set_work(&es, &x->work);
 			sums_merge(&m->det, &es);
 			m->det_irq_roots = ftf_count_add(m->det_irq_roots, x ? x->irq_roots : 0);
 			b->c.detached_calls += e->calls;
@@ -1015,13 +1008,7 @@ static void node_add(ftf_builder *b, uint32_t idx, int gap, ftf_frame *parent, u
 	if (irq || irq_calls || off || sw->ns || sw->calls || sw->offcpu_calls || gap) {
 		ftf_node_more *m = node_more(b, idx);
 		if (m) {
-			m->irq += irq;
-			m->irq_calls = ftf_count_add(m->irq_calls, irq_calls);
-			m->offcpu += off;
-			m->sched += sw->ns;
-			m->sched_calls = ftf_count_add(m->sched_calls, sw->calls);
-			m->sched_outs = ftf_count_add(m->sched_outs, sw->outs);
-			m->offcpu_calls = ftf_count_add(m->offcpu_calls, sw->offcpu_calls);
+			work_add(&m->work, irq, irq_calls, off, sw);
 			if (gap)
 				sums_add(&m->gap, dur, excl, desc, nchild, irq, irq_calls, off, sw);
 		}

@@ -216,6 +216,26 @@ _Static_assert(FTF_HIST_BUCKETS <= 1 << 10, "a bucket fits the node's 10-bit fie
 #define FTF_NODE_ALIGN 64
 
 /* The figures of a call path that are zero on most paths. */
+/* The fields of ftf_sums that are zero for most calls (interrupt, off-CPU
+ * and switch work): kept apart from the others wherever those are per call
+ * (ftf_node_more, the root journal's side entries). */
+typedef struct {
+	uint64_t irq, offcpu, sched;
+	uint32_t irq_calls, sched_calls, sched_outs, offcpu_calls;
+} ftf_work;
+
+/* s's fields that w holds, from w. */
+static inline void ftf_sums_set_work(ftf_sums *s, const ftf_work *w)
+{
+	s->irq = w->irq;
+	s->offcpu = w->offcpu;
+	s->irq_calls = w->irq_calls;
+	s->sched = w->sched;
+	s->sched_calls = w->sched_calls;
+	s->sched_outs = w->sched_outs;
+	s->offcpu_calls = w->offcpu_calls;
+}
+
 typedef struct {
 	ftf_sums gap;    /* the subset left out of corrected statistics: calls whose own
 			  * interval holds a lost-event gap, a lost exit or a missing entry */
@@ -225,10 +245,7 @@ typedef struct {
 	uint32_t det_irq_roots; /* interrupt subtrees inside the detached calls */
 	ftf_sums groot;  /* of an interrupt subtree's first path, its kept calls inside a root
 			  * call left out: in no clean root call (the balance sheet's) */
-	uint64_t irq, offcpu;   /* of every completed call (ftf_sums.irq, .offcpu) */
-	uint32_t irq_calls;     /* (ftf_sums.irq_calls) */
-	uint64_t sched;         /* (ftf_sums.sched, .sched_calls, .sched_outs, .offcpu_calls) */
-	uint32_t sched_calls, sched_outs, offcpu_calls;
+	ftf_work work;          /* of every completed call (ftf_sums' other fields are in the node) */
 	uint32_t migrated;      /* calls that ended on another CPU than they began */
 	uint32_t open_end;      /* entries still open when the trace ended */
 	uint32_t unterminated;  /* entries whose exit never came (lost) */
@@ -497,15 +514,8 @@ static inline ftf_sums ftf_node_all(const ftf_builder *b, const ftf_node *n)
 	const ftf_node_more *m = ftf_node_more_of(b, n);
 	ftf_sums s = { .incl = n->incl, .excl = n->excl, .calls = n->calls, .desc = n->desc,
 		       .nchild = n->nchild };
-	if (m) {
-		s.irq = m->irq;
-		s.offcpu = m->offcpu;
-		s.irq_calls = m->irq_calls;
-		s.sched = m->sched;
-		s.sched_calls = m->sched_calls;
-		s.sched_outs = m->sched_outs;
-		s.offcpu_calls = m->offcpu_calls;
-	}
+	if (m)
+		ftf_sums_set_work(&s, &m->work);
 	return s;
 }
 
