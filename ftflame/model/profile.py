@@ -1220,9 +1220,8 @@ class ReturnStats:
         def side(kind: str, hist: Histograms) -> ReturnSide:
             calls = rv.col(kind + "_calls")[ids]
             lo, hi = rv.col(kind + "_min")[ids], rv.col(kind + "_max")[ids]
-            sub = Histograms(*_take_rows(hist, ids))
             return ReturnSide(calls, rv.col(kind + "_incl")[ids], np.where(calls > 0, lo, 0),
-                              np.where(calls > 0, hi, 0), sub.percentiles(PERCENTILES, lo, hi))
+                              np.where(calls > 0, hi, 0), hist.percentiles(PERCENTILES, lo, hi, ids))
 
         return cls(ok=side("ok", rv.hist_ok), err=side("err", rv.hist_err))
 
