@@ -172,8 +172,15 @@ def read_meanwhile(path: str, meanwhile: Callable[[], None],
         if path != "-" and dat.is_plain_dat(path):
             res = dat.read_core(path, path, progress, slowest=slowest, before_fork=side.join,
                                 call_stream=call_stream, excl_hist=excl_hist)
-    finally:
+    except KeyboardInterrupt:
+        # Ctrl-C: the side thread (a daemon) is not waited for. Interrupted
+        # inside an import, this thread can leave the interpreter's import
+        # lock held, and the side thread's imports would wait on it for ever
+        raise
+    except BaseException:
         side.join()
+        raise
+    side.join()
     if res is None:  # text, compressed, stdin: read now
         return read(path, progress=progress, slowest=slowest, call_stream=call_stream, excl_hist=excl_hist)
     return dat.to_profile(res, path, "")
