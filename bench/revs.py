@@ -15,9 +15,13 @@ onto that tree (PYTHONPATH), so one venv serves all revisions.
 
 Runs are interleaved (A B A B ...), --reps rounds; the figure is the median
 CPU time (user + sys: the machine is shared, wall times stretch with the
-load) and the ratio of each revision's median to the first's. With zstd
+load) and the ratio of each revision's median to the first's; the median
+wall time beside it (the command runs the reader and the builder on two
+threads, the JSON's formatting beside the making of its rows: on two
+cores its wall time is less than its CPU). With zstd
 and a zstd trace.dat, the machine's floor (bench/zstd_floor.py) is
-timed in the same rounds and each median is also given as a ratio to it.
+timed in the same rounds and each median, CPU and wall, is also given as a
+ratio to the floor's CPU.
 The outputs of the revisions are compared too (identical or not).
 
 It never fails on noise: it prints figures, it judges nothing. Its exit
@@ -91,14 +95,17 @@ def shim(tree: str, where: str) -> str:
     return where
 
 
-def cpu_of(cmd, env, cwd) -> float:
+def cpu_of(cmd, env, cwd) -> tuple[float, float]:
+    """The command's CPU seconds (user + sys of all its threads) and its wall time."""
+    t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
     err = proc.stderr.read()
     _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
     proc.stderr.close()
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"revs: {' '.join(cmd)} failed: {err.decode(errors='replace').strip()}")
-    return ru.ru_utime + ru.ru_stime
+    return ru.ru_utime + ru.ru_stime, wall
 
 
 def floor_cmd(trace: str, tmp: str):
@@ -146,20 +153,24 @@ def main() -> int:
             for _ in range(args.reps):
                 for k, (cmd, env, _) in cmds.items():
                     got[k].append(cpu_of(cmd, env, tmp))
-            med = {k: statistics.median(v) for k, v in got.items()}
+            med = {k: statistics.median(c for c, _ in v) for k, v in got.items()}
+            wall = {k: statistics.median(w for _, w in v) for k, v in got.items()}
             fl = med.get(("floor", 0))
             print(f"\n{trace}: {args.reps} interleaved rounds, median CPU s (user+sys), "
                   f"load {os.getloadavg()[0]:.1f}" + (f"; floor (zstd -d of its chunks) {fl:.3f} s" if fl else ""))
-            print("| output | revision | CPU s | / first revision |" + (" / floor |" if fl else ""))
-            print("|---|---|---:|---:|" + ("---:|" if fl else ""))
+            print("| output | revision | CPU s | / first revision |" + (" / floor |" if fl else "")
+                  + " wall s |" + (" wall / floor's CPU |" if fl else ""))
+            print("|---|---|---:|---:|" + ("---:|" if fl else "") + "---:|" + ("---:|" if fl else ""))
             for fmt in fmts:
                 base = med[(fmt, 0)]
                 for i, (label, _) in enumerate(trees):
-                    v = med[(fmt, i)]
-                    print(f"| {fmt} | {label} | {v:.3f} | {v / base:.2f} |" + (f" {v / fl:.2f} |" if fl else ""))
+                    v, w = med[(fmt, i)], wall[(fmt, i)]
+                    print(f"| {fmt} | {label} | {v:.3f} | {v / base:.2f} |" + (f" {v / fl:.2f} |" if fl else "")
+                          + f" {w:.3f} |" + (f" {w / fl:.2f} |" if fl else ""))
                 same = all(filecmp.cmp(cmds[(fmt, 0)][2], cmds[(fmt, i)][2], shallow=False)
                            for i in range(1, len(trees)))
-                print(f"| {fmt} | outputs | {'identical' if same else 'DIFFER'} | | " + ("|" if fl else ""))
+                print(f"| {fmt} | outputs | {'identical' if same else 'DIFFER'} | | " + ("|" if fl else "")
+                      + " |" + (" |" if fl else ""))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
