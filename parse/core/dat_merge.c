@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "dat.h"
 
@@ -161,6 +162,8 @@ typedef struct {
 static void *builder_main(void *arg)
 {
 	pipeline *p = arg;
+	/* named for top -H, perf and bench/timeline.py (15 characters at most) */
+	prctl(PR_SET_NAME, "ftflame-build", 0, 0, 0);
 	for (;;) {
 		pthread_mutex_lock(&p->mu);
 		while (p->tail == p->head && !p->done && !p->stop)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -296,6 +297,8 @@ static void *builder_main(void *arg)
 {
 	run_ctx *r = arg;
 	pipe_state *ps = r->ps;
+	/* named for top -H, perf and bench/timeline.py (15 characters at most) */
+	prctl(PR_SET_NAME, "ftflame-build", 0, 0, 0);
 	/* tep_find_function builds its address map (20 ms) on first use:
 	 * here, while the iteration fills the first batches (only this
 	 * thread looks names up) */
@@ -416,6 +419,7 @@ struct ftf_closing {
 
 static void *close_main(void *arg)
 {
+	prctl(PR_SET_NAME, "ftflame-close", 0, 0, 0);
 	tracecmd_close(((ftf_closing *)arg)->h);
 	return NULL;
 }
@@ -491,6 +495,7 @@ static void opening_free(opening *o)
 static void *opening_main(void *arg)
 {
 	opening *o = arg;
+	prctl(PR_SET_NAME, "ftflame-open", 0, 0, 0);
 	struct tracecmd_input *h = open_dat(o->path, o->err, sizeof(o->err));
 	pthread_mutex_lock(&o->mu);
 	int abandoned = o->abandoned;

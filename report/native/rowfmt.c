@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include <unistd.h>
 
@@ -585,6 +586,7 @@ static int write_all(int fd, const char *p, size_t n)
 static void *writer_main(void *arg)
 {
 	rf_sink *s = arg;
+	prctl(PR_SET_NAME, "ftflame-write", 0, 0, 0); /* for top -H, perf, bench/timeline.py */
 	for (int k = 0;; k ^= 1) {
 		pthread_mutex_lock(&s->mu);
 		while (!s->full[k] && !s->done)
