@@ -1,6 +1,9 @@
 """Helpers shared by renderers: node flags, number formatting."""
 from __future__ import annotations
 
+import queue
+import threading
+
 import numpy as np
 
 from ftflame.correct import corrections
@@ -31,6 +34,67 @@ def format_rows(items: list, nrows: int, *fd):
     if nrows:
         items = [_used_fragments(it, nrows) if not isinstance(it, str) and it[0] == "e" else it for it in items]
     return native(items, nrows, *fd)
+
+
+class RowsToFile:
+    """format_rows(..., fd) into a binary file a chunk at a time, each chunk
+    formatted on a side thread while the caller makes the next chunk's
+    template: the C formatter runs without the GIL (and writes on a thread
+    of its own), so on two cores the making of rows (numpy, the corrected
+    statistics: most of the JSON's rendering) and their formatting overlap,
+    in the file's order. One chunk in flight: two chunks' templates live at
+    once. The caller's own bytes go through write(), after the chunk in
+    flight. A context manager: its exit waits for the chunk in flight, also
+    when the caller fails, so that the file is never closed under it."""
+
+    def __init__(self, f):
+        self.f = f
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._done: queue.SimpleQueue = queue.SimpleQueue()
+        self._busy = False
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> RowsToFile:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if exc[0] is None:
+                self.wait()
+        finally:
+            if self._thread is not None:
+                self._jobs.put(None)
+                self._thread.join()  # after the chunk in flight, if any
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            try:
+                format_rows(*job)
+                self._done.put(None)
+            except BaseException as e:  # raised on the caller's thread (wait)
+                self._done.put(e)
+
+    def rows(self, items: list, nrows: int) -> None:
+        """The template's nrows rows, after everything written before."""
+        self.wait()
+        self.f.flush()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="ftflame-rows", daemon=True)
+            self._thread.start()
+        self._jobs.put((items, nrows, self.f.fileno()))
+        self._busy = True
+
+    def write(self, data: bytes) -> None:
+        self.wait()
+        self.f.write(data)
+
+    def wait(self) -> None:
+        """Until the chunk in flight is written; its error is raised here."""
+        if self._busy:
+            self._busy = False
+            err = self._done.get()
+            if err is not None:
+                raise err
 
 
 def _used_fragments(item: tuple, nrows: int) -> tuple:

@@ -18,7 +18,7 @@ from ftflame.model.profile import SAMPLE_GAP, SAMPLE_IRQ, SAMPLE_PARTIAL, OffCpu
 from ftflame.parse._core import give_back_freed_memory
 
 from .callsjson import hot_json, ns_or_null, operations_json, root_latency_text, slowest_json_parts
-from .common import context_lines, format_rows, node_flags, report_notes
+from .common import RowsToFile, context_lines, format_rows, node_flags, report_notes
 from .options import DEFAULT, RenderOptions
 
 SCHEMA = "ftflame/1"
@@ -604,24 +604,24 @@ def _any_gap(p: Profile) -> bool:
     return p.views.get("any_gap_root", lambda: bool(np.any((p.scol("flags") if flags is None else flags) & SAMPLE_GAP)))
 
 
-def _write_root_calls(f, p: Profile, chunk: int) -> None:
-    """The `root_calls` array into f, `chunk` rows at a time, each chunk's
+def _write_root_calls(out: RowsToFile, p: Profile, chunk: int) -> None:
+    """The `root_calls` array into out, `chunk` rows at a time, each chunk's
     template made from its rows (no whole-table column)."""
-    _write_chunks(f, len(p.samples), chunk, lambda lo, hi: _root_calls_template(p, lo, hi))
+    _write_chunks(out, len(p.samples), chunk, lambda lo, hi: _root_calls_template(p, lo, hi))
 
 
-def _write_rows(f, template: list, n: int, chunk: int) -> None:
+def _write_rows(out: RowsToFile, template: list, n: int, chunk: int) -> None:
     """A JSON array of the template's n rows (each with a leading comma)
-    into f, `chunk` rows at a time: each column item's values sliced."""
-    _write_chunks(f, n, chunk, lambda lo, hi: [it if isinstance(it, str) else (it[0], it[1][lo:hi], *it[2:])
-                                               for it in template])
+    into out, `chunk` rows at a time: each column item's values sliced."""
+    _write_chunks(out, n, chunk, lambda lo, hi: [it if isinstance(it, str) else (it[0], it[1][lo:hi], *it[2:])
+                                                 for it in template])
 
 
-def _write_chunks(f, n: int, chunk: int, items_of) -> None:
-    """A JSON array of n rows into f, `chunk` rows at a time, items_of(lo,
+def _write_chunks(out: RowsToFile, n: int, chunk: int, items_of) -> None:
+    """A JSON array of n rows into out, `chunk` rows at a time, items_of(lo,
     hi) giving rows lo..hi's template (each row with a leading comma: the
     array's first row's comma is taken off here)."""
-    f.write(b"[")
+    out.write(b"[")
     for lo in range(0, n, chunk):
         hi = min(lo + chunk, n)
         items = items_of(lo, hi)
@@ -629,9 +629,8 @@ def _write_chunks(f, n: int, chunk: int, items_of) -> None:
             first = np.zeros(hi - lo, dtype=np.int64)
             first[0] = 1
             items[:1] = [("e", first, [",", ""]), items[0][1:]]
-        f.flush()
-        format_rows(items, hi - lo, f.fileno())
-    f.write(b"]")
+        out.rows(items, hi - lo)
+    out.write(b"]")
 
 
 PLACEHOLDERS = {k: "@@FTFLAME_%s@@" % k.upper()
@@ -684,8 +683,9 @@ def render(p: Profile, opts: RenderOptions = DEFAULT) -> str:
 
 def write(p: Profile, opts: RenderOptions, f) -> None:
     """render() into f, a binary file with a file descriptor: the text
-    (tens of MB for a big trace) goes to the file in chunks, formatted on
-    this thread and written on another, never whole in memory. The
+    (tens of MB for a big trace) goes to the file in chunks, never whole in
+    memory: each chunk's rows made on this thread while the chunk before
+    is formatted and written on others (RowsToFile). The
     slowest calls' trees (MBs of text) are written after the rows, a call at
     a time: made before, their freed memory would sit under the rows' buffers.
     The root calls too are written after the tree's rows, in chunks; the
@@ -694,22 +694,22 @@ def write(p: Profile, opts: RenderOptions, f) -> None:
     # the head's temporaries (the function table's, the document's) freed:
     # their pages back before the rows' own (lowers the peak RSS)
     give_back_freed_memory()
-    f.write(before_f.encode("utf-8"))
-    if len(p.functions):  # written a chunk at a time, as the rows below
-        _write_rows(f, _functions_template(p), len(p.functions), FUNCTIONS_CHUNK_ROWS)
-    else:
-        f.write(b"[]")
-    if p.nrows == 0:
-        f.write((head + "[]" + before_rc).encode("utf-8"))
-    else:
-        f.flush()
-        for template, rows in tree_templates(p, head, before_rc, TREE_CHUNK_ROWS):
-            format_rows(template, rows, f.fileno())
-    if len(p.samples):
-        _write_root_calls(f, p, ROOT_CALLS_CHUNK_ROWS)
-    else:
-        f.write(b"[]")
-    f.write(after_rc.encode("utf-8"))
-    for piece in slowest_json_parts(p):
-        f.write(piece.encode("utf-8"))
-    f.write(after.encode("utf-8"))
+    with RowsToFile(f) as out:
+        out.write(before_f.encode("utf-8"))
+        if len(p.functions):  # written a chunk at a time, as the rows below
+            _write_rows(out, _functions_template(p), len(p.functions), FUNCTIONS_CHUNK_ROWS)
+        else:
+            out.write(b"[]")
+        if p.nrows == 0:
+            out.write((head + "[]" + before_rc).encode("utf-8"))
+        else:
+            for template, rows in tree_templates(p, head, before_rc, TREE_CHUNK_ROWS):
+                out.rows(template, rows)
+        if len(p.samples):
+            _write_root_calls(out, p, ROOT_CALLS_CHUNK_ROWS)
+        else:
+            out.write(b"[]")
+        out.write(after_rc.encode("utf-8"))
+        for piece in slowest_json_parts(p):
+            out.write(piece.encode("utf-8"))
+        out.write(after.encode("utf-8"))

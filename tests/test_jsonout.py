@@ -18,7 +18,8 @@ from ftflame.correct.stage import correct_for_report
 from ftflame.model import profile as profile_mod
 from ftflame.model.profile import Corrected
 from ftflame.parse import build_events
-from ftflame.report import RENDERERS, jsonout
+from ftflame.report import RENDERERS, common, jsonout
+from ftflame.report.common import RowsToFile
 from helpers import jsonref, jsontree, leafroots
 from helpers.events import HERE, load
 
@@ -145,8 +146,8 @@ def test_gap_root_calls_nulls_written_in_c(monkeypatch):
         return dumps(*a, **k)
 
     monkeypatch.setattr(json, "dumps", counted)
-    with tempfile.TemporaryFile() as f:
-        jsonout._write_root_calls(f, p, jsonout.ROOT_CALLS_CHUNK_ROWS)
+    with tempfile.TemporaryFile() as f, RowsToFile(f) as out:
+        jsonout._write_root_calls(out, p, jsonout.ROOT_CALLS_CHUNK_ROWS)
     assert len(calls) <= len(p.operations)
     calls.clear()
     assert json.loads("".join(callsjson.slowest_json_parts(p))) == doc["slowest"]
@@ -375,14 +376,15 @@ def test_tree_written_in_chunks_is_the_whole_document(rel, monkeypatch):
     path = SAMPLE if rel is None else fixture(rel)
     p = corrected(profile_of(path), path)
     chunks = []
-    real = jsonout.format_rows
+    real = common.format_rows
 
     def counting(template, nrows, *fd):
         if fd:
             chunks.append(nrows)
         return real(template, nrows, *fd)
 
-    monkeypatch.setattr(jsonout, "format_rows", counting)
+    # the chunks go through RowsToFile (report/common.py), formatted on its thread
+    monkeypatch.setattr(common, "format_rows", counting)
     monkeypatch.setattr(jsonout, "TREE_CHUNK_ROWS", 3)
     monkeypatch.setattr(jsonout, "ROOT_CALLS_CHUNK_ROWS", 2)
     monkeypatch.setattr(jsonout, "FUNCTIONS_CHUNK_ROWS", 1)

@@ -269,3 +269,69 @@ def test_random_templates_match_python(seed):
                 tmpl.append(("f1n", np.where(rng.random(nrows) < 0.3, np.nan, v)))
         assert format_rows(tmpl, nrows) == reference(tmpl, nrows)
         assert to_fd(tmpl, nrows) == reference(tmpl, nrows)
+
+
+# ---- report.common.RowsToFile: chunks formatted on a side thread, in order ----
+
+def _rows_to_file(steps) -> bytes:
+    """steps: ("w", bytes) or ("r", template, nrows), through RowsToFile into
+    a file, read back."""
+    from ftflame.report.common import RowsToFile
+
+    with tempfile.TemporaryFile() as f:
+        with RowsToFile(f) as out:
+            for step in steps:
+                if step[0] == "w":
+                    out.write(step[1])
+                else:
+                    out.rows(step[1], step[2])
+        f.flush()
+        f.seek(0)
+        return f.read()
+
+
+def test_rows_to_file_keeps_the_order_of_chunks_and_writes():
+    """The caller's bytes and the chunks land in the order given, though each
+    chunk is formatted on another thread while the next is made."""
+    rng = np.random.default_rng(7)
+    steps, want = [("w", b"[")], "["
+    for k in range(40):
+        col = rng.integers(-10**6, 10**6, size=int(rng.integers(0, 3000)))
+        tmpl = [",", ("i", col), ("f1", col / 7.0)]
+        steps.append(("r", tmpl, len(col)))
+        want += format_rows(tmpl, len(col))
+        if k % 3 == 0:
+            steps.append(("w", b"|%d|" % k))
+            want += "|%d|" % k
+    steps.append(("w", b"]"))
+    assert _rows_to_file(steps) == (want + "]").encode()
+
+
+def test_rows_to_file_raises_a_chunks_error_and_leaves_no_thread():
+    """A chunk's error (here a bad index) is raised on the caller's thread,
+    at its next write or at the end, and the side thread is gone after."""
+    import threading
+
+    bad = ["x", ("e", np.array([0, 1, 7]), ["a", "b"])]
+    for steps in ([("r", bad, 3), ("w", b"after")], [("w", b"a"), ("r", bad, 3)]):
+        with pytest.raises(ValueError, match=r"item 1, row 2: index 7 out of range"):
+            _rows_to_file(steps)
+        assert not [t for t in threading.enumerate() if t.name == "ftflame-rows"]
+
+
+def test_rows_to_file_waits_for_the_chunk_in_flight_when_the_caller_fails():
+    """The caller fails (Ctrl-C, an error) while a chunk is being written:
+    the exit waits for that chunk, so the file is not closed under it."""
+    import threading
+
+    from ftflame.report.common import RowsToFile
+
+    tmpl = ["row ", ("i", np.arange(200_000)), "\n"]
+    with tempfile.TemporaryFile() as f:
+        with pytest.raises(KeyboardInterrupt):
+            with RowsToFile(f) as out:
+                out.rows(tmpl, 200_000)
+                raise KeyboardInterrupt
+        assert not [t for t in threading.enumerate() if t.name == "ftflame-rows"]
+        f.seek(0)
+        assert f.read() == format_rows(tmpl, 200_000).encode()
