@@ -44,7 +44,7 @@ ESLINT             := $(ESLINT_DIR)/node_modules/.bin/eslint
 # the pages whose inline <script> includes templates/*.js, in order
 JS_PAGES           := templates/report.html templates/diff.html templates/flamegraph.svg
 
-.PHONY: help setup build demo test test-damage lint test-vm bench golden model-error mutate clean setup-render-tools setup-fuzz fuzz setup-vm fixtures fixture-long fixture-long-lost bench-long bench-phases bench-revs bench-counts
+.PHONY: help setup build demo test test-damage lint test-vm bench golden model-error mutate clean setup-render-tools setup-fuzz fuzz setup-vm fixtures fixture-long fixture-long-lost bench-long bench-phases bench-revs bench-timeline bench-counts
 
 # $(call apt_install,TARGET,PACKAGES[,APT-GET OPTIONS]): install the Debian
 # packages not installed yet, saying which (one shell command line).
@@ -314,8 +314,13 @@ LONG_TRACES = $(wildcard $(LONG_TRACE) $(LONG_LOST_TRACE))
 bench-phases: setup  ## the report's CPU by phase against the zstd floor on the long traces (make fixture-long, fixture-long-lost)
 	@test -n "$(LONG_TRACES)" || { echo "bench-phases: no long trace: run make fixture-long first" >&2; exit 2; }
 	$(PY) bench/phases.py $(LONG_TRACES)
-bench-revs: setup  ## this checkout against REV=main, interleaved CPU medians as ratios, on the long traces (else a curated fixture)
+bench-revs: setup  ## this checkout against REV=main, interleaved CPU and wall medians as ratios, on the long traces (else a curated fixture)
 	$(PY) bench/revs.py $(REV) . $(LONG_TRACES)
+
+bench-timeline: setup  ## what each thread of the report does over time (perf samples per 20 ms), text and JSON, on the long traces
+	@$(call apt_install,bench-timeline,linux-perf,--no-install-recommends)
+	@for t in $(or $(LONG_TRACES),$(wildcard tests/data/fixtures/k6.12/s30-repeat/run1/trace.dat)); do \
+	  for f in txt json; do $(PY) bench/timeline.py --format $$f $$t || exit $$?; done; done
 
 bench-counts: setup  ## the read's instructions and cache misses (valgrind), this checkout against REV=main: figures the load does not move
 	@$(call apt_install,bench-counts,valgrind,--no-install-recommends)
