@@ -18,7 +18,7 @@ from ftflame.correct.operations import (
     slowest_calls,
     slowest_columns,
 )
-from ftflame.model.profile import Profile
+from ftflame.model.profile import Profile, distinct
 
 from .common import arg_text, format_rows, retval_text
 
@@ -273,7 +273,7 @@ def _dominant_text(dec: dict, first: np.ndarray, kept: np.ndarray, names: list) 
         starts[1:] = tree[1:] != tree[:-1]
         ends = np.ones(len(tree), dtype=np.int64)
         ends[:-1] = starts[1:]
-        out[np.unique(tree)] = _split_rows(format_rows([("e", starts, [",", "\x00["]), ("e", dec["func"][row], names),
+        out[distinct(tree)] = _split_rows(format_rows([("e", starts, [",", "\x00["]), ("e", dec["func"][row], names),
                                                         ("e", ends, ["", "]"])], len(row)))
     return out
 

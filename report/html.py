@@ -329,7 +329,11 @@ def _root_figures_of_pairs(p: Profile, pairs: tuple, groups: int) -> list:
     """root_figures_of from the distinct (group, call path) pairs of the
     root calls (no column per root call): the same rows."""
     g_of_code, c_node = pairs
-    uniq = np.unique(np.stack([g_of_code.astype(np.int64), c_node.astype(np.int64)], axis=1), axis=0)
+    # the distinct pairs in (group, path) order, as one integer each (distinct(),
+    # not np.unique(axis=0): that imports numpy.ma)
+    span = int(c_node.max()) + 1 if len(c_node) else 1
+    key = distinct(g_of_code.astype(np.int64) * span + c_node.astype(np.int64))
+    uniq = np.stack([key // span, key % span], axis=1)
     one = np.bincount(uniq[:, 0], minlength=groups) == 1
     sel = uniq[one[uniq[:, 0]]]
     return _root_figures_rows(p, sel[:, 0], sel[:, 1], groups)
