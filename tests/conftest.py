@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -43,6 +44,15 @@ def fixture_id(path: str) -> str:
 def require_fixtures():
     if not corpus.files(corpus.CURATED, "*.dat"):
         pytest.fail(f"no trace.dat under {corpus.CURATED}: the curated fixtures are missing")
+
+
+def sigint_as_default() -> None:
+    """preexec_fn of a child a test sends SIGINT: SIGINT at its default
+    disposition, whatever the suite's. A suite run as a background job (`cmd
+    &` in a script) has SIGINT ignored, and Python keeps an ignored SIGINT
+    ignored (as ftflame means to: tests/test_damaged_dat.py), so such a run
+    failed every test of Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def holds_open(pid: int, path) -> bool:

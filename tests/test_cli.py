@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import SAMPLE, corpus_fixture, fixture, holds_open
+from conftest import SAMPLE, corpus_fixture, fixture, holds_open, sigint_as_default
 from helpers.unprivileged import without_dac
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
@@ -260,7 +260,7 @@ def test_sigint_interrupts_a_report(tmp_path):
     out = tmp_path / "r.json"
     big = corpus_fixture("k6.1/s14-v3-write-big/trace.dat")  # a read long enough to interrupt
     proc = subprocess.Popen([*FTFLAME, "report", big, "-o", str(out)],
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_default)
     # during the read: once the trace is open (a fixed sleep signalled a
     # loaded machine's interpreter while it was still starting)
     deadline = time.monotonic() + 30

@@ -34,7 +34,7 @@ import time
 
 import pytest
 
-from conftest import SAMPLE, fixture, fixture_params, holds_open
+from conftest import SAMPLE, fixture, fixture_params, holds_open, sigint_as_default
 from helpers import corpus, damage, promptly, readers
 
 SOURCES = ["k6.1/s04-null/trace.dat", "k6.1/s10-lost/trace.dat"]
@@ -685,7 +685,7 @@ def test_ctrl_c_ends_promptly_at_any_point(reader, point, tmp_path, tmp_path_fac
     proc = subprocess.Popen([*readers.FTFLAME, "report", trace, *readers.reader_args(reader),
                              "-q", "-o", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            cwd=readers.ROOT)
+                            cwd=readers.ROOT, preexec_fn=sigint_as_default)
     if point == "importing":
         # ftflame's own imports (its handler is in place from cli.py's first
         # lines); earlier, in the interpreter's site import, a SIGINT is the

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, SAMPLE
+from conftest import ROOT, SAMPLE, sigint_as_default
 from helpers import corpus
 
 FTFLAME = [sys.executable, "-m", "ftflame.cli"]
@@ -161,7 +161,8 @@ def test_signal_during_the_write_leaves_no_temporary_file(tmp_path, sig):
     """A real report of the big trace to JSON (75 MB), signalled once its
     temporary file exists: it goes, and so does the report."""
     out = tmp_path / "r.json"
-    proc = subprocess.Popen([*FTFLAME, "report", BIG, "-o", str(out)], stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([*FTFLAME, "report", BIG, "-o", str(out)], stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_as_default)
     deadline = time.monotonic() + 120
     while not temp_files(tmp_path) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
