@@ -215,7 +215,6 @@ _Static_assert(offsetof(ftf_node, parent) == 64, "the per-call fields are the fi
 _Static_assert(FTF_HIST_BUCKETS <= 1 << 10, "a bucket fits the node's 10-bit fields");
 #define FTF_NODE_ALIGN 64
 
-/* The figures of a call path that are zero on most paths. */
 /* The fields of ftf_sums that are zero for most calls (interrupt, off-CPU
  * and switch work): kept apart from the others wherever those are per call
  * (ftf_node_more, the root journal's side entries). */
@@ -236,6 +235,7 @@ static inline void ftf_sums_set_work(ftf_sums *s, const ftf_work *w)
 	s->offcpu_calls = w->offcpu_calls;
 }
 
+/* The figures of a call path that are zero on most paths. */
 typedef struct {
 	ftf_sums gap;    /* the subset left out of corrected statistics: calls whose own
 			  * interval holds a lost-event gap, a lost exit or a missing entry */
