@@ -37,8 +37,8 @@ TRACE_STRINGS = ("kernel", "clock", "tracer_version", "compression")
 
 
 def from_core_result(res: dict, info: TraceInfo) -> Profile:
-    # column after column in C, each in its width: views of the core's block
-    nodes = NodeTable.from_block(res["nodes"], res["nrows"])
+    # column after column in C, each in its width: views of the core's blocks
+    nodes = NodeTable.from_core(res["nodes"], res["nrows"])
     samples = RootCalls.from_core(res["samples"])  # the core's columns, not copied
     counters = dict(res["counters"])
     warnings = []

@@ -155,23 +155,22 @@ class NodeTable:
                 a.flags.writeable = False
 
     @classmethod
-    def from_block(cls, block, nrows: int) -> NodeTable:
-        """The core's table (parse/core/module.c, nodes_table): the columns
-        one after another in its block, each 8-byte aligned, the NODE_SPARSE
-        ones last. The others are views of the block (no copy); the sparse
-        ones are kept as their non-zero rows when that is smaller, and
-        their pages given back to the system."""
+    def from_core(cls, table, nrows: int) -> NodeTable:
+        """The core's table (parse/core/module.c, nodes_table): a block of
+        the columns but the NODE_SPARSE ones, one after another, each 8-byte
+        aligned (views of it: no copy), and the NODE_SPARSE ones as their
+        non-zero rows and values, a pair of blocks each, kept so when that
+        is smaller (_Sparse.of's rule), else made dense."""
+        block, sparse = table
         cols, off = {}, 0
-        for sparse in (False, True):
-            if sparse:
-                dense_end = off
-            for c, d in zip(NODE_COLUMNS, NODE_DTYPES):
-                if (c in NODE_SPARSE) == sparse:
-                    v = np.frombuffer(block, dtype=d, count=nrows, offset=off)
-                    cols[c] = _Sparse.of(v) if sparse else v
-                    off += (nrows * d.itemsize + 7) & ~7
-        if hasattr(block, "release_from"):  # (bytes when it came from libtracecmd's child)
-            block.release_from(dense_end)  # kept sparse or copied: nothing reads them there
+        pairs = iter(sparse)
+        for c, d in zip(NODE_COLUMNS, NODE_DTYPES):
+            if c in NODE_SPARSE:
+                rows, values = next(pairs)
+                cols[c] = _Sparse.of_rows(nrows, np.frombuffer(rows, dtype=np.int32), np.frombuffer(values, dtype=d))
+            else:
+                cols[c] = np.frombuffer(block, dtype=d, count=nrows, offset=off)
+                off += (nrows * d.itemsize + 7) & ~7
         return cls(cols)
 
     @classmethod
@@ -241,6 +240,16 @@ class _Sparse(NamedTuple):
             return np.array(v)
         nz = np.flatnonzero(v != 0)
         return _Sparse(len(v), nz.astype(np.int32), v[nz].copy())
+
+    @staticmethod
+    def of_rows(n: int, rows: np.ndarray, values: np.ndarray):
+        """A column of n rows given as its non-zero rows (ascending) and
+        values: kept so by of()'s rule, else made dense."""
+        if len(rows) * (4 + values.itemsize) * 4 >= max(n * values.itemsize, 1):
+            out = np.zeros(n, dtype=values.dtype)
+            out[rows] = values
+            return out
+        return _Sparse(n, rows, values)
 
     def dense(self, dtype, rows=None) -> np.ndarray:
         if isinstance(rows, np.ndarray) and rows.dtype.kind in "iu":

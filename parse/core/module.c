@@ -394,31 +394,6 @@ static void block_dealloc(PyObject *o)
 
 static PyBufferProcs block_as_buffer = { block_getbuffer, NULL };
 
-static void release_pages(char *from, char *to);
-
-/* release_from(offset): the block's pages from offset on given back to the
- * system; what was there reads as zeros afterwards. The caller has copied
- * what it needs from there (the node table's sparse columns). */
-static PyObject *block_release_from(PyObject *o, PyObject *arg)
-{
-	ftf_block *blk = (ftf_block *)o;
-	Py_ssize_t from = PyLong_AsSsize_t(arg);
-	if (from < 0 && PyErr_Occurred())
-		return NULL;
-	if (from < 0 || from > blk->len)
-		return PyErr_Format(PyExc_ValueError, "release_from: offset %zd outside the block (%zd bytes)", from,
-				    blk->len);
-	if (blk->data)
-		release_pages((char *)blk->data + from, (char *)blk->data + blk->len);
-	Py_RETURN_NONE;
-}
-
-static PyMethodDef block_methods[] = {
-	{ "release_from", block_release_from, METH_O,
-	  "release_from(offset): give the pages from offset to the end back (they read as zeros after)" },
-	{ NULL, NULL, 0, NULL },
-};
-
 static Py_ssize_t block_length(PyObject *o)
 {
 	return ((ftf_block *)o)->len;
@@ -449,7 +424,6 @@ static PyTypeObject block_type = {
 	.tp_as_buffer = &block_as_buffer,
 	.tp_as_sequence = &block_as_sequence,
 	.tp_richcompare = block_richcompare,
-	.tp_methods = block_methods,
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_doc = "a read-only block of memory from the C core (a table), freed with the object",
 };
@@ -465,10 +439,8 @@ static void release_pages(char *from, char *to)
 }
 
 /* The columns mostly zero on real traces (interrupts, off-CPU time,
- * anomalies), exported as NODE_SPARSE: they come last in the table, so that
- * once the Profile has kept their non-zero rows (ftflame/model/profile.py,
- * NodeTable) their pages are given back (Block.release_from) and the rest
- * stays where it is, not copied. */
+ * anomalies), exported as NODE_SPARSE: as their non-zero rows and values
+ * only (sparse_col), which is what the Profile keeps of them (NodeTable). */
 static const unsigned char node_sparse[NODE_COLS] = {
 	[COL_SUMS + 5] = 1, [COL_SUMS + 6] = 1, [COL_SUMS + 7] = 1,
 	[COL_SUMS + 8] = 1, [COL_SUMS + 9] = 1, [COL_SUMS + 10] = 1, [COL_SUMS + 11] = 1,
@@ -486,48 +458,104 @@ static const unsigned char node_sparse[NODE_COLS] = {
 	[COL_IRQ_EARLY] = 1,
 };
 
-/* Where each column starts in the node table of n rows (bytes): the
- * columns one after another, each 8-byte aligned, the NODE_SPARSE ones
- * last; returns the table's length. */
+/* Where each dense column starts in the node table of n rows (bytes): the
+ * columns but the NODE_SPARSE ones, one after another, each 8-byte aligned;
+ * returns the table's length. */
 static size_t node_offsets(size_t n, size_t off[NODE_COLS])
 {
 	size_t pos = 0;
-	for (int sparse = 0; sparse < 2; sparse++) {
-		for (int c = 0; c < NODE_COLS; c++) {
-			if (node_sparse[c] == sparse) {
-				off[c] = pos;
-				pos += (n * node_width[c] + 7) & ~(size_t)7;
-			}
+	for (int c = 0; c < NODE_COLS; c++) {
+		if (!node_sparse[c]) {
+			off[c] = pos;
+			pos += (n * node_width[c] + 7) & ~(size_t)7;
 		}
 	}
 	return pos;
 }
 
+/* A NODE_SPARSE column as its non-zero rows (int32) and values (the
+ * column's width), gathered as the table fills, from the last row to the
+ * first. Written into dense columns they touched a page of each column per
+ * 512-1024 rows: 58 MB of fresh pages for 220k call paths of a lost-event
+ * trace, a third of its node table's export, for columns the Profile then
+ * scanned for their few non-zero rows and gave back. */
+typedef struct {
+	int32_t *rows;
+	void *values;
+	size_t n, cap;
+} sparse_col;
+
+static int sparse_put(sparse_col *s, int width, size_t row, int64_t v)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		int32_t *rows = realloc(s->rows, cap * sizeof(*rows));
+		if (!rows)
+			return -1;
+		s->rows = rows;
+		void *values = realloc(s->values, cap * (size_t)width);
+		if (!values)
+			return -1;
+		s->values = values;
+		s->cap = cap;
+	}
+	s->rows[s->n] = (int32_t)row;
+	if (width == 8)
+		((int64_t *)s->values)[s->n] = v;
+	else
+		((int32_t *)s->values)[s->n] = (int32_t)v;
+	s->n++;
+	return 0;
+}
+
+/* Rows ascending: gathered from the last row to the first. */
+static void sparse_reverse(sparse_col *s, int width)
+{
+	for (size_t i = 0, j = s->n; i + 1 < j--; i++) {
+		int32_t r = s->rows[i];
+		s->rows[i] = s->rows[j];
+		s->rows[j] = r;
+		if (width == 8) {
+			int64_t *v = s->values, t = v[i];
+			v[i] = v[j];
+			v[j] = t;
+		} else {
+			int32_t *v = s->values, t = v[i];
+			v[i] = v[j];
+			v[j] = t;
+		}
+	}
+}
+
+static PyObject *root_column(void **p, size_t len);
+
 /* The node table: NODE_COLS columns of one value per call path (node
- * order), each node_width[] bytes a value, column after column: numpy
- * reads each column as a contiguous array (a column of a row-major table is
- * strided over the whole table: 0.1 s of a 125k-path report went to
- * gathering them). Handed over without a copy. The nodes are read from the
+ * order). The dense ones in one block (node_offsets), each node_width[]
+ * bytes a value, column after column: numpy reads each column as a
+ * contiguous array (a column of a row-major table is strided over the whole
+ * table: 0.1 s of a 125k-path report went to gathering them). Handed over
+ * without a copy. The NODE_SPARSE ones as a (rows, values) pair of blocks
+ * each, in NODE_COLUMNS order (sparse_col). The nodes are read from the
  * last to the first and the pages of those read are given back as the
  * columns fill, so the table costs no more peak memory than the nodes it
  * replaces (a node is bigger than its row). A value too big for its 32-bit
  * column is an error naming it, never a wrapped figure. The builder has no
  * nodes afterwards (their histograms are freed here too): this comes after
- * everything else that reads them. */
+ * everything else that reads them. Returns (block, ((rows, values), ...)). */
 static PyObject *nodes_table(ftf_builder *b)
 {
 	size_t off[NODE_COLS], n = b->nnodes, len = node_offsets(n, off);
-	/* zeroed (a large calloc is fresh pages, zero until written): a node
-	 * without rare figures writes none of its sparse columns, most rows
-	 * of most of them (68 columns a row took 5% of a lost-event trace's
-	 * read, each value on a page of its own column); the alignment padding
-	 * after a column reads as zeros too (the table compares by content) */
+	/* zeroed (a large calloc is fresh pages, zero until written); the
+	 * alignment padding after a column reads as zeros too (the table
+	 * compares by content) */
 	char *cols = len ? calloc(1, len) : NULL;
 	if (len && !cols)
 		return PyErr_NoMemory();
 	char *col[NODE_COLS] = { 0 };
 	for (int c = 0; cols && c < NODE_COLS; c++)
-		col[c] = cols + off[c];
+		col[c] = node_sparse[c] ? NULL : cols + off[c];
+	sparse_col sp[NODE_COLS] = { 0 };
+	int oom = 0;
 	size_t bad_row = 0;
 	int bad_col = -1;
 	int64_t bad_value = 0;
@@ -535,14 +563,17 @@ static PyObject *nodes_table(ftf_builder *b)
 #define PUT(c, v)                                                                          \
 	do {                                                                               \
 		int64_t _v = (int64_t)(v);                                                 \
-		if (node_width[c] == 8) {                                                  \
+		if (node_width[c] == 4 && (_v > narrow_max || _v < -narrow_max - 1) && bad_col < 0) { \
+			bad_col = (c);                                                     \
+			bad_row = i;                                                       \
+			bad_value = _v;                                                    \
+		}                                                                          \
+		if (node_sparse[c]) {                                                      \
+			if (_v && sparse_put(&sp[c], node_width[c], i, _v) < 0)            \
+				oom = 1;                                                   \
+		} else if (node_width[c] == 8) {                                           \
 			((int64_t *)col[c])[i] = _v;                                       \
 		} else {                                                                   \
-			if ((_v > narrow_max || _v < -narrow_max - 1) && bad_col < 0) {    \
-				bad_col = (c);                                             \
-				bad_row = i;                                               \
-				bad_value = _v;                                            \
-			}                                                                  \
 			((int32_t *)col[c])[i] = (int32_t)_v;                              \
 		}                                                                          \
 	} while (0)
@@ -557,7 +588,7 @@ static PyObject *nodes_table(ftf_builder *b)
 		const ftf_sums all = ftf_node_all(b, nd);
 		int64_t row[SUM_COLS];
 		sums_put(row, &all);
-		/* without rare figures every sparse column of the row is zero: not written */
+		/* without rare figures the row's other columns are zero: not put */
 		for (int c = 0; c < (m ? SUM_COLS : 5); c++)
 			PUT(COL_SUMS + c, row[c]);
 		if (m) {
@@ -598,21 +629,50 @@ static PyObject *nodes_table(ftf_builder *b)
 	ftf_blk_free(b->more, (size_t)b->capmore * sizeof(*b->more));
 	b->more = NULL;
 	b->nmore = b->capmore = 0;
+	PyObject *sparse = NULL;
 	if (bad_col >= 0) {
-		free(cols);
-		return PyErr_Format(PyExc_ValueError,
-				    "call path %zu: %s = %lld does not fit the node table's 32-bit column "
-				    "(at most %lld): more calls on one path than ftflame can count",
-				    bad_row, node_columns[bad_col], (long long)bad_value, (long long)narrow_max);
+		PyErr_Format(PyExc_ValueError,
+			     "call path %zu: %s = %lld does not fit the node table's 32-bit column "
+			     "(at most %lld): more calls on one path than ftflame can count",
+			     bad_row, node_columns[bad_col], (long long)bad_value, (long long)narrow_max);
+		goto fail;
 	}
-	ftf_block *blk = PyObject_New(ftf_block, &block_type);
-	if (!blk) {
-		free(cols);
-		return NULL;
+	if (oom) {
+		PyErr_NoMemory();
+		goto fail;
 	}
-	blk->data = cols;
-	blk->len = (Py_ssize_t)len;
-	return (PyObject *)blk;
+	int nsparse = 0;
+	for (int c = 0; c < NODE_COLS; c++)
+		nsparse += node_sparse[c];
+	if (!(sparse = PyTuple_New(nsparse)))
+		goto fail;
+	for (int c = 0, k = 0; c < NODE_COLS; c++) {
+		if (!node_sparse[c])
+			continue;
+		sparse_reverse(&sp[c], node_width[c]);
+		PyObject *rows = root_column((void **)&sp[c].rows, sp[c].n * sizeof(int32_t));
+		PyObject *values = rows ? root_column(&sp[c].values, sp[c].n * node_width[c]) : NULL;
+		PyObject *pair = values ? PyTuple_Pack(2, rows, values) : NULL;
+		Py_XDECREF(rows);
+		Py_XDECREF(values);
+		if (!pair)
+			goto fail;
+		PyTuple_SET_ITEM(sparse, k++, pair);
+	}
+	ftf_block *dense = PyObject_New(ftf_block, &block_type);
+	if (!dense)
+		goto fail;
+	dense->data = cols;
+	dense->len = (Py_ssize_t)len;
+	return Py_BuildValue("(NN)", (PyObject *)dense, sparse);
+fail:
+	free(cols);
+	for (int c = 0; c < NODE_COLS; c++) {
+		free(sp[c].rows);
+		free(sp[c].values);
+	}
+	Py_XDECREF(sparse);
+	return NULL;
 }
 
 /* One histogram set (inclusive or exclusive times) as (offsets, buckets, counts). */
