@@ -358,7 +358,7 @@ def _walk_tree(p: Profile, order_key, keep, row_line, root_keys=None) -> tuple:
             return
         budget[0] -= 1
         lines.append(row_line(r, "" if is_root else prefix + ("`-" if last else "+-")))
-        shown = [k for k in order(kids[r]) if keep(k, root)]
+        shown = order([k for k in kids[r] if keep(k, root)])  # (keys made for the shown only)
         hidden += len(kids[r]) - len(shown)
         child_prefix = "" if is_root else prefix + ("  " if last else "| ")
         for i, k in enumerate(shown):
