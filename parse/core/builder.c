@@ -858,8 +858,10 @@ static void journal_add(ftf_builder *b, ftf_task *t, uint32_t node, ftf_frame *o
 	}
 	uint32_t s = ftf_mix64(node) & (t->jnslots - 1);
 	ftf_jentry *e = NULL;
-	while (t->jslots[s]) {
-		ftf_jentry *x = &t->jent[t->jslots[s] - 1];
+	/* a slot is taken when it names an entry of this root call that names
+	 * it back: slots are never cleared (journal_end), a stale one is free */
+	for (uint32_t v; (v = t->jslots[s] - 1) < t->jn && t->jent[v].slot == s;) {
+		ftf_jentry *x = &t->jent[v];
 		if (x->node == node) {
 			e = x;
 			break;
@@ -986,12 +988,8 @@ static void journal_end(ftf_builder *b, ftf_task *t, int gap)
 			b->nodes[e->node].func_roots = ftf_count_add(b->nodes[e->node].func_roots, 1);
 		}
 	}
-	/* every slot holds an entry of this journal: a dense table is cleared whole */
-	if ((uint64_t)t->jn * 16 >= t->jnslots)
-		memset(t->jslots, 0, (size_t)t->jnslots * sizeof(*t->jslots));
-	else
-		for (uint32_t i = 0; i < t->jn; i++)
-			t->jslots[t->jent[i].slot] = 0;
+	/* the slots are left as they are: with no entry they are all free
+	 * (journal_add); clearing a big root call's table cost more than the rest */
 	t->jn = 0;
 	t->njrare = 0;
 }
