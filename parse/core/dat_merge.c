@@ -262,8 +262,8 @@ static int decode_all(pipeline *p, dat_stream *s, merge *m, ftf_batch *cur, prog
 		}
 		for (;;) {
 			uint32_t had = cur->n;
-			ftf_decode_record(&p->d->dec, p->d->meta, (int32_t)st->cpu, st->rts, st->rmissed,
-					  st->rdata, st->rsize, cur);
+			ftf_decode_record_inl(&p->d->dec, p->d->meta, (int32_t)st->cpu, st->rts, st->rmissed,
+					      st->rdata, st->rsize, cur);
 			/* the record's event (after a LOST event, if any) began a sub-buffer */
 			if (st->rfirst && cur->n > had)
 				cur->ev[cur->n - 1].subbuf_start = 1;
