@@ -267,7 +267,7 @@ static int decode_all(pipeline *p, dat_stream *s, merge *m, ftf_batch *cur, prog
 			/* the record's event (after a LOST event, if any) began a sub-buffer */
 			if (st->rfirst && cur->n > had)
 				cur->ev[cur->n - 1].subbuf_start = 1;
-			int more = dat_stream_next(st) > 0;
+			int more = dat_stream_next_inl(st) > 0;
 			if (!more) {
 				if (st->stopped)
 					return 1;
