@@ -995,10 +995,12 @@ static void journal_end(ftf_builder *b, ftf_task *t, int gap)
 }
 
 /* A completed call of node idx; parent: the open frame it completed under,
- * NULL for a root call (or a call with no caller known). */
-static void node_add(ftf_builder *b, uint32_t idx, int gap, ftf_frame *parent, uint64_t dur, int64_t excl,
-		     uint64_t desc, uint64_t nchild, uint64_t irq, uint64_t irq_calls, uint64_t off,
-		     const ftf_schedw *sw, uint64_t irq_roots)
+ * NULL for a root call (or a call with no caller known). Inline: a call
+ * with its 13 arguments (7 on the stack) and its prologue cost 30
+ * instructions of a completed call's ~1,200. */
+static inline __attribute__((always_inline)) void
+node_add(ftf_builder *b, uint32_t idx, int gap, ftf_frame *parent, uint64_t dur, int64_t excl, uint64_t desc,
+	 uint64_t nchild, uint64_t irq, uint64_t irq_calls, uint64_t off, const ftf_schedw *sw, uint64_t irq_roots)
 {
 	if (idx == FTF_NONE)
 		return;
