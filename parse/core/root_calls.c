@@ -262,20 +262,22 @@ static uint32_t rec_push(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t func, 
 	return tc->nrecs++;
 }
 
-uint32_t ftf_calls_entry(ftf_root_calls *rc, ftf_task_calls *tc, const ftf_funcs *funcs, uint32_t func,
-			 uint32_t stack_idx, uint32_t lparent, uint32_t parent_rec, int in_irq)
+void ftf_calls_op_func(ftf_root_calls *rc, ftf_task_calls *tc, const ftf_funcs *funcs, uint32_t func,
+		       uint32_t stack_idx, uint32_t lparent)
 {
-	if (!in_irq) {
-		int kind = func_op_kind(rc, funcs, func);
-		if (kind != OPK_NONE)
-			on_op_func(tc, kind, func, stack_idx, lparent);
-	}
+	int kind = func_op_kind(rc, funcs, func);
+	if (kind != OPK_NONE)
+		on_op_func(tc, kind, func, stack_idx, lparent);
+}
+
+uint32_t ftf_calls_rec_push(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t func, uint32_t parent_rec, int in_irq)
+{
 	return rec_push(rc, tc, func, parent_rec, in_irq);
 }
 
 /* A figure of record `rec` that its ftf_rec does not hold. Past
  * FTF_TREE_MAX_RECS extras the tree is cut like one with too many calls. */
-static void extra_add(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t rec, uint32_t field, uint64_t value)
+void ftf_calls_extra_add(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t rec, uint32_t field, uint64_t value)
 {
 	if (tc->recs_cut)
 		return;
@@ -298,53 +300,6 @@ static void extra_add(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t rec, uint
 	tc->extras[tc->nextras++] = (ftf_rec_extra){ .rec = rec, .field = field, .value = value };
 }
 
-void ftf_calls_exit(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t rec, int gap, int irq, int32_t cpu,
-		    uint64_t calltime, uint64_t dur, uint64_t desc, uint64_t irq_ns, uint64_t off,
-		    uint64_t irq_roots, const ftf_schedw *sw)
-{
-	if (rec >= tc->nrecs || tc->recs_cut)
-		return;
-	if (!tc->has_base) {
-		tc->has_base = 1;
-		tc->base = calltime;
-		tc->cpu = cpu;
-	}
-	ftf_rec *r = &tc->recs[rec];
-	uint32_t flags = FTF_REC_DONE | (irq ? FTF_REC_IRQ : 0) | (gap ? FTF_REC_GAP : 0);
-	int64_t start = (int64_t)(calltime - tc->base); /* two's complement: a call that began before the base */
-	if (start > INT32_MIN && start <= INT32_MAX) {
-		r->start = (int32_t)start;
-	} else {
-		r->start = FTF_REC_START_ESC;
-		extra_add(rc, tc, rec, FTF_EX_START, calltime);
-	}
-	r->dur = dur < FTF_REC_U32_ESC ? (uint32_t)dur : FTF_REC_U32_ESC;
-	if (r->dur == FTF_REC_U32_ESC)
-		extra_add(rc, tc, rec, FTF_EX_DUR, dur);
-	uint32_t d = desc < FTF_REC_DESC_ESC ? (uint32_t)desc : FTF_REC_DESC_ESC;
-	if (d == FTF_REC_DESC_ESC)
-		extra_add(rc, tc, rec, FTF_EX_DESC, desc);
-	flags |= (r->desc_flags >> FTF_REC_FLAGS_SHIFT) & (FTF_REC_RET | FTF_REC_ARGS);
-	r->desc_flags = d | flags << FTF_REC_FLAGS_SHIFT;
-	if (irq_ns)
-		extra_add(rc, tc, rec, FTF_EX_IRQ, irq_ns);
-	if (off)
-		extra_add(rc, tc, rec, FTF_EX_OFFCPU, off);
-	if (irq_roots)
-		extra_add(rc, tc, rec, FTF_EX_IRQ_ROOTS, irq_roots);
-	if (cpu != tc->cpu)
-		extra_add(rc, tc, rec, FTF_EX_CPU, (uint64_t)(uint32_t)cpu);
-	/* switch work: only around a switch, rare like off-CPU time */
-	if (sw->ns)
-		extra_add(rc, tc, rec, FTF_EX_SCHED, sw->ns);
-	if (sw->calls)
-		extra_add(rc, tc, rec, FTF_EX_SCHED_CALLS, sw->calls);
-	if (sw->outs)
-		extra_add(rc, tc, rec, FTF_EX_SCHED_OUTS, sw->outs);
-	if (sw->offcpu_calls)
-		extra_add(rc, tc, rec, FTF_EX_OFFCPU_CALLS, sw->offcpu_calls);
-}
-
 void ftf_calls_values(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t rec, uint32_t flag, uint32_t field,
 		      const uint64_t *v, uint32_t n)
 {
@@ -355,7 +310,7 @@ void ftf_calls_values(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t rec, uint
 		rc->nargs = n;
 	for (uint32_t k = 0; k < n; k++)
 		if (v[k]) /* most are 0: no extra */
-			extra_add(rc, tc, rec, field + k, v[k]);
+			ftf_calls_extra_add(rc, tc, rec, field + k, v[k]);
 }
 
 /* "PUTFH" from "nfsd4_putfh": the function name past `skip` bytes, upper case */

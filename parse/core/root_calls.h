@@ -174,11 +174,79 @@ typedef struct {
 void ftf_calls_root_start(ftf_root_calls *rc, ftf_task_calls *tc);
 /* A call enters (funcs: the builder's function names): its record index in
  * the task's tree, FTF_NONE when not kept. */
-uint32_t ftf_calls_entry(ftf_root_calls *rc, ftf_task_calls *tc, const ftf_funcs *funcs, uint32_t func,
-			 uint32_t stack_idx, uint32_t lparent, uint32_t parent_rec, int in_irq);
-void ftf_calls_exit(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t rec, int gap, int irq, int32_t cpu,
-		    uint64_t calltime, uint64_t dur, uint64_t desc, uint64_t irq_ns, uint64_t off,
-		    uint64_t irq_roots, const ftf_schedw *sw);
+/* (ftf_calls_entry's and ftf_calls_exit's parts out of line: a function's
+ * operation kind the first time, an operation's function, the records'
+ * growth and cut, a figure its record does not hold) */
+void ftf_calls_op_func(ftf_root_calls *rc, ftf_task_calls *tc, const ftf_funcs *funcs, uint32_t func,
+		       uint32_t stack_idx, uint32_t lparent);
+uint32_t ftf_calls_rec_push(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t func, uint32_t parent_rec, int in_irq);
+void ftf_calls_extra_add(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t rec, uint32_t field, uint64_t value);
+/* Inline, as ftf_calls_exit: the builder calls both once a call, and the
+ * calls into this file were some 35 instructions of a call's ~1,200. */
+static inline uint32_t ftf_calls_entry(ftf_root_calls *rc, ftf_task_calls *tc, const ftf_funcs *funcs,
+				       uint32_t func, uint32_t stack_idx, uint32_t lparent, uint32_t parent_rec,
+				       int in_irq)
+{
+	/* func_op: the kind + 1, 1 for a function of no operation */
+	if (!in_irq && !(func < rc->nfunc_op && rc->func_op[func] == 1))
+		ftf_calls_op_func(rc, tc, funcs, func, stack_idx, lparent);
+	if ((!rc->slowest_n && !rc->spool) || tc->recs_cut || tc->nrecs >= FTF_TREE_MAX_RECS ||
+	    tc->nrecs == tc->caprecs)
+		return ftf_calls_rec_push(rc, tc, func, parent_rec, in_irq);
+	ftf_rec *r = &tc->recs[tc->nrecs];
+	r->func = func;
+	r->parent = parent_rec < tc->nrecs ? parent_rec : FTF_NONE;
+	r->start = 0;
+	r->dur = 0;
+	r->desc_flags = (uint32_t)(in_irq ? FTF_REC_IRQ : 0) << FTF_REC_FLAGS_SHIFT;
+	return tc->nrecs++;
+}
+static inline void ftf_calls_exit(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t rec, int gap, int irq,
+				  int32_t cpu, uint64_t calltime, uint64_t dur, uint64_t desc, uint64_t irq_ns,
+				  uint64_t off, uint64_t irq_roots, const ftf_schedw *sw)
+{
+	if (rec >= tc->nrecs || tc->recs_cut)
+		return;
+	if (!tc->has_base) {
+		tc->has_base = 1;
+		tc->base = calltime;
+		tc->cpu = cpu;
+	}
+	ftf_rec *r = &tc->recs[rec];
+	uint32_t flags = FTF_REC_DONE | (irq ? FTF_REC_IRQ : 0) | (gap ? FTF_REC_GAP : 0);
+	int64_t start = (int64_t)(calltime - tc->base); /* two's complement: a call that began before the base */
+	if (start > INT32_MIN && start <= INT32_MAX) {
+		r->start = (int32_t)start;
+	} else {
+		r->start = FTF_REC_START_ESC;
+		ftf_calls_extra_add(rc, tc, rec, FTF_EX_START, calltime);
+	}
+	r->dur = dur < FTF_REC_U32_ESC ? (uint32_t)dur : FTF_REC_U32_ESC;
+	if (r->dur == FTF_REC_U32_ESC)
+		ftf_calls_extra_add(rc, tc, rec, FTF_EX_DUR, dur);
+	uint32_t d = desc < FTF_REC_DESC_ESC ? (uint32_t)desc : FTF_REC_DESC_ESC;
+	if (d == FTF_REC_DESC_ESC)
+		ftf_calls_extra_add(rc, tc, rec, FTF_EX_DESC, desc);
+	flags |= (r->desc_flags >> FTF_REC_FLAGS_SHIFT) & (FTF_REC_RET | FTF_REC_ARGS);
+	r->desc_flags = d | flags << FTF_REC_FLAGS_SHIFT;
+	if (irq_ns)
+		ftf_calls_extra_add(rc, tc, rec, FTF_EX_IRQ, irq_ns);
+	if (off)
+		ftf_calls_extra_add(rc, tc, rec, FTF_EX_OFFCPU, off);
+	if (irq_roots)
+		ftf_calls_extra_add(rc, tc, rec, FTF_EX_IRQ_ROOTS, irq_roots);
+	if (cpu != tc->cpu)
+		ftf_calls_extra_add(rc, tc, rec, FTF_EX_CPU, (uint64_t)(uint32_t)cpu);
+	/* switch work: only around a switch, rare like off-CPU time */
+	if (sw->ns)
+		ftf_calls_extra_add(rc, tc, rec, FTF_EX_SCHED, sw->ns);
+	if (sw->calls)
+		ftf_calls_extra_add(rc, tc, rec, FTF_EX_SCHED_CALLS, sw->calls);
+	if (sw->outs)
+		ftf_calls_extra_add(rc, tc, rec, FTF_EX_SCHED_OUTS, sw->outs);
+	if (sw->offcpu_calls)
+		ftf_calls_extra_add(rc, tc, rec, FTF_EX_OFFCPU_CALLS, sw->offcpu_calls);
+}
 /* Values a call's entry or exit carried (flag FTF_REC_ARGS with the n
  * arguments from FTF_EX_ARG0, or FTF_REC_RET with its return value at
  * FTF_EX_RETVAL), kept with record rec of the open tree. */
