@@ -393,7 +393,11 @@ def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, hea
         return p.col(name, pre)
 
     calls = col("calls")
-    incl_pct, excl_pct = p.node_percentiles_at(pre)
+    # each column gathered once for the chunk: the statistics below (the
+    # model's means and percentiles, the corrected ones) take them as given
+    raw = {kind: (col(kind), col(kind + "_min"), col(kind + "_max")) for kind in ("incl", "excl")}
+    incl_pct, excl_pct = p.node_percentiles_at(pre, bounds={k: v[1:] for k, v in raw.items()})
+    corr_calls = None if corr is None else p.corrected.calls[pre]
     t = _Template()
     first = np.zeros(n, dtype=np.int64)
     first[0] = first_chunk
@@ -405,20 +409,22 @@ def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, hea
     parts = {}
     for kind in ("incl", "excl"):
         pct = incl_pct if kind == "incl" else excl_pct
-        raw = _Template()
-        sums, mins, maxs = col(kind), col(kind + "_min"), col(kind + "_max")
+        tr = _Template()
+        sums, mins, maxs = raw[kind]
         # the means the model gives (Profile.node_means), not computed here
-        _raw_stats(raw, sums, calls, p.node_means(kind, pre), mins, maxs, pct, means_fit[kind])
-        parts[kind] = raw.items
+        mean = p.node_means(kind, pre, (sums, calls))
+        _raw_stats(tr, sums, calls, mean, mins, maxs, pct, means_fit[kind])
+        parts[kind] = tr.items
         if corr is not None:
             by_node, unsafe = corr
             tc = _Template()
-            _corr_stats(tc, corrections.node_stats(p, kind, pre, by_node, pct, (sums, calls, mins, maxs)),
-                        p.corrected.calls[pre],
+            _corr_stats(tc, corrections.node_stats(p, kind, pre, by_node, pct, (sums, calls, mins, maxs), mean,
+                                                   corr_calls),
+                        corr_calls,
                         unsafe=unsafe[kind])
             parts[kind + "_corr"] = tc.items
         else:
-            parts[kind + "_corr"] = raw.items
+            parts[kind + "_corr"] = tr.items
     for key in ("incl", "excl", "incl_corr", "excl_corr"):
         t.lit(',"%s_ns":' % key)
         t.extend(parts[key])
@@ -435,11 +441,9 @@ def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, hea
     t.lit(",")
     c = p.corrected
     if c is not None and c.unreliable is not None:
-        bools = ("false", "true")
-        t.col("e", (c.clamped[pre] != 0) * 2 + (c.unreliable[pre] != 0),
-              ['"clamped":%s,"unreliable":%s,' % (a, b) for a in bools for b in bools])
+        t.col("e", (c.clamped[pre] != 0) * 2 + (c.unreliable[pre] != 0), _CLAMPED_UNRELIABLE)
     t.lit('"flags":')
-    t.col("e", col("flags") & 7, [json.dumps(node_flags(f)) for f in range(8)])
+    t.col("e", col("flags") & 7, _FLAG_WORDS)
     if cut is not None:
         code, after, ncut = cut
         t.col("e", code, [',"children":['] + [',"children":null,"continued":%d' % k for k in range(ncut)])
@@ -457,6 +461,12 @@ def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, hea
         after[-1] = 2
     t.col("e", after, ["", ",", "]" + tail])
     return t.items
+
+
+# a tree row's flags (its low 3 bits) as the JSON writes them: made once, not per chunk
+_FLAG_WORDS = [json.dumps(node_flags(f)) for f in range(8)]
+_BOOLS = ("false", "true")
+_CLAMPED_UNRELIABLE = ['"clamped":%s,"unreliable":%s,' % (a, b) for a in _BOOLS for b in _BOOLS]
 
 
 def _rows_json(template: list, n: int) -> str:

@@ -703,7 +703,7 @@ EXACT_LEAN_ROWS = 4096
 
 
 def scaled_stats(sums, calls, mins, maxs, pcts, corr, corr_calls, exact: Groups,
-                 rounded_mean: bool = False):
+                 rounded_mean: bool = False, raw_mean=None):
     """Corrected {sum, min, max, mean, p50, p90, p99} per row, the one
     computation every output prints (docs/overhead.md "corrected statistics"):
 
@@ -714,11 +714,13 @@ def scaled_stats(sums, calls, mins, maxs, pcts, corr, corr_calls, exact: Groups,
 
     Returns (cols: 7 float arrays in STAT_NAMES order, approx: int array,
     the exact rows (sorted), their stats (a row each, STAT_NAMES order)). rounded_mean: scale by the raw
-    mean as the JSON writes it (0.1 ns), as the function table always has."""
+    mean as the JSON writes it (0.1 ns), as the function table always has. raw_mean:
+    means(sums, calls), when the caller has it (the JSON's tree rows print it too)."""
     sums = np.asarray(sums)
     calls = np.asarray(calls)
     has = calls != 0
-    raw_mean = means(sums, calls)  # the model's, as every output prints it
+    if raw_mean is None:
+        raw_mean = means(sums, calls)  # the model's, as every output prints it
     if rounded_mean:
         # round() called in C (map), not a Python loop per row: a trace may have 100k functions
         raw_mean = np.fromiter(map(round, raw_mean.tolist(), itertools.repeat(1)), dtype=np.float64,
@@ -872,7 +874,7 @@ def corrected_stats(p: Profile) -> dict:
 
 
 def node_stats(p: Profile, kind: str, rows: np.ndarray | None = None, by_node: Groups | None = None,
-               pct: np.ndarray | None = None, raw: tuple | None = None):
+               pct: np.ndarray | None = None, raw: tuple | None = None, raw_mean=None, corr_calls=None):
     """scaled_stats of the node table's rows `rows` (all when None), in
     that order: corrected_stats(p)["nodes", kind] of those rows, the same
     figures row by row (every one depends on its own row only), with the
@@ -881,7 +883,8 @@ def node_stats(p: Profile, kind: str, rows: np.ndarray | None = None, by_node: G
     columns. by_node: exact_values(p)[0], when known; pct: the
     rows' percentiles (Profile.node_percentiles_at), when known; raw: the
     rows' (kind, calls, kind_min, kind_max) columns as int64, when the
-    caller has them (not gathered twice)."""
+    caller has them (not gathered twice); raw_mean: their raw means
+    (Profile.node_means), corr_calls: their corrected calls, likewise."""
     c = p.corrected
     if by_node is None:
         by_node = exact_values(p)[0] if kind == "incl" else NO_GROUPS
@@ -889,13 +892,16 @@ def node_stats(p: Profile, kind: str, rows: np.ndarray | None = None, by_node: G
         pct = p.node_percentiles_at(rows, (kind,))[0]
     if raw is None:
         raw = (p.col(kind, rows), p.col("calls", rows), p.col(kind + "_min", rows), p.col(kind + "_max", rows))
-    columns = [*raw, pct]
-    more = [np.asarray(getattr(c, kind), dtype=np.float64), c.calls]
-    columns += more if rows is None else [x[rows] for x in more]
+    sums, calls, mins, maxs = raw
+    corr = np.asarray(getattr(c, kind), dtype=np.float64)
+    if rows is None:
+        corr_calls = c.calls
+    else:
+        corr, corr_calls = corr[rows], c.calls[rows] if corr_calls is None else corr_calls
     exact = by_node if kind == "incl" else NO_GROUPS
     if rows is not None and len(exact):  # keyed by position in rows
         exact = exact.at_rows(np.asarray(rows, dtype=np.int64))
-    return scaled_stats(*columns, exact)  # type: ignore[call-arg]  # (the 7 columns, then exact)
+    return scaled_stats(sums, calls, mins, maxs, pct, corr, corr_calls, exact, raw_mean=raw_mean)
 
 
 def _compute_corrected_stats(p: Profile):

@@ -1036,11 +1036,13 @@ class Profile:
         """(incl, excl) percentiles p50/p90/p99 per node."""
         return tuple(self._percentiles_of(kind, None) for kind in ("incl", "excl"))
 
-    def node_percentiles_at(self, rows, kinds=("incl", "excl")) -> tuple:
+    def node_percentiles_at(self, rows, kinds=("incl", "excl"), bounds=None) -> tuple:
         """node_percentiles of the rows `rows` (all when None), of each of
         kinds, computed for those rows only unless the whole table's are
         made: the JSON writer takes them a chunk of the tree at a time (the
-        whole table's would add a whole-tree array per percentile)."""
+        whole table's would add a whole-tree array per percentile). bounds:
+        {kind: (kind_min, kind_max) of those rows as int64}, when the caller
+        has gathered them (not gathered twice)."""
         if "node_percentiles" in self.__dict__ or (rows is None and self.hist_excl is not None):
             whole = self.node_percentiles
             return tuple(whole[("incl", "excl").index(k)][slice(None) if rows is None else rows]
@@ -1049,23 +1051,27 @@ class Profile:
             made = self.__dict__.setdefault("_whole_percentiles", {})
             return tuple(made[k] if k in made else made.setdefault(k, self._percentiles_of(k, None))
                          for k in kinds)
-        return tuple(self._percentiles_of(kind, rows) for kind in kinds)
+        return tuple(self._percentiles_of(kind, rows, None if bounds is None else bounds[kind]) for kind in kinds)
 
-    def _percentiles_of(self, kind: str, rows) -> np.ndarray:
+    def _percentiles_of(self, kind: str, rows, bounds=None) -> np.ndarray:
         h = self.hist_incl if kind == "incl" else self.hist_excl
         if h is None:  # read with excl_hist=False: a bug of the caller, not bad input
             raise ValueError("this Profile was read without exclusive-time histograms (excl_hist=False)")
         if isinstance(rows, slice) or (rows is not None and np.asarray(rows).dtype == bool):
             rows = np.arange(self.nrows)[rows]  # as indices, in the order numpy takes them
-        lo, hi = self.col(kind + "_min", rows), self.col(kind + "_max", rows)
+        lo, hi = bounds if bounds is not None else (self.col(kind + "_min", rows), self.col(kind + "_max", rows))
         if kind == "excl":
             lo, hi = np.maximum(lo, 0), np.maximum(hi, 0)
         return h.percentiles(PERCENTILES, lo, hi, rows)
 
-    def node_means(self, kind: str, rows=None) -> np.ndarray:
+    def node_means(self, kind: str, rows=None, raw=None) -> np.ndarray:
         """The raw mean per call of each call path ("incl" or "excl"), or
         of its `rows` only (a slice or indices): computed for those rows,
-        not kept (the JSON writer takes a chunk of the tree at a time)."""
+        not kept (the JSON writer takes a chunk of the tree at a time).
+        raw: those rows' (kind, calls) columns, when the caller has
+        gathered them (not gathered twice)."""
+        if raw is not None:
+            return means(*raw)
         calls = self.nodes.stored("calls") if rows is None else self.col("calls", rows)
         return means(self.col(kind, rows), calls)
 
