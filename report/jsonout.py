@@ -328,13 +328,18 @@ def tree_templates(p: Profile, head: str = "", tail: str = "", chunk: int = 0):
         by_node = corrections.exact_values(p)[0]
         corr = (by_node, {kind: _exact_unsafe(corrections.node_stats(p, kind, by_node.keys, by_node))
                           for kind in ("incl", "excl")})
+    # the sparse columns a row prints made whole once, in their stored width:
+    # a chunk's rows looked up among their non-zero ones cost a binary search
+    # each, several times a gather
+    whole = {name: p.nodes.stored(name) for name in ("irq", "offcpu", "unowned_child_incl")
+             if p.nodes.is_sparse(name)}
     for lo in range(0, n, chunk):
         hi = min(lo + chunk, n)
         cut = None if cuts is None else (cuts[0][lo:hi], cuts[1][lo:hi], cuts[2])
         # head and tail only in the chunks that write them: a fragment's
         # length sizes the buffers of every chunk it is in (format_rows)
         yield _tree_rows(p, pre[lo:hi], closes[lo:hi], lo == 0, hi == n, head if lo == 0 else "",
-                         tail if hi == n else "", names, means_fit, corr, cut), hi - lo
+                         tail if hi == n else "", names, means_fit, corr, cut, whole), hi - lo
 
 
 def _nest_cuts(p: Profile, pre: np.ndarray, d: np.ndarray) -> tuple:
@@ -379,7 +384,7 @@ def tree_template(p: Profile, head: str = "", tail: str = "") -> list:
 
 
 def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, head: str, tail: str,
-               names: list, means_fit: dict, corr, cut=None) -> list:
+               names: list, means_fit: dict, corr, cut=None, whole=None) -> list:
     """The template of the tree rows `pre` (a run of the pre-order); corr:
     (exact values by node, _exact_unsafe by kind) when corrected; cut: the
     rows' (continuation codes, what follows each, continuations) of a tree
@@ -390,6 +395,8 @@ def _tree_rows(p: Profile, pre, closes, first_chunk: bool, last_chunk: bool, hea
     pre = pre.astype(np.intp)
 
     def col(name):  # in pre-order, one column at a time: not the whole node table copied
+        if whole and name in whole:
+            return whole[name][pre].astype(np.int64, copy=False)
         return p.col(name, pre)
 
     calls = col("calls")
