@@ -243,6 +243,23 @@ int dat_stream_open(dat_stream *s, dat_file *f, const dat_cpu *c);
  * poll stopped it: stopped). */
 int dat_stream_next(dat_stream *s);
 
+/* The record in rdata/rsize is the stream's next: its time, whether it
+ * began a page, and the events missed before it (dat_stream_next and its
+ * inline case alike); returns 1. */
+static inline int dat_stream_took(dat_stream *s)
+{
+	s->rts = s->ts;
+	s->rfirst = s->page_first;
+	s->page_first = 0;
+	s->rmissed = s->missed;
+	if (s->gap && !s->rmissed)
+		s->rmissed = -1; /* pages were skipped before this record */
+	s->missed = 0;
+	s->gap = 0;
+	s->st.records++;
+	return 1;
+}
+
 /* dat_stream_next, its common case inline (the merge loop asks once a
  * record: the call's prologue and epilogue were 16 instructions of the 76 a
  * record took): a data record of 1 to 28 words on the current page, in the
@@ -260,16 +277,7 @@ static inline int dat_stream_next_inl(dat_stream *s)
 			s->rdata = p + 4;
 			s->rsize = len;
 			s->idx += 4 + len;
-			s->rts = s->ts;
-			s->rfirst = s->page_first;
-			s->page_first = 0;
-			s->rmissed = s->missed;
-			if (s->gap && !s->rmissed)
-				s->rmissed = -1; /* pages were skipped before this record */
-			s->missed = 0;
-			s->gap = 0;
-			s->st.records++;
-			return 1;
+			return dat_stream_took(s);
 		}
 	}
 	return dat_stream_next(s);

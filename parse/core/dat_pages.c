@@ -316,16 +316,7 @@ int dat_stream_next(dat_stream *s)
 			break;
 		}
 		}
-		s->rts = s->ts;
-		s->rfirst = s->page_first;
-		s->page_first = 0;
-		s->rmissed = s->missed;
-		if (s->gap && !s->rmissed)
-			s->rmissed = -1; /* pages were skipped before this record */
-		s->missed = 0;
-		s->gap = 0;
-		s->st.records++;
-		return 1;
+		return dat_stream_took(s);
 	bad:
 		/* a record that does not fit its page: the rest of the page is lost */
 		s->st.bad_pages++;
