@@ -235,13 +235,13 @@ static void on_op_func(ftf_task_calls *tc, int kind, uint32_t func, uint32_t sta
 	}
 }
 
-static uint32_t rec_push(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t func, uint32_t parent_rec, int in_irq)
+int ftf_calls_rec_room(ftf_root_calls *rc, ftf_task_calls *tc)
 {
 	if ((!rc->slowest_n && !rc->spool) || tc->recs_cut)
-		return FTF_NONE;
+		return 0;
 	if (tc->nrecs >= FTF_TREE_MAX_RECS) {
 		tc->recs_cut = 1;
-		return FTF_NONE;
+		return 0;
 	}
 	if (tc->nrecs == tc->caprecs) {
 		uint32_t cap = tc->caprecs ? tc->caprecs * 2 : RECS_KEEP;
@@ -249,17 +249,12 @@ static uint32_t rec_push(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t func, 
 		if (!r) {
 			rc->oom = 1;
 			tc->recs_cut = 1;
-			return FTF_NONE;
+			return 0;
 		}
 		tc->recs = r;
 		tc->caprecs = cap;
 	}
-	ftf_rec *r = &tc->recs[tc->nrecs];
-	memset(r, 0, sizeof(*r));
-	r->func = func;
-	r->parent = parent_rec < tc->nrecs ? parent_rec : FTF_NONE;
-	r->desc_flags = (uint32_t)(in_irq ? FTF_REC_IRQ : 0) << FTF_REC_FLAGS_SHIFT;
-	return tc->nrecs++;
+	return 1;
 }
 
 void ftf_calls_op_func(ftf_root_calls *rc, ftf_task_calls *tc, const ftf_funcs *funcs, uint32_t func,
@@ -268,11 +263,6 @@ void ftf_calls_op_func(ftf_root_calls *rc, ftf_task_calls *tc, const ftf_funcs *
 	int kind = func_op_kind(rc, funcs, func);
 	if (kind != OPK_NONE)
 		on_op_func(tc, kind, func, stack_idx, lparent);
-}
-
-uint32_t ftf_calls_rec_push(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t func, uint32_t parent_rec, int in_irq)
-{
-	return rec_push(rc, tc, func, parent_rec, in_irq);
 }
 
 /* A figure of record `rec` that its ftf_rec does not hold. Past

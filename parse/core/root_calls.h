@@ -179,7 +179,9 @@ void ftf_calls_root_start(ftf_root_calls *rc, ftf_task_calls *tc);
  * growth and cut, a figure its record does not hold) */
 void ftf_calls_op_func(ftf_root_calls *rc, ftf_task_calls *tc, const ftf_funcs *funcs, uint32_t func,
 		       uint32_t stack_idx, uint32_t lparent);
-uint32_t ftf_calls_rec_push(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t func, uint32_t parent_rec, int in_irq);
+/* Room in the open tree for one more record (grown when full); 0: none,
+ * the tree is not kept or is cut (too many calls, out of memory). */
+int ftf_calls_rec_room(ftf_root_calls *rc, ftf_task_calls *tc);
 void ftf_calls_extra_add(ftf_root_calls *rc, ftf_task_calls *tc, uint32_t rec, uint32_t field, uint64_t value);
 /* Inline, as ftf_calls_exit: the builder calls both once a call, and the
  * calls into this file were some 35 instructions of a call's ~1,200. */
@@ -190,9 +192,10 @@ static inline uint32_t ftf_calls_entry(ftf_root_calls *rc, ftf_task_calls *tc, c
 	/* func_op: the kind + 1, 1 for a function of no operation */
 	if (!in_irq && !(func < rc->nfunc_op && rc->func_op[func] == 1))
 		ftf_calls_op_func(rc, tc, funcs, func, stack_idx, lparent);
-	if ((!rc->slowest_n && !rc->spool) || tc->recs_cut || tc->nrecs >= FTF_TREE_MAX_RECS ||
-	    tc->nrecs == tc->caprecs)
-		return ftf_calls_rec_push(rc, tc, func, parent_rec, in_irq);
+	/* (any of these: ftf_calls_rec_room decides) */
+	if (((!rc->slowest_n && !rc->spool) || tc->recs_cut || tc->nrecs >= FTF_TREE_MAX_RECS ||
+	     tc->nrecs == tc->caprecs) && !ftf_calls_rec_room(rc, tc))
+		return FTF_NONE;
 	ftf_rec *r = &tc->recs[tc->nrecs];
 	r->func = func;
 	r->parent = parent_rec < tc->nrecs ? parent_rec : FTF_NONE;
