@@ -897,7 +897,7 @@ def node_stats(p: Profile, kind: str, rows: np.ndarray | None = None, by_node: G
     if rows is None:
         corr_calls = c.calls
     else:
-        corr, corr_calls = corr[rows], c.calls[rows] if corr_calls is None else corr_calls
+        corr, corr_calls = corr[rows], (c.calls[rows] if corr_calls is None else corr_calls)
     exact = by_node if kind == "incl" else NO_GROUPS
     if rows is not None and len(exact):  # keyed by position in rows
         exact = exact.at_rows(np.asarray(rows, dtype=np.int64))
