@@ -1001,9 +1001,11 @@ def _operation_nodes(p: Profile) -> dict:
         incl_corr = np.asarray(p.corrected_or_raw.incl, dtype=np.float64)
         for b, o in enumerate(group):
             bit = np.uint64(1) << np.uint64(b)
-            tops = np.flatnonzero(outer & bit)
+            # listed from a boolean mask: numpy's nonzero of a uint64 array
+            # is four times slower than of a boolean one
+            tops = np.flatnonzero((outer & bit) != 0)
             out[o] = OperationNodes(
-                op=o, tops=tops, rows=np.flatnonzero(holds & bit),
+                op=o, tops=tops, rows=np.flatnonzero((holds & bit) != 0),
                 calls=int(calls[tops].sum()), incl=int(incl[tops].sum()),
                 incl_corr=float(incl_corr[tops].sum()), shared=shared[o])
     return out
