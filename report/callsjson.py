@@ -281,12 +281,11 @@ def _dominant_text(dec: dict, first: np.ndarray, kept: np.ndarray, names: list) 
 def _trees_text(p: Profile, starts: np.ndarray, cols, first, kept) -> np.ndarray:
     """json.dumps(call_tree_json(...)) (compact) of each kept tree of a
     batch (slowest_batches; starts: the root calls' start_ns), an object
-    array, each column formatted in C for the whole batch in one call and
-    cut at the trees' first rows: a tree's columns as Python
+    array, every tree formatted in C in one call, a row per tree, each
+    column its run of the batch's calls: a tree's columns as Python
     numbers take many times their text and leave the heap fragmented (a
     higher peak RSS), and a trace may keep a tree of a call or two per
     distinct root function."""
-    n = len(cols["parent"])
     some = kept > 0
     out = np.full(len(kept), "null", dtype=object)
     if not some.any():
@@ -305,31 +304,24 @@ def _trees_text(p: Profile, starts: np.ndarray, cols, first, kept) -> np.ndarray
     func = (pos - ustart[ukey // nf])[inv.reshape(-1)]
     funcs = ukey[order] % nf
     par = cols["parent"]
-    begin = np.zeros(n, dtype=np.int64)
-    begin[first[some]] = 1
-    end = np.zeros(n, dtype=np.int64)  # a tree's last call: its array closed there
-    end[first[some] + kept[some] - 1] = 1
+    # each kept tree's calls: a run of the batch's rows, written by
+    # format_rows' run kinds ("si", "sf1n", "se") straight into the tree's
+    # object, not a text per tree and column joined after
+    run_at, cnt = first[some], kept[some]
 
     def ints(a) -> list:
-        return _split_rows(format_rows([("e", begin, [",", "\x00["]), ("i", np.ascontiguousarray(a, dtype=np.int64)),
-                                        ("e", end, ["", "]"])], n))
+        return ["[", ("si", run_at, cnt, np.ascontiguousarray(a, dtype=np.int64)), "]"]
 
     def r1(a) -> list:
-        a = orig = np.asarray(a, dtype=np.float64)
-        # NaN (no corrected figure: a gap) is written null in C (f1n); an
-        # infinity or a huge value by _r1_text's fallback
-        big = np.maximum.reduceat(np.where(a == a, np.abs(a), 0.0), first[some]) if n else np.zeros(0)
-        safe = big < _F1_SAFE
-        if not safe.all():  # those trees' text comes from the fallback: 0 in their place here
-            safe_tree = np.ones(len(kept), bool)
-            safe_tree[some] = safe
-            a = np.where(safe_tree[tree_of], a, 0.0)
-        out = _split_rows(format_rows([("e", begin, [",", "\x00["]), ("f1n", a), ("e", end, ["", "]"])], n))
-        for k in np.flatnonzero(~safe).tolist():
-            j = int(np.flatnonzero(some)[k])
-            out[k] = _r1_text(orig[first[j]:first[j] + kept[j]])
-        return out
+        a = np.ascontiguousarray(a, dtype=np.float64)
+        # NaN (no corrected figure: a gap) is written null in C; a tree
+        # with an infinity or a huge value by _r1_text's fallback, every
+        # tree's text then made apart
+        if _f1_safe(a):
+            return ["[", ("sf1n", run_at, cnt, a), "]"]
+        return [("e", idx, [_r1_text(a[f:f + k]) for f, k in zip(run_at.tolist(), cnt.tolist())])]
 
+    idx = np.arange(len(run_at))
     columns = [("func", ints(func)), ("parent", ints(np.where(par >= 0, par - first[tree_of], -1))),
                ("at_ns", ints(cols["calltime"] - starts[tree_of])), ("cpu", ints(cols["cpu"])),
                ("incl_ns", ints(cols["incl"])), ("excl_ns", ints(cols["excl"])),
@@ -338,23 +330,20 @@ def _trees_text(p: Profile, starts: np.ndarray, cols, first, kept) -> np.ndarray
                ("offcpu_ns", ints(cols["offcpu"]) if p.offcpu_known else None),
                ("irq", ints(cols["is_irq"])), ("gap", ints(cols["gap"]))]
     if p.trace.has_retval or p.call_args:  # the recorded values, per tree (only traces that have them)
-        per = [values_json(p, cols, a, a + m) for a, m in zip(first[some].tolist(), kept[some].tolist())]
+        per = [values_json(p, cols, a, a + m) for a, m in zip(run_at.tolist(), cnt.tolist())]
         for key in per[0] if per else ():
-            columns.append((key, [json.dumps(v[key], separators=(",", ":")) for v in per]))
-    # each tree's function names, in the order of its `funcs`
-    ufirst = np.zeros(len(funcs), dtype=np.int64)
-    ufirst[ustart[some]] = 1
-    ulast = np.zeros(len(funcs), dtype=np.int64)
-    ulast[ustart[some] + per_tree[some] - 1] = 1
-    names = _split_rows(format_rows([("e", ufirst, [",", "\x00["]), ("e", funcs, json_names(p)),
-                                     ("e", ulast, ["", "]"])], len(funcs)))
-    # the trees' objects in one formatting, each row one tree with calls
-    idx = np.arange(int(some.sum()))
-    items = ['\x00{"calls":', ("i", kept[some]), ',"funcs":', ("e", idx, names)]
+            columns.append((key, [("e", idx, [json.dumps(v[key], separators=(",", ":")) for v in per])]))
+    # each tree's function names, in the order of its `funcs`: the names
+    # its functions use only (a trace may name millions)
+    used, local = np.unique(funcs, return_inverse=True)
+    names = json_names(p)
+    items = ['\x00{"calls":', ("i", np.ascontiguousarray(cnt, dtype=np.int64)), ',"funcs":[',
+             ("se", ustart[some], per_tree[some], local.reshape(-1).astype(np.int64),
+              [names[f] for f in used.tolist()]), "]"]
     for key, col in columns:
-        items += [',"%s":' % key, "null" if col is None else ("e", idx, col)]
+        items += [',"%s":' % key, *(["null"] if col is None else col)]
     items.append("}")
-    out[some] = _split_rows(format_rows(items, len(idx)))
+    out[some] = _split_rows(format_rows(items, len(run_at)))
     return out
 
 

@@ -137,6 +137,19 @@ def test_fd_rows_longer_than_a_chunk():
     assert to_fd(tmpl, 6) == format_rows(tmpl, 6)
 
 
+def test_runs_of_values_longer_than_a_chunk():
+    """A row's run of values bigger than the 1 MiB chunk (a kept call tree
+    of 300k calls) likewise, each kind of run, written as Python would."""
+    counts = np.array([3, 300_000, 0, 2], dtype=np.int64)
+    starts = np.array([0, 3, 300_003, 300_003], dtype=np.int64)
+    n = int(counts.sum())
+    ints = np.arange(n, dtype=np.int64) * 7919 - 10**6
+    floats = np.where(np.arange(n) % 5 == 0, np.nan, ints / 3.0)
+    tmpl = ["[", ("si", starts, counts, ints), "][", ("sf1n", starts, counts, floats), "][",
+            ("se", starts, counts, np.arange(n) % 3, ['"a"', '"\u00e9"', '"ccc"']), "]\n"]
+    assert to_fd(tmpl, 4) == format_rows(tmpl, 4) == reference(tmpl, 4)
+
+
 def test_fd_utf8_and_empty():
     names = ["caf\u00e9", "\u65e5\u672c", "\U0001f600"]
     tmpl = ["\u00bb", ("e", np.array([0, 1, 2, 1]), names), b"|"]
@@ -197,6 +210,18 @@ def test_fd_write_errors_raise_oserror():
     ([("e", np.zeros(4, dtype=np.int64), [])], 4, ValueError),
     ([("rep", np.array([1, -1, 0, 0]), "x")], 4, ValueError),    # negative count
     ([("rep", np.zeros(4, dtype=np.int64), 3)], 4, TypeError),
+    ([("si", np.array([0, 0, 0, 3]), np.array([1, 2, 3, 2]), np.arange(4))], 4, ValueError),  # past the values
+    ([("si", np.array([0, -1, 0, 0]), np.zeros(4, dtype=np.int64), np.arange(4))], 4, ValueError),
+    ([("si", np.zeros(4, dtype=np.int64), np.array([0, -1, 0, 0]), np.arange(4))], 4, ValueError),
+    ([("si", np.zeros(4, dtype=np.int64), np.zeros(3, dtype=np.int64), np.arange(4))], 4, ValueError),
+    ([("si", np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64), np.zeros(4))], 4, ValueError),  # float values
+    ([("sf1n", np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64), np.arange(4))], 4, ValueError),
+    ([("si", np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64), np.zeros((2, 2), dtype=np.int64))], 4,
+     ValueError),
+    ([("si", np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64))], 4, ValueError),  # no values
+    ([("se", np.zeros(4, dtype=np.int64), np.ones(4, dtype=np.int64), np.array([0, 2]), ["a", "b"])], 4,
+     ValueError),  # a value past the fragments
+    ([("se", np.zeros(4, dtype=np.int64), np.ones(4, dtype=np.int64), np.array([0, 1]))], 4, ValueError),
     ([3], 1, TypeError),                                         # literal type
     (["\ud800"], 1, UnicodeEncodeError),                          # lone surrogate
     ([b"\xff"], 1, UnicodeDecodeError),                           # bytes not UTF-8
@@ -233,9 +258,25 @@ def reference(template, nrows) -> str:
                 out.append("null" if it[1][r] != it[1][r] else "%.1f" % it[1][r])
             elif it[0] == "e":
                 out.append(it[2][it[1][r]])
-            else:
+            elif it[0] == "rep":
                 out.append(it[2] * int(it[1][r]))
+            else:  # a run of values: si, sf1n, se
+                a, k = int(it[1][r]), int(it[2][r])
+                run = it[3][a:a + k].tolist()
+                if it[0] == "si":
+                    out.append(",".join("%d" % v for v in run))
+                elif it[0] == "sf1n":
+                    out.append(",".join("null" if v != v else "%.1f" % v for v in run))
+                else:
+                    out.append(",".join(it[4][v] for v in run))
     return "".join(out)
+
+
+def _runs(rng, nrows, nvalues):
+    """Random (starts, counts) of nrows runs inside nvalues values."""
+    starts = rng.integers(0, nvalues + 1, nrows)
+    counts = np.array([rng.integers(0, nvalues - a + 1) for a in starts.tolist()], dtype=np.int64)
+    return starts, counts
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -252,7 +293,7 @@ def test_random_templates_match_python(seed):
     for nrows in (0, 1, 2, 3, 7, 40):
         tmpl = []
         for _ in range(int(rng.integers(1, 12))):
-            kind = rng.integers(0, 6)
+            kind = rng.integers(0, 9)
             if kind == 0:
                 tmpl.append(text())
             elif kind == 1:
@@ -264,9 +305,23 @@ def test_random_templates_match_python(seed):
                 tmpl.append(("e", rng.integers(0, len(frags), nrows), frags))
             elif kind == 4:
                 tmpl.append(("rep", rng.integers(0, 6, nrows), text()))
-            else:
+            elif kind == 5:
                 v = rng.standard_normal(nrows) * 10.0 ** rng.integers(-3, 20)
                 tmpl.append(("f1n", np.where(rng.random(nrows) < 0.3, np.nan, v)))
+            elif kind == 6:
+                nv = int(rng.integers(0, 50))
+                tmpl.append(("si", *_runs(rng, nrows, nv), rng.integers(-10**18, 10**18, nv)))
+            elif kind == 7:
+                nv = int(rng.integers(0, 50))
+                v = rng.standard_normal(nv) * 10.0 ** rng.integers(-3, 22)
+                v = np.where(rng.random(nv) < 0.2, np.nan, v)
+                if nv and rng.random() < 0.3:
+                    v[0] = rng.choice([np.inf, -np.inf, 2.0 ** 70])
+                tmpl.append(("sf1n", *_runs(rng, nrows, nv), v))
+            else:
+                nv = int(rng.integers(0, 50))
+                frags = [text() for _ in range(int(rng.integers(1, 5)))]
+                tmpl.append(("se", *_runs(rng, nrows, nv), rng.integers(0, len(frags), nv), frags))
         assert format_rows(tmpl, nrows) == reference(tmpl, nrows)
         assert to_fd(tmpl, nrows) == reference(tmpl, nrows)
 

@@ -261,6 +261,76 @@ static inline size_t f1n_len(int kind, double v)
 	return kind == FTF_RF_F1N && v != v ? 4 : f1_len(v);
 }
 
+/* FTF_RF_SEG: row r's run (start, count) */
+static inline size_t seg_start(const ftf_rowfmt_item *it, size_t r)
+{
+	return (size_t)int_at(it, r);
+}
+
+static inline size_t seg_count(const ftf_rowfmt_item *it, size_t r)
+{
+	return (size_t)int_read((const char *)it->col2 + (ptrdiff_t)r * it->stride2, it->itemsize2);
+}
+
+static inline int64_t seg_int(const ftf_rowfmt_seg *g, size_t k)
+{
+	return int_read((const char *)g->values + (ptrdiff_t)k * g->stride, g->itemsize);
+}
+
+static inline double seg_f64(const ftf_rowfmt_seg *g, size_t k)
+{
+	double v;
+	memcpy(&v, (const char *)g->values + (ptrdiff_t)k * g->stride, sizeof(v));
+	return v;
+}
+
+/* The widest value a SEG item writes (its comma apart), over all its
+ * values: a bound for every run. */
+static size_t seg_width(const ftf_rowfmt_item *it)
+{
+	const ftf_rowfmt_seg *g = &it->seg;
+	size_t w = 0;
+	if (g->kind == FTF_RF_INT) {
+		int64_t lo = 0, hi = 0;
+		for (size_t k = 0; k < g->nvalues; k++) {
+			int64_t v = seg_int(g, k);
+			lo = v < lo ? v : lo;
+			hi = v > hi ? v : hi;
+		}
+		size_t a = int_len(lo), b = int_len(hi);
+		return a > b ? a : b;
+	}
+	if (g->kind == FTF_RF_F1N) {
+		double amax = 0;
+		int neg = 0;
+		for (size_t k = 0; k < g->nvalues; k++) {
+			double v = seg_f64(g, k), a = fabs(v);
+			if (v != v) {
+				w = 4; /* null */
+				continue;
+			}
+			if (!(a < 576460752303423488.0)) /* 2^59, infinities: snprintf's */
+				return FTF_RF_F1_MAX;
+			amax = a > amax ? a : amax;
+			neg |= signbit(v) != 0;
+		}
+		size_t f = (size_t)neg + u64_len((uint64_t)amax + 1) + 2;
+		return f > w ? f : w;
+	}
+	for (size_t k = 0; k < it->nfrags; k++)
+		w = it->frags[k].len > w ? it->frags[k].len : w;
+	return w;
+}
+
+/* At most how many bytes a SEG item writes for a run of count values, each
+ * at most width bytes: TOO_BIG when that does not fit. */
+static inline size_t seg_bytes(size_t count, size_t width)
+{
+	if (count && width + 1 > TOO_BIG / count)
+		return TOO_BIG;
+	return count * (width + 1);
+}
+
 int ftf_rowfmt_size(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, size_t *len,
 		    size_t *bad_row, size_t *bad_item)
 {
@@ -306,6 +376,16 @@ int ftf_rowfmt_size(const ftf_rowfmt_item *items, size_t nitems, size_t nrows, s
 				sum += (uint64_t)v * it->lit.len;
 			}
 			break;
+		case FTF_RF_SEG: {
+			size_t w = seg_width(it);
+			for (size_t r = 0; r < nrows; r++) {
+				size_t b = seg_bytes(seg_count(it, r), w);
+				if (b >= TOO_BIG - sum)
+					return FTF_RF_NOMEM;
+				sum += b;
+			}
+			break;
+		}
 		}
 		if (sum >= TOO_BIG - total)
 			return FTF_RF_NOMEM;
@@ -340,9 +420,14 @@ typedef struct {
 	const char *col;
 	ptrdiff_t stride;
 	int itemsize;
-	const ftf_str *frags; /* ENUM */
+	const ftf_str *frags; /* ENUM, SEG of ENUM */
 	size_t nfrags;
 	ftf_str lit;          /* REP */
+	const char *col2;     /* SEG: the counts (col: the starts) */
+	ptrdiff_t stride2;
+	int itemsize2;
+	ftf_rowfmt_seg seg;
+	size_t segw;          /* SEG: the widest value (seg_width) */
 } rf_op;
 
 typedef struct {
@@ -378,7 +463,7 @@ static int prog_compile(const ftf_rowfmt_item *items, size_t nitems, rf_prog *g)
 		bytes += it->lit.len + 2 * PAD; /* a value's padded prefix; REP's literal */
 		if (it->kind != FTF_RF_LIT)
 			nops++;
-		if (it->kind == FTF_RF_ENUM) {
+		if (it->kind == FTF_RF_ENUM || (it->kind == FTF_RF_SEG && it->seg.kind == FTF_RF_ENUM)) {
 			nfrags += it->nfrags;
 			for (size_t k = 0; k < it->nfrags; k++)
 				bytes += it->frags[k].len + PAD;
@@ -411,7 +496,14 @@ static int prog_compile(const ftf_rowfmt_item *items, size_t nitems, rf_prog *g)
 		op->itemsize = it->itemsize;
 		if (it->kind == FTF_RF_REP)
 			op->lit = arena_put(&at, it->lit.s, it->lit.len);
-		if (it->kind == FTF_RF_ENUM) {
+		if (it->kind == FTF_RF_SEG) {
+			op->col2 = it->col2;
+			op->stride2 = it->stride2;
+			op->itemsize2 = it->itemsize2;
+			op->seg = it->seg;
+			op->segw = seg_width(it);
+		}
+		if (it->kind == FTF_RF_ENUM || (it->kind == FTF_RF_SEG && it->seg.kind == FTF_RF_ENUM)) {
 			op->frags = fr;
 			op->nfrags = it->nfrags;
 			for (size_t k = 0; k < it->nfrags; k++)
@@ -437,6 +529,44 @@ static inline __attribute__((always_inline)) char *put(char *p, ftf_str s)
 static inline int64_t op_int(const rf_op *op, size_t r)
 {
 	return int_read(op->col + (ptrdiff_t)r * op->stride, op->itemsize);
+}
+
+static inline size_t op_seg_count(const rf_op *op, size_t r)
+{
+	return (size_t)int_read(op->col2 + (ptrdiff_t)r * op->stride2, op->itemsize2);
+}
+
+/* A SEG op's run of row r at p, taking its bytes out of *slack; NULL when
+ * they do not fit (or a value is out of range: the columns changed). */
+static char *write_seg(const rf_op *op, size_t r, char *p, size_t *slack)
+{
+	size_t start = (size_t)op_int(op, r), count = op_seg_count(op, r);
+	size_t need = seg_bytes(count, op->segw);
+	if (need > *slack || start > op->seg.nvalues || count > op->seg.nvalues - start)
+		return NULL;
+	*slack -= need;
+	const ftf_rowfmt_seg *g = &op->seg;
+	for (size_t k = start; k < start + count; k++) {
+		if (k > start)
+			*p++ = ',';
+		if (g->kind == FTF_RF_INT) {
+			p += fmt_i64(p, seg_int(g, k));
+		} else if (g->kind == FTF_RF_F1N) {
+			double d = seg_f64(g, k);
+			if (d != d) {
+				memcpy(p, "null", 4);
+				p += 4;
+			} else {
+				p += fmt_f1(p, d);
+			}
+		} else {
+			int64_t v = seg_int(g, k);
+			if (v < 0 || (uint64_t)v >= op->nfrags)
+				return NULL;
+			p = put(p, op->frags[v]);
+		}
+	}
+	return p;
 }
 
 /* Rows ahead whose values write_row asks the cache for: a row reads one
@@ -488,6 +618,11 @@ static inline char *write_row(const rf_prog *g, size_t r, char *p, const char *e
 			for (int64_t k = 0; k < v; k++)
 				p = put(p, op->lit);
 			break;
+		case FTF_RF_SEG:
+			p = write_seg(op, r, p, &slack);
+			if (!p)
+				return NULL;
+			break;
 		}
 	}
 	return p;
@@ -499,6 +634,13 @@ static size_t rep_bytes(const rf_prog *g, size_t r)
 	size_t n = 0;
 	for (size_t i = 0; i < g->nops; i++) {
 		const rf_op *op = &g->ops[i];
+		if (op->kind == FTF_RF_SEG) {
+			size_t b = seg_bytes(op_seg_count(op, r), op->segw);
+			if (b >= TOO_BIG - n)
+				return TOO_BIG;
+			n += b;
+			continue;
+		}
 		if (op->kind != FTF_RF_REP)
 			continue;
 		int64_t v = op_int(op, r);

@@ -20,7 +20,23 @@ enum ftf_rowfmt_kind {
 	FTF_RF_ENUM = 3, /* integer index column: frags[index] */
 	FTF_RF_REP = 4,  /* integer count column: the literal count times */
 	FTF_RF_F1N = 5,  /* float64 column, as FTF_RF_F1 but NaN as "null" (JSON's word for a missing figure) */
+	FTF_RF_SEG = 6,  /* a run of values per row, comma-separated: see ftf_rowfmt_seg */
 };
+
+/* FTF_RF_SEG: row r writes values[start[r]] .. values[start[r] + count[r] - 1]
+ * (start and count: the item's col and col2 columns), each as seg_kind
+ * writes one (FTF_RF_INT, FTF_RF_F1N or FTF_RF_ENUM, frags indexed by the
+ * value), with a comma between two: a JSON array's body per row, of a
+ * length of its own (a kept call tree's column per tree, without a string
+ * per tree). The caller has checked that every run lies within the values
+ * and every ENUM value indexes frags. */
+typedef struct {
+	int kind;            /* FTF_RF_INT, FTF_RF_F1N or FTF_RF_ENUM */
+	const void *values;
+	size_t nvalues;
+	ptrdiff_t stride;    /* bytes from one value to the next */
+	int itemsize;        /* 4 or 8 (integer values) */
+} ftf_rowfmt_seg;
 
 typedef struct {
 	const char *s;
@@ -33,8 +49,12 @@ typedef struct {
 	ptrdiff_t stride;    /* bytes from one value to the next */
 	int itemsize;        /* 4 or 8 (integer columns) */
 	ftf_str lit;         /* LIT, REP */
-	const ftf_str *frags; /* ENUM */
+	const ftf_str *frags; /* ENUM, SEG of ENUM */
 	size_t nfrags;
+	const void *col2;    /* SEG: the count column (col: the start column) */
+	ptrdiff_t stride2;
+	int itemsize2;
+	ftf_rowfmt_seg seg;  /* SEG */
 } ftf_rowfmt_item;
 
 #define FTF_RF_OK 0

@@ -100,12 +100,15 @@ typedef struct {
 	PyObject *tmpl;      /* a tuple copy of the template: its items stay alive */
 	Py_ssize_t n;        /* template items */
 	ftf_rowfmt_item *items;
-	Py_buffer *views;    /* per item; views[0..nviews) may hold a buffer */
+	Py_buffer *views;    /* VIEWS_PER_ITEM per item; views[0..nviews) may hold a buffer */
 	Py_ssize_t nviews;
 	PyObject **keep;     /* per ENUM item: its fragments as a tuple */
 	ftf_str **frags;     /* per ENUM item: their text */
 	int ascii;           /* every literal and fragment is ASCII */
 } parsed_template;
+
+/* An item's buffers: a column; a SEG item's starts, counts and values. */
+#define VIEWS_PER_ITEM 3
 
 static void template_free(parsed_template *pt)
 {
@@ -123,6 +126,20 @@ static void template_free(parsed_template *pt)
 	Py_XDECREF(pt->tmpl);
 }
 
+/* Value r of an integer buffer of itemsize 4 or 8, stride bytes apart. */
+static int64_t int_of(const void *buf, ptrdiff_t stride, int itemsize, Py_ssize_t r)
+{
+	const char *at = (const char *)buf + r * stride;
+	if (itemsize == 8) {
+		int64_t v;
+		memcpy(&v, at, sizeof(v));
+		return v;
+	}
+	int32_t v;
+	memcpy(&v, at, sizeof(v));
+	return v;
+}
+
 /* The rowfmt kind named by a template tuple's first element; -1 if none. */
 static int kind_named(const char *kind)
 {
@@ -136,6 +153,8 @@ static int kind_named(const char *kind)
 		return FTF_RF_ENUM;
 	if (!strcmp(kind, "rep"))
 		return FTF_RF_REP;
+	if (!strcmp(kind, "si") || !strcmp(kind, "sf1n") || !strcmp(kind, "se"))
+		return FTF_RF_SEG;
 	return -1;
 }
 
@@ -166,6 +185,73 @@ static int enum_fragments(parsed_template *pt, Py_ssize_t i, PyObject *extra)
 	return 0;
 }
 
+/* A SEG item's values: a 1-d buffer of any length, integers of 4 or 8
+ * bytes (want_float 0) or float64. */
+static int values_of(PyObject *obj, Py_buffer *view, int want_float, Py_ssize_t index)
+{
+	if (PyObject_GetBuffer(obj, view, PyBUF_STRIDES | PyBUF_FORMAT) < 0)
+		return -1;
+	const char *f = view->format ? view->format : "B";
+	if (*f == '@' || *f == '=' || *f == (PY_LITTLE_ENDIAN ? '<' : '>'))
+		f++;
+	int ok = want_float ? f[0] == 'd' && f[1] == 0 && view->itemsize == 8
+			    : (f[0] == 'i' || f[0] == 'l' || f[0] == 'q') && f[1] == 0 &&
+				      (view->itemsize == 4 || view->itemsize == 8);
+	if (!ok || view->ndim != 1) {
+		PyErr_Format(PyExc_ValueError, "format_rows: template item %zd: values must be a 1-d %s "
+			     "buffer", index, want_float ? "float64" : "int64 or int32");
+		PyBuffer_Release(view);
+		return -1;
+	}
+	return 0;
+}
+
+/* A SEG item's (starts, counts, values[, fragments]) into it: every run
+ * inside the values, every ENUM value an index of the fragments (rowfmt.c
+ * trusts them). */
+static int seg_item(parsed_template *pt, Py_ssize_t i, PyObject *t, const char *kind, Py_ssize_t nrows)
+{
+	ftf_rowfmt_item *it = &pt->items[i];
+	Py_buffer *v = &pt->views[VIEWS_PER_ITEM * i];
+	int floats = !strcmp(kind, "sf1n");
+	it->seg.kind = floats ? FTF_RF_F1N : !strcmp(kind, "se") ? FTF_RF_ENUM : FTF_RF_INT;
+	if (column_of(PyTuple_GET_ITEM(t, 2), &v[1], 0, nrows, i) < 0)
+		return -1;
+	if (values_of(PyTuple_GET_ITEM(t, 3), &v[2], floats, i) < 0)
+		return -1;
+	it->col2 = v[1].buf;
+	it->stride2 = v[1].strides ? v[1].strides[0] : v[1].itemsize;
+	it->itemsize2 = (int)v[1].itemsize;
+	it->seg.values = v[2].buf;
+	it->seg.nvalues = (size_t)v[2].shape[0];
+	it->seg.stride = v[2].strides ? v[2].strides[0] : v[2].itemsize;
+	it->seg.itemsize = (int)v[2].itemsize;
+	for (Py_ssize_t r = 0; r < nrows; r++) {
+		int64_t start = int_of(it->col, it->stride, it->itemsize, r);
+		int64_t count = int_of(it->col2, it->stride2, it->itemsize2, r);
+		if (start < 0 || count < 0 || (uint64_t)start > it->seg.nvalues ||
+		    (uint64_t)count > it->seg.nvalues - (uint64_t)start) {
+			PyErr_Format(PyExc_ValueError, "format_rows: template item %zd, row %zd: run %lld+%lld "
+				     "outside the %zu values", i, r, (long long)start, (long long)count,
+				     it->seg.nvalues);
+			return -1;
+		}
+	}
+	if (it->seg.kind != FTF_RF_ENUM)
+		return 0;
+	if (enum_fragments(pt, i, PyTuple_GET_ITEM(t, 4)) < 0)
+		return -1;
+	for (size_t k = 0; k < it->seg.nvalues; k++) {
+		int64_t x = int_of(it->seg.values, it->seg.stride, it->seg.itemsize, (Py_ssize_t)k);
+		if (x < 0 || (uint64_t)x >= it->nfrags) {
+			PyErr_Format(PyExc_ValueError, "format_rows: template item %zd: value %zu: index %lld "
+				     "out of range (%zu fragments)", i, k, (long long)x, it->nfrags);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* Template item i, a (kind, column[, extra]) tuple t, into pt->items[i]. */
 static int column_item(parsed_template *pt, Py_ssize_t i, PyObject *t, Py_ssize_t nrows)
 {
@@ -182,22 +268,26 @@ static int column_item(parsed_template *pt, Py_ssize_t i, PyObject *t, Py_ssize_
 	it->kind = kind_named(kind);
 	if (it->kind < 0) {
 		PyErr_Format(PyExc_ValueError, "format_rows: template item %zd: unknown kind '%s' "
-			     "(i, f1, f1n, e, rep)", i, kind);
+			     "(i, f1, f1n, e, rep, si, sf1n, se)", i, kind);
 		return -1;
 	}
-	Py_ssize_t want = it->kind == FTF_RF_ENUM || it->kind == FTF_RF_REP ? 3 : 2;
+	Py_ssize_t want = it->kind == FTF_RF_ENUM || it->kind == FTF_RF_REP ? 3
+			: it->kind == FTF_RF_SEG ? (strcmp(kind, "se") ? 4 : 5) : 2;
 	if (tn != want) {
 		PyErr_Format(PyExc_ValueError, "format_rows: template item %zd: kind '%s' takes %zd "
 			     "elements, got %zd", i, kind, want, tn);
 		return -1;
 	}
 	int floats = it->kind == FTF_RF_F1 || it->kind == FTF_RF_F1N;
-	if (column_of(PyTuple_GET_ITEM(t, 1), &pt->views[i], floats, nrows, i) < 0)
+	Py_buffer *view = &pt->views[VIEWS_PER_ITEM * i];
+	pt->nviews = VIEWS_PER_ITEM * (i + 1);
+	if (column_of(PyTuple_GET_ITEM(t, 1), view, floats, nrows, i) < 0)
 		return -1;
-	pt->nviews = i + 1;
-	it->col = pt->views[i].buf;
-	it->stride = pt->views[i].strides ? pt->views[i].strides[0] : pt->views[i].itemsize;
-	it->itemsize = (int)pt->views[i].itemsize;
+	it->col = view->buf;
+	it->stride = view->strides ? view->strides[0] : view->itemsize;
+	it->itemsize = (int)view->itemsize;
+	if (it->kind == FTF_RF_SEG)
+		return seg_item(pt, i, t, kind, nrows);
 	if (it->kind == FTF_RF_REP)
 		return text_of(PyTuple_GET_ITEM(t, 2), &it->lit, &pt->ascii, "a repeated literal");
 	if (it->kind == FTF_RF_ENUM)
@@ -216,7 +306,7 @@ static int template_parse(parsed_template *pt, PyObject *tmpl_in, Py_ssize_t nro
 		return -1;
 	Py_ssize_t n = pt->n = PyTuple_GET_SIZE(pt->tmpl);
 	pt->items = calloc((size_t)n + 1, sizeof(*pt->items));
-	pt->views = calloc((size_t)n + 1, sizeof(*pt->views));
+	pt->views = calloc(VIEWS_PER_ITEM * ((size_t)n + 1), sizeof(*pt->views));
 	pt->keep = calloc((size_t)n + 1, sizeof(*pt->keep));
 	pt->frags = calloc((size_t)n + 1, sizeof(*pt->frags));
 	if (!pt->items || !pt->views || !pt->keep || !pt->frags) {
@@ -325,7 +415,9 @@ static PyMethodDef methods[] = {
 	  "(str/bytes) and (kind, column[, extra]) tuples, columns 1-d buffers of nrows values: "
 	  "('i', int64/int32 column), ('f1', float64 "
 	  "column: '%.1f'), ('f1n', float64 column: '%.1f', NaN as null), ('e', index column, fragments), "
-	  "('rep', count column, literal)" },
+	  "('rep', count column, literal), and a comma-separated run of values per row: ('si', start column, "
+	  "count column, int64/int32 values), ('sf1n', ..., float64 values: as f1n), ('se', ..., index values, "
+	  "fragments)" },
 	{ "pack_rows", ftf_py_pack_rows, METH_VARARGS,
 	  "pack_rows(template, nrows) -> bytes: a protocol-buffer message per row 0..nrows-1 (report/native/pbrows.c): "
 	  "bytes literals, ('v', int64 column) varints, ('d', float64 column), ('e', int64 column, [bytes]), "
