@@ -644,8 +644,11 @@ def kept_call_columns(kt: KeptTrees, ks: np.ndarray) -> np.ndarray:
     its blocks."""
     nex = kt.ext_at[ks + 1] - kt.ext_at[ks]
     sizes = kt.sizes(ks)
-    return _call_columns(kt.recs[_ranges(kt.rec_at[ks], sizes)], sizes, kt.cpu[ks], kt.base[ks],
-                         kt.extras[_ranges(kt.ext_at[ks], nex)], nex)
+    # np.take, not indexing: numpy's fancy indexing of a structured array
+    # copies field by field, eight times slower (2.4 against 0.3 ms for
+    # 90k records)
+    return _call_columns(np.take(kt.recs, _ranges(kt.rec_at[ks], sizes)), sizes, kt.cpu[ks], kt.base[ks],
+                         np.take(kt.extras, _ranges(kt.ext_at[ks], nex)), nex)
 
 
 def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
