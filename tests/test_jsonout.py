@@ -316,6 +316,10 @@ def test_percentiles_of_rows_read_in_place():
         want = jsonref.percentiles_np(sub, QS, lo[rows], hi[rows])
         assert np.array_equal(h.percentiles(QS, lo[rows], hi[rows], rows), want)
         assert np.array_equal(h.percentiles(QS, lo[rows], hi[rows], rows.astype(np.int32)), want)
+        # fractions out of order: a row's entries walked again from its start
+        qs = (99, 50, 50, 90, 0, 100)
+        assert np.array_equal(h.percentiles(qs, lo[rows], hi[rows], rows),
+                              jsonref.percentiles_np(sub, qs, lo[rows], hi[rows]))
     from ftflame._model import hist_percentiles
 
     mids, one = np.arange(64, dtype=np.int64), np.zeros(1, dtype=np.int64)

@@ -168,31 +168,6 @@ static int check_csr(const int64_t *offs, Py_ssize_t rows, Py_ssize_t nbuckets, 
 	return 0;
 }
 
-/* The table's rows `at` (n of them) are rows of it, each sound as check_csr
- * asks: only their entries are looked at (a chunk of a big table). */
-static int check_rows(const int64_t *offs, Py_ssize_t rows, Py_ssize_t nbuckets, const int32_t *bks,
-		      Py_ssize_t nmids, const int64_t *at, Py_ssize_t n)
-{
-	for (Py_ssize_t i = 0; i < n; i++) {
-		int64_t r = at[i];
-		if (r < 0 || r >= rows) {
-			PyErr_Format(PyExc_ValueError, "hist_percentiles: row %lld past the table", (long long)r);
-			return -1;
-		}
-		if (offs[r] < 0 || offs[r] > offs[r + 1] || offs[r + 1] > nbuckets) {
-			PyErr_SetString(PyExc_ValueError, "hist_percentiles: offsets not ascending within the entries");
-			return -1;
-		}
-		for (int64_t e = offs[r]; e < offs[r + 1]; e++) {
-			if (bks[e] < 0 || bks[e] >= nmids) {
-				PyErr_SetString(PyExc_ValueError, "hist_percentiles: a bucket past the mids table");
-				return -1;
-			}
-		}
-	}
-	return 0;
-}
-
 static PyObject *py_hist_percentiles(PyObject *self, PyObject *args)
 {
 	PyObject *o_offs, *o_bks, *o_cnts, *o_mids, *o_lo, *o_hi, *o_qs, *o_rows = Py_None;
@@ -225,18 +200,29 @@ static PyObject *py_hist_percentiles(PyObject *self, PyObject *args)
 	if (take_flat(o_lo, v, &nv, "ql", 8, n, "hist_percentiles: lo") < 0 ||
 	    take_flat(o_hi, v, &nv, "ql", 8, n, "hist_percentiles: hi") < 0)
 		goto done;
-	if (at ? check_rows(v[0].buf, rows, v[1].shape[0], v[1].buf, v[3].shape[0], at, n) < 0
-	       : check_csr(v[0].buf, rows, v[1].shape[0], v[1].buf, v[3].shape[0]) < 0)
+	/* the whole table checked here; a chunk's rows as they are read */
+	if (!at && check_csr(v[0].buf, rows, v[1].shape[0], v[1].buf, v[3].shape[0]) < 0)
 		goto done;
 	out = PyBytes_FromStringAndSize(NULL, n * nq * 8);
 	if (!out)
 		goto done;
 	int64_t *res = (int64_t *)PyBytes_AS_STRING(out);
 	const int64_t *lo = v[nv - 2].buf, *hi = v[nv - 1].buf;
+	ftf_hist_bounds bounds = { rows, v[1].shape[0], v[3].shape[0] };
+	size_t bad = 0;
+	int rc;
 	Py_BEGIN_ALLOW_THREADS
-	ftf_hist_percentiles(v[0].buf, at, (size_t)n, v[1].buf, v[2].buf, wide, v[3].buf, lo, hi, frac, (size_t)nq,
-			     res);
+	rc = ftf_hist_percentiles(v[0].buf, at, (size_t)n, v[1].buf, v[2].buf, wide, v[3].buf, lo, hi, frac,
+				  (size_t)nq, res, at ? &bounds : NULL, &bad);
 	Py_END_ALLOW_THREADS
+	if (rc == FTF_PCT_BAD_ROW)
+		PyErr_Format(PyExc_ValueError, "hist_percentiles: row %lld past the table", (long long)at[bad]);
+	else if (rc == FTF_PCT_BAD_OFFSETS)
+		PyErr_SetString(PyExc_ValueError, "hist_percentiles: offsets not ascending within the entries");
+	else if (rc == FTF_PCT_BAD_BUCKET)
+		PyErr_SetString(PyExc_ValueError, "hist_percentiles: a bucket past the mids table");
+	if (rc != FTF_PCT_OK)
+		Py_CLEAR(out);
 done:
 	for (int i = 0; i < nv; i++)
 		PyBuffer_Release(&v[i]);
