@@ -17,7 +17,7 @@ EXTENSIONS = {
                             "give_back_freed_memory",
                             "dat_decoder"},  # the fields a reader decodes (tests/test_record_decode.py)
     "ftflame.report._rowfmt": {"format_rows", "pack_rows", "nest_calls", "evented_json"},  # JSON, Perfetto, speedscope rows
-    "ftflame._model": {"hist_group", "hist_percentiles", "tree_preorder", "irq_roots_up", "clamp_down",
+    "ftflame._model": {"hist_group", "hist_percentiles", "tree_preorder", "irq_roots_up", "clamp_down", "bits_down_up",
                        "group_reduce"},
 }
 

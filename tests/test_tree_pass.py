@@ -111,3 +111,46 @@ def test_bad_levels_are_refused():
     counted = np.array([False, True, True])
     with pytest.raises(ValueError, match="parent"):
         _model.clamp_down(order, bounds, parent, counted, calls, None, calls, None, np.ones(3), np.zeros(3))
+
+
+def bits_reference(levels, parent, top):
+    """_operation_nodes' numpy passes: inside and outer down the levels,
+    holds back up."""
+    parent = parent.astype(np.int64)
+    inside, outer = np.zeros(len(top), dtype=np.uint64), np.zeros(len(top), dtype=np.uint64)
+    for rows in levels:
+        par = parent[rows]
+        above = np.where(par >= 0, inside[np.maximum(par, 0)], np.uint64(0))
+        outer[rows] = top[rows] & ~above
+        inside[rows] = top[rows] | above
+    holds = inside.copy()
+    for rows in reversed(levels):
+        par = parent[rows]
+        some = (par >= 0) & (holds[rows] != 0)
+        np.bitwise_or.at(holds, par[some], holds[rows[some]])
+    return inside, outer, holds
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bits_down_up_is_the_numpy_pass(seed):
+    rng = np.random.default_rng(seed)
+    parent, depth = random_tree(rng, int(rng.integers(1, 400)))
+    order, bounds, levels = levels_of(depth)
+    top = rng.integers(0, 1 << 63, len(parent), dtype=np.uint64) * (rng.random(len(parent)) < 0.2)
+    top[rng.random(len(parent)) < 0.05] |= np.uint64(1) << np.uint64(63)
+    got = [np.zeros(len(parent), dtype=np.uint64) for _ in range(3)]
+    _model.bits_down_up(order, bounds, parent, top, *got)
+    for g, want in zip(got, bits_reference(levels, parent, top)):
+        assert np.array_equal(g, want)
+
+
+def test_bits_down_up_refuses_bad_levels():
+    parent = np.array([-1, 0, 5], dtype=np.int32)
+    order, bounds = np.array([0, 1, 2], dtype=np.int32), np.array([0, 1, 3], dtype=np.int64)
+    top, out = np.zeros(3, dtype=np.uint64), [np.zeros(3, dtype=np.uint64) for _ in range(3)]
+    with pytest.raises(ValueError, match="parent"):
+        _model.bits_down_up(order, bounds, parent, top, *out)
+    with pytest.raises(ValueError, match="levels"):
+        _model.bits_down_up(order, np.array([0, 2], dtype=np.int64), parent, top, *out)
+    with pytest.raises(ValueError, match="wrong type or length"):
+        _model.bits_down_up(order, bounds, np.array([-1, 0, 1], dtype=np.int32), top, *out[:2], np.zeros(2))

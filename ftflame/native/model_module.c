@@ -4,7 +4,8 @@
  * hist_group (hist_group.c): its per-function histograms; tree_preorder
  * (tree_order.c): the call tree's canonical order; group_reduce
  * (group_reduce.c): the function table's sums and extremes; irq_roots_up and
- * clamp_down (tree_pass.c): the correction's passes over the tree. All are
+ * clamp_down (tree_pass.c): the correction's passes over the tree;
+ * bits_down_up (tree_pass.c): the operations' call paths. All are
  * figures of the Profile, computed once beside it (ftflame/model/profile.py) and
  * read by every renderer, so they live with the model, not with the trace
  * reader (parse._core) nor with one renderer. The arguments are checked
@@ -503,6 +504,37 @@ done:
 	return out;
 }
 
+static PyObject *py_bits_down_up(PyObject *self, PyObject *args)
+{
+	PyObject *o_order, *o_at, *o_parent, *o_top, *o_inside, *o_outer, *o_holds;
+	if (!PyArg_ParseTuple(args, "OOOOOOO", &o_order, &o_at, &o_parent, &o_top, &o_inside, &o_outer, &o_holds))
+		return NULL;
+	Py_buffer v[7];
+	int nv = 0;
+	PyObject *out = NULL;
+	size_t nlevels;
+	if (take_flat(o_top, v, &nv, "QL", 8, -1, "bits_down_up: top") < 0)
+		goto done;
+	Py_ssize_t n = v[0].shape[0];
+	if (take_flat(o_order, v, &nv, "i", 4, -1, "bits_down_up: order") < 0 ||
+	    take_flat(o_at, v, &nv, "ql", 8, -1, "bits_down_up: level_at") < 0 ||
+	    take_flat(o_parent, v, &nv, "i", 4, n, "bits_down_up: parent") < 0 ||
+	    check_levels(v, 1, n, NULL, &nlevels, "bits_down_up") < 0 ||
+	    take_flat_as(o_inside, v, &nv, "QL", 8, n, "bits_down_up: inside", PyBUF_WRITABLE) < 0 ||
+	    take_flat_as(o_outer, v, &nv, "QL", 8, n, "bits_down_up: outer", PyBUF_WRITABLE) < 0 ||
+	    take_flat_as(o_holds, v, &nv, "QL", 8, n, "bits_down_up: holds", PyBUF_WRITABLE) < 0)
+		goto done;
+	Py_BEGIN_ALLOW_THREADS
+	ftf_bits_down_up(v[1].buf, v[2].buf, nlevels, v[3].buf, v[0].buf, v[4].buf, v[5].buf, v[6].buf);
+	Py_END_ALLOW_THREADS
+	Py_INCREF(Py_None);
+	out = Py_None;
+done:
+	for (int i = 0; i < nv; i++)
+		PyBuffer_Release(&v[i]);
+	return out;
+}
+
 static PyObject *py_clamp_down(PyObject *self, PyObject *args)
 {
 	PyObject *o_order, *o_at, *o_parent, *o_counted, *o_want, *o_dwant, *o_kid, *o_sw, *o_ci, *o_clamp;
@@ -568,6 +600,9 @@ static PyMethodDef methods[] = {
 	  "irq_roots_up(order, level_at, parent, flags, root_bit, irq_bit, calls, det_calls, det_R, R): the "
 	  "interrupt subtrees inside each row's clean calls summed into R (n zeros), levels from the deepest up "
 	  "(tree_pass.h); det_calls and det_R None without detached calls" },
+	{ "bits_down_up", py_bits_down_up, METH_VARARGS,
+	  "bits_down_up(order, level_at, parent, top, inside, outer, holds): bit sets (uint64) carried down the "
+	  "tree's levels (inside, outer) and back up (holds); ftflame/native/tree_pass.c" },
 	{ "clamp_down", py_clamp_down, METH_VARARGS,
 	  "clamp_down(order, level_at, parent, counted, want, det_want, kid_want, switch_ns, ci, clamp_ns): the "
 	  "corrected inclusive times clamped from the roots down into ci (want on entry), the excess added to "

@@ -38,4 +38,14 @@ void ftf_clamp_down(const int32_t *order, const int64_t *level_at, size_t nlevel
 		    const uint8_t *counted, const double *want, const double *det_want, const double *kid_want,
 		    const double *switch_ns, double *ci, double *clamp_ns, double *scale);
 
+/* Bit sets carried over the tree, a bit per set (the operations' call
+ * paths, ftflame/correct/operations.py _operation_nodes): from the roots
+ * down, inside[r] = top[r] | inside[parent] and outer[r] = top[r] &
+ * ~inside[parent] (a row in a set, or below one; in a set with none above
+ * it); then from the deepest level up, holds[parent] |= holds[r], holds
+ * starting as inside (in a set, below one or above one). A root (level 0)
+ * has nothing above it. inside, outer and holds: n values, written. */
+void ftf_bits_down_up(const int32_t *order, const int64_t *level_at, size_t nlevels, const int32_t *parent,
+		      const uint64_t *top, uint64_t *inside, uint64_t *outer, uint64_t *holds);
+
 #endif
