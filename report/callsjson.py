@@ -229,15 +229,11 @@ def slowest_json_parts(p: Profile):
                      ',"operation":', ("e", cols["operation_of"][a:b], ops)]
             for key in ("start_ns", "pid", "cpu", "dur"):
                 items += [',"%s_ns":' % key if key == "dur" else ',"%s":' % key, ("i", cols[key][a:b])]
-            paths = trees = np.zeros(0, dtype=object)
-            if dec is not None:
-                paths = _dominant_text(dec, first, kept, names)
-                trees = _trees_text(p, cols["start_ns"][a:b][has], dec, first, kept)
             items += [',"dur_corr_ns":', _r1_or_null_item(cols["corr"][a:b]),
                       ',"gap":', ("e", cols["gap"][a:b].astype(np.int64), ["false", "true"]),
                       ',"kept_by":', ("e", cols["kept_by"][a:b].astype(np.int64), _KEPT_BY_JSON),
-                      ',"dominant_path":', _scattered(has, paths, "[]"),
-                      ',"tree":', _scattered(has, trees, "null"), "}"]
+                      ',"dominant_path":[', _dominant_item(dec, first, kept, has, names), "]",
+                      ',"tree":', *_tree_items(p, cols["start_ns"][a:b][has], dec, first, kept, has), "}"]
             yield format_rows(items, n)
     yield "]"
 
@@ -250,46 +246,49 @@ def json_names(p: Profile) -> list:
     return p.views.get("json_names", lambda: list(map(_ENC_STR, p.funcs)))
 
 
-def _scattered(has: np.ndarray, texts: np.ndarray, other: str):
-    """A format_rows item printing texts (an object array) at the rows in
-    has, in order, `other` at the rest."""
-    out = np.full(len(has), other, dtype=object)
-    out[has] = texts
-    return ("e", np.arange(len(has)), out.tolist())
+def _dominant_item(dec: dict | None, first: np.ndarray, kept: np.ndarray, has: np.ndarray, names: list):
+    """A format_rows item writing the body of json.dumps(dominant_path) of
+    each call of a batch (has: whether its tree was kept; dec, first and
+    kept: call_trees' columns of the kept ones): the names of its path's
+    functions, a run of the paths' steps (none without a kept tree), not
+    a text per path."""
+    start = np.zeros(len(has), dtype=np.int64)
+    count = np.zeros(len(has), dtype=np.int64)
+    func = np.zeros(0, dtype=np.int64)
+    if dec is not None:
+        tree, row = dominant_steps(dec, first, kept)  # tree after tree, each from its root down
+        steps = np.bincount(tree, minlength=len(kept))
+        at = np.zeros(len(kept), dtype=np.int64)
+        np.cumsum(steps[:-1], out=at[1:])
+        start[has], count[has] = at, steps  # the kept trees: the batch's calls in has, in order
+        func = np.asarray(dec["func"][row], dtype=np.int64)
+    used = distinct(func)  # the names the paths use only (a trace may name millions)
+    return ("se", start, count, np.searchsorted(used, func), [names[f] for f in used.tolist()])
 
 
-def _split_rows(text: str) -> list:
-    """The pieces of a format_rows text that starts each piece with NUL."""
-    return text.split("\x00")[1:]
-
-
-def _dominant_text(dec: dict, first: np.ndarray, kept: np.ndarray, names: list) -> np.ndarray:
-    """json.dumps(dominant_path) (compact) of each tree of call_trees'
-    columns, an object array: every path formatted in one format_rows call."""
-    tree, row = dominant_steps(dec, first, kept)
-    out = np.full(len(kept), "[]", dtype=object)
-    if len(row):
-        starts = np.ones(len(tree), dtype=np.int64)
-        starts[1:] = tree[1:] != tree[:-1]
-        ends = np.ones(len(tree), dtype=np.int64)
-        ends[:-1] = starts[1:]
-        out[distinct(tree)] = _split_rows(format_rows([("e", starts, [",", "\x00["]), ("e", dec["func"][row], names),
-                                                        ("e", ends, ["", "]"])], len(row)))
-    return out
-
-
-def _trees_text(p: Profile, starts: np.ndarray, cols, first, kept) -> np.ndarray:
-    """json.dumps(call_tree_json(...)) (compact) of each kept tree of a
-    batch (slowest_batches; starts: the root calls' start_ns), an object
-    array, every tree formatted in C in one call, a row per tree, each
-    column its run of the batch's calls: a tree's columns as Python
-    numbers take many times their text and leave the heap fragmented (a
-    higher peak RSS), and a trace may keep a tree of a call or two per
-    distinct root function."""
+def _tree_items(p: Profile, starts: np.ndarray, cols, first, kept, has) -> list:
+    """format_rows items writing json.dumps(call_tree_json(...)) (compact)
+    of each call of a batch (slowest_batches; has: whether its tree was
+    kept; starts: the kept ones' start_ns; cols, first, kept: call_trees'
+    columns of the kept trees), null for a call without one: each column
+    of a tree its run of the batch's calls, written in C into the batch's
+    own text (no text per tree or column made first; a tree's columns as
+    Python numbers would take many times their text and leave the heap
+    fragmented: a higher peak RSS), as a trace may keep a tree of a call
+    or two per distinct root function."""
+    n = len(has)
+    on = np.zeros(n, dtype=np.int64)  # the batch's calls whose tree has calls
+    if cols is None or not (kept > 0).any():
+        return ["null"]
     some = kept > 0
-    out = np.full(len(kept), "null", dtype=object)
-    if not some.any():
+    at_row = np.flatnonzero(has)[some]  # each such tree's call in the batch
+    on[at_row] = 1
+
+    def per_call(values) -> np.ndarray:  # a tree's figure at its call of the batch, 0 at the others
+        out = np.zeros(n, dtype=np.int64)
+        out[at_row] = values
         return out
+
     tree_of = np.repeat(np.arange(len(kept)), kept)
     # each call's function: its rank in its tree's functions by first call
     nf = max(len(p.funcs), 1)
@@ -304,13 +303,16 @@ def _trees_text(p: Profile, starts: np.ndarray, cols, first, kept) -> np.ndarray
     func = (pos - ustart[ukey // nf])[inv.reshape(-1)]
     funcs = ukey[order] % nf
     par = cols["parent"]
-    # each kept tree's calls: a run of the batch's rows, written by
-    # format_rows' run kinds ("si", "sf1n", "se") straight into the tree's
-    # object, not a text per tree and column joined after
-    run_at, cnt = first[some], kept[some]
+    # each tree's calls: a run of the batch's kept calls (format_rows'
+    # "si", "sf1n", "se"), none at a call without a tree
+    run_at, cnt = per_call(first[some]), per_call(kept[some])
+    idx = np.where(on > 0, np.cumsum(on) - 1, int(on.sum()))  # a tree's texts by its call; "" after them
+
+    def lit(text: str):  # a literal of the tree's object: at the calls with one only
+        return ("e", on, ["", text])
 
     def ints(a) -> list:
-        return ["[", ("si", run_at, cnt, np.ascontiguousarray(a, dtype=np.int64)), "]"]
+        return [lit("["), ("si", run_at, cnt, np.ascontiguousarray(a, dtype=np.int64)), lit("]")]
 
     def r1(a) -> list:
         a = np.ascontiguousarray(a, dtype=np.float64)
@@ -318,10 +320,10 @@ def _trees_text(p: Profile, starts: np.ndarray, cols, first, kept) -> np.ndarray
         # with an infinity or a huge value by _r1_text's fallback, every
         # tree's text then made apart
         if _f1_safe(a):
-            return ["[", ("sf1n", run_at, cnt, a), "]"]
-        return [("e", idx, [_r1_text(a[f:f + k]) for f, k in zip(run_at.tolist(), cnt.tolist())])]
+            return [lit("["), ("sf1n", run_at, cnt, a), lit("]")]
+        return [("e", idx, [_r1_text(a[f:f + k]) for f, k in zip(first[some].tolist(), kept[some].tolist())]
+                 + [""])]
 
-    idx = np.arange(len(run_at))
     columns = [("func", ints(func)), ("parent", ints(np.where(par >= 0, par - first[tree_of], -1))),
                ("at_ns", ints(cols["calltime"] - starts[tree_of])), ("cpu", ints(cols["cpu"])),
                ("incl_ns", ints(cols["incl"])), ("excl_ns", ints(cols["excl"])),
@@ -330,21 +332,20 @@ def _trees_text(p: Profile, starts: np.ndarray, cols, first, kept) -> np.ndarray
                ("offcpu_ns", ints(cols["offcpu"]) if p.offcpu_known else None),
                ("irq", ints(cols["is_irq"])), ("gap", ints(cols["gap"]))]
     if p.trace.has_retval or p.call_args:  # the recorded values, per tree (only traces that have them)
-        per = [values_json(p, cols, a, a + m) for a, m in zip(run_at.tolist(), cnt.tolist())]
+        per = [values_json(p, cols, a, a + m) for a, m in zip(first[some].tolist(), kept[some].tolist())]
         for key in per[0] if per else ():
-            columns.append((key, [("e", idx, [json.dumps(v[key], separators=(",", ":")) for v in per])]))
+            columns.append((key, [("e", idx, [json.dumps(v[key], separators=(",", ":")) for v in per] + [""])]))
     # each tree's function names, in the order of its `funcs`: the names
     # its functions use only (a trace may name millions)
-    used, local = np.unique(funcs, return_inverse=True)
+    used = distinct(funcs)
     names = json_names(p)
-    items = ['\x00{"calls":', ("i", np.ascontiguousarray(cnt, dtype=np.int64)), ',"funcs":[',
-             ("se", ustart[some], per_tree[some], local.reshape(-1).astype(np.int64),
-              [names[f] for f in used.tolist()]), "]"]
+    items = [("e", on, ["null", '{"calls":']), ("si", np.arange(n), on, per_call(kept[some])), lit(',"funcs":['),
+             ("se", per_call(ustart[some]), per_call(per_tree[some]), np.searchsorted(used, funcs),
+              [names[f] for f in used.tolist()]), lit("]")]
     for key, col in columns:
-        items += [',"%s":' % key, *(["null"] if col is None else col)]
-    items.append("}")
-    out[some] = _split_rows(format_rows(items, len(run_at)))
-    return out
+        items += [lit(',"%s":' % key), *([lit("null")] if col is None else col)]
+    items.append(lit("}"))
+    return items
 
 
 def hot_json(p: Profile) -> dict:

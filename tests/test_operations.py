@@ -416,10 +416,11 @@ def test_real_slowest_trees_sum_exactly_and_the_slowest_is_the_latency_maximum(n
 
 
 @pytest.mark.parametrize("name", ["k6.1/s17-mixed-ops/trace.dat", "k6.1/s10-lost/trace.dat"])
-def test_slowest_text_formatted_in_c_is_the_json_of_the_objects(name):
+def test_slowest_text_formatted_in_c_is_the_json_of_the_objects(name, monkeypatch):
     """jsonout writes slowest[] with each tree's columns formatted in C
     (callsjson.slowest_json_parts): the same text as json.dumps of the
-    objects (callsjson.slowest_json), corrected or not."""
+    objects (callsjson.slowest_json), corrected or not, and with every
+    tree's corrected figures taking the Python fallback (_F1_SAFE 0)."""
     from conftest import fixture, profile_of
     from ftflame.correct.corrections import correct
     from ftflame.model.profile import Calibration
@@ -427,7 +428,11 @@ def test_slowest_text_formatted_in_c_is_the_json_of_the_objects(name):
 
     raw = profile_of(fixture(name))
     for p in (raw, correct(raw, Calibration(700.0, 300.0, "command line"))):
-        assert "".join(callsjson.slowest_json_parts(p)) == json.dumps(callsjson.slowest_json(p), separators=(",", ":"))
+        want = json.dumps(callsjson.slowest_json(p), separators=(",", ":"))
+        assert "".join(callsjson.slowest_json_parts(p)) == want
+        with monkeypatch.context() as m:
+            m.setattr(callsjson, "_F1_SAFE", 0.0)
+            assert "".join(callsjson.slowest_json_parts(p)) == want
 
 
 @pytest.mark.parametrize("name", ["k6.1/s17-mixed-ops/trace.dat", "k6.1/s10-lost/trace.dat"])
