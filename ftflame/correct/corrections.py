@@ -506,7 +506,13 @@ def _clamp_top_down(p: Profile, ci_formula: np.ndarray, counted: np.ndarray,
 
 def function_extras(p: Profile) -> dict:
     """Per function, aligned with p.functions: what the corrections removed
-    and whether the result is unreliable. Empty without corrections."""
+    and whether the result is unreliable. Empty without corrections.
+    Computed once per Profile (a report asks twice: its notes and its
+    function table); read-only."""
+    return p.views.get("function_extras", lambda: _function_extras(p))
+
+
+def _function_extras(p: Profile) -> dict:
     c = p.corrected
     if c is None or c.overhead is None:
         return {}
