@@ -153,22 +153,9 @@ size_t ftf_fmt_f1(char *dst, double v)
 	return fmt_f1(dst, v);
 }
 
-/* An int64 or int32 column value (columns may be strided, unaligned). */
-static inline int64_t int_read(const char *at, int itemsize)
-{
-	if (itemsize == 8) {
-		int64_t v;
-		memcpy(&v, at, sizeof(v));
-		return v;
-	}
-	int32_t v;
-	memcpy(&v, at, sizeof(v));
-	return v;
-}
-
 static inline int64_t int_at(const ftf_rowfmt_item *it, size_t r)
 {
-	return int_read((const char *)it->col + (ptrdiff_t)r * it->stride, it->itemsize);
+	return ftf_rowfmt_int((const char *)it->col + (ptrdiff_t)r * it->stride, it->itemsize);
 }
 
 /* A value an ENUM or REP item cannot write: an index out of range, a
@@ -269,12 +256,12 @@ static inline size_t seg_start(const ftf_rowfmt_item *it, size_t r)
 
 static inline size_t seg_count(const ftf_rowfmt_item *it, size_t r)
 {
-	return (size_t)int_read((const char *)it->col2 + (ptrdiff_t)r * it->stride2, it->itemsize2);
+	return (size_t)ftf_rowfmt_int((const char *)it->col2 + (ptrdiff_t)r * it->stride2, it->itemsize2);
 }
 
 static inline int64_t seg_int(const ftf_rowfmt_seg *g, size_t k)
 {
-	return int_read((const char *)g->values + (ptrdiff_t)k * g->stride, g->itemsize);
+	return ftf_rowfmt_int((const char *)g->values + (ptrdiff_t)k * g->stride, g->itemsize);
 }
 
 static inline double seg_f64(const ftf_rowfmt_seg *g, size_t k)
@@ -528,12 +515,12 @@ static inline __attribute__((always_inline)) char *put(char *p, ftf_str s)
 
 static inline int64_t op_int(const rf_op *op, size_t r)
 {
-	return int_read(op->col + (ptrdiff_t)r * op->stride, op->itemsize);
+	return ftf_rowfmt_int(op->col + (ptrdiff_t)r * op->stride, op->itemsize);
 }
 
 static inline size_t op_seg_count(const rf_op *op, size_t r)
 {
-	return (size_t)int_read(op->col2 + (ptrdiff_t)r * op->stride2, op->itemsize2);
+	return (size_t)ftf_rowfmt_int(op->col2 + (ptrdiff_t)r * op->stride2, op->itemsize2);
 }
 
 /* A SEG op's run of row r at p, taking its bytes out of *slack; NULL when

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 enum ftf_rowfmt_kind {
 	FTF_RF_LIT = 0,  /* the literal, every row */
@@ -95,5 +96,18 @@ int ftf_rowfmt_write_fd(const ftf_rowfmt_item *items, size_t nitems, size_t nrow
 #define FTF_RF_F1_MAX 320
 size_t ftf_fmt_i64(char *dst, int64_t v);
 size_t ftf_fmt_f1(char *dst, double v);
+
+/* An int64 or int32 value at `at` (columns may be strided, unaligned). */
+static inline int64_t ftf_rowfmt_int(const char *at, int itemsize)
+{
+	if (itemsize == 8) {
+		int64_t v;
+		memcpy(&v, at, sizeof(v));
+		return v;
+	}
+	int32_t v;
+	memcpy(&v, at, sizeof(v));
+	return v;
+}
 
 #endif

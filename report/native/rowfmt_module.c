@@ -126,20 +126,6 @@ static void template_free(parsed_template *pt)
 	Py_XDECREF(pt->tmpl);
 }
 
-/* Value r of an integer buffer of itemsize 4 or 8, stride bytes apart. */
-static int64_t int_of(const void *buf, ptrdiff_t stride, int itemsize, Py_ssize_t r)
-{
-	const char *at = (const char *)buf + r * stride;
-	if (itemsize == 8) {
-		int64_t v;
-		memcpy(&v, at, sizeof(v));
-		return v;
-	}
-	int32_t v;
-	memcpy(&v, at, sizeof(v));
-	return v;
-}
-
 /* The rowfmt kind named by a template tuple's first element; -1 if none. */
 static int kind_named(const char *kind)
 {
@@ -227,8 +213,8 @@ static int seg_item(parsed_template *pt, Py_ssize_t i, PyObject *t, const char *
 	it->seg.stride = v[2].strides ? v[2].strides[0] : v[2].itemsize;
 	it->seg.itemsize = (int)v[2].itemsize;
 	for (Py_ssize_t r = 0; r < nrows; r++) {
-		int64_t start = int_of(it->col, it->stride, it->itemsize, r);
-		int64_t count = int_of(it->col2, it->stride2, it->itemsize2, r);
+		int64_t start = ftf_rowfmt_int((const char *)it->col + (ptrdiff_t)r * it->stride, it->itemsize);
+		int64_t count = ftf_rowfmt_int((const char *)it->col2 + (ptrdiff_t)r * it->stride2, it->itemsize2);
 		if (start < 0 || count < 0 || (uint64_t)start > it->seg.nvalues ||
 		    (uint64_t)count > it->seg.nvalues - (uint64_t)start) {
 			PyErr_Format(PyExc_ValueError, "format_rows: template item %zd, row %zd: run %lld+%lld "
@@ -242,7 +228,8 @@ static int seg_item(parsed_template *pt, Py_ssize_t i, PyObject *t, const char *
 	if (enum_fragments(pt, i, PyTuple_GET_ITEM(t, 4)) < 0)
 		return -1;
 	for (size_t k = 0; k < it->seg.nvalues; k++) {
-		int64_t x = int_of(it->seg.values, it->seg.stride, it->seg.itemsize, (Py_ssize_t)k);
+		int64_t x = ftf_rowfmt_int((const char *)it->seg.values + (ptrdiff_t)k * it->seg.stride,
+					   it->seg.itemsize);
 		if (x < 0 || (uint64_t)x >= it->nfrags) {
 			PyErr_Format(PyExc_ValueError, "format_rows: template item %zd: value %zu: index %lld "
 				     "out of range (%zu fragments)", i, k, (long long)x, it->nfrags);
