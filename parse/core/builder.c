@@ -470,11 +470,8 @@ static int tasks_grow(ftf_builder *b)
 	return 0;
 }
 
-static ftf_task *task_find(ftf_builder *b, uint64_t key, int create)
+static __attribute__((noinline)) ftf_task *task_find_slot(ftf_builder *b, uint64_t key, int create)
 {
-	/* runs of events come from one task: its slot need not be searched */
-	if (b->last_task && b->last_task->key == key)
-		return b->last_task;
 	ftf_task *t = NULL;
 	if (b->ntask_slots) {
 		uint32_t s = ftf_mix64(key) & (b->ntask_slots - 1);
@@ -498,6 +495,15 @@ static ftf_task *task_find(ftf_builder *b, uint64_t key, int create)
 	b->tasks[s] = t;
 	b->ntasks++;
 	return b->last_task = t;
+}
+
+/* Inline: runs of events come from one task, whose slot need not be
+ * searched (a call per event otherwise). */
+static inline ftf_task *task_find(ftf_builder *b, uint64_t key, int create)
+{
+	if (b->last_task && b->last_task->key == key)
+		return b->last_task;
+	return task_find_slot(b, key, create);
 }
 
 int ftf_builder_rename_task(ftf_builder *b, int32_t old_pid, int32_t new_pid, int32_t cpu)
@@ -1273,7 +1279,7 @@ static void drop_unterminated(ftf_builder *b, ftf_task *t, uint32_t keep)
 		journal_end(b, t, 1); /* the root never completes */
 }
 
-static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
+static inline __attribute__((always_inline)) void on_entry_inl(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 {
 	ftf_frame *top = t->n ? &t->stack[t->n - 1] : NULL;
 	/* irq context: the record's flags, or an irq entry/exit function (whose
@@ -1495,6 +1501,13 @@ static void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
 	if (ev->nargs)
 		ftf_calls_values(&b->root_calls, &t->tc, f->rec, FTF_REC_ARGS, FTF_EX_ARG0, ev->args, ev->nargs);
 	calls_oom(b);
+}
+
+/* A text leaf's entry (rare): out of line, where an entry event's is inline
+ * in the feed loop (its prologue and epilogue were 18 instructions of it). */
+static __attribute__((noinline)) void on_entry(ftf_builder *b, ftf_task *t, const ftf_event *ev)
+{
+	on_entry_inl(b, t, ev);
 }
 
 /* A call's duration as the sums can hold it (FTF_MAX_DURATION_NS): a cut
@@ -1962,7 +1975,7 @@ static void retval_add(ftf_builder *b, uint32_t func, uint64_t retval, uint64_t 
 		b->oom = 1;
 }
 
-static void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *raw)
+static inline __attribute__((always_inline)) void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *raw)
 {
 	/* checked_exit's copy only for the rare backwards call: a 96-byte copy
 	 * per exit otherwise */
@@ -2132,7 +2145,7 @@ static void on_switch(ftf_builder *b, const ftf_event *ev)
 	}
 }
 
-void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
+static inline __attribute__((always_inline)) void feed_one(ftf_builder *b, const ftf_event *ev)
 {
 	b->c.events++;
 	if (b->check_only)
@@ -2186,7 +2199,7 @@ void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
 		int sb = ev->subbuf_start && !(ev->flags & FTF_FLAG_IRQ_MASK);
 		b->c.subbuf_starts += ev->subbuf_start;
 		if (ev->kind == FTF_EV_ENTRY) {
-			on_entry(b, t, ev);
+			on_entry_inl(b, t, ev);
 			if (sb && t->n)
 				t->root_subbufs++;
 		} else if (ev->kind == FTF_EV_EXIT) {
@@ -2226,6 +2239,53 @@ void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
 	default:
 		b->c.other_events++;
 		break;
+	}
+}
+
+void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
+{
+	/* (no ids: ev is not written) */
+	ftf_builder_feed_addrs(b, (ftf_event *)ev, NULL, 1, NULL);
+}
+
+/* The id of the function at addr, its name interned on first sight. */
+static __attribute__((noinline)) uint32_t func_id(ftf_builder *b, ftf_func_ids *ids, uint64_t addr)
+{
+	uint64_t known = ftf_u64map_get(&ids->map, addr);
+	if (known)
+		return (uint32_t)(known - 1);
+	const char *name = ids->name_of(ids->name_ctx, addr);
+	char buf[32];
+	if (!name) {
+		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)addr);
+		name = buf;
+	}
+	uint32_t id = ftf_funcs_intern(&b->funcs, name, strlen(name));
+	if (id == FTF_NONE) {
+		b->oom = 1;
+		id = 0;
+	}
+	if (ftf_u64map_put(&ids->map, addr, (uint64_t)id + 1) < 0)
+		b->oom = 1;
+	return id;
+}
+
+void ftf_builder_feed_addrs(ftf_builder *b, ftf_event *ev, const uint64_t *addr, uint32_t n, ftf_func_ids *ids)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		ftf_event *e = &ev[i];
+		if (ids && (e->kind == FTF_EV_ENTRY || e->kind == FTF_EV_EXIT)) {
+			ftf_idcache *c = &ids->cache[((uint32_t)e->cpu % FTF_IDCACHE_CPUS) * FTF_IDCACHE_DEPTHS +
+						     ((uint64_t)e->depth % FTF_IDCACHE_DEPTHS)];
+			if (c->addr == addr[i] && addr[i]) {
+				e->func = c->id;
+			} else {
+				e->func = func_id(b, ids, addr[i]);
+				c->addr = addr[i];
+				c->id = e->func;
+			}
+		}
+		feed_one(b, e);
 	}
 }
 

@@ -519,9 +519,39 @@ static inline ftf_sums ftf_node_all(const ftf_builder *b, const ftf_node *n)
 	return s;
 }
 
+/* ---- events by function address (trace.dat) ----------------------------- */
+
+/* The function name at an address, NULL when unknown. */
+typedef const char *(*ftf_name_fn)(void *ctx, uint64_t addr);
+
+/* The function ids of the entries seen last per (CPU, depth), as slots of
+ * FTF_IDCACHE_CPUS x FTF_IDCACHE_DEPTHS: an exit's function is nearly always
+ * that of the entry its CPU recorded last at its depth, and a loop's next
+ * entry often the one before it, where the address map's slot is a cache
+ * miss (4% of the read). Compared by address: a wrong slot only misses. */
+#define FTF_IDCACHE_CPUS 4
+#define FTF_IDCACHE_DEPTHS 64
+typedef struct {
+	uint64_t addr; /* 0: empty */
+	uint32_t id;
+} ftf_idcache;
+
+/* Function addresses to the builder's function ids: names are looked up
+ * once per address (a lookup per record costs more than the decoding). */
+typedef struct {
+	ftf_u64map map;  /* function address -> function id + 1 */
+	ftf_idcache cache[FTF_IDCACHE_CPUS * FTF_IDCACHE_DEPTHS];
+	ftf_name_fn name_of;
+	void *name_ctx;
+} ftf_func_ids;
+
 int ftf_builder_init(ftf_builder *b);
 void ftf_builder_free(ftf_builder *b);
 void ftf_builder_feed(ftf_builder *b, const ftf_event *ev);
+/* Feeds n events in order, each entry's and exit's function id (func) set
+ * first from its address addr[i]. One call a batch: a call into the builder
+ * per event cost some 20 instructions of it. */
+void ftf_builder_feed_addrs(ftf_builder *b, ftf_event *ev, const uint64_t *addr, uint32_t n, ftf_func_ids *ids);
 void ftf_builder_set_clock(ftf_builder *b, const char *clock);
 /* Close the trace: count frames still open. */
 void ftf_builder_finish(ftf_builder *b);

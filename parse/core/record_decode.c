@@ -125,58 +125,21 @@ void ftf_batch_sink_init(ftf_batch_sink *s, ftf_builder *b, ftf_name_fn name_of,
 {
 	memset(s, 0, sizeof(*s));
 	s->b = b;
-	s->name_of = name_of;
-	s->name_ctx = name_ctx;
+	s->ids.name_of = name_of;
+	s->ids.name_ctx = name_ctx;
 	const char *decode_only = getenv("FTFLAME_BENCH_DECODE_ONLY");
 	s->decode_only = decode_only && strcmp(decode_only, "1") == 0;
 }
 
-/* Function names are looked up once per address: a lookup per record
- * costs more than the decoding. */
-static uint32_t func_id(ftf_batch_sink *s, uint64_t addr)
-{
-	uint64_t known = ftf_u64map_get(&s->ids, addr);
-	if (known)
-		return (uint32_t)(known - 1);
-	const char *name = s->name_of(s->name_ctx, addr);
-	char buf[32];
-	if (!name) {
-		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)addr);
-		name = buf;
-	}
-	uint32_t id = ftf_funcs_intern(&s->b->funcs, name, strlen(name));
-	if (id == FTF_NONE) {
-		s->b->oom = 1;
-		id = 0;
-	}
-	if (ftf_u64map_put(&s->ids, addr, (uint64_t)id + 1) < 0)
-		s->b->oom = 1;
-	return id;
-}
-
 int ftf_batch_build(ftf_batch_sink *s, ftf_batch *bt)
 {
-	for (uint32_t i = 0; i < bt->n && !s->decode_only; i++) {
-		ftf_event *ev = &bt->ev[i];
-		if (ev->kind == FTF_EV_ENTRY || ev->kind == FTF_EV_EXIT) {
-			uint64_t addr = bt->addr[i];
-			ftf_idcache *c = &s->idcache[((uint32_t)ev->cpu % FTF_IDCACHE_CPUS) * FTF_IDCACHE_DEPTHS +
-						     ((uint64_t)ev->depth % FTF_IDCACHE_DEPTHS)];
-			if (c->addr == addr && addr) {
-				ev->func = c->id;
-			} else {
-				ev->func = func_id(s, addr);
-				c->addr = addr;
-				c->id = ev->func;
-			}
-		}
-		ftf_builder_feed(s->b, ev);
-	}
+	if (!s->decode_only)
+		ftf_builder_feed_addrs(s->b, bt->ev, bt->addr, bt->n, &s->ids);
 	bt->n = 0;
 	return s->b->oom ? 1 : 0;
 }
 
 void ftf_batch_sink_free(ftf_batch_sink *s)
 {
-	ftf_u64map_free(&s->ids);
+	ftf_u64map_free(&s->ids.map);
 }

@@ -109,27 +109,9 @@ typedef struct {
 int ftf_decode_record(const ftf_decoder *d, ftf_dat_meta *meta, int32_t cpu, uint64_t ts,
 		      int64_t missed, const uint8_t *data, uint32_t size, ftf_batch *out);
 
-/* The function name at an address, NULL when unknown. */
-typedef const char *(*ftf_name_fn)(void *ctx, uint64_t addr);
-
-/* The function ids of the entries seen last per (CPU, depth), as slots of
- * FTF_IDCACHE_CPUS x FTF_IDCACHE_DEPTHS: an exit's function is nearly always
- * that of the entry its CPU recorded last at its depth, and a loop's next
- * entry often the one before it, where the address map's slot is a cache
- * miss (4% of the read). Compared by address: a wrong slot only misses. */
-#define FTF_IDCACHE_CPUS 4
-#define FTF_IDCACHE_DEPTHS 64
-typedef struct {
-	uint64_t addr; /* 0: empty */
-	uint32_t id;
-} ftf_idcache;
-
 typedef struct {
 	ftf_builder *b;
-	ftf_u64map ids;  /* function address -> function id + 1 */
-	ftf_idcache idcache[FTF_IDCACHE_CPUS * FTF_IDCACHE_DEPTHS];
-	ftf_name_fn name_of;
-	void *name_ctx;
+	ftf_func_ids ids; /* function address -> id (builder.h) */
 	int decode_only; /* FTFLAME_BENCH_DECODE_ONLY=1: batches dropped unbuilt (bench/run.py
 			  * times the decoding alone, and the builder as the rest) */
 } ftf_batch_sink;
