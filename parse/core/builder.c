@@ -1321,7 +1321,6 @@ static inline __attribute__((always_inline)) void on_entry_inl(ftf_builder *b, f
 	int irq_root = own_irq && !(top && top->irq);
 	uint32_t lparent = t->n ? t->n - 1 : FTF_NONE;
 	int early = 0;
-	int in_window = top && top->window && ev->depth == top->depth + 2;
 	b->c.entries++;
 	if (ev->depth > b->c.max_depth)
 		b->c.max_depth = ev->depth;
@@ -1349,19 +1348,20 @@ static inline __attribute__((always_inline)) void on_entry_inl(ftf_builder *b, f
 			if (ev->depth == top->depth + 2)
 				top->window = 1;
 		}
-	} else if (top) {
+	} else if (top && ev->depth <= top->depth) {
+		/* (not a child of the top: rare, the only entries that need these) */
 		int hard = (ev->flags & FTF_FLAG_HARDIRQ) || func_is_irq_entry(b, ev->func);
 		uint32_t i = t->n;
 		while (i > 0 && t->stack[i - 1].depth >= ev->depth)
 			i--;
-		if (ev->depth <= top->depth && top->irq && !top->hard && hard && i > 0 && !b->text_order) {
+		if (top->irq && !top->hard && hard && i > 0 && !b->text_order) {
 			/* A hardirq taken in a softirq call's pop window (5.10
 			 * lowers the depth at the pop, before the exit event): at
 			 * the returned call's depth, the caller's, as for a task
 			 * frame above. No exit is lost. */
 			lparent = i - 1;
 			b->c.irq_outside_window++;
-		} else if (ev->depth <= top->depth) {
+		} else {
 			/* exits were lost: pop to this entry's level */
 			uint32_t keep = t->n;
 			while (keep && t->stack[keep - 1].depth >= ev->depth)
@@ -1369,7 +1369,9 @@ static inline __attribute__((always_inline)) void on_entry_inl(ftf_builder *b, f
 			b->c.depth_mismatch++;
 			drop_unterminated(b, t, keep);
 			lparent = t->n ? t->n - 1 : FTF_NONE;
-		} else if (ev->depth == top->depth + 2 && top->irq && func_is_irq_entry(b, ev->func)) {
+		}
+	} else if (top) {
+		if (ev->depth == top->depth + 2 && top->irq && func_is_irq_entry(b, ev->func)) {
 			/* A hardirq nested in an irq frame (a softirq) hit the same
 			 * push or pop window as above, one level deeper than the
 			 * events say: under the top, moved into the next child at its
@@ -1378,7 +1380,7 @@ static inline __attribute__((always_inline)) void on_entry_inl(ftf_builder *b, f
 			b->c.irq_outside_window++;
 			early = 1;
 			top->window = 1;
-		} else if (in_window) {
+		} else if (top->window && ev->depth == top->depth + 2) {
 			/* Written while the kernel still held a call one level under
 			 * the top: the tail of an interrupt (its exit work runs with the
 			 * hardirq count dropped), or a preemption when the return
