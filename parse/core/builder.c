@@ -2284,12 +2284,9 @@ void ftf_builder_feed(ftf_builder *b, const ftf_event *ev)
 	ftf_builder_feed_addrs(b, (ftf_event *)ev, NULL, 1, NULL);
 }
 
-/* The id of the function at addr, its name interned on first sight. */
-static __attribute__((noinline)) uint32_t func_id(ftf_builder *b, ftf_func_ids *ids, uint64_t addr)
+/* A function first seen at addr: its name interned, its id mapped. */
+static __attribute__((noinline)) uint32_t func_new(ftf_builder *b, ftf_func_ids *ids, uint64_t addr)
 {
-	uint64_t known = ftf_u64map_get(&ids->map, addr);
-	if (known)
-		return (uint32_t)(known - 1);
 	const char *name = ids->name_of(ids->name_ctx, addr);
 	char buf[32];
 	if (!name) {
@@ -2304,6 +2301,14 @@ static __attribute__((noinline)) uint32_t func_id(ftf_builder *b, ftf_func_ids *
 	if (ftf_u64map_put(&ids->map, addr, (uint64_t)id + 1) < 0)
 		b->oom = 1;
 	return id;
+}
+
+/* The id of the function at addr, its name interned on first sight; inline
+ * (the id cache misses on about every other entry, a call's sibling). */
+static inline uint32_t func_id(ftf_builder *b, ftf_func_ids *ids, uint64_t addr)
+{
+	uint64_t known = ftf_u64map_get(&ids->map, addr);
+	return known ? (uint32_t)(known - 1) : func_new(b, ids, addr);
 }
 
 void ftf_builder_feed_addrs(ftf_builder *b, ftf_event *ev, const uint64_t *addr, uint32_t n, ftf_func_ids *ids)
