@@ -1397,29 +1397,31 @@ static inline __attribute__((always_inline)) void on_entry_inl(ftf_builder *b, f
 	if (t->n && ev->depth == t->stack[t->n - 1].depth + 1)
 		t->stack[t->n - 1].window = 0; /* a child: the hidden call was popped or written */
 
-	/* the context of the frame this call now belongs to */
-	int parent_irq = lparent != FTF_NONE && t->stack[lparent].irq;
+	/* the frame this call now belongs to (until task_push, which may move
+	 * the stack), and its context */
+	ftf_frame *lp = lparent != FTF_NONE ? &t->stack[lparent] : NULL;
+	int parent_irq = lp && lp->irq;
 	int in_irq = own_irq || parent_irq;
 	irq_root = in_irq && !parent_irq;
 
 	uint32_t node;
-	if (lparent != FTF_NONE) {
-		node = frame_child(b, &t->stack[lparent], ev->func, in_irq);
+	if (lp) {
+		node = frame_child(b, lp, ev->func, in_irq);
 	} else if (ev->depth > 0) {
 		b->c.partial_entries++;
 		node = node_child(b, partial_root(b), ev->func, in_irq);
 	} else {
 		node = node_child(b, FTF_NONE, ev->func, in_irq);
 	}
-	if (node != FTF_NONE && irq_root && lparent != FTF_NONE)
+	if (node != FTF_NONE && irq_root && lp)
 		b->nodes[node].flags |= FTF_NODE_IRQ_ROOT;
 	/* an interrupt's first call under its frame (an irq root, or a hardirq
 	 * nested in an irq frame): where the frame's calls written after its
 	 * return would begin */
-	int bnd = lparent != FTF_NONE && in_irq && (irq_root || func_is_irq_entry(b, ev->func));
+	int bnd = lp && in_irq && (irq_root || func_is_irq_entry(b, ev->func));
 	int snap_own = 0;
-	if (bnd && !t->stack[lparent].run && !b->text_order) {
-		ftf_frame *pf = &t->stack[lparent];
+	if (bnd && !lp->run && !b->text_order) {
+		ftf_frame *pf = lp;
 		ftf_retsnap *r = &t->rsnap[(size_t)lparent * FTF_RETSNAPS];
 		if (pf->nsnap == FTF_RETSNAPS) {
 			memmove(r, r + 1, (FTF_RETSNAPS - 1) * sizeof(*r));
@@ -1438,8 +1440,8 @@ static inline __attribute__((always_inline)) void on_entry_inl(ftf_builder *b, f
 		sn->irq_roots = t->irq_roots;
 		snap_own = 1;
 	}
-	if (lparent != FTF_NONE)
-		t->stack[lparent].run = (uint8_t)bnd; /* any other call ends the run */
+	if (lp)
+		lp->run = (uint8_t)bnd; /* any other call ends the run */
 	/* a frameless switch window (CLASS_SW_OPEN): its task-context children
 	 * are the scheduler's, each a switch frame */
 	/* closed when its frame is gone, or by a child written at another depth
@@ -1451,9 +1453,8 @@ static inline __attribute__((always_inline)) void on_entry_inl(ftf_builder *b, f
 		t->vsw_out = 0;
 	}
 	int vsw = 0;
-	if (lparent != FTF_NONE && !in_irq && !t->stack[lparent].irq) {
-		if (!t->vsw_at && func_class(b, ev->func) == CLASS_SW_OPEN &&
-		    !func_is_sched_entry(b, t->stack[lparent].func)) {
+	if (lp && !in_irq && !lp->irq) {
+		if (!t->vsw_at && func_class(b, ev->func) == CLASS_SW_OPEN && !func_is_sched_entry(b, lp->func)) {
 			t->vsw_at = lparent + 1;
 			t->vsw_out = 0;
 			t->vsw_depth = ev->depth;
@@ -1494,14 +1495,14 @@ static inline __attribute__((always_inline)) void on_entry_inl(ftf_builder *b, f
 	f->adopt_valid = 0;
 	f->popwin_valid = 0;
 
-	if (t->n >= 2 && t->stack[t->n - 2].has_last_irq && (!in_irq || (t->stack[t->n - 2].irq && !early))) {
+	ftf_frame *pf = t->n >= 2 ? f - 1 : NULL; /* the frame under the new one */
+	if (pf && pf->has_last_irq && (!in_irq || (pf->irq && !early))) {
 		/* Interrupts completed just before this entry may have run inside
 		 * this call's window: taken after its calltime was read but before
 		 * its shadow-stack push or its entry event. Decide at the exit,
 		 * when this call's calltime is known. (Under an irq frame only a
 		 * nested hardirq seen in the window sets has_last_irq, and its
 		 * own sibling subtrees are not candidates.) */
-		ftf_frame *pf = &t->stack[t->n - 2];
 		f->adopt_valid = 1;
 		f->adopt_calltime = pf->last_irq_calltime;
 		f->adopt_dur = pf->last_irq_dur;
@@ -1627,9 +1628,10 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 	/* the popped frame in place: the slot is free but not reused until the
 	 * next entry, which sets every field it reads; a copy cost 2% of the read */
 	ftf_frame *f = &t->stack[--t->n];
+	ftf_frame *under = t->n ? f - 1 : NULL; /* the frame under it, now the top */
 	uint64_t moved = 0;
 	if (f->adopt_valid && !b->text_order) {
-		ftf_frame *pf = t->n ? &t->stack[t->n - 1] : NULL;
+		ftf_frame *pf = under;
 		if (pf && f->adopt_calltime >= calltime && f->adopt_calltime <= calltime + dur) {
 			/* the early irq ran inside this call: move it here from the caller */
 			irq_into_call(b, pf, f, f->adopt_dur, f->adopt_calls);
@@ -1645,7 +1647,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 		 * before its rettime was read (6.1 lowers the depth first): this
 		 * call's duration holds them. Move them here, or the caller counts
 		 * them twice. Their nodes stay under the caller's path (unowned). */
-		irq_into_call(b, &t->stack[t->n - 1], f, f->popwin_dur, f->popwin_calls);
+		irq_into_call(b, under, f, f->popwin_dur, f->popwin_calls);
 	}
 	if (f->snap_own && f->lparent < t->n && t->stack[f->lparent].nsnap)
 		t->rsnap[(size_t)f->lparent * FTF_RETSNAPS + t->stack[f->lparent].nsnap - 1].calltime = calltime;
@@ -1678,7 +1680,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 	t->calls++;
 	if (f->irq)
 		t->irq_calls++;
-	ftf_frame *parent = t->n ? &t->stack[t->n - 1] : NULL;
+	ftf_frame *parent = under;
 	if (parent && f->irq && parent->irq && f->lparent < t->n - 1) {
 		/* a hardirq in a softirq call's pop window: the frame below's,
 		 * or the returned call's if it ran before its rettime (as below) */
@@ -1687,7 +1689,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 			t->stack[k].irq_calls_at += dcalls + 1;
 		}
 		if (f->lparent == t->n - 2)
-			popwin_hold(&t->stack[t->n - 1], calltime, dur, dcalls + 1);
+			popwin_hold(under, calltime, dur, dcalls + 1);
 		parent = &t->stack[f->lparent];
 	} else if (parent && f->irq && !parent->irq && f->lparent < t->n - 1) {
 		/* an irq taken after the top frames had returned: it belongs to
@@ -1699,7 +1701,7 @@ static void complete_top(ftf_builder *b, ftf_task *t, uint64_t dur, int32_t cpu,
 			t->stack[k].irq_roots_at++; /* (counted below) */
 		}
 		if (f->lparent == t->n - 2)
-			popwin_hold(&t->stack[t->n - 1], calltime, dur, dcalls + 1);
+			popwin_hold(under, calltime, dur, dcalls + 1);
 		parent = &t->stack[f->lparent];
 	}
 	if (parent) {
@@ -1804,10 +1806,8 @@ static void est_add(ftf_builder *b, int kind, int ctx, int32_t cpu, uint64_t v)
  * recorded calls inside is a leaf (its duration is O_in plus its body);
  * calltime minus the previous sibling's rettime is O_out plus the caller's
  * code between the two calls. An irq between siblings breaks the pair. */
-static void est_exit(ftf_builder *b, ftf_task *t, const ftf_event *ev, uint64_t dur)
+static void est_exit(ftf_builder *b, ftf_task *t, ftf_frame *f, ftf_frame *p, const ftf_event *ev, uint64_t dur)
 {
-	ftf_frame *f = &t->stack[t->n - 1];
-	ftf_frame *p = t->n >= 2 ? &t->stack[t->n - 2] : NULL;
 	int ctx = (ev->flags & FTF_FLAG_HARDIRQ) ? FTF_CTX_HARDIRQ
 		  : (ev->flags & FTF_FLAG_SOFTIRQ) ? FTF_CTX_SOFTIRQ
 		  : f->irq ? FTF_CTX_HARDIRQ : FTF_CTX_TASK;
@@ -1852,7 +1852,8 @@ static ftf_event checked_exit(ftf_builder *b, const ftf_event *ev)
  * a trace where no calltime shows nosleep-time (a sleeping call without
  * an earlier callee shows nothing of its own). */
 #define FTF_TIMES_SLACK_NS 50000000ULL
-static void check_times(ftf_builder *b, ftf_task *t, ftf_frame *f, const ftf_event *ev, uint64_t end_ts)
+static void check_times(ftf_builder *b, ftf_task *t, ftf_frame *f, ftf_frame *p, const ftf_event *ev,
+			uint64_t end_ts)
 {
 	if (f->gap) /* a gap: the entry may be another call's, its callees another's */
 		return;
@@ -1863,8 +1864,8 @@ static void check_times(ftf_builder *b, ftf_task *t, ftf_frame *f, const ftf_eve
 		b->c.nosleep_calls++;
 	/* every call open meanwhile slept as long: the caller as well (0, most
 	 * calls' figure, raises none) */
-	if (f->slept_shown && t->n >= 2 && t->stack[t->n - 2].slept_shown < f->slept_shown)
-		t->stack[t->n - 2].slept_shown = f->slept_shown;
+	if (f->slept_shown && p && p->slept_shown < f->slept_shown)
+		p->slept_shown = f->slept_shown;
 	if (!b->ts_ns)
 		return;
 	uint64_t dur = ev->rettime - ev->calltime;
@@ -1901,11 +1902,10 @@ static void check_times(ftf_builder *b, ftf_task *t, ftf_frame *f, const ftf_eve
 
 /* The top frame completes: its caller (the frame under it, running all
  * along) hears of its interval. */
-static void note_inner(ftf_task *t, const ftf_event *ev)
+static void note_inner(ftf_frame *p, const ftf_event *ev)
 {
-	if (t->n < 2)
+	if (!p)
 		return;
-	ftf_frame *p = &t->stack[t->n - 2];
 	if (ev->calltime < p->inner_call)
 		p->inner_call = ev->calltime;
 	if (ev->rettime > p->inner_ret)
@@ -1943,10 +1943,9 @@ static void check_inner(ftf_builder *b, const ftf_frame *f, const ftf_event *ev,
  * them) and keep their time for the caller (complete_top). Their nodes stay
  * under this call's path (unowned here). Returns the timestamp that ends
  * the call's records: the first such call's entry, else the exit's. */
-static uint64_t after_return_split(ftf_builder *b, ftf_task *t, const ftf_event *ev)
+static uint64_t after_return_split(ftf_builder *b, ftf_task *t, ftf_frame *f, const ftf_event *ev)
 {
 	uint32_t i = t->n - 1;
-	ftf_frame *f = &t->stack[i];
 	const ftf_retsnap *r = &t->rsnap[(size_t)i * FTF_RETSNAPS];
 	uint32_t k = 0;
 	f->after_moved = 0;
@@ -2058,14 +2057,16 @@ static inline __attribute__((always_inline)) void on_exit_event(ftf_builder *b, 
 			b->c.depth_mismatch++;
 			drop_unterminated(b, t, i);
 		}
-		uint64_t end_ts = after_return_split(b, t, ev);
-		check_times(b, t, &t->stack[t->n - 1], ev, end_ts);
-		check_inner(b, &t->stack[t->n - 1], ev, end_ts);
-		note_inner(t, ev);
-		est_exit(b, t, ev, dur);
+		/* the returning frame and its caller, found once for these */
+		ftf_frame *f = &t->stack[t->n - 1];
+		ftf_frame *p = t->n >= 2 ? f - 1 : NULL;
+		uint64_t end_ts = after_return_split(b, t, f, ev);
+		check_times(b, t, f, p, ev, end_ts);
+		check_inner(b, f, ev, end_ts);
+		note_inner(p, ev);
+		est_exit(b, t, f, p, ev, dur);
 		if (ev->has_retval)
-			ftf_calls_values(&b->root_calls, &t->tc, t->stack[t->n - 1].rec, FTF_REC_RET, FTF_EX_RETVAL,
-					 &ev->retval, 1);
+			ftf_calls_values(&b->root_calls, &t->tc, f->rec, FTF_REC_RET, FTF_EX_RETVAL, &ev->retval, 1);
 		complete_top(b, t, dur, ev->cpu, ev->calltime, ev->has_retval ? &ev->retval : NULL);
 		if (clean && t->n)
 			t->stack[t->n - 1].window = 1;
@@ -2256,7 +2257,7 @@ static inline __attribute__((always_inline)) void feed_one(ftf_builder *b, const
 					ftf_calls_values(&b->root_calls, &t->tc, t->stack[t->n - 1].rec, FTF_REC_RET,
 							 FTF_EX_RETVAL, &leaf.retval, 1);
 				}
-				note_inner(t, &leaf);
+				note_inner(t->n >= 2 ? &t->stack[t->n - 2] : NULL, &leaf);
 				complete_top(b, t, dur, leaf.cpu, leaf.calltime, leaf.has_retval ? &leaf.retval : NULL);
 				if (t->n)
 					t->stack[t->n - 1].window = 1;
