@@ -918,8 +918,9 @@ static void journal_add(ftf_builder *b, ftf_task *t, uint32_t node, ftf_frame *o
 	}
 	int irq_root = (nd->flags & FTF_NODE_IRQ_ROOT) != 0;
 	ftf_jrare *x = e->rare ? &t->jrare[e->rare - 1] : NULL;
-	if (!x && (irq_root || irq || irq_calls || off || sw->ns || sw->calls || sw->outs || sw->offcpu_calls ||
-		   irq_roots)) {
+	/* one test of them all, not one each (most calls have none) */
+	if (!x && (irq_root ||
+		   (irq | irq_calls | off | sw->ns | sw->calls | sw->outs | sw->offcpu_calls | irq_roots))) {
 		x = jrare_new(t, e);
 		if (!x) {
 			b->oom = 1;
@@ -1040,7 +1041,7 @@ node_add(ftf_builder *b, uint32_t idx, int gap, ftf_frame *parent, uint64_t dur,
 	if (idx == FTF_NONE)
 		return;
 	ftf_task *t = b->cur_task;
-	if (irq || irq_calls || off || sw->ns || sw->calls || sw->offcpu_calls || gap) {
+	if ((irq | irq_calls | off | sw->ns | sw->calls | sw->offcpu_calls) || gap) {
 		ftf_node_more *m = node_more(b, idx);
 		if (m) {
 			work_add(&m->work, irq, irq_calls, off, sw);
@@ -2220,10 +2221,11 @@ static inline __attribute__((always_inline)) void feed_one(ftf_builder *b, const
 		 * tail; an event of a switched-out task after that means its
 		 * switch-in was missed (its off-CPU time is then not known). */
 		if (ev->cpu >= 0 && ev->cpu < FTF_MAX_CPUS) {
-			if (b->cpu_tail[ev->cpu] != t)
-				b->cpu_tail[ev->cpu] = NULL;
-			if (t->switched_out && b->cpu_tail[ev->cpu] != t)
+			ftf_task **tail = &b->cpu_tail[ev->cpu];
+			if (*tail != t) { /* (so not the tail: switched in, or missed) */
+				*tail = NULL;
 				t->switched_out = 0;
+			}
 		} else {
 			t->switched_out = 0;
 		}

@@ -232,6 +232,9 @@ static inline void ftf_calls_exit(ftf_root_calls *rc, ftf_task_calls *tc, uint32
 		ftf_calls_extra_add(rc, tc, rec, FTF_EX_DESC, desc);
 	flags |= (r->desc_flags >> FTF_REC_FLAGS_SHIFT) & (FTF_REC_RET | FTF_REC_ARGS);
 	r->desc_flags = d | flags << FTF_REC_FLAGS_SHIFT;
+	/* the figures most calls have none of: one test of them all first */
+	if (!(irq_ns | off | irq_roots | sw->ns | sw->calls | sw->outs | sw->offcpu_calls) && cpu == tc->cpu)
+		return;
 	if (irq_ns)
 		ftf_calls_extra_add(rc, tc, rec, FTF_EX_IRQ, irq_ns);
 	if (off)
