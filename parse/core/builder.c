@@ -98,6 +98,25 @@ static int hist_add_inline(ftf_hist *h, uint32_t bucket)
 	return 1;
 }
 
+/* Sparse (spilled, not dense): the bucket's entry counted, most frequent
+ * first; 1: the bucket has no entry yet. */
+static inline __attribute__((always_inline)) int hist_sparse_add(ftf_hist *h, uint32_t bucket)
+{
+	ftf_hist_entry *e = h->out.p;
+	for (uint16_t i = 0; i < h->out.n; i++) {
+		if (e[i].bucket != bucket)
+			continue;
+		e[i].count++;
+		if (i > 0 && e[i].count > e[i - 1].count) {
+			ftf_hist_entry x = e[i - 1];
+			e[i - 1] = e[i];
+			e[i] = x;
+		}
+		return 0;
+	}
+	return 1;
+}
+
 int ftf_hist_add(ftf_hist *h, uint32_t bucket)
 {
 	if (!ftf_hist_spilled(h)) {
@@ -110,18 +129,9 @@ int ftf_hist_add(ftf_hist *h, uint32_t bucket)
 		((uint32_t *)h->out.p)[bucket]++;
 		return 0;
 	}
+	if (!hist_sparse_add(h, bucket))
+		return 0;
 	ftf_hist_entry *e = h->out.p;
-	for (uint16_t i = 0; i < h->out.n; i++) {
-		if (e[i].bucket == bucket) {
-			e[i].count++;
-			if (i > 0 && e[i].count > e[i - 1].count) {
-				ftf_hist_entry x = e[i - 1];
-				e[i - 1] = e[i];
-				e[i] = x;
-			}
-			return 0;
-		}
-	}
 	if (h->out.n == h->out.cap) {
 		if (h->out.cap >= FTF_HIST_SPARSE_MAX) {
 			uint32_t *d = calloc(FTF_HIST_BUCKETS, sizeof(*d));
@@ -159,19 +169,8 @@ static inline __attribute__((always_inline)) int hist_add(ftf_hist *h, uint32_t 
 	} else if (h->out.cap == FTF_HIST_DENSE) {
 		((uint32_t *)h->out.p)[bucket]++;
 		return 0;
-	} else {
-		ftf_hist_entry *e = h->out.p;
-		for (uint16_t i = 0; i < h->out.n; i++) {
-			if (e[i].bucket != bucket)
-				continue;
-			e[i].count++;
-			if (i > 0 && e[i].count > e[i - 1].count) {
-				ftf_hist_entry x = e[i - 1];
-				e[i - 1] = e[i];
-				e[i] = x;
-			}
-			return 0;
-		}
+	} else if (!hist_sparse_add(h, bucket)) {
+		return 0;
 	}
 	return ftf_hist_add(h, bucket);
 }
