@@ -211,12 +211,13 @@ static inline size_t int_len(int64_t v)
 	return (size_t)(v < 0) + u64_len(v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
 }
 
-/* The widest value of an integer column: that of its least or greatest. */
-static size_t int_width(const ftf_rowfmt_item *it, size_t nrows)
+/* The widest of n integers (itemsize 4 or 8, stride bytes apart): that of
+ * the least or the greatest. */
+static size_t ints_width(const void *col, ptrdiff_t stride, int itemsize, size_t n)
 {
 	int64_t lo = 0, hi = 0;
-	for (size_t r = 0; r < nrows; r++) {
-		int64_t v = int_at(it, r);
+	for (size_t r = 0; r < n; r++) {
+		int64_t v = ftf_rowfmt_int((const char *)col + (ptrdiff_t)r * stride, itemsize);
 		lo = v < lo ? v : lo;
 		hi = v > hi ? v : hi;
 	}
@@ -224,22 +225,51 @@ static size_t int_width(const ftf_rowfmt_item *it, size_t nrows)
 	return a > b ? a : b;
 }
 
-/* The widest "%.1f" of a float column, from its largest magnitude (the
- * integer part written is at most that + 1); 0 when a value is NaN,
- * infinite or past 2^59. */
+/* The widest value of an integer column. */
+static size_t int_width(const ftf_rowfmt_item *it, size_t nrows)
+{
+	return ints_width(it->col, it->stride, it->itemsize, nrows);
+}
+
+/* Of n float64 values (stride bytes apart), what bounds their "%.1f": the
+ * largest magnitude and whether one is negative, of those not NaN; whether
+ * one is NaN; whether one is infinite or past 2^59 (its exact length then). */
+typedef struct {
+	double amax;
+	int neg, nan, big;
+} f1_scan;
+
+static f1_scan f1_scan_of(const void *col, ptrdiff_t stride, size_t n)
+{
+	f1_scan sc = { 0 };
+	for (size_t r = 0; r < n; r++) {
+		double v;
+		memcpy(&v, (const char *)col + (ptrdiff_t)r * stride, sizeof(v));
+		if (v != v) {
+			sc.nan = 1;
+			continue;
+		}
+		double a = fabs(v);
+		sc.big |= !(a < 576460752303423488.0); /* 2^59 */
+		sc.amax = a > sc.amax ? a : sc.amax;
+		sc.neg |= signbit(v) != 0;
+	}
+	return sc;
+}
+
+/* The widest "%.1f" of a scan without big values (the integer part written
+ * is at most the largest magnitude + 1). */
+static size_t f1_scan_width(f1_scan sc)
+{
+	return (size_t)sc.neg + u64_len((uint64_t)sc.amax + 1) + 2;
+}
+
+/* The widest "%.1f" of a float column; 0 when a value is NaN, infinite or
+ * past 2^59. */
 static size_t f1_width(const ftf_rowfmt_item *it, size_t nrows)
 {
-	double amax = 0;
-	int neg = 0, odd = 0;
-	for (size_t r = 0; r < nrows; r++) {
-		double v = f64_at(it, r), a = fabs(v);
-		odd |= !(a < 576460752303423488.0); /* 2^59; NaN too */
-		amax = a > amax ? a : amax;
-		neg |= signbit(v) != 0;
-	}
-	if (odd)
-		return 0;
-	return (size_t)neg + u64_len((uint64_t)amax + 1) + 2;
+	f1_scan sc = f1_scan_of(it->col, it->stride, nrows);
+	return sc.nan || sc.big ? 0 : f1_scan_width(sc);
 }
 
 /* The length of a value of an F1 or F1N column ("null": NaN of an F1N one). */
@@ -248,12 +278,7 @@ static inline size_t f1n_len(int kind, double v)
 	return kind == FTF_RF_F1N && v != v ? 4 : f1_len(v);
 }
 
-/* FTF_RF_SEG: row r's run (start, count) */
-static inline size_t seg_start(const ftf_rowfmt_item *it, size_t r)
-{
-	return (size_t)int_at(it, r);
-}
-
+/* FTF_RF_SEG: row r's run's length (its start: the item's column) */
 static inline size_t seg_count(const ftf_rowfmt_item *it, size_t r)
 {
 	return (size_t)ftf_rowfmt_int((const char *)it->col2 + (ptrdiff_t)r * it->stride2, it->itemsize2);
@@ -276,34 +301,16 @@ static inline double seg_f64(const ftf_rowfmt_seg *g, size_t k)
 static size_t seg_width(const ftf_rowfmt_item *it)
 {
 	const ftf_rowfmt_seg *g = &it->seg;
-	size_t w = 0;
-	if (g->kind == FTF_RF_INT) {
-		int64_t lo = 0, hi = 0;
-		for (size_t k = 0; k < g->nvalues; k++) {
-			int64_t v = seg_int(g, k);
-			lo = v < lo ? v : lo;
-			hi = v > hi ? v : hi;
-		}
-		size_t a = int_len(lo), b = int_len(hi);
-		return a > b ? a : b;
-	}
+	if (g->kind == FTF_RF_INT)
+		return ints_width(g->values, g->stride, g->itemsize, g->nvalues);
 	if (g->kind == FTF_RF_F1N) {
-		double amax = 0;
-		int neg = 0;
-		for (size_t k = 0; k < g->nvalues; k++) {
-			double v = seg_f64(g, k), a = fabs(v);
-			if (v != v) {
-				w = 4; /* null */
-				continue;
-			}
-			if (!(a < 576460752303423488.0)) /* 2^59, infinities: snprintf's */
-				return FTF_RF_F1_MAX;
-			amax = a > amax ? a : amax;
-			neg |= signbit(v) != 0;
-		}
-		size_t f = (size_t)neg + u64_len((uint64_t)amax + 1) + 2;
-		return f > w ? f : w;
+		f1_scan sc = f1_scan_of(g->values, g->stride, g->nvalues);
+		if (sc.big) /* infinities, huge values: snprintf's */
+			return FTF_RF_F1_MAX;
+		size_t f = f1_scan_width(sc);
+		return sc.nan && f < 4 ? 4 : f; /* NaN: null */
 	}
+	size_t w = 0;
 	for (size_t k = 0; k < it->nfrags; k++)
 		w = it->frags[k].len > w ? it->frags[k].len : w;
 	return w;
