@@ -59,12 +59,9 @@ void ftf_bits_down_up(const int32_t *order, const int64_t *level_at, size_t nlev
 			int32_t r = order[i];
 			uint64_t above = d > 0 ? inside[parent[r]] : 0;
 			outer[r] = top[r] & ~above;
-			inside[r] = top[r] | above;
+			holds[r] = inside[r] = top[r] | above;
 		}
 	}
-	for (size_t d = 0; d < nlevels; d++) /* every row is on a level */
-		for (int64_t i = level_at[d]; i < level_at[d + 1]; i++)
-			holds[order[i]] = inside[order[i]];
 	for (size_t d = nlevels; d-- > 1;)
 		for (int64_t i = level_at[d]; i < level_at[d + 1]; i++)
 			holds[parent[order[i]]] |= holds[order[i]];
