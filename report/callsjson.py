@@ -262,8 +262,15 @@ def _dominant_item(dec: dict | None, first: np.ndarray, kept: np.ndarray, has: n
         np.cumsum(steps[:-1], out=at[1:])
         start[has], count[has] = at, steps  # the kept trees: the batch's calls in has, in order
         func = np.asarray(dec["func"][row], dtype=np.int64)
-    used = distinct(func)  # the names the paths use only (a trace may name millions)
-    return ("se", start, count, np.searchsorted(used, func), [names[f] for f in used.tolist()])
+    return _names_run(start, count, func, names)
+
+
+def _names_run(start: np.ndarray, count: np.ndarray, funcs: np.ndarray, names: list):
+    """A format_rows item writing, at row r, the names of funcs[start[r]:
+    start[r] + count[r]] comma-separated: its fragments the names funcs use
+    only (a trace may name millions)."""
+    used = distinct(funcs)
+    return ("se", start, count, np.searchsorted(used, funcs), [names[f] for f in used.tolist()])
 
 
 def _tree_items(p: Profile, starts: np.ndarray, cols, first, kept, has) -> list:
@@ -335,13 +342,9 @@ def _tree_items(p: Profile, starts: np.ndarray, cols, first, kept, has) -> list:
         per = [values_json(p, cols, a, a + m) for a, m in zip(first[some].tolist(), kept[some].tolist())]
         for key in per[0] if per else ():
             columns.append((key, [("e", idx, [json.dumps(v[key], separators=(",", ":")) for v in per] + [""])]))
-    # each tree's function names, in the order of its `funcs`: the names
-    # its functions use only (a trace may name millions)
-    used = distinct(funcs)
-    names = json_names(p)
+    # each tree's function names, in the order of its `funcs`
     items = [("e", on, ["null", '{"calls":']), ("si", np.arange(n), on, per_call(kept[some])), lit(',"funcs":['),
-             ("se", per_call(ustart[some]), per_call(per_tree[some]), np.searchsorted(used, funcs),
-              [names[f] for f in used.tolist()]), lit("]")]
+             _names_run(per_call(ustart[some]), per_call(per_tree[some]), funcs, json_names(p)), lit("]")]
     for key, col in columns:
         items += [lit(',"%s":' % key), *([lit("null")] if col is None else col)]
     items.append(lit("}"))
