@@ -428,14 +428,19 @@ static PyTypeObject block_type = {
 	.tp_doc = "a read-only block of memory from the C core (a table), freed with the object",
 };
 
-/* Give the pages of [from, to) back to the system (their contents are not
- * needed any more; the block stays allocated, to be freed later). */
-static void release_pages(char *from, char *to)
+/* Give the memory of [from, to) back to the system (its contents are not
+ * needed any more; the block stays allocated, to be freed later), in whole
+ * FTF_HUGE units: the node table is a huge-page mapping (ftf_hint_huge), and
+ * a range ending inside a huge page would split it first. Returns where the
+ * part given back starts: [from, that) is still held. */
+static char *release_pages(char *from, char *to)
 {
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t a = ((uintptr_t)from + page - 1) & ~(page - 1), e = (uintptr_t)to & ~(page - 1);
-	if (a < e)
-		madvise((void *)a, e - a, MADV_DONTNEED);
+	uintptr_t a = ((uintptr_t)from + FTF_HUGE - 1) & ~(uintptr_t)(FTF_HUGE - 1);
+	uintptr_t e = (uintptr_t)to & ~(uintptr_t)(FTF_HUGE - 1);
+	if (a >= e)
+		return to;
+	madvise((void *)a, e - a, MADV_DONTNEED);
+	return (char *)a;
 }
 
 /* The columns mostly zero on real traces (interrupts, off-CPU time,
@@ -551,6 +556,7 @@ static PyObject *nodes_table(ftf_builder *b)
 	char *cols = len ? calloc(1, len) : NULL;
 	if (len && !cols)
 		return PyErr_NoMemory();
+	ftf_hint_huge(cols, len);
 	char *col[NODE_COLS] = { 0 };
 	for (int c = 0; cols && c < NODE_COLS; c++)
 		col[c] = node_sparse[c] ? NULL : cols + off[c];
@@ -612,10 +618,8 @@ static PyObject *nodes_table(ftf_builder *b)
 		PUT(COL_EXCL_MAX, nd->calls ? nd->excl_max : 0);
 		PUT(COL_ROOTS, nd->roots);
 		PUT(COL_FUNC_ROOTS, nd->func_roots);
-		if (done - (char *)nd >= (1 << 20)) {
-			release_pages((char *)nd, done);
-			done = (char *)nd;
-		}
+		if (done - (char *)nd >= (ptrdiff_t)(2 * FTF_HUGE))
+			done = release_pages((char *)nd, done);
 	}
 	/* depth: parents come before their children */
 	const int32_t *parent = (const int32_t *)col[COL_PARENT];

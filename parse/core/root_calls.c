@@ -18,6 +18,7 @@
  * the reports as "(no procedure)". */
 #define _GNU_SOURCE /* mremap */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -119,10 +120,23 @@ static size_t blk_pages(size_t n)
 	return (n + page - 1) / page * page;
 }
 
+void ftf_hint_huge(void *p, size_t n)
+{
+	if (n < FTF_HUGE)
+		return;
+	uintptr_t page = (uintptr_t)blk_pages(1);
+	uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), e = ((uintptr_t)p + n) & ~(page - 1);
+	if (a < e)
+		madvise((void *)a, e - a, MADV_HUGEPAGE);
+}
+
 static void *blk_map(size_t n)
 {
 	void *p = mmap(NULL, blk_pages(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
+	if (p == MAP_FAILED)
+		return NULL;
+	ftf_hint_huge(p, n);
+	return p;
 }
 
 void ftf_blk_free(void *p, size_t n)
@@ -141,7 +155,10 @@ void *ftf_blk_grow(void *p, size_t old, size_t n)
 		return realloc(p, n);
 	if (old >= FTF_BLK_MAP) {
 		void *q = mremap(p, blk_pages(old), blk_pages(n), MREMAP_MAYMOVE);
-		return q == MAP_FAILED ? NULL : q;
+		if (q == MAP_FAILED)
+			return NULL;
+		ftf_hint_huge(q, n);
+		return q;
 	}
 	void *q = blk_map(n);
 	if (q && old)
