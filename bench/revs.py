@@ -23,6 +23,10 @@ and a zstd trace.dat, the machine's floor (bench/zstd_floor.py) is
 timed in the same rounds and each median, CPU and wall, is also given as a
 ratio to the floor's CPU.
 The outputs of the revisions are compared too (identical or not).
+With the text among the formats, each CPU median is also given in ns per
+event of the trace (the count the text report prints), the floor's too: a
+ratio to the floor moves with the recording (each session records the long
+traces again) and the host, and the two figures per event say which moved.
 
 It never fails on noise: it prints figures, it judges nothing. Its exit
 code is 2 only when it cannot run (a revision that does not resolve or
@@ -34,6 +38,7 @@ from __future__ import annotations
 import argparse
 import filecmp
 import os
+import re
 import shlex
 import shutil
 import statistics
@@ -116,6 +121,17 @@ def floor_cmd(trace: str, tmp: str):
     return None if out == "not zstd" else shlex.split(out)
 
 
+def events_in(text_report: str) -> int | None:
+    """The trace's event count, as the text report's header gives it."""
+    try:
+        with open(text_report, encoding="utf-8") as f:
+            head = f.read(4096)
+    except OSError:
+        return None
+    m = re.search(r"([\d,]+) events", head)
+    return int(m.group(1).replace(",", "")) if m else None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=5)
@@ -156,21 +172,26 @@ def main() -> int:
             med = {k: statistics.median(c for c, _ in v) for k, v in got.items()}
             wall = {k: statistics.median(w for _, w in v) for k, v in got.items()}
             fl = med.get(("floor", 0))
+            events = events_in(cmds[("txt", 0)][2]) if "txt" in fmts else None
             print(f"\n{trace}: {args.reps} interleaved rounds, median CPU s (user+sys), "
-                  f"load {os.getloadavg()[0]:.1f}" + (f"; floor (zstd -d of its chunks) {fl:.3f} s" if fl else ""))
+                  f"load {os.getloadavg()[0]:.1f}" + (f"; floor (zstd -d of its chunks) {fl:.3f} s" if fl else "")
+                  + (f"; {events:,} events" + (f", the floor {fl * 1e9 / events:.0f} ns an event" if fl else "")
+                     if events else ""))
             print("| output | revision | CPU s | / first revision |" + (" / floor |" if fl else "")
-                  + " wall s |" + (" wall / floor's CPU |" if fl else ""))
-            print("|---|---|---:|---:|" + ("---:|" if fl else "") + "---:|" + ("---:|" if fl else ""))
+                  + " wall s |" + (" wall / floor's CPU |" if fl else "") + (" CPU ns / event |" if events else ""))
+            print("|---|---|---:|---:|" + ("---:|" if fl else "") + "---:|" + ("---:|" if fl else "")
+                  + ("---:|" if events else ""))
             for fmt in fmts:
                 base = med[(fmt, 0)]
                 for i, (label, _) in enumerate(trees):
                     v, w = med[(fmt, i)], wall[(fmt, i)]
                     print(f"| {fmt} | {label} | {v:.3f} | {v / base:.2f} |" + (f" {v / fl:.2f} |" if fl else "")
-                          + f" {w:.3f} |" + (f" {w / fl:.2f} |" if fl else ""))
+                          + f" {w:.3f} |" + (f" {w / fl:.2f} |" if fl else "")
+                          + (f" {v * 1e9 / events:.0f} |" if events else ""))
                 same = all(filecmp.cmp(cmds[(fmt, 0)][2], cmds[(fmt, i)][2], shallow=False)
                            for i in range(1, len(trees)))
                 print(f"| {fmt} | outputs | {'identical' if same else 'DIFFER'} | | " + ("|" if fl else "")
-                      + " |" + (" |" if fl else ""))
+                      + " |" + (" |" if fl else "") + (" |" if events else ""))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
