@@ -114,10 +114,14 @@ int dat_header_event_check(const char *text, size_t len, char *err, size_t errle
 
 /* ---- kallsyms (dat_syms.c) ------------------------------------------- */
 
+struct dat_sym {
+	uint64_t addr;
+	uint32_t name; /* offset into names */
+};
+
 typedef struct {
-	uint64_t *addr;
-	uint32_t *name;   /* offsets into names */
-	char *names;      /* NUL-separated */
+	struct dat_sym *tab; /* in libtraceevent's order (dat_syms.c) */
+	char *names;         /* NUL-separated */
 	uint32_t n;
 	uint64_t bad_lines;
 } dat_syms;

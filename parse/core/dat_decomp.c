@@ -8,6 +8,7 @@
 #include <zstd.h>
 
 #include "dat.h"
+#include "mem.h"
 
 struct dat_decomp {
 	int comp;
@@ -89,6 +90,7 @@ int dat_decomp_section(dat_file *f, uint64_t off, uint64_t size, const char *wha
 	if (!in)
 		return -1;
 	uint8_t *buf = malloc((size_t)usize + 1);
+	ftf_hint_huge(buf, usize);
 	dat_decomp *d = dat_decomp_new(f->comp);
 	int rc = 0;
 	if (!buf || !d)

@@ -10,6 +10,7 @@
  *   dat.h                 the builtin trace.dat reader (module.c includes it)
  *   reader_text.h         the text tokenizer
  *   u64map.h              the open-addressing map the builder keys call paths with
+ *   mem.h                 memory hints (huge pages for the big tables)
  */
 #ifndef FTF_H
 #define FTF_H

@@ -13,6 +13,7 @@
 
 #include "ftf.h"
 #include "dat.h"
+#include "mem.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

@@ -18,13 +18,13 @@
  * the reports as "(no procedure)". */
 #define _GNU_SOURCE /* mremap */
 #include <errno.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "mem.h"
 #include "root_calls.h"
 
 enum { OPK_NONE = 0, OPK_PROC = 1, OPK_COMPOUND = 2, OPK_V4OP = 3 };
@@ -118,16 +118,6 @@ static size_t blk_pages(size_t n)
 	if (!page)
 		page = (size_t)sysconf(_SC_PAGESIZE);
 	return (n + page - 1) / page * page;
-}
-
-void ftf_hint_huge(void *p, size_t n)
-{
-	if (n < FTF_HUGE)
-		return;
-	uintptr_t page = (uintptr_t)blk_pages(1);
-	uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), e = ((uintptr_t)p + n) & ~(page - 1);
-	if (a < e)
-		madvise((void *)a, e - a, MADV_HUGEPAGE);
 }
 
 static void *blk_map(size_t n)

@@ -282,14 +282,5 @@ void ftf_task_calls_free(ftf_root_calls *rc, ftf_task_calls *tc);
 #define FTF_BLK_MAP ((size_t)16 << 10)
 void *ftf_blk_grow(void *p, size_t old, size_t n);
 void ftf_blk_free(void *p, size_t n);
-/* ftf_hint_huge: the whole pages of [p, p + n), when n >= FTF_HUGE, asked to be
- * backed by transparent huge pages where the kernel leaves that to the program
- * (transparent_hugepage=madvise): a table first written in 2 MB units takes one
- * page fault per unit instead of 512. Page faults were a sixth of the report's
- * CPU on the lost-event bench trace (35 k, 1.2-1.6 us each); the big tables
- * (the node table, the trees, the exported columns) this way take 7 k fewer,
- * for at most one partly used huge page more resident per table. */
-#define FTF_HUGE ((size_t)2 << 20)
-void ftf_hint_huge(void *p, size_t n);
 
 #endif
