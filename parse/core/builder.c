@@ -2012,7 +2012,7 @@ static void retval_add(ftf_builder *b, uint32_t func, uint64_t retval, uint64_t 
 
 static inline __attribute__((always_inline)) void on_exit_event(ftf_builder *b, ftf_task *t, const ftf_event *raw)
 {
-	/* checked_exit's copy only for the rare backwards call: a 96-byte copy
+	/* checked_exit's copy only for the rare backwards call: a 64-byte copy
 	 * per exit otherwise */
 	ftf_event checked;
 	const ftf_event *ev = raw;
@@ -2032,7 +2032,7 @@ static inline __attribute__((always_inline)) void on_exit_event(ftf_builder *b, 
 		 * their durations holding those calls' time. Nothing is lost. */
 		b->c.overrun_growth++;
 		b->c.depth_limit_calls += ev->overrun - t->overrun;
-		int64_t below = ev->depth + 1; /* the refused calls were this call's */
+		int64_t below = (int64_t)ev->depth + 1; /* the refused calls were this call's */
 		if (below > b->c.depth_limit)
 			b->c.depth_limit = below;
 	}

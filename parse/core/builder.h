@@ -31,26 +31,32 @@ enum ftf_event_kind {
 #define FTF_FLAG_NMI 0x40
 #define FTF_FLAG_IRQ_MASK (FTF_FLAG_HARDIRQ | FTF_FLAG_SOFTIRQ | FTF_FLAG_NMI)
 
+/* One cache line: written on the decoding thread, read on the builder's.
+ * The fields are kind-specific, so those of kinds that never meet share
+ * storage (the union); a reader reads only its kind's. */
 typedef struct {
 	uint8_t kind;
 	uint8_t flags;     /* common_flags of the record */
 	uint8_t has_retval; /* EXIT, LEAF: retval holds the call's return value */
+	uint8_t subbuf_start; /* trace.dat: the record was the first of its ring-buffer sub-buffer
+	                       * (page): writing it moved the buffer to a new sub-buffer */
 	int32_t cpu;
 	int32_t pid;       /* common_pid (prev_pid for SWITCH) */
-	int32_t next_pid;  /* SWITCH only */
 	uint32_t func;     /* function id (ftf_funcs) */
-	int64_t depth;
+	int32_t depth;     /* a trace.dat's is 32-bit (ftf_rd_depth_of), a text's below TXT_MAX_DEPTH */
+	uint32_t nargs;    /* ENTRY, LEAF: values at args */
 	uint64_t ts;       /* record timestamp: ring-buffer clock */
 	uint64_t calltime; /* EXIT: trace_clock_local(), not the ts clock */
 	uint64_t rettime;
-	uint64_t overrun;  /* EXIT: the task's cumulative overrun counter */
-	int64_t lost;      /* LOST: count of lost events, -1 when unknown */
 	uint64_t retval;   /* EXIT, LEAF with has_retval: as recorded (an int's in the low 32 bits) */
-	const uint64_t *args; /* ENTRY: nargs argument values (funcgraph-args), valid while fed */
-	uint32_t nargs;
-	uint8_t subbuf_start; /* trace.dat: the record was the first of its ring-buffer sub-buffer
-	                       * (page): writing it moved the buffer to a new sub-buffer */
+	union {
+		uint64_t overrun;  /* EXIT: the task's cumulative overrun counter */
+		int64_t lost;      /* LOST: count of lost events, -1 when unknown */
+		int32_t next_pid;  /* SWITCH */
+		const uint64_t *args; /* ENTRY, LEAF: nargs argument values (funcgraph-args), valid while fed */
+	};
 } ftf_event;
+_Static_assert(sizeof(ftf_event) == 64, "an event is one cache line");
 
 /* ---- function names: funcs.h --------------------------------------------- */
 

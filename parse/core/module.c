@@ -1269,8 +1269,9 @@ static PyObject *py_read_dat_builtin(PyObject *self, PyObject *args, PyObject *k
 /* build_events(events): feed hand-made events straight to the builder.
  * Each event is a tuple (kind, cpu, pid, flags, func, depth, ts, calltime,
  * rettime, overrun, next_pid, lost[, retval[, args]]) with kind one of "entry", "exit",
- * "switch", "lost", "leaf" and func a function name. Used by tests to show
- * one named situation at a time. */
+ * "switch", "lost", "leaf", func a function name and depth a C int (as an
+ * event holds it); a field of another kind than the event's is ignored.
+ * Used by tests to show one named situation at a time. */
 static PyObject *py_build_events(PyObject *self, PyObject *args)
 {
 	PyObject *seq, *spool_fds = Py_None;
@@ -1300,11 +1301,11 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 		ftf_event ev;
 		memset(&ev, 0, sizeof(ev));
 		unsigned long long ts, calltime, rettime, overrun;
-		long long depth, lost;
-		int cpu, pid, flags, next_pid;
+		long long lost;
+		int cpu, pid, flags, depth, next_pid;
 		PyObject *retval = NULL, *argv = NULL;
 		uint64_t args[FTF_MAX_ARGS];
-		if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "siiisLKKKKiL|OO;event tuple", &kind,
+		if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "siiisiKKKKiL|OO;event tuple", &kind,
 				      &cpu, &pid, &flags, &func, &depth, &ts, &calltime, &rettime, &overrun,
 				      &next_pid, &lost, &retval, &argv) ||
 		    (retval && retval != Py_None && !PyLong_Check(retval) &&
@@ -1339,14 +1340,18 @@ static PyObject *py_build_events(PyObject *self, PyObject *args)
 		ev.ts = ts;
 		ev.calltime = calltime;
 		ev.rettime = rettime;
-		ev.overrun = overrun;
-		ev.next_pid = next_pid;
-		ev.lost = lost;
+		/* each in its kind only: they share the event's storage */
+		if (ev.kind == FTF_EV_EXIT)
+			ev.overrun = overrun;
+		else if (ev.kind == FTF_EV_SWITCH)
+			ev.next_pid = next_pid;
+		else if (ev.kind == FTF_EV_LOST)
+			ev.lost = lost;
 		if (retval && retval != Py_None) {
 			ev.has_retval = 1; /* -22 as the kernel holds it: two's complement */
 			ev.retval = (uint64_t)PyLong_AsUnsignedLongLongMask(retval);
 		}
-		if (argv && argv != Py_None) {
+		if (argv && argv != Py_None && (ev.kind == FTF_EV_ENTRY || ev.kind == FTF_EV_LEAF)) {
 			for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(argv); k++)
 				args[k] = (uint64_t)PyLong_AsUnsignedLongLongMask(PyTuple_GET_ITEM(argv, k));
 			ev.args = args;

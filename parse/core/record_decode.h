@@ -207,27 +207,24 @@ static inline void ftf_rd_entry_args(const ftf_decoder *d, const ftf_rec_format 
 }
 
 /* An event with every field 0 but these: field by field, as a memset of the
- * 96-byte event compiled to `rep stos`, whose start-up cost a third of the
+ * event compiled to `rep stos`, whose start-up cost a third of the
  * decoding's samples sat behind. */
 static inline void ftf_rd_event_start(ftf_event *ev, uint8_t kind, int32_t cpu, uint64_t ts)
 {
 	ev->kind = kind;
 	ev->flags = 0;
 	ev->has_retval = 0;
+	ev->subbuf_start = 0;
 	ev->cpu = cpu;
 	ev->pid = 0;
-	ev->next_pid = 0;
 	ev->func = 0;
 	ev->depth = 0;
+	ev->nargs = 0;
 	ev->ts = ts;
 	ev->calltime = 0;
 	ev->rettime = 0;
-	ev->overrun = 0;
-	ev->lost = 0;
 	ev->retval = 0;
-	ev->args = NULL;
-	ev->nargs = 0;
-	ev->subbuf_start = 0;
+	ev->overrun = 0; /* and lost, next_pid, args: the union */
 }
 
 static inline __attribute__((always_inline)) int
