@@ -107,15 +107,6 @@ def _r1_or_null_item(a: np.ndarray):
     return ("e", np.arange(len(a)), [json.dumps(ns_or_null(x)) for x in a.tolist()])
 
 
-def _path(p: Profile, row: int) -> list:
-    parent, func = p.col("parent"), p.col("func")
-    out = []
-    while row >= 0:
-        out.append(p.funcs[int(func[row])])
-        row = int(parent[row])
-    return out[::-1]
-
-
 def operation_flame_json(p: Profile, op: int):
     """The call paths of the flame graph that belong to operation `op`
     (ftflame/correct/operations.py, operation_nodes): each naming function's
@@ -125,8 +116,10 @@ def operation_flame_json(p: Profile, op: int):
     if n is None:
         return None
     corr = np.asarray(p.corrected_or_raw.incl, dtype=np.float64)
-    return {"paths": [{"path": _path(p, int(r)), "calls": int(p.col("calls")[r]), "incl_ns": int(p.col("incl")[r]),
-                       "incl_corr_ns": ns_or_null(corr[r])} for r in n.tops.tolist()],
+    # the tops' own figures: not an int64 copy of a whole column per path
+    calls, incl = p.col("calls", n.tops).tolist(), p.col("incl", n.tops).tolist()
+    return {"paths": [{"path": p.path(r), "calls": c, "incl_ns": i, "incl_corr_ns": ns_or_null(corr[r])}
+                      for r, c, i in zip(n.tops.tolist(), calls, incl)],
             "incl_ns": n.incl, "incl_corr_ns": ns_or_null(n.incl_corr), "shared": n.shared}
 
 

@@ -212,11 +212,6 @@ def _mean_cell(mean: float, calls: int, decimals: int) -> str:
     return us(mean, 9, decimals) if calls else UNKNOWN.rjust(9)
 
 
-def _mean_at(mean_of, r: int) -> float:
-    """The mean mean_of gives row r."""
-    return float(mean_of(slice(r, r + 1))[0])
-
-
 def _flag(unreliable, clamped) -> str:
     return "?" if unreliable else ("~" if clamped else " ")
 
@@ -326,15 +321,19 @@ def interval_table(p: Profile, top: int = TOP_FUNCTIONS) -> list:
     return lines
 
 
-def _walk_tree(p: Profile, order_key, keep, row_line, root_keys=None) -> tuple:
+def _walk_tree(p: Profile, order_key, keep, row_lines, root_keys=None) -> tuple:
     """The aggregated call tree, depth first from the roots: children in
     order_key order, shown when keep(child, its root) holds, at most
     TREE_MAX_LINES rows, a blank line after each root's tree, then how many
-    paths were not shown. row_line(row, branch) writes one row. root_keys:
-    order_key's figures (its name last, not given) as arrays of the rows
-    given, to sort the roots by in numpy (a trace may have 100k)."""
+    paths were not shown. row_lines(rows, branches) writes the rows shown,
+    one line each, all at once (their figures looked up together, not row
+    by row). root_keys: order_key's figures (its name last, not given) as
+    arrays of the rows given, to sort the roots by in numpy (a trace may
+    have 100k)."""
     kids = p.children
-    lines = []
+    lines: list = []  # a shown row's place in rows, or a line's text
+    rows: list = []
+    branches: list = []
     hidden = 0
     budget = [TREE_MAX_LINES]
 
@@ -357,7 +356,9 @@ def _walk_tree(p: Profile, order_key, keep, row_line, root_keys=None) -> tuple:
             hidden += 1
             return
         budget[0] -= 1
-        lines.append(row_line(r, "" if is_root else prefix + ("`-" if last else "+-")))
+        lines.append(len(rows))
+        rows.append(r)
+        branches.append("" if is_root else prefix + ("`-" if last else "+-"))
         shown = order([k for k in kids[r] if keep(k, root)])  # (keys made for the shown only)
         hidden += len(kids[r]) - len(shown)
         child_prefix = "" if is_root else prefix + ("  " if last else "| ")
@@ -373,7 +374,8 @@ def _walk_tree(p: Profile, order_key, keep, row_line, root_keys=None) -> tuple:
         lines.append("")
     if hidden:
         lines.append(f"({hidden:,} smaller or deeper paths not shown: see the JSON or HTML report)")
-    return lines
+    shown = row_lines(rows, branches) if rows else []
+    return [line if isinstance(line, str) else shown[line] for line in lines]
 
 
 def corrected_call_tree(p: Profile) -> list:
@@ -400,7 +402,7 @@ def corrected_call_tree(p: Profile) -> list:
     irq_start = _irq_starts(p)
     marks, all_gap = set(), set()
 
-    def row_line(r, branch):
+    def row_line(r, branch, avg, avg_corr, self_corr):
         name, suffix = p.name(r), ""
         if flags[r] & NODE_IRQ_ROOT and c.irqs == "exclude":
             name = corrections.irq_kind(name) + " " + name
@@ -410,13 +412,18 @@ def corrected_call_tree(p: Profile) -> list:
         flag = _flag(unrel[r], clamped[r])
         marks.add({"?": "unreliable", "~": "clamped"}.get(flag, ""))
         all_gap.add(bool(calls[r]) and not cc[r])
-        return (f"{calls_cell(calls[r], cc[r], cw)} {_mean_cell(_mean_at(raw_mean, r), calls[r], d[0])} "
-                f"{_mean_cell(_mean_at(corr_mean, r), cc[r], d[1])} "
-                f"{_mean_cell(_mean_at(self_mean, r), cc[r], d[2])} {flag}{label}")
+        return (f"{calls_cell(calls[r], cc[r], cw)} {_mean_cell(avg, calls[r], d[0])} "
+                f"{_mean_cell(avg_corr, cc[r], d[1])} "
+                f"{_mean_cell(self_corr, cc[r], d[2])} {flag}{label}")
+
+    def row_lines(rows, branches):  # the model's means of the shown rows, one call per column
+        at = np.asarray(rows, dtype=np.int64)
+        return list(map(row_line, rows, branches, raw_mean(at).tolist(), corr_mean(at).tolist(),
+                        self_mean(at).tolist()))
 
     tree = _walk_tree(p, lambda r: (-ci[r], -incl[r], p.name(r)),
                               lambda k, root: ci[k] >= TREE_MIN_FRACTION * ci[root] and ci[k] > 0,
-                              row_line, lambda rows: (-np.asarray(ci)[rows], -incl[rows]))
+                              row_lines, lambda rows: (-np.asarray(ci)[rows], -incl[rows]))
     lines += tree
     legend = ((CALLS_LEGEND + " " if gap else "") + (ALL_GAP_LEGEND + " " if True in all_gap else "") +
               "Avg: raw mean over all calls. Avg*, Self*: corrected means over the clean calls."
@@ -621,7 +628,8 @@ def call_tree(p: Profile) -> list:
                 f"{_mean_cell(avg[r], calls[r], d[2])}  {label}")
 
     tree = _walk_tree(p, lambda r: (-incl[r], p.name(r)),
-                              lambda k, root: incl[k] >= TREE_MIN_FRACTION * incl[root], row_line,
+                              lambda k, root: incl[k] >= TREE_MIN_FRACTION * incl[root],
+                              lambda rows, branches: list(map(row_line, rows, branches)),
                               lambda rows: (-incl[rows],))
     lines += tree
     if marks:

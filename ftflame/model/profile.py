@@ -1098,8 +1098,9 @@ class Profile:
         return FunctionTable.build(self)
 
     def path(self, row: int) -> list:
+        """The function names of call path `row`, from its root down."""
         names = []
-        parent = self.col("parent")
+        parent = self.nodes.stored("parent")  # as stored: a path reads a few rows, not an int64 copy
         while row >= 0:
             names.append(self.name(row))
             row = int(parent[row])
