@@ -22,6 +22,7 @@
 #include <stdio.h>
 
 #include "builder.h"
+#include "mem.h"
 
 /* The operations and slowest calls (root_calls.c) ran out of memory: so
  * did the builder. */
@@ -674,6 +675,8 @@ static int node_slots_grow(ftf_builder *b)
 	ftf_node_slot *slots = calloc(nslots, sizeof(*slots));
 	if (!slots)
 		return -1;
+	/* written all over at once by the loop below: fresh pages (mem.h) */
+	ftf_hint_huge(slots, (size_t)nslots * sizeof(*slots));
 	for (uint32_t i = 0; i < b->nnodes; i++) {
 		const ftf_node *n = &b->nodes[i];
 		uint64_t h = node_hash(n->parent, n->func, n->flags & FTF_NODE_IRQ);
