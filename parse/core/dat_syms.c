@@ -95,19 +95,23 @@ static int parse_line(const char *p, size_t n, uint64_t *addr, char *type, size_
 int dat_syms_parse(dat_syms *s, const char *text, size_t len)
 {
 	memset(s, 0, sizeof(*s));
-	/* Both tables sized once: a line makes one entry at most, and a name
-	 * with its NUL takes no more bytes than its line. Grown by realloc, they
-	 * were copied at each doubling (blocks of a few MB come from the heap
-	 * once glibc has raised its mmap threshold): 5 ms of the 25 a Debian
-	 * kernel's 9 MB kallsyms took. Pages past the part used are never touched. */
-	size_t lines = 1, nlen = 0;
+	/* Both tables sized once: a line makes one entry at most (and an entry
+	 * takes 6 bytes at least, "0 T x\n", so a section of empty lines asks
+	 * for no more than entries could fill), and a name with its NUL takes
+	 * no more bytes than its line. Grown by realloc, they were copied at
+	 * each doubling (blocks of a few MB come from the heap once glibc has
+	 * raised its mmap threshold): 5 ms of the 25 a Debian kernel's 9 MB
+	 * kallsyms took. Pages past the part used are never touched. */
+	size_t most = 1, nlen = 0;
 	for (const char *q = text; (q = memchr(q, '\n', (size_t)(text + len - q))); q++)
-		lines++;
-	sym *tab = malloc(lines * sizeof(*tab)), *tmp = NULL;
+		most++;
+	if (most > (len + 1) / 6 + 1)
+		most = (len + 1) / 6 + 1;
+	sym *tab = malloc(most * sizeof(*tab)), *tmp = NULL;
 	char *names = malloc(len + 1);
 	if (!tab || !names)
 		goto oom;
-	ftf_hint_huge(tab, lines * sizeof(*tab));
+	ftf_hint_huge(tab, most * sizeof(*tab));
 	ftf_hint_huge(names, len);
 	uint32_t n = 0;
 	const char *p = text, *end = text + len;
