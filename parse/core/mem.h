@@ -11,11 +11,12 @@
  * backed by transparent huge pages where the kernel leaves that to the program
  * (transparent_hugepage=madvise): a table first written in 2 MB units takes one
  * page fault per unit instead of 512. Page faults were a sixth of the report's
- * CPU on the lost-event bench trace (35 k, 1.2-1.6 us each); the big tables
- * (the node table, the trees, the exported columns, the kallsyms and its
- * tables) this way take 9 k fewer, for at most one partly used huge page more
- * resident per table. Blocks from malloc too: only their whole pages are
- * hinted, and a huge page is used only where 2 MB aligned fit inside. */
+ * CPU on the lost-event bench trace; the big tables (the node table and its
+ * slots, the trees, the exported columns, the kallsyms and its tables) take a
+ * third fewer this way (docs/performance.md, "Figures behind choices in the
+ * code"), for at most one partly used huge page more resident per table.
+ * Blocks from malloc too: only their whole pages are hinted, and a huge page
+ * is used only where 2 MB aligned fit inside. */
 #define FTF_HUGE ((size_t)2 << 20)
 
 static inline void ftf_hint_huge(void *p, size_t n)
