@@ -5,7 +5,7 @@ with the machine's load, for changes too small for CPU seconds to show on a
 shared machine (a 3% cut is inside the run-to-run noise of bench/revs.py
 here, and this VM exposes no hardware counters to `perf stat`).
 
-    bench/read_counts.py [--top N] REV_A REV_B [TRACE ...]
+    bench/read_counts.py [--top N] [--keep DIR] REV_A REV_B [TRACE ...]
 
 Each REV is built as bench/revs.py builds it (`.`: this checkout). For each
 trace, each revision's C read runs once on one thread (FTFLAME_THREADS=1,
@@ -14,7 +14,8 @@ no exclusive histograms) under `valgrind --tool=cachegrind --cache-sim=yes`;
 the interpreter's start and the core's import are in every column alike.
 Printed per revision: instructions (Ir), L1 data misses (reads + writes) and
 last-level data misses, and their ratios to the first revision's; with
---top N, the N functions whose L1 misses or instructions moved most.
+--top N, the N functions whose L1 misses or instructions moved most. With
+--keep DIR, cachegrind's files stay in DIR for cg_annotate (per line).
 
 What it does not show: time. The simulated caches are not this machine's
 (no prefetcher: a line the hardware fetches beside its neighbour counts as
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -68,10 +70,15 @@ def load(path: str) -> tuple[dict[str, int], dict[str, list[int]]]:
 
 
 def counts(env: dict[str, str], trace: str, out: str) -> tuple[dict[str, int], dict[str, list[int]]]:
-    # run from the output's folder: from a checkout, `-c` would import the
-    # checkout's ftflame (the current folder comes first on sys.path)
+    # the read as a script beside the output, not `-c`: cachegrind writes the
+    # command into its file's `cmd:` line, which cg_annotate reads as one line;
+    # and from the output's folder, not a checkout (the script's folder comes
+    # first on sys.path: from a checkout it would import the checkout's ftflame)
+    script = os.path.join(os.path.dirname(out), "read_counts_read.py")
+    with open(script, "w", encoding="utf-8") as f:
+        f.write(READ)
     subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--cachegrind-out-file={out}",
-                    PY, "-c", READ, os.path.abspath(trace)], env={**env, "FTFLAME_THREADS": "1"}, check=True,
+                    PY, script, os.path.abspath(trace)], env={**env, "FTFLAME_THREADS": "1"}, check=True,
                    cwd=os.path.dirname(out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     return load(out)
 
@@ -79,6 +86,7 @@ def counts(env: dict[str, str], trace: str, out: str) -> tuple[dict[str, int], d
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--top", type=int, default=0, help="the N functions that moved most (default none)")
+    ap.add_argument("--keep", metavar="DIR", help="keep cachegrind's files in DIR (cg_annotate reads them)")
     ap.add_argument("revs", nargs="+", help="two revisions or more (`.`: this checkout), then traces")
     args = ap.parse_args()
     if not shutil.which("valgrind"):
@@ -102,12 +110,20 @@ def main() -> int:
             print(f"{'revision':32s} {'Ir':>15s} {'L1 d misses':>13s} {'LL d misses':>12s}  ratios to the first")
             got = []
             for i, ((label, _), env) in enumerate(zip(trees, envs)):
+                out = os.path.join(tmp, f"cg{i}.out")
                 try:
-                    got.append(counts(env, trace, os.path.join(tmp, f"cg{i}.out")))
+                    got.append(counts(env, trace, out))
                 except subprocess.CalledProcessError as e:
                     print(f"read_counts: {label} on {trace} failed: {e.stderr.decode(errors='replace')[-300:]}",
                           file=sys.stderr)
                     return 2
+                if args.keep:
+                    os.makedirs(args.keep, exist_ok=True)
+                    where = os.path.basename(os.path.dirname(os.path.abspath(trace)))
+                    name = "-".join(re.sub(r"[^\w.-]+", "_", w).strip("_") for w in (label, where))
+                    kept = os.path.join(args.keep, f"{name}.cg.out")
+                    shutil.copyfile(out, kept)
+                    print(f"read_counts: kept {kept}", file=sys.stderr)
             base = None
             for (label, _), (tot, _per) in zip(trees, got):
                 fig = (tot["Ir"], tot["D1mr"] + tot["D1mw"], tot["DLmr"] + tot["DLmw"])
