@@ -672,11 +672,10 @@ static uint64_t node_hash(uint32_t parent, uint32_t func, int irq)
 static int node_slots_grow(ftf_builder *b)
 {
 	uint32_t nslots = b->nnode_slots ? b->nnode_slots * 2 : 1024;
-	ftf_node_slot *slots = calloc(nslots, sizeof(*slots));
+	/* written all over at once by the loop below: a block on huge pages */
+	ftf_node_slot *slots = ftf_blk_zalloc((size_t)nslots * sizeof(*slots));
 	if (!slots)
 		return -1;
-	/* written all over at once by the loop below: fresh pages (mem.h) */
-	ftf_hint_huge(slots, (size_t)nslots * sizeof(*slots));
 	for (uint32_t i = 0; i < b->nnodes; i++) {
 		const ftf_node *n = &b->nodes[i];
 		uint64_t h = node_hash(n->parent, n->func, n->flags & FTF_NODE_IRQ);
@@ -686,7 +685,7 @@ static int node_slots_grow(ftf_builder *b)
 		slots[s].idx = i + 1;
 		slots[s].hash = (uint32_t)(h >> 32);
 	}
-	free(b->node_slots);
+	ftf_blk_free(b->node_slots, (size_t)b->nnode_slots * sizeof(*b->node_slots));
 	b->node_slots = slots;
 	b->nnode_slots = nslots;
 	return 0;
@@ -1251,7 +1250,7 @@ void ftf_builder_shed(ftf_builder *b)
 	b->ntasks = b->ntask_slots = 0;
 	b->cur_task = b->last_task = NULL;
 	memset(b->cpu_tail, 0, sizeof(b->cpu_tail));
-	free(b->node_slots);
+	ftf_blk_free(b->node_slots, (size_t)b->nnode_slots * sizeof(*b->node_slots));
 	b->node_slots = NULL;
 	b->nnode_slots = 0;
 }

@@ -278,9 +278,11 @@ void ftf_task_calls_free(ftf_root_calls *rc, ftf_task_calls *tc);
  * under FTF_BLK_MAP bytes from malloc, else a mapping of its own (page-aligned),
  * grown in place by mremap (no copy, no second set of pages) and given back on
  * free. ftf_blk_grow: p (old bytes) grown to n bytes, its content kept; NULL (p
- * untouched) when out of memory. ftf_blk_free: p of n bytes. */
+ * untouched) when out of memory. ftf_blk_zalloc: n bytes of zeros, to be given
+ * back by ftf_blk_free; NULL when out of memory. ftf_blk_free: p of n bytes. */
 #define FTF_BLK_MAP ((size_t)16 << 10)
 void *ftf_blk_grow(void *p, size_t old, size_t n);
+void *ftf_blk_zalloc(size_t n);
 void ftf_blk_free(void *p, size_t n);
 
 #endif
