@@ -123,8 +123,7 @@ static size_t blk_pages(size_t n)
 /* A mapping of FTF_HUGE or more starts on a 2 MB boundary (mapped 2 MB over,
  * the ends given back): a hinted block then takes huge pages from its first
  * byte, where one placed anywhere took 4 KB pages up to its first boundary
- * and past its last (a 4 MB slot table: 3 k page faults of s18-long-lost's
- * 23 k). */
+ * and past its last (docs/performance.md, "Figures behind choices"). */
 static void *blk_map(size_t n, int populate)
 {
 	size_t len = blk_pages(n), over = len >= FTF_HUGE ? FTF_HUGE : 0;
