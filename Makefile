@@ -44,7 +44,7 @@ ESLINT             := $(ESLINT_DIR)/node_modules/.bin/eslint
 # the pages whose inline <script> includes templates/*.js, in order
 JS_PAGES           := templates/report.html templates/diff.html templates/flamegraph.svg
 
-.PHONY: help setup build demo test test-damage lint test-vm bench golden model-error mutate clean setup-render-tools setup-fuzz fuzz setup-vm fixtures fixture-long fixture-long-lost fixture-long-throttled bench-long bench-phases bench-revs bench-timeline bench-counts
+.PHONY: help setup build demo test test-damage lint test-vm bench golden model-error mutate clean setup-render-tools setup-fuzz fuzz setup-vm fixtures fixture-long fixture-long-lost fixture-throttled bench-long bench-phases bench-revs bench-timeline bench-counts
 
 # $(call apt_install,TARGET,PACKAGES[,APT-GET OPTIONS]): install the Debian
 # packages not installed yet, saying which (one shell command line).
@@ -307,7 +307,7 @@ fixture-long-lost: setup setup-vm  ## record the long bench trace with lost even
 # a CPU (cgroup v2): about a quarter of the events lost in hundreds of gaps, the
 # shape of the held-out trace the bench bounds were set on (10 M events, 23% lost).
 LONG_THROTTLED_TRACE := $(FIXTURES_OUT)/k6.12/s18-long-throttled/trace.dat
-fixture-long-throttled: setup setup-vm  ## record the long bench trace with a quarter of its events lost into FIXTURES_OUT/k6.12/s18-long-throttled (3 min)
+fixture-throttled: setup setup-vm  ## record the long bench trace with a fifth of its events lost into FIXTURES_OUT/k6.12/s18-long-throttled (3 min)
 	tests/vm/fixtures.sh $(FIXTURES_OUT) k6.12/s18-long-throttled
 
 bench-long: setup  ## make bench's tables on the long trace, and on it twice as long (make fixture-long first)
@@ -318,7 +318,7 @@ bench-long: setup  ## make bench's tables on the long trace, and on it twice as 
 # REV (default main) in the same rounds, on the long traces that exist (else a curated one)
 REV ?= main
 LONG_TRACES = $(wildcard $(LONG_TRACE) $(LONG_LOST_TRACE) $(LONG_THROTTLED_TRACE))
-bench-phases: setup  ## the report's CPU by phase against the zstd floor on the long traces (make fixture-long, fixture-long-lost, fixture-long-throttled)
+bench-phases: setup  ## the report's CPU by phase against the zstd floor on the long traces (make fixture-long, fixture-long-lost, fixture-throttled)
 	@test -n "$(LONG_TRACES)" || { echo "bench-phases: no long trace: run make fixture-long first" >&2; exit 2; }
 	$(PY) bench/phases.py $(LONG_TRACES)
 bench-revs: setup  ## this checkout against REV=main, interleaved CPU and wall medians as ratios, on the long traces (else a curated fixture)
