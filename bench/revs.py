@@ -21,7 +21,8 @@ threads, the JSON's formatting beside the making of its rows: on two
 cores its wall time is less than its CPU). With zstd
 and a zstd trace.dat, the machine's floor (bench/zstd_floor.py) is
 timed in the same rounds and each median, CPU and wall, is also given as a
-ratio to the floor's CPU.
+ratio to the floor's CPU, and the user CPU as a ratio to the floor's user
+CPU (the unit of the performance issue's table).
 The outputs of the revisions are compared too (identical or not).
 With the text among the formats, each CPU median is also given in ns per
 event of the trace (the count the text report prints), the floor's too: a
@@ -100,8 +101,8 @@ def shim(tree: str, where: str) -> str:
     return where
 
 
-def cpu_of(cmd, env, cwd) -> tuple[float, float]:
-    """The command's CPU seconds (user + sys of all its threads) and its wall time."""
+def cpu_of(cmd, env, cwd) -> tuple[float, float, float]:
+    """The command's CPU seconds (user + sys of all its threads), its wall time and its user CPU."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
     err = proc.stderr.read()
@@ -110,7 +111,7 @@ def cpu_of(cmd, env, cwd) -> tuple[float, float]:
     proc.stderr.close()
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"revs: {' '.join(cmd)} failed: {err.decode(errors='replace').strip()}")
-    return ru.ru_utime + ru.ru_stime, wall
+    return ru.ru_utime + ru.ru_stime, wall, ru.ru_utime
 
 
 def floor_cmd(trace: str, tmp: str):
@@ -169,29 +170,34 @@ def main() -> int:
             for _ in range(args.reps):
                 for k, (cmd, env, _) in cmds.items():
                     got[k].append(cpu_of(cmd, env, tmp))
-            med = {k: statistics.median(c for c, _ in v) for k, v in got.items()}
-            wall = {k: statistics.median(w for _, w in v) for k, v in got.items()}
-            fl = med.get(("floor", 0))
+            med = {k: statistics.median(c for c, _, _ in v) for k, v in got.items()}
+            wall = {k: statistics.median(w for _, w, _ in v) for k, v in got.items()}
+            user = {k: statistics.median(u for _, _, u in v) for k, v in got.items()}
+            fl, fl_user = med.get(("floor", 0)), user.get(("floor", 0))
             events = events_in(cmds[("txt", 0)][2]) if "txt" in fmts else None
             print(f"\n{trace}: {args.reps} interleaved rounds, median CPU s (user+sys), "
                   f"load {os.getloadavg()[0]:.1f}" + (f"; floor (zstd -d of its chunks) {fl:.3f} s" if fl else "")
                   + (f"; {events:,} events" + (f", the floor {fl * 1e9 / events:.0f} ns an event" if fl else "")
                      if events else ""))
+            # user / floor's user: the issue's own unit (user CPU seconds); the
+            # floor, with synchronous I/O, has next to no system time
             print("| output | revision | CPU s | / first revision |" + (" / floor |" if fl else "")
+                  + (" user / floor's user |" if fl_user else "")
                   + " wall s |" + (" wall / floor's CPU |" if fl else "") + (" CPU ns / event |" if events else ""))
-            print("|---|---|---:|---:|" + ("---:|" if fl else "") + "---:|" + ("---:|" if fl else "")
-                  + ("---:|" if events else ""))
+            print("|---|---|---:|---:|" + ("---:|" if fl else "") + ("---:|" if fl_user else "") + "---:|"
+                  + ("---:|" if fl else "") + ("---:|" if events else ""))
             for fmt in fmts:
                 base = med[(fmt, 0)]
                 for i, (label, _) in enumerate(trees):
                     v, w = med[(fmt, i)], wall[(fmt, i)]
                     print(f"| {fmt} | {label} | {v:.3f} | {v / base:.2f} |" + (f" {v / fl:.2f} |" if fl else "")
+                          + (f" {user[(fmt, i)] / fl_user:.2f} |" if fl_user else "")
                           + f" {w:.3f} |" + (f" {w / fl:.2f} |" if fl else "")
                           + (f" {v * 1e9 / events:.0f} |" if events else ""))
                 same = all(filecmp.cmp(cmds[(fmt, 0)][2], cmds[(fmt, i)][2], shallow=False)
                            for i in range(1, len(trees)))
                 print(f"| {fmt} | outputs | {'identical' if same else 'DIFFER'} | | " + ("|" if fl else "")
-                      + " |" + (" |" if fl else "") + (" |" if events else ""))
+                      + (" |" if fl_user else "") + " |" + (" |" if fl else "") + (" |" if events else ""))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
