@@ -303,11 +303,11 @@ LONG_LOST_TRACE := $(FIXTURES_OUT)/k6.12/s18-long-lost/trace.dat
 fixture-long-lost: setup setup-vm  ## record the long bench trace with lost events into FIXTURES_OUT/k6.12/s18-long-lost (5 min)
 	tests/vm/fixtures.sh $(FIXTURES_OUT) k6.12/s18-long-lost
 
-# The same workload, longer, into the guest's tmpfs with trace-cmd held to 37% of
-# a CPU (cgroup v2): about a quarter of the events lost in hundreds of gaps, the
-# shape of the held-out trace the bench bounds were set on (10 M events, 23% lost).
+# The same workload, longer, into the guest's tmpfs with trace-cmd held to a share
+# of a CPU (cgroup v2), recorded again until a fifth to a third of the events are
+# lost: the shape of the held-out trace the bench bounds were set on (10 M events, 23%).
 LONG_THROTTLED_TRACE := $(FIXTURES_OUT)/k6.12/s18-long-throttled/trace.dat
-fixture-throttled: setup setup-vm  ## record the long bench trace with a fifth of its events lost into FIXTURES_OUT/k6.12/s18-long-throttled (3 min)
+fixture-throttled: setup setup-vm  ## record the long bench trace with a fifth of its events lost into FIXTURES_OUT/k6.12/s18-long-throttled (2-6 min)
 	tests/vm/fixtures.sh $(FIXTURES_OUT) k6.12/s18-long-throttled
 
 bench-long: setup  ## make bench's tables on the long trace, and on it twice as long (make fixture-long first)
