@@ -36,6 +36,34 @@ def _cpu(pid: int) -> float:
     return total
 
 
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
+def where_waiting(pid: int, depth: int = 0) -> str:
+    """What each thread of pid, and of its living descendants, is doing:
+    its name, state, kernel wait channel and system call (/proc: no tool
+    needed), so that a hang seen once in CI says where it waited."""
+    lines = []
+    try:
+        tasks = sorted(os.listdir(f"/proc/{pid}/task"), key=int)
+    except OSError:
+        return ""
+    for tid in tasks:
+        t = f"/proc/{pid}/task/{tid}"
+        state = _read(f"{t}/stat").rsplit(")", 1)[-1].split()[:1]
+        lines.append(f"{'  ' * depth}pid {pid} tid {tid} {_read(f'{t}/comm')!r} state {''.join(state)} "
+                     f"wchan {_read(f'{t}/wchan')} syscall {_read(f'{t}/syscall').split(' ')[0]}")
+        for child in _read(f"{t}/children").split():
+            if child.isdigit():
+                lines.append(where_waiting(int(child), depth + 1))
+    return "\n".join(line for line in lines if line)
+
+
 def communicate_within_cpu(proc: subprocess.Popen, cpu_budget: float = 5.0,
                            wall_ceiling: float = 120.0) -> tuple:
     """(stdout, stderr, CPU seconds spent) of proc once it exits, or
@@ -49,10 +77,11 @@ def communicate_within_cpu(proc: subprocess.Popen, cpu_budget: float = 5.0,
         used = _cpu(proc.pid) - start
         waited = time.monotonic() - t0
         if used > cpu_budget or waited > wall_ceiling:
+            threads = where_waiting(proc.pid)
             proc.kill()
             proc.communicate()
             raise AssertionError(f"still running after {used:.1f} CPU seconds and {waited:.1f} s "
-                                 f"(bounds: {cpu_budget} CPU s, {wall_ceiling} s)")
+                                 f"(bounds: {cpu_budget} CPU s, {wall_ceiling} s); its threads:\n{threads}")
         time.sleep(0.02)
     out, err = proc.communicate()
     return out, err, used
