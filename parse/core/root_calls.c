@@ -130,12 +130,11 @@ static void *blk_map(size_t n, int populate)
 	uint8_t *p = mmap(NULL, len + over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
-	if (over) {
+	if (over) { /* the boundary is less than `over` in: some tail is always left */
 		uint8_t *a = (uint8_t *)(((uintptr_t)p + FTF_HUGE - 1) & ~(uintptr_t)(FTF_HUGE - 1));
 		if (a > p)
 			munmap(p, (size_t)(a - p));
-		if (p + len + over > a + len)
-			munmap(a + len, (size_t)(p + len + over - (a + len)));
+		munmap(a + len, (size_t)(p + over - a));
 		p = a;
 	}
 	ftf_hint_huge(p, n);
