@@ -13,29 +13,6 @@ import time
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _cpu(pid: int) -> float:
-    """CPU seconds of pid (its threads, its reaped children) and of its
-    living descendants (the libtracecmd reader's forked child); 0 for a
-    process already gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    total = sum(int(x) for x in fields[11:15]) / TICK  # utime stime cutime cstime
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return total
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                total += sum(_cpu(int(c)) for c in f.read().split())
-        except OSError:
-            pass
-    return total
-
-
 def _read(path: str) -> str:
     try:
         with open(path) as f:
@@ -44,24 +21,47 @@ def _read(path: str) -> str:
         return "?"
 
 
-def where_waiting(pid: int, depth: int = 0) -> str:
+def _tasks(pid: int) -> list[str]:
+    """pid's threads (their ids), [] for a process already gone."""
+    try:
+        return sorted(os.listdir(f"/proc/{pid}/task"), key=int)
+    except OSError:
+        return []
+
+
+def _family(pid: int):
+    """pid, then its living descendants (the libtracecmd reader's forked
+    child), each once."""
+    yield pid
+    for tid in _tasks(pid):
+        for child in _read(f"/proc/{pid}/task/{tid}/children").split():
+            if child.isdigit():
+                yield from _family(int(child))
+
+
+def _cpu(pid: int) -> float:
+    """CPU seconds of pid (its threads, its reaped children) and of its
+    living descendants; 0 for a process already gone."""
+    total = 0.0
+    for p in _family(pid):
+        fields = _read(f"/proc/{p}/stat").rsplit(")", 1)[-1].split()
+        if len(fields) > 14:
+            total += sum(int(x) for x in fields[11:15]) / TICK  # utime stime cutime cstime
+    return total
+
+
+def where_waiting(pid: int) -> str:
     """What each thread of pid, and of its living descendants, is doing:
     its name, state, kernel wait channel and system call (/proc: no tool
     needed), so that a hang seen once in CI says where it waited."""
     lines = []
-    try:
-        tasks = sorted(os.listdir(f"/proc/{pid}/task"), key=int)
-    except OSError:
-        return ""
-    for tid in tasks:
-        t = f"/proc/{pid}/task/{tid}"
-        state = _read(f"{t}/stat").rsplit(")", 1)[-1].split()[:1]
-        lines.append(f"{'  ' * depth}pid {pid} tid {tid} {_read(f'{t}/comm')!r} state {''.join(state)} "
-                     f"wchan {_read(f'{t}/wchan')} syscall {_read(f'{t}/syscall').split(' ')[0]}")
-        for child in _read(f"{t}/children").split():
-            if child.isdigit():
-                lines.append(where_waiting(int(child), depth + 1))
-    return "\n".join(line for line in lines if line)
+    for p in _family(pid):
+        for tid in _tasks(p):
+            t = f"/proc/{p}/task/{tid}"
+            state = _read(f"{t}/stat").rsplit(")", 1)[-1].split()[:1]
+            lines.append(f"pid {p} tid {tid} {_read(f'{t}/comm')!r} state {''.join(state)} "
+                         f"wchan {_read(f'{t}/wchan')} syscall {_read(f'{t}/syscall').split(' ')[0]}")
+    return "\n".join(lines)
 
 
 def communicate_within_cpu(proc: subprocess.Popen, cpu_budget: float = 5.0,
