@@ -146,8 +146,13 @@ def _in_child(read, name: str) -> dict:
         pid = 0
     finally:
         if pid:  # interrupted: the child goes too
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                # a Ctrl-C between waitpid's return and `pid = 0` above: the
+                # child is reaped already, and the interruption is what to say
+                pass
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         raise InputError(name, f"libtracecmd crashed reading this file ({signal.Signals(sig).name})",

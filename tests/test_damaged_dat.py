@@ -614,6 +614,25 @@ def test_a_libtracecmd_crash_is_one_line_and_exit_2(tmp_path):
         {"events": 3, "b": b"x" * 100_000}
 
 
+def test_ctrl_c_just_after_the_child_is_reaped_is_an_interruption(monkeypatch):
+    """A Ctrl-C that lands after waitpid has reaped the libtracecmd child,
+    before the parent notes it: the interruption is raised, not the
+    ProcessLookupError of killing a child that is gone (exit 1, "internal
+    error", where an interrupted run exits 130)."""
+    from ftflame.parse import dat
+
+    real = os.waitpid
+
+    def reaped_then_interrupted(pid, options):
+        real(pid, options)  # the child reaped: its pid may name another process now
+        monkeypatch.setattr(os, "waitpid", real)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "waitpid", reaped_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        dat._in_child(lambda: {"events": 3}, "ok.dat")
+
+
 
 def test_libtracecmd_child_forks_after_the_imports_thread_ends(monkeypatch):
     """The CLI imports on a thread while the core reads; the libtracecmd
