@@ -21,7 +21,7 @@ def _make_test(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_no_test_collected_fails(tmp_path):
-    r = _make_test(tmp_path)
+    r = _make_test(tmp_path, "PYTEST_ARGS=")  # (not the one a `make test PYTEST_ARGS=...` exports)
     assert r.returncode != 0
     assert "no test selected by pytest: a suite that collects nothing fails" in r.stdout
 
