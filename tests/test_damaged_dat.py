@@ -704,7 +704,7 @@ def test_ctrl_c_ends_promptly_at_any_point(reader, point, tmp_path, tmp_path_fac
     proc = subprocess.Popen([*readers.FTFLAME, "report", trace, *readers.reader_args(reader),
                              "-q", "-o", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            cwd=readers.ROOT, preexec_fn=sigint_as_default)
+                            cwd=readers.ROOT, preexec_fn=sigint_as_default, env=promptly.env_with_stacks())
     if point == "importing":
         # ftflame's own imports (its handler is in place from cli.py's first
         # lines); earlier, in the interpreter's site import, a SIGINT is the

@@ -388,7 +388,7 @@ def test_ctrl_c_stops_a_read_of_pages_without_records(tmp_path):
     out.mkdir()
     proc = subprocess.Popen([*FTFLAME, "report", str(path), "--reader", "builtin", "-q", "-o",
                              str(out / "r.txt")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=sigint_as_default)
+                            text=True, preexec_fn=sigint_as_default, env=promptly.env_with_stacks())
     deadline = time.monotonic() + 30
     while proc.poll() is None and time.monotonic() < deadline and not holds_open(proc.pid, path):
         time.sleep(0.005)

@@ -7,10 +7,20 @@ for nothing is caught by a wide wall ceiling."""
 from __future__ import annotations
 
 import os
+import resource
+import signal
 import subprocess
 import time
 
 TICK = os.sysconf("SC_CLK_TCK")
+
+
+def env_with_stacks(env: dict | None = None) -> dict:
+    """env (default: this process's) with Python's faulthandler on, for a
+    process run under communicate_within_cpu: if it hangs, it is asked for
+    every thread's Python stack before it goes (SIGABRT, which faulthandler
+    answers by writing them to stderr). Nothing changes while it runs."""
+    return {**(os.environ if env is None else env), "PYTHONFAULTHANDLER": "1"}
 
 
 def _read(path: str) -> str:
@@ -59,9 +69,31 @@ def where_waiting(pid: int) -> str:
         for tid in _tasks(p):
             t = f"/proc/{p}/task/{tid}"
             state = _read(f"{t}/stat").rsplit(")", 1)[-1].split()[:1]
+            # the kernel's stack (root only): "[<0>] futex_wait_queue+0x60/0x90" a line
+            kstack = " < ".join(line.split("] ", 1)[-1].split("+", 1)[0]
+                                for line in _read(f"{t}/stack").splitlines()[:6])
             lines.append(f"pid {p} tid {tid} {_read(f'{t}/comm')!r} state {''.join(state)} "
-                         f"wchan {_read(f'{t}/wchan')} syscall {_read(f'{t}/syscall').split(' ')[0]}")
+                         f"wchan {_read(f'{t}/wchan')} syscall {_read(f'{t}/syscall').split(' ')[0]} "
+                         f"kernel stack {kstack}")
     return "\n".join(lines)
+
+
+def _abort_for_stacks(pid: int) -> None:
+    """SIGABRT to pid and its living descendants, the youngest first, with
+    core dumps off: a process started with env_with_stacks writes its
+    threads' Python stacks to stderr and ends; any other just ends."""
+    for p in reversed(list(_family(pid))):
+        try:
+            resource.prlimit(p, resource.RLIMIT_CORE, (0, 0))
+            os.kill(p, signal.SIGABRT)
+        except (OSError, ValueError):  # gone already
+            continue
+        # one at a time: the family shares its stderr, and stacks written
+        # at once interleave line by line
+        deadline = time.monotonic() + 2
+        while _read(f"/proc/{p}/stat").rsplit(")", 1)[-1].split()[:1] not in ([], ["Z"], ["X"]) \
+                and time.monotonic() < deadline:
+            time.sleep(0.01)
 
 
 def communicate_within_cpu(proc: subprocess.Popen, cpu_budget: float = 5.0,
@@ -78,10 +110,18 @@ def communicate_within_cpu(proc: subprocess.Popen, cpu_budget: float = 5.0,
         waited = time.monotonic() - t0
         if used > cpu_budget or waited > wall_ceiling:
             threads = where_waiting(proc.pid)
-            proc.kill()
-            proc.communicate()
+            _abort_for_stacks(proc.pid)
+            try:
+                _, err = proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+            if isinstance(err, bytes):
+                err = err.decode(errors="replace")
             raise AssertionError(f"still running after {used:.1f} CPU seconds and {waited:.1f} s "
-                                 f"(bounds: {cpu_budget} CPU s, {wall_ceiling} s); its threads:\n{threads}")
+                                 f"(bounds: {cpu_budget} CPU s, {wall_ceiling} s); its threads:\n{threads}\n"
+                                 f"its stderr (with env_with_stacks: each thread's Python stack):\n"
+                                 f"{(err or '')[-6000:]}")
         time.sleep(0.02)
     out, err = proc.communicate()
     return out, err, used
