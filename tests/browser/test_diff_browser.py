@@ -155,6 +155,30 @@ def test_diff_page_lists_the_operations_with_their_kind(browser_page, tmp_path):
     pg.assert_clean()
 
 
+def test_a_long_trace_path_wraps_within_1400_px(browser_page, tmp_path):
+    """The sides table names each run by its trace's path, which can be as
+    long as the folders it lives in (a clone in a deeper folder overflowed
+    the 1400 px page by 5 px): the path wraps, the page does not scroll
+    sideways."""
+    from ftflame.diff import model
+    from ftflame.diff.load import Run
+    from ftflame.parse import build_events
+
+    calls = {"v3 WRITE": 50, "v3 GETATTR": 50}
+    deep = "/" + "/".join(f"folder-{i:02d}-of-a-deep-checkout" for i in range(12))
+    before = Run(f"{deep}/before/trace.dat", "b", build_events(diffsynth.dispatcher_events(1, calls), source="b"))
+    after = Run(f"{deep}/after/trace.dat", "a", build_events(diffsynth.dispatcher_events(2, calls), source="a"))
+    path = tmp_path / "deep.html"
+    path.write_text(diff_html.render(model.build((before,), (after,), corrected=False, runs_identical=True)),
+                    encoding="utf-8")
+    pg = browser_page(width=1400, height=1000)
+    page = pg.open(path)
+    assert deep in page.locator("#sides").inner_text().replace("\n", "")
+    width = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert width[0] <= width[1] == 1400, width
+    pg.assert_clean()
+
+
 def test_diff_page_fits_1400_px_leads_with_the_verdict_and_pages_its_rows(browser_page, pages):
     """At 1400 px (6.1 against 6.12: 486 functions): no element wider than
     the viewport, the root function's verdict near the top, names
