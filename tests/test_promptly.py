@@ -5,7 +5,6 @@ that a hang seen once in CI says where it waited. The process and its
 forked child are gone afterwards."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -45,7 +44,6 @@ def test_a_hang_says_where_each_thread_waits():
     assert 'File "<string>", line 5 in side' in said, said
     assert 'File "<string>", line 8 in <module>' in said, said
     deadline = time.monotonic() + 10
-    while any(os.path.exists(f"/proc/{p}") and "Z" not in promptly._read(f"/proc/{p}/stat").split(")")[-1][:3]
-              for p in family) and time.monotonic() < deadline:
+    while not all(promptly.ended(p) for p in family) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert proc.poll() is not None
+    assert proc.poll() is not None and all(promptly.ended(p) for p in family)

@@ -31,6 +31,18 @@ def _read(path: str) -> str:
         return "?"
 
 
+def _stat(path: str) -> list[str]:
+    """The fields of a /proc stat file after the command's name (state
+    first); [] for a process already gone."""
+    text = _read(path)
+    return [] if text == "?" else text.rsplit(")", 1)[-1].split()
+
+
+def ended(pid: int) -> bool:
+    """Whether pid is gone, or dead and waiting to be reaped."""
+    return _stat(f"/proc/{pid}/stat")[:1] in ([], ["Z"], ["X"])
+
+
 def _tasks(pid: int) -> list[str]:
     """pid's threads (their ids), [] for a process already gone."""
     try:
@@ -54,7 +66,7 @@ def _cpu(pid: int) -> float:
     living descendants; 0 for a process already gone."""
     total = 0.0
     for p in _family(pid):
-        fields = _read(f"/proc/{p}/stat").rsplit(")", 1)[-1].split()
+        fields = _stat(f"/proc/{p}/stat")
         if len(fields) > 14:
             total += sum(int(x) for x in fields[11:15]) / TICK  # utime stime cutime cstime
     return total
@@ -68,7 +80,7 @@ def where_waiting(pid: int) -> str:
     for p in _family(pid):
         for tid in _tasks(p):
             t = f"/proc/{p}/task/{tid}"
-            state = _read(f"{t}/stat").rsplit(")", 1)[-1].split()[:1]
+            state = _stat(f"{t}/stat")[:1]
             # the kernel's stack (root only): "[<0>] futex_wait_queue+0x60/0x90" a line
             kstack = " < ".join(line.split("] ", 1)[-1].split("+", 1)[0]
                                 for line in _read(f"{t}/stack").splitlines()[:6])
@@ -91,8 +103,7 @@ def _abort_for_stacks(pid: int) -> None:
         # one at a time: the family shares its stderr, and stacks written
         # at once interleave line by line
         deadline = time.monotonic() + 2
-        while _read(f"/proc/{p}/stat").rsplit(")", 1)[-1].split()[:1] not in ([], ["Z"], ["X"]) \
-                and time.monotonic() < deadline:
+        while not ended(p) and time.monotonic() < deadline:
             time.sleep(0.01)
 
 
